@@ -1,0 +1,63 @@
+# memshim: `make` builds the library and the formatter, `make check` runs every test,
+# `make demo` runs the PyTorch demo, `make bench` the benchmarks.
+CC ?= cc
+PREFIX ?= /usr/local
+DESTDIR ?=
+BUILD ?= build
+PKG_CONFIG ?= pkg-config
+SANITIZE ?=
+PYTHON ?= /usr/bin/python3
+
+CFLAGS ?= -O2 -g
+WARNFLAGS := -Wall -Wextra -Wshadow -Wstrict-prototypes -Wmissing-prototypes -Wno-unused-parameter
+BASEFLAGS := -std=gnu11 -D_GNU_SOURCE -MMD -MP $(WARNFLAGS)
+ifneq ($(SANITIZE),)
+SANFLAGS := -fsanitize=$(SANITIZE) -fno-omit-frame-pointer
+endif
+
+CHECK_CFLAGS := $(shell $(PKG_CONFIG) --cflags check 2>/dev/null)
+CHECK_LIBS := $(shell $(PKG_CONFIG) --libs check 2>/dev/null || echo -lcheck -lsubunit -lm -lrt -lpthread)
+JANSSON_CFLAGS := $(shell $(PKG_CONFIG) --cflags jansson 2>/dev/null)
+JANSSON_LIBS := $(shell $(PKG_CONFIG) --libs jansson 2>/dev/null || echo -ljansson)
+UNWIND_CFLAGS := $(shell $(PKG_CONFIG) --cflags libunwind 2>/dev/null)
+UNWIND_LIBS := $(shell $(PKG_CONFIG) --libs libunwind 2>/dev/null || echo -lunwind)
+
+# Each fragment appends its test runners to CHECK_TARGETS and its programs to ALL_TARGETS.
+CHECK_TARGETS :=
+ALL_TARGETS :=
+INSTALL_TARGETS :=
+
+.PHONY: all build-all check check-run deps demo demo-run bench install clean
+all: build-all
+
+include shim/shim.mk
+include formatter/formatter.mk
+include tests/unit/unit.mk
+include tests/preload/preload.mk
+include tests/formatter/formatter-tests.mk
+include tests/gpu/gpu.mk
+include tests/python/python.mk
+include bench/bench.mk
+
+build-all: $(ALL_TARGETS)
+
+# Installs missing Debian packages first, then runs every suite in a fresh make (so pkg-config
+# sees what was just installed).
+check: deps
+	@$(MAKE) --no-print-directory check-run
+
+check-run: $(CHECK_TARGETS)
+	@echo "memshim: all test suites passed"
+
+deps:
+	@scripts/install-deps.sh
+
+demo: deps
+	@$(MAKE) --no-print-directory demo-run
+
+install: $(INSTALL_TARGETS)
+
+clean:
+	rm -rf $(BUILD)
+
+-include $(shell find $(BUILD) -name '*.d' 2>/dev/null)

@@ -1,0 +1,38 @@
+/* A streaming JSON writer into a fixed buffer flushed with write(2): async-signal-safe, no
+ * allocation, so the report can be written at exit, on _exit and from a signal handler. */
+#ifndef MS_JSON_H
+#define MS_JSON_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#define MS_JSON_DEPTH 16
+
+struct ms_json {
+	int fd;
+	int err;                 /* a write failed or nesting overflowed */
+	int depth;
+	int first[MS_JSON_DEPTH];/* no member written yet at this depth */
+	size_t len;
+	char buf[8192];
+};
+
+void ms_json_init(struct ms_json *w, int fd);
+/* KEY is the member name inside an object, NULL inside an array or at top level. */
+void ms_json_object(struct ms_json *w, const char *key);
+void ms_json_array(struct ms_json *w, const char *key);
+void ms_json_end_object(struct ms_json *w);
+void ms_json_end_array(struct ms_json *w);
+void ms_json_int(struct ms_json *w, const char *key, int64_t value);
+void ms_json_uint(struct ms_json *w, const char *key, uint64_t value);
+/* Finite values with 6 decimals (trailing zeros kept off); NaN and infinities as null. */
+void ms_json_double(struct ms_json *w, const char *key, double value);
+void ms_json_bool(struct ms_json *w, const char *key, int value);
+void ms_json_null(struct ms_json *w, const char *key);
+/* Escapes quotes, backslashes and control bytes; invalid UTF-8 becomes U+FFFD. */
+void ms_json_string(struct ms_json *w, const char *key, const char *value);
+void ms_json_string_n(struct ms_json *w, const char *key, const char *value, size_t n);
+/* Flushes; returns 0, or -1 when anything failed. */
+int ms_json_finish(struct ms_json *w);
+
+#endif

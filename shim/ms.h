@@ -1,0 +1,36 @@
+/* Internal declarations shared by every shim subsystem (never installed). */
+#ifndef MS_H
+#define MS_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#define MS_TLS __attribute__((tls_model("initial-exec")))
+#define MS_UNLIKELY(x) __builtin_expect(!!(x), 0)
+#define MS_LIKELY(x) __builtin_expect(!!(x), 1)
+
+/* Non-zero while this thread runs shim code: nested wrapped calls pass straight through. */
+extern __thread int ms_tls_guard MS_TLS;
+
+enum ms_log_level { MS_LOG_QUIET = 0, MS_LOG_WARN = 1, MS_LOG_DEBUG = 2 };
+
+/* Writes "memshim: <message>\n" to stderr when LEVEL is enabled.  Async-signal-safe, no allocation.
+ * Understands %s %d %u %ld %lu %lld %llu %zu %zd %x %p %c %%. */
+void ms_log(int level, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+#define ms_warn(...) ms_log(MS_LOG_WARN, __VA_ARGS__)
+#define ms_debug(...) ms_log(MS_LOG_DEBUG, __VA_ARGS__)
+
+/* Formats like ms_log into BUF (always NUL-terminated); returns the length written. */
+size_t ms_format(char *buf, size_t size, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+
+/* Seconds on CLOCK_MONOTONIC, and since the process (or forked child) started tracking. */
+double ms_now(void);
+double ms_elapsed(void);
+
+/* Non-zero once the library decided to track this process (constructor ran, not disabled). */
+extern int ms_active;
+
+/* The dlsym the C library really exports (our own dlsym wraps it). */
+void *ms_real_dlsym(void *handle, const char *name);
+
+#endif
