@@ -73,6 +73,8 @@ int ms_stage_name_valid(const char *name);
 
 /* Finds or creates the stage called NAME; -1 when invalid or the table is full. */
 int ms_stage_id(const char *name);
+/* Finds the stage called NAME without creating it; -1 when unknown. */
+int ms_stage_find(const char *name);
 
 /* Enter/leave stage ID at time NOW (ms_elapsed()).  Leave returns -1 when the stage is not open.
  * Both take the engine lock; safe from any thread. */

@@ -1,0 +1,52 @@
+/* The exported API (memshim.h): thin checks over the stage engine. */
+#include <errno.h>
+#include "memshim.h"
+#include "ms.h"
+#include "report.h"
+#include "stages.h"
+
+#define EXPORT __attribute__((visibility("default")))
+
+static int warned_invalid;
+
+static int lookup(const char *name)
+{
+	int id = ms_stage_id(name);
+	if (id < 0 && !__atomic_exchange_n(&warned_invalid, 1, __ATOMIC_RELAXED))
+		ms_warn("stage name \"%s\" is not valid ([A-Za-z0-9_]+, at most 63) or too many stages",
+			name ? name : "(null)");
+	return id;
+}
+
+EXPORT int memshim_stage_begin(const char *name)
+{
+	if (!ms_active)
+		return 0;
+	int saved = errno;
+	ms_tls_guard++;
+	int id = lookup(name);
+	int rc = id < 0 ? -1 : ms_stage_enter(id, ms_elapsed());
+	ms_tls_guard--;
+	errno = saved;
+	return rc;
+}
+
+EXPORT int memshim_stage_end(const char *name)
+{
+	if (!ms_active)
+		return 0;
+	int saved = errno;
+	ms_tls_guard++;
+	int id = ms_stage_find(name);
+	int rc = id < 0 ? -1 : ms_stage_leave(id, ms_elapsed());
+	ms_tls_guard--;
+	errno = saved;
+	return rc;
+}
+
+EXPORT int memshim_snapshot(void)
+{
+	if (!ms_active)
+		return -1;
+	return ms_report_write("snapshot", 0, 0);
+}

@@ -1,0 +1,22 @@
+/* The real functions behind every wrapper (filled by resolve.c from hooks.def). */
+#ifndef MS_HOOKS_H
+#define MS_HOOKS_H
+
+#include <stddef.h>
+#include <sys/types.h>
+
+#define MS_HOOK(ret, name, params, args) extern ret (*ms_real_##name) params;
+#include "hooks.def"
+#undef MS_HOOK
+
+/* Finds the real functions once; before that, allocations come from a static buffer. */
+void ms_resolve(void);
+int ms_resolved(void);
+void *ms_bootstrap_alloc(size_t size, size_t align);
+int ms_bootstrap_owns(const void *p);
+size_t ms_bootstrap_size(const void *p);
+
+/* Zero stops all counting (disabled, secure mode, or an unfollowed child). */
+extern int ms_counting;
+
+#endif

@@ -1,0 +1,195 @@
+/* Constructor, fork handling and exit: when tracking starts, who a child is, when the file is
+ * written. */
+#include <errno.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/auxv.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+#include "config.h"
+#include "hooks.h"
+#include "lifecycle.h"
+#include "ms.h"
+#include "report.h"
+#include "stages.h"
+
+#define EXPORT __attribute__((visibility("default")))
+
+struct ms_process ms_proc;
+int ms_active;
+static int finished;
+
+void ms_py_init(void) __attribute__((weak));
+void ms_mmap_lock(void);
+void ms_mmap_unlock(void);
+
+double ms_now(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
+double ms_elapsed(void)
+{
+	return ms_now() - ms_proc.start_monotonic;
+}
+
+static double unix_now(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_REALTIME, &ts);
+	return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
+int ms_is_tracked_process(void)
+{
+	return ms_active && (pid_t)syscall(SYS_getpid) == ms_proc.pid;
+}
+
+static void stop_tracking(void)
+{
+	ms_active = 0;
+	ms_counting = 0;
+}
+
+static void start_clock(void)
+{
+	ms_proc.pid = getpid();
+	ms_proc.ppid = getppid();
+	ms_proc.start_monotonic = ms_now();
+	ms_proc.start_unix = unix_now();
+}
+
+void ms_finish(const char *reason)
+{
+	if (!ms_is_tracked_process() || __atomic_exchange_n(&finished, 1, __ATOMIC_ACQ_REL))
+		return;
+	ms_tls_guard++;
+	ms_stages_close_all(ms_elapsed());
+	ms_report_write(reason, 0, 1);
+	ms_tls_guard--;
+}
+
+static void at_exit(void)
+{
+	int saved = errno;
+	ms_finish("exit");
+	errno = saved;
+}
+
+static void fork_prepare(void)
+{
+	ms_stages_lock();
+	ms_mmap_lock();
+}
+
+static void fork_parent(void)
+{
+	ms_mmap_unlock();
+	ms_stages_unlock();
+}
+
+/* A forked child starts its own report from its live memory at fork, under its own file name. */
+static void fork_child(void)
+{
+	ms_mmap_unlock();
+	ms_stages_lock_reset();
+	if (!ms_active)
+		return;
+	if (!ms_cfg.follow_children) {
+		stop_tracking();
+		return;
+	}
+	pid_t parent = ms_proc.pid;
+	start_clock();
+	ms_proc.ppid = parent;
+	ms_proc.is_child = 1;
+	ms_proc.forked = 1;
+	finished = 0;
+	ms_stages_reset_for_child(0.0);
+	if (ms_proc.implicit_init && ms_st.nopen == 0)
+		ms_stages_begin_implicit_init(0.0);
+}
+
+static const char *env(const char *name)
+{
+	return secure_getenv(name);
+}
+
+/* Exec'd children inherit these from the first tracked process of the run. */
+static void identify(void)
+{
+	const char *root = getenv("MEMSHIM_ROOT_PID");
+	long root_pid = root ? strtol(root, NULL, 10) : 0;
+	if (root_pid > 0 && root_pid != ms_proc.pid) {
+		ms_proc.root_pid = (pid_t)root_pid;
+		ms_proc.is_child = 1;
+		const char *out = getenv("MEMSHIM_ROOT_OUTPUT");
+		if (out && out[0] == '/' && strlen(out) < sizeof ms_cfg.output)
+			strcpy(ms_cfg.output, out);
+		return;
+	}
+	ms_proc.root_pid = ms_proc.pid;
+	char pid[24];
+	ms_format(pid, sizeof pid, "%d", (int)ms_proc.pid);
+	setenv("MEMSHIM_ROOT_PID", pid, 1);
+	setenv("MEMSHIM_ROOT_OUTPUT", ms_cfg.output, 1);
+}
+
+__attribute__((constructor)) static void ms_init(void)
+{
+	ms_resolve();
+	start_clock();
+	if (getauxval(AT_SECURE)) { /* setuid/setgid: do nothing at all */
+		stop_tracking();
+		return;
+	}
+	ms_tls_guard++;
+	ms_config_load(&ms_cfg, env);
+	ms_tls_guard--;
+	if (ms_cfg.disabled) {
+		stop_tracking();
+		return;
+	}
+	identify();
+	if (ms_proc.is_child && !ms_cfg.follow_children) {
+		stop_tracking();
+		return;
+	}
+	ms_report_init();
+	pthread_atfork(fork_prepare, fork_parent, fork_child);
+	atexit(at_exit);
+	ms_active = 1;
+	ms_proc.implicit_init = ms_cfg.spec.is_default || ms_spec_find(&ms_cfg.spec, "init") < 0;
+	if (ms_proc.implicit_init)
+		ms_stages_begin_implicit_init(0.0);
+	if (ms_py_init)
+		ms_py_init();
+}
+
+/* Backstop for exits that skip atexit handlers registered by libraries (e.g. a late dlclose). */
+__attribute__((destructor)) static void ms_fini(void)
+{
+	at_exit();
+}
+
+EXPORT void _exit(int status)
+{
+	ms_finish("_exit");
+	if (ms_real__exit)
+		ms_real__exit(status);
+	syscall(SYS_exit_group, status);
+	__builtin_unreachable();
+}
+
+EXPORT void _Exit(int status)
+{
+	ms_finish("_exit");
+	if (ms_real__Exit)
+		ms_real__Exit(status);
+	syscall(SYS_exit_group, status);
+	__builtin_unreachable();
+}

@@ -1,0 +1,17 @@
+/* The metrics file: JSON assembled from the stage engine and counters (doc/metrics-format.md). */
+#ifndef MS_REPORT_H
+#define MS_REPORT_H
+
+#include <stddef.h>
+
+/* Captures argv and launcher ranks (constructor time). */
+void ms_report_init(void);
+
+/* Writes the metrics file.  REASON: exit, _exit, snapshot, signal; SIG only for signal.
+ * Returns 0, or -1 after one warning naming the path. */
+int ms_report_write(const char *reason, int sig, int complete);
+
+/* The output path of this process: %p expanded, ".<pid>" appended for children. */
+void ms_report_path(char *out, size_t size);
+
+#endif
