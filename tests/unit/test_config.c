@@ -1,0 +1,169 @@
+/* The settings table and the MEMSHIM_STAGES parser: good values, bad values, warnings. */
+#include <check.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include "config.h"
+#include "ms.h"
+
+static const char *env_names[16], *env_values[16];
+static int nenv;
+
+static const char *fake_getenv(const char *name)
+{
+	for (int i = 0; i < nenv; i++)
+		if (strcmp(env_names[i], name) == 0)
+			return env_values[i];
+	return NULL;
+}
+
+static void set(const char *name, const char *value)
+{
+	env_names[nenv] = name;
+	env_values[nenv++] = value;
+}
+
+/* Runs the loader with stderr captured; returns the number of "memshim:" lines. */
+static char captured[65536];
+static int load_capturing(struct ms_config *cfg)
+{
+	FILE *tmp = tmpfile();
+	int saved = dup(2);
+	dup2(fileno(tmp), 2);
+	ms_config_load(cfg, fake_getenv);
+	dup2(saved, 2);
+	close(saved);
+	rewind(tmp);
+	size_t n = fread(captured, 1, sizeof captured - 1, tmp);
+	captured[n] = '\0';
+	fclose(tmp);
+	int lines = 0;
+	for (char *p = captured; (p = strstr(p, "memshim: ")); p++)
+		lines++;
+	return lines;
+}
+
+static struct ms_config cfg;
+
+START_TEST(defaults_when_unset)
+{
+	nenv = 0;
+	ck_assert_int_eq(load_capturing(&cfg), 0);
+	ck_assert_int_eq(cfg.disabled, 0);
+	ck_assert_int_eq(cfg.log_level, MS_LOG_WARN);
+	ck_assert_int_eq(cfg.follow_children, 1);
+	ck_assert(cfg.spec.is_default);
+	ck_assert_int_eq(cfg.spec.nstages, 4);
+	ck_assert_str_eq(cfg.spec.stage[1].name, "train");
+	ck_assert_int_eq(cfg.spec.stage[1].ntargets, 2);
+	ck_assert_str_eq(cfg.spec.stage[1].targets[1], "Trainer._inner_training_loop");
+	ck_assert(cfg.output[0] == '/');
+	ck_assert(strstr(cfg.output, "/memshim_metrics.json") != NULL);
+}
+END_TEST
+
+START_TEST(good_values_are_used)
+{
+	nenv = 0;
+	set("MEMSHIM_STAGES", " train = train_epoch | step ,eval=ns::Eval::run,train=lib.so:more");
+	set("MEMSHIM_OUTPUT", "/tmp/out-%p.json");
+	set("MEMSHIM_DISABLE", "yes");
+	set("MEMSHIM_FOLLOW_CHILDREN", "0");
+	set("MEMSHIM_LOG", "debug");
+	set("MEMSHIM_SNAPSHOT_INTERVAL", "0.25");
+	ck_assert_int_eq(load_capturing(&cfg), 0);
+	ck_assert(!cfg.spec.is_default);
+	ck_assert_int_eq(cfg.spec.nstages, 2);
+	ck_assert_int_eq(cfg.spec.stage[0].ntargets, 3);
+	ck_assert_str_eq(cfg.spec.stage[0].targets[0], "train_epoch");
+	ck_assert_str_eq(cfg.spec.stage[0].targets[1], "step");
+	ck_assert_str_eq(cfg.spec.stage[0].targets[2], "lib.so:more");
+	ck_assert_str_eq(cfg.spec.stage[1].targets[0], "ns::Eval::run");
+	ck_assert_str_eq(cfg.output, "/tmp/out-%p.json");
+	ck_assert_int_eq(cfg.disabled, 1);
+	ck_assert_int_eq(cfg.follow_children, 0);
+	ck_assert_int_eq(cfg.log_level, MS_LOG_DEBUG);
+	ck_assert(cfg.snapshot_interval == 0.25);
+	ms_cfg.log_level = MS_LOG_WARN;
+}
+END_TEST
+
+START_TEST(each_bad_stage_entry_warns_once_and_the_rest_is_used)
+{
+	nenv = 0;
+	set("MEMSHIM_STAGES", "ok=f,bad name=g,=h,noequals,empty=,x=a||b,,fine=z");
+	ck_assert_int_eq(load_capturing(&cfg), 5);
+	ck_assert(strstr(captured, "\"bad name=g\"") != NULL);
+	ck_assert(strstr(captured, "\"noequals\"") != NULL);
+	ck_assert_int_eq(cfg.spec.nstages, 2);
+	ck_assert_str_eq(cfg.spec.stage[0].name, "ok");
+	ck_assert_str_eq(cfg.spec.stage[1].name, "fine");
+}
+END_TEST
+
+START_TEST(bad_values_fall_back_with_one_warning_each)
+{
+	static char huge[65537];
+	memset(huge, 'x', sizeof huge - 1);
+	nenv = 0;
+	set("MEMSHIM_DISABLE", "maybe");
+	set("MEMSHIM_LOG", "loud");
+	set("MEMSHIM_FOLLOW_CHILDREN", "\xc3\xa9");
+	set("MEMSHIM_SNAPSHOT_INTERVAL", "-3");
+	set("MEMSHIM_OUTPUT", huge);
+	set("MEMSHIM_TIMELINE", "");
+	ck_assert_int_eq(load_capturing(&cfg), 5);
+	ck_assert_int_eq(cfg.disabled, 0);
+	ck_assert_int_eq(cfg.log_level, MS_LOG_WARN);
+	ck_assert_int_eq(cfg.follow_children, 1);
+	ck_assert(cfg.snapshot_interval == 0);
+	ck_assert(strstr(cfg.output, "memshim_metrics.json") != NULL);
+	ck_assert(strstr(captured, "MEMSHIM_OUTPUT=\"xxxx") != NULL);
+	ck_assert(strlen(captured) < 2000); /* a huge value is shown shortened */
+}
+END_TEST
+
+START_TEST(quiet_silences_warnings)
+{
+	nenv = 0;
+	set("MEMSHIM_LOG", "quiet");
+	set("MEMSHIM_DISABLE", "maybe");
+	ck_assert_int_eq(load_capturing(&cfg), 0);
+	ms_cfg.log_level = MS_LOG_WARN;
+}
+END_TEST
+
+START_TEST(long_specs_are_bounded)
+{
+	static char spec[70000];
+	size_t n = 0;
+	for (int i = 0; n < sizeof spec - 64; i++)
+		n += (size_t)snprintf(spec + n, sizeof spec - n, "s%d=target_number_%d,", i % 40, i);
+	nenv = 0;
+	set("MEMSHIM_STAGES", spec);
+	set("MEMSHIM_LOG", "quiet");
+	load_capturing(&cfg);
+	ck_assert_int_le(cfg.spec.nstages, MS_SPEC_MAX_STAGES);
+	ck_assert_uint_le(cfg.spec.pool_used, MS_SPEC_POOL);
+	ms_cfg.log_level = MS_LOG_WARN;
+}
+END_TEST
+
+int main(void)
+{
+	Suite *s = suite_create("config");
+	TCase *tc = tcase_create("settings");
+	tcase_add_test(tc, defaults_when_unset);
+	tcase_add_test(tc, good_values_are_used);
+	tcase_add_test(tc, each_bad_stage_entry_warns_once_and_the_rest_is_used);
+	tcase_add_test(tc, bad_values_fall_back_with_one_warning_each);
+	tcase_add_test(tc, quiet_silences_warnings);
+	tcase_add_test(tc, long_specs_are_bounded);
+	suite_add_tcase(s, tc);
+	SRunner *r = srunner_create(s);
+	srunner_run_all(r, CK_NORMAL);
+	int failed = srunner_ntests_failed(r);
+	srunner_free(r);
+	return failed ? 1 : 0;
+}

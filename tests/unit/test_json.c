@@ -1,0 +1,122 @@
+/* The streaming JSON writer: its output parses, escapes are right, numbers keep their type. */
+#include <check.h>
+#include <jansson.h>
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+#include "json.h"
+
+static struct ms_json w;
+static char out[1 << 20];
+
+static json_t *finish_and_parse(FILE *tmp)
+{
+	ck_assert_int_eq(ms_json_finish(&w), 0);
+	rewind(tmp);
+	size_t n = fread(out, 1, sizeof out - 1, tmp);
+	out[n] = '\0';
+	fclose(tmp);
+	json_error_t err;
+	json_t *root = json_loads(out, JSON_ALLOW_NUL, &err);
+	ck_assert_msg(root != NULL, "parse error: %s in %s", err.text, out);
+	return root;
+}
+
+START_TEST(values_round_trip)
+{
+	FILE *tmp = tmpfile();
+	ms_json_init(&w, fileno(tmp));
+	ms_json_object(&w, NULL);
+	ms_json_int(&w, "neg", -9223372036854775807LL - 1);
+	ms_json_uint(&w, "big", 9223372036854775807ULL);
+	ms_json_double(&w, "half", 2.5);
+	ms_json_double(&w, "whole", 3.0);
+	ms_json_double(&w, "small", -0.0000004);
+	ms_json_double(&w, "nan", 0.0 / 0.0);
+	ms_json_bool(&w, "t", 1);
+	ms_json_null(&w, "z");
+	ms_json_array(&w, "empty");
+	ms_json_end_array(&w);
+	ms_json_array(&w, "list");
+	ms_json_int(&w, NULL, 1);
+	ms_json_object(&w, NULL);
+	ms_json_end_object(&w);
+	ms_json_end_array(&w);
+	ms_json_end_object(&w);
+	json_t *root = finish_and_parse(tmp);
+	ck_assert(json_integer_value(json_object_get(root, "neg")) == -9223372036854775807LL - 1);
+	ck_assert(json_is_real(json_object_get(root, "half")));
+	ck_assert(json_real_value(json_object_get(root, "half")) == 2.5);
+	ck_assert(json_is_real(json_object_get(root, "whole")));
+	ck_assert(json_is_null(json_object_get(root, "nan")));
+	ck_assert(json_is_true(json_object_get(root, "t")));
+	ck_assert_uint_eq(json_array_size(json_object_get(root, "list")), 2);
+	ck_assert(strstr(out, "\"big\": 9223372036854775807") != NULL);
+	json_decref(root);
+}
+END_TEST
+
+START_TEST(strings_are_escaped_and_valid_utf8)
+{
+	FILE *tmp = tmpfile();
+	ms_json_init(&w, fileno(tmp));
+	ms_json_object(&w, NULL);
+	ms_json_string(&w, "quote", "a\"b\\c\n\t\x01");
+	ms_json_string(&w, "utf8", "caf\xc3\xa9 \xe2\x82\xac");
+	ms_json_string(&w, "bad", "x\xff\xc3(\xed\xa0\x80y");
+	ms_json_string_n(&w, "nul", "a\0b", 3);
+	ms_json_end_object(&w);
+	json_t *root = finish_and_parse(tmp);
+	ck_assert_str_eq(json_string_value(json_object_get(root, "quote")), "a\"b\\c\n\t\x01");
+	ck_assert_str_eq(json_string_value(json_object_get(root, "utf8")), "caf\xc3\xa9 \xe2\x82\xac");
+	ck_assert_str_eq(json_string_value(json_object_get(root, "bad")),
+			 "x\xef\xbf\xbd\xef\xbf\xbd(\xef\xbf\xbd\xef\xbf\xbd\xef\xbf\xbdy");
+	ck_assert_uint_eq(json_string_length(json_object_get(root, "nul")), 3);
+	json_decref(root);
+}
+END_TEST
+
+START_TEST(large_documents_flush_through_the_buffer)
+{
+	FILE *tmp = tmpfile();
+	ms_json_init(&w, fileno(tmp));
+	ms_json_array(&w, NULL);
+	for (int i = 0; i < 20000; i++)
+		ms_json_int(&w, NULL, i);
+	ms_json_end_array(&w);
+	json_t *root = finish_and_parse(tmp);
+	ck_assert_uint_eq(json_array_size(root), 20000);
+	ck_assert_int_eq(json_integer_value(json_array_get(root, 19999)), 19999);
+	json_decref(root);
+}
+END_TEST
+
+START_TEST(write_errors_and_unbalanced_nesting_are_reported)
+{
+	ms_json_init(&w, -1);
+	ms_json_object(&w, NULL);
+	ms_json_end_object(&w);
+	ck_assert_int_eq(ms_json_finish(&w), -1);
+	FILE *tmp = tmpfile();
+	ms_json_init(&w, fileno(tmp));
+	ms_json_object(&w, NULL);
+	ck_assert_int_eq(ms_json_finish(&w), -1);
+	fclose(tmp);
+}
+END_TEST
+
+int main(void)
+{
+	Suite *s = suite_create("json");
+	TCase *tc = tcase_create("writer");
+	tcase_add_test(tc, values_round_trip);
+	tcase_add_test(tc, strings_are_escaped_and_valid_utf8);
+	tcase_add_test(tc, large_documents_flush_through_the_buffer);
+	tcase_add_test(tc, write_errors_and_unbalanced_nesting_are_reported);
+	suite_add_tcase(s, tc);
+	SRunner *r = srunner_create(s);
+	srunner_run_all(r, CK_NORMAL);
+	int failed = srunner_ntests_failed(r);
+	srunner_free(r);
+	return failed ? 1 : 0;
+}

@@ -1,0 +1,80 @@
+/* The mapping range table: partial unmaps, splits, overlap, a full table. */
+#include <check.h>
+#include "ranges.h"
+
+static struct ms_range storage[8];
+
+static struct ms_ranges fixed(size_t cap)
+{
+	struct ms_ranges r = { storage, 0, cap, NULL };
+	return r;
+}
+
+START_TEST(partial_unmaps_and_splits)
+{
+	struct ms_ranges r = fixed(8);
+	uint64_t lost = 0;
+	ck_assert_int_eq(ms_ranges_add(&r, 0x10000, 0x20000), 0);
+	ck_assert_int_eq(ms_ranges_add(&r, 0x40000, 0x50000), 0);
+	ck_assert_uint_eq(ms_ranges_remove(&r, 0x10000, 0x11000, &lost), 0x1000); /* head */
+	ck_assert_uint_eq(ms_ranges_remove(&r, 0x1f000, 0x30000, &lost), 0x1000); /* tail */
+	ck_assert_uint_eq(ms_ranges_remove(&r, 0x14000, 0x15000, &lost), 0x1000); /* middle */
+	ck_assert_uint_eq(r.n, 3);
+	ck_assert_uint_eq(ms_ranges_overlap(&r, 0, ~(uintptr_t)0), 0xd000 + 0x10000);
+	ck_assert_uint_eq(ms_ranges_remove(&r, 0x0, 0x100000, &lost), 0xd000 + 0x10000); /* spans all */
+	ck_assert_uint_eq(r.n, 0);
+	ck_assert_uint_eq(lost, 0);
+}
+END_TEST
+
+START_TEST(untracked_addresses_remove_nothing)
+{
+	struct ms_ranges r = fixed(8);
+	uint64_t lost = 0;
+	ms_ranges_add(&r, 0x10000, 0x20000);
+	ck_assert_uint_eq(ms_ranges_remove(&r, 0x30000, 0x40000, &lost), 0);
+	ck_assert_uint_eq(ms_ranges_overlap(&r, 0x8000, 0x12000), 0x2000);
+}
+END_TEST
+
+START_TEST(full_table_refuses_and_split_drops_the_tail)
+{
+	struct ms_ranges r = fixed(2);
+	uint64_t lost = 0;
+	ck_assert_int_eq(ms_ranges_add(&r, 0x10000, 0x20000), 0);
+	ck_assert_int_eq(ms_ranges_add(&r, 0x30000, 0x40000), 0);
+	ck_assert_int_eq(ms_ranges_add(&r, 0x50000, 0x60000), -1);
+	ck_assert_uint_eq(ms_ranges_remove(&r, 0x14000, 0x15000, &lost), 0x1000 + 0xb000);
+	ck_assert_uint_eq(lost, 0xb000);
+	ck_assert_uint_eq(ms_ranges_overlap(&r, 0, ~(uintptr_t)0), 0x4000 + 0x10000);
+}
+END_TEST
+
+START_TEST(many_ranges_stay_sorted)
+{
+	static struct ms_range big[4096];
+	struct ms_ranges r = { big, 0, 4096, NULL };
+	uint64_t lost = 0;
+	for (uintptr_t i = 0; i < 4000; i++)
+		ck_assert_int_eq(ms_ranges_add(&r, ((i * 7919) % 4000) * 0x2000, ((i * 7919) % 4000) * 0x2000 + 0x1000), 0);
+	for (size_t i = 1; i < r.n; i++)
+		ck_assert(r.v[i - 1].end <= r.v[i].start);
+	ck_assert_uint_eq(ms_ranges_remove(&r, 0, 4000 * 0x2000, &lost), 4000 * 0x1000);
+}
+END_TEST
+
+int main(void)
+{
+	Suite *s = suite_create("ranges");
+	TCase *tc = tcase_create("table");
+	tcase_add_test(tc, partial_unmaps_and_splits);
+	tcase_add_test(tc, untracked_addresses_remove_nothing);
+	tcase_add_test(tc, full_table_refuses_and_split_drops_the_tail);
+	tcase_add_test(tc, many_ranges_stay_sorted);
+	suite_add_tcase(s, tc);
+	SRunner *r = srunner_create(s);
+	srunner_run_all(r, CK_NORMAL);
+	int failed = srunner_ntests_failed(r);
+	srunner_free(r);
+	return failed ? 1 : 0;
+}

@@ -1,0 +1,262 @@
+/* The stage engine: nesting, overlap, repeats, recursion, implicit init, threads. */
+#include <check.h>
+#include <pthread.h>
+#include <string.h>
+#include "stages.h"
+
+#define MiB (1 << 20)
+
+static void reset(void)
+{
+	memset(ms_counters, 0, sizeof ms_counters);
+	ms_counters_reset_peaks();
+	memset(&ms_st, 0, sizeof ms_st);
+	ms_st.implicit_init = -1;
+}
+
+static int64_t alloc_delta(int id, int c)
+{
+	return ms_st.stage[id].last.end[c] - ms_st.stage[id].last.begin[c];
+}
+
+static int64_t peaked_delta(int id, int c)
+{
+	return ms_st.stage[id].last.peak[c] - ms_st.stage[id].last.end[c];
+}
+
+START_TEST(nested_stage_peaks_count_toward_parents)
+{
+	reset();
+	int a = ms_stage_id("train"), b = ms_stage_id("eval");
+	ck_assert_int_eq(ms_stage_enter(a, 0), 0);
+	ms_cpu_add(MS_MALLOC, 100 * MiB);
+	ms_stage_enter(b, 1);
+	ms_cpu_add(MS_MALLOC, 50 * MiB);
+	ms_cpu_add(MS_MALLOC, -50 * MiB);
+	ms_stage_leave(b, 2);
+	ms_cpu_add(MS_MALLOC, -100 * MiB);
+	ms_stage_leave(a, 3);
+	ck_assert_int_eq(alloc_delta(b, MS_CPU), 0);
+	ck_assert_int_eq(peaked_delta(b, MS_CPU), 50 * MiB);
+	ck_assert_int_eq(ms_st.stage[b].last.begin[MS_CPU], 100 * MiB);
+	ck_assert_int_eq(alloc_delta(a, MS_CPU), 0);
+	ck_assert_int_eq(peaked_delta(a, MS_CPU), 150 * MiB);
+	ck_assert(ms_st.stage[a].last.runtime == 3.0);
+	ck_assert_int_eq(ms_st.stage[a].first_order, 0);
+	ck_assert_int_eq(ms_st.stage[b].first_order, 1);
+}
+END_TEST
+
+START_TEST(overlapping_stages_keep_their_own_numbers)
+{
+	reset();
+	int a = ms_stage_id("a"), b = ms_stage_id("b");
+	ms_stage_enter(a, 0);
+	ms_cpu_add(MS_MMAP, 10 * MiB);
+	ms_stage_enter(b, 1);
+	ms_cpu_add(MS_MMAP, 20 * MiB);
+	ms_stage_leave(a, 2);
+	ms_cpu_add(MS_MMAP, -30 * MiB);
+	ms_stage_leave(b, 3);
+	ck_assert_int_eq(alloc_delta(a, MS_CPU), 30 * MiB);
+	ck_assert_int_eq(peaked_delta(a, MS_CPU), 0);
+	ck_assert_int_eq(alloc_delta(b, MS_CPU), -10 * MiB);
+	ck_assert_int_eq(peaked_delta(b, MS_CPU), 30 * MiB);
+	ck_assert_int_eq(alloc_delta(b, MS_MMAP), -10 * MiB);
+	ck_assert_int_eq(alloc_delta(b, MS_MALLOC), 0);
+}
+END_TEST
+
+START_TEST(repeats_keep_last_call_history_and_max)
+{
+	reset();
+	int s = ms_stage_id("step");
+	for (int i = 1; i <= MS_HISTORY + 5; i++) {
+		ms_stage_enter(s, i);
+		ms_cpu_add(MS_MALLOC, (i == 7 ? 9 : 1) * MiB);
+		ms_cpu_add(MS_MALLOC, -(i == 7 ? 9 : 1) * MiB);
+		ms_stage_leave(s, i + 0.5);
+	}
+	struct ms_stage *st = &ms_st.stage[s];
+	ck_assert_uint_eq(st->calls, MS_HISTORY + 5);
+	ck_assert_uint_eq(st->dropped, 5);
+	ck_assert_int_eq(st->max_cpu_needed, 9 * MiB);
+	ck_assert_uint_eq(st->max_cpu_call, 7);
+	ck_assert_int_eq(st->history[6].cpu_peaked, 9 * MiB);
+	ck_assert_int_eq(peaked_delta(s, MS_CPU), 1 * MiB);
+	ck_assert(st->last.start == MS_HISTORY + 5);
+}
+END_TEST
+
+START_TEST(recursion_is_one_call_and_unmatched_end_fails)
+{
+	reset();
+	int s = ms_stage_id("fib");
+	ck_assert_int_eq(ms_stage_leave(s, 0), -1);
+	ms_stage_enter(s, 0);
+	ms_stage_enter(s, 1);
+	ms_cpu_add(MS_MALLOC, MiB);
+	ms_stage_leave(s, 2);
+	ck_assert_uint_eq(ms_st.stage[s].calls, 0);
+	ms_stage_leave(s, 3);
+	ck_assert_uint_eq(ms_st.stage[s].calls, 1);
+	ck_assert_int_eq(alloc_delta(s, MS_CPU), MiB);
+	ck_assert_int_eq(ms_stage_leave(s, 4), -1);
+	ck_assert_int_eq(ms_stage_id("bad name"), -1);
+	ck_assert_int_eq(ms_stage_id(""), -1);
+	ck_assert_int_eq(ms_stage_find("never_seen"), -1);
+}
+END_TEST
+
+START_TEST(implicit_init_ends_at_first_stage)
+{
+	reset();
+	ms_cpu_add(MS_MALLOC, 3 * MiB);
+	ms_stages_begin_implicit_init(0);
+	ms_cpu_add(MS_MALLOC, 2 * MiB);
+	int t = ms_stage_id("train"), i = ms_stage_find("init");
+	ms_stage_enter(t, 1);
+	ck_assert_uint_eq(ms_st.stage[i].calls, 1);
+	ck_assert(ms_st.stage[i].implicit);
+	ck_assert_int_eq(alloc_delta(i, MS_CPU), 2 * MiB);
+	ck_assert_int_eq(ms_st.before_init[MS_CPU], 3 * MiB);
+	ms_stage_leave(t, 2);
+	ck_assert_int_eq(ms_st.nopen, 0);
+}
+END_TEST
+
+START_TEST(explicit_init_takes_over_the_implicit_one)
+{
+	reset();
+	ms_stages_begin_implicit_init(0);
+	ms_cpu_add(MS_MALLOC, 4 * MiB);
+	int i = ms_stage_id("init");
+	ms_stage_enter(i, 1);
+	ms_cpu_add(MS_MALLOC, 1 * MiB);
+	ms_stage_leave(i, 2);
+	ck_assert_uint_eq(ms_st.stage[i].calls, 1);
+	ck_assert(!ms_st.stage[i].implicit);
+	ck_assert_int_eq(alloc_delta(i, MS_CPU), MiB);
+	ck_assert_int_eq(ms_st.before_init[MS_CPU], 4 * MiB);
+	ck_assert_int_eq(ms_st.nopen, 0);
+}
+END_TEST
+
+START_TEST(close_all_marks_closed_at_exit)
+{
+	reset();
+	int a = ms_stage_id("a"), b = ms_stage_id("b");
+	ms_stage_enter(a, 0);
+	ms_stage_enter(b, 0);
+	ms_stages_close_all(5);
+	ck_assert_int_eq(ms_st.nopen, 0);
+	ck_assert(ms_st.stage[a].last.closed_at_exit);
+	ck_assert(ms_st.stage[b].last.closed_at_exit);
+	ck_assert_uint_eq(ms_st.stage[a].calls, 1);
+}
+END_TEST
+
+START_TEST(gpu_failures_go_to_open_stages_and_events)
+{
+	reset();
+	int a = ms_stage_id("a"), b = ms_stage_id("b");
+	ms_stage_enter(a, 0);
+	ms_stage_enter(b, 0);
+	ms_stages_note_gpu_failure(1, 1 << 30, 2, 0.5);
+	ms_stage_leave(b, 1);
+	ms_stage_leave(a, 1);
+	ck_assert_uint_eq(ms_st.stage[a].last.gpu_failed_allocs, 1);
+	ck_assert_uint_eq(ms_st.stage[b].last.gpu_failed_allocs, 1);
+	ck_assert_uint_eq(ms_st.ngpu_events, 1);
+	ck_assert_int_eq(ms_st.gpu_events[0].stage, b);
+	ck_assert_int_eq(ms_st.gpu_events[0].device, 1);
+}
+END_TEST
+
+START_TEST(child_reset_starts_from_live_memory)
+{
+	reset();
+	int a = ms_stage_id("a");
+	ms_stage_enter(a, 0);
+	ms_cpu_add(MS_MALLOC, 8 * MiB);
+	ms_stages_reset_for_child(0);
+	ms_cpu_add(MS_MALLOC, MiB);
+	ms_stage_leave(a, 1);
+	ck_assert_uint_eq(ms_st.stage[a].calls, 1);
+	ck_assert_int_eq(alloc_delta(a, MS_CPU), MiB);
+	ck_assert_int_eq(ms_st.stage[a].last.begin[MS_CPU], 8 * MiB);
+}
+END_TEST
+
+START_TEST(snapshot_copy_reports_open_stage_so_far)
+{
+	static struct ms_stages copy;
+	reset();
+	int a = ms_stage_id("a");
+	ms_stage_enter(a, 0);
+	ms_cpu_add(MS_MALLOC, 6 * MiB);
+	ms_cpu_add(MS_MALLOC, -2 * MiB);
+	ms_stages_copy(&copy, 2);
+	ck_assert_int_eq(copy.stage[a].depth, 1);
+	ck_assert_int_eq(copy.stage[a].cur.end[MS_CPU], 4 * MiB);
+	ck_assert_int_eq(copy.stage[a].cur.peak[MS_CPU], 6 * MiB);
+	ck_assert(copy.stage[a].cur.runtime == 2.0);
+}
+END_TEST
+
+static int thread_stage;
+
+static void *worker(void *arg)
+{
+	(void)arg;
+	for (int i = 0; i < 20000; i++) {
+		ms_stage_enter(thread_stage, i);
+		ms_cpu_add(MS_MALLOC, 4096);
+		ms_cpu_add(MS_MALLOC, -4096);
+		ms_stage_leave(thread_stage, i);
+	}
+	return NULL;
+}
+
+START_TEST(threads_entering_one_stage_stay_consistent)
+{
+	reset();
+	thread_stage = ms_stage_id("shared");
+	pthread_t t[4];
+	for (int i = 0; i < 4; i++)
+		pthread_create(&t[i], NULL, worker, NULL);
+	for (int i = 0; i < 4; i++)
+		pthread_join(t[i], NULL);
+	struct ms_stage *s = &ms_st.stage[thread_stage];
+	ck_assert_int_eq(s->depth, 0);
+	ck_assert_int_eq(ms_st.nopen, 0);
+	ck_assert_uint_ge(s->calls, 1); /* overlapping callers merge into one call */
+	ck_assert_uint_le(s->calls, 80000);
+	ck_assert_int_eq(ms_live(MS_CPU), 0);
+	ck_assert_int_le(s->max_cpu_needed, 4 * 4096);
+}
+END_TEST
+
+int main(void)
+{
+	Suite *s = suite_create("stages");
+	TCase *tc = tcase_create("engine");
+	tcase_set_timeout(tc, 60);
+	tcase_add_test(tc, nested_stage_peaks_count_toward_parents);
+	tcase_add_test(tc, overlapping_stages_keep_their_own_numbers);
+	tcase_add_test(tc, repeats_keep_last_call_history_and_max);
+	tcase_add_test(tc, recursion_is_one_call_and_unmatched_end_fails);
+	tcase_add_test(tc, implicit_init_ends_at_first_stage);
+	tcase_add_test(tc, explicit_init_takes_over_the_implicit_one);
+	tcase_add_test(tc, close_all_marks_closed_at_exit);
+	tcase_add_test(tc, gpu_failures_go_to_open_stages_and_events);
+	tcase_add_test(tc, child_reset_starts_from_live_memory);
+	tcase_add_test(tc, snapshot_copy_reports_open_stage_so_far);
+	tcase_add_test(tc, threads_entering_one_stage_stay_consistent);
+	suite_add_tcase(s, tc);
+	SRunner *r = srunner_create(s);
+	srunner_run_all(r, CK_NORMAL);
+	int failed = srunner_ntests_failed(r);
+	srunner_free(r);
+	return failed ? 1 : 0;
+}
