@@ -1,1 +1,39 @@
-# (filled in by its owner)
+# memshim-format (issue 3): the Trainer-style dump, results files, --merge and --diff.
+# Objects go to a directory per SANITIZE value so sanitized and plain builds never mix.
+comma := ,
+FMT_VARIANT := $(if $(SANITIZE),san-$(subst $(comma),-,$(SANITIZE)),plain)
+FMT_OBJDIR = $(BUILD)/formatter/$(FMT_VARIANT)
+FMT_SRCS := $(wildcard formatter/*.c)
+FMT_LIB_SRCS := $(filter-out formatter/main.c,$(FMT_SRCS))
+FMT_LIB_OBJS = $(FMT_LIB_SRCS:formatter/%.c=$(FMT_OBJDIR)/%.o)
+FMT_CFLAGS = $(BASEFLAGS) $(CFLAGS) $(SANFLAGS) $(JANSSON_CFLAGS)
+FMT_LIBS = $(JANSSON_LIBS) -lm
+FMT_BIN := $(BUILD)/memshim-format
+
+ALL_TARGETS += $(FMT_BIN)
+INSTALL_TARGETS += install-formatter
+
+$(FMT_OBJDIR)/%.o: formatter/%.c
+	@mkdir -p $(@D)
+	$(CC) $(FMT_CFLAGS) -c $< -o $@
+
+# Relinks when the variant changes although every object of that variant is older than the binary.
+$(BUILD)/formatter/variant: formatter-force
+	@mkdir -p $(@D)
+	@echo '$(FMT_VARIANT)' | cmp -s - $@ || echo '$(FMT_VARIANT)' > $@
+
+$(FMT_BIN): $(FMT_OBJDIR)/main.o $(FMT_LIB_OBJS) $(BUILD)/formatter/variant
+	$(CC) $(CFLAGS) $(SANFLAGS) -o $@ $(FMT_OBJDIR)/main.o $(FMT_LIB_OBJS) $(LDFLAGS) $(FMT_LIBS)
+
+.PHONY: install-formatter formatter-force demo-run
+formatter-force:
+
+install-formatter: $(FMT_BIN)
+	install -d $(DESTDIR)$(PREFIX)/bin
+	install -m 0755 $(FMT_BIN) $(DESTDIR)$(PREFIX)/bin/memshim-format
+	install -m 0755 scripts/memshim $(DESTDIR)$(PREFIX)/bin/memshim
+
+# The demo: a small PyTorch CPU training under the wrapper, with the Trainer's default stage names.
+demo-run: $(BUILD)/libmemshim.so $(FMT_BIN)
+	@mkdir -p $(BUILD)/demo
+	scripts/memshim run --output $(BUILD)/demo/memshim_metrics.json -- $(PYTHON) examples/train.py

@@ -1,0 +1,156 @@
+/* The Trainer-style dump of one metrics file: status line, stage groups, optional call tables. */
+#include "mf.h"
+
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+static const enum mf_align mf_kv_align[] = { MF_LEFT, MF_RIGHT };
+static const char *const mf_kv_seps[] = { " = " };
+
+int mf_print_group(FILE *out, json_t *metrics, const struct mf_group *g, int first)
+{
+	struct mf_table t;
+	if (!first)
+		fputc('\n', out);
+	fprintf(out, "***** %s metrics *****\n", g->name);
+	mf_table_init(&t, 2, mf_kv_align, mf_kv_seps);
+	for (size_t i = 0; i < g->nkeys; i++) {
+		char *cells[2] = { mf_xstrdup(g->keys[i]),
+				   mf_format_value(g->keys[i], json_object_get(metrics, g->keys[i])) };
+		mf_table_row(&t, cells);
+	}
+	mf_table_print(out, &t, "  ");
+	mf_table_free(&t);
+	return 0;
+}
+
+/* Open stages of a snapshot, comma-separated, or "none". */
+static char *mf_open_stages(json_t *stages)
+{
+	size_t i, len = 0;
+	json_t *s;
+	char *list = mf_xstrdup("");
+	json_array_foreach(stages, i, s) {
+		if (!json_is_true(json_object_get(s, "open")))
+			continue;
+		const char *name = json_string_value(json_object_get(s, "name"));
+		list = mf_xrealloc(list, len + strlen(name) + 3);
+		len += (size_t)sprintf(list + len, "%s%s", len ? ", " : "", name);
+	}
+	if (!len) {
+		free(list);
+		list = mf_xstrdup("none");
+	}
+	return list;
+}
+
+static void mf_print_when(FILE *out, const struct mf_file *f)
+{
+	char when[64];
+	struct tm tm;
+	time_t t = (time_t)f->end_time;
+	if (!f->has_times || !localtime_r(&t, &tm) ||
+	    !strftime(when, sizeof when, "%Y-%m-%d %H:%M:%S %Z", &tm))
+		return;
+	fprintf(out, " written %s, %.3fs after start", when, f->end_time - f->start_time);
+}
+
+void mf_print_status(FILE *out, const struct mf_file *f)
+{
+	if (f->complete)
+		return;
+	char *open = mf_open_stages(f->stages);
+	fprintf(out, "memshim: %s: incomplete metrics (a snapshot", f->path);
+	if (f->reason && f->signal)
+		fprintf(out, ", reason: %s %lld", f->reason, f->signal);
+	else if (f->reason)
+		fprintf(out, ", reason: %s", f->reason);
+	fputc(')', out);
+	mf_print_when(out, f);
+	fprintf(out, "; open stages: %s\n", open);
+	free(open);
+}
+
+void mf_print_header(FILE *out, const struct mf_file *f)
+{
+	fprintf(out, "==> %s: pid %lld", f->path, f->pid);
+	if (f->has_rank) {
+		fprintf(out, ", rank %lld", f->rank);
+		if (f->world_size > 0)
+			fprintf(out, " of %lld", f->world_size);
+		if (f->local_rank >= 0)
+			fprintf(out, ", local rank %lld", f->local_rank);
+		if (f->rank_source)
+			fprintf(out, " (%s)", f->rank_source);
+	}
+	if (f->is_child)
+		fprintf(out, ", child of %lld (%s)", f->ppid, f->forked ? "forked" : "exec'd");
+	fputs(" <==\n", out);
+}
+
+/* --stage: the group of that name, or init's own keys when init was folded elsewhere. */
+static const struct mf_group *mf_pick(struct mf_groups *gs, const char *stage)
+{
+	const struct mf_group *g = mf_groups_find(gs, stage);
+	if (!g && !strcmp(stage, "init") && gs->init.nkeys)
+		g = &gs->init;
+	return g;
+}
+
+int mf_dump_file(FILE *out, FILE *err, const struct mf_file *f, const struct mf_opts *o)
+{
+	struct mf_groups gs;
+	int rc = MF_OK;
+	mf_group_metrics(f->metrics, f->stages, &gs);
+	if (!f->complete) {
+		mf_print_status(out, f);
+		fputc('\n', out);
+	}
+	if (o->stage) {
+		const struct mf_group *g = mf_pick(&gs, o->stage);
+		if (g)
+			mf_print_group(out, f->metrics, g, 1);
+		else
+			fprintf(out, "memshim: no stage \"%s\" in %s\n", o->stage, f->path);
+	} else {
+		for (size_t i = 0; i < gs.n; i++)
+			mf_print_group(out, f->metrics, &gs.g[i], i == 0);
+		if (!gs.n)
+			fprintf(out, "memshim: no metrics in %s\n", f->path);
+	}
+	if (o->calls)
+		mf_print_calls(out, f->stages, o->stage);
+	if (o->json_dir && mf_write_results(err, o->json_dir, f->metrics, &gs))
+		rc = MF_BAD;
+	mf_groups_free(&gs);
+	return rc;
+}
+
+/* Ranked files first in rank order, then the rest in the order given (a stable insertion sort). */
+static int mf_before(const struct mf_file *a, const struct mf_file *b)
+{
+	if (a->has_rank != b->has_rank)
+		return a->has_rank;
+	return a->has_rank && (a->rank < b->rank || (a->rank == b->rank && a->pid < b->pid));
+}
+
+void mf_sort_files(struct mf_file *files, size_t n)
+{
+	for (size_t i = 1; i < n; i++) {
+		struct mf_file x = files[i];
+		size_t j = i;
+		for (; j > 0 && mf_before(&x, &files[j - 1]); j--)
+			files[j] = files[j - 1];
+		files[j] = x;
+	}
+}
+
+int mf_has_stage(const struct mf_file *f, const char *stage)
+{
+	struct mf_groups gs;
+	mf_group_metrics(f->metrics, f->stages, &gs);
+	int found = mf_pick(&gs, stage) != NULL;
+	mf_groups_free(&gs);
+	return found;
+}

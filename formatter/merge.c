@@ -1,0 +1,74 @@
+/* --merge: one table per stage over all processes: min, max, mean and who had the max. */
+#include "mf.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+static const enum mf_align mf_merge_align[] = { MF_LEFT, MF_RIGHT, MF_RIGHT, MF_RIGHT, MF_LEFT };
+static const char *const mf_merge_seps[] = { "  ", "  ", "  ", "  " };
+
+static void mf_merge_row(struct mf_table *t, struct mf_file *files, size_t n, const char *key)
+{
+	json_t *lo = NULL, *hi = NULL;
+	size_t hi_at = 0, have = 0, numeric = 0;
+	long double sum = 0;
+	double x, y;
+	for (size_t i = 0; i < n; i++) {
+		json_t *v = json_object_get(files[i].metrics, key);
+		have += v != NULL;
+		if (!mf_num(v, &x))
+			continue;
+		numeric++;
+		sum += x;
+		if (!lo || (mf_num(lo, &y) && x < y))
+			lo = v;
+		if (!hi || (mf_num(hi, &y) && x > y))
+			hi = v, hi_at = i;
+	}
+	char *cells[5] = { mf_xstrdup(key), NULL, NULL, NULL, NULL };
+	if (numeric) {
+		json_t *mean = json_real((double)(sum / (long double)numeric));
+		char *who = mf_proc_label(&files[hi_at]);
+		cells[1] = mf_format_value(key, lo);
+		cells[2] = mf_format_value(key, hi);
+		cells[3] = mf_format_value(key, mean);
+		cells[4] = have < n ? mf_xasprintf("%s (in %zu of %zu)", who, have, n) : mf_xstrdup(who);
+		free(who);
+		json_decref(mean);
+	} else {
+		for (int c = 1; c < 5; c++)
+			cells[c] = mf_xstrdup("-");
+	}
+	mf_table_row(t, cells);
+}
+
+static void mf_merge_group(FILE *out, struct mf_file *files, size_t n, const struct mf_group *g)
+{
+	struct mf_table t;
+	fprintf(out, "\n***** %s metrics (%zu processes) *****\n", g->name, n);
+	mf_table_init(&t, 5, mf_merge_align, mf_merge_seps);
+	char *head[5] = { mf_xstrdup("key"), mf_xstrdup("min"), mf_xstrdup("max"),
+			  mf_xstrdup("mean"), mf_xstrdup("max at") };
+	mf_table_row(&t, head);
+	for (size_t i = 0; i < g->nkeys; i++)
+		mf_merge_row(&t, files, n, g->keys[i]);
+	mf_table_print(out, &t, "  ");
+	mf_table_free(&t);
+}
+
+int mf_merge(FILE *out, FILE *err, struct mf_file *files, size_t n, const struct mf_opts *o)
+{
+	struct mf_groups u;
+	(void)err;
+	for (size_t i = 0; i < n; i++) {
+		mf_print_header(out, &files[i]);
+		if (!files[i].complete)
+			mf_print_status(out, &files[i]);
+	}
+	mf_group_union(files, n, &u);
+	for (size_t j = 0; j < u.n; j++)
+		if (!o->stage || !strcmp(o->stage, u.g[j].name))
+			mf_merge_group(out, files, n, &u.g[j]);
+	mf_groups_free(&u);
+	return MF_OK;
+}

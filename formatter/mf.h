@@ -1,0 +1,122 @@
+/* memshim-format internals: shared types and the pure functions tests link directly. */
+#ifndef MF_H
+#define MF_H
+
+#include <stdio.h>
+#include <stddef.h>
+#include <jansson.h>
+
+/* Exit statuses of memshim-format. */
+enum { MF_OK = 0, MF_REGRESSION = 1, MF_BAD = 2 };
+
+/* The metrics format version this reader understands. */
+#define MF_VERSION 1
+
+/* One loaded, validated metrics file. */
+struct mf_file {
+	char *path;
+	json_t *root;           /* owned */
+	json_t *metrics;        /* borrowed from root */
+	json_t *stages;         /* borrowed from root */
+	long long pid, ppid, root_pid;
+	int has_rank;
+	long long rank, local_rank, world_size;
+	const char *rank_source; /* may be NULL */
+	int complete, is_child, forked;
+	const char *reason;     /* may be NULL */
+	long long signal;       /* 0 when none */
+	int has_times;
+	double start_time, end_time;
+};
+
+/* One printed group: a stage (or "init", "process", "main") and its sorted metric keys. */
+struct mf_group {
+	char *name;
+	const char **keys;      /* borrowed from the file's metrics object */
+	size_t nkeys, cap;
+};
+
+struct mf_groups {
+	struct mf_group *g;
+	size_t n;
+	struct mf_group init;   /* init_* and before_init_* keys, wherever they were folded */
+};
+
+/* read.c: loads PATH; on failure writes one "memshim-format: PATH: problem" line to ERR. */
+int mf_load(const char *path, struct mf_file *f, FILE *err);
+void mf_file_free(struct mf_file *f);
+
+/* group.c: splits a metrics object into groups following the stage order. */
+void mf_group_metrics(json_t *metrics, json_t *stages, struct mf_groups *out);
+void mf_groups_free(struct mf_groups *gs);
+/* The union of several files' groups (--merge, --diff), in first-seen order. */
+void mf_group_union(struct mf_file *files, size_t n, struct mf_groups *u);
+struct mf_group *mf_groups_find(struct mf_groups *gs, const char *name);
+void mf_group_add(struct mf_group *g, const char *key);
+void mf_group_sort(struct mf_group *g);
+
+/* pyfloat.c: Python's repr(float) and round(x, 4). */
+#define MF_REPR_MAX 48
+void mf_py_repr(double x, char out[MF_REPR_MAX]);
+double mf_py_round4(double x);
+
+/* pyjson.c: json.dumps(v, indent=4, sort_keys=True), no trailing newline. */
+void mf_py_json(FILE *out, json_t *v);
+
+/* value.c: metric value formatting of the Trainer dump; returns malloc'd text. */
+char *mf_format_value(const char *key, json_t *v);
+int mf_is_mem_key(const char *key);   /* a byte count of memory (a `_mem_` key, not a count) */
+size_t mf_width(const char *s);       /* display width: UTF-8 code points */
+
+/* table.c: aligned rows of cells. */
+enum mf_align { MF_LEFT, MF_RIGHT };
+struct mf_table {
+	size_t ncols, nrows, cap;
+	char **cells;           /* nrows * ncols, owned, NULL prints as "" */
+	const enum mf_align *align;
+	const char *const *seps; /* ncols - 1 separators */
+};
+void mf_table_init(struct mf_table *t, size_t ncols, const enum mf_align *align,
+		   const char *const *seps);
+void mf_table_row(struct mf_table *t, char **cells); /* takes ownership of the cells */
+void mf_table_print(FILE *out, const struct mf_table *t, const char *indent);
+void mf_table_free(struct mf_table *t);
+
+/* util.c */
+void *mf_xmalloc(size_t n);
+void *mf_xrealloc(void *p, size_t n);
+char *mf_xstrdup(const char *s);
+char *mf_xasprintf(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+int mf_num(json_t *v, double *out);   /* 1 when V is a number */
+char *mf_proc_label(const struct mf_file *f); /* "rank 1" or "pid 4242" */
+
+/* dump.c */
+struct mf_opts {
+	const char *stage;      /* --stage, or NULL */
+	int calls, merge, diff;
+	const char *json_dir;
+	double threshold;       /* --threshold value */
+	int threshold_pct;      /* 1: percent of |old|, 0: bytes */
+	const char *threshold_text;
+};
+void mf_print_status(FILE *out, const struct mf_file *f);
+int mf_print_group(FILE *out, json_t *metrics, const struct mf_group *g, int first);
+int mf_dump_file(FILE *out, FILE *err, const struct mf_file *f, const struct mf_opts *o);
+void mf_print_header(FILE *out, const struct mf_file *f);
+void mf_sort_files(struct mf_file *files, size_t n);
+int mf_has_stage(const struct mf_file *f, const char *stage);
+
+/* calls.c: --calls tables. */
+void mf_print_calls(FILE *out, json_t *stages, const char *only_stage);
+
+/* merge.c, diff.c, results.c */
+int mf_merge(FILE *out, FILE *err, struct mf_file *files, size_t n, const struct mf_opts *o);
+int mf_diff(FILE *out, FILE *err, struct mf_file *oldf, struct mf_file *newf,
+	    const struct mf_opts *o);
+int mf_parse_threshold(const char *text, double *value, int *pct);
+int mf_write_results(FILE *err, const char *dir, json_t *metrics, struct mf_groups *gs);
+
+/* cli.c: the whole program, with its streams, so tests run it in-process. */
+int mf_main(int argc, char **argv, FILE *out, FILE *err);
+
+#endif
