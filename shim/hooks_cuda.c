@@ -1,0 +1,839 @@
+/* CUDA driver wrappers: device, managed and pinned memory per device, VMM reference counting,
+ * failed allocations, and the cuGetProcAddress substitution.  The driver is never loaded by us:
+ * real functions come from the library the program loaded (RTLD_NOLOAD, RTLD_NEXT, or the
+ * pointers dlsym and cuGetProcAddress hand out). */
+#define __CUDA_API_VERSION_INTERNAL 1 /* declares the versioned and legacy names side by side */
+#include <cuda.h>
+#include <dlfcn.h>
+#include <errno.h>
+#include <string.h>
+#include "counters.h"
+#include "cuda_table.h"
+#include "hooks.h"
+#include "ms.h"
+#include "ms_cuda.h"
+#include "stages.h"
+
+#define EXPORT __attribute__((visibility("default")))
+#define ABSENT ((void *)1) /* a helper the driver does not have */
+
+/* Every driver function we wrap (exported) followed by helpers we only call. */
+enum {
+#define MS_CUDA_HOOK(name, drv) H_##name,
+#include "cuda_hooks.def"
+#undef MS_CUDA_HOOK
+	H_NHOOKS,
+	H_cuCtxGetDevice = H_NHOOKS,
+	H_cuStreamGetDevice,
+	H_cuMemPoolGetAttribute,
+	H_COUNT
+};
+
+static const char *const hook_name[H_COUNT] = {
+#define MS_CUDA_HOOK(name, drv) #name,
+#include "cuda_hooks.def"
+#undef MS_CUDA_HOOK
+	"cuCtxGetDevice", "cuStreamGetDevice", "cuMemPoolGetAttribute",
+};
+
+static const unsigned char hook_is_driver[H_NHOOKS] = {
+#define MS_CUDA_HOOK(name, drv) drv,
+#include "cuda_hooks.def"
+#undef MS_CUDA_HOOK
+};
+
+static void *const hook_wrapper[H_NHOOKS] = {
+#define MS_CUDA_HOOK(name, drv) (void *)name,
+#include "cuda_hooks.def"
+#undef MS_CUDA_HOOK
+};
+
+static void *real_fn[H_COUNT];     /* the driver's functions, filled as they become known */
+static void *drv_handle;           /* the program's libcuda, once known */
+static int all_resolved;           /* every slot looked up in drv_handle */
+static uint64_t untracked_allocs;  /* successful allocations the full table could not hold */
+static int64_t untracked_bytes;
+static int full_warned;
+
+MS_CTAB_DEFINE(ptr_tab, 17);    /* device, managed and host pointers */
+MS_CTAB_DEFINE(handle_tab, 15); /* cuMemCreate handles with their reference counts */
+MS_CTAB_DEFINE(map_tab, 15);    /* cuMemMap address -> handle */
+MS_CTAB_DEFINE(pool_tab, 8);    /* memory pool -> device and kind */
+
+/* ---- finding the driver's functions ---- */
+
+int ms_cuda_hook_index(const char *name)
+{
+	if (!name || name[0] != 'c' || name[1] != 'u')
+		return -1;
+	for (int i = 0; i < H_NHOOKS; i++)
+		if (hook_is_driver[i] && strcmp(name, hook_name[i]) == 0)
+			return i;
+	return -1;
+}
+
+/* Keeps P as the real function IDX unless it is our own wrapper (that would loop). */
+static void remember(int idx, void *p)
+{
+	if (!p || (idx < H_NHOOKS && p == hook_wrapper[idx]))
+		return;
+	void *none = NULL;
+	__atomic_compare_exchange_n(&real_fn[idx], &none, p, 0, __ATOMIC_RELEASE, __ATOMIC_RELAXED);
+}
+
+/* Holds a reference to the library containing ADDR (already loaded: RTLD_NOLOAD). */
+static void learn_handle(const void *addr)
+{
+	Dl_info info;
+	if (__atomic_load_n(&drv_handle, __ATOMIC_ACQUIRE) || !dladdr(addr, &info) || !info.dli_fname)
+		return;
+	void *h = dlopen(info.dli_fname, RTLD_LAZY | RTLD_NOLOAD);
+	void *none = NULL;
+	if (h && !__atomic_compare_exchange_n(&drv_handle, &none, h, 0, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE))
+		dlclose(h);
+}
+
+static void *driver_handle(void)
+{
+	void *h = __atomic_load_n(&drv_handle, __ATOMIC_ACQUIRE);
+	if (h)
+		return h;
+	h = dlopen("libcuda.so.1", RTLD_LAZY | RTLD_NOLOAD);
+	void *none = NULL;
+	if (h && !__atomic_compare_exchange_n(&drv_handle, &none, h, 0, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE)) {
+		dlclose(h);
+		h = none;
+	}
+	return h;
+}
+
+static void *lookup(int idx)
+{
+	void *h = driver_handle();
+	void *p = h ? ms_real_dlsym(h, hook_name[idx]) : NULL;
+	if (!p || (idx < H_NHOOKS && p == hook_wrapper[idx]))
+		p = ms_real_dlsym(RTLD_NEXT, hook_name[idx]);
+	return p;
+}
+
+/* The real function IDX, or NULL when no driver is loaded.  Resolution runs with the guard up so
+ * the loader's own allocations are not counted. */
+static void *resolve(int idx)
+{
+	void *p = __atomic_load_n(&real_fn[idx], __ATOMIC_ACQUIRE);
+	if (MS_LIKELY(p != NULL))
+		return p == ABSENT ? NULL : p;
+	int saved = errno;
+	ms_tls_guard++;
+	remember(idx, lookup(idx));
+	ms_tls_guard--;
+	errno = saved;
+	p = __atomic_load_n(&real_fn[idx], __ATOMIC_ACQUIRE);
+	return p == ABSENT ? NULL : p;
+}
+
+/* A helper the driver may lack: looked up once, then remembered as absent. */
+static void *resolve_helper(int idx)
+{
+	void *p = resolve(idx);
+	if (!p && __atomic_load_n(&drv_handle, __ATOMIC_ACQUIRE))
+		remember(idx, ABSENT);
+	return p;
+}
+
+/* Looks every slot up in the library that holds ADDR (the real cuGetProcAddress). */
+static void resolve_all(const void *addr)
+{
+	if (__atomic_load_n(&all_resolved, __ATOMIC_ACQUIRE))
+		return;
+	int saved = errno;
+	ms_tls_guard++;
+	learn_handle(addr);
+	void *h = __atomic_load_n(&drv_handle, __ATOMIC_ACQUIRE);
+	if (h) {
+		for (int i = 0; i < H_COUNT; i++)
+			if (i >= H_NHOOKS || hook_is_driver[i])
+				remember(i, ms_real_dlsym(h, hook_name[i]));
+		__atomic_store_n(&all_resolved, 1, __ATOMIC_RELEASE);
+	}
+	ms_tls_guard--;
+	errno = saved;
+}
+
+void *ms_cuda_dlsym(void *handle, const char *name, int idx)
+{
+	void *p = ms_real_dlsym(handle, name);
+	if (!p || p == hook_wrapper[idx])
+		return p;
+	int saved = errno;
+	ms_tls_guard++;
+	remember(idx, p);
+	learn_handle(p);
+	ms_tls_guard--;
+	errno = saved;
+	return hook_wrapper[idx];
+}
+
+/* Our wrapper when P is exactly a real driver function we wrap, else P. */
+static void *substitute(void *p)
+{
+	for (int i = 0; i < H_NHOOKS; i++)
+		if (hook_is_driver[i] && __atomic_load_n(&real_fn[i], __ATOMIC_ACQUIRE) == p)
+			return hook_wrapper[i];
+	return p;
+}
+
+/* ---- bookkeeping ---- */
+
+static inline int tracking(void)
+{
+	return ms_tls_guard == 0 && ms_counting;
+}
+
+static int current_device(void)
+{
+	CUresult (*get)(CUdevice *) = (CUresult (*)(CUdevice *))resolve(H_cuCtxGetDevice);
+	CUdevice dev = -1;
+	int saved = errno;
+	if (!get || get(&dev) != CUDA_SUCCESS)
+		dev = -1;
+	errno = saved;
+	return dev;
+}
+
+/* The device a stream belongs to (its context's), else the current one. */
+static int stream_device(CUstream stream)
+{
+	CUresult (*get)(CUstream, CUdevice *) = (CUresult (*)(CUstream, CUdevice *))resolve_helper(H_cuStreamGetDevice);
+	CUdevice dev = -1;
+	int saved = errno;
+	if (!get || get(stream, &dev) != CUDA_SUCCESS)
+		dev = -1;
+	errno = saved;
+	return dev >= 0 ? dev : current_device();
+}
+
+static void count(const struct ms_centry *e, int sign)
+{
+	int64_t bytes = sign * e->size;
+	switch (e->kind) {
+	case MS_CK_DEVICE:
+		ms_gpu_add(e->device, bytes);
+		break;
+	case MS_CK_MANAGED:
+		ms_gpu_side_add(MS_MANAGED, bytes);
+		break;
+	default: /* host, registered, VMM on the host */
+		ms_gpu_side_add(MS_PINNED, bytes);
+		break;
+	}
+}
+
+static void note_untracked(int64_t bytes)
+{
+	__atomic_add_fetch(&untracked_allocs, 1, __ATOMIC_RELAXED);
+	__atomic_add_fetch(&untracked_bytes, bytes, __ATOMIC_RELAXED);
+	if (!__atomic_exchange_n(&full_warned, 1, __ATOMIC_RELAXED))
+		ms_warn("CUDA allocation table full: further allocations are not counted");
+}
+
+/* A successful allocation of KIND at KEY: into TAB, then counted. */
+static void note_alloc(struct ms_ctab *tab, uint64_t key, int64_t size, int device, unsigned kind)
+{
+	struct ms_centry e = { .key = key, .size = size, .device = (int16_t)device, .kind = (uint16_t)kind, .refs = 1 };
+	if (ms_ctab_insert(tab, &e) < 0) {
+		note_untracked(size);
+		return;
+	}
+	count(&e, 1);
+}
+
+static void note_failure(int device, int64_t bytes, CUresult r)
+{
+	ms_gpu_mark_used();
+	ms_stages_note_gpu_failure(device, bytes, (int)r, ms_elapsed());
+}
+
+/* After an allocation call: counts it or records its failure; errno stays as the driver left it. */
+static void after_alloc(CUresult r, struct ms_ctab *tab, uint64_t key, int64_t size, int device, unsigned kind)
+{
+	int saved = errno;
+	if (r == CUDA_SUCCESS)
+		note_alloc(tab, key, size, device, kind);
+	else
+		note_failure(kind == MS_CK_DEVICE || kind == MS_CK_VMM ? device : -1, size, r);
+	errno = saved;
+}
+
+/* Frees are looked up before the real call (another thread may get the same address right after
+ * it) and put back if the driver refuses. */
+static int before_free(struct ms_ctab *tab, uint64_t key, unsigned kinds, struct ms_centry *e)
+{
+	return tracking() && ms_ctab_take(tab, key, kinds, e) == 0;
+}
+
+static void after_free(CUresult r, int taken, struct ms_ctab *tab, const struct ms_centry *e)
+{
+	if (!taken)
+		return;
+	int saved = errno;
+	if (r == CUDA_SUCCESS)
+		count(e, -1);
+	else if (ms_ctab_insert(tab, e) < 0)
+		count(e, -1); /* cannot keep it: forget it consistently */
+	errno = saved;
+}
+
+#define REAL(name, type) ((type)resolve(H_##name))
+#define NO_DRIVER CUDA_ERROR_NOT_INITIALIZED
+
+/* ---- device memory ---- */
+
+static CUresult alloc_device(CUresult (*real)(CUdeviceptr *, size_t), CUdeviceptr *dptr, size_t size)
+{
+	if (!tracking())
+		return real(dptr, size);
+	int dev = current_device();
+	CUresult r = real(dptr, size);
+	after_alloc(r, &ptr_tab, r == CUDA_SUCCESS ? *dptr : 0, (int64_t)size, dev, MS_CK_DEVICE);
+	return r;
+}
+
+EXPORT CUresult cuMemAlloc_v2(CUdeviceptr *dptr, size_t bytesize)
+{
+	CUresult (*real)(CUdeviceptr *, size_t) = REAL(cuMemAlloc_v2, CUresult (*)(CUdeviceptr *, size_t));
+	return real ? alloc_device(real, dptr, bytesize) : NO_DRIVER;
+}
+
+EXPORT CUresult cuMemAllocPitch_v2(CUdeviceptr *dptr, size_t *pPitch, size_t width, size_t height, unsigned int elem)
+{
+	typedef CUresult (*fn)(CUdeviceptr *, size_t *, size_t, size_t, unsigned int);
+	fn real = REAL(cuMemAllocPitch_v2, fn);
+	if (!real)
+		return NO_DRIVER;
+	if (!tracking())
+		return real(dptr, pPitch, width, height, elem);
+	int dev = current_device();
+	CUresult r = real(dptr, pPitch, width, height, elem);
+	int ok = r == CUDA_SUCCESS;
+	after_alloc(r, &ptr_tab, ok ? *dptr : 0, ok ? (int64_t)(*pPitch * height) : (int64_t)(width * height),
+		    dev, MS_CK_DEVICE);
+	return r;
+}
+
+static CUresult free_device(CUresult (*real)(CUdeviceptr), CUdeviceptr dptr)
+{
+	struct ms_centry e;
+	int taken = before_free(&ptr_tab, dptr, MS_CK_DEVICE | MS_CK_MANAGED, &e);
+	CUresult r = real(dptr);
+	after_free(r, taken, &ptr_tab, &e);
+	return r;
+}
+
+EXPORT CUresult cuMemFree_v2(CUdeviceptr dptr)
+{
+	CUresult (*real)(CUdeviceptr) = REAL(cuMemFree_v2, CUresult (*)(CUdeviceptr));
+	return real ? free_device(real, dptr) : NO_DRIVER;
+}
+
+EXPORT CUresult cuMemAllocManaged(CUdeviceptr *dptr, size_t bytesize, unsigned int flags)
+{
+	typedef CUresult (*fn)(CUdeviceptr *, size_t, unsigned int);
+	fn real = REAL(cuMemAllocManaged, fn);
+	if (!real)
+		return NO_DRIVER;
+	if (!tracking())
+		return real(dptr, bytesize, flags);
+	int dev = current_device();
+	CUresult r = real(dptr, bytesize, flags);
+	after_alloc(r, &ptr_tab, r == CUDA_SUCCESS ? *dptr : 0, (int64_t)bytesize, dev, MS_CK_MANAGED);
+	return r;
+}
+
+/* ---- stream-ordered allocation ---- */
+
+typedef CUresult (*alloc_async_fn)(CUdeviceptr *, size_t, CUstream);
+typedef CUresult (*alloc_pool_fn)(CUdeviceptr *, size_t, CUmemoryPool, CUstream);
+typedef CUresult (*free_async_fn)(CUdeviceptr, CUstream);
+
+static CUresult alloc_async(alloc_async_fn real, CUdeviceptr *dptr, size_t size, CUstream stream)
+{
+	if (!real)
+		return NO_DRIVER;
+	if (!tracking())
+		return real(dptr, size, stream);
+	int dev = stream_device(stream);
+	CUresult r = real(dptr, size, stream);
+	after_alloc(r, &ptr_tab, r == CUDA_SUCCESS ? *dptr : 0, (int64_t)size, dev, MS_CK_DEVICE);
+	return r;
+}
+
+/* Pools we saw created or handed out carry their device and kind; others: the stream's device. */
+static CUresult alloc_pool(alloc_pool_fn real, CUdeviceptr *dptr, size_t size, CUmemoryPool pool, CUstream stream)
+{
+	if (!real)
+		return NO_DRIVER;
+	if (!tracking())
+		return real(dptr, size, pool, stream);
+	struct ms_centry *p = ms_ctab_find(&pool_tab, (uint64_t)(uintptr_t)pool);
+	int dev = p ? p->device : stream_device(stream);
+	unsigned kind = p ? p->kind : MS_CK_DEVICE;
+	CUresult r = real(dptr, size, pool, stream);
+	after_alloc(r, &ptr_tab, r == CUDA_SUCCESS ? *dptr : 0, (int64_t)size, dev, kind);
+	return r;
+}
+
+static CUresult free_async(free_async_fn real, CUdeviceptr dptr, CUstream stream)
+{
+	if (!real)
+		return NO_DRIVER;
+	struct ms_centry e;
+	int taken = before_free(&ptr_tab, dptr, MS_CK_DEVICE | MS_CK_MANAGED | MS_CK_HOST, &e);
+	CUresult r = real(dptr, stream);
+	after_free(r, taken, &ptr_tab, &e);
+	return r;
+}
+
+EXPORT CUresult cuMemAllocAsync(CUdeviceptr *dptr, size_t bytesize, CUstream hStream)
+{
+	return alloc_async(REAL(cuMemAllocAsync, alloc_async_fn), dptr, bytesize, hStream);
+}
+
+EXPORT CUresult cuMemAllocAsync_ptsz(CUdeviceptr *dptr, size_t bytesize, CUstream hStream)
+{
+	return alloc_async(REAL(cuMemAllocAsync_ptsz, alloc_async_fn), dptr, bytesize, hStream);
+}
+
+EXPORT CUresult cuMemAllocFromPoolAsync(CUdeviceptr *dptr, size_t bytesize, CUmemoryPool pool, CUstream hStream)
+{
+	return alloc_pool(REAL(cuMemAllocFromPoolAsync, alloc_pool_fn), dptr, bytesize, pool, hStream);
+}
+
+EXPORT CUresult cuMemAllocFromPoolAsync_ptsz(CUdeviceptr *dptr, size_t bytesize, CUmemoryPool pool, CUstream hStream)
+{
+	return alloc_pool(REAL(cuMemAllocFromPoolAsync_ptsz, alloc_pool_fn), dptr, bytesize, pool, hStream);
+}
+
+EXPORT CUresult cuMemFreeAsync(CUdeviceptr dptr, CUstream hStream)
+{
+	return free_async(REAL(cuMemFreeAsync, free_async_fn), dptr, hStream);
+}
+
+EXPORT CUresult cuMemFreeAsync_ptsz(CUdeviceptr dptr, CUstream hStream)
+{
+	return free_async(REAL(cuMemFreeAsync_ptsz, free_async_fn), dptr, hStream);
+}
+
+/* ---- memory pools: which device (and kind) their allocations are ---- */
+
+static unsigned location_kind(const CUmemLocation *loc, CUmemAllocationType type)
+{
+	if (type == CU_MEM_ALLOCATION_TYPE_MANAGED)
+		return MS_CK_MANAGED;
+	return loc->type == CU_MEM_LOCATION_TYPE_DEVICE ? MS_CK_DEVICE : MS_CK_HOST;
+}
+
+static void note_pool(CUmemoryPool pool, int device, unsigned kind)
+{
+	uint64_t key = (uint64_t)(uintptr_t)pool;
+	if (ms_ctab_find(&pool_tab, key))
+		return;
+	struct ms_centry e = { .key = key, .device = (int16_t)device, .kind = (uint16_t)kind, .refs = 1 };
+	ms_ctab_insert(&pool_tab, &e);
+}
+
+EXPORT CUresult cuMemPoolCreate(CUmemoryPool *pool, const CUmemPoolProps *props)
+{
+	typedef CUresult (*fn)(CUmemoryPool *, const CUmemPoolProps *);
+	fn real = REAL(cuMemPoolCreate, fn);
+	if (!real)
+		return NO_DRIVER;
+	CUresult r = real(pool, props);
+	if (r == CUDA_SUCCESS && tracking()) {
+		int saved = errno;
+		unsigned kind = location_kind(&props->location, props->allocType);
+		note_pool(*pool, kind == MS_CK_DEVICE ? props->location.id : -1, kind);
+		errno = saved;
+	}
+	return r;
+}
+
+EXPORT CUresult cuMemPoolDestroy(CUmemoryPool pool)
+{
+	typedef CUresult (*fn)(CUmemoryPool);
+	fn real = REAL(cuMemPoolDestroy, fn);
+	if (!real)
+		return NO_DRIVER;
+	struct ms_centry e;
+	int taken = ms_ctab_take(&pool_tab, (uint64_t)(uintptr_t)pool, MS_CK_DEVICE | MS_CK_MANAGED | MS_CK_HOST, &e) == 0;
+	CUresult r = real(pool);
+	if (r != CUDA_SUCCESS && taken) {
+		int saved = errno;
+		ms_ctab_insert(&pool_tab, &e);
+		errno = saved;
+	}
+	return r;
+}
+
+static CUresult device_pool(CUresult (*real)(CUmemoryPool *, CUdevice), CUmemoryPool *pool, CUdevice dev)
+{
+	if (!real)
+		return NO_DRIVER;
+	CUresult r = real(pool, dev);
+	if (r == CUDA_SUCCESS && tracking()) {
+		int saved = errno;
+		note_pool(*pool, dev, MS_CK_DEVICE);
+		errno = saved;
+	}
+	return r;
+}
+
+EXPORT CUresult cuDeviceGetDefaultMemPool(CUmemoryPool *pool_out, CUdevice dev)
+{
+	return device_pool(REAL(cuDeviceGetDefaultMemPool, CUresult (*)(CUmemoryPool *, CUdevice)), pool_out, dev);
+}
+
+EXPORT CUresult cuDeviceGetMemPool(CUmemoryPool *pool, CUdevice dev)
+{
+	return device_pool(REAL(cuDeviceGetMemPool, CUresult (*)(CUmemoryPool *, CUdevice)), pool, dev);
+}
+
+/* ---- virtual memory management: physical memory lives while any reference does (the handle
+ * from cuMemCreate, each cuMemRetainAllocationHandle, each mapping) ---- */
+
+/* Drops one reference of HANDLE before the driver sees it.  Returns 1 when it was the last (the
+ * entry is then in GONE), 0 when others remain, -1 for an unknown handle. */
+static int handle_unref(uint64_t handle, struct ms_centry *gone)
+{
+	struct ms_centry *e = ms_ctab_find(&handle_tab, handle);
+	if (!e)
+		return -1;
+	if (__atomic_sub_fetch(&e->refs, 1, __ATOMIC_ACQ_REL) > 0)
+		return 0;
+	return ms_ctab_take(&handle_tab, handle, MS_CK_VMM, gone) == 0 ? 1 : 0;
+}
+
+/* Undoes handle_unref after the driver refused. */
+static void handle_reref(uint64_t handle, int state, struct ms_centry *gone)
+{
+	if (state == 1) {
+		gone->refs = 1;
+		if (ms_ctab_insert(&handle_tab, gone) < 0)
+			count(gone, -1);
+	} else if (state == 0) {
+		struct ms_centry *e = ms_ctab_find(&handle_tab, handle);
+		if (e)
+			__atomic_add_fetch(&e->refs, 1, __ATOMIC_ACQ_REL);
+	}
+}
+
+static void handle_ref(uint64_t handle)
+{
+	struct ms_centry *e = ms_ctab_find(&handle_tab, handle);
+	if (e)
+		__atomic_add_fetch(&e->refs, 1, __ATOMIC_ACQ_REL);
+}
+
+EXPORT CUresult cuMemCreate(CUmemGenericAllocationHandle *handle, size_t size, const CUmemAllocationProp *prop,
+			    unsigned long long flags)
+{
+	typedef CUresult (*fn)(CUmemGenericAllocationHandle *, size_t, const CUmemAllocationProp *, unsigned long long);
+	fn real = REAL(cuMemCreate, fn);
+	if (!real)
+		return NO_DRIVER;
+	if (!tracking() || !prop)
+		return real(handle, size, prop, flags);
+	int on_device = prop->location.type == CU_MEM_LOCATION_TYPE_DEVICE;
+	int dev = on_device ? prop->location.id : -1;
+	CUresult r = real(handle, size, prop, flags);
+	int saved = errno;
+	if (r == CUDA_SUCCESS) {
+		struct ms_centry e = { .key = *handle, .size = (int64_t)size, .device = (int16_t)dev,
+				       .kind = MS_CK_VMM, .refs = 1 };
+		if (ms_ctab_insert(&handle_tab, &e) < 0) {
+			note_untracked((int64_t)size);
+		} else if (on_device) {
+			ms_gpu_add(dev, (int64_t)size);
+		} else {
+			ms_gpu_side_add(MS_PINNED, (int64_t)size);
+		}
+	} else {
+		note_failure(dev, (int64_t)size, r);
+	}
+	errno = saved;
+	return r;
+}
+
+/* Physical memory from cuMemCreate: device memory when it has a device, else pinned host memory. */
+static void uncount_vmm(const struct ms_centry *e)
+{
+	if (e->device >= 0)
+		ms_gpu_add(e->device, -e->size);
+	else
+		ms_gpu_side_add(MS_PINNED, -e->size);
+}
+
+EXPORT CUresult cuMemRelease(CUmemGenericAllocationHandle handle)
+{
+	typedef CUresult (*fn)(CUmemGenericAllocationHandle);
+	fn real = REAL(cuMemRelease, fn);
+	if (!real)
+		return NO_DRIVER;
+	if (!tracking())
+		return real(handle);
+	struct ms_centry gone;
+	int state = handle_unref(handle, &gone);
+	CUresult r = real(handle);
+	int saved = errno;
+	if (r != CUDA_SUCCESS)
+		handle_reref(handle, state, &gone);
+	else if (state == 1)
+		uncount_vmm(&gone);
+	errno = saved;
+	return r;
+}
+
+EXPORT CUresult cuMemRetainAllocationHandle(CUmemGenericAllocationHandle *handle, void *addr)
+{
+	typedef CUresult (*fn)(CUmemGenericAllocationHandle *, void *);
+	fn real = REAL(cuMemRetainAllocationHandle, fn);
+	if (!real)
+		return NO_DRIVER;
+	CUresult r = real(handle, addr);
+	if (r == CUDA_SUCCESS && tracking())
+		handle_ref(*handle);
+	return r;
+}
+
+EXPORT CUresult cuMemMap(CUdeviceptr ptr, size_t size, size_t offset, CUmemGenericAllocationHandle handle,
+			 unsigned long long flags)
+{
+	typedef CUresult (*fn)(CUdeviceptr, size_t, size_t, CUmemGenericAllocationHandle, unsigned long long);
+	fn real = REAL(cuMemMap, fn);
+	if (!real)
+		return NO_DRIVER;
+	CUresult r = real(ptr, size, offset, handle, flags);
+	if (r != CUDA_SUCCESS || !tracking() || !ms_ctab_find(&handle_tab, handle))
+		return r;
+	int saved = errno;
+	struct ms_centry m = { .key = ptr, .size = (int64_t)size, .aux = handle, .kind = MS_CK_MAPPING, .refs = 1 };
+	if (ms_ctab_insert(&map_tab, &m) == 0)
+		handle_ref(handle);
+	errno = saved;
+	return r;
+}
+
+#define UNMAP_BATCH 64
+
+struct unmapped {
+	struct ms_centry map, gone;
+	int state;
+};
+
+/* Takes the mappings that tile [*AT, END) in order, dropping their handle references; stops at a
+ * gap or after UNMAP_BATCH of them.  Returns how many. */
+static int take_mappings(uint64_t *at, uint64_t end, struct unmapped *out)
+{
+	int n = 0;
+	while (*at < end && n < UNMAP_BATCH && ms_ctab_take(&map_tab, *at, MS_CK_MAPPING, &out[n].map) == 0) {
+		out[n].state = handle_unref(out[n].map.aux, &out[n].gone);
+		*at += out[n].map.size > 0 ? (uint64_t)out[n].map.size : end - *at;
+		n++;
+	}
+	return n;
+}
+
+EXPORT CUresult cuMemUnmap(CUdeviceptr ptr, size_t size)
+{
+	typedef CUresult (*fn)(CUdeviceptr, size_t);
+	fn real = REAL(cuMemUnmap, fn);
+	if (!real)
+		return NO_DRIVER;
+	if (!tracking())
+		return real(ptr, size);
+	struct unmapped batch[UNMAP_BATCH];
+	uint64_t at = ptr, end = ptr + size;
+	int n = take_mappings(&at, end, batch);
+	CUresult r = real(ptr, size);
+	int saved = errno;
+	for (int i = n - 1; i >= 0; i--) {
+		if (r != CUDA_SUCCESS) {
+			handle_reref(batch[i].map.aux, batch[i].state, &batch[i].gone);
+			ms_ctab_insert(&map_tab, &batch[i].map);
+		} else if (batch[i].state == 1) {
+			uncount_vmm(&batch[i].gone);
+		}
+	}
+	while (r == CUDA_SUCCESS && n == UNMAP_BATCH) { /* more mappings than one batch holds */
+		n = take_mappings(&at, end, batch);
+		for (int i = 0; i < n; i++)
+			if (batch[i].state == 1)
+				uncount_vmm(&batch[i].gone);
+	}
+	errno = saved;
+	return r;
+}
+
+/* ---- pinned host memory ---- */
+
+EXPORT CUresult cuMemAllocHost_v2(void **pp, size_t bytesize)
+{
+	typedef CUresult (*fn)(void **, size_t);
+	fn real = REAL(cuMemAllocHost_v2, fn);
+	if (!real)
+		return NO_DRIVER;
+	if (!tracking())
+		return real(pp, bytesize);
+	CUresult r = real(pp, bytesize);
+	after_alloc(r, &ptr_tab, r == CUDA_SUCCESS ? (uint64_t)(uintptr_t)*pp : 0, (int64_t)bytesize, -1, MS_CK_HOST);
+	return r;
+}
+
+EXPORT CUresult cuMemHostAlloc(void **pp, size_t bytesize, unsigned int flags)
+{
+	typedef CUresult (*fn)(void **, size_t, unsigned int);
+	fn real = REAL(cuMemHostAlloc, fn);
+	if (!real)
+		return NO_DRIVER;
+	if (!tracking())
+		return real(pp, bytesize, flags);
+	CUresult r = real(pp, bytesize, flags);
+	after_alloc(r, &ptr_tab, r == CUDA_SUCCESS ? (uint64_t)(uintptr_t)*pp : 0, (int64_t)bytesize, -1, MS_CK_HOST);
+	return r;
+}
+
+EXPORT CUresult cuMemFreeHost(void *p)
+{
+	typedef CUresult (*fn)(void *);
+	fn real = REAL(cuMemFreeHost, fn);
+	if (!real)
+		return NO_DRIVER;
+	struct ms_centry e;
+	int taken = before_free(&ptr_tab, (uint64_t)(uintptr_t)p, MS_CK_HOST, &e);
+	CUresult r = real(p);
+	after_free(r, taken, &ptr_tab, &e);
+	return r;
+}
+
+static CUresult host_register(CUresult (*real)(void *, size_t, unsigned int), void *p, size_t size, unsigned int flags)
+{
+	if (!real)
+		return NO_DRIVER;
+	if (!tracking())
+		return real(p, size, flags);
+	CUresult r = real(p, size, flags);
+	after_alloc(r, &ptr_tab, (uint64_t)(uintptr_t)p, (int64_t)size, -1, MS_CK_REGISTERED);
+	return r;
+}
+
+EXPORT CUresult cuMemHostRegister_v2(void *p, size_t bytesize, unsigned int Flags)
+{
+	return host_register(REAL(cuMemHostRegister_v2, CUresult (*)(void *, size_t, unsigned int)), p, bytesize, Flags);
+}
+
+EXPORT CUresult cuMemHostUnregister(void *p)
+{
+	typedef CUresult (*fn)(void *);
+	fn real = REAL(cuMemHostUnregister, fn);
+	if (!real)
+		return NO_DRIVER;
+	struct ms_centry e;
+	int taken = before_free(&ptr_tab, (uint64_t)(uintptr_t)p, MS_CK_REGISTERED, &e);
+	CUresult r = real(p);
+	after_free(r, taken, &ptr_tab, &e);
+	return r;
+}
+
+/* ---- legacy entry points (ABI before CUDA 3.2: 32-bit sizes and device pointers) ---- */
+
+EXPORT CUresult cuMemAlloc(CUdeviceptr_v1 *dptr, unsigned int bytesize)
+{
+	typedef CUresult (*fn)(CUdeviceptr_v1 *, unsigned int);
+	fn real = REAL(cuMemAlloc, fn);
+	if (!real)
+		return NO_DRIVER;
+	if (!tracking())
+		return real(dptr, bytesize);
+	int dev = current_device();
+	CUresult r = real(dptr, bytesize);
+	after_alloc(r, &ptr_tab, r == CUDA_SUCCESS ? *dptr : 0, bytesize, dev, MS_CK_DEVICE);
+	return r;
+}
+
+EXPORT CUresult cuMemAllocPitch(CUdeviceptr_v1 *dptr, unsigned int *pPitch, unsigned int width, unsigned int height,
+				unsigned int elem)
+{
+	typedef CUresult (*fn)(CUdeviceptr_v1 *, unsigned int *, unsigned int, unsigned int, unsigned int);
+	fn real = REAL(cuMemAllocPitch, fn);
+	if (!real)
+		return NO_DRIVER;
+	if (!tracking())
+		return real(dptr, pPitch, width, height, elem);
+	int dev = current_device();
+	CUresult r = real(dptr, pPitch, width, height, elem);
+	int ok = r == CUDA_SUCCESS;
+	after_alloc(r, &ptr_tab, ok ? *dptr : 0, (int64_t)(ok ? *pPitch : width) * height, dev, MS_CK_DEVICE);
+	return r;
+}
+
+EXPORT CUresult cuMemFree(CUdeviceptr_v1 dptr)
+{
+	typedef CUresult (*fn)(CUdeviceptr_v1);
+	fn real = REAL(cuMemFree, fn);
+	if (!real)
+		return NO_DRIVER;
+	struct ms_centry e;
+	int taken = before_free(&ptr_tab, dptr, MS_CK_DEVICE | MS_CK_MANAGED, &e);
+	CUresult r = real(dptr);
+	after_free(r, taken, &ptr_tab, &e);
+	return r;
+}
+
+EXPORT CUresult cuMemAllocHost(void **pp, unsigned int bytesize)
+{
+	typedef CUresult (*fn)(void **, unsigned int);
+	fn real = REAL(cuMemAllocHost, fn);
+	if (!real)
+		return NO_DRIVER;
+	if (!tracking())
+		return real(pp, bytesize);
+	CUresult r = real(pp, bytesize);
+	after_alloc(r, &ptr_tab, r == CUDA_SUCCESS ? (uint64_t)(uintptr_t)*pp : 0, bytesize, -1, MS_CK_HOST);
+	return r;
+}
+
+EXPORT CUresult cuMemHostRegister(void *p, size_t bytesize, unsigned int Flags)
+{
+	return host_register(REAL(cuMemHostRegister, CUresult (*)(void *, size_t, unsigned int)), p, bytesize, Flags);
+}
+
+/* ---- entry point lookup: the real driver answers, we only swap exact matches ---- */
+
+EXPORT CUresult cuGetProcAddress_v2(const char *symbol, void **pfn, int cudaVersion, cuuint64_t flags,
+				    CUdriverProcAddressQueryResult *symbolStatus)
+{
+	typedef CUresult (*fn)(const char *, void **, int, cuuint64_t, CUdriverProcAddressQueryResult *);
+	fn real = REAL(cuGetProcAddress_v2, fn);
+	if (!real)
+		return NO_DRIVER;
+	CUresult r = real(symbol, pfn, cudaVersion, flags, symbolStatus);
+	if (r == CUDA_SUCCESS && pfn && *pfn && ms_tls_guard == 0) {
+		resolve_all((void *)real);
+		*pfn = substitute(*pfn);
+	}
+	return r;
+}
+
+EXPORT CUresult cuGetProcAddress(const char *symbol, void **pfn, int cudaVersion, cuuint64_t flags)
+{
+	typedef CUresult (*fn)(const char *, void **, int, cuuint64_t);
+	fn real = REAL(cuGetProcAddress, fn);
+	if (!real)
+		return NO_DRIVER;
+	CUresult r = real(symbol, pfn, cudaVersion, flags);
+	if (r == CUDA_SUCCESS && pfn && *pfn && ms_tls_guard == 0) {
+		resolve_all((void *)real);
+		*pfn = substitute(*pfn);
+	}
+	return r;
+}

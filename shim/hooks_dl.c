@@ -1,0 +1,35 @@
+/* dlsym interposition: dlsym(handle, ...) searches only that library, so a program (or the CUDA
+ * runtime) asking libcuda for a driver function would bypass the preload.  Only the exact names of
+ * driver functions we wrap are changed; everything else is a tail call into the real dlsym, so it
+ * still sees the caller's return address (RTLD_NEXT and RTLD_DEFAULT stay relative to the caller). */
+#include <dlfcn.h>
+#include "ms.h"
+#include "ms_cuda.h"
+
+#define EXPORT __attribute__((visibility("default")))
+
+typedef void *(*dlsym_fn)(void *, const char *);
+
+static dlsym_fn raw_dlsym;
+
+/* The C library's dlsym, found without calling the public dlsym (that is us). */
+static dlsym_fn find_raw(void)
+{
+	dlsym_fn f = (dlsym_fn)__atomic_load_n(&raw_dlsym, __ATOMIC_ACQUIRE);
+	if (MS_LIKELY(f != NULL))
+		return f;
+	f = (dlsym_fn)dlvsym(RTLD_NEXT, "dlsym", "GLIBC_2.34");
+	if (!f)
+		f = (dlsym_fn)dlvsym(RTLD_NEXT, "dlsym", "GLIBC_2.2.5");
+	__atomic_store_n(&raw_dlsym, f, __ATOMIC_RELEASE);
+	return f;
+}
+
+/* Sibling calls must stay tail calls even in an -O0 build: the real dlsym reads its caller. */
+EXPORT __attribute__((optimize("optimize-sibling-calls"))) void *dlsym(void *handle, const char *name)
+{
+	int idx = ms_tls_guard ? -1 : ms_cuda_hook_index(name);
+	if (MS_LIKELY(idx < 0))
+		return find_raw()(handle, name);
+	return ms_cuda_dlsym(handle, name, idx);
+}
