@@ -2,12 +2,18 @@
 #include <errno.h>
 #include <malloc.h>
 #include <stdint.h>
+#include <stdlib.h>
 #include <string.h>
 #include "counters.h"
 #include "hooks.h"
 #include "ms.h"
 
 #define EXPORT __attribute__((visibility("default")))
+
+/* Not declared by every C library's headers. */
+void cfree(void *ptr);
+void free_sized(void *ptr, size_t size);
+void free_aligned_sized(void *ptr, size_t align, size_t size);
 
 static inline void count(void *p, int sign)
 {

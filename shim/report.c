@@ -400,7 +400,7 @@ static int fail(const char *path, int e)
 static int write_in_place(const char *path, const char *reason, int sig, int complete)
 {
 	static struct ms_json w;
-	int fd = (int)syscall(SYS_open, path, O_WRONLY | O_NONBLOCK | O_CLOEXEC | O_NOCTTY);
+	int fd = (int)syscall(SYS_open, path, O_WRONLY | O_APPEND | O_NONBLOCK | O_CLOEXEC | O_NOCTTY);
 	if (fd < 0)
 		return fail(path, errno);
 	int fl = fcntl(fd, F_GETFL);
@@ -441,6 +441,25 @@ static int write_replacing(const char *path, const char *reason, int sig, int co
 	return 0;
 }
 
+/* Where to write: symlinks into /dev or /proc (/dev/stdout) and non-regular files are written in
+ * place, appending; a symlink elsewhere is resolved and its target replaced atomically. */
+static int in_place(char *path, size_t size)
+{
+	struct stat lst, st;
+	if (lstat(path, &lst) < 0)
+		return 0;
+	if (!S_ISLNK(lst.st_mode))
+		return !S_ISREG(lst.st_mode);
+	int special = !strncmp(path, "/dev/", 5) || !strncmp(path, "/proc/", 6);
+	if (stat(path, &st) < 0 || !S_ISREG(st.st_mode) || special)
+		return 1;
+	char target[MS_PATH_MAX + 32];
+	if (!realpath(path, target) || strlen(target) >= size)
+		return 1;
+	strcpy(path, target);
+	return 0;
+}
+
 int ms_report_write(const char *reason, int sig, int complete)
 {
 	static int writing;
@@ -450,10 +469,9 @@ int ms_report_write(const char *reason, int sig, int complete)
 	int saved = errno;
 	ms_tls_guard++;
 	ms_report_path(path, sizeof path);
-	struct stat st;
-	int rc = (path[0] && stat(path, &st) == 0 && !S_ISREG(st.st_mode))
-			 ? write_in_place(path, reason, sig, complete)
-			 : path[0] ? write_replacing(path, reason, sig, complete) : fail("(empty path)", ENOENT);
+	int rc = !path[0] ? fail("(empty path)", ENOENT)
+		 : in_place(path, sizeof path) ? write_in_place(path, reason, sig, complete)
+		 : write_replacing(path, reason, sig, complete);
 	ms_tls_guard--;
 	__atomic_store_n(&writing, 0, __ATOMIC_RELEASE);
 	errno = saved;

@@ -1,0 +1,129 @@
+/* Integration harness (see harness.h). */
+#include <check.h>
+#include <dirent.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+#include "harness.h"
+
+extern char **environ;
+
+const char *built(const char *relative)
+{
+	static char paths[8][PATH_MAX];
+	static int next;
+	const char *b = getenv("BUILD") ? getenv("BUILD") : "build";
+	char joined[PATH_MAX];
+	snprintf(joined, sizeof joined, "%s/%s", b, relative);
+	char *out = paths[next++ % 8];
+	if (!realpath(joined, out))
+		snprintf(out, PATH_MAX, "%s", joined);
+	return out;
+}
+
+static void slurp(const char *path, char *buf, size_t size)
+{
+	FILE *f = fopen(path, "r");
+	size_t n = f ? fread(buf, 1, size - 1, f) : 0;
+	buf[n] = '\0';
+	if (f)
+		fclose(f);
+}
+
+/* Copies the environment minus MEMSHIM_* and LD_PRELOAD, then applies the overrides. */
+static char **child_env(const struct run *r, const char *const *env)
+{
+	static char *out[1024];
+	static char preload[PATH_MAX + 16], output[PATH_MAX + 32];
+	int n = 0;
+	for (char **e = environ; *e && n < 1000; e++)
+		if (strncmp(*e, "MEMSHIM_", 8) && strncmp(*e, "LD_PRELOAD=", 11))
+			out[n++] = *e;
+	snprintf(preload, sizeof preload, "LD_PRELOAD=%s", built("libmemshim.so"));
+	snprintf(output, sizeof output, "MEMSHIM_OUTPUT=%s/m.json", r->dir);
+	out[n++] = preload;
+	out[n++] = output;
+	for (; env && *env && n < 1020; env++) {
+		const char *eq = strchr(*env, '=');
+		size_t klen = eq ? (size_t)(eq - *env) : strlen(*env);
+		for (int i = 0; i < n; i++)
+			if (!strncmp(out[i], *env, klen) && out[i][klen] == '=')
+				out[i--] = out[--n];
+		if (eq)
+			out[n++] = (char *)*env;
+	}
+	out[n] = NULL;
+	return out;
+}
+
+int run_under_shim(struct run *r, const char *const *argv, const char *const *env)
+{
+	snprintf(r->dir, sizeof r->dir, "/tmp/memshim-test.XXXXXX");
+	if (!mkdtemp(r->dir))
+		return -1;
+	char out_path[300], err_path[300];
+	snprintf(out_path, sizeof out_path, "%s/stdout", r->dir);
+	snprintf(err_path, sizeof err_path, "%s/stderr", r->dir);
+	char **envp = child_env(r, env);
+	pid_t pid = fork();
+	if (pid == 0) {
+		int o = open(out_path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+		int e = open(err_path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+		dup2(o, 1);
+		dup2(e, 2);
+		execve(argv[0], (char *const *)argv, envp);
+		_exit(126);
+	}
+	if (pid < 0 || waitpid(pid, &r->status, 0) < 0)
+		return -1;
+	slurp(out_path, r->out, sizeof r->out);
+	slurp(err_path, r->err, sizeof r->err);
+	return 0;
+}
+
+json_t *load_metrics(const struct run *r, const char *name)
+{
+	char path[512];
+	snprintf(path, sizeof path, "%s/%s", r->dir, name);
+	json_error_t err;
+	return json_load_file(path, 0, &err);
+}
+
+int has_metric(json_t *root, const char *key)
+{
+	return json_object_get(json_object_get(root, "metrics"), key) != NULL;
+}
+
+int64_t metric(json_t *root, const char *key)
+{
+	json_t *v = json_object_get(json_object_get(root, "metrics"), key);
+	ck_assert_msg(v != NULL, "metric %s missing", key);
+	return json_integer_value(v);
+}
+
+json_t *stage_of(json_t *root, const char *name)
+{
+	size_t i;
+	json_t *s;
+	json_array_foreach(json_object_get(root, "stages"), i, s)
+		if (!strcmp(json_string_value(json_object_get(s, "name")), name))
+			return s;
+	return NULL;
+}
+
+int count_files(const char *dir, const char *prefix, char *first, size_t size)
+{
+	DIR *d = opendir(dir);
+	struct dirent *e;
+	int n = 0;
+	while (d && (e = readdir(d)))
+		if (!strncmp(e->d_name, prefix, strlen(prefix)) && n++ == 0 && first)
+			snprintf(first, size, "%s", e->d_name);
+	if (d)
+		closedir(d);
+	return n;
+}

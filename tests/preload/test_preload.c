@@ -1,0 +1,320 @@
+/* Integration: fixture programs under LD_PRELOAD, asserting on the metrics file they leave. */
+#include <check.h>
+#include <errno.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+#include "harness.h"
+
+#define MiB (1024 * 1024)
+#define BLOCK (MiB + 37)
+
+static struct run r;
+
+static json_t *run_mode(const char *mode, const char *const *env)
+{
+	const char *argv[] = { built("preload/alloc_fixture"), mode, NULL };
+	ck_assert_int_eq(run_under_shim(&r, argv, env), 0);
+	return load_metrics(&r, "m.json");
+}
+
+static void assert_between(int64_t v, int64_t lo, int64_t hi, const char *what)
+{
+	ck_assert_msg(v >= lo && v <= hi, "%s = %lld, expected %lld..%lld", what, (long long)v,
+		      (long long)lo, (long long)hi);
+}
+
+static int64_t sub(json_t *stage, const char *a, const char *b)
+{
+	return json_integer_value(json_object_get(json_object_get(stage, a), b));
+}
+
+START_TEST(every_wrapped_function_is_counted_exactly)
+{
+	json_t *m = run_mode("funcs", NULL);
+	ck_assert_ptr_nonnull(m);
+	ck_assert(WIFEXITED(r.status) && WEXITSTATUS(r.status) == 0);
+	ck_assert_str_eq(r.err, ""); /* quiet by default */
+	static const char *const one_block[] = { "malloc", "calloc", "realloc", "reallocarray",
+		"posix_memalign", "memalign", "valloc", "pvalloc" };
+	char key[64];
+	int64_t total = 0;
+	for (size_t i = 0; i < sizeof one_block / sizeof *one_block; i++) {
+		snprintf(key, sizeof key, "%s_mem_cpu_alloc_delta", one_block[i]);
+		assert_between(metric(m, key), BLOCK, BLOCK + 8192 + 256, key); /* pvalloc rounds to pages */
+		total += metric(m, key);
+	}
+	int64_t grow = metric(m, "realloc_grow_mem_cpu_alloc_delta");
+	assert_between(grow, BLOCK - 128, BLOCK + 4096 + 256, "realloc_grow");
+	int64_t aligned = metric(m, "aligned_alloc_mem_cpu_alloc_delta");
+	assert_between(aligned, 4 * MiB, 4 * MiB + 8192, "aligned_alloc");
+	/* realloc_grow's block began as malloc(64), whose 72 usable bytes were counted before */
+	ck_assert_int_eq(metric(m, "free_all_mem_cpu_alloc_delta"), -(total + grow + aligned + 72));
+	ck_assert_int_eq(metric(m, "free_all_mem_cpu_peaked_delta"), total + grow + aligned + 72);
+	assert_between(metric(m, "free_sized_mem_cpu_alloc_delta"), -BLOCK - 4096 - 256, -BLOCK, "free_sized");
+	assert_between(metric(m, "cfree_mem_cpu_alloc_delta"), -BLOCK - 4096 - 256, -BLOCK, "cfree");
+	assert_between(metric(m, "realloc_zero_mem_cpu_alloc_delta"), -BLOCK - 4096 - 256, -BLOCK, "realloc(p,0)");
+	ck_assert_int_eq(metric(m, "malloc_calls"), 1);
+	json_decref(m);
+}
+END_TEST
+
+START_TEST(anonymous_mappings_partial_unmaps_and_remaps)
+{
+	json_t *m = run_mode("mmap", NULL);
+	ck_assert_ptr_nonnull(m);
+	ck_assert_int_eq(WEXITSTATUS(r.status), 0);
+	ck_assert_int_eq(metric(m, "map_mem_cpu_alloc_delta"), 8 * MiB);
+	ck_assert_int_eq(metric(m, "unmap_middle_mem_cpu_alloc_delta"), -2 * MiB);
+	ck_assert_int_eq(metric(m, "remap_grow_mem_cpu_alloc_delta"), 3 * MiB);
+	ck_assert_int_eq(metric(m, "remap_shrink_mem_cpu_alloc_delta"), -5 * MiB);
+	ck_assert_int_eq(metric(m, "not_counted_mem_cpu_alloc_delta"), 0);
+	ck_assert_int_eq(metric(m, "not_counted_mem_cpu_peaked_delta"), 0);
+	ck_assert_int_eq(metric(m, "fixed_over_mem_cpu_alloc_delta"), -MiB);
+	ck_assert_int_eq(metric(m, "unmap_all_mem_cpu_alloc_delta"), -3 * MiB);
+	json_t *s = stage_of(m, "map");
+	ck_assert_int_eq(sub(json_object_get(s, "cpu"), "mmap", "alloc_delta"), 8 * MiB);
+	ck_assert_int_eq(sub(json_object_get(s, "cpu"), "malloc", "alloc_delta"), 0);
+	ck_assert_int_eq(metric(m, "process_mem_cpu_mmap_peak"), 9 * MiB); /* 6 MiB head + 3 MiB tail */
+	ck_assert_int_eq(json_integer_value(json_object_get(json_object_get(json_object_get(m, "process"),
+		"mmap"), "live")), 0);
+	json_decref(m);
+}
+END_TEST
+
+START_TEST(eight_threads_churning_return_to_baseline)
+{
+	json_t *m = run_mode("threads", NULL);
+	ck_assert_ptr_nonnull(m);
+	ck_assert_int_eq(WEXITSTATUS(r.status), 0);
+	assert_between(metric(m, "churn_mem_cpu_alloc_delta"), -65536, 65536, "churn alloc_delta");
+	ck_assert_int_gt(metric(m, "churn_mem_cpu_peaked_delta"), 1 * MiB);
+	ck_assert_int_lt(metric(m, "churn_mem_cpu_peaked_delta"), 8 * 128 * 66000 + MiB);
+	json_decref(m);
+}
+END_TEST
+
+START_TEST(forked_child_writes_its_own_file_and_parent_is_intact)
+{
+	json_t *m = run_mode("fork", NULL);
+	ck_assert_ptr_nonnull(m);
+	int child = 0, st = -1;
+	ck_assert_int_eq(sscanf(r.out, "child %d status %d", &child, &st), 2);
+	ck_assert_int_eq(st, 0);
+	assert_between(metric(m, "parent_work_mem_cpu_alloc_delta"), 6 * MiB, 6 * MiB + 16384, "parent");
+	ck_assert(!has_metric(m, "child_work_mem_cpu_alloc_delta"));
+	ck_assert(json_is_false(json_object_get(m, "is_child")));
+	char name[64];
+	snprintf(name, sizeof name, "m.json.%d", child);
+	json_t *c = load_metrics(&r, name);
+	ck_assert_msg(c != NULL, "child file %s missing", name);
+	ck_assert(json_is_true(json_object_get(c, "is_child")));
+	ck_assert(json_is_true(json_object_get(c, "forked")));
+	ck_assert_int_eq(json_integer_value(json_object_get(c, "pid")), child);
+	assert_between(metric(c, "child_work_mem_cpu_alloc_delta"), 3 * MiB, 3 * MiB + 8192, "child");
+	/* open at fork: in the child it starts at the fork and is closed at the child's exit */
+	json_t *pw = stage_of(c, "parent_work");
+	ck_assert(json_is_true(json_object_get(pw, "closed_at_exit")));
+	assert_between(sub(pw, "cpu", "alloc_delta"), 3 * MiB, 3 * MiB + 16384, "parent_work in child");
+	assert_between(metric(c, "before_init_mem_cpu"), 0, 0, "child before_init");
+	json_decref(c);
+	json_decref(m);
+}
+END_TEST
+
+START_TEST(exec_child_writes_its_own_file)
+{
+	json_t *m = run_mode("exec", NULL);
+	ck_assert_ptr_nonnull(m);
+	int child = 0, st = -1;
+	ck_assert_int_eq(sscanf(r.out, "child %d status %d", &child, &st), 2);
+	char name[64];
+	snprintf(name, sizeof name, "m.json.%d", child);
+	json_t *c = load_metrics(&r, name);
+	ck_assert_msg(c != NULL, "exec'd child file %s missing", name);
+	ck_assert(json_is_true(json_object_get(c, "is_child")));
+	ck_assert(json_is_false(json_object_get(c, "forked")));
+	ck_assert_int_eq(json_integer_value(json_object_get(c, "root_pid")),
+			 json_integer_value(json_object_get(m, "pid")));
+	assert_between(metric(c, "simple_mem_cpu_alloc_delta"), 2 * MiB, 2 * MiB + 8192, "exec child");
+	json_decref(c);
+	json_decref(m);
+}
+END_TEST
+
+START_TEST(follow_children_off_leaves_no_child_files)
+{
+	const char *env[] = { "MEMSHIM_FOLLOW_CHILDREN=0", NULL };
+	json_t *m = run_mode("fork", env);
+	ck_assert_ptr_nonnull(m);
+	json_decref(m);
+	ck_assert_int_eq(count_files(r.dir, "m.json.", NULL, 0), 0);
+	m = run_mode("exec", env);
+	ck_assert_ptr_nonnull(m);
+	json_decref(m);
+	ck_assert_int_eq(count_files(r.dir, "m.json.", NULL, 0), 0);
+}
+END_TEST
+
+START_TEST(underscore_exit_writes_the_file_and_keeps_the_status)
+{
+	json_t *m = run_mode("_exit", NULL);
+	ck_assert_ptr_nonnull(m);
+	ck_assert(WIFEXITED(r.status));
+	ck_assert_int_eq(WEXITSTATUS(r.status), 7);
+	ck_assert_str_eq(json_string_value(json_object_get(m, "reason")), "_exit");
+	ck_assert(json_is_true(json_object_get(stage_of(m, "open_stage"), "closed_at_exit")));
+	assert_between(metric(m, "open_stage_mem_cpu_alloc_delta"), MiB, MiB + 8192, "open stage");
+	json_decref(m);
+}
+END_TEST
+
+START_TEST(stages_open_at_exit_are_closed_and_marked)
+{
+	json_t *m = run_mode("open_at_exit", NULL);
+	ck_assert_ptr_nonnull(m);
+	json_t *s = stage_of(m, "left_open");
+	ck_assert(json_is_true(json_object_get(s, "closed_at_exit")));
+	ck_assert_int_eq(json_integer_value(json_object_get(s, "calls")), 1);
+	ck_assert(json_is_true(json_object_get(m, "complete")));
+	json_decref(m);
+}
+END_TEST
+
+START_TEST(malloc_after_the_file_was_written_works)
+{
+	json_t *m = run_mode("late", NULL);
+	ck_assert_ptr_nonnull(m);
+	ck_assert(WIFEXITED(r.status));
+	ck_assert_int_eq(WEXITSTATUS(r.status), 0);
+	ck_assert_str_eq(r.err, "");
+	json_decref(m);
+}
+END_TEST
+
+START_TEST(api_nesting_recursion_and_unmatched_ends)
+{
+	json_t *m = run_mode("api", NULL);
+	ck_assert_ptr_nonnull(m);
+	ck_assert_int_eq(WEXITSTATUS(r.status), 0);
+	ck_assert_int_eq(metric(m, "outer_calls"), 1);
+	assert_between(metric(m, "outer_mem_cpu_alloc_delta"), 2 * MiB, 2 * MiB + 8192, "outer");
+	assert_between(metric(m, "outer_mem_cpu_peaked_delta"), 4 * MiB, 4 * MiB + 8192, "outer peak");
+	assert_between(metric(m, "inner_mem_cpu_peaked_delta"), 4 * MiB, 4 * MiB + 8192, "inner peak");
+	ck_assert(!has_metric(m, "never_begun_calls"));
+	json_decref(m);
+}
+END_TEST
+
+START_TEST(exit_status_is_unchanged)
+{
+	const char *argv[] = { built("preload/alloc_fixture"), "exit", "42", NULL };
+	ck_assert_int_eq(run_under_shim(&r, argv, NULL), 0);
+	ck_assert_int_eq(WEXITSTATUS(r.status), 42);
+}
+END_TEST
+
+START_TEST(bad_stage_spec_warns_and_runs)
+{
+	const char *env[] = { "MEMSHIM_STAGES=ok=f,bad name=g,x", NULL };
+	json_t *m = run_mode("simple", env);
+	ck_assert_ptr_nonnull(m);
+	ck_assert_int_eq(WEXITSTATUS(r.status), 0);
+	ck_assert_msg(strstr(r.err, "memshim: MEMSHIM_STAGES entry \"bad name=g\"") != NULL, "%s", r.err);
+	ck_assert_msg(strstr(r.err, "memshim: MEMSHIM_STAGES entry \"x\"") != NULL, "%s", r.err);
+	int lines = 0;
+	for (const char *p = r.err; (p = strchr(p, '\n')); p++)
+		lines++;
+	ck_assert_int_eq(lines, 2);
+	ck_assert_int_gt(metric(m, "simple_mem_cpu_alloc_delta"), 2 * MiB - 1);
+	json_decref(m);
+}
+END_TEST
+
+START_TEST(disabled_writes_nothing)
+{
+	const char *env[] = { "MEMSHIM_DISABLE=1", NULL };
+	json_t *m = run_mode("api", env);
+	ck_assert_ptr_null(m);
+	ck_assert_int_eq(WEXITSTATUS(r.status), 10); /* the API returns 0 for everything when disabled */
+	ck_assert_str_eq(r.err, "");
+}
+END_TEST
+
+START_TEST(unwritable_output_warns_once_naming_the_path)
+{
+	const char *env[] = { "MEMSHIM_OUTPUT=/nonexistent-dir/sub/m.json", NULL };
+	run_mode("fork", env);
+	ck_assert_int_eq(WEXITSTATUS(r.status), 0);
+	ck_assert_msg(strstr(r.err, "memshim: cannot write metrics file /nonexistent-dir/sub/m.json") != NULL,
+		      "%s", r.err);
+}
+END_TEST
+
+START_TEST(devices_are_written_in_place_never_replaced)
+{
+	const char *env[] = { "MEMSHIM_OUTPUT=/dev/stdout", NULL };
+	run_mode("simple", env);
+	struct stat st;
+	ck_assert_int_eq(stat("/dev/null", &st), 0);
+	ck_assert(S_ISCHR(st.st_mode));
+	json_error_t err;
+	json_t *m = json_loads(r.out, 0, &err);
+	ck_assert_msg(m != NULL, "stdout: %s", r.out);
+	ck_assert_int_gt(metric(m, "simple_mem_cpu_alloc_delta"), 2 * MiB - 1);
+	json_decref(m);
+	const char *env2[] = { "MEMSHIM_OUTPUT=/dev/null", NULL };
+	run_mode("simple", env2);
+	ck_assert_int_eq(stat("/dev/null", &st), 0);
+	ck_assert(S_ISCHR(st.st_mode));
+	ck_assert_str_eq(r.err, "");
+}
+END_TEST
+
+START_TEST(pid_in_output_path_is_expanded)
+{
+	static char env0[400];
+	snprintf(env0, sizeof env0, "MEMSHIM_OUTPUT=%s", "/tmp/memshim-pid-test-%p.json");
+	const char *env[] = { env0, NULL };
+	run_mode("fork", env);
+	int child = 0, st;
+	ck_assert_int_eq(sscanf(r.out, "child %d status %d", &child, &st), 2);
+	char path[128];
+	snprintf(path, sizeof path, "/tmp/memshim-pid-test-%d.json", child);
+	ck_assert_int_eq(access(path, R_OK), 0);
+	unlink(path);
+}
+END_TEST
+
+int main(void)
+{
+	Suite *s = suite_create("preload");
+	TCase *tc = tcase_create("fixtures");
+	tcase_set_timeout(tc, 120);
+	tcase_add_test(tc, every_wrapped_function_is_counted_exactly);
+	tcase_add_test(tc, anonymous_mappings_partial_unmaps_and_remaps);
+	tcase_add_test(tc, eight_threads_churning_return_to_baseline);
+	tcase_add_test(tc, forked_child_writes_its_own_file_and_parent_is_intact);
+	tcase_add_test(tc, exec_child_writes_its_own_file);
+	tcase_add_test(tc, follow_children_off_leaves_no_child_files);
+	tcase_add_test(tc, underscore_exit_writes_the_file_and_keeps_the_status);
+	tcase_add_test(tc, stages_open_at_exit_are_closed_and_marked);
+	tcase_add_test(tc, malloc_after_the_file_was_written_works);
+	tcase_add_test(tc, api_nesting_recursion_and_unmatched_ends);
+	tcase_add_test(tc, exit_status_is_unchanged);
+	tcase_add_test(tc, bad_stage_spec_warns_and_runs);
+	tcase_add_test(tc, disabled_writes_nothing);
+	tcase_add_test(tc, unwritable_output_warns_once_naming_the_path);
+	tcase_add_test(tc, devices_are_written_in_place_never_replaced);
+	tcase_add_test(tc, pid_in_output_path_is_expanded);
+	suite_add_tcase(s, tc);
+	SRunner *sr = srunner_create(s);
+	srunner_run_all(sr, CK_NORMAL);
+	int failed = srunner_ntests_failed(sr);
+	srunner_free(sr);
+	return failed ? 1 : 0;
+}
