@@ -1,0 +1,144 @@
+/* Python 3.8-3.11: a PEP 523 frame evaluation hook.  Every Python frame (function call, generator
+ * or coroutine resumption) on every thread passes through it; a matched code object enters its
+ * stages before the frame runs and leaves them when it returns, raises or yields, so entry and
+ * exit are paired by the C call itself.  Cheaper than a profile function (which on 3.11 turns off
+ * the specialising interpreter) and independent of sys.setprofile / cProfile.
+ *
+ * Layouts relied on (checked against each version's headers): the code object is the fifth
+ * pointer of both PyFrameObject (3.8-3.10) and _PyInterpreterFrame (3.11); in 3.11 f_func and
+ * f_globals are the first two pointers and the owner byte is at offset 69. */
+#include <dlfcn.h>
+#include "ms.h"
+#include "py.h"
+
+typedef ms_pyobj *(*eval38_fn)(void *frame, int throwflag);
+typedef ms_pyobj *(*eval39_fn)(void *tstate, void *frame, int throwflag);
+
+static eval38_fn prev38;
+static eval39_fn prev39;
+static void **slot38;  /* 3.8: &interp->eval_frame, found by scanning */
+static void *interp;
+static eval39_fn (*get_eval)(void *interp);
+
+#define FRAME_CODE(f) (((ms_pyobj **)(f))[4])
+#define FRAME311_FUNC(f) (((ms_pyobj **)(f))[0])
+#define FRAME311_GLOBALS(f) (((ms_pyobj **)(f))[1])
+#define FRAME311_OWNER(f) (((const char *)(f))[69])
+#define OWNED_BY_THREAD 0
+
+/* The cached classification of CODE, classifying it on first sight. */
+static inline uintptr_t lookup(ms_pyobj *code, ms_pyobj *frame, ms_pyobj *func, ms_pyobj *globals)
+{
+	if (MS_UNLIKELY(!code || ms_py_type_of(code) != ms_py.CodeType))
+		return MS_PY_SEEN; /* not the layout we expect: stay out of the way */
+	void *extra = NULL;
+	ms_py.CodeGetExtra(code, ms_py_extra_index, &extra); /* cannot fail on a code object */
+	if (MS_LIKELY(extra != NULL))
+		return (uintptr_t)extra;
+	return ms_py_classify(code, frame, func, globals);
+}
+
+static ms_pyobj *hook38(void *frame, int throwflag)
+{
+	uint32_t mask = ms_py_mask(lookup(FRAME_CODE(frame), frame, NULL, NULL));
+	if (MS_LIKELY(!mask))
+		return prev38(frame, throwflag);
+	ms_py_enter(mask);
+	ms_pyobj *r = prev38(frame, throwflag);
+	ms_py_leave(mask);
+	return r;
+}
+
+static ms_pyobj *hook310(void *tstate, void *frame, int throwflag)
+{
+	uint32_t mask = ms_py_mask(lookup(FRAME_CODE(frame), frame, NULL, NULL));
+	if (MS_LIKELY(!mask))
+		return prev39(tstate, frame, throwflag);
+	ms_py_enter(mask);
+	ms_pyobj *r = prev39(tstate, frame, throwflag);
+	ms_py_leave(mask);
+	return r;
+}
+
+static ms_pyobj *hook311(void *tstate, void *frame, int throwflag)
+{
+	uintptr_t v = lookup(FRAME_CODE(frame), NULL, FRAME311_FUNC(frame), FRAME311_GLOBALS(frame));
+	uint32_t mask = ms_py_mask(v);
+	/* a generator function's call only builds the generator: its body runs on later frames */
+	if (MS_LIKELY(!mask) || ((v & MS_PY_GENLIKE) && FRAME311_OWNER(frame) == OWNED_BY_THREAD))
+		return prev39(tstate, frame, throwflag);
+	ms_py_enter(mask);
+	ms_pyobj *r = prev39(tstate, frame, throwflag);
+	ms_py_leave(mask);
+	return r;
+}
+
+static void *sym(const char *name)
+{
+	return ms_real_dlsym(RTLD_DEFAULT, name);
+}
+
+static int install38(void)
+{
+	void *(*get_interp)(void) = (void *(*)(void))sym("_PyInterpreterState_Get");
+	void *dflt = sym("_PyEval_EvalFrameDefault");
+	if (!get_interp || !dflt || !(interp = get_interp()))
+		return -1;
+	/* 3.8 has no setter: the field holds _PyEval_EvalFrameDefault; it must be the only match in
+	 * the first 2 KiB of the (2.7 KiB) interpreter state */
+	void **words = interp;
+	int found = -1;
+	for (int i = 0; i < 256; i++) {
+		if (words[i] != dflt)
+			continue;
+		if (found >= 0)
+			return -1;
+		found = i;
+	}
+	if (found < 0)
+		return -1;
+	slot38 = &words[found];
+	prev38 = (eval38_fn)dflt;
+	__atomic_store_n(slot38, (void *)hook38, __ATOMIC_RELEASE);
+	return 0;
+}
+
+int ms_py_frame_install(void)
+{
+	if (ms_py.minor < 8 || ms_py.minor > 11)
+		return -1;
+	if (ms_py.minor == 8) {
+		if (install38() == 0)
+			return 0;
+		ms_warn("Python stages disabled: the frame evaluation hook of this Python 3.8 was not found");
+		return -1;
+	}
+	void *(*get_interp)(void) = (void *(*)(void))sym("PyInterpreterState_Get");
+	void (*set_eval)(void *, eval39_fn) =
+		(void (*)(void *, eval39_fn))sym("_PyInterpreterState_SetEvalFrameFunc");
+	*(void **)&get_eval = sym("_PyInterpreterState_GetEvalFrameFunc");
+	if (!get_interp || !set_eval || !get_eval || !(interp = get_interp())) {
+		ms_warn("Python stages disabled: no frame evaluation hook in this Python");
+		return -1;
+	}
+	prev39 = get_eval(interp);
+	if (!prev39)
+		prev39 = (eval39_fn)sym("_PyEval_EvalFrameDefault");
+	if (!prev39)
+		return -1;
+	if ((void *)prev39 != sym("_PyEval_EvalFrameDefault"))
+		ms_debug("another frame evaluation hook is installed; memshim's runs before it");
+	set_eval(interp, ms_py.minor == 11 ? hook311 : hook310);
+	return 0;
+}
+
+/* At interpreter finalisation: was the hook replaced by another tool since?  Then stages after
+ * that point were missed; say so once. */
+void ms_py_frame_check(void)
+{
+	void *now = ms_py.minor == 8 ? (slot38 ? *slot38 : NULL) : (interp && get_eval ? (void *)get_eval(interp) : NULL);
+	void *ours = ms_py.minor == 8 ? (void *)hook38 : ms_py.minor == 11 ? (void *)hook311 : (void *)hook310;
+	if (now && now != ours)
+		ms_py_warn_once(1, "another tool replaced the Python frame evaluation hook: Python stages "
+				   "that began after that were not seen");
+}
