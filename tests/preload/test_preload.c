@@ -1,5 +1,6 @@
 /* Integration: fixture programs under LD_PRELOAD, asserting on the metrics file they leave. */
 #include <check.h>
+#include <dirent.h>
 #include <errno.h>
 #include <signal.h>
 #include <stdio.h>
@@ -122,6 +123,29 @@ START_TEST(forked_child_writes_its_own_file_and_parent_is_intact)
 	assert_between(sub(pw, "cpu", "alloc_delta"), 3 * MiB, 3 * MiB + 16384, "parent_work in child");
 	assert_between(metric(c, "before_init_mem_cpu"), 0, 0, "child before_init");
 	json_decref(c);
+	json_decref(m);
+}
+END_TEST
+
+START_TEST(fork_while_threads_are_inside_hooks_never_hangs)
+{
+	json_t *m = run_mode("forkstress", NULL);
+	ck_assert_ptr_nonnull(m);
+	ck_assert(WIFEXITED(r.status));
+	ck_assert_int_eq(WEXITSTATUS(r.status), 0);
+	assert_between(metric(m, "stress_mem_cpu_alloc_delta"), -65536, 65536, "stress alloc_delta");
+	ck_assert_int_eq(count_files(r.dir, "m.json.", NULL, 0), 100);
+	DIR *d = opendir(r.dir);
+	struct dirent *e;
+	int valid = 0;
+	while ((e = readdir(d)))
+		if (!strncmp(e->d_name, "m.json.", 7)) {
+			json_t *c = load_metrics(&r, e->d_name);
+			valid += c && json_is_true(json_object_get(c, "forked")) && has_metric(c, "in_child_calls");
+			json_decref(c);
+		}
+	closedir(d);
+	ck_assert_int_eq(valid, 100);
 	json_decref(m);
 }
 END_TEST
@@ -299,6 +323,7 @@ int main(void)
 	tcase_add_test(tc, anonymous_mappings_partial_unmaps_and_remaps);
 	tcase_add_test(tc, eight_threads_churning_return_to_baseline);
 	tcase_add_test(tc, forked_child_writes_its_own_file_and_parent_is_intact);
+	tcase_add_test(tc, fork_while_threads_are_inside_hooks_never_hangs);
 	tcase_add_test(tc, exec_child_writes_its_own_file);
 	tcase_add_test(tc, follow_children_off_leaves_no_child_files);
 	tcase_add_test(tc, underscore_exit_writes_the_file_and_keeps_the_status);
