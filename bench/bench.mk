@@ -12,7 +12,18 @@ bench-churn: $(BUILD)/libmemshim.so $(BUILD)/bench/churn
 	@echo "== churn, 2 threads (target <= 1.35x)"
 	@MEMSHIM_LIB=$(abspath $(BUILD)/libmemshim.so) TOOLS="$(BENCH_TOOLS)" bench/ratio.sh $(BENCH_PAIRS) -- $(BUILD)/bench/churn 2 2000000
 
-BENCH_TARGETS += bench-churn
+$(BUILD)/bench/selfmem: bench/selfmem.c
+	@mkdir -p $(@D)
+	$(CC) $(BASEFLAGS) -O2 -o $@ $<
+
+# The shim's own resident memory: the same program bare and preloaded (target: under 2 MiB).
+.PHONY: bench-selfmem
+bench-selfmem: $(BUILD)/libmemshim.so $(BUILD)/bench/selfmem
+	@bare=$$($(BUILD)/bench/selfmem | tr -dc 0-9); \
+	 shim=$$(LD_PRELOAD=$(abspath $(BUILD)/libmemshim.so) MEMSHIM_OUTPUT=/dev/null $(BUILD)/bench/selfmem | tr -dc 0-9); \
+	 echo "== shim's own memory: bare $${bare} kB, preloaded $${shim} kB, difference $$((shim - bare)) kB (target < 2048 kB)"
+
+BENCH_TARGETS += bench-churn bench-selfmem
 bench-run: $(BENCH_TARGETS)
 
 bench: deps

@@ -1,5 +1,6 @@
 /* The stage engine (see stages.h).  Peaks are exact without touching every open stage on the hot
  * path: counters keep one peak window that each boundary closes and folds into the open stages. */
+#include <stddef.h>
 #include <string.h>
 #include "ms.h"
 #include "stages.h"
@@ -312,15 +313,23 @@ void ms_stages_reset_for_child(double now)
 		start_call(ms_st.open[i], live, now);
 }
 
+/* Copies only the stages in use: the rest of the table stays untouched (not resident). */
+static void copy_used(struct ms_stages *out)
+{
+	size_t tail = offsetof(struct ms_stages, nstages);
+	memcpy(out->stage, ms_st.stage, (size_t)ms_st.nstages * sizeof *ms_st.stage);
+	memcpy((char *)out + tail, (const char *)&ms_st + tail, sizeof *out - tail);
+}
+
 void ms_stages_copy(struct ms_stages *out, double now)
 {
 	if (lock_or_refuse() < 0) {
-		memcpy(out, &ms_st, sizeof *out); /* re-entered from a handler: best effort */
+		copy_used(out); /* re-entered from a handler: best effort */
 		return;
 	}
 	int64_t live[MS_NCOMP];
 	boundary(live);
-	memcpy(out, &ms_st, sizeof *out);
+	copy_used(out);
 	ms_stages_unlock();
 	for (int i = 0; i < out->nopen; i++) {
 		struct ms_span *cur = &out->stage[out->open[i]].cur;

@@ -314,6 +314,20 @@ START_TEST(pid_in_output_path_is_expanded)
 }
 END_TEST
 
+START_TEST(allocations_before_the_constructor_are_counted)
+{
+	static char preload[1200];
+	snprintf(preload, sizeof preload, "LD_PRELOAD=%s %s", built("libmemshim.so"), built("preload/early_lib.so"));
+	const char *env[] = { preload, NULL };
+	json_t *m = run_mode("simple", env);
+	ck_assert_ptr_nonnull(m);
+	ck_assert_int_eq(WEXITSTATUS(r.status), 0);
+	assert_between(metric(m, "before_init_mem_cpu"), 4 * MiB, 4 * MiB + 64 * 1024, "before_init");
+	assert_between(metric(m, "simple_mem_cpu_alloc_delta"), 2 * MiB, 2 * MiB + 8192, "simple");
+	json_decref(m);
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("preload");
@@ -336,6 +350,7 @@ int main(void)
 	tcase_add_test(tc, unwritable_output_warns_once_naming_the_path);
 	tcase_add_test(tc, devices_are_written_in_place_never_replaced);
 	tcase_add_test(tc, pid_in_output_path_is_expanded);
+	tcase_add_test(tc, allocations_before_the_constructor_are_counted);
 	suite_add_tcase(s, tc);
 	SRunner *sr = srunner_create(s);
 	srunner_run_all(sr, CK_NORMAL);
