@@ -17,6 +17,7 @@ void free_aligned_sized(void *ptr, size_t align, size_t size);
 
 static inline void count(void *p, int sign)
 {
+	ms_native_before_count();
 	ms_cpu_add(MS_MALLOC, sign * (int64_t)malloc_usable_size(p));
 }
 
@@ -116,6 +117,7 @@ static void *move_from_bootstrap(void *ptr, size_t size)
 /* Counts a successful resize of PTR (OLD usable bytes) into Q, or a realloc(p, 0) that freed. */
 static void count_resize(void *ptr, int64_t old, void *q, size_t size)
 {
+	ms_native_before_count();
 	if (q)
 		ms_cpu_add(MS_MALLOC, (int64_t)malloc_usable_size(q) - old);
 	else if (ptr && size == 0)

@@ -80,14 +80,18 @@ static void forget(uintptr_t addr, size_t len)
 	uint64_t bytes = ms_ranges_remove(&table, addr, addr + page_up(len), &dropped);
 	if (dropped)
 		__atomic_add_fetch(&untracked, 1, __ATOMIC_RELAXED);
-	if (bytes)
+	if (bytes) {
+		ms_native_before_count();
 		ms_cpu_add(MS_MMAP, -(int64_t)bytes);
+	}
 }
 
 static void remember(uintptr_t addr, size_t len)
 {
-	if (ms_ranges_add(&table, addr, addr + page_up(len)) == 0)
+	if (ms_ranges_add(&table, addr, addr + page_up(len)) == 0) {
+		ms_native_before_count();
 		ms_cpu_add(MS_MMAP, (int64_t)page_up(len));
+	}
 	else
 		__atomic_add_fetch(&untracked, 1, __ATOMIC_RELAXED);
 }

@@ -11,6 +11,7 @@
 #undef MS_HOOK
 
 int ms_counting = 1;
+int ms_native_active;
 __thread int ms_tls_guard MS_TLS;
 
 static void *(*real_dlsym)(void *, const char *);
