@@ -19,7 +19,8 @@ static const char mf_usage[] =
 
 static int mf_usage_error(FILE *err, const char *what, const char *arg)
 {
-	fprintf(err, "memshim-format: %s%s%s\n%s", what, arg ? ": " : "", arg ? arg : "", mf_usage);
+	fprintf(err, "memshim-format: %s%s%s (see memshim-format --help)\n", what, arg ? ": " : "",
+		arg ? arg : "");
 	return MF_BAD;
 }
 

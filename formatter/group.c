@@ -135,6 +135,18 @@ void mf_group_metrics(json_t *metrics, json_t *stages, struct mf_groups *out)
 }
 
 /* The union of every file's groups, in first-seen order; each key only in its first group. */
+/* The process-wide group stays last even when a later file adds stages. */
+static void mf_process_last(struct mf_groups *u)
+{
+	struct mf_group *p = mf_groups_find(u, "process");
+	if (!p)
+		return;
+	struct mf_group keep = *p;
+	size_t i = (size_t)(p - u->g);
+	memmove(&u->g[i], &u->g[i + 1], (u->n - i - 1) * sizeof *u->g);
+	u->g[u->n - 1] = keep;
+}
+
 void mf_group_union(struct mf_file *files, size_t n, struct mf_groups *u)
 {
 	json_t *seen = json_object();
@@ -160,6 +172,7 @@ void mf_group_union(struct mf_file *files, size_t n, struct mf_groups *u)
 	}
 	for (size_t j = 0; j < u->n; j++)
 		mf_group_sort(&u->g[j]);
+	mf_process_last(u);
 	u->init.name = mf_xstrdup("init");
 	/* Keys point into the files' own metrics objects, which outlive U. */
 	json_decref(seen);

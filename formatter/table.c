@@ -51,12 +51,16 @@ void mf_table_print(FILE *out, const struct mf_table *t, const char *indent)
 		}
 	}
 	for (size_t r = 0; r < t->nrows; r++) {
+		char **row = t->cells + r * t->ncols;
+		size_t used = t->ncols;
+		/* Empty trailing cells are left out so that no line ends in spaces. */
+		while (used > 1 && (!row[used - 1] || !*row[used - 1]))
+			used--;
 		fputs(indent, out);
-		for (size_t c = 0; c < t->ncols; c++) {
-			const char *s = t->cells[r * t->ncols + c];
+		for (size_t c = 0; c < used; c++) {
 			if (c)
 				fputs(t->seps[c - 1], out);
-			mf_cell(out, s ? s : "", width[c], t->align[c], c + 1 == t->ncols);
+			mf_cell(out, row[c] ? row[c] : "", width[c], t->align[c], c + 1 == used);
 		}
 		fputc('\n', out);
 	}

@@ -1,0 +1,41 @@
+/* A stand-in for libmemshim.so in the wrapper tests: writes a small valid metrics file when loaded
+ * (FILE for the first process, FILE.<pid> for its children), so the tests need no real shim.
+ * Written at load, not exit, because dash leaves through _exit and skips destructors. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <unistd.h>
+
+static int fake_is_child;
+
+static void fake_write(void);
+
+__attribute__((constructor)) static void fake_begin(void)
+{
+	char pid[32];
+	fake_is_child = getenv("MEMSHIM_FAKE_ROOT") != NULL;
+	snprintf(pid, sizeof pid, "%ld", (long)getpid());
+	if (!fake_is_child)
+		setenv("MEMSHIM_FAKE_ROOT", pid, 1);
+	fake_write();
+}
+
+static void fake_write(void)
+{
+	const char *out = getenv("MEMSHIM_OUTPUT");
+	char path[4200];
+	if (!out)
+		return;
+	if (fake_is_child)
+		snprintf(path, sizeof path, "%s.%ld", out, (long)getpid());
+	else
+		snprintf(path, sizeof path, "%s", out);
+	FILE *fp = fopen(path, "w");
+	if (!fp)
+		return;
+	fprintf(fp, "{\"format\": \"memshim-metrics\", \"version\": 1, \"complete\": true, "
+		"\"pid\": %ld, \"ppid\": %ld, \"is_child\": %s, \"forked\": false, "
+		"\"metrics\": {\"fake_mem_cpu_alloc_delta\": 3145728, \"fake_runtime\": 0.5, "
+		"\"fake_calls\": 1}, \"stages\": [{\"name\": \"fake\", \"calls\": 1}]}",
+		(long)getpid(), (long)getppid(), fake_is_child ? "true" : "false");
+	fclose(fp);
+}

@@ -1,0 +1,167 @@
+#!/usr/bin/env python3
+"""Writes the golden input metrics files (in/*.json).  Run once; the outputs are committed."""
+import json
+import os
+
+M = 1048576
+HERE = os.path.dirname(os.path.abspath(__file__))
+
+
+def stage(name, calls=1, start=0.0, runtime=1.0, cpu=(0, 0), hist=None, dropped=0, open_=False,
+          needed=None):
+    if hist is None:
+        hist = [{"call": 1, "start": start, "runtime": runtime,
+                 "cpu_alloc_delta": cpu[0], "cpu_peaked_delta": cpu[1]}]
+    return {"name": name, "implicit": name == "init", "calls": calls, "open": open_,
+            "closed_at_exit": False, "start": start, "runtime": runtime,
+            "cpu": {"begin": 0, "end": cpu[0], "alloc_delta": cpu[0], "peaked_delta": cpu[1],
+                    "peak": cpu[0] + cpu[1]},
+            "max_needed": needed or {"cpu": cpu[0] + cpu[1], "cpu_call": calls, "gpu": 0,
+                                     "gpu_call": 0},
+            "history": hist, "history_dropped": dropped}
+
+
+def doc(metrics, stages, pid=4242, **extra):
+    d = {"format": "memshim-metrics", "version": 1, "complete": True, "reason": "exit",
+         "pid": pid, "ppid": 4200, "root_pid": pid, "is_child": False, "forked": False,
+         "argv": ["python3", "train.py"], "argv_truncated": False,
+         "start_time": 1764675000.123456, "end_time": 1764675012.654321, "elapsed": 12.530865,
+         "gpu_used": False, "metrics": metrics, "stages": stages,
+         "process": {"cpu": {"peak": 0, "live": 0}, "mmap_untracked": 0}}
+    d.update(extra)
+    return d
+
+
+def write(name, d, raw=None):
+    with open(os.path.join(HERE, "in", name), "w") as f:
+        f.write(raw if raw is not None else json.dumps(d, indent=2))
+
+
+def seed():
+    m = {"epoch": 1.0,
+         "init_mem_cpu_alloc_delta": 2 * M + 123, "init_mem_cpu_peaked_delta": 0,
+         "init_mem_gpu_alloc_delta": 230 * M + 5000, "init_mem_gpu_peaked_delta": 0,
+         "total_flos": 2285698228224.0,
+         "train_mem_cpu_alloc_delta": 55 * M, "train_mem_cpu_peaked_delta": 0,
+         "train_mem_gpu_alloc_delta": 692 * M + M - 1, "train_mem_gpu_peaked_delta": 661 * M,
+         "train_runtime": 2.311412, "train_samples": 100, "train_samples_per_second": 3.028,
+         "eval_bleu": 24.6502, "eval_gen_len": 32.9, "eval_loss": 3.75331,
+         "eval_mem_cpu_alloc_delta": 0, "eval_mem_cpu_peaked_delta": 4096,
+         "eval_mem_gpu_alloc_delta": 0, "eval_mem_gpu_peaked_delta": 510 * M,
+         "eval_runtime": 3.9266, "eval_samples": 100, "eval_samples_per_second": 25.467,
+         "test_bleu": 27.146, "test_gen_len": 41.37, "test_loss": 3.6682,
+         "test_mem_cpu_alloc_delta": 0, "test_mem_cpu_peaked_delta": 0,
+         "test_mem_gpu_alloc_delta": 0, "test_mem_gpu_peaked_delta": 645 * M,
+         "test_runtime": 5.1136, "test_samples": 100, "test_samples_per_second": 19.556}
+    st = [stage("init", runtime=0.5, cpu=(2 * M + 123, 0)),
+          stage("train", start=0.6, runtime=2.311412, cpu=(55 * M, 0)),
+          stage("eval", start=3.0, runtime=3.9266, cpu=(0, 4096)),
+          stage("test", start=7.0, runtime=5.1136)]
+    write("seed.json", doc(m, st, gpu_used=True))
+
+
+def widths():
+    m = {"before_init_mem_cpu": 12 * M + 7,
+         "init_mem_cpu_alloc_delta": -(64 * M + 4200), "init_mem_cpu_peaked_delta": 0,
+         "init_runtime": 2,
+         "train_mem_cpu_alloc_delta": -1, "train_mem_cpu_peaked_delta": M - 1,
+         "train_mem_gpu_failed_allocs": 3, "train_runtime": 0.00005, "train_calls": 1,
+         "train_extra_mem_cpu_alloc_delta": 1024 * 1024 * M, "train_extra_runtime": 1e16,
+         "train_extra_calls": 12, "train_extra_note": "caf\u00e9 ok", "train_extra_flag": True,
+         "train_extra_none": None, "train_extra_ratio": 0.00001, "train_extra_big": 12345678901234,
+         "train_extra_neg": -0.5, "train_extra_small": 0.1234567,
+         "eval_mem_cpu_alloc_delta": 123456789012345, "eval_runtime": 1.0,
+         "eval_r\u00e9sum\u00e9": 1.5, "eval_calls": 3,
+         "process_mem_cpu_peak": 300 * M + 1, "process_mem_cpu_malloc_peak": 200 * M,
+         "process_mem_cpu_mmap_peak": 0, "total_flos": -1.5}
+    st = [stage("init"), stage("train"), stage("train_extra"), stage("eval")]
+    write("widths.json", doc(m, st))
+
+
+def snapshot():
+    m = {"init_mem_cpu_alloc_delta": 5 * M, "init_mem_cpu_peaked_delta": M, "init_runtime": 0.25,
+         "init_calls": 1}
+    st = [stage("init", runtime=0.25, cpu=(5 * M, M)),
+          stage("train", calls=0, start=0.3, runtime=4.0, hist=[], open_=True),
+          stage("eval", calls=0, start=2.0, runtime=1.0, hist=[], open_=True)]
+    write("snapshot.json", doc(m, st, complete=False, reason="signal", signal=15))
+
+
+def calls():
+    hist = []
+    for i in range(1, 129):
+        hist.append({"call": i, "start": i * 0.5, "runtime": 0.1 + (i % 7) * 0.01,
+                     "cpu_alloc_delta": (i % 5 - 2) * M, "cpu_peaked_delta": (i % 11) * 4096 * 64})
+    m = {"train_mem_cpu_alloc_delta": 0, "train_mem_cpu_peaked_delta": 4096,
+         "train_runtime": 0.12, "train_calls": 300}
+    st = [stage("train", calls=300, hist=hist, dropped=172,
+                needed={"cpu": 7 * M, "cpu_call": 250, "gpu": 0, "gpu_call": 0})]
+    write("calls.json", doc(m, st))
+
+
+def ranks():
+    for r, pid, a, t in ((1, 5002, 70 * M, 2.5), (0, 5001, 55 * M, 2.25), (2, 5003, 60 * M, 2.0)):
+        m = {"init_mem_cpu_alloc_delta": (r + 1) * M, "train_mem_cpu_alloc_delta": a,
+             "train_mem_cpu_peaked_delta": r * M, "train_runtime": t, "train_calls": 1,
+             "process_mem_cpu_peak": a + 100 * M}
+        if r == 2:
+            m["eval_runtime"] = 0.75
+            m["eval_mem_cpu_alloc_delta"] = 3 * M
+        st = [stage("init"), stage("train")] + ([stage("eval")] if r == 2 else [])
+        rank = {"rank": r, "local_rank": r, "world_size": 3, "source": "torchrun"}
+        write("rank%d.json" % r, doc(m, st, pid=pid, rank=rank))
+    m = {"work_mem_cpu_alloc_delta": 2 * M, "work_runtime": 0.5, "work_calls": 1}
+    write("child.json", doc(m, [stage("work")], pid=5100, ppid=5001, root_pid=5001,
+                            is_child=True, forked=True))
+
+
+def diffs():
+    old = {"train_mem_cpu_alloc_delta": 100 * M, "train_mem_cpu_peaked_delta": 10 * M,
+           "train_runtime": 2.0, "train_calls": 1, "eval_mem_cpu_alloc_delta": 0,
+           "eval_mem_cpu_peaked_delta": -50 * M, "eval_loss": 0.5, "removed_mem_cpu_x": 1,
+           "process_mem_cpu_peak": 400 * M, "tag": "a"}
+    new = {"train_mem_cpu_alloc_delta": 104 * M, "train_mem_cpu_peaked_delta": 12 * M,
+           "train_runtime": 2.5, "train_calls": 1, "eval_mem_cpu_alloc_delta": 0,
+           "eval_mem_cpu_peaked_delta": -40 * M, "eval_loss": 0.25, "added_mem_cpu_x": 5 * M,
+           "process_mem_cpu_peak": 399 * M, "tag": "b"}
+    st = [stage("train"), stage("eval")]
+    write("old.json", doc(old, st))
+    write("new.json", doc(new, st, pid=4343))
+    same = dict(old)
+    same["train_mem_cpu_alloc_delta"] = 104 * M   # +4%: under 5%, over 3MB
+    write("same.json", doc(same, st, pid=4444))
+
+
+def small():
+    write("initonly.json", doc({"init_mem_cpu_alloc_delta": M, "init_runtime": 0.1},
+                               [stage("init")]))
+    write("nostages.json", doc({"epoch": 2.0, "note": "x"}, []))
+    write("empty-metrics.json", doc({}, []))
+
+
+def bad():
+    good = doc({"train_runtime": 1.0}, [stage("train")])
+    write("truncated.json", None, json.dumps(good, indent=2)[:200])
+    write("notjson.json", None, "memshim metrics, honest\n")
+    write("empty.json", None, "")
+    write("array.json", None, "[1, 2]\n")
+    for name, change in (("wrong-format", {"format": "other-metrics"}),
+                         ("newer-version", {"version": 2}),
+                         ("zero-version", {"version": 0}),
+                         ("metrics-not-object", {"metrics": [1]})):
+        d = dict(good)
+        d.update(change)
+        write(name + ".json", d)
+    for key in ("format", "version", "pid", "metrics", "stages"):
+        d = dict(good)
+        del d[key]
+        write("no-" + key + ".json", d)
+    d = dict(good)
+    d["stages"] = [{"calls": 1}]
+    write("stage-no-name.json", d)
+
+
+if __name__ == "__main__":
+    os.makedirs(os.path.join(HERE, "in"), exist_ok=True)
+    for f in (seed, widths, snapshot, calls, ranks, diffs, small, bad):
+        f()

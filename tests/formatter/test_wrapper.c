@@ -1,0 +1,260 @@
+/* scripts/memshim: exit status and signals pass through, LD_PRELOAD is kept, the dump appears. */
+#include "util.h"
+
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+static char *tree, lib[4200], script[4200];
+
+static const char *need_env(const char *name)
+{
+	const char *v = getenv(name);
+	ck_assert_msg(v && *v, "%s is not set (run through make check-formatter)", name);
+	return v;
+}
+
+static void copy_exec(const char *from, const char *to)
+{
+	size_t len;
+	char *text = t_read(from, &len);
+	ck_assert_msg(text != NULL, "cannot read %s", from);
+	t_write(to, text, len);
+	free(text);
+	ck_assert_int_eq(chmod(to, 0755), 0);
+}
+
+/* A source-tree layout (LAYOUT "src": scripts/ and build/) or an installed one ("bin" and "lib"). */
+static void make_tree(const char *layout)
+{
+	char path[2048], fmt[4200];
+	tree = t_tmpdir();
+	int src = !strcmp(layout, "src");
+	snprintf(path, sizeof path, "%s/%s", tree, src ? "scripts" : "bin");
+	ck_assert_int_eq(mkdir(path, 0755), 0);
+	snprintf(script, sizeof script, "%s/memshim", path);
+	copy_exec(need_env("MF_SCRIPT"), script);
+	snprintf(path, sizeof path, "%s/%s", tree, src ? "build" : "lib");
+	ck_assert_int_eq(mkdir(path, 0755), 0);
+	snprintf(lib, sizeof lib, "%s/libmemshim.so", path);
+	ck_assert_int_eq(symlink(need_env("MF_FAKE_SHIM"), lib), 0);
+	snprintf(fmt, sizeof fmt, "%s/%s/memshim-format", tree, src ? "build" : "bin");
+	ck_assert_int_eq(symlink(need_env("MF_FORMAT_BIN"), fmt), 0);
+}
+
+static void setup(void)
+{
+	make_tree("src");
+}
+
+static void teardown(void)
+{
+	t_rmtree(tree);
+	free(tree);
+}
+
+/* Runs the copied script with ARGS in the tree; PRELOAD is the caller's LD_PRELOAD (NULL: unset). */
+static int wrap(const char *preload, char **args, char **out, char **err)
+{
+	char o[4300], e[4300];
+	snprintf(o, sizeof o, "%s/stdout", tree);
+	snprintf(e, sizeof e, "%s/stderr", tree);
+	pid_t pid = fork();
+	ck_assert_int_ge(pid, 0);
+	if (pid == 0) {
+		struct rlimit no_core = { 0, 0 };
+		setrlimit(RLIMIT_CORE, &no_core);
+		if (chdir(tree) || !freopen(o, "w", stdout) || !freopen(e, "w", stderr))
+			_exit(99);
+		preload ? setenv("LD_PRELOAD", preload, 1) : unsetenv("LD_PRELOAD");
+		unsetenv("MEMSHIM_OUTPUT");
+		unsetenv("MEMSHIM_STAGES");
+		unsetenv("MEMSHIM_FAKE_ROOT");
+		signal(SIGINT, SIG_DFL);
+		signal(SIGTERM, SIG_DFL);
+		args[0] = script;
+		execv(script, args);
+		_exit(98);
+	}
+	int status;
+	ck_assert_int_eq(waitpid(pid, &status, 0), pid);
+	*out = t_read(o, NULL);
+	*err = t_read(e, NULL);
+	return status;
+}
+
+static void free2(char *a, char *b)
+{
+	free(a);
+	free(b);
+}
+
+START_TEST(test_exit_status_and_dump)
+{
+	char *out, *err, *args[] = { NULL, "run", "--", "/bin/sh", "-c", "exit 7", NULL };
+	int st = wrap(NULL, args, &out, &err);
+	ck_assert_msg(WIFEXITED(st) && WEXITSTATUS(st) == 7, "status %#x, stderr: %s", st, err);
+	ck_assert_msg(strstr(err, "***** fake metrics *****\n"), "no dump: %s", err);
+	ck_assert_ptr_nonnull(strstr(err, "  fake_mem_cpu_alloc_delta = 3MB\n"));
+	free2(out, err);
+}
+END_TEST
+
+START_TEST(test_success)
+{
+	char *out, *err, *args[] = { NULL, "run", "/bin/true", NULL };
+	int st = wrap(NULL, args, &out, &err);
+	ck_assert_msg(WIFEXITED(st) && WEXITSTATUS(st) == 0, "status %#x, stderr: %s", st, err);
+	free2(out, err);
+}
+END_TEST
+
+static void expect_signal(const char *sig, int signo)
+{
+	char cmd[64], *out, *err, *args[] = { NULL, "run", "--", "/bin/sh", "-c", cmd, NULL };
+	snprintf(cmd, sizeof cmd, "kill -%s $$", sig);
+	int st = wrap(NULL, args, &out, &err);
+	ck_assert_msg(WIFSIGNALED(st) && WTERMSIG(st) == signo, "SIG%s: status %#x, stderr: %s", sig,
+		      st, err);
+	ck_assert_msg(strstr(err, "***** fake metrics *****"), "the dump comes first: %s", err);
+	free2(out, err);
+}
+
+START_TEST(test_signals)
+{
+	expect_signal("TERM", SIGTERM);
+	expect_signal("INT", SIGINT);
+	expect_signal("SEGV", SIGSEGV);
+	expect_signal("KILL", SIGKILL);
+}
+END_TEST
+
+START_TEST(test_preload_kept)
+{
+	char want[9000], *out, *err;
+	char *args[] = { NULL, "run", "--", "/bin/sh", "-c", "printf '%s\\n' \"$LD_PRELOAD\"", NULL };
+	const char *other = need_env("MF_FAKE_OTHER");
+	wrap(other, args, &out, &err);
+	snprintf(want, sizeof want, "%s:%s\n", lib, other);
+	ck_assert_str_eq(out, want);
+	free2(out, err);
+	wrap(NULL, args, &out, &err);
+	snprintf(want, sizeof want, "%s\n", lib);
+	ck_assert_str_eq(out, want);
+	free2(out, err);
+}
+END_TEST
+
+START_TEST(test_both_libraries_loaded)
+{
+	char *out, *err, *args[] = { NULL, "run", "--", "/bin/cat", "/proc/self/maps", NULL };
+	wrap(need_env("MF_FAKE_OTHER"), args, &out, &err);
+	ck_assert_msg(strstr(out, "libmemshim") && strstr(out, "libother"), "maps: %s", out);
+	free2(out, err);
+}
+END_TEST
+
+START_TEST(test_options_reach_the_command)
+{
+	char want[4400], *out, *err;
+	char *args[] = { NULL, "run", "--stages", "warm=f", "--output=o.json", "--no-dump", "/bin/sh",
+			 "-c", "printf '%s|%s\\n' \"$MEMSHIM_STAGES\" \"$MEMSHIM_OUTPUT\"", NULL };
+	int st = wrap(NULL, args, &out, &err);
+	snprintf(want, sizeof want, "warm=f|%s/o.json\n", tree);
+	ck_assert_int_eq(st, 0);
+	ck_assert_str_eq(out, want);
+	ck_assert_str_eq(err, "");
+	free2(out, err);
+}
+END_TEST
+
+START_TEST(test_children_and_stale_files)
+{
+	char stale[4300], *out, *err;
+	char *args[] = { NULL, "run", "/bin/sh", "-c", "/bin/true; /bin/true", NULL };
+	snprintf(stale, sizeof stale, "%s/memshim_metrics.json.999999", tree);
+	t_write(stale, "junk", 4);
+	int st = wrap(NULL, args, &out, &err);
+	ck_assert_int_eq(st, 0);
+	int headers = 0, kids = 0;
+	for (char *p = err; (p = strstr(p, "==> ")); p++)
+		headers++;
+	for (char *p = err; (p = strstr(p, "child of")); p++)
+		kids++;
+	ck_assert_msg(headers == 3 && kids == 2, "stderr: %s", err);
+	ck_assert_ptr_null(strstr(err, "999999"));
+	free2(out, err);
+}
+END_TEST
+
+START_TEST(test_format_and_diff)
+{
+	char a[4300], b[4300], path[4300], *out, *err;
+	snprintf(a, sizeof a, "%s/in/seed.json", t_golden());
+	snprintf(b, sizeof b, "%s/in/old.json", t_golden());
+	char *fa[] = { NULL, "format", a, NULL }, *da[] = { NULL, "diff", b, a, NULL };
+	int st = wrap(NULL, fa, &out, &err);
+	snprintf(path, sizeof path, "%s/expect/seed.out", t_golden());
+	char *want = t_read(path, NULL);
+	ck_assert_int_eq(st, 0);
+	ck_assert_str_eq(out, want);
+	free(want);
+	free2(out, err);
+	st = wrap(NULL, da, &out, &err);
+	ck_assert_msg(WIFEXITED(st) && WEXITSTATUS(st) == 1, "diff status %#x", st);
+	free2(out, err);
+}
+END_TEST
+
+START_TEST(test_usage_errors)
+{
+	char *out, *err, *none[] = { NULL, "run", NULL }, *bad[] = { NULL, "run", "--bogus", "x", NULL };
+	ck_assert_int_eq(WEXITSTATUS(wrap(NULL, none, &out, &err)), 125);
+	ck_assert_str_eq(err, "memshim: no command given (see memshim --help)\n");
+	free2(out, err);
+	ck_assert_int_eq(WEXITSTATUS(wrap(NULL, bad, &out, &err)), 125);
+	free2(out, err);
+	ck_assert_int_eq(unlink(lib), 0);
+	char *ok[] = { NULL, "run", "/bin/true", NULL };
+	ck_assert_int_eq(WEXITSTATUS(wrap(NULL, ok, &out, &err)), 125);
+	ck_assert_ptr_nonnull(strstr(err, "cannot find libmemshim.so"));
+	free2(out, err);
+}
+END_TEST
+
+START_TEST(test_installed_layout)
+{
+	teardown();
+	make_tree("bin");
+	char *out, *err, *args[] = { NULL, "run", "--", "/bin/sh", "-c", "exit 3", NULL };
+	int st = wrap(NULL, args, &out, &err);
+	ck_assert_msg(WIFEXITED(st) && WEXITSTATUS(st) == 3, "status %#x: %s", st, err);
+	ck_assert_ptr_nonnull(strstr(err, "***** fake metrics *****"));
+	free2(out, err);
+}
+END_TEST
+
+Suite *wrapper_suite(void)
+{
+	Suite *s = suite_create("wrapper");
+	TCase *tc = tcase_create("run");
+	tcase_add_checked_fixture(tc, setup, teardown);
+	tcase_set_timeout(tc, 60);
+	tcase_add_test(tc, test_exit_status_and_dump);
+	tcase_add_test(tc, test_success);
+	tcase_add_test(tc, test_signals);
+	tcase_add_test(tc, test_preload_kept);
+	tcase_add_test(tc, test_both_libraries_loaded);
+	tcase_add_test(tc, test_options_reach_the_command);
+	tcase_add_test(tc, test_children_and_stale_files);
+	tcase_add_test(tc, test_format_and_diff);
+	tcase_add_test(tc, test_usage_errors);
+	tcase_add_test(tc, test_installed_layout);
+	suite_add_tcase(s, tc);
+	return s;
+}

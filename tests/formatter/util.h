@@ -1,0 +1,26 @@
+/* Helpers shared by the formatter's Check suites. */
+#ifndef MF_TEST_UTIL_H
+#define MF_TEST_UTIL_H
+
+#include <check.h>
+#include <stddef.h>
+
+/* The golden directory (MF_GOLDEN, default tests/formatter/golden), absolute. */
+const char *t_golden(void);
+/* Whole file as a NUL-terminated string, or NULL when it does not exist. */
+char *t_read(const char *path, size_t *len);
+void t_write(const char *path, const char *data, size_t len);
+/* Fails the test with the first differing line when ACTUAL is not EXPECTED. */
+void t_same(const char *what, const char *expected, const char *actual);
+/* A fresh empty directory under /tmp; removed by t_rmtree. */
+char *t_tmpdir(void);
+void t_rmtree(const char *dir);
+/* Runs mf_main on ARGV (NULL-terminated) capturing stdout and stderr; returns its exit status. */
+int t_run(char **argv, char **out, char **err);
+
+Suite *golden_suite(void);
+Suite *pyfloat_suite(void);
+Suite *results_suite(void);
+Suite *wrapper_suite(void);
+
+#endif
