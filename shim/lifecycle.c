@@ -80,16 +80,17 @@ static void at_exit(void)
 	errno = saved;
 }
 
+/* Lock order everywhere: mapping table, then stage engine (a counted munmap may open a stage). */
 static void fork_prepare(void)
 {
-	ms_stages_lock();
 	ms_mmap_lock();
+	ms_stages_lock();
 }
 
 static void fork_parent(void)
 {
-	ms_mmap_unlock();
 	ms_stages_unlock();
+	ms_mmap_unlock();
 }
 
 /* A forked child starts its own report from its live memory at fork, under its own file name. */
