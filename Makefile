@@ -37,6 +37,10 @@ include tests/preload/preload.mk
 include tests/formatter/formatter-tests.mk
 include tests/gpu/gpu.mk
 include tests/python/python.mk
+-include tests/native/native.mk
+-include bench/native/native.mk
+-include bench/python/python.mk
+-include bench/cuda/cuda.mk
 include bench/bench.mk
 
 build-all: $(ALL_TARGETS)

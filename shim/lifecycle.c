@@ -22,6 +22,7 @@ int ms_active;
 static int finished;
 
 void ms_py_init(void) __attribute__((weak));
+void ms_native_init(void) __attribute__((weak));
 void ms_mmap_lock(void);
 void ms_mmap_unlock(void);
 
@@ -169,6 +170,8 @@ __attribute__((constructor)) static void ms_init(void)
 		ms_stages_begin_implicit_init(0.0);
 	if (ms_py_init)
 		ms_py_init();
+	if (ms_native_init)
+		ms_native_init();
 }
 
 /* Backstop for exits that skip atexit handlers registered by libraries (e.g. a late dlclose). */
