@@ -26,3 +26,10 @@ $(BUILD)/pure/%.o: shim/%.c
 	@mkdir -p $(@D)
 	$(CC) $(BASEFLAGS) $(CFLAGS) $(SANFLAGS) -fPIC -c $< -o $@
 SHIM_PURE_OBJS := $(SHIM_PURE:%=$(BUILD)/pure/%.o)
+
+.PHONY: install-shim
+install-shim: $(BUILD)/libmemshim.so
+	install -d $(DESTDIR)$(PREFIX)/lib $(DESTDIR)$(PREFIX)/include
+	install -m 0755 $(BUILD)/libmemshim.so $(DESTDIR)$(PREFIX)/lib/libmemshim.so
+	install -m 0644 shim/memshim.h $(DESTDIR)$(PREFIX)/include/memshim.h
+INSTALL_TARGETS += install-shim
