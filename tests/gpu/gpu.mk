@@ -1,1 +1,41 @@
-# (filled in by its owner)
+# GPU suites without a GPU: a stand-in libcuda.so.1, fixtures linked against it or dlopening it,
+# and Check suites that run them under the preloaded shim (`make check-gpu`).
+GPU_DIR := $(BUILD)/gpu
+GPU_CUDA_INC := -I/usr/local/cuda/include
+GPU_FIXTURES := $(GPU_DIR)/fx_linked $(GPU_DIR)/fx_dl $(GPU_DIR)/fx_nocuda $(GPU_DIR)/libfx_next.so
+GPU_SUITES := $(GPU_DIR)/test_table $(GPU_DIR)/test_gpu
+
+# -Bsymbolic: the pointers the stand-in hands out are its own functions, as the real driver's are.
+$(GPU_DIR)/libcuda.so.1: tests/gpu/standin/libcuda.c
+	@mkdir -p $(@D)
+	$(CC) $(BASEFLAGS) $(CFLAGS) $(GPU_CUDA_INC) -fPIC -fvisibility=hidden -shared \
+		-Wl,-soname,libcuda.so.1 -Wl,-Bsymbolic -o $@ $< -lpthread
+
+$(GPU_DIR)/libcuda.so: $(GPU_DIR)/libcuda.so.1
+	ln -sf libcuda.so.1 $@
+
+$(GPU_DIR)/fx_linked: tests/gpu/fixtures/fx_linked.c $(GPU_DIR)/libcuda.so
+	$(CC) $(BASEFLAGS) -O1 -g $(GPU_CUDA_INC) -o $@ $< -L$(GPU_DIR) -lcuda -ldl -lpthread
+
+$(GPU_DIR)/fx_dl $(GPU_DIR)/fx_nocuda: $(GPU_DIR)/%: tests/gpu/fixtures/%.c tests/gpu/fixtures/fx_common.h
+	@mkdir -p $(@D)
+	$(CC) $(BASEFLAGS) -O1 -g $(GPU_CUDA_INC) -o $@ $< -ldl
+
+$(GPU_DIR)/libfx_next.so: tests/gpu/fixtures/fx_next.c
+	@mkdir -p $(@D)
+	$(CC) $(BASEFLAGS) -O1 -g -fPIC -shared -o $@ $< -ldl
+
+$(GPU_DIR)/test_table: tests/gpu/test_table.c shim/cuda_table.c shim/cuda_table.h
+	@mkdir -p $(@D)
+	$(CC) $(BASEFLAGS) $(CFLAGS) $(SANFLAGS) $(CHECK_CFLAGS) -Ishim -o $@ tests/gpu/test_table.c \
+		shim/cuda_table.c $(CHECK_LIBS) -lpthread
+
+$(GPU_DIR)/test_gpu: tests/gpu/test_gpu.c
+	@mkdir -p $(@D)
+	$(CC) $(BASEFLAGS) $(CFLAGS) $(CHECK_CFLAGS) $(JANSSON_CFLAGS) -o $@ $< $(CHECK_LIBS) $(JANSSON_LIBS)
+
+.PHONY: check-gpu
+check-gpu: $(BUILD)/libmemshim.so $(GPU_DIR)/libcuda.so.1 $(GPU_FIXTURES) $(GPU_SUITES)
+	@for t in $(GPU_SUITES); do BUILD=$(BUILD) $$t || exit 1; done
+
+CHECK_TARGETS += check-gpu

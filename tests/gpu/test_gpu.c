@@ -1,0 +1,401 @@
+/* GPU suite: fixture programs run against the stand-in libcuda.so.1 under the preloaded shim; the
+ * metrics file is parsed with jansson and every count checked exactly. */
+#include <check.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <jansson.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#define MiB (1024ll * 1024ll)
+
+static char build_dir[PATH_MAX];
+
+struct run {
+	int status;
+	char dir[PATH_MAX];
+	char err[8192];
+	json_t *m;
+};
+
+#define LONG_PATH (PATH_MAX + 64)
+
+static void path_in(char *out, const char *rel)
+{
+	snprintf(out, LONG_PATH, "%s/%s", build_dir, rel);
+}
+
+static void read_file(const char *path, char *buf, size_t size)
+{
+	buf[0] = 0;
+	FILE *f = fopen(path, "r");
+	if (!f)
+		return;
+	size_t n = fread(buf, 1, size - 1, f);
+	buf[n] = 0;
+	fclose(f);
+}
+
+/* Runs build/gpu/PROG ARG with the stand-in driver; SHIM adds the library to LD_PRELOAD, EXTRA
+ * ("NAME=value" or NULL) one more variable, PRELOAD_MORE another preloaded library. */
+static void run_fixture(struct run *r, const char *prog, const char *arg, int shim, const char *extra,
+			const char *preload_more)
+{
+	char exe[LONG_PATH], libdir[LONG_PATH], shimlib[LONG_PATH], preload[3 * LONG_PATH], out[LONG_PATH];
+	char errpath[LONG_PATH];
+	memset(r, 0, sizeof *r);
+	snprintf(r->dir, sizeof r->dir, "/tmp/memshim-gpu-XXXXXX");
+	ck_assert_ptr_nonnull(mkdtemp(r->dir));
+	snprintf(exe, sizeof exe, "%s/gpu/%.40s", build_dir, prog);
+	path_in(libdir, "gpu");
+	path_in(shimlib, "libmemshim.so");
+	snprintf(preload, sizeof preload, "%s%s%s", shim ? shimlib : "", shim && preload_more ? " " : "",
+		 preload_more ? preload_more : "");
+	snprintf(out, sizeof out, "%s/m.json", r->dir);
+	snprintf(errpath, sizeof errpath, "%s/stderr", r->dir);
+	pid_t pid = fork();
+	ck_assert_int_ge(pid, 0);
+	if (pid == 0) {
+		int fd = open(errpath, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+		dup2(fd, 2);
+		setenv("LD_PRELOAD", preload, 1);
+		setenv("LD_LIBRARY_PATH", libdir, 1);
+		setenv("MEMSHIM_OUTPUT", out, 1);
+		unsetenv("MEMSHIM_DISABLE");
+		unsetenv("MEMSHIM_LOG");
+		if (extra)
+			putenv((char *)extra);
+		execl(exe, exe, arg, (char *)NULL);
+		_exit(127);
+	}
+	waitpid(pid, &r->status, 0);
+	read_file(errpath, r->err, sizeof r->err);
+	json_error_t jerr;
+	r->m = shim ? json_load_file(out, 0, &jerr) : NULL;
+}
+
+static void done(struct run *r)
+{
+	char cmd[LONG_PATH];
+	json_decref(r->m);
+	snprintf(cmd, sizeof cmd, "rm -rf %s", r->dir);
+	if (system(cmd) != 0)
+		fprintf(stderr, "could not remove %s\n", r->dir);
+}
+
+/* The fixture ran to completion, said nothing (the shim prints nothing by default) and left a file. */
+static void assert_clean(const struct run *r)
+{
+	ck_assert_msg(WIFEXITED(r->status) && WEXITSTATUS(r->status) == 0, "fixture failed: status %d, stderr: %s",
+		      r->status, r->err);
+	ck_assert_msg(r->err[0] == 0, "unexpected stderr: %s", r->err);
+	ck_assert_msg(r->m != NULL, "no metrics file");
+}
+
+static int64_t metric(const struct run *r, const char *key)
+{
+	json_t *v = json_object_get(json_object_get(r->m, "metrics"), key);
+	ck_assert_msg(json_is_integer(v), "metric %s missing", key);
+	return json_integer_value(v);
+}
+
+static json_t *stage(const struct run *r, const char *name)
+{
+	size_t i;
+	json_t *s;
+	json_array_foreach(json_object_get(r->m, "stages"), i, s)
+		if (strcmp(json_string_value(json_object_get(s, "name")), name) == 0)
+			return s;
+	ck_abort_msg("stage %s missing", name);
+	return NULL;
+}
+
+static int64_t get_int(json_t *obj, const char *key)
+{
+	json_t *v = json_object_get(obj, key);
+	ck_assert_msg(json_is_integer(v), "key %s missing", key);
+	return json_integer_value(v);
+}
+
+/* The devices[] entry of DEVICE in OBJ, or NULL. */
+static json_t *device_of(json_t *obj, int device)
+{
+	size_t i;
+	json_t *d;
+	json_array_foreach(json_object_get(obj, "devices"), i, d)
+		if (json_integer_value(json_object_get(d, "device")) == device)
+			return d;
+	return NULL;
+}
+
+static int64_t stage_dev(const struct run *r, const char *name, int device, const char *key)
+{
+	json_t *d = device_of(json_object_get(stage(r, name), "gpu"), device);
+	ck_assert_msg(d != NULL, "stage %s has no device %d", name, device);
+	return get_int(d, key);
+}
+
+static void assert_gpu(const struct run *r, const char *st, int64_t alloc, int64_t peaked)
+{
+	char k[128];
+	snprintf(k, sizeof k, "%s_mem_gpu_alloc_delta", st);
+	ck_assert_int_eq(metric(r, k), alloc);
+	snprintf(k, sizeof k, "%s_mem_gpu_peaked_delta", st);
+	ck_assert_int_eq(metric(r, k), peaked);
+}
+
+START_TEST(linked_direct_calls)
+{
+	struct run r;
+	run_fixture(&r, "fx_linked", "linked", 1, NULL, NULL);
+	assert_clean(&r);
+	ck_assert(json_is_true(json_object_get(r.m, "gpu_used")));
+	assert_gpu(&r, "alloc", 3 * MiB + 10240, 1 * MiB);
+	assert_gpu(&r, "free", -(3 * MiB + 10240), 3 * MiB + 10240); /* peak - end */
+	ck_assert_int_eq(metric(&r, "alloc_mem_gpu_failed_allocs"), 0);
+	ck_assert_int_eq(metric(&r, "process_mem_gpu_peak"), 4 * MiB + 10240);
+	ck_assert_int_eq(metric(&r, "before_init_mem_gpu"), 0);
+	ck_assert_int_eq(stage_dev(&r, "alloc", 0, "alloc_delta"), 3 * MiB + 10240);
+	ck_assert_int_eq(stage_dev(&r, "alloc", 0, "peak"), 4 * MiB + 10240);
+	done(&r);
+}
+END_TEST
+
+START_TEST(device_from_current_context)
+{
+	struct run r;
+	run_fixture(&r, "fx_linked", "device1", 1, NULL, NULL);
+	assert_clean(&r);
+	assert_gpu(&r, "dev1", 5 * MiB, 0);
+	ck_assert_int_eq(stage_dev(&r, "dev1", 1, "alloc_delta"), 5 * MiB);
+	ck_assert_int_eq(stage_dev(&r, "dev1", 0, "alloc_delta"), 0);
+	json_t *gpu = json_object_get(json_object_get(r.m, "process"), "gpu");
+	ck_assert_int_eq(get_int(device_of(gpu, 1), "peak"), 5 * MiB);
+	ck_assert_int_eq(get_int(device_of(gpu, 1), "live"), 0);
+	ck_assert_int_eq(get_int(device_of(gpu, 0), "live"), 1 * MiB);
+	ck_assert_int_eq(get_int(gpu, "live"), 1 * MiB);
+	done(&r);
+}
+END_TEST
+
+START_TEST(vmm_expandable_segments)
+{
+	struct run r;
+	run_fixture(&r, "fx_linked", "vmm", 1, NULL, NULL);
+	assert_clean(&r);
+	assert_gpu(&r, "grow", 100 * MiB, 0);
+	assert_gpu(&r, "shrink", -40 * MiB, 40 * MiB);
+	assert_gpu(&r, "still_mapped", 0, 0);
+	assert_gpu(&r, "unmap_all", -60 * MiB, 60 * MiB);
+	ck_assert_int_eq(metric(&r, "process_mem_gpu_peak"), 100 * MiB); /* the 1 GiB reservation is not memory */
+	done(&r);
+}
+END_TEST
+
+START_TEST(stream_ordered_and_pools)
+{
+	struct run r;
+	run_fixture(&r, "fx_linked", "async", 1, NULL, NULL);
+	assert_clean(&r);
+	assert_gpu(&r, "async", 6 * MiB, 4 * MiB);
+	ck_assert_int_eq(stage_dev(&r, "async", 1, "alloc_delta"), 6 * MiB);
+	ck_assert_int_eq(stage_dev(&r, "async", 0, "alloc_delta"), 0);
+	ck_assert_int_eq(stage_dev(&r, "async", 0, "peaked_delta"), 4 * MiB);
+	assert_gpu(&r, "async_free", -6 * MiB, 6 * MiB);
+	done(&r);
+}
+END_TEST
+
+START_TEST(out_of_memory_recorded)
+{
+	struct run r;
+	run_fixture(&r, "fx_linked", "oom", 1, "STANDIN_CUDA_MEM_LIMIT=67108864", NULL);
+	assert_clean(&r);
+	assert_gpu(&r, "big", 16 * MiB, 0);
+	ck_assert_int_eq(metric(&r, "big_mem_gpu_failed_allocs"), 2);
+	json_t *ev = json_object_get(r.m, "gpu_events");
+	ck_assert_int_eq(json_array_size(ev), 2);
+	json_t *e0 = json_array_get(ev, 0), *e1 = json_array_get(ev, 1);
+	ck_assert_int_eq(get_int(e0, "bytes"), 100 * MiB);
+	ck_assert_int_eq(get_int(e0, "device"), 0);
+	ck_assert_int_eq(get_int(e0, "result"), 2); /* CUDA_ERROR_OUT_OF_MEMORY */
+	ck_assert_str_eq(json_string_value(json_object_get(e0, "stage")), "big");
+	ck_assert_int_eq(get_int(e1, "bytes"), 50 * MiB);
+	ck_assert_int_eq(get_int(json_object_get(stage(&r, "big"), "gpu"), "failed_allocs"), 2);
+	done(&r);
+}
+END_TEST
+
+START_TEST(unknown_pointers_forwarded)
+{
+	struct run r;
+	run_fixture(&r, "fx_linked", "unknown", 1, NULL, NULL);
+	assert_clean(&r);
+	assert_gpu(&r, "unknown", 0, 1 * MiB);
+	ck_assert_int_eq(metric(&r, "unknown_mem_gpu_failed_allocs"), 0);
+	done(&r);
+}
+END_TEST
+
+START_TEST(eight_threads_exact)
+{
+	struct run r;
+	run_fixture(&r, "fx_linked", "threads", 1, NULL, NULL);
+	assert_clean(&r);
+	/* 20 kept per thread, 4096 * (t + 1) bytes each; even threads on device 0 */
+	ck_assert_int_eq(metric(&r, "threads_mem_gpu_alloc_delta"), 20 * 4096 * 36);
+	ck_assert_int_le(metric(&r, "threads_mem_gpu_peaked_delta"), 4096 * 36); /* at most one in flight each */
+	ck_assert_int_eq(stage_dev(&r, "threads", 0, "alloc_delta"), 20 * 4096 * 16);
+	ck_assert_int_eq(stage_dev(&r, "threads", 1, "alloc_delta"), 20 * 4096 * 20);
+	json_t *pinned = json_object_get(json_object_get(json_object_get(r.m, "process"), "gpu"), "pinned");
+	ck_assert_int_eq(get_int(pinned, "live"), 0);
+	ck_assert_int_ge(get_int(pinned, "peak"), 4096);
+	ck_assert_int_le(get_int(pinned, "peak"), 8 * 4096);
+	done(&r);
+}
+END_TEST
+
+START_TEST(managed_and_pinned_counters)
+{
+	struct run r;
+	run_fixture(&r, "fx_linked", "side", 1, NULL, NULL);
+	assert_clean(&r);
+	assert_gpu(&r, "side", 0, 0);
+	ck_assert_int_eq(metric(&r, "process_mem_gpu_managed_peak"), 8 * MiB);
+	ck_assert_int_eq(metric(&r, "process_mem_gpu_pinned_peak"), 6 * MiB);
+	json_t *gpu = json_object_get(stage(&r, "side"), "gpu");
+	ck_assert_int_eq(get_int(json_object_get(gpu, "managed"), "alloc_delta"), 8 * MiB);
+	ck_assert_int_eq(get_int(json_object_get(gpu, "pinned"), "alloc_delta"), 4 * MiB);
+	ck_assert_int_eq(get_int(json_object_get(gpu, "pinned"), "peaked_delta"), 2 * MiB);
+	gpu = json_object_get(stage(&r, "side_free"), "gpu");
+	ck_assert_int_eq(get_int(json_object_get(gpu, "managed"), "alloc_delta"), -8 * MiB);
+	ck_assert_int_eq(get_int(json_object_get(gpu, "pinned"), "alloc_delta"), -4 * MiB);
+	done(&r);
+}
+END_TEST
+
+START_TEST(dlopen_dlsym_path)
+{
+	struct run r;
+	run_fixture(&r, "fx_dl", "dlsym", 1, NULL, NULL);
+	assert_clean(&r);
+	assert_gpu(&r, "dl", 7 * MiB, 0);
+	done(&r);
+}
+END_TEST
+
+START_TEST(get_proc_address_v2_path)
+{
+	struct run r;
+	run_fixture(&r, "fx_dl", "procaddr12", 1, NULL, NULL);
+	assert_clean(&r);
+	assert_gpu(&r, "p12", 5 * MiB, 1 * MiB);
+	done(&r);
+}
+END_TEST
+
+START_TEST(get_proc_address_cuda11_path)
+{
+	struct run r;
+	run_fixture(&r, "fx_dl", "procaddr11", 1, NULL, NULL);
+	assert_clean(&r);
+	assert_gpu(&r, "p11", 9 * MiB, 0);
+	done(&r);
+}
+END_TEST
+
+START_TEST(no_driver_no_gpu_keys)
+{
+	struct run r;
+	run_fixture(&r, "fx_nocuda", "plain", 1, NULL, NULL);
+	assert_clean(&r);
+	ck_assert(json_is_false(json_object_get(r.m, "gpu_used")));
+	const char *key;
+	json_t *v;
+	json_object_foreach(json_object_get(r.m, "metrics"), key, v)
+		ck_assert_msg(strstr(key, "gpu") == NULL, "GPU key %s without a driver", key);
+	ck_assert_ptr_null(json_object_get(r.m, "gpu_events"));
+	ck_assert_ptr_null(json_object_get(stage(&r, "cpu"), "gpu"));
+	ck_assert_ptr_null(json_object_get(json_object_get(r.m, "process"), "gpu"));
+	done(&r);
+}
+END_TEST
+
+START_TEST(dlsym_keeps_rtld_next_of_caller)
+{
+	struct run r;
+	char next[LONG_PATH];
+	path_in(next, "gpu/libfx_next.so");
+	run_fixture(&r, "fx_nocuda", "rtld_next", 1, NULL, next);
+	assert_clean(&r);
+	done(&r);
+}
+END_TEST
+
+/* Every fixture also passes against the stand-in without the shim (the fixtures are right). */
+START_TEST(fixtures_pass_bare)
+{
+	static const char *const cases[][2] = {
+		{ "fx_linked", "linked" }, { "fx_linked", "vmm" },  { "fx_linked", "async" },
+		{ "fx_linked", "threads" }, { "fx_linked", "side" }, { "fx_linked", "unknown" },
+		{ "fx_dl", "dlsym" },	    { "fx_dl", "procaddr12" }, { "fx_dl", "procaddr11" },
+	};
+	char next[LONG_PATH];
+	struct run r;
+	for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+		run_fixture(&r, cases[i][0], cases[i][1], 0, NULL, NULL);
+		ck_assert_msg(WIFEXITED(r.status) && WEXITSTATUS(r.status) == 0, "%s %s bare: %s", cases[i][0],
+			      cases[i][1], r.err);
+		done(&r);
+	}
+	path_in(next, "gpu/libfx_next.so");
+	run_fixture(&r, "fx_nocuda", "rtld_next", 0, NULL, next);
+	ck_assert_msg(WIFEXITED(r.status) && WEXITSTATUS(r.status) == 0, "rtld_next bare: %s", r.err);
+	done(&r);
+}
+END_TEST
+
+static Suite *gpu_suite(void)
+{
+	Suite *s = suite_create("gpu");
+	TCase *paths = tcase_create("paths");
+	tcase_set_timeout(paths, 60);
+	tcase_add_test(paths, linked_direct_calls);
+	tcase_add_test(paths, dlopen_dlsym_path);
+	tcase_add_test(paths, get_proc_address_v2_path);
+	tcase_add_test(paths, get_proc_address_cuda11_path);
+	tcase_add_test(paths, no_driver_no_gpu_keys);
+	tcase_add_test(paths, dlsym_keeps_rtld_next_of_caller);
+	tcase_add_test(paths, fixtures_pass_bare);
+	suite_add_tcase(s, paths);
+	TCase *mem = tcase_create("memory");
+	tcase_set_timeout(mem, 60);
+	tcase_add_test(mem, device_from_current_context);
+	tcase_add_test(mem, vmm_expandable_segments);
+	tcase_add_test(mem, stream_ordered_and_pools);
+	tcase_add_test(mem, out_of_memory_recorded);
+	tcase_add_test(mem, unknown_pointers_forwarded);
+	tcase_add_test(mem, eight_threads_exact);
+	tcase_add_test(mem, managed_and_pinned_counters);
+	suite_add_tcase(s, mem);
+	return s;
+}
+
+int main(void)
+{
+	const char *b = getenv("BUILD");
+	if (!realpath(b && *b ? b : "build", build_dir)) {
+		perror("build directory");
+		return 1;
+	}
+	SRunner *sr = srunner_create(gpu_suite());
+	srunner_run_all(sr, CK_NORMAL);
+	int failed = srunner_ntests_failed(sr);
+	srunner_free(sr);
+	return failed ? 1 : 0;
+}

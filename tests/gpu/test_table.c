@@ -1,0 +1,132 @@
+/* The lock-free pointer table on its own: exact under concurrent insert/take with address reuse,
+ * tombstones cleaned so long-running churn never fills it, kind filters, and a full table. */
+#include <check.h>
+#include <pthread.h>
+#include <stdint.h>
+#include "cuda_table.h"
+
+MS_CTAB_DEFINE(tab, 12);
+
+static struct ms_centry entry(uint64_t key, int64_t size)
+{
+	struct ms_centry e = { .key = key, .size = size, .device = 1, .kind = MS_CK_DEVICE, .refs = 1 };
+	return e;
+}
+
+START_TEST(insert_find_take)
+{
+	struct ms_centry e = entry(0x7000, 42), out;
+	ck_assert_int_eq(ms_ctab_insert(&tab, &e), 0);
+	ck_assert_ptr_nonnull(ms_ctab_find(&tab, 0x7000));
+	ck_assert_int_eq(ms_ctab_take(&tab, 0x7000, MS_CK_HOST, &out), -1); /* wrong kind stays */
+	ck_assert_int_eq(ms_ctab_take(&tab, 0x7000, MS_CK_DEVICE, &out), 0);
+	ck_assert_int_eq(out.size, 42);
+	ck_assert_int_eq(out.device, 1);
+	ck_assert_int_eq(ms_ctab_take(&tab, 0x7000, MS_CK_DEVICE, &out), -1);
+	ck_assert_ptr_null(ms_ctab_find(&tab, 0x7000));
+	struct ms_centry bad = entry(1, 1);
+	ck_assert_int_eq(ms_ctab_insert(&tab, &bad), -1); /* reserved key values */
+	ck_assert_uint_eq(ms_ctab_count(&tab), 0);
+}
+END_TEST
+
+/* Many more distinct keys than slots, 64 live at a time: tombstones must not pile up. */
+START_TEST(churn_never_fills)
+{
+	struct ms_centry out;
+	const uint64_t n = 200000, window = 64;
+	for (uint64_t i = 1; i <= n; i++) {
+		struct ms_centry e = entry(i * 512 + 0x100000, 512);
+		ck_assert_int_eq(ms_ctab_insert(&tab, &e), 0);
+		if (i > window)
+			ck_assert_int_eq(ms_ctab_take(&tab, (i - window) * 512 + 0x100000, MS_CK_DEVICE, &out), 0);
+	}
+	for (uint64_t i = n - window + 1; i <= n; i++)
+		ck_assert_int_eq(ms_ctab_take(&tab, i * 512 + 0x100000, MS_CK_DEVICE, &out), 0);
+	ck_assert_uint_eq(ms_ctab_count(&tab), 0);
+	ck_assert_uint_eq(tab.full, 0);
+}
+END_TEST
+
+START_TEST(full_table_refuses)
+{
+	struct ms_centry out;
+	int inserted = 0;
+	for (uint64_t i = 1; i <= (1u << 12) + 10; i++) {
+		struct ms_centry e = entry(i << 20, 1);
+		inserted += ms_ctab_insert(&tab, &e) == 0;
+	}
+	ck_assert_int_le(inserted, 1 << 12);
+	ck_assert_uint_gt(tab.full, 0);
+	for (uint64_t i = 1; i <= (1u << 12) + 10; i++)
+		ms_ctab_take(&tab, i << 20, MS_CK_DEVICE, &out);
+	ck_assert_uint_eq(ms_ctab_count(&tab), 0);
+	tab.full = 0;
+}
+END_TEST
+
+#define NTHREADS 4
+#define ROUNDS 100000
+
+static int64_t live_bytes[NTHREADS], live_n[NTHREADS];
+
+/* Each thread cycles through 8 addresses of its own, so addresses are reused constantly. */
+static void *churn(void *arg)
+{
+	int t = (int)(intptr_t)arg;
+	struct ms_centry out;
+	for (int i = 0; i < ROUNDS; i++) {
+		uint64_t key = ((uint64_t)(t + 1) << 32) + (uint64_t)(i % 8) * 4096;
+		struct ms_centry *e = ms_ctab_find(&tab, key);
+		if (e) {
+			if (ms_ctab_take(&tab, key, MS_CK_DEVICE, &out) == 0)
+				live_bytes[t] -= out.size, live_n[t]--;
+		} else {
+			struct ms_centry n = entry(key, i + 1);
+			if (ms_ctab_insert(&tab, &n) == 0)
+				live_bytes[t] += n.size, live_n[t]++;
+		}
+	}
+	return NULL;
+}
+
+static void sum_live(const struct ms_centry *e, void *arg)
+{
+	*(int64_t *)arg += e->size;
+}
+
+START_TEST(concurrent_exact)
+{
+	pthread_t th[NTHREADS];
+	for (int t = 0; t < NTHREADS; t++)
+		pthread_create(&th[t], NULL, churn, (void *)(intptr_t)t);
+	int64_t expect = 0, seen = 0, n = 0;
+	for (int t = 0; t < NTHREADS; t++) {
+		pthread_join(th[t], NULL);
+		expect += live_bytes[t];
+		n += live_n[t];
+	}
+	ms_ctab_each(&tab, sum_live, &seen);
+	ck_assert_int_eq(seen, expect);
+	ck_assert_uint_eq(ms_ctab_count(&tab), (uint64_t)n);
+	ck_assert_uint_eq(tab.full, 0);
+}
+END_TEST
+
+int main(void)
+{
+	Suite *s = suite_create("cuda_table");
+	TCase *tc = tcase_create("table");
+	tcase_set_timeout(tc, 60);
+	tcase_add_test(tc, insert_find_take);
+	tcase_add_test(tc, churn_never_fills);
+	tcase_add_test(tc, full_table_refuses);
+	tcase_add_test(tc, concurrent_exact);
+	suite_add_tcase(s, tc);
+	SRunner *sr = srunner_create(s);
+	srunner_set_fork_status(sr, CK_NOFORK);
+	srunner_run_all(sr, CK_NORMAL);
+	int failed = srunner_ntests_failed(sr);
+	srunner_free(sr);
+	return failed ? 1 : 0;
+}
