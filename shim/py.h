@@ -54,6 +54,7 @@ struct ms_pyapi {
 	int (*CodeGetExtra)(ms_pyobj *code, ms_pyssize index, void **extra);
 	int (*CodeSetExtra)(ms_pyobj *code, ms_pyssize index, void *extra);
 	ms_pyobj *None;
+	ms_pyobj *False;
 	ms_pyobj *CodeType;
 	ms_pyobj *FunctionType;
 	ms_pyobj *TypeType;

@@ -32,6 +32,7 @@ static int ntargets;
 enum { WAITING, INSTALLED, FAILED };
 static int state = WAITING;
 static int route_frame; /* installed through py_frame.c: check it at finalisation */
+static int (*py_initialized)(void);
 
 static int stage_ids[MS_SPEC_MAX_STAGES]; /* engine id + 1; 0 before first use */
 static int outstanding[MS_SPEC_MAX_STAGES]; /* enters not yet left, per spec stage */
@@ -376,6 +377,8 @@ static void *sym(const char *name)
 /* Fills ms_py; returns the name of a missing symbol, or NULL. */
 static const char *load_api(void)
 {
+	if (ms_py.False)
+		return NULL;
 	NEED(IsInitialized, "Py_IsInitialized");
 	NEED(GetVersion, "Py_GetVersion");
 	const char *v = ms_py.GetVersion();
@@ -421,6 +424,7 @@ static const char *load_api(void)
 	NEED(TypeType, "PyType_Type");
 	NEED(ClassMethodType, "PyClassMethod_Type");
 	NEED(StaticMethodType, "PyStaticMethod_Type");
+	NEED(False, "_Py_FalseStruct"); /* last: marks the table complete */
 	return NULL;
 }
 
@@ -452,17 +456,46 @@ static void install(void)
 	ms_debug("python stage detection %s (Python 3.%d)", r == 0 ? "installed" : "failed", ms_py.minor);
 }
 
-static int is_start_event(const char *event)
+/* Whether the interpreter's own startup (site, .pth files, sitecustomize) is over: the import
+ * of site is running while its spec says _initializing.  ARGS is the import event's tuple. */
+static int startup_over(const char *event, ms_pyobj *args)
+{
+	static ms_pyobj *(*modules_dict)(void);
+	if (!modules_dict)
+		*(void **)&modules_dict = sym("PyImport_GetModuleDict");
+	if (!modules_dict || load_api())
+		return 0;
+	if (strcmp(event, "import") == 0 && args && ms_py.TupleSize(args) > 0) {
+		ms_pyobj *name = ms_py.TupleGetItem(args, 0);
+		const char *s = name ? ms_py.UnicodeAsUTF8(name) : NULL;
+		if (!s)
+			ms_py.ErrClear();
+		if (s && strcmp(s, "site") == 0)
+			return 0;
+	}
+	ms_pyobj *site = ms_py.DictGetItemString(modules_dict(), "site");
+	if (!site)
+		return 1;
+	ms_pyobj *spec = attr(site, "__spec__");
+	ms_pyobj *init = attr(spec, "_initializing");
+	int over = !init || init == ms_py.False;
+	decref(init);
+	decref(spec);
+	return over;
+}
+
+static int is_start_event(const char *event, ms_pyobj *args)
 {
 	if (strncmp(event, "cpython.run_", 12) == 0)
 		return strcmp(event + 12, "startup") != 0; /* PYTHONSTARTUP runs before stdin */
-	/* embedded interpreters never raise cpython.run_*: the first import or exec once ready */
-	if ((strcmp(event, "import") == 0 || strcmp(event, "exec") == 0) && sym("Py_IsInitialized"))
-		return ((int (*)(void))sym("Py_IsInitialized"))();
+	/* embedded interpreters never raise cpython.run_*: the first import or exec once initialised
+	 * and past the interpreter's own startup */
+	if ((strcmp(event, "import") == 0 || strcmp(event, "exec") == 0) && py_initialized && py_initialized())
+		return startup_over(event, args);
 	return 0;
 }
 
-static int audit_hook(const char *event, void *args, void *data)
+static int audit_hook(const char *event, ms_pyobj *args, void *data)
 {
 	if (MS_LIKELY(state != WAITING)) {
 		if (state == INSTALLED && route_frame && event[0] == 'c' &&
@@ -470,7 +503,7 @@ static int audit_hook(const char *event, void *args, void *data)
 			ms_py_frame_check();
 		return 0;
 	}
-	if (!is_start_event(event))
+	if (!is_start_event(event, args))
 		return 0;
 	state = INSTALLED; /* installing raises audit events of its own */
 	install();
@@ -480,12 +513,12 @@ static int audit_hook(const char *event, void *args, void *data)
 void ms_py_init(void);
 void ms_py_init(void)
 {
-	int (*add)(int (*)(const char *, void *, void *), void *) =
-		(int (*)(int (*)(const char *, void *, void *), void *))sym("PySys_AddAuditHook");
+	int (*add)(int (*)(const char *, ms_pyobj *, void *), void *) =
+		(int (*)(int (*)(const char *, ms_pyobj *, void *), void *))sym("PySys_AddAuditHook");
 	if (!add)
 		return; /* not a Python process (or Python < 3.8) */
-	int (*initialized)(void) = (int (*)(void))sym("Py_IsInitialized");
-	if (initialized && initialized())
+	*(void **)&py_initialized = sym("Py_IsInitialized");
+	if (py_initialized && py_initialized())
 		return; /* loaded into a running interpreter: no safe point to hook in from here */
 	load_targets();
 	if (ntargets == 0)

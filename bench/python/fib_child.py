@@ -1,0 +1,17 @@
+# Child of bench_python.py: recursive fib inside the function named by the stage (MEMSHIM_STAGES=
+# bench=work); prints the seconds fib took.
+import sys
+import time
+
+
+def fib(n):
+    return n if n < 2 else fib(n - 1) + fib(n - 2)
+
+
+def work(n):
+    t = time.perf_counter()
+    fib(n)
+    return time.perf_counter() - t
+
+
+print(work(int(sys.argv[1]) if len(sys.argv) > 1 else 25))

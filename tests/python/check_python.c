@@ -1,0 +1,500 @@
+/* Python stages: fixture scripts (tests/python/fixtures) run under LD_PRELOAD=libmemshim.so on every
+ * interpreter present; the metrics file each run writes is parsed with jansson and checked for
+ * exact deltas (within 1 MiB: Python's own allocations) and call counts. */
+#include <check.h>
+#include <fcntl.h>
+#include <jansson.h>
+#include <limits.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+extern char **environ;
+
+#define MIB (1024.0 * 1024.0)
+
+static const char *const pythons[] = {
+	"/root/.pyenv/versions/3.8.18/bin/python",  "/root/.pyenv/versions/3.9.18/bin/python",
+	"/root/.pyenv/versions/3.10.13/bin/python", "/root/.pyenv/versions/3.11.7/bin/python",
+	"/root/.pyenv/versions/3.12.1/bin/python",  "/root/.pyenv/versions/3.13.0/bin/python",
+	"/usr/bin/python3",
+};
+#define NPY ((int)(sizeof pythons / sizeof *pythons))
+
+static char lib[PATH_MAX], fixtures[PATH_MAX], scripts[PATH_MAX];
+
+struct run {
+	char dir[64];
+	int status; /* exit status, or 128 + signal */
+	char out[8192], err[16384];
+	json_t *root; /* the metrics file, or NULL */
+	const char *python;
+};
+
+static void slurp(const char *path, char *buf, size_t size)
+{
+	FILE *f = fopen(path, "r");
+	size_t n = f ? fread(buf, 1, size - 1, f) : 0;
+	buf[n] = '\0';
+	if (f)
+		fclose(f);
+}
+
+/* Runs PYTHON ARGS... in CWD (NULL: here) with the shim preloaded (unless PRELOAD is 0), stages
+ * STAGES (NULL: MEMSHIM_STAGES unset) and extra KEY=VALUE entries ENV (NULL-terminated). */
+static void run_py(struct run *r, const char *python, const char *const *args, const char *stages,
+		   const char *const *env, const char *cwd, int preload)
+{
+	memset(r, 0, sizeof *r);
+	r->python = python;
+	snprintf(r->dir, sizeof r->dir, "/tmp/memshim-py.XXXXXX");
+	ck_assert_ptr_nonnull(mkdtemp(r->dir));
+	char *envp[1100], preload_var[PATH_MAX + 16], output[128], stages_var[1024];
+	int n = 0;
+	for (char **e = environ; *e && n < 1000; e++)
+		if (strncmp(*e, "MEMSHIM_", 8) && strncmp(*e, "LD_PRELOAD=", 11) &&
+		    strncmp(*e, "PYTHON", 6))
+			envp[n++] = *e;
+	snprintf(preload_var, sizeof preload_var, "LD_PRELOAD=%s", lib);
+	snprintf(output, sizeof output, "MEMSHIM_OUTPUT=%s/m.json", r->dir);
+	if (preload)
+		envp[n++] = preload_var;
+	envp[n++] = output;
+	if (stages) {
+		snprintf(stages_var, sizeof stages_var, "MEMSHIM_STAGES=%s", stages);
+		envp[n++] = stages_var;
+	}
+	for (; env && *env && n < 1090; env++)
+		envp[n++] = (char *)*env;
+	envp[n] = NULL;
+	const char *argv[16] = { python };
+	int a = 1;
+	for (; args && *args && a < 15; args++)
+		argv[a++] = *args;
+	argv[a] = NULL;
+	char out_path[128], err_path[128];
+	snprintf(out_path, sizeof out_path, "%s/stdout", r->dir);
+	snprintf(err_path, sizeof err_path, "%s/stderr", r->dir);
+	pid_t pid = fork();
+	ck_assert_int_ge(pid, 0);
+	if (pid == 0) {
+		int o = open(out_path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+		int e = open(err_path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+		dup2(o, 1);
+		dup2(e, 2);
+		if (cwd && chdir(cwd) != 0)
+			_exit(125);
+		execve(python, (char *const *)argv, envp);
+		_exit(126);
+	}
+	int st = 0;
+	waitpid(pid, &st, 0);
+	r->status = WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+	slurp(out_path, r->out, sizeof r->out);
+	slurp(err_path, r->err, sizeof r->err);
+	char m[128];
+	snprintf(m, sizeof m, "%s/m.json", r->dir);
+	json_error_t jerr;
+	r->root = json_load_file(m, 0, &jerr);
+}
+
+static void run_done(struct run *r)
+{
+	char path[128];
+	const char *names[] = { "m.json", "stdout", "stderr" };
+	for (int i = 0; i < 3; i++) {
+		snprintf(path, sizeof path, "%s/%s", r->dir, names[i]);
+		unlink(path);
+	}
+	rmdir(r->dir);
+	json_decref(r->root);
+}
+
+static const char *fixture(const char *name)
+{
+	static char paths[4][2 * PATH_MAX];
+	static int next;
+	char *p = paths[next++ % 4];
+	snprintf(p, sizeof paths[0], "%s/%s", fixtures, name);
+	return p;
+}
+
+/* The interpreter of loop index I, or NULL (with a message) when it is not installed. */
+static const char *python_or_skip(int i)
+{
+	if (access(pythons[i], X_OK) != 0) {
+		printf("check_python: %s not installed, skipped\n", pythons[i]);
+		return NULL;
+	}
+	return pythons[i];
+}
+
+static int minor_of(const char *python)
+{
+	if (strstr(python, "/usr/bin/python3"))
+		return 11; /* Debian 12 */
+	const char *v = strstr(python, "versions/3.");
+	return v ? atoi(v + 11) : 0;
+}
+
+#define RUN_OK(r)                                                                                  \
+	do {                                                                                       \
+		ck_assert_msg((r)->status == 0, "%s exited %d\nstdout: %s\nstderr: %s", (r)->python, \
+			      (r)->status, (r)->out, (r)->err);                                    \
+		ck_assert_msg((r)->root != NULL, "%s wrote no metrics file; stderr: %s", (r)->python, \
+			      (r)->err);                                                           \
+	} while (0)
+
+static json_t *metric(struct run *r, const char *stage, const char *what)
+{
+	char key[160];
+	snprintf(key, sizeof key, "%s_%s", stage, what);
+	json_t *v = json_object_get(json_object_get(r->root, "metrics"), key);
+	ck_assert_msg(v != NULL, "%s: metric %s missing; stderr: %s", r->python, key, r->err);
+	return v;
+}
+
+static void expect_calls(struct run *r, const char *stage, long calls)
+{
+	long got = (long)json_integer_value(metric(r, stage, "calls"));
+	ck_assert_msg(got == calls, "%s: %s_calls = %ld, expected %ld", r->python, stage, got, calls);
+}
+
+/* KIND is "alloc" or "peaked": the stage's last call, in MiB, within 1 MiB. */
+static void expect_mib(struct run *r, const char *stage, const char *kind, double mib)
+{
+	char what[64];
+	snprintf(what, sizeof what, "mem_cpu_%s_delta", kind);
+	double got = (double)json_integer_value(metric(r, stage, what)) / MIB;
+	ck_assert_msg(fabs(got - mib) <= 1.0, "%s: %s_%s = %.2f MiB, expected %.0f MiB", r->python,
+		      stage, what, got, mib);
+}
+
+static void expect_absent(struct run *r, const char *stage)
+{
+	char key[160];
+	snprintf(key, sizeof key, "%s_calls", stage);
+	ck_assert_msg(json_object_get(json_object_get(r->root, "metrics"), key) == NULL,
+		      "%s: stage %s should not exist", r->python, stage);
+}
+
+static json_t *stage_entry(struct run *r, const char *name)
+{
+	json_t *st = json_object_get(r->root, "stages"), *s;
+	size_t i;
+	json_array_foreach(st, i, s)
+		if (strcmp(json_string_value(json_object_get(s, "name")), name) == 0)
+			return s;
+	ck_abort_msg("%s: no stage %s", r->python, name);
+	return NULL;
+}
+
+static int count_lines(const char *text, const char *needle)
+{
+	int n = 0;
+	for (const char *p = text; (p = strstr(p, needle)); p += strlen(needle))
+		n++;
+	return n;
+}
+
+/* ---- tests ------------------------------------------------------------------------------ */
+
+START_TEST(trainer_default_names)
+{
+	const char *py = python_or_skip(_i);
+	if (!py)
+		return;
+	struct run r;
+	const char *args[] = { fixture("trainer.py"), NULL };
+	run_py(&r, py, args, NULL, NULL, NULL, 1);
+	RUN_OK(&r);
+	ck_assert_msg(strstr(r.out, "trainer ok"), "%s: %s", py, r.out);
+	expect_calls(&r, "init", 1);
+	expect_mib(&r, "init", "alloc", 20);
+	/* train: +30 state, +5 from the nested eval, +10 from the helper thread; 40 temporary */
+	expect_calls(&r, "train", 1);
+	expect_mib(&r, "train", "alloc", 45);
+	expect_mib(&r, "train", "peaked", 40);
+	expect_calls(&r, "eval", 2);
+	expect_mib(&r, "eval", "alloc", 5);
+	expect_mib(&r, "eval", "peaked", 3); /* 8 temporary on top of the 5 kept */
+	/* predict raised: its stage closed at the raise */
+	expect_calls(&r, "test", 1);
+	expect_mib(&r, "test", "alloc", 7);
+	ck_assert(!json_is_true(json_object_get(stage_entry(&r, "test"), "closed_at_exit")));
+	ck_assert(!json_is_true(json_object_get(stage_entry(&r, "train"), "closed_at_exit")));
+	ck_assert_msg(count_lines(r.err, "memshim:") == 0, "%s: unexpected messages: %s", py, r.err);
+	run_done(&r);
+}
+END_TEST
+
+START_TEST(custom_names)
+{
+	const char *py = python_or_skip(_i);
+	if (!py)
+		return;
+	struct run r;
+	const char *args[] = { fixture("custom.py"), NULL };
+	run_py(&r, py, args,
+	       "fn=module_func,rec=recurse,inh=Base.run,gen=produce,pinned=helpermod:Thing.go,"
+	       "nested=outer.<locals>.step,cls=Base.make,stat=Base.util",
+	       NULL, NULL, 1);
+	RUN_OK(&r);
+	expect_calls(&r, "fn", 2);
+	expect_mib(&r, "fn", "alloc", 6);
+	expect_calls(&r, "rec", 1);     /* recursion is one call */
+	expect_mib(&r, "rec", "alloc", 5);
+	expect_calls(&r, "inh", 1);     /* Base.run through Sub, not the module-level run() */
+	expect_mib(&r, "inh", "alloc", 3);
+	expect_calls(&r, "gen", 4);     /* three slices ending in yield, one ending in return */
+	expect_mib(&r, "gen", "alloc", 0);
+	json_t *hist = json_object_get(stage_entry(&r, "gen"), "history");
+	ck_assert_int_eq(json_array_size(hist), 4);
+	for (size_t k = 0; k < 3; k++) {
+		double d = (double)json_integer_value(json_object_get(json_array_get(hist, k), "cpu_alloc_delta")) / MIB;
+		ck_assert_msg(fabs(d - 2) <= 1.0, "%s: generator slice %zu: %.2f MiB", py, k, d);
+	}
+	expect_calls(&r, "pinned", 1);  /* helpermod.Thing.go only, not __main__.Thing.go */
+	expect_mib(&r, "pinned", "alloc", 4);
+	expect_calls(&r, "nested", 2);
+	expect_mib(&r, "nested", "alloc", 1);
+	expect_calls(&r, "cls", 1);
+	expect_mib(&r, "cls", "alloc", 2);
+	expect_calls(&r, "stat", 1);
+	expect_mib(&r, "stat", "alloc", 1);
+	run_done(&r);
+}
+END_TEST
+
+START_TEST(sys_exit_in_stage)
+{
+	const char *py = python_or_skip(_i);
+	if (!py)
+		return;
+	struct run r;
+	const char *args[] = { fixture("exiting.py"), NULL };
+	run_py(&r, py, args, "main=main", NULL, NULL, 1);
+	ck_assert_msg(r.status == 3, "%s: exit status %d, expected the script's 3; %s", py, r.status, r.err);
+	ck_assert_ptr_nonnull(r.root);
+	expect_calls(&r, "main", 1); /* site.main is not the program's: startup is not watched */
+	expect_mib(&r, "main", "alloc", 12);
+	ck_assert(!json_is_true(json_object_get(stage_entry(&r, "main"), "closed_at_exit")));
+	run_done(&r);
+}
+END_TEST
+
+START_TEST(run_module_and_command)
+{
+	const char *py = python_or_skip(_i);
+	if (!py)
+		return;
+	struct run r;
+	const char *args[] = { "-m", "modmain", NULL };
+	run_py(&r, py, args, "m=work,m2=__main__:work2", NULL, fixtures, 1);
+	RUN_OK(&r);
+	ck_assert_msg(strstr(r.out, "module ok"), "%s: %s", py, r.out);
+	expect_calls(&r, "m", 1);
+	expect_mib(&r, "m", "alloc", 6);
+	expect_calls(&r, "m2", 1);
+	expect_mib(&r, "m2", "alloc", 2);
+	run_done(&r);
+
+	const char *cargs[] = { "-c",
+				"k=[]\ndef work():\n    k.append(bytearray(9<<20))\nwork()\nwork()\nprint('c ok')",
+				NULL };
+	run_py(&r, py, cargs, "c=work", NULL, NULL, 1);
+	RUN_OK(&r);
+	expect_calls(&r, "c", 2);
+	expect_mib(&r, "c", "alloc", 9);
+	run_done(&r);
+}
+END_TEST
+
+START_TEST(own_profilers)
+{
+	const char *py = python_or_skip(_i);
+	if (!py)
+		return;
+	struct run r;
+	const char *args[] = { fixture("profiled.py"), NULL };
+	run_py(&r, py, args, "prof=work,prof2=work2", NULL, NULL, 1);
+	RUN_OK(&r); /* the fixture asserts its profilers saw their calls */
+	ck_assert_msg(strstr(r.out, "profiled ok"), "%s: %s", py, r.out);
+	expect_calls(&r, "prof", 1);
+	expect_mib(&r, "prof", "alloc", 6);
+	expect_calls(&r, "prof2", 1);
+	expect_mib(&r, "prof2", "alloc", 3);
+	/* memshim's detector is not a profile function: nothing was displaced, nothing to warn about */
+	ck_assert_msg(count_lines(r.err, "memshim:") == 0, "%s: %s", py, r.err);
+	run_done(&r);
+}
+END_TEST
+
+START_TEST(monitoring_tool_id_taken)
+{
+	const char *py = python_or_skip(_i);
+	if (!py)
+		return;
+	if (minor_of(py) < 12) {
+		printf("check_python: %s has no sys.monitoring, tool id test skipped\n", py);
+		return;
+	}
+	struct run r;
+	const char *args[] = { fixture("toolid.py"), NULL };
+	run_py(&r, py, args, "work=work,after=after", NULL, NULL, 1);
+	RUN_OK(&r); /* the program's use_tool_id succeeded and its callback ran */
+	ck_assert_msg(strstr(r.out, "toolid ok"), "%s: %s", py, r.out);
+	ck_assert_msg(count_lines(r.err, "memshim:") == 1 && strstr(r.err, "tool id"),
+		      "%s: expected one warning: %s", py, r.err);
+	expect_calls(&r, "work", 1); /* opened before the move, closed after it */
+	expect_mib(&r, "work", "alloc", 7);
+	expect_calls(&r, "after", 2);
+	expect_mib(&r, "after", "alloc", 5);
+	run_done(&r);
+}
+END_TEST
+
+START_TEST(other_threads)
+{
+	const char *py = python_or_skip(_i);
+	if (!py)
+		return;
+	struct run r;
+	const char *args[] = { fixture("threads.py"), NULL };
+	run_py(&r, py, args, "worker=worker,raw=raw_worker", NULL, NULL, 1);
+	RUN_OK(&r);
+	expect_calls(&r, "worker", 2);
+	expect_mib(&r, "worker", "alloc", 5);
+	expect_calls(&r, "raw", 1);
+	expect_mib(&r, "raw", "alloc", 3);
+	run_done(&r);
+}
+END_TEST
+
+START_TEST(helper_module)
+{
+	const char *py = python_or_skip(_i);
+	if (!py)
+		return;
+	char pp[PATH_MAX + 16];
+	snprintf(pp, sizeof pp, "PYTHONPATH=%s", scripts);
+	const char *env[] = { pp, NULL };
+	const char *args[] = { fixture("helper_module.py"), NULL };
+	struct run r;
+	run_py(&r, py, args, NULL, env, NULL, 1);
+	RUN_OK(&r);
+	ck_assert_msg(strstr(r.out, "helper ok True"), "%s: %s", py, r.out);
+	expect_calls(&r, "warmup", 1);
+	expect_mib(&r, "warmup", "alloc", 3);
+	expect_calls(&r, "decorated", 2);
+	expect_mib(&r, "decorated", "alloc", 2);
+	run_done(&r);
+	/* without the library the module does nothing and the program runs the same */
+	run_py(&r, py, args, NULL, env, NULL, 0);
+	ck_assert_msg(r.status == 0 && strstr(r.out, "helper ok False"), "%s: %s %s", py, r.out, r.err);
+	run_done(&r);
+}
+END_TEST
+
+START_TEST(unset_targets_cost_nothing)
+{
+	const char *py = python_or_skip(_i);
+	if (!py)
+		return;
+	/* stages that match nothing: the program runs, no stage but the implicit init appears */
+	struct run r;
+	const char *args[] = { fixture("custom.py"), NULL };
+	run_py(&r, py, args, "x=no_such_function,y=pkg.mod:Nope.nope", NULL, NULL, 1);
+	RUN_OK(&r);
+	expect_absent(&r, "x");
+	expect_absent(&r, "y");
+	run_done(&r);
+}
+END_TEST
+
+/* Real PyTorch CPU training with Debian's python3-torch: parameters appear in init, gradients and
+ * Adam state in train, activations only as peaks. */
+START_TEST(torch_training)
+{
+	const char *py = "/usr/bin/python3";
+	struct run r;
+	const char *check[] = { "-c", "import torch", NULL };
+	run_py(&r, py, check, NULL, NULL, NULL, 0);
+	int have = r.status == 0;
+	run_done(&r);
+	if (!have) {
+		printf("check_python: python3-torch not importable by %s, torch test skipped\n", py);
+		return;
+	}
+	const char *env[] = { "OMP_NUM_THREADS=1", NULL };
+	const char *args[] = { fixture("torch_train.py"), NULL };
+	run_py(&r, py, args, "init=Model.__init__,train=train,eval=evaluate", env, NULL, 1);
+	RUN_OK(&r);
+	/* the fixture prints the sizes it expects: parameter bytes and one batch's activations */
+	long params = 0, acts = 0;
+	const char *line = strstr(r.out, "sizes ");
+	ck_assert_msg(line && sscanf(line, "sizes %ld %ld", &params, &acts) == 2, "%s", r.out);
+	double p = (double)params;
+	double init = (double)json_integer_value(metric(&r, "init", "mem_cpu_alloc_delta"));
+	double train = (double)json_integer_value(metric(&r, "train", "mem_cpu_alloc_delta"));
+	double train_peak = (double)json_integer_value(metric(&r, "train", "mem_cpu_peaked_delta"));
+	double eval = (double)json_integer_value(metric(&r, "eval", "mem_cpu_alloc_delta"));
+	double eval_peak = (double)json_integer_value(metric(&r, "eval", "mem_cpu_peaked_delta"));
+	ck_assert_msg(init >= p && init <= p + 8 * MIB, "init %.1f MiB vs parameters %.1f MiB", init / MIB, p / MIB);
+	/* gradients (1x) + Adam's exp_avg and exp_avg_sq (2x) stay after training */
+	ck_assert_msg(train >= 3 * p - MIB && train <= 3 * p + 16 * MIB, "train %.1f MiB vs 3x parameters %.1f MiB",
+		      train / MIB, 3 * p / MIB);
+	ck_assert_msg(train_peak >= acts, "train peaked %.1f MiB < activations %.1f MiB", train_peak / MIB, acts / MIB);
+	ck_assert_msg(fabs(eval) <= 2 * MIB, "eval keeps %.1f MiB", eval / MIB);
+	ck_assert_msg(eval_peak >= acts / 2, "eval peaked %.1f MiB < activations/2 %.1f MiB", eval_peak / MIB, acts / 2 / MIB);
+	expect_calls(&r, "train", 1);
+	expect_calls(&r, "eval", 2);
+	run_done(&r);
+}
+END_TEST
+
+static Suite *suite(void)
+{
+	Suite *s = suite_create("python");
+	TCase *tc = tcase_create("stages");
+	tcase_set_timeout(tc, 60);
+	tcase_add_loop_test(tc, trainer_default_names, 0, NPY);
+	tcase_add_loop_test(tc, custom_names, 0, NPY);
+	tcase_add_loop_test(tc, sys_exit_in_stage, 0, NPY);
+	tcase_add_loop_test(tc, run_module_and_command, 0, NPY);
+	tcase_add_loop_test(tc, own_profilers, 0, NPY);
+	tcase_add_loop_test(tc, monitoring_tool_id_taken, 0, NPY);
+	tcase_add_loop_test(tc, other_threads, 0, NPY);
+	tcase_add_loop_test(tc, helper_module, 0, NPY);
+	tcase_add_loop_test(tc, unset_targets_cost_nothing, 0, NPY);
+	suite_add_tcase(s, tc);
+	TCase *tt = tcase_create("torch");
+	tcase_set_timeout(tt, 120);
+	tcase_add_test(tt, torch_training);
+	suite_add_tcase(s, tt);
+	return s;
+}
+
+static void absolute(char *out, const char *rel)
+{
+	if (!realpath(rel, out))
+		snprintf(out, PATH_MAX, "%s", rel);
+}
+
+int main(void)
+{
+	const char *build = getenv("BUILD") ? getenv("BUILD") : "build";
+	char rel[PATH_MAX];
+	snprintf(rel, sizeof rel, "%s/libmemshim.so", build);
+	absolute(lib, rel);
+	absolute(fixtures, "tests/python/fixtures");
+	absolute(scripts, "scripts");
+	SRunner *sr = srunner_create(suite());
+	srunner_run_all(sr, CK_NORMAL);
+	int failed = srunner_ntests_failed(sr);
+	srunner_free(sr);
+	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+}
