@@ -49,8 +49,11 @@ static void mf_print_when(FILE *out, const struct mf_file *f)
 {
 	char when[64];
 	struct tm tm;
+	/* An absurd end_time must not overflow time_t (undefined behaviour). */
+	if (!f->has_times || !(f->end_time > -1e15 && f->end_time < 1e15))
+		return;
 	time_t t = (time_t)f->end_time;
-	if (!f->has_times || !localtime_r(&t, &tm) ||
+	if (!localtime_r(&t, &tm) ||
 	    !strftime(when, sizeof when, "%Y-%m-%d %H:%M:%S %Z", &tm))
 		return;
 	fprintf(out, " written %s, %.3fs after start", when, f->end_time - f->start_time);
@@ -70,6 +73,22 @@ void mf_print_status(FILE *out, const struct mf_file *f)
 	mf_print_when(out, f);
 	fprintf(out, "; open stages: %s\n", open);
 	free(open);
+}
+
+/* Stages whose function never returned: their numbers end at exit, not at a return. */
+static void mf_print_unreturned(FILE *out, const struct mf_file *f)
+{
+	size_t i, n = 0;
+	json_t *s;
+	json_array_foreach(f->stages, i, s) {
+		if (!json_is_true(json_object_get(s, "closed_at_exit")) ||
+		    json_is_true(json_object_get(s, "implicit")))
+			continue;
+		fprintf(out, "%s%s", n++ ? ", " : "memshim: closed at exit (never returned): ",
+			json_string_value(json_object_get(s, "name")));
+	}
+	if (n)
+		fputs("\n\n", out);
 }
 
 void mf_print_header(FILE *out, const struct mf_file *f)
@@ -107,6 +126,7 @@ int mf_dump_file(FILE *out, FILE *err, const struct mf_file *f, const struct mf_
 		mf_print_status(out, f);
 		fputc('\n', out);
 	}
+	mf_print_unreturned(out, f);
 	if (o->stage) {
 		const struct mf_group *g = mf_pick(&gs, o->stage);
 		if (g)

@@ -35,5 +35,7 @@ install-formatter: $(FMT_BIN)
 
 # The demo: a small PyTorch CPU training under the wrapper, with the Trainer's default stage names.
 demo-run: $(BUILD)/libmemshim.so $(FMT_BIN)
-	@mkdir -p $(BUILD)/demo
+	@rm -rf $(BUILD)/demo && mkdir -p $(BUILD)/demo
 	scripts/memshim run --output $(BUILD)/demo/memshim_metrics.json -- $(PYTHON) examples/train.py
+	@$(FMT_BIN) --json-dir $(BUILD)/demo/results $(BUILD)/demo/memshim_metrics.json >/dev/null
+	@echo "memshim: metrics in $(BUILD)/demo/memshim_metrics.json, Trainer-style results in $(BUILD)/demo/results/"

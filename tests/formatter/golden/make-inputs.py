@@ -75,6 +75,8 @@ def widths():
          "process_mem_cpu_peak": 300 * M + 1, "process_mem_cpu_malloc_peak": 200 * M,
          "process_mem_cpu_mmap_peak": 0, "total_flos": -1.5}
     st = [stage("init"), stage("train"), stage("train_extra"), stage("eval")]
+    st[2]["closed_at_exit"] = True
+    st[0]["closed_at_exit"] = True   # implicit init: not worth a note
     write("widths.json", doc(m, st))
 
 
@@ -85,6 +87,8 @@ def snapshot():
           stage("train", calls=0, start=0.3, runtime=4.0, hist=[], open_=True),
           stage("eval", calls=0, start=2.0, runtime=1.0, hist=[], open_=True)]
     write("snapshot.json", doc(m, st, complete=False, reason="signal", signal=15))
+    st[2]["open"] = False
+    write("snapshot-odd.json", doc(m, st, complete=False, reason="snapshot", end_time=1e300))
 
 
 def calls():
