@@ -55,9 +55,9 @@ static uint64_t untracked_allocs;  /* successful allocations the full table coul
 static int64_t untracked_bytes;
 static int full_warned;
 
-MS_CTAB_DEFINE(ptr_tab, 17);    /* device, managed and host pointers */
-MS_CTAB_DEFINE(handle_tab, 15); /* cuMemCreate handles with their reference counts */
-MS_CTAB_DEFINE(map_tab, 15);    /* cuMemMap address -> handle */
+MS_CTAB_DEFINE(ptr_tab, 16);    /* device, managed and host pointers (2 MiB of zero pages) */
+MS_CTAB_DEFINE(handle_tab, 14); /* cuMemCreate handles with their reference counts */
+MS_CTAB_DEFINE(map_tab, 14);    /* cuMemMap address -> handle */
 MS_CTAB_DEFINE(pool_tab, 8);    /* memory pool -> device and kind */
 
 /* ---- finding the driver's functions ---- */
