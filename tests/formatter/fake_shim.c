@@ -3,6 +3,7 @@
  * Written at load, not exit, because dash leaves through _exit and skips destructors. */
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <unistd.h>
 
 static int fake_is_child;
@@ -25,7 +26,10 @@ static void fake_write(void)
 	char path[4200];
 	if (!out)
 		return;
-	if (fake_is_child)
+	const char *pct = strstr(out, "%p");
+	if (pct) /* as the shim: %p is each process's pid, and children need no suffix then */
+		snprintf(path, sizeof path, "%.*s%ld%s", (int)(pct - out), out, (long)getpid(), pct + 2);
+	else if (fake_is_child)
 		snprintf(path, sizeof path, "%s.%ld", out, (long)getpid());
 	else
 		snprintf(path, sizeof path, "%s", out);

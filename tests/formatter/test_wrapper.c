@@ -192,6 +192,22 @@ START_TEST(test_children_and_stale_files)
 }
 END_TEST
 
+START_TEST(test_pid_in_output_name)
+{
+	char *out, *err;
+	char *args[] = { NULL, "run", "--output", "r.%p.json", "/bin/sh", "-c", "/bin/true; /bin/true",
+			 NULL };
+	ck_assert_int_eq(wrap(NULL, args, &out, &err), 0);
+	int headers = 0, kids = 0;
+	for (char *p = err; (p = strstr(p, "==> ")); p++)
+		headers++;
+	for (char *p = err; (p = strstr(p, "child of")); p++)
+		kids++;
+	ck_assert_msg(headers == 3 && kids == 2, "stderr: %s", err);
+	free2(out, err);
+}
+END_TEST
+
 START_TEST(test_format_and_diff)
 {
 	char a[4300], b[4300], path[4300], *out, *err;
@@ -252,6 +268,7 @@ Suite *wrapper_suite(void)
 	tcase_add_test(tc, test_both_libraries_loaded);
 	tcase_add_test(tc, test_options_reach_the_command);
 	tcase_add_test(tc, test_children_and_stale_files);
+	tcase_add_test(tc, test_pid_in_output_name);
 	tcase_add_test(tc, test_format_and_diff);
 	tcase_add_test(tc, test_usage_errors);
 	tcase_add_test(tc, test_installed_layout);
