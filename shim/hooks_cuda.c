@@ -6,10 +6,12 @@
 #include <cuda.h>
 #include <dlfcn.h>
 #include <errno.h>
+#include <sched.h>
 #include <string.h>
 #include "counters.h"
 #include "cuda_table.h"
 #include "hooks.h"
+#include "json.h"
 #include "ms.h"
 #include "ms_cuda.h"
 #include "stages.h"
@@ -54,6 +56,11 @@ static int all_resolved;           /* every slot looked up in drv_handle */
 static uint64_t untracked_allocs;  /* successful allocations the full table could not hold */
 static int64_t untracked_bytes;
 static int full_warned;
+
+static int pools_seen;        /* a pool was created, handed out or used: boundaries sample them */
+
+static void note_async_device(int dev);
+static void wait_for_sampling(void);
 
 MS_CTAB_DEFINE(ptr_tab, 16);    /* device, managed and host pointers (2 MiB of zero pages) */
 MS_CTAB_DEFINE(handle_tab, 14); /* cuMemCreate handles with their reference counts */
@@ -365,6 +372,7 @@ static CUresult alloc_async(alloc_async_fn real, CUdeviceptr *dptr, size_t size,
 	int dev = stream_device(stream);
 	CUresult r = real(dptr, size, stream);
 	after_alloc(r, &ptr_tab, r == CUDA_SUCCESS ? *dptr : 0, (int64_t)size, dev, MS_CK_DEVICE);
+	note_async_device(dev);
 	return r;
 }
 
@@ -439,7 +447,8 @@ static void note_pool(CUmemoryPool pool, int device, unsigned kind)
 	if (ms_ctab_find(&pool_tab, key))
 		return;
 	struct ms_centry e = { .key = key, .device = (int16_t)device, .kind = (uint16_t)kind, .refs = 1 };
-	ms_ctab_insert(&pool_tab, &e);
+	if (ms_ctab_insert(&pool_tab, &e) == 0 && !__atomic_load_n(&pools_seen, __ATOMIC_RELAXED))
+		__atomic_store_n(&pools_seen, 1, __ATOMIC_RELAXED);
 }
 
 EXPORT CUresult cuMemPoolCreate(CUmemoryPool *pool, const CUmemPoolProps *props)
@@ -466,6 +475,8 @@ EXPORT CUresult cuMemPoolDestroy(CUmemoryPool pool)
 		return NO_DRIVER;
 	struct ms_centry e;
 	int taken = ms_ctab_take(&pool_tab, (uint64_t)(uintptr_t)pool, MS_CK_DEVICE | MS_CK_MANAGED | MS_CK_HOST, &e) == 0;
+	if (taken)
+		wait_for_sampling();
 	CUresult r = real(pool);
 	if (r != CUDA_SUCCESS && taken) {
 		int saved = errno;
@@ -836,4 +847,162 @@ EXPORT CUresult cuGetProcAddress(const char *symbol, void **pfn, int cudaVersion
 		*pfn = substitute(*pfn);
 	}
 	return r;
+}
+
+/* ---- memory pools' reserved memory at stage boundaries (what stream-ordered allocation really
+ * holds on the device), and the JSON the report writer asks for ---- */
+
+#define MAX_SAMPLED_POOLS 8
+#define SAMPLE_WAIT_SPINS 100000
+
+struct pool_sample {
+	uint64_t pool;
+	int device;
+	int64_t reserved, high; /* at the latest boundary */
+	int64_t begin[MS_MAX_STAGES], end[MS_MAX_STAGES], end_high[MS_MAX_STAGES];
+	unsigned char have_begin[MS_MAX_STAGES], have_end[MS_MAX_STAGES];
+};
+
+static struct pool_sample samples[MAX_SAMPLED_POOLS];
+static int nsamples;
+static int sampling;          /* boundaries querying pools now: cuMemPoolDestroy waits for them */
+static uint32_t async_devices; /* devices whose current pool served cuMemAllocAsync */
+
+static void note_async_device(int dev)
+{
+	uint32_t bit = dev >= 0 && dev < 32 ? 1u << dev : 0;
+	if (bit && !(__atomic_load_n(&async_devices, __ATOMIC_RELAXED) & bit)) {
+		__atomic_fetch_or(&async_devices, bit, __ATOMIC_RELAXED);
+		__atomic_store_n(&pools_seen, 1, __ATOMIC_RELAXED);
+	}
+}
+
+/* The sample slot of POOL, made on first sight; NULL when all are taken. */
+static struct pool_sample *sample_of(uint64_t pool, int device)
+{
+	int n = __atomic_load_n(&nsamples, __ATOMIC_ACQUIRE);
+	for (int i = 0; i < n; i++)
+		if (samples[i].pool == pool)
+			return &samples[i];
+	if (n == MAX_SAMPLED_POOLS)
+		return NULL;
+	samples[n].pool = pool; /* boundaries are rare: a lost race only skips one sample */
+	samples[n].device = device;
+	__atomic_store_n(&nsamples, n + 1, __ATOMIC_RELEASE);
+	return &samples[n];
+}
+
+struct boundary {
+	int stage, end;
+	CUresult (*get)(CUmemoryPool, CUmemPool_attribute, void *);
+};
+
+static void sample_pool(const struct ms_centry *e, void *arg)
+{
+	const struct boundary *b = arg;
+	cuuint64_t cur = 0, high = 0;
+	if (e->kind != MS_CK_DEVICE || !ms_ctab_find(&pool_tab, e->key)) /* destroyed meanwhile */
+		return;
+	CUmemoryPool pool = (CUmemoryPool)(uintptr_t)e->key;
+	if (b->get(pool, CU_MEMPOOL_ATTR_RESERVED_MEM_CURRENT, &cur) != CUDA_SUCCESS ||
+	    b->get(pool, CU_MEMPOOL_ATTR_RESERVED_MEM_HIGH, &high) != CUDA_SUCCESS)
+		return;
+	struct pool_sample *s = sample_of(e->key, e->device);
+	if (!s)
+		return;
+	s->reserved = (int64_t)cur;
+	s->high = (int64_t)high;
+	if (b->end) {
+		s->end[b->stage] = (int64_t)cur;
+		s->end_high[b->stage] = (int64_t)high;
+		s->have_end[b->stage] = s->have_begin[b->stage];
+	} else {
+		s->begin[b->stage] = (int64_t)cur;
+		s->have_begin[b->stage] = 1;
+		s->have_end[b->stage] = 0;
+	}
+}
+
+/* The current pool of every device that allocated stream-ordered memory joins the pool table. */
+static void add_async_pools(void)
+{
+	uint32_t devs = __atomic_load_n(&async_devices, __ATOMIC_RELAXED);
+	CUresult (*get)(CUmemoryPool *, CUdevice) = (CUresult (*)(CUmemoryPool *, CUdevice))resolve(H_cuDeviceGetMemPool);
+	for (int d = 0; devs && get && d < 32; d++) {
+		CUmemoryPool pool;
+		if ((devs & (1u << d)) && get(&pool, d) == CUDA_SUCCESS)
+			note_pool(pool, d, MS_CK_DEVICE);
+	}
+}
+
+/* Called by the stage code after stage STAGE opened (END 0) or closed (END 1), outside the engine
+ * lock, never from a signal handler or at exit (the driver may be gone by then). */
+void ms_cuda_stage_boundary(int stage, int end);
+void ms_cuda_stage_boundary(int stage, int end)
+{
+	if (stage < 0 || stage >= MS_MAX_STAGES || !__atomic_load_n(&pools_seen, __ATOMIC_RELAXED))
+		return;
+	int depth = __atomic_load_n(&ms_st.stage[stage].depth, __ATOMIC_RELAXED);
+	if (end ? depth != 0 : depth != 1) /* only the outermost call of a recursive stage */
+		return;
+	int saved = errno;
+	ms_tls_guard++;
+	struct boundary b = { stage, end, (CUresult (*)(CUmemoryPool, CUmemPool_attribute, void *))resolve(H_cuMemPoolGetAttribute) };
+	if (b.get) {
+		add_async_pools();
+		__atomic_add_fetch(&sampling, 1, __ATOMIC_SEQ_CST); /* ordered against destroy's removal */
+		ms_ctab_each(&pool_tab, sample_pool, &b);
+		__atomic_sub_fetch(&sampling, 1, __ATOMIC_SEQ_CST);
+	}
+	ms_tls_guard--;
+	errno = saved;
+}
+
+/* cuMemPoolDestroy: a boundary still querying pools finishes first (bounded: a forked child may
+ * have inherited a count that never drops). */
+static void wait_for_sampling(void)
+{
+	for (int i = 0; i < SAMPLE_WAIT_SPINS && __atomic_load_n(&sampling, __ATOMIC_SEQ_CST); i++)
+		sched_yield();
+}
+
+static void write_pool(struct ms_json *w, const struct pool_sample *s, int index)
+{
+	ms_json_object(w, NULL);
+	ms_json_int(w, "pool", index);
+	ms_json_int(w, "device", s->device);
+	ms_json_int(w, "reserved", s->reserved);
+	ms_json_int(w, "reserved_high", s->high);
+	ms_json_array(w, "stages");
+	for (int st = 0; st < MS_MAX_STAGES; st++) {
+		if (!s->have_end[st] || !ms_st.stage[st].used)
+			continue;
+		ms_json_object(w, NULL);
+		ms_json_string(w, "stage", ms_st.stage[st].name);
+		ms_json_int(w, "reserved_begin", s->begin[st]);
+		ms_json_int(w, "reserved_end", s->end[st]);
+		ms_json_int(w, "reserved_high", s->end_high[st]);
+		ms_json_end_object(w);
+	}
+	ms_json_end_array(w);
+	ms_json_end_object(w);
+}
+
+/* Called by the report writer (only when the GPU was used); reads stored values only, so it is
+ * safe at exit and in a signal handler. */
+void ms_cuda_report(struct ms_json *w);
+void ms_cuda_report(struct ms_json *w)
+{
+	int n = __atomic_load_n(&nsamples, __ATOMIC_ACQUIRE);
+	if (n > 0) {
+		ms_json_array(w, "gpu_pools");
+		for (int i = 0; i < n; i++)
+			write_pool(w, &samples[i], i);
+		ms_json_end_array(w);
+	}
+	uint64_t lost = __atomic_load_n(&untracked_allocs, __ATOMIC_RELAXED);
+	if (lost) {
+		ms_json_uint(w, "gpu_untracked_allocs", lost);
+		ms_json_int(w, "gpu_untracked_bytes", __atomic_load_n(&untracked_bytes, __ATOMIC_RELAXED));
+	}
 }

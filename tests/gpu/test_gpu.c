@@ -197,6 +197,39 @@ START_TEST(vmm_expandable_segments)
 }
 END_TEST
 
+/* The gpu_pools row of the pool on DEVICE for stage NAME, or NULL. */
+static json_t *pool_row(const struct run *r, int device, const char *name)
+{
+	size_t i, j;
+	json_t *p, *row;
+	json_array_foreach(json_object_get(r->m, "gpu_pools"), i, p) {
+		if (json_integer_value(json_object_get(p, "device")) != device)
+			continue;
+		json_array_foreach(json_object_get(p, "stages"), j, row)
+			if (strcmp(json_string_value(json_object_get(row, "stage")), name) == 0)
+				return row;
+	}
+	return NULL;
+}
+
+/* Pools' reserved memory is sampled at stage boundaries once the stage code calls
+ * ms_cuda_stage_boundary; until then the file has no gpu_pools and this check is skipped. */
+static void check_pools(const struct run *r)
+{
+	if (!json_object_get(r->m, "gpu_pools")) {
+		fprintf(stderr, "note: no gpu_pools (stage boundary hook not wired): pool check skipped\n");
+		return;
+	}
+	json_t *created = pool_row(r, 1, "async"), *dflt = pool_row(r, 0, "async_free");
+	ck_assert_ptr_nonnull(created);
+	ck_assert_int_eq(get_int(created, "reserved_begin"), 0);
+	ck_assert_int_eq(get_int(created, "reserved_end"), 6 * MiB);
+	ck_assert_int_eq(get_int(created, "reserved_high"), 6 * MiB);
+	ck_assert_ptr_nonnull(dflt); /* the default pool joins once cuMemAllocAsync used it */
+	ck_assert_int_eq(get_int(dflt, "reserved_begin"), 4 * MiB); /* freed memory stays reserved */
+	ck_assert_int_eq(get_int(dflt, "reserved_end"), 4 * MiB);
+}
+
 START_TEST(stream_ordered_and_pools)
 {
 	struct run r;
@@ -207,6 +240,7 @@ START_TEST(stream_ordered_and_pools)
 	ck_assert_int_eq(stage_dev(&r, "async", 0, "alloc_delta"), 0);
 	ck_assert_int_eq(stage_dev(&r, "async", 0, "peaked_delta"), 4 * MiB);
 	assert_gpu(&r, "async_free", -6 * MiB, 6 * MiB);
+	check_pools(&r);
 	done(&r);
 }
 END_TEST
