@@ -56,17 +56,16 @@ static void mf_calls_row(struct mf_table *t, const char *stage, json_t *hist, si
 
 static void mf_print_needed(FILE *out, const char *stage, json_t *need, const char *dev)
 {
-	char k[16], kc[16];
-	snprintf(k, sizeof k, "%s", dev);
-	snprintf(kc, sizeof kc, "%s_call", dev);
-	json_t *v = json_object_get(need, k);
+	char call_key[16];
+	json_t *v = json_object_get(need, dev);
 	if (!json_is_number(v))
 		return;
-	char *key = mf_xasprintf("%s_mem_%s", stage, dev);
+	snprintf(call_key, sizeof call_key, "%s_call", dev);
+	char *key = mf_xasprintf("%s_mem_%s", stage, dev); /* a _mem_ key: printed as MB */
 	char *text = mf_format_value(key, v);
 	fprintf(out, "  most %s memory needed (alloc + peaked): %s in call %lld\n",
 		strcmp(dev, "cpu") ? "GPU" : "CPU", text,
-		(long long)json_integer_value(json_object_get(need, kc)));
+		(long long)json_integer_value(json_object_get(need, call_key)));
 	free(text);
 	free(key);
 }

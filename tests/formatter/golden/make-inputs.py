@@ -101,6 +101,15 @@ def calls():
     st = [stage("train", calls=300, hist=hist, dropped=172,
                 needed={"cpu": 7 * M, "cpu_call": 250, "gpu": 0, "gpu_call": 0})]
     write("calls.json", doc(m, st))
+    ghist = [{"call": i, "start": i * 1.0, "runtime": 0.25 * i, "cpu_alloc_delta": i * M,
+              "cpu_peaked_delta": 0, "gpu_alloc_delta": (3 - i) * 256 * M,
+              "gpu_peaked_delta": i * 512 * M} for i in (1, 2, 3)]
+    gm = {"eval_mem_cpu_alloc_delta": 3 * M, "eval_mem_cpu_peaked_delta": 0,
+          "eval_mem_gpu_alloc_delta": 0, "eval_mem_gpu_peaked_delta": 1536 * M,
+          "eval_mem_gpu_failed_allocs": 0, "eval_runtime": 0.75, "eval_calls": 3}
+    gst = [stage("eval", calls=3, hist=ghist,
+                 needed={"cpu": 3 * M, "cpu_call": 3, "gpu": 1536 * M, "gpu_call": 3})]
+    write("calls-gpu.json", doc(gm, gst, gpu_used=True))
 
 
 def ranks():
