@@ -2,13 +2,12 @@
  * failed allocations, and the cuGetProcAddress substitution.  The driver is never loaded by us:
  * real functions come from the library the program loaded (RTLD_NOLOAD, RTLD_NEXT, or the
  * pointers dlsym and cuGetProcAddress hand out). */
-#define __CUDA_API_VERSION_INTERNAL 1 /* declares the versioned and legacy names side by side */
-#include <cuda.h>
 #include <dlfcn.h>
 #include <errno.h>
 #include <sched.h>
 #include <string.h>
 #include "counters.h"
+#include "cuda_min.h"
 #include "cuda_table.h"
 #include "hooks.h"
 #include "json.h"
@@ -331,7 +330,7 @@ EXPORT CUresult cuMemAllocPitch_v2(CUdeviceptr *dptr, size_t *pPitch, size_t wid
 static CUresult free_device(CUresult (*real)(CUdeviceptr), CUdeviceptr dptr)
 {
 	struct ms_centry e;
-	int taken = before_free(&ptr_tab, dptr, MS_CK_DEVICE | MS_CK_MANAGED, &e);
+	int taken = before_free(&ptr_tab, dptr, MS_CK_DEVICE | MS_CK_MANAGED | MS_CK_HOST, &e);
 	CUresult r = real(dptr);
 	after_free(r, taken, &ptr_tab, &e);
 	return r;

@@ -34,8 +34,18 @@ $(GPU_DIR)/test_gpu: tests/gpu/test_gpu.c
 	@mkdir -p $(@D)
 	$(CC) $(BASEFLAGS) $(CFLAGS) $(CHECK_CFLAGS) $(JANSSON_CFLAGS) -o $@ $< $(CHECK_LIBS) $(JANSSON_LIBS)
 
+# The shim builds without a CUDA toolkit (shim/cuda_min.h); where cuda.h exists, the wrappers'
+# prototypes and every constant and offset the shim uses are checked against it.
+GPU_SYNTAX := $(filter-out -MMD -MP,$(BASEFLAGS)) -Ishim -fsyntax-only
+$(GPU_DIR)/abi.ok: tests/gpu/abi_check.c shim/cuda_min.h shim/hooks_cuda.c
+	@mkdir -p $(@D)
+	$(CC) $(GPU_SYNTAX) tests/gpu/abi_check.c
+	$(CC) $(GPU_SYNTAX) -DMS_CUDA_H_CHECK $(GPU_CUDA_INC) tests/gpu/abi_check.c
+	$(CC) $(GPU_SYNTAX) -DMS_CUDA_H_CHECK $(GPU_CUDA_INC) shim/hooks_cuda.c
+	@touch $@
+
 .PHONY: check-gpu
-check-gpu: $(BUILD)/libmemshim.so $(GPU_DIR)/libcuda.so.1 $(GPU_FIXTURES) $(GPU_SUITES)
+check-gpu: $(BUILD)/libmemshim.so $(GPU_DIR)/abi.ok $(GPU_DIR)/libcuda.so.1 $(GPU_FIXTURES) $(GPU_SUITES)
 	@for t in $(GPU_SUITES); do BUILD=$(BUILD) $$t || exit 1; done
 
 CHECK_TARGETS += check-gpu
