@@ -23,7 +23,16 @@ bench-selfmem: $(BUILD)/libmemshim.so $(BUILD)/bench/selfmem
 	 shim=$$(LD_PRELOAD=$(abspath $(BUILD)/libmemshim.so) MEMSHIM_OUTPUT=/dev/null $(BUILD)/bench/selfmem | tr -dc 0-9); \
 	 echo "== shim's own memory: bare $${bare} kB, preloaded $${shim} kB, difference $$((shim - bare)) kB (target < 2048 kB)"
 
-BENCH_TARGETS += bench-churn bench-selfmem
+$(BUILD)/bench/larson: bench/workloads/larson.c
+	@mkdir -p $(@D)
+	$(CC) $(BASEFLAGS) -O2 -o $@ $< -lpthread
+
+# The full table against the peers (issue 7): bench/results.md.
+.PHONY: bench-table
+bench-table: $(BUILD)/libmemshim.so $(BUILD)/bench/churn $(BUILD)/bench/larson
+	@BUILD=$(abspath $(BUILD)) bench/run.sh
+
+BENCH_TARGETS += bench-table bench-selfmem
 bench-run: $(BENCH_TARGETS)
 
 bench: deps
