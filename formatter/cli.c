@@ -107,6 +107,8 @@ static int mf_check_args(struct mf_args *a, FILE *err)
 	if (a->o.diff && (a->o.merge || a->o.calls || a->o.json_dir))
 		return mf_usage_error(err, "--diff does not combine with --merge, --calls or --json-dir",
 				      NULL);
+	if (a->o.merge && a->o.calls)
+		return mf_usage_error(err, "--calls does not combine with --merge", NULL);
 	if (a->o.threshold_text && !a->o.diff)
 		return mf_usage_error(err, "--threshold only applies to --diff", NULL);
 	if (!a->o.threshold_text) /* the default: 5% of the old value */
@@ -139,25 +141,33 @@ static int mf_stage_known(struct mf_file *files, size_t n, const char *stage, FI
 	return 0;
 }
 
-/* Several files: each under its header; results files go to DIR/rank<N> or DIR/pid<N>. */
-static int mf_dump_all(FILE *out, FILE *err, struct mf_file *files, size_t n,
-		       const struct mf_opts *o)
+/* Several files: each under its header. */
+static void mf_dump_all(FILE *out, struct mf_file *files, size_t n,
+			const struct mf_opts *o)
 {
-	int rc = MF_OK;
 	for (size_t i = 0; i < n; i++) {
-		struct mf_opts each = *o;
-		char *dir = NULL;
 		if (n > 1) {
 			fprintf(out, "%s", i ? "\n" : "");
 			mf_print_header(out, &files[i]);
-			if (o->json_dir)
-				each.json_dir = dir = mf_xasprintf("%s/%s%lld", o->json_dir,
-					files[i].has_rank ? "rank" : "pid",
-					files[i].has_rank ? files[i].rank : files[i].pid);
 		}
-		if (mf_dump_file(out, err, &files[i], &each) != MF_OK)
+		mf_dump_file(out, &files[i], o);
+	}
+}
+
+/* --json-dir: DIR itself for one file, DIR/rank<N> or DIR/pid<N> for each of several. */
+static int mf_results_all(FILE *err, struct mf_file *files, size_t n, const char *dir)
+{
+	int rc = MF_OK;
+	for (size_t i = 0; i < n && dir; i++) {
+		const struct mf_file *f = &files[i];
+		char *sub = n == 1 ? mf_xstrdup(dir) : mf_xasprintf("%s/%s%lld", dir,
+			f->has_rank ? "rank" : "pid", f->has_rank ? f->rank : f->pid);
+		struct mf_groups gs;
+		mf_group_metrics(f->metrics, f->stages, &gs);
+		if (mf_write_results(err, sub, f->metrics, &gs))
 			rc = MF_BAD;
-		free(dir);
+		mf_groups_free(&gs);
+		free(sub);
 	}
 	return rc;
 }
@@ -172,11 +182,15 @@ static int mf_run(const struct mf_args *a, FILE *out, FILE *err)
 	if (a->o.stage && !mf_stage_known(files, n, a->o.stage, err))
 		rc = MF_BAD;
 	else if (a->o.diff)
-		rc = mf_diff(out, err, &files[0], &files[1], &a->o);
-	else if (mf_sort_files(files, n), a->o.merge)
-		rc = mf_merge(out, err, files, n, &a->o);
-	else
-		rc = mf_dump_all(out, err, files, n, &a->o);
+		rc = mf_diff(out, &files[0], &files[1], &a->o);
+	else {
+		mf_sort_files(files, n);
+		if (a->o.merge)
+			mf_merge(out, files, n, &a->o);
+		else
+			mf_dump_all(out, files, n, &a->o);
+		rc = mf_results_all(err, files, n, a->o.json_dir);
+	}
 	for (size_t i = 0; i < n; i++)
 		mf_file_free(&files[i]);
 	free(files);

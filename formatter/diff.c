@@ -122,14 +122,13 @@ static int mf_diff_group(FILE *out, struct mf_file *f, const struct mf_group *g,
 	return bad;
 }
 
-int mf_diff(FILE *out, FILE *err, struct mf_file *oldf, struct mf_file *newf,
+int mf_diff(FILE *out, struct mf_file *oldf, struct mf_file *newf,
 	    const struct mf_opts *o)
 {
 	struct mf_file pair[2] = { *oldf, *newf };
 	struct mf_groups u;
 	char *regressions = NULL;
 	int bad = 0;
-	(void)err;
 	fprintf(out, "memshim diff: old %s, new %s, threshold %s\n", oldf->path, newf->path,
 		o->threshold_text);
 	for (int i = 0; i < 2; i++)

@@ -117,10 +117,9 @@ static const struct mf_group *mf_pick(struct mf_groups *gs, const char *stage)
 	return g;
 }
 
-int mf_dump_file(FILE *out, FILE *err, const struct mf_file *f, const struct mf_opts *o)
+void mf_dump_file(FILE *out, const struct mf_file *f, const struct mf_opts *o)
 {
 	struct mf_groups gs;
-	int rc = MF_OK;
 	mf_group_metrics(f->metrics, f->stages, &gs);
 	if (!f->complete) {
 		mf_print_status(out, f);
@@ -141,10 +140,7 @@ int mf_dump_file(FILE *out, FILE *err, const struct mf_file *f, const struct mf_
 	}
 	if (o->calls)
 		mf_print_calls(out, f->stages, o->stage);
-	if (o->json_dir && mf_write_results(err, o->json_dir, f->metrics, &gs))
-		rc = MF_BAD;
 	mf_groups_free(&gs);
-	return rc;
 }
 
 /* Ranked files first in rank order, then the rest in the order given (a stable insertion sort). */

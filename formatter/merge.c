@@ -56,10 +56,9 @@ static void mf_merge_group(FILE *out, struct mf_file *files, size_t n, const str
 	mf_table_free(&t);
 }
 
-int mf_merge(FILE *out, FILE *err, struct mf_file *files, size_t n, const struct mf_opts *o)
+void mf_merge(FILE *out, struct mf_file *files, size_t n, const struct mf_opts *o)
 {
 	struct mf_groups u;
-	(void)err;
 	for (size_t i = 0; i < n; i++) {
 		mf_print_header(out, &files[i]);
 		if (!files[i].complete)
@@ -70,5 +69,4 @@ int mf_merge(FILE *out, FILE *err, struct mf_file *files, size_t n, const struct
 		if (!o->stage || !strcmp(o->stage, u.g[j].name))
 			mf_merge_group(out, files, n, &u.g[j]);
 	mf_groups_free(&u);
-	return MF_OK;
 }

@@ -101,7 +101,7 @@ struct mf_opts {
 };
 void mf_print_status(FILE *out, const struct mf_file *f);
 int mf_print_group(FILE *out, json_t *metrics, const struct mf_group *g, int first);
-int mf_dump_file(FILE *out, FILE *err, const struct mf_file *f, const struct mf_opts *o);
+void mf_dump_file(FILE *out, const struct mf_file *f, const struct mf_opts *o);
 void mf_print_header(FILE *out, const struct mf_file *f);
 void mf_sort_files(struct mf_file *files, size_t n);
 int mf_has_stage(const struct mf_file *f, const char *stage);
@@ -110,8 +110,8 @@ int mf_has_stage(const struct mf_file *f, const char *stage);
 void mf_print_calls(FILE *out, json_t *stages, const char *only_stage);
 
 /* merge.c, diff.c, results.c */
-int mf_merge(FILE *out, FILE *err, struct mf_file *files, size_t n, const struct mf_opts *o);
-int mf_diff(FILE *out, FILE *err, struct mf_file *oldf, struct mf_file *newf,
+void mf_merge(FILE *out, struct mf_file *files, size_t n, const struct mf_opts *o);
+int mf_diff(FILE *out, struct mf_file *oldf, struct mf_file *newf,
 	    const struct mf_opts *o);
 int mf_parse_threshold(const char *text, double *value, int *pct);
 int mf_write_results(FILE *err, const char *dir, json_t *metrics, struct mf_groups *gs);

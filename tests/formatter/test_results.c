@@ -96,6 +96,13 @@ START_TEST(test_several_files_per_rank)
 }
 END_TEST
 
+START_TEST(test_merge_writes_per_rank)
+{
+	char *files[] = { "--merge", "in/rank1.json", "in/rank0.json", NULL };
+	run_json_dir("ranks", NULL, files, 0);
+}
+END_TEST
+
 START_TEST(test_json_writer)
 {
 	char path[4200], *buf;
@@ -150,6 +157,7 @@ Suite *results_suite(void)
 	tcase_add_test(tc, test_widths);
 	tcase_add_test(tc, test_update_new_keys_win);
 	tcase_add_test(tc, test_several_files_per_rank);
+	tcase_add_test(tc, test_merge_writes_per_rank);
 	tcase_add_test(tc, test_json_writer);
 	tcase_add_test(tc, test_bad_existing);
 	tcase_add_test(tc, test_unwritable_dir);
