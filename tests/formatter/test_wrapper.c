@@ -105,6 +105,16 @@ START_TEST(test_exit_status_and_dump)
 }
 END_TEST
 
+/* 147 is 128 + SIGSTOP, which never ends a process: a plain exit status, memshim must not stop. */
+START_TEST(test_exit_status_like_a_stop)
+{
+	char *out, *err, *args[] = { NULL, "run", "--no-dump", "/bin/sh", "-c", "exit 147", NULL };
+	int st = wrap(NULL, args, &out, &err);
+	ck_assert_msg(WIFEXITED(st) && WEXITSTATUS(st) == 147, "status %#x", st);
+	free2(out, err);
+}
+END_TEST
+
 START_TEST(test_success)
 {
 	char *out, *err, *args[] = { NULL, "run", "/bin/true", NULL };
@@ -263,6 +273,7 @@ Suite *wrapper_suite(void)
 	tcase_set_timeout(tc, 60);
 	tcase_add_test(tc, test_exit_status_and_dump);
 	tcase_add_test(tc, test_success);
+	tcase_add_test(tc, test_exit_status_like_a_stop);
 	tcase_add_test(tc, test_signals);
 	tcase_add_test(tc, test_preload_kept);
 	tcase_add_test(tc, test_both_libraries_loaded);
