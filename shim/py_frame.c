@@ -19,6 +19,9 @@ static eval39_fn prev39;
 static void **slot38;  /* 3.8: &interp->eval_frame, found by scanning */
 static void *interp;
 static eval39_fn (*get_eval)(void *interp);
+/* Offset of co_extra in PyCodeObject when verified at install (reading it inline is cheaper than
+ * calling _PyCode_GetExtra on every frame), else 0. */
+static size_t extra_offset;
 
 #define FRAME_CODE(f) (((ms_pyobj **)(f))[4])
 #define FRAME311_FUNC(f) (((ms_pyobj **)(f))[0])
@@ -32,7 +35,14 @@ static inline uintptr_t lookup(ms_pyobj *code, ms_pyobj *frame, ms_pyobj *func, 
 	if (MS_UNLIKELY(!code || ms_py_type_of(code) != ms_py.CodeType))
 		return MS_PY_SEEN; /* not the layout we expect: stay out of the way */
 	void *extra = NULL;
-	ms_py.CodeGetExtra(code, ms_py_extra_index, &extra); /* cannot fail on a code object */
+	if (MS_LIKELY(extra_offset)) {
+		/* _PyCodeObjectExtra: { Py_ssize_t ce_size; void *ce_extras[]; } */
+		void **ce = *(void ***)((char *)code + extra_offset);
+		if (ce && (ms_pyssize)ce[0] > ms_py_extra_index)
+			extra = ce[1 + ms_py_extra_index];
+	} else {
+		ms_py.CodeGetExtra(code, ms_py_extra_index, &extra); /* cannot fail on a code object */
+	}
 	if (MS_LIKELY(extra != NULL))
 		return (uintptr_t)extra;
 	return ms_py_classify(code, frame, func, globals);
@@ -78,6 +88,33 @@ static void *sym(const char *name)
 	return ms_real_dlsym(RTLD_DEFAULT, name);
 }
 
+/* Checks the co_extra offset of this version on a scratch code object: empty before, our value
+ * after setting it through the API. */
+static void verify_extra_offset(void)
+{
+	size_t candidate = ms_py.minor == 11 ? 176 : 144;
+	ms_pyobj *builtins = ms_py.ImportModule("builtins");
+	ms_pyobj *compile = builtins ? ms_py.GetAttrString(builtins, "compile") : NULL;
+	ms_pyobj *src = ms_py.UnicodeFromString("0");
+	ms_pyobj *file = ms_py.UnicodeFromString("<memshim>");
+	ms_pyobj *mode = ms_py.UnicodeFromString("eval");
+	ms_pyobj *code = compile && src && file && mode
+		? ms_py.CallFunctionObjArgs(compile, src, file, mode, NULL) : NULL;
+	if (code && ms_py_type_of(code) == ms_py.CodeType &&
+	    *(void **)((char *)code + candidate) == NULL &&
+	    ms_py.CodeSetExtra(code, ms_py_extra_index, (void *)(uintptr_t)0x5eed) == 0) {
+		void **ce = *(void ***)((char *)code + candidate);
+		if (ce && (ms_pyssize)ce[0] > ms_py_extra_index && ce[1 + ms_py_extra_index] == (void *)(uintptr_t)0x5eed)
+			extra_offset = candidate;
+	}
+	if (ms_py.ErrOccurred())
+		ms_py.ErrClear();
+	ms_pyobj *objs[] = { code, mode, file, src, compile, builtins };
+	for (size_t i = 0; i < sizeof objs / sizeof *objs; i++)
+		if (objs[i])
+			ms_py.DecRef(objs[i]);
+}
+
 static int install38(void)
 {
 	void *(*get_interp)(void) = (void *(*)(void))sym("_PyInterpreterState_Get");
@@ -107,6 +144,8 @@ int ms_py_frame_install(void)
 {
 	if (ms_py.minor < 8 || ms_py.minor > 11)
 		return -1;
+	verify_extra_offset();
+	ms_debug("co_extra read %s", extra_offset ? "inline" : "through _PyCode_GetExtra");
 	if (ms_py.minor == 8) {
 		if (install38() == 0)
 			return 0;
