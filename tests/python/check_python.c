@@ -456,6 +456,49 @@ START_TEST(torch_training)
 }
 END_TEST
 
+START_TEST(frame_hook_replaced)
+{
+	const char *py = python_or_skip(_i);
+	if (!py)
+		return;
+	if (minor_of(py) < 9 || minor_of(py) > 11) {
+		printf("check_python: %s does not use the frame evaluation hook route, test skipped\n", py);
+		return;
+	}
+	struct run r;
+	const char *args[] = { fixture("replaced_hook.py"), NULL };
+	run_py(&r, py, args, "work=work", NULL, NULL, 1);
+	RUN_OK(&r);
+	ck_assert_msg(strstr(r.out, "replaced ok"), "%s: %s", py, r.out);
+	expect_calls(&r, "work", 1); /* the call after the replacement is not seen */
+	expect_mib(&r, "work", "alloc", 4);
+	ck_assert_msg(count_lines(r.err, "memshim:") == 1 && strstr(r.err, "frame evaluation hook"),
+		      "%s: expected one warning: %s", py, r.err);
+	run_done(&r);
+}
+END_TEST
+
+START_TEST(embedded_interpreter)
+{
+	char embed[PATH_MAX + 32];
+	const char *build = getenv("BUILD") ? getenv("BUILD") : "build";
+	snprintf(embed, sizeof embed, "%s/python/embed", build);
+	if (access(embed, X_OK) != 0) {
+		printf("check_python: no embedding Python was found at build time, embed test skipped\n");
+		return;
+	}
+	char abs_embed[PATH_MAX];
+	ck_assert_ptr_nonnull(realpath(embed, abs_embed));
+	struct run r;
+	run_py(&r, abs_embed, NULL, "w=work", NULL, NULL, 1);
+	RUN_OK(&r);
+	ck_assert_msg(strstr(r.out, "embed ok"), "%s", r.out);
+	expect_calls(&r, "w", 2);
+	expect_mib(&r, "w", "alloc", 5);
+	run_done(&r);
+}
+END_TEST
+
 static Suite *suite(void)
 {
 	Suite *s = suite_create("python");
@@ -470,6 +513,8 @@ static Suite *suite(void)
 	tcase_add_loop_test(tc, other_threads, 0, NPY);
 	tcase_add_loop_test(tc, helper_module, 0, NPY);
 	tcase_add_loop_test(tc, unset_targets_cost_nothing, 0, NPY);
+	tcase_add_loop_test(tc, frame_hook_replaced, 0, NPY);
+	tcase_add_test(tc, embedded_interpreter);
 	suite_add_tcase(s, tc);
 	TCase *tt = tcase_create("torch");
 	tcase_set_timeout(tt, 120);

@@ -1,13 +1,26 @@
 # Python stages: fixture scripts under LD_PRELOAD on every installed interpreter (Check + jansson).
 PYTHON_SUITES := $(BUILD)/python/check_python
+# An embedded interpreter (tests the start without cpython.run_* events), when a pyenv 3.12/3.13
+# with python3-config is present; the suite skips that test otherwise.
+PY_EMBED_CONFIG := $(firstword $(wildcard /root/.pyenv/versions/3.1[23].*/bin/python3-config))
+PYTHON_EXTRA :=
+ifneq ($(PY_EMBED_CONFIG),)
+PYTHON_EXTRA += $(BUILD)/python/embed
+endif
 
 $(BUILD)/python/check_python: tests/python/check_python.c
 	@mkdir -p $(@D)
 	$(CC) $(BASEFLAGS) $(CFLAGS) $(CHECK_CFLAGS) $(JANSSON_CFLAGS) -o $@ $< \
 		$(CHECK_LIBS) $(JANSSON_LIBS) -lm
 
+$(BUILD)/python/embed: tests/python/fixtures/embed.c
+	@mkdir -p $(@D)
+	$(CC) -std=gnu11 -O1 -g $$($(PY_EMBED_CONFIG) --includes) \
+		-DEMBED_HOME='"'$$($(PY_EMBED_CONFIG) --prefix)'"' -o $@ $< \
+		$$($(PY_EMBED_CONFIG) --ldflags --embed)
+
 .PHONY: check-python
-check-python: $(BUILD)/libmemshim.so $(PYTHON_SUITES)
+check-python: $(BUILD)/libmemshim.so $(PYTHON_SUITES) $(PYTHON_EXTRA)
 	@for t in $(PYTHON_SUITES); do BUILD=$(BUILD) $$t || exit 1; done
 
 CHECK_TARGETS += check-python
