@@ -166,6 +166,8 @@ static void resolve_all(const void *addr)
 	errno = saved;
 }
 
+/* Resolves every slot now, from the library that had NAME: later wrapper calls then never need
+ * the loader (and its lock). */
 void *ms_cuda_dlsym(void *handle, const char *name, int idx)
 {
 	void *p = ms_real_dlsym(handle, name);
@@ -174,9 +176,9 @@ void *ms_cuda_dlsym(void *handle, const char *name, int idx)
 	int saved = errno;
 	ms_tls_guard++;
 	remember(idx, p);
-	learn_handle(p);
 	ms_tls_guard--;
 	errno = saved;
+	resolve_all(p);
 	return hook_wrapper[idx];
 }
 

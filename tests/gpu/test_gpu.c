@@ -371,6 +371,23 @@ START_TEST(dlsym_keeps_rtld_next_of_caller)
 }
 END_TEST
 
+/* Disabled, the wrappers still stand in the way but only forward: the program behaves the same. */
+START_TEST(disabled_forwards_only)
+{
+	static const char *const cases[][2] = {
+		{ "fx_linked", "threads" }, { "fx_linked", "vmm" }, { "fx_dl", "procaddr12" },
+	};
+	struct run r;
+	for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+		run_fixture(&r, cases[i][0], cases[i][1], 1, "MEMSHIM_DISABLE=1", NULL);
+		ck_assert_msg(WIFEXITED(r.status) && WEXITSTATUS(r.status) == 0, "%s %s disabled: %s", cases[i][0],
+			      cases[i][1], r.err);
+		ck_assert_msg(r.err[0] == 0, "unexpected stderr: %s", r.err);
+		done(&r);
+	}
+}
+END_TEST
+
 /* Every fixture also passes against the stand-in without the shim (the fixtures are right). */
 START_TEST(fixtures_pass_bare)
 {
@@ -406,6 +423,7 @@ static Suite *gpu_suite(void)
 	tcase_add_test(paths, no_driver_no_gpu_keys);
 	tcase_add_test(paths, dlsym_keeps_rtld_next_of_caller);
 	tcase_add_test(paths, fixtures_pass_bare);
+	tcase_add_test(paths, disabled_forwards_only);
 	suite_add_tcase(s, paths);
 	TCase *mem = tcase_create("memory");
 	tcase_set_timeout(mem, 60);
