@@ -13,6 +13,7 @@
 #include "lifecycle.h"
 #include "ms.h"
 #include "report.h"
+#include "snapshots.h"
 #include "stages.h"
 
 #define EXPORT __attribute__((visibility("default")))
@@ -111,6 +112,8 @@ static void fork_child(void)
 	ms_proc.is_child = 1;
 	ms_proc.forked = 1;
 	finished = 0;
+	ms_report_reset_for_child();
+	ms_snapshots_after_fork_child();
 	ms_stages_reset_for_child(0.0);
 	if (ms_proc.implicit_init && ms_st.nopen == 0)
 		ms_stages_begin_implicit_init(0.0);
@@ -168,6 +171,7 @@ __attribute__((constructor)) static void ms_init(void)
 	ms_proc.implicit_init = ms_cfg.spec.is_default || ms_spec_find(&ms_cfg.spec, "init") < 0;
 	if (ms_proc.implicit_init)
 		ms_stages_begin_implicit_init(0.0);
+	ms_snapshots_start();
 	if (ms_py_init)
 		ms_py_init();
 	if (ms_native_init)

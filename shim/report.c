@@ -340,12 +340,17 @@ static void write_identity(struct ms_json *w, const char *reason, int sig, int c
 	}
 }
 
+static int in_handler; /* the writer runs from a signal handler: no waiting, no realpath */
+
 static void write_document(int fd, const char *reason, int sig, int complete, struct ms_json *w)
 {
 	struct timespec ts;
 	clock_gettime(CLOCK_REALTIME, &ts);
 	double end_unix = (double)ts.tv_sec + ts.tv_nsec * 1e-9;
-	ms_stages_copy(&snap, ms_elapsed());
+	if (in_handler)
+		ms_stages_copy_nowait(&snap, ms_elapsed());
+	else
+		ms_stages_copy(&snap, ms_elapsed());
 	int64_t peaks[MS_NCOMP];
 	ms_counters_process_peaks(peaks);
 	int gpu = ms_gpu_used();
@@ -451,7 +456,7 @@ static int in_place(char *path, size_t size)
 	if (!S_ISLNK(lst.st_mode))
 		return !S_ISREG(lst.st_mode);
 	int special = !strncmp(path, "/dev/", 5) || !strncmp(path, "/proc/", 6);
-	if (stat(path, &st) < 0 || !S_ISREG(st.st_mode) || special)
+	if (stat(path, &st) < 0 || !S_ISREG(st.st_mode) || special || in_handler)
 		return 1;
 	char target[MS_PATH_MAX + 32];
 	if (!realpath(path, target) || strlen(target) >= size)
@@ -460,20 +465,64 @@ static int in_place(char *path, size_t size)
 	return 0;
 }
 
-int ms_report_write(const char *reason, int sig, int complete)
+static int writing, finished_final;
+
+/* One writer at a time: the final file waits for a snapshot in progress; a handler waits ~100 ms. */
+static int acquire_writer(int from_handler)
 {
-	static int writing;
+	for (long tries = 0; __atomic_exchange_n(&writing, 1, __ATOMIC_ACQUIRE); tries++) {
+		if (from_handler && tries > 1000)
+			return -1;
+		struct timespec pause = { 0, 100000 };
+		nanosleep(&pause, NULL);
+	}
+	return 0;
+}
+
+static int write_file(const char *reason, int sig, int complete, int from_handler)
+{
 	char path[MS_PATH_MAX + 32];
-	if (__atomic_exchange_n(&writing, 1, __ATOMIC_ACQUIRE))
-		return -1; /* another thread (or a handler) is writing: its file will do */
+	if (acquire_writer(from_handler) < 0)
+		return -1;
 	int saved = errno;
 	ms_tls_guard++;
+	in_handler = from_handler;
 	ms_report_path(path, sizeof path);
 	int rc = !path[0] ? fail("(empty path)", ENOENT)
 		 : in_place(path, sizeof path) ? write_in_place(path, reason, sig, complete)
 		 : write_replacing(path, reason, sig, complete);
+	if (complete)
+		__atomic_store_n(&finished_final, 1, __ATOMIC_RELEASE);
+	in_handler = 0;
 	ms_tls_guard--;
 	__atomic_store_n(&writing, 0, __ATOMIC_RELEASE);
 	errno = saved;
 	return rc;
+}
+
+int ms_report_write(const char *reason, int sig, int complete)
+{
+	/* a snapshot after the final file would replace it with an incomplete one */
+	if (!complete && __atomic_load_n(&finished_final, __ATOMIC_ACQUIRE))
+		return -1;
+	return write_file(reason, sig, complete, 0);
+}
+
+void ms_report_signal(int sig)
+{
+	if (__atomic_load_n(&finished_final, __ATOMIC_ACQUIRE))
+		return;
+	write_file("signal", sig, 0, 1);
+}
+
+int ms_report_finished(void)
+{
+	return __atomic_load_n(&finished_final, __ATOMIC_ACQUIRE);
+}
+
+void ms_report_reset_for_child(void)
+{
+	writing = 0;
+	finished_final = 0;
+	warned = 0;
 }

@@ -11,6 +11,13 @@ void ms_report_init(void);
  * Returns 0, or -1 after one warning naming the path. */
 int ms_report_write(const char *reason, int sig, int complete);
 
+/* From a signal handler: a snapshot marked with SIG, never waiting long for locks. */
+void ms_report_signal(int sig);
+
+/* Non-zero once the final file (at exit or _exit) was written. */
+int ms_report_finished(void);
+void ms_report_reset_for_child(void);
+
 /* The output path of this process: %p expanded, ".<pid>" appended for children. */
 void ms_report_path(char *out, size_t size);
 

@@ -6,6 +6,7 @@
 #include "stages.h"
 
 struct ms_stages ms_st = { .implicit_init = -1 };
+void (*ms_stage_observer)(void);
 
 static int lock_word;
 static __thread int lock_held MS_TLS;
@@ -213,6 +214,8 @@ int ms_stage_enter(int id, double now)
 		ms_st.open[ms_st.nopen++] = id;
 	}
 	ms_stages_unlock();
+	if (ms_stage_observer)
+		ms_stage_observer();
 	return 0;
 }
 
@@ -230,6 +233,8 @@ int ms_stage_leave(int id, double now)
 		finish_call(id, live, now, 0);
 	}
 	ms_stages_unlock();
+	if (ms_stage_observer)
+		ms_stage_observer();
 	return rc;
 }
 
@@ -321,10 +326,36 @@ static void copy_used(struct ms_stages *out)
 	memcpy((char *)out + tail, (const char *)&ms_st + tail, sizeof *out - tail);
 }
 
+static int try_lock_bounded(void)
+{
+	if (lock_held)
+		return -1;
+	for (long spins = 0; spins < 50000000; spins++) {
+		if (!__atomic_exchange_n(&lock_word, 1, __ATOMIC_ACQUIRE)) {
+			lock_held = 1;
+			return 0;
+		}
+		__builtin_ia32_pause();
+	}
+	return -1;
+}
+
+static void copy_locked_or_not(struct ms_stages *out, double now, int locked);
+
+void ms_stages_copy_nowait(struct ms_stages *out, double now)
+{
+	copy_locked_or_not(out, now, try_lock_bounded() == 0);
+}
+
 void ms_stages_copy(struct ms_stages *out, double now)
 {
-	if (lock_or_refuse() < 0) {
-		copy_used(out); /* re-entered from a handler: best effort */
+	copy_locked_or_not(out, now, lock_or_refuse() == 0);
+}
+
+static void copy_locked_or_not(struct ms_stages *out, double now, int locked)
+{
+	if (!locked) {
+		copy_used(out); /* the holder is this thread (a handler) or stuck: best effort */
 		return;
 	}
 	int64_t live[MS_NCOMP];

@@ -98,6 +98,13 @@ void ms_stages_lock(void);
 void ms_stages_unlock(void);
 void ms_stages_lock_reset(void);
 
+/* Called after every stage boundary, outside the lock (snapshots.c re-creates its thread there). */
+extern void (*ms_stage_observer)(void);
+
+/* Like ms_stages_copy, but gives up waiting for the lock after about 100 ms and copies without it:
+ * for signal handlers, where the holder may never run again. */
+void ms_stages_copy_nowait(struct ms_stages *out, double now);
+
 /* Copies the engine state into OUT under the lock, with open stages' numbers taken so far (for
  * snapshots); OUT must be static storage (the struct is large). */
 void ms_stages_copy(struct ms_stages *out, double now);

@@ -328,6 +328,76 @@ START_TEST(allocations_before_the_constructor_are_counted)
 }
 END_TEST
 
+static json_t *crash_run(const char *how, const char *const *env)
+{
+	const char *argv[] = { built("preload/alloc_fixture"), "crash", how, NULL };
+	ck_assert_int_eq(run_under_shim(&r, argv, env), 0);
+	return load_metrics(&r, "m.json");
+}
+
+static void assert_signal_snapshot(json_t *m, int sig)
+{
+	ck_assert_msg(m != NULL, "no snapshot after signal %d", sig);
+	ck_assert(json_is_false(json_object_get(m, "complete")));
+	ck_assert_str_eq(json_string_value(json_object_get(m, "reason")), "signal");
+	ck_assert_int_eq(json_integer_value(json_object_get(m, "signal")), sig);
+	json_t *s = stage_of(m, "doomed");
+	ck_assert(json_is_true(json_object_get(s, "open")));
+	assert_between(sub(s, "cpu", "alloc_delta"), 2 * MiB, 2 * MiB + 8192, "doomed so far");
+}
+
+START_TEST(fatal_signals_leave_a_snapshot_and_the_same_status)
+{
+	static const struct { const char *how; int sig; } cases[] = {
+		{ "segv", SIGSEGV }, { "abort", SIGABRT }, { "term", SIGTERM } };
+	for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+		json_t *m = crash_run(cases[i].how, NULL);
+		ck_assert_msg(WIFSIGNALED(r.status) && WTERMSIG(r.status) == cases[i].sig, "%s: status %d",
+			      cases[i].how, r.status);
+		assert_signal_snapshot(m, cases[i].sig);
+		json_decref(m);
+	}
+}
+END_TEST
+
+START_TEST(the_programs_own_handler_keeps_working)
+{
+	json_t *m = crash_run("own_term", NULL);
+	ck_assert(WIFEXITED(r.status));
+	ck_assert_int_eq(WEXITSTATUS(r.status), 3);
+	ck_assert_str_eq(r.out, "caught\n");
+	ck_assert(json_is_true(json_object_get(m, "complete")));
+	ck_assert_str_eq(json_string_value(json_object_get(m, "reason")), "_exit");
+	json_decref(m);
+}
+END_TEST
+
+START_TEST(periodic_snapshots_survive_kill_9)
+{
+	const char *env[] = { "MEMSHIM_SNAPSHOT_INTERVAL=0.05", NULL };
+	json_t *m = crash_run("kill9", env);
+	ck_assert(WIFSIGNALED(r.status) && WTERMSIG(r.status) == SIGKILL);
+	ck_assert_msg(m != NULL, "no valid snapshot after kill -9");
+	ck_assert(json_is_false(json_object_get(m, "complete")));
+	ck_assert_str_eq(json_string_value(json_object_get(m, "reason")), "snapshot");
+	json_t *s = stage_of(m, "doomed");
+	ck_assert(json_is_true(json_object_get(s, "open")));
+	assert_between(sub(s, "cpu", "alloc_delta"), 8 * MiB, 8 * MiB + 16384, "doomed before kill");
+	ck_assert_int_eq(count_files(r.dir, ".m.json.tmp", NULL, 0), 0);
+	json_decref(m);
+}
+END_TEST
+
+START_TEST(bad_snapshot_interval_warns_and_is_off)
+{
+	const char *env[] = { "MEMSHIM_SNAPSHOT_INTERVAL=soon", NULL };
+	json_t *m = run_mode("simple", env);
+	ck_assert_ptr_nonnull(m);
+	ck_assert_msg(strstr(r.err, "memshim: MEMSHIM_SNAPSHOT_INTERVAL=\"soon\" is not valid") != NULL, "%s", r.err);
+	json_decref(m);
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("preload");
@@ -351,6 +421,10 @@ int main(void)
 	tcase_add_test(tc, devices_are_written_in_place_never_replaced);
 	tcase_add_test(tc, pid_in_output_path_is_expanded);
 	tcase_add_test(tc, allocations_before_the_constructor_are_counted);
+	tcase_add_test(tc, fatal_signals_leave_a_snapshot_and_the_same_status);
+	tcase_add_test(tc, the_programs_own_handler_keeps_working);
+	tcase_add_test(tc, periodic_snapshots_survive_kill_9);
+	tcase_add_test(tc, bad_snapshot_interval_warns_and_is_off);
 	suite_add_tcase(s, tc);
 	SRunner *sr = srunner_create(s);
 	srunner_run_all(sr, CK_NORMAL);

@@ -1,0 +1,12 @@
+/* Evidence when a process dies: periodic snapshots (MEMSHIM_SNAPSHOT_INTERVAL) and a final
+ * snapshot on fatal signals. */
+#ifndef MS_SNAPSHOTS_H
+#define MS_SNAPSHOTS_H
+
+/* Installs the fatal-signal handlers and, when configured, starts the snapshot thread. */
+void ms_snapshots_start(void);
+
+/* A forked child: the thread did not survive the fork; it is re-created at the next stage boundary. */
+void ms_snapshots_after_fork_child(void);
+
+#endif
