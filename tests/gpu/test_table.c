@@ -113,6 +113,49 @@ START_TEST(concurrent_exact)
 }
 END_TEST
 
+/* Addresses move between threads like a driver reissuing freed memory: a thread takes a token,
+ * inserts it, takes it out of the table again and hands it back for any other thread. */
+static uint64_t tokens[16];
+static int lost[NTHREADS];
+
+static void *shared(void *arg)
+{
+	int t = (int)(intptr_t)arg;
+	struct ms_centry out;
+	for (int i = 0; i < ROUNDS; i++) {
+		int k = (i * 7 + t) % 16;
+		uint64_t key = __atomic_exchange_n(&tokens[k], 0, __ATOMIC_ACQ_REL);
+		if (!key)
+			continue;
+		struct ms_centry e = entry(key, t + 1);
+		if (ms_ctab_insert(&tab, &e) != 0 || ms_ctab_take(&tab, key, MS_CK_DEVICE, &out) != 0 ||
+		    out.size != t + 1)
+			lost[t]++;
+		__atomic_store_n(&tokens[k], key, __ATOMIC_RELEASE);
+	}
+	return NULL;
+}
+
+START_TEST(shared_addresses)
+{
+	pthread_t th[NTHREADS];
+	struct ms_centry out;
+	for (int t = 0; t < NTHREADS; t++) /* empty the table left by the previous test */
+		for (int i = 0; i < 8; i++)
+			ms_ctab_take(&tab, ((uint64_t)(t + 1) << 32) + (uint64_t)i * 4096, MS_CK_DEVICE, &out);
+	ck_assert_uint_eq(ms_ctab_count(&tab), 0);
+	for (int k = 0; k < 16; k++)
+		tokens[k] = 0x7f0000000000ull + (uint64_t)k * 0x200000;
+	for (int t = 0; t < NTHREADS; t++)
+		pthread_create(&th[t], NULL, shared, (void *)(intptr_t)t);
+	for (int t = 0; t < NTHREADS; t++) {
+		pthread_join(th[t], NULL);
+		ck_assert_int_eq(lost[t], 0);
+	}
+	ck_assert_uint_eq(ms_ctab_count(&tab), 0);
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("cuda_table");
@@ -122,6 +165,7 @@ int main(void)
 	tcase_add_test(tc, churn_never_fills);
 	tcase_add_test(tc, full_table_refuses);
 	tcase_add_test(tc, concurrent_exact);
+	tcase_add_test(tc, shared_addresses);
 	suite_add_tcase(s, tc);
 	SRunner *sr = srunner_create(s);
 	srunner_set_fork_status(sr, CK_NOFORK);
