@@ -268,7 +268,7 @@ static void after_alloc(CUresult r, struct ms_ctab *tab, uint64_t key, int64_t s
 	int saved = errno;
 	if (r == CUDA_SUCCESS)
 		note_alloc(tab, key, size, device, kind);
-	else
+	else if (kind != MS_CK_REGISTERED) /* registering allocates nothing */
 		note_failure(kind == MS_CK_DEVICE || kind == MS_CK_VMM ? device : -1, size, r);
 	errno = saved;
 }
