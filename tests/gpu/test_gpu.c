@@ -300,6 +300,7 @@ START_TEST(managed_and_pinned_counters)
 	run_fixture(&r, "fx_linked", "side", 1, NULL, NULL);
 	assert_clean(&r);
 	assert_gpu(&r, "side", 0, 0);
+	ck_assert_int_eq(metric(&r, "side_mem_gpu_failed_allocs"), 0); /* a refused registration allocates nothing */
 	ck_assert_int_eq(metric(&r, "process_mem_gpu_managed_peak"), 8 * MiB);
 	ck_assert_int_eq(metric(&r, "process_mem_gpu_pinned_peak"), 6 * MiB);
 	json_t *gpu = json_object_get(stage(&r, "side"), "gpu");
