@@ -25,8 +25,9 @@ static dlsym_fn find_raw(void)
 	return f;
 }
 
-/* Sibling calls must stay tail calls even in an -O0 build: the real dlsym reads its caller. */
-EXPORT __attribute__((optimize("optimize-sibling-calls"))) void *dlsym(void *handle, const char *name)
+/* The pass-through must stay a tail call in every build (-O0, sanitizers): the real dlsym reads
+ * its caller's address. */
+EXPORT __attribute__((optimize("O2", "optimize-sibling-calls"))) void *dlsym(void *handle, const char *name)
 {
 	int idx = ms_tls_guard ? -1 : ms_cuda_hook_index(name);
 	if (MS_LIKELY(idx < 0))
