@@ -6,6 +6,8 @@
 #include <errno.h>
 #include <sched.h>
 #include <string.h>
+#include <unistd.h>
+#include <sys/syscall.h>
 #include "counters.h"
 #include "cuda_min.h"
 #include "cuda_table.h"
@@ -57,9 +59,18 @@ static int64_t untracked_bytes;
 static int full_warned;
 
 static int pools_seen;        /* a pool was created, handed out or used: boundaries sample them */
+static pid_t pools_pid;       /* ... in this process (a forked child must not query the parent's) */
 
 static void note_async_device(int dev);
 static void wait_for_sampling(void);
+
+static void mark_pools_seen(void)
+{
+	if (__atomic_load_n(&pools_seen, __ATOMIC_RELAXED))
+		return;
+	__atomic_store_n(&pools_pid, (pid_t)syscall(SYS_getpid), __ATOMIC_RELAXED);
+	__atomic_store_n(&pools_seen, 1, __ATOMIC_RELEASE);
+}
 
 MS_CTAB_DEFINE(ptr_tab, 16);    /* device, managed and host pointers (2 MiB of zero pages) */
 MS_CTAB_DEFINE(handle_tab, 14); /* cuMemCreate handles with their reference counts */
@@ -448,8 +459,8 @@ static void note_pool(CUmemoryPool pool, int device, unsigned kind)
 	if (ms_ctab_find(&pool_tab, key))
 		return;
 	struct ms_centry e = { .key = key, .device = (int16_t)device, .kind = (uint16_t)kind, .refs = 1 };
-	if (ms_ctab_insert(&pool_tab, &e) == 0 && !__atomic_load_n(&pools_seen, __ATOMIC_RELAXED))
-		__atomic_store_n(&pools_seen, 1, __ATOMIC_RELAXED);
+	if (ms_ctab_insert(&pool_tab, &e) == 0)
+		mark_pools_seen();
 }
 
 EXPORT CUresult cuMemPoolCreate(CUmemoryPool *pool, const CUmemPoolProps *props)
@@ -874,7 +885,7 @@ static void note_async_device(int dev)
 	uint32_t bit = dev >= 0 && dev < 32 ? 1u << dev : 0;
 	if (bit && !(__atomic_load_n(&async_devices, __ATOMIC_RELAXED) & bit)) {
 		__atomic_fetch_or(&async_devices, bit, __ATOMIC_RELAXED);
-		__atomic_store_n(&pools_seen, 1, __ATOMIC_RELAXED);
+		mark_pools_seen();
 	}
 }
 
@@ -941,7 +952,8 @@ static void add_async_pools(void)
 void ms_cuda_stage_boundary(int stage, int end);
 void ms_cuda_stage_boundary(int stage, int end)
 {
-	if (stage < 0 || stage >= MS_MAX_STAGES || !__atomic_load_n(&pools_seen, __ATOMIC_RELAXED))
+	if (stage < 0 || stage >= MS_MAX_STAGES || !__atomic_load_n(&pools_seen, __ATOMIC_ACQUIRE) ||
+	    (pid_t)syscall(SYS_getpid) != __atomic_load_n(&pools_pid, __ATOMIC_RELAXED))
 		return;
 	int depth = __atomic_load_n(&ms_st.stage[stage].depth, __ATOMIC_RELAXED);
 	if (end ? depth != 0 : depth != 1) /* only the outermost call of a recursive stage */
