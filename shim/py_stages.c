@@ -6,8 +6,10 @@
  * PEP 523 frame hook on 3.8-3.11 (py_frame.c) or sys.monitoring on 3.12+ (py_monitor.c).  Both ask
  * ms_py_classify() once per code object and cache the answer in the code object's co_extra slot. */
 #include <dlfcn.h>
+#include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 #include "config.h"
 #include "ms.h"
 #include "py.h"
@@ -465,22 +467,26 @@ static int startup_over(const char *event, ms_pyobj *args)
 		*(void **)&modules_dict = sym("PyImport_GetModuleDict");
 	if (!modules_dict || load_api())
 		return 0;
+	ms_pyobj *et, *ev, *etb;
+	ms_py.ErrFetch(&et, &ev, &etb);
+	int over = 1;
 	if (strcmp(event, "import") == 0 && args && ms_py.TupleSize(args) > 0) {
 		ms_pyobj *name = ms_py.TupleGetItem(args, 0);
 		const char *s = name ? ms_py.UnicodeAsUTF8(name) : NULL;
-		if (!s)
-			ms_py.ErrClear();
 		if (s && strcmp(s, "site") == 0)
-			return 0;
+			over = 0;
 	}
-	ms_pyobj *site = ms_py.DictGetItemString(modules_dict(), "site");
-	if (!site)
-		return 1;
-	ms_pyobj *spec = attr(site, "__spec__");
-	ms_pyobj *init = attr(spec, "_initializing");
-	int over = !init || init == ms_py.False;
-	decref(init);
-	decref(spec);
+	ms_pyobj *site = over ? ms_py.DictGetItemString(modules_dict(), "site") : NULL;
+	if (site) {
+		ms_pyobj *spec = attr(site, "__spec__");
+		ms_pyobj *init = attr(spec, "_initializing");
+		over = !init || init == ms_py.False;
+		decref(init);
+		decref(spec);
+	}
+	if (ms_py.ErrOccurred())
+		ms_py.ErrClear();
+	ms_py.ErrRestore(et, ev, etb);
 	return over;
 }
 
@@ -510,6 +516,61 @@ static int audit_hook(const char *event, ms_pyobj *args, void *data)
 	return 0;
 }
 
+/* Whether this Python will switch to its debug memory allocator while initialising (-X dev,
+ * PYTHONDEVMODE, PYTHONMALLOC=*debug): the audit hook entry registered now, with the plain
+ * allocator, would then be freed by the debug one at exit, which aborts the process.  Reads the
+ * options the way CPython does: clustered flags, -W/-X take a value, -c/-m/a script end them,
+ * -E/-I make it ignore the environment. */
+static int debug_allocator_expected(void)
+{
+	static char cmd[16384];
+	int fd = open("/proc/self/cmdline", O_RDONLY | O_CLOEXEC);
+	ssize_t n = 0, r;
+	while (fd >= 0 && n < (ssize_t)sizeof cmd - 1 && (r = read(fd, cmd + n, sizeof cmd - 1 - (size_t)n)) > 0)
+		n += r;
+	if (fd >= 0)
+		close(fd);
+	cmd[n > 0 ? n : 0] = '\0';
+	int dev = 0, ignore_env = 0, done = 0;
+	const char *end = cmd + (n > 0 ? n : 0);
+	const char *a = cmd + strlen(cmd) + 1; /* past argv[0] */
+	while (a < end && !done) {
+		const char *next = a + strlen(a) + 1;
+		if (a[0] != '-' || a[1] == '\0' || strcmp(a, "--") == 0)
+			break;
+		if (a[1] == '-') {
+			if (strcmp(a, "--check-hash-based-pycs") == 0 && next < end)
+				next += strlen(next) + 1;
+			a = next;
+			continue;
+		}
+		for (const char *c = a + 1; *c; c++) {
+			if (*c == 'c' || *c == 'm') {
+				done = 1;
+				break;
+			}
+			if (*c == 'E' || *c == 'I')
+				ignore_env = 1;
+			if (*c == 'W' || *c == 'X') {
+				const char *value = c[1] ? c + 1 : (next < end ? next : "");
+				if (!c[1] && next < end)
+					next += strlen(next) + 1;
+				if (*c == 'X' && (strcmp(value, "dev") == 0 || strncmp(value, "dev=", 4) == 0))
+					dev = 1;
+				break;
+			}
+		}
+		a = next;
+	}
+	if (!ignore_env) {
+		const char *devmode = getenv("PYTHONDEVMODE");
+		const char *alloc = getenv("PYTHONMALLOC");
+		if ((devmode && *devmode) || (alloc && strstr(alloc, "debug")))
+			dev = 1;
+	}
+	return dev;
+}
+
 void ms_py_init(void);
 void ms_py_init(void)
 {
@@ -523,6 +584,11 @@ void ms_py_init(void)
 	load_targets();
 	if (ntargets == 0)
 		return;
+	if (debug_allocator_expected()) {
+		ms_warn("Python stages are off: Python's debug memory allocator (-X dev, PYTHONDEVMODE, "
+			"PYTHONMALLOC=...debug) would abort at exit with memshim's audit hook");
+		return;
+	}
 	if (add(audit_hook, NULL) != 0)
 		ms_warn("Python stages disabled: the audit hook was refused");
 }

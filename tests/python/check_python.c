@@ -499,6 +499,31 @@ START_TEST(embedded_interpreter)
 }
 END_TEST
 
+/* Python's debug allocator would abort at exit on the audit hook registered before it was set up:
+ * memshim stays out (one warning) and the program runs normally. */
+START_TEST(debug_allocator)
+{
+	const char *py = python_or_skip(_i);
+	if (!py)
+		return;
+	struct run r;
+	const char *args[] = { "-X", "dev", "-c", "def f():\n    pass\nf()\nprint('dev ok')", NULL };
+	run_py(&r, py, args, "f=f", NULL, NULL, 1);
+	RUN_OK(&r);
+	ck_assert_msg(strstr(r.out, "dev ok"), "%s: %s", py, r.out);
+	ck_assert_msg(count_lines(r.err, "memshim:") == 1 && strstr(r.err, "debug memory allocator"),
+		      "%s: %s", py, r.err);
+	expect_absent(&r, "f");
+	run_done(&r);
+	const char *env[] = { "PYTHONMALLOC=malloc_debug", NULL };
+	const char *args2[] = { "-c", "print('dev ok')", NULL };
+	run_py(&r, py, args2, "f=f", env, NULL, 1);
+	RUN_OK(&r);
+	ck_assert_msg(count_lines(r.err, "memshim:") == 1, "%s: %s", py, r.err);
+	run_done(&r);
+}
+END_TEST
+
 static Suite *suite(void)
 {
 	Suite *s = suite_create("python");
@@ -515,6 +540,7 @@ static Suite *suite(void)
 	tcase_add_loop_test(tc, unset_targets_cost_nothing, 0, NPY);
 	tcase_add_loop_test(tc, frame_hook_replaced, 0, NPY);
 	tcase_add_test(tc, embedded_interpreter);
+	tcase_add_loop_test(tc, debug_allocator, 0, NPY);
 	suite_add_tcase(s, tc);
 	TCase *tt = tcase_create("torch");
 	tcase_set_timeout(tt, 120);
