@@ -232,20 +232,16 @@ static int stream_device(CUstream stream)
 	return dev >= 0 ? dev : current_device();
 }
 
+/* Physical memory from cuMemCreate is device memory when it has a device, else pinned host memory. */
 static void count(const struct ms_centry *e, int sign)
 {
 	int64_t bytes = sign * e->size;
-	switch (e->kind) {
-	case MS_CK_DEVICE:
+	if (e->kind == MS_CK_DEVICE || (e->kind == MS_CK_VMM && e->device >= 0))
 		ms_gpu_add(e->device, bytes);
-		break;
-	case MS_CK_MANAGED:
+	else if (e->kind == MS_CK_MANAGED)
 		ms_gpu_side_add(MS_MANAGED, bytes);
-		break;
-	default: /* host, registered, VMM on the host */
+	else /* host, registered, VMM on the host */
 		ms_gpu_side_add(MS_PINNED, bytes);
-		break;
-	}
 }
 
 static void note_untracked(int64_t bytes)
@@ -570,30 +566,12 @@ EXPORT CUresult cuMemCreate(CUmemGenericAllocationHandle *handle, size_t size, c
 	int dev = on_device ? prop->location.id : -1;
 	CUresult r = real(handle, size, prop, flags);
 	int saved = errno;
-	if (r == CUDA_SUCCESS) {
-		struct ms_centry e = { .key = *handle, .size = (int64_t)size, .device = (int16_t)dev,
-				       .kind = MS_CK_VMM, .refs = 1 };
-		if (ms_ctab_insert(&handle_tab, &e) < 0) {
-			note_untracked((int64_t)size);
-		} else if (on_device) {
-			ms_gpu_add(dev, (int64_t)size);
-		} else {
-			ms_gpu_side_add(MS_PINNED, (int64_t)size);
-		}
-	} else {
+	if (r == CUDA_SUCCESS)
+		note_alloc(&handle_tab, *handle, (int64_t)size, dev, MS_CK_VMM);
+	else
 		note_failure(dev, (int64_t)size, r);
-	}
 	errno = saved;
 	return r;
-}
-
-/* Physical memory from cuMemCreate: device memory when it has a device, else pinned host memory. */
-static void uncount_vmm(const struct ms_centry *e)
-{
-	if (e->device >= 0)
-		ms_gpu_add(e->device, -e->size);
-	else
-		ms_gpu_side_add(MS_PINNED, -e->size);
 }
 
 EXPORT CUresult cuMemRelease(CUmemGenericAllocationHandle handle)
@@ -611,7 +589,7 @@ EXPORT CUresult cuMemRelease(CUmemGenericAllocationHandle handle)
 	if (r != CUDA_SUCCESS)
 		handle_reref(handle, state, &gone);
 	else if (state == 1)
-		uncount_vmm(&gone);
+		count(&gone, -1);
 	errno = saved;
 	return r;
 }
@@ -684,14 +662,14 @@ EXPORT CUresult cuMemUnmap(CUdeviceptr ptr, size_t size)
 			handle_reref(batch[i].map.aux, batch[i].state, &batch[i].gone);
 			ms_ctab_insert(&map_tab, &batch[i].map);
 		} else if (batch[i].state == 1) {
-			uncount_vmm(&batch[i].gone);
+			count(&batch[i].gone, -1);
 		}
 	}
 	while (r == CUDA_SUCCESS && n == UNMAP_BATCH) { /* more mappings than one batch holds */
 		n = take_mappings(&at, end, batch);
 		for (int i = 0; i < n; i++)
 			if (batch[i].state == 1)
-				uncount_vmm(&batch[i].gone);
+				count(&batch[i].gone, -1);
 	}
 	errno = saved;
 	return r;
