@@ -562,15 +562,9 @@ EXPORT CUresult cuMemCreate(CUmemGenericAllocationHandle *handle, size_t size, c
 		return NO_DRIVER;
 	if (!tracking() || !prop)
 		return real(handle, size, prop, flags);
-	int on_device = prop->location.type == CU_MEM_LOCATION_TYPE_DEVICE;
-	int dev = on_device ? prop->location.id : -1;
+	int dev = prop->location.type == CU_MEM_LOCATION_TYPE_DEVICE ? prop->location.id : -1;
 	CUresult r = real(handle, size, prop, flags);
-	int saved = errno;
-	if (r == CUDA_SUCCESS)
-		note_alloc(&handle_tab, *handle, (int64_t)size, dev, MS_CK_VMM);
-	else
-		note_failure(dev, (int64_t)size, r);
-	errno = saved;
+	after_alloc(r, &handle_tab, r == CUDA_SUCCESS ? *handle : 0, (int64_t)size, dev, MS_CK_VMM);
 	return r;
 }
 
