@@ -32,7 +32,8 @@ void ms_gpu_add(int device, int64_t bytes)
 		uint32_t bit = 1u << device;
 		if (!(__atomic_load_n(&devices_used, __ATOMIC_RELAXED) & bit))
 			__atomic_fetch_or(&devices_used, bit, __ATOMIC_RELAXED);
-		ms_counter_add((enum ms_comp)(MS_DEV0 + device), bytes);
+		enum ms_comp dev = (enum ms_comp)(MS_DEV0 + device);
+		ms_timeline_check(dev, ms_counter_add(dev, bytes));
 	}
 	ms_counter_add(MS_GPU, bytes);
 }

@@ -34,19 +34,31 @@ static inline void ms_raise_peak(int64_t *peak, int64_t value)
 		;
 }
 
-static inline void ms_counter_add(enum ms_comp comp, int64_t bytes)
+static inline int64_t ms_counter_add(enum ms_comp comp, int64_t bytes)
 {
 	struct ms_counter *c = &ms_counters[comp];
 	int64_t now = __atomic_add_fetch(&c->live, bytes, __ATOMIC_RELAXED);
 	if (bytes > 0)
 		ms_raise_peak(&c->win_peak, now);
+	return now;
+}
+
+/* Timeline (timeline.c): thresholds read on every move, the slow path records a point. */
+extern int64_t ms_tl_hi[MS_NCOMP], ms_tl_lo[MS_NCOMP];
+void ms_timeline_moved(enum ms_comp comp, int64_t now);
+
+static inline void ms_timeline_check(enum ms_comp comp, int64_t now)
+{
+	if (__builtin_expect(now > __atomic_load_n(&ms_tl_hi[comp], __ATOMIC_RELAXED) ||
+			     now < __atomic_load_n(&ms_tl_lo[comp], __ATOMIC_RELAXED), 0))
+		ms_timeline_moved(comp, now);
 }
 
 /* A CPU component and the CPU total move together. */
 static inline void ms_cpu_add(enum ms_comp part, int64_t bytes)
 {
 	ms_counter_add(part, bytes);
-	ms_counter_add(MS_CPU, bytes);
+	ms_timeline_check(MS_CPU, ms_counter_add(MS_CPU, bytes));
 }
 
 /* Device memory of DEVICE (negative or >= MS_MAX_DEVICES: total only) and the GPU total. */

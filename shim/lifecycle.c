@@ -15,6 +15,7 @@
 #include "report.h"
 #include "snapshots.h"
 #include "stages.h"
+#include "timeline.h"
 
 #define EXPORT __attribute__((visibility("default")))
 
@@ -87,10 +88,12 @@ static void fork_prepare(void)
 {
 	ms_mmap_lock();
 	ms_stages_lock();
+	ms_timeline_lock();
 }
 
 static void fork_parent(void)
 {
+	ms_timeline_unlock();
 	ms_stages_unlock();
 	ms_mmap_unlock();
 }
@@ -100,6 +103,7 @@ static void fork_child(void)
 {
 	ms_mmap_unlock();
 	ms_stages_lock_reset();
+	ms_timeline_reset_for_child();
 	if (!ms_active)
 		return;
 	if (!ms_cfg.follow_children) {
@@ -168,6 +172,8 @@ __attribute__((constructor)) static void ms_init(void)
 	pthread_atfork(fork_prepare, fork_parent, fork_child);
 	atexit(at_exit);
 	ms_active = 1;
+	ms_tl_clock = ms_elapsed;
+	ms_timeline_enable(ms_cfg.timeline);
 	ms_proc.implicit_init = ms_cfg.spec.is_default || ms_spec_find(&ms_cfg.spec, "init") < 0;
 	if (ms_proc.implicit_init)
 		ms_stages_begin_implicit_init(0.0);

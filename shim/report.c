@@ -17,6 +17,7 @@
 #include "ms.h"
 #include "report.h"
 #include "stages.h"
+#include "timeline.h"
 
 void ms_cuda_report(struct ms_json *w) __attribute__((weak));
 uint64_t ms_mmap_untracked(void);
@@ -215,7 +216,9 @@ static void write_flat_stage(struct ms_json *w, const struct ms_stage *s, int gp
 	flat_key(w, s->name, "calls", (int64_t)s->calls);
 }
 
+static int in_handler; /* the writer runs from a signal handler: no waiting, no realpath */
 static struct ms_stages snap; /* large: static, never on a handler's stack */
+static struct ms_timeline tl_snap;
 
 /* Stage ids in the order they first began. */
 static int ordered(int ids[MS_MAX_STAGES])
@@ -304,6 +307,54 @@ static void write_gpu_events(struct ms_json *w)
 	ms_json_uint(w, "gpu_events_dropped", snap.gpu_events_dropped);
 }
 
+static void write_series(struct ms_json *w, int comp)
+{
+	ms_json_object(w, NULL);
+	ms_json_string(w, "component", comp == MS_CPU ? "cpu" : "gpu");
+	if (comp >= MS_DEV0)
+		ms_json_int(w, "device", comp - MS_DEV0);
+	ms_json_array(w, "points");
+	for (uint32_t i = 0; i < tl_snap.npoints; i++) {
+		const struct ms_tl_point *p = &tl_snap.points[i];
+		if (p->comp != comp)
+			continue;
+		ms_json_array(w, NULL);
+		ms_json_double(w, NULL, p->t);
+		ms_json_int(w, NULL, p->value);
+		ms_json_end_array(w);
+	}
+	ms_json_end_array(w);
+	ms_json_end_object(w);
+}
+
+static void write_timeline(struct ms_json *w)
+{
+	ms_timeline_copy(&tl_snap, in_handler);
+	uint64_t present = 0;
+	for (uint32_t i = 0; i < tl_snap.npoints; i++)
+		present |= 1ULL << tl_snap.points[i].comp;
+	ms_json_object(w, "timeline");
+	ms_json_uint(w, "merges", tl_snap.merges);
+	ms_json_uint(w, "points_dropped", 0);
+	ms_json_array(w, "series");
+	for (int c = 0; c < MS_NCOMP; c++)
+		if (present & (1ULL << c))
+			write_series(w, c);
+	ms_json_end_array(w);
+	ms_json_array(w, "events");
+	for (uint32_t i = 0; i < tl_snap.nevents; i++) {
+		const struct ms_tl_event *e = &tl_snap.events[i];
+		ms_json_object(w, NULL);
+		ms_json_double(w, "t", e->t);
+		ms_json_string(w, "stage", e->stage >= 0 && e->stage < snap.nstages ? snap.stage[e->stage].name : "?");
+		ms_json_string(w, "kind", e->begin ? "begin" : "end");
+		ms_json_end_object(w);
+	}
+	ms_json_end_array(w);
+	ms_json_uint(w, "events_dropped", tl_snap.events_dropped);
+	ms_json_end_object(w);
+}
+
 static void write_identity(struct ms_json *w, const char *reason, int sig, int complete, double end_unix)
 {
 	ms_json_string(w, "format", "memshim-metrics");
@@ -340,8 +391,6 @@ static void write_identity(struct ms_json *w, const char *reason, int sig, int c
 	}
 }
 
-static int in_handler; /* the writer runs from a signal handler: no waiting, no realpath */
-
 static void write_document(int fd, const char *reason, int sig, int complete, struct ms_json *w)
 {
 	struct timespec ts;
@@ -371,6 +420,8 @@ static void write_document(int fd, const char *reason, int sig, int complete, st
 	if (gpu && ms_cuda_report)
 		ms_cuda_report(w);
 	write_process(w, peaks, gpu);
+	if (ms_cfg.timeline)
+		write_timeline(w);
 	ms_json_end_object(w);
 }
 

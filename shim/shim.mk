@@ -5,7 +5,7 @@ SHIM_CFLAGS := $(BASEFLAGS) $(CFLAGS) -fPIC -fvisibility=hidden -ftls-model=init
 	-fno-strict-aliasing -fno-builtin-malloc -fno-builtin-free -fno-builtin-calloc \
 	-fno-builtin-realloc -I/usr/local/cuda/include
 # Pure logic that unit tests link without a preload (no dlsym, CUDA or libunwind in them).
-SHIM_PURE := counters stages config json log ranges
+SHIM_PURE := counters stages config json log ranges timeline
 
 ALL_TARGETS += $(BUILD)/libmemshim.so
 

@@ -4,6 +4,7 @@
 #include <string.h>
 #include "ms.h"
 #include "stages.h"
+#include "timeline.h"
 
 struct ms_stages ms_st = { .implicit_init = -1 };
 void (*ms_stage_observer)(void);
@@ -109,6 +110,7 @@ static void start_call(int id, const int64_t live[MS_NCOMP], double now)
 	memcpy(s->cur.begin, live, sizeof s->cur.begin);
 	memcpy(s->cur.peak, live, sizeof s->cur.peak);
 	s->cur.start = now;
+	ms_timeline_boundary(id, 1, now);
 	if (s->first_order < 0)
 		s->first_order = ms_st.order_next++;
 	if (strcmp(s->name, "init") == 0 && !ms_st.before_init_set) {
@@ -168,6 +170,7 @@ static void finish_call(int id, const int64_t live[MS_NCOMP], double now, int at
 	}
 	cur->runtime = now - cur->start;
 	cur->closed_at_exit = at_exit;
+	ms_timeline_boundary(id, 0, now);
 	s->last = *cur;
 	s->calls++;
 	record_history(s, cur);
@@ -185,6 +188,7 @@ static void settle_implicit_init(int id, const int64_t live[MS_NCOMP], double no
 	ms_st.implicit_init = -1;
 	struct ms_stage *s = &ms_st.stage[init];
 	if (init == id) {
+		ms_timeline_boundary(id, 0, now); /* the implicit part's band ends where the function begins */
 		s->implicit = 0;
 		ms_st.before_init_set = 0;
 		start_call(id, live, now);

@@ -398,6 +398,45 @@ START_TEST(bad_snapshot_interval_warns_and_is_off)
 }
 END_TEST
 
+static int64_t series_peak(json_t *m, const char *component)
+{
+	size_t i, j;
+	json_t *s, *p;
+	int64_t peak = -1;
+	json_array_foreach(json_object_get(json_object_get(m, "timeline"), "series"), i, s)
+		if (!strcmp(json_string_value(json_object_get(s, "component")), component))
+			json_array_foreach(json_object_get(s, "points"), j, p)
+				if (json_integer_value(json_array_get(p, 1)) > peak)
+					peak = json_integer_value(json_array_get(p, 1));
+	return peak;
+}
+
+START_TEST(timeline_holds_the_peak_and_stage_events)
+{
+	json_t *m = run_mode("api", NULL);
+	ck_assert_ptr_nonnull(m);
+	json_t *tl = json_object_get(m, "timeline");
+	ck_assert_ptr_nonnull(tl);
+	ck_assert_int_eq(series_peak(m, "cpu"), metric(m, "process_mem_cpu_peak"));
+	size_t i;
+	json_t *e;
+	int outer_begin = 0, inner_end = 0;
+	json_array_foreach(json_object_get(tl, "events"), i, e) {
+		const char *st = json_string_value(json_object_get(e, "stage"));
+		const char *kind = json_string_value(json_object_get(e, "kind"));
+		outer_begin += !strcmp(st, "outer") && !strcmp(kind, "begin");
+		inner_end += !strcmp(st, "inner") && !strcmp(kind, "end");
+	}
+	ck_assert_int_eq(outer_begin, 1);
+	ck_assert_int_eq(inner_end, 1);
+	json_decref(m);
+	const char *env[] = { "MEMSHIM_TIMELINE=0", NULL };
+	m = run_mode("api", env);
+	ck_assert_ptr_null(json_object_get(m, "timeline"));
+	json_decref(m);
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("preload");
@@ -425,6 +464,7 @@ int main(void)
 	tcase_add_test(tc, the_programs_own_handler_keeps_working);
 	tcase_add_test(tc, periodic_snapshots_survive_kill_9);
 	tcase_add_test(tc, bad_snapshot_interval_warns_and_is_off);
+	tcase_add_test(tc, timeline_holds_the_peak_and_stage_events);
 	suite_add_tcase(s, tc);
 	SRunner *sr = srunner_create(s);
 	srunner_run_all(sr, CK_NORMAL);
