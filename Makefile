@@ -19,6 +19,8 @@ CHECK_CFLAGS := $(shell $(PKG_CONFIG) --cflags check 2>/dev/null)
 CHECK_LIBS := $(shell $(PKG_CONFIG) --libs check 2>/dev/null || echo -lcheck -lsubunit -lm -lrt -lpthread)
 JANSSON_CFLAGS := $(shell $(PKG_CONFIG) --cflags jansson 2>/dev/null)
 JANSSON_LIBS := $(shell $(PKG_CONFIG) --libs jansson 2>/dev/null || echo -ljansson)
+CAIRO_CFLAGS := $(shell $(PKG_CONFIG) --cflags cairo 2>/dev/null)
+CAIRO_LIBS := $(shell $(PKG_CONFIG) --libs cairo 2>/dev/null || echo -lcairo)
 UNWIND_CFLAGS := $(shell $(PKG_CONFIG) --cflags libunwind 2>/dev/null)
 UNWIND_LIBS := $(shell $(PKG_CONFIG) --libs libunwind 2>/dev/null || echo -lunwind)
 
@@ -38,6 +40,7 @@ include tests/formatter/formatter-tests.mk
 include tests/gpu/gpu.mk
 include tests/python/python.mk
 -include tests/native/native.mk
+include tests/fuzz/fuzz.mk
 -include bench/native/native.mk
 -include bench/python/python.mk
 -include bench/cuda/cuda.mk

@@ -1,0 +1,38 @@
+/* libFuzzer target: the formatter's metrics-file reader and everything that prints a loaded file. */
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <sys/mman.h>
+#include <unistd.h>
+#include "mf.h"
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+	static int fd = -1;
+	static FILE *sink;
+	char path[64];
+	if (fd < 0) {
+		fd = memfd_create("metrics", 0);
+		sink = fopen("/dev/null", "w");
+	}
+	if (ftruncate(fd, 0) < 0 || pwrite(fd, data, size, 0) != (ssize_t)size)
+		return 0;
+	snprintf(path, sizeof path, "/proc/self/fd/%d", fd);
+	struct mf_file f;
+	if (mf_load(path, &f, sink) == 0) {
+		struct mf_opts o = { 0 };
+		mf_dump_file(sink, &f, &o);
+		o.calls = 1;
+		mf_dump_file(sink, &f, &o);
+		mf_merge(sink, &f, 1, &o);
+		o.calls = 0;
+		o.threshold = 5.0;
+		o.threshold_pct = 1;
+		o.threshold_text = "5%";
+		mf_diff(sink, &f, &f, &o);
+		mf_file_free(&f);
+	}
+	return 0;
+}
