@@ -269,6 +269,38 @@ START_TEST(custom_names)
 }
 END_TEST
 
+static void expect_history_mib(struct run *r, const char *stage, const double *mib, size_t n)
+{
+	json_t *hist = json_object_get(stage_entry(r, stage), "history");
+	ck_assert_msg(json_array_size(hist) == n, "%s: %s has %zu calls in history, expected %zu", r->python,
+		      stage, json_array_size(hist), n);
+	for (size_t k = 0; k < n; k++) {
+		double d = (double)json_integer_value(json_object_get(json_array_get(hist, k), "cpu_alloc_delta")) / MIB;
+		ck_assert_msg(fabs(d - mib[k]) <= 1.0, "%s: %s call %zu: %.2f MiB, expected %.0f", r->python,
+			      stage, k + 1, d, mib[k]);
+	}
+}
+
+START_TEST(coroutines)
+{
+	const char *py = python_or_skip(_i);
+	if (!py)
+		return;
+	struct run r;
+	const char *args[] = { fixture("coro.py"), NULL };
+	run_py(&r, py, args, "co=fetch,agen=ticks", NULL, NULL, 1);
+	RUN_OK(&r);
+	ck_assert_msg(strstr(r.out, "coro ok"), "%s: %s", py, r.out);
+	expect_calls(&r, "co", 3); /* two suspending awaits, then the end */
+	const double co[] = { 2, 2, 3 };
+	expect_history_mib(&r, "co", co, 3);
+	expect_calls(&r, "agen", 3); /* async generator: two yields, then the end */
+	const double agen[] = { 1, 1, 0 };
+	expect_history_mib(&r, "agen", agen, 3);
+	run_done(&r);
+}
+END_TEST
+
 START_TEST(sys_exit_in_stage)
 {
 	const char *py = python_or_skip(_i);
@@ -532,6 +564,7 @@ static Suite *suite(void)
 	tcase_add_loop_test(tc, trainer_default_names, 0, NPY);
 	tcase_add_loop_test(tc, custom_names, 0, NPY);
 	tcase_add_loop_test(tc, sys_exit_in_stage, 0, NPY);
+	tcase_add_loop_test(tc, coroutines, 0, NPY);
 	tcase_add_loop_test(tc, run_module_and_command, 0, NPY);
 	tcase_add_loop_test(tc, own_profilers, 0, NPY);
 	tcase_add_loop_test(tc, monitoring_tool_id_taken, 0, NPY);
