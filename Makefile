@@ -12,7 +12,8 @@ CFLAGS ?= -O2 -g
 WARNFLAGS := -Wall -Wextra -Wshadow -Wstrict-prototypes -Wmissing-prototypes -Wno-unused-parameter
 BASEFLAGS := -std=gnu11 -D_GNU_SOURCE -MMD -MP $(WARNFLAGS)
 ifneq ($(SANITIZE),)
-SANFLAGS := -fsanitize=$(SANITIZE) -fno-omit-frame-pointer
+SANFLAGS := -fsanitize=$(SANITIZE) -fno-omit-frame-pointer \
+	$(if $(findstring undefined,$(SANITIZE)),-fno-sanitize-recover=undefined)
 endif
 
 CHECK_CFLAGS := $(shell $(PKG_CONFIG) --cflags check 2>/dev/null)
@@ -29,7 +30,7 @@ CHECK_TARGETS :=
 ALL_TARGETS :=
 INSTALL_TARGETS :=
 
-.PHONY: all build-all check check-run deps demo demo-run bench install clean
+.PHONY: all build-all check check-run deps demo demo-run bench install clean check-sanitize lint
 all: build-all
 
 include shim/shim.mk
@@ -53,8 +54,19 @@ build-all: $(ALL_TARGETS)
 check: deps
 	@$(MAKE) --no-print-directory check-run
 
-check-run: $(CHECK_TARGETS)
+check-run: $(CHECK_TARGETS) check-sanitize lint
 	@echo "memshim: all test suites passed"
+
+# The pure suites and the formatter again under AddressSanitizer+UBSan and ThreadSanitizer, and the
+# formatter under valgrind memcheck, each in its own build directory.
+.PHONY: check-sanitize lint
+check-sanitize:
+	@$(MAKE) --no-print-directory BUILD=$(BUILD)/asan SANITIZE=address,undefined check-unit check-formatter
+	@$(MAKE) --no-print-directory BUILD=$(BUILD)/tsan SANITIZE=thread check-unit
+	@scripts/valgrind-formatter.sh $(BUILD)/memshim-format
+
+lint:
+	@scripts/lint.sh
 
 deps:
 	@scripts/install-deps.sh

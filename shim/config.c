@@ -74,7 +74,7 @@ static int parse_path(const char *v, char *out)
 	if (n == 0 || n >= MS_PATH_MAX)
 		return -1;
 	if (v[0] == '/') {
-		memcpy(out, v, n + 1);
+		ms_strlcpy(out, v, MS_PATH_MAX);
 		return 0;
 	}
 	char cwd[MS_PATH_MAX];
@@ -83,9 +83,7 @@ static int parse_path(const char *v, char *out)
 	size_t c = strlen(cwd);
 	if (c + 1 + n >= MS_PATH_MAX)
 		return -1;
-	memcpy(out, cwd, c);
-	out[c] = '/';
-	memcpy(out + c + 1, v, n + 1);
+	ms_format(out, MS_PATH_MAX, "%s/%s", cwd, v);
 	return 0;
 }
 
@@ -113,7 +111,7 @@ static void warn_bad(const char *name, const char *value, const char *fallback)
 {
 	char shown[68];
 	size_t i = 0;
-	for (; value[i] && i < 64; i++)
+	for (; i < 64 && value[i]; i++)
 		shown[i] = (value[i] >= 0x20 && value[i] < 0x7f) ? value[i] : '?';
 	memcpy(shown + i, value[i] ? "..." : "", value[i] ? 4 : 1);
 	ms_warn("%s=\"%s\" is not valid; using \"%s\"", name, shown, fallback);
@@ -224,7 +222,7 @@ static const char *parse_entry(struct ms_spec *spec, const char *b, const char *
 			return "too many stages";
 		idx = spec->nstages;
 		memset(&spec->stage[idx], 0, sizeof spec->stage[idx]);
-		strcpy(spec->stage[idx].name, name);
+		ms_strlcpy(spec->stage[idx].name, name, sizeof spec->stage[idx].name);
 	}
 	struct ms_spec_stage saved = spec->stage[idx];
 	size_t pool_saved = spec->pool_used;

@@ -146,7 +146,7 @@ EXPORT void *reallocarray(void *ptr, size_t n, size_t size)
 		return NULL;
 	}
 	if (!ms_real_reallocarray || (ptr && ms_bootstrap_owns(ptr)))
-		return realloc(ptr, n * size);
+		return realloc(ptr, n * size); // NOLINT(clang-analyzer-optin.portability.UnixAPI): size 0 means free
 	int countable = COUNTABLE();
 	int64_t old = ptr && countable ? (int64_t)malloc_usable_size(ptr) : 0;
 	void *q;

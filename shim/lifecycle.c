@@ -138,7 +138,7 @@ static void identify(void)
 		ms_proc.is_child = 1;
 		const char *out = getenv("MEMSHIM_ROOT_OUTPUT");
 		if (out && out[0] == '/' && strlen(out) < sizeof ms_cfg.output)
-			strcpy(ms_cfg.output, out);
+			ms_strlcpy(ms_cfg.output, out, sizeof ms_cfg.output);
 		return;
 	}
 	ms_proc.root_pid = ms_proc.pid;

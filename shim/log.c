@@ -123,10 +123,10 @@ void ms_log(int level, const char *fmt, ...)
 	if (level > ms_cfg.log_level)
 		return;
 	char buf[1024];
-	memcpy(buf, "memshim: ", 9);
+	size_t n = ms_format(buf, sizeof buf, "memshim: ");
 	va_list ap;
 	va_start(ap, fmt);
-	size_t n = 9 + vformat(buf + 9, sizeof buf - 10, fmt, ap);
+	n += vformat(buf + n, sizeof buf - n - 1, fmt, ap);
 	va_end(ap);
 	buf[n++] = '\n';
 	/* raw syscall: no errno change visible to the program beyond this call, no cancellation point */

@@ -20,6 +20,18 @@ void ms_log(int level, const char *fmt, ...) __attribute__((format(printf, 2, 3)
 #define ms_warn(...) ms_log(MS_LOG_WARN, __VA_ARGS__)
 #define ms_debug(...) ms_log(MS_LOG_DEBUG, __VA_ARGS__)
 
+/* Copies SRC into DST of SIZE bytes, always NUL-terminated; returns SRC's length. */
+static inline size_t ms_strlcpy(char *dst, const char *src, size_t size)
+{
+	size_t n = 0;
+	for (; src[n]; n++)
+		if (n + 1 < size)
+			dst[n] = src[n];
+	if (size)
+		dst[n < size ? n : size - 1] = '\0';
+	return n;
+}
+
 /* Formats like ms_log into BUF (always NUL-terminated); returns the length written. */
 size_t ms_format(char *buf, size_t size, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 

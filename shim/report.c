@@ -512,7 +512,7 @@ static int in_place(char *path, size_t size)
 	char target[MS_PATH_MAX + 32];
 	if (!realpath(path, target) || strlen(target) >= size)
 		return 1;
-	strcpy(path, target);
+	ms_strlcpy(path, target, size);
 	return 0;
 }
 

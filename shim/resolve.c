@@ -17,7 +17,7 @@ __thread int ms_tls_guard MS_TLS;
 static void *(*real_dlsym)(void *, const char *);
 static int state; /* 0 unresolved, 1 resolving, 2 done */
 
-#define BOOT_SIZE (256 * 1024)
+#define BOOT_SIZE ((size_t)256 * 1024)
 static char boot[BOOT_SIZE] __attribute__((aligned(64)));
 static size_t boot_used;
 

@@ -90,7 +90,7 @@ static void start_thread(void)
 	pthread_sigmask(SIG_SETMASK, &all, &old); /* signals stay with the program's threads */
 	pthread_attr_init(&attr);
 	pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
-	pthread_attr_setstacksize(&attr, 256 * 1024);
+	pthread_attr_setstacksize(&attr, (size_t)256 * 1024);
 	if (pthread_create(&t, &attr, snapshot_loop, NULL) != 0) {
 		ms_warn("cannot start the snapshot thread; MEMSHIM_SNAPSHOT_INTERVAL is ignored");
 	}

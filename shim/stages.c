@@ -43,16 +43,15 @@ static int lock_or_refuse(void)
 
 int ms_stage_name_valid(const char *name)
 {
-	size_t n = 0;
-	if (!name)
+	size_t n = name ? strnlen(name, MS_STAGE_NAME_MAX) : 0;
+	if (n == 0 || n >= MS_STAGE_NAME_MAX)
 		return 0;
-	for (; name[n]; n++) {
-		char c = name[n];
-		int ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_';
-		if (!ok || n + 1 >= MS_STAGE_NAME_MAX)
+	for (size_t i = 0; i < n; i++) {
+		char c = name[i];
+		if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_'))
 			return 0;
 	}
-	return n > 0;
+	return 1;
 }
 
 static int find(const char *name)
@@ -81,7 +80,7 @@ int ms_stage_id(const char *name)
 		id = ms_st.nstages;
 		struct ms_stage *s = &ms_st.stage[id];
 		memset(s, 0, sizeof *s);
-		strcpy(s->name, name);
+		ms_strlcpy(s->name, name, sizeof s->name);
 		s->used = 1;
 		s->first_order = -1;
 		__atomic_store_n(&ms_st.nstages, id + 1, __ATOMIC_RELEASE);

@@ -20,7 +20,7 @@ START_TEST(a_million_points_keep_each_series_peak)
 	int64_t peak_cpu = 0, peak_gpu = 0;
 	for (int i = 0; i < 1000000; i++) {
 		int64_t cpu = (int64_t)(i % 977) * 4096 + (i == 612345 ? (1LL << 40) : 0);
-		int64_t gpu = (int64_t)((i * 7919) % 10007) << 20;
+		int64_t gpu = (((int64_t)i * 7919) % 10007) << 20;
 		ms_tl_append(&tl, MS_CPU, i * 1e-3, cpu);
 		if (i % 3 == 0)
 			ms_tl_append(&tl, MS_DEV0 + 1, i * 1e-3, gpu);

@@ -1,0 +1,13 @@
+#!/bin/sh
+# cppcheck and clang-tidy over shim/ and formatter/: any finding fails.
+set -eu
+cd "$(dirname "$0")/.."
+cflags="-std=gnu11 -D_GNU_SOURCE -Ishim -Iformatter -I/usr/local/cuda/include $(pkg-config --cflags jansson cairo 2>/dev/null)"
+cppcheck -q --enable=warning,performance,portability --std=c11 -D_GNU_SOURCE -D__x86_64__ \
+	--error-exitcode=1 --inline-suppr -Ishim -Iformatter --suppress=missingIncludeSystem shim formatter
+# shellcheck disable=SC2086
+clang-tidy --quiet shim/*.c formatter/*.c -- $cflags 2>&1 | grep -E "(error|warning):" && {
+	echo "lint: clang-tidy findings above" >&2
+	exit 1
+}
+echo "lint: cppcheck and clang-tidy clean on shim/ and formatter/"
