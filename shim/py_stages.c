@@ -337,6 +337,8 @@ static int stage_id(int i)
 
 void ms_py_enter(uint32_t mask)
 {
+	if (MS_UNLIKELY(!ms_active))
+		return; /* e.g. a forked child that is not followed; leaves stay paired by outstanding[] */
 	double now = ms_elapsed();
 	for (int i = 0; mask; i++, mask >>= 1) {
 		if (!(mask & 1))

@@ -301,6 +301,32 @@ START_TEST(coroutines)
 }
 END_TEST
 
+START_TEST(exits_by_exception)
+{
+	const char *py = python_or_skip(_i);
+	if (!py)
+		return;
+	struct run r;
+	const char *args[] = { fixture("genthrow.py"), NULL };
+	run_py(&r, py, args, "gen=g,deep=deep,o=outer_fn", NULL, NULL, 1);
+	RUN_OK(&r);
+	/* next, throw (handled: +2 and the loop's +1), next, close (finally), next, close by del */
+	const double gen[] = { 1, 3, 1, 1, 1, 1 };
+	expect_calls(&r, "gen", 6);
+	expect_history_mib(&r, "gen", gen, 6);
+	expect_calls(&r, "deep", 1);
+	expect_calls(&r, "o", 1);
+	expect_mib(&r, "o", "alloc", 3);
+	const char *names[] = { "gen", "deep", "o" };
+	for (int k = 0; k < 3; k++) {
+		json_t *s = stage_entry(&r, names[k]);
+		ck_assert_msg(!json_is_true(json_object_get(s, "open")) &&
+			      !json_is_true(json_object_get(s, "closed_at_exit")), "%s: %s left open", py, names[k]);
+	}
+	run_done(&r);
+}
+END_TEST
+
 START_TEST(sys_exit_in_stage)
 {
 	const char *py = python_or_skip(_i);
@@ -565,6 +591,7 @@ static Suite *suite(void)
 	tcase_add_loop_test(tc, custom_names, 0, NPY);
 	tcase_add_loop_test(tc, sys_exit_in_stage, 0, NPY);
 	tcase_add_loop_test(tc, coroutines, 0, NPY);
+	tcase_add_loop_test(tc, exits_by_exception, 0, NPY);
 	tcase_add_loop_test(tc, run_module_and_command, 0, NPY);
 	tcase_add_loop_test(tc, own_profilers, 0, NPY);
 	tcase_add_loop_test(tc, monitoring_tool_id_taken, 0, NPY);
