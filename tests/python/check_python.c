@@ -457,7 +457,7 @@ START_TEST(helper_module)
 }
 END_TEST
 
-START_TEST(unset_targets_cost_nothing)
+START_TEST(unmatched_targets)
 {
 	const char *py = python_or_skip(_i);
 	if (!py)
@@ -597,7 +597,7 @@ static Suite *suite(void)
 	tcase_add_loop_test(tc, monitoring_tool_id_taken, 0, NPY);
 	tcase_add_loop_test(tc, other_threads, 0, NPY);
 	tcase_add_loop_test(tc, helper_module, 0, NPY);
-	tcase_add_loop_test(tc, unset_targets_cost_nothing, 0, NPY);
+	tcase_add_loop_test(tc, unmatched_targets, 0, NPY);
 	tcase_add_loop_test(tc, frame_hook_replaced, 0, NPY);
 	tcase_add_test(tc, embedded_interpreter);
 	tcase_add_loop_test(tc, debug_allocator, 0, NPY);
