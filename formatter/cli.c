@@ -1,5 +1,6 @@
 /* Command line of memshim-format: options, loading every file, then one of dump, merge or diff. */
 #include "mf.h"
+#include "plot.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -8,6 +9,7 @@ static const char mf_usage[] =
 	"usage: memshim-format [--stage NAME] [--calls] [--json-dir DIR] FILE...\n"
 	"       memshim-format --merge [--stage NAME] FILE...\n"
 	"       memshim-format --diff [--threshold 5%|10MB] [--stage NAME] OLD NEW\n"
+	"       memshim-format --plot FILE.svg|FILE.png [--size WxH] FILE...\n"
 	"Prints memshim metrics files as the Hugging Face Trainer memory-metrics dump.\n"
 	"  --stage NAME     only that stage's group\n"
 	"  --calls          per stage, min/max over its calls\n"
@@ -15,6 +17,9 @@ static const char mf_usage[] =
 	"  --merge          one table per stage over all files: min, max, mean, who had the max\n"
 	"  --diff OLD NEW   old, new and change per key; exit 1 when a memory metric grew past\n"
 	"  --threshold T    the --diff threshold: N% of the old value or N MB/KB/GB/B (default 5%)\n"
+	"  --plot OUT       draws memory over time with the stages into OUT (.svg or .png), one\n"
+	"                   panel per file on a shared time axis; prints nothing\n"
+	"  --size WxH       the picture's size in pixels (default 1200 x 300+250 per file)\n"
 	"Exit status: 0 ok, 1 --diff found a regression, 2 bad input or usage.\n";
 
 static int mf_usage_error(FILE *err, const char *what, const char *arg)
@@ -39,6 +44,21 @@ static const char *mf_optval(int argc, char **argv, int *i, const char *opt, int
 	return *i + 1 < argc ? argv[++*i] : NULL;
 }
 
+/* "1200x800": both within what a picture can sensibly be. */
+static int mf_parse_size(const char *s, int *w, int *h)
+{
+	char *end;
+	long a = strtol(s, &end, 10), b;
+	if (end == s || (*end != 'x' && *end != 'X'))
+		return -1;
+	s = end + 1;
+	b = strtol(s, &end, 10);
+	if (end == s || *end || a < MF_PLOT_MIN || a > MF_PLOT_MAX || b < MF_PLOT_MIN || b > MF_PLOT_MAX)
+		return -1;
+	*w = (int)a, *h = (int)b;
+	return 0;
+}
+
 struct mf_args {
 	struct mf_opts o;
 	char **files;
@@ -47,8 +67,9 @@ struct mf_args {
 
 static int mf_value_opt(int argc, char **argv, int *i, struct mf_args *a, FILE *err, int *used)
 {
-	static const char *const names[] = { "--stage", "--json-dir", "--threshold" };
-	for (int k = 0; k < 3; k++) {
+	static const char *const names[] = { "--stage", "--json-dir", "--threshold", "--plot",
+					     "--size" };
+	for (int k = 0; k < 5; k++) {
 		int m;
 		const char *v = mf_optval(argc, argv, i, names[k], &m);
 		if (!m)
@@ -56,10 +77,15 @@ static int mf_value_opt(int argc, char **argv, int *i, struct mf_args *a, FILE *
 		*used = 1;
 		if (!v || !*v)
 			return mf_usage_error(err, "missing value for", names[k]);
+		if (k == 4)
+			return mf_parse_size(v, &a->o.plot_w, &a->o.plot_h) ?
+				mf_usage_error(err, "bad size (want WxH, each 200 to 16000)", v) : MF_OK;
 		if (k == 0)
 			a->o.stage = v;
 		else if (k == 1)
 			a->o.json_dir = v;
+		else if (k == 3)
+			a->o.plot = v;
 		else if (mf_parse_threshold(v, &a->o.threshold, &a->o.threshold_pct))
 			return mf_usage_error(err, "bad threshold (want N% or N MB, KB, GB, B)", v);
 		else
@@ -109,6 +135,13 @@ static int mf_check_args(struct mf_args *a, FILE *err)
 				      NULL);
 	if (a->o.merge && a->o.calls)
 		return mf_usage_error(err, "--calls does not combine with --merge", NULL);
+	if (a->o.plot_w && !a->o.plot)
+		return mf_usage_error(err, "--size only applies to --plot", NULL);
+	if (a->o.plot && !mf_plot_kind(a->o.plot))
+		return mf_usage_error(err, "--plot wants a file name ending in .svg or .png", a->o.plot);
+	if (a->o.plot && (a->o.diff || a->o.merge || a->o.calls || a->o.json_dir || a->o.stage))
+		return mf_usage_error(err, "--plot does not combine with --diff, --merge, --calls, "
+				      "--json-dir or --stage", NULL);
 	if (a->o.threshold_text && !a->o.diff)
 		return mf_usage_error(err, "--threshold only applies to --diff", NULL);
 	if (!a->o.threshold_text) /* the default: 5% of the old value */
@@ -172,6 +205,14 @@ static int mf_results_all(FILE *err, struct mf_file *files, size_t n, const char
 	return rc;
 }
 
+static int mf_plot_files(FILE *err, struct mf_file *files, size_t n, const struct mf_opts *o)
+{
+	double h = MF_PLOT_H0 + (double)MF_PLOT_HP * n;
+	mf_sort_files(files, n);
+	return mf_plot(err, files, n, o->plot, o->plot_w ? o->plot_w : MF_PLOT_W,
+		       o->plot_h ? o->plot_h : (int)(h < MF_PLOT_MAX ? h : MF_PLOT_MAX));
+}
+
 static int mf_run(const struct mf_args *a, FILE *out, FILE *err)
 {
 	struct mf_file *files = mf_load_all(a, err);
@@ -183,6 +224,8 @@ static int mf_run(const struct mf_args *a, FILE *out, FILE *err)
 		rc = MF_BAD;
 	else if (a->o.diff)
 		rc = mf_diff(out, &files[0], &files[1], &a->o);
+	else if (a->o.plot)
+		rc = mf_plot_files(err, files, n, &a->o);
 	else {
 		mf_sort_files(files, n);
 		if (a->o.merge)

@@ -1,4 +1,4 @@
-# memshim-format (issue 3): the Trainer-style dump, results files, --merge and --diff.
+# memshim-format (issues 3 and 9): the Trainer-style dump, results files, --merge, --diff, --plot.
 # Objects go to a directory per SANITIZE value so sanitized and plain builds never mix.
 comma := ,
 FMT_VARIANT := $(if $(SANITIZE),san-$(subst $(comma),-,$(SANITIZE)),plain)
@@ -6,8 +6,10 @@ FMT_OBJDIR = $(BUILD)/formatter/$(FMT_VARIANT)
 FMT_SRCS := $(wildcard formatter/*.c)
 FMT_LIB_SRCS := $(filter-out formatter/main.c,$(FMT_SRCS))
 FMT_LIB_OBJS = $(FMT_LIB_SRCS:formatter/%.c=$(FMT_OBJDIR)/%.o)
-FMT_CFLAGS = $(BASEFLAGS) $(CFLAGS) $(SANFLAGS) $(JANSSON_CFLAGS)
-FMT_LIBS = $(JANSSON_LIBS) -lm
+CAIRO_CFLAGS := $(shell $(PKG_CONFIG) --cflags cairo 2>/dev/null)
+CAIRO_LIBS := $(shell $(PKG_CONFIG) --libs cairo 2>/dev/null || echo -lcairo)
+FMT_CFLAGS = $(BASEFLAGS) $(CFLAGS) $(SANFLAGS) $(JANSSON_CFLAGS) $(CAIRO_CFLAGS)
+FMT_LIBS = $(JANSSON_LIBS) $(CAIRO_LIBS) -lm
 FMT_BIN := $(BUILD)/memshim-format
 
 ALL_TARGETS += $(FMT_BIN)

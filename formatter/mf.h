@@ -98,6 +98,8 @@ struct mf_opts {
 	double threshold;       /* --threshold value */
 	int threshold_pct;      /* 1: percent of |old|, 0: bytes */
 	const char *threshold_text;
+	const char *plot;       /* --plot FILE.svg|FILE.png, or NULL */
+	int plot_w, plot_h;     /* --size, 0 for the default */
 };
 void mf_print_status(FILE *out, const struct mf_file *f);
 int mf_print_group(FILE *out, json_t *metrics, const struct mf_group *g, int first);
