@@ -23,10 +23,8 @@ EXPORT int memshim_stage_begin(const char *name)
 	if (!ms_active)
 		return 0;
 	int saved = errno;
-	ms_tls_guard++;
 	int id = lookup(name);
 	int rc = id < 0 ? -1 : ms_stage_enter(id, ms_elapsed());
-	ms_tls_guard--;
 	errno = saved;
 	return rc;
 }
@@ -36,10 +34,8 @@ EXPORT int memshim_stage_end(const char *name)
 	if (!ms_active)
 		return 0;
 	int saved = errno;
-	ms_tls_guard++;
 	int id = ms_stage_find(name);
 	int rc = id < 0 ? -1 : ms_stage_leave(id, ms_elapsed());
-	ms_tls_guard--;
 	errno = saved;
 	return rc;
 }

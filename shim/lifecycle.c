@@ -25,6 +25,7 @@ static int finished;
 
 void ms_py_init(void) __attribute__((weak));
 void ms_native_init(void) __attribute__((weak));
+void ms_cuda_stage_boundary(int stage, int end) __attribute__((weak));
 void ms_mmap_lock(void);
 void ms_mmap_unlock(void);
 
@@ -74,6 +75,14 @@ void ms_finish(const char *reason)
 	ms_stages_close_all(ms_elapsed());
 	ms_report_write(reason, 0, 1);
 	ms_tls_guard--;
+}
+
+/* Work that must follow a stage boundary outside the engine's lock (never at exit). */
+static void after_boundary(int stage, int end)
+{
+	ms_snapshots_at_boundary();
+	if (ms_cuda_stage_boundary)
+		ms_cuda_stage_boundary(stage, end);
 }
 
 static void at_exit(void)
@@ -178,6 +187,7 @@ __attribute__((constructor)) static void ms_init(void)
 	if (ms_proc.implicit_init)
 		ms_stages_begin_implicit_init(0.0);
 	ms_snapshots_start();
+	ms_stage_observer = after_boundary;
 	if (ms_py_init)
 		ms_py_init();
 	if (ms_native_init)

@@ -98,8 +98,7 @@ static void start_thread(void)
 	pthread_sigmask(SIG_SETMASK, &old, NULL);
 }
 
-/* Called after each stage boundary: re-creates the thread in a forked child, outside any hook. */
-static void at_boundary(void)
+void ms_snapshots_at_boundary(void)
 {
 	if (__atomic_load_n(&thread_pending, __ATOMIC_RELAXED) && ms_tls_guard == 0 &&
 	    __atomic_exchange_n(&thread_pending, 0, __ATOMIC_ACQ_REL))
@@ -109,10 +108,8 @@ static void at_boundary(void)
 void ms_snapshots_start(void)
 {
 	install_handlers();
-	if (ms_cfg.snapshot_interval > 0) {
+	if (ms_cfg.snapshot_interval > 0)
 		start_thread();
-		ms_stage_observer = at_boundary;
-	}
 }
 
 void ms_snapshots_after_fork_child(void)

@@ -6,6 +6,9 @@
 /* Installs the fatal-signal handlers and, when configured, starts the snapshot thread. */
 void ms_snapshots_start(void);
 
+/* At a stage boundary: re-creates the thread in a forked child, outside any hook. */
+void ms_snapshots_at_boundary(void);
+
 /* A forked child: the thread did not survive the fork; it is re-created at the next stage boundary. */
 void ms_snapshots_after_fork_child(void);
 

@@ -7,7 +7,7 @@
 #include "timeline.h"
 
 struct ms_stages ms_st = { .implicit_init = -1 };
-void (*ms_stage_observer)(void);
+void (*ms_stage_observer)(int stage, int end);
 
 static int lock_word;
 static __thread int lock_held MS_TLS;
@@ -218,7 +218,7 @@ int ms_stage_enter(int id, double now)
 	}
 	ms_stages_unlock();
 	if (ms_stage_observer)
-		ms_stage_observer();
+		ms_stage_observer(id, 0);
 	return 0;
 }
 
@@ -236,8 +236,8 @@ int ms_stage_leave(int id, double now)
 		finish_call(id, live, now, 0);
 	}
 	ms_stages_unlock();
-	if (ms_stage_observer)
-		ms_stage_observer();
+	if (ms_stage_observer && rc == 0)
+		ms_stage_observer(id, 1);
 	return rc;
 }
 

@@ -98,8 +98,9 @@ void ms_stages_lock(void);
 void ms_stages_unlock(void);
 void ms_stages_lock_reset(void);
 
-/* Called after every stage boundary, outside the lock (snapshots.c re-creates its thread there). */
-extern void (*ms_stage_observer)(void);
+/* Called after every stage begin (END 0) and end (END 1) made through ms_stage_enter/leave, outside
+ * the lock; never for stages closed at exit. */
+extern void (*ms_stage_observer)(int stage, int end);
 
 /* Like ms_stages_copy, but gives up waiting for the lock after about 100 ms and copies without it:
  * for signal handlers, where the holder may never run again. */
