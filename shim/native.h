@@ -1,0 +1,117 @@
+/* Native stages (C/C++ functions named in MEMSHIM_STAGES): shared declarations of the native_*.c
+ * files.  Targets are resolved to address ranges (native_syms.c); allocations look at the stack
+ * (native_stack.c); a frame of a target function gets its return address replaced by one of the
+ * trampolines (native_tramp.c, native_pool.c), which closes the stage when the function returns. */
+#ifndef MS_NATIVE_H
+#define MS_NATIVE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+/* ---- trampolines (native_tramp.c, native_pool.c) --------------------------------------------- */
+
+#define MS_NTRAMP 4096    /* trampolines in the pool */
+#define MS_TRAMP_SIZE 16  /* bytes per trampoline; the entry point is one byte in */
+
+extern char ms_tramp_base[]; /* first trampoline block */
+
+static inline uintptr_t ms_tramp_addr(int i)
+{
+	return (uintptr_t)ms_tramp_base + (uintptr_t)i * MS_TRAMP_SIZE + 1;
+}
+
+/* Index of the trampoline whose entry point is IP, or -1. */
+static inline int ms_tramp_index(uintptr_t ip)
+{
+	uintptr_t off = ip - (uintptr_t)ms_tramp_base;
+	if (off >= (uintptr_t)MS_NTRAMP * MS_TRAMP_SIZE || off % MS_TRAMP_SIZE != 1)
+		return -1;
+	return (int)(off / MS_TRAMP_SIZE);
+}
+
+/* Finds the unwind-info words that hold each trampoline's return address; 0 when usable. */
+int ms_pool_init(void);
+/* Takes a free trampoline (-1 when none is left) and gives it back. */
+int ms_pool_take(void);
+void ms_pool_give(int i);
+/* The return address trampoline I stands for (read by the trampoline and by unwinders). */
+uintptr_t ms_pool_ra(int i);
+void ms_pool_set_ra(int i, uintptr_t ra);
+
+/* ---- targets (native_names.c) ---------------------------------------------------------------- */
+
+enum ms_target_kind {
+	MS_TK_PLAIN,     /* a C symbol or a mangled C++ symbol */
+	MS_TK_CXX,       /* a demangled C++ name, matched through its mangled prefixes */
+};
+
+#define MS_TARGET_PREFIXES 3
+
+struct ms_target {
+	const char *text;      /* as written in MEMSHIM_STAGES */
+	const char *object;    /* "lib.so" of "lib.so:symbol", else NULL */
+	size_t object_len;
+	char name[160];        /* the symbol part (parameters dropped for C++ names) */
+	int kind;
+	int nprefix;           /* MS_TK_CXX: mangled prefixes that a matching symbol starts with */
+	char prefix[MS_TARGET_PREFIXES][176];
+	int spec_stage;        /* index into ms_cfg.spec */
+	int stage;             /* engine id */
+	int found;             /* resolved in some object */
+};
+
+/* Parses TEXT (one MEMSHIM_STAGES target) into T; returns 0 when it is a native target, -1 when it
+ * is something only the Python detector can match (qualified names with dots). */
+int ms_target_parse(struct ms_target *t, const char *text, const char *exe_base);
+
+/* Whether symbol SYM (from a symbol table) is the function T names: exact, a compiler clone
+ * ("name.constprop.0", "name.cold"), or for C++ names any overload / const / constructor variant. */
+int ms_target_matches(const struct ms_target *t, const char *sym);
+
+/* Whether object path PATH is the one T pins (basename equal, or "lib.so" for "lib.so.1.2"). */
+int ms_target_object_matches(const struct ms_target *t, const char *path);
+
+/* ---- resolution (native_syms.c) -------------------------------------------------------------- */
+
+struct ms_range {
+	uintptr_t lo, hi; /* [lo, hi) */
+	int stage;        /* engine id */
+};
+
+struct ms_range_table {
+	int n;
+	uintptr_t lo, hi; /* bounds of all ranges: a quick reject */
+	struct ms_range r[];
+};
+
+extern struct ms_target *ms_native_targets;
+extern int ms_native_ntargets;
+
+/* Resolves every target in the objects loaded now and publishes the range table. */
+void ms_syms_resolve(void);
+/* Re-resolves when objects were loaded or unloaded since the last resolution (cheap otherwise). */
+void ms_syms_refresh(void);
+/* Stage (engine id) of the function containing return address IP, or -1. */
+int ms_syms_stage_at(uintptr_t ip);
+/* Paths of loaded objects without a .symtab (the executable first); writes a list into BUF. */
+void ms_syms_stripped(char *buf, size_t size);
+/* Bounds of the shim's own code. */
+extern uintptr_t ms_self_lo, ms_self_hi;
+
+/* ---- stack (native_stack.c) ------------------------------------------------------------------ */
+
+/* Called by the trampoline: the function that returned into trampoline BLOCK+6 has left; returns
+ * the address to continue at. */
+uintptr_t ms_native_tramp_fire(uintptr_t block_ret);
+/* Frames at addresses below SP are being discarded (longjmp): close their stages. */
+void ms_native_discard_below(uintptr_t sp);
+/* Sets up the per-thread state key; 0 when usable. */
+int ms_stack_init(void);
+
+/* Counters kept for the report and the benchmarks (debug log at exit). */
+struct ms_native_stats {
+	uint64_t fast, medium, slow, fired, unwound, longjmps;
+};
+extern struct ms_native_stats ms_native_stats;
+
+#endif
