@@ -109,8 +109,8 @@ static void verify_extra_offset(void)
 	}
 	if (ms_py.ErrOccurred())
 		ms_py.ErrClear();
-	ms_pyobj *objs[] = { code, mode, file, src, compile, builtins };
-	for (size_t i = 0; i < sizeof objs / sizeof *objs; i++)
+	ms_pyobj *objs[6] = { code, mode, file, src, compile, builtins };
+	for (int i = 0; i < 6; i++)
 		if (objs[i])
 			ms_py.DecRef(objs[i]);
 }
