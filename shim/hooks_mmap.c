@@ -18,6 +18,7 @@
 static int grow(struct ms_ranges *r, size_t need);
 static struct ms_ranges table = { .grow = grow };
 static int lock_word;
+static __thread int lock_held MS_TLS; /* a signal handler mapping memory inside our lock passes through */
 static uint64_t untracked;
 
 uint64_t ms_mmap_untracked(void);
@@ -34,10 +35,12 @@ void ms_mmap_lock(void)
 	for (int spins = 0; __atomic_exchange_n(&lock_word, 1, __ATOMIC_ACQUIRE); spins++)
 		if (spins > 64) /* the holder may be inside a syscall: let it run */
 			sched_yield();
+	lock_held = 1;
 }
 
 void ms_mmap_unlock(void)
 {
+	lock_held = 0;
 	__atomic_store_n(&lock_word, 0, __ATOMIC_RELEASE);
 }
 
@@ -114,7 +117,7 @@ static void *wrap_mmap(void *(*real)(void *, size_t, int, int, int, off_t), void
 {
 	if (!real && !ms_resolved())
 		ms_resolve();
-	if (ms_tls_guard || !ms_counting)
+	if (ms_tls_guard || !ms_counting || lock_held)
 		return call_mmap(real, addr, len, prot, flags, fd, off);
 	int fixed = flags & (MAP_FIXED | MAP_FIXED_NOREPLACE);
 	void *p;
@@ -160,7 +163,7 @@ static int call_munmap(void *addr, size_t len)
 
 EXPORT int munmap(void *addr, size_t len)
 {
-	if (ms_tls_guard || !ms_counting)
+	if (ms_tls_guard || !ms_counting || lock_held)
 		return call_munmap(addr, len);
 	ms_mmap_lock();
 	ms_tls_guard++;
@@ -195,7 +198,7 @@ EXPORT void *mremap(void *old, size_t old_len, size_t new_len, int flags, ...)
 		new_addr = va_arg(ap, void *);
 		va_end(ap);
 	}
-	if (ms_tls_guard || !ms_counting)
+	if (ms_tls_guard || !ms_counting || lock_held)
 		return call_mremap(old, old_len, new_len, flags, new_addr);
 	ms_mmap_lock();
 	uint64_t tracked = ms_ranges_overlap(&table, (uintptr_t)old, (uintptr_t)old + page_up(old_len));

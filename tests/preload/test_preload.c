@@ -437,6 +437,71 @@ START_TEST(timeline_holds_the_peak_and_stage_events)
 }
 END_TEST
 
+START_TEST(a_signal_handler_that_allocates_never_deadlocks)
+{
+	json_t *m = run_mode("sigmalloc", NULL);
+	ck_assert_ptr_nonnull(m);
+	ck_assert(WIFEXITED(r.status));
+	ck_assert_int_eq(WEXITSTATUS(r.status), 0);
+	ck_assert_int_eq(metric(m, "chunk_calls"), 400);
+	json_decref(m);
+}
+END_TEST
+
+START_TEST(exit_from_a_thread_writes_the_file)
+{
+	json_t *m = run_mode("thread_exit", NULL);
+	ck_assert_ptr_nonnull(m);
+	ck_assert_int_eq(WEXITSTATUS(r.status), 4);
+	ck_assert(json_is_true(json_object_get(m, "complete")));
+	ck_assert(json_is_true(json_object_get(stage_of(m, "main_work"), "closed_at_exit")));
+	json_decref(m);
+}
+END_TEST
+
+static json_t *spawn_run(const char *how)
+{
+	const char *argv[] = { built("preload/alloc_fixture"), "spawn", how, NULL };
+	ck_assert_int_eq(run_under_shim(&r, argv, NULL), 0);
+	return load_metrics(&r, "m.json");
+}
+
+START_TEST(vfork_and_posix_spawn_children_report_on_their_own)
+{
+	static const char *const hows[] = { "vfork", "posix_spawn" };
+	for (int i = 0; i < 2; i++) {
+		json_t *m = spawn_run(hows[i]);
+		ck_assert_msg(m != NULL, "%s: parent file missing", hows[i]);
+		ck_assert_int_eq(WEXITSTATUS(r.status), 0);
+		ck_assert(json_is_false(json_object_get(m, "is_child")));
+		ck_assert(!has_metric(m, "simple_calls")); /* the child never wrote into the parent's file */
+		int child = 0, st = -1;
+		ck_assert_int_eq(sscanf(r.out, "child %d status %d", &child, &st), 2);
+		ck_assert_int_eq(st, 0);
+		char name[64];
+		snprintf(name, sizeof name, "m.json.%d", child);
+		json_t *c = load_metrics(&r, name);
+		ck_assert_msg(c != NULL, "%s: child file missing", hows[i]);
+		ck_assert(json_is_true(json_object_get(c, "is_child")));
+		assert_between(metric(c, "simple_mem_cpu_alloc_delta"), 2 * MiB, 2 * MiB + 8192, hows[i]);
+		json_decref(c);
+		json_decref(m);
+	}
+}
+END_TEST
+
+START_TEST(exec_in_place_keeps_the_main_file)
+{
+	json_t *m = spawn_run("execve");
+	ck_assert_ptr_nonnull(m);
+	ck_assert_int_eq(WEXITSTATUS(r.status), 0);
+	ck_assert(json_is_false(json_object_get(m, "is_child")));
+	ck_assert_int_eq(metric(m, "simple_calls"), 1);
+	ck_assert_int_eq(count_files(r.dir, "m.json.", NULL, 0), 0);
+	json_decref(m);
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("preload");
@@ -465,6 +530,10 @@ int main(void)
 	tcase_add_test(tc, periodic_snapshots_survive_kill_9);
 	tcase_add_test(tc, bad_snapshot_interval_warns_and_is_off);
 	tcase_add_test(tc, timeline_holds_the_peak_and_stage_events);
+	tcase_add_test(tc, a_signal_handler_that_allocates_never_deadlocks);
+	tcase_add_test(tc, exit_from_a_thread_writes_the_file);
+	tcase_add_test(tc, vfork_and_posix_spawn_children_report_on_their_own);
+	tcase_add_test(tc, exec_in_place_keeps_the_main_file);
 	suite_add_tcase(s, tc);
 	SRunner *sr = srunner_create(s);
 	srunner_run_all(sr, CK_NORMAL);
