@@ -38,7 +38,7 @@ static const struct setting settings[] = {
 static int parse_bool(const char *v, int *out)
 {
 	static const char *const yes[] = { "1", "true", "yes", "on" };
-	static const char *const no[] = { "0", "false", "no", "off", "" };
+	static const char *const no[] = { "0", "false", "no", "off" };
 	for (size_t i = 0; i < sizeof yes / sizeof *yes; i++)
 		if (strcasecmp(v, yes[i]) == 0)
 			return *out = 1, 0;
@@ -126,7 +126,7 @@ void ms_config_load(struct ms_config *cfg, ms_getenv_fn get)
 	for (size_t i = 0; i < sizeof settings / sizeof *settings; i++) {
 		const struct setting *s = &settings[i];
 		const char *v = get(s->name);
-		if (!v)
+		if (!v || (!*v && s->kind != K_STAGES)) /* empty is unset, but an empty stage list is none */
 			continue;
 		if (s->kind == K_STAGES)
 			memset(&cfg->spec, 0, sizeof cfg->spec);
@@ -237,6 +237,8 @@ static const char *parse_entry(struct ms_spec *spec, const char *b, const char *
 	return NULL;
 }
 
+#define MS_SPEC_WARNINGS 5 /* a long garbage value must not flood stderr */
+
 int ms_spec_parse(struct ms_spec *spec, const char *text)
 {
 	int bad = 0;
@@ -248,14 +250,14 @@ int ms_spec_parse(struct ms_spec *spec, const char *text)
 		const char *b = trim(p, &te);
 		if (b < te) {
 			const char *why = parse_entry(spec, b, te);
-			if (why) {
+			if (why && ++bad <= MS_SPEC_WARNINGS)
 				warn_entry(b, te, why);
-				bad++;
-			}
 		}
 		if (!comma)
 			break;
 		p = comma + 1;
 	}
+	if (bad > MS_SPEC_WARNINGS)
+		ms_warn("MEMSHIM_STAGES: %d more bad entries ignored", bad - MS_SPEC_WARNINGS);
 	return bad;
 }

@@ -1,5 +1,5 @@
 # Unit suites: pure shim logic linked directly, no preload.
-UNIT_SUITES := test_counters test_stages test_config test_json test_ranges test_timeline
+UNIT_SUITES := test_counters test_stages test_config test_json test_ranges test_timeline test_settings_table
 UNIT_BINS := $(UNIT_SUITES:%=$(BUILD)/unit/%)
 
 $(BUILD)/unit/%: tests/unit/%.c $(SHIM_PURE_OBJS)

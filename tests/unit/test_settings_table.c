@@ -1,0 +1,98 @@
+/* Every setting x every kind of bad value: the table in README.md ("Bad values"), row by row. */
+#include <check.h>
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+#include "config.h"
+#include "ms.h"
+
+static char huge64k[65537];
+static const char *const values[] = { "", "99999999999999999999", "-1", "maybe", "\xe6\x97\xa5\xe6\x9c\xac", huge64k };
+#define NVALUES (sizeof values / sizeof *values)
+
+static const char *env_name, *env_value;
+static const char *one_var(const char *name)
+{
+	return strcmp(name, env_name) ? NULL : env_value;
+}
+
+static int warnings(struct ms_config *cfg)
+{
+	char buf[4096];
+	FILE *tmp = tmpfile();
+	int saved = dup(2);
+	dup2(fileno(tmp), 2);
+	ms_config_load(cfg, one_var);
+	dup2(saved, 2);
+	close(saved);
+	rewind(tmp);
+	size_t n = fread(buf, 1, sizeof buf - 1, tmp);
+	buf[n] = '\0';
+	fclose(tmp);
+	ms_cfg.log_level = MS_LOG_WARN;
+	int lines = 0;
+	for (char *p = buf; (p = strstr(p, "memshim: ")); p++)
+		lines++;
+	return lines;
+}
+
+/* Expected warnings per value, in the order of values[]; then a check of the value used. */
+struct row {
+	const char *name;
+	int warn[NVALUES];
+};
+static const struct row rows[] = {
+	{ "MEMSHIM_STAGES", { 0, 1, 1, 1, 1, 1 } },
+	{ "MEMSHIM_OUTPUT", { 0, 0, 0, 0, 0, 1 } },
+	{ "MEMSHIM_DISABLE", { 0, 1, 1, 1, 1, 1 } },
+	{ "MEMSHIM_LOG", { 0, 1, 1, 1, 1, 1 } },
+	{ "MEMSHIM_FOLLOW_CHILDREN", { 0, 1, 1, 1, 1, 1 } },
+	{ "MEMSHIM_TIMELINE", { 0, 1, 1, 1, 1, 1 } },
+	{ "MEMSHIM_SNAPSHOT_INTERVAL", { 0, 1, 1, 1, 1, 1 } },
+};
+
+START_TEST(each_row_of_the_table)
+{
+	static struct ms_config cfg;
+	memset(huge64k, 'x', sizeof huge64k - 1);
+	const struct row *row = &rows[_i];
+	for (size_t v = 0; v < NVALUES; v++) {
+		env_name = row->name;
+		env_value = values[v];
+		ck_assert_msg(warnings(&cfg) == row->warn[v], "%s with value #%zu: warnings", row->name, v);
+		/* whatever the value, the fallback is the default and never something half-parsed */
+		ck_assert_int_eq(cfg.disabled, 0);
+		ck_assert_int_eq(cfg.log_level, MS_LOG_WARN);
+		ck_assert_int_eq(cfg.follow_children, 1);
+		ck_assert_int_eq(cfg.timeline, 1);
+		ck_assert(cfg.snapshot_interval == 0);
+		ck_assert(cfg.output[0] == '/');
+		if (!strcmp(row->name, "MEMSHIM_STAGES")) {
+			ck_assert_int_eq(cfg.spec.nstages, 0); /* set but nothing valid: no stages */
+			ck_assert(!cfg.spec.is_default);
+		}
+		if (!strcmp(row->name, "MEMSHIM_OUTPUT") && v > 0 && v < NVALUES - 1) {
+			char want[600];
+			ck_assert_ptr_nonnull(getcwd(want, 500));
+			strcat(want, "/");
+			strcat(want, values[v]);
+			ck_assert_str_eq(cfg.output, want); /* a plain file name in the working directory */
+		}
+		if (!strcmp(row->name, "MEMSHIM_OUTPUT") && (v == 0 || v == NVALUES - 1))
+			ck_assert(strstr(cfg.output, "/memshim_metrics.json") != NULL);
+	}
+}
+END_TEST
+
+int main(void)
+{
+	Suite *s = suite_create("settings-table");
+	TCase *tc = tcase_create("rows");
+	tcase_add_loop_test(tc, each_row_of_the_table, 0, (int)(sizeof rows / sizeof *rows));
+	suite_add_tcase(s, tc);
+	SRunner *r = srunner_create(s);
+	srunner_run_all(r, CK_NORMAL);
+	int failed = srunner_ntests_failed(r);
+	srunner_free(r);
+	return failed ? 1 : 0;
+}
