@@ -334,12 +334,13 @@ START_TEST(sys_exit_in_stage)
 		return;
 	struct run r;
 	const char *args[] = { fixture("exiting.py"), NULL };
-	run_py(&r, py, args, "main=main", NULL, NULL, 1);
+	run_py(&r, py, args, "fin=finish,sitemain=site:main", NULL, NULL, 1);
 	ck_assert_msg(r.status == 3, "%s: exit status %d, expected the script's 3; %s", py, r.status, r.err);
 	ck_assert_ptr_nonnull(r.root);
-	expect_calls(&r, "main", 1); /* site.main is not the program's: startup is not watched */
-	expect_mib(&r, "main", "alloc", 12);
-	ck_assert(!json_is_true(json_object_get(stage_entry(&r, "main"), "closed_at_exit")));
+	expect_calls(&r, "fin", 1);
+	expect_mib(&r, "fin", "alloc", 12);
+	ck_assert(!json_is_true(json_object_get(stage_entry(&r, "fin"), "closed_at_exit")));
+	expect_absent(&r, "sitemain"); /* the interpreter's own startup is not watched */
 	run_done(&r);
 }
 END_TEST
