@@ -502,6 +502,91 @@ START_TEST(exec_in_place_keeps_the_main_file)
 }
 END_TEST
 
+START_TEST(no_environment_in_the_file_and_argv_truncated)
+{
+	static char big[6000];
+	memset(big, 'a', sizeof big - 1);
+	const char *argv[] = { built("preload/alloc_fixture"), "simple", big, NULL };
+	const char *env[] = { "SECRET_TOKEN=hunter2-very-secret", NULL };
+	ck_assert_int_eq(run_under_shim(&r, argv, env), 0);
+	char path[400];
+	snprintf(path, sizeof path, "%s/m.json", r.dir);
+	FILE *f = fopen(path, "r");
+	static char text[1 << 20];
+	size_t n = fread(text, 1, sizeof text - 1, f);
+	text[n] = '\0';
+	fclose(f);
+	ck_assert(strstr(text, "hunter2") == NULL);
+	ck_assert(strstr(text, "SECRET_TOKEN") == NULL);
+	json_t *m = load_metrics(&r, "m.json");
+	ck_assert(json_is_true(json_object_get(m, "argv_truncated")));
+	ck_assert_int_le(json_array_size(json_object_get(m, "argv")), 3);
+	json_decref(m);
+}
+END_TEST
+
+START_TEST(a_fifo_is_written_in_place)
+{
+	char dir[] = "/tmp/memshim-fifo.XXXXXX", fifo[64], env0[100];
+	ck_assert_ptr_nonnull(mkdtemp(dir));
+	snprintf(fifo, sizeof fifo, "%s/pipe", dir);
+	ck_assert_int_eq(mkfifo(fifo, 0600), 0);
+	snprintf(env0, sizeof env0, "MEMSHIM_OUTPUT=%s", fifo);
+	pid_t reader = fork();
+	if (reader == 0) {
+		char path[80];
+		snprintf(path, sizeof path, "%s/read.json", dir);
+		FILE *in = fopen(fifo, "r"), *out = fopen(path, "w");
+		int c;
+		while ((c = fgetc(in)) != EOF)
+			fputc(c, out);
+		fclose(out);
+		_exit(0);
+	}
+	const char *env[] = { env0, NULL };
+	const char *argv[] = { built("preload/alloc_fixture"), "simple", NULL };
+	ck_assert_int_eq(run_under_shim(&r, argv, env), 0);
+	int st;
+	waitpid(reader, &st, 0);
+	struct stat sb;
+	ck_assert_int_eq(stat(fifo, &sb), 0);
+	ck_assert(S_ISFIFO(sb.st_mode));
+	char path[80];
+	snprintf(path, sizeof path, "%s/read.json", dir);
+	json_error_t err;
+	json_t *m = json_load_file(path, 0, &err);
+	ck_assert_msg(m != NULL, "%s", err.text);
+	ck_assert_int_eq(metric(m, "simple_calls"), 1);
+	json_decref(m);
+}
+END_TEST
+
+START_TEST(a_symlinked_output_replaces_its_target_not_the_link)
+{
+	char dir[] = "/tmp/memshim-link.XXXXXX", target[64], link[64], env0[100];
+	ck_assert_ptr_nonnull(mkdtemp(dir));
+	snprintf(target, sizeof target, "%s/real.json", dir);
+	snprintf(link, sizeof link, "%s/link.json", dir);
+	FILE *f = fopen(target, "w");
+	fputs("old", f);
+	fclose(f);
+	ck_assert_int_eq(symlink(target, link), 0);
+	snprintf(env0, sizeof env0, "MEMSHIM_OUTPUT=%s", link);
+	const char *env[] = { env0, NULL };
+	const char *argv[] = { built("preload/alloc_fixture"), "simple", NULL };
+	ck_assert_int_eq(run_under_shim(&r, argv, env), 0);
+	struct stat sb;
+	ck_assert_int_eq(lstat(link, &sb), 0);
+	ck_assert(S_ISLNK(sb.st_mode));
+	json_error_t err;
+	json_t *m = json_load_file(target, 0, &err);
+	ck_assert_msg(m != NULL, "%s", err.text);
+	ck_assert_int_eq(stat(target, &sb), 0);
+	ck_assert_int_eq(sb.st_mode & 0777, 0644 & ~umask(022));
+	json_decref(m);
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("preload");
@@ -534,6 +619,9 @@ int main(void)
 	tcase_add_test(tc, exit_from_a_thread_writes_the_file);
 	tcase_add_test(tc, vfork_and_posix_spawn_children_report_on_their_own);
 	tcase_add_test(tc, exec_in_place_keeps_the_main_file);
+	tcase_add_test(tc, no_environment_in_the_file_and_argv_truncated);
+	tcase_add_test(tc, a_fifo_is_written_in_place);
+	tcase_add_test(tc, a_symlinked_output_replaces_its_target_not_the_link);
 	suite_add_tcase(s, tc);
 	SRunner *sr = srunner_create(s);
 	srunner_run_all(sr, CK_NORMAL);
