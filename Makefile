@@ -30,7 +30,7 @@ CHECK_TARGETS :=
 ALL_TARGETS :=
 INSTALL_TARGETS :=
 
-.PHONY: all build-all check check-run deps demo demo-run bench install clean check-sanitize lint
+.PHONY: all build-all check check-run deps demo demo-run bench install clean check-sanitize check-fuzz lint
 all: build-all
 
 include shim/shim.mk
@@ -54,7 +54,7 @@ build-all: $(ALL_TARGETS)
 check: deps
 	@$(MAKE) --no-print-directory check-run
 
-check-run: $(CHECK_TARGETS) check-sanitize lint
+check-run: $(CHECK_TARGETS) check-sanitize check-fuzz lint
 	@echo "memshim: all test suites passed"
 
 # The pure suites and the formatter again under AddressSanitizer+UBSan and ThreadSanitizer, and the
@@ -67,6 +67,11 @@ check-sanitize:
 
 lint:
 	@scripts/lint.sh
+
+# Each fuzz target briefly (CI); `make fuzz FUZZ_SECONDS=600` for a real run.
+check-fuzz:
+	@$(MAKE) --no-print-directory fuzz FUZZ_SECONDS=$(CHECK_FUZZ_SECONDS)
+CHECK_FUZZ_SECONDS ?= 10
 
 deps:
 	@scripts/install-deps.sh
