@@ -64,17 +64,17 @@ def main():
             jobs = [(p, "torch_child.py", []) for p in (a.pythons or ["/usr/bin/python3"])]
         else:
             jobs = [(p, "fib_child.py", [str(a.fib)]) for p in (a.pythons or PYTHONS)]
-        print(f"{'python':<34} {'workload':<9} {'against':<22} {'base s':>8} {'shim s':>8} {'ratio':>6}")
+        print(f"{"python":<42} {'workload':<9} {'against':<22} {'base s':>8} {'shim s':>8} {'ratio':>6}")
         for python, script, args in jobs:
             if not os.access(python, os.X_OK):
-                print(f"{python:<34} skipped (not installed)")
+                print(f"{python:<42} skipped (not installed)")
                 continue
             against = [("no library", None)]
             if a.torch:
                 against.append(("library, no Py target", lib))
             for what, base in against:
                 r, b, s = measure(python, script, args, lib, a.rounds, out, base)
-                print(f"{python:<34} {script[:-9]:<9} {what:<22} {b:8.4f} {s:8.4f} {r:6.3f}", flush=True)
+                print(f"{python:<42} {script[:-9]:<9} {what:<22} {b:8.4f} {s:8.4f} {r:6.3f}", flush=True)
 
 
 if __name__ == "__main__":
