@@ -64,7 +64,7 @@ def main():
             jobs = [(p, "torch_child.py", []) for p in (a.pythons or ["/usr/bin/python3"])]
         else:
             jobs = [(p, "fib_child.py", [str(a.fib)]) for p in (a.pythons or PYTHONS)]
-        print(f"{"python":<42} {'workload':<9} {'against':<22} {'base s':>8} {'shim s':>8} {'ratio':>6}")
+        print(f"{'python':<42} {'workload':<9} {'against':<22} {'base s':>8} {'shim s':>8} {'ratio':>6}")
         for python, script, args in jobs:
             if not os.access(python, os.X_OK):
                 print(f"{python:<42} skipped (not installed)")
