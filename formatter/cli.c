@@ -10,7 +10,7 @@ static const char mf_usage[] =
 	"       memshim-format --merge [--stage NAME] FILE...\n"
 	"       memshim-format --diff [--threshold 5%|10MB] [--stage NAME] OLD NEW\n"
 	"       memshim-format --plot FILE.svg|FILE.png [--size WxH] FILE...\n"
-	"Prints memshim metrics files as the Hugging Face Trainer memory-metrics dump.\n"
+	"Prints memshim metrics files as the Hugging Face Trainer memory-metrics dump, or draws them.\n"
 	"  --stage NAME     only that stage's group\n"
 	"  --calls          per stage, min/max over its calls\n"
 	"  --json-dir DIR   also write {stage}_results.json and update all_results.json in DIR\n"

@@ -9,6 +9,8 @@ int main(void)
 	srunner_add_suite(sr, pyfloat_suite());
 	srunner_add_suite(sr, results_suite());
 	srunner_add_suite(sr, wrapper_suite());
+	srunner_add_suite(sr, plot_suite());
+	srunner_add_suite(sr, plotfile_suite());
 	srunner_run_all(sr, CK_NORMAL);
 	int failed = srunner_ntests_failed(sr);
 	srunner_free(sr);

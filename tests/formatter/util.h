@@ -22,5 +22,7 @@ Suite *golden_suite(void);
 Suite *pyfloat_suite(void);
 Suite *results_suite(void);
 Suite *wrapper_suite(void);
+Suite *plot_suite(void);
+Suite *plotfile_suite(void);
 
 #endif

@@ -1,0 +1,262 @@
+/* SVG reading for the --plot tests. Cairo draws text as glyph outlines (<symbol> paths used by
+ * <use>), so text is decoded by drawing known characters in the plot's fonts and matching outlines. */
+#include "svg.h"
+#include "../../formatter/plot.h"
+
+#include <cairo-svg.h>
+#include <expat.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* Outline -> character, from the reference drawings. */
+static char **glyph_d, **glyph_ch;
+static size_t nglyphs;
+
+struct parse {
+	char *symbol_id;
+	char **ids, **ds;       /* symbols of this document */
+	size_t nsym;
+	char **hrefs;           /* the <use>s of the current group */
+	size_t nhrefs;
+	char ***groups;         /* finished groups of hrefs, NULL-terminated each */
+	size_t ngroups;
+	struct t_line *lines;
+	size_t nlines;
+};
+
+static const char *attr(const char **a, const char *name)
+{
+	for (; a[0]; a += 2)
+		if (!strcmp(a[0], name))
+			return a[1];
+	return NULL;
+}
+
+static void grow(void *pp, size_t n, size_t size)
+{
+	*(void **)pp = realloc(*(void **)pp, (n + 1) * size);
+}
+
+static size_t count_points(const char *d)
+{
+	size_t n = 0;
+	for (; *d; d++)
+		n += *d == 'M' || *d == 'L';
+	return n;
+}
+
+static void on_path(struct parse *p, const char **a)
+{
+	const char *d = attr(a, "d"), *style = attr(a, "style"), *st;
+	if (p->symbol_id) {
+		grow(&p->ids, p->nsym, sizeof *p->ids);
+		grow(&p->ds, p->nsym, sizeof *p->ds);
+		p->ids[p->nsym] = strdup(p->symbol_id);
+		p->ds[p->nsym++] = strdup(d ? d : "");
+		return;
+	}
+	struct t_line l = { 0, 0, 0, d ? count_points(d) : 0 };
+	if (!style || !(st = strstr(style, ";stroke:rgb(")) ||
+	    sscanf(st, ";stroke:rgb(%lf%%,%lf%%,%lf%%", &l.r, &l.g, &l.b) != 3)
+		return;
+	l.r /= 100, l.g /= 100, l.b /= 100;
+	grow(&p->lines, p->nlines, sizeof *p->lines);
+	p->lines[p->nlines++] = l;
+}
+
+static void XMLCALL on_start(void *ud, const char *name, const char **a)
+{
+	struct parse *p = ud;
+	if (!strcmp(name, "symbol")) {
+		free(p->symbol_id);
+		p->symbol_id = strdup(attr(a, "id") ? attr(a, "id") : "");
+	} else if (!strcmp(name, "path")) {
+		on_path(p, a);
+	} else if (!strcmp(name, "use") && attr(a, "xlink:href")) {
+		grow(&p->hrefs, p->nhrefs, sizeof *p->hrefs);
+		p->hrefs[p->nhrefs++] = strdup(attr(a, "xlink:href") + 1);
+	}
+}
+
+static void XMLCALL on_end(void *ud, const char *name)
+{
+	struct parse *p = ud;
+	if (!strcmp(name, "symbol")) {
+		free(p->symbol_id);
+		p->symbol_id = NULL;
+	} else if (!strcmp(name, "g") && p->nhrefs) {
+		grow(&p->hrefs, p->nhrefs, sizeof *p->hrefs);
+		p->hrefs[p->nhrefs] = NULL;
+		grow(&p->groups, p->ngroups, sizeof *p->groups);
+		p->groups[p->ngroups++] = p->hrefs;
+		p->hrefs = NULL, p->nhrefs = 0;
+	}
+}
+
+static int parse_xml(const char *text, size_t len, struct parse *p, char **error)
+{
+	XML_Parser x = XML_ParserCreate("UTF-8");
+	memset(p, 0, sizeof *p);
+	XML_SetUserData(x, p);
+	XML_SetElementHandler(x, on_start, on_end);
+	int ok = XML_Parse(x, text, (int)len, 1) == XML_STATUS_OK;
+	if (!ok && error && asprintf(error, "line %lu: %s", (unsigned long)XML_GetCurrentLineNumber(x),
+				     XML_ErrorString(XML_GetErrorCode(x))) < 0)
+		*error = NULL;
+	XML_ParserFree(x);
+	return ok ? 0 : -1;
+}
+
+static const char *symbol_d(const struct parse *p, const char *id)
+{
+	for (size_t i = 0; i < p->nsym; i++)
+		if (!strcmp(p->ids[i], id))
+			return p->ds[i];
+	return NULL;
+}
+
+static void parse_free(struct parse *p)
+{
+	for (size_t i = 0; i < p->nsym; i++)
+		free(p->ids[i]), free(p->ds[i]);
+	for (size_t g = 0; g < p->ngroups; g++) {
+		for (char **h = p->groups[g]; *h; h++)
+			free(*h);
+		free(p->groups[g]);
+	}
+	for (size_t i = 0; i < p->nhrefs; i++)
+		free(p->hrefs[i]);
+	free(p->ids), free(p->ds), free(p->groups), free(p->hrefs), free(p->lines);
+	free(p->symbol_id);
+}
+
+static cairo_status_t to_memory(void *closure, const unsigned char *data, unsigned int len)
+{
+	return fwrite(data, 1, len, closure) == len ? CAIRO_STATUS_SUCCESS : CAIRO_STATUS_WRITE_ERROR;
+}
+
+/* The characters the plot may show, one code point each. */
+static const char *const ref_chars[] = { "×", "…", "·", "(", ")", "+", ",", ".", ":", "'", "-",
+					 "%", "/", "_", "=", NULL };
+
+static void add_ref_font(double size, int bold)
+{
+	char *buf, ascii[2] = { 0 }, all[512] = "";
+	const char *chars[128];
+	size_t len, n = 0;
+	for (int c = '0'; c <= 'z'; c++)
+		if ((c <= '9' || c >= 'A') && (c <= 'Z' || c >= 'a'))
+			ascii[0] = (char)c, chars[n++] = strdup(ascii);
+	for (int i = 0; ref_chars[i]; i++)
+		chars[n++] = strdup(ref_chars[i]);
+	for (size_t i = 0; i < n; i++)
+		strcat(all, chars[i]);
+	FILE *m = open_memstream(&buf, &len);
+	cairo_surface_t *s = cairo_svg_surface_create_for_stream(to_memory, m, 5000, 100);
+	cairo_t *cr = cairo_create(s);
+	mf_font(cr, size, bold);
+	/* Wide enough for every glyph: cairo leaves out glyphs that fall outside the surface. */
+	cairo_move_to(cr, 0, 50);
+	cairo_show_text(cr, all);
+	cairo_destroy(cr);
+	cairo_surface_destroy(s);
+	fclose(m);
+	struct parse p;
+	if (parse_xml(buf, len, &p, NULL) == 0 && p.ngroups == 1)
+		for (size_t i = 0; i < n && p.groups[0][i]; i++) {
+			grow(&glyph_d, nglyphs, sizeof *glyph_d);
+			grow(&glyph_ch, nglyphs, sizeof *glyph_ch);
+			glyph_d[nglyphs] = strdup(symbol_d(&p, p.groups[0][i]) ? symbol_d(&p, p.groups[0][i]) : "");
+			glyph_ch[nglyphs++] = strdup(chars[i]);
+		}
+	for (size_t i = 0; i < n; i++)
+		free((char *)chars[i]);
+	parse_free(&p);
+	free(buf);
+}
+
+static void load_reference(void)
+{
+	if (nglyphs)
+		return;
+	for (int i = 0; i < 3; i++)
+		for (int bold = 0; bold < 2; bold++)
+			add_ref_font(mf_plot_font_sizes[i], bold);
+}
+
+static const char *glyph_char(const char *d)
+{
+	for (size_t i = 0; d && i < nglyphs; i++)
+		if (!strcmp(glyph_d[i], d))
+			return glyph_ch[i];
+	return " ";
+}
+
+static char *decode_group(const struct parse *p, char **hrefs)
+{
+	size_t cap = 1;
+	for (char **h = hrefs; *h; h++)
+		cap += 4;
+	char *t = calloc(cap, 1);
+	for (char **h = hrefs; *h; h++)
+		strcat(t, glyph_char(symbol_d(p, *h)));
+	return t;
+}
+
+int t_svg_load(const char *path, struct t_svg *s)
+{
+	FILE *fp = fopen(path, "rb");
+	char *text = NULL, *error = NULL;
+	size_t len = 0, cap = 0;
+	struct parse p;
+	memset(s, 0, sizeof *s);
+	s->texts = calloc(2, sizeof *s->texts);
+	if (!fp)
+		return s->texts[0] = strdup("cannot open"), s->ntexts = 1, -1;
+	for (size_t r = 1; r;) {
+		text = realloc(text, cap += 65536);
+		len += r = fread(text + len, 1, cap - len, fp);
+	}
+	fclose(fp);
+	load_reference();
+	int rc = parse_xml(text, len, &p, &error);
+	free(text);
+	if (rc)
+		return s->texts[0] = error, s->ntexts = 1, -1;
+	s->texts = realloc(s->texts, (p.ngroups + 1) * sizeof *s->texts);
+	for (size_t g = 0; g < p.ngroups; g++)
+		s->texts[s->ntexts++] = decode_group(&p, p.groups[g]);
+	s->lines = p.lines, s->nlines = p.nlines;
+	p.lines = NULL;
+	parse_free(&p);
+	return 0;
+}
+
+void t_svg_free(struct t_svg *s)
+{
+	for (size_t i = 0; i < s->ntexts; i++)
+		free(s->texts[i]);
+	free(s->texts);
+	free(s->lines);
+	memset(s, 0, sizeof *s);
+}
+
+size_t t_svg_text_count(const struct t_svg *s, const char *sub)
+{
+	size_t n = 0;
+	for (size_t i = 0; i < s->ntexts; i++)
+		n += strstr(s->texts[i], sub) != NULL;
+	return n;
+}
+
+size_t t_svg_lines(const struct t_svg *s, double r, double g, double b, size_t min_points)
+{
+	size_t n = 0;
+	for (size_t i = 0; i < s->nlines; i++) {
+		const struct t_line *l = &s->lines[i];
+		n += l->points >= min_points && (l->r - r) * (l->r - r) + (l->g - g) * (l->g - g) +
+			(l->b - b) * (l->b - b) < 1e-6;
+	}
+	return n;
+}

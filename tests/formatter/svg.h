@@ -1,0 +1,27 @@
+/* Reading memshim-format's SVG back: is it XML, which lines does it stroke, which text does it show. */
+#ifndef MF_TEST_SVG_H
+#define MF_TEST_SVG_H
+
+#include <stddef.h>
+
+struct t_line {
+	double r, g, b;         /* stroke colour, 0..1 */
+	size_t points;          /* how many points its path has */
+};
+
+struct t_svg {
+	char **texts;           /* every shown text, decoded from cairo's glyphs; unknown glyphs are ' ' */
+	size_t ntexts;
+	struct t_line *lines;
+	size_t nlines;
+};
+
+/* 0 when PATH parsed as XML (S filled), else -1 with the parser's message in S->texts[0]. */
+int t_svg_load(const char *path, struct t_svg *s);
+void t_svg_free(struct t_svg *s);
+/* How many texts contain SUB. */
+size_t t_svg_text_count(const struct t_svg *s, const char *sub);
+/* How many stroked paths of colour R, G, B have at least MIN_POINTS points. */
+size_t t_svg_lines(const struct t_svg *s, double r, double g, double b, size_t min_points);
+
+#endif
