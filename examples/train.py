@@ -21,7 +21,7 @@ def make_data(n, features, classes, seed):
 
 
 class Trainer:
-    def __init__(self, features=128, classes=10, hidden=256, epochs=3, batch_size=256):
+    def __init__(self, features=256, classes=10, hidden=1024, epochs=3, batch_size=512):
         torch.manual_seed(0)
         self.model = nn.Sequential(nn.Linear(features, hidden), nn.ReLU(),
                                    nn.Linear(hidden, hidden), nn.ReLU(),
@@ -29,9 +29,9 @@ class Trainer:
         self.optimizer = torch.optim.AdamW(self.model.parameters(), lr=1e-3)
         self.loss_fn = nn.CrossEntropyLoss()
         self.epochs, self.batch_size = epochs, batch_size
-        self.train_set = make_data(8192, features, classes, seed=2)
-        self.eval_set = make_data(2048, features, classes, seed=3)
-        self.test_set = make_data(2048, features, classes, seed=4)
+        self.train_set = make_data(1024, features, classes, seed=2)
+        self.eval_set = make_data(1024, features, classes, seed=3)
+        self.test_set = make_data(1024, features, classes, seed=4)
 
     def _batches(self, data, shuffle):
         x, y = data
@@ -81,7 +81,7 @@ class Trainer:
 
 
 def main():
-    torch.set_num_threads(1)  # a small model; more threads only add noise on a shared machine
+    torch.set_num_threads(2)
     trainer = Trainer()
     trainer.train()
     trainer.evaluate()
