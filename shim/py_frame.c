@@ -8,6 +8,7 @@
  * pointer of both PyFrameObject (3.8-3.10) and _PyInterpreterFrame (3.11); in 3.11 f_func and
  * f_globals are the first two pointers and the owner byte is at offset 69. */
 #include <dlfcn.h>
+#include <pthread.h>
 #include "ms.h"
 #include "py.h"
 
@@ -19,9 +20,17 @@ static eval39_fn prev39;
 static void **slot38;  /* 3.8: &interp->eval_frame, found by scanning */
 static void *interp;
 static eval39_fn (*get_eval)(void *interp);
+static void (*set_eval)(void *interp, eval39_fn fn);
 /* Offset of co_extra in PyCodeObject when verified at install (reading it inline is cheaper than
  * calling _PyCode_GetExtra on every frame), else 0. */
 static size_t extra_offset;
+
+/* Every frame evaluated through the hook is a C recursion (on 3.11 the hook also turns off the
+ * inlined Python-to-Python calls), so a program recursing far deeper than the default limit could
+ * run out of C stack where it would not without memshim.  Below this thread's floor the hook takes
+ * itself out (warning once); 0 = not measured yet for this thread. */
+static __thread uintptr_t stack_floor MS_TLS;
+static int stopped_deep;
 
 #define FRAME_CODE(f) (((ms_pyobj **)(f))[4])
 #define FRAME311_FUNC(f) (((ms_pyobj **)(f))[0])
@@ -48,8 +57,37 @@ static inline uintptr_t lookup(ms_pyobj *code, ms_pyobj *frame, ms_pyobj *func, 
 	return ms_py_classify(code, frame, func, globals);
 }
 
+static void deep_recursion(void);
+
+/* Whether the C stack of this thread is close to its end (measures the thread on first use). */
+static inline int stack_low(void)
+{
+	uintptr_t here = (uintptr_t)__builtin_frame_address(0);
+	uintptr_t floor = stack_floor;
+	if (MS_LIKELY(here > floor && floor))
+		return 0;
+	if (!floor) {
+		pthread_attr_t attr;
+		void *lo = NULL;
+		size_t size = 0;
+		floor = 1; /* unknown bounds: never trigger */
+		if (pthread_getattr_np(pthread_self(), &attr) == 0) {
+			if (pthread_attr_getstack(&attr, &lo, &size) == 0 && lo && size)
+				floor = (uintptr_t)lo + (size / 4 < (256u << 10) ? size / 4 : (256u << 10));
+			pthread_attr_destroy(&attr);
+		}
+		stack_floor = floor;
+		if (here > floor)
+			return 0;
+	}
+	deep_recursion();
+	return 1;
+}
+
 static ms_pyobj *hook38(void *frame, int throwflag)
 {
+	if (MS_UNLIKELY(stack_low()))
+		return prev38(frame, throwflag);
 	uint32_t mask = ms_py_mask(lookup(FRAME_CODE(frame), frame, NULL, NULL));
 	if (MS_LIKELY(!mask))
 		return prev38(frame, throwflag);
@@ -61,6 +99,8 @@ static ms_pyobj *hook38(void *frame, int throwflag)
 
 static ms_pyobj *hook310(void *tstate, void *frame, int throwflag)
 {
+	if (MS_UNLIKELY(stack_low()))
+		return prev39(tstate, frame, throwflag);
 	uint32_t mask = ms_py_mask(lookup(FRAME_CODE(frame), frame, NULL, NULL));
 	if (MS_LIKELY(!mask))
 		return prev39(tstate, frame, throwflag);
@@ -72,6 +112,8 @@ static ms_pyobj *hook310(void *tstate, void *frame, int throwflag)
 
 static ms_pyobj *hook311(void *tstate, void *frame, int throwflag)
 {
+	if (MS_UNLIKELY(stack_low()))
+		return prev39(tstate, frame, throwflag);
 	uintptr_t v = lookup(FRAME_CODE(frame), NULL, FRAME311_FUNC(frame), FRAME311_GLOBALS(frame));
 	uint32_t mask = ms_py_mask(v);
 	/* a generator function's call only builds the generator: its body runs on later frames */
@@ -153,8 +195,7 @@ int ms_py_frame_install(void)
 		return -1;
 	}
 	void *(*get_interp)(void) = (void *(*)(void))sym("PyInterpreterState_Get");
-	void (*set_eval)(void *, eval39_fn) =
-		(void (*)(void *, eval39_fn))sym("_PyInterpreterState_SetEvalFrameFunc");
+	*(void **)&set_eval = sym("_PyInterpreterState_SetEvalFrameFunc");
 	*(void **)&get_eval = sym("_PyInterpreterState_GetEvalFrameFunc");
 	if (!get_interp || !set_eval || !get_eval || !(interp = get_interp())) {
 		ms_warn("Python stages disabled: no frame evaluation hook in this Python");
@@ -171,13 +212,28 @@ int ms_py_frame_install(void)
 	return 0;
 }
 
+/* Puts the previous frame evaluation function back (GIL held): frames already inside the hook
+ * still leave their stages as they unwind; new frames run without the hook. */
+static void deep_recursion(void)
+{
+	if (stopped_deep)
+		return;
+	stopped_deep = 1;
+	if (ms_py.minor == 8 && slot38)
+		__atomic_store_n(slot38, (void *)prev38, __ATOMIC_RELEASE);
+	else if (set_eval && interp)
+		set_eval(interp, prev39);
+	ms_py_warn_once(4, "Python recursion went deeper than the C stack allows with memshim's frame "
+			   "hook: Python stage detection stopped here (open stages still close)");
+}
+
 /* At interpreter finalisation: was the hook replaced by another tool since?  Then stages after
  * that point were missed; say so once. */
 void ms_py_frame_check(void)
 {
 	void *now = ms_py.minor == 8 ? (slot38 ? *slot38 : NULL) : (interp && get_eval ? (void *)get_eval(interp) : NULL);
 	void *ours = ms_py.minor == 8 ? (void *)hook38 : ms_py.minor == 11 ? (void *)hook311 : (void *)hook310;
-	if (now && now != ours)
+	if (now && now != ours && !stopped_deep)
 		ms_py_warn_once(1, "another tool replaced the Python frame evaluation hook: Python stages "
 				   "that began after that were not seen");
 }

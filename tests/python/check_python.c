@@ -583,6 +583,33 @@ START_TEST(debug_allocator)
 }
 END_TEST
 
+START_TEST(deep_recursion)
+{
+	const char *py = python_or_skip(_i);
+	if (!py)
+		return;
+	if (minor_of(py) < 11) {
+		printf("check_python: %s itself cannot recurse this deep, test skipped\n", py);
+		return;
+	}
+	struct run r;
+	const char *args[] = { fixture("deep.py"), NULL };
+	run_py(&r, py, args, "outer=outer_deep", NULL, NULL, 1);
+	RUN_OK(&r);
+	ck_assert_msg(strstr(r.out, "deep ok"), "%s: %s", py, r.out);
+	expect_calls(&r, "outer", 1);
+	ck_assert(!json_is_true(json_object_get(stage_entry(&r, "outer"), "closed_at_exit")));
+	double a = (double)json_integer_value(metric(&r, "outer", "mem_cpu_alloc_delta")) / MIB;
+	ck_assert_msg(a >= 1.0 && a <= 4.0, "%s: outer kept %.2f MiB", py, a); /* 2 + frames' chunks */
+	int warnings = count_lines(r.err, "memshim:");
+	if (minor_of(py) == 11)
+		ck_assert_msg(warnings == 1 && strstr(r.err, "C stack"), "%s: %s", py, r.err);
+	else
+		ck_assert_msg(warnings == 0, "%s: %s", py, r.err);
+	run_done(&r);
+}
+END_TEST
+
 static Suite *suite(void)
 {
 	Suite *s = suite_create("python");
@@ -602,6 +629,7 @@ static Suite *suite(void)
 	tcase_add_loop_test(tc, frame_hook_replaced, 0, NPY);
 	tcase_add_test(tc, embedded_interpreter);
 	tcase_add_loop_test(tc, debug_allocator, 0, NPY);
+	tcase_add_loop_test(tc, deep_recursion, 0, NPY);
 	suite_add_tcase(s, tc);
 	TCase *tt = tcase_create("torch");
 	tcase_set_timeout(tt, 120);
