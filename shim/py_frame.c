@@ -30,6 +30,7 @@ static size_t extra_offset;
  * run out of C stack where it would not without memshim.  Below this thread's floor the hook takes
  * itself out (warning once); 0 = not measured yet for this thread. */
 static __thread uintptr_t stack_floor MS_TLS;
+static __thread uintptr_t stack_lo MS_TLS; /* the stack's real end, below the floor */
 static int stopped_deep;
 
 #define FRAME_CODE(f) (((ms_pyobj **)(f))[4])
@@ -72,14 +73,18 @@ static inline int stack_low(void)
 		size_t size = 0;
 		floor = 1; /* unknown bounds: never trigger */
 		if (pthread_getattr_np(pthread_self(), &attr) == 0) {
-			if (pthread_attr_getstack(&attr, &lo, &size) == 0 && lo && size)
+			if (pthread_attr_getstack(&attr, &lo, &size) == 0 && lo && size) {
 				floor = (uintptr_t)lo + (size / 4 < (256u << 10) ? size / 4 : (256u << 10));
+				stack_lo = (uintptr_t)lo;
+			}
 			pthread_attr_destroy(&attr);
 		}
 		stack_floor = floor;
 		if (here > floor)
 			return 0;
 	}
+	if (here < stack_lo || floor == 1)
+		return 0; /* running on some other stack (a coroutine library's): not ours to judge */
 	deep_recursion();
 	return 1;
 }
