@@ -4,3 +4,5 @@
 bench-python: $(BUILD)/libmemshim.so
 	$(PYTHON) bench/python/bench_python.py $(BUILD)/libmemshim.so --rounds 9 --fib 27
 	$(PYTHON) bench/python/bench_python.py $(BUILD)/libmemshim.so --rounds 7 --torch
+
+BENCH_TARGETS += bench-python
