@@ -440,6 +440,13 @@ static void install(void)
 		state = FAILED;
 		return;
 	}
+	void *none_type = sym("_PyNone_Type");
+	if (!none_type || ms_py_type_of(ms_py.None) != none_type) {
+		/* debug (Py_TRACE_REFS) or free-threaded builds put ob_type elsewhere */
+		ms_warn("Python stages disabled: this Python build's object layout is not supported");
+		state = FAILED;
+		return;
+	}
 	ms_pyobj *et, *ev, *etb;
 	ms_py.ErrFetch(&et, &ev, &etb);
 	ms_py_extra_index = ms_py.RequestCodeExtraIndex(NULL);
