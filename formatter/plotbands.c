@@ -28,6 +28,8 @@ void mf_bands_rows(struct mf_band *b, size_t n, int *nrows)
 {
 	double end[MF_PLOT_ROWS];
 	*nrows = 0;
+	if (!n) /* qsort wants a real array even for nothing */
+		return;
 	qsort(b, n, sizeof *b, mf_band_time_cmp);
 	for (size_t i = 0; i < n; i++) {
 		int r = 0;

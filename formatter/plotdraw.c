@@ -4,9 +4,11 @@
 #include <math.h>
 #include <stdlib.h>
 
+/* Kept near the plot area: cairo's fixed-point coordinates cannot hold a time of 1e300. */
 double mf_frame_x(const struct mf_frame *fr, const struct mf_panel *p, double t)
 {
-	return fr->x + (p->offset + t) / fr->tmax * fr->w;
+	double x = fr->x + (p->offset + t) / fr->tmax * fr->w;
+	return isnan(x) ? fr->x : fmin(fmax(x, fr->x - 100), fr->x + fr->w + 100);
 }
 
 static double mf_frame_y(const struct mf_frame *fr, const struct mf_ticks *yt, double v)

@@ -32,7 +32,8 @@ static void mf_band_stripes(cairo_t *cr, const struct mf_frame *fr, const struct
 static struct mf_rect mf_band_rect(const struct mf_frame *fr, const struct mf_panel *p,
 				   const struct mf_band *b)
 {
-	double x0 = mf_frame_x(fr, p, b->t0), x1 = fmax(mf_frame_x(fr, p, b->t1), x0 + 1);
+	double x0 = fmax(mf_frame_x(fr, p, b->t0), fr->x);
+	double x1 = fmax(fmin(mf_frame_x(fr, p, b->t1), fr->x + fr->w), x0 + 1);
 	double y0 = fr->band_y + b->row * fr->row_h + 1;
 	return (struct mf_rect){ x0, y0, x1, y0 + fr->row_h - 2 };
 }

@@ -1,5 +1,6 @@
 /* scripts/memshim: exit status and signals pass through, LD_PRELOAD is kept, the dump appears. */
 #include "util.h"
+#include "svg.h"
 
 #include <signal.h>
 #include <stdio.h>
@@ -253,6 +254,38 @@ START_TEST(test_usage_errors)
 }
 END_TEST
 
+/* --plot: every process of the run in one picture, drawn after the run; the dump can be left out. */
+START_TEST(test_plot)
+{
+	char *out, *err, path[4300];
+	char *args[] = { NULL, "run", "--no-dump", "--plot", "run.svg", "/bin/sh", "-c",
+			 "/bin/true; /bin/true", NULL };
+	int st = wrap(NULL, args, &out, &err);
+	ck_assert_msg(WIFEXITED(st) && WEXITSTATUS(st) == 0, "status %#x: %s", st, err);
+	ck_assert_str_eq(err, "memshim: picture of the run in run.svg\n");
+	free2(out, err);
+	struct t_svg s;
+	snprintf(path, sizeof path, "%s/run.svg", tree);
+	ck_assert_int_eq(t_svg_load(path, &s), 0);
+	ck_assert_uint_eq(t_svg_text_count(&s, "memshim · 3 processes"), 1);
+	ck_assert_uint_eq(t_svg_text_count(&s, "child of"), 2);
+	ck_assert_uint_eq(t_svg_text_count(&s, "no timeline recorded"), 3);
+	t_svg_free(&s);
+}
+END_TEST
+
+/* A picture name that cannot be drawn is refused before the command runs. */
+START_TEST(test_plot_bad_name)
+{
+	char *out, *err, *args[] = { NULL, "run", "--plot", "run.gif", "/bin/sh", "-c", "echo ran", NULL };
+	int st = wrap(NULL, args, &out, &err);
+	ck_assert_msg(WIFEXITED(st) && WEXITSTATUS(st) == 125, "status %#x", st);
+	ck_assert_str_eq(err, "memshim: --plot wants a file name ending in .svg or .png: run.gif\n");
+	ck_assert_str_eq(out, "");
+	free2(out, err);
+}
+END_TEST
+
 START_TEST(test_installed_layout)
 {
 	teardown();
@@ -283,6 +316,8 @@ Suite *wrapper_suite(void)
 	tcase_add_test(tc, test_format_and_diff);
 	tcase_add_test(tc, test_usage_errors);
 	tcase_add_test(tc, test_installed_layout);
+	tcase_add_test(tc, test_plot);
+	tcase_add_test(tc, test_plot_bad_name);
 	suite_add_tcase(s, tc);
 	return s;
 }

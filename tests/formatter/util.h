@@ -24,5 +24,6 @@ Suite *results_suite(void);
 Suite *wrapper_suite(void);
 Suite *plot_suite(void);
 Suite *plotfile_suite(void);
+Suite *plotodd_suite(void);
 
 #endif
