@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <dirent.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -25,6 +26,7 @@ static const char *const pythons[] = {
 #define NPY ((int)(sizeof pythons / sizeof *pythons))
 
 static char lib[PATH_MAX], fixtures[PATH_MAX], scripts[PATH_MAX];
+static const char *output_name = "m.json"; /* "m_%p.json" for tests with children */
 
 struct run {
 	char dir[64];
@@ -59,7 +61,7 @@ static void run_py(struct run *r, const char *python, const char *const *args, c
 		    strncmp(*e, "PYTHON", 6))
 			envp[n++] = *e;
 	snprintf(preload_var, sizeof preload_var, "LD_PRELOAD=%s", lib);
-	snprintf(output, sizeof output, "MEMSHIM_OUTPUT=%s/m.json", r->dir);
+	snprintf(output, sizeof output, "MEMSHIM_OUTPUT=%s/%s", r->dir, output_name);
 	if (preload)
 		envp[n++] = preload_var;
 	envp[n++] = output;
@@ -103,12 +105,16 @@ static void run_py(struct run *r, const char *python, const char *const *args, c
 
 static void run_done(struct run *r)
 {
-	char path[128];
-	const char *names[] = { "m.json", "stdout", "stderr" };
-	for (int i = 0; i < 3; i++) {
-		snprintf(path, sizeof path, "%s/%s", r->dir, names[i]);
-		unlink(path);
-	}
+	char path[512];
+	DIR *d = opendir(r->dir);
+	struct dirent *e;
+	while (d && (e = readdir(d)))
+		if (e->d_name[0] != '.') {
+			snprintf(path, sizeof path, "%s/%s", r->dir, e->d_name);
+			unlink(path);
+		}
+	if (d)
+		closedir(d);
 	rmdir(r->dir);
 	json_decref(r->root);
 }
@@ -610,6 +616,55 @@ START_TEST(deep_recursion)
 }
 END_TEST
 
+START_TEST(python_children)
+{
+	const char *py = python_or_skip(_i);
+	if (!py)
+		return;
+	const char *modes[] = { "fork", "spawn" };
+	for (int m = 0; m < 2; m++) {
+		struct run r;
+		const char *args[] = { fixture("children.py"), modes[m], NULL };
+		output_name = "m_%p.json";
+		run_py(&r, py, args, "cw=child_work", NULL, NULL, 1);
+		output_name = "m.json";
+		ck_assert_msg(r.status == 0 && strstr(r.out, "mp ok 0"), "%s %s: %d %s %s", py, modes[m], r.status,
+			      r.out, r.err);
+		int parents = 0, children = 0;
+		DIR *d = opendir(r.dir);
+		struct dirent *e;
+		while (d && (e = readdir(d))) {
+			if (strncmp(e->d_name, "m_", 2) != 0)
+				continue;
+			char path[512];
+			snprintf(path, sizeof path, "%s/%s", r.dir, e->d_name);
+			json_error_t jerr;
+			json_t *root = json_load_file(path, 0, &jerr);
+			if (!root)
+				continue;
+			json_t *saved = r.root;
+			r.root = root;
+			int ran = json_object_get(json_object_get(root, "metrics"), "cw_calls") != NULL;
+			if (ran) { /* helpers (spawn's resource tracker) run no stage */
+				expect_calls(&r, "cw", 1);
+				expect_mib(&r, "cw", "alloc", 7);
+			}
+			r.root = saved;
+			if (ran && json_is_true(json_object_get(root, "is_child")))
+				children++;
+			else if (ran)
+				parents++;
+			json_decref(root);
+		}
+		if (d)
+			closedir(d);
+		ck_assert_msg(parents == 1 && children == 1, "%s %s: %d parent and %d child reports with the stage", py,
+			      modes[m], parents, children);
+		run_done(&r);
+	}
+}
+END_TEST
+
 static Suite *suite(void)
 {
 	Suite *s = suite_create("python");
@@ -630,6 +685,7 @@ static Suite *suite(void)
 	tcase_add_test(tc, embedded_interpreter);
 	tcase_add_loop_test(tc, debug_allocator, 0, NPY);
 	tcase_add_loop_test(tc, deep_recursion, 0, NPY);
+	tcase_add_loop_test(tc, python_children, 0, NPY);
 	suite_add_tcase(s, tc);
 	TCase *tt = tcase_create("torch");
 	tcase_set_timeout(tt, 120);
