@@ -38,6 +38,18 @@ void ms_pool_give(int i);
 uintptr_t ms_pool_ra(int i);
 void ms_pool_set_ra(int i, uintptr_t ra);
 
+/* Registers of the caller: OUT[0] its stack pointer after the call returns, OUT[1] rbp, OUT[2] the
+ * return address (native_tramp.c). */
+void ms_native_regs(uintptr_t out[3]);
+
+/* ---- quick unwinder (native_cfi.c) ----------------------------------------------------------- */
+
+/* One frame up from (IP a return address, SP, RBP): 1 and the caller's values with *SLOT where IP
+ * was read from; 0 at the outermost frame; -1 when the frame's unwind rule is not understood. */
+int ms_cfi_step(uintptr_t *ip, uintptr_t *sp, uintptr_t *rbp, uintptr_t *slot);
+/* Forgets cached rules (objects were unloaded). */
+void ms_cfi_forget(void);
+
 /* ---- targets (native_names.c) ---------------------------------------------------------------- */
 
 enum ms_target_kind {
@@ -89,8 +101,9 @@ extern int ms_native_ntargets;
 
 /* Resolves every target in the objects loaded now and publishes the range table. */
 void ms_syms_resolve(void);
-/* Re-resolves when objects were loaded or unloaded since the last resolution (cheap otherwise). */
-void ms_syms_refresh(void);
+/* Re-resolves when objects were loaded or unloaded since the last resolution (cheap otherwise);
+ * 1 when something changed. */
+int ms_syms_refresh(void);
 /* Stage (engine id) of the function containing return address IP, or -1. */
 int ms_syms_stage_at(uintptr_t ip);
 /* Paths of loaded objects without a .symtab (the executable first); writes a list into BUF. */

@@ -32,6 +32,7 @@
 #define NKEYS 4         /* call sites remembered per known frame */
 #define MAX_DEFERRED 64
 #define NOFF 128        /* shim-internal return addresses with known frame sizes */
+#define MEDIUM_DEPTH 12 /* frames the quick trace may look at */
 
 struct frame {
 	uintptr_t slot;  /* where this frame's return address lives */
@@ -273,80 +274,154 @@ static void push(struct tstate *s, const struct cand *c)
 	s->n++;
 }
 
-/* Unwinds from here to the innermost known frame, reconciling with what is known, and takes in the
- * frames that are new.  Returns the number of new frames, with *ENTRY_IS_TOP set when the frame
- * that called into the shim is now the innermost known one (its call site may then be cached). */
-static void scan(struct tstate *s, uintptr_t *entry_slot, uintptr_t *entry_ip, int *entry_is_top)
+/* What a walk up the stack found: new frames (s->c, innermost first) up to the known frame MATCH. */
+struct chain {
+	int nc;
+	int match;         /* known frame the walk ended on, -1 */
+	int keep;          /* known frames [0, keep) are still believed to be on the stack */
+	uintptr_t entry_slot, entry_ip;
+};
+
+/* Walks from here to the innermost known frame with the quick unwinder (QUICK) or libunwind,
+ * changing nothing.  -1 when the quick unwinder met a frame it does not understand. */
+static int walk(struct tstate *s, int quick, struct chain *ch)
 {
 	unw_context_t uc;
 	unw_cursor_t cur;
-	unw_word_t ip = 0, sp = 0, prev_sp;
-	*entry_is_top = 0;
-	if (unw_getcontext(&uc) < 0 || unw_init_local(&cur, &uc) < 0)
-		return;
-	unw_get_reg(&cur, UNW_REG_SP, &sp);
-	int first = 1;
-	/* the shim's own frames: learn their sizes for the quick path */
-	for (int depth = 0;; depth++) {
-		unw_word_t here;
-		unw_get_reg(&cur, UNW_REG_IP, &here);
-		if (depth > 0 && !in_self(here))
-			break;
-		if (depth > 32 || unw_step(&cur) <= 0)
-			return;
-		prev_sp = sp;
-		unw_get_reg(&cur, UNW_REG_SP, &sp);
-		if (!first)
-			off_learn(here, sp - prev_sp);
-		first = 0;
+	uintptr_t r[3], ip, sp, rbp = 0, slot = 0, prev_sp;
+	if (quick) {
+		ms_native_regs(r);
+		sp = r[0];
+		rbp = r[1];
+		ip = r[2];
+	} else {
+		unw_word_t v;
+		if (unw_getcontext(&uc) < 0 || unw_init_local(&cur, &uc) < 0)
+			return -1;
+		unw_get_reg(&cur, UNW_REG_IP, &v);
+		ip = v;
+		unw_get_reg(&cur, UNW_REG_SP, &v);
+		sp = v;
 	}
-	unw_get_reg(&cur, UNW_REG_IP, &ip);
-	*entry_slot = sp - 8;
-	*entry_ip = ip;
-	int nc = 0, matched_first = 0;
+	ch->nc = 0;
+	ch->match = -1;
+	/* the shim's own frames first: their sizes are learnt for the quick path */
+	for (int d = 0; in_self(ip) && ms_tramp_index(ip) < 0; d++) {
+		uintptr_t here = ip;
+		prev_sp = sp;
+		if (d > 32)
+			return -1;
+		if (quick) {
+			if (ms_cfi_step(&ip, &sp, &rbp, &slot) != 1)
+				return -1;
+		} else {
+			unw_word_t v;
+			if (unw_step(&cur) <= 0)
+				return -1;
+			unw_get_reg(&cur, UNW_REG_IP, &v);
+			ip = v;
+			unw_get_reg(&cur, UNW_REG_SP, &v);
+			sp = v;
+			slot = sp - 8;
+		}
+		if (d > 0 || quick)
+			off_learn(here, sp - prev_sp);
+	}
+	if (ms_tramp_index(ip) >= 0)
+		return -1;
+	ch->entry_slot = slot;
+	ch->entry_ip = ip;
+	int j = s->n - 1;
 	for (int depth = 0; depth < MAX_SCAN; depth++) {
 		uintptr_t here = ip;
-		if (unw_is_signal_frame(&cur) > 0 || unw_step(&cur) <= 0)
-			break; /* the outermost frame, or a signal frame: what lies below is not ours to edit */
-		unw_get_reg(&cur, UNW_REG_IP, &ip);
-		unw_get_reg(&cur, UNW_REG_SP, &sp);
-		uintptr_t slot = sp - 8;
-		if (load(slot) != ip)
-			break; /* not a plain return-address slot */
-		while (s->n > 0 && s->f[s->n - 1].slot < slot)
-			pop_stale(s);
-		if (s->n > 0 && s->f[s->n - 1].slot == slot) {
-			const struct frame *top = &s->f[s->n - 1];
-			uintptr_t expect = top->tramp >= 0 ? ms_tramp_addr(top->tramp) : top->ra;
-			if (ip == expect) {
-				matched_first = depth == 0;
+		if (quick) {
+			int got = ms_cfi_step(&ip, &sp, &rbp, &slot);
+			if (got < 0)
+				return -1;
+			if (got == 0)
+				break;
+		} else {
+			unw_word_t v;
+			if (unw_is_signal_frame(&cur) > 0 || unw_step(&cur) <= 0)
+				break; /* the outermost frame, or a signal frame: below is not ours to edit */
+			unw_get_reg(&cur, UNW_REG_IP, &v);
+			ip = v;
+			unw_get_reg(&cur, UNW_REG_SP, &v);
+			sp = v;
+			slot = sp - 8;
+			if (load(slot) != ip)
+				break; /* not a plain return-address slot */
+		}
+		while (j >= 0 && s->f[j].slot < slot)
+			j--;
+		if (j >= 0 && s->f[j].slot == slot) {
+			const struct frame *f = &s->f[j];
+			if (ip == (f->tramp >= 0 ? ms_tramp_addr(f->tramp) : f->ra)) {
+				ch->match = j;
 				break;
 			}
-			pop_stale(s);
+			j--;
 		}
-		if (nc == MAX_FRAMES)
+		if (ch->nc == MAX_FRAMES)
 			break;
-		s->c[nc++] = (struct cand){ slot, ip, here };
+		s->c[ch->nc++] = (struct cand){ slot, ip, here };
 		if (ms_tramp_index(ip) >= 0)
-			break; /* someone else's trampoline: nothing below can be read reliably */
+			break; /* a trampoline we do not know: nothing below can be read reliably */
 	}
-	int pushed = 0;
-	for (int k = nc - 1; k >= 0 && s->n < MAX_FRAMES; k--, pushed++)
-		push(s, &s->c[k]);
-	*entry_is_top = nc ? pushed == nc : matched_first;
+	ch->keep = j + 1;
+	return 0;
 }
 
-static void slow_path(struct tstate *s)
+/* The walk ended on the innermost known frame, still watched, through no frame of a target. */
+static int nothing_new(struct tstate *s, const struct chain *ch)
 {
+	if (s->n == 0 || ch->match != s->n - 1)
+		return 0;
+	const struct frame *top = &s->f[s->n - 1];
+	if (top->tramp < 0 || load(top->slot) != ms_tramp_addr(top->tramp))
+		return 0;
+	for (int pass = 0; pass < 2; pass++) {
+		for (int k = 0; k < ch->nc; k++)
+			if (ms_syms_stage_at(s->c[k].ip - 1) >= 0)
+				return 0;
+		if (ch->nc == 0 || !ms_syms_refresh()) /* objects loaded just now may hold a target */
+			break;
+	}
+	return 1;
+}
+
+/* Takes in what the walk found: known frames no longer there go, new frames come in (outermost
+ * first; target frames get their trampolines and open their stages). */
+static void apply(struct tstate *s, const struct chain *ch)
+{
+	while (s->n > ch->keep)
+		pop_stale(s);
+	for (int k = ch->nc - 1; k >= 0 && s->n < MAX_FRAMES; k--)
+		push(s, &s->c[k]);
+}
+
+static void look(struct tstate *s)
+{
+	struct chain ch;
+	int quick = walk(s, 1, &ch) == 0;
+	if (quick && nothing_new(s, &ch)) {
+		STAT(medium);
+		if (ch.nc == 0)
+			add_key(&s->f[s->n - 1], ch.entry_slot, ch.entry_ip);
+		return;
+	}
 	STAT(slow);
-	uintptr_t entry_slot = 0, entry_ip = 0;
-	int entry_is_top;
 	flush_deferred(s);
 	ms_syms_refresh();
-	scan(s, &entry_slot, &entry_ip, &entry_is_top);
+	if (!quick && walk(s, 0, &ch) < 0)
+		return;
+	int before = s->n;
+	apply(s, &ch);
+	int entry_is_top = ch.nc ? s->n - before >= 0 && s->n > 0 && s->f[s->n - 1].slot == s->c[0].slot
+				 : ch.match >= 0 && ch.match == s->n - 1;
 	ensure_watch(s);
-	if (entry_is_top && s->n > 0 && s->f[s->n - 1].slot > entry_slot)
-		add_key(&s->f[s->n - 1], entry_slot, entry_ip);
+	if (entry_is_top && s->n > 0 && s->f[s->n - 1].slot > ch.entry_slot)
+		add_key(&s->f[s->n - 1], ch.entry_slot, ch.entry_ip);
 }
 
 /* The frame that called into the shim: its return-address slot and return address, found through
@@ -391,7 +466,7 @@ void ms_native_check(void)
 	int saved = errno;
 	s->busy = 1;
 	ms_tls_guard++;
-	slow_path(s);
+	look(s);
 	ms_tls_guard--;
 	s->busy = 0;
 	errno = saved;

@@ -75,7 +75,8 @@ static void report_missing(void)
 			ms_cfg.spec.stage[t->spec_stage].name, t->text, stripped[0] ? " (no symbol table: " : "",
 			stripped, stripped[0] ? ")" : "");
 	}
-	ms_debug("native stages: %llu quick checks missed, %llu trampolines fired, %llu unwound, %llu longjmps",
+	ms_debug("native stages: %llu quick walks, %llu full looks, %llu trampolines fired, %llu unwound, "
+		 "%llu longjmps", (unsigned long long)ms_native_stats.medium,
 		 (unsigned long long)ms_native_stats.slow, (unsigned long long)ms_native_stats.fired,
 		 (unsigned long long)ms_native_stats.unwound, (unsigned long long)ms_native_stats.longjmps);
 	ms_tls_guard--;

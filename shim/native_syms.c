@@ -297,21 +297,24 @@ static void unlock(void)
 	__atomic_store_n(&lock_word, 0, __ATOMIC_RELEASE);
 }
 
-void ms_syms_refresh(void)
+int ms_syms_refresh(void)
 {
 	unsigned long long c[2] = { 0, 0 };
 	dl_iterate_phdr(read_counters, c);
 	if (c[0] == __atomic_load_n(&seen_adds, __ATOMIC_ACQUIRE) &&
 	    c[1] == __atomic_load_n(&seen_subs, __ATOMIC_RELAXED))
-		return;
+		return 0;
 	if (!try_lock())
-		return; /* another thread is reading the new objects */
+		return 1; /* another thread is reading the new objects */
 	if (c[0] != seen_adds || c[1] != seen_subs) {
+		if (c[1] != seen_subs)
+			ms_cfi_forget();
 		update_locked();
 		__atomic_store_n(&seen_subs, c[1], __ATOMIC_RELAXED);
 		__atomic_store_n(&seen_adds, c[0], __ATOMIC_RELEASE);
 	}
 	unlock();
+	return 1;
 }
 
 /* Dynamic symbols of objects whose file could not be read (deleted, in memory only). */

@@ -56,6 +56,21 @@ __asm__(
 "	.endr\n"
 "	.popsection\n"
 
+/* ms_native_regs(out): the caller's stack pointer after return, rbp and return address, for the
+ * quick unwinder (native_cfi.c) to start from. */
+"	.pushsection .text.ms_tramp,\"ax\",@progbits\n"
+"	.p2align 4\n"
+"	.globl ms_native_regs\n"
+"	.hidden ms_native_regs\n"
+"ms_native_regs:\n"
+"	leaq 8(%rsp), %rax\n"
+"	movq %rax, 0(%rdi)\n"
+"	movq %rbp, 8(%rdi)\n"
+"	movq (%rsp), %rax\n"
+"	movq %rax, 16(%rdi)\n"
+"	ret\n"
+"	.popsection\n"
+
 /* Entered with the returned function's return values live: rax, rdx, xmm0, xmm1 (and x87, which
  * the C code never touches).  The pushed block address says which trampoline fired. */
 "	.pushsection .text.ms_tramp,\"ax\",@progbits\n"
