@@ -52,7 +52,7 @@ static void mf_time_axis(cairo_t *cr, const struct mf_frame *fr, double y, size_
 {
 	mf_font(cr, MF_FS_SMALL, 0);
 	cairo_set_source_rgb(cr, 0.3, 0.3, 0.3);
-	for (double t = 0; t <= fr->xt->top + fr->xt->step / 2; t += fr->xt->step) {
+	for (double t = 0; t * fr->xt->unit <= fr->tmax * (1 + 1e-9); t += fr->xt->step) {
 		double x = fr->x + t * fr->xt->unit / fr->tmax * fr->w;
 		char *s = mf_tick_label(fr->xt, t, 0);
 		cairo_move_to(cr, x - mf_text_w(cr, s) / 2, y + 14);
@@ -96,9 +96,11 @@ static void mf_draw_page(cairo_t *cr, struct mf_file *files, size_t n, int w, in
 			mf_names_add(&names, json_string_value(json_object_get(
 				json_array_get(files[i].stages, k), "name")));
 	}
+	/* The axis ends at the end of the data, not at the next tick: no empty stretch at the right. */
 	mf_ticks_time(tmax, &xt);
 	struct mf_frame fr = { .x = MF_PAGE_L, .w = fmax(10, w - MF_PAGE_L - MF_PAGE_R),
-			       .tmax = xt.top * xt.unit, .xt = &xt, .names = &names };
+			       .tmax = tmax > 0 && isfinite(tmax) ? tmax * 1.01 : xt.top * xt.unit,
+			       .xt = &xt, .names = &names };
 	double ph = fmax(20, (h - MF_HEAD_H - MF_FOOT_H - (double)(n - 1) * MF_GAP) / n);
 	cairo_set_source_rgb(cr, 1, 1, 1);
 	cairo_paint(cr);

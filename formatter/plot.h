@@ -112,6 +112,11 @@ struct mf_taken {
 };
 int mf_taken_free_at(const struct mf_taken *k, const struct mf_rect *r);
 void mf_taken_add(struct mf_taken *k, const struct mf_rect *r);
+/* In a plot area: marks and labels (never covered) and the memory lines (avoided when possible). */
+struct mf_room {
+	struct mf_taken marks, lines;
+};
+void mf_room_free(struct mf_room *m);
 
 /* plotcolour.c */
 struct mf_rgb mf_series_colour(int device);
@@ -135,9 +140,9 @@ struct mf_frame {
 void mf_draw_panel(cairo_t *cr, struct mf_panel *p, struct mf_frame *fr, double y, double h,
 		   int with_argv);
 void mf_draw_series(cairo_t *cr, const struct mf_panel *p, const struct mf_frame *fr,
-		    const struct mf_ticks *yt);
+		    const struct mf_ticks *yt, struct mf_room *room);
 void mf_draw_peaks(cairo_t *cr, const struct mf_panel *p, const struct mf_frame *fr,
-		   const struct mf_ticks *yt, struct mf_taken *k);
+		   const struct mf_ticks *yt, struct mf_room *room);
 void mf_draw_bands(cairo_t *cr, struct mf_panel *p, const struct mf_frame *fr);
 void mf_draw_grid(cairo_t *cr, const struct mf_frame *fr, const struct mf_ticks *yt);
 double mf_frame_x(const struct mf_frame *fr, const struct mf_panel *p, double t);

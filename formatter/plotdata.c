@@ -78,12 +78,13 @@ static void mf_series_finish(struct mf_panel *p, struct mf_series *s, double ela
 	s->peak = mf_get(c, "peak", -1);
 	if (s->n && live >= 0 && elapsed > s->p[s->n - 1].t)
 		s->p[s->n++] = (struct mf_pt){ elapsed, live };
-	if (s->n)
-		s->peak_t = mf_series_argmax(s, -INFINITY, INFINITY);
-	if (s->peak < 0 && s->n) /* no process object: the highest point is the best known peak */
-		s->peak = s->p[0].v;
+	double top = -INFINITY;
 	for (size_t i = 0; i < s->n; i++)
-		s->peak = fmax(s->peak, s->p[i].v);
+		top = fmax(top, s->p[i].v);
+	/* The highest point tells when the peak happened only when it comes near the peak's value. */
+	if (s->n && (s->peak < 0 || top >= 0.9 * s->peak))
+		s->peak_t = mf_series_argmax(s, -INFINITY, INFINITY);
+	s->peak = fmax(s->peak, top);
 }
 
 static void mf_read_series(struct mf_panel *p, json_t *tl, double elapsed)

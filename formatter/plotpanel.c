@@ -213,7 +213,7 @@ void mf_draw_panel(cairo_t *cr, struct mf_panel *p, struct mf_frame *fr, double 
 		   int with_argv)
 {
 	struct mf_ticks yt;
-	struct mf_taken k = { 0 };
+	struct mf_room room = { { 0 }, { 0 } };
 	int rows = p->nrows ? p->nrows : 1;
 	fr->row_h = fmin(16, fmax(4, h / 12));
 	fr->y = y + MF_TITLE_H;
@@ -225,7 +225,7 @@ void mf_draw_panel(cairo_t *cr, struct mf_panel *p, struct mf_frame *fr, double 
 	mf_draw_grid(cr, fr, &yt);
 	if (!p->has_timeline)
 		mf_no_timeline(cr, fr);
-	mf_draw_series(cr, p, fr, &yt);
-	mf_draw_peaks(cr, p, fr, &yt, &k);
-	free(k.r);
+	mf_draw_series(cr, p, fr, &yt, &room);
+	mf_draw_peaks(cr, p, fr, &yt, &room);
+	mf_room_free(&room);
 }

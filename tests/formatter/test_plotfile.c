@@ -78,8 +78,8 @@ START_TEST(test_svg_cpu)
 		has_text(&s, stages[i]);
 	has_text(&s, "memshim · /usr/bin/python3 train.py --epochs 2");
 	has_text(&s, "pid 4242 · ran 7.50 s");
-	has_text(&s, "CPU process peak 260 MB");
-	has_text(&s, "train 260 MB");
+	has_text(&s, "train 260 MB (process peak)");
+	has_text(&s, "eval 230 MB");
 	has_text(&s, "100 MB");
 	has_text(&s, "time since the process started (s)");
 	t_svg_free(&s);
@@ -96,7 +96,7 @@ START_TEST(test_svg_gpus)
 		has_line(&s, d, 10);
 	has_text(&s, "GPU 0 live");
 	has_text(&s, "GPU 1 live");
-	has_text(&s, "GPU 0 process peak 2.34 GB");
+	has_text(&s, "train 2.34 GB (process peak)");
 	t_svg_free(&s);
 	free(path);
 }
@@ -161,6 +161,7 @@ START_TEST(test_snapshot_title)
 	load_svg(path, &s);
 	has_text(&s, "SNAPSHOT (signal 11), incomplete");
 	has_text(&s, "train (open)");
+	has_text(&s, "process peak");
 	t_svg_free(&s);
 	free(path);
 }
