@@ -250,8 +250,8 @@ START_TEST(bad_stage_spec_warns_and_runs)
 	ck_assert_int_eq(WEXITSTATUS(r.status), 0);
 	ck_assert_msg(strstr(r.err, "memshim: MEMSHIM_STAGES entry \"bad name=g\"") != NULL, "%s", r.err);
 	ck_assert_msg(strstr(r.err, "memshim: MEMSHIM_STAGES entry \"x\"") != NULL, "%s", r.err);
-	int lines = 0;
-	for (const char *p = r.err; (p = strchr(p, '\n')); p++)
+	int lines = 0; /* the native detector may add its own line about the target "f" */
+	for (const char *p = r.err; (p = strstr(p, "memshim: MEMSHIM_STAGES")); p++)
 		lines++;
 	ck_assert_int_eq(lines, 2);
 	ck_assert_int_gt(metric(m, "simple_mem_cpu_alloc_delta"), 2 * MiB - 1);
