@@ -190,10 +190,20 @@ static double mf_legend(cairo_t *cr, const struct mf_panel *p, double right, dou
 static void mf_panel_head(cairo_t *cr, const struct mf_panel *p, const struct mf_frame *fr,
 			  double y, int with_argv)
 {
-	double left = mf_legend(cr, p, fr->x + fr->w, y);
 	char *t = mf_panel_title(p->f), *a = with_argv ? mf_argv_text(p->f) : NULL;
 	char *full = a ? mf_xasprintf("%s · %s", t, a) : mf_xstrdup(t);
+	/* The legend only where it leaves the title (pid, rank) room: drawn aside, then kept or not. */
+	cairo_push_group(cr);
+	double left = mf_legend(cr, p, fr->x + fr->w, y);
+	cairo_pattern_t *legend = cairo_pop_group(cr);
 	mf_font(cr, MF_FS_PANEL, 1);
+	if (left - fr->x - 10 >= fmin(mf_text_w(cr, t), fr->w / 2)) {
+		cairo_set_source(cr, legend);
+		cairo_paint(cr);
+	} else {
+		left = fr->x + fr->w + 10;
+	}
+	cairo_pattern_destroy(legend);
 	cairo_set_source_rgb(cr, p->f->complete ? 0.1 : 0.7, 0.1, 0.1);
 	mf_text_fit(cr, fr->x, y, full, left - fr->x - 10);
 	free(t), free(a), free(full);
