@@ -1,0 +1,101 @@
+/* Unit suite for native target names (shim/native_names.c, pure logic): which targets are native,
+ * and which symbols each one matches. */
+#include <check.h>
+#include "native.h"
+
+static struct ms_target t;
+
+static int parse(const char *text)
+{
+	return ms_target_parse(&t, text, "prog");
+}
+
+START_TEST(which_targets_are_native)
+{
+	ck_assert_int_eq(parse("train_epoch"), 0);
+	ck_assert_int_eq(t.kind, MS_TK_PLAIN);
+	ck_assert_int_eq(parse("_ZN2ns7Trainer5trainEv"), 0);
+	ck_assert_int_eq(parse("ns::Trainer::train"), 0);
+	ck_assert_int_eq(t.kind, MS_TK_CXX);
+	ck_assert_int_eq(parse("libfoo.so:bar"), 0);
+	ck_assert_str_eq(t.name, "bar");
+	ck_assert_int_eq((int)t.object_len, 9);
+	ck_assert_int_eq(parse("/opt/x/libfoo.so.2:ns::f(int)"), 0);
+	ck_assert_str_eq(t.name, "ns::f");
+	ck_assert_int_eq(parse("prog:main_loop"), 0);
+	ck_assert_int_eq(parse("Trainer.train"), -1);
+	ck_assert_int_eq(parse("pkg.mod:Class.run"), -1);
+	ck_assert_int_eq(parse("module:function"), -1);
+	ck_assert_int_eq(parse(""), -1);
+}
+END_TEST
+
+START_TEST(plain_names_match_the_symbol_and_its_clones)
+{
+	parse("train");
+	ck_assert(ms_target_matches(&t, "train"));
+	ck_assert(ms_target_matches(&t, "train.constprop.0"));
+	ck_assert(ms_target_matches(&t, "train.cold"));
+	ck_assert(!ms_target_matches(&t, "trainer"));
+	ck_assert(!ms_target_matches(&t, "_Z5traini"));
+}
+END_TEST
+
+START_TEST(cxx_names_match_through_their_mangled_prefix)
+{
+	parse("ns::Trainer::train");
+	ck_assert(ms_target_matches(&t, "_ZN2ns7Trainer5trainEv"));
+	ck_assert(ms_target_matches(&t, "_ZN2ns7Trainer5trainEi"));
+	ck_assert(ms_target_matches(&t, "_ZNK2ns7Trainer5trainEv"));     /* const */
+	ck_assert(ms_target_matches(&t, "_ZNR2ns7Trainer5trainEv"));     /* ref-qualified */
+	ck_assert(ms_target_matches(&t, "_ZN2ns7Trainer5trainIiEEvT_")); /* template */
+	ck_assert(ms_target_matches(&t, "_ZN2ns7Trainer5trainB5cxx11Ev")); /* ABI tag */
+	ck_assert(ms_target_matches(&t, "_ZN2ns7Trainer5trainEv.isra.0"));
+	ck_assert(!ms_target_matches(&t, "_ZN2ns7Trainer6train2Ev"));
+	ck_assert(!ms_target_matches(&t, "_ZN2ns7Trainer5train5innerEv"));
+	ck_assert(!ms_target_matches(&t, "_ZN3ns27Trainer5trainEv"));
+	parse("train(int)");
+	ck_assert(ms_target_matches(&t, "_Z5traini"));
+	ck_assert(!ms_target_matches(&t, "_Z6trainsi"));
+	ck_assert(!ms_target_matches(&t, "train"));
+	parse("std::sort");
+	ck_assert(ms_target_matches(&t, "_ZSt4sortIPiEvT_S1_"));
+	parse("ns::Trainer::Trainer");
+	ck_assert(ms_target_matches(&t, "_ZN2ns7TrainerC2Ev"));
+	ck_assert(ms_target_matches(&t, "_ZN2ns7TrainerC1Ei"));
+	parse("ns::Trainer::~Trainer");
+	ck_assert(ms_target_matches(&t, "_ZN2ns7TrainerD1Ev"));
+	ck_assert(!ms_target_matches(&t, "_ZN2ns7TrainerC1Ev"));
+}
+END_TEST
+
+START_TEST(objects_are_matched_by_name)
+{
+	parse("libfoo.so:bar");
+	ck_assert(ms_target_object_matches(&t, "/usr/lib/libfoo.so"));
+	ck_assert(ms_target_object_matches(&t, "/usr/lib/libfoo.so.1.2"));
+	ck_assert(!ms_target_object_matches(&t, "/usr/lib/libfoobar.so"));
+	ck_assert(!ms_target_object_matches(&t, "/usr/lib/xlibfoo.so"));
+	parse("/opt/libfoo.so:bar");
+	ck_assert(ms_target_object_matches(&t, "/opt/libfoo.so"));
+	ck_assert(!ms_target_object_matches(&t, "/usr/libfoo.so"));
+	parse("bar");
+	ck_assert(ms_target_object_matches(&t, "/anything"));
+}
+END_TEST
+
+int main(void)
+{
+	Suite *s = suite_create("native names");
+	TCase *tc = tcase_create("names");
+	tcase_add_test(tc, which_targets_are_native);
+	tcase_add_test(tc, plain_names_match_the_symbol_and_its_clones);
+	tcase_add_test(tc, cxx_names_match_through_their_mangled_prefix);
+	tcase_add_test(tc, objects_are_matched_by_name);
+	suite_add_tcase(s, tc);
+	SRunner *sr = srunner_create(s);
+	srunner_run_all(sr, CK_NORMAL);
+	int failed = srunner_ntests_failed(sr);
+	srunner_free(sr);
+	return failed ? 1 : 0;
+}

@@ -1,0 +1,267 @@
+/* Native stages: fixture programs (plain gcc -g, -rdynamic, -O2, stripped, C++) under the shim,
+ * with exact deltas, peaks and call counts read from the metrics file. */
+#include <check.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include "harness.h"
+
+static struct run r;
+static int64_t keep, temp; /* usable sizes of the fixtures' blocks (printed by the fixture) */
+
+/* Runs fixture PROG with MEMSHIM_STAGES=STAGES and ARGS; returns the parsed metrics file. */
+static json_t *run_fixture(const char *prog, const char *stages, const char *a1, const char *a2, const char *a3)
+{
+	char spec[512];
+	snprintf(spec, sizeof spec, "MEMSHIM_STAGES=%s", stages);
+	const char *env[] = { spec, NULL };
+	const char *argv[] = { built(prog), a1, a2, a3, NULL };
+	ck_assert_int_eq(run_under_shim(&r, argv, env), 0);
+	ck_assert_msg(WIFEXITED(r.status) && WEXITSTATUS(r.status) == 0, "%s exited with %d: %s", prog, r.status, r.err);
+	long k = 0, t = 0;
+	ck_assert_msg(sscanf(r.out, "keep=%ld temp=%ld", &k, &t) == 2, "fixture output: %s", r.out);
+	keep = k;
+	temp = t;
+	json_t *m = load_metrics(&r, "m.json");
+	ck_assert_ptr_nonnull(m);
+	return m;
+}
+
+static int64_t stage_int(json_t *m, const char *stage, const char *key)
+{
+	json_t *s = stage_of(m, stage);
+	ck_assert_msg(s != NULL, "stage %s missing", stage);
+	json_t *v = json_object_get(s, key);
+	return json_is_boolean(v) ? json_is_true(v) : json_integer_value(v);
+}
+
+static int64_t history(json_t *m, const char *stage, int call, const char *key)
+{
+	json_t *h = json_array_get(json_object_get(stage_of(m, stage), "history"), (size_t)call);
+	ck_assert_ptr_nonnull(h);
+	return json_integer_value(json_object_get(h, key));
+}
+
+static int count(const char *hay, const char *needle)
+{
+	int n = 0;
+	for (const char *p = hay; (p = strstr(p, needle)); p += strlen(needle))
+		n++;
+	return n;
+}
+
+/* Every fixture build: calls back to back, each keeping KEEP and peaking at TEMP above it. */
+static const char *const builds[] = { "native/nstages", "native/nstages-rdynamic", "native/nstages-O2",
+				       "native/nstages-rdynamic-stripped" };
+
+START_TEST(back_to_back_calls_are_exact)
+{
+	json_t *m = run_fixture(builds[_i], "train=train_epoch", "loop", "5", NULL);
+	ck_assert_int_eq(metric(m, "train_calls"), 5);
+	ck_assert_int_eq(metric(m, "train_mem_cpu_alloc_delta"), keep);
+	ck_assert_int_eq(metric(m, "train_mem_cpu_peaked_delta"), temp);
+	for (int i = 0; i < 5; i++) {
+		ck_assert_int_eq(history(m, "train", i, "cpu_alloc_delta"), keep);
+		ck_assert_int_eq(history(m, "train", i, "cpu_peaked_delta"), temp);
+	}
+	ck_assert_str_eq(r.err, "");
+	json_decref(m);
+}
+END_TEST
+
+START_TEST(only_calls_that_allocate_count)
+{
+	json_t *m = run_fixture("native/nstages", "s=sometimes", "sometimes", "7", NULL);
+	ck_assert_int_eq(metric(m, "s_calls"), 3); /* calls 1, 3 and 5 allocate */
+	ck_assert_int_eq(metric(m, "s_mem_cpu_alloc_delta"), keep);
+	json_decref(m);
+}
+END_TEST
+
+START_TEST(recursion_is_one_call)
+{
+	json_t *m = run_fixture("native/nstages", "r=descend", "recurse", "3", NULL);
+	ck_assert_int_eq(metric(m, "r_calls"), 3);
+	ck_assert_int_eq(metric(m, "r_mem_cpu_alloc_delta"), 6 * keep); /* depth 5..0 */
+	json_decref(m);
+}
+END_TEST
+
+START_TEST(longjmp_out_of_a_stage_closes_it)
+{
+	json_t *m = run_fixture("native/nstages", "j=jumper", "longjmp", "4", NULL);
+	ck_assert_int_eq(metric(m, "j_calls"), 4);
+	for (int i = 0; i < 4; i++) {
+		ck_assert_int_eq(history(m, "j", i, "cpu_alloc_delta"), keep);
+		ck_assert_int_eq(history(m, "j", i, "cpu_peaked_delta"), temp);
+	}
+	ck_assert_int_eq(stage_int(m, "j", "closed_at_exit"), 0);
+	json_decref(m);
+}
+END_TEST
+
+START_TEST(nested_native_stages)
+{
+	json_t *m = run_fixture("native/nstages", "outer=outer_run,train=train_epoch", "nested", "3", NULL);
+	ck_assert_int_eq(metric(m, "outer_calls"), 1);
+	ck_assert_int_eq(metric(m, "outer_mem_cpu_alloc_delta"), 3 * keep);
+	ck_assert_int_eq(metric(m, "outer_mem_cpu_peaked_delta"), temp);
+	ck_assert_int_eq(metric(m, "train_calls"), 3);
+	ck_assert_int_eq(metric(m, "train_mem_cpu_alloc_delta"), keep);
+	json_decref(m);
+}
+END_TEST
+
+START_TEST(function_in_a_library_linked_at_start)
+{
+	static const char *const specs[] = { "l=lib_train", "l=libnstage.so:lib_train" };
+	json_t *m = run_fixture("native/nstages", specs[_i], "lib", "3", NULL);
+	ck_assert_int_eq(metric(m, "l_calls"), 3);
+	ck_assert_int_eq(metric(m, "l_mem_cpu_alloc_delta"), keep);
+	ck_assert_int_eq(metric(m, "l_mem_cpu_peaked_delta"), temp);
+	ck_assert_str_eq(r.err, "");
+	json_decref(m);
+}
+END_TEST
+
+START_TEST(function_in_a_library_loaded_later)
+{
+	static const char *const specs[] = { "p=plugin_train", "p=libnplugin.so:plugin_train" };
+	json_t *m = run_fixture("native/nstages", specs[_i], "dlopen", "2", built("native/libnplugin.so"));
+	ck_assert_int_eq(metric(m, "p_calls"), 2);
+	ck_assert_int_eq(metric(m, "p_mem_cpu_alloc_delta"), keep);
+	ck_assert_int_eq(metric(m, "p_mem_cpu_peaked_delta"), temp);
+	ck_assert_str_eq(r.err, "");
+	json_decref(m);
+}
+END_TEST
+
+START_TEST(pinned_to_the_wrong_object_is_not_found)
+{
+	json_t *m = run_fixture("native/nstages", "l=libnplugin.so:lib_train", "lib", "2", NULL);
+	ck_assert(!has_metric(m, "l_calls"));
+	ck_assert_int_eq(count(r.err, "libnplugin.so:lib_train"), 1);
+	json_decref(m);
+}
+END_TEST
+
+START_TEST(four_threads_inside_at_once_are_one_call)
+{
+	json_t *m = run_fixture("native/nstages", "t=parallel_step", "threads", NULL, NULL);
+	ck_assert_int_eq(metric(m, "t_calls"), 1); /* overlapping callers merge into one call */
+	ck_assert_int_eq(metric(m, "t_mem_cpu_alloc_delta"), 4 * keep);
+	json_decref(m);
+}
+END_TEST
+
+START_TEST(pthread_exit_closes_the_stage)
+{
+	json_t *m = run_fixture("native/nstages", "q=thread_quits", "pthread_exit", NULL, NULL);
+	ck_assert_int_eq(metric(m, "q_calls"), 1);
+	ck_assert_int_eq(stage_int(m, "q", "closed_at_exit"), 0);
+	ck_assert_int_ge(metric(m, "q_mem_cpu_alloc_delta"), keep);
+	json_decref(m);
+}
+END_TEST
+
+START_TEST(exit_inside_a_stage_closes_it_at_exit)
+{
+	json_t *m = run_fixture("native/nstages", "x=exits_inside", "exit", NULL, NULL);
+	ck_assert_int_eq(metric(m, "x_calls"), 1);
+	ck_assert_int_eq(stage_int(m, "x", "closed_at_exit"), 1);
+	ck_assert_int_eq(metric(m, "x_mem_cpu_alloc_delta"), keep);
+	json_decref(m);
+}
+END_TEST
+
+START_TEST(backtrace_still_reaches_main)
+{
+	json_t *m = run_fixture("native/nstages", "b=with_backtrace", "backtrace", NULL, NULL);
+	ck_assert_msg(strstr(r.out, "main=1") != NULL, "%s", r.out);
+	ck_assert_int_eq(metric(m, "b_calls"), 1);
+	json_decref(m);
+}
+END_TEST
+
+START_TEST(cxx_exception_through_a_stage_is_caught_as_before)
+{
+	static const char *const specs[] = { "train=ns::Trainer::train,eval=ns::Trainer::evaluate(int) const",
+					     "train=_ZN2ns7Trainer5trainEi,eval=_ZNK2ns7Trainer8evaluateEi" };
+	json_t *m = run_fixture("native/ncxx", specs[_i], "3", NULL, NULL);
+	ck_assert_msg(strstr(r.out, "caught=1 sum=3") != NULL, "%s", r.out);
+	ck_assert_int_eq(metric(m, "train_calls"), 3);
+	ck_assert_int_eq(metric(m, "train_mem_cpu_alloc_delta"), keep);
+	ck_assert_int_eq(metric(m, "train_mem_cpu_peaked_delta"), temp);
+	ck_assert_int_eq(history(m, "train", 0, "cpu_alloc_delta"), keep);
+	/* the call that threw: its kept block and the exception object, not the catch block's 8192 */
+	int64_t thrown = history(m, "train", 1, "cpu_alloc_delta");
+	ck_assert_msg(thrown >= keep && thrown < keep + 8192, "thrown call alloc %lld", (long long)thrown);
+	ck_assert_int_eq(history(m, "train", 1, "cpu_peaked_delta"), temp);
+	ck_assert_int_eq(metric(m, "eval_calls"), 3);
+	ck_assert_int_eq(metric(m, "eval_mem_cpu_alloc_delta"), 0);
+	ck_assert_int_eq(metric(m, "eval_mem_cpu_peaked_delta"), keep);
+	ck_assert_str_eq(r.err, "");
+	json_decref(m);
+}
+END_TEST
+
+START_TEST(missing_name_warns_once_naming_the_stripped_binary)
+{
+	json_t *m = run_fixture("native/nstages-stripped", "train=train_epoch,gone=no_such_function", "loop", "2", NULL);
+	ck_assert_int_eq(count(r.err, "no_such_function"), 1);
+	ck_assert_int_eq(count(r.err, "train_epoch"), 1); /* a static function of a stripped binary */
+	ck_assert_msg(strstr(r.err, "nstages-stripped") != NULL, "%s", r.err);
+	ck_assert(!has_metric(m, "train_calls"));
+	json_decref(m);
+}
+END_TEST
+
+START_TEST(python_names_are_left_alone)
+{
+	json_t *m = run_fixture("native/nstages", "train=train_epoch,py=Trainer.train,mod=pkg.mod:Class.run", "loop",
+				"2", NULL);
+	ck_assert_str_eq(r.err, "");
+	ck_assert_int_eq(metric(m, "train_calls"), 2);
+	json_decref(m);
+}
+END_TEST
+
+START_TEST(unset_stages_do_nothing_native)
+{
+	const char *env[] = { "MEMSHIM_STAGES", NULL };
+	const char *argv[] = { built("native/nstages"), "loop", "2", NULL };
+	ck_assert_int_eq(run_under_shim(&r, argv, env), 0);
+	ck_assert(WIFEXITED(r.status) && WEXITSTATUS(r.status) == 0);
+	ck_assert_str_eq(r.err, "");
+}
+END_TEST
+
+int main(void)
+{
+	Suite *s = suite_create("native");
+	TCase *tc = tcase_create("native");
+	tcase_set_timeout(tc, 30);
+	tcase_add_loop_test(tc, back_to_back_calls_are_exact, 0, sizeof builds / sizeof *builds);
+	tcase_add_test(tc, only_calls_that_allocate_count);
+	tcase_add_test(tc, recursion_is_one_call);
+	tcase_add_test(tc, longjmp_out_of_a_stage_closes_it);
+	tcase_add_test(tc, nested_native_stages);
+	tcase_add_loop_test(tc, function_in_a_library_linked_at_start, 0, 2);
+	tcase_add_loop_test(tc, function_in_a_library_loaded_later, 0, 2);
+	tcase_add_test(tc, pinned_to_the_wrong_object_is_not_found);
+	tcase_add_test(tc, four_threads_inside_at_once_are_one_call);
+	tcase_add_test(tc, pthread_exit_closes_the_stage);
+	tcase_add_test(tc, exit_inside_a_stage_closes_it_at_exit);
+	tcase_add_test(tc, backtrace_still_reaches_main);
+	tcase_add_loop_test(tc, cxx_exception_through_a_stage_is_caught_as_before, 0, 2);
+	tcase_add_test(tc, missing_name_warns_once_naming_the_stripped_binary);
+	tcase_add_test(tc, python_names_are_left_alone);
+	tcase_add_test(tc, unset_stages_do_nothing_native);
+	suite_add_tcase(s, tc);
+	SRunner *sr = srunner_create(s);
+	srunner_run_all(sr, CK_NORMAL);
+	int failed = srunner_ntests_failed(sr);
+	srunner_free(sr);
+	return failed ? 1 : 0;
+}
