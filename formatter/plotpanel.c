@@ -141,46 +141,52 @@ void mf_draw_bands(cairo_t *cr, struct mf_panel *p, const struct mf_frame *fr)
 	free(k.r);
 }
 
-/* Right-aligned at the title line: a swatch per series, then the two kinds of peak mark. */
-static double mf_legend(cairo_t *cr, const struct mf_panel *p, double right, double y)
+static void mf_legend_mark(cairo_t *cr, int m, double x, double y)
 {
-	double x = right, dash = 4;
-	mf_font(cr, MF_FS_SMALL, 0);
-	const char *marks[] = { "process peak", "stage peak" };
-	for (int m = 0; m < 2; m++) {
-		x -= mf_text_w(cr, marks[m]);
-		cairo_set_source_rgb(cr, 0.25, 0.25, 0.25);
-		cairo_move_to(cr, x, y);
-		cairo_show_text(cr, marks[m]);
-		cairo_set_source_rgb(cr, 0.35, 0.35, 0.35);
-		if (m == 0) {
-			cairo_set_line_width(cr, 1);
-			cairo_set_dash(cr, &dash, 1, 0);
-			cairo_move_to(cr, x - 22, y - 4);
-			cairo_line_to(cr, x - 4, y - 4);
-			cairo_stroke(cr);
-			cairo_set_dash(cr, NULL, 0, 0);
-		} else {
-			cairo_move_to(cr, x - 9, y);
-			cairo_line_to(cr, x - 13.5, y - 7);
-			cairo_line_to(cr, x - 4.5, y - 7);
-			cairo_close_path(cr);
-			cairo_fill(cr);
-		}
-		x -= 22 + 14;
-	}
-	for (size_t i = p->ns; i-- > 0;) {
-		char *t = p->s[i].device < 0 ? mf_xstrdup("CPU live") :
-			mf_xasprintf("GPU %d live", p->s[i].device);
-		x -= mf_text_w(cr, t);
-		cairo_set_source_rgb(cr, 0.25, 0.25, 0.25);
-		cairo_move_to(cr, x, y);
-		cairo_show_text(cr, t);
-		mf_set_rgb(cr, mf_series_colour(p->s[i].device), 1);
-		cairo_set_line_width(cr, 3);
+	double dash = 4;
+	cairo_set_source_rgb(cr, 0.35, 0.35, 0.35);
+	if (m == 0) {
+		cairo_set_line_width(cr, 1);
+		cairo_set_dash(cr, &dash, 1, 0);
 		cairo_move_to(cr, x - 22, y - 4);
 		cairo_line_to(cr, x - 4, y - 4);
 		cairo_stroke(cr);
+		cairo_set_dash(cr, NULL, 0, 0);
+	} else {
+		cairo_move_to(cr, x - 9, y);
+		cairo_line_to(cr, x - 13.5, y - 7);
+		cairo_line_to(cr, x - 4.5, y - 7);
+		cairo_close_path(cr);
+		cairo_fill(cr);
+	}
+}
+
+static void mf_legend_swatch(cairo_t *cr, int device, double x, double y)
+{
+	mf_set_rgb(cr, mf_series_colour(device), 1);
+	cairo_set_line_width(cr, 3);
+	cairo_move_to(cr, x - 22, y - 4);
+	cairo_line_to(cr, x - 4, y - 4);
+	cairo_stroke(cr);
+}
+
+/* Right-aligned at the title line: a swatch per series, then the two kinds of peak mark. Returns
+ * where it begins; draws only when DRAW, so that it can be measured first. */
+static double mf_legend(cairo_t *cr, const struct mf_panel *p, double right, double y, int draw)
+{
+	double x = right;
+	mf_font(cr, MF_FS_SMALL, 0);
+	for (size_t i = 0; i < p->ns + 2; i++) {
+		int m = i < 2 ? (int)i : -1, dev = i < 2 ? 0 : p->s[p->ns + 1 - i].device;
+		char *t = m == 0 ? mf_xstrdup("process peak") : m == 1 ? mf_xstrdup("stage peak") :
+			dev < 0 ? mf_xstrdup("CPU live") : mf_xasprintf("GPU %d live", dev);
+		x -= mf_text_w(cr, t);
+		if (draw) {
+			cairo_set_source_rgb(cr, 0.25, 0.25, 0.25);
+			cairo_move_to(cr, x, y);
+			cairo_show_text(cr, t);
+			m >= 0 ? mf_legend_mark(cr, m, x, y) : mf_legend_swatch(cr, dev, x, y);
+		}
 		x -= 22 + 14;
 		free(t);
 	}
@@ -192,18 +198,14 @@ static void mf_panel_head(cairo_t *cr, const struct mf_panel *p, const struct mf
 {
 	char *t = mf_panel_title(p->f), *a = with_argv ? mf_argv_text(p->f) : NULL;
 	char *full = a ? mf_xasprintf("%s · %s", t, a) : mf_xstrdup(t);
-	/* The legend only where it leaves the title (pid, rank) room: drawn aside, then kept or not. */
-	cairo_push_group(cr);
-	double left = mf_legend(cr, p, fr->x + fr->w, y);
-	cairo_pattern_t *legend = cairo_pop_group(cr);
+	/* The legend only where it leaves the title (pid, rank) room. */
+	double left = mf_legend(cr, p, fr->x + fr->w, y, 0);
 	mf_font(cr, MF_FS_PANEL, 1);
-	if (left - fr->x - 10 >= fmin(mf_text_w(cr, t), fr->w / 2)) {
-		cairo_set_source(cr, legend);
-		cairo_paint(cr);
-	} else {
+	if (left - fr->x - 10 >= fmin(mf_text_w(cr, t), fr->w / 2))
+		mf_legend(cr, p, fr->x + fr->w, y, 1);
+	else
 		left = fr->x + fr->w + 10;
-	}
-	cairo_pattern_destroy(legend);
+	mf_font(cr, MF_FS_PANEL, 1);
 	cairo_set_source_rgb(cr, p->f->complete ? 0.1 : 0.7, 0.1, 0.1);
 	mf_text_fit(cr, fr->x, y, full, left - fr->x - 10);
 	free(t), free(a), free(full);
