@@ -1,0 +1,23 @@
+# Native stages: the churn benchmark with a native stage configured, bare vs under the shim.
+$(BUILD)/bench/native/nchurn: bench/native/nchurn.c
+	@mkdir -p $(@D)
+	$(CC) $(BASEFLAGS) -O2 -g -o $@ $< -lpthread
+
+NATIVE_RATIO = MEMSHIM_LIB=$(abspath $(BUILD)/libmemshim.so) bench/ratio.sh $(BENCH_PAIRS) -- $(BUILD)/bench/native/nchurn
+
+.PHONY: bench-native
+bench-native: $(BUILD)/libmemshim.so $(BUILD)/bench/native/nchurn
+	@echo "== native: churn inside a stage (train=churn_epoch), 1 thread (target <= 1.3x)"
+	@MEMSHIM_STAGES=train=churn_epoch $(NATIVE_RATIO) 1 2000000
+	@echo "== native: churn outside any stage (train=never_called), 1 thread (target <= 2x)"
+	@MEMSHIM_STAGES=train=never_called $(NATIVE_RATIO) 1 2000000
+	@echo "== native: churn inside a stage, 2 threads"
+	@MEMSHIM_STAGES=train=churn_epoch $(NATIVE_RATIO) 2 2000000
+	@echo "== native: allocating through a helper (a new frame each time), inside a stage"
+	@MEMSHIM_STAGES=train=churn_epoch $(NATIVE_RATIO) 1 2000000 helper
+	@echo "== native: allocating through a helper, outside any stage"
+	@MEMSHIM_STAGES=train=never_called $(NATIVE_RATIO) 1 2000000 helper
+	@echo "== native: every allocation is its own stage call (train=one_op, 2M stage calls)"
+	@MEMSHIM_STAGES=train=one_op $(NATIVE_RATIO) 1 2000000 calls
+
+BENCH_TARGETS += bench-native
