@@ -11,7 +11,8 @@ ALL_TARGETS += $(BUILD)/libmemshim.so
 
 $(BUILD)/shim/%.o: shim/%.c
 	@mkdir -p $(@D)
-	$(CC) $(SHIM_CFLAGS) -c $< -o $@
+	@echo "  CC      $<"
+	@$(CC) $(SHIM_CFLAGS) -c $< -o $@
 
 $(BUILD)/shim/memshim.map: shim/memshim.map.in $(wildcard shim/*.def)
 	@mkdir -p $(@D)
@@ -24,7 +25,8 @@ $(BUILD)/libmemshim.so: $(SHIM_OBJS) $(BUILD)/shim/memshim.map
 # Pure objects for tests, optionally with sanitizers (separate directory so flags never mix).
 $(BUILD)/pure/%.o: shim/%.c
 	@mkdir -p $(@D)
-	$(CC) $(BASEFLAGS) $(CFLAGS) $(SANFLAGS) -fPIC -c $< -o $@
+	@echo "  CC      $< (pure$(if $(SANITIZE), $(SANITIZE)))"
+	@$(CC) $(BASEFLAGS) $(CFLAGS) $(SANFLAGS) -fPIC -c $< -o $@
 SHIM_PURE_OBJS := $(SHIM_PURE:%=$(BUILD)/pure/%.o)
 
 .PHONY: install-shim
