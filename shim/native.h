@@ -118,6 +118,9 @@ extern uintptr_t ms_self_lo, ms_self_hi;
 uintptr_t ms_native_tramp_fire(uintptr_t block_ret);
 /* Frames at addresses below SP are being discarded (longjmp): close their stages. */
 void ms_native_discard_below(uintptr_t sp);
+/* An exception starts unwinding this thread / was caught (native_unwind.c). */
+void ms_native_unwind_begin(void);
+void ms_native_unwind_end(void);
 /* Sets up the per-thread state key; 0 when usable. */
 int ms_stack_init(void);
 

@@ -1,5 +1,5 @@
-/* What a native target names: "symbol", "_Z...mangled", "ns::Class::method", each optionally
- * pinned to one object as "lib.so:symbol".  C++ names are matched without a demangler: the
+/* What a native target names: "symbol" (a C function, or any C++ function of that name at global
+ * scope), "_Z...mangled", "ns::Class::method", each optionally pinned to one object as "lib.so:symbol".  C++ names are matched without a demangler: the
  * qualified name is encoded as the start of its mangled form (Itanium ABI), which every overload,
  * const/ref-qualified variant and template instance of it shares.  Pure logic (unit-testable). */
 #include <string.h>
@@ -175,6 +175,8 @@ int ms_target_parse(struct ms_target *t, const char *text, const char *exe_base)
 	if (!is_ident(t->name, n))
 		return -1; /* dotted names are Python's */
 	t->kind = MS_TK_PLAIN;
+	if (strncmp(t->name, "_Z", 2))
+		build_prefixes(t); /* also a C++ function at global scope: "train" is _Z5train... */
 	return 0;
 }
 
@@ -188,7 +190,8 @@ int ms_target_matches(const struct ms_target *t, const char *sym)
 {
 	if (t->kind == MS_TK_PLAIN) {
 		size_t n = strlen(t->name);
-		return !strncmp(sym, t->name, n) && (sym[n] == '\0' || sym[n] == '.');
+		if (!strncmp(sym, t->name, n) && (sym[n] == '\0' || sym[n] == '.'))
+			return 1;
 	}
 	for (int k = 0; k < t->nprefix; k++) {
 		const char *p = t->prefix[k];

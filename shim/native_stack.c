@@ -52,6 +52,7 @@ struct tstate {
 	int watch;         /* this thread's marker trampoline, -1 */
 	int watch_at;      /* frame holding it, -1 */
 	int busy;          /* inside this file (a signal handler allocating must not re-enter) */
+	int unwinding;     /* exceptions in flight: no return address may change (see below) */
 	int ndeferred;
 	int deferred[MAX_DEFERRED]; /* trampolines to give back once the unwinder has read them */
 	struct frame f[MAX_FRAMES];
@@ -403,6 +404,8 @@ static void apply(struct tstate *s, const struct chain *ch)
 static void look(struct tstate *s)
 {
 	struct chain ch;
+	if (s->unwinding)
+		return; /* cleanups of an exception in flight: the stack must stay as phase 1 saw it */
 	int quick = walk(s, 1, &ch) == 0;
 	if (quick && nothing_new(s, &ch)) {
 		STAT(medium);
@@ -505,7 +508,8 @@ uintptr_t ms_native_tramp_fire(uintptr_t block_ret)
 		int k = find_tramp(s, t);
 		if (k >= 0) {
 			drop_to(s, k, t, 0);
-			ensure_watch(s);
+			if (!s->unwinding)
+				ensure_watch(s);
 		} else if (t != s->watch) {
 			ms_pool_give(t); /* a retired trampoline: its frame did return after all */
 		}
@@ -577,6 +581,24 @@ void ms_native_discard_below(uintptr_t target_sp)
 	s->busy = 0;
 	ms_tls_guard--;
 	errno = saved;
+}
+
+/* While a C++ exception is in flight (from _Unwind_RaiseException to __cxa_begin_catch), no return
+ * address may be replaced or restored: the unwinder's second phase recognises the handler's frame
+ * by its canonical frame address as computed in the first phase, and a trampoline frame appearing
+ * or disappearing in between (cleanups allocate) would shift it.  Nested exceptions count. */
+void ms_native_unwind_begin(void)
+{
+	struct tstate *s = ts;
+	if (s)
+		s->unwinding++;
+}
+
+void ms_native_unwind_end(void)
+{
+	struct tstate *s = ts;
+	if (s && s->unwinding > 0)
+		s->unwinding--;
 }
 
 /* Thread exit: the frames left (the thread's start routine's callers) get their return addresses

@@ -10,7 +10,9 @@
  *     stack checks are paid for it; pin it as "lib.so:name" to look for it in libraries loaded
  *     later);
  *   - dotted names ("Trainer.train", "module:Class.method"): Python only.
- * Nothing is done when MEMSHIM_STAGES is unset (its defaults are Python names). */
+ * Nothing is done when MEMSHIM_STAGES is unset (its defaults are Python names).  Warnings about
+ * targets found nowhere come at exit (libraries loaded later count), once per target, from the
+ * first process of the run or any process that found at least one target. */
 #include <dlfcn.h>
 #include <pthread.h>
 #include <stdlib.h>
@@ -65,11 +67,17 @@ static void report_missing(void)
 		return;
 	ms_tls_guard++;
 	ms_syms_refresh();
+	int any_found = 0;
+	for (int i = 0; i < ms_native_ntargets; i++)
+		any_found |= targets[i].found;
+	/* an exec'd child that found nothing is most likely a wrapper (a shell, env): the program the
+	 * names were meant for reports for itself */
+	int quiet = ms_proc.is_child && !any_found;
 	char stripped[1024];
 	ms_syms_stripped(stripped, sizeof stripped);
 	for (int i = 0; i < ms_native_ntargets; i++) {
 		const struct ms_target *t = &targets[i];
-		if (t->found || python_owned[i])
+		if (t->found || python_owned[i] || quiet)
 			continue;
 		ms_warn("native stage %s: '%s' was not found in any loaded object%s%s%s",
 			ms_cfg.spec.stage[t->spec_stage].name, t->text, stripped[0] ? " (no symbol table: " : "",

@@ -359,9 +359,9 @@ void ms_syms_resolve(void)
 	for (int i = 0; i < ms_native_ntargets; i++) {
 		const struct ms_target *t = &ms_native_targets[i];
 		unsigned char c = (unsigned char)t->name[0];
-		if (t->kind == MS_TK_CXX)
-			c = '_';
 		first_chars[c / 8] |= (unsigned char)(1u << (c % 8));
+		if (t->nprefix) /* mangled forms start with "_Z" */
+			first_chars['_' / 8] |= (unsigned char)(1u << ('_' % 8));
 	}
 	ms_syms_refresh();
 	while (!try_lock())

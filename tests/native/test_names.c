@@ -37,7 +37,9 @@ START_TEST(plain_names_match_the_symbol_and_its_clones)
 	ck_assert(ms_target_matches(&t, "train.constprop.0"));
 	ck_assert(ms_target_matches(&t, "train.cold"));
 	ck_assert(!ms_target_matches(&t, "trainer"));
-	ck_assert(!ms_target_matches(&t, "_Z5traini"));
+	ck_assert(ms_target_matches(&t, "_Z5traini"));   /* C++ train(int) at global scope */
+	ck_assert(!ms_target_matches(&t, "_Z6trainsi"));
+	ck_assert(!ms_target_matches(&t, "_ZN2ns5trainEv"));
 }
 END_TEST
 

@@ -206,6 +206,16 @@ START_TEST(cxx_exception_through_a_stage_is_caught_as_before)
 }
 END_TEST
 
+START_TEST(threads_throwing_through_a_stage_at_once)
+{
+	json_t *m = run_fixture("native/ncxx", "train=ns::Trainer::train", "400", "threads", NULL);
+	ck_assert_msg(strstr(r.out, "caught=800") != NULL, "%s", r.out);
+	ck_assert_int_ge(metric(m, "train_calls"), 1);
+	ck_assert_str_eq(r.err, "");
+	json_decref(m);
+}
+END_TEST
+
 START_TEST(missing_name_warns_once_naming_the_stripped_binary)
 {
 	json_t *m = run_fixture("native/nstages-stripped", "train=train_epoch,gone=no_such_function", "loop", "2", NULL);
@@ -255,6 +265,7 @@ int main(void)
 	tcase_add_test(tc, exit_inside_a_stage_closes_it_at_exit);
 	tcase_add_test(tc, backtrace_still_reaches_main);
 	tcase_add_loop_test(tc, cxx_exception_through_a_stage_is_caught_as_before, 0, 2);
+	tcase_add_test(tc, threads_throwing_through_a_stage_at_once);
 	tcase_add_test(tc, missing_name_warns_once_naming_the_stripped_binary);
 	tcase_add_test(tc, python_names_are_left_alone);
 	tcase_add_test(tc, unset_stages_do_nothing_native);
