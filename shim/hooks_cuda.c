@@ -178,7 +178,8 @@ static void resolve_all(const void *addr)
 }
 
 /* Resolves every slot now, from the library that had NAME: later wrapper calls then never need
- * the loader (and its lock). */
+ * the loader (and its lock).  The wrapper stands in for P only when it calls exactly P: a function
+ * of the same name in another library (a second tool's wrapper, a stub) is handed out as it is. */
 void *ms_cuda_dlsym(void *handle, const char *name, int idx)
 {
 	void *p = ms_real_dlsym(handle, name);
@@ -186,9 +187,13 @@ void *ms_cuda_dlsym(void *handle, const char *name, int idx)
 		return p;
 	int saved = errno;
 	ms_tls_guard++;
+	if (!__atomic_load_n(&real_fn[idx], __ATOMIC_ACQUIRE))
+		remember(idx, lookup(idx)); /* the driver's own, where it is loaded */
 	remember(idx, p);
 	ms_tls_guard--;
 	errno = saved;
+	if (__atomic_load_n(&real_fn[idx], __ATOMIC_ACQUIRE) != p)
+		return p;
 	resolve_all(p);
 	return hook_wrapper[idx];
 }

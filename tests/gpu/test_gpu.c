@@ -374,6 +374,21 @@ START_TEST(dlsym_keeps_rtld_next_of_caller)
 }
 END_TEST
 
+/* A second CUDA tool preloaded after the shim looks the driver up with dlsym(RTLD_NEXT): it must
+ * get what it would get without the shim (not its own function back through the shim's wrapper,
+ * which loops), and the shim must not take the tool's function for the driver's. */
+START_TEST(dlsym_rtld_next_cuda_tool)
+{
+	struct run r;
+	char next[LONG_PATH];
+	path_in(next, "gpu/libfx_next.so");
+	run_fixture(&r, "fx_dl", "rtld_next", 1, NULL, next);
+	assert_clean(&r);
+	assert_gpu(&r, "next", 5 * MiB, 0);
+	done(&r);
+}
+END_TEST
+
 /* Disabled, the wrappers still stand in the way but only forward: the program behaves the same. */
 START_TEST(disabled_forwards_only)
 {
@@ -411,6 +426,9 @@ START_TEST(fixtures_pass_bare)
 	run_fixture(&r, "fx_nocuda", "rtld_next", 0, NULL, next);
 	ck_assert_msg(WIFEXITED(r.status) && WEXITSTATUS(r.status) == 0, "rtld_next bare: %s", r.err);
 	done(&r);
+	run_fixture(&r, "fx_dl", "rtld_next", 0, NULL, next);
+	ck_assert_msg(WIFEXITED(r.status) && WEXITSTATUS(r.status) == 0, "fx_dl rtld_next bare: %s", r.err);
+	done(&r);
 }
 END_TEST
 
@@ -425,6 +443,7 @@ static Suite *gpu_suite(void)
 	tcase_add_test(paths, get_proc_address_cuda11_path);
 	tcase_add_test(paths, no_driver_no_gpu_keys);
 	tcase_add_test(paths, dlsym_keeps_rtld_next_of_caller);
+	tcase_add_test(paths, dlsym_rtld_next_cuda_tool);
 	tcase_add_test(paths, fixtures_pass_bare);
 	tcase_add_test(paths, disabled_forwards_only);
 	suite_add_tcase(s, paths);
