@@ -49,6 +49,7 @@ void ms_native_regs(uintptr_t out[3]);
 int ms_cfi_step(uintptr_t *ip, uintptr_t *sp, uintptr_t *rbp, uintptr_t *slot);
 /* Forgets cached rules (objects were unloaded). */
 void ms_cfi_forget(void);
+void ms_cfi_after_fork(void);
 
 /* ---- targets (native_names.c) ---------------------------------------------------------------- */
 

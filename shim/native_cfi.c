@@ -555,3 +555,9 @@ void ms_cfi_forget(void)
 	nobjs = 0;
 	__atomic_store_n(&lock_word, 0, __ATOMIC_RELEASE);
 }
+
+/* A forked child may have inherited the lock from a thread that no longer exists. */
+void ms_cfi_after_fork(void)
+{
+	__atomic_store_n(&lock_word, 0, __ATOMIC_RELEASE);
+}

@@ -24,6 +24,8 @@ static jmp_fn find(jmp_fn *cache, const char *name)
 	if (!f) {
 		ms_tls_guard++;
 		f = (jmp_fn)ms_real_dlsym(RTLD_NEXT, name);
+		if (!f) /* still resolving: our dlsym is a tail call, so "next" is still after us */
+			f = (jmp_fn)dlsym(RTLD_NEXT, name);
 		ms_tls_guard--;
 		__atomic_store_n(cache, f, __ATOMIC_RELEASE);
 	}

@@ -418,4 +418,5 @@ void ms_syms_after_fork(void);
 void ms_syms_after_fork(void)
 {
 	unlock();
+	ms_cfi_after_fork();
 }
