@@ -401,12 +401,39 @@ static void apply(struct tstate *s, const struct chain *ch)
 		push(s, &s->c[k]);
 }
 
+#ifdef MS_NATIVE_VERIFY
+/* Debug builds only: the quick unwinder must agree with libunwind frame for frame. */
+static void verify(struct tstate *s, int quick, const struct chain *ch)
+{
+	static __thread struct cand saved[MAX_FRAMES];
+	struct chain other;
+	if (!quick)
+		return;
+	memcpy(saved, s->c, (size_t)ch->nc * sizeof *saved);
+	if (walk(s, 0, &other) < 0)
+		return;
+	int n = other.nc < ch->nc ? other.nc : ch->nc;
+	for (int k = 0; k < n; k++)
+		if (saved[k].slot != s->c[k].slot || saved[k].ip != s->c[k].ip) {
+			ms_warn("verify: frame %d differs: quick %p/%p libunwind %p/%p", k, (void *)saved[k].slot,
+				(void *)saved[k].ip, (void *)s->c[k].slot, (void *)s->c[k].ip);
+			break;
+		}
+	if (other.match != ch->match && other.nc >= ch->nc)
+		ms_warn("verify: match %d vs %d (nc %d vs %d)", ch->match, other.match, ch->nc, other.nc);
+	memcpy(s->c, saved, (size_t)ch->nc * sizeof *saved);
+}
+#endif
+
 static void look(struct tstate *s)
 {
 	struct chain ch;
 	if (s->unwinding)
 		return; /* cleanups of an exception in flight: the stack must stay as phase 1 saw it */
 	int quick = walk(s, 1, &ch) == 0;
+#ifdef MS_NATIVE_VERIFY
+	verify(s, quick, &ch);
+#endif
 	if (quick && nothing_new(s, &ch)) {
 		STAT(medium);
 		if (ch.nc == 0)
