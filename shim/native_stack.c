@@ -32,7 +32,7 @@
 #define NKEYS 4         /* call sites remembered per known frame */
 #define MAX_DEFERRED 64
 #define NOFF 128        /* shim-internal return addresses with known frame sizes */
-#define MEDIUM_DEPTH 12 /* frames the quick trace may look at */
+#define ADOPT_AFTER 3   /* a quick walk over more new frames than this keeps the outer ones */
 
 struct frame {
 	uintptr_t slot;  /* where this frame's return address lives */
@@ -438,6 +438,11 @@ static void look(struct tstate *s)
 		STAT(medium);
 		if (ch.nc == 0)
 			add_key(&s->f[s->n - 1], ch.entry_slot, ch.entry_ip);
+		if (ch.nc > ADOPT_AFTER) { /* a long way up: take in all but the innermost (short-lived) frames */
+			for (int k = ch.nc - 1; k >= ADOPT_AFTER - 1 && s->n < MAX_FRAMES; k--)
+				push(s, &s->c[k]);
+			ensure_watch(s);
+		}
 		return;
 	}
 	STAT(slow);
