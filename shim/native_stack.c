@@ -284,7 +284,8 @@ struct chain {
 };
 
 /* Walks from here to the innermost known frame with the quick unwinder (QUICK) or libunwind,
- * changing nothing.  -1 when the quick unwinder met a frame it does not understand. */
+ * changing nothing.  -1 when the quick unwinder met a frame it does not understand; 1 when the
+ * shim was entered by a tail call from a known frame (nothing new can be on the stack). */
 static int walk(struct tstate *s, int quick, struct chain *ch)
 {
 	unw_context_t uc;
@@ -329,7 +330,7 @@ static int walk(struct tstate *s, int quick, struct chain *ch)
 			off_learn(here, sp - prev_sp);
 	}
 	if (ms_tramp_index(ip) >= 0)
-		return -1;
+		return 1; /* a tail call from a frame we know: the shim returns straight through its trampoline */
 	ch->entry_slot = slot;
 	ch->entry_ip = ip;
 	int j = s->n - 1;
@@ -410,7 +411,7 @@ static void verify(struct tstate *s, int quick, const struct chain *ch)
 	if (!quick)
 		return;
 	memcpy(saved, s->c, (size_t)ch->nc * sizeof *saved);
-	if (walk(s, 0, &other) < 0)
+	if (walk(s, 0, &other) != 0)
 		return;
 	int n = other.nc < ch->nc ? other.nc : ch->nc;
 	for (int k = 0; k < n; k++)
@@ -430,7 +431,10 @@ static void look(struct tstate *s)
 	struct chain ch;
 	if (s->unwinding)
 		return; /* cleanups of an exception in flight: the stack must stay as phase 1 saw it */
-	int quick = walk(s, 1, &ch) == 0;
+	int got = walk(s, 1, &ch);
+	if (got > 0)
+		return;
+	int quick = got == 0;
 #ifdef MS_NATIVE_VERIFY
 	verify(s, quick, &ch);
 #endif
@@ -448,7 +452,7 @@ static void look(struct tstate *s)
 	STAT(slow);
 	flush_deferred(s);
 	ms_syms_refresh();
-	if (!quick && walk(s, 0, &ch) < 0)
+	if (!quick && walk(s, 0, &ch) != 0)
 		return;
 	int before = s->n;
 	apply(s, &ch);
