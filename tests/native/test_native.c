@@ -137,6 +137,21 @@ START_TEST(function_in_a_library_loaded_later)
 }
 END_TEST
 
+START_TEST(library_unloaded_and_loaded_again)
+{
+	char spec[64] = "MEMSHIM_STAGES=p=plugin_train";
+	const char *env[] = { spec, NULL };
+	const char *argv[] = { built("native/nstages"), "reload", "2", built("native/libnplugin.so"),
+			       built("native/libnstage.so"), NULL };
+	ck_assert_int_eq(run_under_shim(&r, argv, env), 0);
+	ck_assert(WIFEXITED(r.status) && WEXITSTATUS(r.status) == 0);
+	json_t *m = load_metrics(&r, "m.json");
+	ck_assert_ptr_nonnull(m);
+	ck_assert_int_eq(metric(m, "p_calls"), 4);
+	json_decref(m);
+}
+END_TEST
+
 START_TEST(pinned_to_the_wrong_object_is_not_found)
 {
 	json_t *m = run_fixture("native/nstages", "l=libnplugin.so:lib_train", "lib", "2", NULL);
@@ -259,6 +274,7 @@ int main(void)
 	tcase_add_test(tc, nested_native_stages);
 	tcase_add_loop_test(tc, function_in_a_library_linked_at_start, 0, 2);
 	tcase_add_loop_test(tc, function_in_a_library_loaded_later, 0, 2);
+	tcase_add_test(tc, library_unloaded_and_loaded_again);
 	tcase_add_test(tc, pinned_to_the_wrong_object_is_not_found);
 	tcase_add_test(tc, four_threads_inside_at_once_are_one_call);
 	tcase_add_test(tc, pthread_exit_closes_the_stage);
