@@ -36,7 +36,7 @@ struct ms_ctab {
 	static struct ms_centry var##_slots[1u << (nbits)];                           \
 	static struct ms_ctab var = { var##_slots, (nbits), 1024, 0 }
 
-/* Inserts E (E->key not 0 or 1, not already present).  Returns 0, or -1 when the table is full. */
+/* Inserts E (E->key above 3: 0-3 are reserved; not already present).  Returns 0, or -1 when the table is full. */
 int ms_ctab_insert(struct ms_ctab *t, const struct ms_centry *e);
 
 /* Removes KEY when its kind is in KINDS, copying it to OUT.  Returns 0, or -1 when absent. */
