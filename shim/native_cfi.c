@@ -64,20 +64,20 @@ static uint64_t uleb(const unsigned char **p, const unsigned char *end)
 
 static int64_t sleb(const unsigned char **p, const unsigned char *end)
 {
-	int64_t v = 0;
+	uint64_t v = 0;
 	unsigned shift = 0;
 	unsigned char b = 0;
 	while (*p < end) {
 		b = *(*p)++;
 		if (shift < 64)
-			v |= (int64_t)(b & 0x7f) << shift;
+			v |= (uint64_t)(b & 0x7f) << shift;
 		shift += 7;
 		if (!(b & 0x80))
 			break;
 	}
 	if (shift < 64 && (b & 0x40))
-		v |= -((int64_t)1 << shift);
-	return v;
+		v |= ~(uint64_t)0 << shift; /* sign-extend */
+	return (int64_t)v;
 }
 
 /* Reads a pointer in ENC (absptr/udata/sdata 2,4,8; pcrel or absolute); -1 for others. */

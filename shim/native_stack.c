@@ -1,7 +1,7 @@
 /* Native stage detection on the stack.
  *
  * Each thread keeps the frames it has already seen ("known" frames, outermost first), found by
- * unwinding with libunwind.  A known frame of a target function has its return address replaced
+ * unwinding (native_cfi.c, or libunwind where that gives up).  A known frame of a target function has its return address replaced
  * by a trampoline from the pool: the stage opens when the frame is first seen (at an allocation
  * inside the call) and closes exactly when the function returns, unwinds (exception, forced
  * unwind) or is jumped over (longjmp).  The innermost known frame always carries a trampoline too
@@ -68,7 +68,11 @@ static uintptr_t off_val[NOFF];
 static uintptr_t (*get_ip)(void *ctx);
 static int get_ip_looked;
 
-#define STAT(field) __atomic_add_fetch(&ms_native_stats.field, 1, __ATOMIC_RELAXED)
+/* Counted only for MEMSHIM_LOG=debug: a shared counter would be contended by every thread. */
+#define STAT(field) do { \
+		if (MS_UNLIKELY(ms_cfg.log_level >= MS_LOG_DEBUG)) \
+			__atomic_add_fetch(&ms_native_stats.field, 1, __ATOMIC_RELAXED); \
+	} while (0)
 
 static int engine_id(int spec)
 {
@@ -83,11 +87,11 @@ static int engine_id(int spec)
 	return id;
 }
 
-static void enter(int spec)
+/* 0 when the stage was entered (refused from a signal handler that interrupted the engine). */
+static int enter(int spec)
 {
 	int id = engine_id(spec);
-	if (id >= 0)
-		ms_stage_enter(id, ms_elapsed());
+	return id >= 0 ? ms_stage_enter(id, ms_elapsed()) : -1;
 }
 
 static void leave(int spec)
@@ -263,13 +267,13 @@ static void push(struct tstate *s, const struct cand *c)
 	f->nkeys = 0;
 	if (f->stage >= 0) {
 		int t = ms_pool_take();
-		if (t < 0) {
-			f->stage = -1; /* pool exhausted: this call is not seen */
+		if (t < 0 || enter(f->stage) < 0) {
+			ms_pool_give(t);
+			f->stage = -1; /* pool exhausted, or the engine busy below us: this call is not seen */
 		} else {
 			ms_pool_set_ra(t, f->ra);
 			store(f->slot, ms_tramp_addr(t));
 			f->tramp = t;
-			enter(f->stage);
 		}
 	}
 	s->n++;

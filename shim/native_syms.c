@@ -144,9 +144,7 @@ static void read_object(const char *path, uintptr_t base, int is_exe)
 	if (syscall(SYS_fstat, fd, &st) == 0 && st.st_size >= (off_t)sizeof(Elf64_Ehdr))
 		mapped = syscall(SYS_mmap, NULL, (size_t)st.st_size, PROT_READ, MAP_PRIVATE, fd, 0);
 	syscall(SYS_close, fd);
-	if (mapped < 0 && mapped > -4096)
-		return;
-	if (mapped == -1)
+	if (mapped < 0 && mapped > -4096) /* failed, or never tried */
 		return;
 	const unsigned char *map = (const unsigned char *)mapped;
 	size_t size = (size_t)st.st_size;
@@ -405,12 +403,6 @@ void ms_syms_stripped(char *buf, size_t size)
 		memcpy(buf + at, stripped[i], n + 1);
 		at += n;
 	}
-}
-
-const char *ms_syms_exe_path(void);
-const char *ms_syms_exe_path(void)
-{
-	return exe_path;
 }
 
 /* A forked child may have inherited the lock from a thread that no longer exists. */
