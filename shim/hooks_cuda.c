@@ -297,10 +297,8 @@ static void after_free(CUresult r, int taken, struct ms_ctab *tab, const struct 
 	if (!taken)
 		return;
 	int saved = errno;
-	if (r == CUDA_SUCCESS)
+	if (r == CUDA_SUCCESS || ms_ctab_insert(tab, e) < 0) /* refused, but cannot be kept: forgotten */
 		count(e, -1);
-	else if (ms_ctab_insert(tab, e) < 0)
-		count(e, -1); /* cannot keep it: forget it consistently */
 	errno = saved;
 }
 

@@ -8,6 +8,7 @@
  * pointer of both PyFrameObject (3.8-3.10) and _PyInterpreterFrame (3.11); in 3.11 f_func and
  * f_globals are the first two pointers and the owner byte is at offset 69. */
 #include <dlfcn.h>
+#include <errno.h>
 #include <pthread.h>
 #include "ms.h"
 #include "py.h"
@@ -72,6 +73,8 @@ static inline int stack_low(void)
 		void *lo = NULL;
 		size_t size = 0;
 		floor = 1; /* unknown bounds: never trigger */
+		int saved = errno;
+		ms_tls_guard++; /* it allocates (a CPU set; the main thread's reads /proc/self/maps) */
 		if (pthread_getattr_np(pthread_self(), &attr) == 0) {
 			if (pthread_attr_getstack(&attr, &lo, &size) == 0 && lo && size) {
 				floor = (uintptr_t)lo + (size / 4 < (256u << 10) ? size / 4 : (256u << 10));
@@ -79,6 +82,8 @@ static inline int stack_low(void)
 			}
 			pthread_attr_destroy(&attr);
 		}
+		ms_tls_guard--;
+		errno = saved;
 		stack_floor = floor;
 		if (here > floor)
 			return 0;

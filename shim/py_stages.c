@@ -232,7 +232,17 @@ static int rebuild_qualname(ms_pyobj *code, ms_pyobj *frame, ms_pyobj *globals, 
 {
 	if (frame && attr_long(code, "co_argcount", 0) + attr_long(code, "co_kwonlyargcount", 0) >= 1) {
 		ms_pyobj *varnames = attr(code, "co_varnames");
+		/* A function frame has no f_locals dict until someone asks; asking makes one that holds
+		 * every argument until the frame ends (an argument the function drops would stay alive).
+		 * When this call made it, it is taken back: f_locals is the eighth pointer of
+		 * PyFrameObject in 3.8-3.10, used only when it holds exactly the dict just returned. */
+		ms_pyobj **frame_words = (ms_pyobj **)frame;
+		int had_locals = frame_words[7] != NULL;
 		ms_pyobj *locals = attr(frame, "f_locals");
+		if (!had_locals && locals && frame_words[7] == locals) {
+			frame_words[7] = NULL;
+			ms_py.DecRef(locals); /* the frame's reference; ours goes below */
+		}
 		ms_pyobj *first = NULL;
 		if (varnames && locals && ms_py.TupleSize(varnames) > 0) {
 			first = ms_py.GetItem(locals, ms_py.TupleGetItem(varnames, 0));

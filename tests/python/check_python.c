@@ -333,6 +333,28 @@ START_TEST(exits_by_exception)
 }
 END_TEST
 
+/* A matched generator that drops its argument frees it inside the stage: naming the code object
+ * (3.8-3.10 look at the frame's first argument) must not keep the arguments alive. */
+START_TEST(argument_dropped_in_stage)
+{
+	const char *py = python_or_skip(_i);
+	if (!py)
+		return;
+	struct run r;
+	const char *args[] = { fixture("argfree.py"), NULL };
+	run_py(&r, py, args, "work=work", NULL, NULL, 1);
+	RUN_OK(&r);
+	ck_assert_msg(strstr(r.out, "argfree ok"), "%s: %s", py, r.out);
+	const char *freed = strstr(r.out, "freed"), *dropped = strstr(r.out, "dropped");
+	ck_assert_msg(freed && dropped && freed < dropped, "%s: the argument outlived its last reference: %s",
+		      py, r.out);
+	expect_calls(&r, "work", 2);
+	const double work[] = { -8, 0 };
+	expect_history_mib(&r, "work", work, 2);
+	run_done(&r);
+}
+END_TEST
+
 START_TEST(sys_exit_in_stage)
 {
 	const char *py = python_or_skip(_i);
@@ -675,6 +697,7 @@ static Suite *suite(void)
 	tcase_add_loop_test(tc, sys_exit_in_stage, 0, NPY);
 	tcase_add_loop_test(tc, coroutines, 0, NPY);
 	tcase_add_loop_test(tc, exits_by_exception, 0, NPY);
+	tcase_add_loop_test(tc, argument_dropped_in_stage, 0, NPY);
 	tcase_add_loop_test(tc, run_module_and_command, 0, NPY);
 	tcase_add_loop_test(tc, own_profilers, 0, NPY);
 	tcase_add_loop_test(tc, monitoring_tool_id_taken, 0, NPY);
