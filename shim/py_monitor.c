@@ -213,11 +213,13 @@ static ms_pyobj *wrap_use_tool_id(ms_pyobj *self, ms_pyobj *const *args, ms_pyss
 		if (id == tool) {
 			int old = tool;
 			stop_tool();
-			if (start_tool(old) == 0)
+			if (start_tool(old) == 0) {
 				ms_py_warn_once(3, "the program took sys.monitoring tool id memshim used; memshim moved to another id");
-			else
-				ms_py_warn_once(3, "the program took sys.monitoring tool id memshim used and none is free: "
+			} else {
+				stop_tool(); /* a half-started tool would hold an id with nothing behind it */
+				ms_py_warn_once(5, "the program took sys.monitoring tool id memshim used and none is free: "
 						   "Python stages are no longer detected");
+			}
 		}
 		ms_py.ErrRestore(et, ev, etb);
 	}

@@ -444,6 +444,28 @@ START_TEST(monitoring_tool_id_taken)
 }
 END_TEST
 
+/* Every id memshim could move to is taken: both warnings (moved, then stopped) are printed. */
+START_TEST(monitoring_no_tool_id_left)
+{
+	const char *py = python_or_skip(_i);
+	if (!py)
+		return;
+	if (minor_of(py) < 12) {
+		printf("check_python: %s has no sys.monitoring, tool id test skipped\n", py);
+		return;
+	}
+	struct run r;
+	const char *args[] = { fixture("toolid_all.py"), NULL };
+	run_py(&r, py, args, "work=work,after=after", NULL, NULL, 1);
+	RUN_OK(&r);
+	ck_assert_msg(strstr(r.out, "toolid_all ok"), "%s: %s", py, r.out);
+	ck_assert_msg(count_lines(r.err, "memshim moved to another id") == 1 && strstr(r.err, "none is free"),
+		      "%s: expected the move and the stop warnings: %s", py, r.err);
+	expect_absent(&r, "after"); /* nothing detects it any more */
+	run_done(&r);
+}
+END_TEST
+
 START_TEST(other_threads)
 {
 	const char *py = python_or_skip(_i);
@@ -701,6 +723,7 @@ static Suite *suite(void)
 	tcase_add_loop_test(tc, run_module_and_command, 0, NPY);
 	tcase_add_loop_test(tc, own_profilers, 0, NPY);
 	tcase_add_loop_test(tc, monitoring_tool_id_taken, 0, NPY);
+	tcase_add_loop_test(tc, monitoring_no_tool_id_left, 0, NPY);
 	tcase_add_loop_test(tc, other_threads, 0, NPY);
 	tcase_add_loop_test(tc, helper_module, 0, NPY);
 	tcase_add_loop_test(tc, unmatched_targets, 0, NPY);
