@@ -45,8 +45,11 @@ void ms_native_regs(uintptr_t out[3]);
 /* ---- quick unwinder (native_cfi.c) ----------------------------------------------------------- */
 
 /* One frame up from (IP a return address, SP, RBP): 1 and the caller's values with *SLOT where IP
- * was read from; 0 at the outermost frame; -1 when the frame's unwind rule is not understood. */
+ * was read from; 0 at the outermost frame; 2 when IP is a signal handler's return (the frames
+ * below were interrupted); -1 when the frame's unwind rule is not understood. */
 int ms_cfi_step(uintptr_t *ip, uintptr_t *sp, uintptr_t *rbp, uintptr_t *slot);
+/* Set by ms_cfi_step when it met a return address it had never seen (cleared by the caller). */
+extern __thread int ms_cfi_new_ip __attribute__((tls_model("initial-exec")));
 /* Forgets cached rules (objects were unloaded). */
 void ms_cfi_forget(void);
 void ms_cfi_after_fork(void);
@@ -105,6 +108,8 @@ void ms_syms_resolve(void);
 /* Re-resolves when objects were loaded or unloaded since the last resolution (cheap otherwise);
  * 1 when something changed. */
 int ms_syms_refresh(void);
+/* Counts dlclose calls (native_dlclose.c): unloaded objects are noticed at the next look. */
+extern unsigned ms_syms_unloads;
 /* Stage (engine id) of the function containing return address IP, or -1. */
 int ms_syms_stage_at(uintptr_t ip);
 /* Paths of loaded objects without a .symtab (the executable first); writes a list into BUF. */

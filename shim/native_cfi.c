@@ -14,9 +14,10 @@
 
 enum { REG_RBP = 6, REG_RSP = 7, REG_RIP = 16 };
 
-/* A cached rule, packed in one word: valid, cfa register, rbp saved, outermost, offsets. */
+/* A cached rule, packed in one word: valid, cfa register, rbp saved, outermost, signal frame,
+ * offsets. */
 struct rule {
-	int valid, cfa_rbp, rbp_saved, outermost;
+	int valid, cfa_rbp, rbp_saved, outermost, signal;
 	int32_t cfa_off, rbp_off;
 };
 
@@ -30,18 +31,20 @@ static uint64_t rule_word[NRULES];
 static struct cfi_obj objs[MAX_CFI_OBJS];
 static int nobjs;
 static int lock_word;
+__thread int ms_cfi_new_ip __attribute__((tls_model("initial-exec")));
 
 static uint64_t pack(const struct rule *r)
 {
 	return 1ULL | (uint64_t)(r->cfa_rbp & 1) << 1 | (uint64_t)(r->rbp_saved & 1) << 2 |
-	       (uint64_t)(r->outermost & 1) << 3 | (uint64_t)(uint16_t)(int16_t)r->cfa_off << 16 |
+	       (uint64_t)(r->outermost & 1) << 3 | (uint64_t)(r->signal & 1) << 4 |
+	       (uint64_t)(uint16_t)(int16_t)r->cfa_off << 16 |
 	       (uint64_t)(uint16_t)(int16_t)r->rbp_off << 32;
 }
 
 static struct rule unpack(uint64_t w)
 {
 	struct rule r = { (int)(w & 1), (int)(w >> 1 & 1), (int)(w >> 2 & 1), (int)(w >> 3 & 1),
-			  (int16_t)(uint16_t)(w >> 16), (int16_t)(uint16_t)(w >> 32) };
+			  (int)(w >> 4 & 1), (int16_t)(uint16_t)(w >> 16), (int16_t)(uint16_t)(w >> 32) };
 	return r;
 }
 
@@ -458,8 +461,12 @@ static int compute(uintptr_t ip, struct rule *r)
 		return -1;
 	const unsigned char *cie_ptr = fde + 4 - s32(fde + 4);
 	struct cie cie;
-	if (parse_cie(cie_ptr, &cie) < 0 || cie.signal || cie.ra_reg != REG_RIP)
+	if (parse_cie(cie_ptr, &cie) < 0 || cie.ra_reg != REG_RIP)
 		return -1;
+	if (cie.signal) { /* a signal handler's return: the caller stops here */
+		*r = (struct rule){ 1, 0, 0, 0, 1, 0, 0 };
+		return 0;
+	}
 	const unsigned char *p = fde + 8, *end = fde + 4 + len;
 	uintptr_t start, range;
 	if (read_enc(&p, end, cie.fde_enc, &start) < 0 || read_enc(&p, end, cie.fde_enc & 0x0f, &range) < 0)
@@ -482,12 +489,13 @@ static int compute(uintptr_t ip, struct rule *r)
 	    st.cfa_off < -32768 || st.rbp_off > 32767 || st.rbp_off < -32768)
 		return -1;
 	if (st.rip_how == 2) {
-		*r = (struct rule){ 1, 0, 0, 1, 0, 0 };
+		*r = (struct rule){ 1, 0, 0, 1, 0, 0, 0 };
 		return 0;
 	}
 	if (st.rip_how != 1 || st.rip_off != -8)
 		return -1;
-	*r = (struct rule){ 1, st.cfa_reg == REG_RBP, st.rbp_how == 1, 0, (int32_t)st.cfa_off, (int32_t)st.rbp_off };
+	*r = (struct rule){ 1, st.cfa_reg == REG_RBP, st.rbp_how == 1, 0, 0, (int32_t)st.cfa_off,
+			    (int32_t)st.rbp_off };
 	return 0;
 }
 
@@ -503,6 +511,7 @@ static int rule_for(uintptr_t ip, struct rule *r)
 		if (v == 0)
 			break;
 	}
+	ms_cfi_new_ip = 1; /* never seen: it may belong to an object loaded since the last look */
 	if (__atomic_exchange_n(&lock_word, 1, __ATOMIC_ACQUIRE))
 		return -1; /* another thread is reading unwind data: let the caller fall back */
 	struct rule got;
@@ -534,6 +543,8 @@ int ms_cfi_step(uintptr_t *ip, uintptr_t *sp, uintptr_t *rbp, uintptr_t *slot)
 		return -1;
 	if (r.outermost)
 		return 0;
+	if (r.signal)
+		return 2;
 	uintptr_t cfa = (r.cfa_rbp ? *rbp : *sp) + (intptr_t)r.cfa_off;
 	if (cfa <= *sp || cfa & 7)
 		return -1;

@@ -53,6 +53,7 @@ struct tstate {
 	int watch_at;      /* frame holding it, -1 */
 	int busy;          /* inside this file (a signal handler allocating must not re-enter) */
 	int unwinding;     /* exceptions in flight: no return address may change (see below) */
+	unsigned unloads_seen; /* ms_syms_unloads at the last walk */
 	int ndeferred;
 	int deferred[MAX_DEFERRED]; /* trampolines to give back once the unwinder has read them */
 	struct frame f[MAX_FRAMES];
@@ -284,6 +285,8 @@ struct chain {
 	int nc;
 	int match;         /* known frame the walk ended on, -1 */
 	int keep;          /* known frames [0, keep) are still believed to be on the stack */
+	int fresh;         /* met a return address never seen, or objects were unloaded */
+	int signal;        /* ended at a signal frame: this is a signal handler running */
 	uintptr_t entry_slot, entry_ip;
 };
 
@@ -295,6 +298,7 @@ static int walk(struct tstate *s, int quick, struct chain *ch)
 	unw_context_t uc;
 	unw_cursor_t cur;
 	uintptr_t r[3], ip, sp, rbp = 0, slot = 0, prev_sp;
+	ms_cfi_new_ip = 0;
 	if (quick) {
 		ms_native_regs(r);
 		sp = r[0];
@@ -311,6 +315,7 @@ static int walk(struct tstate *s, int quick, struct chain *ch)
 	}
 	ch->nc = 0;
 	ch->match = -1;
+	ch->signal = 0;
 	/* the shim's own frames first: their sizes are learnt for the quick path */
 	for (int d = 0; in_self(ip) && ms_tramp_index(ip) < 0; d++) {
 		uintptr_t here = ip;
@@ -344,12 +349,18 @@ static int walk(struct tstate *s, int quick, struct chain *ch)
 			int got = ms_cfi_step(&ip, &sp, &rbp, &slot);
 			if (got < 0)
 				return -1;
-			if (got == 0)
+			if (got == 2)
+				ch->signal = 1;
+			if (got != 1)
 				break;
 		} else {
 			unw_word_t v;
-			if (unw_is_signal_frame(&cur) > 0 || unw_step(&cur) <= 0)
-				break; /* the outermost frame, or a signal frame: below is not ours to edit */
+			if (unw_is_signal_frame(&cur) > 0) {
+				ch->signal = 1;
+				break;
+			}
+			if (unw_step(&cur) <= 0)
+				break; /* the outermost frame */
 			unw_get_reg(&cur, UNW_REG_IP, &v);
 			ip = v;
 			unw_get_reg(&cur, UNW_REG_SP, &v);
@@ -375,6 +386,9 @@ static int walk(struct tstate *s, int quick, struct chain *ch)
 			break; /* a trampoline we do not know: nothing below can be read reliably */
 	}
 	ch->keep = j + 1;
+	unsigned unloads = __atomic_load_n(&ms_syms_unloads, __ATOMIC_ACQUIRE);
+	ch->fresh = ms_cfi_new_ip || unloads != s->unloads_seen;
+	s->unloads_seen = unloads;
 	return 0;
 }
 
@@ -386,13 +400,14 @@ static int nothing_new(struct tstate *s, const struct chain *ch)
 	const struct frame *top = &s->f[s->n - 1];
 	if (top->tramp < 0 || load(top->slot) != ms_tramp_addr(top->tramp))
 		return 0;
-	for (int pass = 0; pass < 2; pass++) {
+	for (int k = 0; k < ch->nc; k++)
+		if (ms_syms_stage_at(s->c[k].ip - 1) >= 0)
+			return 0;
+	/* a return address never seen before may be in an object loaded since: read it, look again */
+	if (ch->fresh && ms_syms_refresh())
 		for (int k = 0; k < ch->nc; k++)
 			if (ms_syms_stage_at(s->c[k].ip - 1) >= 0)
 				return 0;
-		if (ch->nc == 0 || !ms_syms_refresh()) /* objects loaded just now may hold a target */
-			break;
-	}
 	return 1;
 }
 
@@ -430,14 +445,19 @@ static void verify(struct tstate *s, int quick, const struct chain *ch)
 }
 #endif
 
+/* handler_note: a signal handler changes nothing.  The code it interrupted may be a function that
+ * has just returned into its trampoline, before the trampoline read where to go (a window of a few
+ * instructions nothing can close); moving that trampoline now would send the return elsewhere.
+ * Memory moved by the handler still counts toward the stages open; a stage function entered only
+ * inside a handler is not seen. */
 static void look(struct tstate *s)
 {
 	struct chain ch;
 	if (s->unwinding)
 		return; /* cleanups of an exception in flight: the stack must stay as phase 1 saw it */
 	int got = walk(s, 1, &ch);
-	if (got > 0)
-		return;
+	if (got > 0 || (got == 0 && ch.signal))
+		return; /* in a signal handler: see handler_note */
 	int quick = got == 0;
 #ifdef MS_NATIVE_VERIFY
 	verify(s, quick, &ch);
@@ -456,7 +476,7 @@ static void look(struct tstate *s)
 	STAT(slow);
 	flush_deferred(s);
 	ms_syms_refresh();
-	if (!quick && walk(s, 0, &ch) != 0)
+	if (!quick && (walk(s, 0, &ch) != 0 || ch.signal))
 		return;
 	int before = s->n;
 	apply(s, &ch);
