@@ -164,8 +164,16 @@ int ms_ctab_take(struct ms_ctab *t, uint64_t key, unsigned kinds, struct ms_cent
 	uint64_t k = key;
 	if (!key_cas(s, &k, KEY_BUSY))
 		return -1; /* another thread removed it first */
-	*out = *s;
+	if (!(s->kind & kinds)) { /* removed and put back as another kind meanwhile */
+		__atomic_store_n(&s->key, key, __ATOMIC_RELEASE);
+		return -1;
+	}
+	/* field by field: the key word is only ever accessed atomically */
 	out->key = key;
+	out->size = s->size;
+	out->aux = s->aux;
+	out->device = s->device;
+	out->kind = s->kind;
 	out->refs = __atomic_load_n(&s->refs, __ATOMIC_RELAXED);
 	__atomic_store_n(&s->key, KEY_TOMB, __ATOMIC_RELEASE);
 	tomb_cleanup(t, idx);
