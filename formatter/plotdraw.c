@@ -21,7 +21,9 @@ void mf_draw_grid(cairo_t *cr, const struct mf_frame *fr, const struct mf_ticks 
 {
 	cairo_set_line_width(cr, 1);
 	mf_font(cr, MF_FS_SMALL, 0);
-	for (double v = 0; v <= yt->top + yt->step / 2; v += yt->step) {
+	int nticks = yt->step > 0 ? (int)floor(yt->top / yt->step + 0.5) : 0;
+	for (int i = 0; i <= nticks; i++) { /* counted, so rounding never drops the top tick */
+		double v = i * yt->step;
 		double y = round(mf_frame_y(fr, yt, v * yt->unit)) + 0.5;
 		cairo_set_source_rgb(cr, 0.88, 0.88, 0.88);
 		cairo_move_to(cr, fr->x, y);

@@ -61,7 +61,7 @@ static void mf_fixed(char *o, const char *digits, int decpt)
 
 void mf_py_repr(double x, char out[MF_REPR_MAX])
 {
-	char sci[64], digits[32];
+	char sci[64], digits[32] = { 0 };
 	if (isnan(x)) {
 		strcpy(out, "nan");
 		return;
