@@ -83,7 +83,7 @@ workload() {
 
 prepare_inputs() {
 	seq 1 600000 | awk 'BEGIN {srand(7)} {printf "%08d %s\n", int(rand() * 1e8), $1}' >"$tmp/sort.in"
-	head -c 3000000 "$tmp/sort.in" >"$tmp/xz.in"
+	head -c 1000000 "$tmp/sort.in" >"$tmp/xz.in"
 }
 
 main() {
