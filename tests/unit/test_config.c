@@ -6,6 +6,7 @@
 #include <unistd.h>
 #include "config.h"
 #include "ms.h"
+#include "capture.h"
 
 static const char *env_names[16], *env_values[16];
 static int nenv;
@@ -28,20 +29,7 @@ static void set(const char *name, const char *value)
 static char captured[65536];
 static int load_capturing(struct ms_config *cfg)
 {
-	FILE *tmp = tmpfile();
-	int saved = dup(2);
-	dup2(fileno(tmp), 2);
-	ms_config_load(cfg, fake_getenv);
-	dup2(saved, 2);
-	close(saved);
-	rewind(tmp);
-	size_t n = fread(captured, 1, sizeof captured - 1, tmp);
-	captured[n] = '\0';
-	fclose(tmp);
-	int lines = 0;
-	for (char *p = captured; (p = strstr(p, "memshim: ")); p++)
-		lines++;
-	return lines;
+	return load_capturing_into(cfg, fake_getenv, captured, sizeof captured);
 }
 
 static struct ms_config cfg;

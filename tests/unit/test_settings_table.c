@@ -5,6 +5,7 @@
 #include <unistd.h>
 #include "config.h"
 #include "ms.h"
+#include "capture.h"
 
 static char huge64k[65537];
 static const char *const values[] = { "", "99999999999999999999", "-1", "maybe", "\xe6\x97\xa5\xe6\x9c\xac", huge64k };
@@ -19,21 +20,7 @@ static const char *one_var(const char *name)
 static int warnings(struct ms_config *cfg)
 {
 	char buf[4096];
-	FILE *tmp = tmpfile();
-	int saved = dup(2);
-	dup2(fileno(tmp), 2);
-	ms_config_load(cfg, one_var);
-	dup2(saved, 2);
-	close(saved);
-	rewind(tmp);
-	size_t n = fread(buf, 1, sizeof buf - 1, tmp);
-	buf[n] = '\0';
-	fclose(tmp);
-	ms_cfg.log_level = MS_LOG_WARN;
-	int lines = 0;
-	for (char *p = buf; (p = strstr(p, "memshim: ")); p++)
-		lines++;
-	return lines;
+	return load_capturing_into(cfg, one_var, buf, sizeof buf);
 }
 
 /* Expected warnings per value, in the order of values[]; then a check of the value used. */
