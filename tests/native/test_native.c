@@ -190,6 +190,19 @@ START_TEST(exit_inside_a_stage_closes_it_at_exit)
 }
 END_TEST
 
+START_TEST(signal_handlers_allocating_anywhere)
+{
+	for (int round = 0; round < 4; round++) {
+		json_t *m = run_fixture(round % 2 ? "native/nstages" : "native/nstages-O2", "busy=busy_stage,h=helper_depth",
+					"signals", "3000", NULL);
+		ck_assert_int_eq(metric(m, "busy_calls"), 3000 + 300); /* the threads' calls never overlap */
+		ck_assert_int_eq(metric(m, "busy_mem_cpu_alloc_delta"), 0);
+		ck_assert_int_eq(metric(m, "h_calls"), 3000 + 300);
+		json_decref(m);
+	}
+}
+END_TEST
+
 START_TEST(backtrace_still_reaches_main)
 {
 	json_t *m = run_fixture("native/nstages", "b=with_backtrace", "backtrace", NULL, NULL);
@@ -279,6 +292,7 @@ int main(void)
 	tcase_add_test(tc, four_threads_inside_at_once_are_one_call);
 	tcase_add_test(tc, pthread_exit_closes_the_stage);
 	tcase_add_test(tc, exit_inside_a_stage_closes_it_at_exit);
+	tcase_add_test(tc, signal_handlers_allocating_anywhere);
 	tcase_add_test(tc, backtrace_still_reaches_main);
 	tcase_add_loop_test(tc, cxx_exception_through_a_stage_is_caught_as_before, 0, 2);
 	tcase_add_test(tc, threads_throwing_through_a_stage_at_once);
