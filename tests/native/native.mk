@@ -3,7 +3,7 @@
 NATIVE_DIR := $(BUILD)/native
 NATIVE_FIXTURES := $(NATIVE_DIR)/nstages $(NATIVE_DIR)/nstages-rdynamic $(NATIVE_DIR)/nstages-O2 \
 	$(NATIVE_DIR)/nstages-stripped $(NATIVE_DIR)/nstages-rdynamic-stripped $(NATIVE_DIR)/ncxx \
-	$(NATIVE_DIR)/libnstage.so $(NATIVE_DIR)/libnplugin.so
+	$(NATIVE_DIR)/libnstage.so $(NATIVE_DIR)/libnplugin.so $(NATIVE_DIR)/nstress
 NATIVE_SUITES := $(NATIVE_DIR)/test_names $(NATIVE_DIR)/test_native
 NATIVE_FIXTURE_LINK := -L$(NATIVE_DIR) -lnstage -Wl,-rpath,'$$ORIGIN' -ldl -lpthread
 
@@ -22,6 +22,10 @@ $(NATIVE_DIR)/nstages-O2: tests/native/fixtures/nstages.c $(NATIVE_DIR)/libnstag
 
 $(NATIVE_DIR)/%-stripped: $(NATIVE_DIR)/%
 	strip -o $@ $<
+
+$(NATIVE_DIR)/nstress: tests/native/fixtures/nstress.c
+	@mkdir -p $(@D)
+	$(CC) -g -O1 -o $@ $< -lpthread
 
 $(NATIVE_DIR)/ncxx: tests/native/fixtures/ncxx.cc
 	@mkdir -p $(@D)

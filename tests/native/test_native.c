@@ -203,6 +203,35 @@ START_TEST(signal_handlers_allocating_anywhere)
 }
 END_TEST
 
+START_TEST(signals_then_many_threads)
+{
+	for (int round = 0; round < 2; round++) {
+		json_t *m = run_fixture("native/nstages", "s=stress_stage,h=stress_helper", "stress", NULL, NULL);
+		ck_assert_int_eq(metric(m, "s_calls"), 5000);
+		ck_assert_int_eq(metric(m, "h_calls"), 5000);
+		json_decref(m);
+	}
+}
+END_TEST
+
+START_TEST(stress_signals_threads_longjmp_fork)
+{
+	const char *env[] = { "MEMSHIM_STAGES=s=stage_fn,j=jumpy,h=helper", NULL };
+	const char *argv[] = { built("native/nstress"), "15", NULL };
+	for (int round = 0; round < 3; round++) {
+		ck_assert_int_eq(run_under_shim(&r, argv, env), 0);
+		ck_assert_msg(WIFEXITED(r.status) && WEXITSTATUS(r.status) == 0, "round %d: status %d", round, r.status);
+		ck_assert_msg(strstr(r.out, "child=0") != NULL, "%s", r.out);
+		json_t *m = load_metrics(&r, "m.json");
+		ck_assert_ptr_nonnull(m);
+		ck_assert_int_eq(metric(m, "s_calls"), 5000);
+		ck_assert_int_eq(metric(m, "h_calls"), 5000);
+		ck_assert_int_eq(metric(m, "j_calls"), 3000);
+		json_decref(m);
+	}
+}
+END_TEST
+
 START_TEST(backtrace_still_reaches_main)
 {
 	json_t *m = run_fixture("native/nstages", "b=with_backtrace", "backtrace", NULL, NULL);
@@ -293,6 +322,8 @@ int main(void)
 	tcase_add_test(tc, pthread_exit_closes_the_stage);
 	tcase_add_test(tc, exit_inside_a_stage_closes_it_at_exit);
 	tcase_add_test(tc, signal_handlers_allocating_anywhere);
+	tcase_add_test(tc, signals_then_many_threads);
+	tcase_add_test(tc, stress_signals_threads_longjmp_fork);
 	tcase_add_test(tc, backtrace_still_reaches_main);
 	tcase_add_loop_test(tc, cxx_exception_through_a_stage_is_caught_as_before, 0, 2);
 	tcase_add_test(tc, threads_throwing_through_a_stage_at_once);
