@@ -19,6 +19,7 @@
 #define PATH_POOL (256 * 1024)
 #define MAX_STRIPPED 8
 
+unsigned ms_syms_unloads;
 struct ms_target *ms_native_targets;
 int ms_native_ntargets;
 uintptr_t ms_self_lo, ms_self_hi;
