@@ -174,10 +174,9 @@ static int parse_cie(const unsigned char *c, struct cie *cie)
 	cie->fde_enc = 0;
 	cie->has_z = aug[0] == 'z';
 	cie->signal = 0;
-	const unsigned char *aug_end = p;
 	if (cie->has_z) {
 		uint64_t n = uleb(&p, end);
-		aug_end = p + n;
+		const unsigned char *aug_end = p + n;
 		for (const char *a = aug + 1; *a && p < end; a++) {
 			if (*a == 'R') {
 				cie->fde_enc = *p++;
@@ -204,12 +203,12 @@ static int parse_cie(const unsigned char *c, struct cie *cie)
 }
 
 struct regs_state {
-	int cfa_reg;
 	int64_t cfa_off;
-	int rbp_how;  /* 0 same, 1 saved at CFA + off, -1 unknown */
 	int64_t rbp_off;
-	int rip_how;  /* 1 saved at CFA + off, 2 undefined, -1 unknown */
 	int64_t rip_off;
+	int cfa_reg;
+	int rbp_how;  /* 0 same, 1 saved at CFA + off, -1 unknown */
+	int rip_how;  /* 1 saved at CFA + off, 2 undefined, -1 unknown */
 };
 
 /* Runs CFA instructions [P, END) while the location is <= PC; -1 on anything not understood. */
@@ -477,7 +476,7 @@ static int compute(uintptr_t ip, struct rule *r)
 		uint64_t n = uleb(&p, end);
 		p += n;
 	}
-	struct regs_state st = { REG_RSP, 8, 0, 0, -1, 0 }, initial;
+	struct regs_state st = { .cfa_reg = REG_RSP, .cfa_off = 8, .rbp_how = 0, .rbp_off = 0, .rip_how = -1, .rip_off = 0 }, initial;
 	uintptr_t loc = start;
 	if (run(cie.insns, cie.end, &cie, &loc, pc, &st, &st, cie.fde_enc) < 0)
 		return -1;

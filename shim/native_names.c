@@ -207,7 +207,7 @@ int ms_target_matches(const struct ms_target *t, const char *sym)
 		while (*s == 'r' || *s == 'V' || *s == 'K' || *s == 'R' || *s == 'O')
 			s++;
 		size_t n = strlen(p + 3);
-		if (!strncmp(s, p + 3, n) && nested_end(s[n]))
+		if (!strncmp(s, p + 3, n) && nested_end(s[n])) // NOLINT(bugprone-not-null-terminated-result): a prefix test
 			return 1;
 	}
 	return 0;

@@ -151,6 +151,7 @@ static struct tstate *state(void)
 	if (p < 0 && p > -4096)
 		return NULL;
 	s = (struct tstate *)p;
+	// cppcheck-suppress nullPointerRedundantCheck ; the kernel never maps page 0 here
 	s->watch = s->watch_at = -1;
 	ts = s;
 	pthread_setspecific(state_key, s); /* low key index: no allocation */

@@ -16,7 +16,7 @@
 #include "native.h"
 
 #define MAX_OBJS 4096
-#define PATH_POOL (256 * 1024)
+#define PATH_POOL ((size_t)256 * 1024)
 #define MAX_STRIPPED 8
 
 unsigned ms_syms_unloads;
@@ -151,6 +151,7 @@ static void read_object(const char *path, uintptr_t base, int is_exe)
 	size_t size = (size_t)st.st_size;
 	const Elf64_Ehdr *eh = (const Elf64_Ehdr *)map;
 	int has_symtab = 0;
+	// cppcheck-suppress nullPointerRedundantCheck ; a successful mmap is never address 0
 	if (!memcmp(eh->e_ident, ELFMAG, SELFMAG) && eh->e_ident[EI_CLASS] == ELFCLASS64 &&
 	    eh->e_shentsize == sizeof(Elf64_Shdr) && eh->e_shoff < size &&
 	    eh->e_shnum <= (size - eh->e_shoff) / sizeof(Elf64_Shdr)) {
