@@ -6,7 +6,7 @@ set -uo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 B=${BUILD:-$here/../build}
 LIB=$(cd "$B" && pwd)/libmemshim.so
-PAIRS=${BENCH_PAIRS:-3}
+PAIRS=${BENCH_PAIRS:-5}
 PY311=${PY311:-/root/.pyenv/versions/3.11.7/bin/python}
 PY312=${PY312:-/root/.pyenv/versions/3.12.1/bin/python}
 DEBPY=/usr/bin/python3

@@ -13,7 +13,7 @@ def fib(n):
 
 
 def work_fib():
-    fib(29)
+    fib(31)
 
 
 def work_alloc():
