@@ -700,17 +700,21 @@ EXPORT CUresult cuMemHostAlloc(void **pp, size_t bytesize, unsigned int flags)
 	return r;
 }
 
-EXPORT CUresult cuMemFreeHost(void *p)
+/* Host-pointer releases (pinned memory, registrations): one path, the kind tells them apart. */
+static CUresult release_host(CUresult (*real)(void *), void *p, unsigned kinds)
 {
-	typedef CUresult (*fn)(void *);
-	fn real = REAL(cuMemFreeHost, fn);
 	if (!real)
 		return NO_DRIVER;
 	struct ms_centry e;
-	int taken = before_free(&ptr_tab, (uint64_t)(uintptr_t)p, MS_CK_HOST, &e);
+	int taken = before_free(&ptr_tab, (uint64_t)(uintptr_t)p, kinds, &e);
 	CUresult r = real(p);
 	after_free(r, taken, &ptr_tab, &e);
 	return r;
+}
+
+EXPORT CUresult cuMemFreeHost(void *p)
+{
+	return release_host(REAL(cuMemFreeHost, CUresult (*)(void *)), p, MS_CK_HOST);
 }
 
 static CUresult host_register(CUresult (*real)(void *, size_t, unsigned int), void *p, size_t size, unsigned int flags)
@@ -731,15 +735,7 @@ EXPORT CUresult cuMemHostRegister_v2(void *p, size_t bytesize, unsigned int Flag
 
 EXPORT CUresult cuMemHostUnregister(void *p)
 {
-	typedef CUresult (*fn)(void *);
-	fn real = REAL(cuMemHostUnregister, fn);
-	if (!real)
-		return NO_DRIVER;
-	struct ms_centry e;
-	int taken = before_free(&ptr_tab, (uint64_t)(uintptr_t)p, MS_CK_REGISTERED, &e);
-	CUresult r = real(p);
-	after_free(r, taken, &ptr_tab, &e);
-	return r;
+	return release_host(REAL(cuMemHostUnregister, CUresult (*)(void *)), p, MS_CK_REGISTERED);
 }
 
 /* ---- legacy entry points (ABI before CUDA 3.2: 32-bit sizes and device pointers) ---- */
