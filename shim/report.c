@@ -120,26 +120,42 @@ static void write_cpu(struct ms_json *w, const struct ms_span *sp)
 	ms_json_end_object(w);
 }
 
-static void write_gpu(struct ms_json *w, const struct ms_span *sp)
+/* Opens an object for component COMP of CTX (a stage's span, or the process peaks). */
+typedef void (*open_comp_fn)(struct ms_json *w, const char *key, const void *ctx, int comp);
+
+/* "gpu": the total's members, then devices[], managed and pinned: one shape for stages and process. */
+static void write_gpu_tree(struct ms_json *w, open_comp_fn open, const void *ctx, const struct ms_span *failures)
 {
-	write_delta(w, "gpu", sp, MS_GPU);
-	ms_json_uint(w, "failed_allocs", sp->gpu_failed_allocs);
-	ms_json_int(w, "failed_bytes", sp->gpu_failed_bytes);
+	open(w, "gpu", ctx, MS_GPU);
+	if (failures) {
+		ms_json_uint(w, "failed_allocs", failures->gpu_failed_allocs);
+		ms_json_int(w, "failed_bytes", failures->gpu_failed_bytes);
+	}
 	ms_json_array(w, "devices");
 	uint32_t used = ms_gpu_devices_used();
 	for (int d = 0; d < MS_MAX_DEVICES; d++) {
 		if (!(used & (1u << d)))
 			continue;
-		write_delta(w, NULL, sp, MS_DEV0 + d);
+		open(w, NULL, ctx, MS_DEV0 + d);
 		ms_json_int(w, "device", d);
 		ms_json_end_object(w);
 	}
 	ms_json_end_array(w);
-	write_delta(w, "managed", sp, MS_MANAGED);
+	open(w, "managed", ctx, MS_MANAGED);
 	ms_json_end_object(w);
-	write_delta(w, "pinned", sp, MS_PINNED);
+	open(w, "pinned", ctx, MS_PINNED);
 	ms_json_end_object(w);
 	ms_json_end_object(w);
+}
+
+static void open_span(struct ms_json *w, const char *key, const void *ctx, int comp)
+{
+	write_delta(w, key, ctx, comp);
+}
+
+static void write_gpu(struct ms_json *w, const struct ms_span *sp)
+{
+	write_gpu_tree(w, open_span, sp, sp);
 }
 
 static void write_history(struct ms_json *w, const struct ms_stage *s, int gpu)
@@ -257,6 +273,11 @@ static void peak_live(struct ms_json *w, const char *key, const int64_t *peaks, 
 	ms_json_int(w, "live", ms_live((enum ms_comp)c));
 }
 
+static void open_peak(struct ms_json *w, const char *key, const void *ctx, int comp)
+{
+	peak_live(w, key, ctx, comp);
+}
+
 static void write_process(struct ms_json *w, const int64_t *peaks, int gpu)
 {
 	ms_json_object(w, "process");
@@ -265,23 +286,8 @@ static void write_process(struct ms_json *w, const int64_t *peaks, int gpu)
 		peak_live(w, cpu_names[c], peaks, c);
 		ms_json_end_object(w);
 	}
-	if (gpu) {
-		peak_live(w, "gpu", peaks, MS_GPU);
-		ms_json_array(w, "devices");
-		for (int d = 0; d < MS_MAX_DEVICES; d++) {
-			if (!(ms_gpu_devices_used() & (1u << d)))
-				continue;
-			peak_live(w, NULL, peaks, MS_DEV0 + d);
-			ms_json_int(w, "device", d);
-			ms_json_end_object(w);
-		}
-		ms_json_end_array(w);
-		peak_live(w, "managed", peaks, MS_MANAGED);
-		ms_json_end_object(w);
-		peak_live(w, "pinned", peaks, MS_PINNED);
-		ms_json_end_object(w);
-		ms_json_end_object(w);
-	}
+	if (gpu)
+		write_gpu_tree(w, open_peak, peaks, NULL);
 	ms_json_uint(w, "mmap_untracked", ms_mmap_untracked());
 	ms_json_end_object(w);
 }
