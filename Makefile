@@ -84,4 +84,7 @@ install: $(INSTALL_TARGETS)
 clean:
 	rm -rf $(BUILD)
 
+# Objects made by pattern rules stay: sanitizer and plain builds are reused, not rebuilt.
+.SECONDARY:
+
 -include $(shell find $(BUILD) -name '*.d' 2>/dev/null)
