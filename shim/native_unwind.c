@@ -32,10 +32,11 @@ static void *find(void **cache, const char *name)
 	return f;
 }
 
-/* Returns only when no handler was found (the caller then terminates) or on an error. */
-EXPORT int _Unwind_RaiseException(void *exc)
+/* Raising and rethrowing run the real unwinder with return addresses frozen (see native_stack.c).
+ * Returns only when no handler was found (the caller then terminates) or on an error. */
+static int raise_frozen(void **cache, const char *name, void *exc)
 {
-	raise_fn f = (raise_fn)find((void **)&real_raise, "_Unwind_RaiseException");
+	raise_fn f = (raise_fn)find(cache, name);
 	if (!f)
 		return URC_FATAL_PHASE1_ERROR;
 	ms_native_unwind_begin();
@@ -44,15 +45,14 @@ EXPORT int _Unwind_RaiseException(void *exc)
 	return rc;
 }
 
+EXPORT int _Unwind_RaiseException(void *exc)
+{
+	return raise_frozen((void **)&real_raise, "_Unwind_RaiseException", exc);
+}
+
 EXPORT int _Unwind_Resume_or_Rethrow(void *exc)
 {
-	raise_fn f = (raise_fn)find((void **)&real_rethrow, "_Unwind_Resume_or_Rethrow");
-	if (!f)
-		return URC_FATAL_PHASE1_ERROR;
-	ms_native_unwind_begin();
-	int rc = f(exc);
-	ms_native_unwind_end();
-	return rc;
+	return raise_frozen((void **)&real_rethrow, "_Unwind_Resume_or_Rethrow", exc);
 }
 
 EXPORT void *__cxa_begin_catch(void *exc)
