@@ -337,9 +337,10 @@ static int stage_id(int i)
 {
 	int v = __atomic_load_n(&stage_ids[i], __ATOMIC_RELAXED);
 	if (v == 0) {
-		v = ms_stage_id(ms_cfg.spec.stage[i].name) + 1;
-		if (v == 0)
-			v = -1; /* the table is full: remember the failure */
+		int id = ms_stage_id(ms_cfg.spec.stage[i].name);
+		if (id == MS_STAGE_BUSY) /* a signal handler on a thread inside the engine: next time */
+			return -1;
+		v = id < 0 ? -1 : id + 1; /* the table is full: remember the failure */
 		__atomic_store_n(&stage_ids[i], v, __ATOMIC_RELAXED);
 	}
 	return v > 0 ? v - 1 : -1;

@@ -3,33 +3,29 @@
 #include <stddef.h>
 #include <string.h>
 #include "ms.h"
+#include "spin.h"
 #include "stages.h"
 #include "timeline.h"
 
 struct ms_stages ms_st = { .implicit_init = -1 };
 void (*ms_stage_observer)(int stage, int end);
 
-static int lock_word;
+static struct ms_spin lock;
 static __thread int lock_held MS_TLS;
 
 void ms_stages_lock(void)
 {
-	while (__atomic_exchange_n(&lock_word, 1, __ATOMIC_ACQUIRE))
-		while (__atomic_load_n(&lock_word, __ATOMIC_RELAXED))
-			__builtin_ia32_pause();
-	lock_held = 1;
+	ms_spin_lock(&lock, &lock_held);
 }
 
 void ms_stages_unlock(void)
 {
-	lock_held = 0;
-	__atomic_store_n(&lock_word, 0, __ATOMIC_RELEASE);
+	ms_spin_unlock(&lock, &lock_held);
 }
 
 void ms_stages_lock_reset(void)
 {
-	lock_held = 0;
-	__atomic_store_n(&lock_word, 0, __ATOMIC_RELEASE);
+	ms_spin_reset(&lock, &lock_held);
 }
 
 /* A signal handler interrupting this thread inside the engine must not spin on its own lock. */
@@ -73,8 +69,10 @@ int ms_stage_id(const char *name)
 	if (!ms_stage_name_valid(name))
 		return -1;
 	int id = find(name);
-	if (id >= 0 || lock_or_refuse() < 0)
+	if (id >= 0)
 		return id;
+	if (lock_or_refuse() < 0)
+		return MS_STAGE_BUSY;
 	id = find(name);
 	if (id < 0 && ms_st.nstages < MS_MAX_STAGES) {
 		id = ms_st.nstages;
@@ -333,14 +331,7 @@ static int try_lock_bounded(void)
 {
 	if (lock_held)
 		return -1;
-	for (long spins = 0; spins < 50000000; spins++) {
-		if (!__atomic_exchange_n(&lock_word, 1, __ATOMIC_ACQUIRE)) {
-			lock_held = 1;
-			return 0;
-		}
-		__builtin_ia32_pause();
-	}
-	return -1;
+	return ms_spin_trylock(&lock, &lock_held, 50000000);
 }
 
 static void copy_locked_or_not(struct ms_stages *out, double now, int locked);

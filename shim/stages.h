@@ -71,7 +71,9 @@ extern struct ms_stages ms_st;
 /* Validates NAME ([A-Za-z0-9_]+, short enough). */
 int ms_stage_name_valid(const char *name);
 
-/* Finds or creates the stage called NAME; -1 when invalid or the table is full. */
+/* Finds or creates the stage called NAME; -1 when invalid or the table is full, MS_STAGE_BUSY when a
+ * signal handler interrupted this thread inside the engine (try again later). */
+#define MS_STAGE_BUSY (-2)
 int ms_stage_id(const char *name);
 /* Finds the stage called NAME without creating it; -1 when unknown. */
 int ms_stage_find(const char *name);

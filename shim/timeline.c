@@ -1,6 +1,7 @@
 /* Timeline recording (see timeline.h). */
 #include <string.h>
 #include "ms.h"
+#include "spin.h"
 #include "timeline.h"
 
 struct ms_timeline ms_tl;
@@ -8,21 +9,19 @@ int64_t ms_tl_hi[MS_NCOMP] = { [0 ... MS_NCOMP - 1] = INT64_MAX };
 int64_t ms_tl_lo[MS_NCOMP] = { [0 ... MS_NCOMP - 1] = INT64_MIN };
 double (*ms_tl_clock)(void);
 
-static int lock_word, enabled;
+static struct ms_spin lock;
+static int enabled;
 static __thread int lock_held MS_TLS;
 static int64_t series_peak[MS_NCOMP];
 
 void ms_timeline_lock(void)
 {
-	while (__atomic_exchange_n(&lock_word, 1, __ATOMIC_ACQUIRE))
-		__builtin_ia32_pause();
-	lock_held = 1;
+	ms_spin_lock(&lock, &lock_held);
 }
 
 void ms_timeline_unlock(void)
 {
-	lock_held = 0;
-	__atomic_store_n(&lock_word, 0, __ATOMIC_RELEASE);
+	ms_spin_unlock(&lock, &lock_held);
 }
 
 /* A signal handler on a thread that holds the lock must not spin on it: it skips the point. */
@@ -48,10 +47,10 @@ void ms_timeline_copy(struct ms_timeline *out, int nowait)
 {
 	int locked = 0;
 	if (!lock_held) {
-		for (long spins = 0; !locked && (!nowait || spins < 50000000); spins++)
-			locked = !__atomic_exchange_n(&lock_word, 1, __ATOMIC_ACQUIRE);
-		if (locked)
-			lock_held = 1;
+		if (nowait)
+			locked = ms_spin_trylock(&lock, &lock_held, 50000000) == 0;
+		else
+			ms_timeline_lock(), locked = 1;
 	}
 	copy_used(out);
 	if (locked)
@@ -171,8 +170,7 @@ void ms_timeline_enable(int on)
 
 void ms_timeline_reset_for_child(void)
 {
-	lock_word = 0;
-	lock_held = 0;
+	ms_spin_reset(&lock, &lock_held);
 	ms_tl.npoints = ms_tl.merges = 0;
 	ms_tl.nevents = ms_tl.events_dropped = 0;
 	memset(series_peak, 0, sizeof series_peak);

@@ -1,0 +1,55 @@
+/* The shim's short internal locks.  A signal handler may run on a thread at any instant, including
+ * in the middle of taking or releasing a lock, and may re-enter the shim: each lock therefore has a
+ * per-thread "mine" flag that is raised before the lock word is taken and lowered only after it is
+ * released, so a handler on the same thread always sees the flag and never spins on its own lock. */
+#ifndef MS_SPIN_H
+#define MS_SPIN_H
+
+#include <sched.h>
+
+struct ms_spin {
+	int word;
+};
+
+/* MINE is the caller's initial-exec thread-local flag for this lock. */
+static inline void ms_spin_lock(struct ms_spin *l, int *mine)
+{
+	*mine = 1;
+	__atomic_signal_fence(__ATOMIC_SEQ_CST); /* the flag is visible to a handler before the take */
+	for (int spins = 0; __atomic_exchange_n(&l->word, 1, __ATOMIC_ACQUIRE); spins++) {
+		if (spins < 64)
+			__builtin_ia32_pause();
+		else
+			sched_yield(); /* the holder may be inside a system call: let it run */
+	}
+}
+
+/* Takes the lock within about MAX_SPINS tries; 0 on success, -1 (flag lowered) otherwise. */
+static inline int ms_spin_trylock(struct ms_spin *l, int *mine, long max_spins)
+{
+	*mine = 1;
+	__atomic_signal_fence(__ATOMIC_SEQ_CST);
+	for (long spins = 0; spins < max_spins; spins++) {
+		if (!__atomic_exchange_n(&l->word, 1, __ATOMIC_ACQUIRE))
+			return 0;
+		__builtin_ia32_pause();
+	}
+	*mine = 0;
+	return -1;
+}
+
+static inline void ms_spin_unlock(struct ms_spin *l, int *mine)
+{
+	__atomic_store_n(&l->word, 0, __ATOMIC_RELEASE);
+	__atomic_signal_fence(__ATOMIC_SEQ_CST); /* released before a handler may see the flag down */
+	*mine = 0;
+}
+
+/* A forked child: only the forking thread survives, and it holds no lock any more. */
+static inline void ms_spin_reset(struct ms_spin *l, int *mine)
+{
+	*mine = 0;
+	__atomic_store_n(&l->word, 0, __ATOMIC_RELEASE);
+}
+
+#endif
