@@ -2,6 +2,7 @@
 #ifndef MS_HOOKS_H
 #define MS_HOOKS_H
 
+#include <signal.h>
 #include <stddef.h>
 #include <sys/types.h>
 #include "ms.h"
@@ -13,9 +14,19 @@
 /* Finds the real functions once; before that, allocations come from a static buffer. */
 void ms_resolve(void);
 int ms_resolved(void);
+/* Resolves, or waits for the thread that is resolving; 0 once the real functions are known. */
+int ms_resolve_wait(void);
+/* The sanitizer whose runtime owns malloc ("AddressSanitizer", ...), or NULL. */
+const char *ms_sanitizer(void);
+/* The C library's own dlsym (ours wraps the public one), found without any failing lookup. */
+typedef void *(*ms_dlsym_fn)(void *, const char *);
+ms_dlsym_fn ms_libc_dlsym(void);
 void *ms_bootstrap_alloc(size_t size, size_t align);
 int ms_bootstrap_owns(const void *p);
 size_t ms_bootstrap_size(const void *p);
+
+/* Non-zero when the real malloc is the C library's own (glibc's chunk layout may be relied on). */
+extern int ms_allocator_is_glibc;
 
 /* Zero stops all counting (disabled, secure mode, or an unfollowed child). */
 extern int ms_counting;

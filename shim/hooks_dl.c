@@ -7,27 +7,11 @@
  * cuMemAlloc_v2 would get the shim's wrapper, which calls the tool's own function: a loop.  They
  * need no help either: RTLD_DEFAULT already finds the preloaded wrappers first. */
 #include <dlfcn.h>
+#include "hooks.h"
 #include "ms.h"
 #include "ms_cuda.h"
 
 #define EXPORT __attribute__((visibility("default")))
-
-typedef void *(*dlsym_fn)(void *, const char *);
-
-static dlsym_fn raw_dlsym;
-
-/* The C library's dlsym, found without calling the public dlsym (that is us). */
-static dlsym_fn find_raw(void)
-{
-	dlsym_fn f = (dlsym_fn)__atomic_load_n(&raw_dlsym, __ATOMIC_ACQUIRE);
-	if (MS_LIKELY(f != NULL))
-		return f;
-	f = (dlsym_fn)dlvsym(RTLD_NEXT, "dlsym", "GLIBC_2.34");
-	if (!f)
-		f = (dlsym_fn)dlvsym(RTLD_NEXT, "dlsym", "GLIBC_2.2.5");
-	__atomic_store_n(&raw_dlsym, f, __ATOMIC_RELEASE);
-	return f;
-}
 
 /* The pass-through must stay a tail call in every build (-O0, sanitizers): the real dlsym reads
  * its caller's address. */
@@ -35,6 +19,6 @@ EXPORT __attribute__((optimize("O2", "optimize-sibling-calls"))) void *dlsym(voi
 {
 	int idx = ms_tls_guard || handle == RTLD_NEXT || handle == RTLD_DEFAULT ? -1 : ms_cuda_hook_index(name);
 	if (MS_LIKELY(idx < 0))
-		return find_raw()(handle, name);
+		return ms_libc_dlsym()(handle, name);
 	return ms_cuda_dlsym(handle, name, idx);
 }

@@ -21,6 +21,26 @@ static inline void count(void *p, int sign)
 	ms_cpu_add(MS_MALLOC, sign * (int64_t)malloc_usable_size(p));
 }
 
+/* glibc rejects a pointer it never gave out ("free(): invalid pointer") by two cheap checks on its
+ * chunk header before using it; malloc_usable_size trusts the header and may fault first.  Such a
+ * pointer is left uncounted for glibc to diagnose. */
+static inline int glibc_would_reject(const void *p)
+{
+	uintptr_t chunk = (uintptr_t)p - 16;
+	uint64_t size;
+	memcpy(&size, (const char *)p - 8, sizeof size);
+	size &= ~(uint64_t)7;
+	return ((uintptr_t)p & 15) || chunk > (uintptr_t)0 - size;
+}
+
+/* Usable bytes of a block about to be freed or resized (0: not countable). */
+static inline int64_t usable_before_release(void *p)
+{
+	if (ms_allocator_is_glibc && MS_UNLIKELY(glibc_would_reject(p)))
+		return 0;
+	return (int64_t)malloc_usable_size(p);
+}
+
 /* Real function ready?  If not, the caller serves the request from the bootstrap buffer. */
 #define READY(fn) (MS_LIKELY(ms_real_##fn != NULL) || (ms_resolve(), ms_real_##fn != NULL))
 
@@ -56,6 +76,15 @@ EXPORT void *calloc(size_t n, size_t size)
 	return p;
 }
 
+static inline void uncount(void *p)
+{
+	int64_t n = usable_before_release(p);
+	if (n) {
+		ms_native_before_count();
+		ms_cpu_add(MS_MALLOC, -n);
+	}
+}
+
 static void release(void *ptr, void (*real)(void *))
 {
 	if (!ptr || ms_bootstrap_owns(ptr))
@@ -63,7 +92,7 @@ static void release(void *ptr, void (*real)(void *))
 	while (!ms_real_free) /* only while another thread publishes the real functions */
 		ms_resolve();
 	if (COUNTABLE())
-		count(ptr, -1);
+		uncount(ptr);
 	GUARDED(real ? real(ptr) : ms_real_free(ptr));
 }
 
@@ -86,7 +115,7 @@ EXPORT void free_sized(void *ptr, size_t size)
 		return;
 	}
 	if (COUNTABLE())
-		count(ptr, -1);
+		uncount(ptr);
 	GUARDED(ms_real_free_sized(ptr, size));
 }
 
@@ -99,7 +128,7 @@ EXPORT void free_aligned_sized(void *ptr, size_t align, size_t size)
 		return;
 	}
 	if (COUNTABLE())
-		count(ptr, -1);
+		uncount(ptr);
 	GUARDED(ms_real_free_aligned_sized(ptr, align, size));
 }
 
@@ -131,7 +160,7 @@ EXPORT void *realloc(void *ptr, size_t size)
 	if (!READY(realloc))
 		return ms_bootstrap_alloc(size, 0);
 	int countable = COUNTABLE();
-	int64_t old = ptr && countable ? (int64_t)malloc_usable_size(ptr) : 0;
+	int64_t old = ptr && countable ? usable_before_release(ptr) : 0;
 	void *q;
 	GUARDED(q = ms_real_realloc(ptr, size));
 	if (countable)
@@ -148,7 +177,7 @@ EXPORT void *reallocarray(void *ptr, size_t n, size_t size)
 	if (!ms_real_reallocarray || (ptr && ms_bootstrap_owns(ptr)))
 		return realloc(ptr, n * size); // NOLINT(clang-analyzer-optin.portability.UnixAPI): size 0 means free
 	int countable = COUNTABLE();
-	int64_t old = ptr && countable ? (int64_t)malloc_usable_size(ptr) : 0;
+	int64_t old = ptr && countable ? usable_before_release(ptr) : 0;
 	void *q;
 	GUARDED(q = ms_real_reallocarray(ptr, n, size));
 	if (countable)

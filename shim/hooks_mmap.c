@@ -1,5 +1,9 @@
 /* Anonymous private mappings: the "mmap" component.  Ranges are tracked so partial munmap and
- * mremap are exact; the table lives in memory mapped with raw syscalls, outside any counter. */
+ * mremap are exact; the tables live in memory mapped with raw syscalls, outside any counter.
+ * Reservations (PROT_NONE) are kept aside and count from the moment mprotect makes them accessible,
+ * as the JVM, V8 and Go commit their heaps; back to PROT_NONE, they stop counting.  Before the real
+ * functions are known the wrappers make the system calls themselves: resolving from here could run
+ * inside a program allocator's lock. */
 #include <errno.h>
 #include <sched.h>
 #include <stdarg.h>
@@ -10,14 +14,16 @@
 #include "hooks.h"
 #include "ms.h"
 #include "ranges.h"
+#include "spin.h"
 
 #define EXPORT __attribute__((visibility("default")))
 #define PAGE 4096UL
 #define MAX_RANGES (1UL << 20)
 
 static int grow(struct ms_ranges *r, size_t need);
-static struct ms_ranges table = { .grow = grow };
-static int lock_word;
+static struct ms_ranges table = { .grow = grow };    /* accessible: counted */
+static struct ms_ranges reserved = { .grow = grow }; /* PROT_NONE: not counted until mprotect */
+static struct ms_spin lock;
 static __thread int lock_held MS_TLS; /* a signal handler mapping memory inside our lock passes through */
 static uint64_t untracked;
 
@@ -32,16 +38,12 @@ uint64_t ms_mmap_untracked(void)
 
 void ms_mmap_lock(void)
 {
-	for (int spins = 0; __atomic_exchange_n(&lock_word, 1, __ATOMIC_ACQUIRE); spins++)
-		if (spins > 64) /* the holder may be inside a syscall: let it run */
-			sched_yield();
-	lock_held = 1;
+	ms_spin_lock(&lock, &lock_held);
 }
 
 void ms_mmap_unlock(void)
 {
-	lock_held = 0;
-	__atomic_store_n(&lock_word, 0, __ATOMIC_RELEASE);
+	ms_spin_unlock(&lock, &lock_held);
 }
 
 static void *raw_mmap(size_t len)
@@ -71,32 +73,41 @@ static uintptr_t page_up(size_t len)
 	return (len + PAGE - 1) & ~(PAGE - 1);
 }
 
-static int counted_kind(int prot, int flags)
+static int anonymous_private(int flags)
 {
-	return (flags & MAP_ANONYMOUS) && !(flags & MAP_SHARED) && prot != PROT_NONE;
+	return (flags & MAP_ANONYMOUS) && !(flags & MAP_SHARED);
 }
 
-/* Removes tracked bytes in [addr, addr+len) from the table and the counters.  Lock held. */
+static void count_mmap(int64_t bytes)
+{
+	if (bytes) {
+		ms_native_before_count();
+		ms_cpu_add(MS_MMAP, bytes);
+	}
+}
+
+/* Removes tracked and reserved bytes in [addr, addr+len) from the tables and the counters.  Lock held. */
 static void forget(uintptr_t addr, size_t len)
 {
 	uint64_t dropped = 0;
 	uint64_t bytes = ms_ranges_remove(&table, addr, addr + page_up(len), &dropped);
+	ms_ranges_remove(&reserved, addr, addr + page_up(len), &dropped);
 	if (dropped)
 		__atomic_add_fetch(&untracked, 1, __ATOMIC_RELAXED);
-	if (bytes) {
-		ms_native_before_count();
-		ms_cpu_add(MS_MMAP, -(int64_t)bytes);
-	}
+	count_mmap(-(int64_t)bytes);
 }
 
-static void remember(uintptr_t addr, size_t len)
+/* Records a new mapping, counted when accessible.  Lock held. */
+static void remember(uintptr_t addr, size_t len, int prot)
 {
-	if (ms_ranges_add(&table, addr, addr + page_up(len)) == 0) {
-		ms_native_before_count();
-		ms_cpu_add(MS_MMAP, (int64_t)page_up(len));
-	}
-	else
+	/* the kernel just handed out this range: anything still recorded there was unmapped unseen
+	 * (by a signal handler that ran while this thread held the lock) */
+	forget(addr, len);
+	struct ms_ranges *into = prot == PROT_NONE ? &reserved : &table;
+	if (ms_ranges_add(into, addr, addr + page_up(len)) < 0)
 		__atomic_add_fetch(&untracked, 1, __ATOMIC_RELAXED);
+	else if (into == &table)
+		count_mmap((int64_t)page_up(len));
 }
 
 static void *call_mmap(void *(*real)(void *, size_t, int, int, int, off_t), void *addr, size_t len,
@@ -112,29 +123,33 @@ static void *call_mmap(void *(*real)(void *, size_t, int, int, int, off_t), void
 	return (void *)p;
 }
 
+static int passes_through(void)
+{
+	return ms_tls_guard || !ms_counting || lock_held;
+}
+
 static void *wrap_mmap(void *(*real)(void *, size_t, int, int, int, off_t), void *addr, size_t len,
 		       int prot, int flags, int fd, off_t off)
 {
-	if (!real && !ms_resolved())
-		ms_resolve();
-	if (ms_tls_guard || !ms_counting || lock_held)
+	if (passes_through())
 		return call_mmap(real, addr, len, prot, flags, fd, off);
 	int fixed = flags & (MAP_FIXED | MAP_FIXED_NOREPLACE);
-	void *p;
+	if (!fixed && !anonymous_private(flags))
+		return call_mmap(real, addr, len, prot, flags, fd, off);
 	/* a fixed mapping replaces what was there: table and kernel change under one lock */
 	if (fixed)
 		ms_mmap_lock();
 	ms_tls_guard++;
-	p = call_mmap(real, addr, len, prot, flags, fd, off);
+	void *p = call_mmap(real, addr, len, prot, flags, fd, off);
 	ms_tls_guard--;
 	int saved = errno;
-	if (p != MAP_FAILED && (fixed || counted_kind(prot, flags))) {
+	if (p != MAP_FAILED) {
 		if (!fixed)
 			ms_mmap_lock();
-		if (fixed)
+		if (anonymous_private(flags))
+			remember((uintptr_t)p, len, prot);
+		else
 			forget((uintptr_t)p, len);
-		if (counted_kind(prot, flags))
-			remember((uintptr_t)p, len);
 		if (!fixed)
 			ms_mmap_unlock();
 	}
@@ -163,7 +178,7 @@ static int call_munmap(void *addr, size_t len)
 
 EXPORT int munmap(void *addr, size_t len)
 {
-	if (ms_tls_guard || !ms_counting || lock_held)
+	if (passes_through())
 		return call_munmap(addr, len);
 	ms_mmap_lock();
 	ms_tls_guard++;
@@ -172,6 +187,37 @@ EXPORT int munmap(void *addr, size_t len)
 	int saved = errno;
 	if (rc == 0)
 		forget((uintptr_t)addr, len);
+	ms_mmap_unlock();
+	errno = saved;
+	return rc;
+}
+
+static int call_mprotect(void *addr, size_t len, int prot)
+{
+	if (ms_real_mprotect)
+		return ms_real_mprotect(addr, len, prot);
+	return (int)syscall(SYS_mprotect, addr, len, prot);
+}
+
+EXPORT int mprotect(void *addr, size_t len, int prot)
+{
+	if (passes_through())
+		return call_mprotect(addr, len, prot);
+	ms_mmap_lock();
+	ms_tls_guard++;
+	int rc = call_mprotect(addr, len, prot);
+	ms_tls_guard--;
+	int saved = errno;
+	if (rc == 0) {
+		uintptr_t b = (uintptr_t)addr, e = b + page_up(len);
+		uint64_t dropped = 0, moved;
+		if (prot == PROT_NONE)
+			count_mmap(-(int64_t)(moved = ms_ranges_move(&table, &reserved, b, e, &dropped)));
+		else
+			count_mmap((int64_t)(moved = ms_ranges_move(&reserved, &table, b, e, &dropped)));
+		if (dropped) /* no room to keep them apart: forget them altogether, counted or not */
+			forget(b, e - b), __atomic_add_fetch(&untracked, 1, __ATOMIC_RELAXED);
+	}
 	ms_mmap_unlock();
 	errno = saved;
 	return rc;
@@ -198,22 +244,24 @@ EXPORT void *mremap(void *old, size_t old_len, size_t new_len, int flags, ...)
 		new_addr = va_arg(ap, void *);
 		va_end(ap);
 	}
-	if (ms_tls_guard || !ms_counting || lock_held)
+	if (passes_through())
 		return call_mremap(old, old_len, new_len, flags, new_addr);
 	ms_mmap_lock();
-	uint64_t tracked = ms_ranges_overlap(&table, (uintptr_t)old, (uintptr_t)old + page_up(old_len));
+	uintptr_t o = (uintptr_t)old;
+	/* one mapping (the kernel refuses more): tracked, reserved, or neither */
+	int accessible = ms_ranges_overlap(&table, o, o + page_up(old_len)) != 0;
+	int reserve = !accessible && ms_ranges_overlap(&reserved, o, o + page_up(old_len)) != 0;
 	ms_tls_guard++;
 	void *p = call_mremap(old, old_len, new_len, flags, new_addr);
 	ms_tls_guard--;
 	int saved = errno;
 	if (p != MAP_FAILED) {
-		int keeps_old = (flags & MREMAP_DONTUNMAP) != 0;
-		if (!keeps_old)
-			forget((uintptr_t)old, old_len);
-		if (flags & MREMAP_FIXED)
+		if (!(flags & MREMAP_DONTUNMAP))
+			forget(o, old_len);
+		if (accessible || reserve)
+			remember((uintptr_t)p, new_len, accessible ? PROT_READ : PROT_NONE);
+		else if (flags & MREMAP_FIXED)
 			forget((uintptr_t)p, new_len);
-		if (tracked)
-			remember((uintptr_t)p, new_len);
 	}
 	ms_mmap_unlock();
 	errno = saved;

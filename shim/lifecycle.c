@@ -165,6 +165,11 @@ __attribute__((constructor)) static void ms_init(void)
 		stop_tracking();
 		return;
 	}
+	if (ms_sanitizer()) {
+		ms_warn("%s owns this program's memory: memshim steps aside and counts nothing", ms_sanitizer());
+		stop_tracking();
+		return;
+	}
 	ms_tls_guard++;
 	ms_config_load(&ms_cfg, env);
 	ms_tls_guard--;

@@ -81,3 +81,20 @@ uint64_t ms_ranges_remove(struct ms_ranges *r, uintptr_t start, uintptr_t end, u
 	}
 	return removed;
 }
+
+uint64_t ms_ranges_move(struct ms_ranges *from, struct ms_ranges *to, uintptr_t start, uintptr_t end,
+			uint64_t *untracked)
+{
+	uint64_t moved = 0;
+	for (size_t i = first_after(from, start); i < from->n && from->v[i].start < end; i = first_after(from, start)) {
+		uintptr_t b = from->v[i].start > start ? from->v[i].start : start;
+		uintptr_t e = from->v[i].end < end ? from->v[i].end : end;
+		ms_ranges_remove(from, b, e, untracked);
+		if (ms_ranges_add(to, b, e) == 0)
+			moved += e - b;
+		else
+			*untracked += e - b;
+		start = e;
+	}
+	return moved;
+}

@@ -24,6 +24,11 @@ int ms_ranges_add(struct ms_ranges *r, uintptr_t start, uintptr_t end);
  * number of bytes removed.  *UNTRACKED receives bytes dropped because a split found no room. */
 uint64_t ms_ranges_remove(struct ms_ranges *r, uintptr_t start, uintptr_t end, uint64_t *untracked);
 
+/* Moves whatever FROM tracks inside [start, end) into TO; returns the bytes moved.  Bytes TO has no
+ * room for leave FROM all the same and are added to *UNTRACKED. */
+uint64_t ms_ranges_move(struct ms_ranges *from, struct ms_ranges *to, uintptr_t start, uintptr_t end,
+			uint64_t *untracked);
+
 /* Bytes tracked inside [start, end). */
 uint64_t ms_ranges_overlap(const struct ms_ranges *r, uintptr_t start, uintptr_t end);
 

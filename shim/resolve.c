@@ -1,8 +1,12 @@
 /* Finding the real functions.  dlsym may allocate before malloc is known: those requests are
  * served from a static buffer whose blocks free() recognises and never releases. */
 #include <dlfcn.h>
+#include <link.h>
 #include <errno.h>
+#include <sched.h>
 #include <string.h>
+#include <unistd.h>
+#include "elf_lookup.h"
 #include "hooks.h"
 #include "ms.h"
 
@@ -11,10 +15,11 @@
 #undef MS_HOOK
 
 int ms_counting = 1;
+int ms_allocator_is_glibc;
 int ms_native_active;
 __thread int ms_tls_guard MS_TLS;
 
-static void *(*real_dlsym)(void *, const char *);
+static ms_dlsym_fn real_dlsym;
 static int state; /* 0 unresolved, 1 resolving, 2 done */
 
 #define BOOT_SIZE ((size_t)256 * 1024)
@@ -59,10 +64,45 @@ int ms_resolved(void)
 	return __atomic_load_n(&state, __ATOMIC_ACQUIRE) == 2;
 }
 
-static void *find_dlsym(void)
+/* dlsym lives beside dladdr1 (libc since 2.34, libdl before); a versioned dlvsym of a version
+ * the library lacks would fail and allocate its error message. */
+ms_dlsym_fn ms_libc_dlsym(void)
 {
-	void *f = dlvsym(RTLD_NEXT, "dlsym", "GLIBC_2.34");
-	return f ? f : dlvsym(RTLD_NEXT, "dlsym", "GLIBC_2.2.5");
+	static ms_dlsym_fn found;
+	ms_dlsym_fn f = __atomic_load_n(&found, __ATOMIC_ACQUIRE);
+	if (MS_LIKELY(f != NULL))
+		return f;
+	f = (ms_dlsym_fn)ms_elf_own_symbol(ms_elf_object_of((const void *)dladdr1), "dlsym");
+	if (!f)
+		f = (ms_dlsym_fn)dlvsym(RTLD_NEXT, "dlsym", "GLIBC_2.2.5");
+	__atomic_store_n(&found, f, __ATOMIC_RELEASE);
+	return f;
+}
+
+static const char *sanitizer;
+
+/* A sanitizer runtime owns malloc when it is the allocator underneath (gcc's shared runtimes) or
+ * is linked into the program (clang's static ones); its allocator cannot be asked about blocks
+ * before it has initialised, so the shim steps aside in such a program. */
+static int find_sanitizer(const struct link_map *allocator)
+{
+	static const char *const runtimes[][2] = {
+		{ "__asan_init", "AddressSanitizer" }, { "__tsan_init", "ThreadSanitizer" },
+		{ "__msan_init", "MemorySanitizer" }, { "__hwasan_init", "HWAddressSanitizer" },
+		{ "__lsan_init", "LeakSanitizer" }, { "__memprof_init", "MemProfiler" },
+	};
+	const struct link_map *program = _r_debug.r_map;
+	for (size_t i = 0; i < sizeof runtimes / sizeof *runtimes; i++)
+		if (ms_elf_own_symbol(allocator, runtimes[i][0]) || ms_elf_own_symbol(program, runtimes[i][0])) {
+			sanitizer = runtimes[i][1];
+			return 1;
+		}
+	return 0;
+}
+
+const char *ms_sanitizer(void)
+{
+	return sanitizer;
 }
 
 void ms_resolve(void)
@@ -72,10 +112,22 @@ void ms_resolve(void)
 		return; /* done, or in progress: callers use the bootstrap buffer meanwhile */
 	int saved = errno;
 	ms_tls_guard++;
-	real_dlsym = (void *(*)(void *, const char *))find_dlsym();
-	/* publish all at once: a half-resolved family would mix allocators */
+	real_dlsym = ms_libc_dlsym();
+	/* publish all at once: a half-resolved family would mix allocators.  Every MS_HOOK name exists
+	 * in the C library, so no lookup fails (a failing dlsym allocates its error message). */
 #define MS_HOOK(ret, name, params, args) ret (*name##_found) params = real_dlsym ? (ret (*) params)real_dlsym(RTLD_NEXT, #name) : NULL;
+#define MS_HOOK_OPTIONAL(ret, name, params, args) ret (*name##_found) params = NULL;
 #include "hooks.def"
+#undef MS_HOOK_OPTIONAL
+#undef MS_HOOK
+	const struct link_map *allocator = ms_elf_object_of((const void *)malloc_found);
+	ms_allocator_is_glibc = allocator && allocator == ms_elf_object_of((const void *)getpid);
+	if (find_sanitizer(allocator))
+		__atomic_store_n(&ms_counting, 0, __ATOMIC_RELEASE); /* before any wrapper can count */
+#define MS_HOOK(ret, name, params, args)
+#define MS_HOOK_OPTIONAL(ret, name, params, args) name##_found = (ret (*) params)ms_elf_own_symbol(allocator, #name);
+#include "hooks.def"
+#undef MS_HOOK_OPTIONAL
 #undef MS_HOOK
 #define MS_HOOK(ret, name, params, args) __atomic_store_n(&ms_real_##name, name##_found, __ATOMIC_RELEASE);
 #include "hooks.def"
@@ -83,6 +135,14 @@ void ms_resolve(void)
 	ms_tls_guard--;
 	__atomic_store_n(&state, 2, __ATOMIC_RELEASE);
 	errno = saved;
+}
+
+int ms_resolve_wait(void)
+{
+	ms_resolve();
+	for (int i = 0; !ms_resolved() && ms_tls_guard == 0 && i < 100000; i++)
+		sched_yield(); /* another thread is publishing them */
+	return ms_resolved() ? 0 : -1;
 }
 
 void *ms_real_dlsym(void *handle, const char *name)

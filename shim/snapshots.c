@@ -1,11 +1,15 @@
 /* Periodic and fatal-signal snapshots.  The signal path uses only async-signal-safe calls: the
- * report writer formats into static buffers and writes with raw system calls. */
+ * report writer formats into static buffers and writes with raw system calls.  Our handler only
+ * ever sits in for a default disposition, and the program never sees it: the signal wrappers
+ * (hooks_signal.c) answer with the default it replaced, and any handler the program installs
+ * takes its place for real, so the program's own handlers run exactly as without us. */
 #include <errno.h>
 #include <pthread.h>
 #include <signal.h>
 #include <string.h>
 #include <time.h>
 #include "config.h"
+#include "hooks.h"
 #include "lifecycle.h"
 #include "ms.h"
 #include "report.h"
@@ -13,26 +17,26 @@
 #include "stages.h"
 
 static const int fatal_signals[] = { SIGSEGV, SIGBUS, SIGABRT, SIGFPE, SIGILL, SIGTERM, SIGINT };
-static struct sigaction previous[65];
+static struct sigaction program_view[65]; /* what the program would see where our handler sits */
+static int covering;                        /* handlers enabled in this process */
 static int thread_running, thread_pending;
 
-/* Calls (or re-raises with the default action) whatever handled SIG before us. */
-static void chain(int sig, siginfo_t *info, void *uctx)
+int ms_signal_managed(int sig)
 {
-	struct sigaction *p = &previous[sig];
-	if ((p->sa_flags & SA_SIGINFO) && p->sa_sigaction) {
-		p->sa_sigaction(sig, info, uctx);
-	} else if (p->sa_handler == SIG_IGN) {
-		return;
-	} else if (p->sa_handler != SIG_DFL) {
-		p->sa_handler(sig);
-	} else {
-		struct sigaction dfl;
-		memset(&dfl, 0, sizeof dfl);
-		dfl.sa_handler = SIG_DFL;
-		sigaction(sig, &dfl, NULL);
-		raise(sig); /* blocked until we return: then the default action ends the process */
+	for (size_t i = 0; i < sizeof fatal_signals / sizeof *fatal_signals; i++)
+		if (fatal_signals[i] == sig)
+			return 1;
+	return 0;
+}
+
+/* The C library's sigaction, never our public wrapper (which would cover the signal again). */
+static int real_sigaction(int sig, const struct sigaction *act, struct sigaction *old)
+{
+	if (!ms_real_sigaction && ms_resolve_wait() < 0) {
+		errno = EAGAIN;
+		return -1;
 	}
+	return ms_real_sigaction(sig, act, old);
 }
 
 static void on_fatal_signal(int sig, siginfo_t *info, void *uctx)
@@ -40,28 +44,55 @@ static void on_fatal_signal(int sig, siginfo_t *info, void *uctx)
 	int saved = errno;
 	if (ms_is_tracked_process())
 		ms_report_signal(sig);
-	chain(sig, info, uctx);
+	/* the program's disposition was the default: take it back and let it end the process (the
+	 * signal stays blocked until we return, so the exit status is the signal's) */
+	real_sigaction(sig, &program_view[sig], NULL);
+	raise(sig);
 	errno = saved;
+}
+
+int ms_signal_is_ours(const struct sigaction *sa)
+{
+	return (sa->sa_flags & SA_SIGINFO) && sa->sa_sigaction == on_fatal_signal;
+}
+
+void (*ms_signal_handler(void))(int, siginfo_t *, void *)
+{
+	return on_fatal_signal;
+}
+
+void ms_signal_view(int sig, struct sigaction *out)
+{
+	*out = program_view[sig];
+}
+
+/* Sits in for the default disposition of SIG, keeping what the program would see. */
+static void cover(int sig, const struct sigaction *current)
+{
+	struct sigaction ours;
+	memset(&ours, 0, sizeof ours);
+	ours.sa_sigaction = on_fatal_signal;
+	ours.sa_flags = SA_SIGINFO | SA_ONSTACK | SA_RESTART;
+	sigemptyset(&ours.sa_mask);
+	program_view[sig] = *current;
+	real_sigaction(sig, &ours, NULL);
+}
+
+void ms_signal_settled(int sig)
+{
+	struct sigaction now;
+	if (!__atomic_load_n(&covering, __ATOMIC_RELAXED) || !ms_signal_managed(sig) ||
+	    real_sigaction(sig, NULL, &now) < 0)
+		return;
+	if (now.sa_handler == SIG_DFL && !(now.sa_flags & SA_SIGINFO))
+		cover(sig, &now);
 }
 
 static void install_handlers(void)
 {
-	for (size_t i = 0; i < sizeof fatal_signals / sizeof *fatal_signals; i++) {
-		int sig = fatal_signals[i];
-		struct sigaction ours, old;
-		if (sigaction(sig, NULL, &old) < 0)
-			continue;
-		int polite = sig == SIGTERM || sig == SIGINT;
-		/* the program's own handler for a polite signal stays; ignored signals stay ignored */
-		if (old.sa_handler == SIG_IGN || (polite && old.sa_handler != SIG_DFL))
-			continue;
-		memset(&ours, 0, sizeof ours);
-		ours.sa_sigaction = on_fatal_signal;
-		ours.sa_flags = SA_SIGINFO | SA_ONSTACK | SA_RESTART;
-		sigemptyset(&ours.sa_mask);
-		previous[sig] = old;
-		sigaction(sig, &ours, NULL);
-	}
+	__atomic_store_n(&covering, 1, __ATOMIC_RELAXED);
+	for (size_t i = 0; i < sizeof fatal_signals / sizeof *fatal_signals; i++)
+		ms_signal_settled(fatal_signals[i]);
 }
 
 static void *snapshot_loop(void *arg)

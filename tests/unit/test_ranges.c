@@ -63,6 +63,39 @@ START_TEST(many_ranges_stay_sorted)
 }
 END_TEST
 
+START_TEST(moves_only_the_tracked_pieces)
+{
+	static struct ms_range a_store[8], b_store[8];
+	struct ms_ranges a = { a_store, 0, 8, NULL }, b = { b_store, 0, 8, NULL };
+	uint64_t lost = 0;
+	ms_ranges_add(&a, 0x10000, 0x20000);
+	ms_ranges_add(&a, 0x30000, 0x40000);
+	ms_ranges_add(&b, 0x50000, 0x60000);
+	/* from the middle of the first range to the middle of the second: two pieces, a gap between */
+	ck_assert_uint_eq(ms_ranges_move(&a, &b, 0x18000, 0x34000, &lost), 0x8000 + 0x4000);
+	ck_assert_uint_eq(ms_ranges_overlap(&a, 0, ~(uintptr_t)0), 0x8000 + 0xc000);
+	ck_assert_uint_eq(ms_ranges_overlap(&b, 0, ~(uintptr_t)0), 0x10000 + 0xc000);
+	ck_assert_uint_eq(ms_ranges_overlap(&b, 0x20000, 0x30000), 0); /* the gap stays untracked */
+	ck_assert_uint_eq(ms_ranges_move(&b, &a, 0x18000, 0x34000, &lost), 0xc000); /* and back */
+	ck_assert_uint_eq(ms_ranges_overlap(&a, 0, ~(uintptr_t)0), 0x20000);
+	ck_assert_uint_eq(ms_ranges_move(&a, &b, 0x70000, 0x80000, &lost), 0);
+	ck_assert_uint_eq(lost, 0);
+}
+END_TEST
+
+START_TEST(move_into_a_full_table_counts_the_loss)
+{
+	static struct ms_range a_store[4], b_store[1];
+	struct ms_ranges a = { a_store, 0, 4, NULL }, b = { b_store, 0, 1, NULL };
+	uint64_t lost = 0;
+	ms_ranges_add(&a, 0x10000, 0x20000);
+	ms_ranges_add(&b, 0x50000, 0x60000);
+	ck_assert_uint_eq(ms_ranges_move(&a, &b, 0x10000, 0x20000, &lost), 0);
+	ck_assert_uint_eq(lost, 0x10000);
+	ck_assert_uint_eq(a.n, 0);
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("ranges");
@@ -71,6 +104,8 @@ int main(void)
 	tcase_add_test(tc, untracked_addresses_remove_nothing);
 	tcase_add_test(tc, full_table_refuses_and_split_drops_the_tail);
 	tcase_add_test(tc, many_ranges_stay_sorted);
+	tcase_add_test(tc, moves_only_the_tracked_pieces);
+	tcase_add_test(tc, move_into_a_full_table_counts_the_loss);
 	suite_add_tcase(s, tc);
 	SRunner *r = srunner_create(s);
 	srunner_run_all(r, CK_NORMAL);
