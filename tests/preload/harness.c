@@ -3,6 +3,7 @@
 #include <dirent.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -60,6 +61,24 @@ static char **child_env(const struct run *r, const char *const *env)
 	return out;
 }
 
+int harness_timeout;
+
+static int wait_bounded(pid_t pid, int *status)
+{
+	if (harness_timeout <= 0)
+		return waitpid(pid, status, 0) < 0 ? -1 : 0;
+	for (long waited_ms = 0;; waited_ms += 10) {
+		pid_t done = waitpid(pid, status, WNOHANG);
+		if (done != 0)
+			return done < 0 ? -1 : 0;
+		if (waited_ms >= harness_timeout * 1000L) {
+			kill(pid, SIGKILL);
+			return waitpid(pid, status, 0) < 0 ? -1 : 0;
+		}
+		usleep(10000);
+	}
+}
+
 int run_under_shim(struct run *r, const char *const *argv, const char *const *env)
 {
 	snprintf(r->dir, sizeof r->dir, "/tmp/memshim-test.XXXXXX");
@@ -78,7 +97,7 @@ int run_under_shim(struct run *r, const char *const *argv, const char *const *en
 		execve(argv[0], (char *const *)argv, envp);
 		_exit(126);
 	}
-	if (pid < 0 || waitpid(pid, &r->status, 0) < 0)
+	if (pid < 0 || wait_bounded(pid, &r->status) < 0)
 		return -1;
 	slurp(out_path, r->out, sizeof r->out);
 	slurp(err_path, r->err, sizeof r->err);

@@ -16,6 +16,10 @@ struct run {
  * entries of ENV (NULL-terminated; "NAME" alone unsets).  Returns 0 when it could run. */
 int run_under_shim(struct run *r, const char *const *argv, const char *const *env);
 
+/* When positive, run_under_shim kills a program still running after this many seconds (a hang then
+ * fails the test instead of stalling the suite); its status is then SIGKILL's. */
+extern int harness_timeout;
+
 /* Parsed metrics file at DIR/NAME (NULL when missing or invalid). */
 json_t *load_metrics(const struct run *r, const char *name);
 

@@ -1,10 +1,25 @@
 # Integration suites: fixture programs run under LD_PRELOAD, metrics files parsed with jansson.
-PRELOAD_FIXTURES := $(BUILD)/preload/alloc_fixture
-PRELOAD_SUITES := $(BUILD)/preload/test_preload
+PRELOAD_FIXTURES := $(BUILD)/preload/alloc_fixture $(BUILD)/preload/reliab_fixture $(BUILD)/preload/own_malloc \
+	$(BUILD)/preload/sanitized_tsan $(BUILD)/preload/sanitized_asan
+PRELOAD_SUITES := $(BUILD)/preload/test_preload $(BUILD)/preload/test_reliability
 
 $(BUILD)/preload/%: tests/preload/fixtures/%.c
 	@mkdir -p $(@D)
 	$(CC) $(BASEFLAGS) -O1 -g -o $@ $< -ldl -lpthread
+
+# A program with its own malloc family, and the library whose constructor allocates before ours.
+$(BUILD)/preload/libown_early.so: tests/preload/fixtures/own_malloc_early.c
+	@mkdir -p $(@D)
+	$(CC) $(BASEFLAGS) -O1 -g -shared -fPIC -o $@ $<
+
+$(BUILD)/preload/own_malloc: tests/preload/fixtures/own_malloc.c $(BUILD)/preload/libown_early.so
+	@mkdir -p $(@D)
+	$(CC) $(BASEFLAGS) -O1 -g -o $@ $< -L$(BUILD)/preload -lown_early -Wl,-rpath,'$$ORIGIN' -lpthread
+
+# Built with the sanitizers' shared runtimes, as gcc does by default.
+$(BUILD)/preload/sanitized_%: tests/preload/fixtures/sanitized.c
+	@mkdir -p $(@D)
+	$(CC) $(BASEFLAGS) -O1 -g -fsanitize=$(if $(filter tsan,$*),thread,address) -o $@ $< -lpthread
 
 $(BUILD)/preload/early_lib.so: tests/preload/fixtures/early_lib.c
 	@mkdir -p $(@D)

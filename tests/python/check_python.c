@@ -709,6 +709,55 @@ START_TEST(python_children)
 }
 END_TEST
 
+/* The program's signal dispositions are its own: Ctrl-C raises KeyboardInterrupt, getsignal and
+ * restoring an old handler work, forkserver starts; the same output and status as without the shim. */
+START_TEST(signals_as_without_shim)
+{
+	const char *py = python_or_skip(_i);
+	if (!py)
+		return;
+	static const char *const modes[] = { "facts", "forkserver" };
+	for (int m = 0; m < 2; m++) {
+		struct run bare, shim;
+		const char *args[] = { fixture("signals.py"), modes[m], NULL };
+		run_py(&bare, py, args, NULL, NULL, NULL, 0);
+		run_py(&shim, py, args, NULL, NULL, NULL, 1);
+		ck_assert_msg(bare.status == 0 && strstr(bare.out, m ? "process exit: 0" : "interrupt: raised"),
+			      "%s %s without the shim: %d %s %s", py, modes[m], bare.status, bare.out, bare.err);
+		ck_assert_msg(shim.status == bare.status && !strcmp(shim.out, bare.out) && !strstr(shim.err, "Error"),
+			      "%s %s: status %d vs %d, output\n%s\nvs\n%s\nstderr %s", py, modes[m], shim.status,
+			      bare.status, shim.out, bare.out, shim.err);
+		ck_assert_ptr_nonnull(shim.root);
+		run_done(&bare);
+		run_done(&shim);
+	}
+}
+END_TEST
+
+/* Interrupted or terminated without a handler: the same exit status, and a last snapshot. */
+START_TEST(signal_deaths_leave_a_snapshot)
+{
+	const char *py = python_or_skip(_i);
+	if (!py)
+		return;
+	static const char *const modes[] = { "interrupted", "terminated" };
+	static const int sigs[] = { 2, 15 };
+	for (int m = 0; m < 2; m++) {
+		struct run bare, shim;
+		const char *args[] = { fixture("signals.py"), modes[m], NULL };
+		run_py(&bare, py, args, NULL, NULL, NULL, 0);
+		run_py(&shim, py, args, NULL, NULL, NULL, 1);
+		ck_assert_msg(bare.status == 128 + sigs[m] && shim.status == bare.status, "%s %s: %d vs %d %s", py,
+			      modes[m], shim.status, bare.status, shim.err);
+		ck_assert_msg(shim.root != NULL, "%s %s: no metrics file", py, modes[m]);
+		ck_assert_int_eq(json_integer_value(json_object_get(shim.root, "signal")), sigs[m]);
+		ck_assert(json_is_false(json_object_get(shim.root, "complete")));
+		run_done(&bare);
+		run_done(&shim);
+	}
+}
+END_TEST
+
 static Suite *suite(void)
 {
 	Suite *s = suite_create("python");
@@ -732,6 +781,8 @@ static Suite *suite(void)
 	tcase_add_loop_test(tc, debug_allocator, 0, NPY);
 	tcase_add_loop_test(tc, deep_recursion, 0, NPY);
 	tcase_add_loop_test(tc, python_children, 0, NPY);
+	tcase_add_loop_test(tc, signals_as_without_shim, 0, NPY);
+	tcase_add_loop_test(tc, signal_deaths_leave_a_snapshot, 0, NPY);
 	suite_add_tcase(s, tc);
 	TCase *tt = tcase_create("torch");
 	tcase_set_timeout(tt, 120);

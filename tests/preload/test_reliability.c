@@ -1,0 +1,230 @@
+/* Reliability inside real programs: each test reproduces a program that hung, crashed or behaved
+ * differently under the shim (signal handlers that map memory, a program's own allocator, sanitizer
+ * runtimes, invalid pointers, signal dispositions, heaps committed with mprotect, rustc). */
+#include <check.h>
+#include <limits.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+#include "harness.h"
+
+#define MiB ((int64_t)1 << 20)
+
+static struct run r, bare;
+
+static const char *const no_preload[] = { "LD_PRELOAD", NULL };
+
+static int exited_with(const struct run *x, int code)
+{
+	return WIFEXITED(x->status) && WEXITSTATUS(x->status) == code;
+}
+
+static int killed_by(const struct run *x, int sig)
+{
+	return WIFSIGNALED(x->status) && WTERMSIG(x->status) == sig;
+}
+
+static int count_lines_with(const char *text, const char *needle)
+{
+	int n = 0;
+	for (const char *p = text; (p = strstr(p, needle)); p += strlen(needle))
+		n++;
+	return n;
+}
+
+/* The main loop maps and unmaps while a 50 us timer's handler maps, allocates and opens a stage:
+ * hung on the first signal that landed between taking the mapping lock and marking it held. */
+START_TEST(signal_handler_maps_memory)
+{
+	const char *argv[] = { built("preload/reliab_fixture"), "sigmap", NULL };
+	ck_assert_int_eq(run_under_shim(&r, argv, NULL), 0);
+	ck_assert_msg(exited_with(&r, 0), "status %#x (99: the watchdog found it hung) %s", r.status, r.err);
+	int ticks = 0;
+	ck_assert_int_eq(sscanf(r.out, "signal maps ok, %d ticks", &ticks), 1);
+	ck_assert_msg(ticks > 1000, "only %d timer signals", ticks);
+	ck_assert_str_eq(r.err, "");
+	json_t *m = load_metrics(&r, "m.json");
+	ck_assert_ptr_nonnull(m);
+	int64_t loop = metric(m, "loop_mem_cpu_alloc_delta");
+	ck_assert_msg(loop > -64 * 1024 && loop < 64 * 1024, "loop alloc delta %lld", (long long)loop);
+	ck_assert_int_eq(metric(m, "inner_calls"), 3125);
+	ck_assert_int_ge(metric(m, "in_handler_calls"), 1);
+	json_decref(m);
+}
+END_TEST
+
+/* A program with its own malloc family that holds its lock around mmap, from a library constructor
+ * that runs before the shim's: hung (the mmap wrapper resolved the real functions, a failing dlsym
+ * allocated its error message through the program's malloc, which waited on its own lock). */
+START_TEST(own_allocator_with_lock_around_mmap)
+{
+	const char *argv[] = { built("preload/own_malloc"), NULL };
+	ck_assert_int_eq(run_under_shim(&r, argv, NULL), 0);
+	ck_assert_msg(exited_with(&r, 0), "status %#x %s", r.status, r.err);
+	ck_assert_str_eq(r.out, "own allocator ok, 4 early\n");
+	json_t *m = load_metrics(&r, "m.json");
+	ck_assert_ptr_nonnull(m);
+	/* its malloc never reaches ours; its mappings do: 2 chunks before init, 1 more and 32 MiB after */
+	ck_assert_int_eq(metric(m, "before_init_mem_cpu"), 8 * MiB);
+	ck_assert_int_ge(metric(m, "process_mem_cpu_mmap_peak"), 8 * MiB + 4 * MiB + 32 * MiB);
+	json_decref(m);
+}
+END_TEST
+
+/* Sanitizer runtimes own malloc and cannot be asked about blocks before they initialise: the shim
+ * steps aside with one line and the program runs as without it. */
+static void sanitized(const char *fixture, const char *extra_env, const char *name)
+{
+	const char *argv[] = { built(fixture), NULL };
+	const char *bare_env[] = { "LD_PRELOAD", extra_env, NULL };
+	const char *shim_env[] = { extra_env, NULL };
+	ck_assert_int_eq(run_under_shim(&bare, argv, bare_env), 0);
+	if (!exited_with(&bare, 3)) {
+		fprintf(stderr, "skipped: %s does not run here even without the shim\n", fixture);
+		return;
+	}
+	ck_assert_int_eq(run_under_shim(&r, argv, shim_env), 0);
+	ck_assert_msg(exited_with(&r, 3), "%s: status %#x %s", fixture, r.status, r.err);
+	ck_assert_str_eq(r.out, bare.out);
+	ck_assert_int_eq(count_lines_with(r.err, "memshim:"), 1);
+	ck_assert_ptr_nonnull(strstr(r.err, name));
+	ck_assert_ptr_null(load_metrics(&r, "m.json"));
+}
+
+START_TEST(thread_sanitizer_program)
+{
+	sanitized("preload/sanitized_tsan", NULL, "ThreadSanitizer");
+}
+END_TEST
+
+START_TEST(address_sanitizer_program)
+{
+	/* ASan refuses any preload before its runtime unless told so: the same with and without us */
+	sanitized("preload/sanitized_asan", "ASAN_OPTIONS=verify_asan_link_order=0", "AddressSanitizer");
+}
+END_TEST
+
+/* glibc diagnoses a pointer it never gave out ("invalid pointer", abort); the shim used to fault
+ * first, reading the block's size. */
+START_TEST(invalid_pointers_keep_glibcs_diagnosis)
+{
+	static const char *const modes[][2] = { { "badrealloc", "realloc(): invalid pointer" },
+						 { "badfree", "free(): invalid pointer" } };
+	for (int i = 0; i < 2; i++) {
+		const char *argv[] = { built("preload/reliab_fixture"), modes[i][0], NULL };
+		ck_assert_int_eq(run_under_shim(&r, argv, NULL), 0);
+		ck_assert_msg(killed_by(&r, SIGABRT), "%s: status %#x", modes[i][0], r.status);
+		ck_assert_ptr_nonnull(strstr(r.err, modes[i][1]));
+	}
+}
+END_TEST
+
+/* Every way of asking for or changing a disposition answers as without the shim, and the
+ * program's own handlers run. */
+START_TEST(signal_dispositions_as_without_shim)
+{
+	const char *argv[] = { built("preload/reliab_fixture"), "dispositions", NULL };
+	ck_assert_int_eq(run_under_shim(&bare, argv, no_preload), 0);
+	ck_assert_int_eq(run_under_shim(&r, argv, NULL), 0);
+	ck_assert_msg(killed_by(&bare, SIGABRT) && r.status == bare.status, "status %#x vs %#x", r.status, bare.status);
+	ck_assert_ptr_nonnull(strstr(bare.out, "own TERM handler ran: 15"));
+	ck_assert_ptr_null(strstr(bare.out, "OTHER"));
+	ck_assert_str_eq(r.out, bare.out);
+}
+END_TEST
+
+/* An uncaught SIGTERM still leaves a last snapshot and the same status. */
+START_TEST(default_term_leaves_a_snapshot)
+{
+	const char *argv[] = { "/bin/sh", "-c", "kill -TERM $$; sleep 5", NULL };
+	ck_assert_int_eq(run_under_shim(&r, argv, NULL), 0);
+	ck_assert(killed_by(&r, SIGTERM));
+	json_t *m = load_metrics(&r, "m.json");
+	ck_assert_ptr_nonnull(m);
+	ck_assert_int_eq(json_integer_value(json_object_get(m, "signal")), SIGTERM);
+	json_decref(m);
+}
+END_TEST
+
+/* Reserved PROT_NONE, committed by mprotect, decommitted by mprotect or a fixed PROT_NONE map. */
+START_TEST(heap_committed_with_mprotect)
+{
+	const char *argv[] = { built("preload/reliab_fixture"), "mprotect", NULL };
+	ck_assert_int_eq(run_under_shim(&r, argv, NULL), 0);
+	ck_assert(exited_with(&r, 0));
+	json_t *m = load_metrics(&r, "m.json");
+	ck_assert_ptr_nonnull(m);
+	ck_assert_int_eq(metric(m, "reserve_mem_cpu_alloc_delta"), 0);
+	ck_assert_int_eq(metric(m, "commit_mem_cpu_alloc_delta"), 24 * MiB);
+	ck_assert_int_eq(metric(m, "commit_again_mem_cpu_alloc_delta"), 0);
+	ck_assert_int_eq(metric(m, "decommit_mem_cpu_alloc_delta"), -8 * MiB);
+	ck_assert_int_eq(metric(m, "decommit_fixed_mem_cpu_alloc_delta"), -4 * MiB);
+	ck_assert_int_eq(metric(m, "recommit_mem_cpu_alloc_delta"), 2 * MiB);
+	ck_assert_int_eq(metric(m, "unmap_mem_cpu_alloc_delta"), -14 * MiB);
+	json_decref(m);
+}
+END_TEST
+
+static const char *find_rustc(void)
+{
+	static char path[PATH_MAX];
+	const char *home = getenv("HOME");
+	snprintf(path, sizeof path, "%s/.cargo/bin/rustc", home ? home : "/root");
+	if (access(path, X_OK) == 0)
+		return path;
+	return access("/usr/bin/rustc", X_OK) == 0 ? "/usr/bin/rustc" : NULL;
+}
+
+/* rustc links jemalloc: `rustc --version` hung forever, and a real compile runs the allocator hard. */
+START_TEST(rustc_with_its_own_allocator)
+{
+	const char *rustc = find_rustc();
+	if (!rustc) {
+		fprintf(stderr, "skipped: no rustc on this machine\n");
+		return;
+	}
+	const char *version[] = { rustc, "--version", NULL };
+	ck_assert_int_eq(run_under_shim(&r, version, NULL), 0);
+	ck_assert_msg(exited_with(&r, 0) && !strncmp(r.out, "rustc ", 6), "status %#x %s %s", r.status, r.out, r.err);
+	char src[300], exe[300];
+	snprintf(src, sizeof src, "%s/hello.rs", r.dir);
+	snprintf(exe, sizeof exe, "%s/hello", r.dir);
+	FILE *f = fopen(src, "w");
+	ck_assert_ptr_nonnull(f);
+	fputs("fn main() { let v: Vec<u64> = (0..100000).collect(); println!(\"sum {}\", v.iter().sum::<u64>()); }\n", f);
+	fclose(f);
+	const char *compile[] = { rustc, "-O", "-o", exe, src, NULL };
+	struct run c;
+	ck_assert_int_eq(run_under_shim(&c, compile, NULL), 0);
+	ck_assert_msg(exited_with(&c, 0), "status %#x %s", c.status, c.err);
+	const char *hello[] = { exe, NULL };
+	ck_assert_int_eq(run_under_shim(&c, hello, NULL), 0);
+	ck_assert_str_eq(c.out, "sum 4999950000\n");
+}
+END_TEST
+
+int main(void)
+{
+	harness_timeout = 60;
+	Suite *s = suite_create("reliability");
+	TCase *tc = tcase_create("real programs");
+	tcase_set_timeout(tc, 120);
+	tcase_add_test(tc, signal_handler_maps_memory);
+	tcase_add_test(tc, own_allocator_with_lock_around_mmap);
+	tcase_add_test(tc, thread_sanitizer_program);
+	tcase_add_test(tc, address_sanitizer_program);
+	tcase_add_test(tc, invalid_pointers_keep_glibcs_diagnosis);
+	tcase_add_test(tc, signal_dispositions_as_without_shim);
+	tcase_add_test(tc, default_term_leaves_a_snapshot);
+	tcase_add_test(tc, heap_committed_with_mprotect);
+	tcase_add_test(tc, rustc_with_its_own_allocator);
+	suite_add_tcase(s, tc);
+	SRunner *sr = srunner_create(s);
+	srunner_run_all(sr, CK_NORMAL);
+	int failed = srunner_ntests_failed(sr);
+	srunner_free(sr);
+	return failed ? 1 : 0;
+}
