@@ -445,7 +445,10 @@ static const char *errno_text(int e)
 	case ENAMETOOLONG: return "name too long";
 	case ELOOP: return "symbolic link in the way";
 	case EEXIST: return "file exists";
-	default: return "I/O error";
+	case EDQUOT: return "disk quota exceeded";
+	case EFBIG: return "file too large";
+	case EIO: return "I/O error";
+	default: return "system error"; /* the errno number follows in the message */
 	}
 }
 
@@ -456,6 +459,16 @@ static int fail(const char *path, int e)
 	if (!__atomic_exchange_n(&warned, 1, __ATOMIC_RELAXED))
 		ms_warn("cannot write metrics file %s: %s (errno %d)", path, errno_text(e), e);
 	return -1;
+}
+
+/* Flushes W and closes FD; returns 0 or the errno of the first failure (a full disk may only
+ * show at close, e.g. on NFS). */
+static int finish(struct ms_json *w, int fd)
+{
+	int e = ms_json_finish(w) < 0 ? w->err : 0;
+	if (close(fd) < 0 && !e)
+		e = errno;
+	return e;
 }
 
 /* Devices and FIFOs (e.g. /dev/stdout) are written where they are, never replaced. */
@@ -469,9 +482,8 @@ static int write_in_place(const char *path, const char *reason, int sig, int com
 	if (fl >= 0)
 		fcntl(fd, F_SETFL, fl & ~O_NONBLOCK);
 	write_document(fd, reason, sig, complete, &w);
-	int rc = ms_json_finish(&w);
-	close(fd);
-	return rc < 0 ? fail(path, EIO) : 0;
+	int e = finish(&w, fd);
+	return e ? fail(path, e) : 0;
 }
 
 static int write_replacing(const char *path, const char *reason, int sig, int complete)
@@ -490,13 +502,10 @@ static int write_replacing(const char *path, const char *reason, int sig, int co
 	if (fd < 0)
 		return fail(path, errno);
 	write_document(fd, reason, sig, complete, &w);
-	int rc = ms_json_finish(&w);
-	int e = EIO;
-	if (close(fd) < 0)
-		rc = -1;
-	if (rc == 0 && rename(tmp, path) < 0)
-		rc = -1, e = errno;
-	if (rc < 0) {
+	int e = finish(&w, fd);
+	if (!e && rename(tmp, path) < 0)
+		e = errno;
+	if (e) {
 		unlink(tmp);
 		return fail(path, e);
 	}

@@ -1,6 +1,6 @@
 # Integration suites: fixture programs run under LD_PRELOAD, metrics files parsed with jansson.
-PRELOAD_FIXTURES := $(BUILD)/preload/alloc_fixture
-PRELOAD_SUITES := $(BUILD)/preload/test_preload
+PRELOAD_FIXTURES := $(BUILD)/preload/alloc_fixture $(BUILD)/preload/output_fixture
+PRELOAD_SUITES := $(BUILD)/preload/test_preload $(BUILD)/preload/test_output
 
 $(BUILD)/preload/%: tests/preload/fixtures/%.c
 	@mkdir -p $(@D)
