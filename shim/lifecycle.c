@@ -159,6 +159,7 @@ static void identify(void)
 
 __attribute__((constructor)) static void ms_init(void)
 {
+	ms_log_bind_stderr(); /* before anything can warn */
 	ms_resolve();
 	start_clock();
 	if (getauxval(AT_SECURE)) { /* setuid/setgid: do nothing at all */

@@ -41,6 +41,50 @@ static void make_dir(char *dir, size_t size, mode_t mode, uid_t owner)
 	ck_assert_int_eq(chown(dir, owner, owner), 0);
 }
 
+static void read_text(const char *path, char *buf, size_t size)
+{
+	int fd = open(path, O_RDONLY);
+	ssize_t n = fd < 0 ? -1 : read(fd, buf, size - 1);
+	buf[n > 0 ? n : 0] = '\0';
+	if (fd >= 0)
+		close(fd);
+}
+
+START_TEST(a_warning_never_lands_in_a_file_that_took_fd_2)
+{
+	char dir[64], data[96];
+	make_dir(dir, sizeof dir, 0755, 0);
+	snprintf(data, sizeof data, "%s/data", dir);
+	run_fixture("data_on_fd2", data, "/nonexistent-dir/sub/m.json");
+	ck_assert(WIFEXITED(r.status));
+	ck_assert_int_eq(WEXITSTATUS(r.status), 0);
+	char text[512];
+	read_text(data, text, sizeof text);
+	ck_assert_str_eq(text, "data\n");
+}
+END_TEST
+
+START_TEST(no_warning_when_fd_2_was_closed_at_start)
+{
+	char dir[64], data[96];
+	make_dir(dir, sizeof dir, 0755, 0);
+	snprintf(data, sizeof data, "%s/data", dir);
+	run_fixture("fd2_closed_at_start", data, "/nonexistent-dir/sub/m.json");
+	ck_assert(WIFEXITED(r.status));
+	ck_assert_int_eq(WEXITSTATUS(r.status), 0);
+	char text[512];
+	read_text(data, text, sizeof text);
+	ck_assert_str_eq(text, "data\n");
+}
+END_TEST
+
+START_TEST(the_same_stderr_still_gets_the_warning)
+{
+	run_fixture("simple", "", "/nonexistent-dir/sub/m.json");
+	ck_assert_msg(memshim_lines(r.err) == 1, "stderr: %s", r.err);
+}
+END_TEST
+
 START_TEST(a_full_device_is_reported_as_enospc)
 {
 	run_fixture("simple", "", "/dev/full");
@@ -90,6 +134,9 @@ int main(void)
 	Suite *s = suite_create("output");
 	TCase *tc = tcase_create("output");
 	tcase_set_timeout(tc, 120);
+	tcase_add_test(tc, a_warning_never_lands_in_a_file_that_took_fd_2);
+	tcase_add_test(tc, no_warning_when_fd_2_was_closed_at_start);
+	tcase_add_test(tc, the_same_stderr_still_gets_the_warning);
 	tcase_add_test(tc, a_full_device_is_reported_as_enospc);
 	tcase_add_test(tc, a_full_file_system_is_reported_as_enospc);
 	suite_add_tcase(s, tc);
