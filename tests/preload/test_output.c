@@ -12,6 +12,8 @@
 #include <unistd.h>
 #include "harness.h"
 
+#define NOBODY 65534
+
 static struct run r;
 
 /* Runs the output fixture in MODE with ARG and MEMSHIM_OUTPUT=OUTPUT (NULL: the harness default). */
@@ -32,6 +34,15 @@ static int memshim_lines(const char *text)
 	return n;
 }
 
+static void write_text(const char *path, const char *text, mode_t mode)
+{
+	int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, mode);
+	ck_assert_int_ge(fd, 0);
+	ck_assert_int_eq(write(fd, text, strlen(text)), (ssize_t)strlen(text));
+	close(fd);
+	ck_assert_int_eq(chmod(path, mode), 0);
+}
+
 /* A fresh directory with MODE, owned by OWNER. */
 static void make_dir(char *dir, size_t size, mode_t mode, uid_t owner)
 {
@@ -39,6 +50,21 @@ static void make_dir(char *dir, size_t size, mode_t mode, uid_t owner)
 	ck_assert_ptr_nonnull(mkdtemp(dir));
 	ck_assert_int_eq(chmod(dir, mode), 0);
 	ck_assert_int_eq(chown(dir, owner, owner), 0);
+}
+
+static void make_link(const char *target, const char *link, uid_t owner)
+{
+	ck_assert_int_eq(symlink(target, link), 0);
+	ck_assert_int_eq(lchown(link, owner, owner), 0);
+}
+
+static int is_metrics(const char *path)
+{
+	json_error_t err;
+	json_t *m = json_load_file(path, 0, &err);
+	int ok = m && json_object_get(m, "metrics") != NULL;
+	json_decref(m);
+	return ok;
 }
 
 static void read_text(const char *path, char *buf, size_t size)
@@ -49,6 +75,102 @@ static void read_text(const char *path, char *buf, size_t size)
 	if (fd >= 0)
 		close(fd);
 }
+
+static mode_t mode_of(const char *path)
+{
+	struct stat sb;
+	ck_assert_msg(stat(path, &sb) == 0, "%s missing", path);
+	return sb.st_mode & 07777;
+}
+
+START_TEST(a_link_planted_by_another_user_in_a_sticky_dir_is_not_followed)
+{
+	char dir[64], target[96], link[96];
+	make_dir(dir, sizeof dir, 01777, 0);
+	snprintf(target, sizeof target, "%s/victim", dir);
+	snprintf(link, sizeof link, "%s/m.json", dir);
+	write_text(target, "secret\n", 0600);
+	make_link(target, link, NOBODY);
+	run_fixture("simple", "", link);
+	ck_assert(WIFEXITED(r.status) && WEXITSTATUS(r.status) == 0);
+	char text[64];
+	read_text(target, text, sizeof text);
+	ck_assert_str_eq(text, "secret\n");
+	ck_assert_int_eq(mode_of(target), 0600);
+	struct stat sb;
+	ck_assert_int_eq(lstat(link, &sb), 0);
+	ck_assert(S_ISLNK(sb.st_mode));
+	ck_assert_int_eq(count_files(dir, ".", NULL, 0), 2); /* "." and "..": no temporary left */
+	ck_assert_msg(memshim_lines(r.err) == 1, "stderr: %s", r.err);
+	ck_assert_msg(strstr(r.err, link) != NULL, "stderr: %s", r.err);
+}
+END_TEST
+
+/* The kernel's protected_symlinks rule, for each link on the way and not only the first. */
+START_TEST(links_are_followed_only_where_the_kernel_would)
+{
+	static const struct {
+		const char *what;
+		mode_t dir_mode;
+		uid_t dir_owner, link_owner, second_owner; /* second_owner: a link the first points at */
+		int followed;
+	} cases[] = {
+		{ "root's link in a sticky dir", 01777, 0, 0, 0, 1 },
+		{ "another user's link in a plain dir", 0755, 0, NOBODY, NOBODY, 1 },
+		{ "a link owned by the sticky dir's owner", 01777, NOBODY, NOBODY, NOBODY, 1 },
+		{ "a chain through another user's link", 01777, 0, 0, NOBODY, 0 },
+		{ "another user's link to the directory", 01777, 0, NOBODY, 0, 0 },
+	};
+	for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+		char dir[64], real_dir[64], target[96], link[96], second[96], output[128];
+		make_dir(dir, sizeof dir, cases[i].dir_mode, cases[i].dir_owner);
+		make_dir(real_dir, sizeof real_dir, 0755, 0);
+		snprintf(target, sizeof target, "%s/m.json", real_dir);
+		snprintf(link, sizeof link, "%s/link", dir);
+		snprintf(second, sizeof second, "%s/second", dir);
+		write_text(target, "old\n", 0600);
+		if (i == 4) { /* dir/link -> real_dir, written through as dir/link/m.json */
+			make_link(real_dir, link, cases[i].link_owner);
+			snprintf(output, sizeof output, "%s/m.json", link);
+		} else {
+			make_link(target, second, cases[i].second_owner);
+			make_link("second", link, cases[i].link_owner); /* relative: resolved in dir */
+			snprintf(output, sizeof output, "%s", link);
+		}
+		run_fixture("simple", "", output);
+		ck_assert_msg(is_metrics(target) == cases[i].followed, "%s: target %s", cases[i].what,
+			      cases[i].followed ? "not written" : "written");
+		ck_assert_msg(memshim_lines(r.err) == !cases[i].followed, "%s: stderr: %s", cases[i].what, r.err);
+		ck_assert_msg(mode_of(target) == 0600, "%s: mode %o", cases[i].what, mode_of(target));
+	}
+}
+END_TEST
+
+START_TEST(a_replaced_0600_file_stays_0600)
+{
+	char dir[64], path[96];
+	make_dir(dir, sizeof dir, 0755, 0);
+	snprintf(path, sizeof path, "%s/m.json", dir);
+	write_text(path, "old\n", 0600);
+	run_fixture("simple", "", path);
+	ck_assert(is_metrics(path));
+	ck_assert_int_eq(mode_of(path), 0600);
+	ck_assert_str_eq(r.err, "");
+}
+END_TEST
+
+START_TEST(a_new_file_is_0644_less_the_umask)
+{
+	char dir[64], path[96];
+	make_dir(dir, sizeof dir, 0755, 0);
+	snprintf(path, sizeof path, "%s/m.json", dir);
+	mode_t mask = umask(022);
+	umask(mask);
+	run_fixture("simple", "", path);
+	ck_assert(is_metrics(path));
+	ck_assert_int_eq(mode_of(path), 0644 & ~mask);
+}
+END_TEST
 
 START_TEST(a_warning_never_lands_in_a_file_that_took_fd_2)
 {
@@ -134,6 +256,10 @@ int main(void)
 	Suite *s = suite_create("output");
 	TCase *tc = tcase_create("output");
 	tcase_set_timeout(tc, 120);
+	tcase_add_test(tc, a_link_planted_by_another_user_in_a_sticky_dir_is_not_followed);
+	tcase_add_test(tc, links_are_followed_only_where_the_kernel_would);
+	tcase_add_test(tc, a_replaced_0600_file_stays_0600);
+	tcase_add_test(tc, a_new_file_is_0644_less_the_umask);
 	tcase_add_test(tc, a_warning_never_lands_in_a_file_that_took_fd_2);
 	tcase_add_test(tc, no_warning_when_fd_2_was_closed_at_start);
 	tcase_add_test(tc, the_same_stderr_still_gets_the_warning);
