@@ -96,7 +96,7 @@ void ms_report_path(char *out, size_t size)
 		}
 	}
 	out[n] = '\0';
-	if (ms_proc.is_child && !has_pid)
+	if (ms_proc.is_child && !ms_proc.own_output && !has_pid)
 		ms_format(out + n, size - n, ".%d", (int)ms_proc.pid);
 }
 

@@ -43,6 +43,22 @@ static void write_text(const char *path, const char *text, mode_t mode)
 	ck_assert_int_eq(chmod(path, mode), 0);
 }
 
+static void read_text(const char *path, char *buf, size_t size)
+{
+	int fd = open(path, O_RDONLY);
+	ssize_t n = fd < 0 ? -1 : read(fd, buf, size - 1);
+	buf[n > 0 ? n : 0] = '\0';
+	if (fd >= 0)
+		close(fd);
+}
+
+static mode_t mode_of(const char *path)
+{
+	struct stat sb;
+	ck_assert_msg(stat(path, &sb) == 0, "%s missing", path);
+	return sb.st_mode & 07777;
+}
+
 /* A fresh directory with MODE, owned by OWNER. */
 static void make_dir(char *dir, size_t size, mode_t mode, uid_t owner)
 {
@@ -65,22 +81,6 @@ static int is_metrics(const char *path)
 	int ok = m && json_object_get(m, "metrics") != NULL;
 	json_decref(m);
 	return ok;
-}
-
-static void read_text(const char *path, char *buf, size_t size)
-{
-	int fd = open(path, O_RDONLY);
-	ssize_t n = fd < 0 ? -1 : read(fd, buf, size - 1);
-	buf[n > 0 ? n : 0] = '\0';
-	if (fd >= 0)
-		close(fd);
-}
-
-static mode_t mode_of(const char *path)
-{
-	struct stat sb;
-	ck_assert_msg(stat(path, &sb) == 0, "%s missing", path);
-	return sb.st_mode & 07777;
 }
 
 START_TEST(a_link_planted_by_another_user_in_a_sticky_dir_is_not_followed)
@@ -251,6 +251,77 @@ START_TEST(a_full_file_system_is_reported_as_enospc)
 }
 END_TEST
 
+/* The pid on the stdout line "PREFIX <pid> status <status>", whose status must be 0. */
+static int child_pid(const char *prefix)
+{
+	const char *line = r.out;
+	while (line && strncmp(line, prefix, strlen(prefix)) != 0)
+		line = (line = strchr(line, '\n')) ? line + 1 : NULL;
+	int pid = 0, st = -1;
+	ck_assert_msg(line && sscanf(line + strlen(prefix), " %d status %d", &pid, &st) == 2, "stdout: %s", r.out);
+	ck_assert_int_eq(st, 0);
+	return pid;
+}
+
+START_TEST(a_child_with_its_own_output_writes_there)
+{
+	char dir[64], own[96];
+	make_dir(dir, sizeof dir, 0755, 0);
+	snprintf(own, sizeof own, "%s/child.json", dir);
+	run_fixture("child_output", own, NULL);
+	int child = child_pid("child");
+	json_error_t err;
+	json_t *c = json_load_file(own, 0, &err);
+	ck_assert_msg(c != NULL, "no file at the child's own path %s", own);
+	ck_assert_int_eq(json_integer_value(json_object_get(c, "pid")), child);
+	ck_assert(json_is_true(json_object_get(c, "is_child")));
+	json_t *m = load_metrics(&r, "m.json");
+	ck_assert_ptr_nonnull(m);
+	ck_assert_int_eq(json_integer_value(json_object_get(c, "root_pid")),
+			 json_integer_value(json_object_get(m, "pid")));
+	ck_assert_int_eq(count_files(r.dir, "m.json.", NULL, 0), 0);
+	json_decref(c);
+	json_decref(m);
+}
+END_TEST
+
+/* Its own children add ".<pid>" to its path; an exec in place keeps its path. */
+START_TEST(a_child_with_its_own_output_is_the_root_of_its_descendants)
+{
+	char dir[64], own[96], name[64];
+	make_dir(dir, sizeof dir, 0755, 0);
+	snprintf(own, sizeof own, "%s/child.json", dir);
+	const char *argv[] = { built("preload/output_fixture"), "child_output", own, "family", NULL };
+	ck_assert_int_eq(run_under_shim(&r, argv, NULL), 0);
+	int child = child_pid("child"), grandchild = child_pid("grandchild");
+	json_error_t err;
+	json_t *c = json_load_file(own, 0, &err);
+	ck_assert_msg(c != NULL, "no file at %s after the exec in place", own);
+	ck_assert_int_eq(json_integer_value(json_object_get(c, "pid")), child);
+	json_decref(c);
+	snprintf(name, sizeof name, "child.json.%d", grandchild);
+	ck_assert_int_eq(count_files(dir, name, NULL, 0), 1);
+	ck_assert_int_eq(count_files(dir, "child.json.", NULL, 0), 1);
+	ck_assert_int_eq(count_files(r.dir, "m.json.", NULL, 0), 0);
+}
+END_TEST
+
+START_TEST(a_child_with_the_inherited_output_adds_its_pid)
+{
+	char dir[64], name[64];
+	make_dir(dir, sizeof dir, 0755, 0);
+	setenv("BUILD", built("."), 1); /* absolute, for the chdir */
+	ck_assert_int_eq(chdir(dir), 0); /* the child runs in "/": the root's directory counts */
+	const char *argv[] = { built("preload/output_fixture"), "child_output", "", NULL };
+	const char *env[] = { "MEMSHIM_OUTPUT=relative.json", NULL };
+	ck_assert_int_eq(run_under_shim(&r, argv, env), 0);
+	int child = child_pid("child");
+	snprintf(name, sizeof name, "relative.json.%d", child);
+	ck_assert_int_eq(count_files(dir, name, NULL, 0), 1);
+	ck_assert_int_eq(count_files(dir, "relative.json", NULL, 0), 2);
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("output");
@@ -265,6 +336,9 @@ int main(void)
 	tcase_add_test(tc, the_same_stderr_still_gets_the_warning);
 	tcase_add_test(tc, a_full_device_is_reported_as_enospc);
 	tcase_add_test(tc, a_full_file_system_is_reported_as_enospc);
+	tcase_add_test(tc, a_child_with_its_own_output_writes_there);
+	tcase_add_test(tc, a_child_with_its_own_output_is_the_root_of_its_descendants);
+	tcase_add_test(tc, a_child_with_the_inherited_output_adds_its_pid);
 	suite_add_tcase(s, tc);
 	SRunner *sr = srunner_create(s);
 	srunner_run_all(sr, CK_NORMAL);
