@@ -23,7 +23,7 @@ static void flush(struct ms_json *w)
 		else if (n < 0 && errno == EINTR)
 			continue;
 		else
-			w->err = 1;
+			w->err = n < 0 && errno ? errno : EIO; /* kept: the caller reports the real cause */
 	}
 	w->len = 0;
 }
@@ -120,7 +120,7 @@ static void open_(struct ms_json *w, const char *key, const char *bracket)
 	member(w, key);
 	puts_(w, bracket);
 	if (w->depth + 1 >= MS_JSON_DEPTH) {
-		w->err = 1;
+		w->err = EIO;
 		return;
 	}
 	w->first[++w->depth] = 1;
@@ -129,7 +129,7 @@ static void open_(struct ms_json *w, const char *key, const char *bracket)
 static void close_(struct ms_json *w, const char *bracket)
 {
 	if (w->depth == 0) {
-		w->err = 1;
+		w->err = EIO;
 		return;
 	}
 	int empty = w->first[w->depth];
@@ -212,8 +212,8 @@ void ms_json_string(struct ms_json *w, const char *key, const char *value)
 
 int ms_json_finish(struct ms_json *w)
 {
-	if (w->depth != 0)
-		w->err = 1;
+	if (w->depth != 0 && !w->err)
+		w->err = EIO;
 	put(w, "\n", 1);
 	flush(w);
 	return w->err ? -1 : 0;

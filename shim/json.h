@@ -10,7 +10,7 @@
 
 struct ms_json {
 	int fd;
-	int err;                 /* a write failed or nesting overflowed */
+	int err;                 /* 0, or errno of the first failed write (EIO: bad nesting) */
 	int depth;
 	int first[MS_JSON_DEPTH];/* no member written yet at this depth */
 	size_t len;
@@ -32,7 +32,7 @@ void ms_json_null(struct ms_json *w, const char *key);
 /* Escapes quotes, backslashes and control bytes; invalid UTF-8 becomes U+FFFD. */
 void ms_json_string(struct ms_json *w, const char *key, const char *value);
 void ms_json_string_n(struct ms_json *w, const char *key, const char *value, size_t n);
-/* Flushes; returns 0, or -1 when anything failed. */
+/* Flushes; returns 0, or -1 when anything failed (the cause in W->err). */
 int ms_json_finish(struct ms_json *w);
 
 #endif

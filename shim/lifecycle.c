@@ -124,6 +124,7 @@ static void fork_child(void)
 	ms_proc.ppid = parent;
 	ms_proc.is_child = 1;
 	ms_proc.forked = 1;
+	ms_proc.own_output = 0;
 	finished = 0;
 	ms_report_reset_for_child();
 	ms_snapshots_after_fork_child();
@@ -137,28 +138,61 @@ static const char *env(const char *name)
 	return secure_getenv(name);
 }
 
-/* Exec'd children inherit these from the first tracked process of the run. */
+static long env_pid(const char *name)
+{
+	const char *v = getenv(name);
+	return v ? strtol(v, NULL, 10) : 0;
+}
+
+/* Exec'd children find where to write here: MEMSHIM_ROOT_OUTPUT, the MEMSHIM_OUTPUT value it came
+ * from, and the pid that writes it as is (its children add ".<pid>"). */
+static void export_output(void)
+{
+	char pid[24];
+	const char *setting = getenv("MEMSHIM_OUTPUT");
+	ms_format(pid, sizeof pid, "%d", (int)ms_proc.pid);
+	setenv("MEMSHIM_ROOT_OUTPUT", ms_cfg.output, 1);
+	setenv("MEMSHIM_ROOT_OUTPUT_SETTING", setting ? setting : "", 1);
+	setenv("MEMSHIM_ROOT_OUTPUT_PID", pid, 1);
+}
+
+/* A child that set MEMSHIM_OUTPUT to another value than the exporter saw chose its own file. */
+static int own_setting(void)
+{
+	const char *seen = getenv("MEMSHIM_ROOT_OUTPUT_SETTING");
+	const char *mine = getenv("MEMSHIM_OUTPUT");
+	return seen && mine && *mine && strcmp(seen, mine) != 0;
+}
+
+/* Exec'd children inherit the identity of the first tracked process of the run. */
 static void identify(void)
 {
-	const char *root = getenv("MEMSHIM_ROOT_PID");
-	long root_pid = root ? strtol(root, NULL, 10) : 0;
-	if (root_pid > 0 && root_pid != ms_proc.pid) {
-		ms_proc.root_pid = (pid_t)root_pid;
-		ms_proc.is_child = 1;
-		const char *out = getenv("MEMSHIM_ROOT_OUTPUT");
-		if (out && out[0] == '/' && strlen(out) < sizeof ms_cfg.output)
-			ms_strlcpy(ms_cfg.output, out, sizeof ms_cfg.output);
+	long root_pid = env_pid("MEMSHIM_ROOT_PID");
+	if (root_pid <= 0 || root_pid == ms_proc.pid) {
+		char pid[24];
+		ms_proc.root_pid = ms_proc.pid;
+		ms_format(pid, sizeof pid, "%d", (int)ms_proc.pid);
+		setenv("MEMSHIM_ROOT_PID", pid, 1);
+		export_output();
 		return;
 	}
-	ms_proc.root_pid = ms_proc.pid;
-	char pid[24];
-	ms_format(pid, sizeof pid, "%d", (int)ms_proc.pid);
-	setenv("MEMSHIM_ROOT_PID", pid, 1);
-	setenv("MEMSHIM_ROOT_OUTPUT", ms_cfg.output, 1);
+	ms_proc.root_pid = (pid_t)root_pid;
+	ms_proc.is_child = 1;
+	if (own_setting()) {
+		ms_proc.own_output = 1;
+		export_output(); /* its own exec'd children derive their names from its file */
+		return;
+	}
+	const char *out = getenv("MEMSHIM_ROOT_OUTPUT");
+	if (out && out[0] == '/' && strlen(out) < sizeof ms_cfg.output)
+		ms_strlcpy(ms_cfg.output, out, sizeof ms_cfg.output);
+	/* the process that owns the file exec'd itself in place: it keeps writing the file as is */
+	ms_proc.own_output = env_pid("MEMSHIM_ROOT_OUTPUT_PID") == ms_proc.pid;
 }
 
 __attribute__((constructor)) static void ms_init(void)
 {
+	ms_log_bind_stderr(); /* before anything can warn */
 	ms_resolve();
 	start_clock();
 	if (getauxval(AT_SECURE)) { /* setuid/setgid: do nothing at all */

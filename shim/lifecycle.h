@@ -8,6 +8,7 @@ struct ms_process {
 	pid_t pid, ppid, root_pid;
 	int is_child;    /* forked or exec'd child of a tracked process */
 	int forked;      /* made by fork, not exec */
+	int own_output;  /* a child writing its own MEMSHIM_OUTPUT as is, without ".<pid>" */
 	double start_monotonic;
 	double start_unix;
 	int implicit_init; /* MEMSHIM_STAGES did not name init */

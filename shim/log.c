@@ -3,9 +3,40 @@
 #include <stdarg.h>
 #include <string.h>
 #include <unistd.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include "config.h"
 #include "ms.h"
+
+/* Which file fd 2 was at start: UNBOUND (no constructor ran, as in unit tests) writes anyway. */
+enum { STDERR_UNBOUND, STDERR_BOUND, STDERR_CLOSED };
+static int stderr_state;
+static dev_t stderr_dev;
+static ino_t stderr_ino;
+
+void ms_log_bind_stderr(void)
+{
+	struct stat st;
+	int saved = errno;
+	if (fstat(2, &st) < 0) {
+		stderr_state = STDERR_CLOSED;
+	} else {
+		stderr_dev = st.st_dev;
+		stderr_ino = st.st_ino;
+		stderr_state = STDERR_BOUND;
+	}
+	errno = saved;
+}
+
+/* A program that closed fd 2 and opened its own file there must not find our messages in it. */
+static int stderr_is_ours(void)
+{
+	struct stat st;
+	if (stderr_state == STDERR_UNBOUND)
+		return 1;
+	return stderr_state == STDERR_BOUND && fstat(2, &st) == 0 && st.st_dev == stderr_dev &&
+	       st.st_ino == stderr_ino;
+}
 
 struct sink {
 	char *buf;
@@ -131,6 +162,7 @@ void ms_log(int level, const char *fmt, ...)
 	buf[n++] = '\n';
 	/* raw syscall: no errno change visible to the program beyond this call, no cancellation point */
 	int saved = errno;
-	syscall(SYS_write, 2, buf, n);
+	if (stderr_is_ours())
+		syscall(SYS_write, 2, buf, n);
 	errno = saved;
 }

@@ -17,6 +17,9 @@ enum ms_log_level { MS_LOG_QUIET = 0, MS_LOG_WARN = 1, MS_LOG_DEBUG = 2 };
 /* Writes "memshim: <message>\n" to stderr when LEVEL is enabled.  Async-signal-safe, no allocation.
  * Understands %s %d %u %ld %lu %lld %llu %zu %zd %x %p %c %%. */
 void ms_log(int level, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* Remembers which file fd 2 is (constructor): later messages go there only while fd 2 is still that
+ * file, and nowhere when fd 2 was closed. */
+void ms_log_bind_stderr(void);
 #define ms_warn(...) ms_log(MS_LOG_WARN, __VA_ARGS__)
 #define ms_debug(...) ms_log(MS_LOG_DEBUG, __VA_ARGS__)
 

@@ -1,9 +1,9 @@
 /* Writing the metrics file: atomic replace through a temporary in the same directory, or in
- * place for devices and FIFOs.  Only raw system calls and the streaming writer: safe at exit,
- * on _exit and from a signal handler. */
+ * place for devices and FIFOs; never through a symlink the kernel would not follow for us.  Only
+ * raw system calls and the streaming writer: safe at exit, on _exit and from a signal handler. */
 #include <errno.h>
 #include <fcntl.h>
-#include <stdio.h> /* rename */
+#include <stdio.h> /* renameat */
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -15,6 +15,7 @@
 #include "json.h"
 #include "lifecycle.h"
 #include "ms.h"
+#include "outpath.h"
 #include "report.h"
 #include "stages.h"
 #include "timeline.h"
@@ -95,7 +96,7 @@ void ms_report_path(char *out, size_t size)
 		}
 	}
 	out[n] = '\0';
-	if (ms_proc.is_child && !has_pid)
+	if (ms_proc.is_child && !ms_proc.own_output && !has_pid)
 		ms_format(out + n, size - n, ".%d", (int)ms_proc.pid);
 }
 
@@ -232,7 +233,7 @@ static void write_flat_stage(struct ms_json *w, const struct ms_stage *s, int gp
 	flat_key(w, s->name, "calls", (int64_t)s->calls);
 }
 
-static int in_handler; /* the writer runs from a signal handler: no waiting, no realpath */
+static int in_handler; /* the writer runs from a signal handler: no waiting */
 static struct ms_stages snap; /* large: static, never on a handler's stack */
 static struct ms_timeline tl_snap;
 
@@ -443,9 +444,12 @@ static const char *errno_text(int e)
 	case EISDIR: return "is a directory";
 	case ENXIO: return "FIFO has no reader";
 	case ENAMETOOLONG: return "name too long";
-	case ELOOP: return "symbolic link in the way";
+	case ELOOP: return "too many symbolic links, or one swapped in";
 	case EEXIST: return "file exists";
-	default: return "I/O error";
+	case EDQUOT: return "disk quota exceeded";
+	case EFBIG: return "file too large";
+	case EIO: return "I/O error";
+	default: return "system error"; /* the errno number follows in the message */
 	}
 }
 
@@ -458,68 +462,91 @@ static int fail(const char *path, int e)
 	return -1;
 }
 
+/* Flushes W and closes FD; returns 0 or the errno of the first failure (a full disk may only
+ * show at close, e.g. on NFS). */
+static int finish(struct ms_json *w, int fd)
+{
+	int e = ms_json_finish(w) < 0 ? w->err : 0;
+	if (close(fd) < 0 && !e)
+		e = errno;
+	return e;
+}
+
+static struct ms_outpath where; /* set by the one writer at a time */
+
+/* Not an errno: a symlink the kernel's protected_symlinks rule would not follow for us. */
+static int refuse(const char *path)
+{
+	if (!__atomic_exchange_n(&warned, 1, __ATOMIC_RELAXED))
+		ms_warn("cannot write metrics file %s: not following symlink %s (owner uid %u) in a sticky "
+			"world-writable directory", path, where.link, (unsigned)where.link_owner);
+	return -1;
+}
+
 /* Devices and FIFOs (e.g. /dev/stdout) are written where they are, never replaced. */
 static int write_in_place(const char *path, const char *reason, int sig, int complete)
 {
 	static struct ms_json w;
-	int fd = (int)syscall(SYS_open, path, O_WRONLY | O_APPEND | O_NONBLOCK | O_CLOEXEC | O_NOCTTY);
+	int flags = O_WRONLY | O_APPEND | O_NONBLOCK | O_CLOEXEC | O_NOCTTY;
+	int fd = where.follow ? (int)syscall(SYS_openat, where.dirfd, where.rest, flags)
+			      : (int)syscall(SYS_openat, where.dirfd, where.name, flags | O_NOFOLLOW);
 	if (fd < 0)
 		return fail(path, errno);
 	int fl = fcntl(fd, F_GETFL);
 	if (fl >= 0)
 		fcntl(fd, F_SETFL, fl & ~O_NONBLOCK);
 	write_document(fd, reason, sig, complete, &w);
-	int rc = ms_json_finish(&w);
-	close(fd);
-	return rc < 0 ? fail(path, EIO) : 0;
+	int e = finish(&w, fd);
+	return e ? fail(path, e) : 0;
+}
+
+/* Opens a new temporary TMP in the file's directory; a file it replaces keeps its mode, and the
+ * temporary is 0600 until then so its contents are never readable more widely. */
+static int open_temporary(const char *tmp)
+{
+	struct stat old;
+	int keep = fstatat(where.dirfd, where.name, &old, AT_SYMLINK_NOFOLLOW) == 0 && S_ISREG(old.st_mode);
+	int fd = (int)syscall(SYS_openat, where.dirfd, tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC,
+			      keep ? 0600 : 0644);
+	if (fd >= 0 && keep)
+		fchmod(fd, old.st_mode & 0777); /* on failure it stays 0600: narrower, never wider */
+	return fd;
 }
 
 static int write_replacing(const char *path, const char *reason, int sig, int complete)
 {
 	static struct ms_json w;
 	static unsigned serial;
-	char tmp[MS_PATH_MAX + 48];
-	const char *slash = strrchr(path, '/');
-	size_t dir = slash ? (size_t)(slash - path) + 1 : 0;
-	if (dir + strlen(path + dir) + 40 >= sizeof tmp)
+	char tmp[NAME_MAX + 48];
+	size_t n = ms_format(tmp, sizeof tmp, ".%s.tmp.%d.%u", where.name, (int)ms_proc.pid,
+			     __atomic_add_fetch(&serial, 1, __ATOMIC_RELAXED));
+	if (n > NAME_MAX)
 		return fail(path, ENAMETOOLONG);
-	memcpy(tmp, path, dir);
-	ms_format(tmp + dir, sizeof tmp - dir, ".%s.tmp.%d.%u", path + dir, (int)ms_proc.pid,
-		  __atomic_add_fetch(&serial, 1, __ATOMIC_RELAXED));
-	int fd = (int)syscall(SYS_open, tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
+	int fd = open_temporary(tmp);
 	if (fd < 0)
 		return fail(path, errno);
 	write_document(fd, reason, sig, complete, &w);
-	int rc = ms_json_finish(&w);
-	int e = EIO;
-	if (close(fd) < 0)
-		rc = -1;
-	if (rc == 0 && rename(tmp, path) < 0)
-		rc = -1, e = errno;
-	if (rc < 0) {
-		unlink(tmp);
+	int e = finish(&w, fd);
+	if (!e && renameat(where.dirfd, tmp, where.dirfd, where.name) < 0)
+		e = errno;
+	if (e) {
+		unlinkat(where.dirfd, tmp, 0);
 		return fail(path, e);
 	}
 	return 0;
 }
 
-/* Where to write: symlinks into /dev or /proc (/dev/stdout) and non-regular files are written in
- * place, appending; a symlink elsewhere is resolved and its target replaced atomically. */
-static int in_place(char *path, size_t size)
+/* Finds the file through the directories on its path (shim/outpath.c), then writes it. */
+static int write_to(const char *path, const char *reason, int sig, int complete)
 {
-	struct stat lst, st;
-	if (lstat(path, &lst) < 0)
-		return 0;
-	if (!S_ISLNK(lst.st_mode))
-		return !S_ISREG(lst.st_mode);
-	int special = !strncmp(path, "/dev/", 5) || !strncmp(path, "/proc/", 6);
-	if (stat(path, &st) < 0 || !S_ISREG(st.st_mode) || special || in_handler)
-		return 1;
-	char target[MS_PATH_MAX + 32];
-	if (!realpath(path, target) || strlen(target) >= size)
-		return 1;
-	ms_strlcpy(path, target, size);
-	return 0;
+	int e = ms_outpath_walk(&where, path);
+	int rc = e < 0 ? fail(path, -e)
+		 : where.how == MS_OUT_REFUSED ? refuse(path)
+		 : where.how == MS_OUT_IN_PLACE ? write_in_place(path, reason, sig, complete)
+		 : write_replacing(path, reason, sig, complete);
+	if (where.dirfd >= 0)
+		close(where.dirfd);
+	return rc;
 }
 
 static int writing, finished_final;
@@ -545,9 +572,7 @@ static int write_file(const char *reason, int sig, int complete, int from_handle
 	ms_tls_guard++;
 	in_handler = from_handler;
 	ms_report_path(path, sizeof path);
-	int rc = !path[0] ? fail("(empty path)", ENOENT)
-		 : in_place(path, sizeof path) ? write_in_place(path, reason, sig, complete)
-		 : write_replacing(path, reason, sig, complete);
+	int rc = !path[0] ? fail("(empty path)", ENOENT) : write_to(path, reason, sig, complete);
 	if (complete)
 		__atomic_store_n(&finished_final, 1, __ATOMIC_RELEASE);
 	in_handler = 0;

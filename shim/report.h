@@ -18,7 +18,8 @@ void ms_report_signal(int sig);
 int ms_report_finished(void);
 void ms_report_reset_for_child(void);
 
-/* The output path of this process: %p expanded, ".<pid>" appended for children. */
+/* The output path of this process: %p expanded, ".<pid>" appended for children that write a path
+ * inherited from their parent. */
 void ms_report_path(char *out, size_t size);
 
 #endif

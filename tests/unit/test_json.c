@@ -1,5 +1,6 @@
 /* The streaming JSON writer: its output parses, escapes are right, numbers keep their type. */
 #include <check.h>
+#include <errno.h>
 #include <jansson.h>
 #include <stdio.h>
 #include <string.h>
@@ -97,6 +98,7 @@ START_TEST(write_errors_and_unbalanced_nesting_are_reported)
 	ms_json_object(&w, NULL);
 	ms_json_end_object(&w);
 	ck_assert_int_eq(ms_json_finish(&w), -1);
+	ck_assert_int_eq(w.err, EBADF); /* the write's own errno, for the warning */
 	FILE *tmp = tmpfile();
 	ms_json_init(&w, fileno(tmp));
 	ms_json_object(&w, NULL);

@@ -1,0 +1,348 @@
+/* Integration: where the metrics file and the shim's warnings go (symlinks, fd 2, full disks,
+ * children that choose their own output). */
+#include <check.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mount.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+#include "harness.h"
+
+#define NOBODY 65534
+
+static struct run r;
+
+/* Runs the output fixture in MODE with ARG and MEMSHIM_OUTPUT=OUTPUT (NULL: the harness default). */
+static void run_fixture(const char *mode, const char *arg, const char *output)
+{
+	static char env0[4200];
+	snprintf(env0, sizeof env0, "MEMSHIM_OUTPUT=%s", output ? output : "");
+	const char *env[] = { output ? env0 : NULL, NULL };
+	const char *argv[] = { built("preload/output_fixture"), mode, arg, NULL };
+	ck_assert_int_eq(run_under_shim(&r, argv, env), 0);
+}
+
+static int memshim_lines(const char *text)
+{
+	int n = 0;
+	for (const char *p = text; (p = strstr(p, "memshim:")); p++)
+		n++;
+	return n;
+}
+
+static void write_text(const char *path, const char *text, mode_t mode)
+{
+	int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, mode);
+	ck_assert_int_ge(fd, 0);
+	ck_assert_int_eq(write(fd, text, strlen(text)), (ssize_t)strlen(text));
+	close(fd);
+	ck_assert_int_eq(chmod(path, mode), 0);
+}
+
+static void read_text(const char *path, char *buf, size_t size)
+{
+	int fd = open(path, O_RDONLY);
+	ssize_t n = fd < 0 ? -1 : read(fd, buf, size - 1);
+	buf[n > 0 ? n : 0] = '\0';
+	if (fd >= 0)
+		close(fd);
+}
+
+static mode_t mode_of(const char *path)
+{
+	struct stat sb;
+	ck_assert_msg(stat(path, &sb) == 0, "%s missing", path);
+	return sb.st_mode & 07777;
+}
+
+/* A fresh directory with MODE, owned by OWNER. */
+static void make_dir(char *dir, size_t size, mode_t mode, uid_t owner)
+{
+	snprintf(dir, size, "/tmp/memshim-out.XXXXXX");
+	ck_assert_ptr_nonnull(mkdtemp(dir));
+	ck_assert_int_eq(chmod(dir, mode), 0);
+	ck_assert_int_eq(chown(dir, owner, owner), 0);
+}
+
+static void make_link(const char *target, const char *link, uid_t owner)
+{
+	ck_assert_int_eq(symlink(target, link), 0);
+	ck_assert_int_eq(lchown(link, owner, owner), 0);
+}
+
+static int is_metrics(const char *path)
+{
+	json_error_t err;
+	json_t *m = json_load_file(path, 0, &err);
+	int ok = m && json_object_get(m, "metrics") != NULL;
+	json_decref(m);
+	return ok;
+}
+
+START_TEST(a_link_planted_by_another_user_in_a_sticky_dir_is_not_followed)
+{
+	char dir[64], target[96], link[96];
+	make_dir(dir, sizeof dir, 01777, 0);
+	snprintf(target, sizeof target, "%s/victim", dir);
+	snprintf(link, sizeof link, "%s/m.json", dir);
+	write_text(target, "secret\n", 0600);
+	make_link(target, link, NOBODY);
+	run_fixture("simple", "", link);
+	ck_assert(WIFEXITED(r.status) && WEXITSTATUS(r.status) == 0);
+	char text[64];
+	read_text(target, text, sizeof text);
+	ck_assert_str_eq(text, "secret\n");
+	ck_assert_int_eq(mode_of(target), 0600);
+	struct stat sb;
+	ck_assert_int_eq(lstat(link, &sb), 0);
+	ck_assert(S_ISLNK(sb.st_mode));
+	ck_assert_int_eq(count_files(dir, ".", NULL, 0), 2); /* "." and "..": no temporary left */
+	ck_assert_msg(memshim_lines(r.err) == 1, "stderr: %s", r.err);
+	ck_assert_msg(strstr(r.err, link) != NULL, "stderr: %s", r.err);
+}
+END_TEST
+
+/* The kernel's protected_symlinks rule, for each link on the way and not only the first. */
+START_TEST(links_are_followed_only_where_the_kernel_would)
+{
+	static const struct {
+		const char *what;
+		mode_t dir_mode;
+		uid_t dir_owner, link_owner, second_owner; /* second_owner: a link the first points at */
+		int followed;
+	} cases[] = {
+		{ "root's link in a sticky dir", 01777, 0, 0, 0, 1 },
+		{ "another user's link in a plain dir", 0755, 0, NOBODY, NOBODY, 1 },
+		{ "a link owned by the sticky dir's owner", 01777, NOBODY, NOBODY, NOBODY, 1 },
+		{ "a chain through another user's link", 01777, 0, 0, NOBODY, 0 },
+		{ "another user's link to the directory", 01777, 0, NOBODY, 0, 0 },
+	};
+	for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+		char dir[64], real_dir[64], target[96], link[96], second[96], output[128];
+		make_dir(dir, sizeof dir, cases[i].dir_mode, cases[i].dir_owner);
+		make_dir(real_dir, sizeof real_dir, 0755, 0);
+		snprintf(target, sizeof target, "%s/m.json", real_dir);
+		snprintf(link, sizeof link, "%s/link", dir);
+		snprintf(second, sizeof second, "%s/second", dir);
+		write_text(target, "old\n", 0600);
+		if (i == 4) { /* dir/link -> real_dir, written through as dir/link/m.json */
+			make_link(real_dir, link, cases[i].link_owner);
+			snprintf(output, sizeof output, "%s/m.json", link);
+		} else {
+			make_link(target, second, cases[i].second_owner);
+			make_link("second", link, cases[i].link_owner); /* relative: resolved in dir */
+			snprintf(output, sizeof output, "%s", link);
+		}
+		run_fixture("simple", "", output);
+		ck_assert_msg(is_metrics(target) == cases[i].followed, "%s: target %s", cases[i].what,
+			      cases[i].followed ? "not written" : "written");
+		ck_assert_msg(memshim_lines(r.err) == !cases[i].followed, "%s: stderr: %s", cases[i].what, r.err);
+		ck_assert_msg(mode_of(target) == 0600, "%s: mode %o", cases[i].what, mode_of(target));
+	}
+}
+END_TEST
+
+START_TEST(a_replaced_0600_file_stays_0600)
+{
+	char dir[64], path[96];
+	make_dir(dir, sizeof dir, 0755, 0);
+	snprintf(path, sizeof path, "%s/m.json", dir);
+	write_text(path, "old\n", 0600);
+	run_fixture("simple", "", path);
+	ck_assert(is_metrics(path));
+	ck_assert_int_eq(mode_of(path), 0600);
+	ck_assert_str_eq(r.err, "");
+}
+END_TEST
+
+START_TEST(a_new_file_is_0644_less_the_umask)
+{
+	char dir[64], path[96];
+	make_dir(dir, sizeof dir, 0755, 0);
+	snprintf(path, sizeof path, "%s/m.json", dir);
+	mode_t mask = umask(022);
+	umask(mask);
+	run_fixture("simple", "", path);
+	ck_assert(is_metrics(path));
+	ck_assert_int_eq(mode_of(path), 0644 & ~mask);
+}
+END_TEST
+
+START_TEST(a_warning_never_lands_in_a_file_that_took_fd_2)
+{
+	char dir[64], data[96];
+	make_dir(dir, sizeof dir, 0755, 0);
+	snprintf(data, sizeof data, "%s/data", dir);
+	run_fixture("data_on_fd2", data, "/nonexistent-dir/sub/m.json");
+	ck_assert(WIFEXITED(r.status));
+	ck_assert_int_eq(WEXITSTATUS(r.status), 0);
+	char text[512];
+	read_text(data, text, sizeof text);
+	ck_assert_str_eq(text, "data\n");
+}
+END_TEST
+
+START_TEST(no_warning_when_fd_2_was_closed_at_start)
+{
+	char dir[64], data[96];
+	make_dir(dir, sizeof dir, 0755, 0);
+	snprintf(data, sizeof data, "%s/data", dir);
+	run_fixture("fd2_closed_at_start", data, "/nonexistent-dir/sub/m.json");
+	ck_assert(WIFEXITED(r.status));
+	ck_assert_int_eq(WEXITSTATUS(r.status), 0);
+	char text[512];
+	read_text(data, text, sizeof text);
+	ck_assert_str_eq(text, "data\n");
+}
+END_TEST
+
+START_TEST(the_same_stderr_still_gets_the_warning)
+{
+	run_fixture("simple", "", "/nonexistent-dir/sub/m.json");
+	ck_assert_msg(memshim_lines(r.err) == 1, "stderr: %s", r.err);
+}
+END_TEST
+
+START_TEST(a_full_device_is_reported_as_enospc)
+{
+	run_fixture("simple", "", "/dev/full");
+	ck_assert_int_eq(WEXITSTATUS(r.status), 0);
+	ck_assert_msg(strstr(r.err, "memshim: cannot write metrics file /dev/full: no space left on device "
+				    "(errno 28)") != NULL, "stderr: %s", r.err);
+	ck_assert_int_eq(memshim_lines(r.err), 1);
+}
+END_TEST
+
+/* Fills the file system at DIR so the next write fails. */
+static void fill(const char *dir)
+{
+	char path[128];
+	static char block[4096];
+	snprintf(path, sizeof path, "%s/filler", dir);
+	int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+	ck_assert_int_ge(fd, 0);
+	while (write(fd, block, sizeof block) > 0)
+		;
+	close(fd);
+}
+
+START_TEST(a_full_file_system_is_reported_as_enospc)
+{
+	char dir[64], path[96];
+	make_dir(dir, sizeof dir, 0755, 0);
+	if (mount("memshim-test", dir, "tmpfs", 0, "size=64k") != 0) {
+		printf("a_full_file_system_is_reported_as_enospc: skipped, cannot mount a tmpfs (%s)\n",
+		       strerror(errno));
+		return;
+	}
+	fill(dir);
+	snprintf(path, sizeof path, "%s/m.json", dir);
+	run_fixture("simple", "", path);
+	int files = count_files(dir, ".m.json", NULL, 0);
+	umount(dir);
+	ck_assert_int_eq(WEXITSTATUS(r.status), 0);
+	ck_assert_msg(strstr(r.err, ": no space left on device (errno 28)") != NULL, "stderr: %s", r.err);
+	ck_assert_int_eq(memshim_lines(r.err), 1);
+	ck_assert_int_eq(files, 0); /* the temporary was removed */
+}
+END_TEST
+
+/* The pid on the stdout line "PREFIX <pid> status <status>", whose status must be 0. */
+static int child_pid(const char *prefix)
+{
+	const char *line = r.out;
+	while (line && strncmp(line, prefix, strlen(prefix)) != 0)
+		line = (line = strchr(line, '\n')) ? line + 1 : NULL;
+	int pid = 0, st = -1;
+	ck_assert_msg(line && sscanf(line + strlen(prefix), " %d status %d", &pid, &st) == 2, "stdout: %s", r.out);
+	ck_assert_int_eq(st, 0);
+	return pid;
+}
+
+START_TEST(a_child_with_its_own_output_writes_there)
+{
+	char dir[64], own[96];
+	make_dir(dir, sizeof dir, 0755, 0);
+	snprintf(own, sizeof own, "%s/child.json", dir);
+	run_fixture("child_output", own, NULL);
+	int child = child_pid("child");
+	json_error_t err;
+	json_t *c = json_load_file(own, 0, &err);
+	ck_assert_msg(c != NULL, "no file at the child's own path %s", own);
+	ck_assert_int_eq(json_integer_value(json_object_get(c, "pid")), child);
+	ck_assert(json_is_true(json_object_get(c, "is_child")));
+	json_t *m = load_metrics(&r, "m.json");
+	ck_assert_ptr_nonnull(m);
+	ck_assert_int_eq(json_integer_value(json_object_get(c, "root_pid")),
+			 json_integer_value(json_object_get(m, "pid")));
+	ck_assert_int_eq(count_files(r.dir, "m.json.", NULL, 0), 0);
+	json_decref(c);
+	json_decref(m);
+}
+END_TEST
+
+/* Its own children add ".<pid>" to its path; an exec in place keeps its path. */
+START_TEST(a_child_with_its_own_output_is_the_root_of_its_descendants)
+{
+	char dir[64], own[96], name[64];
+	make_dir(dir, sizeof dir, 0755, 0);
+	snprintf(own, sizeof own, "%s/child.json", dir);
+	const char *argv[] = { built("preload/output_fixture"), "child_output", own, "family", NULL };
+	ck_assert_int_eq(run_under_shim(&r, argv, NULL), 0);
+	int child = child_pid("child"), grandchild = child_pid("grandchild");
+	json_error_t err;
+	json_t *c = json_load_file(own, 0, &err);
+	ck_assert_msg(c != NULL, "no file at %s after the exec in place", own);
+	ck_assert_int_eq(json_integer_value(json_object_get(c, "pid")), child);
+	json_decref(c);
+	snprintf(name, sizeof name, "child.json.%d", grandchild);
+	ck_assert_int_eq(count_files(dir, name, NULL, 0), 1);
+	ck_assert_int_eq(count_files(dir, "child.json.", NULL, 0), 1);
+	ck_assert_int_eq(count_files(r.dir, "m.json.", NULL, 0), 0);
+}
+END_TEST
+
+START_TEST(a_child_with_the_inherited_output_adds_its_pid)
+{
+	char dir[64], name[64];
+	make_dir(dir, sizeof dir, 0755, 0);
+	setenv("BUILD", built("."), 1); /* absolute, for the chdir */
+	ck_assert_int_eq(chdir(dir), 0); /* the child runs in "/": the root's directory counts */
+	const char *argv[] = { built("preload/output_fixture"), "child_output", "", NULL };
+	const char *env[] = { "MEMSHIM_OUTPUT=relative.json", NULL };
+	ck_assert_int_eq(run_under_shim(&r, argv, env), 0);
+	int child = child_pid("child");
+	snprintf(name, sizeof name, "relative.json.%d", child);
+	ck_assert_int_eq(count_files(dir, name, NULL, 0), 1);
+	ck_assert_int_eq(count_files(dir, "relative.json", NULL, 0), 2);
+}
+END_TEST
+
+int main(void)
+{
+	Suite *s = suite_create("output");
+	TCase *tc = tcase_create("output");
+	tcase_set_timeout(tc, 120);
+	tcase_add_test(tc, a_link_planted_by_another_user_in_a_sticky_dir_is_not_followed);
+	tcase_add_test(tc, links_are_followed_only_where_the_kernel_would);
+	tcase_add_test(tc, a_replaced_0600_file_stays_0600);
+	tcase_add_test(tc, a_new_file_is_0644_less_the_umask);
+	tcase_add_test(tc, a_warning_never_lands_in_a_file_that_took_fd_2);
+	tcase_add_test(tc, no_warning_when_fd_2_was_closed_at_start);
+	tcase_add_test(tc, the_same_stderr_still_gets_the_warning);
+	tcase_add_test(tc, a_full_device_is_reported_as_enospc);
+	tcase_add_test(tc, a_full_file_system_is_reported_as_enospc);
+	tcase_add_test(tc, a_child_with_its_own_output_writes_there);
+	tcase_add_test(tc, a_child_with_its_own_output_is_the_root_of_its_descendants);
+	tcase_add_test(tc, a_child_with_the_inherited_output_adds_its_pid);
+	suite_add_tcase(s, tc);
+	SRunner *sr = srunner_create(s);
+	srunner_run_all(sr, CK_NORMAL);
+	int failed = srunner_ntests_failed(sr);
+	srunner_free(sr);
+	return failed ? 1 : 0;
+}
