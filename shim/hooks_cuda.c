@@ -209,9 +209,18 @@ static void *substitute(void *p)
 
 /* ---- bookkeeping ---- */
 
+/* Wrapped driver calls this thread is inside.  A driver (or a layer under us) may implement one
+ * entry point by calling another exported one, which then resolves to our wrapper: only the
+ * outermost call counts.  Not ms_tls_guard: host memory the driver allocates and frees inside a
+ * call is the program's, and the malloc hooks must keep counting it. */
+static __thread int driver_depth MS_TLS;
+
+/* Runs CALL (the real driver function) with nested wrapped calls passing straight through. */
+#define OUTERMOST(call) do { driver_depth++; call; driver_depth--; } while (0)
+
 static inline int tracking(void)
 {
-	return ms_tls_guard == 0 && ms_counting;
+	return ms_tls_guard == 0 && driver_depth == 0 && ms_counting;
 }
 
 static int current_device(void)
@@ -312,7 +321,8 @@ static CUresult alloc_device(CUresult (*real)(CUdeviceptr *, size_t), CUdevicept
 	if (!tracking())
 		return real(dptr, size);
 	int dev = current_device();
-	CUresult r = real(dptr, size);
+	CUresult r;
+	OUTERMOST(r = real(dptr, size));
 	after_alloc(r, &ptr_tab, r == CUDA_SUCCESS ? *dptr : 0, (int64_t)size, dev, MS_CK_DEVICE);
 	return r;
 }
@@ -332,7 +342,8 @@ EXPORT CUresult cuMemAllocPitch_v2(CUdeviceptr *dptr, size_t *pPitch, size_t wid
 	if (!tracking())
 		return real(dptr, pPitch, width, height, elem);
 	int dev = current_device();
-	CUresult r = real(dptr, pPitch, width, height, elem);
+	CUresult r;
+	OUTERMOST(r = real(dptr, pPitch, width, height, elem));
 	int ok = r == CUDA_SUCCESS;
 	after_alloc(r, &ptr_tab, ok ? *dptr : 0, ok ? (int64_t)(*pPitch * height) : (int64_t)(width * height),
 		    dev, MS_CK_DEVICE);
@@ -343,7 +354,8 @@ static CUresult free_device(CUresult (*real)(CUdeviceptr), CUdeviceptr dptr)
 {
 	struct ms_centry e;
 	int taken = before_free(&ptr_tab, dptr, MS_CK_DEVICE | MS_CK_MANAGED | MS_CK_HOST, &e);
-	CUresult r = real(dptr);
+	CUresult r;
+	OUTERMOST(r = real(dptr));
 	after_free(r, taken, &ptr_tab, &e);
 	return r;
 }
@@ -363,7 +375,8 @@ EXPORT CUresult cuMemAllocManaged(CUdeviceptr *dptr, size_t bytesize, unsigned i
 	if (!tracking())
 		return real(dptr, bytesize, flags);
 	int dev = current_device();
-	CUresult r = real(dptr, bytesize, flags);
+	CUresult r;
+	OUTERMOST(r = real(dptr, bytesize, flags));
 	after_alloc(r, &ptr_tab, r == CUDA_SUCCESS ? *dptr : 0, (int64_t)bytesize, dev, MS_CK_MANAGED);
 	return r;
 }
@@ -381,7 +394,8 @@ static CUresult alloc_async(alloc_async_fn real, CUdeviceptr *dptr, size_t size,
 	if (!tracking())
 		return real(dptr, size, stream);
 	int dev = stream_device(stream);
-	CUresult r = real(dptr, size, stream);
+	CUresult r;
+	OUTERMOST(r = real(dptr, size, stream));
 	after_alloc(r, &ptr_tab, r == CUDA_SUCCESS ? *dptr : 0, (int64_t)size, dev, MS_CK_DEVICE);
 	note_async_device(dev);
 	return r;
@@ -397,7 +411,8 @@ static CUresult alloc_pool(alloc_pool_fn real, CUdeviceptr *dptr, size_t size, C
 	struct ms_centry *p = ms_ctab_find(&pool_tab, (uint64_t)(uintptr_t)pool);
 	int dev = p ? p->device : stream_device(stream);
 	unsigned kind = p ? p->kind : MS_CK_DEVICE;
-	CUresult r = real(dptr, size, pool, stream);
+	CUresult r;
+	OUTERMOST(r = real(dptr, size, pool, stream));
 	after_alloc(r, &ptr_tab, r == CUDA_SUCCESS ? *dptr : 0, (int64_t)size, dev, kind);
 	return r;
 }
@@ -408,7 +423,8 @@ static CUresult free_async(free_async_fn real, CUdeviceptr dptr, CUstream stream
 		return NO_DRIVER;
 	struct ms_centry e;
 	int taken = before_free(&ptr_tab, dptr, MS_CK_DEVICE | MS_CK_MANAGED | MS_CK_HOST, &e);
-	CUresult r = real(dptr, stream);
+	CUresult r;
+	OUTERMOST(r = real(dptr, stream));
 	after_free(r, taken, &ptr_tab, &e);
 	return r;
 }
@@ -468,7 +484,8 @@ EXPORT CUresult cuMemPoolCreate(CUmemoryPool *pool, const CUmemPoolProps *props)
 	fn real = REAL(cuMemPoolCreate, fn);
 	if (!real)
 		return NO_DRIVER;
-	CUresult r = real(pool, props);
+	CUresult r;
+	OUTERMOST(r = real(pool, props));
 	if (r == CUDA_SUCCESS && tracking()) {
 		int saved = errno;
 		unsigned kind = location_kind(&props->location, props->allocType);
@@ -488,7 +505,8 @@ EXPORT CUresult cuMemPoolDestroy(CUmemoryPool pool)
 	int taken = ms_ctab_take(&pool_tab, (uint64_t)(uintptr_t)pool, MS_CK_DEVICE | MS_CK_MANAGED | MS_CK_HOST, &e) == 0;
 	if (taken)
 		wait_for_sampling();
-	CUresult r = real(pool);
+	CUresult r;
+	OUTERMOST(r = real(pool));
 	if (r != CUDA_SUCCESS && taken) {
 		int saved = errno;
 		ms_ctab_insert(&pool_tab, &e);
@@ -501,7 +519,8 @@ static CUresult device_pool(CUresult (*real)(CUmemoryPool *, CUdevice), CUmemory
 {
 	if (!real)
 		return NO_DRIVER;
-	CUresult r = real(pool, dev);
+	CUresult r;
+	OUTERMOST(r = real(pool, dev));
 	if (r == CUDA_SUCCESS && tracking()) {
 		int saved = errno;
 		note_pool(*pool, dev, MS_CK_DEVICE);
@@ -566,7 +585,8 @@ EXPORT CUresult cuMemCreate(CUmemGenericAllocationHandle *handle, size_t size, c
 	if (!tracking() || !prop)
 		return real(handle, size, prop, flags);
 	int dev = prop->location.type == CU_MEM_LOCATION_TYPE_DEVICE ? prop->location.id : -1;
-	CUresult r = real(handle, size, prop, flags);
+	CUresult r;
+	OUTERMOST(r = real(handle, size, prop, flags));
 	after_alloc(r, &handle_tab, r == CUDA_SUCCESS ? *handle : 0, (int64_t)size, dev, MS_CK_VMM);
 	return r;
 }
@@ -581,7 +601,8 @@ EXPORT CUresult cuMemRelease(CUmemGenericAllocationHandle handle)
 		return real(handle);
 	struct ms_centry gone;
 	int state = handle_unref(handle, &gone);
-	CUresult r = real(handle);
+	CUresult r;
+	OUTERMOST(r = real(handle));
 	int saved = errno;
 	if (r != CUDA_SUCCESS)
 		handle_reref(handle, state, &gone);
@@ -597,7 +618,8 @@ EXPORT CUresult cuMemRetainAllocationHandle(CUmemGenericAllocationHandle *handle
 	fn real = REAL(cuMemRetainAllocationHandle, fn);
 	if (!real)
 		return NO_DRIVER;
-	CUresult r = real(handle, addr);
+	CUresult r;
+	OUTERMOST(r = real(handle, addr));
 	if (r == CUDA_SUCCESS && tracking())
 		handle_ref(*handle);
 	return r;
@@ -610,7 +632,8 @@ EXPORT CUresult cuMemMap(CUdeviceptr ptr, size_t size, size_t offset, CUmemGener
 	fn real = REAL(cuMemMap, fn);
 	if (!real)
 		return NO_DRIVER;
-	CUresult r = real(ptr, size, offset, handle, flags);
+	CUresult r;
+	OUTERMOST(r = real(ptr, size, offset, handle, flags));
 	if (r != CUDA_SUCCESS || !tracking() || !ms_ctab_find(&handle_tab, handle))
 		return r;
 	int saved = errno;
@@ -652,7 +675,8 @@ EXPORT CUresult cuMemUnmap(CUdeviceptr ptr, size_t size)
 	struct unmapped batch[UNMAP_BATCH];
 	uint64_t at = ptr, end = ptr + size;
 	int n = take_mappings(&at, end, batch);
-	CUresult r = real(ptr, size);
+	CUresult r;
+	OUTERMOST(r = real(ptr, size));
 	int saved = errno;
 	for (int i = n - 1; i >= 0; i--) {
 		if (r != CUDA_SUCCESS) {
@@ -682,7 +706,8 @@ EXPORT CUresult cuMemAllocHost_v2(void **pp, size_t bytesize)
 		return NO_DRIVER;
 	if (!tracking())
 		return real(pp, bytesize);
-	CUresult r = real(pp, bytesize);
+	CUresult r;
+	OUTERMOST(r = real(pp, bytesize));
 	after_alloc(r, &ptr_tab, r == CUDA_SUCCESS ? (uint64_t)(uintptr_t)*pp : 0, (int64_t)bytesize, -1, MS_CK_HOST);
 	return r;
 }
@@ -695,7 +720,8 @@ EXPORT CUresult cuMemHostAlloc(void **pp, size_t bytesize, unsigned int flags)
 		return NO_DRIVER;
 	if (!tracking())
 		return real(pp, bytesize, flags);
-	CUresult r = real(pp, bytesize, flags);
+	CUresult r;
+	OUTERMOST(r = real(pp, bytesize, flags));
 	after_alloc(r, &ptr_tab, r == CUDA_SUCCESS ? (uint64_t)(uintptr_t)*pp : 0, (int64_t)bytesize, -1, MS_CK_HOST);
 	return r;
 }
@@ -707,7 +733,8 @@ static CUresult release_host(CUresult (*real)(void *), void *p, unsigned kinds)
 		return NO_DRIVER;
 	struct ms_centry e;
 	int taken = before_free(&ptr_tab, (uint64_t)(uintptr_t)p, kinds, &e);
-	CUresult r = real(p);
+	CUresult r;
+	OUTERMOST(r = real(p));
 	after_free(r, taken, &ptr_tab, &e);
 	return r;
 }
@@ -723,7 +750,8 @@ static CUresult host_register(CUresult (*real)(void *, size_t, unsigned int), vo
 		return NO_DRIVER;
 	if (!tracking())
 		return real(p, size, flags);
-	CUresult r = real(p, size, flags);
+	CUresult r;
+	OUTERMOST(r = real(p, size, flags));
 	after_alloc(r, &ptr_tab, (uint64_t)(uintptr_t)p, (int64_t)size, -1, MS_CK_REGISTERED);
 	return r;
 }
@@ -749,7 +777,8 @@ EXPORT CUresult cuMemAlloc(CUdeviceptr_v1 *dptr, unsigned int bytesize)
 	if (!tracking())
 		return real(dptr, bytesize);
 	int dev = current_device();
-	CUresult r = real(dptr, bytesize);
+	CUresult r;
+	OUTERMOST(r = real(dptr, bytesize));
 	after_alloc(r, &ptr_tab, r == CUDA_SUCCESS ? *dptr : 0, bytesize, dev, MS_CK_DEVICE);
 	return r;
 }
@@ -764,7 +793,8 @@ EXPORT CUresult cuMemAllocPitch(CUdeviceptr_v1 *dptr, unsigned int *pPitch, unsi
 	if (!tracking())
 		return real(dptr, pPitch, width, height, elem);
 	int dev = current_device();
-	CUresult r = real(dptr, pPitch, width, height, elem);
+	CUresult r;
+	OUTERMOST(r = real(dptr, pPitch, width, height, elem));
 	int ok = r == CUDA_SUCCESS;
 	after_alloc(r, &ptr_tab, ok ? *dptr : 0, (int64_t)(ok ? *pPitch : width) * height, dev, MS_CK_DEVICE);
 	return r;
@@ -778,7 +808,8 @@ EXPORT CUresult cuMemFree(CUdeviceptr_v1 dptr)
 		return NO_DRIVER;
 	struct ms_centry e;
 	int taken = before_free(&ptr_tab, dptr, MS_CK_DEVICE | MS_CK_MANAGED, &e);
-	CUresult r = real(dptr);
+	CUresult r;
+	OUTERMOST(r = real(dptr));
 	after_free(r, taken, &ptr_tab, &e);
 	return r;
 }
@@ -791,7 +822,8 @@ EXPORT CUresult cuMemAllocHost(void **pp, unsigned int bytesize)
 		return NO_DRIVER;
 	if (!tracking())
 		return real(pp, bytesize);
-	CUresult r = real(pp, bytesize);
+	CUresult r;
+	OUTERMOST(r = real(pp, bytesize));
 	after_alloc(r, &ptr_tab, r == CUDA_SUCCESS ? (uint64_t)(uintptr_t)*pp : 0, bytesize, -1, MS_CK_HOST);
 	return r;
 }

@@ -13,7 +13,8 @@
 #define MS_NTRAMP 4096    /* trampolines in the pool */
 #define MS_TRAMP_SIZE 16  /* bytes per trampoline; the entry point is one byte in */
 
-extern char ms_tramp_base[]; /* first trampoline block */
+extern char ms_tramp_base[];     /* first trampoline block */
+extern uintptr_t ms_tramp_ra[];  /* the return address each trampoline stands for */
 
 static inline uintptr_t ms_tramp_addr(int i)
 {
@@ -29,7 +30,7 @@ static inline int ms_tramp_index(uintptr_t ip)
 	return (int)(off / MS_TRAMP_SIZE);
 }
 
-/* Finds the unwind-info words that hold each trampoline's return address; 0 when usable. */
+/* Checks that each trampoline block leads to its return-address word; 0 when usable. */
 int ms_pool_init(void);
 /* Takes a free trampoline (-1 when none is left) and gives it back. */
 int ms_pool_take(void);

@@ -112,7 +112,7 @@ void ms_native_init(void)
 	ms_tls_guard++;
 	int ok = ms_pool_init() == 0 && ms_stack_init() == 0;
 	if (!ok)
-		ms_warn("native stages disabled: the trampolines' unwind data could not be prepared");
+		ms_warn("native stages disabled: the trampolines were not linked as expected");
 	if (ok) {
 		ms_jmp_init();
 		ms_syms_resolve();

@@ -1,13 +1,17 @@
 /* The trampoline pool: MS_NTRAMP return-address trampolines, each with its own unwind entry (FDE)
- * in .eh_frame, so C++ exceptions, pthread_exit and backtrace() unwind through a frame whose
- * return address was replaced as if nothing had changed.
+ * in .eh_frame, so C++ exceptions, pthread_exit, backtrace(), gdb and valgrind unwind through a
+ * frame whose return address was replaced as if nothing had changed.
  *
- * Block i (16 bytes): a nop (unwinders look up return address - 1), then `call ms_tramp_common`.
+ * Block i (16 bytes, 16-aligned): a nop (unwinders look up return address - 1), `call
+ * ms_tramp_common`, two int3, then a 64-bit link-time constant: the distance from that word to
+ * ms_tramp_ra[i], the return address the trampoline stands for (native_pool.c writes it).
  * FDE i describes the frame "between" the returned function and its caller: CFA = rsp + 8 (so it
- * is never mistaken for the caller's frame), the caller's rsp = CFA - 8, and the caller's rip = a
- * constant stored inside the FDE itself (DW_OP_const8u), which native_pool.c rewrites whenever the
- * trampoline is pointed at a new frame.  The CIE names ms_native_personality, called for each such
- * frame that an exception or a forced unwind passes, which closes the stage.
+ * is never mistaken for the caller's frame), the caller's rsp = CFA - 8, and the caller's rip =
+ * ms_tramp_ra[i], found from rip alone with the DWARF operations every reader knows (valgrind's
+ * CFI reader has no DW_OP_const8u/dup/deref_size): block = rip & -16 (rip - 1 or rip, whichever the
+ * unwinder uses), word = block + 8, rip = *(word + *word).  The unwind data stays read-only.
+ * The CIE names ms_native_personality, called for each such frame that an exception or a forced
+ * unwind passes, which closes the stage.
  * Only top-level assembly here: no compiler-generated unwind info shares the section. */
 
 __asm__(
@@ -38,21 +42,34 @@ __asm__(
 "	.p2align 3\n"
 ".Lms_cie_end:\n"
 
+"	.pushsection .bss.ms_tramp_ra,\"aw\",@nobits\n"
+"	.p2align 3\n"
+"	.globl ms_tramp_ra\n"
+"	.hidden ms_tramp_ra\n"
+"ms_tramp_ra:\n"
+"	.zero 8 * 4096\n"
+"	.popsection\n"
+
+"	.set .Lms_i, 0\n"
 "	.rept 4096\n"
 "	.pushsection .text.ms_tramp,\"ax\",@progbits\n"
 "3:	nop\n"
 "	call ms_tramp_common\n"
-"	.fill 10, 1, 0xcc\n"
+"	.fill 2, 1, 0xcc\n"
+"	.quad ms_tramp_ra + 8 * .Lms_i - .\n" /* resolved by the linker: no relocation at load */
 "	.popsection\n"
 "	.long 2f - 1f\n"               /* FDE length */
 "1:	.long 1b - .Lms_cie\n"         /* CIE pointer */
 "	.long 3b - .\n"                /* initial location */
 "	.long 16\n"                    /* address range */
 "	.uleb128 0\n"                  /* augmentation data length */
-"	.byte 0x16, 16, 9, 0x0e\n"     /* DW_CFA_val_expression rip, 9 bytes: DW_OP_const8u */
-"	.quad 0\n"                     /* the original return address (native_pool.c) */
-"	.p2align 3\n"
+"	.byte 0x16, 16, 17\n"          /* DW_CFA_val_expression rip, 17 bytes: */
+"	.byte 0x80, 0, 0x09, 0xf0, 0x1a, 0x38, 0x22\n"       /* breg16 0, const1s -16, and, lit8, plus */
+"	.byte 0x80, 0, 0x09, 0xf0, 0x1a, 0x38, 0x22, 0x06\n" /* the same, deref */
+"	.byte 0x22, 0x06\n"            /* plus, deref */
+"	.p2align 2\n"
 "2:\n"
+"	.set .Lms_i, .Lms_i + 1\n"
 "	.endr\n"
 "	.popsection\n"
 

@@ -10,7 +10,7 @@ GPU_SUITES := $(GPU_DIR)/test_table $(GPU_DIR)/test_gpu
 $(GPU_DIR)/libcuda.so.1: tests/gpu/standin/libcuda.c
 	@mkdir -p $(@D)
 	$(CC) $(BASEFLAGS) $(CFLAGS) $(GPU_CUDA_INC) -fPIC -fvisibility=hidden -shared \
-		-Wl,-soname,libcuda.so.1 -Wl,-Bsymbolic -o $@ $< -lpthread
+		-Wl,-soname,libcuda.so.1 -Wl,-Bsymbolic -o $@ $< -ldl -lpthread
 
 $(GPU_DIR)/libcuda.so: $(GPU_DIR)/libcuda.so.1
 	ln -sf libcuda.so.1 $@

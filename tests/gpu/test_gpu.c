@@ -316,6 +316,34 @@ START_TEST(managed_and_pinned_counters)
 }
 END_TEST
 
+/* A driver that builds entry points on other exported ones, reached through their global symbols
+ * (the shim's wrappers): every byte and every failure counts once, by the outermost call, and the
+ * host memory the driver allocates and frees inside the calls still counts as host memory. */
+START_TEST(nested_driver_calls_count_once)
+{
+	struct run r;
+	run_fixture(&r, "fx_linked", "nested", 0, "STANDIN_CUDA_NESTED=1", NULL);
+	ck_assert_msg(WIFEXITED(r.status) && WEXITSTATUS(r.status) == 0, "nested bare: %s", r.err);
+	done(&r);
+	run_fixture(&r, "fx_linked", "nested", 1, "STANDIN_CUDA_NESTED=1", NULL);
+	assert_clean(&r);
+	assert_gpu(&r, "nest_alloc", 3 * MiB + 10240, 0);
+	assert_gpu(&r, "nest_free", -(3 * MiB + 10240), 3 * MiB + 10240);
+	ck_assert_int_eq(metric(&r, "process_mem_gpu_peak"), 3 * MiB + 10240);
+	ck_assert_int_eq(metric(&r, "process_mem_gpu_pinned_peak"), 2 * MiB);
+	ck_assert_int_eq(get_int(json_object_get(json_object_get(stage(&r, "nest_alloc"), "gpu"), "pinned"), "alloc_delta"),
+			 2 * MiB);
+	ck_assert_int_eq(metric(&r, "nest_alloc_mem_gpu_failed_allocs"), 1);
+	json_t *ev = json_object_get(r.m, "gpu_events");
+	ck_assert_int_eq(json_array_size(ev), 1);
+	ck_assert_int_eq(get_int(json_array_get(ev, 0), "bytes"), 100 * 1024 * MiB);
+	int64_t host = metric(&r, "nest_alloc_mem_cpu_alloc_delta"); /* two 4096-byte records */
+	ck_assert_msg(host >= 2 * 4096 && host < 2 * 4096 + 64, "host records counted as %lld", (long long)host);
+	ck_assert_int_eq(metric(&r, "nest_free_mem_cpu_alloc_delta"), -host);
+	done(&r);
+}
+END_TEST
+
 START_TEST(dlopen_dlsym_path)
 {
 	struct run r;
@@ -456,6 +484,7 @@ static Suite *gpu_suite(void)
 	tcase_add_test(mem, unknown_pointers_forwarded);
 	tcase_add_test(mem, eight_threads_exact);
 	tcase_add_test(mem, managed_and_pinned_counters);
+	tcase_add_test(mem, nested_driver_calls_count_once);
 	suite_add_tcase(s, mem);
 	return s;
 }

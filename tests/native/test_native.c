@@ -1,10 +1,12 @@
 /* Native stages: fixture programs (plain gcc -g, -rdynamic, -O2, stripped, C++) under the shim,
  * with exact deltas, peaks and call counts read from the metrics file. */
 #include <check.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/wait.h>
+#include <unistd.h>
 #include "harness.h"
 
 static struct run r;
@@ -241,6 +243,70 @@ START_TEST(backtrace_still_reaches_main)
 }
 END_TEST
 
+/* Absolute path of PROG in PATH, or NULL (with a message: the test using it is skipped). */
+static const char *tool_or_skip(const char *prog)
+{
+	static char found[PATH_MAX];
+	const char *p = getenv("PATH") ? getenv("PATH") : "/usr/bin:/bin";
+	while (*p) {
+		size_t n = strcspn(p, ":");
+		snprintf(found, sizeof found, "%.*s/%s", (int)n, p, prog);
+		if (n && access(found, X_OK) == 0)
+			return found;
+		p += n + (p[n] == ':');
+	}
+	printf("test_native: %s not installed, skipped\n", prog);
+	return NULL;
+}
+
+/* valgrind reads all 4096 trampoline unwind entries without a warning, and an exception thrown
+ * through a trampoline is caught under it as it is natively. */
+START_TEST(valgrind_reads_the_trampolines_unwind_data)
+{
+	const char *vg = tool_or_skip("valgrind");
+	if (!vg)
+		return;
+	const char *env[] = { "MEMSHIM_STAGES=train=ns::Trainer::train", NULL };
+	const char *argv[] = { vg, "--tool=none", built("native/ncxx"), "3", NULL };
+	ck_assert_int_eq(run_under_shim(&r, argv, env), 0);
+	ck_assert_msg(WIFEXITED(r.status) && WEXITSTATUS(r.status) == 0, "status %d: %.2000s", r.status, r.err);
+	ck_assert_msg(strstr(r.err, "unhandled DW_OP_") == NULL, "%.2000s", r.err);
+	ck_assert_msg(strstr(r.out, "caught=1 sum=3") != NULL, "%s", r.out);
+	json_t *m = load_metrics(&r, "m.json");
+	ck_assert_ptr_nonnull(m);
+	ck_assert_int_eq(metric(m, "train_calls"), 3);
+	json_decref(m);
+}
+END_TEST
+
+/* gdb's backtrace from inside a stage function crosses the trampoline frame and reaches main. */
+START_TEST(gdb_backtrace_through_a_trampoline_reaches_main)
+{
+	const char *gdb = tool_or_skip("gdb");
+	if (!gdb)
+		return;
+	char preload[PATH_MAX + 32];
+	snprintf(preload, sizeof preload, "set environment LD_PRELOAD=%s", built("libmemshim.so"));
+	const char *env[] = { "LD_PRELOAD", "MEMSHIM_STAGES=b=with_backtrace", NULL }; /* gdb itself runs bare */
+	const char *argv[] = { gdb, "-q", "-batch", "-nx", "-iex", "set debuginfod enabled off", "-ex",
+			       "set startup-with-shell off", "-ex", preload, "-ex", "break backtrace", "-ex", "run",
+			       "-ex", "bt", "-ex", "continue", "--args", built("native/nstages"), "backtrace", NULL };
+	ck_assert_int_eq(run_under_shim(&r, argv, env), 0);
+	if (strstr(r.err, "ptrace:")) {
+		printf("test_native: gdb cannot trace here (%.200s), skipped\n", strstr(r.err, "ptrace:"));
+		return;
+	}
+	ck_assert_msg(strstr(r.out, " in ms_tramp_base ") != NULL, "no trampoline frame: %s\n%s", r.out, r.err);
+	ck_assert_msg(strstr(r.out, " in main (") != NULL, "%s\n%s", r.out, r.err);
+	ck_assert_msg(strstr(r.out, " in ?? ") == NULL, "%s", r.out);
+	ck_assert_msg(strstr(r.out, "main=1") != NULL, "%s", r.out);
+	json_t *m = load_metrics(&r, "m.json");
+	ck_assert_ptr_nonnull(m);
+	ck_assert_int_eq(metric(m, "b_calls"), 1);
+	json_decref(m);
+}
+END_TEST
+
 START_TEST(cxx_exception_through_a_stage_is_caught_as_before)
 {
 	static const char *const specs[] = { "train=ns::Trainer::train,eval=ns::Trainer::evaluate(int) const",
@@ -327,6 +393,8 @@ int main(void)
 	tcase_add_test(tc, backtrace_still_reaches_main);
 	tcase_add_loop_test(tc, cxx_exception_through_a_stage_is_caught_as_before, 0, 2);
 	tcase_add_test(tc, threads_throwing_through_a_stage_at_once);
+	tcase_add_test(tc, valgrind_reads_the_trampolines_unwind_data);
+	tcase_add_test(tc, gdb_backtrace_through_a_trampoline_reaches_main);
 	tcase_add_test(tc, missing_name_warns_once_naming_the_stripped_binary);
 	tcase_add_test(tc, python_names_are_left_alone);
 	tcase_add_test(tc, unset_stages_do_nothing_native);

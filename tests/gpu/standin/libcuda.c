@@ -3,9 +3,14 @@
  * driver's version and per-thread-stream selection.  Linked with -Bsymbolic so the pointers it
  * hands out are its own functions, like the real driver's.
  *
- * STANDIN_CUDA_MEM_LIMIT: bytes per device before CUDA_ERROR_OUT_OF_MEMORY (default 80 GiB). */
+ * STANDIN_CUDA_MEM_LIMIT: bytes per device before CUDA_ERROR_OUT_OF_MEMORY (default 80 GiB).
+ * STANDIN_CUDA_NESTED=1: some entry points are built on other exported ones, called through their
+ * global symbols (as a layered driver or interposer may): a preloaded wrapper of the inner one is
+ * then reached from inside the outer one.  cuMemAlloc_v2 also keeps a malloc'ed host record of
+ * each allocation, which cuMemFree_v2 frees. */
 #define __CUDA_API_VERSION_INTERNAL 1
 #include <cuda.h>
+#include <dlfcn.h>
 #include <pthread.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -249,6 +254,60 @@ EXPORT CUresult cuStreamGetDevice_ptsz(CUstream s, CUdevice *dev)
 	return cuStreamGetDevice(s, dev);
 }
 
+/* ---- STANDIN_CUDA_NESTED: the entry points inner calls go through, and host records ---- */
+
+#define MAX_RECORDS 64
+#define RECORD_SIZE 4096
+
+static struct {
+	CUresult (*alloc)(CUdeviceptr *, size_t);
+	CUresult (*alloc_async)(CUdeviceptr *, size_t, CUstream);
+	CUresult (*free_async)(CUdeviceptr, CUstream);
+	CUresult (*alloc_host)(void **, size_t);
+} global;
+static struct { uint64_t addr; void *host; } records[MAX_RECORDS];
+
+/* Looked up at load, so no lookup runs (or allocates) inside a call.  In the program's global
+ * scope, where a plain call from a library without -Bsymbolic binds (RTLD_DEFAULT would search
+ * this -Bsymbolic library first). */
+__attribute__((constructor)) static void nested_init(void)
+{
+	const char *s = getenv("STANDIN_CUDA_NESTED");
+	void *scope = s && strcmp(s, "1") == 0 ? dlopen(NULL, RTLD_LAZY) : NULL;
+	if (!scope)
+		return;
+	global.alloc = (CUresult (*)(CUdeviceptr *, size_t))dlsym(scope, "cuMemAlloc_v2");
+	global.alloc_async = (CUresult (*)(CUdeviceptr *, size_t, CUstream))dlsym(scope, "cuMemAllocAsync");
+	global.free_async = (CUresult (*)(CUdeviceptr, CUstream))dlsym(scope, "cuMemFreeAsync");
+	global.alloc_host = (CUresult (*)(void **, size_t))dlsym(scope, "cuMemAllocHost_v2");
+}
+
+static void record_add(uint64_t addr)
+{
+	pthread_mutex_lock(&mu);
+	for (int i = 0; i < MAX_RECORDS; i++) {
+		if (!records[i].addr) {
+			records[i].addr = addr;
+			records[i].host = malloc(RECORD_SIZE);
+			break;
+		}
+	}
+	pthread_mutex_unlock(&mu);
+}
+
+static void record_drop(uint64_t addr)
+{
+	pthread_mutex_lock(&mu);
+	for (int i = 0; addr && i < MAX_RECORDS; i++) {
+		if (records[i].addr == addr) {
+			free(records[i].host);
+			records[i].addr = 0;
+			break;
+		}
+	}
+	pthread_mutex_unlock(&mu);
+}
+
 /* ---- plain device memory ---- */
 
 static CUresult alloc_on(int dev, uint64_t size, int kind, int pool, CUdeviceptr *out)
@@ -319,23 +378,36 @@ static CUresult free_kind(uint64_t addr, int kinds)
 
 #define DEVICE_KINDS ((1 << K_DEVICE) | (1 << K_MANAGED))
 
+/* Nested: stream-ordered memory of the legacy stream, through the global cuMemAllocAsync. */
 EXPORT CUresult cuMemAlloc_v2(CUdeviceptr *dptr, size_t size)
 {
-	return alloc_current(size, K_DEVICE, dptr);
+	if (!global.alloc_async)
+		return alloc_current(size, K_DEVICE, dptr);
+	CUresult r = global.alloc_async(dptr, size, CU_STREAM_LEGACY);
+	if (r == CUDA_SUCCESS)
+		record_add(*dptr);
+	return r;
 }
 
+/* Nested: through the global cuMemAlloc_v2 (itself nested once more). */
 EXPORT CUresult cuMemAllocPitch_v2(CUdeviceptr *dptr, size_t *pitch, size_t width, size_t height, unsigned int elem)
 {
 	(void)elem;
 	if (!width || !height)
 		return CUDA_ERROR_INVALID_VALUE;
 	*pitch = round_up(width, ALIGN);
+	if (global.alloc)
+		return global.alloc(dptr, *pitch * height);
 	return alloc_current(*pitch * height, K_DEVICE, dptr);
 }
 
+/* Nested: through the global cuMemFreeAsync. */
 EXPORT CUresult cuMemFree_v2(CUdeviceptr dptr)
 {
-	return free_kind(dptr, DEVICE_KINDS);
+	if (!global.free_async)
+		return free_kind(dptr, DEVICE_KINDS);
+	record_drop(dptr);
+	return global.free_async(dptr, CU_STREAM_LEGACY);
 }
 
 EXPORT CUresult cuMemAllocManaged(CUdeviceptr *dptr, size_t size, unsigned int flags)
@@ -387,10 +459,11 @@ EXPORT CUresult cuMemAllocHost(void **pp, unsigned int size)
 	return cuMemAllocHost_v2(pp, size);
 }
 
+/* Nested: through the global cuMemAllocHost_v2. */
 EXPORT CUresult cuMemHostAlloc(void **pp, size_t size, unsigned int flags)
 {
 	(void)flags;
-	return cuMemAllocHost_v2(pp, size);
+	return global.alloc_host ? global.alloc_host(pp, size) : cuMemAllocHost_v2(pp, size);
 }
 
 EXPORT CUresult cuMemFreeHost(void *p)
