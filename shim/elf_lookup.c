@@ -8,14 +8,14 @@
 #include "elf_lookup.h"
 
 struct dyn_tables {
-	const ElfW(Sym) *syms;
+	const Elf64_Sym *syms;
 	const char *strs;
 	const uint32_t *gnu_hash, *sysv_hash;
-	const ElfW(Half) *versym;
+	const Elf64_Half *versym;
 };
 
 /* The dynamic linker relocates these entries in place, except in objects such as the vDSO. */
-static const void *dyn_ptr(const struct link_map *map, ElfW(Addr) v)
+static const void *dyn_ptr(const struct link_map *map, Elf64_Addr v)
 {
 	return (const void *)(v < map->l_addr ? v + map->l_addr : v);
 }
@@ -23,7 +23,7 @@ static const void *dyn_ptr(const struct link_map *map, ElfW(Addr) v)
 static int read_tables(const struct link_map *map, struct dyn_tables *t)
 {
 	*t = (struct dyn_tables){ 0 };
-	for (const ElfW(Dyn) *d = map->l_ld; d && d->d_tag != DT_NULL; d++) {
+	for (const Elf64_Dyn *d = map->l_ld; d && d->d_tag != DT_NULL; d++) {
 		const void *p = dyn_ptr(map, d->d_un.d_ptr);
 		switch (d->d_tag) {
 		case DT_SYMTAB: t->syms = p; break;
@@ -47,7 +47,7 @@ static int same_name(const char *a, const char *b)
 
 static void *accept(const struct link_map *map, const struct dyn_tables *t, uint32_t i, const char *name)
 {
-	const ElfW(Sym) *s = &t->syms[i];
+	const Elf64_Sym *s = &t->syms[i];
 	int bind = ELF64_ST_BIND(s->st_info), type = ELF64_ST_TYPE(s->st_info);
 	if (s->st_shndx == SHN_UNDEF || (bind != STB_GLOBAL && bind != STB_WEAK) || !same_name(t->strs + s->st_name, name))
 		return NULL;
@@ -71,7 +71,7 @@ static void *gnu_lookup(const struct link_map *map, const struct dyn_tables *t, 
 {
 	const uint32_t *h = t->gnu_hash;
 	uint32_t nbuckets = h[0], symoffset = h[1], bloom_words = h[2];
-	const uint32_t *buckets = (const uint32_t *)((const ElfW(Addr) *)(h + 4) + bloom_words);
+	const uint32_t *buckets = (const uint32_t *)((const Elf64_Addr *)(h + 4) + bloom_words);
 	const uint32_t *chain = buckets + nbuckets;
 	uint32_t hash = gnu_hash_of(name);
 	if (!nbuckets)

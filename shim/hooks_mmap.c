@@ -210,11 +210,11 @@ EXPORT int mprotect(void *addr, size_t len, int prot)
 	int saved = errno;
 	if (rc == 0) {
 		uintptr_t b = (uintptr_t)addr, e = b + page_up(len);
-		uint64_t dropped = 0, moved;
+		uint64_t dropped = 0;
 		if (prot == PROT_NONE)
-			count_mmap(-(int64_t)(moved = ms_ranges_move(&table, &reserved, b, e, &dropped)));
+			count_mmap(-(int64_t)ms_ranges_move(&table, &reserved, b, e, &dropped));
 		else
-			count_mmap((int64_t)(moved = ms_ranges_move(&reserved, &table, b, e, &dropped)));
+			count_mmap((int64_t)ms_ranges_move(&reserved, &table, b, e, &dropped));
 		if (dropped) /* no room to keep them apart: forget them altogether, counted or not */
 			forget(b, e - b), __atomic_add_fetch(&untracked, 1, __ATOMIC_RELAXED);
 	}

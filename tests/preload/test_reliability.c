@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 #include "harness.h"
@@ -178,6 +179,37 @@ static const char *find_rustc(void)
 	return access("/usr/bin/rustc", X_OK) == 0 ? "/usr/bin/rustc" : NULL;
 }
 
+static void write_file(const char *dir, const char *name, const char *text)
+{
+	char path[400];
+	snprintf(path, sizeof path, "%s/%s", dir, name);
+	FILE *f = fopen(path, "w");
+	ck_assert_ptr_nonnull(f);
+	fputs(text, f);
+	fclose(f);
+}
+
+/* cargo (its own processes, rustc children, a build script) builds a crate offline. */
+static void cargo_build(struct run *c)
+{
+	char cargo[PATH_MAX], manifest[300], src[300];
+	snprintf(cargo, sizeof cargo, "%s/.cargo/bin/cargo", getenv("HOME") ? getenv("HOME") : "/root");
+	if (access(cargo, X_OK) != 0) {
+		fprintf(stderr, "skipped: no cargo on this machine\n");
+		return;
+	}
+	snprintf(src, sizeof src, "%s/src", r.dir);
+	ck_assert_int_eq(mkdir(src, 0755), 0);
+	write_file(r.dir, "Cargo.toml", "[package]\nname = \"shimmed\"\nversion = \"0.1.0\"\nedition = \"2021\"\n");
+	write_file(r.dir, "build.rs", "fn main() { println!(\"cargo:rustc-env=BUILT_BY=build.rs\"); }\n");
+	write_file(src, "main.rs", "fn main() { println!(\"built by {}\", env!(\"BUILT_BY\")); }\n");
+	snprintf(manifest, sizeof manifest, "%s/Cargo.toml", r.dir);
+	const char *build[] = { cargo, "run", "--offline", "-q", "--manifest-path", manifest, NULL };
+	ck_assert_int_eq(run_under_shim(c, build, NULL), 0);
+	ck_assert_msg(exited_with(c, 0), "cargo: status %#x %s", c->status, c->err);
+	ck_assert_str_eq(c->out, "built by build.rs\n");
+}
+
 /* rustc links jemalloc: `rustc --version` hung forever, and a real compile runs the allocator hard. */
 START_TEST(rustc_with_its_own_allocator)
 {
@@ -203,6 +235,7 @@ START_TEST(rustc_with_its_own_allocator)
 	const char *hello[] = { exe, NULL };
 	ck_assert_int_eq(run_under_shim(&c, hello, NULL), 0);
 	ck_assert_str_eq(c.out, "sum 4999950000\n");
+	cargo_build(&c);
 }
 END_TEST
 
