@@ -7,6 +7,10 @@ BUILD ?= build
 PKG_CONFIG ?= pkg-config
 SANITIZE ?=
 PYTHON ?= /usr/bin/python3
+# The project's Python environment (requirements.txt: the real Hugging Face stack on CPython 3.11).
+VENV ?= .venv
+VENV_PY := $(abspath $(VENV))/bin/python
+VENV_OLD_TF ?= .venv-transformers-4.46
 
 CFLAGS ?= -O2 -g
 WARNFLAGS := -Wall -Wextra -Wshadow -Wstrict-prototypes -Wmissing-prototypes -Wno-unused-parameter
@@ -30,8 +34,15 @@ CHECK_TARGETS :=
 ALL_TARGETS :=
 INSTALL_TARGETS :=
 
-.PHONY: all build-all check check-run deps demo demo-run bench install clean check-sanitize check-fuzz lint
+.PHONY: all build-all check check-run deps demo demo-run bench install clean check-sanitize check-fuzz lint venv
 all: build-all
+
+# Made (or remade when its requirements change) by the suites and the demo that need it.
+venv: $(VENV)/.requirements
+$(VENV)/.requirements: requirements.txt tools/setup-venv.sh
+	@tools/setup-venv.sh $(VENV) requirements.txt
+$(VENV_OLD_TF)/.requirements: requirements-transformers-4.46.txt $(VENV)/.requirements
+	@tools/setup-venv.sh $(VENV_OLD_TF) requirements-transformers-4.46.txt $(VENV)
 
 include shim/shim.mk
 include formatter/formatter.mk
@@ -40,6 +51,7 @@ include tests/preload/preload.mk
 include tests/formatter/formatter-tests.mk
 include tests/gpu/gpu.mk
 include tests/python/python.mk
+include tests/hf/hf.mk
 -include tests/native/native.mk
 include tests/fuzz/fuzz.mk
 -include bench/native/native.mk

@@ -1,0 +1,328 @@
+/* The real Hugging Face Trainer (examples/hf_trainer.py: a 4-layer GPT-2 from a config, synthetic
+ * data, train with an evaluation every epoch, evaluate, predict) under the shim with MEMSHIM_STAGES
+ * unset: the default names bind, HF's own memory keys all exist, and the numbers that can be known
+ * hold (AdamW's two states in train, the model built before Trainer(...) not in init). */
+#include <check.h>
+#include <dirent.h>
+#include <fcntl.h>
+#include <jansson.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+extern char **environ;
+
+#define MiB (1024LL * 1024)
+
+static char lib[PATH_MAX], script[PATH_MAX], formatter[PATH_MAX], venv_py[PATH_MAX], old_py[PATH_MAX];
+
+struct run {
+	char dir[64];
+	int status; /* exit status, or 128 + signal */
+	char out[1 << 16], err[1 << 16];
+};
+
+static void slurp(const char *path, char *buf, size_t size)
+{
+	FILE *f = fopen(path, "r");
+	size_t n = f ? fread(buf, 1, size - 1, f) : 0;
+	buf[n] = '\0';
+	if (f)
+		fclose(f);
+}
+
+/* Runs ARGV in a fresh directory with the shim preloaded (unless PRELOAD is 0), output pattern
+ * OUTPUT (relative to that directory) and extra KEY=VALUE entries ENV. */
+static void run(struct run *r, const char *const *argv, const char *output, const char *const *env, int preload)
+{
+	memset(r, 0, sizeof *r);
+	snprintf(r->dir, sizeof r->dir, "/tmp/memshim-hf.XXXXXX");
+	ck_assert_ptr_nonnull(mkdtemp(r->dir));
+	char *envp[1100], preload_var[PATH_MAX + 16], out_var[256];
+	int n = 0;
+	for (char **e = environ; *e && n < 1000; e++)
+		if (strncmp(*e, "MEMSHIM_", 8) && strncmp(*e, "LD_PRELOAD=", 11) && strncmp(*e, "PYTHON", 6))
+			envp[n++] = *e;
+	snprintf(preload_var, sizeof preload_var, "LD_PRELOAD=%s", lib);
+	snprintf(out_var, sizeof out_var, "MEMSHIM_OUTPUT=%s/%s", r->dir, output);
+	if (preload)
+		envp[n++] = preload_var;
+	envp[n++] = out_var;
+	envp[n++] = "HF_HUB_OFFLINE=1";
+	envp[n++] = "OMP_NUM_THREADS=1";
+	for (; env && *env && n < 1090; env++)
+		envp[n++] = (char *)*env;
+	envp[n] = NULL;
+	char out_path[128], err_path[128];
+	snprintf(out_path, sizeof out_path, "%s/stdout", r->dir);
+	snprintf(err_path, sizeof err_path, "%s/stderr", r->dir);
+	pid_t pid = fork();
+	ck_assert_int_ge(pid, 0);
+	if (pid == 0) {
+		int o = open(out_path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+		int e = open(err_path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+		dup2(o, 1);
+		dup2(e, 2);
+		if (chdir(r->dir) != 0)
+			_exit(125);
+		execve(argv[0], (char *const *)argv, envp);
+		_exit(126);
+	}
+	int st = 0;
+	waitpid(pid, &st, 0);
+	r->status = WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+	slurp(out_path, r->out, sizeof r->out);
+	slurp(err_path, r->err, sizeof r->err);
+	ck_assert_msg(r->status == 0, "%s exited %d\n%s", argv[1], r->status, r->err);
+}
+
+static json_t *load(const struct run *r, const char *name)
+{
+	char path[512];
+	json_error_t jerr;
+	snprintf(path, sizeof path, "%s/%s", r->dir, name);
+	json_t *j = json_load_file(path, 0, &jerr);
+	ck_assert_msg(j != NULL, "%s: %s", path, jerr.text);
+	return j;
+}
+
+static long long metric(json_t *m, const char *key)
+{
+	json_t *v = json_object_get(json_object_get(m, "metrics"), key);
+	ck_assert_msg(v != NULL, "metric %s missing", key);
+	return json_integer_value(v);
+}
+
+static json_t *stage(json_t *m, const char *name)
+{
+	size_t i;
+	json_t *s;
+	json_array_foreach(json_object_get(m, "stages"), i, s)
+		if (!strcmp(json_string_value(json_object_get(s, "name")), name))
+			return s;
+	ck_abort_msg("no stage %s", name);
+	return NULL;
+}
+
+static double num(json_t *o, const char *key)
+{
+	return json_number_value(json_object_get(o, key));
+}
+
+/* Evaluations whose call started inside train's call: the per-epoch ones. */
+static int evals_inside_train(json_t *m)
+{
+	json_t *train = json_array_get(json_object_get(stage(m, "train"), "history"), 0);
+	double t0 = num(train, "start"), t1 = t0 + num(train, "runtime");
+	size_t i;
+	json_t *h;
+	int inside = 0;
+	json_array_foreach(json_object_get(stage(m, "eval"), "history"), i, h)
+		inside += num(h, "start") >= t0 && num(h, "start") <= t1;
+	return inside;
+}
+
+static void expect_stages_bound(json_t *m, int epochs)
+{
+	ck_assert_int_eq(metric(m, "train_calls"), 1);
+	ck_assert_int_eq(metric(m, "eval_calls"), epochs + 1);
+	ck_assert_int_eq(metric(m, "test_calls"), 1);
+	ck_assert_int_eq(metric(m, "init_calls"), 1);
+	ck_assert_int_eq(evals_inside_train(m), epochs);
+}
+
+/* Train keeps AdamW's two states per parameter (gradients are freed at each step's zero_grad);
+ * init (Trainer.__init__) does not include the model built before it. */
+static void expect_train_numbers(json_t *m, long long params)
+{
+	long long train = metric(m, "train_mem_cpu_alloc_delta");
+	ck_assert_msg(train >= 2 * params && train <= 3 * params + 64 * MiB,
+		      "train alloc delta %lld, parameters %lld bytes (AdamW: 2x)", train, params);
+	ck_assert_int_ge(metric(m, "train_mem_cpu_peaked_delta"), 0);
+}
+
+static void expect_known_numbers(json_t *m, long long params)
+{
+	expect_train_numbers(m, params);
+	long long init = metric(m, "init_mem_cpu_alloc_delta");
+	ck_assert_msg(init < params / 2, "init alloc delta %lld holds the model (%lld bytes)?", init, params);
+}
+
+static long long parameter_bytes(json_t *hf)
+{
+	return json_integer_value(json_object_get(json_object_get(hf, "info"), "parameter_bytes"));
+}
+
+START_TEST(trainer_default_stages_and_hf_keys)
+{
+	struct run r;
+	const char *argv[] = { venv_py, script, "--hf-metrics", "hf.json", NULL };
+	run(&r, argv, "m.json", NULL, 1);
+	json_t *m = load(&r, "m.json"), *hf = load(&r, "hf.json");
+	expect_stages_bound(m, 2);
+	expect_known_numbers(m, parameter_bytes(hf));
+	/* every memory key HF reports is in memshim's flat metrics under the same name */
+	const char *split;
+	json_t *group;
+	int checked = 0;
+	json_object_foreach(json_object_get(hf, "metrics"), split, group) {
+		const char *key;
+		json_t *v;
+		json_object_foreach(group, key, v)
+			if (strstr(key, "_mem_")) {
+				ck_assert_msg(json_object_get(json_object_get(m, "metrics"), key) != NULL,
+					      "HF's %s (%s) missing from memshim's metrics", key, split);
+				checked++;
+			}
+	}
+	ck_assert_int_ge(checked, 9); /* init, train, eval, test: alloc and peaked; before_init */
+	json_decref(m);
+	json_decref(hf);
+}
+END_TEST
+
+START_TEST(gradient_accumulation)
+{
+	struct run r;
+	const char *argv[] = { venv_py, script, "--accumulate", "2", "--skip-hf-memory", "--hf-metrics", "hf.json", NULL };
+	run(&r, argv, "m.json", NULL, 1);
+	json_t *m = load(&r, "m.json"), *hf = load(&r, "hf.json");
+	expect_stages_bound(m, 2);
+	expect_known_numbers(m, parameter_bytes(hf));
+	json_decref(m);
+	json_decref(hf);
+}
+END_TEST
+
+/* DataLoader workers are forked children: each writes its own file; the main process's stages are
+ * the same as without workers. */
+START_TEST(dataloader_workers)
+{
+	struct run r;
+	const char *argv[] = { venv_py, script, "--workers", "2", "--skip-hf-memory", "--hf-metrics", "hf.json", NULL };
+	run(&r, argv, "m.json", NULL, 1);
+	json_t *m = load(&r, "m.json"), *hf = load(&r, "hf.json");
+	expect_stages_bound(m, 2);
+	expect_known_numbers(m, parameter_bytes(hf));
+	int children = 0;
+	DIR *d = opendir(r.dir);
+	struct dirent *e;
+	while (d && (e = readdir(d)))
+		children += !strncmp(e->d_name, "m.json.", 7);
+	closedir(d);
+	ck_assert_msg(children >= 2, "%d worker files", children);
+	json_decref(m);
+	json_decref(hf);
+}
+END_TEST
+
+/* Two ranks under torchrun (gloo on CPU): one file per rank with the rank recorded, and the
+ * formatter merges them. */
+START_TEST(torchrun_two_ranks)
+{
+	struct run r;
+	char torchrun[PATH_MAX + 16];
+	snprintf(torchrun, sizeof torchrun, "%.*s/torchrun", (int)(strrchr(venv_py, '/') - venv_py), venv_py);
+	const char *argv[] = { torchrun, "--standalone", "--nproc-per-node", "2", script, "--skip-hf-memory",
+			       "--samples", "32", NULL };
+	run(&r, argv, "m_%p.json", NULL, 1);
+	char *files[2], paths[2][600];
+	int ranks = 0;
+	DIR *d = opendir(r.dir);
+	struct dirent *e;
+	while (d && (e = readdir(d))) {
+		if (strncmp(e->d_name, "m_", 2))
+			continue;
+		char path[600];
+		snprintf(path, sizeof path, "%s/%s", r.dir, e->d_name);
+		json_error_t jerr;
+		json_t *m = json_load_file(path, 0, &jerr);
+		json_t *rank = m ? json_object_get(m, "rank") : NULL;
+		if (rank && json_object_get(json_object_get(m, "metrics"), "train_calls")) {
+			ck_assert_int_lt(ranks, 2);
+			expect_stages_bound(m, 2);
+			ck_assert_int_eq(json_integer_value(json_object_get(rank, "world_size")), 2);
+			snprintf(paths[ranks], sizeof paths[ranks], "%s", path);
+			files[ranks] = paths[ranks];
+			ranks++;
+		}
+		json_decref(m);
+	}
+	closedir(d);
+	ck_assert_int_eq(ranks, 2);
+	struct run f;
+	const char *merge[] = { formatter, "--merge", files[0], files[1], NULL };
+	run(&f, merge, "unused.json", NULL, 0);
+	ck_assert_ptr_nonnull(strstr(f.out, "train_mem_cpu_alloc_delta"));
+	ck_assert_ptr_nonnull(strstr(f.out, "rank"));
+}
+END_TEST
+
+/* The default names bind on an older transformers line too (a rename would fail here). */
+START_TEST(older_transformers_line)
+{
+	if (access(old_py, X_OK) != 0) {
+		fprintf(stderr, "check_hf: %s missing, older transformers test skipped\n", old_py);
+		return;
+	}
+	struct run r;
+	const char *argv[] = { old_py, script, "--skip-hf-memory", "--hf-metrics", "hf.json", NULL };
+	run(&r, argv, "m.json", NULL, 1);
+	json_t *m = load(&r, "m.json"), *hf = load(&r, "hf.json");
+	const char *version = json_string_value(json_object_get(json_object_get(hf, "info"), "transformers"));
+	ck_assert_msg(version && !strncmp(version, "4.46.", 5), "transformers %s", version ? version : "?");
+	expect_stages_bound(m, 2);
+	/* 4.46's Trainer.__init__ itself allocates about 70 MB (HF's own tracker agrees): no init bound */
+	expect_train_numbers(m, parameter_bytes(hf));
+	json_decref(m);
+	json_decref(hf);
+}
+END_TEST
+
+static void absolute(char *out, const char *rel)
+{
+	if (!realpath(rel, out))
+		snprintf(out, PATH_MAX, "%s", rel);
+}
+
+/* A virtual environment's python is a symlink to the base interpreter: keep the link. */
+static void absolute_link(char *out, const char *rel)
+{
+	char cwd[PATH_MAX / 2];
+	if (rel[0] == '/' || !getcwd(cwd, sizeof cwd))
+		snprintf(out, PATH_MAX, "%s", rel);
+	else
+		snprintf(out, PATH_MAX, "%s/%.*s", cwd, PATH_MAX / 2 - 2, rel);
+}
+
+int main(void)
+{
+	const char *build = getenv("BUILD") ? getenv("BUILD") : "build";
+	char rel[PATH_MAX];
+	snprintf(rel, sizeof rel, "%s/libmemshim.so", build);
+	absolute(lib, rel);
+	snprintf(rel, sizeof rel, "%s/memshim-format", build);
+	absolute(formatter, rel);
+	absolute(script, "examples/hf_trainer.py");
+	snprintf(rel, sizeof rel, "%s/bin/python", getenv("VENV") ? getenv("VENV") : ".venv");
+	absolute_link(venv_py, rel);
+	snprintf(rel, sizeof rel, "%s/bin/python", getenv("VENV_OLD_TF") ? getenv("VENV_OLD_TF") : ".venv-transformers-4.46");
+	absolute_link(old_py, rel);
+	Suite *s = suite_create("hf");
+	TCase *tc = tcase_create("trainer");
+	tcase_set_timeout(tc, 240);
+	tcase_add_test(tc, trainer_default_stages_and_hf_keys);
+	tcase_add_test(tc, gradient_accumulation);
+	tcase_add_test(tc, dataloader_workers);
+	tcase_add_test(tc, torchrun_two_ranks);
+	tcase_add_test(tc, older_transformers_line);
+	suite_add_tcase(s, tc);
+	SRunner *sr = srunner_create(s);
+	srunner_run_all(sr, CK_NORMAL);
+	int failed = srunner_ntests_failed(sr);
+	srunner_free(sr);
+	return failed ? 1 : 0;
+}

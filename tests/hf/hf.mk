@@ -1,0 +1,13 @@
+# The real Hugging Face Trainer under the shim, in the project's Python environment (.venv), and the
+# stage binding once more on an older transformers line.
+HF_SUITES := $(BUILD)/hf/check_hf
+
+$(BUILD)/hf/check_hf: tests/hf/check_hf.c
+	@mkdir -p $(@D)
+	$(CC) $(BASEFLAGS) $(CFLAGS) $(CHECK_CFLAGS) $(JANSSON_CFLAGS) -o $@ $< $(CHECK_LIBS) $(JANSSON_LIBS)
+
+.PHONY: check-hf
+check-hf: $(BUILD)/libmemshim.so $(FMT_BIN) $(HF_SUITES) $(VENV)/.requirements $(VENV_OLD_TF)/.requirements
+	@for t in $(HF_SUITES); do BUILD=$(BUILD) VENV=$(VENV) VENV_OLD_TF=$(VENV_OLD_TF) $$t || exit 1; done
+
+CHECK_TARGETS += check-hf
