@@ -3,7 +3,8 @@
 config (no download) and a synthetic in-memory dataset: train (evaluating every epoch), evaluate,
 predict.  HF's own memory tracker runs too unless --skip-hf-memory, so both can be compared.
 
-    memshim run -- python examples/hf_trainer.py --hf-metrics hf.json
+    memshim run -- python examples/hf_trainer.py --output-dir out
+    memshim-format --compare out/all_results.json memshim_metrics.json
 """
 import argparse
 import json
@@ -57,7 +58,7 @@ def main():
     p.add_argument("--workers", type=int, default=0)
     p.add_argument("--skip-hf-memory", action="store_true", help="turn HF's own tracker off")
     p.add_argument("--hf-metrics", help="write HF's metrics (train, eval, test) to this JSON file")
-    p.add_argument("--output-dir", default=None)
+    p.add_argument("--output-dir", default=None, help="where HF writes all_results.json (default: a temporary directory)")
     p.add_argument("--callback", action="store_true", help="add memshim.hf.MemshimCallback")
     args = p.parse_args()
     torch.manual_seed(0)
@@ -78,6 +79,7 @@ def main():
     metrics["test"] = trainer.predict(Tokens(args.samples // 2, 64, 2048, 3)).metrics
     for split, m in metrics.items():
         trainer.log_metrics(split, m)
+        trainer.save_metrics(split, m)  # HF's results files: OUTPUT_DIR/all_results.json
     info = {"parameter_bytes": params, "transformers": transformers.__version__,
             "torch": torch.__version__, "epochs": args.epochs, "rank": int(os.environ.get("RANK", "0")),
             "log_history": trainer.state.log_history}

@@ -10,6 +10,7 @@ static const char mf_usage[] =
 	"       memshim-format --merge [--stage NAME] FILE...\n"
 	"       memshim-format --diff [--threshold 5%|10MB] [--stage NAME] OLD NEW\n"
 	"       memshim-format --plot FILE.svg|FILE.png [--size WxH] FILE...\n"
+	"       memshim-format --compare HF_RESULTS.json FILE\n"
 	"Prints memshim metrics files as the Hugging Face Trainer memory-metrics dump, or draws them.\n"
 	"  --stage NAME     only that stage's group\n"
 	"  --calls          per stage, min/max over its calls\n"
@@ -20,6 +21,8 @@ static const char mf_usage[] =
 	"  --plot OUT       draws memory over time with the stages into OUT (.svg or .png), one\n"
 	"                   panel per file on a shared time axis; prints nothing\n"
 	"  --size WxH       the picture's size in pixels (default 1200 x 300+250 per file)\n"
+	"  --compare HF     Hugging Face's own memory metrics (all_results.json or a\n"
+	"                   {split}_results.json of the same run) beside memshim's, key by key\n"
 	"Exit status: 0 ok, 1 --diff found a regression, 2 bad input or usage.\n";
 
 static int mf_usage_error(FILE *err, const char *what, const char *arg)
@@ -68,8 +71,8 @@ struct mf_args {
 static int mf_value_opt(int argc, char **argv, int *i, struct mf_args *a, FILE *err, int *used)
 {
 	static const char *const names[] = { "--stage", "--json-dir", "--threshold", "--plot",
-					     "--size" };
-	for (int k = 0; k < 5; k++) {
+					     "--size", "--compare" };
+	for (int k = 0; k < 6; k++) {
 		int m;
 		const char *v = mf_optval(argc, argv, i, names[k], &m);
 		if (!m)
@@ -80,7 +83,9 @@ static int mf_value_opt(int argc, char **argv, int *i, struct mf_args *a, FILE *
 		if (k == 4)
 			return mf_parse_size(v, &a->o.plot_w, &a->o.plot_h) ?
 				mf_usage_error(err, "bad size (want WxH, each 200 to 16000)", v) : MF_OK;
-		if (k == 0)
+		if (k == 5)
+			a->o.compare = v;
+		else if (k == 0)
 			a->o.stage = v;
 		else if (k == 1)
 			a->o.json_dir = v;
@@ -142,6 +147,9 @@ static int mf_check_args(struct mf_args *a, FILE *err)
 	if (a->o.plot && (a->o.diff || a->o.merge || a->o.calls || a->o.json_dir || a->o.stage))
 		return mf_usage_error(err, "--plot does not combine with --diff, --merge, --calls, "
 				      "--json-dir or --stage", NULL);
+	if (a->o.compare && (a->nfiles != 1 || a->o.diff || a->o.merge || a->o.calls || a->o.plot ||
+			     a->o.json_dir || a->o.stage))
+		return mf_usage_error(err, "--compare takes one metrics file and no other mode", NULL);
 	if (a->o.threshold_text && !a->o.diff)
 		return mf_usage_error(err, "--threshold only applies to --diff", NULL);
 	if (!a->o.threshold_text) /* the default: 5% of the old value */
@@ -224,6 +232,8 @@ static int mf_run(const struct mf_args *a, FILE *out, FILE *err)
 		rc = MF_BAD;
 	else if (a->o.diff)
 		rc = mf_diff(out, &files[0], &files[1], &a->o);
+	else if (a->o.compare)
+		rc = mf_compare(out, err, a->o.compare, &files[0]);
 	else if (a->o.plot)
 		rc = mf_plot_files(err, files, n, &a->o);
 	else {

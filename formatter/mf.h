@@ -99,6 +99,7 @@ struct mf_opts {
 	int threshold_pct;      /* 1: percent of |old|, 0: bytes */
 	const char *threshold_text;
 	const char *plot;       /* --plot FILE.svg|FILE.png, or NULL */
+	const char *compare;    /* --compare HF.json, or NULL */
 	int plot_w, plot_h;     /* --size, 0 for the default */
 };
 void mf_print_status(FILE *out, const struct mf_file *f);
@@ -110,6 +111,9 @@ int mf_has_stage(const struct mf_file *f, const char *stage);
 
 /* calls.c: --calls tables. */
 void mf_print_calls(FILE *out, json_t *stages, const char *only_stage);
+
+/* compare.c: --compare HF.json, Hugging Face's own memory metrics beside F's. */
+int mf_compare(FILE *out, FILE *err, const char *hf_path, const struct mf_file *f);
 
 /* merge.c, diff.c, results.c */
 void mf_merge(FILE *out, struct mf_file *files, size_t n, const struct mf_opts *o);

@@ -159,7 +159,7 @@ static long long parameter_bytes(json_t *hf)
 START_TEST(trainer_default_stages_and_hf_keys)
 {
 	struct run r;
-	const char *argv[] = { venv_py, script, "--hf-metrics", "hf.json", NULL };
+	const char *argv[] = { venv_py, script, "--hf-metrics", "hf.json", "--output-dir", "out", NULL };
 	run(&r, argv, "m.json", NULL, 1);
 	json_t *m = load(&r, "m.json"), *hf = load(&r, "hf.json");
 	expect_stages_bound(m, 2);
@@ -179,6 +179,16 @@ START_TEST(trainer_default_stages_and_hf_keys)
 			}
 	}
 	ck_assert_int_ge(checked, 9); /* init, train, eval, test: alloc and peaked; before_init */
+	/* side by side: HF's own results file against memshim's, every HF memory key a full row */
+	char results[128], metrics[128];
+	snprintf(results, sizeof results, "%s/out/all_results.json", r.dir);
+	snprintf(metrics, sizeof metrics, "%s/m.json", r.dir);
+	struct run c;
+	const char *compare[] = { formatter, "--compare", results, metrics, NULL };
+	run(&c, compare, "unused.json", NULL, 0);
+	ck_assert_ptr_nonnull(strstr(c.out, "Hugging Face's tracker vs memshim"));
+	ck_assert_ptr_nonnull(strstr(c.out, "train_mem_cpu_alloc_delta"));
+	ck_assert_msg(!strstr(c.out, "MB        -"), "a memory key without memshim's value:\n%s", c.out);
 	json_decref(m);
 	json_decref(hf);
 }
