@@ -35,9 +35,13 @@ install-formatter: $(FMT_BIN)
 	install -m 0755 $(FMT_BIN) $(DESTDIR)$(PREFIX)/bin/memshim-format
 	install -m 0755 scripts/memshim $(DESTDIR)$(PREFIX)/bin/memshim
 
-# The demo: a small PyTorch CPU training under the wrapper, with the Trainer's default stage names.
-demo-run: $(BUILD)/libmemshim.so $(FMT_BIN)
+# The demo: the real Hugging Face Trainer (train with evaluations, evaluate, predict) in the project's
+# venv under the wrapper with the default stage names; HF's own tracker runs too, then both side by side.
+demo-run: $(BUILD)/libmemshim.so $(FMT_BIN) $(VENV)/.requirements
 	@rm -rf $(BUILD)/demo && mkdir -p $(BUILD)/demo
-	scripts/memshim run --output $(BUILD)/demo/memshim_metrics.json -- $(PYTHON) examples/train.py
+	HF_HUB_OFFLINE=1 scripts/memshim run --output $(BUILD)/demo/memshim_metrics.json -- \
+		$(VENV_PY) examples/hf_trainer.py --output-dir $(BUILD)/demo/hf
+	@echo
+	@$(FMT_BIN) --compare $(BUILD)/demo/hf/all_results.json $(BUILD)/demo/memshim_metrics.json
 	@$(FMT_BIN) --json-dir $(BUILD)/demo/results $(BUILD)/demo/memshim_metrics.json >/dev/null
 	@echo "memshim: metrics in $(BUILD)/demo/memshim_metrics.json, Trainer-style results in $(BUILD)/demo/results/"
