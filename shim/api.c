@@ -46,3 +46,18 @@ EXPORT int memshim_snapshot(void)
 		return -1;
 	return ms_report_write("snapshot", 0, 0);
 }
+
+EXPORT long memshim_metrics_json(char *buf, size_t size)
+{
+	if (!ms_active || (!buf && size))
+		return -1;
+	int saved = errno;
+	long n = ms_report_to_buffer(buf, size);
+	errno = saved;
+	return n;
+}
+
+EXPORT int memshim_active(void)
+{
+	return ms_active != 0;
+}

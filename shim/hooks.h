@@ -16,6 +16,9 @@ void ms_resolve(void);
 int ms_resolved(void);
 /* Resolves, or waits for the thread that is resolving; 0 once the real functions are known. */
 int ms_resolve_wait(void);
+/* Non-zero when the library was loaded after the program started (dlopen, ctypes): the program's
+ * calls are already bound elsewhere, so nothing would be counted. */
+int ms_loaded_late(void);
 /* The sanitizer whose runtime owns malloc ("AddressSanitizer", ...), or NULL. */
 const char *ms_sanitizer(void);
 /* The C library's own dlsym (ours wraps the public one), found without any failing lookup. */

@@ -7,15 +7,44 @@
 void ms_json_init(struct ms_json *w, int fd)
 {
 	w->fd = fd;
+	w->to_memory = 0;
+	w->mem = NULL;
+	w->mem_cap = w->mem_len = 0;
 	w->err = 0;
 	w->depth = 0;
 	w->first[0] = 1;
 	w->len = 0;
 }
 
+void ms_json_init_memory(struct ms_json *w, char *dst, size_t cap)
+{
+	ms_json_init(w, -1);
+	w->to_memory = 1;
+	w->mem = dst;
+	w->mem_cap = cap;
+	if (cap)
+		dst[0] = '\0';
+}
+
+static void flush_memory(struct ms_json *w)
+{
+	if (w->mem_len + 1 < w->mem_cap) {
+		size_t room = w->mem_cap - 1 - w->mem_len;
+		memcpy(w->mem + w->mem_len, w->buf, w->len < room ? w->len : room);
+	}
+	w->mem_len += w->len;
+	if (w->mem_cap)
+		w->mem[w->mem_len < w->mem_cap ? w->mem_len : w->mem_cap - 1] = '\0';
+	w->len = 0;
+}
+
 static void flush(struct ms_json *w)
 {
 	size_t off = 0;
+	if (w->to_memory) {
+		flush_memory(w);
+		return;
+	}
 	while (off < w->len && !w->err) {
 		ssize_t n = write(w->fd, w->buf + off, w->len - off);
 		if (n > 0)

@@ -10,6 +10,9 @@
 
 struct ms_json {
 	int fd;
+	int to_memory;           /* into MEM instead of FD (ms_json_init_memory) */
+	char *mem;               /* the caller's buffer, or NULL for a size query */
+	size_t mem_cap, mem_len; /* its size; the bytes produced so far, stored or not */
 	int err;                 /* 0, or errno of the first failed write (EIO: bad nesting) */
 	int depth;
 	int first[MS_JSON_DEPTH];/* no member written yet at this depth */
@@ -18,6 +21,9 @@ struct ms_json {
 };
 
 void ms_json_init(struct ms_json *w, int fd);
+/* Writes into DST (CAP bytes, always NUL-terminated when CAP > 0) instead of a file; the whole
+ * length is counted even when it does not fit, in W->mem_len after ms_json_finish. */
+void ms_json_init_memory(struct ms_json *w, char *dst, size_t cap);
 /* KEY is the member name inside an object, NULL inside an array or at top level. */
 void ms_json_object(struct ms_json *w, const char *key);
 void ms_json_array(struct ms_json *w, const char *key);

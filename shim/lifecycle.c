@@ -199,6 +199,13 @@ __attribute__((constructor)) static void ms_init(void)
 		stop_tracking();
 		return;
 	}
+	if (ms_loaded_late()) {
+		ms_warn("libmemshim.so was loaded after the program started (dlopen or ctypes): calls are "
+			"already bound, nothing is counted; preload it (LD_PRELOAD, memshim run, memshim kernel "
+			"install for notebooks)");
+		stop_tracking();
+		return;
+	}
 	if (ms_sanitizer()) {
 		ms_warn("%s owns this program's memory: memshim steps aside and counts nothing", ms_sanitizer());
 		stop_tracking();

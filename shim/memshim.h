@@ -3,10 +3,12 @@
  * Preload build/libmemshim.so to track memory; call these functions (from C, or from Python through
  * ctypes) to mark stages explicitly.  Stage names match [A-Za-z0-9_]+ and at most 63 characters.
  * All functions are safe to call from any thread, before and after main, and when the library is
- * disabled (then they do nothing and return 0).
+ * disabled (then the stage calls do nothing and return 0; see each function).
  */
 #ifndef MEMSHIM_H
 #define MEMSHIM_H
+
+#include <stddef.h>
 
 #ifdef __cplusplus
 extern "C" {
@@ -25,6 +27,16 @@ int memshim_stage_end(const char *name);
 /* Writes the metrics file now as a snapshot ("complete": false); the final file is still written at
  * exit.  Returns 0 on success, -1 when disabled or the file could not be written. */
 int memshim_snapshot(void);
+
+/* Copies the metrics so far into BUF as the metrics file's JSON ("complete": false, "reason":
+ * "live"; completed calls, and open stages with their numbers so far), NUL-terminated when SIZE > 0.
+ * Returns the document's full length: when that is SIZE or more, the copy was cut short, so call
+ * again with a buffer of at least the returned length + 1 (BUF NULL, SIZE 0 only asks the length).
+ * Returns -1 when the library is not tracking this process (not preloaded, disabled, stepped aside). */
+long memshim_metrics_json(char *buf, size_t size);
+
+/* 1 when the library is preloaded and tracking this process, else 0. */
+int memshim_active(void);
 
 #ifdef __cplusplus
 }

@@ -398,7 +398,8 @@ static void write_identity(struct ms_json *w, const char *reason, int sig, int c
 	}
 }
 
-static void write_document(int fd, const char *reason, int sig, int complete, struct ms_json *w)
+/* The whole document into W, initialised by the caller for a file or a buffer. */
+static void write_document(struct ms_json *w, const char *reason, int sig, int complete)
 {
 	struct timespec ts;
 	clock_gettime(CLOCK_REALTIME, &ts);
@@ -413,7 +414,6 @@ static void write_document(int fd, const char *reason, int sig, int complete, st
 	int ids[MS_MAX_STAGES];
 	int n = ordered(ids);
 
-	ms_json_init(w, fd);
 	ms_json_object(w, NULL);
 	write_identity(w, reason, sig, complete, end_unix);
 	ms_json_bool(w, "gpu_used", gpu);
@@ -495,7 +495,8 @@ static int write_in_place(const char *path, const char *reason, int sig, int com
 	int fl = fcntl(fd, F_GETFL);
 	if (fl >= 0)
 		fcntl(fd, F_SETFL, fl & ~O_NONBLOCK);
-	write_document(fd, reason, sig, complete, &w);
+	ms_json_init(&w, fd);
+	write_document(&w, reason, sig, complete);
 	int e = finish(&w, fd);
 	return e ? fail(path, e) : 0;
 }
@@ -525,7 +526,8 @@ static int write_replacing(const char *path, const char *reason, int sig, int co
 	int fd = open_temporary(tmp);
 	if (fd < 0)
 		return fail(path, errno);
-	write_document(fd, reason, sig, complete, &w);
+	ms_json_init(&w, fd);
+	write_document(&w, reason, sig, complete);
 	int e = finish(&w, fd);
 	if (!e && renameat(where.dirfd, tmp, where.dirfd, where.name) < 0)
 		e = errno;
@@ -576,6 +578,22 @@ static int write_file(const char *reason, int sig, int complete, int from_handle
 	if (complete)
 		__atomic_store_n(&finished_final, 1, __ATOMIC_RELEASE);
 	in_handler = 0;
+	ms_tls_guard--;
+	__atomic_store_n(&writing, 0, __ATOMIC_RELEASE);
+	errno = saved;
+	return rc;
+}
+
+long ms_report_to_buffer(char *buf, size_t size)
+{
+	static struct ms_json w;
+	if (acquire_writer(0) < 0)
+		return -1;
+	int saved = errno;
+	ms_tls_guard++;
+	ms_json_init_memory(&w, buf, size);
+	write_document(&w, "live", 0, 0);
+	long rc = ms_json_finish(&w) < 0 ? -1 : (long)w.mem_len;
 	ms_tls_guard--;
 	__atomic_store_n(&writing, 0, __ATOMIC_RELEASE);
 	errno = saved;

@@ -11,6 +11,10 @@ void ms_report_init(void);
  * Returns 0, or -1 after one warning naming the path. */
 int ms_report_write(const char *reason, int sig, int complete);
 
+/* The metrics so far as the file's JSON ("reason": "live", open stages as they stand) into BUF,
+ * NUL-terminated when SIZE > 0; returns the whole length (more than SIZE - 1: it was cut). */
+long ms_report_to_buffer(char *buf, size_t size);
+
 /* From a signal handler: a snapshot marked with SIG, never waiting long for locks. */
 void ms_report_signal(int sig);
 

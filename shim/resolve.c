@@ -4,6 +4,7 @@
 #include <link.h>
 #include <errno.h>
 #include <sched.h>
+#include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 #include "elf_lookup.h"
@@ -98,6 +99,19 @@ static int find_sanitizer(const struct link_map *allocator)
 			return 1;
 		}
 	return 0;
+}
+
+int ms_loaded_late(void)
+{
+	ms_dlsym_fn real = ms_libc_dlsym();
+	void *bound = real ? real(RTLD_DEFAULT, "free") : NULL;
+	if (!bound || ms_elf_object_of(bound) == ms_elf_object_of((const void *)ms_loaded_late))
+		return 0;
+	/* the program's own allocator comes first even when we are preloaded (rustc) */
+	if (ms_elf_object_of(bound) == _r_debug.r_map)
+		return 0;
+	const char *preload = getenv("LD_PRELOAD");
+	return !preload || !strstr(preload, "memshim");
 }
 
 const char *ms_sanitizer(void)

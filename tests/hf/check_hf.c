@@ -188,7 +188,12 @@ START_TEST(trainer_default_stages_and_hf_keys)
 	run(&c, compare, "unused.json", NULL, 0);
 	ck_assert_ptr_nonnull(strstr(c.out, "Hugging Face's tracker vs memshim"));
 	ck_assert_ptr_nonnull(strstr(c.out, "train_mem_cpu_alloc_delta"));
-	ck_assert_msg(!strstr(c.out, "MB        -"), "a memory key without memshim's value:\n%s", c.out);
+	for (char *line = strtok(c.out, "\n"); line; line = strtok(NULL, "\n")) {
+		int mbs = 0;
+		for (char *p = line; (p = strstr(p, "MB")); p += 2)
+			mbs++;
+		ck_assert_msg(!strstr(line, "_mem_") || mbs == 3, "a memory key without both values: %s", line);
+	}
 	json_decref(m);
 	json_decref(hf);
 }
@@ -292,6 +297,93 @@ START_TEST(older_transformers_line)
 }
 END_TEST
 
+static char pythonpath[PATH_MAX + 16], repo[PATH_MAX];
+
+/* Log entries of the Trainer's log_history that hold KEY. */
+static int logs_with(json_t *hf, const char *key)
+{
+	size_t i;
+	json_t *e;
+	int n = 0;
+	json_array_foreach(json_object_get(json_object_get(hf, "info"), "log_history"), i, e)
+		n += json_object_get(e, key) != NULL;
+	return n;
+}
+
+/* memshim.hf.MemshimCallback on the real Trainer: memshim's keys in log_history (every evaluation
+ * and the end of training) and in predict's metrics; without the library, nothing and no failure. */
+START_TEST(trainer_callback)
+{
+	struct run r;
+	const char *env[] = { pythonpath, NULL };
+	const char *argv[] = { venv_py, script, "--callback", "--skip-hf-memory", "--hf-metrics", "hf.json", NULL };
+	run(&r, argv, "m.json", env, 1);
+	json_t *hf = load(&r, "hf.json");
+	ck_assert_int_eq(logs_with(hf, "eval_mem_cpu_peaked_delta"), 3);
+	ck_assert_int_eq(logs_with(hf, "train_mem_cpu_alloc_delta"), 1);
+	ck_assert_int_eq(logs_with(hf, "init_mem_cpu_alloc_delta"), 1);
+	json_t *test = json_object_get(json_object_get(hf, "metrics"), "test");
+	ck_assert_ptr_nonnull(json_object_get(test, "test_mem_cpu_alloc_delta"));
+	json_decref(hf);
+	run(&r, argv, "m.json", env, 0);
+	hf = load(&r, "hf.json");
+	ck_assert_int_eq(logs_with(hf, "eval_mem_cpu_peaked_delta"), 0);
+	ck_assert_ptr_nonnull(strstr(r.err, "MemshimCallback adds nothing"));
+	json_decref(hf);
+}
+END_TEST
+
+/* `memshim kernel install`, then a Jupyter kernel started by jupyter_client runs cells that open a
+ * stage and read memshim.metrics(). */
+START_TEST(notebook_kernel)
+{
+	struct run r;
+	const char *env[] = { pythonpath, NULL };
+	char checker[PATH_MAX + 32], prefix[] = "/tmp/memshim-kernel.XXXXXX";
+	snprintf(checker, sizeof checker, "%s/tests/hf/kernel_check.py", repo);
+	ck_assert_ptr_nonnull(mkdtemp(prefix));
+	const char *argv[] = { venv_py, checker, prefix, NULL };
+	run(&r, argv, "unused.json", env, 0);
+	ck_assert_msg(strstr(r.out, "ok active True\nok \nok cell MiB 6\n"), "%s\n%s", r.out, r.err);
+}
+END_TEST
+
+/* ctypes loading the library after start: one line saying so, and the module says not active. */
+START_TEST(late_load_says_so)
+{
+	struct run r;
+	char code[PATH_MAX + 200];
+	snprintf(code, sizeof code, "import ctypes; ctypes.CDLL(%s%s%s); import memshim; print(memshim.active())", "'", lib, "'");
+	const char *env[] = { pythonpath, NULL };
+	const char *argv[] = { venv_py, "-c", code, NULL };
+	run(&r, argv, "m.json", env, 0);
+	ck_assert_str_eq(r.out, "False\n");
+	ck_assert_ptr_nonnull(strstr(r.err, "memshim: libmemshim.so was loaded after the program started"));
+}
+END_TEST
+
+/* `pip install .` (no network: the venv's setuptools) gives a package with the library inside and a
+ * `memshim` command whose `run` preloads it. */
+START_TEST(pip_install)
+{
+	struct run r;
+	char target[] = "/tmp/memshim-pip.XXXXXX", pp[300], cmd[PATH_MAX], pip[PATH_MAX + 16];
+	ck_assert_ptr_nonnull(mkdtemp(target));
+	snprintf(pp, sizeof pp, "PYTHONPATH=%s", target);
+	snprintf(pip, sizeof pip, "%.*s/pip", (int)(strrchr(venv_py, '/') - venv_py), venv_py);
+	const char *install[] = { pip, "install", "-q", "--no-deps", "--no-build-isolation", "--target", target, repo, NULL };
+	run(&r, install, "unused.json", NULL, 0);
+	snprintf(cmd, sizeof cmd, "%s/bin/memshim", target);
+	const char *env[] = { pp, NULL };
+	const char *use[] = { cmd, "run", "--output", "m.json", "--", venv_py, "-c",
+			      "import memshim\nwith memshim.stage('s'):\n    x = bytearray(7 << 20)\n"
+			      "print('pip', memshim.active(), memshim.metrics()['s_mem_cpu_alloc_delta'] >> 20)", NULL };
+	run(&r, use, "unused.json", env, 0);
+	ck_assert_msg(strstr(r.out, "pip True 7\n") && (strstr(r.out, "s_mem_cpu_alloc_delta") || strstr(r.err, "s_mem_cpu_alloc_delta")),
+		      "%s\n%s", r.out, r.err);
+}
+END_TEST
+
 static void absolute(char *out, const char *rel)
 {
 	if (!realpath(rel, out))
@@ -321,6 +413,8 @@ int main(void)
 	absolute_link(venv_py, rel);
 	snprintf(rel, sizeof rel, "%s/bin/python", getenv("VENV_OLD_TF") ? getenv("VENV_OLD_TF") : ".venv-transformers-4.46");
 	absolute_link(old_py, rel);
+	absolute(repo, ".");
+	snprintf(pythonpath, sizeof pythonpath, "PYTHONPATH=%.*s/python", PATH_MAX - 8, repo);
 	Suite *s = suite_create("hf");
 	TCase *tc = tcase_create("trainer");
 	tcase_set_timeout(tc, 240);
@@ -329,6 +423,10 @@ int main(void)
 	tcase_add_test(tc, dataloader_workers);
 	tcase_add_test(tc, torchrun_two_ranks);
 	tcase_add_test(tc, older_transformers_line);
+	tcase_add_test(tc, trainer_callback);
+	tcase_add_test(tc, notebook_kernel);
+	tcase_add_test(tc, late_load_says_so);
+	tcase_add_test(tc, pip_install);
 	suite_add_tcase(s, tc);
 	SRunner *sr = srunner_create(s);
 	srunner_run_all(sr, CK_NORMAL);

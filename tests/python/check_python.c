@@ -496,6 +496,8 @@ START_TEST(helper_module)
 	run_py(&r, py, args, NULL, env, NULL, 1);
 	RUN_OK(&r);
 	ck_assert_msg(strstr(r.out, "helper ok True"), "%s: %s", py, r.out);
+	ck_assert_msg(strstr(r.out, "bad name refused\nlive open alloc MiB 5\nwarmup alloc MiB 3 calls 2\n"
+				    "live calls 1 reason live\n"), "%s: %s", py, r.out);
 	expect_calls(&r, "warmup", 1);
 	expect_mib(&r, "warmup", "alloc", 3);
 	expect_calls(&r, "decorated", 2);
@@ -504,6 +506,8 @@ START_TEST(helper_module)
 	/* without the library the module does nothing and the program runs the same */
 	run_py(&r, py, args, NULL, env, NULL, 0);
 	ck_assert_msg(r.status == 0 && strstr(r.out, "helper ok False"), "%s: %s %s", py, r.out, r.err);
+	ck_assert_msg(strstr(r.out, "bad name refused\nnot active: libmemshim.so is not preloaded\n"), "%s: %s", py,
+		      r.out);
 	run_done(&r);
 }
 END_TEST
@@ -804,7 +808,7 @@ int main(void)
 	snprintf(rel, sizeof rel, "%s/libmemshim.so", build);
 	absolute(lib, rel);
 	absolute(fixtures, "tests/python/fixtures");
-	absolute(scripts, "scripts");
+	absolute(scripts, "python");
 	SRunner *sr = srunner_create(suite());
 	srunner_run_all(sr, CK_NORMAL);
 	int failed = srunner_ntests_failed(sr);

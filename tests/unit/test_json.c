@@ -92,6 +92,39 @@ START_TEST(large_documents_flush_through_the_buffer)
 }
 END_TEST
 
+/* Into a caller's buffer: the whole length is counted, what fits is stored, always terminated. */
+START_TEST(memory_sink_counts_the_whole_document)
+{
+	static char mem[1 << 18], small[64];
+	ms_json_init_memory(&w, mem, sizeof mem);
+	ms_json_array(&w, NULL);
+	for (int i = 0; i < 20000; i++)
+		ms_json_int(&w, NULL, i);
+	ms_json_end_array(&w);
+	ck_assert_int_eq(ms_json_finish(&w), 0);
+	size_t whole = w.mem_len;
+	ck_assert_uint_eq(strlen(mem), whole);
+	json_error_t err;
+	json_t *root = json_loads(mem, 0, &err);
+	ck_assert_ptr_nonnull(root);
+	ck_assert_uint_eq(json_array_size(root), 20000);
+	json_decref(root);
+	ms_json_init_memory(&w, small, sizeof small);
+	ms_json_array(&w, NULL);
+	for (int i = 0; i < 20000; i++)
+		ms_json_int(&w, NULL, i);
+	ms_json_end_array(&w);
+	ck_assert_int_eq(ms_json_finish(&w), 0);
+	ck_assert_uint_eq(w.mem_len, whole);
+	ck_assert_uint_eq(strlen(small), sizeof small - 1);
+	ck_assert(!strncmp(small, mem, sizeof small - 1));
+	ms_json_init_memory(&w, NULL, 0); /* a size query */
+	ms_json_int(&w, NULL, 12345);
+	ck_assert_int_eq(ms_json_finish(&w), 0);
+	ck_assert_uint_eq(w.mem_len, 6);
+}
+END_TEST
+
 START_TEST(write_errors_and_unbalanced_nesting_are_reported)
 {
 	ms_json_init(&w, -1);
@@ -115,6 +148,7 @@ int main(void)
 	tcase_add_test(tc, strings_are_escaped_and_valid_utf8);
 	tcase_add_test(tc, large_documents_flush_through_the_buffer);
 	tcase_add_test(tc, write_errors_and_unbalanced_nesting_are_reported);
+	tcase_add_test(tc, memory_sink_counts_the_whole_document);
 	suite_add_tcase(s, tc);
 	SRunner *r = srunner_create(s);
 	srunner_run_all(r, CK_NORMAL);

@@ -1,0 +1,161 @@
+"""memshim from Python: the numbers so far, explicit stages, snapshots.
+
+    import memshim
+
+    memshim.active()             # True when libmemshim.so is preloaded and tracking this process
+    memshim.metrics()            # the flat metrics so far: {"train_mem_cpu_alloc_delta": ..., ...}
+    with memshim.stage("warmup"):
+        ...
+
+    @memshim.stage("step")
+    def step(): ...
+
+The library must be preloaded (LD_PRELOAD, `memshim run -- python ...`, or a kernel from `memshim
+kernel install` in notebooks): loading it later with ctypes counts nothing, because the program's
+calls are already bound.  Without it, metrics() and report() raise NotActive, stage() does nothing
+and active() is False.  Stage names are [A-Za-z0-9_]+, at most 63 characters (else ValueError).
+"""
+import ctypes
+import functools
+import json
+import os
+import re
+
+__all__ = ["NotActive", "active", "metrics", "report", "stage", "begin", "end", "snapshot", "library_path"]
+__version__ = "0.1.0"
+
+_NAME = re.compile(r"[A-Za-z0-9_]{1,63}\Z")
+
+
+def library_path():
+    """Where libmemshim.so is: inside this package (pip install), or a checkout's build/; else None."""
+    here = os.path.dirname(os.path.abspath(__file__))
+    for p in (os.path.join(here, "_bin", "libmemshim.so"),
+              os.path.join(here, "..", "..", "build", "libmemshim.so")):
+        if os.path.isfile(p):
+            return os.path.realpath(p)
+    return None
+
+
+class NotActive(RuntimeError):
+    """libmemshim.so is not preloaded in this process (or is disabled, or stepped aside)."""
+
+
+def _load():
+    try:
+        lib = ctypes.CDLL(None)
+        api = (lib.memshim_stage_begin, lib.memshim_stage_end, lib.memshim_snapshot)
+    except (OSError, AttributeError):
+        return None, None
+    for f in api[:2]:
+        f.argtypes = [ctypes.c_char_p]
+        f.restype = ctypes.c_int
+    api[2].argtypes = []
+    api[2].restype = ctypes.c_int
+    live = getattr(lib, "memshim_metrics_json", None), getattr(lib, "memshim_active", None)
+    if live[0] is not None:
+        live[0].argtypes = [ctypes.c_char_p, ctypes.c_size_t]
+        live[0].restype = ctypes.c_long
+        live[1].argtypes = []
+        live[1].restype = ctypes.c_int
+    return api, live
+
+
+_api, _live = _load()
+
+
+def active():
+    """True when libmemshim.so is preloaded and tracking this process."""
+    return bool(_live and _live[1] is not None and _live[1]())
+
+
+def _not_active():
+    if _api is None:
+        return NotActive("libmemshim.so is not preloaded: run under `memshim run -- python ...` or "
+                         "LD_PRELOAD=.../libmemshim.so (a notebook: `memshim kernel install`)")
+    return NotActive("libmemshim.so is loaded but not tracking this process (MEMSHIM_DISABLE, a "
+                     "sanitizer, an unfollowed child, or loaded after start)")
+
+
+def report():
+    """The whole metrics document so far, as the metrics file would hold it now ("reason": "live",
+    "complete": False; open stages have "open": True and their numbers so far)."""
+    if not active():
+        raise _not_active()
+    size = 1 << 16
+    while True:
+        buf = ctypes.create_string_buffer(size)
+        n = _live[0](buf, size)
+        if n < 0:
+            raise _not_active()
+        if n < size:
+            return json.loads(buf.value.decode("utf-8", "replace"))
+        size = n + 1
+
+
+def _open_stage_keys(stage):
+    """The flat keys of an open stage's call so far (the file has them only once it completes)."""
+    name, out = stage["name"], {}
+    for comp in ("cpu", "gpu"):
+        span = stage.get(comp)
+        if isinstance(span, dict) and "alloc_delta" in span:
+            out["%s_mem_%s_alloc_delta" % (name, comp)] = span["alloc_delta"]
+            out["%s_mem_%s_peaked_delta" % (name, comp)] = span["peaked_delta"]
+    if "runtime" in stage:
+        out[name + "_runtime"] = stage["runtime"]
+    return out
+
+
+def metrics():
+    """The flat metrics so far, with the metrics file's keys: completed calls of every stage, and
+    open stages as they stand (their current call's numbers so far)."""
+    doc = report()
+    flat = dict(doc.get("metrics", {}))
+    for s in doc.get("stages", []):
+        if s.get("open"):
+            flat.update(_open_stage_keys(s))
+    return flat
+
+
+def _check(name):
+    if not isinstance(name, str) or not _NAME.match(name):
+        raise ValueError("memshim stage name %r: want [A-Za-z0-9_]+, at most 63 characters" % (name,))
+    return name.encode()
+
+
+def begin(name):
+    """Opens stage NAME; returns 0, or -1 (table full, library absent)."""
+    return _api[0](_check(name)) if _api else (_check(name), -1)[1]
+
+
+def end(name):
+    """Closes stage NAME; returns 0, or -1 for an end without a begin (or library absent)."""
+    return _api[1](_check(name)) if _api else (_check(name), -1)[1]
+
+
+def snapshot():
+    """Writes the metrics file now as a snapshot ("complete": false); returns 0 or -1."""
+    return _api[2]() if _api else -1
+
+
+class stage:
+    """Context manager and decorator: the block (or each call) is one call of stage NAME."""
+
+    def __init__(self, name):
+        _check(name)
+        self.name = name
+
+    def __enter__(self):
+        begin(self.name)
+        return self
+
+    def __exit__(self, *exc):
+        end(self.name)
+        return False
+
+    def __call__(self, func):
+        @functools.wraps(func)
+        def wrapper(*args, **kwargs):
+            with self:
+                return func(*args, **kwargs)
+        return wrapper
