@@ -8,7 +8,7 @@
 static const char mf_usage[] =
 	"usage: memshim-format [--stage NAME] [--calls] [--json-dir DIR] FILE...\n"
 	"       memshim-format --merge [--stage NAME] FILE...\n"
-	"       memshim-format --diff [--threshold 5%|10MB] [--stage NAME] OLD NEW\n"
+	"       memshim-format --diff [--threshold 5%,1MB] [--allow-missing] [--stage NAME] OLD NEW\n"
 	"       memshim-format --plot FILE.svg|FILE.png [--size WxH] FILE...\n"
 	"       memshim-format --compare HF_RESULTS.json FILE\n"
 	"Prints memshim metrics files as the Hugging Face Trainer memory-metrics dump, or draws them.\n"
@@ -16,8 +16,11 @@ static const char mf_usage[] =
 	"  --calls          per stage, min/max over its calls\n"
 	"  --json-dir DIR   also write {stage}_results.json and update all_results.json in DIR\n"
 	"  --merge          one table per stage over all files: min, max, mean, who had the max\n"
-	"  --diff OLD NEW   old, new and change per key; exit 1 when a memory metric grew past\n"
-	"  --threshold T    the --diff threshold: N% of the old value or N MB/KB/GB/B (default 5%)\n"
+	"  --diff OLD NEW   old, new and change per key; exit 1 when a memory metric grew past the\n"
+	"                   threshold or a stage of OLD is missing from NEW\n"
+	"  --threshold T    growth must exceed N% of the old value and/or N MB/KB/GB/B; both\n"
+	"                   parts must be exceeded when given as 5%,1MB (the default)\n"
+	"  --allow-missing  a stage missing from NEW is reported but is no regression\n"
 	"  --plot OUT       draws memory over time with the stages into OUT (.svg or .png), one\n"
 	"                   panel per file on a shared time axis; prints nothing\n"
 	"  --size WxH       the picture's size in pixels (default 1200 x 300+250 per file)\n"
@@ -91,8 +94,10 @@ static int mf_value_opt(int argc, char **argv, int *i, struct mf_args *a, FILE *
 			a->o.json_dir = v;
 		else if (k == 3)
 			a->o.plot = v;
-		else if (mf_parse_threshold(v, &a->o.threshold, &a->o.threshold_pct))
-			return mf_usage_error(err, "bad threshold (want N% or N MB, KB, GB, B)", v);
+		else if (a->o.threshold_text)
+			return mf_usage_error(err, "--threshold given twice (combine as 5%,1MB)", v);
+		else if (mf_parse_threshold(v, &a->o.threshold))
+			return mf_usage_error(err, "bad threshold (want N%, N MB/KB/GB/B, or both as 5%,1MB)", v);
 		else
 			a->o.threshold_text = v;
 		return MF_OK;
@@ -123,6 +128,8 @@ static int mf_parse_args(int argc, char **argv, struct mf_args *a, FILE *out, FI
 			a->o.merge = 1;
 		else if (!strcmp(s, "--diff"))
 			a->o.diff = 1;
+		else if (!strcmp(s, "--allow-missing"))
+			a->o.allow_missing = 1;
 		else if ((rc = mf_value_opt(argc, argv, &i, a, err, &used)) || !used)
 			return used ? rc : mf_usage_error(err, "unknown option", s);
 	}
@@ -152,8 +159,10 @@ static int mf_check_args(struct mf_args *a, FILE *err)
 		return mf_usage_error(err, "--compare takes one metrics file and no other mode", NULL);
 	if (a->o.threshold_text && !a->o.diff)
 		return mf_usage_error(err, "--threshold only applies to --diff", NULL);
-	if (!a->o.threshold_text) /* the default: 5% of the old value */
-		a->o.threshold = 5, a->o.threshold_pct = 1, a->o.threshold_text = "5%";
+	if (a->o.allow_missing && !a->o.diff)
+		return mf_usage_error(err, "--allow-missing only applies to --diff", NULL);
+	if (!a->o.threshold_text) /* the default: 5% of the old value and at least 1 MiB */
+		mf_parse_threshold(a->o.threshold_text = "5%,1MB", &a->o.threshold);
 	return MF_OK;
 }
 

@@ -9,15 +9,20 @@ static const enum mf_align mf_diff_align[] = { MF_LEFT, MF_RIGHT, MF_RIGHT, MF_R
 					       MF_LEFT };
 static const char *const mf_diff_seps[] = { "  ", "  ", "  ", "  ", "  " };
 
-int mf_parse_threshold(const char *text, double *value, int *pct)
+/* One part: "N%" or N with a byte unit; -1 when bad. */
+static int mf_parse_part(const char *text, size_t n, double *value, int *pct)
 {
 	static const struct { const char *unit; double scale; } units[] = {
 		{ "%", 1 }, { "B", 1 }, { "KB", 1024.0 }, { "KiB", 1024.0 }, { "MB", 1048576.0 },
 		{ "MiB", 1048576.0 }, { "GB", 1073741824.0 }, { "GiB", 1073741824.0 },
 	};
-	char *end;
-	double x = strtod(text, &end);
-	if (end == text || !isfinite(x) || x < 0)
+	char buf[64], *end;
+	if (n == 0 || n >= sizeof buf)
+		return -1;
+	memcpy(buf, text, n);
+	buf[n] = '\0';
+	double x = strtod(buf, &end);
+	if (end == buf || !isfinite(x) || x < 0)
 		return -1;
 	for (size_t i = 0; i < sizeof units / sizeof units[0]; i++)
 		if (!strcmp(end, units[i].unit)) {
@@ -26,6 +31,22 @@ int mf_parse_threshold(const char *text, double *value, int *pct)
 			return 0;
 		}
 	return -1;
+}
+
+int mf_parse_threshold(const char *text, struct mf_threshold *t)
+{
+	t->pct = t->bytes = -1;
+	for (const char *p = text;; p++) {
+		size_t n = strcspn(p, ",");
+		double v;
+		int pct;
+		if (mf_parse_part(p, n, &v, &pct) || (pct ? t->pct : t->bytes) >= 0)
+			return -1; /* bad, or the same kind twice */
+		*(pct ? &t->pct : &t->bytes) = v;
+		p += n;
+		if (!*p)
+			return 0;
+	}
 }
 
 /* NEW - OLD keeping integers exact when both are integers. */
@@ -60,13 +81,13 @@ static char *mf_percent(double a, double b)
 	return mf_xasprintf("%+.1f%%", (b - a) / fabs(a) * 100.0);
 }
 
+/* Growth past every part of the threshold: percent of the old magnitude and bytes. */
 static int mf_regressed(const char *key, double a, double b, const struct mf_opts *o)
 {
 	if (!mf_is_mem_key(key))
 		return 0;
-	if (o->threshold_pct)
-		return b - a > o->threshold / 100.0 * fabs(a);
-	return b - a > o->threshold;
+	const struct mf_threshold *t = &o->threshold;
+	return (t->pct < 0 || b - a > t->pct / 100.0 * fabs(a)) && (t->bytes < 0 || b - a > t->bytes);
 }
 
 /* One row; returns 1 when it is a regression. */
@@ -122,6 +143,30 @@ static int mf_diff_group(FILE *out, struct mf_file *f, const struct mf_group *g,
 	return bad;
 }
 
+/* Stages of OLD that NEW never ran (a renamed function, a typo in MEMSHIM_STAGES): each is a
+ * regression unless --allow-missing. */
+static int mf_missing_stages(FILE *out, struct mf_file *oldf, struct mf_file *newf, const struct mf_opts *o,
+			     char **regressions)
+{
+	size_t i;
+	json_t *s;
+	int bad = 0;
+	json_array_foreach(oldf->stages, i, s) {
+		const char *name = json_string_value(json_object_get(s, "name"));
+		if (!name || mf_has_stage(newf, name) || (o->stage && strcmp(o->stage, name)))
+			continue;
+		fprintf(out, "\nmemshim: stage %s is in the old run but not in the new one%s\n", name,
+			o->allow_missing ? " (allowed)" : "");
+		if (!o->allow_missing) {
+			char *what = mf_xasprintf("stage %s missing", name);
+			mf_note(regressions, what);
+			free(what);
+			bad++;
+		}
+	}
+	return bad;
+}
+
 int mf_diff(FILE *out, struct mf_file *oldf, struct mf_file *newf,
 	    const struct mf_opts *o)
 {
@@ -139,8 +184,9 @@ int mf_diff(FILE *out, struct mf_file *oldf, struct mf_file *newf,
 		if (!o->stage || !strcmp(o->stage, u.g[j].name))
 			bad += mf_diff_group(out, pair, &u.g[j], o, &regressions);
 	mf_groups_free(&u);
+	bad += mf_missing_stages(out, oldf, newf, o, &regressions);
 	if (bad)
-		fprintf(out, "\nmemshim: %d memory metric%s grew past the threshold (%s): %s\n", bad,
+		fprintf(out, "\nmemshim: %d regression%s (threshold %s): %s\n", bad,
 			bad == 1 ? "" : "s", o->threshold_text, regressions);
 	else
 		fprintf(out, "\nmemshim: no memory metric grew past the threshold (%s)\n",

@@ -95,9 +95,12 @@ struct mf_opts {
 	const char *stage;      /* --stage, or NULL */
 	int calls, merge, diff;
 	const char *json_dir;
-	double threshold;       /* --threshold value */
-	int threshold_pct;      /* 1: percent of |old|, 0: bytes */
+	struct mf_threshold {
+		double pct;     /* growth must exceed this % of |old| (< 0: no percent part) */
+		double bytes;   /* and this many bytes (< 0: no byte part) */
+	} threshold;            /* --threshold 5%,1MB */
 	const char *threshold_text;
+	int allow_missing;      /* --allow-missing: a stage gone from NEW is no regression */
 	const char *plot;       /* --plot FILE.svg|FILE.png, or NULL */
 	const char *compare;    /* --compare HF.json, or NULL */
 	int plot_w, plot_h;     /* --size, 0 for the default */
@@ -119,7 +122,8 @@ int mf_compare(FILE *out, FILE *err, const char *hf_path, const struct mf_file *
 void mf_merge(FILE *out, struct mf_file *files, size_t n, const struct mf_opts *o);
 int mf_diff(FILE *out, struct mf_file *oldf, struct mf_file *newf,
 	    const struct mf_opts *o);
-int mf_parse_threshold(const char *text, double *value, int *pct);
+/* "5%", "1MB" or both, comma-separated ("5%,1MB": growth must exceed both); 0 or -1. */
+int mf_parse_threshold(const char *text, struct mf_threshold *t);
 int mf_write_results(FILE *err, const char *dir, json_t *metrics, struct mf_groups *gs);
 
 /* cli.c: the whole program, with its streams, so tests run it in-process. */

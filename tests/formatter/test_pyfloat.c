@@ -64,18 +64,24 @@ END_TEST
 
 START_TEST(test_threshold)
 {
-	double v;
-	int pct;
-	ck_assert_int_eq(mf_parse_threshold("5%", &v, &pct), 0);
-	ck_assert(v == 5 && pct);
-	ck_assert_int_eq(mf_parse_threshold("10MB", &v, &pct), 0);
-	ck_assert(v == 10485760 && !pct);
-	ck_assert_int_eq(mf_parse_threshold("1.5GiB", &v, &pct), 0);
-	ck_assert(v == 1610612736 && !pct);
-	ck_assert_int_ne(mf_parse_threshold("5", &v, &pct), 0);
-	ck_assert_int_ne(mf_parse_threshold("-5%", &v, &pct), 0);
-	ck_assert_int_ne(mf_parse_threshold("MB", &v, &pct), 0);
-	ck_assert_int_ne(mf_parse_threshold("inf%", &v, &pct), 0);
+	struct mf_threshold t;
+	ck_assert_int_eq(mf_parse_threshold("5%", &t), 0);
+	ck_assert(t.pct == 5 && t.bytes < 0);
+	ck_assert_int_eq(mf_parse_threshold("10MB", &t), 0);
+	ck_assert(t.bytes == 10485760 && t.pct < 0);
+	ck_assert_int_eq(mf_parse_threshold("1.5GiB", &t), 0);
+	ck_assert(t.bytes == 1610612736 && t.pct < 0);
+	ck_assert_int_eq(mf_parse_threshold("5%,1MB", &t), 0);
+	ck_assert(t.pct == 5 && t.bytes == 1048576);
+	ck_assert_int_eq(mf_parse_threshold("2KB,10%", &t), 0);
+	ck_assert(t.pct == 10 && t.bytes == 2048);
+	ck_assert_int_ne(mf_parse_threshold("5", &t), 0);
+	ck_assert_int_ne(mf_parse_threshold("-5%", &t), 0);
+	ck_assert_int_ne(mf_parse_threshold("MB", &t), 0);
+	ck_assert_int_ne(mf_parse_threshold("inf%", &t), 0);
+	ck_assert_int_ne(mf_parse_threshold("5%,6%", &t), 0);
+	ck_assert_int_ne(mf_parse_threshold("5%,", &t), 0);
+	ck_assert_int_ne(mf_parse_threshold(",1MB", &t), 0);
 }
 END_TEST
 
