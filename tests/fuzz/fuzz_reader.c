@@ -28,9 +28,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		mf_dump_file(sink, &f, &o);
 		mf_merge(sink, &f, 1, &o);
 		o.calls = 0;
-		o.threshold = 5.0;
-		o.threshold_pct = 1;
-		o.threshold_text = "5%";
+		o.threshold_text = "5%,1MB";
+		mf_parse_threshold(o.threshold_text, &o.threshold);
 		mf_diff(sink, &f, &f, &o);
 		mf_file_free(&f);
 	}
