@@ -213,8 +213,8 @@ static int mf_results_all(FILE *err, struct mf_file *files, size_t n, const char
 		char *sub = n == 1 ? mf_xstrdup(dir) : mf_xasprintf("%s/%s%lld", dir,
 			f->has_rank ? "rank" : "pid", f->has_rank ? f->rank : f->pid);
 		struct mf_groups gs;
-		mf_group_metrics(f->metrics, f->stages, &gs);
-		if (mf_write_results(err, sub, f->metrics, &gs))
+		mf_group_metrics(f->file_metrics, f->stages, &gs);
+		if (mf_write_results(err, sub, f->file_metrics, &gs))
 			rc = MF_BAD;
 		mf_groups_free(&gs);
 		free(sub);

@@ -90,8 +90,9 @@ static int mf_regressed(const char *key, double a, double b, const struct mf_opt
 	return (t->pct < 0 || b - a > t->pct / 100.0 * fabs(a)) && (t->bytes < 0 || b - a > t->bytes);
 }
 
-/* One row; returns 1 when it is a regression. */
-static int mf_diff_row(struct mf_table *t, const char *key, json_t *a, json_t *b,
+/* One row; returns 1 when it is a regression. SO_FAR: a value is the numbers so far of a stage
+ * open in a snapshot, which is shown but never gated. */
+static int mf_diff_row(struct mf_table *t, const char *key, json_t *a, json_t *b, int so_far,
 		       const struct mf_opts *o)
 {
 	double x, y;
@@ -103,38 +104,52 @@ static int mf_diff_row(struct mf_table *t, const char *key, json_t *a, json_t *b
 	} else if (mf_num(a, &x) && mf_num(b, &y)) {
 		cells[3] = mf_change(key, a, b);
 		cells[4] = mf_percent(x, y);
-		bad = mf_regressed(key, x, y, o);
+		bad = !so_far && mf_regressed(key, x, y, o);
 		if (bad)
 			cells[5] = mf_xasprintf("grew past %s", o->threshold_text);
 	} else if (!json_equal(a, b)) {
 		cells[3] = mf_xstrdup("changed");
 	}
+	if (so_far && !cells[5])
+		cells[5] = mf_xstrdup(mf_is_mem_key(key) ? "so far, not gated" : "so far");
 	mf_table_row(t, cells);
 	return bad;
 }
 
-static void mf_note(char **list, const char *key)
+static void mf_note(char **list, const char *prefix, const char *key)
 {
-	char *s = *list ? mf_xasprintf("%s, %s", *list, key) : mf_xstrdup(key);
+	char *s = *list ? mf_xasprintf("%s, %s%s", *list, prefix, key) : mf_xasprintf("%s%s", prefix, key);
 	free(*list);
 	*list = s;
 }
 
+/* The value of KEY is a stage's numbers so far, not in the file as written. */
+static int mf_so_far(const struct mf_file *f, const char *key)
+{
+	return json_object_get(f->metrics, key) && !json_object_get(f->file_metrics, key);
+}
+
+static const char *mf_open_note(struct mf_file *f, const char *name)
+{
+	int o = mf_open_stage(f[0].stages, name) != NULL, n = mf_open_stage(f[1].stages, name) != NULL;
+	return o && n ? " (open in old and new)" : o ? " (open in old)" : n ? " (open in new)" : "";
+}
+
 static int mf_diff_group(FILE *out, struct mf_file *f, const struct mf_group *g,
-			 const struct mf_opts *o, char **regressions)
+			 const struct mf_opts *o, const char *prefix, char **regressions)
 {
 	struct mf_table t;
 	int bad = 0;
-	fprintf(out, "\n***** %s metrics *****\n", g->name);
+	fprintf(out, "\n***** %s metrics%s *****\n", g->name, mf_open_note(f, g->name));
 	mf_table_init(&t, 6, mf_diff_align, mf_diff_seps);
 	char *head[6] = { mf_xstrdup("key"), mf_xstrdup("old"), mf_xstrdup("new"),
 			  mf_xstrdup("change"), mf_xstrdup("%"), NULL };
 	mf_table_row(&t, head);
 	for (size_t i = 0; i < g->nkeys; i++) {
 		const char *k = g->keys[i];
-		if (mf_diff_row(&t, k, json_object_get(f[0].metrics, k),
-				json_object_get(f[1].metrics, k), o)) {
-			mf_note(regressions, k);
+		if (mf_diff_row(&t, k, json_object_get(f[0].metrics, k), json_object_get(f[1].metrics, k),
+				mf_so_far(&f[0], k) || mf_so_far(&f[1], k), o)) {
+			mf_note(regressions, prefix, k);
 			bad++;
 		}
 	}
@@ -143,54 +158,98 @@ static int mf_diff_group(FILE *out, struct mf_file *f, const struct mf_group *g,
 	return bad;
 }
 
-/* Stages of OLD that NEW never ran (a renamed function, a typo in MEMSHIM_STAGES): each is a
- * regression unless --allow-missing. */
-static int mf_missing_stages(FILE *out, struct mf_file *oldf, struct mf_file *newf, const struct mf_opts *o,
-			     char **regressions)
+static int mf_gone(FILE *out, const char *name, const char *why, const struct mf_opts *o,
+		   const char *prefix, const char *what, char **regressions)
+{
+	fprintf(out, "\nmemshim: %sstage %s %s%s\n", prefix, name, why,
+		o->allow_missing ? " (allowed)" : "");
+	if (o->allow_missing)
+		return 0;
+	char *note = mf_xasprintf("stage %s %s", name, what);
+	mf_note(regressions, prefix, note);
+	free(note);
+	return 1;
+}
+
+/* A finished call of stage NAME is in F as written. */
+static int mf_finished(const struct mf_file *f, const char *name)
+{
+	size_t i;
+	json_t *s;
+	json_array_foreach(f->stages, i, s)
+		if (!strcmp(json_string_value(json_object_get(s, "name")), name) && mf_calls_of(s) > 0)
+			return 1;
+	char *key = mf_xasprintf("%s_runtime", name);
+	int found = json_object_get(f->file_metrics, key) != NULL;
+	free(key);
+	return found;
+}
+
+/* Stages of OLD that NEW never ran (a renamed function, a typo in MEMSHIM_STAGES), or that NEW
+ * never finished (open in its snapshot: the run died in it): each is a regression unless
+ * --allow-missing. */
+static int mf_missing_stages(FILE *out, struct mf_file *oldf, struct mf_file *newf,
+			     const struct mf_opts *o, const char *prefix, char **regressions)
 {
 	size_t i;
 	json_t *s;
 	int bad = 0;
 	json_array_foreach(oldf->stages, i, s) {
 		const char *name = json_string_value(json_object_get(s, "name"));
-		if (!name || mf_has_stage(newf, name) || (o->stage && strcmp(o->stage, name)))
+		json_t *open = mf_open_stage(newf->stages, name);
+		if (!name || (o->stage && strcmp(o->stage, name)))
 			continue;
-		fprintf(out, "\nmemshim: stage %s is in the old run but not in the new one%s\n", name,
-			o->allow_missing ? " (allowed)" : "");
-		if (!o->allow_missing) {
-			char *what = mf_xasprintf("stage %s missing", name);
-			mf_note(regressions, what);
-			free(what);
-			bad++;
-		}
+		if (!mf_has_stage(newf, name))
+			bad += mf_gone(out, name, "is in the old run but not in the new one", o, prefix,
+				       "missing", regressions);
+		else if (open && mf_calls_of(open) == 0 && mf_finished(oldf, name))
+			bad += mf_gone(out, name, "finished in the old run but not in the new one (still "
+				       "open when its snapshot was written)", o, prefix, "unfinished",
+				       regressions);
 	}
 	return bad;
 }
 
-int mf_diff(FILE *out, struct mf_file *oldf, struct mf_file *newf,
-	    const struct mf_opts *o)
+/* OLD against NEW: status lines, a table per group, stages gone; regressions go to *REGRESSIONS,
+ * each named after PREFIX ("rank 1 "). */
+static int mf_diff_pair(FILE *out, struct mf_file *oldf, struct mf_file *newf,
+			const struct mf_opts *o, const char *prefix, int stages_too, char **regressions)
 {
 	struct mf_file pair[2] = { *oldf, *newf };
 	struct mf_groups u;
-	char *regressions = NULL;
 	int bad = 0;
-	fprintf(out, "memshim diff: old %s, new %s, threshold %s\n", oldf->path, newf->path,
-		o->threshold_text);
 	for (int i = 0; i < 2; i++)
 		if (!pair[i].complete)
 			mf_print_status(out, &pair[i]);
 	mf_group_union(pair, 2, &u);
 	for (size_t j = 0; j < u.n; j++)
 		if (!o->stage || !strcmp(o->stage, u.g[j].name))
-			bad += mf_diff_group(out, pair, &u.g[j], o, &regressions);
+			bad += mf_diff_group(out, pair, &u.g[j], o, prefix, regressions);
 	mf_groups_free(&u);
-	bad += mf_missing_stages(out, oldf, newf, o, &regressions);
+	if (stages_too)
+		bad += mf_missing_stages(out, oldf, newf, o, prefix, regressions);
+	return bad;
+}
+
+static int mf_diff_verdict(FILE *out, int bad, const char *regressions, const struct mf_opts *o)
+{
 	if (bad)
 		fprintf(out, "\nmemshim: %d regression%s (threshold %s): %s\n", bad,
 			bad == 1 ? "" : "s", o->threshold_text, regressions);
 	else
 		fprintf(out, "\nmemshim: no memory metric grew past the threshold (%s)\n",
 			o->threshold_text);
-	free(regressions);
 	return bad ? MF_REGRESSION : MF_OK;
+}
+
+int mf_diff(FILE *out, struct mf_file *oldf, struct mf_file *newf,
+	    const struct mf_opts *o)
+{
+	char *regressions = NULL;
+	fprintf(out, "memshim diff: old %s, new %s, threshold %s\n", oldf->path, newf->path,
+		o->threshold_text);
+	int bad = mf_diff_pair(out, oldf, newf, o, "", 1, &regressions);
+	int rc = mf_diff_verdict(out, bad, regressions, o);
+	free(regressions);
+	return rc;
 }

@@ -42,10 +42,28 @@ static void mf_merge_row(struct mf_table *t, struct mf_file *files, size_t n, co
 	mf_table_row(t, cells);
 }
 
+/* "; open in rank 1, rank 2" for the processes where stage NAME is still open in a snapshot. */
+static char *mf_open_in(struct mf_file *files, size_t n, const char *name)
+{
+	char *list = mf_xstrdup("");
+	for (size_t i = 0; i < n; i++) {
+		if (!mf_open_stage(files[i].stages, name))
+			continue;
+		char *who = mf_proc_label(&files[i]);
+		char *s = mf_xasprintf("%s%s%s", list, *list ? ", " : "; open in ", who);
+		free(who);
+		free(list);
+		list = s;
+	}
+	return list;
+}
+
 static void mf_merge_group(FILE *out, struct mf_file *files, size_t n, const struct mf_group *g)
 {
 	struct mf_table t;
-	fprintf(out, "\n***** %s metrics (%zu processes) *****\n", g->name, n);
+	char *open = mf_open_in(files, n, g->name);
+	fprintf(out, "\n***** %s metrics (%zu processes%s) *****\n", g->name, n, open);
+	free(open);
 	mf_table_init(&t, 5, mf_merge_align, mf_merge_seps);
 	char *head[5] = { mf_xstrdup("key"), mf_xstrdup("min"), mf_xstrdup("max"),
 			  mf_xstrdup("mean"), mf_xstrdup("max at") };

@@ -16,7 +16,9 @@ enum { MF_OK = 0, MF_REGRESSION = 1, MF_BAD = 2 };
 struct mf_file {
 	char *path;
 	json_t *root;           /* owned */
-	json_t *metrics;        /* borrowed from root */
+	json_t *metrics;        /* owned: the file's metrics, plus the numbers so far (current span) of
+				 * every stage open in a snapshot that had finished no call yet */
+	json_t *file_metrics;   /* borrowed from root: the metrics as written (--json-dir, --compare) */
 	json_t *stages;         /* borrowed from root */
 	long long pid, ppid, root_pid;
 	int has_rank;
@@ -27,6 +29,8 @@ struct mf_file {
 	long long signal;       /* 0 when none */
 	int has_times;
 	double start_time, end_time;
+	int gpu_used;           /* "gpu_used", or GPU keys in the metrics */
+	const char *prog;       /* argv[0], may be NULL */
 };
 
 /* One printed group: a stage (or "init", "process", "main") and its sorted metric keys. */
@@ -34,6 +38,7 @@ struct mf_group {
 	char *name;
 	const char **keys;      /* borrowed from the file's metrics object */
 	size_t nkeys, cap;
+	json_t *open;           /* one file's groups: the stage's entry when it is open, else NULL */
 };
 
 struct mf_groups {
@@ -44,7 +49,19 @@ struct mf_groups {
 
 /* read.c: loads PATH; on failure writes one "memshim-format: PATH: problem" line to ERR. */
 int mf_load(const char *path, struct mf_file *f, FILE *err);
+/* The same for a document already parsed (ROOT is taken over, also on failure). */
+int mf_load_json(const char *path, json_t *root, struct mf_file *f, FILE *err);
 void mf_file_free(struct mf_file *f);
+
+/* open.c: stages still open in a snapshot. */
+json_t *mf_open_stage(json_t *stages, const char *name); /* the open entry of NAME, or NULL */
+void mf_add_so_far(json_t *metrics, json_t *stages);       /* S_* keys of open stages without calls */
+long long mf_calls_of(json_t *stage);                   /* finished calls */
+/* "open: call N had not returned; so far: ..." (malloc'd, no newline); IN_DUMP: worded for the
+ * dump, whose keys already are the numbers so far when the stage finished no call. */
+char *mf_open_line(json_t *stage, int in_dump);
+/* The so-far value of one span member ("cpu", "alloc_delta"), or NULL. */
+json_t *mf_span_value(json_t *stage, const char *comp, const char *member);
 
 /* group.c: splits a metrics object into groups following the stage order. */
 void mf_group_metrics(json_t *metrics, json_t *stages, struct mf_groups *out);
@@ -83,6 +100,7 @@ void mf_table_print(FILE *out, const struct mf_table *t, const char *indent);
 void mf_table_free(struct mf_table *t);
 
 /* util.c */
+__attribute__((noreturn)) void mf_oom(void); /* "out of memory", exit 2 */
 void *mf_xmalloc(size_t n);
 void *mf_xrealloc(void *p, size_t n);
 char *mf_xstrdup(const char *s);

@@ -174,7 +174,49 @@ def bad():
     write("stage-no-name.json", d)
 
 
+def span(alloc, peaked, begin=0):
+    return {"begin": begin, "end": begin + alloc, "alloc_delta": alloc, "peaked_delta": peaked,
+            "peak": begin + alloc + peaked}
+
+
+def died():
+    """A run killed by SIGTERM inside train (no call of it finished), inside its third eval."""
+    m = {"before_init_mem_cpu": 3 * M, "init_mem_cpu_alloc_delta": 40 * M,
+         "init_mem_cpu_peaked_delta": 2 * M, "init_mem_gpu_alloc_delta": 0,
+         "init_mem_gpu_peaked_delta": 0, "init_mem_gpu_failed_allocs": 0, "init_runtime": 1.5,
+         "init_calls": 1,
+         "eval_mem_cpu_alloc_delta": M, "eval_mem_cpu_peaked_delta": 6 * M,
+         "eval_mem_gpu_alloc_delta": 0, "eval_mem_gpu_peaked_delta": 200 * M,
+         "eval_mem_gpu_failed_allocs": 0, "eval_runtime": 0.5, "eval_calls": 2,
+         "before_init_mem_gpu": 0, "process_mem_cpu_peak": 900 * M,
+         "process_mem_cpu_malloc_peak": 700 * M, "process_mem_cpu_mmap_peak": 200 * M,
+         "process_mem_gpu_peak": 3000 * M, "process_mem_gpu_managed_peak": 0,
+         "process_mem_gpu_pinned_peak": 0}
+    init = stage("init", runtime=1.5, cpu=(40 * M, 2 * M))
+    init["gpu"] = dict(span(0, 0), failed_allocs=0)
+    train = stage("train", calls=0, start=1.5, runtime=95.25, cpu=(820 * M, 37 * M), hist=[],
+                  open_=True, needed={"cpu": 0, "cpu_call": 0, "gpu": 0, "gpu_call": 0})
+    train["gpu"] = dict(span(2500 * M, 500 * M), failed_allocs=1)
+    hist = [{"call": i, "start": 10.0 * i, "runtime": 0.5, "cpu_alloc_delta": M,
+             "cpu_peaked_delta": 6 * M, "gpu_alloc_delta": 0, "gpu_peaked_delta": 200 * M}
+            for i in (1, 2)]
+    ev = stage("eval", calls=2, start=30.0, runtime=0.25, cpu=(3 * M, 0), hist=hist, open_=True,
+               needed={"cpu": 7 * M, "cpu_call": 1, "gpu": 200 * M, "gpu_call": 1})
+    ev["gpu"] = dict(span(64 * M, 100 * M), failed_allocs=0)
+    write("died.json", doc(m, [init, train, ev], gpu_used=True, complete=False, reason="signal",
+                           signal=15))
+
+    # Rank 1 of the ranks() run, killed inside train before its first call finished.
+    m = {"init_mem_cpu_alloc_delta": 2 * M, "process_mem_cpu_peak": 180 * M}
+    tr = stage("train", calls=0, start=1.0, runtime=1.25, cpu=(75 * M, 4 * M), hist=[],
+               open_=True)
+    write("rank1-open.json", doc(m, [stage("init"), tr], pid=5002, complete=False,
+                                 reason="signal", signal=9,
+                                 rank={"rank": 1, "local_rank": 1, "world_size": 3,
+                                       "source": "torchrun"}))
+
+
 if __name__ == "__main__":
     os.makedirs(os.path.join(HERE, "in"), exist_ok=True)
-    for f in (seed, widths, snapshot, calls, ranks, diffs, small, bad):
+    for f in (seed, widths, snapshot, calls, ranks, diffs, small, bad, died):
         f()
