@@ -6,16 +6,20 @@
 #include <string.h>
 
 static const char mf_usage[] =
-	"usage: memshim-format [--stage NAME] [--calls] [--json-dir DIR] FILE...\n"
-	"       memshim-format --merge [--stage NAME] FILE...\n"
+	"usage: memshim-format [--stage NAME] [--calls] [--json-dir DIR] [--all] FILE...\n"
+	"       memshim-format --merge [--stage NAME] [--all] FILE...\n"
 	"       memshim-format --diff [--threshold 5%,1MB] [--allow-missing] [--stage NAME] OLD NEW\n"
-	"       memshim-format --plot FILE.svg|FILE.png [--size WxH] FILE...\n"
+	"       memshim-format --plot FILE.svg|FILE.png [--size WxH] [--all] FILE...\n"
 	"       memshim-format --compare HF_RESULTS.json FILE\n"
 	"Prints memshim metrics files as the Hugging Face Trainer memory-metrics dump, or draws them.\n"
 	"  --stage NAME     only that stage's group\n"
 	"  --calls          per stage, min/max over its calls\n"
 	"  --json-dir DIR   also write {stage}_results.json and update all_results.json in DIR\n"
-	"  --merge          one table per stage over all files: min, max, mean, who had the max\n"
+	"  --all            every process: no launcher or shell is summarised in one line, and\n"
+	"                   --merge merges every file, not only the ranks\n"
+	"  --merge          one table per stage over the ranks (else the processes): min, max,\n"
+	"                   mean, sum, who had the max\n"
+	"  --auto-merge     --merge when the files hold two or more ranks, else the dump\n"
 	"  --diff OLD NEW   old, new and change per key; exit 1 when a memory metric grew past the\n"
 	"                   threshold or a stage of OLD is missing from NEW\n"
 	"  --threshold T    growth must exceed N% of the old value and/or N MB/KB/GB/B; both\n"
@@ -122,6 +126,10 @@ static int mf_parse_args(int argc, char **argv, struct mf_args *a, FILE *out, FI
 			only_files = 1;
 		else if (!strcmp(s, "-h") || !strcmp(s, "--help"))
 			return fputs(mf_usage, out), -1;
+		else if (!strcmp(s, "--all"))
+			a->o.all = 1;
+		else if (!strcmp(s, "--auto-merge"))
+			a->o.auto_merge = 1;
 		else if (!strcmp(s, "--calls"))
 			a->o.calls = 1;
 		else if (!strcmp(s, "--merge"))
@@ -142,21 +150,24 @@ static int mf_check_args(struct mf_args *a, FILE *err)
 		return mf_usage_error(err, "no metrics file given", NULL);
 	if (a->o.diff && a->nfiles != 2)
 		return mf_usage_error(err, "--diff takes exactly two files, OLD and NEW", NULL);
-	if (a->o.diff && (a->o.merge || a->o.calls || a->o.json_dir))
+	if (a->o.diff && (a->o.merge || a->o.calls || a->o.json_dir || a->o.auto_merge))
 		return mf_usage_error(err, "--diff does not combine with --merge, --calls or --json-dir",
 				      NULL);
-	if (a->o.merge && a->o.calls)
+	if ((a->o.merge || a->o.auto_merge) && a->o.calls)
 		return mf_usage_error(err, "--calls does not combine with --merge", NULL);
 	if (a->o.plot_w && !a->o.plot)
 		return mf_usage_error(err, "--size only applies to --plot", NULL);
 	if (a->o.plot && !mf_plot_kind(a->o.plot))
 		return mf_usage_error(err, "--plot wants a file name ending in .svg or .png", a->o.plot);
-	if (a->o.plot && (a->o.diff || a->o.merge || a->o.calls || a->o.json_dir || a->o.stage))
+	if (a->o.plot && (a->o.diff || a->o.merge || a->o.auto_merge || a->o.calls || a->o.json_dir ||
+			  a->o.stage))
 		return mf_usage_error(err, "--plot does not combine with --diff, --merge, --calls, "
 				      "--json-dir or --stage", NULL);
-	if (a->o.compare && (a->nfiles != 1 || a->o.diff || a->o.merge || a->o.calls || a->o.plot ||
-			     a->o.json_dir || a->o.stage))
+	if (a->o.compare && (a->nfiles != 1 || a->o.diff || a->o.merge || a->o.auto_merge ||
+			     a->o.calls || a->o.plot || a->o.json_dir || a->o.stage))
 		return mf_usage_error(err, "--compare takes one metrics file and no other mode", NULL);
+	if (a->o.all && (a->o.diff || a->o.compare))
+		return mf_usage_error(err, "--all only applies to the dump, --merge and --plot", NULL);
 	if (a->o.threshold_text && !a->o.diff)
 		return mf_usage_error(err, "--threshold only applies to --diff", NULL);
 	if (a->o.allow_missing && !a->o.diff)
@@ -191,17 +202,41 @@ static int mf_stage_known(struct mf_file *files, size_t n, const char *stage, FI
 	return 0;
 }
 
-/* Several files: each under its header. */
+/* Several files: each under its header; launchers and shells summarised in one line at the end. */
 static void mf_dump_all(FILE *out, struct mf_file *files, size_t n,
 			const struct mf_opts *o)
 {
+	int *keep = mf_xmalloc(n * sizeof *keep), first = 1;
+	size_t hidden = mf_hide_minor(files, n, o->all, keep);
 	for (size_t i = 0; i < n; i++) {
+		if (!keep[i])
+			continue;
 		if (n > 1) {
-			fprintf(out, "%s", i ? "\n" : "");
+			fprintf(out, "%s", first ? "" : "\n");
 			mf_print_header(out, &files[i]);
 		}
 		mf_dump_file(out, &files[i], o);
+		first = 0;
 	}
+	if (hidden) {
+		fputc('\n', out);
+		mf_print_hidden(out, files, n, keep, hidden, "shows them");
+	}
+	free(keep);
+}
+
+/* --auto-merge (what `memshim run` prints): one merged table for a multi-rank run. */
+static void mf_dump_or_merge(FILE *out, struct mf_file *files, size_t n, const struct mf_opts *o)
+{
+	size_t ranks = mf_count_ranks(files, n);
+	if (!o->merge && (!o->auto_merge || ranks < 2)) {
+		mf_dump_all(out, files, n, o);
+		return;
+	}
+	mf_merge(out, files, n, o);
+	if (!o->merge)
+		fprintf(out, "\nmemshim: one table for the %zu ranks; memshim-format FILE... prints each "
+			"process's own dump\n", ranks);
 }
 
 /* --json-dir: DIR itself for one file, DIR/rank<N> or DIR/pid<N> for each of several. */
@@ -222,12 +257,23 @@ static int mf_results_all(FILE *err, struct mf_file *files, size_t n, const char
 	return rc;
 }
 
+/* The processes that matter, one panel each (launchers and shells only with --all). */
 static int mf_plot_files(FILE *err, struct mf_file *files, size_t n, const struct mf_opts *o)
 {
-	double h = MF_PLOT_H0 + (double)MF_PLOT_HP * n;
+	int *keep = mf_xmalloc(n * sizeof *keep);
+	struct mf_file *shown = mf_xmalloc(n * sizeof *shown);
+	size_t m = 0;
 	mf_sort_files(files, n);
-	return mf_plot(err, files, n, o->plot, o->plot_w ? o->plot_w : MF_PLOT_W,
-		       o->plot_h ? o->plot_h : (int)(h < MF_PLOT_MAX ? h : MF_PLOT_MAX));
+	mf_hide_minor(files, n, o->all, keep);
+	for (size_t i = 0; i < n; i++)
+		if (keep[i])
+			shown[m++] = files[i];
+	double h = MF_PLOT_H0 + (double)MF_PLOT_HP * m;
+	int rc = mf_plot(err, shown, m, o->plot, o->plot_w ? o->plot_w : MF_PLOT_W,
+			 o->plot_h ? o->plot_h : (int)(h < MF_PLOT_MAX ? h : MF_PLOT_MAX));
+	free(shown);
+	free(keep);
+	return rc;
 }
 
 static int mf_run(const struct mf_args *a, FILE *out, FILE *err)
@@ -247,10 +293,7 @@ static int mf_run(const struct mf_args *a, FILE *out, FILE *err)
 		rc = mf_plot_files(err, files, n, &a->o);
 	else {
 		mf_sort_files(files, n);
-		if (a->o.merge)
-			mf_merge(out, files, n, &a->o);
-		else
-			mf_dump_all(out, files, n, &a->o);
+		mf_dump_or_merge(out, files, n, &a->o);
 		rc = mf_results_all(err, files, n, a->o.json_dir);
 	}
 	for (size_t i = 0; i < n; i++)

@@ -178,8 +178,18 @@ void mf_group_union(struct mf_file *files, size_t n, struct mf_groups *u)
 		}
 		mf_groups_free(&gs);
 	}
-	for (size_t j = 0; j < u->n; j++)
+	/* A group whose keys all came first in another file's groups (init folded elsewhere) is empty. */
+	size_t kept = 0;
+	for (size_t j = 0; j < u->n; j++) {
+		if (!u->g[j].nkeys) {
+			free(u->g[j].name);
+			free(u->g[j].keys);
+			continue;
+		}
 		mf_group_sort(&u->g[j]);
+		u->g[kept++] = u->g[j];
+	}
+	u->n = kept;
 	mf_process_last(u);
 	u->init.name = mf_xstrdup("init");
 	/* Keys point into the files' own metrics objects, which outlive U. */

@@ -112,6 +112,8 @@ char *mf_proc_label(const struct mf_file *f); /* "rank 1" or "pid 4242" */
 struct mf_opts {
 	const char *stage;      /* --stage, or NULL */
 	int calls, merge, diff;
+	int all;                /* --all: no process is left out or summarised */
+	int auto_merge;         /* --auto-merge: --merge when the files hold two or more ranks */
 	const char *json_dir;
 	struct mf_threshold {
 		double pct;     /* growth must exceed this % of |old| (< 0: no percent part) */
@@ -135,6 +137,22 @@ void mf_print_calls(FILE *out, json_t *stages, const char *only_stage);
 
 /* compare.c: --compare HF.json, Hugging Face's own memory metrics beside F's. */
 int mf_compare(FILE *out, FILE *err, const char *hf_path, const struct mf_file *f);
+
+/* select.c: the processes that matter. A minor process (a launcher, a shell) opened no stage of
+ * its own, peaked under MF_MINOR_PEAK bytes of CPU memory, used no GPU and is not a rank. */
+#define MF_MINOR_PEAK (16 << 20)
+int mf_is_minor(const struct mf_file *f, const struct mf_file *files, size_t n);
+/* F has a rank that its parent (when among FILES) does not share: a rank, not its worker. */
+int mf_own_rank(const struct mf_file *f, const struct mf_file *files, size_t n);
+size_t mf_count_ranks(const struct mf_file *files, size_t n);
+/* "pid 1 (bash), pid 2 (timeout)" for the files whose KEEP is 0. */
+char *mf_proc_list(const struct mf_file *files, size_t n, const int *keep);
+/* KEEP[i] = 0 for the minor processes to leave out (none with ALL, with a single file, or when
+ * every file is minor); returns how many are left out. */
+size_t mf_hide_minor(const struct mf_file *files, size_t n, int all, int *keep);
+/* The one line naming the processes left out; HOW follows "--all" ("shows them"). */
+void mf_print_hidden(FILE *out, const struct mf_file *files, size_t n, const int *keep,
+		     size_t hidden, const char *how);
 
 /* merge.c, diff.c, results.c */
 void mf_merge(FILE *out, struct mf_file *files, size_t n, const struct mf_opts *o);

@@ -216,7 +216,35 @@ def died():
                                        "source": "torchrun"}))
 
 
+def launchers():
+    """What a pyenv shim or a launcher leaves beside the real program: processes that opened no
+    stage of their own (only the implicit init) and stayed small, and a torchrun agent."""
+    def small(name, pid, ppid, argv, peak, child=True):
+        m = {"init_mem_cpu_alloc_delta": peak // 2, "init_mem_cpu_peaked_delta": 4096,
+             "init_runtime": 0.002, "init_calls": 1, "before_init_mem_cpu": 70000,
+             "process_mem_cpu_peak": peak, "process_mem_cpu_malloc_peak": peak,
+             "process_mem_cpu_mmap_peak": 0}
+        write(name, doc(m, [stage("init", cpu=(peak // 2, 4096))], pid=pid, ppid=ppid,
+                        root_pid=5000, is_child=child, forked=False, argv=argv))
+    small("timeout.json", 5000, 4999, ["timeout", "600", "torchrun", "train.py"], 90000, False)
+    small("shell1.json", 5010, 5000, ["/bin/bash", "/home/u/.pyenv/shims/python"], 300000)
+    small("shell2.json", 5011, 5010, ["/bin/bash", "/home/u/.pyenv/libexec/pyenv"], 15 * M)
+    agent = {"init_mem_cpu_alloc_delta": 60 * M, "init_mem_cpu_peaked_delta": 5 * M,
+             "init_runtime": 30.5, "init_calls": 1, "before_init_mem_cpu": 100000,
+             "process_mem_cpu_peak": 66 * M, "process_mem_cpu_malloc_peak": 20 * M,
+             "process_mem_cpu_mmap_peak": 46 * M}
+    write("agent.json", doc(agent, [stage("init", runtime=30.5, cpu=(60 * M, 5 * M))], pid=4999,
+                            ppid=1, root_pid=4999, argv=["python3", "-m", "torchrun", "train.py"]))
+    # A DataLoader worker forked by rank 0: it inherits the rank but is not a rank of its own.
+    w = {"train_mem_cpu_alloc_delta": 5 * M, "train_runtime": 2.0, "train_calls": 1,
+         "process_mem_cpu_peak": 150 * M}
+    write("rank0-worker.json", doc(w, [stage("train")], pid=5050, ppid=5001, root_pid=4999,
+                                   is_child=True, forked=True,
+                                   rank={"rank": 0, "local_rank": 0, "world_size": 3,
+                                         "source": "torchrun"}))
+
+
 if __name__ == "__main__":
     os.makedirs(os.path.join(HERE, "in"), exist_ok=True)
-    for f in (seed, widths, snapshot, calls, ranks, diffs, small, bad, died):
+    for f in (seed, widths, snapshot, calls, ranks, diffs, small, bad, died, launchers):
         f()
