@@ -9,6 +9,7 @@ static const char mf_usage[] =
 	"usage: memshim-format [--stage NAME] [--calls] [--json-dir DIR] [--all] FILE...\n"
 	"       memshim-format --merge [--stage NAME] [--all] FILE...\n"
 	"       memshim-format --diff [--threshold 5%,1MB] [--allow-missing] [--stage NAME] OLD NEW\n"
+	"       memshim-format --diff [options] OLD_FILE... -- NEW_FILE...   (or OLD_DIR NEW_DIR)\n"
 	"       memshim-format --plot FILE.svg|FILE.png [--size WxH] [--all] FILE...\n"
 	"       memshim-format --compare HF_RESULTS.json FILE\n"
 	"Prints memshim metrics files as the Hugging Face Trainer memory-metrics dump, or draws them.\n"
@@ -21,10 +22,11 @@ static const char mf_usage[] =
 	"                   mean, sum, who had the max\n"
 	"  --auto-merge     --merge when the files hold two or more ranks, else the dump\n"
 	"  --diff OLD NEW   old, new and change per key; exit 1 when a memory metric grew past the\n"
-	"                   threshold or a stage of OLD is missing from NEW\n"
+	"                   threshold or a stage of OLD is missing from NEW or did not finish;\n"
+	"                   several files or two directories: rank by rank, then the max\n"
 	"  --threshold T    growth must exceed N% of the old value and/or N MB/KB/GB/B; both\n"
 	"                   parts must be exceeded when given as 5%,1MB (the default)\n"
-	"  --allow-missing  a stage missing from NEW is reported but is no regression\n"
+	"  --allow-missing  a stage or rank missing from NEW is reported but is no regression\n"
 	"  --plot OUT       draws memory over time with the stages into OUT (.svg or .png), one\n"
 	"                   panel per file on a shared time axis; prints nothing\n"
 	"  --size WxH       the picture's size in pixels (default 1200 x 300+250 per file)\n"
@@ -73,6 +75,7 @@ struct mf_args {
 	struct mf_opts o;
 	char **files;
 	int nfiles;
+	int sep;                /* --diff: files before a "--" that follows a file, else -1 */
 };
 
 static int mf_value_opt(int argc, char **argv, int *i, struct mf_args *a, FILE *err, int *used)
@@ -114,10 +117,16 @@ static int mf_parse_args(int argc, char **argv, struct mf_args *a, FILE *out, FI
 {
 	int only_files = 0;
 	memset(a, 0, sizeof *a);
+	a->sep = -1;
 	a->files = mf_xmalloc((size_t)argc * sizeof *a->files);
 	for (int i = 1; i < argc; i++) {
 		const char *s = argv[i];
 		int used, rc;
+		if (!strcmp(s, "--") && a->nfiles && a->sep < 0) {
+			a->sep = a->nfiles; /* OLD... -- NEW... (for --diff; elsewhere just more files) */
+			only_files = 1;
+			continue;
+		}
 		if (only_files || s[0] != '-' || !s[1]) {
 			a->files[a->nfiles++] = argv[i];
 			continue;
@@ -148,8 +157,10 @@ static int mf_check_args(struct mf_args *a, FILE *err)
 {
 	if (!a->nfiles)
 		return mf_usage_error(err, "no metrics file given", NULL);
-	if (a->o.diff && a->nfiles != 2)
-		return mf_usage_error(err, "--diff takes exactly two files, OLD and NEW", NULL);
+	if (a->o.diff && a->sep < 0 && a->nfiles != 2)
+		return mf_usage_error(err, "--diff takes OLD NEW, or OLD_FILE... -- NEW_FILE...", NULL);
+	if (a->o.diff && a->sep >= a->nfiles)
+		return mf_usage_error(err, "--diff: no NEW file after --", NULL);
 	if (a->o.diff && (a->o.merge || a->o.calls || a->o.json_dir || a->o.auto_merge))
 		return mf_usage_error(err, "--diff does not combine with --merge, --calls or --json-dir",
 				      NULL);
@@ -178,27 +189,46 @@ static int mf_check_args(struct mf_args *a, FILE *err)
 }
 
 /* Loads every file so that all bad ones are reported, not only the first. */
-static struct mf_file *mf_load_all(const struct mf_args *a, FILE *err)
+static struct mf_file *mf_load_paths(char **paths, size_t n, FILE *err)
 {
-	struct mf_file *files = mf_xmalloc((size_t)a->nfiles * sizeof *files);
+	struct mf_file *files = mf_xmalloc((n ? n : 1) * sizeof *files);
 	int bad = 0;
-	for (int i = 0; i < a->nfiles; i++)
-		bad |= mf_load(a->files[i], &files[i], err) != 0;
+	for (size_t i = 0; i < n; i++)
+		bad |= mf_load(paths[i], &files[i], err) != 0;
 	if (!bad)
 		return files;
-	for (int i = 0; i < a->nfiles; i++)
+	for (size_t i = 0; i < n; i++)
 		mf_file_free(&files[i]);
 	free(files);
 	return NULL;
 }
 
-static int mf_stage_known(struct mf_file *files, size_t n, const char *stage, FILE *err)
+static void mf_free_files(struct mf_file *files, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		mf_file_free(&files[i]);
+	free(files);
+}
+
+static int mf_stage_in(struct mf_file *files, size_t n, const char *stage)
 {
 	for (size_t i = 0; i < n; i++)
 		if (mf_has_stage(&files[i], stage))
 			return 1;
-	fprintf(err, "memshim-format: no stage \"%s\" in %s%s\n", stage, files[0].path,
+	return 0;
+}
+
+static void mf_no_stage(const char *stage, const char *path, size_t n, FILE *err)
+{
+	fprintf(err, "memshim-format: no stage \"%s\" in %s%s\n", stage, path,
 		n > 1 ? " or the other files" : "");
+}
+
+static int mf_stage_known(struct mf_file *files, size_t n, const char *stage, FILE *err)
+{
+	if (mf_stage_in(files, n, stage))
+		return 1;
+	mf_no_stage(stage, files[0].path, n, err);
 	return 0;
 }
 
@@ -276,17 +306,50 @@ static int mf_plot_files(FILE *err, struct mf_file *files, size_t n, const struc
 	return rc;
 }
 
+/* --diff's sides: OLD... -- NEW..., or OLD NEW where each may be a directory of a run's files. */
+static int mf_diff_files(const struct mf_args *a, FILE *out, FILE *err)
+{
+	struct mf_paths side[2];
+	int sep = a->sep >= 0 ? a->sep : 1, rc = MF_OK;
+	memset(side, 0, sizeof side);
+	for (int i = 0; i < a->nfiles && rc == MF_OK; i++)
+		rc = mf_paths_add(&side[i >= sep], a->files[i], err);
+	struct mf_file *f[2] = { NULL, NULL };
+	for (int s = 0; s < 2 && rc == MF_OK; s++) /* both sides, so every bad file is reported */
+		f[s] = mf_load_paths(side[s].p, side[s].n, err);
+	if (rc == MF_OK && (!f[0] || !f[1]))
+		rc = MF_BAD;
+	if (rc == MF_OK && a->o.stage && !mf_stage_in(f[0], side[0].n, a->o.stage) &&
+	    !mf_stage_in(f[1], side[1].n, a->o.stage)) {
+		mf_no_stage(a->o.stage, f[0][0].path, side[0].n + side[1].n, err);
+		rc = MF_BAD;
+	}
+	if (rc == MF_OK && side[0].n == 1 && side[1].n == 1) {
+		rc = mf_diff(out, f[0], f[1], &a->o);
+	} else if (rc == MF_OK) {
+		mf_sort_files(f[0], side[0].n);
+		mf_sort_files(f[1], side[1].n);
+		rc = mf_diff_runs(out, f[0], side[0].n, f[1], side[1].n, &a->o, err);
+	}
+	for (int s = 0; s < 2; s++) {
+		if (f[s])
+			mf_free_files(f[s], side[s].n);
+		mf_paths_free(&side[s]);
+	}
+	return rc;
+}
+
 static int mf_run(const struct mf_args *a, FILE *out, FILE *err)
 {
-	struct mf_file *files = mf_load_all(a, err);
+	if (a->o.diff)
+		return mf_diff_files(a, out, err);
+	struct mf_file *files = mf_load_paths(a->files, (size_t)a->nfiles, err);
 	size_t n = (size_t)a->nfiles;
 	int rc;
 	if (!files)
 		return MF_BAD;
 	if (a->o.stage && !mf_stage_known(files, n, a->o.stage, err))
 		rc = MF_BAD;
-	else if (a->o.diff)
-		rc = mf_diff(out, &files[0], &files[1], &a->o);
 	else if (a->o.compare)
 		rc = mf_compare(out, err, a->o.compare, &files[0]);
 	else if (a->o.plot)
@@ -296,9 +359,7 @@ static int mf_run(const struct mf_args *a, FILE *out, FILE *err)
 		mf_dump_or_merge(out, files, n, &a->o);
 		rc = mf_results_all(err, files, n, a->o.json_dir);
 	}
-	for (size_t i = 0; i < n; i++)
-		mf_file_free(&files[i]);
-	free(files);
+	mf_free_files(files, n);
 	return rc;
 }
 

@@ -253,3 +253,151 @@ int mf_diff(FILE *out, struct mf_file *oldf, struct mf_file *newf,
 	free(regressions);
 	return rc;
 }
+
+/* The processes of one run that are compared: its ranks, else its one process that is not minor. */
+static size_t mf_run_set(struct mf_file *files, size_t n, int *keep)
+{
+	size_t k = 0;
+	if (mf_count_ranks(files, n)) {
+		for (size_t i = 0; i < n; i++)
+			k += (size_t)(keep[i] = mf_own_rank(&files[i], files, n));
+		return k;
+	}
+	for (size_t i = 0; i < n; i++)
+		k += (size_t)(keep[i] = n == 1 || !mf_is_minor(&files[i], files, n));
+	return k;
+}
+
+static struct mf_file *mf_rank_file(struct mf_file *files, size_t n, const int *keep, long long r)
+{
+	for (size_t i = 0; i < n; i++)
+		if (keep[i] && files[i].rank == r)
+			return &files[i];
+	return NULL;
+}
+
+/* The largest value of every numeric key over the ranks (as written: numbers so far of open
+ * stages are left out), with every stage name, as one file. */
+static void mf_max_file(struct mf_file *files, size_t n, const int *keep, const char *label,
+			struct mf_file *out)
+{
+	json_t *max = json_object(), *stages = json_array(), *names = json_object();
+	for (size_t i = 0; i < n; i++) {
+		const char *key;
+		json_t *v, *s;
+		double x, y;
+		size_t j;
+		if (!keep[i])
+			continue;
+		json_object_foreach(files[i].file_metrics, key, v) {
+			json_t *m = json_object_get(max, key);
+			if (mf_num(v, &x) && (!m || (mf_num(m, &y) && x > y)))
+				json_object_set(max, key, v);
+		}
+		json_array_foreach(files[i].stages, j, s) {
+			const char *name = json_string_value(json_object_get(s, "name"));
+			if (json_object_get(names, name))
+				continue;
+			json_object_set_new(names, name, json_true());
+			json_array_append_new(stages, json_pack("{s:s, s:O}", "name", name, "implicit",
+								 json_object_get(s, "implicit") ?
+								 json_object_get(s, "implicit") : json_false()));
+		}
+	}
+	json_decref(names);
+	json_t *root = json_pack("{s:s, s:i, s:i, s:o, s:o}", "format", "memshim-metrics", "version",
+				 MF_VERSION, "pid", 0, "metrics", max, "stages", stages);
+	if (!root || mf_load_json(label, root, out, stderr))
+		mf_oom();
+}
+
+/* Ranks named in one run but not the other; with a prefix for the lines. */
+static int mf_lone_ranks(FILE *out, struct mf_file *a, size_t na, const int *ka, struct mf_file *b,
+			 size_t nb, const int *kb, int old_side, const struct mf_opts *o,
+			 char **regressions)
+{
+	int bad = 0;
+	for (size_t i = 0; i < na; i++) {
+		if (!ka[i] || !a[i].has_rank || mf_rank_file(b, nb, kb, a[i].rank))
+			continue;
+		if (!old_side) {
+			fprintf(out, "\nmemshim: rank %lld is in the new run only (%s)\n", a[i].rank, a[i].path);
+			continue;
+		}
+		fprintf(out, "\nmemshim: rank %lld is in the old run (%s) but not in the new one%s\n",
+			a[i].rank, a[i].path, o->allow_missing ? " (allowed)" : "");
+		if (!o->allow_missing) {
+			char *what = mf_xasprintf("rank %lld missing", a[i].rank);
+			mf_note(regressions, "", what);
+			free(what);
+			bad++;
+		}
+	}
+	return bad;
+}
+
+static char *mf_side_text(struct mf_file *files, size_t n, size_t used, int ranked)
+{
+	return mf_xasprintf("%zu file%s (%zu %s)", n, n == 1 ? "" : "s", used,
+			    ranked ? (used == 1 ? "rank" : "ranks") : "compared");
+}
+
+int mf_diff_runs(FILE *out, struct mf_file *oldf, size_t nold, struct mf_file *newf, size_t nnew,
+		 const struct mf_opts *o, FILE *err)
+{
+	int *ko = mf_xmalloc(nold * sizeof *ko), *kn = mf_xmalloc(nnew * sizeof *kn);
+	size_t uo = mf_run_set(oldf, nold, ko), un = mf_run_set(newf, nnew, kn);
+	int ro = mf_count_ranks(oldf, nold) > 0, rn = mf_count_ranks(newf, nnew) > 0, bad = 0;
+	char *regressions = NULL;
+	if (ro != rn || (!ro && (uo != 1 || un != 1))) {
+		fprintf(err, "memshim-format: --diff: cannot match the processes of the two runs (%s); "
+			"compare ranks with ranks, or one file with one file\n",
+			ro != rn ? "one has ranks, the other none" : "no ranks and several processes");
+		free(ko), free(kn);
+		return MF_BAD;
+	}
+	char *so = mf_side_text(oldf, nold, uo, ro), *sn = mf_side_text(newf, nnew, un, rn);
+	fprintf(out, "memshim diff: old %s, new %s, threshold %s\n", so, sn, o->threshold_text);
+	free(so), free(sn);
+	if (uo < nold || un < nnew) {
+		char *lo = mf_proc_list(oldf, nold, ko), *ln = mf_proc_list(newf, nnew, kn);
+		fprintf(out, "memshim: left out %s: old %s; new %s\n",
+			ro ? "the processes without a rank of their own" : "the launchers and shells",
+			*lo ? lo : "none", *ln ? ln : "none");
+		free(lo), free(ln);
+	}
+	for (size_t i = 0; i < nold; i++) {
+		struct mf_file *a = &oldf[i], *b = NULL;
+		if (!ko[i])
+			continue;
+		if (ro)
+			b = mf_rank_file(newf, nnew, kn, a->rank);
+		else
+			for (size_t j = 0; j < nnew; j++)
+				b = kn[j] ? &newf[j] : b;
+		if (!b)
+			continue; /* a rank gone from the new run: below */
+		char *prefix = ro ? mf_xasprintf("rank %lld ", a->rank) : mf_xstrdup("");
+		if (ro)
+			fprintf(out, "\n==> rank %lld: old %s, new %s <==\n", a->rank, a->path, b->path);
+		else
+			fprintf(out, "\n==> old %s, new %s <==\n", a->path, b->path);
+		bad += mf_diff_pair(out, a, b, o, prefix, 1, &regressions);
+		free(prefix);
+	}
+	if (ro) {
+		bad += mf_lone_ranks(out, oldf, nold, ko, newf, nnew, kn, 1, o, &regressions);
+		mf_lone_ranks(out, newf, nnew, kn, oldf, nold, ko, 0, o, &regressions);
+		struct mf_file mo, mn;
+		mf_max_file(oldf, nold, ko, "max over old ranks", &mo);
+		mf_max_file(newf, nnew, kn, "max over new ranks", &mn);
+		fprintf(out, "\n==> max over ranks: old %zu, new %zu <==\n", uo, un);
+		bad += mf_diff_pair(out, &mo, &mn, o, "max ", 0, &regressions);
+		mf_file_free(&mo);
+		mf_file_free(&mn);
+	}
+	int rc = mf_diff_verdict(out, bad, regressions, o);
+	free(regressions);
+	free(ko), free(kn);
+	return rc;
+}

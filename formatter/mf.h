@@ -158,9 +158,21 @@ void mf_print_hidden(FILE *out, const struct mf_file *files, size_t n, const int
 void mf_merge(FILE *out, struct mf_file *files, size_t n, const struct mf_opts *o);
 int mf_diff(FILE *out, struct mf_file *oldf, struct mf_file *newf,
 	    const struct mf_opts *o);
+/* Several files on a side (a multi-rank run): rank by rank, then the max over the ranks. */
+int mf_diff_runs(FILE *out, struct mf_file *oldf, size_t nold, struct mf_file *newf, size_t nnew,
+		 const struct mf_opts *o, FILE *err);
 /* "5%", "1MB" or both, comma-separated ("5%,1MB": growth must exceed both); 0 or -1. */
 int mf_parse_threshold(const char *text, struct mf_threshold *t);
 int mf_write_results(FILE *err, const char *dir, json_t *metrics, struct mf_groups *gs);
+
+/* paths.c: the files of one side of --diff (a directory: its *.json and *.json.<pid> metrics
+ * files, in name order; other JSON there is passed over). */
+struct mf_paths {
+	char **p;
+	size_t n;
+};
+int mf_paths_add(struct mf_paths *ps, const char *path, FILE *err);
+void mf_paths_free(struct mf_paths *ps);
 
 /* cli.c: the whole program, with its streams, so tests run it in-process. */
 int mf_main(int argc, char **argv, FILE *out, FILE *err);

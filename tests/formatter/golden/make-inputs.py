@@ -244,7 +244,29 @@ def launchers():
                                          "source": "torchrun"}))
 
 
+def runs():
+    """Two runs of two ranks each, with their torchrun agent, one directory per run."""
+    for run, base, grow in (("run-old", 6000, 0), ("run-new", 7000, 30 * M)):
+        os.makedirs(os.path.join(HERE, "in", run), exist_ok=True)
+        agent = {"init_mem_cpu_alloc_delta": 60 * M, "init_runtime": 20.0, "init_calls": 1,
+                 "process_mem_cpu_peak": 66 * M}
+        write(run + "/memshim_%d.json" % base,
+              doc(agent, [stage("init", runtime=20.0)], pid=base, ppid=1, root_pid=base))
+        for r in (0, 1):
+            a = (100 + 10 * r) * M + (grow if r == 1 else 0)
+            m = {"init_mem_cpu_alloc_delta": 50 * M, "init_runtime": 2.0, "init_calls": 1,
+                 "train_mem_cpu_alloc_delta": a, "train_mem_cpu_peaked_delta": 20 * M,
+                 "train_runtime": 10.0 + r, "train_calls": 1,
+                 "process_mem_cpu_peak": a + 80 * M}
+            write(run + "/memshim_%d.json" % (base + 1 + r),
+                  doc(m, [stage("init"), stage("train")], pid=base + 1 + r, ppid=base,
+                      root_pid=base, is_child=True,
+                      rank={"rank": r, "local_rank": r, "world_size": 2, "source": "torchrun"}))
+    with open(os.path.join(HERE, "in", "run-old", "all_results.json"), "w") as f:
+        f.write('{"train_loss": 1.5}')   # not a metrics file: a directory diff skips it
+
+
 if __name__ == "__main__":
     os.makedirs(os.path.join(HERE, "in"), exist_ok=True)
-    for f in (seed, widths, snapshot, calls, ranks, diffs, small, bad, died, launchers):
+    for f in (seed, widths, snapshot, calls, ranks, diffs, small, bad, died, launchers, runs):
         f()
