@@ -10,6 +10,7 @@ static const char mf_usage[] =
 	"       memshim-format --merge [--stage NAME] [--all] FILE...\n"
 	"       memshim-format --diff [--threshold 5%,1MB] [--allow-missing] [--stage NAME] OLD NEW\n"
 	"       memshim-format --diff [options] OLD_FILE... -- NEW_FILE...   (or OLD_DIR NEW_DIR)\n"
+	"       memshim-format --csv [--stage NAME] FILE...\n"
 	"       memshim-format --plot FILE.svg|FILE.png [--size WxH] [--all] FILE...\n"
 	"       memshim-format --compare HF_RESULTS.json FILE\n"
 	"Prints memshim metrics files as the Hugging Face Trainer memory-metrics dump, or draws them.\n"
@@ -27,11 +28,13 @@ static const char mf_usage[] =
 	"  --threshold T    growth must exceed N% of the old value and/or N MB/KB/GB/B; both\n"
 	"                   parts must be exceeded when given as 5%,1MB (the default)\n"
 	"  --allow-missing  a stage or rank missing from NEW is reported but is no regression\n"
+	"  --csv            one row per process and stage (RFC 4180), bytes and seconds\n"
 	"  --plot OUT       draws memory over time with the stages into OUT (.svg or .png), one\n"
 	"                   panel per file on a shared time axis; prints nothing\n"
 	"  --size WxH       the picture's size in pixels (default 1200 x 300+250 per file)\n"
 	"  --compare HF     Hugging Face's own memory metrics (all_results.json or a\n"
 	"                   {split}_results.json of the same run) beside memshim's, key by key\n"
+	"  --version        prints memshim-format's version\n"
 	"Exit status: 0 ok, 1 --diff found a regression, 2 bad input or usage.\n";
 
 static int mf_usage_error(FILE *err, const char *what, const char *arg)
@@ -135,10 +138,14 @@ static int mf_parse_args(int argc, char **argv, struct mf_args *a, FILE *out, FI
 			only_files = 1;
 		else if (!strcmp(s, "-h") || !strcmp(s, "--help"))
 			return fputs(mf_usage, out), -1;
+		else if (!strcmp(s, "--version"))
+			return fprintf(out, "memshim-format %s\n", mf_version()), -1;
 		else if (!strcmp(s, "--all"))
 			a->o.all = 1;
 		else if (!strcmp(s, "--auto-merge"))
 			a->o.auto_merge = 1;
+		else if (!strcmp(s, "--csv"))
+			a->o.csv = 1;
 		else if (!strcmp(s, "--calls"))
 			a->o.calls = 1;
 		else if (!strcmp(s, "--merge"))
@@ -161,11 +168,14 @@ static int mf_check_args(struct mf_args *a, FILE *err)
 		return mf_usage_error(err, "--diff takes OLD NEW, or OLD_FILE... -- NEW_FILE...", NULL);
 	if (a->o.diff && a->sep >= a->nfiles)
 		return mf_usage_error(err, "--diff: no NEW file after --", NULL);
-	if (a->o.diff && (a->o.merge || a->o.calls || a->o.json_dir || a->o.auto_merge))
-		return mf_usage_error(err, "--diff does not combine with --merge, --calls or --json-dir",
-				      NULL);
+	if (a->o.diff && (a->o.merge || a->o.calls || a->o.json_dir || a->o.auto_merge || a->o.csv))
+		return mf_usage_error(err, "--diff does not combine with --merge, --calls, --json-dir "
+				      "or --csv", NULL);
 	if ((a->o.merge || a->o.auto_merge) && a->o.calls)
 		return mf_usage_error(err, "--calls does not combine with --merge", NULL);
+	if (a->o.csv && (a->o.merge || a->o.auto_merge || a->o.calls || a->o.json_dir || a->o.plot ||
+			 a->o.compare))
+		return mf_usage_error(err, "--csv takes no other mode (only --stage)", NULL);
 	if (a->o.plot_w && !a->o.plot)
 		return mf_usage_error(err, "--size only applies to --plot", NULL);
 	if (a->o.plot && !mf_plot_kind(a->o.plot))
@@ -177,7 +187,7 @@ static int mf_check_args(struct mf_args *a, FILE *err)
 	if (a->o.compare && (a->nfiles != 1 || a->o.diff || a->o.merge || a->o.auto_merge ||
 			     a->o.calls || a->o.plot || a->o.json_dir || a->o.stage))
 		return mf_usage_error(err, "--compare takes one metrics file and no other mode", NULL);
-	if (a->o.all && (a->o.diff || a->o.compare))
+	if (a->o.all && (a->o.diff || a->o.csv || a->o.compare))
 		return mf_usage_error(err, "--all only applies to the dump, --merge and --plot", NULL);
 	if (a->o.threshold_text && !a->o.diff)
 		return mf_usage_error(err, "--threshold only applies to --diff", NULL);
@@ -354,7 +364,11 @@ static int mf_run(const struct mf_args *a, FILE *out, FILE *err)
 		rc = mf_compare(out, err, a->o.compare, &files[0]);
 	else if (a->o.plot)
 		rc = mf_plot_files(err, files, n, &a->o);
-	else {
+	else if (a->o.csv) {
+		mf_sort_files(files, n);
+		mf_csv(out, files, n, a->o.stage);
+		rc = MF_OK;
+	} else {
 		mf_sort_files(files, n);
 		mf_dump_or_merge(out, files, n, &a->o);
 		rc = mf_results_all(err, files, n, a->o.json_dir);

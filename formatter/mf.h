@@ -114,6 +114,7 @@ struct mf_opts {
 	int calls, merge, diff;
 	int all;                /* --all: no process is left out or summarised */
 	int auto_merge;         /* --auto-merge: --merge when the files hold two or more ranks */
+	int csv;                /* --csv */
 	const char *json_dir;
 	struct mf_threshold {
 		double pct;     /* growth must exceed this % of |old| (< 0: no percent part) */
@@ -165,6 +166,10 @@ int mf_diff_runs(FILE *out, struct mf_file *oldf, size_t nold, struct mf_file *n
 int mf_parse_threshold(const char *text, struct mf_threshold *t);
 int mf_write_results(FILE *err, const char *dir, json_t *metrics, struct mf_groups *gs);
 
+/* csv.c: --csv, and one RFC 4180 field (LAST: ends the record with CRLF). */
+void mf_csv(FILE *out, const struct mf_file *files, size_t n, const char *only_stage);
+void mf_csv_field(FILE *out, const char *s, int last);
+
 /* paths.c: the files of one side of --diff (a directory: its *.json and *.json.<pid> metrics
  * files, in name order; other JSON there is passed over). */
 struct mf_paths {
@@ -173,6 +178,9 @@ struct mf_paths {
 };
 int mf_paths_add(struct mf_paths *ps, const char *path, FILE *err);
 void mf_paths_free(struct mf_paths *ps);
+
+/* version.c: "MAJOR.MINOR" from shim/memshim.h. */
+const char *mf_version(void);
 
 /* cli.c: the whole program, with its streams, so tests run it in-process. */
 int mf_main(int argc, char **argv, FILE *out, FILE *err);

@@ -266,7 +266,15 @@ def runs():
         f.write('{"train_loss": 1.5}')   # not a metrics file: a directory diff skips it
 
 
+def csv_odd():
+    """A stage name that needs quoting in CSV: a comma, quotes and a line break."""
+    name = 'odd, "quoted"\nname'
+    m = {name + "_mem_cpu_alloc_delta": M, name + "_runtime": 0.5, name + "_calls": 1}
+    write("csv-odd.json", doc(m, [stage(name, cpu=(M, 0))], pid=4343))
+
+
 if __name__ == "__main__":
     os.makedirs(os.path.join(HERE, "in"), exist_ok=True)
-    for f in (seed, widths, snapshot, calls, ranks, diffs, small, bad, died, launchers, runs):
+    for f in (seed, widths, snapshot, calls, ranks, diffs, small, bad, died, launchers, runs,
+              csv_odd):
         f()
