@@ -1,7 +1,9 @@
 /* scripts/memshim: exit status and signals pass through, LD_PRELOAD is kept, the dump appears. */
 #include "util.h"
 #include "svg.h"
+#include "../../shim/memshim.h"
 
+#include <glob.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -298,6 +300,162 @@ START_TEST(test_installed_layout)
 }
 END_TEST
 
+static int count(const char *s, const char *what)
+{
+	int n = 0;
+	for (const char *p = s; (p = strstr(p, what)); p++)
+		n++;
+	return n;
+}
+
+/* How many files in the tree match PATTERN (a glob relative to the tree). */
+static size_t files_like(const char *pattern)
+{
+	char path[4300];
+	glob_t g;
+	snprintf(path, sizeof path, "%s/%s", tree, pattern);
+	if (glob(path, 0, NULL, &g))
+		return 0;
+	size_t n = g.gl_pathc;
+	globfree(&g);
+	return n;
+}
+
+static char *tree_file(const char *name)
+{
+	char path[4300];
+	snprintf(path, sizeof path, "%s/%s", tree, name);
+	return t_read(path, NULL);
+}
+
+START_TEST(test_version)
+{
+	char want[64], *out, *err, *args[] = { NULL, "--version", NULL };
+	int st = wrap(NULL, args, &out, &err);
+	snprintf(want, sizeof want, "memshim %d.%d\n", MEMSHIM_VERSION_MAJOR, MEMSHIM_VERSION_MINOR);
+	ck_assert_msg(WIFEXITED(st) && WEXITSTATUS(st) == 0, "status %#x: %s", st, err);
+	ck_assert_str_eq(out, want);
+	ck_assert_str_eq(err, "");
+	free2(out, err);
+}
+END_TEST
+
+/* A command that cannot run: one memshim line and the shell's status, nothing run or written. */
+static void expect_no_command(const char *cmd, int want, const char *message)
+{
+	char line[4400], *out, *err, *args[] = { NULL, "run", "--", (char *)cmd, "arg", NULL };
+	int st = wrap(NULL, args, &out, &err);
+	snprintf(line, sizeof line, "memshim: %s: %s\n", cmd, message);
+	ck_assert_msg(WIFEXITED(st) && WEXITSTATUS(st) == want, "%s: status %#x, stderr: %s", cmd, st,
+		      err);
+	ck_assert_str_eq(err, line);
+	ck_assert_str_eq(out, "");
+	ck_assert_uint_eq(files_like("memshim_metrics.json*"), 0);
+	free2(out, err);
+}
+
+START_TEST(test_command_cannot_run)
+{
+	char path[4300];
+	snprintf(path, sizeof path, "%s/plain.txt", tree);
+	t_write(path, "echo hi\n", 8);
+	expect_no_command("nosuchcmd-for-memshim", 127, "command not found");
+	expect_no_command("./missing", 127, "No such file or directory");
+	expect_no_command("./plain.txt", 126, "Permission denied");
+	expect_no_command("./build", 126, "Is a directory");
+	/* the wrapper's own function names are not commands */
+	expect_no_command("report", 127, "command not found");
+}
+END_TEST
+
+/* The previous run's files are kept as NAME.prev, one generation, and never shown in the dump. */
+START_TEST(test_previous_run_kept)
+{
+	char want[9000], *out, *err, *first, *second, *now;
+	char *kids[] = { NULL, "run", "/bin/sh", "-c", "/bin/true", NULL };
+	char *one[] = { NULL, "run", "/bin/true", NULL };
+	ck_assert_int_eq(wrap(NULL, kids, &out, &err), 0);
+	ck_assert_ptr_null(strstr(err, "previous run"));
+	free2(out, err);
+	first = tree_file("memshim_metrics.json");
+	ck_assert_int_eq(wrap(NULL, one, &out, &err), 0);
+	snprintf(want, sizeof want, "memshim: kept the previous run's metrics (2 files) as "
+		 "%s/memshim_metrics.json.prev and %s/memshim_metrics.json.<pid>.prev\n", tree, tree);
+	ck_assert_msg(!strncmp(err, want, strlen(want)), "stderr: %s", err);
+	ck_assert_int_eq(count(err, "***** fake metrics *****"), 1);
+	ck_assert_int_eq(count(err, "==> "), 0);
+	now = tree_file("memshim_metrics.json.prev");
+	ck_assert_str_eq(now, first);
+	ck_assert_uint_eq(files_like("memshim_metrics.json.*.prev"), 1);
+	free2(out, err);
+	free(now);
+	second = tree_file("memshim_metrics.json");
+	ck_assert_int_eq(wrap(NULL, one, &out, &err), 0);
+	snprintf(want, sizeof want, "memshim: kept the previous run's metrics (1 file) as "
+		 "%s/memshim_metrics.json.prev\n", tree);
+	ck_assert_msg(!strncmp(err, want, strlen(want)), "stderr: %s", err);
+	now = tree_file("memshim_metrics.json.prev");
+	ck_assert_str_eq(now, second);
+	ck_assert_uint_eq(files_like("memshim_metrics.json.*.prev"), 0);
+	free2(out, err);
+	free(now);
+	free2(first, second);
+}
+END_TEST
+
+START_TEST(test_previous_run_kept_pid_name)
+{
+	char want[4400], *out, *err;
+	char *args[] = { NULL, "run", "--output", "r.%p.json", "/bin/sh", "-c", "/bin/true", NULL };
+	ck_assert_int_eq(wrap(NULL, args, &out, &err), 0);
+	free2(out, err);
+	ck_assert_int_eq(wrap(NULL, args, &out, &err), 0);
+	snprintf(want, sizeof want, "memshim: kept the previous run's metrics (2 files) as "
+		 "%s/r.<pid>.json.prev\n", tree);
+	ck_assert_msg(!strncmp(err, want, strlen(want)), "stderr: %s", err);
+	ck_assert_int_eq(count(err, "==> "), 2);
+	ck_assert_uint_eq(files_like("r.*.json.prev"), 2);
+	ck_assert_uint_eq(files_like("r.*.json"), 2);
+	free2(out, err);
+}
+END_TEST
+
+/* A multi-rank run prints one merged table of its ranks, not a dump per process. */
+START_TEST(test_ranks_merged)
+{
+	char *out, *err;
+	char *args[] = { NULL, "run", "/bin/sh", "-c", "RANK=0 /bin/true; RANK=1 /bin/true", NULL };
+	int st = wrap(NULL, args, &out, &err);
+	ck_assert_msg(WIFEXITED(st) && WEXITSTATUS(st) == 0, "status %#x: %s", st, err);
+	ck_assert_msg(strstr(err, "\nmemshim: merged the 2 ranks; left out 1 process without a rank "
+			      "of its own: pid "), "stderr: %s", err);
+	ck_assert_ptr_nonnull(strstr(err, "***** fake metrics (2 processes) *****\n"));
+	ck_assert_ptr_nonnull(strstr(err, "  key                       min  max  mean  sum  max at\n"));
+	ck_assert_ptr_nonnull(strstr(err, "  fake_mem_cpu_alloc_delta  3MB  3MB   3MB  6MB  rank 0\n"));
+	ck_assert_ptr_nonnull(strstr(err, "\nmemshim: one table for the 2 ranks; "));
+	ck_assert_int_eq(count(err, "***** fake metrics *****"), 0);
+	free2(out, err);
+}
+END_TEST
+
+/* Processes that opened no stage and stayed small are named in one line, not dumped. */
+START_TEST(test_launchers_summarised)
+{
+	char *out, *err;
+	char *args[] = { NULL, "run", "/bin/sh", "-c",
+			 "MEMSHIM_FAKE_MINOR=1 /bin/true; MEMSHIM_FAKE_MINOR=1 /bin/true", NULL };
+	int st = wrap(NULL, args, &out, &err);
+	ck_assert_msg(WIFEXITED(st) && WEXITSTATUS(st) == 0, "status %#x: %s", st, err);
+	ck_assert_int_eq(count(err, "==> "), 1);
+	ck_assert_int_eq(count(err, "***** fake metrics *****"), 1);
+	ck_assert_msg(strstr(err, "\nmemshim: 2 other processes (launchers, shells) opened no stage and "
+			      "peaked under 16MB: pid "), "stderr: %s", err);
+	ck_assert_ptr_nonnull(strstr(err, "; --all shows them\n"));
+	ck_assert_int_eq(count(err, "init metrics"), 0);
+	free2(out, err);
+}
+END_TEST
+
 Suite *wrapper_suite(void)
 {
 	Suite *s = suite_create("wrapper");
@@ -318,6 +476,12 @@ Suite *wrapper_suite(void)
 	tcase_add_test(tc, test_installed_layout);
 	tcase_add_test(tc, test_plot);
 	tcase_add_test(tc, test_plot_bad_name);
+	tcase_add_test(tc, test_version);
+	tcase_add_test(tc, test_command_cannot_run);
+	tcase_add_test(tc, test_previous_run_kept);
+	tcase_add_test(tc, test_previous_run_kept_pid_name);
+	tcase_add_test(tc, test_ranks_merged);
+	tcase_add_test(tc, test_launchers_summarised);
 	suite_add_tcase(s, tc);
 	return s;
 }
