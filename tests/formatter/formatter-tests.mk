@@ -29,7 +29,10 @@ $(FMT_FAKE_SHIM): tests/formatter/fake_shim.c
 	@mkdir -p $(@D)
 	$(CC) $(BASEFLAGS) -O2 -fPIC -shared -o $@ $<
 
-check-formatter: $(FMT_TEST_BIN) $(FMT_BIN) $(FMT_FAKE_SHIM) $(FMT_FAKE_OTHER)
+# The install test runs make install/uninstall into a temporary DESTDIR with this BUILD; the
+# schema test runs the real library on small programs.
+check-formatter: $(FMT_TEST_BIN) $(FMT_BIN) $(FMT_FAKE_SHIM) $(FMT_FAKE_OTHER) $(BUILD)/libmemshim.so
 	MF_GOLDEN=tests/formatter/golden MF_PLOT_IN=tests/formatter/plot MF_SCRIPT=scripts/memshim MF_FORMAT_BIN=$(abspath $(FMT_BIN)) \
 	MF_FAKE_SHIM=$(abspath $(FMT_FAKE_SHIM)) MF_FAKE_OTHER=$(abspath $(FMT_FAKE_OTHER)) \
+	MF_MAKE_ROOT=$(CURDIR) MF_BUILD=$(BUILD) MF_SHIM_LIB=$(abspath $(BUILD)/libmemshim.so) \
 		$(FMT_TEST_BIN)

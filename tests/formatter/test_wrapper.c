@@ -456,6 +456,81 @@ START_TEST(test_launchers_summarised)
 }
 END_TEST
 
+/* make install into a DESTDIR: every file where the README says, a pkg-config file for memshim.h,
+ * the Python package finding the installed library; make uninstall leaves no file behind. */
+static int make_in_root(const char *target, const char *dest, const char *log)
+{
+	char cmd[13000];
+	snprintf(cmd, sizeof cmd, "cd '%s' && env -u MAKEFLAGS -u MFLAGS -u MAKELEVEL make -s %s "
+		 "DESTDIR='%s' PREFIX=/opt/ms BUILD='%s' >'%s' 2>&1", need_env("MF_MAKE_ROOT"), target,
+		 dest, need_env("MF_BUILD"), log);
+	return system(cmd);
+}
+
+/* What a shell command prints on stdout. */
+static char *run_text(const char *cmd)
+{
+	size_t n = 0, got;
+	char *text = malloc(4097);
+	FILE *p = popen(cmd, "r");
+	ck_assert_ptr_nonnull(p);
+	while ((got = fread(text + n, 1, 4096, p)) > 0)
+		text = realloc(text, (n += got) + 4097);
+	text[n] = '\0';
+	pclose(p);
+	return text;
+}
+
+START_TEST(test_install_uninstall)
+{
+	static const char *const files[] = { "bin/memshim", "bin/memshim-format", "lib/libmemshim.so",
+		"include/memshim.h", "lib/pkgconfig/memshim.pc", "lib/memshim/python/memshim/__init__.py",
+		"lib/memshim/python/memshim/cli.py", "lib/memshim/python/memshim/hf.py" };
+	char *dest = t_tmpdir(), log[4300], path[4400], cmd[13000], want[200], *text;
+	snprintf(log, sizeof log, "%s.log", dest);
+	int rc = make_in_root("install", dest, log);
+	text = t_read(log, NULL);
+	ck_assert_msg(rc == 0, "make install: %s", text);
+	free(text);
+	for (size_t i = 0; i < sizeof files / sizeof files[0]; i++) {
+		struct stat st;
+		snprintf(path, sizeof path, "%s/opt/ms/%s", dest, files[i]);
+		ck_assert_msg(stat(path, &st) == 0, "not installed: %s", files[i]);
+	}
+	snprintf(cmd, sizeof cmd, "PKG_CONFIG_PATH='%s/opt/ms/lib/pkgconfig' pkg-config --cflags "
+		 "--libs memshim; PKG_CONFIG_PATH='%s/opt/ms/lib/pkgconfig' pkg-config --modversion "
+		 "memshim", dest, dest);
+	text = run_text(cmd);
+	snprintf(want, sizeof want, "-I/opt/ms/include -L/opt/ms/lib -lmemshim \n%d.%d\n",
+		 MEMSHIM_VERSION_MAJOR, MEMSHIM_VERSION_MINOR);
+	ck_assert_str_eq(text, want);
+	free(text);
+	snprintf(cmd, sizeof cmd, "PYTHONPATH='%s/opt/ms/lib/memshim/python' /usr/bin/python3 -c "
+		 "'import memshim; print(memshim.library_path())'", dest);
+	text = run_text(cmd);
+	snprintf(path, sizeof path, "%s/opt/ms/lib/libmemshim.so\n", dest);
+	ck_assert_str_eq(text, path);
+	free(text);
+	snprintf(cmd, sizeof cmd, "'%s/opt/ms/bin/memshim' --version", dest);
+	text = run_text(cmd);
+	snprintf(want, sizeof want, "memshim %d.%d\n", MEMSHIM_VERSION_MAJOR, MEMSHIM_VERSION_MINOR);
+	ck_assert_str_eq(text, want);
+	free(text);
+	rc = make_in_root("uninstall", dest, log);
+	text = t_read(log, NULL);
+	ck_assert_msg(rc == 0, "make uninstall: %s", text);
+	free(text);
+	snprintf(cmd, sizeof cmd, "find '%s' -type f; test -e '%s/opt/ms/lib/memshim' && echo "
+		 "lib/memshim", dest, dest);
+	text = run_text(cmd);
+	ck_assert_msg(!*text, "left after make uninstall: %s", text);
+	free(text);
+	unlink(log);
+	t_rmtree(dest);
+	free(dest);
+}
+END_TEST
+
 Suite *wrapper_suite(void)
 {
 	Suite *s = suite_create("wrapper");
@@ -483,5 +558,9 @@ Suite *wrapper_suite(void)
 	tcase_add_test(tc, test_ranks_merged);
 	tcase_add_test(tc, test_launchers_summarised);
 	suite_add_tcase(s, tc);
+	TCase *inst = tcase_create("install");
+	tcase_set_timeout(inst, 120);
+	tcase_add_test(inst, test_install_uninstall);
+	suite_add_tcase(s, inst);
 	return s;
 }
