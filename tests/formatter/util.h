@@ -26,5 +26,6 @@ Suite *plot_suite(void);
 Suite *plotfile_suite(void);
 Suite *plotodd_suite(void);
 Suite *cli_suite(void);
+Suite *schema_suite(void);
 
 #endif
