@@ -453,6 +453,17 @@ START_TEST(test_launchers_summarised)
 	ck_assert_ptr_nonnull(strstr(err, "; --all shows them\n"));
 	ck_assert_int_eq(count(err, "init metrics"), 0);
 	free2(out, err);
+	/* --all: every process on its own */
+	char *all[] = { NULL, "run", "--all", "/bin/sh", "-c",
+			"MEMSHIM_FAKE_MINOR=1 /bin/true; RANK=0 /bin/true; RANK=1 /bin/true", NULL };
+	st = wrap(NULL, all, &out, &err);
+	ck_assert_msg(WIFEXITED(st) && WEXITSTATUS(st) == 0, "status %#x: %s", st, err);
+	ck_assert_int_eq(count(err, "==> "), 4);
+	ck_assert_int_eq(count(err, "***** init metrics *****"), 1);
+	ck_assert_int_eq(count(err, "***** fake metrics *****"), 3);
+	ck_assert_ptr_null(strstr(err, "other process"));
+	ck_assert_ptr_null(strstr(err, "merged"));
+	free2(out, err);
 }
 END_TEST
 
