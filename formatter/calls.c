@@ -76,13 +76,19 @@ static void mf_print_stage_calls(FILE *out, json_t *s)
 	json_t *hist = json_object_get(s, "history"), *need = json_object_get(s, "max_needed");
 	json_t *calls = json_object_get(s, "calls"), *dropped = json_object_get(s, "history_dropped");
 	struct mf_table t;
-	fprintf(out, "\n***** %s calls *****\n", name);
+	fprintf(out, "\n***** %s%s calls *****\n", name,
+		json_is_true(json_object_get(s, "open")) ? " (open)" : "");
 	fprintf(out, "  calls: %lld, %zu kept in history", (long long)json_integer_value(calls),
 		json_array_size(hist));
 	if (json_integer_value(dropped) > 0)
 		fprintf(out, ", %lld not kept (min/max cover the kept calls only)",
 			(long long)json_integer_value(dropped));
 	fputc('\n', out);
+	if (json_is_true(json_object_get(s, "open"))) {
+		char *line = mf_open_line(s, 0);
+		fprintf(out, "  %s\n", line);
+		free(line);
+	}
 	mf_table_init(&t, 5, mf_calls_align, mf_calls_seps);
 	char *head[5] = { mf_xstrdup("key"), mf_xstrdup("min"), mf_xstrdup("call"),
 			  mf_xstrdup("max"), mf_xstrdup("call") };
@@ -92,6 +98,8 @@ static void mf_print_stage_calls(FILE *out, json_t *s)
 	if (t.nrows > 1)
 		mf_table_print(out, &t, "  ");
 	mf_table_free(&t);
+	if (mf_calls_of(s) <= 0) /* no finished call: nothing was needed yet ("in call 0") */
+		return;
 	mf_print_needed(out, name, need, "cpu");
 	if (json_array_size(hist) && json_object_get(json_array_get(hist, 0), "gpu_alloc_delta"))
 		mf_print_needed(out, name, need, "gpu");

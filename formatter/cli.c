@@ -6,26 +6,35 @@
 #include <string.h>
 
 static const char mf_usage[] =
-	"usage: memshim-format [--stage NAME] [--calls] [--json-dir DIR] FILE...\n"
-	"       memshim-format --merge [--stage NAME] FILE...\n"
+	"usage: memshim-format [--stage NAME] [--calls] [--json-dir DIR] [--all] FILE...\n"
+	"       memshim-format --merge [--stage NAME] [--all] FILE...\n"
 	"       memshim-format --diff [--threshold 5%,1MB] [--allow-missing] [--stage NAME] OLD NEW\n"
-	"       memshim-format --plot FILE.svg|FILE.png [--size WxH] FILE...\n"
+	"       memshim-format --diff [options] OLD_FILE... -- NEW_FILE...   (or OLD_DIR NEW_DIR)\n"
+	"       memshim-format --csv [--stage NAME] FILE...\n"
+	"       memshim-format --plot FILE.svg|FILE.png [--size WxH] [--all] FILE...\n"
 	"       memshim-format --compare HF_RESULTS.json FILE\n"
 	"Prints memshim metrics files as the Hugging Face Trainer memory-metrics dump, or draws them.\n"
 	"  --stage NAME     only that stage's group\n"
 	"  --calls          per stage, min/max over its calls\n"
 	"  --json-dir DIR   also write {stage}_results.json and update all_results.json in DIR\n"
-	"  --merge          one table per stage over all files: min, max, mean, who had the max\n"
+	"  --all            every process: no launcher or shell is summarised in one line, and\n"
+	"                   --merge merges every file, not only the ranks\n"
+	"  --merge          one table per stage over the ranks (else the processes): min, max,\n"
+	"                   mean, sum, who had the max\n"
+	"  --auto-merge     --merge when the files hold two or more ranks, else the dump\n"
 	"  --diff OLD NEW   old, new and change per key; exit 1 when a memory metric grew past the\n"
-	"                   threshold or a stage of OLD is missing from NEW\n"
+	"                   threshold or a stage of OLD is missing from NEW or did not finish;\n"
+	"                   several files or two directories: rank by rank, then the max\n"
 	"  --threshold T    growth must exceed N% of the old value and/or N MB/KB/GB/B; both\n"
 	"                   parts must be exceeded when given as 5%,1MB (the default)\n"
-	"  --allow-missing  a stage missing from NEW is reported but is no regression\n"
+	"  --allow-missing  a stage or rank missing from NEW is reported but is no regression\n"
+	"  --csv            one row per process and stage (RFC 4180), bytes and seconds\n"
 	"  --plot OUT       draws memory over time with the stages into OUT (.svg or .png), one\n"
 	"                   panel per file on a shared time axis; prints nothing\n"
 	"  --size WxH       the picture's size in pixels (default 1200 x 300+250 per file)\n"
 	"  --compare HF     Hugging Face's own memory metrics (all_results.json or a\n"
 	"                   {split}_results.json of the same run) beside memshim's, key by key\n"
+	"  --version        prints memshim-format's version\n"
 	"Exit status: 0 ok, 1 --diff found a regression, 2 bad input or usage.\n";
 
 static int mf_usage_error(FILE *err, const char *what, const char *arg)
@@ -69,6 +78,7 @@ struct mf_args {
 	struct mf_opts o;
 	char **files;
 	int nfiles;
+	int sep;                /* --diff: files before a "--" that follows a file, else -1 */
 };
 
 static int mf_value_opt(int argc, char **argv, int *i, struct mf_args *a, FILE *err, int *used)
@@ -110,10 +120,16 @@ static int mf_parse_args(int argc, char **argv, struct mf_args *a, FILE *out, FI
 {
 	int only_files = 0;
 	memset(a, 0, sizeof *a);
+	a->sep = -1;
 	a->files = mf_xmalloc((size_t)argc * sizeof *a->files);
 	for (int i = 1; i < argc; i++) {
 		const char *s = argv[i];
 		int used, rc;
+		if (!strcmp(s, "--") && a->nfiles && a->sep < 0) {
+			a->sep = a->nfiles; /* OLD... -- NEW... (for --diff; elsewhere just more files) */
+			only_files = 1;
+			continue;
+		}
 		if (only_files || s[0] != '-' || !s[1]) {
 			a->files[a->nfiles++] = argv[i];
 			continue;
@@ -122,6 +138,14 @@ static int mf_parse_args(int argc, char **argv, struct mf_args *a, FILE *out, FI
 			only_files = 1;
 		else if (!strcmp(s, "-h") || !strcmp(s, "--help"))
 			return fputs(mf_usage, out), -1;
+		else if (!strcmp(s, "--version"))
+			return fprintf(out, "memshim-format %s\n", mf_version()), -1;
+		else if (!strcmp(s, "--all"))
+			a->o.all = 1;
+		else if (!strcmp(s, "--auto-merge"))
+			a->o.auto_merge = 1;
+		else if (!strcmp(s, "--csv"))
+			a->o.csv = 1;
 		else if (!strcmp(s, "--calls"))
 			a->o.calls = 1;
 		else if (!strcmp(s, "--merge"))
@@ -140,23 +164,31 @@ static int mf_check_args(struct mf_args *a, FILE *err)
 {
 	if (!a->nfiles)
 		return mf_usage_error(err, "no metrics file given", NULL);
-	if (a->o.diff && a->nfiles != 2)
-		return mf_usage_error(err, "--diff takes exactly two files, OLD and NEW", NULL);
-	if (a->o.diff && (a->o.merge || a->o.calls || a->o.json_dir))
-		return mf_usage_error(err, "--diff does not combine with --merge, --calls or --json-dir",
-				      NULL);
-	if (a->o.merge && a->o.calls)
+	if (a->o.diff && a->sep < 0 && a->nfiles != 2)
+		return mf_usage_error(err, "--diff takes OLD NEW, or OLD_FILE... -- NEW_FILE...", NULL);
+	if (a->o.diff && a->sep >= a->nfiles)
+		return mf_usage_error(err, "--diff: no NEW file after --", NULL);
+	if (a->o.diff && (a->o.merge || a->o.calls || a->o.json_dir || a->o.auto_merge || a->o.csv))
+		return mf_usage_error(err, "--diff does not combine with --merge, --calls, --json-dir "
+				      "or --csv", NULL);
+	if ((a->o.merge || a->o.auto_merge) && a->o.calls)
 		return mf_usage_error(err, "--calls does not combine with --merge", NULL);
+	if (a->o.csv && (a->o.merge || a->o.auto_merge || a->o.calls || a->o.json_dir || a->o.plot ||
+			 a->o.compare))
+		return mf_usage_error(err, "--csv takes no other mode (only --stage)", NULL);
 	if (a->o.plot_w && !a->o.plot)
 		return mf_usage_error(err, "--size only applies to --plot", NULL);
 	if (a->o.plot && !mf_plot_kind(a->o.plot))
 		return mf_usage_error(err, "--plot wants a file name ending in .svg or .png", a->o.plot);
-	if (a->o.plot && (a->o.diff || a->o.merge || a->o.calls || a->o.json_dir || a->o.stage))
+	if (a->o.plot && (a->o.diff || a->o.merge || a->o.auto_merge || a->o.calls || a->o.json_dir ||
+			  a->o.stage))
 		return mf_usage_error(err, "--plot does not combine with --diff, --merge, --calls, "
 				      "--json-dir or --stage", NULL);
-	if (a->o.compare && (a->nfiles != 1 || a->o.diff || a->o.merge || a->o.calls || a->o.plot ||
-			     a->o.json_dir || a->o.stage))
+	if (a->o.compare && (a->nfiles != 1 || a->o.diff || a->o.merge || a->o.auto_merge ||
+			     a->o.calls || a->o.plot || a->o.json_dir || a->o.stage))
 		return mf_usage_error(err, "--compare takes one metrics file and no other mode", NULL);
+	if (a->o.all && (a->o.diff || a->o.csv || a->o.compare))
+		return mf_usage_error(err, "--all only applies to the dump, --merge and --plot", NULL);
 	if (a->o.threshold_text && !a->o.diff)
 		return mf_usage_error(err, "--threshold only applies to --diff", NULL);
 	if (a->o.allow_missing && !a->o.diff)
@@ -167,41 +199,84 @@ static int mf_check_args(struct mf_args *a, FILE *err)
 }
 
 /* Loads every file so that all bad ones are reported, not only the first. */
-static struct mf_file *mf_load_all(const struct mf_args *a, FILE *err)
+static struct mf_file *mf_load_paths(char **paths, size_t n, FILE *err)
 {
-	struct mf_file *files = mf_xmalloc((size_t)a->nfiles * sizeof *files);
+	struct mf_file *files = mf_xmalloc((n ? n : 1) * sizeof *files);
 	int bad = 0;
-	for (int i = 0; i < a->nfiles; i++)
-		bad |= mf_load(a->files[i], &files[i], err) != 0;
+	for (size_t i = 0; i < n; i++)
+		bad |= mf_load(paths[i], &files[i], err) != 0;
 	if (!bad)
 		return files;
-	for (int i = 0; i < a->nfiles; i++)
+	for (size_t i = 0; i < n; i++)
 		mf_file_free(&files[i]);
 	free(files);
 	return NULL;
 }
 
-static int mf_stage_known(struct mf_file *files, size_t n, const char *stage, FILE *err)
+static void mf_free_files(struct mf_file *files, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		mf_file_free(&files[i]);
+	free(files);
+}
+
+static int mf_stage_in(struct mf_file *files, size_t n, const char *stage)
 {
 	for (size_t i = 0; i < n; i++)
 		if (mf_has_stage(&files[i], stage))
 			return 1;
-	fprintf(err, "memshim-format: no stage \"%s\" in %s%s\n", stage, files[0].path,
-		n > 1 ? " or the other files" : "");
 	return 0;
 }
 
-/* Several files: each under its header. */
+static void mf_no_stage(const char *stage, const char *path, size_t n, FILE *err)
+{
+	fprintf(err, "memshim-format: no stage \"%s\" in %s%s\n", stage, path,
+		n > 1 ? " or the other files" : "");
+}
+
+static int mf_stage_known(struct mf_file *files, size_t n, const char *stage, FILE *err)
+{
+	if (mf_stage_in(files, n, stage))
+		return 1;
+	mf_no_stage(stage, files[0].path, n, err);
+	return 0;
+}
+
+/* Several files: each under its header; launchers and shells summarised in one line at the end. */
 static void mf_dump_all(FILE *out, struct mf_file *files, size_t n,
 			const struct mf_opts *o)
 {
+	int *keep = mf_xmalloc(n * sizeof *keep), first = 1;
+	size_t hidden = mf_hide_minor(files, n, o->all, keep);
 	for (size_t i = 0; i < n; i++) {
+		if (!keep[i])
+			continue;
 		if (n > 1) {
-			fprintf(out, "%s", i ? "\n" : "");
+			fprintf(out, "%s", first ? "" : "\n");
 			mf_print_header(out, &files[i]);
 		}
 		mf_dump_file(out, &files[i], o);
+		first = 0;
 	}
+	if (hidden) {
+		fputc('\n', out);
+		mf_print_hidden(out, files, n, keep, hidden, "shows them");
+	}
+	free(keep);
+}
+
+/* --auto-merge (what `memshim run` prints): one merged table for a multi-rank run. */
+static void mf_dump_or_merge(FILE *out, struct mf_file *files, size_t n, const struct mf_opts *o)
+{
+	size_t ranks = mf_count_ranks(files, n);
+	if (!o->merge && (!o->auto_merge || ranks < 2)) {
+		mf_dump_all(out, files, n, o);
+		return;
+	}
+	mf_merge(out, files, n, o);
+	if (!o->merge)
+		fprintf(out, "\nmemshim: one table for the %zu ranks; memshim-format FILE... prints each "
+			"process's own dump\n", ranks);
 }
 
 /* --json-dir: DIR itself for one file, DIR/rank<N> or DIR/pid<N> for each of several. */
@@ -213,8 +288,8 @@ static int mf_results_all(FILE *err, struct mf_file *files, size_t n, const char
 		char *sub = n == 1 ? mf_xstrdup(dir) : mf_xasprintf("%s/%s%lld", dir,
 			f->has_rank ? "rank" : "pid", f->has_rank ? f->rank : f->pid);
 		struct mf_groups gs;
-		mf_group_metrics(f->metrics, f->stages, &gs);
-		if (mf_write_results(err, sub, f->metrics, &gs))
+		mf_group_metrics(f->file_metrics, f->stages, &gs);
+		if (mf_write_results(err, sub, f->file_metrics, &gs))
 			rc = MF_BAD;
 		mf_groups_free(&gs);
 		free(sub);
@@ -222,40 +297,83 @@ static int mf_results_all(FILE *err, struct mf_file *files, size_t n, const char
 	return rc;
 }
 
+/* The processes that matter, one panel each (launchers and shells only with --all). */
 static int mf_plot_files(FILE *err, struct mf_file *files, size_t n, const struct mf_opts *o)
 {
-	double h = MF_PLOT_H0 + (double)MF_PLOT_HP * n;
+	int *keep = mf_xmalloc(n * sizeof *keep);
+	struct mf_file *shown = mf_xmalloc(n * sizeof *shown);
+	size_t m = 0;
 	mf_sort_files(files, n);
-	return mf_plot(err, files, n, o->plot, o->plot_w ? o->plot_w : MF_PLOT_W,
-		       o->plot_h ? o->plot_h : (int)(h < MF_PLOT_MAX ? h : MF_PLOT_MAX));
+	mf_hide_minor(files, n, o->all, keep);
+	for (size_t i = 0; i < n; i++)
+		if (keep[i])
+			shown[m++] = files[i];
+	double h = MF_PLOT_H0 + (double)MF_PLOT_HP * m;
+	int rc = mf_plot(err, shown, m, o->plot, o->plot_w ? o->plot_w : MF_PLOT_W,
+			 o->plot_h ? o->plot_h : (int)(h < MF_PLOT_MAX ? h : MF_PLOT_MAX));
+	free(shown);
+	free(keep);
+	return rc;
+}
+
+/* --diff's sides: OLD... -- NEW..., or OLD NEW where each may be a directory of a run's files. */
+static int mf_diff_files(const struct mf_args *a, FILE *out, FILE *err)
+{
+	struct mf_paths side[2];
+	int sep = a->sep >= 0 ? a->sep : 1, rc = MF_OK;
+	memset(side, 0, sizeof side);
+	for (int i = 0; i < a->nfiles && rc == MF_OK; i++)
+		rc = mf_paths_add(&side[i >= sep], a->files[i], err);
+	struct mf_file *f[2] = { NULL, NULL };
+	for (int s = 0; s < 2 && rc == MF_OK; s++) /* both sides, so every bad file is reported */
+		f[s] = mf_load_paths(side[s].p, side[s].n, err);
+	if (rc == MF_OK && (!f[0] || !f[1]))
+		rc = MF_BAD;
+	if (rc == MF_OK && a->o.stage && !mf_stage_in(f[0], side[0].n, a->o.stage) &&
+	    !mf_stage_in(f[1], side[1].n, a->o.stage)) {
+		mf_no_stage(a->o.stage, f[0][0].path, side[0].n + side[1].n, err);
+		rc = MF_BAD;
+	}
+	if (rc == MF_OK && side[0].n == 1 && side[1].n == 1) {
+		rc = mf_diff(out, f[0], f[1], &a->o);
+	} else if (rc == MF_OK) {
+		mf_sort_files(f[0], side[0].n);
+		mf_sort_files(f[1], side[1].n);
+		rc = mf_diff_runs(out, f[0], side[0].n, f[1], side[1].n, &a->o, err);
+	}
+	for (int s = 0; s < 2; s++) {
+		if (f[s])
+			mf_free_files(f[s], side[s].n);
+		mf_paths_free(&side[s]);
+	}
+	return rc;
 }
 
 static int mf_run(const struct mf_args *a, FILE *out, FILE *err)
 {
-	struct mf_file *files = mf_load_all(a, err);
+	if (a->o.diff)
+		return mf_diff_files(a, out, err);
+	struct mf_file *files = mf_load_paths(a->files, (size_t)a->nfiles, err);
 	size_t n = (size_t)a->nfiles;
 	int rc;
 	if (!files)
 		return MF_BAD;
 	if (a->o.stage && !mf_stage_known(files, n, a->o.stage, err))
 		rc = MF_BAD;
-	else if (a->o.diff)
-		rc = mf_diff(out, &files[0], &files[1], &a->o);
 	else if (a->o.compare)
 		rc = mf_compare(out, err, a->o.compare, &files[0]);
 	else if (a->o.plot)
 		rc = mf_plot_files(err, files, n, &a->o);
-	else {
+	else if (a->o.csv) {
 		mf_sort_files(files, n);
-		if (a->o.merge)
-			mf_merge(out, files, n, &a->o);
-		else
-			mf_dump_all(out, files, n, &a->o);
+		mf_csv(out, files, n, a->o.stage);
+		rc = MF_OK;
+	} else {
+		mf_sort_files(files, n);
+		mf_dump_or_merge(out, files, n, &a->o);
 		rc = mf_results_all(err, files, n, a->o.json_dir);
 	}
-	for (size_t i = 0; i < n; i++)
-		mf_file_free(&files[i]);
-	free(files);
+	mf_free_files(files, n);
 	return rc;
 }
 

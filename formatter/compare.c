@@ -70,14 +70,14 @@ int mf_compare(FILE *out, FILE *err, const char *hf_path, const struct mf_file *
 	mf_table_row(&t, head);
 	/* in memshim's stage order, so the table reads like the dump */
 	struct mf_groups gs;
-	mf_group_metrics(f->metrics, f->stages, &gs);
+	mf_group_metrics(f->file_metrics, f->stages, &gs);
 	int rows = 0;
 	json_t *done = json_object(); /* init's keys are folded into the first group as well */
 	for (size_t g = 0; g < gs.n; g++)
 		for (size_t i = 0; i < gs.g[g].nkeys; i++) {
 			const char *k = gs.g[g].keys[i];
 			if (mf_is_mem_key(k) && json_object_get(hf, k) && !json_object_get(done, k)) {
-				mf_cmp_row(&t, k, json_object_get(hf, k), json_object_get(f->metrics, k));
+				mf_cmp_row(&t, k, json_object_get(hf, k), json_object_get(f->file_metrics, k));
 				json_object_set_new(done, k, json_true());
 				rows++;
 			}
@@ -86,7 +86,7 @@ int mf_compare(FILE *out, FILE *err, const char *hf_path, const struct mf_file *
 	const char *key;
 	json_t *v;
 	json_object_foreach(hf, key, v) /* HF's memory keys memshim does not have */
-		if (mf_is_mem_key(key) && !json_object_get(f->metrics, key)) {
+		if (mf_is_mem_key(key) && !json_object_get(f->file_metrics, key)) {
 			mf_cmp_row(&t, key, v, NULL);
 			rows++;
 		}

@@ -13,7 +13,7 @@ int mf_print_group(FILE *out, json_t *metrics, const struct mf_group *g, int fir
 	struct mf_table t;
 	if (!first)
 		fputc('\n', out);
-	fprintf(out, "***** %s metrics *****\n", g->name);
+	fprintf(out, "***** %s%s metrics *****\n", g->name, g->open ? " (open)" : "");
 	mf_table_init(&t, 2, mf_kv_align, mf_kv_seps);
 	for (size_t i = 0; i < g->nkeys; i++) {
 		char *cells[2] = { mf_xstrdup(g->keys[i]),
@@ -22,6 +22,11 @@ int mf_print_group(FILE *out, json_t *metrics, const struct mf_group *g, int fir
 	}
 	mf_table_print(out, &t, "  ");
 	mf_table_free(&t);
+	if (g->open) {
+		char *line = mf_open_line(g->open, 1);
+		fprintf(out, "  %s\n", line);
+		free(line);
+	}
 	return 0;
 }
 

@@ -117,17 +117,25 @@ void mf_group_metrics(json_t *metrics, json_t *stages, struct mf_groups *out)
 			mf_group_add(&out->init, key);
 	}
 	for (size_t i = 0; i < n; i++)
-		if (per[i].nkeys)
-			mf_move_keys(mf_new_group(out, names[i]), &per[i]);
-	if (fold->nkeys)
-		mf_move_keys(out->n ? &out->g[0] : mf_new_group(out, mf_fold_name(&out->init, names, n)),
-			     fold);
+		if (per[i].nkeys) {
+			struct mf_group *g = mf_new_group(out, names[i]);
+			mf_move_keys(g, &per[i]);
+			g->open = mf_open_stage(stages, names[i]);
+		}
+	if (fold->nkeys && out->n) {
+		mf_move_keys(&out->g[0], fold);
+	} else if (fold->nkeys) {
+		struct mf_group *g = mf_new_group(out, mf_fold_name(&out->init, names, n));
+		mf_move_keys(g, fold);
+		g->open = mf_open_stage(stages, g->name);
+	}
 	if (proc->nkeys)
 		mf_move_keys(mf_new_group(out, "process"), proc);
 	for (size_t i = 0; i < out->n; i++)
 		mf_group_sort(&out->g[i]);
 	mf_group_sort(&out->init);
 	out->init.name = mf_xstrdup("init");
+	out->init.open = mf_open_stage(stages, "init");
 	for (size_t i = 0; i < n + 2; i++)
 		free(per[i].keys);
 	free(per);
@@ -170,8 +178,18 @@ void mf_group_union(struct mf_file *files, size_t n, struct mf_groups *u)
 		}
 		mf_groups_free(&gs);
 	}
-	for (size_t j = 0; j < u->n; j++)
+	/* A group whose keys all came first in another file's groups (init folded elsewhere) is empty. */
+	size_t kept = 0;
+	for (size_t j = 0; j < u->n; j++) {
+		if (!u->g[j].nkeys) {
+			free(u->g[j].name);
+			free(u->g[j].keys);
+			continue;
+		}
 		mf_group_sort(&u->g[j]);
+		u->g[kept++] = u->g[j];
+	}
+	u->n = kept;
 	mf_process_last(u);
 	u->init.name = mf_xstrdup("init");
 	/* Keys point into the files' own metrics objects, which outlive U. */

@@ -1,11 +1,13 @@
-/* --merge: one table per stage over all processes: min, max, mean and who had the max. */
+/* --merge: one table per stage over the processes: min, max, mean, sum and who had the max. Ranks
+ * are merged when there are any; launchers and other processes are then left out (one line). */
 #include "mf.h"
 
 #include <stdlib.h>
 #include <string.h>
 
-static const enum mf_align mf_merge_align[] = { MF_LEFT, MF_RIGHT, MF_RIGHT, MF_RIGHT, MF_LEFT };
-static const char *const mf_merge_seps[] = { "  ", "  ", "  ", "  " };
+static const enum mf_align mf_merge_align[] = { MF_LEFT, MF_RIGHT, MF_RIGHT, MF_RIGHT, MF_RIGHT,
+						MF_LEFT };
+static const char *const mf_merge_seps[] = { "  ", "  ", "  ", "  ", "  " };
 
 static void mf_merge_row(struct mf_table *t, struct mf_file *files, size_t n, const char *key)
 {
@@ -25,30 +27,52 @@ static void mf_merge_row(struct mf_table *t, struct mf_file *files, size_t n, co
 		if (!hi || (mf_num(hi, &y) && x > y))
 			hi = v, hi_at = i;
 	}
-	char *cells[5] = { mf_xstrdup(key), NULL, NULL, NULL, NULL };
+	char *cells[6] = { mf_xstrdup(key), NULL, NULL, NULL, NULL, NULL };
 	if (numeric) {
 		json_t *mean = json_real((double)(sum / (long double)numeric));
+		json_t *total = json_real((double)sum);
 		char *who = mf_proc_label(&files[hi_at]);
 		cells[1] = mf_format_value(key, lo);
 		cells[2] = mf_format_value(key, hi);
 		cells[3] = mf_format_value(key, mean);
-		cells[4] = have < n ? mf_xasprintf("%s (in %zu of %zu)", who, have, n) : mf_xstrdup(who);
+		/* a sum of bytes is memory the processes held together; of runtimes or counts, nothing */
+		cells[4] = mf_is_mem_key(key) ? mf_format_value(key, total) : mf_xstrdup("");
+		cells[5] = have < n ? mf_xasprintf("%s (in %zu of %zu)", who, have, n) : mf_xstrdup(who);
 		free(who);
 		json_decref(mean);
+		json_decref(total);
 	} else {
-		for (int c = 1; c < 5; c++)
-			cells[c] = mf_xstrdup("-");
+		for (int c = 1; c < 6; c++)
+			cells[c] = mf_xstrdup(c == 4 ? "" : "-");
 	}
 	mf_table_row(t, cells);
+}
+
+/* "; open in rank 1, rank 2" for the processes where stage NAME is still open in a snapshot. */
+static char *mf_open_in(struct mf_file *files, size_t n, const char *name)
+{
+	char *list = mf_xstrdup("");
+	for (size_t i = 0; i < n; i++) {
+		if (!mf_open_stage(files[i].stages, name))
+			continue;
+		char *who = mf_proc_label(&files[i]);
+		char *s = mf_xasprintf("%s%s%s", list, *list ? ", " : "; open in ", who);
+		free(who);
+		free(list);
+		list = s;
+	}
+	return list;
 }
 
 static void mf_merge_group(FILE *out, struct mf_file *files, size_t n, const struct mf_group *g)
 {
 	struct mf_table t;
-	fprintf(out, "\n***** %s metrics (%zu processes) *****\n", g->name, n);
-	mf_table_init(&t, 5, mf_merge_align, mf_merge_seps);
-	char *head[5] = { mf_xstrdup("key"), mf_xstrdup("min"), mf_xstrdup("max"),
-			  mf_xstrdup("mean"), mf_xstrdup("max at") };
+	char *open = mf_open_in(files, n, g->name);
+	fprintf(out, "\n***** %s metrics (%zu processes%s) *****\n", g->name, n, open);
+	free(open);
+	mf_table_init(&t, 6, mf_merge_align, mf_merge_seps);
+	char *head[6] = { mf_xstrdup("key"), mf_xstrdup("min"), mf_xstrdup("max"),
+			  mf_xstrdup("mean"), mf_xstrdup("sum"), mf_xstrdup("max at") };
 	mf_table_row(&t, head);
 	for (size_t i = 0; i < g->nkeys; i++)
 		mf_merge_row(&t, files, n, g->keys[i]);
@@ -56,17 +80,49 @@ static void mf_merge_group(FILE *out, struct mf_file *files, size_t n, const str
 	mf_table_free(&t);
 }
 
+/* The files to merge: the ranks when there are any, else every process but the minor ones;
+ * with --all every file. Returns how many are left out. */
+static size_t mf_merge_set(struct mf_file *files, size_t n, int all, int *keep)
+{
+	size_t ranks = mf_count_ranks(files, n), out = 0;
+	if (all || !ranks)
+		return mf_hide_minor(files, n, all, keep);
+	for (size_t i = 0; i < n; i++) {
+		keep[i] = mf_own_rank(&files[i], files, n);
+		out += (size_t)!keep[i];
+	}
+	return out;
+}
+
 void mf_merge(FILE *out, struct mf_file *files, size_t n, const struct mf_opts *o)
 {
 	struct mf_groups u;
+	int *keep = mf_xmalloc(n * sizeof *keep);
+	size_t left_out = mf_merge_set(files, n, o->all, keep), m = 0;
+	size_t ranks = mf_count_ranks(files, n);
+	struct mf_file *set = mf_xmalloc(n * sizeof *set);
 	for (size_t i = 0; i < n; i++) {
+		if (!keep[i])
+			continue;
+		set[m++] = files[i];
 		mf_print_header(out, &files[i]);
 		if (!files[i].complete)
 			mf_print_status(out, &files[i]);
 	}
-	mf_group_union(files, n, &u);
+	if (left_out && ranks && !o->all) {
+		char *list = mf_proc_list(files, n, keep);
+		fprintf(out, "memshim: merged the %zu ranks; left out %zu process%s without a rank of "
+			"%s own: %s; --all merges every file\n", ranks, left_out,
+			left_out == 1 ? "" : "es", left_out == 1 ? "its" : "their", list);
+		free(list);
+	} else if (left_out) {
+		mf_print_hidden(out, files, n, keep, left_out, "merges them too");
+	}
+	mf_group_union(set, m, &u);
 	for (size_t j = 0; j < u.n; j++)
 		if (!o->stage || !strcmp(o->stage, u.g[j].name))
-			mf_merge_group(out, files, n, &u.g[j]);
+			mf_merge_group(out, set, m, &u.g[j]);
 	mf_groups_free(&u);
+	free(set);
+	free(keep);
 }

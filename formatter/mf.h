@@ -16,7 +16,9 @@ enum { MF_OK = 0, MF_REGRESSION = 1, MF_BAD = 2 };
 struct mf_file {
 	char *path;
 	json_t *root;           /* owned */
-	json_t *metrics;        /* borrowed from root */
+	json_t *metrics;        /* owned: the file's metrics, plus the numbers so far (current span) of
+				 * every stage open in a snapshot that had finished no call yet */
+	json_t *file_metrics;   /* borrowed from root: the metrics as written (--json-dir, --compare) */
 	json_t *stages;         /* borrowed from root */
 	long long pid, ppid, root_pid;
 	int has_rank;
@@ -27,6 +29,8 @@ struct mf_file {
 	long long signal;       /* 0 when none */
 	int has_times;
 	double start_time, end_time;
+	int gpu_used;           /* "gpu_used", or GPU keys in the metrics */
+	const char *prog;       /* argv[0], may be NULL */
 };
 
 /* One printed group: a stage (or "init", "process", "main") and its sorted metric keys. */
@@ -34,6 +38,7 @@ struct mf_group {
 	char *name;
 	const char **keys;      /* borrowed from the file's metrics object */
 	size_t nkeys, cap;
+	json_t *open;           /* one file's groups: the stage's entry when it is open, else NULL */
 };
 
 struct mf_groups {
@@ -44,7 +49,19 @@ struct mf_groups {
 
 /* read.c: loads PATH; on failure writes one "memshim-format: PATH: problem" line to ERR. */
 int mf_load(const char *path, struct mf_file *f, FILE *err);
+/* The same for a document already parsed (ROOT is taken over, also on failure). */
+int mf_load_json(const char *path, json_t *root, struct mf_file *f, FILE *err);
 void mf_file_free(struct mf_file *f);
+
+/* open.c: stages still open in a snapshot. */
+json_t *mf_open_stage(json_t *stages, const char *name); /* the open entry of NAME, or NULL */
+void mf_add_so_far(json_t *metrics, json_t *stages);       /* S_* keys of open stages without calls */
+long long mf_calls_of(json_t *stage);                   /* finished calls */
+/* "open: call N had not returned; so far: ..." (malloc'd, no newline); IN_DUMP: worded for the
+ * dump, whose keys already are the numbers so far when the stage finished no call. */
+char *mf_open_line(json_t *stage, int in_dump);
+/* The so-far value of one span member ("cpu", "alloc_delta"), or NULL. */
+json_t *mf_span_value(json_t *stage, const char *comp, const char *member);
 
 /* group.c: splits a metrics object into groups following the stage order. */
 void mf_group_metrics(json_t *metrics, json_t *stages, struct mf_groups *out);
@@ -83,6 +100,7 @@ void mf_table_print(FILE *out, const struct mf_table *t, const char *indent);
 void mf_table_free(struct mf_table *t);
 
 /* util.c */
+__attribute__((noreturn)) void mf_oom(void); /* "out of memory", exit 2 */
 void *mf_xmalloc(size_t n);
 void *mf_xrealloc(void *p, size_t n);
 char *mf_xstrdup(const char *s);
@@ -94,6 +112,9 @@ char *mf_proc_label(const struct mf_file *f); /* "rank 1" or "pid 4242" */
 struct mf_opts {
 	const char *stage;      /* --stage, or NULL */
 	int calls, merge, diff;
+	int all;                /* --all: no process is left out or summarised */
+	int auto_merge;         /* --auto-merge: --merge when the files hold two or more ranks */
+	int csv;                /* --csv */
 	const char *json_dir;
 	struct mf_threshold {
 		double pct;     /* growth must exceed this % of |old| (< 0: no percent part) */
@@ -118,13 +139,48 @@ void mf_print_calls(FILE *out, json_t *stages, const char *only_stage);
 /* compare.c: --compare HF.json, Hugging Face's own memory metrics beside F's. */
 int mf_compare(FILE *out, FILE *err, const char *hf_path, const struct mf_file *f);
 
+/* select.c: the processes that matter. A minor process (a launcher, a shell) opened no stage of
+ * its own, peaked under MF_MINOR_PEAK bytes of CPU memory, used no GPU and is not a rank. */
+#define MF_MINOR_PEAK (16 << 20)
+int mf_is_minor(const struct mf_file *f, const struct mf_file *files, size_t n);
+/* F has a rank that its parent (when among FILES) does not share: a rank, not its worker. */
+int mf_own_rank(const struct mf_file *f, const struct mf_file *files, size_t n);
+size_t mf_count_ranks(const struct mf_file *files, size_t n);
+/* "pid 1 (bash), pid 2 (timeout)" for the files whose KEEP is 0. */
+char *mf_proc_list(const struct mf_file *files, size_t n, const int *keep);
+/* KEEP[i] = 0 for the minor processes to leave out (none with ALL, with a single file, or when
+ * every file is minor); returns how many are left out. */
+size_t mf_hide_minor(const struct mf_file *files, size_t n, int all, int *keep);
+/* The one line naming the processes left out; HOW follows "--all" ("shows them"). */
+void mf_print_hidden(FILE *out, const struct mf_file *files, size_t n, const int *keep,
+		     size_t hidden, const char *how);
+
 /* merge.c, diff.c, results.c */
 void mf_merge(FILE *out, struct mf_file *files, size_t n, const struct mf_opts *o);
 int mf_diff(FILE *out, struct mf_file *oldf, struct mf_file *newf,
 	    const struct mf_opts *o);
+/* Several files on a side (a multi-rank run): rank by rank, then the max over the ranks. */
+int mf_diff_runs(FILE *out, struct mf_file *oldf, size_t nold, struct mf_file *newf, size_t nnew,
+		 const struct mf_opts *o, FILE *err);
 /* "5%", "1MB" or both, comma-separated ("5%,1MB": growth must exceed both); 0 or -1. */
 int mf_parse_threshold(const char *text, struct mf_threshold *t);
 int mf_write_results(FILE *err, const char *dir, json_t *metrics, struct mf_groups *gs);
+
+/* csv.c: --csv, and one RFC 4180 field (LAST: ends the record with CRLF). */
+void mf_csv(FILE *out, const struct mf_file *files, size_t n, const char *only_stage);
+void mf_csv_field(FILE *out, const char *s, int last);
+
+/* paths.c: the files of one side of --diff (a directory: its *.json and *.json.<pid> metrics
+ * files, in name order; other JSON there is passed over). */
+struct mf_paths {
+	char **p;
+	size_t n;
+};
+int mf_paths_add(struct mf_paths *ps, const char *path, FILE *err);
+void mf_paths_free(struct mf_paths *ps);
+
+/* version.c: "MAJOR.MINOR" from shim/memshim.h. */
+const char *mf_version(void);
 
 /* cli.c: the whole program, with its streams, so tests run it in-process. */
 int mf_main(int argc, char **argv, FILE *out, FILE *err);

@@ -143,6 +143,32 @@ static void mf_fill_optional(struct mf_file *f)
 	f->local_rank = mf_int(rank, "local_rank", -1);
 	f->world_size = mf_int(rank, "world_size", 0);
 	f->rank_source = json_string_value(json_object_get(rank, "source"));
+	f->gpu_used = json_is_true(json_object_get(r, "gpu_used")) ||
+		      json_object_get(f->file_metrics, "process_mem_gpu_peak") != NULL;
+	f->prog = json_string_value(json_array_get(json_object_get(r, "argv"), 0));
+}
+
+int mf_load_json(const char *path, json_t *root, struct mf_file *f, FILE *err)
+{
+	memset(f, 0, sizeof *f);
+	f->root = root;
+	f->path = mf_xstrdup(path);
+	json_t *pid;
+	if (mf_check_format(path, f->root, err) ||
+	    !(pid = mf_need(path, f->root, "pid", JSON_INTEGER, "a whole number", err)) ||
+	    !(f->file_metrics = mf_need(path, f->root, "metrics", JSON_OBJECT, "an object", err)) ||
+	    !(f->stages = mf_need(path, f->root, "stages", JSON_ARRAY, "an array", err)) ||
+	    mf_check_stages(path, f->stages, err)) {
+		mf_file_free(f);
+		return -1;
+	}
+	f->pid = json_integer_value(pid);
+	f->metrics = json_copy(f->file_metrics);
+	if (!f->metrics)
+		mf_oom();
+	mf_add_so_far(f->metrics, f->stages);
+	mf_fill_optional(f);
+	return 0;
 }
 
 int mf_load(const char *path, struct mf_file *f, FILE *err)
@@ -152,27 +178,16 @@ int mf_load(const char *path, struct mf_file *f, FILE *err)
 	char *buf = mf_slurp(path, &len, err);
 	if (!buf)
 		return -1;
-	f->root = mf_parse(path, buf, len, err);
+	json_t *root = mf_parse(path, buf, len, err);
 	free(buf);
-	if (!f->root)
+	if (!root)
 		return -1;
-	f->path = mf_xstrdup(path);
-	json_t *pid;
-	if (mf_check_format(path, f->root, err) ||
-	    !(pid = mf_need(path, f->root, "pid", JSON_INTEGER, "a whole number", err)) ||
-	    !(f->metrics = mf_need(path, f->root, "metrics", JSON_OBJECT, "an object", err)) ||
-	    !(f->stages = mf_need(path, f->root, "stages", JSON_ARRAY, "an array", err)) ||
-	    mf_check_stages(path, f->stages, err)) {
-		mf_file_free(f);
-		return -1;
-	}
-	f->pid = json_integer_value(pid);
-	mf_fill_optional(f);
-	return 0;
+	return mf_load_json(path, root, f, err);
 }
 
 void mf_file_free(struct mf_file *f)
 {
+	json_decref(f->metrics);
 	json_decref(f->root);
 	free(f->path);
 	memset(f, 0, sizeof *f);

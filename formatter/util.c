@@ -5,7 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-static void mf_oom(void)
+void mf_oom(void)
 {
 	fputs("memshim-format: out of memory\n", stderr);
 	exit(MF_BAD);

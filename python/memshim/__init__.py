@@ -28,10 +28,12 @@ _NAME = re.compile(r"[A-Za-z0-9_]{1,63}\Z")
 
 
 def library_path():
-    """Where libmemshim.so is: inside this package (pip install), or a checkout's build/; else None."""
+    """Where libmemshim.so is: inside this package (pip install), a checkout's build/, or
+    PREFIX/lib beside PREFIX/lib/memshim/python (make install); else None."""
     here = os.path.dirname(os.path.abspath(__file__))
     for p in (os.path.join(here, "_bin", "libmemshim.so"),
-              os.path.join(here, "..", "..", "build", "libmemshim.so")):
+              os.path.join(here, "..", "..", "build", "libmemshim.so"),
+              os.path.join(here, "..", "..", "..", "libmemshim.so")):
         if os.path.isfile(p):
             return os.path.realpath(p)
     return None

@@ -12,7 +12,8 @@ import memshim
 
 def _wrapper():
     here = os.path.dirname(os.path.abspath(__file__))
-    for p in (os.path.join(here, "_bin", "memshim"), os.path.join(here, "..", "..", "scripts", "memshim")):
+    for p in (os.path.join(here, "_bin", "memshim"), os.path.join(here, "..", "..", "scripts", "memshim"),
+              os.path.join(here, "..", "..", "..", "..", "bin", "memshim")):  # make install
         if os.path.isfile(p):
             return p
     return None

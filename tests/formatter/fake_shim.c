@@ -37,9 +37,19 @@ static void fake_write(void)
 	if (!fp)
 		return;
 	fprintf(fp, "{\"format\": \"memshim-metrics\", \"version\": 1, \"complete\": true, "
-		"\"pid\": %ld, \"ppid\": %ld, \"is_child\": %s, \"forked\": false, "
-		"\"metrics\": {\"fake_mem_cpu_alloc_delta\": 3145728, \"fake_runtime\": 0.5, "
-		"\"fake_calls\": 1}, \"stages\": [{\"name\": \"fake\", \"calls\": 1}]}",
+		"\"pid\": %ld, \"ppid\": %ld, \"is_child\": %s, \"forked\": false, ",
 		(long)getpid(), (long)getppid(), fake_is_child ? "true" : "false");
+	/* RANK as torchrun sets it: the file records the rank, as the shim does */
+	if (getenv("RANK"))
+		fprintf(fp, "\"rank\": {\"rank\": %d, \"world_size\": 2, \"source\": \"torchrun\"}, ",
+			atoi(getenv("RANK")));
+	/* MEMSHIM_FAKE_MINOR: a launcher or shell that opened no stage and stayed small */
+	if (getenv("MEMSHIM_FAKE_MINOR"))
+		fprintf(fp, "\"metrics\": {\"init_mem_cpu_alloc_delta\": 4096, \"init_runtime\": 0.001, "
+			"\"init_calls\": 1, \"process_mem_cpu_peak\": 81920}, \"stages\": [{\"name\": "
+			"\"init\", \"implicit\": true, \"calls\": 1}]}");
+	else
+		fprintf(fp, "\"metrics\": {\"fake_mem_cpu_alloc_delta\": 3145728, \"fake_runtime\": 0.5, "
+			"\"fake_calls\": 1}, \"stages\": [{\"name\": \"fake\", \"calls\": 1}]}");
 	fclose(fp);
 }

@@ -1,6 +1,7 @@
 # Check suites of memshim-format and scripts/memshim (issues 3 and 9): `make check-formatter`.
 FMT_TEST_DIR = $(BUILD)/tests/formatter/$(FMT_VARIANT)
-FMT_TEST_SRCS := $(wildcard tests/formatter/test_*.c) tests/formatter/util.c tests/formatter/svg.c
+FMT_TEST_SRCS := $(wildcard tests/formatter/test_*.c) tests/formatter/util.c tests/formatter/svg.c \
+	tests/formatter/schema.c
 FMT_TEST_OBJS = $(FMT_TEST_SRCS:tests/formatter/%.c=$(FMT_TEST_DIR)/%.o)
 FMT_TEST_BIN = $(FMT_TEST_DIR)/formatter-tests
 # The --plot tests read the SVG back with expat (libexpat1-dev).
@@ -29,7 +30,17 @@ $(FMT_FAKE_SHIM): tests/formatter/fake_shim.c
 	@mkdir -p $(@D)
 	$(CC) $(BASEFLAGS) -O2 -fPIC -shared -o $@ $<
 
-check-formatter: $(FMT_TEST_BIN) $(FMT_BIN) $(FMT_FAKE_SHIM) $(FMT_FAKE_OTHER)
+# The schema test also validates GPU files from the stand-in driver where it can be built
+# (CUDA's headers, as check-gpu).
+FMT_GPU_FX := $(if $(wildcard $(or $(CUDA_INCLUDE),/usr/local/cuda/include)/cuda.h),\
+	$(BUILD)/gpu/fx_linked $(BUILD)/gpu/libcuda.so.1)
+
+# The install test runs make install/uninstall into a temporary DESTDIR with this BUILD; the
+# schema test runs the real library on small programs.
+check-formatter: $(FMT_TEST_BIN) $(FMT_BIN) $(FMT_FAKE_SHIM) $(FMT_FAKE_OTHER) $(BUILD)/libmemshim.so \
+		$(FMT_GPU_FX)
 	MF_GOLDEN=tests/formatter/golden MF_PLOT_IN=tests/formatter/plot MF_SCRIPT=scripts/memshim MF_FORMAT_BIN=$(abspath $(FMT_BIN)) \
 	MF_FAKE_SHIM=$(abspath $(FMT_FAKE_SHIM)) MF_FAKE_OTHER=$(abspath $(FMT_FAKE_OTHER)) \
+	MF_MAKE_ROOT=$(CURDIR) MF_BUILD=$(BUILD) MF_SHIM_LIB=$(abspath $(BUILD)/libmemshim.so) \
+	MF_GPU_DIR=$(if $(FMT_GPU_FX),$(abspath $(BUILD)/gpu)) \
 		$(FMT_TEST_BIN)

@@ -27,6 +27,8 @@ int main(void)
 	srunner_add_suite(sr, plot_suite());
 	srunner_add_suite(sr, plotfile_suite());
 	srunner_add_suite(sr, plotodd_suite());
+	srunner_add_suite(sr, cli_suite());
+	srunner_add_suite(sr, schema_suite());
 	srunner_run_all(sr, CK_NORMAL);
 	int failed = srunner_ntests_failed(sr);
 	srunner_free(sr);

@@ -96,6 +96,14 @@ START_TEST(test_several_files_per_rank)
 }
 END_TEST
 
+/* Results are the metrics as written: a stage open in the snapshot has no results file. */
+START_TEST(test_snapshot_open_stages)
+{
+	char *files[] = { "in/died.json", NULL };
+	run_json_dir("died", NULL, files, 0);
+}
+END_TEST
+
 START_TEST(test_merge_writes_per_rank)
 {
 	char *files[] = { "--merge", "in/rank1.json", "in/rank0.json", NULL };
@@ -158,6 +166,7 @@ Suite *results_suite(void)
 	tcase_add_test(tc, test_update_new_keys_win);
 	tcase_add_test(tc, test_several_files_per_rank);
 	tcase_add_test(tc, test_merge_writes_per_rank);
+	tcase_add_test(tc, test_snapshot_open_stages);
 	tcase_add_test(tc, test_json_writer);
 	tcase_add_test(tc, test_bad_existing);
 	tcase_add_test(tc, test_unwritable_dir);

@@ -1,7 +1,9 @@
 /* scripts/memshim: exit status and signals pass through, LD_PRELOAD is kept, the dump appears. */
 #include "util.h"
 #include "svg.h"
+#include "../../shim/memshim.h"
 
+#include <glob.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -298,6 +300,248 @@ START_TEST(test_installed_layout)
 }
 END_TEST
 
+static int count(const char *s, const char *what)
+{
+	int n = 0;
+	for (const char *p = s; (p = strstr(p, what)); p++)
+		n++;
+	return n;
+}
+
+/* How many files in the tree match PATTERN (a glob relative to the tree). */
+static size_t files_like(const char *pattern)
+{
+	char path[4300];
+	glob_t g;
+	snprintf(path, sizeof path, "%s/%s", tree, pattern);
+	if (glob(path, 0, NULL, &g))
+		return 0;
+	size_t n = g.gl_pathc;
+	globfree(&g);
+	return n;
+}
+
+static char *tree_file(const char *name)
+{
+	char path[4300];
+	snprintf(path, sizeof path, "%s/%s", tree, name);
+	return t_read(path, NULL);
+}
+
+START_TEST(test_version)
+{
+	char want[64], *out, *err, *args[] = { NULL, "--version", NULL };
+	int st = wrap(NULL, args, &out, &err);
+	snprintf(want, sizeof want, "memshim %d.%d\n", MEMSHIM_VERSION_MAJOR, MEMSHIM_VERSION_MINOR);
+	ck_assert_msg(WIFEXITED(st) && WEXITSTATUS(st) == 0, "status %#x: %s", st, err);
+	ck_assert_str_eq(out, want);
+	ck_assert_str_eq(err, "");
+	free2(out, err);
+}
+END_TEST
+
+/* A command that cannot run: one memshim line and the shell's status, nothing run or written. */
+static void expect_no_command(const char *cmd, int want, const char *message)
+{
+	char line[4400], *out, *err, *args[] = { NULL, "run", "--", (char *)cmd, "arg", NULL };
+	int st = wrap(NULL, args, &out, &err);
+	snprintf(line, sizeof line, "memshim: %s: %s\n", cmd, message);
+	ck_assert_msg(WIFEXITED(st) && WEXITSTATUS(st) == want, "%s: status %#x, stderr: %s", cmd, st,
+		      err);
+	ck_assert_str_eq(err, line);
+	ck_assert_str_eq(out, "");
+	ck_assert_uint_eq(files_like("memshim_metrics.json*"), 0);
+	free2(out, err);
+}
+
+START_TEST(test_command_cannot_run)
+{
+	char path[4300];
+	snprintf(path, sizeof path, "%s/plain.txt", tree);
+	t_write(path, "echo hi\n", 8);
+	expect_no_command("nosuchcmd-for-memshim", 127, "command not found");
+	expect_no_command("./missing", 127, "No such file or directory");
+	expect_no_command("./plain.txt", 126, "Permission denied");
+	expect_no_command("./build", 126, "Is a directory");
+	/* the wrapper's own function names are not commands */
+	expect_no_command("report", 127, "command not found");
+}
+END_TEST
+
+/* The previous run's files are kept as NAME.prev, one generation, and never shown in the dump. */
+START_TEST(test_previous_run_kept)
+{
+	char want[9000], *out, *err, *first, *second, *now;
+	char *kids[] = { NULL, "run", "/bin/sh", "-c", "/bin/true", NULL };
+	char *one[] = { NULL, "run", "/bin/true", NULL };
+	ck_assert_int_eq(wrap(NULL, kids, &out, &err), 0);
+	ck_assert_ptr_null(strstr(err, "previous run"));
+	free2(out, err);
+	first = tree_file("memshim_metrics.json");
+	ck_assert_int_eq(wrap(NULL, one, &out, &err), 0);
+	snprintf(want, sizeof want, "memshim: kept the previous run's metrics (2 files) as "
+		 "%s/memshim_metrics.json.prev and %s/memshim_metrics.json.<pid>.prev\n", tree, tree);
+	ck_assert_msg(!strncmp(err, want, strlen(want)), "stderr: %s", err);
+	ck_assert_int_eq(count(err, "***** fake metrics *****"), 1);
+	ck_assert_int_eq(count(err, "==> "), 0);
+	now = tree_file("memshim_metrics.json.prev");
+	ck_assert_str_eq(now, first);
+	ck_assert_uint_eq(files_like("memshim_metrics.json.*.prev"), 1);
+	free2(out, err);
+	free(now);
+	second = tree_file("memshim_metrics.json");
+	ck_assert_int_eq(wrap(NULL, one, &out, &err), 0);
+	snprintf(want, sizeof want, "memshim: kept the previous run's metrics (1 file) as "
+		 "%s/memshim_metrics.json.prev\n", tree);
+	ck_assert_msg(!strncmp(err, want, strlen(want)), "stderr: %s", err);
+	now = tree_file("memshim_metrics.json.prev");
+	ck_assert_str_eq(now, second);
+	ck_assert_uint_eq(files_like("memshim_metrics.json.*.prev"), 0);
+	free2(out, err);
+	free(now);
+	free2(first, second);
+}
+END_TEST
+
+START_TEST(test_previous_run_kept_pid_name)
+{
+	char want[4400], *out, *err;
+	char *args[] = { NULL, "run", "--output", "r.%p.json", "/bin/sh", "-c", "/bin/true", NULL };
+	ck_assert_int_eq(wrap(NULL, args, &out, &err), 0);
+	free2(out, err);
+	ck_assert_int_eq(wrap(NULL, args, &out, &err), 0);
+	snprintf(want, sizeof want, "memshim: kept the previous run's metrics (2 files) as "
+		 "%s/r.<pid>.json.prev\n", tree);
+	ck_assert_msg(!strncmp(err, want, strlen(want)), "stderr: %s", err);
+	ck_assert_int_eq(count(err, "==> "), 2);
+	ck_assert_uint_eq(files_like("r.*.json.prev"), 2);
+	ck_assert_uint_eq(files_like("r.*.json"), 2);
+	free2(out, err);
+}
+END_TEST
+
+/* A multi-rank run prints one merged table of its ranks, not a dump per process. */
+START_TEST(test_ranks_merged)
+{
+	char *out, *err;
+	char *args[] = { NULL, "run", "/bin/sh", "-c", "RANK=0 /bin/true; RANK=1 /bin/true", NULL };
+	int st = wrap(NULL, args, &out, &err);
+	ck_assert_msg(WIFEXITED(st) && WEXITSTATUS(st) == 0, "status %#x: %s", st, err);
+	ck_assert_msg(strstr(err, "\nmemshim: merged the 2 ranks; left out 1 process without a rank "
+			      "of its own: pid "), "stderr: %s", err);
+	ck_assert_ptr_nonnull(strstr(err, "***** fake metrics (2 processes) *****\n"));
+	ck_assert_ptr_nonnull(strstr(err, "  key                       min  max  mean  sum  max at\n"));
+	ck_assert_ptr_nonnull(strstr(err, "  fake_mem_cpu_alloc_delta  3MB  3MB   3MB  6MB  rank 0\n"));
+	ck_assert_ptr_nonnull(strstr(err, "\nmemshim: one table for the 2 ranks; "));
+	ck_assert_int_eq(count(err, "***** fake metrics *****"), 0);
+	free2(out, err);
+}
+END_TEST
+
+/* Processes that opened no stage and stayed small are named in one line, not dumped. */
+START_TEST(test_launchers_summarised)
+{
+	char *out, *err;
+	char *args[] = { NULL, "run", "/bin/sh", "-c",
+			 "MEMSHIM_FAKE_MINOR=1 /bin/true; MEMSHIM_FAKE_MINOR=1 /bin/true", NULL };
+	int st = wrap(NULL, args, &out, &err);
+	ck_assert_msg(WIFEXITED(st) && WEXITSTATUS(st) == 0, "status %#x: %s", st, err);
+	ck_assert_int_eq(count(err, "==> "), 1);
+	ck_assert_int_eq(count(err, "***** fake metrics *****"), 1);
+	ck_assert_msg(strstr(err, "\nmemshim: 2 other processes (launchers, shells) opened no stage and "
+			      "peaked under 16MB: pid "), "stderr: %s", err);
+	ck_assert_ptr_nonnull(strstr(err, "; --all shows them\n"));
+	ck_assert_int_eq(count(err, "init metrics"), 0);
+	free2(out, err);
+	/* --all: every process on its own */
+	char *all[] = { NULL, "run", "--all", "/bin/sh", "-c",
+			"MEMSHIM_FAKE_MINOR=1 /bin/true; RANK=0 /bin/true; RANK=1 /bin/true", NULL };
+	st = wrap(NULL, all, &out, &err);
+	ck_assert_msg(WIFEXITED(st) && WEXITSTATUS(st) == 0, "status %#x: %s", st, err);
+	ck_assert_int_eq(count(err, "==> "), 4);
+	ck_assert_int_eq(count(err, "***** init metrics *****"), 1);
+	ck_assert_int_eq(count(err, "***** fake metrics *****"), 3);
+	ck_assert_ptr_null(strstr(err, "other process"));
+	ck_assert_ptr_null(strstr(err, "merged"));
+	free2(out, err);
+}
+END_TEST
+
+/* make install into a DESTDIR: every file where the README says, a pkg-config file for memshim.h,
+ * the Python package finding the installed library; make uninstall leaves no file behind. */
+static int make_in_root(const char *target, const char *dest, const char *log)
+{
+	char cmd[13000];
+	snprintf(cmd, sizeof cmd, "cd '%s' && env -u MAKEFLAGS -u MFLAGS -u MAKELEVEL make -s %s "
+		 "DESTDIR='%s' PREFIX=/opt/ms BUILD='%s' >'%s' 2>&1", need_env("MF_MAKE_ROOT"), target,
+		 dest, need_env("MF_BUILD"), log);
+	return system(cmd);
+}
+
+/* What a shell command prints on stdout. */
+static char *run_text(const char *cmd)
+{
+	size_t n = 0, got;
+	char *text = malloc(4097);
+	FILE *p = popen(cmd, "r");
+	ck_assert_ptr_nonnull(p);
+	while ((got = fread(text + n, 1, 4096, p)) > 0)
+		text = realloc(text, (n += got) + 4097);
+	text[n] = '\0';
+	pclose(p);
+	return text;
+}
+
+START_TEST(test_install_uninstall)
+{
+	static const char *const files[] = { "bin/memshim", "bin/memshim-format", "lib/libmemshim.so",
+		"include/memshim.h", "lib/pkgconfig/memshim.pc", "lib/memshim/python/memshim/__init__.py",
+		"lib/memshim/python/memshim/cli.py", "lib/memshim/python/memshim/hf.py" };
+	char *dest = t_tmpdir(), log[4300], path[4400], cmd[13000], want[200], *text;
+	snprintf(log, sizeof log, "%s.log", dest);
+	int rc = make_in_root("install", dest, log);
+	text = t_read(log, NULL);
+	ck_assert_msg(rc == 0, "make install: %s", text);
+	free(text);
+	for (size_t i = 0; i < sizeof files / sizeof files[0]; i++) {
+		struct stat st;
+		snprintf(path, sizeof path, "%s/opt/ms/%s", dest, files[i]);
+		ck_assert_msg(stat(path, &st) == 0, "not installed: %s", files[i]);
+	}
+	snprintf(cmd, sizeof cmd, "PKG_CONFIG_PATH='%s/opt/ms/lib/pkgconfig' pkg-config --cflags "
+		 "--libs memshim; PKG_CONFIG_PATH='%s/opt/ms/lib/pkgconfig' pkg-config --modversion "
+		 "memshim", dest, dest);
+	text = run_text(cmd);
+	snprintf(want, sizeof want, "-I/opt/ms/include -L/opt/ms/lib -lmemshim \n%d.%d\n",
+		 MEMSHIM_VERSION_MAJOR, MEMSHIM_VERSION_MINOR);
+	ck_assert_str_eq(text, want);
+	free(text);
+	snprintf(cmd, sizeof cmd, "PYTHONPATH='%s/opt/ms/lib/memshim/python' /usr/bin/python3 -c "
+		 "'import memshim; print(memshim.library_path())'", dest);
+	text = run_text(cmd);
+	snprintf(path, sizeof path, "%s/opt/ms/lib/libmemshim.so\n", dest);
+	ck_assert_str_eq(text, path);
+	free(text);
+	snprintf(cmd, sizeof cmd, "'%s/opt/ms/bin/memshim' --version", dest);
+	text = run_text(cmd);
+	snprintf(want, sizeof want, "memshim %d.%d\n", MEMSHIM_VERSION_MAJOR, MEMSHIM_VERSION_MINOR);
+	ck_assert_str_eq(text, want);
+	free(text);
+	rc = make_in_root("uninstall", dest, log);
+	text = t_read(log, NULL);
+	ck_assert_msg(rc == 0, "make uninstall: %s", text);
+	free(text);
+	snprintf(cmd, sizeof cmd, "find '%s' -type f; test -e '%s/opt/ms/lib/memshim' && echo "
+		 "lib/memshim", dest, dest);
+	text = run_text(cmd);
+	ck_assert_msg(!*text, "left after make uninstall: %s", text);
+	free(text);
+	unlink(log);
+	t_rmtree(dest);
+	free(dest);
+}
+END_TEST
+
 Suite *wrapper_suite(void)
 {
 	Suite *s = suite_create("wrapper");
@@ -318,6 +562,16 @@ Suite *wrapper_suite(void)
 	tcase_add_test(tc, test_installed_layout);
 	tcase_add_test(tc, test_plot);
 	tcase_add_test(tc, test_plot_bad_name);
+	tcase_add_test(tc, test_version);
+	tcase_add_test(tc, test_command_cannot_run);
+	tcase_add_test(tc, test_previous_run_kept);
+	tcase_add_test(tc, test_previous_run_kept_pid_name);
+	tcase_add_test(tc, test_ranks_merged);
+	tcase_add_test(tc, test_launchers_summarised);
 	suite_add_tcase(s, tc);
+	TCase *inst = tcase_create("install");
+	tcase_set_timeout(inst, 120);
+	tcase_add_test(inst, test_install_uninstall);
+	suite_add_tcase(s, inst);
 	return s;
 }

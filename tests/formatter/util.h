@@ -25,5 +25,7 @@ Suite *wrapper_suite(void);
 Suite *plot_suite(void);
 Suite *plotfile_suite(void);
 Suite *plotodd_suite(void);
+Suite *cli_suite(void);
+Suite *schema_suite(void);
 
 #endif

@@ -174,7 +174,107 @@ def bad():
     write("stage-no-name.json", d)
 
 
+def span(alloc, peaked, begin=0):
+    return {"begin": begin, "end": begin + alloc, "alloc_delta": alloc, "peaked_delta": peaked,
+            "peak": begin + alloc + peaked}
+
+
+def died():
+    """A run killed by SIGTERM inside train (no call of it finished), inside its third eval."""
+    m = {"before_init_mem_cpu": 3 * M, "init_mem_cpu_alloc_delta": 40 * M,
+         "init_mem_cpu_peaked_delta": 2 * M, "init_mem_gpu_alloc_delta": 0,
+         "init_mem_gpu_peaked_delta": 0, "init_mem_gpu_failed_allocs": 0, "init_runtime": 1.5,
+         "init_calls": 1,
+         "eval_mem_cpu_alloc_delta": M, "eval_mem_cpu_peaked_delta": 6 * M,
+         "eval_mem_gpu_alloc_delta": 0, "eval_mem_gpu_peaked_delta": 200 * M,
+         "eval_mem_gpu_failed_allocs": 0, "eval_runtime": 0.5, "eval_calls": 2,
+         "before_init_mem_gpu": 0, "process_mem_cpu_peak": 900 * M,
+         "process_mem_cpu_malloc_peak": 700 * M, "process_mem_cpu_mmap_peak": 200 * M,
+         "process_mem_gpu_peak": 3000 * M, "process_mem_gpu_managed_peak": 0,
+         "process_mem_gpu_pinned_peak": 0}
+    init = stage("init", runtime=1.5, cpu=(40 * M, 2 * M))
+    init["gpu"] = dict(span(0, 0), failed_allocs=0)
+    train = stage("train", calls=0, start=1.5, runtime=95.25, cpu=(820 * M, 37 * M), hist=[],
+                  open_=True, needed={"cpu": 0, "cpu_call": 0, "gpu": 0, "gpu_call": 0})
+    train["gpu"] = dict(span(2500 * M, 500 * M), failed_allocs=1)
+    hist = [{"call": i, "start": 10.0 * i, "runtime": 0.5, "cpu_alloc_delta": M,
+             "cpu_peaked_delta": 6 * M, "gpu_alloc_delta": 0, "gpu_peaked_delta": 200 * M}
+            for i in (1, 2)]
+    ev = stage("eval", calls=2, start=30.0, runtime=0.25, cpu=(3 * M, 0), hist=hist, open_=True,
+               needed={"cpu": 7 * M, "cpu_call": 1, "gpu": 200 * M, "gpu_call": 1})
+    ev["gpu"] = dict(span(64 * M, 100 * M), failed_allocs=0)
+    write("died.json", doc(m, [init, train, ev], gpu_used=True, complete=False, reason="signal",
+                           signal=15))
+
+    # Rank 1 of the ranks() run, killed inside train before its first call finished.
+    m = {"init_mem_cpu_alloc_delta": 2 * M, "process_mem_cpu_peak": 180 * M}
+    tr = stage("train", calls=0, start=1.0, runtime=1.25, cpu=(75 * M, 4 * M), hist=[],
+               open_=True)
+    write("rank1-open.json", doc(m, [stage("init"), tr], pid=5002, complete=False,
+                                 reason="signal", signal=9,
+                                 rank={"rank": 1, "local_rank": 1, "world_size": 3,
+                                       "source": "torchrun"}))
+
+
+def launchers():
+    """What a pyenv shim or a launcher leaves beside the real program: processes that opened no
+    stage of their own (only the implicit init) and stayed small, and a torchrun agent."""
+    def small(name, pid, ppid, argv, peak, child=True):
+        m = {"init_mem_cpu_alloc_delta": peak // 2, "init_mem_cpu_peaked_delta": 4096,
+             "init_runtime": 0.002, "init_calls": 1, "before_init_mem_cpu": 70000,
+             "process_mem_cpu_peak": peak, "process_mem_cpu_malloc_peak": peak,
+             "process_mem_cpu_mmap_peak": 0}
+        write(name, doc(m, [stage("init", cpu=(peak // 2, 4096))], pid=pid, ppid=ppid,
+                        root_pid=5000, is_child=child, forked=False, argv=argv))
+    small("timeout.json", 5000, 4999, ["timeout", "600", "torchrun", "train.py"], 90000, False)
+    small("shell1.json", 5010, 5000, ["/bin/bash", "/home/u/.pyenv/shims/python"], 300000)
+    small("shell2.json", 5011, 5010, ["/bin/bash", "/home/u/.pyenv/libexec/pyenv"], 15 * M)
+    agent = {"init_mem_cpu_alloc_delta": 60 * M, "init_mem_cpu_peaked_delta": 5 * M,
+             "init_runtime": 30.5, "init_calls": 1, "before_init_mem_cpu": 100000,
+             "process_mem_cpu_peak": 66 * M, "process_mem_cpu_malloc_peak": 20 * M,
+             "process_mem_cpu_mmap_peak": 46 * M}
+    write("agent.json", doc(agent, [stage("init", runtime=30.5, cpu=(60 * M, 5 * M))], pid=4999,
+                            ppid=1, root_pid=4999, argv=["python3", "-m", "torchrun", "train.py"]))
+    # A DataLoader worker forked by rank 0: it inherits the rank but is not a rank of its own.
+    w = {"train_mem_cpu_alloc_delta": 5 * M, "train_runtime": 2.0, "train_calls": 1,
+         "process_mem_cpu_peak": 150 * M}
+    write("rank0-worker.json", doc(w, [stage("train")], pid=5050, ppid=5001, root_pid=4999,
+                                   is_child=True, forked=True,
+                                   rank={"rank": 0, "local_rank": 0, "world_size": 3,
+                                         "source": "torchrun"}))
+
+
+def runs():
+    """Two runs of two ranks each, with their torchrun agent, one directory per run."""
+    for run, base, grow in (("run-old", 6000, 0), ("run-new", 7000, 30 * M)):
+        os.makedirs(os.path.join(HERE, "in", run), exist_ok=True)
+        agent = {"init_mem_cpu_alloc_delta": 60 * M, "init_runtime": 20.0, "init_calls": 1,
+                 "process_mem_cpu_peak": 66 * M}
+        write(run + "/memshim_%d.json" % base,
+              doc(agent, [stage("init", runtime=20.0)], pid=base, ppid=1, root_pid=base))
+        for r in (0, 1):
+            a = (100 + 10 * r) * M + (grow if r == 1 else 0)
+            m = {"init_mem_cpu_alloc_delta": 50 * M, "init_runtime": 2.0, "init_calls": 1,
+                 "train_mem_cpu_alloc_delta": a, "train_mem_cpu_peaked_delta": 20 * M,
+                 "train_runtime": 10.0 + r, "train_calls": 1,
+                 "process_mem_cpu_peak": a + 80 * M}
+            write(run + "/memshim_%d.json" % (base + 1 + r),
+                  doc(m, [stage("init"), stage("train")], pid=base + 1 + r, ppid=base,
+                      root_pid=base, is_child=True,
+                      rank={"rank": r, "local_rank": r, "world_size": 2, "source": "torchrun"}))
+    with open(os.path.join(HERE, "in", "run-old", "all_results.json"), "w") as f:
+        f.write('{"train_loss": 1.5}')   # not a metrics file: a directory diff skips it
+
+
+def csv_odd():
+    """A stage name that needs quoting in CSV: a comma, quotes and a line break."""
+    name = 'odd, "quoted"\nname'
+    m = {name + "_mem_cpu_alloc_delta": M, name + "_runtime": 0.5, name + "_calls": 1}
+    write("csv-odd.json", doc(m, [stage(name, cpu=(M, 0))], pid=4343))
+
+
 if __name__ == "__main__":
     os.makedirs(os.path.join(HERE, "in"), exist_ok=True)
-    for f in (seed, widths, snapshot, calls, ranks, diffs, small, bad):
+    for f in (seed, widths, snapshot, calls, ranks, diffs, small, bad, died, launchers, runs,
+              csv_odd):
         f()

@@ -56,5 +56,7 @@ results("seed", [("", "seed.json")])
 results("widths", [("", "widths.json")])
 results("update", [("", "seed.json")], existing="all_results-existing.json")
 results("ranks", [("rank0", "rank0.json"), ("rank1", "rank1.json")])
+# A snapshot: open stages' numbers so far are not results; eval's last finished call is.
+results("died", [("", "died.json")])
 dump(os.path.join(HERE, "expect", "json", "pyjson.json"),
      json.load(open(os.path.join(HERE, "in", "pyjson.json"))))
