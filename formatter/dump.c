@@ -80,6 +80,13 @@ void mf_print_status(FILE *out, const struct mf_file *f)
 	free(open);
 }
 
+/* A forked child (a DataLoader worker) inherits the stages open at the fork, restarted at its time
+ * 0; that they never return in the child is normal, not worth a line. */
+static int mf_inherited_at_fork(const struct mf_file *f, json_t *s)
+{
+	return f->forked && json_number_value(json_object_get(s, "start")) == 0.0;
+}
+
 /* Stages whose function never returned: their numbers end at exit, not at a return. */
 static void mf_print_unreturned(FILE *out, const struct mf_file *f)
 {
@@ -87,7 +94,7 @@ static void mf_print_unreturned(FILE *out, const struct mf_file *f)
 	json_t *s;
 	json_array_foreach(f->stages, i, s) {
 		if (!json_is_true(json_object_get(s, "closed_at_exit")) ||
-		    json_is_true(json_object_get(s, "implicit")))
+		    json_is_true(json_object_get(s, "implicit")) || mf_inherited_at_fork(f, s))
 			continue;
 		fprintf(out, "%s%s", n++ ? ", " : "memshim: closed at exit (never returned): ",
 			json_string_value(json_object_get(s, "name")));
