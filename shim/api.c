@@ -1,9 +1,9 @@
 /* The exported API (memshim.h): thin checks over the stage engine. */
 #include <errno.h>
 #include "memshim.h"
-#include "ms.h"
-#include "report.h"
-#include "stages.h"
+#include "core/ms.h"
+#include "output/report.h"
+#include "core/stages.h"
 
 #define EXPORT __attribute__((visibility("default")))
 

@@ -8,14 +8,14 @@
 #include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
-#include "config.h"
-#include "hooks.h"
+#include "core/config.h"
+#include "intercept/hooks.h"
 #include "lifecycle.h"
-#include "ms.h"
-#include "report.h"
-#include "snapshots.h"
-#include "stages.h"
-#include "timeline.h"
+#include "core/ms.h"
+#include "output/report.h"
+#include "output/snapshots.h"
+#include "core/stages.h"
+#include "core/timeline.h"
 
 #define EXPORT __attribute__((visibility("default")))
 

@@ -3,7 +3,7 @@
 #include <check.h>
 #include <pthread.h>
 #include <stdint.h>
-#include "cuda_table.h"
+#include "cuda/table.h"
 
 MS_CTAB_DEFINE(tab, 12);
 

@@ -2,7 +2,7 @@
 #include <check.h>
 #include <pthread.h>
 #include <string.h>
-#include "stages.h"
+#include "core/stages.h"
 
 #define MiB (1 << 20)
 

@@ -1,7 +1,7 @@
 /* The timeline buffer: bounded, ordered, and merging never loses a series' peak. */
 #include <check.h>
 #include <string.h>
-#include "timeline.h"
+#include "core/timeline.h"
 
 static struct ms_timeline tl;
 
