@@ -1,5 +1,5 @@
 /* Stage bands: a row per nesting level, and runs of tiny calls merged into one band. */
-#include "plot.h"
+#include "plot/plot.h"
 
 #include <math.h>
 #include <stdlib.h>

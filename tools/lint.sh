@@ -6,7 +6,7 @@ cflags="-std=gnu11 -D_GNU_SOURCE -Ishim -Iformatter -I/usr/local/cuda/include $(
 cppcheck -q --enable=warning,performance,portability --std=c11 -D_GNU_SOURCE -D__x86_64__ \
 	--error-exitcode=1 --inline-suppr -Ishim -Iformatter --suppress=missingIncludeSystem shim formatter
 # shellcheck disable=SC2086
-clang-tidy --quiet shim/*.c shim/*/*.c formatter/*.c -- $cflags 2>&1 | grep -E "(error|warning):" && {
+clang-tidy --quiet shim/*.c shim/*/*.c formatter/*.c formatter/plot/*.c -- $cflags 2>&1 | grep -E "(error|warning):" && {
 	echo "lint: clang-tidy findings above" >&2
 	exit 1
 }

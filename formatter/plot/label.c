@@ -1,5 +1,5 @@
 /* Places already taken by labels, so that a new label goes elsewhere or is left out. */
-#include "plot.h"
+#include "plot/plot.h"
 
 #include <stdlib.h>
 

@@ -1,5 +1,5 @@
 /* The data of one panel: series from the timeline, stage calls as bands, and the peaks to mark. */
-#include "plot.h"
+#include "plot/plot.h"
 
 #include <math.h>
 #include <stdlib.h>

@@ -1,5 +1,5 @@
 /* Inside one panel's plot area: the grid, the memory lines and the peak marks with their values. */
-#include "plot.h"
+#include "plot/plot.h"
 
 #include <math.h>
 #include <stdlib.h>

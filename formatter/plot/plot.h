@@ -67,17 +67,17 @@ struct mf_panel {
 	double vmax;
 };
 
-/* plotdata.c: the panel of one file (pure: reads the JSON only). */
+/* data.c: the panel of one file (pure: reads the JSON only). */
 void mf_panel_build(const struct mf_file *f, double offset, struct mf_panel *p);
 void mf_panel_free(struct mf_panel *p);
 /* Where on series S the maximum within [T0, T1] lies, or -1 when no point is there. */
 double mf_series_argmax(const struct mf_series *s, double t0, double t1);
 
-/* plotbands.c: rows by nesting, and merging of calls too small to see apart. */
+/* bands.c: rows by nesting, and merging of calls too small to see apart. */
 void mf_bands_rows(struct mf_band *b, size_t n, int *nrows);
 size_t mf_bands_merge(struct mf_band *b, size_t n, double px_per_s, double min_px);
 
-/* plotscale.c: axis ticks on a 1-2-5 scale and readable units. */
+/* scale.c: axis ticks on a 1-2-5 scale and readable units. */
 struct mf_ticks {
 	double step, top;       /* tick spacing and the axis end (a multiple of step) */
 	double unit;            /* bytes or seconds per displayed unit */
@@ -92,7 +92,7 @@ char *mf_fmt_secs(double s);                /* "6.67 s", "12.5 min" */
 /* At most four points per pixel column (first, lowest, highest, last): every extreme is kept. */
 size_t mf_decimate(const struct mf_pt *in, size_t n, double px_per_s, struct mf_pt *out);
 
-/* plottext.c: text that cairo accepts and that fits. */
+/* text.c: text that cairo accepts and that fits. */
 char *mf_clean_text(const char *s);          /* control characters become '?' */
 char *mf_shorten(const char *s, size_t max); /* at most MAX code points, "…" in the middle */
 char *mf_argv_text(const struct mf_file *f); /* the command line, or "(no command line)" */
@@ -102,7 +102,7 @@ double mf_text_w(cairo_t *cr, const char *s);
 /* Shows S in at most W pixels (shortened in the middle when wider); returns the width drawn. */
 double mf_text_fit(cairo_t *cr, double x, double y, const char *s, double w);
 
-/* plotlabel.c: labels that never overlap one another. */
+/* label.c: labels that never overlap one another. */
 struct mf_rect {
 	double x0, y0, x1, y1;
 };
@@ -118,7 +118,7 @@ struct mf_room {
 };
 void mf_room_free(struct mf_room *m);
 
-/* plotcolour.c */
+/* colour.c */
 struct mf_rgb mf_series_colour(int device);
 /* Stage colours follow the order stage names first appear in any of the files. */
 struct mf_names {
@@ -129,7 +129,7 @@ void mf_names_add(struct mf_names *nm, const char *name);
 struct mf_rgb mf_stage_colour(const struct mf_names *nm, const char *stage);
 void mf_set_rgb(cairo_t *cr, struct mf_rgb c, double alpha);
 
-/* plotdraw.c, plotpanel.c: one panel in the rectangle (x, y, w, h) with the shared time axis. */
+/* draw.c, panel.c: one panel in the rectangle (x, y, w, h) with the shared time axis. */
 struct mf_frame {
 	double x, y, w, h;      /* the memory plot area */
 	double band_y, row_h;   /* the stage rows below it */

@@ -1,5 +1,5 @@
 /* --plot: the page (title, panels stacked on one time axis) and writing it as SVG or PNG. */
-#include "plot.h"
+#include "plot/plot.h"
 
 #include <cairo-svg.h>
 #include <errno.h>

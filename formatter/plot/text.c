@@ -1,5 +1,5 @@
 /* Text in the picture: cleaned for cairo, shortened to fit, and the titles of the panels. */
-#include "plot.h"
+#include "plot/plot.h"
 
 #include <math.h>
 #include <stdlib.h>

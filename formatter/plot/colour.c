@@ -1,5 +1,5 @@
 /* Colours: strong ones for the memory lines, pale ones for the stage bands behind them. */
-#include "plot.h"
+#include "plot/plot.h"
 
 #include <string.h>
 

@@ -1,5 +1,5 @@
 /* One panel: its title and legend, the plot area, and the stage bands in rows beneath it. */
-#include "plot.h"
+#include "plot/plot.h"
 
 #include <math.h>
 #include <stdlib.h>
