@@ -5,8 +5,6 @@
 #include "output/report.h"
 #include "core/stages.h"
 
-#define EXPORT __attribute__((visibility("default")))
-
 static int warned_invalid;
 
 static int lookup(const char *name)

@@ -17,8 +17,6 @@
 #include "core/stages.h"
 #include "core/timeline.h"
 
-#define EXPORT __attribute__((visibility("default")))
-
 struct ms_process ms_proc;
 int ms_active;
 static int finished;
@@ -26,8 +24,6 @@ static int finished;
 void ms_py_init(void) __attribute__((weak));
 void ms_native_init(void) __attribute__((weak));
 void ms_cuda_stage_boundary(int stage, int end) __attribute__((weak));
-void ms_mmap_lock(void);
-void ms_mmap_unlock(void);
 
 double ms_now(void)
 {
@@ -219,6 +215,7 @@ __attribute__((constructor)) static void ms_init(void)
 	ms_report_init();
 	pthread_atfork(fork_prepare, fork_parent, fork_child);
 	atexit(at_exit);
+	__atomic_store_n(&ms_before_exit, ms_finish, __ATOMIC_RELEASE);
 	ms_active = 1;
 	ms_tl_clock = ms_elapsed;
 	ms_timeline_enable(ms_cfg.timeline);
@@ -237,22 +234,4 @@ __attribute__((constructor)) static void ms_init(void)
 __attribute__((destructor)) static void ms_fini(void)
 {
 	at_exit();
-}
-
-EXPORT void _exit(int status)
-{
-	ms_finish("_exit");
-	if (ms_real__exit)
-		ms_real__exit(status);
-	syscall(SYS_exit_group, status);
-	__builtin_unreachable();
-}
-
-EXPORT void _Exit(int status)
-{
-	ms_finish("_exit");
-	if (ms_real__Exit)
-		ms_real__Exit(status);
-	syscall(SYS_exit_group, status);
-	__builtin_unreachable();
 }

@@ -8,6 +8,9 @@
 #define MS_TLS __attribute__((tls_model("initial-exec")))
 #define MS_UNLIKELY(x) __builtin_expect(!!(x), 0)
 #define MS_LIKELY(x) __builtin_expect(!!(x), 1)
+/* What the library exports: the wrappers and the public API (everything else is hidden by
+ * -fvisibility=hidden; the version script, generated from the .def lists, names the same set). */
+#define EXPORT __attribute__((visibility("default")))
 
 /* Non-zero while this thread runs shim code: nested wrapped calls pass straight through. */
 extern __thread int ms_tls_guard MS_TLS;
@@ -44,8 +47,5 @@ double ms_elapsed(void);
 
 /* Non-zero once the library decided to track this process (constructor ran, not disabled). */
 extern int ms_active;
-
-/* The dlsym the C library really exports (our own dlsym wraps it). */
-void *ms_real_dlsym(void *handle, const char *name);
 
 #endif

@@ -14,15 +14,13 @@
 #include "intercept/hooks.h"
 #include "core/json.h"
 #include "core/ms.h"
-#include "cuda/cuda.h"
 #include "core/stages.h"
 
-#define EXPORT __attribute__((visibility("default")))
 #define ABSENT ((void *)1) /* a helper the driver does not have */
 
 /* Every driver function we wrap (exported) followed by helpers we only call. */
 enum {
-#define MS_CUDA_HOOK(name, drv) H_##name,
+#define MS_CUDA_HOOK(name) H_##name,
 #include "cuda/hooks.def"
 #undef MS_CUDA_HOOK
 	H_NHOOKS,
@@ -33,20 +31,14 @@ enum {
 };
 
 static const char *const hook_name[H_COUNT] = {
-#define MS_CUDA_HOOK(name, drv) #name,
+#define MS_CUDA_HOOK(name) #name,
 #include "cuda/hooks.def"
 #undef MS_CUDA_HOOK
 	"cuCtxGetDevice", "cuStreamGetDevice", "cuMemPoolGetAttribute",
 };
 
-static const unsigned char hook_is_driver[H_NHOOKS] = {
-#define MS_CUDA_HOOK(name, drv) drv,
-#include "cuda/hooks.def"
-#undef MS_CUDA_HOOK
-};
-
 static void *const hook_wrapper[H_NHOOKS] = {
-#define MS_CUDA_HOOK(name, drv) (void *)name,
+#define MS_CUDA_HOOK(name) (void *)name,
 #include "cuda/hooks.def"
 #undef MS_CUDA_HOOK
 };
@@ -79,12 +71,13 @@ MS_CTAB_DEFINE(pool_tab, 8);    /* memory pool -> device and kind */
 
 /* ---- finding the driver's functions ---- */
 
-int ms_cuda_hook_index(const char *name)
+/* Index of the driver function named exactly NAME that the shim wraps, or -1. */
+static __attribute__((noinline)) int hook_index(const char *name)
 {
 	if (!name || name[0] != 'c' || name[1] != 'u')
 		return -1;
 	for (int i = 0; i < H_NHOOKS; i++)
-		if (hook_is_driver[i] && strcmp(name, hook_name[i]) == 0)
+		if (strcmp(name, hook_name[i]) == 0)
 			return i;
 	return -1;
 }
@@ -98,6 +91,14 @@ static void remember(int idx, void *p)
 	__atomic_compare_exchange_n(&real_fn[idx], &none, p, 0, __ATOMIC_RELEASE, __ATOMIC_RELAXED);
 }
 
+/* Drops a reference taken here, through the real dlclose: the wrapper would count an unload. */
+static void drop_handle(void *h)
+{
+	int (*real)(void *) = MS_REAL_LAZY(dlclose);
+	if (real)
+		real(h);
+}
+
 /* Holds a reference to the library containing ADDR (already loaded: RTLD_NOLOAD). */
 static void learn_handle(const void *addr)
 {
@@ -107,7 +108,7 @@ static void learn_handle(const void *addr)
 	void *h = dlopen(info.dli_fname, RTLD_LAZY | RTLD_NOLOAD);
 	void *none = NULL;
 	if (h && !__atomic_compare_exchange_n(&drv_handle, &none, h, 0, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE))
-		dlclose(h);
+		drop_handle(h);
 }
 
 static void *driver_handle(void)
@@ -118,7 +119,7 @@ static void *driver_handle(void)
 	h = dlopen("libcuda.so.1", RTLD_LAZY | RTLD_NOLOAD);
 	void *none = NULL;
 	if (h && !__atomic_compare_exchange_n(&drv_handle, &none, h, 0, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE)) {
-		dlclose(h);
+		drop_handle(h);
 		h = none;
 	}
 	return h;
@@ -169,18 +170,19 @@ static void resolve_all(const void *addr)
 	void *h = __atomic_load_n(&drv_handle, __ATOMIC_ACQUIRE);
 	if (h) {
 		for (int i = 0; i < H_COUNT; i++)
-			if (i >= H_NHOOKS || hook_is_driver[i])
-				remember(i, ms_real_dlsym(h, hook_name[i]));
+			remember(i, ms_real_dlsym(h, hook_name[i]));
 		__atomic_store_n(&all_resolved, 1, __ATOMIC_RELEASE);
 	}
 	ms_tls_guard--;
 	errno = saved;
 }
 
-/* Resolves every slot now, from the library that had NAME: later wrapper calls then never need
+/* dlsym(HANDLE, NAME) for the wrapped driver function IDX: looks the real one up, remembers it, and
+ * returns the shim's wrapper when the library has the function (NULL, like dlsym, when not).
+ * Resolves every slot now, from the library that had NAME: later wrapper calls then never need
  * the loader (and its lock).  The wrapper stands in for P only when it calls exactly P: a function
  * of the same name in another library (a second tool's wrapper, a stub) is handed out as it is. */
-void *ms_cuda_dlsym(void *handle, const char *name, int idx)
+static __attribute__((noinline)) void *driver_dlsym(void *handle, const char *name, int idx)
 {
 	void *p = ms_real_dlsym(handle, name);
 	if (!p || p == hook_wrapper[idx])
@@ -198,11 +200,29 @@ void *ms_cuda_dlsym(void *handle, const char *name, int idx)
 	return hook_wrapper[idx];
 }
 
+/* dlsym(handle, ...) searches only that library, so a program (or the CUDA runtime) asking libcuda
+ * for a driver function would bypass the preload.  Only the exact names of driver functions we
+ * wrap, asked of a real library handle, are changed; everything else is a tail call into the real
+ * dlsym, so it still sees the caller's return address (RTLD_NEXT and RTLD_DEFAULT stay relative to
+ * the caller).  The pseudo-handles are never answered from here: the real dlsym would search
+ * relative to the shim instead, and a tool preloaded after it that looks up its next cuMemAlloc_v2
+ * would get the shim's wrapper, which calls the tool's own function: a loop.  They need no help
+ * either: RTLD_DEFAULT already finds the preloaded wrappers first.  The pass-through must stay a
+ * tail call in every build (-O0, sanitizers): the real dlsym reads its caller's address (the
+ * helpers stay out of line, so the pass-through is a few instructions). */
+EXPORT __attribute__((optimize("O2", "optimize-sibling-calls"))) void *dlsym(void *handle, const char *name)
+{
+	int idx = ms_tls_guard || handle == RTLD_NEXT || handle == RTLD_DEFAULT ? -1 : hook_index(name);
+	if (MS_LIKELY(idx < 0))
+		return ms_libc_dlsym()(handle, name);
+	return driver_dlsym(handle, name, idx);
+}
+
 /* Our wrapper when P is exactly a real driver function we wrap, else P. */
 static void *substitute(void *p)
 {
 	for (int i = 0; i < H_NHOOKS; i++)
-		if (hook_is_driver[i] && __atomic_load_n(&real_fn[i], __ATOMIC_ACQUIRE) == p)
+		if (__atomic_load_n(&real_fn[i], __ATOMIC_ACQUIRE) == p)
 			return hook_wrapper[i];
 	return p;
 }

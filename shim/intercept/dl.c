@@ -1,24 +1,19 @@
-/* dlsym interposition: dlsym(handle, ...) searches only that library, so a program (or the CUDA
- * runtime) asking libcuda for a driver function would bypass the preload.  Only the exact names of
- * driver functions we wrap, asked of a real library handle, are changed; everything else is a tail
- * call into the real dlsym, so it still sees the caller's return address (RTLD_NEXT and RTLD_DEFAULT
- * stay relative to the caller).  The pseudo-handles are never answered from here: the real dlsym
- * would search relative to the shim instead, and a tool preloaded after it that looks up its next
- * cuMemAlloc_v2 would get the shim's wrapper, which calls the tool's own function: a loop.  They
- * need no help either: RTLD_DEFAULT already finds the preloaded wrappers first. */
+/* dlclose: counted, so the next look at the stack (native stages) re-reads the set of loaded
+ * objects (an object loaded later at the same addresses must not be taken for the old one).  New
+ * objects need no hook: their code is met as return addresses never seen before.  dlclose does not
+ * depend on its caller (unlike dlopen, whose RUNPATH and $ORIGIN come from the calling object), so
+ * a plain wrapper changes nothing.  The shim's own dlclose calls go to the real one, uncounted.
+ * (The dlsym wrapper is cuda/wrappers.c's: it exists for the driver functions alone.) */
 #include <dlfcn.h>
-#include "intercept/hooks.h"
 #include "core/ms.h"
-#include "cuda/cuda.h"
+#include "intercept/hooks.h"
 
-#define EXPORT __attribute__((visibility("default")))
+unsigned ms_dlclose_calls;
 
-/* The pass-through must stay a tail call in every build (-O0, sanitizers): the real dlsym reads
- * its caller's address. */
-EXPORT __attribute__((optimize("O2", "optimize-sibling-calls"))) void *dlsym(void *handle, const char *name)
+EXPORT int dlclose(void *handle)
 {
-	int idx = ms_tls_guard || handle == RTLD_NEXT || handle == RTLD_DEFAULT ? -1 : ms_cuda_hook_index(name);
-	if (MS_LIKELY(idx < 0))
-		return ms_libc_dlsym()(handle, name);
-	return ms_cuda_dlsym(handle, name, idx);
+	int (*real)(void *) = MS_REAL_LAZY(dlclose);
+	int rc = real ? real(handle) : -1;
+	__atomic_add_fetch(&ms_dlclose_calls, 1, __ATOMIC_RELEASE);
+	return rc;
 }

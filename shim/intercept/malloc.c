@@ -8,16 +8,16 @@
 #include "intercept/hooks.h"
 #include "core/ms.h"
 
-#define EXPORT __attribute__((visibility("default")))
-
 /* Not declared by every C library's headers. */
 void cfree(void *ptr);
 void free_sized(void *ptr, size_t size);
 void free_aligned_sized(void *ptr, size_t align, size_t size);
 
+void (*ms_before_count)(void);
+
 static inline void count(void *p, int sign)
 {
-	ms_native_before_count();
+	ms_before_counting();
 	ms_cpu_add(MS_MALLOC, sign * (int64_t)malloc_usable_size(p));
 }
 
@@ -80,7 +80,7 @@ static inline void uncount(void *p)
 {
 	int64_t n = usable_before_release(p);
 	if (n) {
-		ms_native_before_count();
+		ms_before_counting();
 		ms_cpu_add(MS_MALLOC, -n);
 	}
 }
@@ -146,7 +146,7 @@ static void *move_from_bootstrap(void *ptr, size_t size)
 /* Counts a successful resize of PTR (OLD usable bytes) into Q, or a realloc(p, 0) that freed. */
 static void count_resize(void *ptr, int64_t old, void *q, size_t size)
 {
-	ms_native_before_count();
+	ms_before_counting();
 	if (q)
 		ms_cpu_add(MS_MALLOC, (int64_t)malloc_usable_size(q) - old);
 	else if (ptr && size == 0)

@@ -16,7 +16,6 @@
 #include "core/ranges.h"
 #include "core/spin.h"
 
-#define EXPORT __attribute__((visibility("default")))
 #define PAGE 4096UL
 #define MAX_RANGES (1UL << 20)
 
@@ -26,10 +25,6 @@ static struct ms_ranges reserved = { .grow = grow }; /* PROT_NONE: not counted u
 static struct ms_spin lock;
 static __thread int lock_held MS_TLS; /* a signal handler mapping memory inside our lock passes through */
 static uint64_t untracked;
-
-uint64_t ms_mmap_untracked(void);
-void ms_mmap_lock(void);
-void ms_mmap_unlock(void);
 
 uint64_t ms_mmap_untracked(void)
 {
@@ -81,7 +76,7 @@ static int anonymous_private(int flags)
 static void count_mmap(int64_t bytes)
 {
 	if (bytes) {
-		ms_native_before_count();
+		ms_before_counting();
 		ms_cpu_add(MS_MMAP, bytes);
 	}
 }

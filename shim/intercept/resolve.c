@@ -1,63 +1,23 @@
-/* Finding the real functions.  dlsym may allocate before malloc is known: those requests are
- * served from a static buffer whose blocks free() recognises and never releases. */
+/* Finding the real functions: the one place that looks them up.  Every lookup goes through the C
+ * library's own dlsym, itself found by an ELF lookup (elf.c), and names that may be missing are
+ * looked up only where a failing lookup is harmless: dlsym allocates its error message through the
+ * program's malloc, which deadlocks a program whose own allocator calls mmap (our wrapper) under
+ * its lock.  While dlsym allocates before malloc is known, requests come from bootstrap.c. */
 #include <dlfcn.h>
 #include <link.h>
 #include <errno.h>
 #include <sched.h>
-#include <string.h>
 #include <unistd.h>
+#define MS_REAL_STORAGE /* the ms_real_ pointers are defined here */
+#include "core/ms.h"
 #include "intercept/elf.h"
 #include "intercept/hooks.h"
-#include "core/ms.h"
-
-#define MS_HOOK(ret, name, params, args) ret (*ms_real_##name) params;
-#include "intercept/hooks.def"
-#undef MS_HOOK
 
 int ms_counting = 1;
 int ms_allocator_is_glibc;
-int ms_native_active;
 __thread int ms_tls_guard MS_TLS;
 
-static ms_dlsym_fn real_dlsym;
 static int state; /* 0 unresolved, 1 resolving, 2 done */
-
-#define BOOT_SIZE ((size_t)256 * 1024)
-static char boot[BOOT_SIZE] __attribute__((aligned(64)));
-static size_t boot_used;
-
-void *ms_bootstrap_alloc(size_t size, size_t align)
-{
-	if (align < 16)
-		align = 16;
-	if (size > BOOT_SIZE || align > 4096) {
-		errno = ENOMEM;
-		return NULL;
-	}
-	size_t old = __atomic_load_n(&boot_used, __ATOMIC_RELAXED), start, end;
-	do {
-		start = (old + 16 + align - 1) & ~(align - 1); /* 16 bytes before the block hold its size */
-		end = start + ((size + 15) & ~(size_t)15);
-		if (end > BOOT_SIZE) {
-			errno = ENOMEM;
-			return NULL;
-		}
-	} while (!__atomic_compare_exchange_n(&boot_used, &old, end, 0, __ATOMIC_RELAXED, __ATOMIC_RELAXED));
-	memcpy(boot + start - sizeof(size_t), &size, sizeof size);
-	return boot + start; /* static storage is already zeroed: calloc needs nothing more */
-}
-
-int ms_bootstrap_owns(const void *p)
-{
-	return (const char *)p >= boot && (const char *)p < boot + BOOT_SIZE;
-}
-
-size_t ms_bootstrap_size(const void *p)
-{
-	size_t n;
-	memcpy(&n, (const char *)p - sizeof n, sizeof n);
-	return n;
-}
 
 int ms_resolved(void)
 {
@@ -112,9 +72,12 @@ void ms_resolve(void)
 		return; /* done, or in progress: callers use the bootstrap buffer meanwhile */
 	int saved = errno;
 	ms_tls_guard++;
-	real_dlsym = ms_libc_dlsym();
+	ms_dlsym_fn real_dlsym = ms_libc_dlsym();
 	/* publish all at once: a half-resolved family would mix allocators.  Every MS_HOOK name exists
-	 * in the C library, so no lookup fails (a failing dlsym allocates its error message). */
+	 * in the C library, so no lookup fails (a failing dlsym allocates its error message).  Lazy
+	 * names are left to their first call. */
+#define MS_HOOK_LAZY(ret, name, params, args)
+#define MS_HOOK_RESOLVER(ret, name, params, args)
 #define MS_HOOK(ret, name, params, args) ret (*name##_found) params = real_dlsym ? (ret (*) params)real_dlsym(RTLD_NEXT, #name) : NULL;
 #define MS_HOOK_OPTIONAL(ret, name, params, args) ret (*name##_found) params = NULL;
 #include "intercept/hooks.def"
@@ -130,8 +93,12 @@ void ms_resolve(void)
 #undef MS_HOOK_OPTIONAL
 #undef MS_HOOK
 #define MS_HOOK(ret, name, params, args) __atomic_store_n(&ms_real_##name, name##_found, __ATOMIC_RELEASE);
+#define MS_HOOK_OPTIONAL MS_HOOK
 #include "intercept/hooks.def"
+#undef MS_HOOK_OPTIONAL
 #undef MS_HOOK
+#undef MS_HOOK_RESOLVER
+#undef MS_HOOK_LAZY
 	ms_tls_guard--;
 	__atomic_store_n(&state, 2, __ATOMIC_RELEASE);
 	errno = saved;
@@ -147,7 +114,19 @@ int ms_resolve_wait(void)
 
 void *ms_real_dlsym(void *handle, const char *name)
 {
-	if (!real_dlsym)
-		ms_resolve();
-	return real_dlsym ? real_dlsym(handle, name) : NULL;
+	ms_dlsym_fn f = ms_libc_dlsym();
+	return f ? f(handle, name) : NULL;
+}
+
+void *ms_resolve_lazy(void **slot, const char *name)
+{
+	void *f = __atomic_load_n(slot, __ATOMIC_ACQUIRE);
+	if (MS_LIKELY(f != NULL))
+		return f;
+	ms_tls_guard++;
+	f = ms_real_dlsym(RTLD_NEXT, name);
+	ms_tls_guard--;
+	if (f)
+		__atomic_store_n(slot, f, __ATOMIC_RELEASE);
+	return f;
 }

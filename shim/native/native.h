@@ -1,14 +1,14 @@
 /* Native stages (C/C++ functions named in MEMSHIM_STAGES): shared declarations of the native_*.c
- * files.  Targets are resolved to address ranges (native_syms.c); allocations look at the stack
- * (native_stack.c); a frame of a target function gets its return address replaced by one of the
- * trampolines (native_tramp.c, native_pool.c), which closes the stage when the function returns. */
+ * files.  Targets are resolved to address ranges (native/syms.c); allocations look at the stack
+ * (native/stack.c); a frame of a target function gets its return address replaced by one of the
+ * trampolines (native/tramp.c, native/pool.c), which closes the stage when the function returns. */
 #ifndef MS_NATIVE_H
 #define MS_NATIVE_H
 
 #include <stddef.h>
 #include <stdint.h>
 
-/* ---- trampolines (native_tramp.c, native_pool.c) --------------------------------------------- */
+/* ---- trampolines (native/tramp.c, native/pool.c) --------------------------------------------- */
 
 #define MS_NTRAMP 4096    /* trampolines in the pool */
 #define MS_TRAMP_SIZE 16  /* bytes per trampoline; the entry point is one byte in */
@@ -40,10 +40,10 @@ uintptr_t ms_pool_ra(int i);
 void ms_pool_set_ra(int i, uintptr_t ra);
 
 /* Registers of the caller: OUT[0] its stack pointer after the call returns, OUT[1] rbp, OUT[2] the
- * return address (native_tramp.c). */
+ * return address (native/tramp.c). */
 void ms_native_regs(uintptr_t out[3]);
 
-/* ---- quick unwinder (native_cfi.c) ----------------------------------------------------------- */
+/* ---- quick unwinder (native/cfi.c) ----------------------------------------------------------- */
 
 /* One frame up from (IP a return address, SP, RBP): 1 and the caller's values with *SLOT where IP
  * was read from; 0 at the outermost frame; 2 when IP is a signal handler's return (the frames
@@ -55,7 +55,7 @@ extern __thread int ms_cfi_new_ip __attribute__((tls_model("initial-exec")));
 void ms_cfi_forget(void);
 void ms_cfi_after_fork(void);
 
-/* ---- targets (native_names.c) ---------------------------------------------------------------- */
+/* ---- targets (native/names.c) ---------------------------------------------------------------- */
 
 enum ms_target_kind {
 	MS_TK_PLAIN,     /* a C symbol or a mangled C++ symbol */
@@ -88,7 +88,7 @@ int ms_target_matches(const struct ms_target *t, const char *sym);
 /* Whether object path PATH is the one T pins (basename equal, or "lib.so" for "lib.so.1.2"). */
 int ms_target_object_matches(const struct ms_target *t, const char *path);
 
-/* ---- resolution (native_syms.c) -------------------------------------------------------------- */
+/* ---- resolution (native/syms.c) -------------------------------------------------------------- */
 
 struct ms_range {
 	uintptr_t lo, hi; /* [lo, hi) */
@@ -109,27 +109,41 @@ void ms_syms_resolve(void);
 /* Re-resolves when objects were loaded or unloaded since the last resolution (cheap otherwise);
  * 1 when something changed. */
 int ms_syms_refresh(void);
-/* Counts dlclose calls (native_dlclose.c): unloaded objects are noticed at the next look. */
-extern unsigned ms_syms_unloads;
 /* Stage (engine id) of the function containing return address IP, or -1. */
 int ms_syms_stage_at(uintptr_t ip);
 /* Paths of loaded objects without a .symtab (the executable first); writes a list into BUF. */
 void ms_syms_stripped(char *buf, size_t size);
 /* Bounds of the shim's own code. */
 extern uintptr_t ms_self_lo, ms_self_hi;
+/* A forked child: locks a thread that no longer exists may have held are free again. */
+void ms_syms_after_fork(void);
 
-/* ---- stack (native_stack.c) ------------------------------------------------------------------ */
+/* ---- stack (native/stack.c) ------------------------------------------------------------------ */
+
+/* Set as intercept's ms_before_count: looks at the stack before an allocation or free is counted,
+ * opening the stages of target functions found there. */
+void ms_native_check(void);
 
 /* Called by the trampoline: the function that returned into trampoline BLOCK+6 has left; returns
  * the address to continue at. */
 uintptr_t ms_native_tramp_fire(uintptr_t block_ret);
 /* Frames at addresses below SP are being discarded (longjmp): close their stages. */
 void ms_native_discard_below(uintptr_t sp);
-/* An exception starts unwinding this thread / was caught (native_unwind.c). */
+/* An exception starts unwinding this thread / was caught (native/unwind.c). */
 void ms_native_unwind_begin(void);
 void ms_native_unwind_end(void);
 /* Sets up the per-thread state key; 0 when usable. */
 int ms_stack_init(void);
+
+/* ---- longjmp (native/jmp.c) ------------------------------------------------------------------ */
+
+/* Looks the real longjmp family up at start (a longjmp out of a signal handler must not). */
+void ms_jmp_init(void);
+
+/* ---- the detector (native/stages.c) ---------------------------------------------------------- */
+
+/* Reads the native targets of MEMSHIM_STAGES and, when there are any, turns the stack check on. */
+void ms_native_init(void);
 
 /* Counters kept for the report and the benchmarks (debug log at exit). */
 struct ms_native_stats {

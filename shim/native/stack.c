@@ -1,7 +1,7 @@
 /* Native stage detection on the stack.
  *
  * Each thread keeps the frames it has already seen ("known" frames, outermost first), found by
- * unwinding (native_cfi.c, or libunwind where that gives up).  A known frame of a target function has its return address replaced
+ * unwinding (native/cfi.c, or libunwind where that gives up).  A known frame of a target function has its return address replaced
  * by a trampoline from the pool: the stage opens when the frame is first seen (at an allocation
  * inside the call) and closes exactly when the function returns, unwinds (exception, forced
  * unwind) or is jumped over (longjmp).  The innermost known frame always carries a trampoline too
@@ -53,7 +53,7 @@ struct tstate {
 	int watch_at;      /* frame holding it, -1 */
 	int busy;          /* inside this file (a signal handler allocating must not re-enter) */
 	int unwinding;     /* exceptions in flight: no return address may change (see below) */
-	unsigned unloads_seen; /* ms_syms_unloads at the last walk */
+	unsigned unloads_seen; /* ms_dlclose_calls at the last walk */
 	int ndeferred;
 	int deferred[MAX_DEFERRED]; /* trampolines to give back once the unwinder has read them */
 	struct frame f[MAX_FRAMES];
@@ -387,7 +387,7 @@ static int walk(struct tstate *s, int quick, struct chain *ch)
 			break; /* a trampoline we do not know: nothing below can be read reliably */
 	}
 	ch->keep = j + 1;
-	unsigned unloads = __atomic_load_n(&ms_syms_unloads, __ATOMIC_ACQUIRE);
+	unsigned unloads = __atomic_load_n(&ms_dlclose_calls, __ATOMIC_ACQUIRE);
 	ch->fresh = ms_cfi_new_ip || unloads != s->unloads_seen;
 	s->unloads_seen = unloads;
 	return 0;

@@ -1,5 +1,5 @@
 /* Native stages: reads the targets of MEMSHIM_STAGES that name C/C++ functions, resolves them,
- * turns on the stack check (ms_native_check, native_stack.c) and, at exit, warns once about every
+ * turns on the stack check (ms_native_check, native/stack.c) and, at exit, warns once about every
  * target found nowhere.
  *
  * Which targets are native (the rest is left to the Python detector, without warnings here):
@@ -26,10 +26,6 @@
 #include "native/native.h"
 
 #define MAX_NATIVE_TARGETS 128
-
-void ms_native_init(void);
-void ms_jmp_init(void);
-void ms_syms_after_fork(void);
 
 static struct ms_target targets[MAX_NATIVE_TARGETS];
 static unsigned char python_owned[MAX_NATIVE_TARGETS];
@@ -123,5 +119,5 @@ void ms_native_init(void)
 	if (!ok)
 		return;
 	pthread_atfork(NULL, NULL, ms_syms_after_fork);
-	__atomic_store_n(&ms_native_active, 1, __ATOMIC_RELEASE);
+	__atomic_store_n(&ms_before_count, ms_native_check, __ATOMIC_RELEASE);
 }

@@ -13,13 +13,13 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 #include "core/ms.h"
+#include "intercept/hooks.h"
 #include "native/native.h"
 
 #define MAX_OBJS 4096
 #define PATH_POOL ((size_t)256 * 1024)
 #define MAX_STRIPPED 8
 
-unsigned ms_syms_unloads;
 struct ms_target *ms_native_targets;
 int ms_native_ntargets;
 uintptr_t ms_self_lo, ms_self_hi;
@@ -408,7 +408,6 @@ void ms_syms_stripped(char *buf, size_t size)
 }
 
 /* A forked child may have inherited the lock from a thread that no longer exists. */
-void ms_syms_after_fork(void);
 void ms_syms_after_fork(void)
 {
 	unlock();

@@ -4,7 +4,7 @@
  *
  * Block i (16 bytes, 16-aligned): a nop (unwinders look up return address - 1), `call
  * ms_tramp_common`, two int3, then a 64-bit link-time constant: the distance from that word to
- * ms_tramp_ra[i], the return address the trampoline stands for (native_pool.c writes it).
+ * ms_tramp_ra[i], the return address the trampoline stands for (native/pool.c writes it).
  * FDE i describes the frame "between" the returned function and its caller: CFA = rsp + 8 (so it
  * is never mistaken for the caller's frame), the caller's rsp = CFA - 8, and the caller's rip =
  * ms_tramp_ra[i], found from rip alone with the DWARF operations every reader knows (valgrind's
@@ -74,7 +74,7 @@ __asm__(
 "	.popsection\n"
 
 /* ms_native_regs(out): the caller's stack pointer after return, rbp and return address, for the
- * quick unwinder (native_cfi.c) to start from. */
+ * quick unwinder (native/cfi.c) to start from. */
 "	.pushsection .text.ms_tramp,\"ax\",@progbits\n"
 "	.p2align 4\n"
 "	.globl ms_native_regs\n"

@@ -12,6 +12,7 @@
 #include <unistd.h>
 #include "core/config.h"
 #include "core/counters.h"
+#include "intercept/hooks.h"
 #include "core/json.h"
 #include "lifecycle.h"
 #include "core/ms.h"
@@ -21,7 +22,6 @@
 #include "core/timeline.h"
 
 void ms_cuda_report(struct ms_json *w) __attribute__((weak));
-uint64_t ms_mmap_untracked(void);
 
 #define ARGV_MAX 4096
 

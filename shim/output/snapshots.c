@@ -1,98 +1,26 @@
 /* Periodic and fatal-signal snapshots.  The signal path uses only async-signal-safe calls: the
- * report writer formats into static buffers and writes with raw system calls.  Our handler only
- * ever sits in for a default disposition, and the program never sees it: the signal wrappers
- * (intercept/signal.c) answer with the default it replaced, and any handler the program installs
- * takes its place for real, so the program's own handlers run exactly as without us. */
+ * report writer formats into static buffers and writes with raw system calls.  The handler that
+ * calls it only ever sits in for a default disposition, and the program never sees it
+ * (intercept/signal.c). */
 #include <errno.h>
 #include <pthread.h>
 #include <signal.h>
-#include <string.h>
 #include <time.h>
 #include "core/config.h"
-#include "intercept/hooks.h"
+#include "intercept/signal.h"
 #include "lifecycle.h"
 #include "core/ms.h"
 #include "output/report.h"
 #include "output/snapshots.h"
 #include "core/stages.h"
 
-static const int fatal_signals[] = { SIGSEGV, SIGBUS, SIGABRT, SIGFPE, SIGILL, SIGTERM, SIGINT };
-static struct sigaction program_view[65]; /* what the program would see where our handler sits */
-static int covering;                        /* handlers enabled in this process */
 static int thread_running, thread_pending;
 
-int ms_signal_managed(int sig)
+/* A fatal signal is about to end the process: a last snapshot, never waiting long for locks. */
+static void last_snapshot(int sig)
 {
-	for (size_t i = 0; i < sizeof fatal_signals / sizeof *fatal_signals; i++)
-		if (fatal_signals[i] == sig)
-			return 1;
-	return 0;
-}
-
-/* The C library's sigaction, never our public wrapper (which would cover the signal again). */
-static int real_sigaction(int sig, const struct sigaction *act, struct sigaction *old)
-{
-	if (!ms_real_sigaction && ms_resolve_wait() < 0) {
-		errno = EAGAIN;
-		return -1;
-	}
-	return ms_real_sigaction(sig, act, old);
-}
-
-static void on_fatal_signal(int sig, siginfo_t *info, void *uctx)
-{
-	int saved = errno;
 	if (ms_is_tracked_process())
 		ms_report_signal(sig);
-	/* the program's disposition was the default: take it back and let it end the process (the
-	 * signal stays blocked until we return, so the exit status is the signal's) */
-	real_sigaction(sig, &program_view[sig], NULL);
-	raise(sig);
-	errno = saved;
-}
-
-int ms_signal_is_ours(const struct sigaction *sa)
-{
-	return (sa->sa_flags & SA_SIGINFO) && sa->sa_sigaction == on_fatal_signal;
-}
-
-void (*ms_signal_handler(void))(int, siginfo_t *, void *)
-{
-	return on_fatal_signal;
-}
-
-void ms_signal_view(int sig, struct sigaction *out)
-{
-	*out = program_view[sig];
-}
-
-/* Sits in for the default disposition of SIG, keeping what the program would see. */
-static void cover(int sig, const struct sigaction *current)
-{
-	struct sigaction ours;
-	memset(&ours, 0, sizeof ours);
-	ours.sa_sigaction = on_fatal_signal;
-	ours.sa_flags = SA_SIGINFO | SA_ONSTACK | SA_RESTART;
-	sigemptyset(&ours.sa_mask);
-	program_view[sig] = *current;
-	real_sigaction(sig, &ours, NULL);
-}
-
-void ms_signal_settled(int sig)
-{
-	struct sigaction now;
-	if (!__atomic_load_n(&covering, __ATOMIC_RELAXED) || !ms_signal_managed(sig) ||
-	    real_sigaction(sig, NULL, &now) < 0)
-		return;
-	if (now.sa_handler == SIG_DFL && !(now.sa_flags & SA_SIGINFO))
-		cover(sig, &now);
-}
-
-static void install_handlers(void)
-{
-	__atomic_store_n(&covering, 1, __ATOMIC_RELAXED);
-	for (size_t i = 0; i < sizeof fatal_signals / sizeof *fatal_signals; i++)
-		ms_signal_settled(fatal_signals[i]);
 }
 
 static void *snapshot_loop(void *arg)
@@ -138,7 +66,7 @@ void ms_snapshots_at_boundary(void)
 
 void ms_snapshots_start(void)
 {
-	install_handlers();
+	ms_signals_cover(last_snapshot);
 	if (ms_cfg.snapshot_interval > 0)
 		start_thread();
 }

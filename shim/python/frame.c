@@ -11,6 +11,7 @@
 #include <errno.h>
 #include <pthread.h>
 #include "core/ms.h"
+#include "intercept/hooks.h"
 #include "python/py.h"
 
 typedef ms_pyobj *(*eval38_fn)(void *frame, int throwflag);

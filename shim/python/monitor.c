@@ -5,6 +5,7 @@
  * memshim moves to another free id first (warning once), so the program's request succeeds. */
 #include <dlfcn.h>
 #include "core/ms.h"
+#include "intercept/hooks.h"
 #include "python/py.h"
 
 static int tool = -1;

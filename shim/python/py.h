@@ -1,5 +1,5 @@
-/* Python stage detection, shared between py_stages.c (bootstrap, targets, naming), py_frame.c
- * (PEP 523 frame hook, Python 3.8-3.11) and py_monitor.c (sys.monitoring, Python 3.12+).
+/* Python stage detection, shared between python/stages.c (bootstrap, targets, naming), python/frame.c
+ * (PEP 523 frame hook, Python 3.8-3.11) and python/monitor.c (sys.monitoring, Python 3.12+).
  * Nothing here links libpython: the C API is a table of pointers found with dlsym at run time. */
 #ifndef MS_PY_H
 #define MS_PY_H

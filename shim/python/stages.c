@@ -3,7 +3,7 @@
  * The library constructor registers a C audit hook (safe before Py_Initialize).  The first
  * cpython.run_* event (or, for embedded interpreters, the first import/exec once initialised)
  * arrives with the interpreter ready and the GIL held: the detector is installed there, through a
- * PEP 523 frame hook on 3.8-3.11 (py_frame.c) or sys.monitoring on 3.12+ (py_monitor.c).  Both ask
+ * PEP 523 frame hook on 3.8-3.11 (python/frame.c) or sys.monitoring on 3.12+ (python/monitor.c).  Both ask
  * ms_py_classify() once per code object and cache the answer in the code object's co_extra slot. */
 #include <dlfcn.h>
 #include <fcntl.h>
@@ -12,6 +12,7 @@
 #include <unistd.h>
 #include "core/config.h"
 #include "core/ms.h"
+#include "intercept/hooks.h"
 #include "python/py.h"
 #include "core/stages.h"
 
@@ -33,7 +34,7 @@ static int ntargets;
 
 enum { WAITING, INSTALLED, FAILED };
 static int state = WAITING;
-static int route_frame; /* installed through py_frame.c: check it at finalisation */
+static int route_frame; /* installed through python/frame.c: check it at finalisation */
 static int (*py_initialized)(void);
 
 static int stage_ids[MS_SPEC_MAX_STAGES]; /* engine id + 1; 0 before first use */
