@@ -16,6 +16,7 @@
 #include "output/snapshots.h"
 #include "core/stages.h"
 #include "core/timeline.h"
+#include "cuda/cuda.h"
 
 struct ms_process ms_proc;
 int ms_active;
@@ -23,7 +24,6 @@ static int finished;
 
 void ms_py_init(void) __attribute__((weak));
 void ms_native_init(void) __attribute__((weak));
-void ms_cuda_stage_boundary(int stage, int end) __attribute__((weak));
 
 double ms_now(void)
 {
@@ -77,8 +77,7 @@ void ms_finish(const char *reason)
 static void after_boundary(int stage, int end)
 {
 	ms_snapshots_at_boundary();
-	if (ms_cuda_stage_boundary)
-		ms_cuda_stage_boundary(stage, end);
+	ms_cuda_boundary(stage, end);
 }
 
 static void at_exit(void)

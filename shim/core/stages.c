@@ -195,6 +195,13 @@ static void settle_implicit_init(int id, const int64_t live[MS_NCOMP], double no
 	finish_call(init, live, now, 0);
 }
 
+int ms_stage_depth(int id)
+{
+	if (id < 0 || id >= MS_MAX_STAGES)
+		return 0;
+	return __atomic_load_n(&ms_st.stage[id].depth, __ATOMIC_RELAXED);
+}
+
 int ms_stage_enter(int id, double now)
 {
 	if (id < 0 || id >= MS_MAX_STAGES || lock_or_refuse() < 0)

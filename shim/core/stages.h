@@ -78,6 +78,10 @@ int ms_stage_id(const char *name);
 /* Finds the stage called NAME without creating it; -1 when unknown. */
 int ms_stage_find(const char *name);
 
+/* Open nesting depth of stage ID now (0: not open), read without the lock: for a decision made
+ * right after the caller's own enter or leave (cuda/pools.c samples outermost calls only). */
+int ms_stage_depth(int id);
+
 /* Enter/leave stage ID at time NOW (ms_elapsed()).  Leave returns -1 when the stage is not open.
  * Both take the engine lock; safe from any thread. */
 int ms_stage_enter(int id, double now);

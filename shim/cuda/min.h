@@ -1,6 +1,6 @@
 /* The few CUDA driver declarations the shim needs, so it builds where no CUDA toolkit is
- * installed.  Names, values and layouts are cuda.h's (CUDA 13); the GPU tests compile
- * cuda/wrappers.c against the real cuda.h (MS_CUDA_H_CHECK) and check every value and offset here. */
+ * installed.  Names, values and layouts are cuda.h's (CUDA 13); the GPU tests compile the CUDA
+ * files against the real cuda.h (MS_CUDA_H_CHECK) and check every value and offset here. */
 #ifndef MS_CUDA_MIN_H
 #define MS_CUDA_MIN_H
 

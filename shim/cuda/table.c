@@ -17,12 +17,12 @@
 #define KEY_LAST_RESERVED KEY_FROZEN
 #define INSERT_RETRIES 64
 
-static inline uint32_t mask_of(const struct ms_ctab *t)
+static inline uint32_t mask_of(const struct ms_table *t)
 {
 	return (1u << t->bits) - 1u;
 }
 
-static inline uint32_t home_of(const struct ms_ctab *t, uint64_t key)
+static inline uint32_t home_of(const struct ms_table *t, uint64_t key)
 {
 	return (uint32_t)((key * 0x9E3779B97F4A7C15ull) >> (64 - t->bits));
 }
@@ -44,7 +44,7 @@ static inline int key_cas(struct ms_centry *s, uint64_t *expect, uint64_t want)
 }
 
 /* Turns trailing tombstones before an EMPTY slot back into EMPTY, walking backwards from IDX. */
-static void tomb_cleanup(struct ms_ctab *t, uint32_t idx)
+static void tomb_cleanup(struct ms_table *t, uint32_t idx)
 {
 	uint32_t mask = mask_of(t);
 	for (uint32_t n = 0; n < t->probe_max; n++) {
@@ -70,7 +70,7 @@ static void tomb_cleanup(struct ms_ctab *t, uint32_t idx)
 /* Non-zero when no slot from HOME up to (not including) HOME + DIST is EMPTY.  Scans downwards:
  * a slot can only become EMPTY while the one after it is EMPTY, so what is seen stays true.  A
  * frozen tombstone on the way is thawed back to TOMB (the cleaner then leaves it). */
-static int chain_intact(struct ms_ctab *t, uint32_t home, uint32_t dist)
+static int chain_intact(struct ms_table *t, uint32_t home, uint32_t dist)
 {
 	uint32_t mask = mask_of(t);
 	while (dist-- > 0) {
@@ -94,7 +94,7 @@ static void fill(struct ms_centry *s, const struct ms_centry *e)
 }
 
 /* One insertion attempt: 1 done, 0 retry (the chain changed under us), -1 full. */
-static int try_insert(struct ms_ctab *t, const struct ms_centry *e)
+static int try_insert(struct ms_table *t, const struct ms_centry *e)
 {
 	uint32_t mask = mask_of(t), home = home_of(t, e->key);
 	for (uint32_t i = 0; i < t->probe_max; i++) {
@@ -116,7 +116,7 @@ static int try_insert(struct ms_ctab *t, const struct ms_centry *e)
 	return -1;
 }
 
-int ms_ctab_insert(struct ms_ctab *t, const struct ms_centry *e)
+int ms_table_insert(struct ms_table *t, const struct ms_centry *e)
 {
 	if (e->key <= KEY_LAST_RESERVED)
 		return -1;
@@ -131,7 +131,7 @@ int ms_ctab_insert(struct ms_ctab *t, const struct ms_centry *e)
 	return -1;
 }
 
-static struct ms_centry *find_slot(struct ms_ctab *t, uint64_t key, uint32_t *idx)
+static struct ms_centry *find_slot(struct ms_table *t, uint64_t key, uint32_t *idx)
 {
 	uint32_t mask = mask_of(t), home = home_of(t, key);
 	if (key <= KEY_LAST_RESERVED)
@@ -149,13 +149,13 @@ static struct ms_centry *find_slot(struct ms_ctab *t, uint64_t key, uint32_t *id
 	return 0;
 }
 
-struct ms_centry *ms_ctab_find(struct ms_ctab *t, uint64_t key)
+struct ms_centry *ms_table_find(struct ms_table *t, uint64_t key)
 {
 	uint32_t idx;
 	return find_slot(t, key, &idx);
 }
 
-int ms_ctab_take(struct ms_ctab *t, uint64_t key, unsigned kinds, struct ms_centry *out)
+int ms_table_take(struct ms_table *t, uint64_t key, unsigned kinds, struct ms_centry *out)
 {
 	uint32_t idx;
 	struct ms_centry *s = find_slot(t, key, &idx);
@@ -180,7 +180,7 @@ int ms_ctab_take(struct ms_ctab *t, uint64_t key, unsigned kinds, struct ms_cent
 	return 0;
 }
 
-uint64_t ms_ctab_count(const struct ms_ctab *t)
+uint64_t ms_table_count(const struct ms_table *t)
 {
 	uint64_t n = 0;
 	for (uint32_t i = 0; i <= mask_of(t); i++)
@@ -188,7 +188,7 @@ uint64_t ms_ctab_count(const struct ms_ctab *t)
 	return n;
 }
 
-void ms_ctab_each(const struct ms_ctab *t, void (*fn)(const struct ms_centry *e, void *arg), void *arg)
+void ms_table_each(const struct ms_table *t, void (*fn)(const struct ms_centry *e, void *arg), void *arg)
 {
 	for (uint32_t i = 0; i <= mask_of(t); i++)
 		if (key_load(&t->slot[i]) > KEY_LAST_RESERVED)

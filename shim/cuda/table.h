@@ -24,7 +24,7 @@ struct ms_centry {
 	int32_t refs;
 };
 
-struct ms_ctab {
+struct ms_table {
 	struct ms_centry *slot;
 	uint32_t bits;
 	uint32_t probe_max;
@@ -32,23 +32,23 @@ struct ms_ctab {
 };
 
 /* Declares a table of 2^BITS slots in static storage (zero pages until touched). */
-#define MS_CTAB_DEFINE(var, nbits)                                                   \
+#define MS_TABLE_DEFINE(var, nbits)                                                   \
 	static struct ms_centry var##_slots[1u << (nbits)];                           \
-	static struct ms_ctab var = { var##_slots, (nbits), 1024, 0 }
+	static struct ms_table var = { var##_slots, (nbits), 1024, 0 }
 
 /* Inserts E (E->key above 3: 0-3 are reserved; not already present).  Returns 0, or -1 when the table is full. */
-int ms_ctab_insert(struct ms_ctab *t, const struct ms_centry *e);
+int ms_table_insert(struct ms_table *t, const struct ms_centry *e);
 
 /* Removes KEY when its kind is in KINDS, copying it to OUT.  Returns 0, or -1 when absent. */
-int ms_ctab_take(struct ms_ctab *t, uint64_t key, unsigned kinds, struct ms_centry *out);
+int ms_table_take(struct ms_table *t, uint64_t key, unsigned kinds, struct ms_centry *out);
 
 /* The live slot of KEY (any kind), or NULL; only refs may be changed through it (atomically). */
-struct ms_centry *ms_ctab_find(struct ms_ctab *t, uint64_t key);
+struct ms_centry *ms_table_find(struct ms_table *t, uint64_t key);
 
 /* Number of live entries (a scan; for tests and reports). */
-uint64_t ms_ctab_count(const struct ms_ctab *t);
+uint64_t ms_table_count(const struct ms_table *t);
 
 /* Calls FN on every live entry (a racy scan; for reports). */
-void ms_ctab_each(const struct ms_ctab *t, void (*fn)(const struct ms_centry *e, void *arg), void *arg);
+void ms_table_each(const struct ms_table *t, void (*fn)(const struct ms_centry *e, void *arg), void *arg);
 
 #endif

@@ -1,230 +1,27 @@
 /* CUDA driver wrappers: device, managed and pinned memory per device, VMM reference counting,
- * failed allocations, and the cuGetProcAddress substitution.  The driver is never loaded by us:
- * real functions come from the library the program loaded (RTLD_NOLOAD, RTLD_NEXT, or the
- * pointers dlsym and cuGetProcAddress hand out). */
-#include <dlfcn.h>
+ * failed allocations.  The real functions come from lookup.c (REAL), the memory pools' devices and
+ * kinds from pools.c. */
 #include <errno.h>
-#include <sched.h>
-#include <string.h>
-#include <unistd.h>
-#include <sys/syscall.h>
 #include "core/counters.h"
-#include "cuda/min.h"
-#include "cuda/table.h"
-#include "intercept/hooks.h"
-#include "core/json.h"
 #include "core/ms.h"
+#include "intercept/hooks.h"
 #include "core/stages.h"
+#include "cuda/cuda.h"
+#include "cuda/driver.h"
+#include "cuda/table.h"
 
-#define ABSENT ((void *)1) /* a helper the driver does not have */
-
-/* Every driver function we wrap (exported) followed by helpers we only call. */
-enum {
-#define MS_CUDA_HOOK(name) H_##name,
-#include "cuda/hooks.def"
-#undef MS_CUDA_HOOK
-	H_NHOOKS,
-	H_cuCtxGetDevice = H_NHOOKS,
-	H_cuStreamGetDevice,
-	H_cuMemPoolGetAttribute,
-	H_COUNT
-};
-
-static const char *const hook_name[H_COUNT] = {
-#define MS_CUDA_HOOK(name) #name,
-#include "cuda/hooks.def"
-#undef MS_CUDA_HOOK
-	"cuCtxGetDevice", "cuStreamGetDevice", "cuMemPoolGetAttribute",
-};
-
-static void *const hook_wrapper[H_NHOOKS] = {
-#define MS_CUDA_HOOK(name) (void *)name,
-#include "cuda/hooks.def"
-#undef MS_CUDA_HOOK
-};
-
-static void *real_fn[H_COUNT];     /* the driver's functions, filled as they become known */
-static void *drv_handle;           /* the program's libcuda, once known */
-static int all_resolved;           /* every slot looked up in drv_handle */
 static uint64_t untracked_allocs;  /* successful allocations the full table could not hold */
 static int64_t untracked_bytes;
 static int full_warned;
 
-static int pools_seen;        /* a pool was created, handed out or used: boundaries sample them */
-static pid_t pools_pid;       /* ... in this process (a forked child must not query the parent's) */
+MS_TABLE_DEFINE(ptr_tab, 16);    /* device, managed and host pointers (2 MiB of zero pages) */
+MS_TABLE_DEFINE(handle_tab, 14); /* cuMemCreate handles with their reference counts */
+MS_TABLE_DEFINE(map_tab, 14);    /* cuMemMap address -> handle */
 
-static void note_async_device(int dev);
-static void wait_for_sampling(void);
-
-static void mark_pools_seen(void)
+void ms_cuda_untracked(uint64_t *allocs, int64_t *bytes)
 {
-	if (__atomic_load_n(&pools_seen, __ATOMIC_RELAXED))
-		return;
-	__atomic_store_n(&pools_pid, (pid_t)syscall(SYS_getpid), __ATOMIC_RELAXED);
-	__atomic_store_n(&pools_seen, 1, __ATOMIC_RELEASE);
-}
-
-MS_CTAB_DEFINE(ptr_tab, 16);    /* device, managed and host pointers (2 MiB of zero pages) */
-MS_CTAB_DEFINE(handle_tab, 14); /* cuMemCreate handles with their reference counts */
-MS_CTAB_DEFINE(map_tab, 14);    /* cuMemMap address -> handle */
-MS_CTAB_DEFINE(pool_tab, 8);    /* memory pool -> device and kind */
-
-/* ---- finding the driver's functions ---- */
-
-/* Index of the driver function named exactly NAME that the shim wraps, or -1. */
-static __attribute__((noinline)) int hook_index(const char *name)
-{
-	if (!name || name[0] != 'c' || name[1] != 'u')
-		return -1;
-	for (int i = 0; i < H_NHOOKS; i++)
-		if (strcmp(name, hook_name[i]) == 0)
-			return i;
-	return -1;
-}
-
-/* Keeps P as the real function IDX unless it is our own wrapper (that would loop). */
-static void remember(int idx, void *p)
-{
-	if (!p || (idx < H_NHOOKS && p == hook_wrapper[idx]))
-		return;
-	void *none = NULL;
-	__atomic_compare_exchange_n(&real_fn[idx], &none, p, 0, __ATOMIC_RELEASE, __ATOMIC_RELAXED);
-}
-
-/* Drops a reference taken here, through the real dlclose: the wrapper would count an unload. */
-static void drop_handle(void *h)
-{
-	int (*real)(void *) = MS_REAL_LAZY(dlclose);
-	if (real)
-		real(h);
-}
-
-/* Holds a reference to the library containing ADDR (already loaded: RTLD_NOLOAD). */
-static void learn_handle(const void *addr)
-{
-	Dl_info info;
-	if (__atomic_load_n(&drv_handle, __ATOMIC_ACQUIRE) || !dladdr(addr, &info) || !info.dli_fname)
-		return;
-	void *h = dlopen(info.dli_fname, RTLD_LAZY | RTLD_NOLOAD);
-	void *none = NULL;
-	if (h && !__atomic_compare_exchange_n(&drv_handle, &none, h, 0, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE))
-		drop_handle(h);
-}
-
-static void *driver_handle(void)
-{
-	void *h = __atomic_load_n(&drv_handle, __ATOMIC_ACQUIRE);
-	if (h)
-		return h;
-	h = dlopen("libcuda.so.1", RTLD_LAZY | RTLD_NOLOAD);
-	void *none = NULL;
-	if (h && !__atomic_compare_exchange_n(&drv_handle, &none, h, 0, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE)) {
-		drop_handle(h);
-		h = none;
-	}
-	return h;
-}
-
-static void *lookup(int idx)
-{
-	void *h = driver_handle();
-	void *p = h ? ms_real_dlsym(h, hook_name[idx]) : NULL;
-	if (!p || (idx < H_NHOOKS && p == hook_wrapper[idx]))
-		p = ms_real_dlsym(RTLD_NEXT, hook_name[idx]);
-	return p;
-}
-
-/* The real function IDX, or NULL when no driver is loaded.  Resolution runs with the guard up so
- * the loader's own allocations are not counted. */
-static void *resolve(int idx)
-{
-	void *p = __atomic_load_n(&real_fn[idx], __ATOMIC_ACQUIRE);
-	if (MS_LIKELY(p != NULL))
-		return p == ABSENT ? NULL : p;
-	int saved = errno;
-	ms_tls_guard++;
-	remember(idx, lookup(idx));
-	ms_tls_guard--;
-	errno = saved;
-	p = __atomic_load_n(&real_fn[idx], __ATOMIC_ACQUIRE);
-	return p == ABSENT ? NULL : p;
-}
-
-/* A helper the driver may lack: looked up once, then remembered as absent. */
-static void *resolve_helper(int idx)
-{
-	void *p = resolve(idx);
-	if (!p && __atomic_load_n(&drv_handle, __ATOMIC_ACQUIRE))
-		remember(idx, ABSENT);
-	return p;
-}
-
-/* Looks every slot up in the library that holds ADDR (the real cuGetProcAddress). */
-static void resolve_all(const void *addr)
-{
-	if (__atomic_load_n(&all_resolved, __ATOMIC_ACQUIRE))
-		return;
-	int saved = errno;
-	ms_tls_guard++;
-	learn_handle(addr);
-	void *h = __atomic_load_n(&drv_handle, __ATOMIC_ACQUIRE);
-	if (h) {
-		for (int i = 0; i < H_COUNT; i++)
-			remember(i, ms_real_dlsym(h, hook_name[i]));
-		__atomic_store_n(&all_resolved, 1, __ATOMIC_RELEASE);
-	}
-	ms_tls_guard--;
-	errno = saved;
-}
-
-/* dlsym(HANDLE, NAME) for the wrapped driver function IDX: looks the real one up, remembers it, and
- * returns the shim's wrapper when the library has the function (NULL, like dlsym, when not).
- * Resolves every slot now, from the library that had NAME: later wrapper calls then never need
- * the loader (and its lock).  The wrapper stands in for P only when it calls exactly P: a function
- * of the same name in another library (a second tool's wrapper, a stub) is handed out as it is. */
-static __attribute__((noinline)) void *driver_dlsym(void *handle, const char *name, int idx)
-{
-	void *p = ms_real_dlsym(handle, name);
-	if (!p || p == hook_wrapper[idx])
-		return p;
-	int saved = errno;
-	ms_tls_guard++;
-	if (!__atomic_load_n(&real_fn[idx], __ATOMIC_ACQUIRE))
-		remember(idx, lookup(idx)); /* the driver's own, where it is loaded */
-	remember(idx, p);
-	ms_tls_guard--;
-	errno = saved;
-	if (__atomic_load_n(&real_fn[idx], __ATOMIC_ACQUIRE) != p)
-		return p;
-	resolve_all(p);
-	return hook_wrapper[idx];
-}
-
-/* dlsym(handle, ...) searches only that library, so a program (or the CUDA runtime) asking libcuda
- * for a driver function would bypass the preload.  Only the exact names of driver functions we
- * wrap, asked of a real library handle, are changed; everything else is a tail call into the real
- * dlsym, so it still sees the caller's return address (RTLD_NEXT and RTLD_DEFAULT stay relative to
- * the caller).  The pseudo-handles are never answered from here: the real dlsym would search
- * relative to the shim instead, and a tool preloaded after it that looks up its next cuMemAlloc_v2
- * would get the shim's wrapper, which calls the tool's own function: a loop.  They need no help
- * either: RTLD_DEFAULT already finds the preloaded wrappers first.  The pass-through must stay a
- * tail call in every build (-O0, sanitizers): the real dlsym reads its caller's address (the
- * helpers stay out of line, so the pass-through is a few instructions). */
-EXPORT __attribute__((optimize("O2", "optimize-sibling-calls"))) void *dlsym(void *handle, const char *name)
-{
-	int idx = ms_tls_guard || handle == RTLD_NEXT || handle == RTLD_DEFAULT ? -1 : hook_index(name);
-	if (MS_LIKELY(idx < 0))
-		return ms_libc_dlsym()(handle, name);
-	return driver_dlsym(handle, name, idx);
-}
-
-/* Our wrapper when P is exactly a real driver function we wrap, else P. */
-static void *substitute(void *p)
-{
-	for (int i = 0; i < H_NHOOKS; i++)
-		if (__atomic_load_n(&real_fn[i], __ATOMIC_ACQUIRE) == p)
-			return hook_wrapper[i];
-	return p;
+	*allocs = __atomic_load_n(&untracked_allocs, __ATOMIC_RELAXED);
+	*bytes = __atomic_load_n(&untracked_bytes, __ATOMIC_RELAXED);
 }
 
 /* ---- bookkeeping ---- */
@@ -245,7 +42,7 @@ static inline int tracking(void)
 
 static int current_device(void)
 {
-	CUresult (*get)(CUdevice *) = (CUresult (*)(CUdevice *))resolve(H_cuCtxGetDevice);
+	CUresult (*get)(CUdevice *) = (CUresult (*)(CUdevice *))ms_cuda_real(H_cuCtxGetDevice);
 	CUdevice dev = -1;
 	int saved = errno;
 	if (!get || get(&dev) != CUDA_SUCCESS)
@@ -257,7 +54,7 @@ static int current_device(void)
 /* The device a stream belongs to (its context's), else the current one. */
 static int stream_device(CUstream stream)
 {
-	CUresult (*get)(CUstream, CUdevice *) = (CUresult (*)(CUstream, CUdevice *))resolve_helper(H_cuStreamGetDevice);
+	CUresult (*get)(CUstream, CUdevice *) = (CUresult (*)(CUstream, CUdevice *))ms_cuda_real_optional(H_cuStreamGetDevice);
 	CUdevice dev = -1;
 	int saved = errno;
 	if (!get || get(stream, &dev) != CUDA_SUCCESS)
@@ -287,10 +84,10 @@ static void note_untracked(int64_t bytes)
 }
 
 /* A successful allocation of KIND at KEY: into TAB, then counted. */
-static void note_alloc(struct ms_ctab *tab, uint64_t key, int64_t size, int device, unsigned kind)
+static void note_alloc(struct ms_table *tab, uint64_t key, int64_t size, int device, unsigned kind)
 {
 	struct ms_centry e = { .key = key, .size = size, .device = (int16_t)device, .kind = (uint16_t)kind, .refs = 1 };
-	if (ms_ctab_insert(tab, &e) < 0) {
+	if (ms_table_insert(tab, &e) < 0) {
 		note_untracked(size);
 		return;
 	}
@@ -304,7 +101,7 @@ static void note_failure(int device, int64_t bytes, CUresult r)
 }
 
 /* After an allocation call: counts it or records its failure; errno stays as the driver left it. */
-static void after_alloc(CUresult r, struct ms_ctab *tab, uint64_t key, int64_t size, int device, unsigned kind)
+static void after_alloc(CUresult r, struct ms_table *tab, uint64_t key, int64_t size, int device, unsigned kind)
 {
 	int saved = errno;
 	if (r == CUDA_SUCCESS)
@@ -316,23 +113,20 @@ static void after_alloc(CUresult r, struct ms_ctab *tab, uint64_t key, int64_t s
 
 /* Frees are looked up before the real call (another thread may get the same address right after
  * it) and put back if the driver refuses. */
-static int before_free(struct ms_ctab *tab, uint64_t key, unsigned kinds, struct ms_centry *e)
+static int before_free(struct ms_table *tab, uint64_t key, unsigned kinds, struct ms_centry *e)
 {
-	return tracking() && ms_ctab_take(tab, key, kinds, e) == 0;
+	return tracking() && ms_table_take(tab, key, kinds, e) == 0;
 }
 
-static void after_free(CUresult r, int taken, struct ms_ctab *tab, const struct ms_centry *e)
+static void after_free(CUresult r, int taken, struct ms_table *tab, const struct ms_centry *e)
 {
 	if (!taken)
 		return;
 	int saved = errno;
-	if (r == CUDA_SUCCESS || ms_ctab_insert(tab, e) < 0) /* refused, but cannot be kept: forgotten */
+	if (r == CUDA_SUCCESS || ms_table_insert(tab, e) < 0) /* refused, but cannot be kept: forgotten */
 		count(e, -1);
 	errno = saved;
 }
-
-#define REAL(name, type) ((type)resolve(H_##name))
-#define NO_DRIVER CUDA_ERROR_NOT_INITIALIZED
 
 /* ---- device memory ---- */
 
@@ -417,7 +211,7 @@ static CUresult alloc_async(alloc_async_fn real, CUdeviceptr *dptr, size_t size,
 	CUresult r;
 	OUTERMOST(r = real(dptr, size, stream));
 	after_alloc(r, &ptr_tab, r == CUDA_SUCCESS ? *dptr : 0, (int64_t)size, dev, MS_CK_DEVICE);
-	note_async_device(dev);
+	ms_cuda_pool_async_device(dev);
 	return r;
 }
 
@@ -428,7 +222,7 @@ static CUresult alloc_pool(alloc_pool_fn real, CUdeviceptr *dptr, size_t size, C
 		return NO_DRIVER;
 	if (!tracking())
 		return real(dptr, size, pool, stream);
-	struct ms_centry *p = ms_ctab_find(&pool_tab, (uint64_t)(uintptr_t)pool);
+	const struct ms_centry *p = ms_cuda_pool_find(pool);
 	int dev = p ? p->device : stream_device(stream);
 	unsigned kind = p ? p->kind : MS_CK_DEVICE;
 	CUresult r;
@@ -488,16 +282,6 @@ static unsigned location_kind(const CUmemLocation *loc, CUmemAllocationType type
 	return loc->type == CU_MEM_LOCATION_TYPE_DEVICE ? MS_CK_DEVICE : MS_CK_HOST;
 }
 
-static void note_pool(CUmemoryPool pool, int device, unsigned kind)
-{
-	uint64_t key = (uint64_t)(uintptr_t)pool;
-	if (ms_ctab_find(&pool_tab, key))
-		return;
-	struct ms_centry e = { .key = key, .device = (int16_t)device, .kind = (uint16_t)kind, .refs = 1 };
-	if (ms_ctab_insert(&pool_tab, &e) == 0)
-		mark_pools_seen();
-}
-
 EXPORT CUresult cuMemPoolCreate(CUmemoryPool *pool, const CUmemPoolProps *props)
 {
 	typedef CUresult (*fn)(CUmemoryPool *, const CUmemPoolProps *);
@@ -509,7 +293,7 @@ EXPORT CUresult cuMemPoolCreate(CUmemoryPool *pool, const CUmemPoolProps *props)
 	if (r == CUDA_SUCCESS && tracking()) {
 		int saved = errno;
 		unsigned kind = location_kind(&props->location, props->allocType);
-		note_pool(*pool, kind == MS_CK_DEVICE ? props->location.id : -1, kind);
+		ms_cuda_pool_note(*pool, kind == MS_CK_DEVICE ? props->location.id : -1, kind);
 		errno = saved;
 	}
 	return r;
@@ -522,14 +306,12 @@ EXPORT CUresult cuMemPoolDestroy(CUmemoryPool pool)
 	if (!real)
 		return NO_DRIVER;
 	struct ms_centry e;
-	int taken = ms_ctab_take(&pool_tab, (uint64_t)(uintptr_t)pool, MS_CK_DEVICE | MS_CK_MANAGED | MS_CK_HOST, &e) == 0;
-	if (taken)
-		wait_for_sampling();
+	int taken = ms_cuda_pool_forget(pool, &e) == 0;
 	CUresult r;
 	OUTERMOST(r = real(pool));
 	if (r != CUDA_SUCCESS && taken) {
 		int saved = errno;
-		ms_ctab_insert(&pool_tab, &e);
+		ms_cuda_pool_restore(&e);
 		errno = saved;
 	}
 	return r;
@@ -543,7 +325,7 @@ static CUresult device_pool(CUresult (*real)(CUmemoryPool *, CUdevice), CUmemory
 	OUTERMOST(r = real(pool, dev));
 	if (r == CUDA_SUCCESS && tracking()) {
 		int saved = errno;
-		note_pool(*pool, dev, MS_CK_DEVICE);
+		ms_cuda_pool_note(*pool, dev, MS_CK_DEVICE);
 		errno = saved;
 	}
 	return r;
@@ -566,12 +348,12 @@ EXPORT CUresult cuDeviceGetMemPool(CUmemoryPool *pool, CUdevice dev)
  * entry is then in GONE), 0 when others remain, -1 for an unknown handle. */
 static int handle_unref(uint64_t handle, struct ms_centry *gone)
 {
-	struct ms_centry *e = ms_ctab_find(&handle_tab, handle);
+	struct ms_centry *e = ms_table_find(&handle_tab, handle);
 	if (!e)
 		return -1;
 	if (__atomic_sub_fetch(&e->refs, 1, __ATOMIC_ACQ_REL) > 0)
 		return 0;
-	return ms_ctab_take(&handle_tab, handle, MS_CK_VMM, gone) == 0 ? 1 : 0;
+	return ms_table_take(&handle_tab, handle, MS_CK_VMM, gone) == 0 ? 1 : 0;
 }
 
 /* Undoes handle_unref after the driver refused. */
@@ -579,10 +361,10 @@ static void handle_reref(uint64_t handle, int state, struct ms_centry *gone)
 {
 	if (state == 1) {
 		gone->refs = 1;
-		if (ms_ctab_insert(&handle_tab, gone) < 0)
+		if (ms_table_insert(&handle_tab, gone) < 0)
 			count(gone, -1);
 	} else if (state == 0) {
-		struct ms_centry *e = ms_ctab_find(&handle_tab, handle);
+		struct ms_centry *e = ms_table_find(&handle_tab, handle);
 		if (e)
 			__atomic_add_fetch(&e->refs, 1, __ATOMIC_ACQ_REL);
 	}
@@ -590,7 +372,7 @@ static void handle_reref(uint64_t handle, int state, struct ms_centry *gone)
 
 static void handle_ref(uint64_t handle)
 {
-	struct ms_centry *e = ms_ctab_find(&handle_tab, handle);
+	struct ms_centry *e = ms_table_find(&handle_tab, handle);
 	if (e)
 		__atomic_add_fetch(&e->refs, 1, __ATOMIC_ACQ_REL);
 }
@@ -654,11 +436,11 @@ EXPORT CUresult cuMemMap(CUdeviceptr ptr, size_t size, size_t offset, CUmemGener
 		return NO_DRIVER;
 	CUresult r;
 	OUTERMOST(r = real(ptr, size, offset, handle, flags));
-	if (r != CUDA_SUCCESS || !tracking() || !ms_ctab_find(&handle_tab, handle))
+	if (r != CUDA_SUCCESS || !tracking() || !ms_table_find(&handle_tab, handle))
 		return r;
 	int saved = errno;
 	struct ms_centry m = { .key = ptr, .size = (int64_t)size, .aux = handle, .kind = MS_CK_MAPPING, .refs = 1 };
-	if (ms_ctab_insert(&map_tab, &m) == 0)
+	if (ms_table_insert(&map_tab, &m) == 0)
 		handle_ref(handle);
 	errno = saved;
 	return r;
@@ -676,7 +458,7 @@ struct unmapped {
 static int take_mappings(uint64_t *at, uint64_t end, struct unmapped *out)
 {
 	int n = 0;
-	while (*at < end && n < UNMAP_BATCH && ms_ctab_take(&map_tab, *at, MS_CK_MAPPING, &out[n].map) == 0) {
+	while (*at < end && n < UNMAP_BATCH && ms_table_take(&map_tab, *at, MS_CK_MAPPING, &out[n].map) == 0) {
 		out[n].state = handle_unref(out[n].map.aux, &out[n].gone);
 		*at += out[n].map.size > 0 ? (uint64_t)out[n].map.size : end - *at;
 		n++;
@@ -701,7 +483,7 @@ EXPORT CUresult cuMemUnmap(CUdeviceptr ptr, size_t size)
 	for (int i = n - 1; i >= 0; i--) {
 		if (r != CUDA_SUCCESS) {
 			handle_reref(batch[i].map.aux, batch[i].state, &batch[i].gone);
-			ms_ctab_insert(&map_tab, &batch[i].map);
+			ms_table_insert(&map_tab, &batch[i].map);
 		} else if (batch[i].state == 1) {
 			count(&batch[i].gone, -1);
 		}
@@ -851,194 +633,4 @@ EXPORT CUresult cuMemAllocHost(void **pp, unsigned int bytesize)
 EXPORT CUresult cuMemHostRegister(void *p, size_t bytesize, unsigned int Flags)
 {
 	return host_register(REAL(cuMemHostRegister, CUresult (*)(void *, size_t, unsigned int)), p, bytesize, Flags);
-}
-
-/* ---- entry point lookup: the real driver answers, we only swap exact matches ---- */
-
-EXPORT CUresult cuGetProcAddress_v2(const char *symbol, void **pfn, int cudaVersion, cuuint64_t flags,
-				    CUdriverProcAddressQueryResult *symbolStatus)
-{
-	typedef CUresult (*fn)(const char *, void **, int, cuuint64_t, CUdriverProcAddressQueryResult *);
-	fn real = REAL(cuGetProcAddress_v2, fn);
-	if (!real)
-		return NO_DRIVER;
-	CUresult r = real(symbol, pfn, cudaVersion, flags, symbolStatus);
-	if (r == CUDA_SUCCESS && pfn && *pfn && ms_tls_guard == 0) {
-		resolve_all((void *)real);
-		*pfn = substitute(*pfn);
-	}
-	return r;
-}
-
-EXPORT CUresult cuGetProcAddress(const char *symbol, void **pfn, int cudaVersion, cuuint64_t flags)
-{
-	typedef CUresult (*fn)(const char *, void **, int, cuuint64_t);
-	fn real = REAL(cuGetProcAddress, fn);
-	if (!real)
-		return NO_DRIVER;
-	CUresult r = real(symbol, pfn, cudaVersion, flags);
-	if (r == CUDA_SUCCESS && pfn && *pfn && ms_tls_guard == 0) {
-		resolve_all((void *)real);
-		*pfn = substitute(*pfn);
-	}
-	return r;
-}
-
-/* ---- memory pools' reserved memory at stage boundaries (what stream-ordered allocation really
- * holds on the device), and the JSON the report writer asks for ---- */
-
-#define MAX_SAMPLED_POOLS 8
-#define SAMPLE_WAIT_SPINS 100000
-
-struct pool_sample {
-	uint64_t pool;
-	int device;
-	int64_t reserved, high; /* at the latest boundary */
-	int64_t begin[MS_MAX_STAGES], end[MS_MAX_STAGES], end_high[MS_MAX_STAGES];
-	unsigned char have_begin[MS_MAX_STAGES], have_end[MS_MAX_STAGES];
-};
-
-static struct pool_sample samples[MAX_SAMPLED_POOLS];
-static int nsamples;
-static int sampling;          /* boundaries querying pools now: cuMemPoolDestroy waits for them */
-static uint32_t async_devices; /* devices whose current pool served cuMemAllocAsync */
-
-static void note_async_device(int dev)
-{
-	uint32_t bit = dev >= 0 && dev < 32 ? 1u << dev : 0;
-	if (bit && !(__atomic_load_n(&async_devices, __ATOMIC_RELAXED) & bit)) {
-		__atomic_fetch_or(&async_devices, bit, __ATOMIC_RELAXED);
-		mark_pools_seen();
-	}
-}
-
-/* The sample slot of POOL, made on first sight; NULL when all are taken. */
-static struct pool_sample *sample_of(uint64_t pool, int device)
-{
-	int n = __atomic_load_n(&nsamples, __ATOMIC_ACQUIRE);
-	for (int i = 0; i < n; i++)
-		if (samples[i].pool == pool)
-			return &samples[i];
-	if (n == MAX_SAMPLED_POOLS)
-		return NULL;
-	samples[n].pool = pool; /* boundaries are rare: a lost race only skips one sample */
-	samples[n].device = device;
-	__atomic_store_n(&nsamples, n + 1, __ATOMIC_RELEASE);
-	return &samples[n];
-}
-
-struct boundary {
-	int stage, end;
-	CUresult (*get)(CUmemoryPool, CUmemPool_attribute, void *);
-};
-
-static void sample_pool(const struct ms_centry *e, void *arg)
-{
-	const struct boundary *b = arg;
-	cuuint64_t cur = 0, high = 0;
-	if (e->kind != MS_CK_DEVICE || !ms_ctab_find(&pool_tab, e->key)) /* destroyed meanwhile */
-		return;
-	CUmemoryPool pool = (CUmemoryPool)(uintptr_t)e->key;
-	if (b->get(pool, CU_MEMPOOL_ATTR_RESERVED_MEM_CURRENT, &cur) != CUDA_SUCCESS ||
-	    b->get(pool, CU_MEMPOOL_ATTR_RESERVED_MEM_HIGH, &high) != CUDA_SUCCESS)
-		return;
-	struct pool_sample *s = sample_of(e->key, e->device);
-	if (!s)
-		return;
-	s->reserved = (int64_t)cur;
-	s->high = (int64_t)high;
-	if (b->end) {
-		s->end[b->stage] = (int64_t)cur;
-		s->end_high[b->stage] = (int64_t)high;
-		s->have_end[b->stage] = s->have_begin[b->stage];
-	} else {
-		s->begin[b->stage] = (int64_t)cur;
-		s->have_begin[b->stage] = 1;
-		s->have_end[b->stage] = 0;
-	}
-}
-
-/* The current pool of every device that allocated stream-ordered memory joins the pool table. */
-static void add_async_pools(void)
-{
-	uint32_t devs = __atomic_load_n(&async_devices, __ATOMIC_RELAXED);
-	CUresult (*get)(CUmemoryPool *, CUdevice) = (CUresult (*)(CUmemoryPool *, CUdevice))resolve(H_cuDeviceGetMemPool);
-	for (int d = 0; devs && get && d < 32; d++) {
-		CUmemoryPool pool;
-		if ((devs & (1u << d)) && get(&pool, d) == CUDA_SUCCESS)
-			note_pool(pool, d, MS_CK_DEVICE);
-	}
-}
-
-/* Called by the stage code after stage STAGE opened (END 0) or closed (END 1), outside the engine
- * lock, never from a signal handler or at exit (the driver may be gone by then). */
-void ms_cuda_stage_boundary(int stage, int end);
-void ms_cuda_stage_boundary(int stage, int end)
-{
-	if (stage < 0 || stage >= MS_MAX_STAGES || !__atomic_load_n(&pools_seen, __ATOMIC_ACQUIRE) ||
-	    (pid_t)syscall(SYS_getpid) != __atomic_load_n(&pools_pid, __ATOMIC_RELAXED))
-		return;
-	int depth = __atomic_load_n(&ms_st.stage[stage].depth, __ATOMIC_RELAXED);
-	if (end ? depth != 0 : depth != 1) /* only the outermost call of a recursive stage */
-		return;
-	int saved = errno;
-	ms_tls_guard++;
-	struct boundary b = { stage, end, (CUresult (*)(CUmemoryPool, CUmemPool_attribute, void *))resolve(H_cuMemPoolGetAttribute) };
-	if (b.get) {
-		add_async_pools();
-		__atomic_add_fetch(&sampling, 1, __ATOMIC_SEQ_CST); /* ordered against destroy's removal */
-		ms_ctab_each(&pool_tab, sample_pool, &b);
-		__atomic_sub_fetch(&sampling, 1, __ATOMIC_SEQ_CST);
-	}
-	ms_tls_guard--;
-	errno = saved;
-}
-
-/* cuMemPoolDestroy: a boundary still querying pools finishes first (bounded: a forked child may
- * have inherited a count that never drops). */
-static void wait_for_sampling(void)
-{
-	for (int i = 0; i < SAMPLE_WAIT_SPINS && __atomic_load_n(&sampling, __ATOMIC_SEQ_CST); i++)
-		sched_yield();
-}
-
-static void write_pool(struct ms_json *w, const struct pool_sample *s, int index)
-{
-	ms_json_object(w, NULL);
-	ms_json_int(w, "pool", index);
-	ms_json_int(w, "device", s->device);
-	ms_json_int(w, "reserved", s->reserved);
-	ms_json_int(w, "reserved_high", s->high);
-	ms_json_array(w, "stages");
-	for (int st = 0; st < MS_MAX_STAGES; st++) {
-		if (!s->have_end[st] || !ms_st.stage[st].used)
-			continue;
-		ms_json_object(w, NULL);
-		ms_json_string(w, "stage", ms_st.stage[st].name);
-		ms_json_int(w, "reserved_begin", s->begin[st]);
-		ms_json_int(w, "reserved_end", s->end[st]);
-		ms_json_int(w, "reserved_high", s->end_high[st]);
-		ms_json_end_object(w);
-	}
-	ms_json_end_array(w);
-	ms_json_end_object(w);
-}
-
-/* Called by the report writer (only when the GPU was used); reads stored values only, so it is
- * safe at exit and in a signal handler. */
-void ms_cuda_report(struct ms_json *w);
-void ms_cuda_report(struct ms_json *w)
-{
-	int n = __atomic_load_n(&nsamples, __ATOMIC_ACQUIRE);
-	if (n > 0) {
-		ms_json_array(w, "gpu_pools");
-		for (int i = 0; i < n; i++)
-			write_pool(w, &samples[i], i);
-		ms_json_end_array(w);
-	}
-	uint64_t lost = __atomic_load_n(&untracked_allocs, __ATOMIC_RELAXED);
-	if (lost) {
-		ms_json_uint(w, "gpu_untracked_allocs", lost);
-		ms_json_int(w, "gpu_untracked_bytes", __atomic_load_n(&untracked_bytes, __ATOMIC_RELAXED));
-	}
 }

@@ -20,8 +20,8 @@
 #include "output/report.h"
 #include "core/stages.h"
 #include "core/timeline.h"
+#include "cuda/cuda.h"
 
-void ms_cuda_report(struct ms_json *w) __attribute__((weak));
 
 #define ARGV_MAX 4096
 
@@ -236,6 +236,7 @@ static void write_flat_stage(struct ms_json *w, const struct ms_stage *s, int gp
 static int in_handler; /* the writer runs from a signal handler: no waiting */
 static struct ms_stages snap; /* large: static, never on a handler's stack */
 static struct ms_timeline tl_snap;
+static struct ms_pool_sample pools[MS_CUDA_MAX_POOLS];
 
 /* Stage ids in the order they first began. */
 static int ordered(int ids[MS_MAX_STAGES])
@@ -312,6 +313,47 @@ static void write_gpu_events(struct ms_json *w)
 	}
 	ms_json_end_array(w);
 	ms_json_uint(w, "gpu_events_dropped", snap.gpu_events_dropped);
+}
+
+static void write_pool(struct ms_json *w, const struct ms_pool_sample *s, int index)
+{
+	ms_json_object(w, NULL);
+	ms_json_int(w, "pool", index);
+	ms_json_int(w, "device", s->device);
+	ms_json_int(w, "reserved", s->reserved);
+	ms_json_int(w, "reserved_high", s->high);
+	ms_json_array(w, "stages");
+	for (int st = 0; st < MS_MAX_STAGES; st++) {
+		if (!s->have_end[st] || !snap.stage[st].used)
+			continue;
+		ms_json_object(w, NULL);
+		ms_json_string(w, "stage", snap.stage[st].name);
+		ms_json_int(w, "reserved_begin", s->begin[st]);
+		ms_json_int(w, "reserved_end", s->end[st]);
+		ms_json_int(w, "reserved_high", s->end_high[st]);
+		ms_json_end_object(w);
+	}
+	ms_json_end_array(w);
+	ms_json_end_object(w);
+}
+
+/* The memory pools sampled at stage boundaries, and allocations the CUDA table could not hold. */
+static void write_gpu_pools(struct ms_json *w)
+{
+	int n = ms_cuda_pools_copy(pools);
+	if (n > 0) {
+		ms_json_array(w, "gpu_pools");
+		for (int i = 0; i < n; i++)
+			write_pool(w, &pools[i], i);
+		ms_json_end_array(w);
+	}
+	uint64_t lost;
+	int64_t lost_bytes;
+	ms_cuda_untracked(&lost, &lost_bytes);
+	if (lost) {
+		ms_json_uint(w, "gpu_untracked_allocs", lost);
+		ms_json_int(w, "gpu_untracked_bytes", lost_bytes);
+	}
 }
 
 static void write_series(struct ms_json *w, int comp)
@@ -424,8 +466,8 @@ static void write_document(int fd, const char *reason, int sig, int complete, st
 	ms_json_end_array(w);
 	if (gpu)
 		write_gpu_events(w);
-	if (gpu && ms_cuda_report)
-		ms_cuda_report(w);
+	if (gpu)
+		write_gpu_pools(w);
 	write_process(w, peaks, gpu);
 	if (ms_cfg.timeline)
 		write_timeline(w);

@@ -38,11 +38,12 @@ $(GPU_DIR)/test_gpu: tests/gpu/test_gpu.c
 # The shim builds without a CUDA toolkit (shim/cuda/min.h); where cuda.h exists, the wrappers'
 # prototypes and every constant and offset the shim uses are checked against it.
 GPU_SYNTAX := $(filter-out -MMD -MP,$(BASEFLAGS)) -Ishim -fsyntax-only
-$(GPU_DIR)/abi.ok: tests/gpu/abi_check.c shim/cuda/min.h shim/cuda/wrappers.c
+GPU_ABI_SRCS := shim/cuda/lookup.c shim/cuda/wrappers.c shim/cuda/pools.c
+$(GPU_DIR)/abi.ok: tests/gpu/abi_check.c shim/cuda/min.h shim/cuda/driver.h $(GPU_ABI_SRCS)
 	@mkdir -p $(@D)
 	$(CC) $(GPU_SYNTAX) tests/gpu/abi_check.c
 	$(CC) $(GPU_SYNTAX) -DMS_CUDA_H_CHECK $(GPU_CUDA_INC) tests/gpu/abi_check.c
-	$(CC) $(GPU_SYNTAX) -DMS_CUDA_H_CHECK $(GPU_CUDA_INC) shim/cuda/wrappers.c
+	$(CC) $(GPU_SYNTAX) -DMS_CUDA_H_CHECK $(GPU_CUDA_INC) $(GPU_ABI_SRCS)
 	@touch $@
 
 # The stand-in and fixtures need CUDA's headers (not its libraries): without them the suite says so.
