@@ -2,8 +2,9 @@
 #include <errno.h>
 #include "memshim.h"
 #include "core/ms.h"
-#include "output/report.h"
+#include "core/process.h"
 #include "core/stages.h"
+#include "output/report.h"
 
 static int warned_invalid;
 

@@ -7,7 +7,6 @@
 #include <unistd.h>
 #include "core/config.h"
 #include "core/ms.h"
-#include "core/stages.h"
 
 struct ms_config ms_cfg = { .log_level = MS_LOG_WARN, .follow_children = 1, .timeline = 1 };
 
@@ -140,6 +139,19 @@ void ms_config_load(struct ms_config *cfg, ms_getenv_fn get)
 			ms_cfg.log_level = cfg->log_level; /* ms_log reads the global */
 	}
 	cfg->spec.is_default = get("MEMSHIM_STAGES") == NULL;
+}
+
+int ms_stage_name_valid(const char *name)
+{
+	size_t n = name ? strnlen(name, MS_STAGE_NAME_MAX) : 0;
+	if (n == 0 || n >= MS_STAGE_NAME_MAX)
+		return 0;
+	for (size_t i = 0; i < n; i++) {
+		char c = name[i];
+		if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_'))
+			return 0;
+	}
+	return 1;
 }
 
 int ms_spec_find(const struct ms_spec *spec, const char *name)

@@ -6,6 +6,7 @@
 #include <stddef.h>
 
 #define MS_PATH_MAX 4096
+#define MS_STAGE_NAME_MAX 64 /* including the NUL */
 #define MS_SPEC_MAX_STAGES 32
 #define MS_SPEC_MAX_TARGETS 16   /* per stage */
 #define MS_SPEC_POOL 8192        /* bytes for all target strings */
@@ -47,6 +48,10 @@ void ms_config_load(struct ms_config *cfg, ms_getenv_fn get);
 /* Parses TEXT into SPEC; bad entries get one warning each and are skipped.  Returns the number of
  * bad entries. */
 int ms_spec_parse(struct ms_spec *spec, const char *text);
+
+/* Whether NAME may name a stage ([A-Za-z0-9_]+, short enough): the same rule for MEMSHIM_STAGES and
+ * the API. */
+int ms_stage_name_valid(const char *name);
 
 /* Index of the spec stage named NAME, or -1. */
 int ms_spec_find(const struct ms_spec *spec, const char *name);

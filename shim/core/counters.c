@@ -3,6 +3,9 @@
 #include "core/counters.h"
 
 struct ms_counter ms_counters[MS_NCOMP] __attribute__((aligned(64)));
+int64_t ms_watch_hi[MS_NCOMP] = { [0 ... MS_NCOMP - 1] = INT64_MAX };
+int64_t ms_watch_lo[MS_NCOMP] = { [0 ... MS_NCOMP - 1] = INT64_MIN };
+void (*ms_watch_fn)(enum ms_comp comp, int64_t now);
 
 /* Highest live over all closed windows; only touched under the stage engine lock. */
 static int64_t closed_peaks[MS_NCOMP];
@@ -33,7 +36,7 @@ void ms_gpu_add(int device, int64_t bytes)
 		if (!(__atomic_load_n(&devices_used, __ATOMIC_RELAXED) & bit))
 			__atomic_fetch_or(&devices_used, bit, __ATOMIC_RELAXED);
 		enum ms_comp dev = (enum ms_comp)(MS_DEV0 + device);
-		ms_timeline_check(dev, ms_counter_add(dev, bytes));
+		ms_watch_check(dev, ms_counter_add(dev, bytes));
 	}
 	ms_counter_add(MS_GPU, bytes);
 }

@@ -43,22 +43,33 @@ static inline int64_t ms_counter_add(enum ms_comp comp, int64_t bytes)
 	return now;
 }
 
-/* Timeline (timeline.c): thresholds read on every move, the slow path records a point. */
-extern int64_t ms_tl_hi[MS_NCOMP], ms_tl_lo[MS_NCOMP];
-void ms_timeline_moved(enum ms_comp comp, int64_t now);
+/* A watch on live values (the timeline sets it): when a component's live leaves [ms_watch_lo,
+ * ms_watch_hi], the slow path calls ms_watch_fn.  The thresholds are read on every move; a window
+ * of INT64_MIN..INT64_MAX watches nothing. */
+extern int64_t ms_watch_hi[MS_NCOMP], ms_watch_lo[MS_NCOMP];
+extern void (*ms_watch_fn)(enum ms_comp comp, int64_t now);
 
-static inline void ms_timeline_check(enum ms_comp comp, int64_t now)
+static inline void ms_watch_check(enum ms_comp comp, int64_t now)
 {
-	if (__builtin_expect(now > __atomic_load_n(&ms_tl_hi[comp], __ATOMIC_RELAXED) ||
-			     now < __atomic_load_n(&ms_tl_lo[comp], __ATOMIC_RELAXED), 0))
-		ms_timeline_moved(comp, now);
+	if (__builtin_expect(now > __atomic_load_n(&ms_watch_hi[comp], __ATOMIC_RELAXED) ||
+			     now < __atomic_load_n(&ms_watch_lo[comp], __ATOMIC_RELAXED), 0)) {
+		void (*fn)(enum ms_comp, int64_t) = __atomic_load_n(&ms_watch_fn, __ATOMIC_RELAXED);
+		if (fn)
+			fn(comp, now);
+	}
+}
+
+static inline void ms_watch_set(enum ms_comp comp, int64_t lo, int64_t hi)
+{
+	__atomic_store_n(&ms_watch_hi[comp], hi, __ATOMIC_RELAXED);
+	__atomic_store_n(&ms_watch_lo[comp], lo, __ATOMIC_RELAXED);
 }
 
 /* A CPU component and the CPU total move together. */
 static inline void ms_cpu_add(enum ms_comp part, int64_t bytes)
 {
 	ms_counter_add(part, bytes);
-	ms_timeline_check(MS_CPU, ms_counter_add(MS_CPU, bytes));
+	ms_watch_check(MS_CPU, ms_counter_add(MS_CPU, bytes));
 }
 
 /* Device memory of DEVICE (negative or >= MS_MAX_DEVICES: total only) and the GPU total. */

@@ -1,4 +1,5 @@
-/* Internal declarations shared by every shim subsystem (never installed). */
+/* What every file of the shim uses (never installed): compiler helpers, the per-thread guard, and
+ * messages and text without stdio (log.c). */
 #ifndef MS_H
 #define MS_H
 
@@ -12,7 +13,8 @@
  * -fvisibility=hidden; the version script, generated from the .def lists, names the same set). */
 #define EXPORT __attribute__((visibility("default")))
 
-/* Non-zero while this thread runs shim code: nested wrapped calls pass straight through. */
+/* Non-zero while this thread runs shim code: nested wrapped calls pass straight through
+ * (defined in process.c). */
 extern __thread int ms_tls_guard MS_TLS;
 
 enum ms_log_level { MS_LOG_QUIET = 0, MS_LOG_WARN = 1, MS_LOG_DEBUG = 2 };
@@ -40,12 +42,5 @@ static inline size_t ms_strlcpy(char *dst, const char *src, size_t size)
 
 /* Formats like ms_log into BUF (always NUL-terminated); returns the length written. */
 size_t ms_format(char *buf, size_t size, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
-
-/* Seconds on CLOCK_MONOTONIC, and since the process (or forked child) started tracking. */
-double ms_now(void);
-double ms_elapsed(void);
-
-/* Non-zero once the library decided to track this process (constructor ran, not disabled). */
-extern int ms_active;
 
 #endif

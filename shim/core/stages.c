@@ -2,30 +2,28 @@
  * path: counters keep one peak window that each boundary closes and folds into the open stages. */
 #include <stddef.h>
 #include <string.h>
+#include "core/config.h"
 #include "core/ms.h"
 #include "core/spin.h"
 #include "core/stages.h"
 #include "core/timeline.h"
 
-struct ms_stages ms_st = { .implicit_init = -1 };
+static struct ms_stages ms_st = { .implicit_init = -1 };
 void (*ms_stage_observer)(int stage, int end);
 
 static struct ms_spin lock;
 static __thread int lock_held MS_TLS;
 
-void ms_stages_lock(void)
+static int implicit_wanted; /* MEMSHIM_STAGES does not name init: it runs from the start */
+
+static void stages_lock(void)
 {
 	ms_spin_lock(&lock, &lock_held);
 }
 
-void ms_stages_unlock(void)
+static void stages_unlock(void)
 {
 	ms_spin_unlock(&lock, &lock_held);
-}
-
-void ms_stages_lock_reset(void)
-{
-	ms_spin_reset(&lock, &lock_held);
 }
 
 /* A signal handler interrupting this thread inside the engine must not spin on its own lock. */
@@ -33,21 +31,8 @@ static int lock_or_refuse(void)
 {
 	if (lock_held)
 		return -1;
-	ms_stages_lock();
+	stages_lock();
 	return 0;
-}
-
-int ms_stage_name_valid(const char *name)
-{
-	size_t n = name ? strnlen(name, MS_STAGE_NAME_MAX) : 0;
-	if (n == 0 || n >= MS_STAGE_NAME_MAX)
-		return 0;
-	for (size_t i = 0; i < n; i++) {
-		char c = name[i];
-		if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_'))
-			return 0;
-	}
-	return 1;
 }
 
 static int find(const char *name)
@@ -83,7 +68,7 @@ int ms_stage_id(const char *name)
 		s->first_order = -1;
 		__atomic_store_n(&ms_st.nstages, id + 1, __ATOMIC_RELEASE);
 	}
-	ms_stages_unlock();
+	stages_unlock();
 	return id;
 }
 
@@ -212,7 +197,7 @@ int ms_stage_enter(int id, double now)
 		boundary(live);
 		settle_implicit_init(id, live, now);
 		if (s->depth > 0) { /* the explicit init took over the implicit one */
-			ms_stages_unlock();
+			stages_unlock();
 			return 0;
 		}
 	}
@@ -221,7 +206,7 @@ int ms_stage_enter(int id, double now)
 		start_call(id, live, now);
 		ms_st.open[ms_st.nopen++] = id;
 	}
-	ms_stages_unlock();
+	stages_unlock();
 	if (ms_stage_observer)
 		ms_stage_observer(id, 0);
 	return 0;
@@ -240,7 +225,7 @@ int ms_stage_leave(int id, double now)
 		boundary(live);
 		finish_call(id, live, now, 0);
 	}
-	ms_stages_unlock();
+	stages_unlock();
 	if (ms_stage_observer && rc == 0)
 		ms_stage_observer(id, 1);
 	return rc;
@@ -260,7 +245,7 @@ void ms_stages_begin_implicit_init(double now)
 		ms_st.open[ms_st.nopen++] = id;
 		ms_st.implicit_init = id;
 	}
-	ms_stages_unlock();
+	stages_unlock();
 }
 
 static void close_all_locked(double now)
@@ -281,7 +266,7 @@ void ms_stages_close_all(double now)
 	if (lock_or_refuse() < 0)
 		return;
 	close_all_locked(now);
-	ms_stages_unlock();
+	stages_unlock();
 }
 
 void ms_stages_note_gpu_failure(int device, int64_t bytes, int result, double now)
@@ -303,7 +288,7 @@ void ms_stages_note_gpu_failure(int device, int64_t bytes, int result, double no
 	} else {
 		ms_st.gpu_events_dropped++;
 	}
-	ms_stages_unlock();
+	stages_unlock();
 }
 
 void ms_stages_reset_for_child(double now)
@@ -362,7 +347,7 @@ static void copy_locked_or_not(struct ms_stages *out, double now, int locked)
 	int64_t live[MS_NCOMP];
 	boundary(live);
 	copy_used(out);
-	ms_stages_unlock();
+	stages_unlock();
 	for (int i = 0; i < out->nopen; i++) {
 		struct ms_span *cur = &out->stage[out->open[i]].cur;
 		memcpy(cur->end, live, sizeof cur->end);
@@ -371,4 +356,42 @@ static void copy_locked_or_not(struct ms_stages *out, double now, int locked)
 				cur->peak[c] = live[c];
 		cur->runtime = now - cur->start;
 	}
+}
+
+void ms_stages_init(void)
+{
+	implicit_wanted = ms_cfg.spec.is_default || ms_spec_find(&ms_cfg.spec, "init") < 0;
+	if (implicit_wanted)
+		ms_stages_begin_implicit_init(0.0);
+}
+
+void ms_stages_fork_prepare(void)
+{
+	stages_lock();
+}
+
+void ms_stages_fork_parent(void)
+{
+	stages_unlock();
+}
+
+void ms_stages_fork_child(int tracking)
+{
+	ms_spin_reset(&lock, &lock_held);
+	if (!tracking)
+		return;
+	ms_stages_reset_for_child(0.0);
+	if (implicit_wanted && ms_st.nopen == 0)
+		ms_stages_begin_implicit_init(0.0);
+}
+
+const struct ms_stages *ms_stages_peek(void)
+{
+	return &ms_st;
+}
+
+void ms_stages_clear(void)
+{
+	memset(&ms_st, 0, sizeof ms_st);
+	ms_st.implicit_init = -1;
 }

@@ -4,10 +4,10 @@
 #define MS_STAGES_H
 
 #include <stdint.h>
+#include "core/config.h"
 #include "core/counters.h"
 
 #define MS_MAX_STAGES 64    /* distinct stage names */
-#define MS_STAGE_NAME_MAX 64 /* including the NUL */
 #define MS_HISTORY 128       /* calls kept in detail per stage; later ones only counted */
 #define MS_MAX_GPU_EVENTS 256
 
@@ -66,11 +66,6 @@ struct ms_stages {
 	uint32_t ngpu_events, gpu_events_dropped;
 };
 
-extern struct ms_stages ms_st;
-
-/* Validates NAME ([A-Za-z0-9_]+, short enough). */
-int ms_stage_name_valid(const char *name);
-
 /* Finds or creates the stage called NAME; -1 when invalid or the table is full, MS_STAGE_BUSY when a
  * signal handler interrupted this thread inside the engine (try again later). */
 #define MS_STAGE_BUSY (-2)
@@ -99,10 +94,15 @@ void ms_stages_note_gpu_failure(int device, int64_t bytes, int result, double no
 /* A forked child: forget every call and start fresh from the live memory at fork. */
 void ms_stages_reset_for_child(double now);
 
-/* Engine lock, exposed for fork handling and consistent reads by the report writer. */
-void ms_stages_lock(void);
-void ms_stages_unlock(void);
-void ms_stages_lock_reset(void);
+/* At start (lifecycle.c): the implicit init stage begins unless MEMSHIM_STAGES names init. */
+void ms_stages_init(void);
+
+/* Fork: the engine lock is taken before and released after (order: mapping table, stages,
+ * timeline); a child that goes on TRACKING starts fresh from its live memory, with the implicit
+ * init again when nothing is open. */
+void ms_stages_fork_prepare(void);
+void ms_stages_fork_parent(void);
+void ms_stages_fork_child(int tracking);
 
 /* Called after every stage begin (END 0) and end (END 1) made through ms_stage_enter/leave, outside
  * the lock; never for stages closed at exit. */
@@ -115,5 +115,10 @@ void ms_stages_copy_nowait(struct ms_stages *out, double now);
 /* Copies the engine state into OUT under the lock, with open stages' numbers taken so far (for
  * snapshots); OUT must be static storage (the struct is large). */
 void ms_stages_copy(struct ms_stages *out, double now);
+
+/* The engine's state as it is, unlocked, and a fresh engine: for single-threaded unit tests and
+ * fuzzers (the shim reads through ms_stages_copy and the accessors above). */
+const struct ms_stages *ms_stages_peek(void);
+void ms_stages_clear(void);
 
 #endif

@@ -4,11 +4,12 @@
 #include <errno.h>
 #include "core/counters.h"
 #include "core/ms.h"
-#include "intercept/hooks.h"
+#include "core/process.h"
 #include "core/stages.h"
 #include "cuda/cuda.h"
 #include "cuda/driver.h"
 #include "cuda/table.h"
+#include "intercept/hooks.h"
 
 static uint64_t untracked_allocs;  /* successful allocations the full table could not hold */
 static int64_t untracked_bytes;

@@ -51,9 +51,6 @@ const char *ms_sanitizer(void);
 /* Non-zero when the real malloc is the C library's own (glibc's chunk layout may be relied on). */
 extern int ms_allocator_is_glibc;
 
-/* Zero stops all counting (disabled, secure mode, or an unfollowed child). */
-extern int ms_counting;
-
 /* ---- the bootstrap buffer (bootstrap.c): allocations made before the real malloc is known ----- */
 
 void *ms_bootstrap_alloc(size_t size, size_t align);
@@ -74,11 +71,13 @@ static inline void ms_before_counting(void)
 		f();
 }
 
-/* mmap.c: mappings the range tables had no room for (the report's process.mmap_untracked); its
- * lock, for fork handling (lock order: this lock, then the stage engine's, then the timeline's). */
+/* mmap.c: mappings the range tables had no room for (the report's process.mmap_untracked).  Fork:
+ * the table's lock is taken before and released after (the first in the lock order: a counted
+ * munmap may open a stage, so the stage engine's and the timeline's locks come after it). */
 uint64_t ms_mmap_untracked(void);
-void ms_mmap_lock(void);
-void ms_mmap_unlock(void);
+void ms_mmap_fork_prepare(void);
+void ms_mmap_fork_parent(void);
+void ms_mmap_fork_child(int tracking);
 
 /* exit.c: _exit and _Exit call this first once set (lifecycle.c: the final file, REASON "_exit"). */
 extern void (*ms_before_exit)(const char *reason);

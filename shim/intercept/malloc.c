@@ -5,8 +5,9 @@
 #include <stdlib.h>
 #include <string.h>
 #include "core/counters.h"
-#include "intercept/hooks.h"
 #include "core/ms.h"
+#include "core/process.h"
+#include "intercept/hooks.h"
 
 /* Not declared by every C library's headers. */
 void cfree(void *ptr);

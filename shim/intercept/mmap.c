@@ -11,10 +11,11 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 #include "core/counters.h"
-#include "intercept/hooks.h"
 #include "core/ms.h"
+#include "core/process.h"
 #include "core/ranges.h"
 #include "core/spin.h"
+#include "intercept/hooks.h"
 
 #define PAGE 4096UL
 #define MAX_RANGES (1UL << 20)
@@ -31,14 +32,29 @@ uint64_t ms_mmap_untracked(void)
 	return __atomic_load_n(&untracked, __ATOMIC_RELAXED);
 }
 
-void ms_mmap_lock(void)
+static void table_lock(void)
 {
 	ms_spin_lock(&lock, &lock_held);
 }
 
-void ms_mmap_unlock(void)
+static void table_unlock(void)
 {
 	ms_spin_unlock(&lock, &lock_held);
+}
+
+void ms_mmap_fork_prepare(void)
+{
+	table_lock();
+}
+
+void ms_mmap_fork_parent(void)
+{
+	table_unlock();
+}
+
+void ms_mmap_fork_child(int tracking)
+{
+	table_unlock();
 }
 
 static void *raw_mmap(size_t len)
@@ -133,23 +149,23 @@ static void *wrap_mmap(void *(*real)(void *, size_t, int, int, int, off_t), void
 		return call_mmap(real, addr, len, prot, flags, fd, off);
 	/* a fixed mapping replaces what was there: table and kernel change under one lock */
 	if (fixed)
-		ms_mmap_lock();
+		table_lock();
 	ms_tls_guard++;
 	void *p = call_mmap(real, addr, len, prot, flags, fd, off);
 	ms_tls_guard--;
 	int saved = errno;
 	if (p != MAP_FAILED) {
 		if (!fixed)
-			ms_mmap_lock();
+			table_lock();
 		if (anonymous_private(flags))
 			remember((uintptr_t)p, len, prot);
 		else
 			forget((uintptr_t)p, len);
 		if (!fixed)
-			ms_mmap_unlock();
+			table_unlock();
 	}
 	if (fixed)
-		ms_mmap_unlock();
+		table_unlock();
 	errno = saved;
 	return p;
 }
@@ -175,14 +191,14 @@ EXPORT int munmap(void *addr, size_t len)
 {
 	if (passes_through())
 		return call_munmap(addr, len);
-	ms_mmap_lock();
+	table_lock();
 	ms_tls_guard++;
 	int rc = call_munmap(addr, len);
 	ms_tls_guard--;
 	int saved = errno;
 	if (rc == 0)
 		forget((uintptr_t)addr, len);
-	ms_mmap_unlock();
+	table_unlock();
 	errno = saved;
 	return rc;
 }
@@ -198,7 +214,7 @@ EXPORT int mprotect(void *addr, size_t len, int prot)
 {
 	if (passes_through())
 		return call_mprotect(addr, len, prot);
-	ms_mmap_lock();
+	table_lock();
 	ms_tls_guard++;
 	int rc = call_mprotect(addr, len, prot);
 	ms_tls_guard--;
@@ -213,7 +229,7 @@ EXPORT int mprotect(void *addr, size_t len, int prot)
 		if (dropped) /* no room to keep them apart: forget them altogether, counted or not */
 			forget(b, e - b), __atomic_add_fetch(&untracked, 1, __ATOMIC_RELAXED);
 	}
-	ms_mmap_unlock();
+	table_unlock();
 	errno = saved;
 	return rc;
 }
@@ -241,7 +257,7 @@ EXPORT void *mremap(void *old, size_t old_len, size_t new_len, int flags, ...)
 	}
 	if (passes_through())
 		return call_mremap(old, old_len, new_len, flags, new_addr);
-	ms_mmap_lock();
+	table_lock();
 	uintptr_t o = (uintptr_t)old;
 	/* one mapping (the kernel refuses more): tracked, reserved, or neither */
 	int accessible = ms_ranges_overlap(&table, o, o + page_up(old_len)) != 0;
@@ -258,7 +274,7 @@ EXPORT void *mremap(void *old, size_t old_len, size_t new_len, int flags, ...)
 		else if (flags & MREMAP_FIXED)
 			forget((uintptr_t)p, new_len);
 	}
-	ms_mmap_unlock();
+	table_unlock();
 	errno = saved;
 	return p;
 }

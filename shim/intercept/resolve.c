@@ -10,12 +10,11 @@
 #include <unistd.h>
 #define MS_REAL_STORAGE /* the ms_real_ pointers are defined here */
 #include "core/ms.h"
+#include "core/process.h"
 #include "intercept/elf.h"
 #include "intercept/hooks.h"
 
-int ms_counting = 1;
 int ms_allocator_is_glibc;
-__thread int ms_tls_guard MS_TLS;
 
 static int state; /* 0 unresolved, 1 resolving, 2 done */
 

@@ -567,7 +567,7 @@ void ms_cfi_forget(void)
 }
 
 /* A forked child may have inherited the lock from a thread that no longer exists. */
-void ms_cfi_after_fork(void)
+void ms_cfi_fork_child(void)
 {
 	__atomic_store_n(&lock_word, 0, __ATOMIC_RELEASE);
 }

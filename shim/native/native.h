@@ -53,7 +53,7 @@ int ms_cfi_step(uintptr_t *ip, uintptr_t *sp, uintptr_t *rbp, uintptr_t *slot);
 extern __thread int ms_cfi_new_ip __attribute__((tls_model("initial-exec")));
 /* Forgets cached rules (objects were unloaded). */
 void ms_cfi_forget(void);
-void ms_cfi_after_fork(void);
+void ms_cfi_fork_child(void);
 
 /* ---- targets (native/names.c) ---------------------------------------------------------------- */
 
@@ -90,15 +90,15 @@ int ms_target_object_matches(const struct ms_target *t, const char *path);
 
 /* ---- resolution (native/syms.c) -------------------------------------------------------------- */
 
-struct ms_range {
+struct ms_syms_range {
 	uintptr_t lo, hi; /* [lo, hi) */
 	int stage;        /* engine id */
 };
 
-struct ms_range_table {
+struct ms_syms_table {
 	int n;
 	uintptr_t lo, hi; /* bounds of all ranges: a quick reject */
-	struct ms_range r[];
+	struct ms_syms_range r[];
 };
 
 extern struct ms_target *ms_native_targets;
@@ -116,7 +116,7 @@ void ms_syms_stripped(char *buf, size_t size);
 /* Bounds of the shim's own code. */
 extern uintptr_t ms_self_lo, ms_self_hi;
 /* A forked child: locks a thread that no longer exists may have held are free again. */
-void ms_syms_after_fork(void);
+void ms_syms_fork_child(void);
 
 /* ---- stack (native/stack.c) ------------------------------------------------------------------ */
 
@@ -142,8 +142,13 @@ void ms_jmp_init(void);
 
 /* ---- the detector (native/stages.c) ---------------------------------------------------------- */
 
-/* Reads the native targets of MEMSHIM_STAGES and, when there are any, turns the stack check on. */
+/* At start: reads the native targets of MEMSHIM_STAGES and, when there are any, turns the stack
+ * check on. */
 void ms_native_init(void);
+/* A forked child: the symbol and unwinder caches' locks are free again, TRACKING or not. */
+void ms_native_fork_child(int tracking);
+/* At exit (not _exit): warns once about every target found nowhere; debug statistics. */
+void ms_native_report(void);
 
 /* Counters kept for the report and the benchmarks (debug log at exit). */
 struct ms_native_stats {

@@ -22,10 +22,11 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 #include "core/config.h"
-#include "intercept/hooks.h"
 #include "core/ms.h"
-#include "native/native.h"
+#include "core/process.h"
 #include "core/stages.h"
+#include "intercept/hooks.h"
+#include "native/native.h"
 
 #define MAX_FRAMES 1024 /* known frames per thread */
 #define MAX_SCAN 4096   /* frames unwound in one look at the stack */

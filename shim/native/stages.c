@@ -11,24 +11,24 @@
  *     later);
  *   - dotted names ("Trainer.train", "module:Class.method"): Python only.
  * Nothing is done when MEMSHIM_STAGES is unset (its defaults are Python names).  Warnings about
- * targets found nowhere come at exit (libraries loaded later count), once per target, from the
- * first process of the run or any process that found at least one target. */
+ * targets found nowhere come at exit (ms_native_report: libraries loaded later count), once per
+ * target, from the first process of the run or any process that found at least one target. */
 #include <dlfcn.h>
-#include <pthread.h>
-#include <stdlib.h>
 #include <string.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 #include "core/config.h"
-#include "intercept/hooks.h"
-#include "lifecycle.h"
 #include "core/ms.h"
+#include "core/process.h"
+#include "intercept/hooks.h"
 #include "native/native.h"
 
 #define MAX_NATIVE_TARGETS 128
 
 static struct ms_target targets[MAX_NATIVE_TARGETS];
 static unsigned char python_owned[MAX_NATIVE_TARGETS];
+static int loaded;   /* native targets were read: they are reported at exit */
+static int watching; /* the stack check is on */
 
 static const char *exe_basename(char *buf, size_t size)
 {
@@ -57,9 +57,9 @@ static int load_targets(void)
 	return n;
 }
 
-static void report_missing(void)
+void ms_native_report(void)
 {
-	if (!ms_is_tracked_process())
+	if (!loaded || !ms_is_tracked_process())
 		return;
 	ms_tls_guard++;
 	ms_syms_refresh();
@@ -115,9 +115,15 @@ void ms_native_init(void)
 		ok = worth_checking();
 	}
 	ms_tls_guard--;
-	atexit(report_missing);
+	loaded = 1;
 	if (!ok)
 		return;
-	pthread_atfork(NULL, NULL, ms_syms_after_fork);
+	watching = 1;
 	__atomic_store_n(&ms_before_count, ms_native_check, __ATOMIC_RELEASE);
+}
+
+void ms_native_fork_child(int tracking)
+{
+	if (watching)
+		ms_syms_fork_child();
 }

@@ -46,7 +46,7 @@ static int nobjs;
 static unsigned gen;
 static struct mrange *master;
 static size_t nmaster, capmaster;
-static struct ms_range_table *published;
+static struct ms_syms_table *published;
 static unsigned long long seen_adds = ~0ULL, seen_subs;
 static int lock_word;
 static struct current cur[MAX_OBJS];
@@ -200,16 +200,16 @@ static int collect(struct dl_phdr_info *info, size_t size, void *arg)
 	return 0;
 }
 
-static int cmp_range(const struct ms_range *a, const struct ms_range *b)
+static int cmp_range(const struct ms_syms_range *a, const struct ms_syms_range *b)
 {
 	return a->lo < b->lo ? -1 : a->lo > b->lo;
 }
 
 /* Insertion sort: the table is small and this runs rarely. */
-static void sort_ranges(struct ms_range *r, int n)
+static void sort_ranges(struct ms_syms_range *r, int n)
 {
 	for (int i = 1; i < n; i++) {
-		struct ms_range v = r[i];
+		struct ms_syms_range v = r[i];
 		int j = i;
 		for (; j > 0 && cmp_range(&r[j - 1], &v) > 0; j--)
 			r[j] = r[j - 1];
@@ -220,13 +220,13 @@ static void sort_ranges(struct ms_range *r, int n)
 /* Publishes the master list as a new sorted table; old tables stay mapped (readers may hold them). */
 static void publish(void)
 {
-	size_t bytes = sizeof(struct ms_range_table) + (nmaster ? nmaster : 1) * sizeof(struct ms_range);
-	struct ms_range_table *t = raw_map(bytes);
+	size_t bytes = sizeof(struct ms_syms_table) + (nmaster ? nmaster : 1) * sizeof(struct ms_syms_range);
+	struct ms_syms_table *t = raw_map(bytes);
 	if (!t)
 		return;
 	int n = 0;
 	for (size_t i = 0; i < nmaster; i++)
-		t->r[n++] = (struct ms_range){ master[i].lo, master[i].hi, master[i].stage };
+		t->r[n++] = (struct ms_syms_range){ master[i].lo, master[i].hi, master[i].stage };
 	sort_ranges(t->r, n);
 	int u = 0;
 	for (int i = 0; i < n; i++)
@@ -373,7 +373,7 @@ void ms_syms_resolve(void)
 
 int ms_syms_stage_at(uintptr_t ip)
 {
-	const struct ms_range_table *t = __atomic_load_n(&published, __ATOMIC_ACQUIRE);
+	const struct ms_syms_table *t = __atomic_load_n(&published, __ATOMIC_ACQUIRE);
 	if (!t || ip < t->lo || ip >= t->hi)
 		return -1;
 	int lo = 0, hi = t->n;
@@ -408,8 +408,8 @@ void ms_syms_stripped(char *buf, size_t size)
 }
 
 /* A forked child may have inherited the lock from a thread that no longer exists. */
-void ms_syms_after_fork(void)
+void ms_syms_fork_child(void)
 {
 	unlock();
-	ms_cfi_after_fork();
+	ms_cfi_fork_child();
 }

@@ -12,16 +12,15 @@
 #include <unistd.h>
 #include "core/config.h"
 #include "core/counters.h"
-#include "intercept/hooks.h"
 #include "core/json.h"
-#include "lifecycle.h"
 #include "core/ms.h"
-#include "output/outpath.h"
-#include "output/report.h"
+#include "core/process.h"
 #include "core/stages.h"
 #include "core/timeline.h"
 #include "cuda/cuda.h"
-
+#include "intercept/hooks.h"
+#include "output/outpath.h"
+#include "output/report.h"
 
 #define ARGV_MAX 4096
 
@@ -364,7 +363,7 @@ static void write_series(struct ms_json *w, int comp)
 		ms_json_int(w, "device", comp - MS_DEV0);
 	ms_json_array(w, "points");
 	for (uint32_t i = 0; i < tl_snap.npoints; i++) {
-		const struct ms_tl_point *p = &tl_snap.points[i];
+		const struct ms_timeline_point *p = &tl_snap.points[i];
 		if (p->comp != comp)
 			continue;
 		ms_json_array(w, NULL);
@@ -392,7 +391,7 @@ static void write_timeline(struct ms_json *w)
 	ms_json_end_array(w);
 	ms_json_array(w, "events");
 	for (uint32_t i = 0; i < tl_snap.nevents; i++) {
-		const struct ms_tl_event *e = &tl_snap.events[i];
+		const struct ms_timeline_event *e = &tl_snap.events[i];
 		ms_json_object(w, NULL);
 		ms_json_double(w, "t", e->t);
 		ms_json_string(w, "stage", e->stage >= 0 && e->stage < snap.nstages ? snap.stage[e->stage].name : "?");
@@ -644,8 +643,10 @@ int ms_report_finished(void)
 	return __atomic_load_n(&finished_final, __ATOMIC_ACQUIRE);
 }
 
-void ms_report_reset_for_child(void)
+void ms_report_fork_child(int tracking)
 {
+	if (!tracking)
+		return;
 	writing = 0;
 	finished_final = 0;
 	warned = 0;

@@ -4,7 +4,7 @@
 
 #include <stddef.h>
 
-/* Captures argv and launcher ranks (constructor time). */
+/* Captures argv and launcher ranks (at start). */
 void ms_report_init(void);
 
 /* Writes the metrics file.  REASON: exit, _exit, snapshot, signal; SIG only for signal.
@@ -16,7 +16,8 @@ void ms_report_signal(int sig);
 
 /* Non-zero once the final file (at exit or _exit) was written. */
 int ms_report_finished(void);
-void ms_report_reset_for_child(void);
+/* A forked child that goes on TRACKING writes its own file from scratch. */
+void ms_report_fork_child(int tracking);
 
 /* The output path of this process: %p expanded, ".<pid>" appended for children that write a path
  * inherited from their parent. */

@@ -7,12 +7,12 @@
 #include <signal.h>
 #include <time.h>
 #include "core/config.h"
-#include "intercept/signal.h"
-#include "lifecycle.h"
 #include "core/ms.h"
+#include "core/process.h"
+#include "core/stages.h"
+#include "intercept/signal.h"
 #include "output/report.h"
 #include "output/snapshots.h"
-#include "core/stages.h"
 
 static int thread_running, thread_pending;
 
@@ -57,23 +57,23 @@ static void start_thread(void)
 	pthread_sigmask(SIG_SETMASK, &old, NULL);
 }
 
-void ms_snapshots_at_boundary(void)
+void ms_snapshots_boundary(int stage, int end)
 {
 	if (__atomic_load_n(&thread_pending, __ATOMIC_RELAXED) && ms_tls_guard == 0 &&
 	    __atomic_exchange_n(&thread_pending, 0, __ATOMIC_ACQ_REL))
 		start_thread();
 }
 
-void ms_snapshots_start(void)
+void ms_snapshots_init(void)
 {
 	ms_signals_cover(last_snapshot);
 	if (ms_cfg.snapshot_interval > 0)
 		start_thread();
 }
 
-void ms_snapshots_after_fork_child(void)
+void ms_snapshots_fork_child(int tracking)
 {
-	if (__atomic_load_n(&thread_running, __ATOMIC_RELAXED)) {
+	if (tracking && __atomic_load_n(&thread_running, __ATOMIC_RELAXED)) {
 		thread_running = 0;
 		thread_pending = 1;
 	}

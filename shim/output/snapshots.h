@@ -3,14 +3,15 @@
 #ifndef MS_SNAPSHOTS_H
 #define MS_SNAPSHOTS_H
 
-/* Covers the fatal signals (a last snapshot before the default action) and, when configured,
- * starts the snapshot thread. */
-void ms_snapshots_start(void);
+/* At start: covers the fatal signals (a last snapshot before the default action) and, when
+ * configured, starts the snapshot thread. */
+void ms_snapshots_init(void);
 
 /* At a stage boundary: re-creates the thread in a forked child, outside any hook. */
-void ms_snapshots_at_boundary(void);
+void ms_snapshots_boundary(int stage, int end);
 
-/* A forked child: the thread did not survive the fork; it is re-created at the next stage boundary. */
-void ms_snapshots_after_fork_child(void);
+/* A forked child that goes on TRACKING: the thread did not survive the fork; it is re-created at
+ * the next stage boundary. */
+void ms_snapshots_fork_child(int tracking);
 
 #endif

@@ -97,6 +97,10 @@ int ms_py_frame_install(void);
 void ms_py_frame_check(void);
 int ms_py_monitor_install(void);
 
+/* At start (stages.c): in a Python process, registers the audit hook that installs a route once
+ * the interpreter runs. */
+void ms_py_init(void);
+
 /* A warning printed at most once per KEY (small integer below 16). */
 void ms_py_warn_once(int key, const char *what);
 

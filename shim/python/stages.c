@@ -12,9 +12,10 @@
 #include <unistd.h>
 #include "core/config.h"
 #include "core/ms.h"
+#include "core/process.h"
+#include "core/stages.h"
 #include "intercept/hooks.h"
 #include "python/py.h"
-#include "core/stages.h"
 
 struct ms_pyapi ms_py;
 ms_pyssize ms_py_extra_index = -1;
@@ -592,7 +593,6 @@ static int debug_allocator_expected(void)
 	return dev;
 }
 
-void ms_py_init(void);
 void ms_py_init(void)
 {
 	int (*add)(int (*)(const char *, ms_pyobj *, void *), void *) =
