@@ -1,7 +1,7 @@
 /* The intercept layer: the real function behind every wrapper of intercept/hooks.def, the one
  * resolver that finds real functions (resolve.c), and what the wrappers offer the layers above.
- * The wrappers never call up into those layers: a layer that wants to hear from them sets one of
- * the hooks below. */
+ * These wrappers never call up into those layers: a layer that wants to hear from them sets one of
+ * the hooks below (or, for fatal signals, ms_signals_cover in intercept/signal.h). */
 #ifndef MS_HOOKS_H
 #define MS_HOOKS_H
 
