@@ -76,10 +76,10 @@ check-run: $(CHECK_TARGETS) check-sanitize check-fuzz lint
 check-sanitize:
 	@$(MAKE) --no-print-directory BUILD=$(BUILD)/asan SANITIZE=address,undefined check-unit check-formatter
 	@$(MAKE) --no-print-directory BUILD=$(BUILD)/tsan SANITIZE=thread check-unit
-	@scripts/valgrind-formatter.sh $(BUILD)/memshim-format
+	@tools/valgrind-formatter.sh $(BUILD)/memshim-format
 
 lint:
-	@scripts/lint.sh
+	@tools/lint.sh
 
 # Each fuzz target briefly (CI); `make fuzz FUZZ_SECONDS=600` for a real run.
 check-fuzz:
@@ -87,7 +87,7 @@ check-fuzz:
 CHECK_FUZZ_SECONDS ?= 10
 
 deps:
-	@scripts/install-deps.sh
+	@tools/install-deps.sh
 
 demo: deps
 	@$(MAKE) --no-print-directory demo-run

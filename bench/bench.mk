@@ -27,7 +27,7 @@ $(BUILD)/bench/larson: bench/workloads/larson.c
 	@mkdir -p $(@D)
 	$(CC) $(BASEFLAGS) -O2 -o $@ $< -lpthread
 
-# The full table against the peers (issue 7): bench/results.md.
+# The full table against the peers: bench/results.md.
 .PHONY: bench-table
 bench-table: $(BUILD)/libmemshim.so $(BUILD)/bench/churn $(BUILD)/bench/larson
 	@BUILD=$(abspath $(BUILD)) bench/run.sh

@@ -1,6 +1,6 @@
 /* Command line of memshim-format: options, loading every file, then one of dump, merge or diff. */
 #include "mf.h"
-#include "plot.h"
+#include "plot/plot.h"
 
 #include <stdlib.h>
 #include <string.h>

@@ -1,14 +1,14 @@
-# memshim-format (issues 3 and 9): the Trainer-style dump, results files, --merge, --diff, --plot.
+# memshim-format: the Trainer-style dump, results files, --merge, --diff, --plot (formatter/plot/).
 # Objects go to a directory per SANITIZE value so sanitized and plain builds never mix.
 comma := ,
 FMT_VARIANT := $(if $(SANITIZE),san-$(subst $(comma),-,$(SANITIZE)),plain)
 FMT_OBJDIR = $(BUILD)/formatter/$(FMT_VARIANT)
-FMT_SRCS := $(wildcard formatter/*.c)
+FMT_SRCS := $(wildcard formatter/*.c formatter/plot/*.c)
 FMT_LIB_SRCS := $(filter-out formatter/main.c,$(FMT_SRCS))
 FMT_LIB_OBJS = $(FMT_LIB_SRCS:formatter/%.c=$(FMT_OBJDIR)/%.o)
 CAIRO_CFLAGS := $(shell $(PKG_CONFIG) --cflags cairo 2>/dev/null)
 CAIRO_LIBS := $(shell $(PKG_CONFIG) --libs cairo 2>/dev/null || echo -lcairo)
-FMT_CFLAGS = $(BASEFLAGS) $(CFLAGS) $(SANFLAGS) $(JANSSON_CFLAGS) $(CAIRO_CFLAGS)
+FMT_CFLAGS = $(BASEFLAGS) $(CFLAGS) $(SANFLAGS) -Iformatter $(JANSSON_CFLAGS) $(CAIRO_CFLAGS)
 FMT_LIBS = $(JANSSON_LIBS) $(CAIRO_LIBS) -lm
 FMT_BIN := $(BUILD)/memshim-format
 

@@ -1,11 +1,10 @@
 /* The exported API (memshim.h): thin checks over the stage engine. */
 #include <errno.h>
 #include "memshim.h"
-#include "ms.h"
-#include "report.h"
-#include "stages.h"
-
-#define EXPORT __attribute__((visibility("default")))
+#include "core/ms.h"
+#include "core/process.h"
+#include "core/stages.h"
+#include "output/report.h"
 
 static int warned_invalid;
 

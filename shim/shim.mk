@@ -1,11 +1,12 @@
-# The preloaded library.  Every shim/*.c is part of it; pure-logic files are also linked by tests.
-SHIM_SRCS := $(wildcard shim/*.c)
+# The preloaded library: every .c under shim/, one folder per layer.  shim/core/ is pure logic:
+# it is also built on its own into a static library that unit tests, fuzzers and sanitizer builds
+# link without a preload (no dlsym, CUDA or libunwind in it).
+SHIM_SRCS := $(wildcard shim/*.c shim/*/*.c)
 SHIM_OBJS := $(SHIM_SRCS:shim/%.c=$(BUILD)/shim/%.o)
+SHIM_CORE_SRCS := $(wildcard shim/core/*.c)
 SHIM_CFLAGS := $(BASEFLAGS) $(CFLAGS) -fPIC -fvisibility=hidden -ftls-model=initial-exec \
 	-fno-strict-aliasing -fno-builtin-malloc -fno-builtin-free -fno-builtin-calloc \
-	-fno-builtin-realloc -I/usr/local/cuda/include
-# Pure logic that unit tests link without a preload (no dlsym, CUDA or libunwind in them).
-SHIM_PURE := counters stages config json log ranges timeline
+	-fno-builtin-realloc -Ishim -I/usr/local/cuda/include
 
 ALL_TARGETS += $(BUILD)/libmemshim.so
 
@@ -14,7 +15,7 @@ $(BUILD)/shim/%.o: shim/%.c
 	@echo "  CC      $<"
 	@$(CC) $(SHIM_CFLAGS) -c $< -o $@
 
-$(BUILD)/shim/memshim.map: shim/memshim.map.in $(wildcard shim/*.def)
+$(BUILD)/shim/memshim.map: shim/memshim.map.in $(wildcard shim/*/*.def)
 	@mkdir -p $(@D)
 	$(CC) -E -P -x c -Ishim $< -o $@
 
@@ -22,12 +23,16 @@ $(BUILD)/libmemshim.so: $(SHIM_OBJS) $(BUILD)/shim/memshim.map
 	$(CC) -shared -o $@ $(SHIM_OBJS) -Wl,--version-script=$(BUILD)/shim/memshim.map \
 		-Wl,-z,defs -Wl,-z,nodelete -Wl,-z,now $(LDFLAGS) -ldl -lpthread $(UNWIND_LIBS)
 
-# Pure objects for tests, optionally with sanitizers (separate directory so flags never mix).
-$(BUILD)/pure/%.o: shim/%.c
+# The core for tests, optionally with sanitizers (separate directory so flags never mix).
+$(BUILD)/pure/%.o: shim/core/%.c
 	@mkdir -p $(@D)
 	@echo "  CC      $< (pure$(if $(SANITIZE), $(SANITIZE)))"
-	@$(CC) $(BASEFLAGS) $(CFLAGS) $(SANFLAGS) -fPIC -c $< -o $@
-SHIM_PURE_OBJS := $(SHIM_PURE:%=$(BUILD)/pure/%.o)
+	@$(CC) $(BASEFLAGS) $(CFLAGS) $(SANFLAGS) -fPIC -Ishim -c $< -o $@
+SHIM_CORE_LIB := $(BUILD)/pure/libmemshim-core.a
+
+$(SHIM_CORE_LIB): $(SHIM_CORE_SRCS:shim/core/%.c=$(BUILD)/pure/%.o)
+	@rm -f $@
+	$(AR) rcs $@ $^
 
 .PHONY: install-shim
 install-shim: $(BUILD)/libmemshim.so

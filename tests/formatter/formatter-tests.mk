@@ -1,4 +1,4 @@
-# Check suites of memshim-format and scripts/memshim (issues 3 and 9): `make check-formatter`.
+# Check suites of memshim-format and scripts/memshim: `make check-formatter`.
 FMT_TEST_DIR = $(BUILD)/tests/formatter/$(FMT_VARIANT)
 FMT_TEST_SRCS := $(wildcard tests/formatter/test_*.c) tests/formatter/util.c tests/formatter/svg.c \
 	tests/formatter/schema.c
@@ -16,7 +16,7 @@ CHECK_TARGETS += check-formatter
 
 $(FMT_TEST_DIR)/%.o: tests/formatter/%.c
 	@mkdir -p $(@D)
-	$(CC) $(BASEFLAGS) $(CFLAGS) $(SANFLAGS) $(CHECK_CFLAGS) $(JANSSON_CFLAGS) $(CAIRO_CFLAGS) \
+	$(CC) $(BASEFLAGS) $(CFLAGS) $(SANFLAGS) -Iformatter $(CHECK_CFLAGS) $(JANSSON_CFLAGS) $(CAIRO_CFLAGS) \
 		$(EXPAT_CFLAGS) -c $< -o $@
 
 $(FMT_TEST_BIN): $(FMT_TEST_OBJS) $(FMT_LIB_OBJS)

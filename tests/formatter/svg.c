@@ -1,7 +1,7 @@
 /* SVG reading for the --plot tests. Cairo draws text as glyph outlines (<symbol> paths used by
  * <use>), so text is decoded by drawing known characters in the plot's fonts and matching outlines. */
 #include "svg.h"
-#include "../../formatter/plot.h"
+#include "plot/plot.h"
 
 #include <cairo-svg.h>
 #include <expat.h>

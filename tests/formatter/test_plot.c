@@ -1,7 +1,7 @@
 /* --plot's pure parts: ticks and units, decimation that keeps every extreme, band rows and merging,
  * and text shortening. */
 #include "util.h"
-#include "../../formatter/plot.h"
+#include "plot/plot.h"
 
 #include <math.h>
 #include <stdlib.h>

@@ -2,7 +2,7 @@
  * asked size and is not blank, several files give several panels, odd input never fails. */
 #include "util.h"
 #include "svg.h"
-#include "../../formatter/plot.h"
+#include "plot/plot.h"
 
 #include <stdio.h>
 #include <stdlib.h>

@@ -1,6 +1,6 @@
 /* Python's float repr and round(x, 4), checked against answers python3 wrote (golden/floats.txt). */
 #include "util.h"
-#include "../../formatter/mf.h"
+#include "mf.h"
 
 #include <stdio.h>
 #include <stdlib.h>

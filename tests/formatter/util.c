@@ -1,6 +1,6 @@
 /* Shared helpers: files, temporary directories and running memshim-format in-process. */
 #include "util.h"
-#include "../../formatter/mf.h"
+#include "mf.h"
 
 #include <ftw.h>
 #include <stdio.h>

@@ -4,7 +4,7 @@ FUZZ_CC ?= clang
 FUZZ_SECONDS ?= 60
 FUZZ_FLAGS := -g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined
 FUZZ_TARGETS := stages settings reader
-FUZZ_SHIM := shim/config.c shim/stages.c shim/counters.c shim/log.c shim/timeline.c
+FUZZ_SHIM := $(SHIM_CORE_SRCS)
 
 $(BUILD)/fuzz/fuzz_stages $(BUILD)/fuzz/fuzz_settings: $(BUILD)/fuzz/%: tests/fuzz/%.c $(FUZZ_SHIM)
 	@mkdir -p $(@D)

@@ -3,8 +3,8 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
-#include "config.h"
-#include "ms.h"
+#include "core/config.h"
+#include "core/ms.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

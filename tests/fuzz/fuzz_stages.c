@@ -2,9 +2,9 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
-#include "config.h"
-#include "ms.h"
-#include "stages.h"
+#include "core/config.h"
+#include "core/ms.h"
+#include "core/stages.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

@@ -1,7 +1,7 @@
-/* Compiled twice by gpu.mk: against shim/cuda_min.h alone and with MS_CUDA_H_CHECK (the real
+/* Compiled twice by gpu.mk: against shim/cuda/min.h alone and with MS_CUDA_H_CHECK (the real
  * cuda.h).  Every constant and field offset the shim relies on must agree in both. */
 #include <stddef.h>
-#include "cuda_min.h"
+#include "cuda/min.h"
 
 #define CHECK_CONST(name, value) _Static_assert((name) == (value), #name " differs");
 MS_CU_CONSTANTS(CHECK_CONST)

@@ -26,23 +26,24 @@ $(GPU_DIR)/libfx_next.so: tests/gpu/fixtures/fx_next.c
 	@mkdir -p $(@D)
 	$(CC) $(BASEFLAGS) -O1 -g -fPIC -shared -o $@ $< -ldl
 
-$(GPU_DIR)/test_table: tests/gpu/test_table.c shim/cuda_table.c shim/cuda_table.h
+$(GPU_DIR)/test_table: tests/gpu/test_table.c shim/cuda/table.c shim/cuda/table.h
 	@mkdir -p $(@D)
 	$(CC) $(BASEFLAGS) $(CFLAGS) $(SANFLAGS) $(CHECK_CFLAGS) -Ishim -o $@ tests/gpu/test_table.c \
-		shim/cuda_table.c $(CHECK_LIBS) -lpthread
+		shim/cuda/table.c $(CHECK_LIBS) -lpthread
 
 $(GPU_DIR)/test_gpu: tests/gpu/test_gpu.c
 	@mkdir -p $(@D)
 	$(CC) $(BASEFLAGS) $(CFLAGS) $(CHECK_CFLAGS) $(JANSSON_CFLAGS) -o $@ $< $(CHECK_LIBS) $(JANSSON_LIBS)
 
-# The shim builds without a CUDA toolkit (shim/cuda_min.h); where cuda.h exists, the wrappers'
+# The shim builds without a CUDA toolkit (shim/cuda/min.h); where cuda.h exists, the wrappers'
 # prototypes and every constant and offset the shim uses are checked against it.
 GPU_SYNTAX := $(filter-out -MMD -MP,$(BASEFLAGS)) -Ishim -fsyntax-only
-$(GPU_DIR)/abi.ok: tests/gpu/abi_check.c shim/cuda_min.h shim/hooks_cuda.c
+GPU_ABI_SRCS := shim/cuda/lookup.c shim/cuda/wrappers.c shim/cuda/pools.c
+$(GPU_DIR)/abi.ok: tests/gpu/abi_check.c shim/cuda/min.h shim/cuda/driver.h $(GPU_ABI_SRCS)
 	@mkdir -p $(@D)
 	$(CC) $(GPU_SYNTAX) tests/gpu/abi_check.c
 	$(CC) $(GPU_SYNTAX) -DMS_CUDA_H_CHECK $(GPU_CUDA_INC) tests/gpu/abi_check.c
-	$(CC) $(GPU_SYNTAX) -DMS_CUDA_H_CHECK $(GPU_CUDA_INC) shim/hooks_cuda.c
+	$(CC) $(GPU_SYNTAX) -DMS_CUDA_H_CHECK $(GPU_CUDA_INC) $(GPU_ABI_SRCS)
 	@touch $@
 
 # The stand-in and fixtures need CUDA's headers (not its libraries): without them the suite says so.

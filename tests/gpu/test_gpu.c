@@ -212,14 +212,10 @@ static json_t *pool_row(const struct run *r, int device, const char *name)
 	return NULL;
 }
 
-/* Pools' reserved memory is sampled at stage boundaries once the stage code calls
- * ms_cuda_stage_boundary; until then the file has no gpu_pools and this check is skipped. */
+/* Pools' reserved memory is sampled at every stage boundary (ms_cuda_boundary). */
 static void check_pools(const struct run *r)
 {
-	if (!json_object_get(r->m, "gpu_pools")) {
-		fprintf(stderr, "note: no gpu_pools (stage boundary hook not wired): pool check skipped\n");
-		return;
-	}
+	ck_assert_msg(json_object_get(r->m, "gpu_pools") != NULL, "no gpu_pools: stage boundaries sampled no pool");
 	json_t *created = pool_row(r, 1, "async"), *dflt = pool_row(r, 0, "async_free");
 	ck_assert_ptr_nonnull(created);
 	ck_assert_int_eq(get_int(created, "reserved_begin"), 0);

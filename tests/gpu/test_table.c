@@ -3,9 +3,9 @@
 #include <check.h>
 #include <pthread.h>
 #include <stdint.h>
-#include "cuda_table.h"
+#include "cuda/table.h"
 
-MS_CTAB_DEFINE(tab, 12);
+MS_TABLE_DEFINE(tab, 12);
 
 static struct ms_centry entry(uint64_t key, int64_t size)
 {
@@ -16,17 +16,17 @@ static struct ms_centry entry(uint64_t key, int64_t size)
 START_TEST(insert_find_take)
 {
 	struct ms_centry e = entry(0x7000, 42), out;
-	ck_assert_int_eq(ms_ctab_insert(&tab, &e), 0);
-	ck_assert_ptr_nonnull(ms_ctab_find(&tab, 0x7000));
-	ck_assert_int_eq(ms_ctab_take(&tab, 0x7000, MS_CK_HOST, &out), -1); /* wrong kind stays */
-	ck_assert_int_eq(ms_ctab_take(&tab, 0x7000, MS_CK_DEVICE, &out), 0);
+	ck_assert_int_eq(ms_table_insert(&tab, &e), 0);
+	ck_assert_ptr_nonnull(ms_table_find(&tab, 0x7000));
+	ck_assert_int_eq(ms_table_take(&tab, 0x7000, MS_CK_HOST, &out), -1); /* wrong kind stays */
+	ck_assert_int_eq(ms_table_take(&tab, 0x7000, MS_CK_DEVICE, &out), 0);
 	ck_assert_int_eq(out.size, 42);
 	ck_assert_int_eq(out.device, 1);
-	ck_assert_int_eq(ms_ctab_take(&tab, 0x7000, MS_CK_DEVICE, &out), -1);
-	ck_assert_ptr_null(ms_ctab_find(&tab, 0x7000));
+	ck_assert_int_eq(ms_table_take(&tab, 0x7000, MS_CK_DEVICE, &out), -1);
+	ck_assert_ptr_null(ms_table_find(&tab, 0x7000));
 	struct ms_centry bad = entry(1, 1);
-	ck_assert_int_eq(ms_ctab_insert(&tab, &bad), -1); /* reserved key values */
-	ck_assert_uint_eq(ms_ctab_count(&tab), 0);
+	ck_assert_int_eq(ms_table_insert(&tab, &bad), -1); /* reserved key values */
+	ck_assert_uint_eq(ms_table_count(&tab), 0);
 }
 END_TEST
 
@@ -37,13 +37,13 @@ START_TEST(churn_never_fills)
 	const uint64_t n = 200000, window = 64;
 	for (uint64_t i = 1; i <= n; i++) {
 		struct ms_centry e = entry(i * 512 + 0x100000, 512);
-		ck_assert_int_eq(ms_ctab_insert(&tab, &e), 0);
+		ck_assert_int_eq(ms_table_insert(&tab, &e), 0);
 		if (i > window)
-			ck_assert_int_eq(ms_ctab_take(&tab, (i - window) * 512 + 0x100000, MS_CK_DEVICE, &out), 0);
+			ck_assert_int_eq(ms_table_take(&tab, (i - window) * 512 + 0x100000, MS_CK_DEVICE, &out), 0);
 	}
 	for (uint64_t i = n - window + 1; i <= n; i++)
-		ck_assert_int_eq(ms_ctab_take(&tab, i * 512 + 0x100000, MS_CK_DEVICE, &out), 0);
-	ck_assert_uint_eq(ms_ctab_count(&tab), 0);
+		ck_assert_int_eq(ms_table_take(&tab, i * 512 + 0x100000, MS_CK_DEVICE, &out), 0);
+	ck_assert_uint_eq(ms_table_count(&tab), 0);
 	ck_assert_uint_eq(tab.full, 0);
 }
 END_TEST
@@ -54,13 +54,13 @@ START_TEST(full_table_refuses)
 	int inserted = 0;
 	for (uint64_t i = 1; i <= (1u << 12) + 10; i++) {
 		struct ms_centry e = entry(i << 20, 1);
-		inserted += ms_ctab_insert(&tab, &e) == 0;
+		inserted += ms_table_insert(&tab, &e) == 0;
 	}
 	ck_assert_int_le(inserted, 1 << 12);
 	ck_assert_uint_gt(tab.full, 0);
 	for (uint64_t i = 1; i <= (1u << 12) + 10; i++)
-		ms_ctab_take(&tab, i << 20, MS_CK_DEVICE, &out);
-	ck_assert_uint_eq(ms_ctab_count(&tab), 0);
+		ms_table_take(&tab, i << 20, MS_CK_DEVICE, &out);
+	ck_assert_uint_eq(ms_table_count(&tab), 0);
 	tab.full = 0;
 }
 END_TEST
@@ -77,13 +77,13 @@ static void *churn(void *arg)
 	struct ms_centry out;
 	for (int i = 0; i < ROUNDS; i++) {
 		uint64_t key = ((uint64_t)(t + 1) << 32) + (uint64_t)(i % 8) * 4096;
-		struct ms_centry *e = ms_ctab_find(&tab, key);
+		struct ms_centry *e = ms_table_find(&tab, key);
 		if (e) {
-			if (ms_ctab_take(&tab, key, MS_CK_DEVICE, &out) == 0)
+			if (ms_table_take(&tab, key, MS_CK_DEVICE, &out) == 0)
 				live_bytes[t] -= out.size, live_n[t]--;
 		} else {
 			struct ms_centry n = entry(key, i + 1);
-			if (ms_ctab_insert(&tab, &n) == 0)
+			if (ms_table_insert(&tab, &n) == 0)
 				live_bytes[t] += n.size, live_n[t]++;
 		}
 	}
@@ -106,9 +106,9 @@ START_TEST(concurrent_exact)
 		expect += live_bytes[t];
 		n += live_n[t];
 	}
-	ms_ctab_each(&tab, sum_live, &seen);
+	ms_table_each(&tab, sum_live, &seen);
 	ck_assert_int_eq(seen, expect);
-	ck_assert_uint_eq(ms_ctab_count(&tab), (uint64_t)n);
+	ck_assert_uint_eq(ms_table_count(&tab), (uint64_t)n);
 	ck_assert_uint_eq(tab.full, 0);
 }
 END_TEST
@@ -128,7 +128,7 @@ static void *shared(void *arg)
 		if (!key)
 			continue;
 		struct ms_centry e = entry(key, t + 1);
-		if (ms_ctab_insert(&tab, &e) != 0 || ms_ctab_take(&tab, key, MS_CK_DEVICE, &out) != 0 ||
+		if (ms_table_insert(&tab, &e) != 0 || ms_table_take(&tab, key, MS_CK_DEVICE, &out) != 0 ||
 		    out.size != t + 1)
 			lost[t]++;
 		__atomic_store_n(&tokens[k], key, __ATOMIC_RELEASE);
@@ -142,8 +142,8 @@ START_TEST(shared_addresses)
 	struct ms_centry out;
 	for (int t = 0; t < NTHREADS; t++) /* empty the table left by the previous test */
 		for (int i = 0; i < 8; i++)
-			ms_ctab_take(&tab, ((uint64_t)(t + 1) << 32) + (uint64_t)i * 4096, MS_CK_DEVICE, &out);
-	ck_assert_uint_eq(ms_ctab_count(&tab), 0);
+			ms_table_take(&tab, ((uint64_t)(t + 1) << 32) + (uint64_t)i * 4096, MS_CK_DEVICE, &out);
+	ck_assert_uint_eq(ms_table_count(&tab), 0);
 	for (int k = 0; k < 16; k++)
 		tokens[k] = 0x7f0000000000ull + (uint64_t)k * 0x200000;
 	for (int t = 0; t < NTHREADS; t++)
@@ -152,7 +152,7 @@ START_TEST(shared_addresses)
 		pthread_join(th[t], NULL);
 		ck_assert_int_eq(lost[t], 0);
 	}
-	ck_assert_uint_eq(ms_ctab_count(&tab), 0);
+	ck_assert_uint_eq(ms_table_count(&tab), 0);
 }
 END_TEST
 
@@ -161,7 +161,7 @@ END_TEST
  * claiming the slot next to them.  A key claimed between a cleaner's look at the next slot and its
  * write used to be cut off from its home: its take failed and it stayed in the table for ever.
  * Probabilistic (it caught the old table about once in three runs of 20 million rounds). */
-MS_CTAB_DEFINE(tiny, 3);
+MS_TABLE_DEFINE(tiny, 3);
 #define TINY_THREADS 7
 #define TINY_ROUNDS 3000000
 static long tiny_lost[TINY_THREADS], tiny_full[TINY_THREADS];
@@ -172,9 +172,9 @@ static void *tiny_churn(void *arg)
 	struct ms_centry out;
 	for (long i = 0; i < TINY_ROUNDS; i++) {
 		struct ms_centry e = entry(((uint64_t)(t + 1) << 20) + (uint64_t)(i & 1) * 64, 1);
-		if (ms_ctab_insert(&tiny, &e) != 0)
+		if (ms_table_insert(&tiny, &e) != 0)
 			tiny_full[t]++;
-		else if (ms_ctab_take(&tiny, e.key, MS_CK_DEVICE, &out) != 0)
+		else if (ms_table_take(&tiny, e.key, MS_CK_DEVICE, &out) != 0)
 			tiny_lost[t]++;
 	}
 	return NULL;
@@ -190,7 +190,7 @@ START_TEST(cleanup_races_insert)
 		ck_assert_int_eq(tiny_lost[t], 0);
 		ck_assert_int_eq(tiny_full[t], 0); /* 7 live keys at most in 8 slots */
 	}
-	ck_assert_uint_eq(ms_ctab_count(&tiny), 0);
+	ck_assert_uint_eq(ms_table_count(&tiny), 0);
 }
 END_TEST
 

@@ -31,7 +31,7 @@ $(NATIVE_DIR)/ncxx: tests/native/fixtures/ncxx.cc
 	@mkdir -p $(@D)
 	$(CXX) -g -o $@ $<
 
-$(NATIVE_DIR)/test_names: tests/native/test_names.c shim/native_names.c
+$(NATIVE_DIR)/test_names: tests/native/test_names.c shim/native/names.c
 	@mkdir -p $(@D)
 	$(CC) $(BASEFLAGS) $(CFLAGS) $(SANFLAGS) $(CHECK_CFLAGS) -Ishim -o $@ $(filter %.c %.o,$^) $(CHECK_LIBS)
 

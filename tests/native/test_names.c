@@ -1,7 +1,7 @@
-/* Unit suite for native target names (shim/native_names.c, pure logic): which targets are native,
+/* Unit suite for native target names (shim/native/names.c, pure logic): which targets are native,
  * and which symbols each one matches. */
 #include <check.h>
-#include "native.h"
+#include "native/native.h"
 
 static struct ms_target t;
 

@@ -5,8 +5,8 @@
 #include <stdio.h>
 #include <string.h>
 #include <unistd.h>
-#include "config.h"
-#include "ms.h"
+#include "core/config.h"
+#include "core/ms.h"
 
 /* Runs ms_config_load(CFG, GET) with stderr going to OUT; returns the number of "memshim:" lines. */
 static inline int load_capturing_into(struct ms_config *cfg, ms_getenv_fn get, char *out, size_t size)

@@ -4,8 +4,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
-#include "config.h"
-#include "ms.h"
+#include "core/config.h"
+#include "core/ms.h"
 #include "capture.h"
 
 static const char *env_names[16], *env_values[16];

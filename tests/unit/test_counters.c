@@ -3,7 +3,7 @@
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
-#include "counters.h"
+#include "core/counters.h"
 
 static void reset(void)
 {

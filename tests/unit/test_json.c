@@ -5,7 +5,7 @@
 #include <stdio.h>
 #include <string.h>
 #include <unistd.h>
-#include "json.h"
+#include "core/json.h"
 
 static struct ms_json w;
 static char out[1 << 20];

@@ -1,6 +1,6 @@
 /* The mapping range table: partial unmaps, splits, overlap, a full table. */
 #include <check.h>
-#include "ranges.h"
+#include "core/ranges.h"
 
 static struct ms_range storage[8];
 

@@ -3,8 +3,8 @@
 #include <stdio.h>
 #include <string.h>
 #include <unistd.h>
-#include "config.h"
-#include "ms.h"
+#include "core/config.h"
+#include "core/ms.h"
 #include "capture.h"
 
 static char huge64k[65537];

@@ -1,7 +1,7 @@
 /* The timeline buffer: bounded, ordered, and merging never loses a series' peak. */
 #include <check.h>
 #include <string.h>
-#include "timeline.h"
+#include "core/timeline.h"
 
 static struct ms_timeline tl;
 
@@ -21,16 +21,16 @@ START_TEST(a_million_points_keep_each_series_peak)
 	for (int i = 0; i < 1000000; i++) {
 		int64_t cpu = (int64_t)(i % 977) * 4096 + (i == 612345 ? (1LL << 40) : 0);
 		int64_t gpu = (((int64_t)i * 7919) % 10007) << 20;
-		ms_tl_append(&tl, MS_CPU, i * 1e-3, cpu);
+		ms_timeline_append(&tl, MS_CPU, i * 1e-3, cpu);
 		if (i % 3 == 0)
-			ms_tl_append(&tl, MS_DEV0 + 1, i * 1e-3, gpu);
+			ms_timeline_append(&tl, MS_DEV0 + 1, i * 1e-3, gpu);
 		if (cpu > peak_cpu)
 			peak_cpu = cpu;
 		if (i % 3 == 0 && gpu > peak_gpu)
 			peak_gpu = gpu;
 	}
-	ck_assert_uint_le(tl.npoints, MS_TL_POINTS);
-	ck_assert_uint_ge(tl.npoints, MS_TL_POINTS / 4);
+	ck_assert_uint_le(tl.npoints, MS_TIMELINE_POINTS);
+	ck_assert_uint_ge(tl.npoints, MS_TIMELINE_POINTS / 4);
 	ck_assert_uint_gt(tl.merges, 5);
 	ck_assert_int_eq(series_max(MS_CPU), peak_cpu);
 	ck_assert_int_eq(series_max(MS_DEV0 + 1), peak_gpu);
@@ -38,7 +38,7 @@ START_TEST(a_million_points_keep_each_series_peak)
 	for (int c = 0; c < MS_NCOMP; c++)
 		last[c] = -1;
 	for (uint32_t i = 0; i < tl.npoints; i++) {
-		struct ms_tl_point *p = &tl.points[i];
+		struct ms_timeline_point *p = &tl.points[i];
 		ck_assert_msg(p->t >= last[p->comp], "series %d out of order at %u", p->comp, i);
 		last[p->comp] = p->t;
 	}
@@ -48,8 +48,8 @@ END_TEST
 START_TEST(the_peak_point_keeps_its_time)
 {
 	memset(&tl, 0, sizeof tl);
-	for (int i = 0; i < 3 * MS_TL_POINTS; i++)
-		ms_tl_append(&tl, MS_CPU, (double)i, i == 40001 ? 999 : 1);
+	for (int i = 0; i < 3 * MS_TIMELINE_POINTS; i++)
+		ms_timeline_append(&tl, MS_CPU, (double)i, i == 40001 ? 999 : 1);
 	for (uint32_t i = 0; i < tl.npoints; i++)
 		if (tl.points[i].value == 999)
 			ck_assert(tl.points[i].t == 40001.0);
@@ -59,26 +59,26 @@ END_TEST
 
 START_TEST(recording_moves_by_a_mebibyte_or_one_percent)
 {
-	memset(&ms_tl, 0, sizeof ms_tl);
+	ms_timeline_clear();
 	memset(ms_counters, 0, sizeof ms_counters);
 	ms_timeline_enable(1);
 	for (int i = 0; i < 1000; i++)
 		ms_cpu_add(MS_MALLOC, 4096); /* 4 MB in small steps: about 4 points */
-	ck_assert_uint_ge(ms_tl.npoints, 3);
-	ck_assert_uint_le(ms_tl.npoints, 4);
+	ck_assert_uint_ge(ms_timeline_peek()->npoints, 3);
+	ck_assert_uint_le(ms_timeline_peek()->npoints, 4);
 	ms_cpu_add(MS_MALLOC, 1000LL << 20);
-	uint32_t n = ms_tl.npoints;
+	uint32_t n = ms_timeline_peek()->npoints;
 	ms_cpu_add(MS_MALLOC, 5 << 20); /* under 1% of the 1 GB peak: no point */
-	ck_assert_uint_eq(ms_tl.npoints, n);
+	ck_assert_uint_eq(ms_timeline_peek()->npoints, n);
 	ms_cpu_add(MS_MALLOC, -(20LL << 20));
-	ck_assert_uint_eq(ms_tl.npoints, n + 1);
+	ck_assert_uint_eq(ms_timeline_peek()->npoints, n + 1);
 	ms_timeline_boundary(0, 1, 2.0);
-	ck_assert_uint_eq(ms_tl.nevents, 1);
-	ck_assert_uint_eq(ms_tl.npoints, n + 2);
+	ck_assert_uint_eq(ms_timeline_peek()->nevents, 1);
+	ck_assert_uint_eq(ms_timeline_peek()->npoints, n + 2);
 	ms_timeline_enable(0);
 	ms_cpu_add(MS_MALLOC, 500LL << 20);
 	ms_timeline_boundary(0, 0, 3.0);
-	ck_assert_uint_eq(ms_tl.npoints, n + 2);
+	ck_assert_uint_eq(ms_timeline_peek()->npoints, n + 2);
 }
 END_TEST
 

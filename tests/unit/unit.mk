@@ -1,8 +1,8 @@
-# Unit suites: pure shim logic linked directly, no preload.
+# Unit suites: the pure core (shim/core/) linked as a static library, no preload.
 UNIT_SUITES := test_counters test_stages test_config test_json test_ranges test_timeline test_settings_table
 UNIT_BINS := $(UNIT_SUITES:%=$(BUILD)/unit/%)
 
-$(BUILD)/unit/%: tests/unit/%.c $(SHIM_PURE_OBJS)
+$(BUILD)/unit/%: tests/unit/%.c $(SHIM_CORE_LIB)
 	@mkdir -p $(@D)
 	$(CC) $(BASEFLAGS) $(CFLAGS) $(SANFLAGS) $(CHECK_CFLAGS) $(JANSSON_CFLAGS) -Ishim -o $@ $^ \
 		$(CHECK_LIBS) $(JANSSON_LIBS) -lpthread -lm

@@ -1,0 +1,275 @@
+/* The one table of settings and their parsers.  Each bad value gets one warning naming it, and
+ * its default is used. */
+#include <limits.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include "core/config.h"
+#include "core/ms.h"
+
+struct ms_config ms_cfg = { .log_level = MS_LOG_WARN, .follow_children = 1, .timeline = 1 };
+
+const char ms_default_stages[] =
+	"init=Trainer.__init__,train=Trainer.train|Trainer._inner_training_loop,"
+	"eval=Trainer.evaluate,test=Trainer.predict";
+
+enum kind { K_BOOL, K_LOG, K_PATH, K_SECONDS, K_STAGES };
+
+struct setting {
+	const char *name;
+	enum kind kind;
+	const char *fallback; /* applied when unset or bad */
+	size_t offset;
+};
+
+#define AT(field) offsetof(struct ms_config, field)
+static const struct setting settings[] = {
+	{ "MEMSHIM_LOG", K_LOG, "warn", AT(log_level) },
+	{ "MEMSHIM_DISABLE", K_BOOL, "0", AT(disabled) },
+	{ "MEMSHIM_OUTPUT", K_PATH, "memshim_metrics.json", AT(output) },
+	{ "MEMSHIM_FOLLOW_CHILDREN", K_BOOL, "1", AT(follow_children) },
+	{ "MEMSHIM_SNAPSHOT_INTERVAL", K_SECONDS, "0", AT(snapshot_interval) },
+	{ "MEMSHIM_TIMELINE", K_BOOL, "1", AT(timeline) },
+	{ "MEMSHIM_STAGES", K_STAGES, ms_default_stages, AT(spec) },
+};
+
+static int parse_bool(const char *v, int *out)
+{
+	static const char *const yes[] = { "1", "true", "yes", "on" };
+	static const char *const no[] = { "0", "false", "no", "off" };
+	for (size_t i = 0; i < sizeof yes / sizeof *yes; i++)
+		if (strcasecmp(v, yes[i]) == 0)
+			return *out = 1, 0;
+	for (size_t i = 0; i < sizeof no / sizeof *no; i++)
+		if (strcasecmp(v, no[i]) == 0)
+			return *out = 0, 0;
+	return -1;
+}
+
+static int parse_log(const char *v, int *out)
+{
+	static const char *const names[] = { "quiet", "warn", "debug" };
+	for (int i = 0; i < 3; i++)
+		if (strcasecmp(v, names[i]) == 0)
+			return *out = i, 0;
+	return -1;
+}
+
+static int parse_seconds(const char *v, double *out)
+{
+	char *end;
+	double d = strtod(v, &end);
+	if (end == v || *end || !isfinite(d) || d < 0 || d > 86400.0 * 365)
+		return -1;
+	*out = d;
+	return 0;
+}
+
+/* Relative paths are taken from the working directory at start, so a later chdir changes nothing. */
+static int parse_path(const char *v, char *out)
+{
+	size_t n = strlen(v);
+	if (n == 0 || n >= MS_PATH_MAX)
+		return -1;
+	if (v[0] == '/') {
+		ms_strlcpy(out, v, MS_PATH_MAX);
+		return 0;
+	}
+	char cwd[MS_PATH_MAX];
+	if (!getcwd(cwd, sizeof cwd))
+		return -1;
+	size_t c = strlen(cwd);
+	if (c + 1 + n >= MS_PATH_MAX)
+		return -1;
+	ms_format(out, MS_PATH_MAX, "%s/%s", cwd, v);
+	return 0;
+}
+
+static int apply(const struct setting *s, struct ms_config *cfg, const char *v)
+{
+	void *field = (char *)cfg + s->offset;
+	switch (s->kind) {
+	case K_BOOL:
+		return parse_bool(v, field);
+	case K_LOG:
+		return parse_log(v, field);
+	case K_PATH:
+		return parse_path(v, field);
+	case K_SECONDS:
+		return parse_seconds(v, field);
+	case K_STAGES:
+		ms_spec_parse(field, v);
+		return 0; /* bad entries were warned about one by one */
+	}
+	return -1;
+}
+
+/* Shows at most 64 bytes of a bad value; it may be huge or hold control bytes. */
+static void warn_bad(const char *name, const char *value, const char *fallback)
+{
+	char shown[68];
+	size_t i = 0;
+	for (; i < 64 && value[i]; i++)
+		shown[i] = (value[i] >= 0x20 && value[i] < 0x7f) ? value[i] : '?';
+	memcpy(shown + i, value[i] ? "..." : "", value[i] ? 4 : 1);
+	ms_warn("%s=\"%s\" is not valid; using \"%s\"", name, shown, fallback);
+}
+
+void ms_config_load(struct ms_config *cfg, ms_getenv_fn get)
+{
+	memset(cfg, 0, sizeof *cfg);
+	for (size_t i = 0; i < sizeof settings / sizeof *settings; i++)
+		apply(&settings[i], cfg, settings[i].fallback);
+	/* MEMSHIM_LOG first (the table's order) so later warnings honour it */
+	for (size_t i = 0; i < sizeof settings / sizeof *settings; i++) {
+		const struct setting *s = &settings[i];
+		const char *v = get(s->name);
+		if (!v || (!*v && s->kind != K_STAGES)) /* empty is unset, but an empty stage list is none */
+			continue;
+		if (s->kind == K_STAGES)
+			memset(&cfg->spec, 0, sizeof cfg->spec);
+		if (apply(s, cfg, v) < 0) {
+			if (s->kind == K_LOG)
+				cfg->log_level = MS_LOG_WARN;
+			warn_bad(s->name, v, s->fallback);
+			apply(s, cfg, s->fallback);
+		}
+		if (s->kind == K_LOG)
+			ms_cfg.log_level = cfg->log_level; /* ms_log reads the global */
+	}
+	cfg->spec.is_default = get("MEMSHIM_STAGES") == NULL;
+}
+
+int ms_stage_name_valid(const char *name)
+{
+	size_t n = name ? strnlen(name, MS_STAGE_NAME_MAX) : 0;
+	if (n == 0 || n >= MS_STAGE_NAME_MAX)
+		return 0;
+	for (size_t i = 0; i < n; i++) {
+		char c = name[i];
+		if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_'))
+			return 0;
+	}
+	return 1;
+}
+
+int ms_spec_find(const struct ms_spec *spec, const char *name)
+{
+	for (int i = 0; i < spec->nstages; i++)
+		if (strcmp(spec->stage[i].name, name) == 0)
+			return i;
+	return -1;
+}
+
+static const char *trim(const char *b, const char **e)
+{
+	while (b < *e && (*b == ' ' || *b == '\t'))
+		b++;
+	while (*e > b && ((*e)[-1] == ' ' || (*e)[-1] == '\t'))
+		(*e)--;
+	return b;
+}
+
+static const char *pool_add(struct ms_spec *spec, const char *b, size_t n)
+{
+	if (spec->pool_used + n + 1 > sizeof spec->pool)
+		return NULL;
+	char *p = spec->pool + spec->pool_used;
+	memcpy(p, b, n);
+	p[n] = '\0';
+	spec->pool_used += n + 1;
+	return p;
+}
+
+static void warn_entry(const char *b, const char *e, const char *why)
+{
+	char shown[68];
+	size_t n = (size_t)(e - b) < 64 ? (size_t)(e - b) : 64;
+	for (size_t i = 0; i < n; i++)
+		shown[i] = (b[i] >= 0x20 && b[i] < 0x7f) ? b[i] : '?';
+	memcpy(shown + n, (size_t)(e - b) > 64 ? "..." : "", (size_t)(e - b) > 64 ? 4 : 1);
+	ms_warn("MEMSHIM_STAGES entry \"%s\" ignored: %s", shown, why);
+}
+
+/* Adds the targets in [B, E) separated by '|' to stage ST; returns an error text or NULL. */
+static const char *add_targets(struct ms_spec *spec, struct ms_spec_stage *st, const char *b, const char *e)
+{
+	while (b <= e) {
+		const char *bar = memchr(b, '|', (size_t)(e - b));
+		const char *te = bar ? bar : e;
+		const char *tb = trim(b, &te);
+		if (tb == te)
+			return "empty target";
+		if (st->ntargets == MS_SPEC_MAX_TARGETS)
+			return "too many targets";
+		const char *t = pool_add(spec, tb, (size_t)(te - tb));
+		if (!t)
+			return "MEMSHIM_STAGES is too long";
+		st->targets[st->ntargets++] = t;
+		if (!bar)
+			break;
+		b = bar + 1;
+	}
+	return NULL;
+}
+
+static const char *parse_entry(struct ms_spec *spec, const char *b, const char *e)
+{
+	const char *eq = memchr(b, '=', (size_t)(e - b));
+	if (!eq)
+		return "expected stage=target";
+	const char *ne = eq;
+	const char *nb = trim(b, &ne);
+	char name[MS_STAGE_NAME_MAX];
+	if ((size_t)(ne - nb) >= sizeof name)
+		return "stage name too long";
+	memcpy(name, nb, (size_t)(ne - nb));
+	name[ne - nb] = '\0';
+	if (!ms_stage_name_valid(name))
+		return "stage names are [A-Za-z0-9_]+";
+	int idx = ms_spec_find(spec, name);
+	if (idx < 0) {
+		if (spec->nstages == MS_SPEC_MAX_STAGES)
+			return "too many stages";
+		idx = spec->nstages;
+		memset(&spec->stage[idx], 0, sizeof spec->stage[idx]);
+		ms_strlcpy(spec->stage[idx].name, name, sizeof spec->stage[idx].name);
+	}
+	struct ms_spec_stage saved = spec->stage[idx];
+	size_t pool_saved = spec->pool_used;
+	const char *why = add_targets(spec, &spec->stage[idx], eq + 1, e);
+	if (why) {
+		spec->stage[idx] = saved;
+		spec->pool_used = pool_saved;
+		return why;
+	}
+	if (idx == spec->nstages)
+		spec->nstages++;
+	return NULL;
+}
+
+#define MS_SPEC_WARNINGS 5 /* a long garbage value must not flood stderr */
+
+int ms_spec_parse(struct ms_spec *spec, const char *text)
+{
+	int bad = 0;
+	const char *p = text;
+	while (*p) {
+		const char *comma = strchr(p, ',');
+		const char *e = comma ? comma : p + strlen(p);
+		const char *te = e;
+		const char *b = trim(p, &te);
+		if (b < te) {
+			const char *why = parse_entry(spec, b, te);
+			if (why && ++bad <= MS_SPEC_WARNINGS)
+				warn_entry(b, te, why);
+		}
+		if (!comma)
+			break;
+		p = comma + 1;
+	}
+	if (bad > MS_SPEC_WARNINGS)
+		ms_warn("MEMSHIM_STAGES: %d more bad entries ignored", bad - MS_SPEC_WARNINGS);
+	return bad;
+}

@@ -1,0 +1,249 @@
+/* Streaming JSON writer (see json.h). */
+#include <errno.h>
+#include <string.h>
+#include <unistd.h>
+#include "core/json.h"
+
+void ms_json_init(struct ms_json *w, int fd)
+{
+	w->fd = fd;
+	w->to_memory = 0;
+	w->mem = NULL;
+	w->mem_cap = w->mem_len = 0;
+	w->err = 0;
+	w->depth = 0;
+	w->first[0] = 1;
+	w->len = 0;
+}
+
+void ms_json_init_memory(struct ms_json *w, char *dst, size_t cap)
+{
+	ms_json_init(w, -1);
+	w->to_memory = 1;
+	w->mem = dst;
+	w->mem_cap = cap;
+	if (cap)
+		dst[0] = '\0';
+}
+
+static void flush_memory(struct ms_json *w)
+{
+	if (w->mem_len + 1 < w->mem_cap) {
+		size_t room = w->mem_cap - 1 - w->mem_len;
+		memcpy(w->mem + w->mem_len, w->buf, w->len < room ? w->len : room);
+	}
+	w->mem_len += w->len;
+	if (w->mem_cap)
+		w->mem[w->mem_len < w->mem_cap ? w->mem_len : w->mem_cap - 1] = '\0';
+	w->len = 0;
+}
+
+static void flush(struct ms_json *w)
+{
+	size_t off = 0;
+	if (w->to_memory) {
+		flush_memory(w);
+		return;
+	}
+	while (off < w->len && !w->err) {
+		ssize_t n = write(w->fd, w->buf + off, w->len - off);
+		if (n > 0)
+			off += (size_t)n;
+		else if (n < 0 && errno == EINTR)
+			continue;
+		else
+			w->err = n < 0 && errno ? errno : EIO; /* kept: the caller reports the real cause */
+	}
+	w->len = 0;
+}
+
+static void put(struct ms_json *w, const char *s, size_t n)
+{
+	while (n) {
+		if (w->len == sizeof w->buf)
+			flush(w);
+		size_t room = sizeof w->buf - w->len;
+		size_t k = n < room ? n : room;
+		memcpy(w->buf + w->len, s, k);
+		w->len += k;
+		s += k;
+		n -= k;
+	}
+}
+
+static void puts_(struct ms_json *w, const char *s)
+{
+	put(w, s, strlen(s));
+}
+
+static void put_u64(struct ms_json *w, uint64_t v)
+{
+	char d[24];
+	int n = 0;
+	do {
+		d[sizeof d - 1 - n++] = (char)('0' + v % 10);
+		v /= 10;
+	} while (v);
+	put(w, d + sizeof d - n, (size_t)n);
+}
+
+static int utf8_len(const unsigned char *s, size_t n)
+{
+	unsigned c = s[0];
+	int len = c < 0x80 ? 1 : (c & 0xe0) == 0xc0 ? 2 : (c & 0xf0) == 0xe0 ? 3 : (c & 0xf8) == 0xf0 ? 4 : 0;
+	if (!len || (size_t)len > n || (len == 2 && c < 0xc2) || (len == 4 && c > 0xf4))
+		return 0;
+	for (int i = 1; i < len; i++)
+		if ((s[i] & 0xc0) != 0x80)
+			return 0;
+	if (len == 3 && ((c == 0xe0 && s[1] < 0xa0) || (c == 0xed && s[1] >= 0xa0)))
+		return 0; /* overlong or surrogate */
+	if (len == 4 && ((c == 0xf0 && s[1] < 0x90) || (c == 0xf4 && s[1] >= 0x90)))
+		return 0;
+	return len;
+}
+
+static void put_escaped(struct ms_json *w, const char *str, size_t n)
+{
+	const unsigned char *s = (const unsigned char *)str;
+	put(w, "\"", 1);
+	for (size_t i = 0; i < n;) {
+		unsigned c = s[i];
+		if (c == '"' || c == '\\') {
+			char e[2] = { '\\', (char)c };
+			put(w, e, 2);
+			i++;
+		} else if (c < 0x20) {
+			char e[6] = { '\\', 'u', '0', '0', "0123456789abcdef"[c >> 4], "0123456789abcdef"[c & 15] };
+			put(w, e, 6);
+			i++;
+		} else {
+			int len = utf8_len(s + i, n - i);
+			if (len)
+				put(w, (const char *)s + i, (size_t)len);
+			else
+				puts_(w, "\\ufffd");
+			i += len ? (size_t)len : 1;
+		}
+	}
+	put(w, "\"", 1);
+}
+
+/* Comma, newline and indentation before a member or element, then its key. */
+static void member(struct ms_json *w, const char *key)
+{
+	if (w->depth > 0) {
+		put(w, w->first[w->depth] ? "\n" : ",\n", w->first[w->depth] ? 1 : 2);
+		for (int i = 0; i < w->depth; i++)
+			put(w, "  ", 2);
+	}
+	w->first[w->depth] = 0;
+	if (key) {
+		put_escaped(w, key, strlen(key));
+		put(w, ": ", 2);
+	}
+}
+
+static void open_(struct ms_json *w, const char *key, const char *bracket)
+{
+	member(w, key);
+	puts_(w, bracket);
+	if (w->depth + 1 >= MS_JSON_DEPTH) {
+		w->err = EIO;
+		return;
+	}
+	w->first[++w->depth] = 1;
+}
+
+static void close_(struct ms_json *w, const char *bracket)
+{
+	if (w->depth == 0) {
+		w->err = EIO;
+		return;
+	}
+	int empty = w->first[w->depth];
+	w->depth--;
+	if (!empty) {
+		put(w, "\n", 1);
+		for (int i = 0; i < w->depth; i++)
+			put(w, "  ", 2);
+	}
+	puts_(w, bracket);
+}
+
+void ms_json_object(struct ms_json *w, const char *key) { open_(w, key, "{"); }
+void ms_json_array(struct ms_json *w, const char *key) { open_(w, key, "["); }
+void ms_json_end_object(struct ms_json *w) { close_(w, "}"); }
+void ms_json_end_array(struct ms_json *w) { close_(w, "]"); }
+
+void ms_json_uint(struct ms_json *w, const char *key, uint64_t value)
+{
+	member(w, key);
+	put_u64(w, value);
+}
+
+void ms_json_int(struct ms_json *w, const char *key, int64_t value)
+{
+	member(w, key);
+	if (value < 0) {
+		put(w, "-", 1);
+		put_u64(w, 0 - (uint64_t)value);
+	} else {
+		put_u64(w, (uint64_t)value);
+	}
+}
+
+void ms_json_double(struct ms_json *w, const char *key, double value)
+{
+	member(w, key);
+	if (value != value || value > 9e15 || value < -9e15) {
+		puts_(w, "null");
+		return;
+	}
+	if (value < 0) {
+		put(w, "-", 1);
+		value = -value;
+	}
+	uint64_t micros = (uint64_t)(value * 1e6 + 0.5);
+	put_u64(w, micros / 1000000);
+	char frac[8] = ".000000";
+	uint64_t f = micros % 1000000;
+	for (int i = 6; i >= 1; i--, f /= 10)
+		frac[i] = (char)('0' + f % 10);
+	int n = 7;
+	while (n > 2 && frac[n - 1] == '0')
+		n--;
+	put(w, frac, (size_t)n);
+}
+
+void ms_json_bool(struct ms_json *w, const char *key, int value)
+{
+	member(w, key);
+	puts_(w, value ? "true" : "false");
+}
+
+void ms_json_null(struct ms_json *w, const char *key)
+{
+	member(w, key);
+	puts_(w, "null");
+}
+
+void ms_json_string_n(struct ms_json *w, const char *key, const char *value, size_t n)
+{
+	member(w, key);
+	put_escaped(w, value, n);
+}
+
+void ms_json_string(struct ms_json *w, const char *key, const char *value)
+{
+	ms_json_string_n(w, key, value ? value : "", value ? strlen(value) : 0);
+}
+
+int ms_json_finish(struct ms_json *w)
+{
+	if (w->depth != 0 && !w->err)
+		w->err = EIO;
+	put(w, "\n", 1);
+	flush(w);
+	return w->err ? -1 : 0;
+}

@@ -1,0 +1,168 @@
+/* Messages on stderr without stdio or allocation, so they are safe inside hooks and handlers. */
+#include <errno.h>
+#include <stdarg.h>
+#include <string.h>
+#include <unistd.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include "core/config.h"
+#include "core/ms.h"
+
+/* Which file fd 2 was at start: UNBOUND (no constructor ran, as in unit tests) writes anyway. */
+enum { STDERR_UNBOUND, STDERR_BOUND, STDERR_CLOSED };
+static int stderr_state;
+static dev_t stderr_dev;
+static ino_t stderr_ino;
+
+void ms_log_bind_stderr(void)
+{
+	struct stat st;
+	int saved = errno;
+	if (fstat(2, &st) < 0) {
+		stderr_state = STDERR_CLOSED;
+	} else {
+		stderr_dev = st.st_dev;
+		stderr_ino = st.st_ino;
+		stderr_state = STDERR_BOUND;
+	}
+	errno = saved;
+}
+
+/* A program that closed fd 2 and opened its own file there must not find our messages in it. */
+static int stderr_is_ours(void)
+{
+	struct stat st;
+	if (stderr_state == STDERR_UNBOUND)
+		return 1;
+	return stderr_state == STDERR_BOUND && fstat(2, &st) == 0 && st.st_dev == stderr_dev &&
+	       st.st_ino == stderr_ino;
+}
+
+struct sink {
+	char *buf;
+	size_t size, len;
+};
+
+static void put(struct sink *s, char c)
+{
+	if (s->len + 1 < s->size)
+		s->buf[s->len++] = c;
+}
+
+static void put_str(struct sink *s, const char *str)
+{
+	if (!str)
+		str = "(null)";
+	while (*str)
+		put(s, *str++);
+}
+
+static void put_unsigned(struct sink *s, unsigned long long v, unsigned base)
+{
+	char digits[24];
+	int n = 0;
+	do {
+		digits[n++] = "0123456789abcdef"[v % base];
+		v /= base;
+	} while (v);
+	while (n)
+		put(s, digits[--n]);
+}
+
+static void put_signed(struct sink *s, long long v)
+{
+	if (v < 0) {
+		put(s, '-');
+		put_unsigned(s, 0ULL - (unsigned long long)v, 10);
+	} else {
+		put_unsigned(s, (unsigned long long)v, 10);
+	}
+}
+
+/* Reads one conversion after '%' and returns the pointer past it. */
+static const char *convert(struct sink *s, const char *f, va_list *ap)
+{
+	int longs = 0, size_t_mod = 0;
+	for (; *f == 'l'; f++)
+		longs++;
+	if (*f == 'z') {
+		size_t_mod = 1;
+		f++;
+	}
+	switch (*f) {
+	case 'd':
+		put_signed(s, size_t_mod ? (long long)va_arg(*ap, ssize_t)
+			      : longs == 2 ? va_arg(*ap, long long)
+			      : longs == 1 ? va_arg(*ap, long) : va_arg(*ap, int));
+		break;
+	case 'u':
+	case 'x':
+		put_unsigned(s, size_t_mod ? va_arg(*ap, size_t)
+				: longs == 2 ? va_arg(*ap, unsigned long long)
+				: longs == 1 ? va_arg(*ap, unsigned long) : va_arg(*ap, unsigned),
+			     *f == 'x' ? 16 : 10);
+		break;
+	case 'p':
+		put_str(s, "0x");
+		put_unsigned(s, (unsigned long long)(uintptr_t)va_arg(*ap, void *), 16);
+		break;
+	case 's':
+		put_str(s, va_arg(*ap, const char *));
+		break;
+	case 'c':
+		put(s, (char)va_arg(*ap, int));
+		break;
+	case '%':
+		put(s, '%');
+		break;
+	default:
+		return f;
+	}
+	return f + 1;
+}
+
+static size_t vformat(char *buf, size_t size, const char *fmt, va_list ap)
+{
+	struct sink s = { buf, size, 0 };
+	va_list copy;
+	va_copy(copy, ap);
+	while (*fmt) {
+		if (*fmt != '%')
+			put(&s, *fmt++);
+		else if (fmt[1])
+			fmt = convert(&s, fmt + 1, &copy);
+		else
+			break;
+	}
+	va_end(copy);
+	if (size)
+		buf[s.len] = '\0';
+	return s.len;
+}
+
+size_t ms_format(char *buf, size_t size, const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	size_t n = vformat(buf, size, fmt, ap);
+	va_end(ap);
+	return n;
+}
+
+void ms_log(int level, const char *fmt, ...)
+{
+	if (level > ms_cfg.log_level)
+		return;
+	char buf[1024];
+	size_t n = ms_format(buf, sizeof buf, "memshim: ");
+	va_list ap;
+	va_start(ap, fmt);
+	n += vformat(buf + n, sizeof buf - n - 1, fmt, ap);
+	va_end(ap);
+	buf[n++] = '\n';
+	/* raw syscall: no errno change visible to the program beyond this call, no cancellation point */
+	int saved = errno;
+	if (stderr_is_ours())
+		syscall(SYS_write, 2, buf, n);
+	errno = saved;
+}

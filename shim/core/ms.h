@@ -1,0 +1,46 @@
+/* What every file of the shim uses (never installed): compiler helpers, the per-thread guard, and
+ * messages and text without stdio (log.c). */
+#ifndef MS_H
+#define MS_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#define MS_TLS __attribute__((tls_model("initial-exec")))
+#define MS_UNLIKELY(x) __builtin_expect(!!(x), 0)
+#define MS_LIKELY(x) __builtin_expect(!!(x), 1)
+/* What the library exports: the wrappers and the public API (everything else is hidden by
+ * -fvisibility=hidden; the version script, generated from the .def lists, names the same set). */
+#define EXPORT __attribute__((visibility("default")))
+
+/* Non-zero while this thread runs shim code: nested wrapped calls pass straight through
+ * (defined in process.c). */
+extern __thread int ms_tls_guard MS_TLS;
+
+enum ms_log_level { MS_LOG_QUIET = 0, MS_LOG_WARN = 1, MS_LOG_DEBUG = 2 };
+
+/* Writes "memshim: <message>\n" to stderr when LEVEL is enabled.  Async-signal-safe, no allocation.
+ * Understands %s %d %u %ld %lu %lld %llu %zu %zd %x %p %c %%. */
+void ms_log(int level, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* Remembers which file fd 2 is (constructor): later messages go there only while fd 2 is still that
+ * file, and nowhere when fd 2 was closed. */
+void ms_log_bind_stderr(void);
+#define ms_warn(...) ms_log(MS_LOG_WARN, __VA_ARGS__)
+#define ms_debug(...) ms_log(MS_LOG_DEBUG, __VA_ARGS__)
+
+/* Copies SRC into DST of SIZE bytes, always NUL-terminated; returns SRC's length. */
+static inline size_t ms_strlcpy(char *dst, const char *src, size_t size)
+{
+	size_t n = 0;
+	for (; src[n]; n++)
+		if (n + 1 < size)
+			dst[n] = src[n];
+	if (size)
+		dst[n < size ? n : size - 1] = '\0';
+	return n;
+}
+
+/* Formats like ms_log into BUF (always NUL-terminated); returns the length written. */
+size_t ms_format(char *buf, size_t size, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+
+#endif

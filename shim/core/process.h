@@ -1,0 +1,39 @@
+/* Who this process is and whether it is tracked: identity, clock and the switches every layer
+ * reads.  lifecycle.c decides; everyone else only reads. */
+#ifndef MS_PROCESS_H
+#define MS_PROCESS_H
+
+#include <sys/types.h>
+
+struct ms_process {
+	pid_t pid, ppid, root_pid;
+	int is_child;    /* forked or exec'd child of a tracked process */
+	int forked;      /* made by fork, not exec */
+	int own_output;  /* a child writing its own MEMSHIM_OUTPUT as is, without ".<pid>" */
+	double start_monotonic;
+	double start_unix;
+};
+
+extern struct ms_process ms_proc;
+
+/* Non-zero once the library decided to track this process (constructor ran, not disabled). */
+extern int ms_active;
+/* Zero stops all counting (disabled, secure mode, a sanitizer owns malloc, an unfollowed child). */
+extern int ms_counting;
+
+/* Non-zero when the calling process is the one the library tracks (not a vfork child). */
+int ms_is_tracked_process(void);
+
+/* Seconds on CLOCK_MONOTONIC, and since the process (or forked child) started tracking. */
+double ms_now(void);
+double ms_elapsed(void);
+
+/* Starts the clock and records pid and parent (constructor). */
+void ms_process_start(void);
+/* Exec'd children inherit the identity of the first tracked process of the run, and where it
+ * writes (MEMSHIM_ROOT_*, exported here for them); reads the environment and ms_cfg.output. */
+void ms_process_identify(void);
+/* A forked child that goes on tracking: its own clock, pid and parent. */
+void ms_process_forked(void);
+
+#endif

@@ -1,0 +1,397 @@
+/* The stage engine (see stages.h).  Peaks are exact without touching every open stage on the hot
+ * path: counters keep one peak window that each boundary closes and folds into the open stages. */
+#include <stddef.h>
+#include <string.h>
+#include "core/config.h"
+#include "core/ms.h"
+#include "core/spin.h"
+#include "core/stages.h"
+#include "core/timeline.h"
+
+static struct ms_stages ms_st = { .implicit_init = -1 };
+void (*ms_stage_observer)(int stage, int end);
+
+static struct ms_spin lock;
+static __thread int lock_held MS_TLS;
+
+static int implicit_wanted; /* MEMSHIM_STAGES does not name init: it runs from the start */
+
+static void stages_lock(void)
+{
+	ms_spin_lock(&lock, &lock_held);
+}
+
+static void stages_unlock(void)
+{
+	ms_spin_unlock(&lock, &lock_held);
+}
+
+/* A signal handler interrupting this thread inside the engine must not spin on its own lock. */
+static int lock_or_refuse(void)
+{
+	if (lock_held)
+		return -1;
+	stages_lock();
+	return 0;
+}
+
+static int find(const char *name)
+{
+	int n = __atomic_load_n(&ms_st.nstages, __ATOMIC_ACQUIRE);
+	for (int i = 0; i < n; i++)
+		if (strcmp(ms_st.stage[i].name, name) == 0)
+			return i;
+	return -1;
+}
+
+int ms_stage_find(const char *name)
+{
+	return ms_stage_name_valid(name) ? find(name) : -1;
+}
+
+int ms_stage_id(const char *name)
+{
+	if (!ms_stage_name_valid(name))
+		return -1;
+	int id = find(name);
+	if (id >= 0)
+		return id;
+	if (lock_or_refuse() < 0)
+		return MS_STAGE_BUSY;
+	id = find(name);
+	if (id < 0 && ms_st.nstages < MS_MAX_STAGES) {
+		id = ms_st.nstages;
+		struct ms_stage *s = &ms_st.stage[id];
+		memset(s, 0, sizeof *s);
+		ms_strlcpy(s->name, name, sizeof s->name);
+		s->used = 1;
+		s->first_order = -1;
+		__atomic_store_n(&ms_st.nstages, id + 1, __ATOMIC_RELEASE);
+	}
+	stages_unlock();
+	return id;
+}
+
+/* Closes the peak window and folds it into every open stage; LIVE gets the live values. */
+static void boundary(int64_t live[MS_NCOMP])
+{
+	int64_t peaks[MS_NCOMP];
+	ms_counters_cut_window(peaks, live);
+	for (int i = 0; i < ms_st.nopen; i++) {
+		struct ms_span *cur = &ms_st.stage[ms_st.open[i]].cur;
+		for (int c = 0; c < MS_NCOMP; c++)
+			if (peaks[c] > cur->peak[c])
+				cur->peak[c] = peaks[c];
+	}
+}
+
+static void start_call(int id, const int64_t live[MS_NCOMP], double now)
+{
+	struct ms_stage *s = &ms_st.stage[id];
+	memset(&s->cur, 0, sizeof s->cur);
+	memcpy(s->cur.begin, live, sizeof s->cur.begin);
+	memcpy(s->cur.peak, live, sizeof s->cur.peak);
+	s->cur.start = now;
+	ms_timeline_boundary(id, 1, now);
+	if (s->first_order < 0)
+		s->first_order = ms_st.order_next++;
+	if (strcmp(s->name, "init") == 0 && !ms_st.before_init_set) {
+		memcpy(ms_st.before_init, live, sizeof ms_st.before_init);
+		ms_st.before_init_set = 1;
+	}
+}
+
+static void remove_open(int id)
+{
+	int j = 0;
+	for (int i = 0; i < ms_st.nopen; i++)
+		if (ms_st.open[i] != id)
+			ms_st.open[j++] = ms_st.open[i];
+	ms_st.nopen = j;
+}
+
+static void record_history(struct ms_stage *s, const struct ms_span *sp)
+{
+	int64_t cpu_alloc = sp->end[MS_CPU] - sp->begin[MS_CPU];
+	int64_t cpu_peaked = sp->peak[MS_CPU] - sp->end[MS_CPU];
+	int64_t gpu_alloc = sp->end[MS_GPU] - sp->begin[MS_GPU];
+	int64_t gpu_peaked = sp->peak[MS_GPU] - sp->end[MS_GPU];
+	if (s->calls == 1 || cpu_alloc + cpu_peaked > s->max_cpu_needed) {
+		s->max_cpu_needed = cpu_alloc + cpu_peaked;
+		s->max_cpu_call = s->calls;
+	}
+	if (s->calls == 1 || gpu_alloc + gpu_peaked > s->max_gpu_needed) {
+		s->max_gpu_needed = gpu_alloc + gpu_peaked;
+		s->max_gpu_call = s->calls;
+	}
+	if (s->calls > MS_HISTORY) {
+		s->dropped++;
+		return;
+	}
+	struct ms_call *h = &s->history[s->calls - 1];
+	h->start = sp->start;
+	h->runtime = sp->runtime;
+	h->cpu_alloc = cpu_alloc;
+	h->cpu_peaked = cpu_peaked;
+	h->gpu_alloc = gpu_alloc;
+	h->gpu_peaked = gpu_peaked;
+	h->gpu_failed_allocs = sp->gpu_failed_allocs;
+}
+
+/* Completes the running call of ID with end values LIVE (the window was just folded). */
+static void finish_call(int id, const int64_t live[MS_NCOMP], double now, int at_exit)
+{
+	struct ms_stage *s = &ms_st.stage[id];
+	struct ms_span *cur = &s->cur;
+	memcpy(cur->end, live, sizeof cur->end);
+	for (int c = 0; c < MS_NCOMP; c++) {
+		if (cur->begin[c] > cur->peak[c])
+			cur->peak[c] = cur->begin[c];
+		if (cur->end[c] > cur->peak[c])
+			cur->peak[c] = cur->end[c];
+	}
+	cur->runtime = now - cur->start;
+	cur->closed_at_exit = at_exit;
+	ms_timeline_boundary(id, 0, now);
+	s->last = *cur;
+	s->calls++;
+	record_history(s, cur);
+	remove_open(id);
+	if (ms_st.implicit_init == id)
+		ms_st.implicit_init = -1;
+}
+
+/* The first stage to begin ends the implicit init; a stage named init takes its place instead. */
+static void settle_implicit_init(int id, const int64_t live[MS_NCOMP], double now)
+{
+	int init = ms_st.implicit_init;
+	if (init < 0)
+		return;
+	ms_st.implicit_init = -1;
+	struct ms_stage *s = &ms_st.stage[init];
+	if (init == id) {
+		ms_timeline_boundary(id, 0, now); /* the implicit part's band ends where the function begins */
+		s->implicit = 0;
+		ms_st.before_init_set = 0;
+		start_call(id, live, now);
+		return;
+	}
+	s->depth = 0;
+	finish_call(init, live, now, 0);
+}
+
+int ms_stage_depth(int id)
+{
+	if (id < 0 || id >= MS_MAX_STAGES)
+		return 0;
+	return __atomic_load_n(&ms_st.stage[id].depth, __ATOMIC_RELAXED);
+}
+
+int ms_stage_enter(int id, double now)
+{
+	if (id < 0 || id >= MS_MAX_STAGES || lock_or_refuse() < 0)
+		return -1;
+	struct ms_stage *s = &ms_st.stage[id];
+	int64_t live[MS_NCOMP];
+	if (ms_st.implicit_init >= 0 && (id != ms_st.implicit_init || s->depth > 0)) {
+		boundary(live);
+		settle_implicit_init(id, live, now);
+		if (s->depth > 0) { /* the explicit init took over the implicit one */
+			stages_unlock();
+			return 0;
+		}
+	}
+	if (s->depth++ == 0) {
+		boundary(live);
+		start_call(id, live, now);
+		ms_st.open[ms_st.nopen++] = id;
+	}
+	stages_unlock();
+	if (ms_stage_observer)
+		ms_stage_observer(id, 0);
+	return 0;
+}
+
+int ms_stage_leave(int id, double now)
+{
+	if (id < 0 || id >= MS_MAX_STAGES || lock_or_refuse() < 0)
+		return -1;
+	struct ms_stage *s = &ms_st.stage[id];
+	int rc = 0;
+	if (s->depth == 0) {
+		rc = -1;
+	} else if (--s->depth == 0) {
+		int64_t live[MS_NCOMP];
+		boundary(live);
+		finish_call(id, live, now, 0);
+	}
+	stages_unlock();
+	if (ms_stage_observer && rc == 0)
+		ms_stage_observer(id, 1);
+	return rc;
+}
+
+void ms_stages_begin_implicit_init(double now)
+{
+	int id = ms_stage_id("init");
+	if (id < 0 || lock_or_refuse() < 0)
+		return;
+	if (ms_st.stage[id].depth == 0 && ms_st.nopen == 0) {
+		int64_t live[MS_NCOMP];
+		boundary(live);
+		ms_st.stage[id].implicit = 1;
+		ms_st.stage[id].depth = 1;
+		start_call(id, live, now);
+		ms_st.open[ms_st.nopen++] = id;
+		ms_st.implicit_init = id;
+	}
+	stages_unlock();
+}
+
+static void close_all_locked(double now)
+{
+	if (ms_st.nopen == 0)
+		return;
+	int64_t live[MS_NCOMP];
+	boundary(live);
+	while (ms_st.nopen > 0) {
+		int id = ms_st.open[ms_st.nopen - 1];
+		ms_st.stage[id].depth = 0;
+		finish_call(id, live, now, 1);
+	}
+}
+
+void ms_stages_close_all(double now)
+{
+	if (lock_or_refuse() < 0)
+		return;
+	close_all_locked(now);
+	stages_unlock();
+}
+
+void ms_stages_note_gpu_failure(int device, int64_t bytes, int result, double now)
+{
+	if (lock_or_refuse() < 0)
+		return;
+	for (int i = 0; i < ms_st.nopen; i++) {
+		struct ms_span *cur = &ms_st.stage[ms_st.open[i]].cur;
+		cur->gpu_failed_allocs++;
+		cur->gpu_failed_bytes += bytes;
+	}
+	if (ms_st.ngpu_events < MS_MAX_GPU_EVENTS) {
+		struct ms_gpu_event *e = &ms_st.gpu_events[ms_st.ngpu_events++];
+		e->time = now;
+		e->bytes = bytes;
+		e->device = device;
+		e->result = result;
+		e->stage = ms_st.nopen ? ms_st.open[ms_st.nopen - 1] : -1;
+	} else {
+		ms_st.gpu_events_dropped++;
+	}
+	stages_unlock();
+}
+
+void ms_stages_reset_for_child(double now)
+{
+	int64_t live[MS_NCOMP];
+	ms_counters_reset_peaks();
+	boundary(live);
+	ms_st.order_next = 0;
+	ms_st.before_init_set = 0;
+	ms_st.ngpu_events = ms_st.gpu_events_dropped = 0;
+	for (int i = 0; i < ms_st.nstages; i++) {
+		struct ms_stage *s = &ms_st.stage[i];
+		s->calls = s->dropped = 0;
+		s->max_cpu_needed = s->max_gpu_needed = 0;
+		s->max_cpu_call = s->max_gpu_call = 0;
+		s->first_order = -1;
+		memset(&s->last, 0, sizeof s->last);
+	}
+	for (int i = 0; i < ms_st.nopen; i++)
+		start_call(ms_st.open[i], live, now);
+}
+
+/* Copies only the stages in use: the rest of the table stays untouched (not resident). */
+static void copy_used(struct ms_stages *out)
+{
+	size_t tail = offsetof(struct ms_stages, nstages);
+	memcpy(out->stage, ms_st.stage, (size_t)ms_st.nstages * sizeof *ms_st.stage);
+	memcpy((char *)out + tail, (const char *)&ms_st + tail, sizeof *out - tail);
+}
+
+static int try_lock_bounded(void)
+{
+	if (lock_held)
+		return -1;
+	return ms_spin_trylock(&lock, &lock_held, 50000000);
+}
+
+static void copy_locked_or_not(struct ms_stages *out, double now, int locked);
+
+void ms_stages_copy_nowait(struct ms_stages *out, double now)
+{
+	copy_locked_or_not(out, now, try_lock_bounded() == 0);
+}
+
+void ms_stages_copy(struct ms_stages *out, double now)
+{
+	copy_locked_or_not(out, now, lock_or_refuse() == 0);
+}
+
+static void copy_locked_or_not(struct ms_stages *out, double now, int locked)
+{
+	if (!locked) {
+		copy_used(out); /* the holder is this thread (a handler) or stuck: best effort */
+		return;
+	}
+	int64_t live[MS_NCOMP];
+	boundary(live);
+	copy_used(out);
+	stages_unlock();
+	for (int i = 0; i < out->nopen; i++) {
+		struct ms_span *cur = &out->stage[out->open[i]].cur;
+		memcpy(cur->end, live, sizeof cur->end);
+		for (int c = 0; c < MS_NCOMP; c++)
+			if (live[c] > cur->peak[c])
+				cur->peak[c] = live[c];
+		cur->runtime = now - cur->start;
+	}
+}
+
+void ms_stages_init(void)
+{
+	implicit_wanted = ms_cfg.spec.is_default || ms_spec_find(&ms_cfg.spec, "init") < 0;
+	if (implicit_wanted)
+		ms_stages_begin_implicit_init(0.0);
+}
+
+void ms_stages_fork_prepare(void)
+{
+	stages_lock();
+}
+
+void ms_stages_fork_parent(void)
+{
+	stages_unlock();
+}
+
+void ms_stages_fork_child(int tracking)
+{
+	ms_spin_reset(&lock, &lock_held);
+	if (!tracking)
+		return;
+	ms_stages_reset_for_child(0.0);
+	if (implicit_wanted && ms_st.nopen == 0)
+		ms_stages_begin_implicit_init(0.0);
+}
+
+const struct ms_stages *ms_stages_peek(void)
+{
+	return &ms_st;
+}
+
+void ms_stages_clear(void)
+{
+	memset(&ms_st, 0, sizeof ms_st);
+	ms_st.implicit_init = -1;
+}

@@ -1,0 +1,124 @@
+/* The stage engine: open/close, nesting, overlap, repeats, per-stage exact peaks.  Pure logic over
+ * counters.c; callers pass the time, so unit tests drive it without a clock or a preload. */
+#ifndef MS_STAGES_H
+#define MS_STAGES_H
+
+#include <stdint.h>
+#include "core/config.h"
+#include "core/counters.h"
+
+#define MS_MAX_STAGES 64    /* distinct stage names */
+#define MS_HISTORY 128       /* calls kept in detail per stage; later ones only counted */
+#define MS_MAX_GPU_EVENTS 256
+
+/* Numbers of one completed (or, while open, running) call of a stage, per component. */
+struct ms_span {
+	int64_t begin[MS_NCOMP];
+	int64_t end[MS_NCOMP];
+	int64_t peak[MS_NCOMP];
+	double start;   /* ms_elapsed() at begin */
+	double runtime; /* seconds */
+	uint32_t gpu_failed_allocs;
+	int64_t gpu_failed_bytes;
+	int closed_at_exit;
+};
+
+/* Compact per-call history entry. */
+struct ms_call {
+	double start, runtime;
+	int64_t cpu_alloc, cpu_peaked, gpu_alloc, gpu_peaked;
+	uint32_t gpu_failed_allocs;
+};
+
+struct ms_stage {
+	char name[MS_STAGE_NAME_MAX];
+	int used;            /* slot taken */
+	int implicit;        /* the implicit init stage */
+	int depth;           /* open nesting depth (recursion and overlapping callers are one call) */
+	int first_order;     /* order of first begin; -1 before */
+	uint64_t calls;      /* completed calls */
+	struct ms_span cur;  /* the call in progress when depth > 0 */
+	struct ms_span last; /* the last completed call */
+	struct ms_call history[MS_HISTORY];
+	uint64_t dropped;    /* completed calls not kept in history */
+	int64_t max_cpu_needed, max_gpu_needed; /* largest alloc_delta + peaked_delta over calls */
+	uint64_t max_cpu_call, max_gpu_call;    /* 1-based index of that call */
+};
+
+struct ms_gpu_event {
+	double time;
+	int64_t bytes;
+	int device;
+	int result;  /* the driver's error code */
+	int stage;   /* innermost open stage id, -1 for none */
+};
+
+struct ms_stages {
+	struct ms_stage stage[MS_MAX_STAGES];
+	int nstages;
+	int order_next;
+	int open[MS_MAX_STAGES]; /* ids of open stages in begin order */
+	int nopen;
+	int implicit_init;       /* id of the implicit init while it may still run, else -1 */
+	int before_init_set;
+	int64_t before_init[MS_NCOMP]; /* live when init began */
+	struct ms_gpu_event gpu_events[MS_MAX_GPU_EVENTS];
+	uint32_t ngpu_events, gpu_events_dropped;
+};
+
+/* Finds or creates the stage called NAME; -1 when invalid or the table is full, MS_STAGE_BUSY when a
+ * signal handler interrupted this thread inside the engine (try again later). */
+#define MS_STAGE_BUSY (-2)
+int ms_stage_id(const char *name);
+/* Finds the stage called NAME without creating it; -1 when unknown. */
+int ms_stage_find(const char *name);
+
+/* Open nesting depth of stage ID now (0: not open), read without the lock: for a decision made
+ * right after the caller's own enter or leave (cuda/pools.c samples outermost calls only). */
+int ms_stage_depth(int id);
+
+/* Enter/leave stage ID at time NOW (ms_elapsed()).  Leave returns -1 when the stage is not open.
+ * Both take the engine lock; safe from any thread. */
+int ms_stage_enter(int id, double now);
+int ms_stage_leave(int id, double now);
+
+/* Starts the implicit init stage (library load, or a forked child's start). */
+void ms_stages_begin_implicit_init(double now);
+
+/* Closes every open stage at NOW, marking them closed at exit. */
+void ms_stages_close_all(double now);
+
+/* Records a failed GPU allocation against every open stage and in the event list. */
+void ms_stages_note_gpu_failure(int device, int64_t bytes, int result, double now);
+
+/* A forked child: forget every call and start fresh from the live memory at fork. */
+void ms_stages_reset_for_child(double now);
+
+/* At start (lifecycle.c): the implicit init stage begins unless MEMSHIM_STAGES names init. */
+void ms_stages_init(void);
+
+/* Fork: the engine lock is taken before and released after (order: mapping table, stages,
+ * timeline); a child that goes on TRACKING starts fresh from its live memory, with the implicit
+ * init again when nothing is open. */
+void ms_stages_fork_prepare(void);
+void ms_stages_fork_parent(void);
+void ms_stages_fork_child(int tracking);
+
+/* Called after every stage begin (END 0) and end (END 1) made through ms_stage_enter/leave, outside
+ * the lock; never for stages closed at exit. */
+extern void (*ms_stage_observer)(int stage, int end);
+
+/* Like ms_stages_copy, but gives up waiting for the lock after about 100 ms and copies without it:
+ * for signal handlers, where the holder may never run again. */
+void ms_stages_copy_nowait(struct ms_stages *out, double now);
+
+/* Copies the engine state into OUT under the lock, with open stages' numbers taken so far (for
+ * snapshots); OUT must be static storage (the struct is large). */
+void ms_stages_copy(struct ms_stages *out, double now);
+
+/* The engine's state as it is, unlocked, and a fresh engine: for single-threaded unit tests and
+ * fuzzers (the shim reads through ms_stages_copy and the accessors above). */
+const struct ms_stages *ms_stages_peek(void);
+void ms_stages_clear(void);
+
+#endif

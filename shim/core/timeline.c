@@ -1,0 +1,209 @@
+/* Timeline recording (see timeline.h). */
+#include <string.h>
+#include "core/config.h"
+#include "core/ms.h"
+#include "core/process.h"
+#include "core/spin.h"
+#include "core/timeline.h"
+
+static struct ms_timeline timeline;
+static double (*clock_fn)(void); /* seconds since start; NULL (unit tests): 0 */
+static struct ms_spin lock;
+static int enabled;
+static __thread int lock_held MS_TLS;
+static int64_t series_peak[MS_NCOMP];
+
+static void timeline_lock(void)
+{
+	ms_spin_lock(&lock, &lock_held);
+}
+
+static void timeline_unlock(void)
+{
+	ms_spin_unlock(&lock, &lock_held);
+}
+
+void ms_timeline_fork_prepare(void)
+{
+	timeline_lock();
+}
+
+void ms_timeline_fork_parent(void)
+{
+	timeline_unlock();
+}
+
+/* A signal handler on a thread that holds the lock must not spin on it: it skips the point. */
+static int lock_unless_mine(void)
+{
+	if (lock_held)
+		return -1;
+	timeline_lock();
+	return 0;
+}
+
+static void copy_used(struct ms_timeline *out)
+{
+	out->npoints = timeline.npoints;
+	out->merges = timeline.merges;
+	out->nevents = timeline.nevents;
+	out->events_dropped = timeline.events_dropped;
+	memcpy(out->points, timeline.points, timeline.npoints * sizeof *out->points);
+	memcpy(out->events, timeline.events, timeline.nevents * sizeof *out->events);
+}
+
+void ms_timeline_copy(struct ms_timeline *out, int nowait)
+{
+	int locked = 0;
+	if (!lock_held) {
+		if (nowait)
+			locked = ms_spin_trylock(&lock, &lock_held, 50000000) == 0;
+		else
+			timeline_lock(), locked = 1;
+	}
+	copy_used(out);
+	if (locked)
+		timeline_unlock();
+}
+
+void ms_timeline_compact(struct ms_timeline *tl)
+{
+	int32_t pending[MS_NCOMP];
+	uint32_t out = 0;
+	for (int c = 0; c < MS_NCOMP; c++)
+		pending[c] = -1;
+	for (uint32_t i = 0; i < tl->npoints; i++) {
+		struct ms_timeline_point p = tl->points[i];
+		int c = p.comp;
+		if (pending[c] < 0) {
+			pending[c] = (int32_t)out;
+			tl->points[out++] = p;
+			continue;
+		}
+		struct ms_timeline_point *kept = &tl->points[pending[c]];
+		if (p.value > kept->value) {
+			kept->value = p.value;
+			kept->t = p.t;
+		}
+		pending[c] = -1;
+	}
+	tl->npoints = out;
+	tl->merges++;
+}
+
+void ms_timeline_append(struct ms_timeline *tl, int comp, double t, int64_t value)
+{
+	if (tl->npoints == MS_TIMELINE_POINTS)
+		ms_timeline_compact(tl);
+	if (tl->npoints == MS_TIMELINE_POINTS)
+		return; /* cannot happen: a compaction at least halves */
+	struct ms_timeline_point *p = &tl->points[tl->npoints++];
+	p->t = t;
+	p->value = value;
+	p->comp = comp;
+}
+
+static double now(void)
+{
+	return clock_fn ? clock_fn() : 0.0;
+}
+
+/* Next point when live leaves now +- max(1 MiB, 1% of the series' peak). */
+static void move_window(int comp, int64_t value)
+{
+	if (value > series_peak[comp])
+		series_peak[comp] = value;
+	int64_t step = series_peak[comp] / 100;
+	if (step < MS_TIMELINE_MIN_STEP)
+		step = MS_TIMELINE_MIN_STEP;
+	ms_watch_set((enum ms_comp)comp, value - step, value + step);
+}
+
+/* The counters' watch: COMP's live left its window. */
+static void moved(enum ms_comp comp, int64_t value)
+{
+	if (lock_unless_mine() < 0)
+		return;
+	if (enabled) {
+		ms_timeline_append(&timeline, comp, now(), value);
+		move_window(comp, value);
+	}
+	timeline_unlock();
+}
+
+static int series_used(int comp)
+{
+	if (comp == MS_CPU)
+		return 1;
+	return comp >= MS_DEV0 && (ms_gpu_devices_used() & (1u << (comp - MS_DEV0)));
+}
+
+void ms_timeline_boundary(int stage, int begin, double t)
+{
+	if (lock_unless_mine() < 0)
+		return;
+	if (enabled) {
+		if (timeline.nevents < MS_TIMELINE_EVENTS) {
+			struct ms_timeline_event *e = &timeline.events[timeline.nevents++];
+			e->t = t;
+			e->stage = (int16_t)stage;
+			e->begin = (int16_t)begin;
+		} else {
+			timeline.events_dropped++;
+		}
+		for (int c = 0; c < MS_NCOMP; c++) {
+			if (!series_used(c))
+				continue;
+			int64_t v = ms_live((enum ms_comp)c);
+			ms_timeline_append(&timeline, c, t, v);
+			move_window(c, v);
+		}
+	}
+	timeline_unlock();
+}
+
+void ms_timeline_enable(int on)
+{
+	timeline_lock();
+	enabled = on;
+	__atomic_store_n(&ms_watch_fn, moved, __ATOMIC_RELAXED);
+	for (int c = 0; c < MS_NCOMP; c++) {
+		if (on && (c == MS_CPU || c >= MS_DEV0)) {
+			move_window(c, ms_live((enum ms_comp)c));
+		} else {
+			ms_watch_set((enum ms_comp)c, INT64_MIN, INT64_MAX);
+		}
+	}
+	timeline_unlock();
+}
+
+void ms_timeline_init(void)
+{
+	clock_fn = ms_elapsed;
+	ms_timeline_enable(ms_cfg.timeline);
+}
+
+static void forget_all(void)
+{
+	timeline.npoints = timeline.merges = 0;
+	timeline.nevents = timeline.events_dropped = 0;
+	memset(series_peak, 0, sizeof series_peak);
+}
+
+void ms_timeline_fork_child(int tracking)
+{
+	ms_spin_reset(&lock, &lock_held);
+	forget_all();
+	if (enabled)
+		ms_timeline_enable(1);
+}
+
+const struct ms_timeline *ms_timeline_peek(void)
+{
+	return &timeline;
+}
+
+void ms_timeline_clear(void)
+{
+	forget_all();
+}

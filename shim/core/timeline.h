@@ -1,0 +1,61 @@
+/* The run's timeline: live memory points and stage events in bounded memory.  When the point
+ * buffer fills, neighbouring points of a series merge keeping the larger value, so the true peak
+ * is never lost.  The buffer logic is pure; recording takes a short fork-safe lock.  Points are
+ * recorded when the counters' watch (counters.h) sees live leave its window. */
+#ifndef MS_TIMELINE_H
+#define MS_TIMELINE_H
+
+#include <stdint.h>
+#include "core/counters.h"
+
+#define MS_TIMELINE_POINTS 16384
+#define MS_TIMELINE_EVENTS 8192
+#define MS_TIMELINE_MIN_STEP (1 << 20)
+
+struct ms_timeline_point {
+	double t;
+	int64_t value;
+	int32_t comp; /* enum ms_comp: MS_CPU or MS_DEV0 + device */
+};
+
+struct ms_timeline_event {
+	double t;
+	int16_t stage;
+	int16_t begin; /* 1 begin, 0 end */
+};
+
+struct ms_timeline {
+	struct ms_timeline_point points[MS_TIMELINE_POINTS];
+	uint32_t npoints, merges;
+	struct ms_timeline_event events[MS_TIMELINE_EVENTS];
+	uint32_t nevents, events_dropped;
+};
+
+/* Appends a point to TL (compacting first when full).  Pure: the caller serialises access. */
+void ms_timeline_append(struct ms_timeline *tl, int comp, double t, int64_t value);
+/* Halves TL's buffer: consecutive points of one series merge into the larger one. */
+void ms_timeline_compact(struct ms_timeline *tl);
+
+/* Records with ms_elapsed() times when MEMSHIM_TIMELINE is on (lifecycle.c, at start). */
+void ms_timeline_init(void);
+/* Turns recording on or off (without a clock, points are at time 0: unit tests). */
+void ms_timeline_enable(int on);
+
+/* A stage boundary: an event plus a point for every component in use. */
+void ms_timeline_boundary(int stage, int begin, double t);
+
+/* Copies the timeline for the report; NOWAIT (signal handlers) gives up on a busy lock. */
+void ms_timeline_copy(struct ms_timeline *out, int nowait);
+
+/* Fork: the lock is taken before and released after (order: mapping table, stages, timeline); a
+ * child starts an empty timeline, TRACKING or not. */
+void ms_timeline_fork_prepare(void);
+void ms_timeline_fork_parent(void);
+void ms_timeline_fork_child(int tracking);
+
+/* The recorded timeline as it is, unlocked, and a fresh one: for single-threaded unit tests (the
+ * report copies it with ms_timeline_copy). */
+const struct ms_timeline *ms_timeline_peek(void);
+void ms_timeline_clear(void);
+
+#endif

@@ -1,0 +1,223 @@
+/* Finding the driver's functions.  The driver is never loaded by us: real functions come from the
+ * library the program loaded (RTLD_NOLOAD, RTLD_NEXT, or the pointers dlsym and cuGetProcAddress
+ * hand out), through the shim's one resolver (intercept/resolve.c).  dlsym and cuGetProcAddress
+ * are wrapped here so that they hand out our wrappers for exactly the driver functions we wrap. */
+#include <dlfcn.h>
+#include <errno.h>
+#include <string.h>
+#include "core/ms.h"
+#include "cuda/driver.h"
+#include "intercept/hooks.h"
+
+#define ABSENT ((void *)1) /* a helper the driver does not have */
+
+/* Names by index: the wrapped functions, then the helpers (cuda/driver.h numbers them alike). */
+static const char *const hook_name[H_COUNT] = {
+#define MS_CUDA_HOOK(name) #name,
+#define MS_CUDA_HELPER(name)
+#include "cuda/hooks.def"
+#undef MS_CUDA_HELPER
+#undef MS_CUDA_HOOK
+#define MS_CUDA_HOOK(name)
+#define MS_CUDA_HELPER(name) #name,
+#include "cuda/hooks.def"
+#undef MS_CUDA_HELPER
+#undef MS_CUDA_HOOK
+};
+
+static void *const hook_wrapper[H_NHOOKS] = {
+#define MS_CUDA_HOOK(name) (void *)name,
+#define MS_CUDA_HELPER(name)
+#include "cuda/hooks.def"
+#undef MS_CUDA_HELPER
+#undef MS_CUDA_HOOK
+};
+
+static void *real_fn[H_COUNT];     /* the driver's functions, filled as they become known */
+static void *drv_handle;           /* the program's libcuda, once known */
+static int all_resolved;           /* every slot looked up in drv_handle */
+
+/* Index of the driver function named exactly NAME that the shim wraps, or -1. */
+static __attribute__((noinline)) int hook_index(const char *name)
+{
+	if (!name || name[0] != 'c' || name[1] != 'u')
+		return -1;
+	for (int i = 0; i < H_NHOOKS; i++)
+		if (strcmp(name, hook_name[i]) == 0)
+			return i;
+	return -1;
+}
+
+/* Keeps P as the real function IDX unless it is our own wrapper (that would loop). */
+static void remember(int idx, void *p)
+{
+	if (!p || (idx < H_NHOOKS && p == hook_wrapper[idx]))
+		return;
+	void *none = NULL;
+	__atomic_compare_exchange_n(&real_fn[idx], &none, p, 0, __ATOMIC_RELEASE, __ATOMIC_RELAXED);
+}
+
+/* Drops a reference taken here, through the real dlclose: the wrapper would count an unload. */
+static void drop_handle(void *h)
+{
+	int (*real)(void *) = MS_REAL_LAZY(dlclose);
+	if (real)
+		real(h);
+}
+
+/* Holds a reference to the library containing ADDR (already loaded: RTLD_NOLOAD). */
+static void learn_handle(const void *addr)
+{
+	Dl_info info;
+	if (__atomic_load_n(&drv_handle, __ATOMIC_ACQUIRE) || !dladdr(addr, &info) || !info.dli_fname)
+		return;
+	void *h = dlopen(info.dli_fname, RTLD_LAZY | RTLD_NOLOAD);
+	void *none = NULL;
+	if (h && !__atomic_compare_exchange_n(&drv_handle, &none, h, 0, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE))
+		drop_handle(h);
+}
+
+static void *driver_handle(void)
+{
+	void *h = __atomic_load_n(&drv_handle, __ATOMIC_ACQUIRE);
+	if (h)
+		return h;
+	h = dlopen("libcuda.so.1", RTLD_LAZY | RTLD_NOLOAD);
+	void *none = NULL;
+	if (h && !__atomic_compare_exchange_n(&drv_handle, &none, h, 0, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE)) {
+		drop_handle(h);
+		h = none;
+	}
+	return h;
+}
+
+static void *lookup(int idx)
+{
+	void *h = driver_handle();
+	void *p = h ? ms_real_dlsym(h, hook_name[idx]) : NULL;
+	if (!p || (idx < H_NHOOKS && p == hook_wrapper[idx]))
+		p = ms_real_dlsym(RTLD_NEXT, hook_name[idx]);
+	return p;
+}
+
+/* Resolution runs with the guard up so the loader's own allocations are not counted. */
+void *ms_cuda_real(int idx)
+{
+	void *p = __atomic_load_n(&real_fn[idx], __ATOMIC_ACQUIRE);
+	if (MS_LIKELY(p != NULL))
+		return p == ABSENT ? NULL : p;
+	int saved = errno;
+	ms_tls_guard++;
+	remember(idx, lookup(idx));
+	ms_tls_guard--;
+	errno = saved;
+	p = __atomic_load_n(&real_fn[idx], __ATOMIC_ACQUIRE);
+	return p == ABSENT ? NULL : p;
+}
+
+void *ms_cuda_real_optional(int idx)
+{
+	void *p = ms_cuda_real(idx);
+	if (!p && __atomic_load_n(&drv_handle, __ATOMIC_ACQUIRE))
+		remember(idx, ABSENT);
+	return p;
+}
+
+/* Looks every slot up in the library that holds ADDR (the real cuGetProcAddress). */
+static void resolve_all(const void *addr)
+{
+	if (__atomic_load_n(&all_resolved, __ATOMIC_ACQUIRE))
+		return;
+	int saved = errno;
+	ms_tls_guard++;
+	learn_handle(addr);
+	void *h = __atomic_load_n(&drv_handle, __ATOMIC_ACQUIRE);
+	if (h) {
+		for (int i = 0; i < H_COUNT; i++)
+			remember(i, ms_real_dlsym(h, hook_name[i]));
+		__atomic_store_n(&all_resolved, 1, __ATOMIC_RELEASE);
+	}
+	ms_tls_guard--;
+	errno = saved;
+}
+
+/* dlsym(HANDLE, NAME) for the wrapped driver function IDX: looks the real one up, remembers it, and
+ * returns the shim's wrapper when the library has the function (NULL, like dlsym, when not).
+ * Resolves every slot now, from the library that had NAME: later wrapper calls then never need
+ * the loader (and its lock).  The wrapper stands in for P only when it calls exactly P: a function
+ * of the same name in another library (a second tool's wrapper, a stub) is handed out as it is. */
+static __attribute__((noinline)) void *driver_dlsym(void *handle, const char *name, int idx)
+{
+	void *p = ms_real_dlsym(handle, name);
+	if (!p || p == hook_wrapper[idx])
+		return p;
+	int saved = errno;
+	ms_tls_guard++;
+	if (!__atomic_load_n(&real_fn[idx], __ATOMIC_ACQUIRE))
+		remember(idx, lookup(idx)); /* the driver's own, where it is loaded */
+	remember(idx, p);
+	ms_tls_guard--;
+	errno = saved;
+	if (__atomic_load_n(&real_fn[idx], __ATOMIC_ACQUIRE) != p)
+		return p;
+	resolve_all(p);
+	return hook_wrapper[idx];
+}
+
+/* dlsym(handle, ...) searches only that library, so a program (or the CUDA runtime) asking libcuda
+ * for a driver function would bypass the preload.  Only the exact names of driver functions we
+ * wrap, asked of a real library handle, are changed; everything else is a tail call into the real
+ * dlsym, so it still sees the caller's return address (RTLD_NEXT and RTLD_DEFAULT stay relative to
+ * the caller).  The pseudo-handles are never answered from here: the real dlsym would search
+ * relative to the shim instead, and a tool preloaded after it that looks up its next cuMemAlloc_v2
+ * would get the shim's wrapper, which calls the tool's own function: a loop.  They need no help
+ * either: RTLD_DEFAULT already finds the preloaded wrappers first.  The pass-through must stay a
+ * tail call in every build (-O0, sanitizers): the real dlsym reads its caller's address (the
+ * helpers stay out of line, so the pass-through is a few instructions). */
+EXPORT __attribute__((optimize("O2", "optimize-sibling-calls"))) void *dlsym(void *handle, const char *name)
+{
+	int idx = ms_tls_guard || handle == RTLD_NEXT || handle == RTLD_DEFAULT ? -1 : hook_index(name);
+	if (MS_LIKELY(idx < 0))
+		return ms_libc_dlsym()(handle, name);
+	return driver_dlsym(handle, name, idx);
+}
+
+/* Our wrapper when P is exactly a real driver function we wrap, else P. */
+static void *substitute(void *p)
+{
+	for (int i = 0; i < H_NHOOKS; i++)
+		if (__atomic_load_n(&real_fn[i], __ATOMIC_ACQUIRE) == p)
+			return hook_wrapper[i];
+	return p;
+}
+
+/* ---- cuGetProcAddress: the real driver answers, we only swap exact matches ---- */
+
+EXPORT CUresult cuGetProcAddress_v2(const char *symbol, void **pfn, int cudaVersion, cuuint64_t flags,
+				    CUdriverProcAddressQueryResult *symbolStatus)
+{
+	typedef CUresult (*fn)(const char *, void **, int, cuuint64_t, CUdriverProcAddressQueryResult *);
+	fn real = REAL(cuGetProcAddress_v2, fn);
+	if (!real)
+		return NO_DRIVER;
+	CUresult r = real(symbol, pfn, cudaVersion, flags, symbolStatus);
+	if (r == CUDA_SUCCESS && pfn && *pfn && ms_tls_guard == 0) {
+		resolve_all((void *)real);
+		*pfn = substitute(*pfn);
+	}
+	return r;
+}
+
+EXPORT CUresult cuGetProcAddress(const char *symbol, void **pfn, int cudaVersion, cuuint64_t flags)
+{
+	typedef CUresult (*fn)(const char *, void **, int, cuuint64_t);
+	fn real = REAL(cuGetProcAddress, fn);
+	if (!real)
+		return NO_DRIVER;
+	CUresult r = real(symbol, pfn, cudaVersion, flags);
+	if (r == CUDA_SUCCESS && pfn && *pfn && ms_tls_guard == 0) {
+		resolve_all((void *)real);
+		*pfn = substitute(*pfn);
+	}
+	return r;
+}

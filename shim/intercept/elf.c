@@ -1,0 +1,133 @@
+/* Dynamic symbol lookup in memory (see elf.h): the GNU hash table when present, else the
+ * System V one; symbols hidden behind a non-default version (compat symbols such as glibc's
+ * cfree) are not found, just as dlsym would not find them. */
+#include <dlfcn.h>
+#include <elf.h>
+#include <link.h>
+#include <stddef.h>
+#include "intercept/elf.h"
+
+struct dyn_tables {
+	const Elf64_Sym *syms;
+	const char *strs;
+	const uint32_t *gnu_hash, *sysv_hash;
+	const Elf64_Half *versym;
+};
+
+/* The dynamic linker relocates these entries in place, except in objects such as the vDSO. */
+static const void *dyn_ptr(const struct link_map *map, Elf64_Addr v)
+{
+	return (const void *)(v < map->l_addr ? v + map->l_addr : v);
+}
+
+static int read_tables(const struct link_map *map, struct dyn_tables *t)
+{
+	*t = (struct dyn_tables){ 0 };
+	for (const Elf64_Dyn *d = map->l_ld; d && d->d_tag != DT_NULL; d++) {
+		const void *p = dyn_ptr(map, d->d_un.d_ptr);
+		switch (d->d_tag) {
+		case DT_SYMTAB: t->syms = p; break;
+		case DT_STRTAB: t->strs = p; break;
+		case DT_GNU_HASH: t->gnu_hash = p; break;
+		case DT_HASH: t->sysv_hash = p; break;
+		case DT_VERSYM: t->versym = p; break;
+		default: break;
+		}
+	}
+	return t->syms && t->strs && (t->gnu_hash || t->sysv_hash) ? 0 : -1;
+}
+
+/* Our own compare: a sanitizer runtime intercepts strcmp and may not be initialised yet. */
+static int same_name(const char *a, const char *b)
+{
+	while (*a && *a == *b)
+		a++, b++;
+	return *a == *b;
+}
+
+static void *accept(const struct link_map *map, const struct dyn_tables *t, uint32_t i, const char *name)
+{
+	const Elf64_Sym *s = &t->syms[i];
+	int bind = ELF64_ST_BIND(s->st_info), type = ELF64_ST_TYPE(s->st_info);
+	if (s->st_shndx == SHN_UNDEF || (bind != STB_GLOBAL && bind != STB_WEAK) || !same_name(t->strs + s->st_name, name))
+		return NULL;
+	if (t->versym && ((t->versym[i] & 0x8000) || t->versym[i] == 0)) /* hidden version, or local */
+		return NULL;
+	void *addr = (void *)(map->l_addr + s->st_value);
+	if (type == STT_GNU_IFUNC) /* the resolver picks the implementation, as the linker would */
+		addr = ((void *(*)(void))addr)();
+	return addr;
+}
+
+static uint32_t gnu_hash_of(const char *s)
+{
+	uint32_t h = 5381;
+	for (; *s; s++)
+		h = h * 33 + (unsigned char)*s;
+	return h;
+}
+
+static void *gnu_lookup(const struct link_map *map, const struct dyn_tables *t, const char *name)
+{
+	const uint32_t *h = t->gnu_hash;
+	uint32_t nbuckets = h[0], symoffset = h[1], bloom_words = h[2];
+	const uint32_t *buckets = (const uint32_t *)((const Elf64_Addr *)(h + 4) + bloom_words);
+	const uint32_t *chain = buckets + nbuckets;
+	uint32_t hash = gnu_hash_of(name);
+	if (!nbuckets)
+		return NULL;
+	for (uint32_t i = buckets[hash % nbuckets]; i >= symoffset && i; i++) {
+		uint32_t ch = chain[i - symoffset];
+		if ((ch | 1) == (hash | 1)) {
+			void *p = accept(map, t, i, name);
+			if (p)
+				return p;
+		}
+		if (ch & 1)
+			break;
+	}
+	return NULL;
+}
+
+static uint32_t sysv_hash_of(const char *s)
+{
+	uint32_t h = 0;
+	for (; *s; s++) {
+		h = (h << 4) + (unsigned char)*s;
+		uint32_t g = h & 0xf0000000u;
+		h ^= g >> 24;
+		h &= ~g;
+	}
+	return h;
+}
+
+static void *sysv_lookup(const struct link_map *map, const struct dyn_tables *t, const char *name)
+{
+	uint32_t nbuckets = t->sysv_hash[0], nchain = t->sysv_hash[1];
+	const uint32_t *buckets = t->sysv_hash + 2, *chain = buckets + nbuckets;
+	if (!nbuckets)
+		return NULL;
+	for (uint32_t i = buckets[sysv_hash_of(name) % nbuckets], n = 0; i && i < nchain && n < nchain; i = chain[i], n++) {
+		void *p = accept(map, t, i, name);
+		if (p)
+			return p;
+	}
+	return NULL;
+}
+
+void *ms_elf_own_symbol(const struct link_map *map, const char *name)
+{
+	struct dyn_tables t;
+	if (!map || read_tables(map, &t) < 0)
+		return NULL;
+	return t.gnu_hash ? gnu_lookup(map, &t, name) : sysv_lookup(map, &t, name);
+}
+
+const struct link_map *ms_elf_object_of(const void *addr)
+{
+	Dl_info info;
+	struct link_map *map = NULL;
+	if (!addr || !dladdr1(addr, &info, (void **)&map, RTLD_DL_LINKMAP))
+		return NULL;
+	return map;
+}

@@ -1,0 +1,92 @@
+/* The intercept layer: the real function behind every wrapper of intercept/hooks.def, the one
+ * resolver that finds real functions (resolve.c), and what the wrappers offer the layers above.
+ * These wrappers never call up into those layers: a layer that wants to hear from them sets one of
+ * the hooks below (or, for fatal signals, ms_signals_cover in intercept/signal.h). */
+#ifndef MS_HOOKS_H
+#define MS_HOOKS_H
+
+#include <setjmp.h>
+#include <signal.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+#include "core/ms.h"
+
+/* resolve.c defines MS_REAL_STORAGE empty before including this header: the definitions. */
+#ifndef MS_REAL_STORAGE
+#define MS_REAL_STORAGE extern
+#endif
+#define MS_HOOK(ret, name, params, args) MS_REAL_STORAGE ret (*ms_real_##name) params;
+#define MS_HOOK_OPTIONAL MS_HOOK
+#define MS_HOOK_LAZY MS_HOOK
+#define MS_HOOK_RESOLVER(ret, name, params, args)
+#include "intercept/hooks.def"
+#undef MS_HOOK_RESOLVER
+#undef MS_HOOK_LAZY
+#undef MS_HOOK_OPTIONAL
+#undef MS_HOOK
+
+/* ---- the resolver (resolve.c) ------------------------------------------------------------------ */
+
+/* Finds the MS_HOOK and MS_HOOK_OPTIONAL functions once; before that, allocations come from the
+ * bootstrap buffer and mappings from raw system calls. */
+void ms_resolve(void);
+int ms_resolved(void);
+/* Resolves, or waits for the thread that is resolving; 0 once the real functions are known. */
+int ms_resolve_wait(void);
+
+/* An MS_HOOK_LAZY function: *SLOT once known, else looked up now (dlsym(RTLD_NEXT) with the guard
+ * raised) and kept there; NULL while the name is missing (a later call looks again). */
+void *ms_resolve_lazy(void **slot, const char *name);
+#define MS_REAL_LAZY(name) ((__typeof__(ms_real_##name))ms_resolve_lazy((void **)&ms_real_##name, #name))
+
+/* The C library's own dlsym (ours wraps the public one), found without any failing lookup. */
+typedef void *(*ms_dlsym_fn)(void *, const char *);
+ms_dlsym_fn ms_libc_dlsym(void);
+/* dlsym(HANDLE, NAME) as the shim itself asks it: RTLD_NEXT means after the shim. */
+void *ms_real_dlsym(void *handle, const char *name);
+
+/* The sanitizer whose runtime owns malloc ("AddressSanitizer", ...), or NULL. */
+const char *ms_sanitizer(void);
+/* Non-zero when the library was loaded after the program started (dlopen, ctypes): the program's
+ * calls are already bound elsewhere, so nothing would be counted. */
+int ms_loaded_late(void);
+/* Non-zero when the real malloc is the C library's own (glibc's chunk layout may be relied on). */
+extern int ms_allocator_is_glibc;
+
+/* ---- the bootstrap buffer (bootstrap.c): allocations made before the real malloc is known ----- */
+
+void *ms_bootstrap_alloc(size_t size, size_t align);
+int ms_bootstrap_owns(const void *p);
+size_t ms_bootstrap_size(const void *p);
+
+/* ---- what the wrappers offer the layers above ------------------------------------------------- */
+
+/* malloc.c and mmap.c call this before every counted allocation or free once it is set: the native
+ * stage detector sets it when MEMSHIM_STAGES named functions, to look at the stack first, so memory
+ * moved inside a stage function is attributed to its stage. */
+extern void (*ms_before_count)(void);
+
+static inline void ms_before_counting(void)
+{
+	void (*f)(void) = __atomic_load_n(&ms_before_count, __ATOMIC_RELAXED);
+	if (MS_UNLIKELY(f != NULL))
+		f();
+}
+
+/* mmap.c: mappings the range tables had no room for (the report's process.mmap_untracked).  Fork:
+ * the table's lock is taken before and released after (the first in the lock order: a counted
+ * munmap may open a stage, so the stage engine's and the timeline's locks come after it). */
+uint64_t ms_mmap_untracked(void);
+void ms_mmap_fork_prepare(void);
+void ms_mmap_fork_parent(void);
+void ms_mmap_fork_child(int tracking);
+
+/* exit.c: _exit and _Exit call this first once set (lifecycle.c: the final file, REASON "_exit"). */
+extern void (*ms_before_exit)(const char *reason);
+
+/* dl.c: dlclose calls made through the wrapper (the shim's own go to the real one).  Native stages
+ * re-read the loaded objects at their next look after one. */
+extern unsigned ms_dlclose_calls;
+
+#endif

@@ -1,0 +1,146 @@
+/* Finding the real functions: the one place that looks them up.  Every lookup goes through the C
+ * library's own dlsym, itself found by an ELF lookup (elf.c), and names that may be missing are
+ * looked up only where a failing lookup is harmless: dlsym allocates its error message through the
+ * program's malloc, which deadlocks a program whose own allocator calls mmap (our wrapper) under
+ * its lock.  While dlsym allocates before malloc is known, requests come from bootstrap.c. */
+#include <dlfcn.h>
+#include <link.h>
+#include <errno.h>
+#include <sched.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#define MS_REAL_STORAGE /* the ms_real_ pointers are defined here */
+#include "core/ms.h"
+#include "core/process.h"
+#include "intercept/elf.h"
+#include "intercept/hooks.h"
+
+int ms_allocator_is_glibc;
+
+static int state; /* 0 unresolved, 1 resolving, 2 done */
+
+int ms_resolved(void)
+{
+	return __atomic_load_n(&state, __ATOMIC_ACQUIRE) == 2;
+}
+
+/* dlsym lives beside dladdr1 (libc since 2.34, libdl before); a versioned dlvsym of a version
+ * the library lacks would fail and allocate its error message. */
+ms_dlsym_fn ms_libc_dlsym(void)
+{
+	static ms_dlsym_fn found;
+	ms_dlsym_fn f = __atomic_load_n(&found, __ATOMIC_ACQUIRE);
+	if (MS_LIKELY(f != NULL))
+		return f;
+	f = (ms_dlsym_fn)ms_elf_own_symbol(ms_elf_object_of((const void *)dladdr1), "dlsym");
+	if (!f)
+		f = (ms_dlsym_fn)dlvsym(RTLD_NEXT, "dlsym", "GLIBC_2.2.5");
+	__atomic_store_n(&found, f, __ATOMIC_RELEASE);
+	return f;
+}
+
+static const char *sanitizer;
+
+/* A sanitizer runtime owns malloc when it is the allocator underneath (gcc's shared runtimes) or
+ * is linked into the program (clang's static ones); its allocator cannot be asked about blocks
+ * before it has initialised, so the shim steps aside in such a program. */
+static int find_sanitizer(const struct link_map *allocator)
+{
+	static const char *const runtimes[][2] = {
+		{ "__asan_init", "AddressSanitizer" }, { "__tsan_init", "ThreadSanitizer" },
+		{ "__msan_init", "MemorySanitizer" }, { "__hwasan_init", "HWAddressSanitizer" },
+		{ "__lsan_init", "LeakSanitizer" }, { "__memprof_init", "MemProfiler" },
+	};
+	const struct link_map *program = _r_debug.r_map;
+	for (size_t i = 0; i < sizeof runtimes / sizeof *runtimes; i++)
+		if (ms_elf_own_symbol(allocator, runtimes[i][0]) || ms_elf_own_symbol(program, runtimes[i][0])) {
+			sanitizer = runtimes[i][1];
+			return 1;
+		}
+	return 0;
+}
+
+int ms_loaded_late(void)
+{
+	ms_dlsym_fn real = ms_libc_dlsym();
+	void *bound = real ? real(RTLD_DEFAULT, "free") : NULL;
+	if (!bound || ms_elf_object_of(bound) == ms_elf_object_of((const void *)ms_loaded_late))
+		return 0;
+	/* the program's own allocator comes first even when we are preloaded (rustc) */
+	if (ms_elf_object_of(bound) == _r_debug.r_map)
+		return 0;
+	const char *preload = getenv("LD_PRELOAD");
+	return !preload || !strstr(preload, "memshim");
+}
+
+const char *ms_sanitizer(void)
+{
+	return sanitizer;
+}
+
+void ms_resolve(void)
+{
+	int expected = 0;
+	if (!__atomic_compare_exchange_n(&state, &expected, 1, 0, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE))
+		return; /* done, or in progress: callers use the bootstrap buffer meanwhile */
+	int saved = errno;
+	ms_tls_guard++;
+	ms_dlsym_fn real_dlsym = ms_libc_dlsym();
+	/* publish all at once: a half-resolved family would mix allocators.  Every MS_HOOK name exists
+	 * in the C library, so no lookup fails (a failing dlsym allocates its error message).  Lazy
+	 * names are left to their first call. */
+#define MS_HOOK_LAZY(ret, name, params, args)
+#define MS_HOOK_RESOLVER(ret, name, params, args)
+#define MS_HOOK(ret, name, params, args) ret (*name##_found) params = real_dlsym ? (ret (*) params)real_dlsym(RTLD_NEXT, #name) : NULL;
+#define MS_HOOK_OPTIONAL(ret, name, params, args) ret (*name##_found) params = NULL;
+#include "intercept/hooks.def"
+#undef MS_HOOK_OPTIONAL
+#undef MS_HOOK
+	const struct link_map *allocator = ms_elf_object_of((const void *)malloc_found);
+	ms_allocator_is_glibc = allocator && allocator == ms_elf_object_of((const void *)getpid);
+	if (find_sanitizer(allocator))
+		__atomic_store_n(&ms_counting, 0, __ATOMIC_RELEASE); /* before any wrapper can count */
+#define MS_HOOK(ret, name, params, args)
+#define MS_HOOK_OPTIONAL(ret, name, params, args) name##_found = (ret (*) params)ms_elf_own_symbol(allocator, #name);
+#include "intercept/hooks.def"
+#undef MS_HOOK_OPTIONAL
+#undef MS_HOOK
+#define MS_HOOK(ret, name, params, args) __atomic_store_n(&ms_real_##name, name##_found, __ATOMIC_RELEASE);
+#define MS_HOOK_OPTIONAL MS_HOOK
+#include "intercept/hooks.def"
+#undef MS_HOOK_OPTIONAL
+#undef MS_HOOK
+#undef MS_HOOK_RESOLVER
+#undef MS_HOOK_LAZY
+	ms_tls_guard--;
+	__atomic_store_n(&state, 2, __ATOMIC_RELEASE);
+	errno = saved;
+}
+
+int ms_resolve_wait(void)
+{
+	ms_resolve();
+	for (int i = 0; !ms_resolved() && ms_tls_guard == 0 && i < 100000; i++)
+		sched_yield(); /* another thread is publishing them */
+	return ms_resolved() ? 0 : -1;
+}
+
+void *ms_real_dlsym(void *handle, const char *name)
+{
+	ms_dlsym_fn f = ms_libc_dlsym();
+	return f ? f(handle, name) : NULL;
+}
+
+void *ms_resolve_lazy(void **slot, const char *name)
+{
+	void *f = __atomic_load_n(slot, __ATOMIC_ACQUIRE);
+	if (MS_LIKELY(f != NULL))
+		return f;
+	ms_tls_guard++;
+	f = ms_real_dlsym(RTLD_NEXT, name);
+	ms_tls_guard--;
+	if (f)
+		__atomic_store_n(slot, f, __ATOMIC_RELEASE);
+	return f;
+}

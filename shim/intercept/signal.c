@@ -1,0 +1,172 @@
+/* Signal dispositions as the program would see them without us, and our fatal-signal handler.
+ * The handler sits in for default dispositions only, and the program never sees it: every query
+ * that would find it answers with the default it stands for, every change goes to the kernel as
+ * asked (any handler the program installs takes its place for real, so the program's own handlers
+ * run exactly as without us), and a change back to the default lets our handler sit in again.
+ * Python, for one, installs KeyboardInterrupt only when it finds SIGINT at its default.  The
+ * handler itself only calls what the layer above gave ms_signals_cover (output/snapshots.c: a last
+ * snapshot), then lets the default action end the process. */
+#include <errno.h>
+#include <signal.h>
+#include <string.h>
+#include "core/ms.h"
+#include "intercept/hooks.h"
+#include "intercept/signal.h"
+
+/* Not declared by every C library's headers. */
+int __sigaction(int sig, const struct sigaction *act, struct sigaction *old);
+sighandler_t bsd_signal(int sig, sighandler_t handler);
+
+/* The real function, or -1 with ENOSYS in the instant another thread is still publishing it. */
+#define REAL(fn) (MS_LIKELY(ms_real_##fn != NULL) || (ms_resolve_wait() == 0 && ms_real_##fn != NULL))
+
+/* ---- our handler, sitting in for default dispositions ---------------------------------------- */
+
+static const int fatal_signals[] = { SIGSEGV, SIGBUS, SIGABRT, SIGFPE, SIGILL, SIGTERM, SIGINT };
+static struct sigaction program_view[65]; /* what the program would see where our handler sits */
+static int covering;                        /* handlers enabled in this process */
+static void (*on_fatal)(int sig);
+
+/* Fatal signals whose default disposition our handler covers. */
+static int managed(int sig)
+{
+	for (size_t i = 0; i < sizeof fatal_signals / sizeof *fatal_signals; i++)
+		if (fatal_signals[i] == sig)
+			return 1;
+	return 0;
+}
+
+/* The C library's sigaction, never our public wrapper (which would cover the signal again). */
+static int real_sigaction(int sig, const struct sigaction *act, struct sigaction *old)
+{
+	if (!ms_real_sigaction && ms_resolve_wait() < 0) {
+		errno = EAGAIN;
+		return -1;
+	}
+	return ms_real_sigaction(sig, act, old);
+}
+
+static void on_fatal_signal(int sig, siginfo_t *info, void *uctx)
+{
+	int saved = errno;
+	void (*f)(int) = __atomic_load_n(&on_fatal, __ATOMIC_ACQUIRE);
+	if (f)
+		f(sig);
+	/* the program's disposition was the default: take it back and let it end the process (the
+	 * signal stays blocked until we return, so the exit status is the signal's) */
+	real_sigaction(sig, &program_view[sig], NULL);
+	raise(sig);
+	errno = saved;
+}
+
+static int is_ours(const struct sigaction *sa)
+{
+	return (sa->sa_flags & SA_SIGINFO) && sa->sa_sigaction == on_fatal_signal;
+}
+
+/* Sits in for the default disposition of SIG, keeping what the program would see. */
+static void cover(int sig, const struct sigaction *current)
+{
+	struct sigaction ours;
+	memset(&ours, 0, sizeof ours);
+	ours.sa_sigaction = on_fatal_signal;
+	ours.sa_flags = SA_SIGINFO | SA_ONSTACK | SA_RESTART;
+	sigemptyset(&ours.sa_mask);
+	program_view[sig] = *current;
+	real_sigaction(sig, &ours, NULL);
+}
+
+/* After the program changed SIG's disposition: a default one is covered again. */
+static void settled(int sig)
+{
+	struct sigaction now;
+	if (!__atomic_load_n(&covering, __ATOMIC_RELAXED) || !managed(sig) || real_sigaction(sig, NULL, &now) < 0)
+		return;
+	if (now.sa_handler == SIG_DFL && !(now.sa_flags & SA_SIGINFO))
+		cover(sig, &now);
+}
+
+void ms_signals_cover(void (*fn)(int sig))
+{
+	__atomic_store_n(&on_fatal, fn, __ATOMIC_RELEASE);
+	__atomic_store_n(&covering, 1, __ATOMIC_RELAXED);
+	for (size_t i = 0; i < sizeof fatal_signals / sizeof *fatal_signals; i++)
+		settled(fatal_signals[i]);
+}
+
+/* ---- the wrappers ------------------------------------------------------------------------------ */
+
+typedef int (*sigaction_fn)(int, const struct sigaction *, struct sigaction *);
+typedef sighandler_t (*signal_fn)(int, sighandler_t);
+
+static int hide(sigaction_fn real, int sig, const struct sigaction *act, struct sigaction *old)
+{
+	struct sigaction was;
+	int rc = real(sig, act, &was);
+	if (rc < 0)
+		return rc;
+	int saved = errno;
+	if (is_ours(&was))
+		was = program_view[sig];
+	if (act)
+		settled(sig);
+	if (old)
+		*old = was;
+	errno = saved;
+	return rc;
+}
+
+static sighandler_t hide_handler(signal_fn real, int sig, sighandler_t handler)
+{
+	struct sigaction view = program_view[sig]; /* before the change: it may cover the signal again */
+	sighandler_t was = real(sig, handler);
+	if (was == SIG_ERR)
+		return was;
+	int saved = errno;
+	if ((void *)was == (void *)on_fatal_signal)
+		was = view.sa_handler;
+	settled(sig);
+	errno = saved;
+	return was;
+}
+
+EXPORT int sigaction(int sig, const struct sigaction *act, struct sigaction *old)
+{
+	if (!REAL(sigaction)) {
+		errno = ENOSYS;
+		return -1;
+	}
+	if (!managed(sig))
+		return ms_real_sigaction(sig, act, old);
+	return hide(ms_real_sigaction, sig, act, old);
+}
+
+EXPORT int __sigaction(int sig, const struct sigaction *act, struct sigaction *old)
+{
+	if (!REAL(__sigaction)) {
+		errno = ENOSYS;
+		return -1;
+	}
+	if (!managed(sig))
+		return ms_real___sigaction(sig, act, old);
+	return hide(ms_real___sigaction, sig, act, old);
+}
+
+#define SIGNAL_WRAPPER(name)                                          \
+	EXPORT sighandler_t name(int sig, sighandler_t handler)       \
+	{                                                             \
+		if (!REAL(name)) {                                    \
+			errno = ENOSYS;                               \
+			return SIG_ERR;                               \
+		}                                                     \
+		if (!managed(sig))                                    \
+			return ms_real_##name(sig, handler);          \
+		return hide_handler(ms_real_##name, sig, handler);    \
+	}
+
+SIGNAL_WRAPPER(signal)
+SIGNAL_WRAPPER(bsd_signal)
+SIGNAL_WRAPPER(ssignal)
+SIGNAL_WRAPPER(sysv_signal)
+SIGNAL_WRAPPER(__sysv_signal)
+SIGNAL_WRAPPER(sigset)

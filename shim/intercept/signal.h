@@ -1,0 +1,11 @@
+/* Our fatal-signal handler, invisible to the program (intercept/signal.c). */
+#ifndef MS_SIGNAL_H
+#define MS_SIGNAL_H
+
+/* Sits in for the default disposition of every fatal signal (SIGSEGV, SIGBUS, SIGABRT, SIGFPE,
+ * SIGILL, SIGTERM, SIGINT), now and whenever the program sets one back to the default: the handler
+ * calls ON_FATAL (async-signal-safe work only), then the default action ends the process with the
+ * signal's status. */
+void ms_signals_cover(void (*on_fatal)(int sig));
+
+#endif

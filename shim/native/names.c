@@ -1,0 +1,227 @@
+/* What a native target names: "symbol" (a C function, or any C++ function of that name at global
+ * scope), "_Z...mangled", "ns::Class::method", each optionally pinned to one object as "lib.so:symbol".  C++ names are matched without a demangler: the
+ * qualified name is encoded as the start of its mangled form (Itanium ABI), which every overload,
+ * const/ref-qualified variant and template instance of it shares.  Pure logic (unit-testable). */
+#include <string.h>
+#include "native/native.h"
+
+static int ident_char(char c)
+{
+	return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_' ||
+	       c == '$';
+}
+
+static int is_ident(const char *s, size_t n)
+{
+	if (n == 0 || (s[0] >= '0' && s[0] <= '9'))
+		return 0;
+	for (size_t i = 0; i < n; i++)
+		if (!ident_char(s[i]))
+			return 0;
+	return 1;
+}
+
+/* The ':' that separates "object:symbol" (a single colon, never part of "::"), or NULL. */
+static const char *object_colon(const char *s)
+{
+	for (const char *p = s; *p; p++) {
+		if (*p != ':')
+			continue;
+		if (p[1] == ':') {
+			p++;
+			continue;
+		}
+		return p;
+	}
+	return NULL;
+}
+
+/* Appends "<len><name>" to OUT (size SIZE, at *AT); -1 when it does not fit. */
+static int put_source_name(char *out, size_t size, size_t *at, const char *name, size_t n)
+{
+	char num[24];
+	int k = 0;
+	size_t v = n;
+	do {
+		num[k++] = (char)('0' + v % 10);
+		v /= 10;
+	} while (v);
+	if (*at + (size_t)k + n + 1 > size)
+		return -1;
+	while (k)
+		out[(*at)++] = num[--k];
+	memcpy(out + *at, name, n);
+	*at += n;
+	out[*at] = '\0';
+	return 0;
+}
+
+static int put(char *out, size_t size, size_t *at, const char *s)
+{
+	size_t n = strlen(s);
+	if (*at + n + 1 > size)
+		return -1;
+	memcpy(out + *at, s, n + 1);
+	*at += n;
+	return 0;
+}
+
+#define MAX_COMPONENTS 16
+
+struct comps {
+	const char *s[MAX_COMPONENTS];
+	size_t n[MAX_COMPONENTS];
+	int count;
+};
+
+/* Splits NAME at "::"; every part must be an identifier (the last may be "~Ident"). */
+static int split(const char *name, struct comps *c)
+{
+	c->count = 0;
+	const char *p = name;
+	for (;;) {
+		const char *e = strstr(p, "::");
+		size_t n = e ? (size_t)(e - p) : strlen(p);
+		if (c->count == MAX_COMPONENTS)
+			return -1;
+		c->s[c->count] = p;
+		c->n[c->count++] = n;
+		int last = e == NULL;
+		int ok = is_ident(p, n) || (last && n > 1 && p[0] == '~' && is_ident(p + 1, n - 1));
+		if (!ok)
+			return -1;
+		if (last)
+			return 0;
+		p = e + 2;
+	}
+}
+
+/* Mangled prefixes for T->name (a demangled qualified name). */
+static void build_prefixes(struct ms_target *t)
+{
+	struct comps c;
+	t->nprefix = 0;
+	if (split(t->name, &c) < 0)
+		return;
+	int first = 0, is_std = c.n[0] == 3 && !memcmp(c.s[0], "std", 3);
+	const char *lead = "_Z";
+	char body[176];
+	size_t at = 0;
+	body[0] = '\0';
+	if (is_std) {
+		first = 1;
+		if (put(body, sizeof body, &at, "St") < 0)
+			return;
+	}
+	int nested = c.count - first > 1;
+	if (nested)
+		lead = "_ZN";
+	int last = c.count - 1;
+	for (int i = first; i < last; i++)
+		if (put_source_name(body, sizeof body, &at, c.s[i], c.n[i]) < 0)
+			return;
+	static const char *const ctor[] = { "C1", "C2", "C3" }, *const dtor[] = { "D0", "D1", "D2" };
+	const char *const *special = NULL;
+	if (nested && c.n[last] == c.n[last - 1] && !memcmp(c.s[last], c.s[last - 1], c.n[last]))
+		special = ctor;
+	else if (nested && c.s[last][0] == '~' && c.n[last] - 1 == c.n[last - 1] &&
+		 !memcmp(c.s[last] + 1, c.s[last - 1], c.n[last - 1]))
+		special = dtor;
+	else if (c.s[last][0] == '~')
+		return;
+	for (int k = 0; k < (special ? 3 : 1) && t->nprefix < MS_TARGET_PREFIXES; k++) {
+		char *out = t->prefix[t->nprefix];
+		size_t o = 0;
+		out[0] = '\0';
+		if (put(out, sizeof t->prefix[0], &o, lead) < 0 || put(out, sizeof t->prefix[0], &o, body) < 0)
+			return;
+		int bad = special ? put(out, sizeof t->prefix[0], &o, special[k])
+				  : put_source_name(out, sizeof t->prefix[0], &o, c.s[last], c.n[last]);
+		if (bad < 0)
+			return;
+		t->nprefix++;
+	}
+}
+
+int ms_target_parse(struct ms_target *t, const char *text, const char *exe_base)
+{
+	memset(t, 0, sizeof *t);
+	t->text = text;
+	t->stage = -1;
+	const char *name = text;
+	const char *colon = object_colon(text);
+	if (colon) {
+		size_t n = (size_t)(colon - text);
+		int native_object = memmem(text, n, ".so", 3) || memchr(text, '/', n) ||
+				    (exe_base && *exe_base && strlen(exe_base) == n && !memcmp(text, exe_base, n));
+		if (n == 0 || !native_object)
+			return -1; /* "module:qualname" belongs to the Python detector */
+		t->object = text;
+		t->object_len = n;
+		name = colon + 1;
+	}
+	size_t n = strcspn(name, "(");
+	while (n && name[n - 1] == ' ')
+		n--;
+	if (n == 0 || n >= sizeof t->name)
+		return -1;
+	memcpy(t->name, name, n);
+	t->name[n] = '\0';
+	if (strstr(t->name, "::") || t->name[0] == '~' || name[strcspn(name, "(")] == '(') {
+		t->kind = MS_TK_CXX;
+		build_prefixes(t);
+		return 0;
+	}
+	if (!is_ident(t->name, n))
+		return -1; /* dotted names are Python's */
+	t->kind = MS_TK_PLAIN;
+	if (strncmp(t->name, "_Z", 2))
+		build_prefixes(t); /* also a C++ function at global scope: "train" is _Z5train... */
+	return 0;
+}
+
+/* After a nested name: the end of the name, an ABI tag or template arguments. */
+static int nested_end(char c)
+{
+	return c == 'E' || c == 'B' || c == 'I';
+}
+
+int ms_target_matches(const struct ms_target *t, const char *sym)
+{
+	if (t->kind == MS_TK_PLAIN) {
+		size_t n = strlen(t->name);
+		if (!strncmp(sym, t->name, n) && (sym[n] == '\0' || sym[n] == '.'))
+			return 1;
+	}
+	for (int k = 0; k < t->nprefix; k++) {
+		const char *p = t->prefix[k];
+		if (p[2] != 'N') { /* _Z<name>: the length makes the prefix unambiguous */
+			size_t n = strlen(p);
+			if (!strncmp(sym, p, n) && sym[n] != '\0' && sym[n] != '.')
+				return 1;
+			continue;
+		}
+		if (strncmp(sym, "_ZN", 3))
+			continue;
+		const char *s = sym + 3;
+		while (*s == 'r' || *s == 'V' || *s == 'K' || *s == 'R' || *s == 'O')
+			s++;
+		size_t n = strlen(p + 3);
+		if (!strncmp(s, p + 3, n) && nested_end(s[n])) // NOLINT(bugprone-not-null-terminated-result): a prefix test
+			return 1;
+	}
+	return 0;
+}
+
+int ms_target_object_matches(const struct ms_target *t, const char *path)
+{
+	if (!t->object)
+		return 1;
+	size_t n = t->object_len, len = strlen(path);
+	if (memchr(t->object, '/', n))
+		return len >= n && !memcmp(path + len - n, t->object, n) && (len == n || path[len - n - 1] == '/' ||
+									     t->object[0] == '/');
+	const char *slash = strrchr(path, '/');
+	const char *base = slash ? slash + 1 : path;
+	return !strncmp(base, t->object, n) && (base[n] == '\0' || base[n] == '.');
+}

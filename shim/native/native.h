@@ -1,0 +1,159 @@
+/* Native stages (C/C++ functions named in MEMSHIM_STAGES): shared declarations of the native_*.c
+ * files.  Targets are resolved to address ranges (native/syms.c); allocations look at the stack
+ * (native/stack.c); a frame of a target function gets its return address replaced by one of the
+ * trampolines (native/tramp.c, native/pool.c), which closes the stage when the function returns. */
+#ifndef MS_NATIVE_H
+#define MS_NATIVE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+/* ---- trampolines (native/tramp.c, native/pool.c) --------------------------------------------- */
+
+#define MS_NTRAMP 4096    /* trampolines in the pool */
+#define MS_TRAMP_SIZE 16  /* bytes per trampoline; the entry point is one byte in */
+
+extern char ms_tramp_base[];     /* first trampoline block */
+extern uintptr_t ms_tramp_ra[];  /* the return address each trampoline stands for */
+
+static inline uintptr_t ms_tramp_addr(int i)
+{
+	return (uintptr_t)ms_tramp_base + (uintptr_t)i * MS_TRAMP_SIZE + 1;
+}
+
+/* Index of the trampoline whose entry point is IP, or -1. */
+static inline int ms_tramp_index(uintptr_t ip)
+{
+	uintptr_t off = ip - (uintptr_t)ms_tramp_base;
+	if (off >= (uintptr_t)MS_NTRAMP * MS_TRAMP_SIZE || off % MS_TRAMP_SIZE != 1)
+		return -1;
+	return (int)(off / MS_TRAMP_SIZE);
+}
+
+/* Checks that each trampoline block leads to its return-address word; 0 when usable. */
+int ms_pool_init(void);
+/* Takes a free trampoline (-1 when none is left) and gives it back. */
+int ms_pool_take(void);
+void ms_pool_give(int i);
+/* The return address trampoline I stands for (read by the trampoline and by unwinders). */
+uintptr_t ms_pool_ra(int i);
+void ms_pool_set_ra(int i, uintptr_t ra);
+
+/* Registers of the caller: OUT[0] its stack pointer after the call returns, OUT[1] rbp, OUT[2] the
+ * return address (native/tramp.c). */
+void ms_native_regs(uintptr_t out[3]);
+
+/* ---- quick unwinder (native/cfi.c) ----------------------------------------------------------- */
+
+/* One frame up from (IP a return address, SP, RBP): 1 and the caller's values with *SLOT where IP
+ * was read from; 0 at the outermost frame; 2 when IP is a signal handler's return (the frames
+ * below were interrupted); -1 when the frame's unwind rule is not understood. */
+int ms_cfi_step(uintptr_t *ip, uintptr_t *sp, uintptr_t *rbp, uintptr_t *slot);
+/* Set by ms_cfi_step when it met a return address it had never seen (cleared by the caller). */
+extern __thread int ms_cfi_new_ip __attribute__((tls_model("initial-exec")));
+/* Forgets cached rules (objects were unloaded). */
+void ms_cfi_forget(void);
+void ms_cfi_fork_child(void);
+
+/* ---- targets (native/names.c) ---------------------------------------------------------------- */
+
+enum ms_target_kind {
+	MS_TK_PLAIN,     /* a C symbol or a mangled C++ symbol */
+	MS_TK_CXX,       /* a demangled C++ name, matched through its mangled prefixes */
+};
+
+#define MS_TARGET_PREFIXES 3
+
+struct ms_target {
+	const char *text;      /* as written in MEMSHIM_STAGES */
+	const char *object;    /* "lib.so" of "lib.so:symbol", else NULL */
+	size_t object_len;
+	char name[160];        /* the symbol part (parameters dropped for C++ names) */
+	int kind;
+	int nprefix;           /* MS_TK_CXX: mangled prefixes that a matching symbol starts with */
+	char prefix[MS_TARGET_PREFIXES][176];
+	int spec_stage;        /* index into ms_cfg.spec */
+	int stage;             /* engine id */
+	int found;             /* resolved in some object */
+};
+
+/* Parses TEXT (one MEMSHIM_STAGES target) into T; returns 0 when it is a native target, -1 when it
+ * is something only the Python detector can match (qualified names with dots). */
+int ms_target_parse(struct ms_target *t, const char *text, const char *exe_base);
+
+/* Whether symbol SYM (from a symbol table) is the function T names: exact, a compiler clone
+ * ("name.constprop.0", "name.cold"), or for C++ names any overload / const / constructor variant. */
+int ms_target_matches(const struct ms_target *t, const char *sym);
+
+/* Whether object path PATH is the one T pins (basename equal, or "lib.so" for "lib.so.1.2"). */
+int ms_target_object_matches(const struct ms_target *t, const char *path);
+
+/* ---- resolution (native/syms.c) -------------------------------------------------------------- */
+
+struct ms_syms_range {
+	uintptr_t lo, hi; /* [lo, hi) */
+	int stage;        /* engine id */
+};
+
+struct ms_syms_table {
+	int n;
+	uintptr_t lo, hi; /* bounds of all ranges: a quick reject */
+	struct ms_syms_range r[];
+};
+
+extern struct ms_target *ms_native_targets;
+extern int ms_native_ntargets;
+
+/* Resolves every target in the objects loaded now and publishes the range table. */
+void ms_syms_resolve(void);
+/* Re-resolves when objects were loaded or unloaded since the last resolution (cheap otherwise);
+ * 1 when something changed. */
+int ms_syms_refresh(void);
+/* Stage (engine id) of the function containing return address IP, or -1. */
+int ms_syms_stage_at(uintptr_t ip);
+/* Paths of loaded objects without a .symtab (the executable first); writes a list into BUF. */
+void ms_syms_stripped(char *buf, size_t size);
+/* Bounds of the shim's own code. */
+extern uintptr_t ms_self_lo, ms_self_hi;
+/* A forked child: locks a thread that no longer exists may have held are free again. */
+void ms_syms_fork_child(void);
+
+/* ---- stack (native/stack.c) ------------------------------------------------------------------ */
+
+/* Set as intercept's ms_before_count: looks at the stack before an allocation or free is counted,
+ * opening the stages of target functions found there. */
+void ms_native_check(void);
+
+/* Called by the trampoline: the function that returned into trampoline BLOCK+6 has left; returns
+ * the address to continue at. */
+uintptr_t ms_native_tramp_fire(uintptr_t block_ret);
+/* Frames at addresses below SP are being discarded (longjmp): close their stages. */
+void ms_native_discard_below(uintptr_t sp);
+/* An exception starts unwinding this thread / was caught (native/unwind.c). */
+void ms_native_unwind_begin(void);
+void ms_native_unwind_end(void);
+/* Sets up the per-thread state key; 0 when usable. */
+int ms_stack_init(void);
+
+/* ---- longjmp (native/jmp.c) ------------------------------------------------------------------ */
+
+/* Looks the real longjmp family up at start (a longjmp out of a signal handler must not). */
+void ms_jmp_init(void);
+
+/* ---- the detector (native/stages.c) ---------------------------------------------------------- */
+
+/* At start: reads the native targets of MEMSHIM_STAGES and, when there are any, turns the stack
+ * check on. */
+void ms_native_init(void);
+/* A forked child: the symbol and unwinder caches' locks are free again, TRACKING or not. */
+void ms_native_fork_child(int tracking);
+/* At exit (not _exit): warns once about every target found nowhere; debug statistics. */
+void ms_native_report(void);
+
+/* Counters kept for the report and the benchmarks (debug log at exit). */
+struct ms_native_stats {
+	uint64_t fast, medium, slow, fired, unwound, longjmps;
+};
+extern struct ms_native_stats ms_native_stats;
+
+#endif

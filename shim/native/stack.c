@@ -1,0 +1,696 @@
+/* Native stage detection on the stack.
+ *
+ * Each thread keeps the frames it has already seen ("known" frames, outermost first), found by
+ * unwinding (native/cfi.c, or libunwind where that gives up).  A known frame of a target function has its return address replaced
+ * by a trampoline from the pool: the stage opens when the frame is first seen (at an allocation
+ * inside the call) and closes exactly when the function returns, unwinds (exception, forced
+ * unwind) or is jumped over (longjmp).  The innermost known frame always carries a trampoline too
+ * (the thread's "watch" marker when it is not a stage frame), so a frame leaving the stack is
+ * always noticed, and an allocation made again from the innermost known frame at a call site seen
+ * before (same return-address slot and return address) is decided with a few loads: nothing new
+ * can be on the stack.  Only new frames above the innermost known one are ever unwound.
+ *
+ * Everything here runs inside allocation hooks or trampolines: per-thread state in raw mappings,
+ * no locks (the stage engine's own short lock aside), errno preserved. */
+#define UNW_LOCAL_ONLY
+#include <dlfcn.h>
+#include <errno.h>
+#include <libunwind.h>
+#include <pthread.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+#include "core/config.h"
+#include "core/ms.h"
+#include "core/process.h"
+#include "core/stages.h"
+#include "intercept/hooks.h"
+#include "native/native.h"
+
+#define MAX_FRAMES 1024 /* known frames per thread */
+#define MAX_SCAN 4096   /* frames unwound in one look at the stack */
+#define NKEYS 4         /* call sites remembered per known frame */
+#define MAX_DEFERRED 64
+#define NOFF 128        /* shim-internal return addresses with known frame sizes */
+#define ADOPT_AFTER 3   /* a quick walk over more new frames than this keeps the outer ones */
+
+struct frame {
+	uintptr_t slot;  /* where this frame's return address lives */
+	uintptr_t ra;    /* the return address itself */
+	int stage;       /* spec stage this frame opened, -1 */
+	int tramp;       /* trampoline now in the slot, -1 */
+	uintptr_t key_slot[NKEYS], key_ip[NKEYS]; /* calls into the shim made from this frame */
+	unsigned nkeys;
+};
+
+struct cand {
+	uintptr_t slot, ra, ip;
+};
+
+struct tstate {
+	int n;             /* known frames */
+	int watch;         /* this thread's marker trampoline, -1 */
+	int watch_at;      /* frame holding it, -1 */
+	int busy;          /* inside this file (a signal handler allocating must not re-enter) */
+	int unwinding;     /* exceptions in flight: no return address may change (see below) */
+	unsigned unloads_seen; /* ms_dlclose_calls at the last walk */
+	int ndeferred;
+	int deferred[MAX_DEFERRED]; /* trampolines to give back once the unwinder has read them */
+	struct frame f[MAX_FRAMES];
+	struct cand c[MAX_FRAMES];
+};
+
+struct ms_native_stats ms_native_stats;
+static __thread struct tstate *ts MS_TLS;
+static pthread_key_t state_key;
+static int stage_ids[MS_SPEC_MAX_STAGES]; /* engine id + 1 */
+static uintptr_t off_ip[NOFF];
+static uintptr_t off_val[NOFF];
+static uintptr_t (*get_ip)(void *ctx);
+static int get_ip_looked;
+
+/* Counted only for MEMSHIM_LOG=debug: a shared counter would be contended by every thread. */
+#define STAT(field) do { \
+		if (MS_UNLIKELY(ms_cfg.log_level >= MS_LOG_DEBUG)) \
+			__atomic_add_fetch(&ms_native_stats.field, 1, __ATOMIC_RELAXED); \
+	} while (0)
+
+static int engine_id(int spec)
+{
+	if (spec < 0 || spec >= MS_SPEC_MAX_STAGES)
+		return -1;
+	int id = __atomic_load_n(&stage_ids[spec], __ATOMIC_RELAXED) - 1;
+	if (id < 0) {
+		id = ms_stage_id(ms_cfg.spec.stage[spec].name);
+		if (id >= 0)
+			__atomic_store_n(&stage_ids[spec], id + 1, __ATOMIC_RELAXED);
+	}
+	return id;
+}
+
+/* 0 when the stage was entered (refused from a signal handler that interrupted the engine). */
+static int enter(int spec)
+{
+	int id = engine_id(spec);
+	return id >= 0 ? ms_stage_enter(id, ms_elapsed()) : -1;
+}
+
+static void leave(int spec)
+{
+	int id = engine_id(spec);
+	if (id >= 0)
+		ms_stage_leave(id, ms_elapsed());
+}
+
+/* ---- frame sizes of the shim's own frames (between the hook and the program) ----------------- */
+
+static uintptr_t off_lookup(uintptr_t ip)
+{
+	unsigned h = (unsigned)(ip >> 2) % NOFF;
+	for (int k = 0; k < 8; k++, h = (h + 1) % NOFF) {
+		uintptr_t v = __atomic_load_n(&off_ip[h], __ATOMIC_ACQUIRE);
+		if (v == ip)
+			return __atomic_load_n(&off_val[h], __ATOMIC_RELAXED);
+		if (!v)
+			return 0;
+	}
+	return 0;
+}
+
+static void off_learn(uintptr_t ip, uintptr_t off)
+{
+	unsigned h = (unsigned)(ip >> 2) % NOFF;
+	for (int k = 0; k < 8; k++, h = (h + 1) % NOFF) {
+		uintptr_t v = __atomic_load_n(&off_ip[h], __ATOMIC_ACQUIRE);
+		if (v == ip)
+			return;
+		if (v)
+			continue;
+		/* the value is published together with its key: a second writer loses the race cleanly */
+		if (__atomic_compare_exchange_n(&off_ip[h], &v, (uintptr_t)1, 0, __ATOMIC_ACQ_REL, __ATOMIC_RELAXED)) {
+			__atomic_store_n(&off_val[h], off, __ATOMIC_RELAXED);
+			__atomic_store_n(&off_ip[h], ip, __ATOMIC_RELEASE);
+			return;
+		}
+	}
+}
+
+static int in_self(uintptr_t ip)
+{
+	return ip >= ms_self_lo && ip < ms_self_hi;
+}
+
+/* ---- per-thread state ------------------------------------------------------------------------ */
+
+static struct tstate *state(void)
+{
+	struct tstate *s = ts;
+	if (MS_LIKELY(s != NULL))
+		return s;
+	long p = syscall(SYS_mmap, NULL, sizeof *s, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	if (p < 0 && p > -4096)
+		return NULL;
+	s = (struct tstate *)p;
+	// cppcheck-suppress nullPointerRedundantCheck ; the kernel never maps page 0 here
+	s->watch = s->watch_at = -1;
+	ts = s;
+	pthread_setspecific(state_key, s); /* low key index: no allocation */
+	return s;
+}
+
+static void flush_deferred(struct tstate *s)
+{
+	for (int i = 0; i < s->ndeferred; i++)
+		ms_pool_give(s->deferred[i]);
+	s->ndeferred = 0;
+}
+
+static void defer(struct tstate *s, int t)
+{
+	if (s->ndeferred == MAX_DEFERRED)
+		return; /* never given back: a leak, never a reuse too early */
+	s->deferred[s->ndeferred++] = t;
+}
+
+static uintptr_t load(uintptr_t addr)
+{
+	return *(volatile uintptr_t *)addr;
+}
+
+static void store(uintptr_t addr, uintptr_t v)
+{
+	*(volatile uintptr_t *)addr = v;
+}
+
+/* The innermost known frame is no longer on the stack (jumped over, or unwound past without a
+ * trampoline).  Its trampoline is given back only when its slot no longer points at it: if our
+ * view were wrong and the frame still returned through it, it must still lead home. */
+static void pop_stale(struct tstate *s)
+{
+	struct frame *f = &s->f[--s->n];
+	if (f->tramp < 0)
+		return;
+	if (f->stage >= 0)
+		leave(f->stage);
+	int still_there = load(f->slot) == ms_tramp_addr(f->tramp);
+	if (f->tramp == s->watch) {
+		s->watch_at = -1;
+		if (still_there)
+			s->watch = -1; /* retired: a fresh marker is taken next time */
+	} else if (!still_there) {
+		ms_pool_give(f->tramp);
+	}
+}
+
+/* Frame I gives up the marker (it stays on the stack). */
+static void unwatch(struct tstate *s)
+{
+	if (s->watch_at < 0)
+		return;
+	struct frame *f = &s->f[s->watch_at];
+	if (f->tramp == s->watch && load(f->slot) == ms_tramp_addr(s->watch))
+		store(f->slot, f->ra);
+	f->tramp = -1;
+	s->watch_at = -1;
+}
+
+/* The innermost known frame gets a trampoline: its own stage one, or the marker. */
+static void ensure_watch(struct tstate *s)
+{
+	while (s->n > 0) {
+		struct frame *top = &s->f[s->n - 1];
+		if (top->tramp >= 0) {
+			if (s->watch_at >= 0 && s->watch_at != s->n - 1)
+				unwatch(s);
+			return;
+		}
+		if (load(top->slot) != top->ra) { /* not the frame we knew */
+			pop_stale(s);
+			continue;
+		}
+		unwatch(s);
+		if (s->watch < 0)
+			s->watch = ms_pool_take();
+		if (s->watch < 0)
+			return;
+		ms_pool_set_ra(s->watch, top->ra);
+		store(top->slot, ms_tramp_addr(s->watch));
+		top->tramp = s->watch;
+		s->watch_at = s->n - 1;
+		return;
+	}
+}
+
+static int find_tramp(const struct tstate *s, int t)
+{
+	for (int k = s->n - 1; k >= 0; k--)
+		if (s->f[k].tramp == t)
+			return k;
+	return -1;
+}
+
+/* ---- the look at the stack ------------------------------------------------------------------- */
+
+static void add_key(struct frame *f, uintptr_t slot, uintptr_t ip)
+{
+	unsigned k = f->nkeys++ % NKEYS;
+	f->key_slot[k] = slot;
+	f->key_ip[k] = ip;
+}
+
+/* Pushes a newly seen frame; a frame of a target function gets a trampoline and opens its stage. */
+static void push(struct tstate *s, const struct cand *c)
+{
+	struct frame *f = &s->f[s->n];
+	f->slot = c->slot;
+	f->ra = c->ra;
+	f->stage = ms_syms_stage_at(c->ip - 1);
+	f->tramp = -1;
+	f->nkeys = 0;
+	if (f->stage >= 0) {
+		int t = ms_pool_take();
+		if (t < 0 || enter(f->stage) < 0) {
+			ms_pool_give(t);
+			f->stage = -1; /* pool exhausted, or the engine busy below us: this call is not seen */
+		} else {
+			ms_pool_set_ra(t, f->ra);
+			store(f->slot, ms_tramp_addr(t));
+			f->tramp = t;
+		}
+	}
+	s->n++;
+}
+
+/* What a walk up the stack found: new frames (s->c, innermost first) up to the known frame MATCH. */
+struct chain {
+	int nc;
+	int match;         /* known frame the walk ended on, -1 */
+	int keep;          /* known frames [0, keep) are still believed to be on the stack */
+	int fresh;         /* met a return address never seen, or objects were unloaded */
+	int signal;        /* ended at a signal frame: this is a signal handler running */
+	uintptr_t entry_slot, entry_ip;
+};
+
+/* Walks from here to the innermost known frame with the quick unwinder (QUICK) or libunwind,
+ * changing nothing.  -1 when the quick unwinder met a frame it does not understand; 1 when the
+ * shim was entered by a tail call from a known frame (nothing new can be on the stack). */
+static int walk(struct tstate *s, int quick, struct chain *ch)
+{
+	unw_context_t uc;
+	unw_cursor_t cur;
+	uintptr_t r[3], ip, sp, rbp = 0, slot = 0, prev_sp;
+	ms_cfi_new_ip = 0;
+	if (quick) {
+		ms_native_regs(r);
+		sp = r[0];
+		rbp = r[1];
+		ip = r[2];
+	} else {
+		unw_word_t v;
+		if (unw_getcontext(&uc) < 0 || unw_init_local(&cur, &uc) < 0)
+			return -1;
+		unw_get_reg(&cur, UNW_REG_IP, &v);
+		ip = v;
+		unw_get_reg(&cur, UNW_REG_SP, &v);
+		sp = v;
+	}
+	ch->nc = 0;
+	ch->match = -1;
+	ch->signal = 0;
+	/* the shim's own frames first: their sizes are learnt for the quick path */
+	for (int d = 0; in_self(ip) && ms_tramp_index(ip) < 0; d++) {
+		uintptr_t here = ip;
+		prev_sp = sp;
+		if (d > 32)
+			return -1;
+		if (quick) {
+			if (ms_cfi_step(&ip, &sp, &rbp, &slot) != 1)
+				return -1;
+		} else {
+			unw_word_t v;
+			if (unw_step(&cur) <= 0)
+				return -1;
+			unw_get_reg(&cur, UNW_REG_IP, &v);
+			ip = v;
+			unw_get_reg(&cur, UNW_REG_SP, &v);
+			sp = v;
+			slot = sp - 8;
+		}
+		if (d > 0 || quick)
+			off_learn(here, sp - prev_sp);
+	}
+	if (ms_tramp_index(ip) >= 0)
+		return 1; /* a tail call from a frame we know: the shim returns straight through its trampoline */
+	ch->entry_slot = slot;
+	ch->entry_ip = ip;
+	int j = s->n - 1;
+	for (int depth = 0; depth < MAX_SCAN; depth++) {
+		uintptr_t here = ip;
+		if (quick) {
+			int got = ms_cfi_step(&ip, &sp, &rbp, &slot);
+			if (got < 0)
+				return -1;
+			if (got == 2)
+				ch->signal = 1;
+			if (got != 1)
+				break;
+		} else {
+			unw_word_t v;
+			if (unw_is_signal_frame(&cur) > 0) {
+				ch->signal = 1;
+				break;
+			}
+			if (unw_step(&cur) <= 0)
+				break; /* the outermost frame */
+			unw_get_reg(&cur, UNW_REG_IP, &v);
+			ip = v;
+			unw_get_reg(&cur, UNW_REG_SP, &v);
+			sp = v;
+			slot = sp - 8;
+			if (load(slot) != ip)
+				break; /* not a plain return-address slot */
+		}
+		while (j >= 0 && s->f[j].slot < slot)
+			j--;
+		if (j >= 0 && s->f[j].slot == slot) {
+			const struct frame *f = &s->f[j];
+			if (ip == (f->tramp >= 0 ? ms_tramp_addr(f->tramp) : f->ra)) {
+				ch->match = j;
+				break;
+			}
+			j--;
+		}
+		if (ch->nc == MAX_FRAMES)
+			break;
+		s->c[ch->nc++] = (struct cand){ slot, ip, here };
+		if (ms_tramp_index(ip) >= 0)
+			break; /* a trampoline we do not know: nothing below can be read reliably */
+	}
+	ch->keep = j + 1;
+	unsigned unloads = __atomic_load_n(&ms_dlclose_calls, __ATOMIC_ACQUIRE);
+	ch->fresh = ms_cfi_new_ip || unloads != s->unloads_seen;
+	s->unloads_seen = unloads;
+	return 0;
+}
+
+/* The walk ended on the innermost known frame, still watched, through no frame of a target. */
+static int nothing_new(struct tstate *s, const struct chain *ch)
+{
+	if (s->n == 0 || ch->match != s->n - 1)
+		return 0;
+	const struct frame *top = &s->f[s->n - 1];
+	if (top->tramp < 0 || load(top->slot) != ms_tramp_addr(top->tramp))
+		return 0;
+	for (int k = 0; k < ch->nc; k++)
+		if (ms_syms_stage_at(s->c[k].ip - 1) >= 0)
+			return 0;
+	/* a return address never seen before may be in an object loaded since: read it, look again */
+	if (ch->fresh && ms_syms_refresh())
+		for (int k = 0; k < ch->nc; k++)
+			if (ms_syms_stage_at(s->c[k].ip - 1) >= 0)
+				return 0;
+	return 1;
+}
+
+/* Takes in what the walk found: known frames no longer there go, new frames come in (outermost
+ * first; target frames get their trampolines and open their stages). */
+static void apply(struct tstate *s, const struct chain *ch)
+{
+	while (s->n > ch->keep)
+		pop_stale(s);
+	for (int k = ch->nc - 1; k >= 0 && s->n < MAX_FRAMES; k--)
+		push(s, &s->c[k]);
+}
+
+#ifdef MS_NATIVE_VERIFY
+/* Debug builds only: the quick unwinder must agree with libunwind frame for frame. */
+static void verify(struct tstate *s, int quick, const struct chain *ch)
+{
+	static __thread struct cand saved[MAX_FRAMES];
+	struct chain other;
+	if (!quick)
+		return;
+	memcpy(saved, s->c, (size_t)ch->nc * sizeof *saved);
+	if (walk(s, 0, &other) != 0)
+		return;
+	int n = other.nc < ch->nc ? other.nc : ch->nc;
+	for (int k = 0; k < n; k++)
+		if (saved[k].slot != s->c[k].slot || saved[k].ip != s->c[k].ip) {
+			ms_warn("verify: frame %d differs: quick %p/%p libunwind %p/%p", k, (void *)saved[k].slot,
+				(void *)saved[k].ip, (void *)s->c[k].slot, (void *)s->c[k].ip);
+			break;
+		}
+	if (other.match != ch->match && other.nc >= ch->nc)
+		ms_warn("verify: match %d vs %d (nc %d vs %d)", ch->match, other.match, ch->nc, other.nc);
+	memcpy(s->c, saved, (size_t)ch->nc * sizeof *saved);
+}
+#endif
+
+/* handler_note: a signal handler changes nothing.  The code it interrupted may be a function that
+ * has just returned into its trampoline, before the trampoline read where to go (a window of a few
+ * instructions nothing can close); moving that trampoline now would send the return elsewhere.
+ * Memory moved by the handler still counts toward the stages open; a stage function entered only
+ * inside a handler is not seen. */
+static void look(struct tstate *s)
+{
+	struct chain ch;
+	if (s->unwinding)
+		return; /* cleanups of an exception in flight: the stack must stay as phase 1 saw it */
+	int got = walk(s, 1, &ch);
+	if (got > 0 || (got == 0 && ch.signal))
+		return; /* in a signal handler: see handler_note */
+	int quick = got == 0;
+#ifdef MS_NATIVE_VERIFY
+	verify(s, quick, &ch);
+#endif
+	if (quick && nothing_new(s, &ch)) {
+		STAT(medium);
+		if (ch.nc == 0)
+			add_key(&s->f[s->n - 1], ch.entry_slot, ch.entry_ip);
+		if (ch.nc > ADOPT_AFTER) { /* a long way up: take in all but the innermost (short-lived) frames */
+			for (int k = ch.nc - 1; k >= ADOPT_AFTER - 1 && s->n < MAX_FRAMES; k--)
+				push(s, &s->c[k]);
+			ensure_watch(s);
+		}
+		return;
+	}
+	STAT(slow);
+	flush_deferred(s);
+	ms_syms_refresh();
+	if (!quick && (walk(s, 0, &ch) != 0 || ch.signal))
+		return;
+	int before = s->n;
+	apply(s, &ch);
+	int entry_is_top = ch.nc ? s->n - before >= 0 && s->n > 0 && s->f[s->n - 1].slot == s->c[0].slot
+				 : ch.match >= 0 && ch.match == s->n - 1;
+	ensure_watch(s);
+	if (entry_is_top && s->n > 0 && s->f[s->n - 1].slot > ch.entry_slot)
+		add_key(&s->f[s->n - 1], ch.entry_slot, ch.entry_ip);
+}
+
+/* The frame that called into the shim: its return-address slot and return address, found through
+ * the cached sizes of the shim frames in between; 0 when one is not known yet. */
+static inline int entry_frame(uintptr_t cfa, uintptr_t *slot, uintptr_t *ip)
+{
+	uintptr_t sp = cfa, ra = load(cfa - 8);
+	for (int k = 0; in_self(ra); k++) {
+		uintptr_t off = off_lookup(ra);
+		if (!off || k == 4)
+			return 0;
+		sp += off;
+		ra = load(sp - 8);
+	}
+	*slot = sp - 8;
+	*ip = ra;
+	return 1;
+}
+
+void ms_native_check(void)
+{
+	struct tstate *s = ts;
+	if (MS_UNLIKELY(!s)) {
+		int saved = errno;
+		ms_tls_guard++;
+		s = state();
+		ms_tls_guard--;
+		errno = saved;
+		if (!s)
+			return;
+	}
+	if (s->busy)
+		return;
+	uintptr_t cfa = (uintptr_t)__builtin_dwarf_cfa(), slot, ip;
+	if (MS_LIKELY(s->n > 0 && entry_frame(cfa, &slot, &ip))) {
+		const struct frame *top = &s->f[s->n - 1];
+		if (top->slot > slot && top->tramp >= 0 && load(top->slot) == ms_tramp_addr(top->tramp))
+			for (int k = 0; k < NKEYS; k++)
+				if (top->key_slot[k] == slot && top->key_ip[k] == ip)
+					return;
+	}
+	int saved = errno;
+	s->busy = 1;
+	ms_tls_guard++;
+	look(s);
+	ms_tls_guard--;
+	s->busy = 0;
+	errno = saved;
+}
+
+/* ---- leaving: return, unwinding, longjmp, thread exit ---------------------------------------- */
+
+/* Frame K has gone (returned or unwound): everything above it went before it. */
+static void drop_to(struct tstate *s, int k, int t, int unwinding)
+{
+	while (s->n - 1 > k)
+		pop_stale(s);
+	struct frame *f = &s->f[k];
+	if (f->stage >= 0)
+		leave(f->stage);
+	if (t == s->watch)
+		s->watch_at = -1;
+	else if (unwinding)
+		defer(s, t); /* the unwinder reads the return address after we return */
+	else
+		ms_pool_give(t);
+	s->n = k;
+}
+
+uintptr_t ms_native_tramp_fire(uintptr_t block_ret)
+{
+	int t = (int)((block_ret - (uintptr_t)ms_tramp_base - 6) / MS_TRAMP_SIZE);
+	uintptr_t ra = ms_pool_ra(t);
+	int saved = errno;
+	struct tstate *s = ts;
+	ms_tls_guard++;
+	STAT(fired);
+	if (s && !s->busy) {
+		s->busy = 1;
+		flush_deferred(s);
+		int k = find_tramp(s, t);
+		if (k >= 0) {
+			drop_to(s, k, t, 0);
+			if (!s->unwinding)
+				ensure_watch(s);
+		} else if (t != s->watch) {
+			ms_pool_give(t); /* a retired trampoline: its frame did return after all */
+		}
+		s->busy = 0;
+	}
+	ms_tls_guard--;
+	errno = saved;
+	return ra;
+}
+
+#define URC_CONTINUE_UNWIND 8
+#define UA_CLEANUP_PHASE 2
+
+/* Called by the C++ runtime's unwinder (libgcc) for each trampoline frame an exception or a forced
+ * unwind (pthread_exit, cancellation) passes: the function is leaving without returning. */
+__attribute__((visibility("hidden"))) int ms_native_personality(int version, int actions, uint64_t cls,
+								   void *exc, void *ctx);
+int ms_native_personality(int version, int actions, uint64_t cls, void *exc, void *ctx)
+{
+	if (!(actions & UA_CLEANUP_PHASE))
+		return URC_CONTINUE_UNWIND;
+	int saved = errno;
+	ms_tls_guard++;
+	if (!__atomic_load_n(&get_ip_looked, __ATOMIC_ACQUIRE)) {
+		get_ip = (uintptr_t(*)(void *))ms_real_dlsym(RTLD_DEFAULT, "_Unwind_GetIP");
+		__atomic_store_n(&get_ip_looked, 1, __ATOMIC_RELEASE);
+	}
+	struct tstate *s = ts;
+	if (s && !s->busy) {
+		s->busy = 1;
+		STAT(unwound);
+		flush_deferred(s);
+		int t = get_ip ? ms_tramp_index(get_ip(ctx)) : -1;
+		int k = t >= 0 ? find_tramp(s, t) : -1;
+		if (!get_ip) /* no way to ask: the innermost trampoline is the one being passed */
+			for (k = s->n - 1; k >= 0 && s->f[k].tramp < 0; k--)
+				;
+		if (k >= 0)
+			drop_to(s, k, s->f[k].tramp, 1);
+		s->busy = 0;
+	}
+	ms_tls_guard--;
+	errno = saved;
+	return URC_CONTINUE_UNWIND;
+}
+
+void ms_native_discard_below(uintptr_t target_sp)
+{
+	struct tstate *s = ts;
+	uintptr_t here = (uintptr_t)__builtin_frame_address(0);
+	if (!s || s->busy || target_sp <= here || (s->n > 0 && target_sp > s->f[0].slot))
+		return; /* not a jump up this thread's stack (another stack: leave everything) */
+	int saved = errno;
+	ms_tls_guard++;
+	s->busy = 1;
+	STAT(longjmps);
+	flush_deferred(s);
+	while (s->n > 0 && s->f[s->n - 1].slot < target_sp) {
+		struct frame *f = &s->f[--s->n];
+		if (f->tramp < 0)
+			continue;
+		if (f->stage >= 0)
+			leave(f->stage);
+		if (f->tramp == s->watch)
+			s->watch_at = -1;
+		else
+			ms_pool_give(f->tramp);
+	}
+	s->busy = 0;
+	ms_tls_guard--;
+	errno = saved;
+}
+
+/* While a C++ exception is in flight (from _Unwind_RaiseException to __cxa_begin_catch), no return
+ * address may be replaced or restored: the unwinder's second phase recognises the handler's frame
+ * by its canonical frame address as computed in the first phase, and a trampoline frame appearing
+ * or disappearing in between (cleanups allocate) would shift it.  Nested exceptions count. */
+void ms_native_unwind_begin(void)
+{
+	struct tstate *s = ts;
+	if (s)
+		s->unwinding++;
+}
+
+void ms_native_unwind_end(void)
+{
+	struct tstate *s = ts;
+	if (s && s->unwinding > 0)
+		s->unwinding--;
+}
+
+/* Thread exit: the frames left (the thread's start routine's callers) get their return addresses
+ * back and every trampoline returns to the pool. */
+static void thread_gone(void *arg)
+{
+	struct tstate *s = arg;
+	if (!s || s != ts)
+		return;
+	s->busy = 1;
+	flush_deferred(s);
+	while (s->n > 0) {
+		struct frame *f = &s->f[--s->n];
+		if (f->tramp < 0)
+			continue;
+		if (load(f->slot) == ms_tramp_addr(f->tramp))
+			store(f->slot, f->ra);
+		if (f->stage >= 0)
+			leave(f->stage);
+		if (f->tramp != s->watch)
+			ms_pool_give(f->tramp);
+	}
+	if (s->watch >= 0)
+		ms_pool_give(s->watch);
+	ts = NULL;
+	syscall(SYS_munmap, s, sizeof *s);
+}
+
+int ms_stack_init(void)
+{
+	unw_set_caching_policy(unw_local_addr_space, UNW_CACHE_PER_THREAD);
+	return pthread_key_create(&state_key, thread_gone) == 0 ? 0 : -1;
+}

@@ -1,0 +1,129 @@
+/* Native stages: reads the targets of MEMSHIM_STAGES that name C/C++ functions, resolves them,
+ * turns on the stack check (ms_native_check, native/stack.c) and, at exit, warns once about every
+ * target found nowhere.
+ *
+ * Which targets are native (the rest is left to the Python detector, without warnings here):
+ *   - "lib.so:symbol", "/path/obj:symbol", "<executable name>:symbol": always native;
+ *   - C++ names ("ns::Trainer::train", "f(int)", "~T"), mangled names ("_ZN..."): native;
+ *   - plain identifiers ("train_epoch"): native, except in a Python process, where an identifier
+ *     found in no object loaded at start is taken to be a Python function (no warning, and no
+ *     stack checks are paid for it; pin it as "lib.so:name" to look for it in libraries loaded
+ *     later);
+ *   - dotted names ("Trainer.train", "module:Class.method"): Python only.
+ * Nothing is done when MEMSHIM_STAGES is unset (its defaults are Python names).  Warnings about
+ * targets found nowhere come at exit (ms_native_report: libraries loaded later count), once per
+ * target, from the first process of the run or any process that found at least one target. */
+#include <dlfcn.h>
+#include <string.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+#include "core/config.h"
+#include "core/ms.h"
+#include "core/process.h"
+#include "intercept/hooks.h"
+#include "native/native.h"
+
+#define MAX_NATIVE_TARGETS 128
+
+static struct ms_target targets[MAX_NATIVE_TARGETS];
+static unsigned char python_owned[MAX_NATIVE_TARGETS];
+static int loaded;   /* native targets were read: they are reported at exit */
+static int watching; /* the stack check is on */
+
+static const char *exe_basename(char *buf, size_t size)
+{
+	long n = syscall(SYS_readlink, "/proc/self/exe", buf, size - 1);
+	buf[n > 0 ? n : 0] = '\0';
+	const char *slash = strrchr(buf, '/');
+	return slash ? slash + 1 : buf;
+}
+
+static int load_targets(void)
+{
+	char exe[1024];
+	const char *base = exe_basename(exe, sizeof exe);
+	const struct ms_spec *spec = &ms_cfg.spec;
+	int n = 0;
+	for (int i = 0; i < spec->nstages && i < MS_SPEC_MAX_STAGES; i++)
+		for (int j = 0; j < spec->stage[i].ntargets && n < MAX_NATIVE_TARGETS; j++) {
+			if (ms_target_parse(&targets[n], spec->stage[i].targets[j], base) < 0)
+				continue;
+			targets[n].spec_stage = i;
+			targets[n].stage = i;
+			n++;
+		}
+	ms_native_targets = targets;
+	ms_native_ntargets = n;
+	return n;
+}
+
+void ms_native_report(void)
+{
+	if (!loaded || !ms_is_tracked_process())
+		return;
+	ms_tls_guard++;
+	ms_syms_refresh();
+	int any_found = 0;
+	for (int i = 0; i < ms_native_ntargets; i++)
+		any_found |= targets[i].found;
+	/* an exec'd child that found nothing is most likely a wrapper (a shell, env): the program the
+	 * names were meant for reports for itself */
+	int quiet = ms_proc.is_child && !any_found;
+	char stripped[1024];
+	ms_syms_stripped(stripped, sizeof stripped);
+	for (int i = 0; i < ms_native_ntargets; i++) {
+		const struct ms_target *t = &targets[i];
+		if (t->found || python_owned[i] || quiet)
+			continue;
+		ms_warn("native stage %s: '%s' was not found in any loaded object%s%s%s",
+			ms_cfg.spec.stage[t->spec_stage].name, t->text, stripped[0] ? " (no symbol table: " : "",
+			stripped, stripped[0] ? ")" : "");
+	}
+	ms_debug("native stages: %llu quick walks, %llu full looks, %llu trampolines fired, %llu unwound, "
+		 "%llu longjmps", (unsigned long long)ms_native_stats.medium,
+		 (unsigned long long)ms_native_stats.slow, (unsigned long long)ms_native_stats.fired,
+		 (unsigned long long)ms_native_stats.unwound, (unsigned long long)ms_native_stats.longjmps);
+	ms_tls_guard--;
+}
+
+/* Whether the stack must be watched: something was found, or may still appear in a later dlopen. */
+static int worth_checking(void)
+{
+	int python = ms_real_dlsym(RTLD_DEFAULT, "Py_IsInitialized") != NULL;
+	int worth = 0;
+	for (int i = 0; i < ms_native_ntargets; i++) {
+		const struct ms_target *t = &targets[i];
+		if (python && !t->found && !t->object && t->kind == MS_TK_PLAIN)
+			python_owned[i] = 1;
+		else
+			worth = 1;
+	}
+	return worth;
+}
+
+void ms_native_init(void)
+{
+	if (ms_cfg.spec.is_default || load_targets() == 0)
+		return;
+	ms_tls_guard++;
+	int ok = ms_pool_init() == 0 && ms_stack_init() == 0;
+	if (!ok)
+		ms_warn("native stages disabled: the trampolines were not linked as expected");
+	if (ok) {
+		ms_jmp_init();
+		ms_syms_resolve();
+		ok = worth_checking();
+	}
+	ms_tls_guard--;
+	loaded = 1;
+	if (!ok)
+		return;
+	watching = 1;
+	__atomic_store_n(&ms_before_count, ms_native_check, __ATOMIC_RELEASE);
+}
+
+void ms_native_fork_child(int tracking)
+{
+	if (watching)
+		ms_syms_fork_child();
+}

@@ -1,0 +1,415 @@
+/* Resolution: the address ranges of every function a native target names, from the symbol tables
+ * (.symtab and .dynsym) of each loaded object's file, so a plain `gcc -g` program works without
+ * -rdynamic; dlsym fills in dynamic symbols of objects whose file cannot be read.  Objects loaded
+ * or unloaded later are noticed through dl_iterate_phdr's load/unload counters and only they are
+ * read.  Runs inside allocation hooks: raw syscalls and static or raw-mapped memory only. */
+#include <dlfcn.h>
+#include <elf.h>
+#include <fcntl.h>
+#include <link.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+#include "core/ms.h"
+#include "intercept/hooks.h"
+#include "native/native.h"
+
+#define MAX_OBJS 4096
+#define PATH_POOL ((size_t)256 * 1024)
+#define MAX_STRIPPED 8
+
+struct ms_target *ms_native_targets;
+int ms_native_ntargets;
+uintptr_t ms_self_lo, ms_self_hi;
+
+struct objrec {
+	uintptr_t base;
+	uint64_t hash;
+	unsigned gen;
+};
+
+struct mrange {
+	uintptr_t lo, hi;
+	int stage;
+	uintptr_t obj;
+};
+
+struct current {
+	uintptr_t base;
+	const char *path;
+};
+
+static struct objrec objs[MAX_OBJS];
+static int nobjs;
+static unsigned gen;
+static struct mrange *master;
+static size_t nmaster, capmaster;
+static struct ms_syms_table *published;
+static unsigned long long seen_adds = ~0ULL, seen_subs;
+static int lock_word;
+static struct current cur[MAX_OBJS];
+static int ncur;
+static char path_pool[PATH_POOL];
+static size_t path_used;
+static char exe_path[1024];
+static char stripped[MAX_STRIPPED][256];
+static int nstripped;
+static unsigned char first_chars[256 / 8];
+
+static void *raw_map(size_t len)
+{
+	long p = syscall(SYS_mmap, NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	return p < 0 && p > -4096 ? NULL : (void *)p;
+}
+
+static uint64_t hash_of(const char *s)
+{
+	uint64_t h = 1469598103934665603ULL;
+	for (; *s; s++)
+		h = (h ^ (unsigned char)*s) * 1099511628211ULL;
+	return h;
+}
+
+static int add_range(uintptr_t lo, uintptr_t hi, int stage, uintptr_t obj)
+{
+	if (nmaster == capmaster) {
+		size_t cap = capmaster ? capmaster * 2 : 256;
+		struct mrange *m = raw_map(cap * sizeof *m);
+		if (!m)
+			return -1;
+		if (master) {
+			memcpy(m, master, nmaster * sizeof *m);
+			syscall(SYS_munmap, master, capmaster * sizeof *m);
+		}
+		master = m;
+		capmaster = cap;
+	}
+	master[nmaster++] = (struct mrange){ lo, hi, stage, obj };
+	return 0;
+}
+
+/* ---- reading one object's symbol tables ------------------------------------------------------ */
+
+static void match_symbol(const char *name, uintptr_t addr, size_t size, const char *path, uintptr_t base)
+{
+	unsigned char c = (unsigned char)name[0];
+	if (!(first_chars[c / 8] & (1u << (c % 8))))
+		return;
+	for (int i = 0; i < ms_native_ntargets; i++) {
+		struct ms_target *t = &ms_native_targets[i];
+		if (t->stage < 0 || !ms_target_object_matches(t, path) || !ms_target_matches(t, name))
+			continue;
+		if (add_range(addr, addr + (size ? size : 1), t->stage, base) == 0)
+			t->found = 1;
+	}
+}
+
+static void scan_symtab(const unsigned char *map, size_t size, const Elf64_Shdr *sh, const Elf64_Shdr *str,
+			const char *path, uintptr_t base)
+{
+	if (sh->sh_offset > size || sh->sh_size > size - sh->sh_offset || sh->sh_entsize != sizeof(Elf64_Sym) ||
+	    str->sh_offset > size || str->sh_size > size - str->sh_offset || str->sh_type != SHT_STRTAB)
+		return;
+	const Elf64_Sym *sym = (const Elf64_Sym *)(map + sh->sh_offset);
+	const char *strs = (const char *)(map + str->sh_offset);
+	size_t n = sh->sh_size / sizeof *sym;
+	for (size_t i = 0; i < n; i++) {
+		if (ELF64_ST_TYPE(sym[i].st_info) != STT_FUNC || sym[i].st_shndx == SHN_UNDEF || !sym[i].st_value ||
+		    sym[i].st_name >= str->sh_size || !memchr(strs + sym[i].st_name, 0, str->sh_size - sym[i].st_name))
+			continue;
+		match_symbol(strs + sym[i].st_name, base + sym[i].st_value, sym[i].st_size, path, base);
+	}
+}
+
+static int system_path(const char *p)
+{
+	return !strncmp(p, "/lib/", 5) || !strncmp(p, "/lib64/", 7) || !strncmp(p, "/usr/lib", 8);
+}
+
+static void note_stripped(const char *path)
+{
+	if (nstripped < MAX_STRIPPED && strlen(path) < sizeof stripped[0])
+		strcpy(stripped[nstripped++], path);
+}
+
+/* Reads PATH (loaded at BASE) and adds the ranges of matching functions. */
+static void read_object(const char *path, uintptr_t base, int is_exe)
+{
+	long fd = syscall(SYS_openat, AT_FDCWD, path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return;
+	struct stat st;
+	long mapped = -1;
+	if (syscall(SYS_fstat, fd, &st) == 0 && st.st_size >= (off_t)sizeof(Elf64_Ehdr))
+		mapped = syscall(SYS_mmap, NULL, (size_t)st.st_size, PROT_READ, MAP_PRIVATE, fd, 0);
+	syscall(SYS_close, fd);
+	if (mapped < 0 && mapped > -4096) /* failed, or never tried */
+		return;
+	const unsigned char *map = (const unsigned char *)mapped;
+	size_t size = (size_t)st.st_size;
+	const Elf64_Ehdr *eh = (const Elf64_Ehdr *)map;
+	int has_symtab = 0;
+	// cppcheck-suppress nullPointerRedundantCheck ; a successful mmap is never address 0
+	if (!memcmp(eh->e_ident, ELFMAG, SELFMAG) && eh->e_ident[EI_CLASS] == ELFCLASS64 &&
+	    eh->e_shentsize == sizeof(Elf64_Shdr) && eh->e_shoff < size &&
+	    eh->e_shnum <= (size - eh->e_shoff) / sizeof(Elf64_Shdr)) {
+		const Elf64_Shdr *sh = (const Elf64_Shdr *)(map + eh->e_shoff);
+		for (int i = 0; i < eh->e_shnum; i++) {
+			if ((sh[i].sh_type != SHT_SYMTAB && sh[i].sh_type != SHT_DYNSYM) || sh[i].sh_link >= eh->e_shnum)
+				continue;
+			has_symtab |= sh[i].sh_type == SHT_SYMTAB;
+			scan_symtab(map, size, &sh[i], &sh[sh[i].sh_link], path, base);
+		}
+	}
+	syscall(SYS_munmap, mapped, size);
+	if (!has_symtab && (is_exe || !system_path(path)))
+		note_stripped(path);
+}
+
+/* ---- the set of loaded objects --------------------------------------------------------------- */
+
+static int read_counters(struct dl_phdr_info *info, size_t size, void *arg)
+{
+	unsigned long long *c = arg;
+	if (size < offsetof(struct dl_phdr_info, dlpi_subs) + sizeof info->dlpi_subs)
+		return 1;
+	c[0] = info->dlpi_adds;
+	c[1] = info->dlpi_subs;
+	return 1; /* the counters are the same in every call: stop after the first */
+}
+
+static int collect(struct dl_phdr_info *info, size_t size, void *arg)
+{
+	int *first = arg;
+	const char *name = info->dlpi_name;
+	if (*first && (!name || !*name))
+		name = exe_path;
+	*first = 0;
+	if (!name || !*name || ncur == MAX_OBJS)
+		return 0;
+	size_t n = strlen(name) + 1;
+	if (path_used + n > PATH_POOL)
+		return 0;
+	memcpy(path_pool + path_used, name, n);
+	cur[ncur].base = info->dlpi_addr;
+	cur[ncur].path = path_pool + path_used;
+	path_used += n;
+	ncur++;
+	return 0;
+}
+
+static int cmp_range(const struct ms_syms_range *a, const struct ms_syms_range *b)
+{
+	return a->lo < b->lo ? -1 : a->lo > b->lo;
+}
+
+/* Insertion sort: the table is small and this runs rarely. */
+static void sort_ranges(struct ms_syms_range *r, int n)
+{
+	for (int i = 1; i < n; i++) {
+		struct ms_syms_range v = r[i];
+		int j = i;
+		for (; j > 0 && cmp_range(&r[j - 1], &v) > 0; j--)
+			r[j] = r[j - 1];
+		r[j] = v;
+	}
+}
+
+/* Publishes the master list as a new sorted table; old tables stay mapped (readers may hold them). */
+static void publish(void)
+{
+	size_t bytes = sizeof(struct ms_syms_table) + (nmaster ? nmaster : 1) * sizeof(struct ms_syms_range);
+	struct ms_syms_table *t = raw_map(bytes);
+	if (!t)
+		return;
+	int n = 0;
+	for (size_t i = 0; i < nmaster; i++)
+		t->r[n++] = (struct ms_syms_range){ master[i].lo, master[i].hi, master[i].stage };
+	sort_ranges(t->r, n);
+	int u = 0;
+	for (int i = 0; i < n; i++)
+		if (!u || t->r[u - 1].lo != t->r[i].lo || t->r[u - 1].stage != t->r[i].stage)
+			t->r[u++] = t->r[i];
+	t->n = u;
+	t->lo = u ? t->r[0].lo : 0;
+	t->hi = 0;
+	for (int i = 0; i < u; i++)
+		if (t->r[i].hi > t->hi)
+			t->hi = t->r[i].hi;
+	__atomic_store_n(&published, t, __ATOMIC_RELEASE);
+}
+
+static int known_object(uintptr_t base, uint64_t h)
+{
+	for (int i = 0; i < nobjs; i++)
+		if (objs[i].base == base && objs[i].hash == h) {
+			objs[i].gen = gen;
+			return 1;
+		}
+	return 0;
+}
+
+/* Drops the records and ranges of objects that are gone. */
+static void forget_unloaded(void)
+{
+	int j = 0;
+	for (int i = 0; i < nobjs; i++) {
+		if (objs[i].gen == gen) {
+			objs[j++] = objs[i];
+			continue;
+		}
+		size_t k = 0;
+		for (size_t r = 0; r < nmaster; r++)
+			if (master[r].obj != objs[i].base)
+				master[k++] = master[r];
+		nmaster = k;
+	}
+	nobjs = j;
+}
+
+static void update_locked(void)
+{
+	ncur = 0;
+	path_used = 0;
+	int first = 1;
+	dl_iterate_phdr(collect, &first);
+	gen++;
+	for (int i = 0; i < ncur; i++) {
+		uint64_t h = hash_of(cur[i].path);
+		if (known_object(cur[i].base, h) || nobjs == MAX_OBJS)
+			continue;
+		objs[nobjs++] = (struct objrec){ cur[i].base, h, gen };
+		read_object(cur[i].path, cur[i].base, cur[i].path == path_pool && !strcmp(cur[i].path, exe_path));
+	}
+	forget_unloaded();
+	publish();
+}
+
+static int try_lock(void)
+{
+	return !__atomic_exchange_n(&lock_word, 1, __ATOMIC_ACQUIRE);
+}
+
+static void unlock(void)
+{
+	__atomic_store_n(&lock_word, 0, __ATOMIC_RELEASE);
+}
+
+int ms_syms_refresh(void)
+{
+	unsigned long long c[2] = { 0, 0 };
+	dl_iterate_phdr(read_counters, c);
+	if (c[0] == __atomic_load_n(&seen_adds, __ATOMIC_ACQUIRE) &&
+	    c[1] == __atomic_load_n(&seen_subs, __ATOMIC_RELAXED))
+		return 0;
+	if (!try_lock())
+		return 1; /* another thread is reading the new objects */
+	if (c[0] != seen_adds || c[1] != seen_subs) {
+		if (c[1] != seen_subs)
+			ms_cfi_forget();
+		update_locked();
+		__atomic_store_n(&seen_subs, c[1], __ATOMIC_RELAXED);
+		__atomic_store_n(&seen_adds, c[0], __ATOMIC_RELEASE);
+	}
+	unlock();
+	return 1;
+}
+
+/* Dynamic symbols of objects whose file could not be read (deleted, in memory only). */
+static void dlsym_fallback(void)
+{
+	for (int i = 0; i < ms_native_ntargets; i++) {
+		struct ms_target *t = &ms_native_targets[i];
+		if (t->found || t->stage < 0 || t->kind != MS_TK_PLAIN)
+			continue;
+		void *a = ms_real_dlsym(RTLD_DEFAULT, t->name);
+		Dl_info info;
+		const ElfW(Sym) *sym = NULL;
+		if (!a || !dladdr1(a, &info, (void **)&sym, RTLD_DL_SYMENT) || !sym || !info.dli_fname ||
+		    ELF64_ST_TYPE(sym->st_info) != STT_FUNC || !ms_target_object_matches(t, info.dli_fname))
+			continue;
+		if (add_range((uintptr_t)a, (uintptr_t)a + (sym->st_size ? sym->st_size : 1), t->stage,
+			      (uintptr_t)info.dli_fbase) == 0)
+			t->found = 1;
+	}
+}
+
+static int find_self(struct dl_phdr_info *info, size_t size, void *arg)
+{
+	uintptr_t me = (uintptr_t)ms_tramp_base;
+	for (int i = 0; i < info->dlpi_phnum; i++) {
+		const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
+		uintptr_t lo = info->dlpi_addr + ph->p_vaddr, hi = lo + ph->p_memsz;
+		if (ph->p_type == PT_LOAD && (ph->p_flags & PF_X) && me >= lo && me < hi) {
+			ms_self_lo = lo;
+			ms_self_hi = hi;
+			return 1;
+		}
+	}
+	return 0;
+}
+
+void ms_syms_resolve(void)
+{
+	long n = syscall(SYS_readlink, "/proc/self/exe", exe_path, sizeof exe_path - 1);
+	exe_path[n > 0 ? n : 0] = '\0';
+	dl_iterate_phdr(find_self, NULL);
+	for (int i = 0; i < ms_native_ntargets; i++) {
+		const struct ms_target *t = &ms_native_targets[i];
+		unsigned char c = (unsigned char)t->name[0];
+		first_chars[c / 8] |= (unsigned char)(1u << (c % 8));
+		if (t->nprefix) /* mangled forms start with "_Z" */
+			first_chars['_' / 8] |= (unsigned char)(1u << ('_' % 8));
+	}
+	ms_syms_refresh();
+	while (!try_lock())
+		;
+	dlsym_fallback();
+	publish();
+	unlock();
+}
+
+int ms_syms_stage_at(uintptr_t ip)
+{
+	const struct ms_syms_table *t = __atomic_load_n(&published, __ATOMIC_ACQUIRE);
+	if (!t || ip < t->lo || ip >= t->hi)
+		return -1;
+	int lo = 0, hi = t->n;
+	while (lo < hi) { /* last range starting at or below ip */
+		int mid = (lo + hi) / 2;
+		if (t->r[mid].lo <= ip)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	for (int i = lo - 1; i >= 0 && i >= lo - 4; i--) /* overlapping ranges (aliases) are rare */
+		if (ip >= t->r[i].lo && ip < t->r[i].hi)
+			return t->r[i].stage;
+	return -1;
+}
+
+void ms_syms_stripped(char *buf, size_t size)
+{
+	size_t at = 0;
+	buf[0] = '\0';
+	for (int i = 0; i < nstripped; i++) {
+		size_t n = strlen(stripped[i]);
+		if (at + n + 3 > size)
+			break;
+		if (at) {
+			memcpy(buf + at, ", ", 2);
+			at += 2;
+		}
+		memcpy(buf + at, stripped[i], n + 1);
+		at += n;
+	}
+}
+
+/* A forked child may have inherited the lock from a thread that no longer exists. */
+void ms_syms_fork_child(void)
+{
+	unlock();
+	ms_cfi_fork_child();
+}

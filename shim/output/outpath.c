@@ -1,0 +1,174 @@
+/* Walking the output path (see outpath.h).  Holding a descriptor of each directory on the way means
+ * a link swapped in after the check is never followed: every step opens with O_NOFOLLOW. */
+#include <errno.h>
+#include <fcntl.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/statfs.h>
+#include <unistd.h>
+#include "core/ms.h"
+#include "output/outpath.h"
+
+#define MAX_LINKS 40           /* the kernel's MAXSYMLINKS */
+#define PROC_SUPER_MAGIC 0x9fa0 /* linux/magic.h */
+
+/* One walk at a time (the report writer is single): static keeps these off a handler's stack. */
+static struct {
+	int dirfd;
+	int links;
+	char todo[MS_PATH_MAX];   /* what is left to walk */
+	char target[MS_PATH_MAX]; /* a link's text */
+	char spliced[MS_PATH_MAX];
+	char shown[MS_PATH_MAX];  /* the directories walked so far, for the warning */
+} wk;
+
+static int open_dir(const char *path)
+{
+	return (int)openat(AT_FDCWD, path, O_PATH | O_DIRECTORY | O_CLOEXEC);
+}
+
+static void move_to(int fd)
+{
+	close(wk.dirfd);
+	wk.dirfd = fd;
+}
+
+/* The kernel's protected_symlinks rule: in a sticky world-writable directory only links owned by
+ * us or by the directory's owner are followed (another user may have planted the link). */
+static int may_follow(const struct stat *link)
+{
+	struct stat dir;
+	if (fstat(wk.dirfd, &dir) < 0)
+		return 0;
+	if ((dir.st_mode & (S_ISVTX | S_IWOTH)) != (S_ISVTX | S_IWOTH))
+		return 1;
+	return link->st_uid == geteuid() || link->st_uid == dir.st_uid;
+}
+
+/* Links in /proc (/proc/self, /proc/self/fd/1 behind /dev/stdout) name open files, not paths. */
+static int in_proc(void)
+{
+	struct statfs fs;
+	return fstatfs(wk.dirfd, &fs) == 0 && fs.f_type == PROC_SUPER_MAGIC;
+}
+
+static int found(struct ms_outpath *out, const char *name, enum ms_out_how how)
+{
+	ms_strlcpy(out->name, name, sizeof out->name);
+	out->how = how;
+	return 0;
+}
+
+/* Steps into directory NAME, keeping the text of the walk for messages. */
+static int enter(const char *name)
+{
+	int fd = (int)openat(wk.dirfd, name, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	move_to(fd);
+	size_t n = strlen(wk.shown);
+	if (strcmp(name, "..") != 0)
+		ms_format(wk.shown + n, sizeof wk.shown - n, "/%s", name);
+	else if (strrchr(wk.shown, '/'))
+		*strrchr(wk.shown, '/') = '\0';
+	return 0;
+}
+
+/* Replaces the walk's remainder with link NAME's text followed by AFTER; 1 to go on walking. */
+static int splice_link(const char *name, const char *after)
+{
+	if (++wk.links > MAX_LINKS)
+		return -ELOOP;
+	ssize_t n = readlinkat(wk.dirfd, name, wk.target, sizeof wk.target);
+	if (n < 0)
+		return -errno;
+	if (n == 0 || (size_t)n >= sizeof wk.target)
+		return n ? -ENAMETOOLONG : -ENOENT;
+	wk.target[n] = '\0';
+	if (ms_format(wk.spliced, sizeof wk.spliced, "%s%s", wk.target, after) + 1 >= sizeof wk.spliced)
+		return -ENAMETOOLONG;
+	memcpy(wk.todo, wk.spliced, sizeof wk.todo);
+	if (wk.target[0] == '/') {
+		int fd = open_dir("/");
+		if (fd < 0)
+			return -errno;
+		move_to(fd);
+		wk.shown[0] = '\0';
+	}
+	return 1;
+}
+
+/* Link NAME (LINK its lstat) with AFTER left to walk: 1 to go on, 0 when OUT is decided, -errno. */
+static int through_link(struct ms_outpath *out, const char *name, const struct stat *link, const char *after)
+{
+	if (in_proc()) {
+		out->follow = 1;
+		if (ms_format(out->rest, sizeof out->rest, "%s%s", name, after) + 1 >= sizeof out->rest)
+			return -ENAMETOOLONG;
+		return found(out, name, MS_OUT_IN_PLACE);
+	}
+	if (!may_follow(link)) {
+		ms_format(out->link, sizeof out->link, "%s/%s", wk.shown, name);
+		out->link_owner = link->st_uid;
+		return found(out, name, MS_OUT_REFUSED);
+	}
+	return splice_link(name, after);
+}
+
+/* One component: 1 to go on walking from wk.todo at *P, 0 when OUT is decided, or -errno. */
+static int step(struct ms_outpath *out, const char **p)
+{
+	while (**p == '/')
+		(*p)++;
+	if (!**p)
+		return -EISDIR; /* "/" or a trailing slash names a directory */
+	size_t n = strcspn(*p, "/");
+	if (n > NAME_MAX)
+		return -ENAMETOOLONG;
+	char name[NAME_MAX + 1];
+	memcpy(name, *p, n);
+	name[n] = '\0';
+	const char *after = *p + n;
+	int last = *after == '\0';
+	*p = after;
+	if (!strcmp(name, "."))
+		return 1;
+	struct stat st;
+	if (fstatat(wk.dirfd, name, &st, AT_SYMLINK_NOFOLLOW) < 0)
+		return errno == ENOENT && last ? found(out, name, MS_OUT_REPLACE) : -errno;
+	if (S_ISLNK(st.st_mode)) {
+		int rc = through_link(out, name, &st, after);
+		*p = wk.todo;
+		return rc;
+	}
+	if (last)
+		return S_ISDIR(st.st_mode) ? -EISDIR
+		       : found(out, name, S_ISREG(st.st_mode) ? MS_OUT_REPLACE : MS_OUT_IN_PLACE);
+	if (!S_ISDIR(st.st_mode))
+		return -ENOTDIR;
+	int rc = enter(name);
+	return rc < 0 ? rc : 1;
+}
+
+int ms_outpath_walk(struct ms_outpath *out, const char *path)
+{
+	out->dirfd = -1;
+	out->follow = 0;
+	if (ms_strlcpy(wk.todo, path, sizeof wk.todo) >= sizeof wk.todo)
+		return -ENAMETOOLONG;
+	wk.links = 0;
+	wk.shown[0] = '\0';
+	wk.dirfd = open_dir(path[0] == '/' ? "/" : ".");
+	if (wk.dirfd < 0)
+		return -errno;
+	const char *p = wk.todo;
+	int rc;
+	while ((rc = step(out, &p)) > 0)
+		;
+	if (rc < 0 || out->how == MS_OUT_REFUSED) {
+		close(wk.dirfd);
+		return rc;
+	}
+	out->dirfd = wk.dirfd;
+	return 0;
+}

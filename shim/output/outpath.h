@@ -1,0 +1,30 @@
+/* Finding the metrics file: the path is walked one component at a time through directory
+ * descriptors, following a symlink only where the kernel's protected_symlinks rule would. */
+#ifndef MS_OUTPATH_H
+#define MS_OUTPATH_H
+
+#include <limits.h>
+#include <sys/types.h>
+#include "core/config.h"
+
+enum ms_out_how {
+	MS_OUT_REPLACE,  /* a regular file or none yet: replace NAME in DIRFD atomically */
+	MS_OUT_IN_PLACE, /* a device or FIFO (NAME in DIRFD), or a /proc link to open (REST in DIRFD) */
+	MS_OUT_REFUSED,  /* a symlink the kernel would not follow for us: LINK, owned by LINK_OWNER */
+};
+
+struct ms_outpath {
+	enum ms_out_how how;
+	int dirfd;               /* O_PATH descriptor of the directory holding the file, or -1 */
+	int follow;              /* in place through /proc: open REST following its links */
+	char name[NAME_MAX + 1]; /* the file's name in DIRFD */
+	char rest[MS_PATH_MAX];  /* in place through /proc: what is left of the path from DIRFD */
+	char link[MS_PATH_MAX];  /* refused: the link, as the walk reached it */
+	uid_t link_owner;
+};
+
+/* Walks PATH into OUT.  Returns 0, or -errno (ELOOP after 40 links, ENOENT for a missing directory,
+ * EISDIR for a directory).  Async-signal-safe, no allocation; close OUT->dirfd when done. */
+int ms_outpath_walk(struct ms_outpath *out, const char *path);
+
+#endif

@@ -1,0 +1,671 @@
+/* Writing the metrics file: atomic replace through a temporary in the same directory, or in
+ * place for devices and FIFOs; never through a symlink the kernel would not follow for us.  Only
+ * raw system calls and the streaming writer: safe at exit, on _exit and from a signal handler. */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h> /* renameat */
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+#include "core/config.h"
+#include "core/counters.h"
+#include "core/json.h"
+#include "core/ms.h"
+#include "core/process.h"
+#include "core/stages.h"
+#include "core/timeline.h"
+#include "cuda/cuda.h"
+#include "intercept/hooks.h"
+#include "output/outpath.h"
+#include "output/report.h"
+
+#define ARGV_MAX 4096
+
+static char argv_buf[ARGV_MAX];
+static size_t argv_len;
+static int argv_truncated;
+
+struct rank_source {
+	const char *launcher, *rank, *local_rank, *world_size;
+};
+static const struct rank_source rank_sources[] = {
+	{ "torchrun", "RANK", "LOCAL_RANK", "WORLD_SIZE" },
+	{ "openmpi", "OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_LOCAL_RANK", "OMPI_COMM_WORLD_SIZE" },
+	{ "pmix", "PMIX_RANK", "MPI_LOCALRANKID", "PMI_SIZE" },
+	{ "pmi", "PMI_RANK", "MPI_LOCALRANKID", "PMI_SIZE" },
+	{ "slurm", "SLURM_PROCID", "SLURM_LOCALID", "SLURM_NTASKS" },
+};
+static const struct rank_source *rank_from;
+static long rank_vals[3];
+
+static long env_long(const char *name)
+{
+	const char *v = name ? getenv(name) : NULL;
+	char *end;
+	long n = v && *v ? strtol(v, &end, 10) : -1;
+	return v && *v && !*end && n >= 0 ? n : -1;
+}
+
+static void read_argv(void)
+{
+	int fd = (int)syscall(SYS_open, "/proc/self/cmdline", O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return;
+	ssize_t n;
+	while (argv_len < sizeof argv_buf &&
+	       (n = read(fd, argv_buf + argv_len, sizeof argv_buf - argv_len)) > 0)
+		argv_len += (size_t)n;
+	char extra;
+	argv_truncated = argv_len == sizeof argv_buf && read(fd, &extra, 1) == 1;
+	close(fd);
+}
+
+void ms_report_init(void)
+{
+	read_argv();
+	for (size_t i = 0; i < sizeof rank_sources / sizeof *rank_sources; i++) {
+		const struct rank_source *s = &rank_sources[i];
+		if (env_long(s->rank) >= 0) {
+			rank_from = s;
+			rank_vals[0] = env_long(s->rank);
+			rank_vals[1] = env_long(s->local_rank);
+			rank_vals[2] = env_long(s->world_size);
+			return;
+		}
+	}
+}
+
+void ms_report_path(char *out, size_t size)
+{
+	const char *in = ms_cfg.output;
+	size_t n = 0;
+	int has_pid = 0;
+	for (; *in && n + 1 < size; in++) {
+		if (in[0] == '%' && (in[1] == 'p' || in[1] == '%')) {
+			if (in[1] == 'p')
+				n += ms_format(out + n, size - n, "%d", (int)ms_proc.pid), has_pid = 1;
+			else
+				out[n++] = '%';
+			in++;
+		} else {
+			out[n++] = *in;
+		}
+	}
+	out[n] = '\0';
+	if (ms_proc.is_child && !ms_proc.own_output && !has_pid)
+		ms_format(out + n, size - n, ".%d", (int)ms_proc.pid);
+}
+
+static void write_delta(struct ms_json *w, const char *key, const struct ms_span *sp, int c)
+{
+	ms_json_object(w, key);
+	int64_t peaked = sp->peak[c] - sp->end[c];
+	ms_json_int(w, "begin", sp->begin[c]);
+	ms_json_int(w, "end", sp->end[c]);
+	ms_json_int(w, "alloc_delta", sp->end[c] - sp->begin[c]);
+	ms_json_int(w, "peaked_delta", peaked > 0 ? peaked : 0);
+	ms_json_int(w, "peak", sp->peak[c]);
+}
+
+static void write_cpu(struct ms_json *w, const struct ms_span *sp)
+{
+	write_delta(w, "cpu", sp, MS_CPU);
+	write_delta(w, "malloc", sp, MS_MALLOC);
+	ms_json_end_object(w);
+	write_delta(w, "mmap", sp, MS_MMAP);
+	ms_json_end_object(w);
+	ms_json_end_object(w);
+}
+
+/* Opens an object for component COMP of CTX (a stage's span, or the process peaks). */
+typedef void (*open_comp_fn)(struct ms_json *w, const char *key, const void *ctx, int comp);
+
+/* "gpu": the total's members, then devices[], managed and pinned: one shape for stages and process. */
+static void write_gpu_tree(struct ms_json *w, open_comp_fn open, const void *ctx, const struct ms_span *failures)
+{
+	open(w, "gpu", ctx, MS_GPU);
+	if (failures) {
+		ms_json_uint(w, "failed_allocs", failures->gpu_failed_allocs);
+		ms_json_int(w, "failed_bytes", failures->gpu_failed_bytes);
+	}
+	ms_json_array(w, "devices");
+	uint32_t used = ms_gpu_devices_used();
+	for (int d = 0; d < MS_MAX_DEVICES; d++) {
+		if (!(used & (1u << d)))
+			continue;
+		open(w, NULL, ctx, MS_DEV0 + d);
+		ms_json_int(w, "device", d);
+		ms_json_end_object(w);
+	}
+	ms_json_end_array(w);
+	open(w, "managed", ctx, MS_MANAGED);
+	ms_json_end_object(w);
+	open(w, "pinned", ctx, MS_PINNED);
+	ms_json_end_object(w);
+	ms_json_end_object(w);
+}
+
+static void open_span(struct ms_json *w, const char *key, const void *ctx, int comp)
+{
+	write_delta(w, key, ctx, comp);
+}
+
+static void write_gpu(struct ms_json *w, const struct ms_span *sp)
+{
+	write_gpu_tree(w, open_span, sp, sp);
+}
+
+static void write_history(struct ms_json *w, const struct ms_stage *s, int gpu)
+{
+	ms_json_array(w, "history");
+	uint64_t kept = s->calls < MS_HISTORY ? s->calls : MS_HISTORY;
+	for (uint64_t i = 0; i < kept; i++) {
+		const struct ms_call *h = &s->history[i];
+		ms_json_object(w, NULL);
+		ms_json_uint(w, "call", i + 1);
+		ms_json_double(w, "start", h->start);
+		ms_json_double(w, "runtime", h->runtime);
+		ms_json_int(w, "cpu_alloc_delta", h->cpu_alloc);
+		ms_json_int(w, "cpu_peaked_delta", h->cpu_peaked > 0 ? h->cpu_peaked : 0);
+		if (gpu) {
+			ms_json_int(w, "gpu_alloc_delta", h->gpu_alloc);
+			ms_json_int(w, "gpu_peaked_delta", h->gpu_peaked > 0 ? h->gpu_peaked : 0);
+			ms_json_uint(w, "gpu_failed_allocs", h->gpu_failed_allocs);
+		}
+		ms_json_end_object(w);
+	}
+	ms_json_end_array(w);
+	ms_json_uint(w, "history_dropped", s->dropped);
+}
+
+static void write_stage(struct ms_json *w, const struct ms_stage *s, int gpu)
+{
+	const struct ms_span *sp = s->depth > 0 ? &s->cur : &s->last;
+	ms_json_object(w, NULL);
+	ms_json_string(w, "name", s->name);
+	ms_json_bool(w, "implicit", s->implicit);
+	ms_json_uint(w, "calls", s->calls);
+	ms_json_bool(w, "open", s->depth > 0);
+	ms_json_bool(w, "closed_at_exit", s->depth == 0 && sp->closed_at_exit);
+	ms_json_double(w, "start", sp->start);
+	ms_json_double(w, "runtime", sp->runtime);
+	write_cpu(w, sp);
+	if (gpu)
+		write_gpu(w, sp);
+	ms_json_object(w, "max_needed");
+	ms_json_int(w, "cpu", s->max_cpu_needed);
+	ms_json_uint(w, "cpu_call", s->max_cpu_call);
+	if (gpu) {
+		ms_json_int(w, "gpu", s->max_gpu_needed);
+		ms_json_uint(w, "gpu_call", s->max_gpu_call);
+	}
+	ms_json_end_object(w);
+	write_history(w, s, gpu);
+	ms_json_end_object(w);
+}
+
+static void flat_key(struct ms_json *w, const char *stage, const char *suffix, int64_t v)
+{
+	char key[MS_STAGE_NAME_MAX + 40];
+	ms_format(key, sizeof key, "%s_%s", stage, suffix);
+	ms_json_int(w, key, v);
+}
+
+static void write_flat_stage(struct ms_json *w, const struct ms_stage *s, int gpu)
+{
+	const struct ms_span *sp = &s->last;
+	int64_t cpu_peaked = sp->peak[MS_CPU] - sp->end[MS_CPU];
+	int64_t gpu_peaked = sp->peak[MS_GPU] - sp->end[MS_GPU];
+	flat_key(w, s->name, "mem_cpu_alloc_delta", sp->end[MS_CPU] - sp->begin[MS_CPU]);
+	flat_key(w, s->name, "mem_cpu_peaked_delta", cpu_peaked > 0 ? cpu_peaked : 0);
+	if (gpu) {
+		flat_key(w, s->name, "mem_gpu_alloc_delta", sp->end[MS_GPU] - sp->begin[MS_GPU]);
+		flat_key(w, s->name, "mem_gpu_peaked_delta", gpu_peaked > 0 ? gpu_peaked : 0);
+		flat_key(w, s->name, "mem_gpu_failed_allocs", sp->gpu_failed_allocs);
+	}
+	char key[MS_STAGE_NAME_MAX + 16];
+	ms_format(key, sizeof key, "%s_runtime", s->name);
+	ms_json_double(w, key, sp->runtime);
+	flat_key(w, s->name, "calls", (int64_t)s->calls);
+}
+
+static int in_handler; /* the writer runs from a signal handler: no waiting */
+static struct ms_stages snap; /* large: static, never on a handler's stack */
+static struct ms_timeline tl_snap;
+static struct ms_pool_sample pools[MS_CUDA_MAX_POOLS];
+
+/* Stage ids in the order they first began. */
+static int ordered(int ids[MS_MAX_STAGES])
+{
+	int n = 0;
+	for (int order = 0; order < snap.order_next; order++)
+		for (int i = 0; i < snap.nstages; i++)
+			if (snap.stage[i].first_order == order)
+				ids[n++] = i;
+	return n;
+}
+
+static void write_metrics(struct ms_json *w, const int *ids, int n, const int64_t *peaks, int gpu)
+{
+	ms_json_object(w, "metrics");
+	for (int i = 0; i < n; i++)
+		if (snap.stage[ids[i]].calls > 0)
+			write_flat_stage(w, &snap.stage[ids[i]], gpu);
+	ms_json_int(w, "before_init_mem_cpu", snap.before_init_set ? snap.before_init[MS_CPU] : 0);
+	ms_json_int(w, "process_mem_cpu_peak", peaks[MS_CPU]);
+	ms_json_int(w, "process_mem_cpu_malloc_peak", peaks[MS_MALLOC]);
+	ms_json_int(w, "process_mem_cpu_mmap_peak", peaks[MS_MMAP]);
+	if (gpu) {
+		ms_json_int(w, "before_init_mem_gpu", snap.before_init_set ? snap.before_init[MS_GPU] : 0);
+		ms_json_int(w, "process_mem_gpu_peak", peaks[MS_GPU]);
+		ms_json_int(w, "process_mem_gpu_managed_peak", peaks[MS_MANAGED]);
+		ms_json_int(w, "process_mem_gpu_pinned_peak", peaks[MS_PINNED]);
+	}
+	ms_json_end_object(w);
+}
+
+static void peak_live(struct ms_json *w, const char *key, const int64_t *peaks, int c)
+{
+	ms_json_object(w, key);
+	ms_json_int(w, "peak", peaks[c]);
+	ms_json_int(w, "live", ms_live((enum ms_comp)c));
+}
+
+static void open_peak(struct ms_json *w, const char *key, const void *ctx, int comp)
+{
+	peak_live(w, key, ctx, comp);
+}
+
+static void write_process(struct ms_json *w, const int64_t *peaks, int gpu)
+{
+	ms_json_object(w, "process");
+	static const char *const cpu_names[] = { "cpu", "malloc", "mmap" };
+	for (int c = MS_CPU; c <= MS_MMAP; c++) {
+		peak_live(w, cpu_names[c], peaks, c);
+		ms_json_end_object(w);
+	}
+	if (gpu)
+		write_gpu_tree(w, open_peak, peaks, NULL);
+	ms_json_uint(w, "mmap_untracked", ms_mmap_untracked());
+	ms_json_end_object(w);
+}
+
+static void write_gpu_events(struct ms_json *w)
+{
+	ms_json_array(w, "gpu_events");
+	for (uint32_t i = 0; i < snap.ngpu_events; i++) {
+		const struct ms_gpu_event *e = &snap.gpu_events[i];
+		ms_json_object(w, NULL);
+		ms_json_string(w, "event", "alloc_failed");
+		ms_json_double(w, "time", e->time);
+		ms_json_int(w, "bytes", e->bytes);
+		ms_json_int(w, "device", e->device);
+		ms_json_int(w, "result", e->result);
+		if (e->stage >= 0)
+			ms_json_string(w, "stage", snap.stage[e->stage].name);
+		else
+			ms_json_null(w, "stage");
+		ms_json_end_object(w);
+	}
+	ms_json_end_array(w);
+	ms_json_uint(w, "gpu_events_dropped", snap.gpu_events_dropped);
+}
+
+static void write_pool(struct ms_json *w, const struct ms_pool_sample *s, int index)
+{
+	ms_json_object(w, NULL);
+	ms_json_int(w, "pool", index);
+	ms_json_int(w, "device", s->device);
+	ms_json_int(w, "reserved", s->reserved);
+	ms_json_int(w, "reserved_high", s->high);
+	ms_json_array(w, "stages");
+	for (int st = 0; st < MS_MAX_STAGES; st++) {
+		if (!s->have_end[st] || !snap.stage[st].used)
+			continue;
+		ms_json_object(w, NULL);
+		ms_json_string(w, "stage", snap.stage[st].name);
+		ms_json_int(w, "reserved_begin", s->begin[st]);
+		ms_json_int(w, "reserved_end", s->end[st]);
+		ms_json_int(w, "reserved_high", s->end_high[st]);
+		ms_json_end_object(w);
+	}
+	ms_json_end_array(w);
+	ms_json_end_object(w);
+}
+
+/* The memory pools sampled at stage boundaries, and allocations the CUDA table could not hold. */
+static void write_gpu_pools(struct ms_json *w)
+{
+	int n = ms_cuda_pools_copy(pools);
+	if (n > 0) {
+		ms_json_array(w, "gpu_pools");
+		for (int i = 0; i < n; i++)
+			write_pool(w, &pools[i], i);
+		ms_json_end_array(w);
+	}
+	uint64_t lost;
+	int64_t lost_bytes;
+	ms_cuda_untracked(&lost, &lost_bytes);
+	if (lost) {
+		ms_json_uint(w, "gpu_untracked_allocs", lost);
+		ms_json_int(w, "gpu_untracked_bytes", lost_bytes);
+	}
+}
+
+static void write_series(struct ms_json *w, int comp)
+{
+	ms_json_object(w, NULL);
+	ms_json_string(w, "component", comp == MS_CPU ? "cpu" : "gpu");
+	if (comp >= MS_DEV0)
+		ms_json_int(w, "device", comp - MS_DEV0);
+	ms_json_array(w, "points");
+	for (uint32_t i = 0; i < tl_snap.npoints; i++) {
+		const struct ms_timeline_point *p = &tl_snap.points[i];
+		if (p->comp != comp)
+			continue;
+		ms_json_array(w, NULL);
+		ms_json_double(w, NULL, p->t);
+		ms_json_int(w, NULL, p->value);
+		ms_json_end_array(w);
+	}
+	ms_json_end_array(w);
+	ms_json_end_object(w);
+}
+
+static void write_timeline(struct ms_json *w)
+{
+	ms_timeline_copy(&tl_snap, in_handler);
+	uint64_t present = 0;
+	for (uint32_t i = 0; i < tl_snap.npoints; i++)
+		present |= 1ULL << tl_snap.points[i].comp;
+	ms_json_object(w, "timeline");
+	ms_json_uint(w, "merges", tl_snap.merges);
+	ms_json_uint(w, "points_dropped", 0);
+	ms_json_array(w, "series");
+	for (int c = 0; c < MS_NCOMP; c++)
+		if (present & (1ULL << c))
+			write_series(w, c);
+	ms_json_end_array(w);
+	ms_json_array(w, "events");
+	for (uint32_t i = 0; i < tl_snap.nevents; i++) {
+		const struct ms_timeline_event *e = &tl_snap.events[i];
+		ms_json_object(w, NULL);
+		ms_json_double(w, "t", e->t);
+		ms_json_string(w, "stage", e->stage >= 0 && e->stage < snap.nstages ? snap.stage[e->stage].name : "?");
+		ms_json_string(w, "kind", e->begin ? "begin" : "end");
+		ms_json_end_object(w);
+	}
+	ms_json_end_array(w);
+	ms_json_uint(w, "events_dropped", tl_snap.events_dropped);
+	ms_json_end_object(w);
+}
+
+static void write_identity(struct ms_json *w, const char *reason, int sig, int complete, double end_unix)
+{
+	ms_json_string(w, "format", "memshim-metrics");
+	ms_json_int(w, "version", 1);
+	ms_json_bool(w, "complete", complete);
+	ms_json_string(w, "reason", reason);
+	if (sig)
+		ms_json_int(w, "signal", sig);
+	ms_json_int(w, "pid", ms_proc.pid);
+	ms_json_int(w, "ppid", ms_proc.ppid);
+	ms_json_int(w, "root_pid", ms_proc.root_pid);
+	ms_json_bool(w, "is_child", ms_proc.is_child);
+	ms_json_bool(w, "forked", ms_proc.forked);
+	ms_json_array(w, "argv");
+	for (size_t i = 0; i < argv_len;) {
+		size_t n = strnlen(argv_buf + i, argv_len - i);
+		ms_json_string_n(w, NULL, argv_buf + i, n);
+		i += n + 1;
+	}
+	ms_json_end_array(w);
+	ms_json_bool(w, "argv_truncated", argv_truncated);
+	ms_json_double(w, "start_time", ms_proc.start_unix);
+	ms_json_double(w, "end_time", end_unix);
+	ms_json_double(w, "elapsed", end_unix - ms_proc.start_unix);
+	if (rank_from) {
+		ms_json_object(w, "rank");
+		ms_json_int(w, "rank", rank_vals[0]);
+		if (rank_vals[1] >= 0)
+			ms_json_int(w, "local_rank", rank_vals[1]);
+		if (rank_vals[2] >= 0)
+			ms_json_int(w, "world_size", rank_vals[2]);
+		ms_json_string(w, "source", rank_from->launcher);
+		ms_json_end_object(w);
+	}
+}
+
+/* The whole document into W, initialised by the caller for a file or a buffer. */
+static void write_document(struct ms_json *w, const char *reason, int sig, int complete)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_REALTIME, &ts);
+	double end_unix = (double)ts.tv_sec + ts.tv_nsec * 1e-9;
+	if (in_handler)
+		ms_stages_copy_nowait(&snap, ms_elapsed());
+	else
+		ms_stages_copy(&snap, ms_elapsed());
+	int64_t peaks[MS_NCOMP];
+	ms_counters_process_peaks(peaks);
+	int gpu = ms_gpu_used();
+	int ids[MS_MAX_STAGES];
+	int n = ordered(ids);
+
+	ms_json_object(w, NULL);
+	write_identity(w, reason, sig, complete, end_unix);
+	ms_json_bool(w, "gpu_used", gpu);
+	write_metrics(w, ids, n, peaks, gpu);
+	ms_json_array(w, "stages");
+	for (int i = 0; i < n; i++)
+		write_stage(w, &snap.stage[ids[i]], gpu);
+	ms_json_end_array(w);
+	if (gpu)
+		write_gpu_events(w);
+	if (gpu)
+		write_gpu_pools(w);
+	write_process(w, peaks, gpu);
+	if (ms_cfg.timeline)
+		write_timeline(w);
+	ms_json_end_object(w);
+}
+
+static const char *errno_text(int e)
+{
+	switch (e) {
+	case ENOENT: return "no such file or directory";
+	case EACCES: return "permission denied";
+	case EPERM: return "operation not permitted";
+	case EROFS: return "read-only file system";
+	case ENOSPC: return "no space left on device";
+	case ENOTDIR: return "a path component is not a directory";
+	case EISDIR: return "is a directory";
+	case ENXIO: return "FIFO has no reader";
+	case ENAMETOOLONG: return "name too long";
+	case ELOOP: return "too many symbolic links, or one swapped in";
+	case EEXIST: return "file exists";
+	case EDQUOT: return "disk quota exceeded";
+	case EFBIG: return "file too large";
+	case EIO: return "I/O error";
+	default: return "system error"; /* the errno number follows in the message */
+	}
+}
+
+static int warned;
+
+static int fail(const char *path, int e)
+{
+	if (!__atomic_exchange_n(&warned, 1, __ATOMIC_RELAXED))
+		ms_warn("cannot write metrics file %s: %s (errno %d)", path, errno_text(e), e);
+	return -1;
+}
+
+/* Flushes W and closes FD; returns 0 or the errno of the first failure (a full disk may only
+ * show at close, e.g. on NFS). */
+static int finish(struct ms_json *w, int fd)
+{
+	int e = ms_json_finish(w) < 0 ? w->err : 0;
+	if (close(fd) < 0 && !e)
+		e = errno;
+	return e;
+}
+
+static struct ms_outpath where; /* set by the one writer at a time */
+
+/* Not an errno: a symlink the kernel's protected_symlinks rule would not follow for us. */
+static int refuse(const char *path)
+{
+	if (!__atomic_exchange_n(&warned, 1, __ATOMIC_RELAXED))
+		ms_warn("cannot write metrics file %s: not following symlink %s (owner uid %u) in a sticky "
+			"world-writable directory", path, where.link, (unsigned)where.link_owner);
+	return -1;
+}
+
+/* Devices and FIFOs (e.g. /dev/stdout) are written where they are, never replaced. */
+static int write_in_place(const char *path, const char *reason, int sig, int complete)
+{
+	static struct ms_json w;
+	int flags = O_WRONLY | O_APPEND | O_NONBLOCK | O_CLOEXEC | O_NOCTTY;
+	int fd = where.follow ? (int)syscall(SYS_openat, where.dirfd, where.rest, flags)
+			      : (int)syscall(SYS_openat, where.dirfd, where.name, flags | O_NOFOLLOW);
+	if (fd < 0)
+		return fail(path, errno);
+	int fl = fcntl(fd, F_GETFL);
+	if (fl >= 0)
+		fcntl(fd, F_SETFL, fl & ~O_NONBLOCK);
+	ms_json_init(&w, fd);
+	write_document(&w, reason, sig, complete);
+	int e = finish(&w, fd);
+	return e ? fail(path, e) : 0;
+}
+
+/* Opens a new temporary TMP in the file's directory; a file it replaces keeps its mode, and the
+ * temporary is 0600 until then so its contents are never readable more widely. */
+static int open_temporary(const char *tmp)
+{
+	struct stat old;
+	int keep = fstatat(where.dirfd, where.name, &old, AT_SYMLINK_NOFOLLOW) == 0 && S_ISREG(old.st_mode);
+	int fd = (int)syscall(SYS_openat, where.dirfd, tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC,
+			      keep ? 0600 : 0644);
+	if (fd >= 0 && keep)
+		fchmod(fd, old.st_mode & 0777); /* on failure it stays 0600: narrower, never wider */
+	return fd;
+}
+
+static int write_replacing(const char *path, const char *reason, int sig, int complete)
+{
+	static struct ms_json w;
+	static unsigned serial;
+	char tmp[NAME_MAX + 48];
+	size_t n = ms_format(tmp, sizeof tmp, ".%s.tmp.%d.%u", where.name, (int)ms_proc.pid,
+			     __atomic_add_fetch(&serial, 1, __ATOMIC_RELAXED));
+	if (n > NAME_MAX)
+		return fail(path, ENAMETOOLONG);
+	int fd = open_temporary(tmp);
+	if (fd < 0)
+		return fail(path, errno);
+	ms_json_init(&w, fd);
+	write_document(&w, reason, sig, complete);
+	int e = finish(&w, fd);
+	if (!e && renameat(where.dirfd, tmp, where.dirfd, where.name) < 0)
+		e = errno;
+	if (e) {
+		unlinkat(where.dirfd, tmp, 0);
+		return fail(path, e);
+	}
+	return 0;
+}
+
+/* Finds the file through the directories on its path (shim/output/outpath.c), then writes it. */
+static int write_to(const char *path, const char *reason, int sig, int complete)
+{
+	int e = ms_outpath_walk(&where, path);
+	int rc = e < 0 ? fail(path, -e)
+		 : where.how == MS_OUT_REFUSED ? refuse(path)
+		 : where.how == MS_OUT_IN_PLACE ? write_in_place(path, reason, sig, complete)
+		 : write_replacing(path, reason, sig, complete);
+	if (where.dirfd >= 0)
+		close(where.dirfd);
+	return rc;
+}
+
+static int writing, finished_final;
+
+/* One writer at a time: the final file waits for a snapshot in progress; a handler waits ~100 ms. */
+static int acquire_writer(int from_handler)
+{
+	for (long tries = 0; __atomic_exchange_n(&writing, 1, __ATOMIC_ACQUIRE); tries++) {
+		if (from_handler && tries > 1000)
+			return -1;
+		struct timespec pause = { 0, 100000 };
+		nanosleep(&pause, NULL);
+	}
+	return 0;
+}
+
+static int write_file(const char *reason, int sig, int complete, int from_handler)
+{
+	char path[MS_PATH_MAX + 32];
+	if (acquire_writer(from_handler) < 0)
+		return -1;
+	int saved = errno;
+	ms_tls_guard++;
+	in_handler = from_handler;
+	ms_report_path(path, sizeof path);
+	int rc = !path[0] ? fail("(empty path)", ENOENT) : write_to(path, reason, sig, complete);
+	if (complete)
+		__atomic_store_n(&finished_final, 1, __ATOMIC_RELEASE);
+	in_handler = 0;
+	ms_tls_guard--;
+	__atomic_store_n(&writing, 0, __ATOMIC_RELEASE);
+	errno = saved;
+	return rc;
+}
+
+long ms_report_to_buffer(char *buf, size_t size)
+{
+	static struct ms_json w;
+	if (acquire_writer(0) < 0)
+		return -1;
+	int saved = errno;
+	ms_tls_guard++;
+	ms_json_init_memory(&w, buf, size);
+	write_document(&w, "live", 0, 0);
+	long rc = ms_json_finish(&w) < 0 ? -1 : (long)w.mem_len;
+	ms_tls_guard--;
+	__atomic_store_n(&writing, 0, __ATOMIC_RELEASE);
+	errno = saved;
+	return rc;
+}
+
+int ms_report_write(const char *reason, int sig, int complete)
+{
+	/* a snapshot after the final file would replace it with an incomplete one */
+	if (!complete && __atomic_load_n(&finished_final, __ATOMIC_ACQUIRE))
+		return -1;
+	return write_file(reason, sig, complete, 0);
+}
+
+void ms_report_signal(int sig)
+{
+	if (__atomic_load_n(&finished_final, __ATOMIC_ACQUIRE))
+		return;
+	write_file("signal", sig, 0, 1);
+}
+
+int ms_report_finished(void)
+{
+	return __atomic_load_n(&finished_final, __ATOMIC_ACQUIRE);
+}
+
+void ms_report_fork_child(int tracking)
+{
+	if (!tracking)
+		return;
+	writing = 0;
+	finished_final = 0;
+	warned = 0;
+}

@@ -1,0 +1,30 @@
+/* The metrics file: JSON assembled from the stage engine and counters (doc/metrics-format.md). */
+#ifndef MS_REPORT_H
+#define MS_REPORT_H
+
+#include <stddef.h>
+
+/* Captures argv and launcher ranks (at start). */
+void ms_report_init(void);
+
+/* Writes the metrics file.  REASON: exit, _exit, snapshot, signal; SIG only for signal.
+ * Returns 0, or -1 after one warning naming the path. */
+int ms_report_write(const char *reason, int sig, int complete);
+
+/* The metrics so far as the file's JSON ("reason": "live", open stages as they stand) into BUF,
+ * NUL-terminated when SIZE > 0; returns the whole length (more than SIZE - 1: it was cut). */
+long ms_report_to_buffer(char *buf, size_t size);
+
+/* From a signal handler: a snapshot marked with SIG, never waiting long for locks. */
+void ms_report_signal(int sig);
+
+/* Non-zero once the final file (at exit or _exit) was written. */
+int ms_report_finished(void);
+/* A forked child that goes on TRACKING writes its own file from scratch. */
+void ms_report_fork_child(int tracking);
+
+/* The output path of this process: %p expanded, ".<pid>" appended for children that write a path
+ * inherited from their parent. */
+void ms_report_path(char *out, size_t size);
+
+#endif

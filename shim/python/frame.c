@@ -1,0 +1,250 @@
+/* Python 3.8-3.11: a PEP 523 frame evaluation hook.  Every Python frame (function call, generator
+ * or coroutine resumption) on every thread passes through it; a matched code object enters its
+ * stages before the frame runs and leaves them when it returns, raises or yields, so entry and
+ * exit are paired by the C call itself.  Cheaper than a profile function (which on 3.11 turns off
+ * the specialising interpreter) and independent of sys.setprofile / cProfile.
+ *
+ * Layouts relied on (checked against each version's headers): the code object is the fifth
+ * pointer of both PyFrameObject (3.8-3.10) and _PyInterpreterFrame (3.11); in 3.11 f_func and
+ * f_globals are the first two pointers and the owner byte is at offset 69. */
+#include <dlfcn.h>
+#include <errno.h>
+#include <pthread.h>
+#include "core/ms.h"
+#include "intercept/hooks.h"
+#include "python/py.h"
+
+typedef ms_pyobj *(*eval38_fn)(void *frame, int throwflag);
+typedef ms_pyobj *(*eval39_fn)(void *tstate, void *frame, int throwflag);
+
+static eval38_fn prev38;
+static eval39_fn prev39;
+static void **slot38;  /* 3.8: &interp->eval_frame, found by scanning */
+static void *interp;
+static eval39_fn (*get_eval)(void *interp);
+static void (*set_eval)(void *interp, eval39_fn fn);
+/* Offset of co_extra in PyCodeObject when verified at install (reading it inline is cheaper than
+ * calling _PyCode_GetExtra on every frame), else 0. */
+static size_t extra_offset;
+
+/* Every frame evaluated through the hook is a C recursion (on 3.11 the hook also turns off the
+ * inlined Python-to-Python calls), so a program recursing far deeper than the default limit could
+ * run out of C stack where it would not without memshim.  Below this thread's floor the hook takes
+ * itself out (warning once); 0 = not measured yet for this thread. */
+static __thread uintptr_t stack_floor MS_TLS;
+static __thread uintptr_t stack_lo MS_TLS; /* the stack's real end, below the floor */
+static int stopped_deep;
+
+#define FRAME_CODE(f) (((ms_pyobj **)(f))[4])
+#define FRAME311_FUNC(f) (((ms_pyobj **)(f))[0])
+#define FRAME311_GLOBALS(f) (((ms_pyobj **)(f))[1])
+#define FRAME311_OWNER(f) (((const char *)(f))[69])
+#define OWNED_BY_THREAD 0
+
+/* The cached classification of CODE, classifying it on first sight. */
+static inline uintptr_t lookup(ms_pyobj *code, ms_pyobj *frame, ms_pyobj *func, ms_pyobj *globals)
+{
+	if (MS_UNLIKELY(!code || ms_py_type_of(code) != ms_py.CodeType))
+		return MS_PY_SEEN; /* not the layout we expect: stay out of the way */
+	void *extra = NULL;
+	if (MS_LIKELY(extra_offset)) {
+		/* _PyCodeObjectExtra: { Py_ssize_t ce_size; void *ce_extras[]; } */
+		void **ce = *(void ***)((char *)code + extra_offset);
+		if (ce && (ms_pyssize)ce[0] > ms_py_extra_index)
+			extra = ce[1 + ms_py_extra_index];
+	} else {
+		ms_py.CodeGetExtra(code, ms_py_extra_index, &extra); /* cannot fail on a code object */
+	}
+	if (MS_LIKELY(extra != NULL))
+		return (uintptr_t)extra;
+	return ms_py_classify(code, frame, func, globals);
+}
+
+static void deep_recursion(void);
+
+/* Whether the C stack of this thread is close to its end (measures the thread on first use). */
+static inline int stack_low(void)
+{
+	uintptr_t here = (uintptr_t)__builtin_frame_address(0);
+	uintptr_t floor = stack_floor;
+	if (MS_LIKELY(here > floor && floor))
+		return 0;
+	if (!floor) {
+		pthread_attr_t attr;
+		void *lo = NULL;
+		size_t size = 0;
+		floor = 1; /* unknown bounds: never trigger */
+		int saved = errno;
+		ms_tls_guard++; /* it allocates (a CPU set; the main thread's reads /proc/self/maps) */
+		if (pthread_getattr_np(pthread_self(), &attr) == 0) {
+			if (pthread_attr_getstack(&attr, &lo, &size) == 0 && lo && size) {
+				floor = (uintptr_t)lo + (size / 4 < (256u << 10) ? size / 4 : (256u << 10));
+				stack_lo = (uintptr_t)lo;
+			}
+			pthread_attr_destroy(&attr);
+		}
+		ms_tls_guard--;
+		errno = saved;
+		stack_floor = floor;
+		if (here > floor)
+			return 0;
+	}
+	if (here < stack_lo || floor == 1)
+		return 0; /* running on some other stack (a coroutine library's): not ours to judge */
+	deep_recursion();
+	return 1;
+}
+
+static ms_pyobj *hook38(void *frame, int throwflag)
+{
+	if (MS_UNLIKELY(stack_low()))
+		return prev38(frame, throwflag);
+	uint32_t mask = ms_py_mask(lookup(FRAME_CODE(frame), frame, NULL, NULL));
+	if (MS_LIKELY(!mask))
+		return prev38(frame, throwflag);
+	ms_py_enter(mask);
+	ms_pyobj *r = prev38(frame, throwflag);
+	ms_py_leave(mask);
+	return r;
+}
+
+static ms_pyobj *hook310(void *tstate, void *frame, int throwflag)
+{
+	if (MS_UNLIKELY(stack_low()))
+		return prev39(tstate, frame, throwflag);
+	uint32_t mask = ms_py_mask(lookup(FRAME_CODE(frame), frame, NULL, NULL));
+	if (MS_LIKELY(!mask))
+		return prev39(tstate, frame, throwflag);
+	ms_py_enter(mask);
+	ms_pyobj *r = prev39(tstate, frame, throwflag);
+	ms_py_leave(mask);
+	return r;
+}
+
+static ms_pyobj *hook311(void *tstate, void *frame, int throwflag)
+{
+	if (MS_UNLIKELY(stack_low()))
+		return prev39(tstate, frame, throwflag);
+	uintptr_t v = lookup(FRAME_CODE(frame), NULL, FRAME311_FUNC(frame), FRAME311_GLOBALS(frame));
+	uint32_t mask = ms_py_mask(v);
+	/* a generator function's call only builds the generator: its body runs on later frames */
+	if (MS_LIKELY(!mask) || ((v & MS_PY_GENLIKE) && FRAME311_OWNER(frame) == OWNED_BY_THREAD))
+		return prev39(tstate, frame, throwflag);
+	ms_py_enter(mask);
+	ms_pyobj *r = prev39(tstate, frame, throwflag);
+	ms_py_leave(mask);
+	return r;
+}
+
+static void *sym(const char *name)
+{
+	return ms_real_dlsym(RTLD_DEFAULT, name);
+}
+
+/* Checks the co_extra offset of this version on a scratch code object: empty before, our value
+ * after setting it through the API. */
+static void verify_extra_offset(void)
+{
+	size_t candidate = ms_py.minor == 11 ? 176 : 144;
+	ms_pyobj *builtins = ms_py.ImportModule("builtins");
+	ms_pyobj *compile = builtins ? ms_py.GetAttrString(builtins, "compile") : NULL;
+	ms_pyobj *src = ms_py.UnicodeFromString("0");
+	ms_pyobj *file = ms_py.UnicodeFromString("<memshim>");
+	ms_pyobj *mode = ms_py.UnicodeFromString("eval");
+	ms_pyobj *code = compile && src && file && mode
+		? ms_py.CallFunctionObjArgs(compile, src, file, mode, NULL) : NULL;
+	if (code && ms_py_type_of(code) == ms_py.CodeType &&
+	    *(void **)((char *)code + candidate) == NULL &&
+	    ms_py.CodeSetExtra(code, ms_py_extra_index, (void *)(uintptr_t)0x5eed) == 0) {
+		void **ce = *(void ***)((char *)code + candidate);
+		if (ce && (ms_pyssize)ce[0] > ms_py_extra_index && ce[1 + ms_py_extra_index] == (void *)(uintptr_t)0x5eed)
+			extra_offset = candidate;
+	}
+	if (ms_py.ErrOccurred())
+		ms_py.ErrClear();
+	ms_pyobj *objs[6] = { code, mode, file, src, compile, builtins };
+	for (int i = 0; i < 6; i++)
+		if (objs[i])
+			ms_py.DecRef(objs[i]);
+}
+
+static int install38(void)
+{
+	void *(*get_interp)(void) = (void *(*)(void))sym("_PyInterpreterState_Get");
+	void *dflt = sym("_PyEval_EvalFrameDefault");
+	if (!get_interp || !dflt || !(interp = get_interp()))
+		return -1;
+	/* 3.8 has no setter: the field holds _PyEval_EvalFrameDefault; it must be the only match in
+	 * the first 2 KiB of the (2.7 KiB) interpreter state */
+	void **words = interp;
+	int found = -1;
+	for (int i = 0; i < 256; i++) {
+		if (words[i] != dflt)
+			continue;
+		if (found >= 0)
+			return -1;
+		found = i;
+	}
+	if (found < 0)
+		return -1;
+	slot38 = &words[found];
+	prev38 = (eval38_fn)dflt;
+	__atomic_store_n(slot38, (void *)hook38, __ATOMIC_RELEASE);
+	return 0;
+}
+
+int ms_py_frame_install(void)
+{
+	if (ms_py.minor < 8 || ms_py.minor > 11)
+		return -1;
+	verify_extra_offset();
+	ms_debug("co_extra read %s", extra_offset ? "inline" : "through _PyCode_GetExtra");
+	if (ms_py.minor == 8) {
+		if (install38() == 0)
+			return 0;
+		ms_warn("Python stages disabled: the frame evaluation hook of this Python 3.8 was not found");
+		return -1;
+	}
+	void *(*get_interp)(void) = (void *(*)(void))sym("PyInterpreterState_Get");
+	*(void **)&set_eval = sym("_PyInterpreterState_SetEvalFrameFunc");
+	*(void **)&get_eval = sym("_PyInterpreterState_GetEvalFrameFunc");
+	if (!get_interp || !set_eval || !get_eval || !(interp = get_interp())) {
+		ms_warn("Python stages disabled: no frame evaluation hook in this Python");
+		return -1;
+	}
+	prev39 = get_eval(interp);
+	if (!prev39)
+		prev39 = (eval39_fn)sym("_PyEval_EvalFrameDefault");
+	if (!prev39)
+		return -1;
+	if ((void *)prev39 != sym("_PyEval_EvalFrameDefault"))
+		ms_debug("another frame evaluation hook is installed; memshim's runs before it");
+	set_eval(interp, ms_py.minor == 11 ? hook311 : hook310);
+	return 0;
+}
+
+/* Puts the previous frame evaluation function back (GIL held): frames already inside the hook
+ * still leave their stages as they unwind; new frames run without the hook. */
+static void deep_recursion(void)
+{
+	if (stopped_deep)
+		return;
+	stopped_deep = 1;
+	if (ms_py.minor == 8 && slot38)
+		__atomic_store_n(slot38, (void *)prev38, __ATOMIC_RELEASE);
+	else if (set_eval && interp)
+		set_eval(interp, prev39);
+	ms_py_warn_once(4, "Python recursion went deeper than the C stack allows with memshim's frame "
+			   "hook: Python stage detection stopped here (open stages still close)");
+}
+
+/* At interpreter finalisation: was the hook replaced by another tool since?  Then stages after
+ * that point were missed; say so once. */
+void ms_py_frame_check(void)
+{
+	void *now = ms_py.minor == 8 ? (slot38 ? *slot38 : NULL) : (interp && get_eval ? (void *)get_eval(interp) : NULL);
+	void *ours = ms_py.minor == 8 ? (void *)hook38 : ms_py.minor == 11 ? (void *)hook311 : (void *)hook310;
+	if (now && now != ours && !stopped_deep)
+		ms_py_warn_once(1, "another tool replaced the Python frame evaluation hook: Python stages "
+				   "that began after that were not seen");
+}

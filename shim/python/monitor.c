@@ -1,0 +1,286 @@
+/* Python 3.12+: sys.monitoring.  PY_START is enabled globally and answered with DISABLE for code
+ * objects that match no target, so they cost nothing afterwards; matched code objects get local
+ * PY_RETURN / PY_YIELD / PY_RESUME events, and PY_UNWIND / PY_THROW (global-only events) close and
+ * reopen them on exceptions.  Sees every thread.  If the program asks for the tool id memshim holds,
+ * memshim moves to another free id first (warning once), so the program's request succeeds. */
+#include <dlfcn.h>
+#include "core/ms.h"
+#include "intercept/hooks.h"
+#include "python/py.h"
+
+static int tool = -1;
+static ms_pyobj *mon;      /* sys.monitoring */
+static ms_pyobj *disable;  /* sys.monitoring.DISABLE */
+static ms_pyobj *matched;  /* list of matched code objects (kept alive: their local events) */
+static ms_pyobj *orig_use_tool_id;
+static long ev_start, ev_resume, ev_return, ev_yield, ev_unwind, ev_throw;
+static ms_pyobj *(*list_new)(ms_pyssize n);
+static int (*list_append)(ms_pyobj *l, ms_pyobj *o);
+static ms_pyobj *(*vectorcall)(ms_pyobj *f, ms_pyobj *const *args, size_t nargsf, ms_pyobj *kw);
+
+static const int preferred_ids[] = { 4, 3, 5 }; /* 0-2 are debuggers', coverage's, profilers' */
+
+static ms_pyobj *none(void)
+{
+	ms_py.IncRef(ms_py.None);
+	return ms_py.None;
+}
+
+static inline uintptr_t extra_of(ms_pyobj *code)
+{
+	void *extra = NULL;
+	if (ms_py_type_of(code) != ms_py.CodeType)
+		return 0;
+	ms_py.CodeGetExtra(code, ms_py_extra_index, &extra); /* cannot fail on a code object */
+	return (uintptr_t)extra;
+}
+
+/* Calls sys.monitoring.NAME(args...) and drops the result; 0 on success. */
+static int call(const char *name, ms_pyobj *a, ms_pyobj *b, ms_pyobj *c)
+{
+	ms_pyobj *f = ms_py.GetAttrString(mon, name);
+	ms_pyobj *r = f ? ms_py.CallFunctionObjArgs(f, a, b, c, NULL) : NULL;
+	if (f)
+		ms_py.DecRef(f);
+	if (!r) {
+		ms_py.ErrClear();
+		return -1;
+	}
+	ms_py.DecRef(r);
+	return 0;
+}
+
+/* The same with integer arguments (C, when given, is an object). */
+static int call_ints(const char *name, long a, int nb, long b, ms_pyobj *c)
+{
+	ms_pyobj *ao = ms_py.LongFromLong(a);
+	ms_pyobj *bo = nb ? ms_py.LongFromLong(b) : NULL;
+	int r = -1;
+	if (ao && (!nb || bo))
+		r = call(name, ao, bo, c);
+	else
+		ms_py.ErrClear();
+	if (ao)
+		ms_py.DecRef(ao);
+	if (bo)
+		ms_py.DecRef(bo);
+	return r;
+}
+
+static int set_local(int id, ms_pyobj *code, long events)
+{
+	ms_pyobj *ido = ms_py.LongFromLong(id);
+	ms_pyobj *evo = ms_py.LongFromLong(events);
+	int r = ido && evo ? call("set_local_events", ido, code, evo) : -1;
+	if (!ido || !evo)
+		ms_py.ErrClear();
+	if (ido)
+		ms_py.DecRef(ido);
+	if (evo)
+		ms_py.DecRef(evo);
+	return r;
+}
+
+#define LOCAL_EVENTS (ev_return | ev_yield | ev_resume)
+
+static ms_pyobj *cb_start(ms_pyobj *self, ms_pyobj *const *args, ms_pyssize nargs)
+{
+	if (nargs < 1)
+		return none();
+	ms_pyobj *code = args[0];
+	uintptr_t v = extra_of(code);
+	if (!v && ms_py_type_of(code) == ms_py.CodeType) {
+		v = ms_py_classify(code, NULL, NULL, ms_py.EvalGetGlobals());
+		if (ms_py_mask(v)) {
+			/* this very frame's return/yield fire too: the instrumentation is in place at once */
+			if (set_local(tool, code, LOCAL_EVENTS) != 0 || list_append(matched, code) != 0) {
+				ms_py.ErrClear();
+				ms_py_warn_once(2, "could not follow a matched Python function's exits; its stage is skipped");
+				v = MS_PY_SEEN;
+				if (ms_py.CodeSetExtra(code, ms_py_extra_index, (void *)v) < 0)
+					ms_py.ErrClear();
+			}
+		}
+	}
+	uint32_t mask = ms_py_mask(v);
+	if (!mask) {
+		ms_py.IncRef(disable);
+		return disable;
+	}
+	ms_py_enter(mask);
+	return none();
+}
+
+static ms_pyobj *cb_enter(ms_pyobj *self, ms_pyobj *const *args, ms_pyssize nargs)
+{
+	uint32_t mask = nargs >= 1 ? ms_py_mask(extra_of(args[0])) : 0;
+	if (mask)
+		ms_py_enter(mask);
+	return none();
+}
+
+static ms_pyobj *cb_leave(ms_pyobj *self, ms_pyobj *const *args, ms_pyssize nargs)
+{
+	uint32_t mask = nargs >= 1 ? ms_py_mask(extra_of(args[0])) : 0;
+	if (mask)
+		ms_py_leave(mask);
+	return none();
+}
+
+static struct ms_pymethoddef def_start = { "memshim_py_start", (void *)cb_start, MS_METH_FASTCALL, NULL };
+static struct ms_pymethoddef def_enter = { "memshim_py_enter", (void *)cb_enter, MS_METH_FASTCALL, NULL };
+static struct ms_pymethoddef def_leave = { "memshim_py_leave", (void *)cb_leave, MS_METH_FASTCALL, NULL };
+static ms_pyobj *fn_start, *fn_enter, *fn_leave;
+
+static int tool_free(int id)
+{
+	ms_pyobj *ido = ms_py.LongFromLong(id);
+	ms_pyobj *f = ido ? ms_py.GetAttrString(mon, "get_tool") : NULL;
+	ms_pyobj *r = f ? ms_py.CallFunctionObjArgs(f, ido, NULL) : NULL;
+	int free_ = r == ms_py.None;
+	if (!r)
+		ms_py.ErrClear();
+	if (r)
+		ms_py.DecRef(r);
+	if (f)
+		ms_py.DecRef(f);
+	if (ido)
+		ms_py.DecRef(ido);
+	return free_;
+}
+
+/* Takes a free tool id and turns the events on; 0 on success. */
+static int start_tool(int avoid)
+{
+	int id = -1;
+	for (size_t i = 0; i < sizeof preferred_ids / sizeof *preferred_ids && id < 0; i++)
+		if (preferred_ids[i] != avoid && tool_free(preferred_ids[i]))
+			id = preferred_ids[i];
+	if (id < 0)
+		return -1;
+	ms_pyobj *name = ms_py.UnicodeFromString("memshim");
+	ms_pyobj *ido = ms_py.LongFromLong(id);
+	int ok = name && ido && call("use_tool_id", ido, name, NULL) == 0;
+	if (name)
+		ms_py.DecRef(name);
+	if (ido)
+		ms_py.DecRef(ido);
+	if (!ok) {
+		ms_py.ErrClear();
+		return -1;
+	}
+	tool = id;
+	ok = call_ints("register_callback", id, 1, ev_start, fn_start) == 0 &&
+	     call_ints("register_callback", id, 1, ev_resume, fn_enter) == 0 &&
+	     call_ints("register_callback", id, 1, ev_throw, fn_enter) == 0 &&
+	     call_ints("register_callback", id, 1, ev_return, fn_leave) == 0 &&
+	     call_ints("register_callback", id, 1, ev_yield, fn_leave) == 0 &&
+	     call_ints("register_callback", id, 1, ev_unwind, fn_leave) == 0;
+	ms_pyssize n = ok ? ms_py.ListSize(matched) : 0;
+	for (ms_pyssize i = 0; i < n && ok; i++)
+		ok = set_local(id, ms_py.ListGetItem(matched, i), LOCAL_EVENTS) == 0;
+	ok = ok && call_ints("set_events", id, 1, ev_start | ev_unwind | ev_throw, NULL) == 0;
+	return ok ? 0 : -1;
+}
+
+/* Turns memshim's events off and gives its tool id back. */
+static void stop_tool(void)
+{
+	int id = tool;
+	if (id < 0)
+		return;
+	tool = -1;
+	call_ints("set_events", id, 1, 0, NULL);
+	ms_pyssize n = ms_py.ListSize(matched);
+	for (ms_pyssize i = 0; i < n; i++)
+		set_local(id, ms_py.ListGetItem(matched, i), 0);
+	const long evs[] = { ev_start, ev_resume, ev_throw, ev_return, ev_yield, ev_unwind };
+	for (size_t i = 0; i < sizeof evs / sizeof *evs; i++)
+		call_ints("register_callback", id, 1, evs[i], ms_py.None);
+	call_ints("free_tool_id", id, 0, 0, NULL);
+	if (ms_py.ErrOccurred())
+		ms_py.ErrClear();
+}
+
+/* sys.monitoring.use_tool_id as the program sees it: memshim's id is handed over first. */
+static ms_pyobj *wrap_use_tool_id(ms_pyobj *self, ms_pyobj *const *args, ms_pyssize nargs)
+{
+	if (nargs >= 1 && tool >= 0) {
+		ms_pyobj *et, *ev, *etb;
+		ms_py.ErrFetch(&et, &ev, &etb);
+		long id = ms_py.LongAsLong(args[0]);
+		if (id == -1 && ms_py.ErrOccurred())
+			ms_py.ErrClear();
+		if (id == tool) {
+			int old = tool;
+			stop_tool();
+			if (start_tool(old) == 0) {
+				ms_py_warn_once(3, "the program took sys.monitoring tool id memshim used; memshim moved to another id");
+			} else {
+				stop_tool(); /* a half-started tool would hold an id with nothing behind it */
+				ms_py_warn_once(5, "the program took sys.monitoring tool id memshim used and none is free: "
+						   "Python stages are no longer detected");
+			}
+		}
+		ms_py.ErrRestore(et, ev, etb);
+	}
+	return vectorcall(orig_use_tool_id, args, (size_t)nargs, NULL);
+}
+
+static struct ms_pymethoddef def_use = { "use_tool_id", (void *)wrap_use_tool_id, MS_METH_FASTCALL,
+					 "use_tool_id(tool_id, name, /) (memshim hands its own id over first)" };
+
+static long event(ms_pyobj *events, const char *name)
+{
+	ms_pyobj *v = ms_py.GetAttrString(events, name);
+	long r = v ? ms_py.LongAsLong(v) : -1;
+	if (v)
+		ms_py.DecRef(v);
+	if (r == -1)
+		ms_py.ErrClear();
+	return r > 0 ? r : 0;
+}
+
+int ms_py_monitor_install(void)
+{
+	*(void **)&list_new = ms_real_dlsym(RTLD_DEFAULT, "PyList_New");
+	*(void **)&list_append = ms_real_dlsym(RTLD_DEFAULT, "PyList_Append");
+	*(void **)&vectorcall = ms_real_dlsym(RTLD_DEFAULT, "PyObject_Vectorcall");
+	ms_pyobj *sys = ms_py.ImportModule("sys");
+	mon = sys ? ms_py.GetAttrString(sys, "monitoring") : NULL;
+	if (sys)
+		ms_py.DecRef(sys);
+	ms_pyobj *events = mon ? ms_py.GetAttrString(mon, "events") : NULL;
+	disable = mon ? ms_py.GetAttrString(mon, "DISABLE") : NULL;
+	if (events) {
+		ev_start = event(events, "PY_START");
+		ev_resume = event(events, "PY_RESUME");
+		ev_return = event(events, "PY_RETURN");
+		ev_yield = event(events, "PY_YIELD");
+		ev_unwind = event(events, "PY_UNWIND");
+		ev_throw = event(events, "PY_THROW");
+		ms_py.DecRef(events);
+	}
+	matched = list_new ? list_new(0) : NULL;
+	fn_start = ms_py.CFunctionNewEx(&def_start, NULL, NULL);
+	fn_enter = ms_py.CFunctionNewEx(&def_enter, NULL, NULL);
+	fn_leave = ms_py.CFunctionNewEx(&def_leave, NULL, NULL);
+	if (!list_append || !vectorcall || !disable || !matched || !fn_start || !fn_enter || !fn_leave ||
+	    !ev_start || !ev_resume || !ev_return || !ev_yield || !ev_unwind || !ev_throw) {
+		ms_py.ErrClear();
+		ms_warn("Python stages disabled: sys.monitoring is not usable here");
+		return -1;
+	}
+	if (start_tool(-1) != 0) {
+		stop_tool();
+		ms_warn("Python stages disabled: no free sys.monitoring tool id (3, 4 and 5 are taken)");
+		return -1;
+	}
+	orig_use_tool_id = ms_py.GetAttrString(mon, "use_tool_id");
+	ms_pyobj *wrapper = orig_use_tool_id ? ms_py.CFunctionNewEx(&def_use, NULL, NULL) : NULL;
+	if (!wrapper || ms_py.SetAttrString(mon, "use_tool_id", wrapper) != 0)
+		ms_py.ErrClear(); /* detection still works; a clash would then be the program's ValueError */
+	if (wrapper)
+		ms_py.DecRef(wrapper);
+	return 0;
+}

@@ -1,0 +1,107 @@
+/* Python stage detection, shared between python/stages.c (bootstrap, targets, naming), python/frame.c
+ * (PEP 523 frame hook, Python 3.8-3.11) and python/monitor.c (sys.monitoring, Python 3.12+).
+ * Nothing here links libpython: the C API is a table of pointers found with dlsym at run time. */
+#ifndef MS_PY_H
+#define MS_PY_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+/* Opaque: only the header layout (refcount, type at offset 8) is relied on, and only where noted. */
+typedef struct ms_pyobject ms_pyobj;
+typedef intptr_t ms_pyssize;
+
+/* PyMethodDef: identical in every CPython 3.x. */
+struct ms_pymethoddef {
+	const char *name;
+	void *meth;
+	int flags;
+	const char *doc;
+};
+#define MS_METH_FASTCALL 0x0080
+typedef ms_pyobj *(*ms_pyfastcall)(ms_pyobj *self, ms_pyobj *const *args, ms_pyssize nargs);
+
+/* The C API functions used, resolved once at install time (all exported by 3.8-3.13). */
+struct ms_pyapi {
+	int minor; /* 3.<minor> */
+	int (*IsInitialized)(void);
+	const char *(*GetVersion)(void);
+	ms_pyobj *(*ImportModule)(const char *name);
+	ms_pyobj *(*GetAttrString)(ms_pyobj *o, const char *name);
+	int (*SetAttrString)(ms_pyobj *o, const char *name, ms_pyobj *v);
+	ms_pyobj *(*CallFunctionObjArgs)(ms_pyobj *callable, ...);
+	ms_pyobj *(*GetItem)(ms_pyobj *o, ms_pyobj *key);
+	ms_pyobj *(*Type)(ms_pyobj *o);
+	int (*TypeIsSubtype)(ms_pyobj *a, ms_pyobj *b);
+	ms_pyobj *(*LongFromLong)(long v);
+	long (*LongAsLong)(ms_pyobj *o);
+	ms_pyobj *(*UnicodeFromString)(const char *s);
+	const char *(*UnicodeAsUTF8)(ms_pyobj *o);
+	ms_pyobj *(*CFunctionNewEx)(struct ms_pymethoddef *def, ms_pyobj *self, ms_pyobj *module);
+	void (*IncRef)(ms_pyobj *o);
+	void (*DecRef)(ms_pyobj *o);
+	ms_pyobj *(*ErrOccurred)(void);
+	void (*ErrClear)(void);
+	void (*ErrFetch)(ms_pyobj **t, ms_pyobj **v, ms_pyobj **tb);
+	void (*ErrRestore)(ms_pyobj *t, ms_pyobj *v, ms_pyobj *tb);
+	ms_pyobj *(*DictGetItemString)(ms_pyobj *d, const char *key); /* borrowed */
+	ms_pyobj *(*EvalGetGlobals)(void);                             /* borrowed */
+	ms_pyssize (*TupleSize)(ms_pyobj *t);
+	ms_pyobj *(*TupleGetItem)(ms_pyobj *t, ms_pyssize i);          /* borrowed */
+	ms_pyssize (*ListSize)(ms_pyobj *l);
+	ms_pyobj *(*ListGetItem)(ms_pyobj *l, ms_pyssize i);           /* borrowed */
+	ms_pyssize (*RequestCodeExtraIndex)(void *freefunc);
+	int (*CodeGetExtra)(ms_pyobj *code, ms_pyssize index, void **extra);
+	int (*CodeSetExtra)(ms_pyobj *code, ms_pyssize index, void *extra);
+	ms_pyobj *None;
+	ms_pyobj *False;
+	ms_pyobj *CodeType;
+	ms_pyobj *FunctionType;
+	ms_pyobj *TypeType;
+	ms_pyobj *ClassMethodType;
+	ms_pyobj *StaticMethodType;
+};
+extern struct ms_pyapi ms_py;
+
+static inline ms_pyobj *ms_py_type_of(ms_pyobj *o)
+{
+	/* ob_type follows the 8-byte refcount in every non-debug 3.x build */
+	return ((ms_pyobj **)o)[1];
+}
+
+/* co_extra values: 0 = not looked at yet; otherwise bit 0 set, bit 1 = generator-like code, stage
+ * spec indexes matched in the bits above. */
+#define MS_PY_SEEN 1u
+#define MS_PY_GENLIKE 2u
+#define MS_PY_SHIFT 2
+static inline uint32_t ms_py_mask(uintptr_t extra)
+{
+	return (uint32_t)(extra >> MS_PY_SHIFT);
+}
+
+extern ms_pyssize ms_py_extra_index;
+
+/* Decides what CODE is and records it in its co_extra slot.  Names come from the arguments
+ * available to the caller's route; FRAME is a PyFrameObject (3.8-3.10) or NULL, FUNC the function
+ * (3.11) or NULL, GLOBALS the frame's globals (borrowed) or NULL.  Never leaves an exception set
+ * (a pending one is preserved).  Returns the stored value. */
+uintptr_t ms_py_classify(ms_pyobj *code, ms_pyobj *frame, ms_pyobj *func, ms_pyobj *globals);
+
+/* Enters / leaves every stage in MASK (spec indexes); leave ignores stages this module did not
+ * enter, so a leave can never close a stage someone else opened. */
+void ms_py_enter(uint32_t mask);
+void ms_py_leave(uint32_t mask);
+
+/* Routes: each returns 0 when installed (with the GIL held, interpreter initialised). */
+int ms_py_frame_install(void);
+void ms_py_frame_check(void);
+int ms_py_monitor_install(void);
+
+/* At start (stages.c): in a Python process, registers the audit hook that installs a route once
+ * the interpreter runs. */
+void ms_py_init(void);
+
+/* A warning printed at most once per KEY (small integer below 16). */
+void ms_py_warn_once(int key, const char *what);
+
+#endif

@@ -1,0 +1,615 @@
+/* Python stages: finds the functions named in MEMSHIM_STAGES in an unmodified Python program.
+ *
+ * The library constructor registers a C audit hook (safe before Py_Initialize).  The first
+ * cpython.run_* event (or, for embedded interpreters, the first import/exec once initialised)
+ * arrives with the interpreter ready and the GIL held: the detector is installed there, through a
+ * PEP 523 frame hook on 3.8-3.11 (python/frame.c) or sys.monitoring on 3.12+ (python/monitor.c).  Both ask
+ * ms_py_classify() once per code object and cache the answer in the code object's co_extra slot. */
+#include <dlfcn.h>
+#include <fcntl.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include "core/config.h"
+#include "core/ms.h"
+#include "core/process.h"
+#include "core/stages.h"
+#include "intercept/hooks.h"
+#include "python/py.h"
+
+struct ms_pyapi ms_py;
+ms_pyssize ms_py_extra_index = -1;
+
+/* One target of one spec stage, split into its parts (pointers into ms_cfg.spec's pool). */
+struct target {
+	const char *module; /* NULL: any module */
+	size_t module_len;
+	const char *qual;   /* qualified name */
+	const char *last;   /* its last component (what co_name must be) */
+	int stage;          /* spec index */
+};
+
+#define MAX_TARGETS (MS_SPEC_MAX_STAGES * MS_SPEC_MAX_TARGETS)
+static struct target targets[MAX_TARGETS];
+static int ntargets;
+
+enum { WAITING, INSTALLED, FAILED };
+static int state = WAITING;
+static int route_frame; /* installed through python/frame.c: check it at finalisation */
+static int (*py_initialized)(void);
+
+static int stage_ids[MS_SPEC_MAX_STAGES]; /* engine id + 1; 0 before first use */
+static int outstanding[MS_SPEC_MAX_STAGES]; /* enters not yet left, per spec stage */
+static unsigned warned;
+
+void ms_py_warn_once(int key, const char *what)
+{
+	unsigned bit = 1u << key;
+	if (__atomic_fetch_or(&warned, bit, __ATOMIC_RELAXED) & bit)
+		return;
+	ms_warn("%s", what);
+}
+
+/* ---- targets ---------------------------------------------------------------------------- */
+
+static int plausible_python_name(const char *s)
+{
+	/* identifiers, dots and "<locals>"; anything else (paths, spaces) is some other kind of target */
+	if (!*s)
+		return 0;
+	for (; *s; s++)
+		if (!((*s >= 'a' && *s <= 'z') || (*s >= 'A' && *s <= 'Z') || (*s >= '0' && *s <= '9') ||
+		      *s == '_' || *s == '.' || *s == '<' || *s == '>' || (unsigned char)*s >= 0x80))
+			return 0;
+	return 1;
+}
+
+static void load_targets(void)
+{
+	const struct ms_spec *spec = &ms_cfg.spec;
+	for (int i = 0; i < spec->nstages && i < 32; i++) {
+		for (int j = 0; j < spec->stage[i].ntargets && ntargets < MAX_TARGETS; j++) {
+			const char *t = spec->stage[i].targets[j];
+			const char *colon = strchr(t, ':');
+			struct target *tg = &targets[ntargets];
+			tg->module = colon ? t : NULL;
+			tg->module_len = colon ? (size_t)(colon - t) : 0;
+			tg->qual = colon ? colon + 1 : t;
+			if (!plausible_python_name(tg->qual) || (colon && tg->module_len == 0))
+				continue;
+			const char *dot = strrchr(tg->qual, '.');
+			tg->last = dot ? dot + 1 : tg->qual;
+			if (!*tg->last)
+				continue;
+			tg->stage = i;
+			ntargets++;
+		}
+	}
+}
+
+static int is_candidate(const char *co_name)
+{
+	for (int i = 0; i < ntargets; i++)
+		if (strcmp(targets[i].last, co_name) == 0)
+			return 1;
+	return 0;
+}
+
+static uint32_t match(const char *qual, const char *module)
+{
+	uint32_t mask = 0;
+	for (int i = 0; i < ntargets; i++) {
+		const struct target *t = &targets[i];
+		if (strcmp(t->qual, qual) != 0)
+			continue;
+		if (t->module && (!module || strlen(module) != t->module_len ||
+				  memcmp(module, t->module, t->module_len) != 0))
+			continue;
+		mask |= 1u << t->stage;
+	}
+	return mask;
+}
+
+/* ---- naming a code object --------------------------------------------------------------- */
+
+static void decref(ms_pyobj *o)
+{
+	if (o)
+		ms_py.DecRef(o);
+}
+
+/* A new reference to attribute NAME of O, or NULL with no exception left behind. */
+static ms_pyobj *attr(ms_pyobj *o, const char *name)
+{
+	if (!o)
+		return NULL;
+	ms_pyobj *v = ms_py.GetAttrString(o, name);
+	if (!v)
+		ms_py.ErrClear();
+	return v;
+}
+
+static long attr_long(ms_pyobj *o, const char *name, long fallback)
+{
+	ms_pyobj *v = attr(o, name);
+	if (!v)
+		return fallback;
+	long r = ms_py.LongAsLong(v);
+	if (r == -1 && ms_py.ErrOccurred()) {
+		ms_py.ErrClear();
+		r = fallback;
+	}
+	decref(v);
+	return r;
+}
+
+/* Copies the text of string O into BUF; 0 on success. */
+static int text(ms_pyobj *o, char *buf, size_t size)
+{
+	if (!o)
+		return -1;
+	const char *s = ms_py.UnicodeAsUTF8(o);
+	if (!s) {
+		ms_py.ErrClear();
+		return -1;
+	}
+	size_t n = strlen(s);
+	if (n >= size)
+		return -1;
+	memcpy(buf, s, n + 1);
+	return 0;
+}
+
+static int attr_text(ms_pyobj *o, const char *name, char *buf, size_t size)
+{
+	ms_pyobj *v = attr(o, name);
+	int r = text(v, buf, size);
+	decref(v);
+	return r;
+}
+
+/* Whether V is a plain function (or a classmethod/staticmethod around one) running CODE.  Only
+ * built-in types are inspected, so no user code (__getattr__, descriptors) runs. */
+static int runs_code(ms_pyobj *v, ms_pyobj *code)
+{
+	if (!v)
+		return 0;
+	ms_pyobj *t = ms_py_type_of(v);
+	ms_pyobj *f = NULL;
+	if (t == ms_py.ClassMethodType || t == ms_py.StaticMethodType)
+		f = attr(v, "__func__");
+	else if (t == ms_py.FunctionType) {
+		f = v;
+		ms_py.IncRef(f);
+	}
+	if (!f)
+		return 0;
+	int r = 0;
+	if (ms_py_type_of(f) == ms_py.FunctionType) {
+		ms_pyobj *c = attr(f, "__code__");
+		r = c == code;
+		decref(c);
+	}
+	decref(f);
+	return r;
+}
+
+/* Finds the class in CLS's MRO whose own namespace defines NAME as CODE: "Class.name". */
+static int qual_from_mro(ms_pyobj *cls, ms_pyobj *name, const char *co_name, ms_pyobj *code,
+			 char *out, size_t size)
+{
+	ms_pyobj *mro = attr(cls, "__mro__");
+	int found = -1;
+	if (!mro)
+		return -1;
+	ms_pyssize n = ms_py.TupleSize(mro);
+	if (n < 0)
+		ms_py.ErrClear();
+	for (ms_pyssize i = 0; i < n && found < 0; i++) {
+		ms_pyobj *c = ms_py.TupleGetItem(mro, i);
+		ms_pyobj *ns = attr(c, "__dict__");
+		ms_pyobj *v = ns ? ms_py.GetItem(ns, name) : NULL;
+		if (ns && !v)
+			ms_py.ErrClear();
+		if (runs_code(v, code)) {
+			char cq[200];
+			if (attr_text(c, "__qualname__", cq, sizeof cq) == 0 &&
+			    strlen(cq) + 1 + strlen(co_name) < size) {
+				ms_format(out, size, "%s.%s", cq, co_name);
+				found = 0;
+			}
+		}
+		decref(v);
+		decref(ns);
+	}
+	decref(mro);
+	return found;
+}
+
+/* Before 3.11 code objects have no co_qualname: rebuild it from the frame (a method's first
+ * argument names its class; a module-level function is in the globals), or, for nested
+ * functions, from the function object that runs CODE.  Called once per candidate code object. */
+static int rebuild_qualname(ms_pyobj *code, ms_pyobj *frame, ms_pyobj *globals, ms_pyobj *name,
+			    const char *co_name, char *out, size_t size)
+{
+	if (frame && attr_long(code, "co_argcount", 0) + attr_long(code, "co_kwonlyargcount", 0) >= 1) {
+		ms_pyobj *varnames = attr(code, "co_varnames");
+		/* A function frame has no f_locals dict until someone asks; asking makes one that holds
+		 * every argument until the frame ends (an argument the function drops would stay alive).
+		 * When this call made it, it is taken back: f_locals is the eighth pointer of
+		 * PyFrameObject in 3.8-3.10, used only when it holds exactly the dict just returned. */
+		ms_pyobj **frame_words = (ms_pyobj **)frame;
+		int had_locals = frame_words[7] != NULL;
+		ms_pyobj *locals = attr(frame, "f_locals");
+		if (!had_locals && locals && frame_words[7] == locals) {
+			frame_words[7] = NULL;
+			ms_py.DecRef(locals); /* the frame's reference; ours goes below */
+		}
+		ms_pyobj *first = NULL;
+		if (varnames && locals && ms_py.TupleSize(varnames) > 0) {
+			first = ms_py.GetItem(locals, ms_py.TupleGetItem(varnames, 0));
+			if (!first)
+				ms_py.ErrClear();
+		}
+		int found = -1;
+		if (first) {
+			ms_pyobj *type = ms_py.Type(first);
+			if (ms_py.TypeIsSubtype(type, ms_py.TypeType))
+				found = qual_from_mro(first, name, co_name, code, out, size);
+			if (found < 0)
+				found = qual_from_mro(type, name, co_name, code, out, size);
+			decref(type);
+		}
+		decref(first);
+		decref(locals);
+		decref(varnames);
+		if (found == 0)
+			return 0;
+	}
+	if (globals && runs_code(ms_py.DictGetItemString(globals, co_name), code)) {
+		ms_format(out, size, "%s", co_name);
+		return 0;
+	}
+	/* nested functions and other rare shapes: the function objects that refer to CODE */
+	int found = -1;
+	ms_pyobj *gc = ms_py.ImportModule("gc");
+	ms_pyobj *get = attr(gc, "get_referrers");
+	ms_pyobj *refs = get ? ms_py.CallFunctionObjArgs(get, code, NULL) : NULL;
+	if (get && !refs)
+		ms_py.ErrClear();
+	if (!gc)
+		ms_py.ErrClear();
+	ms_pyssize n = refs ? ms_py.ListSize(refs) : 0;
+	if (n < 0) {
+		ms_py.ErrClear();
+		n = 0;
+	}
+	for (ms_pyssize i = 0; i < n && found < 0; i++) {
+		ms_pyobj *f = ms_py.ListGetItem(refs, i);
+		if (f && ms_py_type_of(f) == ms_py.FunctionType && runs_code(f, code))
+			found = attr_text(f, "__qualname__", out, size);
+	}
+	decref(refs);
+	decref(get);
+	decref(gc);
+	return found;
+}
+
+uintptr_t ms_py_classify(ms_pyobj *code, ms_pyobj *frame, ms_pyobj *func, ms_pyobj *globals)
+{
+	ms_pyobj *et, *ev, *etb;
+	ms_py.ErrFetch(&et, &ev, &etb);
+	uintptr_t value = MS_PY_SEEN;
+	char co_name[128], qual[256], module[256];
+	ms_pyobj *name = attr(code, "co_name");
+	if (text(name, co_name, sizeof co_name) == 0 && is_candidate(co_name)) {
+		ms_pyobj *own_globals = NULL;
+		if (!globals && func)
+			globals = own_globals = attr(func, "__globals__");
+		if (!globals && frame)
+			globals = own_globals = attr(frame, "f_globals");
+		int have_qual = ms_py.minor >= 11
+			? attr_text(code, "co_qualname", qual, sizeof qual)
+			: rebuild_qualname(code, frame, globals, name, co_name, qual, sizeof qual);
+		int have_module = -1;
+		if (globals)
+			have_module = text(ms_py.DictGetItemString(globals, "__name__"), module, sizeof module);
+		if (ms_py.ErrOccurred())
+			ms_py.ErrClear();
+		uint32_t mask = have_qual == 0 ? match(qual, have_module == 0 ? module : NULL) : 0;
+		if (mask) {
+			value |= (uintptr_t)mask << MS_PY_SHIFT;
+			if (attr_long(code, "co_flags", 0) & (0x20 | 0x80 | 0x100 | 0x200))
+				value |= MS_PY_GENLIKE;
+			ms_debug("python stage target found: %s%s%s", have_module == 0 ? module : "",
+				 have_module == 0 ? ":" : "", qual);
+		}
+		decref(own_globals);
+	}
+	decref(name);
+	if (ms_py.CodeSetExtra(code, ms_py_extra_index, (void *)value) < 0)
+		ms_py.ErrClear();
+	ms_py.ErrRestore(et, ev, etb);
+	return value;
+}
+
+/* ---- entering and leaving stages ------------------------------------------------------- */
+
+static int stage_id(int i)
+{
+	int v = __atomic_load_n(&stage_ids[i], __ATOMIC_RELAXED);
+	if (v == 0) {
+		int id = ms_stage_id(ms_cfg.spec.stage[i].name);
+		if (id == MS_STAGE_BUSY) /* a signal handler on a thread inside the engine: next time */
+			return -1;
+		v = id < 0 ? -1 : id + 1; /* the table is full: remember the failure */
+		__atomic_store_n(&stage_ids[i], v, __ATOMIC_RELAXED);
+	}
+	return v > 0 ? v - 1 : -1;
+}
+
+void ms_py_enter(uint32_t mask)
+{
+	if (MS_UNLIKELY(!ms_active))
+		return; /* e.g. a forked child that is not followed; leaves stay paired by outstanding[] */
+	double now = ms_elapsed();
+	for (int i = 0; mask; i++, mask >>= 1) {
+		if (!(mask & 1))
+			continue;
+		int id = stage_id(i);
+		if (id >= 0 && ms_stage_enter(id, now) == 0)
+			__atomic_add_fetch(&outstanding[i], 1, __ATOMIC_RELAXED);
+	}
+}
+
+void ms_py_leave(uint32_t mask)
+{
+	double now = ms_elapsed();
+	for (int i = 31; i >= 0; i--) {
+		if (!(mask & (1u << i)))
+			continue;
+		int n = __atomic_load_n(&outstanding[i], __ATOMIC_RELAXED);
+		while (n > 0 && !__atomic_compare_exchange_n(&outstanding[i], &n, n - 1, 0,
+							     __ATOMIC_RELAXED, __ATOMIC_RELAXED))
+			;
+		if (n > 0)
+			ms_stage_leave(stage_id(i), now);
+	}
+}
+
+/* ---- bootstrap ------------------------------------------------------------------------- */
+
+static void *sym(const char *name)
+{
+	return ms_real_dlsym(RTLD_DEFAULT, name);
+}
+
+#define NEED(field, name)                             \
+	do {                                          \
+		*(void **)&ms_py.field = sym(name);   \
+		if (!ms_py.field)                     \
+			return name;                  \
+	} while (0)
+
+/* Fills ms_py; returns the name of a missing symbol, or NULL. */
+static const char *load_api(void)
+{
+	if (ms_py.False)
+		return NULL;
+	NEED(IsInitialized, "Py_IsInitialized");
+	NEED(GetVersion, "Py_GetVersion");
+	const char *v = ms_py.GetVersion();
+	if (!v || v[0] != '3' || v[1] != '.')
+		return "Py_GetVersion";
+	ms_py.minor = atoi(v + 2);
+	NEED(ImportModule, "PyImport_ImportModule");
+	NEED(GetAttrString, "PyObject_GetAttrString");
+	NEED(SetAttrString, "PyObject_SetAttrString");
+	NEED(CallFunctionObjArgs, "PyObject_CallFunctionObjArgs");
+	NEED(GetItem, "PyObject_GetItem");
+	NEED(Type, "PyObject_Type");
+	NEED(TypeIsSubtype, "PyType_IsSubtype");
+	NEED(LongFromLong, "PyLong_FromLong");
+	NEED(LongAsLong, "PyLong_AsLong");
+	NEED(UnicodeFromString, "PyUnicode_FromString");
+	NEED(UnicodeAsUTF8, "PyUnicode_AsUTF8");
+	NEED(CFunctionNewEx, "PyCFunction_NewEx");
+	NEED(IncRef, "Py_IncRef");
+	NEED(DecRef, "Py_DecRef");
+	NEED(ErrOccurred, "PyErr_Occurred");
+	NEED(ErrClear, "PyErr_Clear");
+	NEED(ErrFetch, "PyErr_Fetch");
+	NEED(ErrRestore, "PyErr_Restore");
+	NEED(DictGetItemString, "PyDict_GetItemString");
+	NEED(EvalGetGlobals, "PyEval_GetGlobals");
+	NEED(TupleSize, "PyTuple_Size");
+	NEED(TupleGetItem, "PyTuple_GetItem");
+	NEED(ListSize, "PyList_Size");
+	NEED(ListGetItem, "PyList_GetItem");
+	if (ms_py.minor >= 12) {
+		NEED(RequestCodeExtraIndex, "PyUnstable_Eval_RequestCodeExtraIndex");
+		NEED(CodeGetExtra, "PyUnstable_Code_GetExtra");
+		NEED(CodeSetExtra, "PyUnstable_Code_SetExtra");
+	} else {
+		NEED(RequestCodeExtraIndex, "_PyEval_RequestCodeExtraIndex");
+		NEED(CodeGetExtra, "_PyCode_GetExtra");
+		NEED(CodeSetExtra, "_PyCode_SetExtra");
+	}
+	NEED(None, "_Py_NoneStruct");
+	NEED(CodeType, "PyCode_Type");
+	NEED(FunctionType, "PyFunction_Type");
+	NEED(TypeType, "PyType_Type");
+	NEED(ClassMethodType, "PyClassMethod_Type");
+	NEED(StaticMethodType, "PyStaticMethod_Type");
+	NEED(False, "_Py_FalseStruct"); /* last: marks the table complete */
+	return NULL;
+}
+
+static void install(void)
+{
+	const char *missing = load_api();
+	if (missing) {
+		ms_warn("Python stages disabled: %s not found in this Python", missing);
+		state = FAILED;
+		return;
+	}
+	void *none_type = sym("_PyNone_Type");
+	if (!none_type || ms_py_type_of(ms_py.None) != none_type) {
+		/* debug (Py_TRACE_REFS) or free-threaded builds put ob_type elsewhere */
+		ms_warn("Python stages disabled: this Python build's object layout is not supported");
+		state = FAILED;
+		return;
+	}
+	ms_pyobj *et, *ev, *etb;
+	ms_py.ErrFetch(&et, &ev, &etb);
+	ms_py_extra_index = ms_py.RequestCodeExtraIndex(NULL);
+	int r = -1;
+	if (ms_py_extra_index < 0) {
+		ms_py.ErrClear();
+		ms_warn("Python stages disabled: no free code object extra slot");
+	} else if (ms_py.minor >= 12) {
+		r = ms_py_monitor_install();
+	} else {
+		r = ms_py_frame_install();
+		route_frame = r == 0;
+	}
+	if (ms_py.ErrOccurred())
+		ms_py.ErrClear();
+	ms_py.ErrRestore(et, ev, etb);
+	state = r == 0 ? INSTALLED : FAILED;
+	ms_debug("python stage detection %s (Python 3.%d)", r == 0 ? "installed" : "failed", ms_py.minor);
+}
+
+/* Whether the interpreter's own startup (site, .pth files, sitecustomize) is over: the import
+ * of site is running while its spec says _initializing.  ARGS is the import event's tuple. */
+static int startup_over(const char *event, ms_pyobj *args)
+{
+	static ms_pyobj *(*modules_dict)(void);
+	if (!modules_dict)
+		*(void **)&modules_dict = sym("PyImport_GetModuleDict");
+	if (!modules_dict || load_api())
+		return 0;
+	ms_pyobj *et, *ev, *etb;
+	ms_py.ErrFetch(&et, &ev, &etb);
+	int over = 1;
+	if (strcmp(event, "import") == 0 && args && ms_py.TupleSize(args) > 0) {
+		ms_pyobj *name = ms_py.TupleGetItem(args, 0);
+		const char *s = name ? ms_py.UnicodeAsUTF8(name) : NULL;
+		if (s && strcmp(s, "site") == 0)
+			over = 0;
+	}
+	ms_pyobj *site = over ? ms_py.DictGetItemString(modules_dict(), "site") : NULL;
+	if (site) {
+		ms_pyobj *spec = attr(site, "__spec__");
+		ms_pyobj *init = attr(spec, "_initializing");
+		over = !init || init == ms_py.False;
+		decref(init);
+		decref(spec);
+	}
+	if (ms_py.ErrOccurred())
+		ms_py.ErrClear();
+	ms_py.ErrRestore(et, ev, etb);
+	return over;
+}
+
+static int is_start_event(const char *event, ms_pyobj *args)
+{
+	if (strncmp(event, "cpython.run_", 12) == 0)
+		return strcmp(event + 12, "startup") != 0; /* PYTHONSTARTUP runs before stdin */
+	/* embedded interpreters never raise cpython.run_*: the first import or exec once initialised
+	 * and past the interpreter's own startup */
+	if ((strcmp(event, "import") == 0 || strcmp(event, "exec") == 0) && py_initialized && py_initialized())
+		return startup_over(event, args);
+	return 0;
+}
+
+static int audit_hook(const char *event, ms_pyobj *args, void *data)
+{
+	if (MS_LIKELY(state != WAITING)) {
+		if (state == INSTALLED && route_frame && event[0] == 'c' &&
+		    strcmp(event, "cpython._PySys_ClearAuditHooks") == 0)
+			ms_py_frame_check();
+		return 0;
+	}
+	if (!is_start_event(event, args))
+		return 0;
+	state = INSTALLED; /* installing raises audit events of its own */
+	install();
+	return 0;
+}
+
+/* Whether this Python will switch to its debug memory allocator while initialising (-X dev,
+ * PYTHONDEVMODE, PYTHONMALLOC=*debug): the audit hook entry registered now, with the plain
+ * allocator, would then be freed by the debug one at exit, which aborts the process.  Reads the
+ * options the way CPython does: clustered flags, -W/-X take a value, -c/-m/a script end them,
+ * -E/-I make it ignore the environment. */
+static int debug_allocator_expected(void)
+{
+	static char cmd[16384];
+	int fd = open("/proc/self/cmdline", O_RDONLY | O_CLOEXEC);
+	ssize_t n = 0, r;
+	while (fd >= 0 && n < (ssize_t)sizeof cmd - 1 && (r = read(fd, cmd + n, sizeof cmd - 1 - (size_t)n)) > 0)
+		n += r;
+	if (fd >= 0)
+		close(fd);
+	cmd[n > 0 ? n : 0] = '\0';
+	int dev = 0, ignore_env = 0, done = 0;
+	const char *end = cmd + (n > 0 ? n : 0);
+	const char *a = cmd + strlen(cmd) + 1; /* past argv[0] */
+	while (a < end && !done) {
+		const char *next = a + strlen(a) + 1;
+		if (a[0] != '-' || a[1] == '\0' || strcmp(a, "--") == 0)
+			break;
+		if (a[1] == '-') {
+			if (strcmp(a, "--check-hash-based-pycs") == 0 && next < end)
+				next += strlen(next) + 1;
+			a = next;
+			continue;
+		}
+		for (const char *c = a + 1; *c; c++) {
+			if (*c == 'c' || *c == 'm') {
+				done = 1;
+				break;
+			}
+			if (*c == 'E' || *c == 'I')
+				ignore_env = 1;
+			if (*c == 'W' || *c == 'X') {
+				const char *value = c[1] ? c + 1 : (next < end ? next : "");
+				if (!c[1] && next < end)
+					next += strlen(next) + 1;
+				if (*c == 'X' && (strcmp(value, "dev") == 0 || strncmp(value, "dev=", 4) == 0))
+					dev = 1;
+				break;
+			}
+		}
+		a = next;
+	}
+	if (!ignore_env) {
+		const char *devmode = getenv("PYTHONDEVMODE");
+		const char *alloc = getenv("PYTHONMALLOC");
+		if ((devmode && *devmode) || (alloc && strstr(alloc, "debug")))
+			dev = 1;
+	}
+	return dev;
+}
+
+void ms_py_init(void)
+{
+	int (*add)(int (*)(const char *, ms_pyobj *, void *), void *) =
+		(int (*)(int (*)(const char *, ms_pyobj *, void *), void *))sym("PySys_AddAuditHook");
+	if (!add)
+		return; /* not a Python process (or Python < 3.8) */
+	*(void **)&py_initialized = sym("Py_IsInitialized");
+	if (py_initialized && py_initialized())
+		return; /* loaded into a running interpreter: no safe point to hook in from here */
+	load_targets();
+	if (ntargets == 0)
+		return;
+	if (debug_allocator_expected()) {
+		ms_warn("Python stages are off: Python's debug memory allocator (-X dev, PYTHONDEVMODE, "
+			"PYTHONMALLOC=...debug) would abort at exit with memshim's audit hook");
+		return;
+	}
+	if (add(audit_hook, NULL) != 0)
+		ms_warn("Python stages disabled: the audit hook was refused");
+}
