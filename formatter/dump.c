@@ -103,6 +103,21 @@ static void mf_print_unreturned(FILE *out, const struct mf_file *f)
 		fputs("\n\n", out);
 }
 
+/* MEMSHIM_STAGES targets that matched nothing: most often a typo, which would leave no trace. */
+static void mf_print_unmatched(FILE *out, const struct mf_file *f)
+{
+	size_t i, n = 0;
+	json_t *t;
+	json_array_foreach(json_object_get(f->root, "unmatched_targets"), i, t) {
+		const char *stage = json_string_value(json_object_get(t, "stage"));
+		const char *target = json_string_value(json_object_get(t, "target"));
+		if (stage && target)
+			fprintf(out, "%s%s=%s", n++ ? ", " : "memshim: stage targets that matched nothing: ", stage, target);
+	}
+	if (n)
+		fputs("\n\n", out);
+}
+
 void mf_print_header(FILE *out, const struct mf_file *f)
 {
 	fprintf(out, "==> %s: pid %lld", f->path, f->pid);
@@ -138,6 +153,7 @@ void mf_dump_file(FILE *out, const struct mf_file *f, const struct mf_opts *o)
 		fputc('\n', out);
 	}
 	mf_print_unreturned(out, f);
+	mf_print_unmatched(out, f);
 	if (o->stage) {
 		const struct mf_group *g = mf_pick(&gs, o->stage);
 		if (g)

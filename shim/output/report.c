@@ -8,6 +8,7 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
+#include <sys/utsname.h>
 #include <time.h>
 #include <unistd.h>
 #include "core/config.h"
@@ -19,6 +20,7 @@
 #include "core/timeline.h"
 #include "cuda/cuda.h"
 #include "intercept/hooks.h"
+#include "python/py.h"
 #include "output/outpath.h"
 #include "output/report.h"
 
@@ -78,17 +80,37 @@ void ms_report_init(void)
 	}
 }
 
+/* One placeholder of MEMSHIM_OUTPUT into OUT: %p pid, %r rank, %l local rank, %h host, %% a '%'.
+ * A rank the launcher did not set becomes "pid<N>", so names stay unique.  Returns the length. */
+static size_t expand(char c, char *out, size_t size, int *has_pid)
+{
+	struct utsname u;
+	long v = c == 'r' ? rank_vals[0] : rank_vals[1];
+	switch (c) {
+	case 'p':
+		*has_pid = 1;
+		return ms_format(out, size, "%d", (int)ms_proc.pid);
+	case 'r':
+	case 'l':
+		if (rank_from && v >= 0)
+			return ms_format(out, size, "%ld", v);
+		*has_pid = 1;
+		return ms_format(out, size, "pid%d", (int)ms_proc.pid);
+	case 'h':
+		return ms_format(out, size, "%s", syscall(SYS_uname, &u) == 0 ? u.nodename : "host");
+	default:
+		return ms_format(out, size, "%%");
+	}
+}
+
 void ms_report_path(char *out, size_t size)
 {
 	const char *in = ms_cfg.output;
 	size_t n = 0;
 	int has_pid = 0;
 	for (; *in && n + 1 < size; in++) {
-		if (in[0] == '%' && (in[1] == 'p' || in[1] == '%')) {
-			if (in[1] == 'p')
-				n += ms_format(out + n, size - n, "%d", (int)ms_proc.pid), has_pid = 1;
-			else
-				out[n++] = '%';
+		if (in[0] == '%' && in[1] && strchr("prlh%", in[1])) {
+			n += expand(in[1], out + n, size - n, &has_pid);
 			in++;
 		} else {
 			out[n++] = *in;
@@ -439,6 +461,25 @@ static void write_identity(struct ms_json *w, const char *reason, int sig, int c
 	}
 }
 
+static void write_unmatched_one(void *ctx, const char *stage, const char *target)
+{
+	struct ms_json *w = ctx;
+	ms_json_object(w, NULL);
+	ms_json_string(w, "stage", stage);
+	ms_json_string(w, "target", target);
+	ms_json_string(w, "kind", "python");
+	ms_json_end_object(w);
+}
+
+/* MEMSHIM_STAGES targets that matched nothing that ran (a typo otherwise leaves no trace). */
+static void write_unmatched(struct ms_json *w)
+{
+	ms_json_array(w, "unmatched_targets");
+	if (!in_handler) /* the Python detector's state is read without a lock: not from a handler */
+		ms_py_each_unmatched(write_unmatched_one, w);
+	ms_json_end_array(w);
+}
+
 /* The whole document into W, initialised by the caller for a file or a buffer. */
 static void write_document(struct ms_json *w, const char *reason, int sig, int complete)
 {
@@ -463,6 +504,7 @@ static void write_document(struct ms_json *w, const char *reason, int sig, int c
 	for (int i = 0; i < n; i++)
 		write_stage(w, &snap.stage[ids[i]], gpu);
 	ms_json_end_array(w);
+	write_unmatched(w);
 	if (gpu)
 		write_gpu_events(w);
 	if (gpu)

@@ -101,6 +101,12 @@ int ms_py_monitor_install(void);
  * the interpreter runs. */
 void ms_py_init(void);
 
+/* Calls FN for every Python target of MEMSHIM_STAGES that matched no function that ran in this
+ * process (nothing for the default names or in a process that runs no Python). */
+void ms_py_each_unmatched(void (*fn)(void *ctx, const char *stage, const char *target), void *ctx);
+/* At exit: one warning naming them. */
+void ms_py_report(void);
+
 /* A warning printed at most once per KEY (small integer below 16). */
 void ms_py_warn_once(int key, const char *what);
 

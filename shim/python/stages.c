@@ -26,7 +26,9 @@ struct target {
 	size_t module_len;
 	const char *qual;   /* qualified name */
 	const char *last;   /* its last component (what co_name must be) */
+	const char *text;   /* as written in MEMSHIM_STAGES */
 	int stage;          /* spec index */
+	int matched;        /* a function it names has run in this process */
 };
 
 #define MAX_TARGETS (MS_SPEC_MAX_STAGES * MS_SPEC_MAX_TARGETS)
@@ -82,6 +84,8 @@ static void load_targets(void)
 			if (!*tg->last)
 				continue;
 			tg->stage = i;
+			tg->text = t;
+			tg->matched = 0;
 			ntargets++;
 		}
 	}
@@ -106,8 +110,56 @@ static uint32_t match(const char *qual, const char *module)
 				  memcmp(module, t->module, t->module_len) != 0))
 			continue;
 		mask |= 1u << t->stage;
+		__atomic_store_n(&targets[i].matched, 1, __ATOMIC_RELAXED);
 	}
 	return mask;
+}
+
+/* ---- targets that matched nothing -------------------------------------------------------- */
+
+/* A plain identifier the dynamic linker knows is a native function (the native detector's). */
+static int native_name(const struct target *t)
+{
+	return !t->module && !strchr(t->qual, '.') && ms_real_dlsym(RTLD_DEFAULT, t->qual) != NULL;
+}
+
+void ms_py_each_unmatched(void (*fn)(void *ctx, const char *stage, const char *target), void *ctx)
+{
+	if (__atomic_load_n(&state, __ATOMIC_ACQUIRE) != INSTALLED || ms_cfg.spec.is_default)
+		return; /* not a Python program, or the Trainer's default names (absent in most scripts) */
+	for (int i = 0; i < ntargets; i++)
+		if (!__atomic_load_n(&targets[i].matched, __ATOMIC_RELAXED) && !native_name(&targets[i]))
+			fn(ctx, ms_cfg.spec.stage[targets[i].stage].name, targets[i].text);
+}
+
+struct unmatched_line {
+	char text[1024];
+	size_t len;
+	int n;
+};
+
+static void add_to_line(void *ctx, const char *stage, const char *target)
+{
+	struct unmatched_line *l = ctx;
+	if (l->len < sizeof l->text)
+		l->len += ms_format(l->text + l->len, sizeof l->text - l->len, "%s%s=%s", l->n ? ", " : "", stage, target);
+	l->n++;
+}
+
+/* At exit: one line naming every Python target that matched no function that ran (a typo in
+ * MEMSHIM_STAGES is otherwise silent). */
+void ms_py_report(void)
+{
+	static struct unmatched_line line;
+	if (!ms_is_tracked_process())
+		return;
+	ms_tls_guard++;
+	line.len = 0;
+	line.n = 0;
+	ms_py_each_unmatched(add_to_line, &line);
+	if (line.n)
+		ms_warn("Python stage target%s that matched no function that ran: %s", line.n > 1 ? "s" : "", line.text);
+	ms_tls_guard--;
 }
 
 /* ---- naming a code object --------------------------------------------------------------- */

@@ -322,6 +322,28 @@ START_TEST(a_child_with_the_inherited_output_adds_its_pid)
 }
 END_TEST
 
+/* %r, %l and %h in MEMSHIM_OUTPUT: the launcher's rank and local rank and the host name; a process
+ * without a rank gets "pid<N>" there, so its file name stays its own. */
+START_TEST(rank_and_host_placeholders)
+{
+	char dir[] = "/tmp/memshim-ranks.XXXXXX", out[200], host[256], path[600];
+	ck_assert_ptr_nonnull(mkdtemp(dir));
+	snprintf(out, sizeof out, "MEMSHIM_OUTPUT=%s/m_%%r_%%l_%%h.json", dir);
+	gethostname(host, sizeof host);
+	const char *argv[] = { built("preload/alloc_fixture"), "simple", NULL };
+	const char *ranked[] = { out, "RANK=3", "LOCAL_RANK=1", "WORLD_SIZE=4", NULL };
+	struct run x;
+	ck_assert_int_eq(run_under_shim(&x, argv, ranked), 0);
+	snprintf(path, sizeof path, "%s/m_3_1_%s.json", dir, host);
+	ck_assert_msg(access(path, F_OK) == 0, "no %s", path);
+	const char *unranked[] = { out, "RANK", "LOCAL_RANK", NULL };
+	ck_assert_int_eq(run_under_shim(&x, argv, unranked), 0);
+	char name[300];
+	snprintf(name, sizeof name, "m_pid");
+	ck_assert_int_eq(count_files(dir, name, NULL, 0), 1);
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("output");
@@ -339,6 +361,7 @@ int main(void)
 	tcase_add_test(tc, a_child_with_its_own_output_writes_there);
 	tcase_add_test(tc, a_child_with_its_own_output_is_the_root_of_its_descendants);
 	tcase_add_test(tc, a_child_with_the_inherited_output_adds_its_pid);
+	tcase_add_test(tc, rank_and_host_placeholders);
 	suite_add_tcase(s, tc);
 	SRunner *sr = srunner_create(s);
 	srunner_run_all(sr, CK_NORMAL);

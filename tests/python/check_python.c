@@ -217,6 +217,7 @@ START_TEST(trainer_default_names)
 	const char *args[] = { fixture("trainer.py"), NULL };
 	run_py(&r, py, args, NULL, NULL, NULL, 1);
 	RUN_OK(&r);
+	ck_assert_msg(!strstr(r.err, "matched no function"), "%s: the default names warned: %s", py, r.err);
 	ck_assert_msg(strstr(r.out, "trainer ok"), "%s: %s", py, r.out);
 	expect_calls(&r, "init", 1);
 	expect_mib(&r, "init", "alloc", 20);
@@ -520,10 +521,16 @@ START_TEST(unmatched_targets)
 	/* stages that match nothing: the program runs, no stage but the implicit init appears */
 	struct run r;
 	const char *args[] = { fixture("custom.py"), NULL };
-	run_py(&r, py, args, "x=no_such_function,y=pkg.mod:Nope.nope", NULL, NULL, 1);
+	run_py(&r, py, args, "x=no_such_function,y=pkg.mod:Nope.nope,custom=module_func", NULL, NULL, 1);
 	RUN_OK(&r);
 	expect_absent(&r, "x");
 	expect_absent(&r, "y");
+	/* ...but they are named: one line at exit, and in the file */
+	ck_assert_msg(strstr(r.err, "memshim: Python stage targets that matched no function that ran: "
+				    "x=no_such_function, y=pkg.mod:Nope.nope\n"), "%s: %s", py, r.err);
+	json_t *u = json_object_get(r.root, "unmatched_targets");
+	ck_assert_int_eq(json_array_size(u), 2);
+	ck_assert_str_eq(json_string_value(json_object_get(json_array_get(u, 1), "target")), "pkg.mod:Nope.nope");
 	run_done(&r);
 }
 END_TEST
