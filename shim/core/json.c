@@ -38,7 +38,7 @@ static void flush_memory(struct ms_json *w)
 	w->len = 0;
 }
 
-static void flush(struct ms_json *w)
+static __attribute__((noinline)) void flush(struct ms_json *w)
 {
 	size_t off = 0;
 	if (w->to_memory) {
