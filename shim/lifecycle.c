@@ -142,6 +142,8 @@ __attribute__((constructor)) static void ms_init(void)
 		stop_tracking();
 		return;
 	}
+	if ((!ms_proc.is_child || ms_proc.own_output) && ms_report_check_output())
+		ms_process_export_output();
 	pthread_atfork(fork_prepare, fork_parent, fork_child);
 	atexit(at_exit);
 	__atomic_store_n(&ms_before_exit, finish, __ATOMIC_RELEASE);

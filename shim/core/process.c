@@ -63,7 +63,7 @@ static long env_pid(const char *name)
 
 /* Exec'd children find where to write here: MEMSHIM_ROOT_OUTPUT, the MEMSHIM_OUTPUT value it came
  * from, and the pid that writes it as is (its children add ".<pid>"). */
-static void export_output(void)
+void ms_process_export_output(void)
 {
 	char pid[24];
 	const char *setting = getenv("MEMSHIM_OUTPUT");
@@ -89,14 +89,14 @@ void ms_process_identify(void)
 		ms_proc.root_pid = ms_proc.pid;
 		ms_format(pid, sizeof pid, "%d", (int)ms_proc.pid);
 		setenv("MEMSHIM_ROOT_PID", pid, 1);
-		export_output();
+		ms_process_export_output();
 		return;
 	}
 	ms_proc.root_pid = (pid_t)root_pid;
 	ms_proc.is_child = 1;
 	if (own_setting()) {
 		ms_proc.own_output = 1;
-		export_output(); /* its own exec'd children derive their names from its file */
+		ms_process_export_output(); /* its own exec'd children derive their names from its file */
 		return;
 	}
 	const char *out = getenv("MEMSHIM_ROOT_OUTPUT");

@@ -33,6 +33,8 @@ void ms_process_start(void);
 /* Exec'd children inherit the identity of the first tracked process of the run, and where it
  * writes (MEMSHIM_ROOT_*, exported here for them); reads the environment and ms_cfg.output. */
 void ms_process_identify(void);
+/* Tells exec'd children where this process writes (after its output changed). */
+void ms_process_export_output(void);
 /* A forked child that goes on tracking: its own clock, pid and parent. */
 void ms_process_forked(void);
 

@@ -538,6 +538,31 @@ static const char *errno_text(int e)
 
 static int warned;
 
+/* At start: an output directory that cannot take the file is found now, not after a six-hour
+ * run; the file then goes to $TMPDIR (or /tmp) under the same name.  Returns 1 when it moved. */
+int ms_report_check_output(void)
+{
+	char dir[MS_PATH_MAX], fallback[MS_PATH_MAX];
+	const char *out = ms_cfg.output, *slash = strrchr(out, '/');
+	if (!slash || strchr(out, '%') || (size_t)(slash - out) >= sizeof dir)
+		return 0; /* a placeholder in it: judged per process when the file is written */
+	size_t len = (size_t)(slash - out);
+	memcpy(dir, out, len);
+	dir[len] = '\0';
+	if (!len || syscall(SYS_faccessat, AT_FDCWD, dir, W_OK | X_OK) == 0)
+		return 0;
+	int e = errno;
+	const char *tmp = getenv("TMPDIR");
+	if (!tmp || tmp[0] != '/')
+		tmp = "/tmp";
+	if (ms_format(fallback, sizeof fallback, "%s/%s", tmp, slash + 1) >= sizeof fallback - 1 ||
+	    syscall(SYS_faccessat, AT_FDCWD, tmp, W_OK | X_OK) != 0)
+		return 0; /* nowhere better: the warning comes when the file cannot be written */
+	ms_warn("cannot write metrics file %s: %s (%s); writing %s instead", out, dir, errno_text(e), fallback);
+	ms_strlcpy(ms_cfg.output, fallback, sizeof ms_cfg.output);
+	return 1;
+}
+
 static int fail(const char *path, int e)
 {
 	if (!__atomic_exchange_n(&warned, 1, __ATOMIC_RELAXED))

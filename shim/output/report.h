@@ -7,6 +7,10 @@
 /* Captures argv and launcher ranks (at start). */
 void ms_report_init(void);
 
+/* At start: falls back to $TMPDIR (or /tmp) when the output directory cannot take the file (one
+ * warning); returns 1 when the output moved. */
+int ms_report_check_output(void);
+
 /* Writes the metrics file.  REASON: exit, _exit, snapshot, signal; SIG only for signal.
  * Returns 0, or -1 after one warning naming the path. */
 int ms_report_write(const char *reason, int sig, int complete);

@@ -368,6 +368,20 @@ START_TEST(test_command_cannot_run)
 }
 END_TEST
 
+/* An output directory that cannot take the file stops `memshim run` before the command runs. */
+START_TEST(test_bad_output_directory_before_the_run)
+{
+	char *out, *err, marker[4300];
+	snprintf(marker, sizeof marker, "%s/ran", tree);
+	char *args[] = { NULL, "run", "--output", "/nonexistent-memshim-dir/m.json", "/usr/bin/touch", marker, NULL };
+	int status = wrap(NULL, args, &out, &err);
+	ck_assert(WIFEXITED(status) && WEXITSTATUS(status) == 125);
+	ck_assert_str_eq(err, "memshim: the output directory does not exist: /nonexistent-memshim-dir\n");
+	ck_assert_int_ne(access(marker, F_OK), 0); /* the command never ran */
+	free2(out, err);
+}
+END_TEST
+
 /* The previous run's files are kept as NAME.prev, one generation, and never shown in the dump. */
 START_TEST(test_previous_run_kept)
 {
@@ -564,6 +578,7 @@ Suite *wrapper_suite(void)
 	tcase_add_test(tc, test_plot_bad_name);
 	tcase_add_test(tc, test_version);
 	tcase_add_test(tc, test_command_cannot_run);
+	tcase_add_test(tc, test_bad_output_directory_before_the_run);
 	tcase_add_test(tc, test_previous_run_kept);
 	tcase_add_test(tc, test_previous_run_kept_pid_name);
 	tcase_add_test(tc, test_ranks_merged);

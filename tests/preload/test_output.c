@@ -344,6 +344,26 @@ START_TEST(rank_and_host_placeholders)
 }
 END_TEST
 
+/* An output directory that cannot take the file is reported at start, and the file goes to
+ * $TMPDIR under the same name instead of being lost at exit. */
+START_TEST(bad_output_directory_falls_back_at_start)
+{
+	char tmp[] = "/tmp/memshim-fallback.XXXXXX", tmpdir[64], path[128];
+	ck_assert_ptr_nonnull(mkdtemp(tmp));
+	snprintf(tmpdir, sizeof tmpdir, "TMPDIR=%s", tmp);
+	const char *argv[] = { built("preload/alloc_fixture"), "simple", NULL };
+	const char *env[] = { "MEMSHIM_OUTPUT=/nonexistent-memshim-dir/run.json", tmpdir, NULL };
+	struct run x;
+	ck_assert_int_eq(run_under_shim(&x, argv, env), 0);
+	ck_assert(WIFEXITED(x.status) && WEXITSTATUS(x.status) == 0);
+	snprintf(path, sizeof path, "writing %s/run.json instead", tmp);
+	ck_assert_msg(strstr(x.err, path) && strstr(x.err, "/nonexistent-memshim-dir"), "%s", x.err);
+	ck_assert_ptr_eq(strstr(strstr(x.err, "memshim:") + 1, "memshim:"), NULL); /* one line */
+	snprintf(path, sizeof path, "%s/run.json", tmp);
+	ck_assert_msg(access(path, F_OK) == 0, "no %s", path);
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("output");
@@ -362,6 +382,7 @@ int main(void)
 	tcase_add_test(tc, a_child_with_its_own_output_is_the_root_of_its_descendants);
 	tcase_add_test(tc, a_child_with_the_inherited_output_adds_its_pid);
 	tcase_add_test(tc, rank_and_host_placeholders);
+	tcase_add_test(tc, bad_output_directory_falls_back_at_start);
 	suite_add_tcase(s, tc);
 	SRunner *sr = srunner_create(s);
 	srunner_run_all(sr, CK_NORMAL);
