@@ -13,6 +13,8 @@ static const char mf_usage[] =
 	"       memshim-format --csv [--stage NAME] FILE...\n"
 	"       memshim-format --plot FILE.svg|FILE.png [--size WxH] [--all] FILE...\n"
 	"       memshim-format --compare HF_RESULTS.json FILE\n"
+	"       memshim-format --sites [--stage NAME] [--top N] [--depth N] [--all] FILE...\n"
+	"       memshim-format --flame FILE.svg|FILE.png [--stage NAME] [--gpu] [--size WxH] FILE...\n"
 	"Prints memshim metrics files as the Hugging Face Trainer memory-metrics dump, or draws them.\n"
 	"  --stage NAME     only that stage's group\n"
 	"  --calls          per stage, min/max over its calls\n"
@@ -31,9 +33,19 @@ static const char mf_usage[] =
 	"  --csv            one row per process and stage (RFC 4180), bytes and seconds\n"
 	"  --plot OUT       draws memory over time with the stages into OUT (.svg or .png), one\n"
 	"                   panel per file on a shared time axis; prints nothing\n"
-	"  --size WxH       the picture's size in pixels (default 1200 x 300+250 per file)\n"
+	"  --size WxH       the picture's size in pixels (--plot: 1200 x 300+250 per file by\n"
+	"                   default; --flame: 1200 x what its rows need)\n"
 	"  --compare HF     Hugging Face's own memory metrics (all_results.json or a\n"
 	"                   {split}_results.json of the same run) beside memshim's, key by key\n"
+	"  --sites          per stage, the call sites live at its peak (CPU, then GPU) as sampled\n"
+	"                   by the shim: bytes, share of the sampled total, the allocating frame\n"
+	"                   and its callers\n"
+	"  --top N          --sites: the N largest sites of each list (default 10)\n"
+	"  --depth N        --sites: N frames of each site, innermost first (default 5)\n"
+	"  --flame OUT      draws the call sites at a stage's peak as a flame graph into OUT (.svg\n"
+	"                   or .png), callers at the bottom, widths in bytes: the --stage, else\n"
+	"                   the stage with the largest peak, of the process that peaked highest\n"
+	"  --gpu            --flame: the GPU sites rather than the CPU ones\n"
 	"  --version        prints memshim-format's version\n"
 	"Exit status: 0 ok, 1 --diff found a regression, 2 bad input or usage.\n";
 
@@ -81,11 +93,48 @@ struct mf_args {
 	int sep;                /* --diff: files before a "--" that follows a file, else -1 */
 };
 
+/* --depth and --top: a whole number from 1 to MF_SITES_MAX. */
+static int mf_parse_count(const char *s, int *out)
+{
+	char *end;
+	long v = strtol(s, &end, 10);
+	if (end == s || *end || v < 1 || v > MF_SITES_MAX)
+		return -1;
+	*out = (int)v;
+	return 0;
+}
+
+static int mf_set_value(struct mf_args *a, int k, const char *v, FILE *err)
+{
+	switch (k) {
+	case 0: a->o.stage = v; break;
+	case 1: a->o.json_dir = v; break;
+	case 3: a->o.plot = v; break;
+	case 4:
+		return mf_parse_size(v, &a->o.plot_w, &a->o.plot_h) ?
+			mf_usage_error(err, "bad size (want WxH, each 200 to 16000)", v) : MF_OK;
+	case 5: a->o.compare = v; break;
+	case 6: a->o.flame = v; break;
+	case 7:
+	case 8:
+		return mf_parse_count(v, k == 7 ? &a->o.depth : &a->o.top) ?
+			mf_usage_error(err, k == 7 ? "bad --depth (want 1 to 1000 frames)" :
+				       "bad --top (want 1 to 1000 sites)", v) : MF_OK;
+	default:
+		if (a->o.threshold_text)
+			return mf_usage_error(err, "--threshold given twice (combine as 5%,1MB)", v);
+		if (mf_parse_threshold(v, &a->o.threshold))
+			return mf_usage_error(err, "bad threshold (want N%, N MB/KB/GB/B, or both as 5%,1MB)", v);
+		a->o.threshold_text = v;
+	}
+	return MF_OK;
+}
+
 static int mf_value_opt(int argc, char **argv, int *i, struct mf_args *a, FILE *err, int *used)
 {
 	static const char *const names[] = { "--stage", "--json-dir", "--threshold", "--plot",
-					     "--size", "--compare" };
-	for (int k = 0; k < 6; k++) {
+					     "--size", "--compare", "--flame", "--depth", "--top" };
+	for (int k = 0; k < (int)(sizeof names / sizeof names[0]); k++) {
 		int m;
 		const char *v = mf_optval(argc, argv, i, names[k], &m);
 		if (!m)
@@ -93,24 +142,7 @@ static int mf_value_opt(int argc, char **argv, int *i, struct mf_args *a, FILE *
 		*used = 1;
 		if (!v || !*v)
 			return mf_usage_error(err, "missing value for", names[k]);
-		if (k == 4)
-			return mf_parse_size(v, &a->o.plot_w, &a->o.plot_h) ?
-				mf_usage_error(err, "bad size (want WxH, each 200 to 16000)", v) : MF_OK;
-		if (k == 5)
-			a->o.compare = v;
-		else if (k == 0)
-			a->o.stage = v;
-		else if (k == 1)
-			a->o.json_dir = v;
-		else if (k == 3)
-			a->o.plot = v;
-		else if (a->o.threshold_text)
-			return mf_usage_error(err, "--threshold given twice (combine as 5%,1MB)", v);
-		else if (mf_parse_threshold(v, &a->o.threshold))
-			return mf_usage_error(err, "bad threshold (want N%, N MB/KB/GB/B, or both as 5%,1MB)", v);
-		else
-			a->o.threshold_text = v;
-		return MF_OK;
+		return mf_set_value(a, k, v, err);
 	}
 	*used = 0;
 	return MF_OK;
@@ -154,9 +186,33 @@ static int mf_parse_args(int argc, char **argv, struct mf_args *a, FILE *out, FI
 			a->o.diff = 1;
 		else if (!strcmp(s, "--allow-missing"))
 			a->o.allow_missing = 1;
+		else if (!strcmp(s, "--sites"))
+			a->o.sites = 1;
+		else if (!strcmp(s, "--gpu"))
+			a->o.flame_gpu = 1;
 		else if ((rc = mf_value_opt(argc, argv, &i, a, err, &used)) || !used)
 			return used ? rc : mf_usage_error(err, "unknown option", s);
 	}
+	return MF_OK;
+}
+
+/* --sites and --flame are modes of their own. */
+static int mf_check_sites(const struct mf_args *a, FILE *err)
+{
+	const struct mf_opts *o = &a->o;
+	int others = o->diff || o->merge || o->calls || o->json_dir || o->csv || o->plot || o->compare;
+	if (o->sites && (others || o->flame))
+		return mf_usage_error(err, "--sites takes no other mode (only --stage, --top, --depth, "
+				      "--all)", NULL);
+	if (o->flame && (others || o->auto_merge || o->all))
+		return mf_usage_error(err, "--flame takes no other mode (only --stage, --gpu, --size)",
+				      NULL);
+	if (o->flame && !mf_plot_kind(o->flame))
+		return mf_usage_error(err, "--flame wants a file name ending in .svg or .png", o->flame);
+	if (o->flame_gpu && !o->flame)
+		return mf_usage_error(err, "--gpu only applies to --flame", NULL);
+	if ((o->depth || o->top) && !o->sites)
+		return mf_usage_error(err, "--depth and --top only apply to --sites", NULL);
 	return MF_OK;
 }
 
@@ -164,6 +220,8 @@ static int mf_check_args(struct mf_args *a, FILE *err)
 {
 	if (!a->nfiles)
 		return mf_usage_error(err, "no metrics file given", NULL);
+	if (mf_check_sites(a, err))
+		return MF_BAD;
 	if (a->o.diff && a->sep < 0 && a->nfiles != 2)
 		return mf_usage_error(err, "--diff takes OLD NEW, or OLD_FILE... -- NEW_FILE...", NULL);
 	if (a->o.diff && a->sep >= a->nfiles)
@@ -176,8 +234,8 @@ static int mf_check_args(struct mf_args *a, FILE *err)
 	if (a->o.csv && (a->o.merge || a->o.auto_merge || a->o.calls || a->o.json_dir || a->o.plot ||
 			 a->o.compare))
 		return mf_usage_error(err, "--csv takes no other mode (only --stage)", NULL);
-	if (a->o.plot_w && !a->o.plot)
-		return mf_usage_error(err, "--size only applies to --plot", NULL);
+	if (a->o.plot_w && !a->o.plot && !a->o.flame)
+		return mf_usage_error(err, "--size only applies to --plot and --flame", NULL);
 	if (a->o.plot && !mf_plot_kind(a->o.plot))
 		return mf_usage_error(err, "--plot wants a file name ending in .svg or .png", a->o.plot);
 	if (a->o.plot && (a->o.diff || a->o.merge || a->o.auto_merge || a->o.calls || a->o.json_dir ||
@@ -188,7 +246,8 @@ static int mf_check_args(struct mf_args *a, FILE *err)
 			     a->o.calls || a->o.plot || a->o.json_dir || a->o.stage))
 		return mf_usage_error(err, "--compare takes one metrics file and no other mode", NULL);
 	if (a->o.all && (a->o.diff || a->o.csv || a->o.compare))
-		return mf_usage_error(err, "--all only applies to the dump, --merge and --plot", NULL);
+		return mf_usage_error(err, "--all only applies to the dump, --merge, --plot and --sites",
+				      NULL);
 	if (a->o.threshold_text && !a->o.diff)
 		return mf_usage_error(err, "--threshold only applies to --diff", NULL);
 	if (a->o.allow_missing && !a->o.diff)
@@ -279,6 +338,50 @@ static void mf_dump_or_merge(FILE *out, struct mf_file *files, size_t n, const s
 			"process's own dump\n", ranks);
 }
 
+/* The rank with the highest CPU peak that has call sites (the first on ties), or -1. */
+static long mf_highest_rank(const struct mf_file *files, size_t n)
+{
+	long best = -1;
+	double bv = -1, x;
+	for (size_t i = 0; i < n; i++) {
+		if (!mf_own_rank(&files[i], files, n) || !mf_file_has_sites(&files[i]))
+			continue;
+		if (!mf_num(json_object_get(files[i].file_metrics, "process_mem_cpu_peak"), &x))
+			x = 0;
+		if (best < 0 || x > bv)
+			best = (long)i, bv = x;
+	}
+	return best;
+}
+
+/* --sites over several files: each under its header, launchers and shells in one line; with
+ * --auto-merge (memshim run) and two or more ranks, the rank that peaked highest stands for them. */
+static void mf_sites_all(FILE *out, struct mf_file *files, size_t n, const struct mf_opts *o)
+{
+	int *keep = mf_xmalloc(n * sizeof *keep), first = 1;
+	size_t hidden = mf_hide_minor(files, n, o->all, keep), ranks = mf_count_ranks(files, n);
+	long one = o->auto_merge && ranks >= 2 ? mf_highest_rank(files, n) : -1;
+	for (size_t i = 0; i < n; i++) {
+		if (one >= 0 ? (long)i != one : !keep[i])
+			continue;
+		if (n > 1) {
+			fprintf(out, "%s", first ? "" : "\n");
+			mf_print_header(out, &files[i]);
+		}
+		mf_print_sites(out, &files[i], o);
+		first = 0;
+	}
+	if (one >= 0)
+		fprintf(out, "\nmemshim: call sites of rank %lld only, the highest CPU peak of the %zu "
+			"ranks; memshim-format --sites FILE... shows every process\n", files[one].rank,
+			ranks);
+	else if (hidden) {
+		fputc('\n', out);
+		mf_print_hidden(out, files, n, keep, hidden, "shows them");
+	}
+	free(keep);
+}
+
 /* --json-dir: DIR itself for one file, DIR/rank<N> or DIR/pid<N> for each of several. */
 static int mf_results_all(FILE *err, struct mf_file *files, size_t n, const char *dir)
 {
@@ -364,6 +467,14 @@ static int mf_run(const struct mf_args *a, FILE *out, FILE *err)
 		rc = mf_compare(out, err, a->o.compare, &files[0]);
 	else if (a->o.plot)
 		rc = mf_plot_files(err, files, n, &a->o);
+	else if (a->o.flame) {
+		mf_sort_files(files, n);
+		rc = mf_flame(err, files, n, &a->o);
+	} else if (a->o.sites) {
+		mf_sort_files(files, n);
+		mf_sites_all(out, files, n, &a->o);
+		rc = MF_OK;
+	}
 	else if (a->o.csv) {
 		mf_sort_files(files, n);
 		mf_csv(out, files, n, a->o.stage);

@@ -125,6 +125,10 @@ struct mf_opts {
 	const char *plot;       /* --plot FILE.svg|FILE.png, or NULL */
 	const char *compare;    /* --compare HF.json, or NULL */
 	int plot_w, plot_h;     /* --size, 0 for the default */
+	int sites;              /* --sites */
+	const char *flame;      /* --flame FILE.svg|FILE.png, or NULL */
+	int flame_gpu;          /* --gpu: the flame graph of the GPU sites */
+	int depth, top;         /* --depth, --top (0: the default) */
 };
 void mf_print_status(FILE *out, const struct mf_file *f);
 int mf_print_group(FILE *out, json_t *metrics, const struct mf_group *g, int first);
@@ -135,6 +139,34 @@ int mf_has_stage(const struct mf_file *f, const char *stage);
 
 /* calls.c: --calls tables. */
 void mf_print_calls(FILE *out, json_t *stages, const char *only_stage);
+
+/* sites.c: the call sites live at the stages' peaks (stages[].peak_sites, peak_sites_gpu). */
+enum { MF_SITES_TOP = 10, MF_SITES_DEPTH = 5, MF_SITES_MAX = 1000 };
+struct mf_site {
+	double bytes;
+	long long samples;      /* -1 when the file does not say */
+	json_t *frames;         /* borrowed: innermost first; NULL when the entry has none */
+	size_t order;           /* its index in the file */
+};
+struct mf_sites {
+	struct mf_site *s;      /* owned, largest first */
+	size_t n;
+	double total;           /* the bytes of all sites */
+	long long samples;      /* their samples (GPU: allocations) */
+	int present;            /* the stage has the list */
+	double lag;             /* how far the list may lag the peak, -1 when not said */
+};
+/* STAGE's CPU (GPU != 0: GPU) sites; entries that are not sites are left out. */
+void mf_sites_get(json_t *stage, int gpu, struct mf_sites *out);
+void mf_sites_free(struct mf_sites *s);
+size_t mf_site_nframes(const struct mf_site *s);
+const char *mf_site_frame(const struct mf_site *s, size_t i); /* "?" for what is not a string */
+int mf_file_has_sites(const struct mf_file *f);
+double mf_stage_peak(json_t *stage, int gpu);  /* its "peak", or -1 */
+/* "CPU peak 150MB; sampled every 512 KB on average, 240 samples at the peak; ..." (malloc'd). */
+char *mf_sites_about(const struct mf_file *f, json_t *stage, int gpu, const struct mf_sites *s);
+/* One file's tables (only O->stage when set), or the line saying it has none. */
+void mf_print_sites(FILE *out, const struct mf_file *f, const struct mf_opts *o);
 
 /* compare.c: --compare HF.json, Hugging Face's own memory metrics beside F's. */
 int mf_compare(FILE *out, FILE *err, const char *hf_path, const struct mf_file *f);

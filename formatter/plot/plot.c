@@ -126,14 +126,14 @@ static cairo_surface_t *mf_surface(int kind, struct mf_sink *sink, int w, int h)
 }
 
 /* Draws, then writes: a PNG from the pixels, an SVG as its surface is finished. */
-static cairo_status_t mf_render(int kind, struct mf_sink *sink, struct mf_file *files, size_t n,
-				int w, int h)
+static cairo_status_t mf_render(int kind, struct mf_sink *sink, int w, int h, mf_draw_fn *draw,
+				void *arg)
 {
 	cairo_surface_t *s = mf_surface(kind, sink, w, h);
 	cairo_status_t st = cairo_surface_status(s);
 	if (st == CAIRO_STATUS_SUCCESS) {
 		cairo_t *cr = cairo_create(s);
-		mf_draw_page(cr, files, n, w, h);
+		draw(cr, arg, w, h);
 		st = cairo_status(cr);
 		cairo_destroy(cr);
 	}
@@ -146,7 +146,7 @@ static cairo_status_t mf_render(int kind, struct mf_sink *sink, struct mf_file *
 	return st;
 }
 
-int mf_plot(FILE *err, struct mf_file *files, size_t n, const char *path, int w, int h)
+int mf_picture(FILE *err, const char *path, int w, int h, mf_draw_fn *draw, void *arg)
 {
 	struct mf_sink sink = { fopen(path, "wb"), 0 };
 	if (!sink.fp) {
@@ -154,7 +154,7 @@ int mf_plot(FILE *err, struct mf_file *files, size_t n, const char *path, int w,
 		return MF_BAD;
 	}
 	errno = 0;
-	cairo_status_t st = mf_render(mf_plot_kind(path), &sink, files, n, w, h);
+	cairo_status_t st = mf_render(mf_plot_kind(path), &sink, w, h, draw, arg);
 	if (fclose(sink.fp) && !sink.err)
 		sink.err = errno ? errno : EIO;
 	if (st == CAIRO_STATUS_SUCCESS && !sink.err)
@@ -165,4 +165,21 @@ int mf_plot(FILE *err, struct mf_file *files, size_t n, const char *path, int w,
 		fprintf(err, "memshim-format: %s: cannot draw: %s\n", path, cairo_status_to_string(st));
 	unlink(path);
 	return MF_BAD;
+}
+
+struct mf_page {
+	struct mf_file *files;
+	size_t n;
+};
+
+static void mf_draw_plot(cairo_t *cr, void *arg, int w, int h)
+{
+	struct mf_page *p = arg;
+	mf_draw_page(cr, p->files, p->n, w, h);
+}
+
+int mf_plot(FILE *err, struct mf_file *files, size_t n, const char *path, int w, int h)
+{
+	struct mf_page page = { files, n };
+	return mf_picture(err, path, w, h, mf_draw_plot, &page);
 }

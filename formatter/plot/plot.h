@@ -151,5 +151,24 @@ double mf_frame_x(const struct mf_frame *fr, const struct mf_panel *p, double t)
 int mf_plot(FILE *err, struct mf_file *files, size_t n, const char *path, int w, int h);
 /* 1 for "x.svg", 2 for "x.png" (any case), 0 otherwise. */
 int mf_plot_kind(const char *path);
+/* Any picture: DRAW paints the W x H page, written to PATH (.svg or .png); one line on ERR when
+ * it cannot be written (then PATH is removed). */
+typedef void mf_draw_fn(cairo_t *cr, void *arg, int w, int h);
+int mf_picture(FILE *err, const char *path, int w, int h, mf_draw_fn *draw, void *arg);
+
+/* flame.c: --flame, a stage's peak call sites as a flame graph (callers at the bottom). */
+struct mf_fnode {
+	const char *label;      /* borrowed from the file; NULL for the root */
+	double bytes;
+	struct mf_fnode *kid;   /* owned, largest first once built */
+	size_t nkids, cap;
+};
+/* The sites merged by common prefix from their outermost frame. */
+void mf_flame_tree(const struct mf_sites *s, struct mf_fnode *root);
+void mf_flame_free(struct mf_fnode *n);
+int mf_flame_depth(const struct mf_fnode *n); /* rows, the root's included */
+/* The flame graph of O->stage (default: the stage with the largest peak) of the process that
+ * peaked highest there, O->flame_gpu for the GPU sites, into O->flame. */
+int mf_flame(FILE *err, struct mf_file *files, size_t n, const struct mf_opts *o);
 
 #endif

@@ -273,8 +273,96 @@ def csv_odd():
     write("csv-odd.json", doc(m, [stage(name, cpu=(M, 0))], pid=4343))
 
 
+RATE = 524288
+SITES = {"rate": RATE, "samples": 1234, "gpu_allocations": 10, "stacks": 321, "stacks_dropped": 0,
+         "python_frames": True, "max_frames": 64, "lag_fraction": 0.02}
+
+
+def site(mib, frames, samples=None):
+    b = int(mib * M)
+    return {"bytes": b, "samples": samples if samples is not None else b // RATE, "frames": frames}
+
+
+def sites():
+    """Call sites at the stages' peaks (issue 16): 60/30/10 MiB from three functions in train, small
+    ones after them, two GPU sites; eval had nothing live; init one native site."""
+    py = ["<module> (fixture.py:70)", "_PyEval_EvalFrameDefault+0x1d2 (libpython3.11.so.1.0)",
+          "Py_RunMain+0x9e (libpython3.11.so.1.0)", "__libc_start_call_main+0x7a (libc.so.6)"]
+    train = [site(60, ["alloc_a (fixture.py:12)", "build (fixture.py:40)", "main (fixture.py:60)"] + py),
+             site(30, ["alloc_b (fixture.py:18)", "build (fixture.py:41)", "main (fixture.py:60)",
+                       py[0]]),
+             site(10, ["std::vector<float, std::allocator<float> >::reserve(unsigned long)+0x4c "
+                       "(libfoo.so)", "run_big+0x1a (libfoo.so)", "main (fixture.py:62)", py[0]])]
+    for k, n in enumerate((3, 2, 2, 1, 1, 1, 1, 1, 1)):
+        train.append(site(n / 2, ["0x7f3a12c0%02x (libtorch_cpu.so)" % k,
+                                  "helper_%d (util.py:%d)" % (k, 10 + k), "main (fixture.py:63)"]))
+    gpu = [site(1536, ["cuMemAlloc_v2 (libcuda.so.1)",
+                       "c10::cuda::CUDACachingAllocator::malloc+0x1b2 (libc10_cuda.so)",
+                       "forward (model.py:88)", "train_step (train.py:40)"], 3),
+           site(512, ["cuMemAlloc_v2 (libcuda.so.1)", "load_weights (model.py:20)"], 1)]
+    m = {"init_mem_cpu_alloc_delta": 40 * M, "init_mem_cpu_peaked_delta": 2 * M, "init_runtime": 0.5,
+         "init_calls": 1, "train_mem_cpu_alloc_delta": 100 * M, "train_mem_cpu_peaked_delta": 50 * M,
+         "train_mem_gpu_alloc_delta": 2048 * M, "train_mem_gpu_peaked_delta": 0, "train_runtime": 4.5,
+         "train_calls": 1, "eval_mem_cpu_alloc_delta": 0, "eval_mem_cpu_peaked_delta": 0,
+         "eval_mem_gpu_alloc_delta": 0, "eval_mem_gpu_peaked_delta": 0, "eval_runtime": 0.25,
+         "eval_calls": 1, "process_mem_cpu_peak": 192 * M, "process_mem_gpu_peak": 2048 * M}
+    init = stage("init", runtime=0.5, cpu=(40 * M, 2 * M))
+    init.update(peak_sites=[site(2, ["_dl_map_object+0x2f1 (ld-linux-x86-64.so.2)",
+                                     "dlopen+0x48 (libc.so.6)"])],
+                peak_sites_lag=0, peak_sites_gpu=[], peak_sites_gpu_lag=0)
+    tr = stage("train", start=0.5, runtime=4.5, cpu=(100 * M, 50 * M))
+    tr["cpu"]["begin"] = 42 * M
+    tr["cpu"]["peak"] = 192 * M
+    tr["gpu"] = dict(span(2048 * M, 0), failed_allocs=0)
+    tr.update(peak_sites=train, peak_sites_lag=1500000, peak_sites_gpu=gpu, peak_sites_gpu_lag=0)
+    ev = stage("eval", start=5.0, runtime=0.25)
+    ev["gpu"] = dict(span(0, 0, 2048 * M), failed_allocs=0)
+    ev.update(peak_sites=[], peak_sites_lag=0, peak_sites_gpu=[], peak_sites_gpu_lag=0)
+    write("sites.json", doc(m, [init, tr, ev], gpu_used=True, sites=SITES))
+
+    # Two ranks: rank 1 peaked higher and its stack table overflowed; rank 0 was killed in train.
+    for r, pid, peak in ((0, 8001, 120 * M), (1, 8002, 180 * M)):
+        rank = {"rank": r, "local_rank": r, "world_size": 2, "source": "torchrun"}
+        sites_r = dict(SITES, stacks_dropped=3 * r)
+        tr = stage("train", calls=1 - r if r == 0 else 1, start=1.0, runtime=3.0, cpu=(peak - 20 * M, 0),
+                   open_=r == 0)
+        tr["peak_sites"] = [site(peak / M - 30, ["make_batch (data.py:%d)" % (30 + r),
+                                                 "train (train.py:12)"]),
+                            site(10, ["embed (model.py:7)", "train (train.py:14)"])]
+        tr["peak_sites_lag"] = 2 * M * r
+        m = {"init_mem_cpu_alloc_delta": 20 * M, "init_runtime": 1.0, "init_calls": 1,
+             "process_mem_cpu_peak": peak}
+        if r == 1:
+            m.update(train_mem_cpu_alloc_delta=peak - 20 * M, train_runtime=3.0, train_calls=1)
+        extra = {"complete": False, "reason": "signal", "signal": 15} if r == 0 else {}
+        write("sites-rank%d.json" % r, doc(m, [stage("init"), tr], pid=pid, ppid=8000, root_pid=8000,
+                                           is_child=True, rank=rank, sites=sites_r, **extra))
+
+
+def sites_odd():
+    """Site lists a reader must survive (not schema-valid, so kept out of in/): entries that are
+    not sites, out of order, odd frames, odd lags, no peaks."""
+    os.makedirs(os.path.join(HERE, "in", "odd"), exist_ok=True)
+    st = stage("odd\tstage")
+    del st["cpu"]
+    st["peak_sites"] = [{"bytes": "many", "frames": ["x"]}, {"bytes": -5, "frames": ["neg"]}, 7,
+                        {"bytes": 3 * M, "frames": ["small (a.py:1)"]},
+                        {"bytes": 9 * M, "samples": 18, "frames": [1, "", None, "ctl\u0001char"]},
+                        {"bytes": 5 * M, "samples": -2},
+                        {"bytes": 5 * M, "samples": 10, "frames": ["long_" + "x" * 200 + " (b.py:2)"]},
+                        {"bytes": 0.5 * M, "samples": 1, "frames": "not a list"}]
+    st["peak_sites_lag"] = -3
+    st["peak_sites_gpu"] = {"not": "a list"}
+    st2 = stage("empty")
+    st2["peak_sites_lag"] = 0
+    d = doc({"odd\tstage_runtime": 1.0, "empty_runtime": 1.0}, [st, st2],
+            sites={"rate": "fast", "stacks_dropped": 1})
+    with open(os.path.join(HERE, "in", "odd", "sites-odd.json"), "w") as f:
+        f.write(json.dumps(d, indent=2))
+
+
 if __name__ == "__main__":
     os.makedirs(os.path.join(HERE, "in"), exist_ok=True)
     for f in (seed, widths, snapshot, calls, ranks, diffs, small, bad, died, launchers, runs,
-              csv_odd):
+              csv_odd, sites, sites_odd):
         f()

@@ -1,0 +1,245 @@
+/* --flame: a stage's peak call sites as a flame graph: the outermost callers at the bottom, each
+ * frame as wide as the bytes live under it at the peak, merged by common prefix. */
+#include "plot/plot.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+enum { MF_FL_W = 1200, MF_FL_HEAD = 62, MF_FL_FOOT = 34, MF_FL_ROW = 17, MF_FL_SIDE = 10 };
+/* Frames used per site, from the outermost: a file far beyond the shim's own limit stays drawable. */
+enum { MF_FL_FRAMES = 256 };
+
+static struct mf_fnode *mf_fnode_kid(struct mf_fnode *n, const char *label)
+{
+	for (size_t i = 0; i < n->nkids; i++)
+		if (!strcmp(n->kid[i].label, label))
+			return &n->kid[i];
+	if (n->nkids == n->cap) {
+		n->cap = n->cap ? n->cap * 2 : 4;
+		n->kid = mf_xrealloc(n->kid, n->cap * sizeof *n->kid);
+	}
+	n->kid[n->nkids] = (struct mf_fnode){ label, 0, NULL, 0, 0 };
+	return &n->kid[n->nkids++];
+}
+
+static int mf_fnode_cmp(const void *a, const void *b)
+{
+	const struct mf_fnode *x = a, *y = b;
+	if (x->bytes != y->bytes)
+		return x->bytes < y->bytes ? 1 : -1;
+	return strcmp(x->label, y->label);
+}
+
+static void mf_fnode_sort(struct mf_fnode *n)
+{
+	if (n->nkids > 1)
+		qsort(n->kid, n->nkids, sizeof *n->kid, mf_fnode_cmp);
+	for (size_t i = 0; i < n->nkids; i++)
+		mf_fnode_sort(&n->kid[i]);
+}
+
+void mf_flame_tree(const struct mf_sites *s, struct mf_fnode *root)
+{
+	memset(root, 0, sizeof *root);
+	for (size_t i = 0; i < s->n; i++) {
+		const struct mf_site *site = &s->s[i];
+		size_t nf = mf_site_nframes(site), stop = nf > MF_FL_FRAMES ? nf - MF_FL_FRAMES : 0;
+		struct mf_fnode *node = root;
+		root->bytes += site->bytes;
+		for (size_t k = nf; k-- > stop;) {
+			node = mf_fnode_kid(node, mf_site_frame(site, k));
+			node->bytes += site->bytes;
+		}
+	}
+	mf_fnode_sort(root);
+}
+
+void mf_flame_free(struct mf_fnode *n)
+{
+	for (size_t i = 0; i < n->nkids; i++)
+		mf_flame_free(&n->kid[i]);
+	free(n->kid);
+	memset(n, 0, sizeof *n);
+}
+
+int mf_flame_depth(const struct mf_fnode *n)
+{
+	int d = 0;
+	for (size_t i = 0; i < n->nkids; i++) {
+		int k = mf_flame_depth(&n->kid[i]);
+		d = k > d ? k : d;
+	}
+	return d + 1;
+}
+
+/* The stage to draw: the asked one, or the one with the largest peak, in the process that
+ * peaked highest there (the first on ties). */
+struct mf_flame_pick {
+	const struct mf_file *f;
+	json_t *stage;
+	double peak;
+};
+
+static void mf_flame_choose(struct mf_file *files, size_t n, const struct mf_opts *o,
+			    struct mf_flame_pick *p)
+{
+	memset(p, 0, sizeof *p);
+	for (size_t i = 0; i < n; i++) {
+		size_t k;
+		json_t *st;
+		json_array_foreach(files[i].stages, k, st) {
+			struct mf_sites s;
+			const char *name = json_string_value(json_object_get(st, "name"));
+			if (o->stage && strcmp(name, o->stage))
+				continue;
+			mf_sites_get(st, o->flame_gpu, &s);
+			double peak = mf_stage_peak(st, o->flame_gpu);
+			peak = peak >= 0 ? peak : s.total;
+			if (s.n && (!p->f || peak > p->peak))
+				*p = (struct mf_flame_pick){ &files[i], st, peak };
+			mf_sites_free(&s);
+		}
+	}
+}
+
+static int mf_flame_none(FILE *err, struct mf_file *files, size_t n, const struct mf_opts *o)
+{
+	const char *more = n > 1 ? " or the other files" : "";
+	int any = 0;
+	for (size_t i = 0; i < n; i++)
+		any |= mf_file_has_sites(&files[i]);
+	if (!any)
+		fprintf(err, "memshim-format: no call sites to draw in %s%s: sampling was off "
+			"(MEMSHIM_SITES=0), or the file predates call-site sampling\n", files[0].path, more);
+	else if (o->stage)
+		fprintf(err, "memshim-format: no %s call sites for stage \"%s\" in %s%s\n",
+			o->flame_gpu ? "GPU" : "CPU", o->stage, files[0].path, more);
+	else
+		fprintf(err, "memshim-format: no %s call sites in %s%s\n", o->flame_gpu ? "GPU" : "CPU",
+			files[0].path, more);
+	return MF_BAD;
+}
+
+struct mf_flame_page {
+	const struct mf_file *f;
+	json_t *stage;
+	int gpu;
+	struct mf_sites s;
+	struct mf_fnode root;
+	int rows;
+};
+
+static unsigned mf_hash(const char *s)
+{
+	unsigned h = 2166136261u;
+	for (; *s; s++)
+		h = (h ^ (unsigned char)*s) * 16777619u;
+	return h;
+}
+
+/* Python frames green-yellow, native ones warm, addresses without a symbol grey; the shade
+ * follows the name so a function keeps its colour everywhere. */
+static struct mf_rgb mf_frame_colour(const char *label)
+{
+	if (!label)
+		return (struct mf_rgb){ 0.82, 0.82, 0.82 };
+	double v = (mf_hash(label) % 1000) / 1000.0;
+	if (strstr(label, ".py:"))
+		return (struct mf_rgb){ 0.55 + 0.35 * v, 0.80 + 0.15 * v, 0.30 + 0.2 * v };
+	if (!strncmp(label, "0x", 2))
+		return (struct mf_rgb){ 0.70 + 0.1 * v, 0.72 + 0.1 * v, 0.78 + 0.1 * v };
+	return (struct mf_rgb){ 0.90 + 0.1 * v, 0.35 + 0.45 * v, 0.15 + 0.15 * v };
+}
+
+struct mf_flame_frame {
+	double x0, bottom, row_h, scale;
+};
+
+/* "name · 60.0 MB" when it fits, else the name alone, shortened to fit. */
+static void mf_flame_label(cairo_t *cr, const struct mf_fnode *nd, double x, double y, double w,
+			   double row_h)
+{
+	char *bytes = mf_fmt_bytes(nd->bytes), *clean = mf_clean_text(nd->label ? nd->label : "all");
+	char *text = mf_xasprintf("%s · %s", clean, bytes);
+	cairo_set_source_rgb(cr, 0.1, 0.1, 0.1);
+	if (mf_text_w(cr, text) <= w - 6) {
+		cairo_move_to(cr, x + 3, y + row_h - 5);
+		cairo_show_text(cr, text);
+	} else {
+		mf_text_fit(cr, x + 3, y + row_h - 5, clean, w - 6);
+	}
+	free(bytes), free(clean), free(text);
+}
+
+static void mf_flame_node(cairo_t *cr, const struct mf_fnode *nd, const struct mf_flame_frame *fr,
+			  double x, int row)
+{
+	double w = nd->bytes * fr->scale, y = fr->bottom - (row + 1) * fr->row_h;
+	if (w < 0.25 || y < MF_FL_HEAD - 1)
+		return;
+	mf_set_rgb(cr, mf_frame_colour(nd->label), 1);
+	cairo_rectangle(cr, x, y, w > 2 ? w - 1 : w, fr->row_h - 1);
+	cairo_fill(cr);
+	if (fr->row_h >= 13 && w > 12)
+		mf_flame_label(cr, nd, x, y, w - 1, fr->row_h);
+	for (size_t i = 0; i < nd->nkids; i++) {
+		mf_flame_node(cr, &nd->kid[i], fr, x, row + 1);
+		x += nd->kid[i].bytes * fr->scale;
+	}
+}
+
+static void mf_flame_titles(cairo_t *cr, const struct mf_flame_page *p, double w)
+{
+	const char *name = json_string_value(json_object_get(p->stage, "name"));
+	char *about = mf_sites_about(p->f, p->stage, p->gpu, &p->s);
+	char *proc = mf_proc_label(p->f), *argv = mf_argv_text(p->f), *clean = mf_clean_text(name);
+	char *title = mf_xasprintf("memshim · %s call sites at the peak of %s", p->gpu ? "GPU" : "CPU",
+				   clean);
+	char *sub = mf_xasprintf("%s · %s · %s", about, proc, argv);
+	cairo_set_source_rgb(cr, 0.1, 0.1, 0.1);
+	mf_font(cr, MF_FS_TITLE, 1);
+	mf_text_fit(cr, MF_FL_SIDE, 24, title, w - 2 * MF_FL_SIDE);
+	mf_font(cr, MF_FS_PANEL, 0);
+	cairo_set_source_rgb(cr, 0.3, 0.3, 0.3);
+	mf_text_fit(cr, MF_FL_SIDE, 46, sub, w - 2 * MF_FL_SIDE);
+	free(about), free(proc), free(argv), free(clean), free(title), free(sub);
+}
+
+static void mf_flame_draw(cairo_t *cr, void *arg, int w, int h)
+{
+	struct mf_flame_page *p = arg;
+	struct mf_flame_frame fr = { MF_FL_SIDE, h - MF_FL_FOOT, 0, 0 };
+	fr.row_h = fmin(MF_FL_ROW, (h - MF_FL_HEAD - MF_FL_FOOT) / (double)p->rows);
+	fr.scale = p->root.bytes > 0 ? (w - 2.0 * MF_FL_SIDE) / p->root.bytes : 0;
+	cairo_set_source_rgb(cr, 1, 1, 1);
+	cairo_paint(cr);
+	mf_flame_titles(cr, p, w);
+	mf_font(cr, MF_FS_SMALL, 0);
+	if (p->root.bytes > 0)
+		mf_flame_node(cr, &p->root, &fr, fr.x0, 0);
+	cairo_set_source_rgb(cr, 0.3, 0.3, 0.3);
+	mf_text_fit(cr, MF_FL_SIDE, h - 12, "width: bytes live at the peak · callers below, the "
+		    "allocating frame on top · Python frames green, native warm", w - 2 * MF_FL_SIDE);
+}
+
+int mf_flame(FILE *err, struct mf_file *files, size_t n, const struct mf_opts *o)
+{
+	struct mf_flame_pick pick;
+	mf_flame_choose(files, n, o, &pick);
+	if (!pick.f)
+		return mf_flame_none(err, files, n, o);
+	struct mf_flame_page p;
+	memset(&p, 0, sizeof p);
+	p.f = pick.f, p.stage = pick.stage, p.gpu = o->flame_gpu;
+	mf_sites_get(pick.stage, o->flame_gpu, &p.s);
+	mf_flame_tree(&p.s, &p.root);
+	p.rows = mf_flame_depth(&p.root);
+	double want = MF_FL_HEAD + MF_FL_FOOT + (double)p.rows * MF_FL_ROW;
+	int w = o->plot_w ? o->plot_w : MF_FL_W;
+	int h = o->plot_h ? o->plot_h : (int)fmax(MF_PLOT_MIN, fmin(MF_PLOT_MAX, want));
+	int rc = mf_picture(err, o->flame, w, h, mf_flame_draw, &p);
+	mf_flame_free(&p.root);
+	mf_sites_free(&p.s);
+	return rc;
+}
