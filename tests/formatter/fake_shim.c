@@ -9,6 +9,7 @@
 static int fake_is_child;
 
 static void fake_write(void);
+static void fake_stage(FILE *fp);
 
 __attribute__((constructor)) static void fake_begin(void)
 {
@@ -49,7 +50,29 @@ static void fake_write(void)
 			"\"init_calls\": 1, \"process_mem_cpu_peak\": 81920}, \"stages\": [{\"name\": "
 			"\"init\", \"implicit\": true, \"calls\": 1}]}");
 	else
-		fprintf(fp, "\"metrics\": {\"fake_mem_cpu_alloc_delta\": 3145728, \"fake_runtime\": 0.5, "
-			"\"fake_calls\": 1}, \"stages\": [{\"name\": \"fake\", \"calls\": 1}]}");
+		fake_stage(fp);
 	fclose(fp);
+}
+
+/* The fake stage; call sites at its peak unless MEMSHIM_SITES=0 (the shim samples by default), a
+ * rank's growing with the rank, and with RANK the process peak that picks the rank to show. */
+static void fake_stage(FILE *fp)
+{
+	const char *off = getenv("MEMSHIM_SITES"), *rank = getenv("RANK");
+	int r = rank ? atoi(rank) : 0;
+	fprintf(fp, "\"metrics\": {\"fake_mem_cpu_alloc_delta\": 3145728, \"fake_runtime\": 0.5, "
+		"\"fake_calls\": 1");
+	if (rank)
+		fprintf(fp, ", \"process_mem_cpu_peak\": %d", (100 + 10 * r) << 20);
+	fprintf(fp, "}, \"stages\": [{\"name\": \"fake\", \"calls\": 1");
+	if (off && !strcmp(off, "0")) {
+		fputs("}]}", fp);
+		return;
+	}
+	fprintf(fp, ", \"cpu\": {\"peak\": %d}, \"peak_sites\": [{\"bytes\": %d, \"samples\": %d, "
+		"\"frames\": [\"fake_alloc (fake.py:3)\", \"main (fake.py:9)\"]}, {\"bytes\": 1048576, "
+		"\"samples\": 2, \"frames\": [\"fake_native+0x10 (libfake.so)\"]}], \"peak_sites_lag\": 0}], "
+		"\"sites\": {\"rate\": 524288, \"samples\": 12, \"gpu_allocations\": 0, \"stacks\": 2, "
+		"\"stacks_dropped\": 0, \"python_frames\": true, \"max_frames\": 64, "
+		"\"lag_fraction\": 0.02}}", (4 + r) << 20, (2 + r) << 20, 4 + 2 * r);
 }

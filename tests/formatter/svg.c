@@ -23,6 +23,8 @@ struct parse {
 	size_t ngroups;
 	struct t_line *lines;
 	size_t nlines;
+	struct t_box *boxes;
+	size_t nboxes;
 };
 
 static const char *attr(const char **a, const char *name)
@@ -46,6 +48,42 @@ static size_t count_points(const char *d)
 	return n;
 }
 
+/* The bounding box of a path of M, L and Z only; 0 when it has anything else (a curve). */
+static int box_of(const char *d, struct t_box *b)
+{
+	double v[2];
+	int k = 0, seen = 0;
+	b->x0 = b->y0 = 1e300, b->x1 = b->y1 = -1e300;
+	for (const char *s = d; *s;) {
+		char *end;
+		if (*s == ' ' || *s == 'M' || *s == 'L' || *s == 'Z') {
+			s++;
+			continue;
+		}
+		v[k] = strtod(s, &end);
+		if (end == s)
+			return 0;
+		s = end;
+		if (++k < 2)
+			continue;
+		k = 0, seen = 1;
+		b->x0 = v[0] < b->x0 ? v[0] : b->x0, b->x1 = v[0] > b->x1 ? v[0] : b->x1;
+		b->y0 = v[1] < b->y0 ? v[1] : b->y0, b->y1 = v[1] > b->y1 ? v[1] : b->y1;
+	}
+	return seen;
+}
+
+static void on_fill(struct parse *p, const char *d, const char *style)
+{
+	struct t_box b;
+	const char *f = strstr(style, "fill:rgb(");
+	if (!d || !box_of(d, &b) || sscanf(f, "fill:rgb(%lf%%,%lf%%,%lf%%", &b.r, &b.g, &b.b) != 3)
+		return;
+	b.r /= 100, b.g /= 100, b.b /= 100;
+	grow(&p->boxes, p->nboxes, sizeof *p->boxes);
+	p->boxes[p->nboxes++] = b;
+}
+
 static void on_path(struct parse *p, const char **a)
 {
 	const char *d = attr(a, "d"), *style = attr(a, "style"), *st;
@@ -56,6 +94,8 @@ static void on_path(struct parse *p, const char **a)
 		p->ds[p->nsym++] = strdup(d ? d : "");
 		return;
 	}
+	if (style && strstr(style, "fill:rgb(") && !strstr(style, ";stroke:rgb("))
+		on_fill(p, d, style);
 	struct t_line l = { 0, 0, 0, d ? count_points(d) : 0 };
 	if (!style || !(st = strstr(style, ";stroke:rgb(")) ||
 	    sscanf(st, ";stroke:rgb(%lf%%,%lf%%,%lf%%", &l.r, &l.g, &l.b) != 3)
@@ -127,7 +167,7 @@ static void parse_free(struct parse *p)
 	}
 	for (size_t i = 0; i < p->nhrefs; i++)
 		free(p->hrefs[i]);
-	free(p->ids), free(p->ds), free(p->groups), free(p->hrefs), free(p->lines);
+	free(p->ids), free(p->ds), free(p->groups), free(p->hrefs), free(p->lines), free(p->boxes);
 	free(p->symbol_id);
 }
 
@@ -228,7 +268,8 @@ int t_svg_load(const char *path, struct t_svg *s)
 	for (size_t g = 0; g < p.ngroups; g++)
 		s->texts[s->ntexts++] = decode_group(&p, p.groups[g]);
 	s->lines = p.lines, s->nlines = p.nlines;
-	p.lines = NULL;
+	s->boxes = p.boxes, s->nboxes = p.nboxes;
+	p.lines = NULL, p.boxes = NULL;
 	parse_free(&p);
 	return 0;
 }
@@ -239,6 +280,7 @@ void t_svg_free(struct t_svg *s)
 		free(s->texts[i]);
 	free(s->texts);
 	free(s->lines);
+	free(s->boxes);
 	memset(s, 0, sizeof *s);
 }
 
@@ -257,6 +299,20 @@ size_t t_svg_lines(const struct t_svg *s, double r, double g, double b, size_t m
 		const struct t_line *l = &s->lines[i];
 		n += l->points >= min_points && (l->r - r) * (l->r - r) + (l->g - g) * (l->g - g) +
 			(l->b - b) * (l->b - b) < 1e-6;
+	}
+	return n;
+}
+
+size_t t_svg_row(const struct t_svg *s, double y, struct t_box *out, size_t max)
+{
+	size_t n = 0;
+	for (size_t i = 0; i < s->nboxes && n < max; i++) {
+		if (s->boxes[i].y0 < y - 0.5 || s->boxes[i].y0 > y + 0.5)
+			continue;
+		size_t j = n++;
+		for (; j > 0 && out[j - 1].x0 > s->boxes[i].x0; j--)
+			out[j] = out[j - 1];
+		out[j] = s->boxes[i];
 	}
 	return n;
 }

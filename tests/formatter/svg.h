@@ -9,11 +9,19 @@ struct t_line {
 	size_t points;          /* how many points its path has */
 };
 
+/* A filled path of straight lines (a rectangle of the flame graph): its bounding box and colour. */
+struct t_box {
+	double x0, y0, x1, y1;
+	double r, g, b;
+};
+
 struct t_svg {
 	char **texts;           /* every shown text, decoded from cairo's glyphs; unknown glyphs are ' ' */
 	size_t ntexts;
 	struct t_line *lines;
 	size_t nlines;
+	struct t_box *boxes;    /* in document order */
+	size_t nboxes;
 };
 
 /* 0 when PATH parsed as XML (S filled), else -1 with the parser's message in S->texts[0]. */
@@ -23,5 +31,9 @@ void t_svg_free(struct t_svg *s);
 size_t t_svg_text_count(const struct t_svg *s, const char *sub);
 /* How many stroked paths of colour R, G, B have at least MIN_POINTS points. */
 size_t t_svg_lines(const struct t_svg *s, double r, double g, double b, size_t min_points);
+
+/* The filled boxes whose top edge is at Y (within half a pixel), left to right; returns how many
+ * (at most MAX) were put in OUT. */
+size_t t_svg_row(const struct t_svg *s, double y, struct t_box *out, size_t max);
 
 #endif

@@ -481,6 +481,69 @@ START_TEST(test_launchers_summarised)
 }
 END_TEST
 
+/* --sites: the call sites at each stage's peak after the dump; one line when sampling was off;
+ * in a multi-rank run, those of the rank that peaked highest. */
+START_TEST(test_sites)
+{
+	char *out, *err;
+	char *args[] = { NULL, "run", "--sites", "/bin/sh", "-c", "exit 3", NULL };
+	int st = wrap(NULL, args, &out, &err);
+	ck_assert_msg(WIFEXITED(st) && WEXITSTATUS(st) == 3, "status %#x: %s", st, err);
+	const char *dump = strstr(err, "***** fake metrics *****\n");
+	const char *sites = strstr(err, "\n\n***** fake call sites at the peak *****\n"
+				   "  CPU peak 4MB; sampled every 512 KB on average, 6 samples at the peak; "
+				   "sites taken at the peak\n");
+	ck_assert_msg(dump && sites && dump < sites, "stderr: %s", err);
+	ck_assert_ptr_nonnull(strstr(sites, "  1    2MB  66.7%        4  fake_alloc (fake.py:3)\n"
+					    "                              main (fake.py:9)\n"
+					    "  2    1MB  33.3%        2  fake_native+0x10 (libfake.so)\n"));
+	ck_assert_str_eq(out, "");
+	free2(out, err);
+	/* --no-dump: only the sites */
+	char *quiet[] = { NULL, "run", "--no-dump", "--sites", "/bin/true", NULL };
+	st = wrap(NULL, quiet, &out, &err);
+	ck_assert_msg(WIFEXITED(st) && WEXITSTATUS(st) == 0, "status %#x: %s", st, err);
+	ck_assert_msg(!strncmp(err, "memshim: kept the previous run's metrics", 40), "stderr: %s", err);
+	ck_assert_ptr_null(strstr(err, "fake metrics"));
+	ck_assert_int_eq(count(err, "***** fake call sites at the peak *****\n"), 1);
+	free2(out, err);
+	/* sampling off */
+	setenv("MEMSHIM_SITES", "0", 1);
+	st = wrap(NULL, args, &out, &err);
+	unsetenv("MEMSHIM_SITES");
+	ck_assert_msg(WIFEXITED(st) && WEXITSTATUS(st) == 3, "status %#x: %s", st, err);
+	ck_assert_msg(strstr(err, "has no call sites: sampling was off (MEMSHIM_SITES=0), or the file "
+			     "predates call-site sampling\n"), "stderr: %s", err);
+	ck_assert_ptr_null(strstr(err, "call sites at the peak"));
+	free2(out, err);
+}
+END_TEST
+
+START_TEST(test_sites_ranks)
+{
+	char *out, *err;
+	char *args[] = { NULL, "run", "--sites", "/bin/sh", "-c",
+			 "RANK=0 /bin/true; RANK=1 /bin/true", NULL };
+	int st = wrap(NULL, args, &out, &err);
+	ck_assert_msg(WIFEXITED(st) && WEXITSTATUS(st) == 0, "status %#x: %s", st, err);
+	ck_assert_int_eq(count(err, "***** fake call sites at the peak *****"), 1);
+	ck_assert_msg(strstr(err, "  1    3MB  75.0%        6  fake_alloc (fake.py:3)\n"), "stderr: %s", err);
+	ck_assert_ptr_nonnull(strstr(err, ", rank 1 of 2 (torchrun), child of "));
+	ck_assert_ptr_nonnull(strstr(err, "\nmemshim: call sites of rank 1 only, the highest CPU peak of "
+					  "the 2 ranks; memshim-format --sites FILE... shows every "
+					  "process\n"));
+	free2(out, err);
+	/* --all: every process's sites */
+	char *all[] = { NULL, "run", "--sites", "--all", "/bin/sh", "-c",
+			"RANK=0 /bin/true; RANK=1 /bin/true", NULL };
+	st = wrap(NULL, all, &out, &err);
+	ck_assert_msg(WIFEXITED(st) && WEXITSTATUS(st) == 0, "status %#x: %s", st, err);
+	ck_assert_int_eq(count(err, "***** fake call sites at the peak *****"), 3);
+	ck_assert_ptr_null(strstr(err, "only, the highest"));
+	free2(out, err);
+}
+END_TEST
+
 /* make install into a DESTDIR: every file where the README says, a pkg-config file for memshim.h,
  * the Python package finding the installed library; make uninstall leaves no file behind. */
 static int make_in_root(const char *target, const char *dest, const char *log)
@@ -583,6 +646,8 @@ Suite *wrapper_suite(void)
 	tcase_add_test(tc, test_previous_run_kept_pid_name);
 	tcase_add_test(tc, test_ranks_merged);
 	tcase_add_test(tc, test_launchers_summarised);
+	tcase_add_test(tc, test_sites);
+	tcase_add_test(tc, test_sites_ranks);
 	suite_add_tcase(s, tc);
 	TCase *inst = tcase_create("install");
 	tcase_set_timeout(inst, 120);

@@ -27,5 +27,6 @@ Suite *plotfile_suite(void);
 Suite *plotodd_suite(void);
 Suite *cli_suite(void);
 Suite *schema_suite(void);
+Suite *flame_suite(void);
 
 #endif
