@@ -7,6 +7,7 @@ in=tests/formatter/golden/in
 tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
 vg() {
 	valgrind -q --error-exitcode=99 --leak-check=full --errors-for-leak-kinds=definite \
+		--suppressions="$(dirname "$0")/valgrind-fontconfig.supp" \
 		--show-leak-kinds=definite "$fmt" "$@" >/dev/null 2>"$tmp/err" || {
 		rc=$?
 		# the formatter's own exit codes (1 regression, 2 bad input) are fine; 99 is valgrind's
@@ -22,4 +23,10 @@ vg --merge "$in"/rank0.json "$in"/rank1.json "$in"/rank2.json
 vg --diff "$in"/old.json "$in"/new.json
 vg --diff "$in"/old.json "$in"/new.json --threshold 10MB
 vg --json-dir "$tmp/results" "$in"/seed.json
+vg --sites "$in"/sites.json "$in"/sites-rank0.json "$in"/sites-rank1.json "$in"/seed.json "$in"/timeout.json
+vg --sites --auto-merge --top 2 --depth 1 "$in"/sites-rank0.json "$in"/sites-rank1.json
+vg --sites "$in"/odd/sites-odd.json
+vg --flame "$tmp/flame.svg" "$in"/sites.json
+vg --flame "$tmp/flame.png" --gpu "$in"/sites.json
+vg --flame "$tmp/odd.svg" "$in"/odd/sites-odd.json
 echo "valgrind memcheck: memshim-format clean on $n inputs in every mode"
