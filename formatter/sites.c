@@ -192,8 +192,9 @@ static void mf_print_site_list(FILE *out, const struct mf_file *f, json_t *stage
 		for (size_t i = top; i < s.n; i++)
 			rest += s.s[i].bytes;
 		char *mb = mf_mb(rest), *pct = mf_share(rest, s.total);
-		fprintf(out, "  … %zu more site%s: %s, %s (--top %zu shows them)\n", s.n - top,
-			s.n - top == 1 ? "" : "s", mb, pct, s.n);
+		fprintf(out, "  … %zu more site%s: %s, %s (--top %zu shows %s)\n", s.n - top,
+			s.n - top == 1 ? "" : "s", mb, pct, s.n <= MF_SITES_MAX ? s.n : MF_SITES_MAX,
+			s.n <= MF_SITES_MAX ? "them" : "more");
 		free(mb), free(pct);
 	}
 	mf_sites_free(&s);

@@ -7,8 +7,9 @@
 #include <string.h>
 
 enum { MF_FL_W = 1200, MF_FL_HEAD = 62, MF_FL_FOOT = 34, MF_FL_ROW = 17, MF_FL_SIDE = 10 };
-/* Frames used per site, from the outermost: a file far beyond the shim's own limit stays drawable. */
-enum { MF_FL_FRAMES = 256 };
+/* Frames used per site, from the outermost, and sites drawn on their own: a file far beyond the
+ * shim's own limits (64 frames, 50 sites) stays quick to draw; smaller sites share one box. */
+enum { MF_FL_FRAMES = 256, MF_FL_SITES = 2000 };
 
 static struct mf_fnode *mf_fnode_kid(struct mf_fnode *n, const char *label)
 {
@@ -47,6 +48,10 @@ void mf_flame_tree(const struct mf_sites *s, struct mf_fnode *root)
 		size_t nf = mf_site_nframes(site), stop = nf > MF_FL_FRAMES ? nf - MF_FL_FRAMES : 0;
 		struct mf_fnode *node = root;
 		root->bytes += site->bytes;
+		if (i >= MF_FL_SITES) {
+			mf_fnode_kid(root, "(smaller sites)")->bytes += site->bytes;
+			continue;
+		}
 		for (size_t k = nf; k-- > stop;) {
 			node = mf_fnode_kid(node, mf_site_frame(site, k));
 			node->bytes += site->bytes;

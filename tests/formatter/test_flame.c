@@ -219,6 +219,32 @@ START_TEST(test_tree_merges_prefixes)
 }
 END_TEST
 
+/* Past 2000 sites (the shim writes 50) the smaller ones share one box at the root. */
+START_TEST(test_tree_bounded)
+{
+	json_t *list = json_array(), *stage = json_object();
+	for (int i = 0; i < 2100; i++) {
+		char name[32];
+		snprintf(name, sizeof name, "f%d", i);
+		json_array_append_new(list, json_pack("{s:i, s:[s]}", "bytes", 5000 - i, "frames", name));
+	}
+	json_object_set_new(stage, "peak_sites", list);
+	struct mf_sites s;
+	struct mf_fnode root;
+	mf_sites_get(stage, 0, &s);
+	mf_flame_tree(&s, &root);
+	ck_assert_uint_eq(root.nkids, 2001);
+	/* 100 sites of 3000 .. 2901 bytes: together wider than any one, so first */
+	ck_assert_str_eq(root.kid[0].label, "(smaller sites)");
+	ck_assert(root.kid[0].bytes == 100 * (3000 + 2901) / 2.0);
+	ck_assert_str_eq(root.kid[1].label, "f0");
+	ck_assert_str_eq(root.kid[2000].label, "f1999");
+	mf_flame_free(&root);
+	mf_sites_free(&s);
+	json_decref(stage);
+}
+END_TEST
+
 Suite *flame_suite(void)
 {
 	Suite *s = suite_create("flame");
@@ -231,6 +257,7 @@ Suite *flame_suite(void)
 	tcase_add_test(tc, test_cannot_write);
 	tcase_add_test(tc, test_odd_sites);
 	tcase_add_test(tc, test_tree_merges_prefixes);
+	tcase_add_test(tc, test_tree_bounded);
 	suite_add_tcase(s, tc);
 	return s;
 }

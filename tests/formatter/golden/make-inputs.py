@@ -324,7 +324,7 @@ def sites():
     for r, pid, peak in ((0, 8001, 120 * M), (1, 8002, 180 * M)):
         rank = {"rank": r, "local_rank": r, "world_size": 2, "source": "torchrun"}
         sites_r = dict(SITES, stacks_dropped=3 * r)
-        tr = stage("train", calls=1 - r if r == 0 else 1, start=1.0, runtime=3.0, cpu=(peak - 20 * M, 0),
+        tr = stage("train", calls=r, start=1.0, runtime=3.0, cpu=(peak - 20 * M, 0),
                    open_=r == 0)
         tr["peak_sites"] = [site(peak / M - 30, ["make_batch (data.py:%d)" % (30 + r),
                                                  "train (train.py:12)"]),
