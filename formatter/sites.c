@@ -216,15 +216,29 @@ static int mf_print_stage_sites(FILE *out, const struct mf_file *f, json_t *s, i
 	return 1;
 }
 
-/* The shim's own bounds: stacks that did not fit its table are missing from every list. */
+/* What the shim's bounded tables could not hold is missing from every list: the samples it did
+ * not record (samples_dropped, each standing for `rate` bytes), else the stacks it did not keep. */
 static void mf_print_dropped(FILE *out, const struct mf_file *f)
 {
-	json_t *d = json_object_get(json_object_get(f->root, "sites"), "stacks_dropped");
-	if (json_is_integer(d) && json_integer_value(d) > 0)
+	json_t *sites = json_object_get(f->root, "sites");
+	json_t *sd = json_object_get(sites, "samples_dropped"), *d = json_object_get(sites, "stacks_dropped");
+	long long ns = json_is_integer(sd) ? (long long)json_integer_value(sd) : 0;
+	long long nd = json_is_integer(d) ? (long long)json_integer_value(d) : 0;
+	double rate;
+	if (ns > 0 && mf_num(json_object_get(sites, "rate"), &rate) && rate > 0) {
+		char *b = mf_fmt_bytes((double)ns * rate);
+		fprintf(out, "\nmemshim: %lld sample%s not recorded (the shim's stack or sample table was "
+			"full): the sites above miss up to about %s\n", ns, ns == 1 ? " was" : "s were", b);
+		free(b);
+	} else if (ns > 0) {
+		fprintf(out, "\nmemshim: %lld sample%s not recorded (the shim's stack or sample table was "
+			"full): the sites above miss %s bytes\n", ns, ns == 1 ? " was" : "s were",
+			ns == 1 ? "its" : "their");
+	} else if (nd > 0) {
 		fprintf(out, "\nmemshim: the stack table was full: %lld sampled stack%s not kept; the "
-			"sites above miss %s bytes\n", (long long)json_integer_value(d),
-			json_integer_value(d) == 1 ? " was" : "s were",
-			json_integer_value(d) == 1 ? "its" : "their");
+			"sites above miss %s bytes\n", nd, nd == 1 ? " was" : "s were",
+			nd == 1 ? "its" : "their");
+	}
 }
 
 void mf_print_sites(FILE *out, const struct mf_file *f, const struct mf_opts *o)
@@ -258,5 +272,6 @@ void mf_print_sites(FILE *out, const struct mf_file *f, const struct mf_opts *o)
 		fprintf(out, "memshim: no stage \"%s\" in %s\n", o->stage, f->path);
 	else if (!shown)
 		fprintf(out, "memshim: no stage in %s has call sites\n", f->path);
-	mf_print_dropped(out, f);
+	else
+		mf_print_dropped(out, f);
 }

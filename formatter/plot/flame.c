@@ -135,10 +135,11 @@ struct mf_flame_page {
 	int rows;
 };
 
+/* The function's name only (up to "+0x" or " ("), so its call sites share one colour. */
 static unsigned mf_hash(const char *s)
 {
 	unsigned h = 2166136261u;
-	for (; *s; s++)
+	for (; *s && strncmp(s, "+0x", 3) && strncmp(s, " (", 2); s++)
 		h = (h ^ (unsigned char)*s) * 16777619u;
 	return h;
 }

@@ -275,6 +275,7 @@ def csv_odd():
 
 RATE = 524288
 SITES = {"rate": RATE, "samples": 1234, "gpu_allocations": 10, "stacks": 321, "stacks_dropped": 0,
+         "samples_dropped": 0,
          "python_frames": True, "max_frames": 64, "lag_fraction": 0.02}
 
 
@@ -323,7 +324,7 @@ def sites():
     # Two ranks: rank 1 peaked higher and its stack table overflowed; rank 0 was killed in train.
     for r, pid, peak in ((0, 8001, 120 * M), (1, 8002, 180 * M)):
         rank = {"rank": r, "local_rank": r, "world_size": 2, "source": "torchrun"}
-        sites_r = dict(SITES, stacks_dropped=3 * r)
+        sites_r = dict(SITES, stacks_dropped=2 + r, samples_dropped=5 * r)
         tr = stage("train", calls=r, start=1.0, runtime=3.0, cpu=(peak - 20 * M, 0),
                    open_=r == 0)
         tr["peak_sites"] = [site(peak / M - 30, ["make_batch (data.py:%d)" % (30 + r),
@@ -356,7 +357,7 @@ def sites_odd():
     st2 = stage("empty")
     st2["peak_sites_lag"] = 0
     d = doc({"odd\tstage_runtime": 1.0, "empty_runtime": 1.0}, [st, st2],
-            sites={"rate": "fast", "stacks_dropped": 1})
+            sites={"rate": "fast", "stacks_dropped": 1, "samples_dropped": 1})
     with open(os.path.join(HERE, "in", "odd", "sites-odd.json"), "w") as f:
         f.write(json.dumps(d, indent=2))
 
