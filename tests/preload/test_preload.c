@@ -64,6 +64,21 @@ START_TEST(every_wrapped_function_is_counted_exactly)
 }
 END_TEST
 
+/* The fast path reads glibc's chunk header instead of calling malloc_usable_size; it must agree to
+ * the byte, for every kind of block (fails when the mmapped-chunk rule is dropped). */
+START_TEST(usable_sizes_exact_for_every_kind_of_glibc_block)
+{
+	json_t *m = run_mode("usable", NULL);
+	ck_assert_ptr_nonnull(m);
+	long long live = -1, peak = -1;
+	ck_assert_int_eq(sscanf(r.out, "live=%lld peak=%lld", &live, &peak), 2);
+	ck_assert_int_gt(live, 40 << 20);
+	ck_assert_int_eq(metric(m, "usable_mem_cpu_alloc_delta"), live);
+	ck_assert_int_eq(metric(m, "usable_mem_cpu_peaked_delta"), peak - live);
+	json_decref(m);
+}
+END_TEST
+
 START_TEST(anonymous_mappings_partial_unmaps_and_remaps)
 {
 	json_t *m = run_mode("mmap", NULL);
@@ -593,6 +608,7 @@ int main(void)
 	TCase *tc = tcase_create("fixtures");
 	tcase_set_timeout(tc, 120);
 	tcase_add_test(tc, every_wrapped_function_is_counted_exactly);
+	tcase_add_test(tc, usable_sizes_exact_for_every_kind_of_glibc_block);
 	tcase_add_test(tc, anonymous_mappings_partial_unmaps_and_remaps);
 	tcase_add_test(tc, eight_threads_churning_return_to_baseline);
 	tcase_add_test(tc, forked_child_writes_its_own_file_and_parent_is_intact);
