@@ -41,3 +41,17 @@ bench-all: $(BENCH_TARGETS)
 
 bench: deps
 	@$(MAKE) --no-print-directory bench-run
+
+# The hot path against the floor a counting wrapper cannot beat: instructions (callgrind) and wall.
+$(BUILD)/bench/ir/floor.so: bench/ir/floor.c
+	@mkdir -p $(@D)
+	$(CC) $(BASEFLAGS) -O2 -fPIC -fno-plt -shared -fvisibility=hidden -o $@ $<
+
+$(BUILD)/bench/ir/mix: bench/ir/mix.c
+	@mkdir -p $(@D)
+	$(CC) $(BASEFLAGS) -O2 -o $@ $< -lpthread
+
+.PHONY: bench-ir
+bench-ir: $(BUILD)/libmemshim.so $(BUILD)/bench/ir/floor.so $(BUILD)/bench/ir/mix
+	@BUILD=$(abspath $(BUILD)) bench/ir/run.sh
+BENCH_TARGETS += bench-ir

@@ -44,6 +44,7 @@ static void stop_tracking(void)
 {
 	ms_active = 0;
 	ms_counting = 0;
+	ms_malloc_fast_update();
 }
 
 /* Writes the final metrics file once (closing open stages); REASON is "exit" or "_exit". */

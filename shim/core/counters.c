@@ -1,4 +1,4 @@
-/* Counter storage, GPU bookkeeping and peak windows (see counters.h). */
+/* Counter storage, the CPU word, GPU bookkeeping and peak windows (see counters.h). */
 #include <string.h>
 #include "core/counters.h"
 
@@ -11,6 +11,198 @@ void (*ms_watch_fn)(enum ms_comp comp, int64_t now);
 static int64_t closed_peaks[MS_NCOMP];
 static int gpu_used;
 static uint32_t devices_used;
+
+/* ---- the CPU word (see counters.h) ------------------------------------------------------------- */
+
+#define PAGE_SHIFT 12
+#define EPOCH_OF(x) ((uint16_t)((x) >> MS_CPU_VALUE_BITS))
+#define RING 1024 /* mmap changes a stalled add may lag behind and still find its epoch's bytes */
+#define FIRST_EPOCH UINT64_C(0xffff)
+/* Lowered gate values stay below this: far under any biased live value. */
+#define LOWERED_LIMIT (UINT64_C(1) << 40)
+
+struct ms_cpu_word ms_cpu = {
+	.word = (FIRST_EPOCH << MS_CPU_VALUE_BITS) | MS_CPU_BIAS,
+	.gate_hi = (FIRST_EPOCH << MS_CPU_VALUE_BITS) | MS_CPU_BIAS,
+	.gate_lo = FIRST_EPOCH << MS_CPU_VALUE_BITS,
+};
+/* The current epoch and its mmap pages in one word (epoch << 48 | pages), and the recent ones. */
+static uint64_t mmap_now = FIRST_EPOCH << MS_CPU_VALUE_BITS;
+static uint64_t mmap_ring[RING] = { [FIRST_EPOCH % RING] = FIRST_EPOCH << MS_CPU_VALUE_BITS };
+static uint64_t ring_misses;
+/* Changes that may lower gate_hi in progress; while non-zero nobody raises it. */
+static uint64_t lowering;
+/* Makes every lowered gate value unique, so a raise computed before a lowering cannot land on it. */
+static uint64_t lowered_tag;
+
+static int64_t mmap_bytes_of(uint64_t entry)
+{
+	return (int64_t)((entry & MS_CPU_VALUE_MASK) << PAGE_SHIFT);
+}
+
+static int64_t cpu_of(uint64_t word)
+{
+	return (int64_t)((word & MS_CPU_VALUE_MASK) - MS_CPU_BIAS);
+}
+
+/* Biased value V of epoch E as a gate, clamped into the value bits. */
+static uint64_t gate_value(uint64_t epoch_word, int64_t v)
+{
+	uint64_t base = epoch_word & ~MS_CPU_VALUE_MASK;
+	if (v <= -(int64_t)MS_CPU_BIAS)
+		return base;
+	if (v >= (int64_t)MS_CPU_BIAS)
+		return base | MS_CPU_VALUE_MASK;
+	return base | ((uint64_t)v + MS_CPU_BIAS);
+}
+
+/* mmap bytes of the epoch in WORD: from the ring, or the current ones when it moved on that far. */
+static int64_t mmap_at(uint64_t word)
+{
+	uint16_t e = EPOCH_OF(word);
+	uint64_t entry = __atomic_load_n(&mmap_ring[e % RING], __ATOMIC_ACQUIRE);
+	if (EPOCH_OF(entry) == e)
+		return mmap_bytes_of(entry);
+	__atomic_add_fetch(&ring_misses, 1, __ATOMIC_RELAXED);
+	return mmap_bytes_of(__atomic_load_n(&mmap_now, __ATOMIC_ACQUIRE));
+}
+
+static int64_t load_peak(enum ms_comp c)
+{
+	return __atomic_load_n(&ms_counters[c].win_peak, __ATOMIC_RELAXED);
+}
+
+static uint64_t gate_hi_for(uint64_t mm)
+{
+	int64_t limit = load_peak(MS_CPU);
+	int64_t malloc_limit = load_peak(MS_MALLOC) + mmap_bytes_of(mm);
+	int64_t watch = __atomic_load_n(&ms_watch_hi[MS_CPU], __ATOMIC_RELAXED);
+	if (malloc_limit < limit)
+		limit = malloc_limit;
+	if (watch < limit)
+		limit = watch;
+	uint64_t g = gate_value(mm, limit);
+	return (g & MS_CPU_VALUE_MASK) < LOWERED_LIMIT ? (g & ~MS_CPU_VALUE_MASK) : g;
+}
+
+static uint64_t gate_lo_for(uint64_t mm)
+{
+	return gate_value(mm, __atomic_load_n(&ms_watch_lo[MS_CPU], __ATOMIC_RELAXED));
+}
+
+/* gate_hi back up to what the state allows, unless a lowering is in progress.  A raise computed
+ * from a state a lowering has since changed fails its compare-and-swap: lowerings store first. */
+static void raise_gates(void)
+{
+	for (int tries = 0; tries < 4; tries++) {
+		uint64_t old = __atomic_load_n(&ms_cpu.gate_hi, __ATOMIC_SEQ_CST);
+		if (__atomic_load_n(&lowering, __ATOMIC_SEQ_CST))
+			return;
+		uint64_t mm = __atomic_load_n(&mmap_now, __ATOMIC_SEQ_CST);
+		uint64_t lo = gate_lo_for(mm);
+		if (__atomic_load_n(&ms_cpu.gate_lo, __ATOMIC_RELAXED) != lo)
+			__atomic_store_n(&ms_cpu.gate_lo, lo, __ATOMIC_RELAXED);
+		uint64_t want = gate_hi_for(mm);
+		if (want == old || __atomic_compare_exchange_n(&ms_cpu.gate_hi, &old, want, 0, __ATOMIC_SEQ_CST,
+							       __ATOMIC_SEQ_CST))
+			return;
+	}
+}
+
+/* Every add of the current epoch takes the slow path until the lowering ends. */
+static void store_lowered(void)
+{
+	uint64_t tag = __atomic_add_fetch(&lowered_tag, 1, __ATOMIC_RELAXED) % LOWERED_LIMIT;
+	uint64_t mm = __atomic_load_n(&mmap_now, __ATOMIC_SEQ_CST);
+	__atomic_store_n(&ms_cpu.gate_hi, (mm & ~MS_CPU_VALUE_MASK) | tag, __ATOMIC_SEQ_CST);
+}
+
+static void lower_begin(void)
+{
+	__atomic_add_fetch(&lowering, 1, __ATOMIC_SEQ_CST);
+	store_lowered();
+}
+
+static void lower_end(void)
+{
+	if (__atomic_sub_fetch(&lowering, 1, __ATOMIC_SEQ_CST) == 0) {
+		store_lowered(); /* a raise that began inside the lowering fails on this new value */
+		raise_gates();
+	}
+}
+
+void ms_cpu_slow(uint64_t result)
+{
+	int64_t cpu = cpu_of(result);
+	ms_raise_peak(&ms_counters[MS_CPU].win_peak, cpu);
+	ms_raise_peak(&ms_counters[MS_MALLOC].win_peak, cpu - mmap_at(result));
+	ms_watch_check(MS_CPU, cpu);
+	raise_gates();
+}
+
+void ms_cpu_mmap_add(int64_t bytes)
+{
+	if (!bytes)
+		return;
+	lower_begin();
+	uint64_t old = __atomic_load_n(&mmap_now, __ATOMIC_RELAXED);
+	int64_t mm = mmap_bytes_of(old) + bytes;
+	uint64_t epoch = (old - MS_CPU_EPOCH_STEP) & ~MS_CPU_VALUE_MASK;
+	uint64_t entry = epoch | ((uint64_t)(mm < 0 ? 0 : mm) >> PAGE_SHIFT);
+	__atomic_store_n(&mmap_ring[EPOCH_OF(entry) % RING], entry, __ATOMIC_SEQ_CST);
+	__atomic_store_n(&mmap_now, entry, __ATOMIC_SEQ_CST);
+	ms_raise_peak(&ms_counters[MS_MMAP].win_peak, mm);
+	store_lowered(); /* the new epoch's adds take the slow path from the moment the word has it */
+	__atomic_store_n(&ms_cpu.gate_lo, gate_lo_for(entry), __ATOMIC_RELAXED);
+	uint64_t r = __atomic_add_fetch(&ms_cpu.word, (uint64_t)bytes - MS_CPU_EPOCH_STEP, __ATOMIC_SEQ_CST);
+	int64_t cpu = cpu_of(r);
+	ms_raise_peak(&ms_counters[MS_CPU].win_peak, cpu);
+	ms_watch_check(MS_CPU, cpu);
+	lower_end();
+}
+
+void ms_cpu_live(int64_t *cpu, int64_t *malloc_part, int64_t *mmap_part)
+{
+	uint64_t w = __atomic_load_n(&ms_cpu.word, __ATOMIC_SEQ_CST);
+	int64_t mm = mmap_at(w);
+	if (cpu)
+		*cpu = cpu_of(w);
+	if (malloc_part)
+		*malloc_part = cpu_of(w) - mm;
+	if (mmap_part)
+		*mmap_part = mm;
+}
+
+uint64_t ms_cpu_ring_misses(void)
+{
+	return __atomic_load_n(&ring_misses, __ATOMIC_RELAXED);
+}
+
+void ms_cpu_fork_child(void)
+{
+	__atomic_store_n(&lowering, 0, __ATOMIC_RELAXED);
+	store_lowered();
+	raise_gates();
+}
+
+int64_t ms_live(enum ms_comp comp)
+{
+	int64_t v[3];
+	if (comp > MS_MMAP)
+		return __atomic_load_n(&ms_counters[comp].live, __ATOMIC_RELAXED);
+	ms_cpu_live(&v[MS_CPU], &v[MS_MALLOC], &v[MS_MMAP]);
+	return v[comp];
+}
+
+void ms_watch_set(enum ms_comp comp, int64_t lo, int64_t hi)
+{
+	if (comp == MS_CPU)
+		lower_begin();
+	__atomic_store_n(&ms_watch_hi[comp], hi, __ATOMIC_RELAXED);
+	__atomic_store_n(&ms_watch_lo[comp], lo, __ATOMIC_RELAXED);
+	if (comp == MS_CPU)
+		lower_end();
+}
 
 void ms_gpu_mark_used(void)
 {
@@ -47,25 +239,37 @@ void ms_gpu_side_add(enum ms_comp comp, int64_t bytes)
 	ms_counter_add(comp, bytes);
 }
 
+/* Live of every component, the CPU ones as one consistent triple. */
+static void live_all(int64_t live[MS_NCOMP])
+{
+	ms_cpu_live(&live[MS_CPU], &live[MS_MALLOC], &live[MS_MMAP]);
+	for (int c = MS_MMAP + 1; c < MS_NCOMP; c++)
+		live[c] = __atomic_load_n(&ms_counters[c].live, __ATOMIC_RELAXED);
+}
+
 void ms_counters_cut_window(int64_t peaks[MS_NCOMP], int64_t live[MS_NCOMP])
 {
+	lower_begin(); /* adds during the cut take the slow path: none is missed by the new window */
+	live_all(live);
 	for (int c = 0; c < MS_NCOMP; c++) {
 		struct ms_counter *k = &ms_counters[c];
-		int64_t now = __atomic_load_n(&k->live, __ATOMIC_RELAXED);
+		int64_t now = live[c];
 		int64_t old = __atomic_exchange_n(&k->win_peak, now, __ATOMIC_RELAXED);
 		/* an allocation racing with the exchange re-raises the new window itself */
 		peaks[c] = old > now ? old : now;
-		live[c] = now;
 		if (peaks[c] > closed_peaks[c])
 			closed_peaks[c] = peaks[c];
 	}
+	lower_end();
 }
 
 void ms_counters_process_peaks(int64_t peaks[MS_NCOMP])
 {
+	int64_t live[MS_NCOMP];
+	live_all(live);
 	for (int c = 0; c < MS_NCOMP; c++) {
 		int64_t win = __atomic_load_n(&ms_counters[c].win_peak, __ATOMIC_RELAXED);
-		int64_t now = __atomic_load_n(&ms_counters[c].live, __ATOMIC_RELAXED);
+		int64_t now = live[c];
 		int64_t p = closed_peaks[c];
 		if (win > p)
 			p = win;
@@ -75,9 +279,24 @@ void ms_counters_process_peaks(int64_t peaks[MS_NCOMP])
 
 void ms_counters_reset_peaks(void)
 {
+	int64_t live[MS_NCOMP];
+	lower_begin();
+	live_all(live);
 	for (int c = 0; c < MS_NCOMP; c++) {
-		int64_t now = __atomic_load_n(&ms_counters[c].live, __ATOMIC_RELAXED);
-		__atomic_store_n(&ms_counters[c].win_peak, now, __ATOMIC_RELAXED);
-		closed_peaks[c] = now;
+		__atomic_store_n(&ms_counters[c].win_peak, live[c], __ATOMIC_RELAXED);
+		closed_peaks[c] = live[c];
 	}
+	lower_end();
+}
+
+void ms_counters_clear(void)
+{
+	lower_begin();
+	memset(ms_counters, 0, sizeof ms_counters);
+	memset(mmap_ring, 0, sizeof mmap_ring);
+	__atomic_store_n(&mmap_now, FIRST_EPOCH << MS_CPU_VALUE_BITS, __ATOMIC_SEQ_CST);
+	__atomic_store_n(&mmap_ring[FIRST_EPOCH % RING], FIRST_EPOCH << MS_CPU_VALUE_BITS, __ATOMIC_SEQ_CST);
+	__atomic_store_n(&ms_cpu.word, (FIRST_EPOCH << MS_CPU_VALUE_BITS) | MS_CPU_BIAS, __ATOMIC_SEQ_CST);
+	memset(closed_peaks, 0, sizeof closed_peaks);
+	lower_end();
 }

@@ -1,5 +1,6 @@
 /* Exact live and high-water counters per memory component.  Pure logic: no libc calls, so unit
- * tests link it directly.  Hot path: one atomic add and a compare-and-swap max per component. */
+ * tests link it directly.  CPU hot path: one atomic add and one compare (the CPU word below);
+ * the rarer components: an atomic add and a compare-and-swap max each. */
 #ifndef MS_COUNTERS_H
 #define MS_COUNTERS_H
 
@@ -19,7 +20,7 @@ enum ms_comp {
 };
 
 struct ms_counter {
-	int64_t live;     /* bytes live now */
+	int64_t live;     /* bytes live now (unused for MS_CPU, MS_MALLOC, MS_MMAP: see ms_cpu) */
 	int64_t win_peak; /* highest live since the last stage boundary */
 };
 
@@ -59,18 +60,70 @@ static inline void ms_watch_check(enum ms_comp comp, int64_t now)
 	}
 }
 
-static inline void ms_watch_set(enum ms_comp comp, int64_t lo, int64_t hi)
+/* Sets COMP's watch window (MS_CPU: the gates follow). */
+void ms_watch_set(enum ms_comp comp, int64_t lo, int64_t hi);
+
+/* ---- the CPU word: one atomic per malloc-family call --------------------------------------------
+ * Bits 0..47 hold the CPU live bytes (malloc + mmap) plus MS_CPU_BIAS; bits 48..63 the mmap epoch,
+ * counted down and changed only under the mapping lock together with the mmap bytes it stands for
+ * (kept in a ring for the slow path).  So each xadd returns an exact (cpu, epoch) pair, malloc =
+ * cpu - mmap(epoch), and an add made under an older epoch compares above the current gate.  The
+ * gates fold every reason to leave the fast path into one compare: gate_hi = min(cpu peak, malloc
+ * peak + mmap, timeline high) of the current epoch, or a small "lowered" value while a boundary,
+ * timeline window or mmap change is in progress; gate_lo the timeline's low bound. */
+#define MS_CPU_VALUE_BITS 48
+#define MS_CPU_VALUE_MASK ((UINT64_C(1) << MS_CPU_VALUE_BITS) - 1)
+#define MS_CPU_BIAS (UINT64_C(1) << 47)
+#define MS_CPU_EPOCH_STEP (UINT64_C(1) << MS_CPU_VALUE_BITS)
+
+struct ms_cpu_word {
+	uint64_t word;
+	uint64_t gate_hi; /* an add whose result is above it takes the slow path */
+	uint64_t gate_lo; /* a release whose result is below it takes the slow path */
+} __attribute__((aligned(64)));
+extern struct ms_cpu_word ms_cpu;
+
+/* New highs, timeline crossings, adds of an older epoch: the exact bookkeeping, out of line. */
+void ms_cpu_slow(uint64_t result);
+
+/* The malloc component grows by BYTES (> 0). */
+static inline void ms_cpu_grow(uint64_t bytes)
 {
-	__atomic_store_n(&ms_watch_hi[comp], hi, __ATOMIC_RELAXED);
-	__atomic_store_n(&ms_watch_lo[comp], lo, __ATOMIC_RELAXED);
+	uint64_t r = __atomic_add_fetch(&ms_cpu.word, bytes, __ATOMIC_RELAXED);
+	if (__builtin_expect(r > __atomic_load_n(&ms_cpu.gate_hi, __ATOMIC_RELAXED), 0))
+		ms_cpu_slow(r);
 }
 
-/* A CPU component and the CPU total move together. */
+/* The malloc component shrinks by BYTES (> 0): never a new high. */
+static inline void ms_cpu_shrink(uint64_t bytes)
+{
+	uint64_t r = __atomic_sub_fetch(&ms_cpu.word, bytes, __ATOMIC_RELAXED);
+	if (__builtin_expect(r < __atomic_load_n(&ms_cpu.gate_lo, __ATOMIC_RELAXED), 0))
+		ms_cpu_slow(r);
+}
+
+/* The mmap component by BYTES (a multiple of the page size); the caller holds the mapping lock
+ * (mappings change one at a time). */
+void ms_cpu_mmap_add(int64_t bytes);
+
+/* PART (MS_MALLOC, or MS_MMAP under the mapping lock) and the CPU total move together. */
 static inline void ms_cpu_add(enum ms_comp part, int64_t bytes)
 {
-	ms_counter_add(part, bytes);
-	ms_watch_check(MS_CPU, ms_counter_add(MS_CPU, bytes));
+	if (part == MS_MMAP)
+		ms_cpu_mmap_add(bytes);
+	else if (bytes > 0)
+		ms_cpu_grow((uint64_t)bytes);
+	else if (bytes < 0)
+		ms_cpu_shrink((uint64_t)-bytes);
 }
+
+/* Live CPU, malloc and mmap bytes as one consistent triple (any may be NULL). */
+void ms_cpu_live(int64_t *cpu, int64_t *malloc_part, int64_t *mmap_part);
+/* Adds that found their epoch gone from the ring (a thread stalled across many mmap changes): their
+ * malloc share was taken at the current mmap bytes. */
+uint64_t ms_cpu_ring_misses(void);
+/* A forked child: no other thread is halfway through a change. */
+void ms_cpu_fork_child(void);
 
 /* Device memory of DEVICE (negative or >= MS_MAX_DEVICES: total only) and the GPU total. */
 void ms_gpu_add(int device, int64_t bytes);
@@ -82,10 +135,8 @@ void ms_gpu_mark_used(void);
 /* Bit mask of devices that had memory counted. */
 uint32_t ms_gpu_devices_used(void);
 
-static inline int64_t ms_live(enum ms_comp comp)
-{
-	return __atomic_load_n(&ms_counters[comp].live, __ATOMIC_RELAXED);
-}
+/* Live bytes of COMP now. */
+int64_t ms_live(enum ms_comp comp);
 
 /* Closes the current peak window: PEAKS receives each component's highest live since the previous
  * boundary (at least its live now) and a new window starts at the live values, stored in LIVE. */
@@ -96,5 +147,7 @@ void ms_counters_process_peaks(int64_t peaks[MS_NCOMP]);
 
 /* Forget the process peaks (a forked child starts its report at its live memory). */
 void ms_counters_reset_peaks(void);
+/* Every counter back to zero (tests). */
+void ms_counters_clear(void);
 
 #endif

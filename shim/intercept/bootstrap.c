@@ -5,15 +5,14 @@
 #include "core/ms.h"
 #include "intercept/hooks.h"
 
-#define BOOT_SIZE ((size_t)256 * 1024)
-static char boot[BOOT_SIZE] __attribute__((aligned(64)));
+char ms_boot[MS_BOOT_SIZE] __attribute__((aligned(64)));
 static size_t boot_used;
 
 void *ms_bootstrap_alloc(size_t size, size_t align)
 {
 	if (align < 16)
 		align = 16;
-	if (size > BOOT_SIZE || align > 4096) {
+	if (size > MS_BOOT_SIZE || align > 4096) {
 		errno = ENOMEM;
 		return NULL;
 	}
@@ -21,18 +20,13 @@ void *ms_bootstrap_alloc(size_t size, size_t align)
 	do {
 		start = (old + 16 + align - 1) & ~(align - 1); /* 16 bytes before the block hold its size */
 		end = start + ((size + 15) & ~(size_t)15);
-		if (end > BOOT_SIZE) {
+		if (end > MS_BOOT_SIZE) {
 			errno = ENOMEM;
 			return NULL;
 		}
 	} while (!__atomic_compare_exchange_n(&boot_used, &old, end, 0, __ATOMIC_RELAXED, __ATOMIC_RELAXED));
-	memcpy(boot + start - sizeof(size_t), &size, sizeof size);
-	return boot + start; /* static storage is already zeroed: calloc needs nothing more */
-}
-
-int ms_bootstrap_owns(const void *p)
-{
-	return (const char *)p >= boot && (const char *)p < boot + BOOT_SIZE;
+	memcpy(ms_boot + start - sizeof(size_t), &size, sizeof size);
+	return ms_boot + start; /* static storage is already zeroed: calloc needs nothing more */
 }
 
 size_t ms_bootstrap_size(const void *p)

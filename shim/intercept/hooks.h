@@ -57,7 +57,12 @@ extern int ms_allocator_is_glibc;
 /* ---- the bootstrap buffer (bootstrap.c): allocations made before the real malloc is known ----- */
 
 void *ms_bootstrap_alloc(size_t size, size_t align);
-int ms_bootstrap_owns(const void *p);
+#define MS_BOOT_SIZE ((size_t)256 * 1024)
+extern char ms_boot[MS_BOOT_SIZE];
+static inline int ms_bootstrap_owns(const void *p)
+{
+	return (uintptr_t)p - (uintptr_t)ms_boot < MS_BOOT_SIZE;
+}
 size_t ms_bootstrap_size(const void *p);
 
 /* ---- what the wrappers offer the layers above ------------------------------------------------- */
@@ -66,6 +71,14 @@ size_t ms_bootstrap_size(const void *p);
  * stage detector sets it when MEMSHIM_STAGES named functions, to look at the stack first, so memory
  * moved inside a stage function is attributed to its stage. */
 extern void (*ms_before_count)(void);
+/* Sets ms_before_count (NULL: none) and leaves the fast path while one is set. */
+void ms_set_before_count(void (*fn)(void));
+
+/* malloc.c: non-zero while the malloc family may take its fast path (resolved, counting, glibc's
+ * allocator underneath, no hook before counting).  Recomputed by ms_malloc_fast_update whenever
+ * one of those changes (ms_counting included). */
+extern int ms_malloc_fast;
+void ms_malloc_fast_update(void);
 
 static inline void ms_before_counting(void)
 {

@@ -15,6 +15,47 @@ void free_sized(void *ptr, size_t size);
 void free_aligned_sized(void *ptr, size_t align, size_t size);
 
 void (*ms_before_count)(void);
+int ms_malloc_fast;
+
+void ms_malloc_fast_update(void)
+{
+	int fast = ms_resolved() && ms_allocator_is_glibc && __atomic_load_n(&ms_counting, __ATOMIC_ACQUIRE) &&
+		   !__atomic_load_n(&ms_before_count, __ATOMIC_ACQUIRE);
+	__atomic_store_n(&ms_malloc_fast, fast, __ATOMIC_RELEASE);
+}
+
+void ms_set_before_count(void (*fn)(void))
+{
+	__atomic_store_n(&ms_before_count, fn, __ATOMIC_RELEASE);
+	ms_malloc_fast_update();
+}
+
+/* The fast path: glibc underneath and this thread not inside the shim.  ms_malloc_fast is 0 or 1
+ * and the guard never negative, so one compare tells both. */
+#define FAST() MS_LIKELY(__atomic_load_n(&ms_malloc_fast, __ATOMIC_RELAXED) > ms_tls_guard)
+
+/* glibc's chunk header: the size word before the block (low bits: flags, 2 = mmapped). */
+static inline uint64_t glibc_head(const void *p)
+{
+	uint64_t head;
+	memcpy(&head, (const char *)p - 8, sizeof head);
+	return head;
+}
+
+/* Usable size of a glibc block, as malloc_usable_size computes it for a block in use. */
+static inline uint64_t glibc_usable(uint64_t head)
+{
+	return (head & ~(uint64_t)7) - 8 - ((head & 2) << 2);
+}
+
+/* glibc rejects a pointer it never gave out ("free(): invalid pointer") by two cheap checks on its
+ * chunk header before using it; malloc_usable_size trusts the header and may fault first.  Such a
+ * pointer is left uncounted for glibc to diagnose. */
+static inline int glibc_would_reject(const void *p, uint64_t head)
+{
+	uint64_t size = head & ~(uint64_t)7;
+	return ((uintptr_t)p & 15) || (uintptr_t)p - 16 > (uintptr_t)0 - size;
+}
 
 static inline void count(void *p, int sign)
 {
@@ -22,22 +63,10 @@ static inline void count(void *p, int sign)
 	ms_cpu_add(MS_MALLOC, sign * (int64_t)malloc_usable_size(p));
 }
 
-/* glibc rejects a pointer it never gave out ("free(): invalid pointer") by two cheap checks on its
- * chunk header before using it; malloc_usable_size trusts the header and may fault first.  Such a
- * pointer is left uncounted for glibc to diagnose. */
-static inline int glibc_would_reject(const void *p)
-{
-	uintptr_t chunk = (uintptr_t)p - 16;
-	uint64_t size;
-	memcpy(&size, (const char *)p - 8, sizeof size);
-	size &= ~(uint64_t)7;
-	return ((uintptr_t)p & 15) || chunk > (uintptr_t)0 - size;
-}
-
 /* Usable bytes of a block about to be freed or resized (0: not countable). */
 static inline int64_t usable_before_release(void *p)
 {
-	if (ms_allocator_is_glibc && MS_UNLIKELY(glibc_would_reject(p)))
+	if (ms_allocator_is_glibc && MS_UNLIKELY(glibc_would_reject(p, glibc_head(p))))
 		return 0;
 	return (int64_t)malloc_usable_size(p);
 }
@@ -50,7 +79,7 @@ static inline int64_t usable_before_release(void *p)
 #define GUARDED(call) do { ms_tls_guard++; call; ms_tls_guard--; } while (0)
 #define COUNTABLE() (ms_tls_guard == 0 && ms_counting)
 
-EXPORT void *malloc(size_t size)
+static __attribute__((noinline)) void *malloc_general(size_t size)
 {
 	if (!READY(malloc))
 		return ms_bootstrap_alloc(size, 0);
@@ -61,7 +90,18 @@ EXPORT void *malloc(size_t size)
 	return p;
 }
 
-EXPORT void *calloc(size_t n, size_t size)
+EXPORT void *malloc(size_t size)
+{
+	if (FAST()) {
+		void *p = ms_real_malloc(size);
+		if (MS_LIKELY(p != NULL))
+			ms_cpu_grow(glibc_usable(glibc_head(p)));
+		return p;
+	}
+	return malloc_general(size);
+}
+
+static __attribute__((noinline)) void *calloc_general(size_t n, size_t size)
 {
 	if (!READY(calloc)) {
 		if (size && n > SIZE_MAX / size) {
@@ -77,6 +117,17 @@ EXPORT void *calloc(size_t n, size_t size)
 	return p;
 }
 
+EXPORT void *calloc(size_t n, size_t size)
+{
+	if (FAST()) {
+		void *p = ms_real_calloc(n, size);
+		if (MS_LIKELY(p != NULL))
+			ms_cpu_grow(glibc_usable(glibc_head(p)));
+		return p;
+	}
+	return calloc_general(n, size);
+}
+
 static inline void uncount(void *p)
 {
 	int64_t n = usable_before_release(p);
@@ -86,7 +137,7 @@ static inline void uncount(void *p)
 	}
 }
 
-static void release(void *ptr, void (*real)(void *))
+static __attribute__((noinline)) void release(void *ptr, void (*real)(void *))
 {
 	if (!ptr || ms_bootstrap_owns(ptr))
 		return;
@@ -99,6 +150,14 @@ static void release(void *ptr, void (*real)(void *))
 
 EXPORT void free(void *ptr)
 {
+	if (FAST() && !ms_bootstrap_owns(ptr) && ptr) {
+		uint64_t head = glibc_head(ptr);
+		if (MS_LIKELY(!glibc_would_reject(ptr, head))) {
+			ms_cpu_shrink(glibc_usable(head));
+			ms_real_free(ptr);
+			return;
+		}
+	}
 	release(ptr, NULL);
 }
 
@@ -154,7 +213,7 @@ static void count_resize(void *ptr, int64_t old, void *q, size_t size)
 		ms_cpu_add(MS_MALLOC, -old);
 }
 
-EXPORT void *realloc(void *ptr, size_t size)
+static __attribute__((noinline)) void *realloc_general(void *ptr, size_t size)
 {
 	if (ptr && ms_bootstrap_owns(ptr))
 		return move_from_bootstrap(ptr, size);
@@ -167,6 +226,23 @@ EXPORT void *realloc(void *ptr, size_t size)
 	if (countable)
 		count_resize(ptr, old, q, size);
 	return q;
+}
+
+EXPORT void *realloc(void *ptr, size_t size)
+{
+	if (FAST() && !ms_bootstrap_owns(ptr) && ptr) {
+		uint64_t head = glibc_head(ptr);
+		if (MS_LIKELY(!glibc_would_reject(ptr, head))) {
+			int64_t old = (int64_t)glibc_usable(head);
+			void *q = ms_real_realloc(ptr, size);
+			if (q)
+				ms_cpu_add(MS_MALLOC, (int64_t)glibc_usable(glibc_head(q)) - old);
+			else if (size == 0)
+				ms_cpu_shrink((uint64_t)old);
+			return q;
+		}
+	}
+	return realloc_general(ptr, size);
 }
 
 EXPORT void *reallocarray(void *ptr, size_t n, size_t size)

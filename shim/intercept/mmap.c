@@ -55,6 +55,7 @@ void ms_mmap_fork_parent(void)
 void ms_mmap_fork_child(int tracking)
 {
 	table_unlock();
+	ms_cpu_fork_child();
 }
 
 static void *raw_mmap(size_t len)

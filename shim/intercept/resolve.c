@@ -115,6 +115,7 @@ void ms_resolve(void)
 #undef MS_HOOK_LAZY
 	ms_tls_guard--;
 	__atomic_store_n(&state, 2, __ATOMIC_RELEASE);
+	ms_malloc_fast_update();
 	errno = saved;
 }
 

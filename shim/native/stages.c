@@ -119,7 +119,7 @@ void ms_native_init(void)
 	if (!ok)
 		return;
 	watching = 1;
-	__atomic_store_n(&ms_before_count, ms_native_check, __ATOMIC_RELEASE);
+	ms_set_before_count(ms_native_check);
 }
 
 void ms_native_fork_child(int tracking)

@@ -9,6 +9,8 @@
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
+
+#define MALLOC_DEBUG_LIB "/usr/lib/x86_64-linux-gnu/libc_malloc_debug.so.0"
 #include "harness.h"
 
 #define MiB (1024 * 1024)
@@ -60,6 +62,39 @@ START_TEST(every_wrapped_function_is_counted_exactly)
 	assert_between(metric(m, "cfree_mem_cpu_alloc_delta"), -BLOCK - 4096 - 256, -BLOCK, "cfree");
 	assert_between(metric(m, "realloc_zero_mem_cpu_alloc_delta"), -BLOCK - 4096 - 256, -BLOCK, "realloc(p,0)");
 	ck_assert_int_eq(metric(m, "malloc_calls"), 1);
+	json_decref(m);
+}
+END_TEST
+
+/* The fast path reads glibc's chunk header instead of calling malloc_usable_size; it must agree to
+ * the byte, for every kind of block (fails when the mmapped-chunk rule is dropped). */
+START_TEST(usable_sizes_exact_for_every_kind_of_glibc_block)
+{
+	json_t *m = run_mode("usable", NULL);
+	ck_assert_ptr_nonnull(m);
+	long long live = -1, peak = -1;
+	ck_assert_int_eq(sscanf(r.out, "live=%lld peak=%lld", &live, &peak), 2);
+	ck_assert_int_gt(live, 40 << 20);
+	ck_assert_int_eq(metric(m, "usable_mem_cpu_alloc_delta"), live);
+	ck_assert_int_eq(metric(m, "usable_mem_cpu_peaked_delta"), peak - live);
+	json_decref(m);
+}
+END_TEST
+
+/* Another allocator underneath (glibc's debugging malloc, whose blocks carry a check byte): the
+ * general path, still exact to what that allocator's malloc_usable_size says. */
+START_TEST(usable_sizes_exact_under_another_allocator)
+{
+	static char preload[4200];
+	snprintf(preload, sizeof preload, "LD_PRELOAD=%s %s", built("libmemshim.so"), MALLOC_DEBUG_LIB);
+	ck_assert_msg(access(MALLOC_DEBUG_LIB, R_OK) == 0, "glibc's %s is missing", MALLOC_DEBUG_LIB);
+	const char *env[] = { preload, "MALLOC_CHECK_=3", NULL };
+	json_t *m = run_mode("usable", env);
+	ck_assert_ptr_nonnull(m);
+	long long live = -1, peak = -1;
+	ck_assert_int_eq(sscanf(r.out, "live=%lld peak=%lld", &live, &peak), 2);
+	ck_assert_int_eq(metric(m, "usable_mem_cpu_alloc_delta"), live);
+	ck_assert_int_eq(metric(m, "usable_mem_cpu_peaked_delta"), peak - live);
 	json_decref(m);
 }
 END_TEST
@@ -593,6 +628,8 @@ int main(void)
 	TCase *tc = tcase_create("fixtures");
 	tcase_set_timeout(tc, 120);
 	tcase_add_test(tc, every_wrapped_function_is_counted_exactly);
+	tcase_add_test(tc, usable_sizes_exact_for_every_kind_of_glibc_block);
+	tcase_add_test(tc, usable_sizes_exact_under_another_allocator);
 	tcase_add_test(tc, anonymous_mappings_partial_unmaps_and_remaps);
 	tcase_add_test(tc, eight_threads_churning_return_to_baseline);
 	tcase_add_test(tc, forked_child_writes_its_own_file_and_parent_is_intact);

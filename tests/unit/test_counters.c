@@ -7,8 +7,7 @@
 
 static void reset(void)
 {
-	memset(ms_counters, 0, sizeof ms_counters);
-	ms_counters_reset_peaks();
+	ms_counters_clear();
 }
 
 START_TEST(add_and_free_balance)
@@ -60,6 +59,94 @@ START_TEST(gpu_devices_and_total)
 }
 END_TEST
 
+START_TEST(malloc_peak_seen_after_mmap_shrinks)
+{
+	int64_t peaks[MS_NCOMP], live[MS_NCOMP];
+	reset();
+	ms_cpu_add(MS_MALLOC, 100);
+	ms_cpu_add(MS_MMAP, 4096);
+	ms_cpu_add(MS_MALLOC, -50);
+	ms_cpu_add(MS_MMAP, -4096);
+	ms_cpu_add(MS_MALLOC, 60); /* malloc 110: a malloc high while the total is far below its own */
+	ms_counters_cut_window(peaks, live);
+	ck_assert_int_eq(peaks[MS_CPU], 4196);
+	ck_assert_int_eq(peaks[MS_MALLOC], 110);
+	ck_assert_int_eq(peaks[MS_MMAP], 4096);
+	ck_assert_int_eq(live[MS_CPU], 110);
+	ck_assert_int_eq(live[MS_MALLOC], 110);
+	ck_assert_int_eq(live[MS_MMAP], 0);
+}
+END_TEST
+
+START_TEST(epochs_wrap_and_the_triple_stays_exact)
+{
+	int64_t peaks[MS_NCOMP], live[MS_NCOMP];
+	reset();
+	for (int i = 0; i < 70000; i++) { /* the 16-bit epoch wraps */
+		ms_cpu_add(MS_MMAP, i % 2 ? -8192 : 8192);
+		ms_cpu_add(MS_MALLOC, i % 3 ? 16 : -8);
+	}
+	ms_counters_cut_window(peaks, live);
+	int64_t malloc_live = 16 * (70000 - 23334) - 8 * 23334;
+	ck_assert_int_eq(live[MS_MALLOC], malloc_live);
+	ck_assert_int_eq(live[MS_MMAP], 0);
+	ck_assert_int_eq(live[MS_CPU], malloc_live);
+	ck_assert_int_eq(peaks[MS_MMAP], 8192);
+	ck_assert_int_eq(peaks[MS_MALLOC], malloc_live + 8); /* the last step freed 8 */
+	ck_assert_int_ge(peaks[MS_CPU], malloc_live + 8);
+	ck_assert_int_le(peaks[MS_CPU], malloc_live + 8192 + 16);
+	ck_assert_uint_eq(ms_cpu_ring_misses(), 0);
+}
+END_TEST
+
+/* A thread stalled between its add and its compare while the mapping changed: its add still counts
+ * against the mmap bytes of its own epoch. */
+START_TEST(an_add_of_an_older_epoch_is_exact)
+{
+	int64_t peaks[MS_NCOMP], live[MS_NCOMP];
+	reset();
+	ms_cpu_add(MS_MALLOC, 1000);
+	uint64_t stalled = __atomic_add_fetch(&ms_cpu.word, 500, __ATOMIC_RELAXED); /* its add ... */
+	ms_cpu_add(MS_MMAP, 8192);                                                  /* ... a change ... */
+	ck_assert_uint_gt(stalled, __atomic_load_n(&ms_cpu.gate_hi, __ATOMIC_RELAXED)); /* ... its compare */
+	ms_cpu_slow(stalled);
+	ms_counters_cut_window(peaks, live);
+	ck_assert_int_eq(peaks[MS_MALLOC], 1500);
+	ck_assert_int_eq(peaks[MS_CPU], 1500 + 8192);
+	ck_assert_int_eq(live[MS_MALLOC], 1500);
+}
+END_TEST
+
+static int64_t watched[8];
+static int nwatched;
+
+static void record_watch(enum ms_comp comp, int64_t now)
+{
+	if (comp == MS_CPU && nwatched < 8)
+		watched[nwatched++] = now;
+	ms_watch_set(MS_CPU, now - 100, now + 100);
+}
+
+START_TEST(timeline_watch_sees_crossings_both_ways)
+{
+	reset();
+	nwatched = 0;
+	ms_watch_fn = record_watch;
+	ms_watch_set(MS_CPU, -100, 100);
+	ms_cpu_add(MS_MALLOC, 60);
+	ms_cpu_add(MS_MALLOC, 60);   /* 120: up out of the window */
+	ms_cpu_add(MS_MALLOC, -30);  /* 90: inside the new one */
+	ms_cpu_add(MS_MALLOC, -80);  /* 10: down out of it */
+	ms_cpu_add(MS_MMAP, 4096);   /* 4106 */
+	ms_watch_fn = NULL;
+	ms_watch_set(MS_CPU, INT64_MIN, INT64_MAX);
+	ck_assert_int_eq(nwatched, 3);
+	ck_assert_int_eq(watched[0], 120);
+	ck_assert_int_eq(watched[1], 10);
+	ck_assert_int_eq(watched[2], 4106);
+}
+END_TEST
+
 static void *churn(void *arg)
 {
 	unsigned seed = (unsigned)(uintptr_t)arg;
@@ -78,6 +165,50 @@ static void *churn(void *arg)
 		ms_cpu_add(MS_MALLOC, -held[s]);
 	return NULL;
 }
+
+static int stop_mapping;
+
+/* Mapping changes one at a time, as under the mapping lock. */
+static void *mapper(void *arg)
+{
+	pthread_mutex_t *lock = arg;
+	for (int i = 0; !__atomic_load_n(&stop_mapping, __ATOMIC_RELAXED); i++) {
+		pthread_mutex_lock(lock);
+		ms_cpu_add(MS_MMAP, i % 2 ? -65536 : 65536);
+		pthread_mutex_unlock(lock);
+	}
+	return NULL;
+}
+
+/* Windows cut while threads allocate and map: live is one consistent triple and no window's peak is
+ * below its live (an add racing a cut may land its peaks on either side of it). */
+START_TEST(threads_mapping_and_windows_stay_consistent)
+{
+	pthread_t t[4], m;
+	pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
+	int64_t peaks[MS_NCOMP], live[MS_NCOMP];
+	reset();
+	stop_mapping = 0;
+	pthread_create(&m, NULL, mapper, &lock);
+	for (int i = 0; i < 4; i++)
+		pthread_create(&t[i], NULL, churn, (void *)(uintptr_t)(i + 1));
+	for (int w = 0; w < 2000; w++) {
+		ms_counters_cut_window(peaks, live);
+		ck_assert_int_ge(peaks[MS_CPU], live[MS_CPU]);
+		ck_assert_int_ge(peaks[MS_MALLOC], live[MS_MALLOC]);
+		ck_assert_int_eq(live[MS_CPU], live[MS_MALLOC] + live[MS_MMAP]);
+		ck_assert(live[MS_MMAP] == 0 || live[MS_MMAP] == 65536);
+	}
+	for (int i = 0; i < 4; i++)
+		pthread_join(t[i], NULL);
+	__atomic_store_n(&stop_mapping, 1, __ATOMIC_RELAXED);
+	pthread_join(m, NULL);
+	ms_counters_cut_window(peaks, live);
+	ck_assert_int_eq(live[MS_MALLOC], 0);
+	ck_assert(live[MS_CPU] == live[MS_MMAP]);
+	ck_assert_int_le(peaks[MS_MALLOC], 4 * 64 * 4112);
+}
+END_TEST
 
 START_TEST(eight_threads_return_to_baseline)
 {
@@ -105,6 +236,11 @@ int main(void)
 	tcase_add_test(tc, window_keeps_the_peak_and_restarts_at_live);
 	tcase_add_test(tc, gpu_devices_and_total);
 	tcase_add_test(tc, eight_threads_return_to_baseline);
+	tcase_add_test(tc, malloc_peak_seen_after_mmap_shrinks);
+	tcase_add_test(tc, epochs_wrap_and_the_triple_stays_exact);
+	tcase_add_test(tc, an_add_of_an_older_epoch_is_exact);
+	tcase_add_test(tc, timeline_watch_sees_crossings_both_ways);
+	tcase_add_test(tc, threads_mapping_and_windows_stay_consistent);
 	suite_add_tcase(s, tc);
 	SRunner *r = srunner_create(s);
 	srunner_run_all(r, CK_NORMAL);

@@ -11,8 +11,7 @@
 
 static void reset(void)
 {
-	memset(ms_counters, 0, sizeof ms_counters);
-	ms_counters_reset_peaks();
+	ms_counters_clear();
 	ms_stages_clear();
 }
 

@@ -60,7 +60,7 @@ END_TEST
 START_TEST(recording_moves_by_a_mebibyte_or_one_percent)
 {
 	ms_timeline_clear();
-	memset(ms_counters, 0, sizeof ms_counters);
+	ms_counters_clear();
 	ms_timeline_enable(1);
 	for (int i = 0; i < 1000; i++)
 		ms_cpu_add(MS_MALLOC, 4096); /* 4 MB in small steps: about 4 points */
