@@ -12,6 +12,7 @@ static struct ms_spin lock;
 static int enabled;
 static __thread int lock_held MS_TLS;
 static int64_t series_peak[MS_NCOMP];
+void (*ms_timeline_moved_observer)(void);
 
 static void timeline_lock(void)
 {
@@ -129,6 +130,9 @@ static void moved(enum ms_comp comp, int64_t value)
 		move_window(comp, value);
 	}
 	timeline_unlock();
+	void (*observer)(void) = __atomic_load_n(&ms_timeline_moved_observer, __ATOMIC_RELAXED);
+	if (enabled && observer)
+		observer();
 }
 
 static int series_used(int comp)
