@@ -96,9 +96,8 @@ static int worth_it(double now)
 
 /* The default policy's check; cheap until a snapshot is due.  Never inside the engine's lock (a
  * handler interrupting it), never in a vfork child, never after the final file. */
-static void auto_snapshot(void)
+static void auto_snapshot(double now)
 {
-	double now = ms_elapsed();
 	if (now < next_due() || !worth_it(now) || ms_stages_held_here() || !ms_is_tracked_process())
 		return;
 	if (ms_report_try_snapshot() < 0 && ms_report_finished())
@@ -107,10 +106,10 @@ static void auto_snapshot(void)
 	set_next_due(done + (gap > AUTO_GAP ? gap : AUTO_GAP));
 }
 
-static void memory_moved(void)
+static void memory_moved(double now)
 {
 	if (auto_on)
-		auto_snapshot();
+		auto_snapshot(now);
 }
 
 void ms_snapshots_boundary(int stage, int end)
@@ -122,7 +121,7 @@ void ms_snapshots_boundary(int stage, int end)
 			__atomic_store_n(&auto_real_stage, 1, __ATOMIC_RELAXED);
 			set_next_due(0.0); /* the first real stage: now */
 		}
-		auto_snapshot();
+		auto_snapshot(ms_elapsed());
 	}
 	if (__atomic_load_n(&thread_pending, __ATOMIC_RELAXED) && ms_tls_guard == 0 &&
 	    __atomic_exchange_n(&thread_pending, 0, __ATOMIC_ACQ_REL))
