@@ -8,8 +8,8 @@
 static const enum mf_align mf_kv_align[] = { MF_LEFT, MF_RIGHT };
 static const char *const mf_kv_seps[] = { " = " };
 
-/* The flat keys of a stage are its last call; "cpu 7MB in call 250" when another call needed more
- * (alloc + peaked) on COMP, else NULL. */
+/* The flat keys of a stage are its last call; "cpu 7MB in call 250 (last 0MB)" when another call
+ * needed clearly more on COMP (alloc + peaked, by over max(1 MiB, 5%): the --diff default), else NULL. */
 static char *mf_bigger_call(json_t *metrics, json_t *stage, const char *comp)
 {
 	char key[300];
@@ -23,23 +23,27 @@ static char *mf_bigger_call(json_t *metrics, json_t *stage, const char *comp)
 	snprintf(key, sizeof key, "%s_mem_%s_peaked_delta", name, comp);
 	json_t *peaked = json_object_get(metrics, key);
 	if (!json_is_integer(most) || !json_is_integer(alloc) || !json_is_integer(peaked) || call <= 0 ||
-	    call == mf_calls_of(stage) ||
-	    json_integer_value(most) <= json_integer_value(alloc) + json_integer_value(peaked))
+	    call == mf_calls_of(stage))
 		return NULL;
-	char *v = mf_format_value("x_mem_", most);
-	char *t = mf_xasprintf("%s %s in call %lld", comp, v, call);
-	free(v);
+	json_int_t last = json_integer_value(alloc) + json_integer_value(peaked), more = json_integer_value(most) - last;
+	if (more < (json_int_t)1 << 20 || more * 20 < (last < 0 ? -last : last))
+		return NULL;
+	json_t *lastv = json_integer(last);
+	char *v = mf_format_value("x_mem_", most), *l = mf_format_value("x_mem_", lastv);
+	char *t = mf_xasprintf("%s %s in call %lld (last %s)", comp, v, call, l);
+	json_decref(lastv);
+	free(v), free(l);
 	return t;
 }
 
-/* "train_* are the last of 300 calls; more was needed: cpu 7MB in call 250 (alloc + peaked; --calls)" */
+/* "train_* are the last of 300 calls; more was needed: cpu 7MB in call 250 (last 0MB) (alloc + peaked; --calls)" */
 static void mf_print_calls_hint(FILE *out, json_t *metrics, json_t *stage)
 {
 	if (!stage || mf_calls_of(stage) < 2)
 		return;
 	char *cpu = mf_bigger_call(metrics, stage, "cpu"), *gpu = mf_bigger_call(metrics, stage, "gpu");
 	if (cpu || gpu)
-		fprintf(out, "  %s_* are the last of %lld calls; more was needed: %s%s%s (alloc + peaked; --calls)\n",
+		fprintf(out, "  %s_* are the last of %lld calls; alloc + peaked was larger before: %s%s%s; --calls shows all\n",
 			json_string_value(json_object_get(stage, "name")), mf_calls_of(stage), cpu ? cpu : "",
 			cpu && gpu ? ", " : "", gpu ? gpu : "");
 	free(cpu), free(gpu);
