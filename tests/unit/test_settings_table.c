@@ -1,4 +1,4 @@
-/* Every setting x every kind of bad value: the table in README.md ("Bad values"), row by row. */
+/* Every setting x every kind of bad value: the table in doc/safety.md ("Bad settings"), row by row. */
 #include <check.h>
 #include <stdio.h>
 #include <string.h>
