@@ -32,7 +32,7 @@ static const char mf_usage[] =
 	"  --allow-missing  a stage or rank missing from NEW is reported but is no regression\n"
 	"  --csv            one row per process and stage (RFC 4180), bytes and seconds\n"
 	"  --plot OUT       draws memory over time with the stages into OUT (.svg or .png), one\n"
-	"                   panel per file on a shared time axis; prints nothing\n"
+	"                   panel per file on shared time and memory axes; prints nothing\n"
 	"  --size WxH       the picture's size in pixels (--plot: 1200 x 300+250 per file by\n"
 	"                   default; --flame: 1200 x what its rows need)\n"
 	"  --compare HF     Hugging Face's own memory metrics (all_results.json or a\n"

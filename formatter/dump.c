@@ -8,7 +8,59 @@
 static const enum mf_align mf_kv_align[] = { MF_LEFT, MF_RIGHT };
 static const char *const mf_kv_seps[] = { " = " };
 
-int mf_print_group(FILE *out, json_t *metrics, const struct mf_group *g, int first)
+/* The flat keys of a stage are its last call; "cpu 7MB in call 250 (last 0MB)" when another call
+ * needed clearly more on COMP (alloc + peaked, by over max(1 MiB, 5%): the --diff default), else NULL. */
+static char *mf_bigger_call(json_t *metrics, json_t *stage, const char *comp)
+{
+	char key[300];
+	json_t *need = json_object_get(stage, "max_needed");
+	json_t *most = json_object_get(need, comp);
+	snprintf(key, sizeof key, "%s_call", comp);
+	long long call = json_integer_value(json_object_get(need, key));
+	const char *name = json_string_value(json_object_get(stage, "name"));
+	snprintf(key, sizeof key, "%s_mem_%s_alloc_delta", name, comp);
+	json_t *alloc = json_object_get(metrics, key);
+	snprintf(key, sizeof key, "%s_mem_%s_peaked_delta", name, comp);
+	json_t *peaked = json_object_get(metrics, key);
+	if (!json_is_integer(most) || !json_is_integer(alloc) || !json_is_integer(peaked) || call <= 0 ||
+	    call == mf_calls_of(stage))
+		return NULL;
+	json_int_t last = json_integer_value(alloc) + json_integer_value(peaked), more = json_integer_value(most) - last;
+	if (more < (json_int_t)1 << 20 || more * 20 < (last < 0 ? -last : last))
+		return NULL;
+	json_t *lastv = json_integer(last);
+	char *v = mf_format_value("x_mem_", most), *l = mf_format_value("x_mem_", lastv);
+	char *t = mf_xasprintf("%s %s in call %lld (last %s)", comp, v, call, l);
+	json_decref(lastv);
+	free(v), free(l);
+	return t;
+}
+
+/* "train_* are the last of 300 calls; more was needed: cpu 7MB in call 250 (last 0MB) (alloc + peaked; --calls)" */
+static void mf_print_calls_hint(FILE *out, json_t *metrics, json_t *stage)
+{
+	if (!stage || mf_calls_of(stage) < 2)
+		return;
+	char *cpu = mf_bigger_call(metrics, stage, "cpu"), *gpu = mf_bigger_call(metrics, stage, "gpu");
+	if (cpu || gpu)
+		fprintf(out, "  %s_* are the last of %lld calls; alloc + peaked was larger before: %s%s%s; --calls shows all\n",
+			json_string_value(json_object_get(stage, "name")), mf_calls_of(stage), cpu ? cpu : "",
+			cpu && gpu ? ", " : "", gpu ? gpu : "");
+	free(cpu), free(gpu);
+}
+
+static json_t *mf_stage_named(json_t *stages, const char *name)
+{
+	size_t i;
+	json_t *s;
+	json_array_foreach(stages, i, s)
+		if (!json_is_true(json_object_get(s, "open")) &&
+		    !strcmp(json_string_value(json_object_get(s, "name")) ? json_string_value(json_object_get(s, "name")) : "", name))
+			return s;
+	return NULL;
+}
+
+int mf_print_group(FILE *out, json_t *metrics, json_t *stages, const struct mf_group *g, int first)
 {
 	struct mf_table t;
 	if (!first)
@@ -22,6 +74,7 @@ int mf_print_group(FILE *out, json_t *metrics, const struct mf_group *g, int fir
 	}
 	mf_table_print(out, &t, "  ");
 	mf_table_free(&t);
+	mf_print_calls_hint(out, metrics, mf_stage_named(stages, g->name));
 	if (g->open) {
 		char *line = mf_open_line(g->open, 1);
 		fprintf(out, "  %s\n", line);
@@ -157,12 +210,12 @@ void mf_dump_file(FILE *out, const struct mf_file *f, const struct mf_opts *o)
 	if (o->stage) {
 		const struct mf_group *g = mf_pick(&gs, o->stage);
 		if (g)
-			mf_print_group(out, f->metrics, g, 1);
+			mf_print_group(out, f->metrics, f->stages, g, 1);
 		else
 			fprintf(out, "memshim: no stage \"%s\" in %s\n", o->stage, f->path);
 	} else {
 		for (size_t i = 0; i < gs.n; i++)
-			mf_print_group(out, f->metrics, &gs.g[i], i == 0);
+			mf_print_group(out, f->metrics, f->stages, &gs.g[i], i == 0);
 		if (!gs.n)
 			fprintf(out, "memshim: no metrics in %s\n", f->path);
 	}

@@ -131,7 +131,8 @@ struct mf_opts {
 	int depth, top;         /* --depth, --top (0: the default) */
 };
 void mf_print_status(FILE *out, const struct mf_file *f);
-int mf_print_group(FILE *out, json_t *metrics, const struct mf_group *g, int first);
+/* One group; STAGES gives the hint when the stage's last call (its flat keys) is not its largest. */
+int mf_print_group(FILE *out, json_t *metrics, json_t *stages, const struct mf_group *g, int first);
 void mf_dump_file(FILE *out, const struct mf_file *f, const struct mf_opts *o);
 void mf_print_header(FILE *out, const struct mf_file *f);
 void mf_sort_files(struct mf_file *files, size_t n);

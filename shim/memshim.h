@@ -3,7 +3,8 @@
  * Preload build/libmemshim.so to track memory; call these functions (from C, or from Python through
  * ctypes) to mark stages explicitly.  Stage names match [A-Za-z0-9_]+ and at most 63 characters.
  * All functions are safe to call from any thread, before and after main, and when the library is
- * disabled (then the stage calls do nothing and return 0; see each function).
+ * not tracking the process (not preloaded, MEMSHIM_DISABLE=1, stepped aside): then the stage calls
+ * do nothing and return 0, memshim_snapshot and memshim_metrics_json return -1, memshim_active 0.
  */
 #ifndef MEMSHIM_H
 #define MEMSHIM_H
@@ -25,7 +26,7 @@ int memshim_stage_begin(const char *name);
 int memshim_stage_end(const char *name);
 
 /* Writes the metrics file now as a snapshot ("complete": false); the final file is still written at
- * exit.  Returns 0 on success, -1 when disabled or the file could not be written. */
+ * exit.  Returns 0 on success, -1 when not tracking (disabled) or the file could not be written. */
 int memshim_snapshot(void);
 
 /* Copies the metrics so far into BUF as the metrics file's JSON ("complete": false, "reason":

@@ -1,4 +1,4 @@
-"""The seed's approach, reproduced for comparison: Hugging Face's TrainerMemoryTracker (CPU part).
+"""The approach of the project's starting point, reproduced for comparison: Hugging Face's TrainerMemoryTracker (CPU part).
 
 RSS is read (psutil when importable, else /proc/self/statm, which is what psutil reads) by a
 peak-sampling thread that loops without sleeping, started and stopped around each stage.

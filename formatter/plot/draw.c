@@ -155,7 +155,6 @@ static void mf_triangle(cairo_t *cr, double x, double y, struct mf_rgb c, struct
 	cairo_stroke(cr);
 }
 
-/* The process peak: a dashed line at its height, a ring where it happened, its value at the right. */
 /* The first stage peak on S's device that is the process peak itself, or NULL. */
 static const struct mf_peak *mf_peak_of_run(const struct mf_panel *p, const struct mf_series *s)
 {
@@ -165,6 +164,18 @@ static const struct mf_peak *mf_peak_of_run(const struct mf_panel *p, const stru
 	return NULL;
 }
 
+/* The innermost stage call open at T (the deepest band holding it), or NULL. */
+static const char *mf_stage_at(const struct mf_panel *p, double t)
+{
+	const struct mf_band *best = NULL;
+	for (size_t i = 0; i < p->nb; i++)
+		if (p->b[i].t0 <= t && t <= p->b[i].t1 && (!best || p->b[i].row >= best->row))
+			best = &p->b[i];
+	return best ? best->stage : NULL;
+}
+
+/* The process peak: a dashed line at its height, a ring where it happened, its value at the right
+ * and the stage open at that moment ("CPU process peak 400 MB in train"). */
 static void mf_process_peak(cairo_t *cr, const struct mf_panel *p, const struct mf_series *s,
 			    const struct mf_frame *fr, const struct mf_ticks *yt, struct mf_room *room)
 {
@@ -190,7 +201,10 @@ static void mf_process_peak(cairo_t *cr, const struct mf_panel *p, const struct 
 		return;
 	char *v = mf_fmt_bytes(s->peak), *dev = s->device < 0 ? mf_xstrdup("CPU")
 				: mf_xasprintf("GPU %d", s->device);
-	char *t = mf_xasprintf("%s process peak %s", dev, v);
+	const char *stage = s->peak_t >= 0 ? mf_stage_at(p, s->peak_t) : NULL;
+	char *in = stage ? mf_clean_text(stage) : NULL;
+	char *t = in ? mf_xasprintf("%s process peak %s in %s", dev, v, in) : mf_xasprintf("%s process peak %s", dev, v);
+	free(in);
 	double w = mf_text_w(cr, t);
 	const double spots[][2] = { { fr->x + fr->w - w - 6, y - 4 }, { fr->x + fr->w - w - 6, y + 13 },
 				    { fr->x + 6, y - 4 }, { fr->x + 6, y + 13 } };

@@ -96,6 +96,12 @@ static void mf_draw_page(cairo_t *cr, struct mf_file *files, size_t n, int w, in
 			mf_names_add(&names, json_string_value(json_object_get(
 				json_array_get(files[i].stages, k), "name")));
 	}
+	/* One memory scale for every panel, so ranks and children compare at a glance. */
+	double vmax = 0;
+	for (size_t i = 0; i < n; i++)
+		vmax = fmax(vmax, p[i].vmax);
+	for (size_t i = 0; i < n; i++)
+		p[i].vmax = vmax;
 	/* The axis ends at the end of the data, not at the next tick: no empty stretch at the right. */
 	mf_ticks_time(tmax, &xt);
 	struct mf_frame fr = { .x = MF_PAGE_L, .w = fmax(10, w - MF_PAGE_L - MF_PAGE_R),

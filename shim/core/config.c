@@ -14,7 +14,7 @@ const char ms_default_stages[] =
 	"init=Trainer.__init__,train=Trainer.train|Trainer._inner_training_loop,"
 	"eval=Trainer.evaluate,test=Trainer.predict";
 
-enum kind { K_BOOL, K_LOG, K_PATH, K_SECONDS, K_STAGES };
+enum kind { K_BOOL, K_LOG, K_PATH, K_INTERVAL, K_STAGES };
 
 struct setting {
 	const char *name;
@@ -29,7 +29,7 @@ static const struct setting settings[] = {
 	{ "MEMSHIM_DISABLE", K_BOOL, "0", AT(disabled) },
 	{ "MEMSHIM_OUTPUT", K_PATH, "memshim_metrics.json", AT(output) },
 	{ "MEMSHIM_FOLLOW_CHILDREN", K_BOOL, "1", AT(follow_children) },
-	{ "MEMSHIM_SNAPSHOT_INTERVAL", K_SECONDS, "0", AT(snapshot_interval) },
+	{ "MEMSHIM_SNAPSHOT_INTERVAL", K_INTERVAL, "auto", AT(snapshot_interval) },
 	{ "MEMSHIM_TIMELINE", K_BOOL, "1", AT(timeline) },
 	{ "MEMSHIM_STAGES", K_STAGES, ms_default_stages, AT(spec) },
 };
@@ -56,8 +56,13 @@ static int parse_log(const char *v, int *out)
 	return -1;
 }
 
-static int parse_seconds(const char *v, double *out)
+/* Seconds, or "auto" (MS_SNAPSHOT_AUTO: the default policy) or "off" (0). */
+static int parse_interval(const char *v, double *out)
 {
+	if (strcasecmp(v, "auto") == 0)
+		return *out = MS_SNAPSHOT_AUTO, 0;
+	if (strcasecmp(v, "off") == 0)
+		return *out = 0, 0;
 	char *end;
 	double d = strtod(v, &end);
 	if (end == v || *end || !isfinite(d) || d < 0 || d > 86400.0 * 365)
@@ -96,8 +101,8 @@ static int apply(const struct setting *s, struct ms_config *cfg, const char *v)
 		return parse_log(v, field);
 	case K_PATH:
 		return parse_path(v, field);
-	case K_SECONDS:
-		return parse_seconds(v, field);
+	case K_INTERVAL:
+		return parse_interval(v, field);
 	case K_STAGES:
 		ms_spec_parse(field, v);
 		return 0; /* bad entries were warned about one by one */

@@ -10,6 +10,7 @@
 #define MS_SPEC_MAX_STAGES 32
 #define MS_SPEC_MAX_TARGETS 16   /* per stage */
 #define MS_SPEC_POOL 8192        /* bytes for all target strings */
+#define MS_SNAPSHOT_AUTO (-1.0)  /* snapshots when memory moved or a stage changed (no thread) */
 
 struct ms_spec_stage {
 	char name[64];
@@ -30,7 +31,7 @@ struct ms_config {
 	int log_level;           /* MEMSHIM_LOG: enum ms_log_level */
 	int follow_children;     /* MEMSHIM_FOLLOW_CHILDREN */
 	char output[MS_PATH_MAX];/* MEMSHIM_OUTPUT, made absolute, %p not yet expanded */
-	double snapshot_interval;/* MEMSHIM_SNAPSHOT_INTERVAL, seconds, 0 = off */
+	double snapshot_interval;/* MEMSHIM_SNAPSHOT_INTERVAL: seconds, 0 off, MS_SNAPSHOT_AUTO */
 	int timeline;            /* MEMSHIM_TIMELINE */
 	struct ms_spec spec;     /* MEMSHIM_STAGES */
 };

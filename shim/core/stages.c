@@ -180,6 +180,11 @@ static void settle_implicit_init(int id, const int64_t live[MS_NCOMP], double no
 	finish_call(init, live, now, 0);
 }
 
+int ms_stages_held_here(void)
+{
+	return lock_held;
+}
+
 int ms_stage_depth(int id)
 {
 	if (id < 0 || id >= MS_MAX_STAGES)

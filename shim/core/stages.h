@@ -77,6 +77,9 @@ int ms_stage_find(const char *name);
  * right after the caller's own enter or leave (cuda/pools.c samples outermost calls only). */
 int ms_stage_depth(int id);
 
+/* Non-zero when the calling thread is inside the engine's lock (a signal handler interrupted it). */
+int ms_stages_held_here(void);
+
 /* Enter/leave stage ID at time NOW (ms_elapsed()).  Leave returns -1 when the stage is not open.
  * Both take the engine lock; safe from any thread. */
 int ms_stage_enter(int id, double now);

@@ -12,6 +12,7 @@ static struct ms_spin lock;
 static int enabled;
 static __thread int lock_held MS_TLS;
 static int64_t series_peak[MS_NCOMP];
+void (*ms_timeline_moved_observer)(double t);
 
 static void timeline_lock(void)
 {
@@ -124,11 +125,15 @@ static void moved(enum ms_comp comp, int64_t value)
 {
 	if (lock_unless_mine() < 0)
 		return;
+	double t = now();
 	if (enabled) {
-		ms_timeline_append(&timeline, comp, now(), value);
+		ms_timeline_append(&timeline, comp, t, value);
 		move_window(comp, value);
 	}
 	timeline_unlock();
+	void (*observer)(double) = __atomic_load_n(&ms_timeline_moved_observer, __ATOMIC_RELAXED);
+	if (enabled && observer)
+		observer(t);
 }
 
 static int series_used(int comp)

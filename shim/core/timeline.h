@@ -44,6 +44,11 @@ void ms_timeline_enable(int on);
 /* A stage boundary: an event plus a point for every component in use. */
 void ms_timeline_boundary(int stage, int begin, double t);
 
+/* Called after a point was recorded because live memory moved (not at boundaries), outside the
+ * timeline's lock, on the thread whose allocation moved it, with the point's time T (ms_elapsed()):
+ * the default snapshot policy. */
+extern void (*ms_timeline_moved_observer)(double t);
+
 /* Copies the timeline for the report; NOWAIT (signal handlers) gives up on a busy lock. */
 void ms_timeline_copy(struct ms_timeline *out, int nowait);
 

@@ -646,11 +646,14 @@ static int write_replacing(const char *path, const char *reason, int sig, int co
 	return 0;
 }
 
+static int replace_only; /* a default snapshot: never into a device or FIFO, where it would stay */
+
 /* Finds the file through the directories on its path (shim/output/outpath.c), then writes it. */
 static int write_to(const char *path, const char *reason, int sig, int complete)
 {
 	int e = ms_outpath_walk(&where, path);
 	int rc = e < 0 ? fail(path, -e)
+		 : replace_only && where.how != MS_OUT_REPLACE ? -1
 		 : where.how == MS_OUT_REFUSED ? refuse(path)
 		 : where.how == MS_OUT_IN_PLACE ? write_in_place(path, reason, sig, complete)
 		 : write_replacing(path, reason, sig, complete);
@@ -673,11 +676,10 @@ static int acquire_writer(int from_handler)
 	return 0;
 }
 
-static int write_file(const char *reason, int sig, int complete, int from_handler)
+/* Writes the file; the caller holds the writer.  FROM_HANDLER: never wait for the engine's lock. */
+static int write_held(const char *reason, int sig, int complete, int from_handler)
 {
 	char path[MS_PATH_MAX + 32];
-	if (acquire_writer(from_handler) < 0)
-		return -1;
 	int saved = errno;
 	ms_tls_guard++;
 	in_handler = from_handler;
@@ -689,6 +691,23 @@ static int write_file(const char *reason, int sig, int complete, int from_handle
 	ms_tls_guard--;
 	__atomic_store_n(&writing, 0, __ATOMIC_RELEASE);
 	errno = saved;
+	return rc;
+}
+
+static int write_file(const char *reason, int sig, int complete, int from_handler)
+{
+	if (acquire_writer(from_handler) < 0)
+		return -1;
+	return write_held(reason, sig, complete, from_handler);
+}
+
+int ms_report_try_snapshot(void)
+{
+	if (__atomic_load_n(&finished_final, __ATOMIC_ACQUIRE) || __atomic_exchange_n(&writing, 1, __ATOMIC_ACQUIRE))
+		return -1;
+	replace_only = 1;
+	int rc = write_held("snapshot", 0, 0, 1);
+	replace_only = 0;
 	return rc;
 }
 
@@ -728,11 +747,27 @@ int ms_report_finished(void)
 	return __atomic_load_n(&finished_final, __ATOMIC_ACQUIRE);
 }
 
+static int held_for_fork;
+
+/* No file is being written while the process forks (a child would inherit a half-written temporary). */
+void ms_report_fork_prepare(void)
+{
+	held_for_fork = acquire_writer(1) == 0;
+}
+
+void ms_report_fork_parent(void)
+{
+	if (held_for_fork)
+		__atomic_store_n(&writing, 0, __ATOMIC_RELEASE);
+	held_for_fork = 0;
+}
+
 void ms_report_fork_child(int tracking)
 {
+	held_for_fork = 0;
+	writing = 0;
 	if (!tracking)
 		return;
-	writing = 0;
 	finished_final = 0;
 	warned = 0;
 }

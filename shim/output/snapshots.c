@@ -1,20 +1,49 @@
-/* Periodic and fatal-signal snapshots.  The signal path uses only async-signal-safe calls: the
- * report writer formats into static buffers and writes with raw system calls.  The handler that
- * calls it only ever sits in for a default disposition, and the program never sees it
- * (intercept/signal.c). */
+/* Snapshots: the default policy, the periodic thread (MEMSHIM_SNAPSHOT_INTERVAL) and the last one
+ * on a fatal signal.  The signal path uses only async-signal-safe calls: the report writer formats
+ * into static buffers and writes with raw system calls.  The handler that calls it only ever sits
+ * in for a default disposition, and the program never sees it (intercept/signal.c).
+ *
+ * The default policy has no thread (a thread is visible: Python 3.12 warns on fork when one
+ * exists, and programs count their threads).  It rides on two slow paths that already exist: the
+ * timeline's watch (live memory moved past max(1 MiB, 1%)) and stage boundaries.  There a snapshot
+ * is written when the last one is at least AUTO_GAP seconds old (and 200 times its writing time),
+ * and only in a process worth it: one that opened a stage other than init, or one that is older
+ * than AUTO_AGE seconds and holds AUTO_BYTES or more.  The first real stage begin writes one at
+ * once, so a process killed while it sits in that stage leaves the stage. */
 #include <errno.h>
 #include <pthread.h>
+#include <string.h>
 #include <signal.h>
 #include <time.h>
 #include "core/config.h"
 #include "core/ms.h"
 #include "core/process.h"
 #include "core/stages.h"
+#include "core/timeline.h"
 #include "intercept/signal.h"
 #include "output/report.h"
 #include "output/snapshots.h"
 
+#define AUTO_GAP 2.0
+#define AUTO_AGE 2.0
+#define AUTO_BYTES ((int64_t)64 << 20)
+#define AUTO_COST_FACTOR 200.0
+
 static int thread_running, thread_pending;
+static int auto_on, auto_real_stage;
+static double auto_next; /* ms_elapsed() before which no default snapshot is written */
+
+static double next_due(void)
+{
+	double v;
+	__atomic_load(&auto_next, &v, __ATOMIC_RELAXED);
+	return v;
+}
+
+static void set_next_due(double v)
+{
+	__atomic_store(&auto_next, &v, __ATOMIC_RELAXED);
+}
 
 /* A fatal signal is about to end the process: a last snapshot, never waiting long for locks. */
 static void last_snapshot(int sig)
@@ -57,8 +86,43 @@ static void start_thread(void)
 	pthread_sigmask(SIG_SETMASK, &old, NULL);
 }
 
+static int worth_it(double now)
+{
+	if (__atomic_load_n(&auto_real_stage, __ATOMIC_RELAXED))
+		return 1;
+	int64_t held = ms_live(MS_CPU) + ms_live(MS_GPU) + ms_live(MS_MANAGED) + ms_live(MS_PINNED);
+	return now >= AUTO_AGE && held >= AUTO_BYTES;
+}
+
+/* The default policy's check; cheap until a snapshot is due.  Never inside the engine's lock (a
+ * handler interrupting it), never in a vfork child, never after the final file. */
+static void auto_snapshot(double now)
+{
+	if (now < next_due() || !worth_it(now) || ms_stages_held_here() || !ms_is_tracked_process())
+		return;
+	if (ms_report_try_snapshot() < 0 && ms_report_finished())
+		auto_on = 0;
+	double done = ms_elapsed(), gap = (done - now) * AUTO_COST_FACTOR;
+	set_next_due(done + (gap > AUTO_GAP ? gap : AUTO_GAP));
+}
+
+static void memory_moved(double now)
+{
+	if (auto_on)
+		auto_snapshot(now);
+}
+
 void ms_snapshots_boundary(int stage, int end)
 {
+	if (auto_on) {
+		const struct ms_stages *st = ms_stages_peek();
+		if (!end && stage >= 0 && !__atomic_load_n(&auto_real_stage, __ATOMIC_RELAXED) &&
+		    strcmp(st->stage[stage].name, "init") != 0) {
+			__atomic_store_n(&auto_real_stage, 1, __ATOMIC_RELAXED);
+			set_next_due(0.0); /* the first real stage: now */
+		}
+		auto_snapshot(ms_elapsed());
+	}
 	if (__atomic_load_n(&thread_pending, __ATOMIC_RELAXED) && ms_tls_guard == 0 &&
 	    __atomic_exchange_n(&thread_pending, 0, __ATOMIC_ACQ_REL))
 		start_thread();
@@ -69,10 +133,18 @@ void ms_snapshots_init(void)
 	ms_signals_cover(last_snapshot);
 	if (ms_cfg.snapshot_interval > 0)
 		start_thread();
+	if (ms_cfg.snapshot_interval == MS_SNAPSHOT_AUTO) {
+		auto_on = 1;
+		__atomic_store_n(&ms_timeline_moved_observer, memory_moved, __ATOMIC_RELAXED);
+	}
 }
 
 void ms_snapshots_fork_child(int tracking)
 {
+	auto_real_stage = 0; /* a child is judged on its own: stages it inherited open do not count */
+	auto_next = 0;
+	if (!tracking)
+		auto_on = 0;
 	if (tracking && __atomic_load_n(&thread_running, __ATOMIC_RELAXED)) {
 		thread_running = 0;
 		thread_pending = 1;

@@ -645,12 +645,32 @@ static int debug_allocator_expected(void)
 	return dev;
 }
 
+/* Python 2 to 3.7 have no audit hook to start from: a run that names Python targets hears so once
+ * (the Trainer defaults stay quiet, as everywhere). */
+static void warn_old_python(void)
+{
+	const char *(*version)(void) = (const char *(*)(void))sym("Py_GetVersion");
+	if (!version || ms_cfg.spec.is_default)
+		return; /* not a Python process */
+	load_targets();
+	if (ntargets == 0)
+		return;
+	const char *v = version();
+	char shown[32] = "";
+	if (v)
+		ms_strlcpy(shown, v, strcspn(v, " ") + 1 < sizeof shown ? strcspn(v, " ") + 1 : sizeof shown);
+	ms_warn("Python stages need Python 3.8 or newer; this is Python %s: the Python targets of "
+		"MEMSHIM_STAGES are ignored (memshim_stage_begin/end still work)", shown);
+}
+
 void ms_py_init(void)
 {
 	int (*add)(int (*)(const char *, ms_pyobj *, void *), void *) =
 		(int (*)(int (*)(const char *, ms_pyobj *, void *), void *))sym("PySys_AddAuditHook");
-	if (!add)
-		return; /* not a Python process (or Python < 3.8) */
+	if (!add) {
+		warn_old_python(); /* not a Python process, or Python < 3.8 */
+		return;
+	}
 	*(void **)&py_initialized = sym("Py_IsInitialized");
 	if (py_initialized && py_initialized())
 		return; /* loaded into a running interpreter: no safe point to hook in from here */

@@ -167,6 +167,33 @@ START_TEST(test_snapshot_title)
 }
 END_TEST
 
+/* The process peak of the snapshot lies above train's last recorded peak: its label names the
+ * stage open at that moment. */
+START_TEST(test_process_peak_names_its_stage)
+{
+	char *args[] = { "snapshot.json", NULL }, *path = plot("peak.svg", args);
+	struct t_svg s;
+	load_svg(path, &s);
+	has_text(&s, "CPU process peak 400 MB in train");
+	t_svg_free(&s);
+	free(path);
+}
+END_TEST
+
+/* Panels share one memory scale: a rank drawn next to a larger snapshot gets the same ticks. */
+START_TEST(test_panels_share_the_memory_scale)
+{
+	char *args[] = { "rank0.json", "snapshot.json", NULL }, *path = plot("shared.svg", args);
+	struct t_svg s;
+	load_svg(path, &s);
+	/* the snapshot's 2.93 GB GPU peak sets both axes (alone, rank 0's 2.34 GB ends lower) */
+	ck_assert_uint_eq(t_svg_text_count(&s, "3.5 GB"), 2);
+	ck_assert_uint_eq(t_svg_text_count(&s, "0.5 GB"), 2);
+	t_svg_free(&s);
+	free(path);
+}
+END_TEST
+
 /* The golden inputs have no timeline: bands and peaks from stages[], and it says so. */
 START_TEST(test_no_timeline)
 {
@@ -245,6 +272,8 @@ Suite *plotfile_suite(void)
 	tcase_add_test(tc, test_png_size);
 	tcase_add_test(tc, test_several_panels);
 	tcase_add_test(tc, test_snapshot_title);
+	tcase_add_test(tc, test_process_peak_names_its_stage);
+	tcase_add_test(tc, test_panels_share_the_memory_scale);
 	tcase_add_test(tc, test_no_timeline);
 	tcase_add_test(tc, test_unwritable);
 	tcase_add_test(tc, test_full_disk);

@@ -38,7 +38,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	ms_cfg.log_level = MS_LOG_QUIET;
 	ms_config_load(&cfg, fake_getenv);
 	if (cfg.log_level < 0 || cfg.log_level > 2 || (cfg.disabled & ~1) || (cfg.follow_children & ~1) ||
-	    (cfg.timeline & ~1) || !(cfg.snapshot_interval >= 0) || !isfinite(cfg.snapshot_interval) ||
+	    (cfg.timeline & ~1) || !(cfg.snapshot_interval >= 0 || cfg.snapshot_interval == MS_SNAPSHOT_AUTO) ||
+	    !isfinite(cfg.snapshot_interval) ||
 	    (cfg.output[0] && cfg.output[0] != '/') || strlen(cfg.output) >= MS_PATH_MAX)
 		abort();
 	free(text);

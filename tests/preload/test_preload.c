@@ -423,6 +423,71 @@ START_TEST(periodic_snapshots_survive_kill_9)
 }
 END_TEST
 
+static json_t *policy_run(const char *how, const char *const *env)
+{
+	const char *argv[] = { built("preload/alloc_fixture"), "policy", how, NULL };
+	ck_assert_int_eq(run_under_shim(&r, argv, env), 0);
+	return load_metrics(&r, "m.json");
+}
+
+static void assert_default_snapshot(json_t *m)
+{
+	ck_assert(WIFSIGNALED(r.status) && WTERMSIG(r.status) == SIGKILL);
+	ck_assert_msg(m != NULL, "no valid snapshot after kill -9");
+	ck_assert(json_is_false(json_object_get(m, "complete")));
+	ck_assert_str_eq(json_string_value(json_object_get(m, "reason")), "snapshot");
+	ck_assert_int_eq(count_files(r.dir, ".m.json.tmp", NULL, 0), 0);
+}
+
+/* Without MEMSHIM_SNAPSHOT_INTERVAL: a process killed while it sits in a stage leaves the stage. */
+START_TEST(default_snapshot_survives_kill_9_in_a_stage)
+{
+	json_t *m = policy_run("stage_sleep", NULL);
+	assert_default_snapshot(m);
+	ck_assert(json_is_true(json_object_get(stage_of(m, "doomed"), "open")));
+	json_decref(m);
+	m = policy_run("stage_grow", NULL); /* memory moved seconds later: a fresher one */
+	assert_default_snapshot(m);
+	json_t *s = stage_of(m, "doomed");
+	ck_assert(json_is_true(json_object_get(s, "open")));
+	assert_between(sub(s, "cpu", "alloc_delta"), 8 * MiB, 8 * MiB + 16384, "doomed before kill");
+	json_decref(m);
+	const char *off[] = { "MEMSHIM_SNAPSHOT_INTERVAL=0", NULL };
+	m = policy_run("stage_sleep", off);
+	ck_assert(WIFSIGNALED(r.status) && WTERMSIG(r.status) == SIGKILL);
+	ck_assert_msg(m == NULL, "MEMSHIM_SNAPSHOT_INTERVAL=0 still wrote a snapshot");
+}
+END_TEST
+
+/* A process that opens no stage: nothing while it stays small, a snapshot once it is old and large. */
+START_TEST(default_snapshot_only_for_processes_worth_it)
+{
+	json_t *m = policy_run("small", NULL);
+	ck_assert(WIFSIGNALED(r.status) && WTERMSIG(r.status) == SIGKILL);
+	ck_assert_msg(m == NULL, "a small process without stages wrote a snapshot");
+	ck_assert_int_eq(count_files(r.dir, "m.json", NULL, 0), 0);
+	m = policy_run("big", NULL);
+	assert_default_snapshot(m);
+	ck_assert_int_ge(json_integer_value(json_object_get(json_object_get(json_object_get(m, "process"), "cpu"), "live")),
+			 80 * MiB);
+	json_decref(m);
+}
+END_TEST
+
+/* The default policy starts no thread; the periodic one does (so the check can fail). */
+START_TEST(default_snapshots_start_no_thread)
+{
+	json_t *m = policy_run("threads", NULL);
+	ck_assert_str_eq(r.out, "tasks 1\n");
+	ck_assert(json_is_true(json_object_get(m, "complete")));
+	json_decref(m);
+	const char *env[] = { "MEMSHIM_SNAPSHOT_INTERVAL=0.5", NULL };
+	m = policy_run("threads", env);
+	ck_assert_str_eq(r.out, "tasks 2\n");
+	json_decref(m);
+}
+END_TEST
+
 START_TEST(bad_snapshot_interval_warns_and_is_off)
 {
 	const char *env[] = { "MEMSHIM_SNAPSHOT_INTERVAL=soon", NULL };
@@ -651,6 +716,9 @@ int main(void)
 	tcase_add_test(tc, the_programs_own_handler_keeps_working);
 	tcase_add_test(tc, periodic_snapshots_survive_kill_9);
 	tcase_add_test(tc, bad_snapshot_interval_warns_and_is_off);
+	tcase_add_test(tc, default_snapshot_survives_kill_9_in_a_stage);
+	tcase_add_test(tc, default_snapshot_only_for_processes_worth_it);
+	tcase_add_test(tc, default_snapshots_start_no_thread);
 	tcase_add_test(tc, timeline_holds_the_peak_and_stage_events);
 	tcase_add_test(tc, a_signal_handler_that_allocates_never_deadlocks);
 	tcase_add_test(tc, exit_from_a_thread_writes_the_file);

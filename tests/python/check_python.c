@@ -769,6 +769,65 @@ START_TEST(signal_deaths_leave_a_snapshot)
 }
 END_TEST
 
+/* Python 2 to 3.7 cannot have Python stages: one line says so when MEMSHIM_STAGES names some, none
+ * with the Trainer defaults, and 3.8 does not get it. */
+START_TEST(old_pythons_warn_once)
+{
+	static const char *const old[] = { "/root/.pyenv/versions/3.6.15/bin/python",
+					   "/root/.pyenv/versions/3.7.16/bin/python",
+					   "/root/.pyenv/versions/2.7.18/bin/python" };
+	const char *args[] = { "-c", "print('ran')", NULL };
+	const char *want = "memshim: Python stages need Python 3.8 or newer; this is Python ";
+	int tested = 0;
+	for (size_t i = 0; i < sizeof old / sizeof *old; i++) {
+		if (access(old[i], X_OK) != 0)
+			continue;
+		struct run r;
+		run_py(&r, old[i], args, "work=work,eval=Trainer.evaluate", NULL, NULL, 1);
+		RUN_OK(&r);
+		ck_assert_str_eq(r.out, "ran\n");
+		const char *at = strstr(r.err, want);
+		ck_assert_msg(at && !strstr(at + 1, want), "%s: %s", old[i], r.err);
+		run_done(&r);
+		run_py(&r, old[i], args, NULL, NULL, NULL, 1);
+		ck_assert_msg(!strstr(r.err, want), "%s with the defaults: %s", old[i], r.err);
+		run_done(&r);
+		tested++;
+	}
+	if (access(pythons[0], X_OK) == 0) {
+		struct run r;
+		run_py(&r, pythons[0], args, "work=work", NULL, NULL, 1);
+		ck_assert_msg(!strstr(r.err, want), "%s: %s", pythons[0], r.err);
+		run_done(&r);
+	}
+	if (!tested)
+		printf("check_python: no Python older than 3.8 installed, old_pythons_warn_once skipped\n");
+}
+END_TEST
+
+/* The default snapshot policy starts no thread: Python 3.12+ forks without its DeprecationWarning
+ * about other threads.  The periodic thread (MEMSHIM_SNAPSHOT_INTERVAL) does trigger it, so the
+ * check can fail. */
+START_TEST(fork_sees_no_extra_thread)
+{
+	const char *py = python_or_skip(_i);
+	if (!py || minor_of(py) < 12)
+		return;
+	const char *args[] = { fixture("fork_warn.py"), NULL };
+	struct run r;
+	run_py(&r, py, args, "work=work", NULL, NULL, 1);
+	RUN_OK(&r);
+	ck_assert_str_eq(r.out, "threads 1\n");
+	ck_assert_msg(!strstr(r.err, "DeprecationWarning"), "%s: %s", py, r.err);
+	run_done(&r);
+	const char *periodic[] = { "MEMSHIM_SNAPSHOT_INTERVAL=0.5", NULL };
+	run_py(&r, py, args, "work=work", periodic, NULL, 1);
+	ck_assert_msg(strstr(r.err, "DeprecationWarning") && strstr(r.out, "threads 2"), "%s with a thread: %s %s",
+		      py, r.out, r.err);
+	run_done(&r);
+}
+END_TEST
+
 static Suite *suite(void)
 {
 	Suite *s = suite_create("python");
@@ -794,6 +853,8 @@ static Suite *suite(void)
 	tcase_add_loop_test(tc, python_children, 0, NPY);
 	tcase_add_loop_test(tc, signals_as_without_shim, 0, NPY);
 	tcase_add_loop_test(tc, signal_deaths_leave_a_snapshot, 0, NPY);
+	tcase_add_test(tc, old_pythons_warn_once);
+	tcase_add_loop_test(tc, fork_sees_no_extra_thread, 0, NPY);
 	suite_add_tcase(s, tc);
 	TCase *tt = tcase_create("torch");
 	tcase_set_timeout(tt, 120);

@@ -90,6 +90,22 @@ START_TEST(each_bad_stage_entry_warns_once_and_the_rest_is_used)
 }
 END_TEST
 
+START_TEST(snapshot_interval_auto_off_and_seconds)
+{
+	static const struct { const char *v; double want; } cases[] = {
+		{ "auto", MS_SNAPSHOT_AUTO }, { "AUTO", MS_SNAPSHOT_AUTO }, { "off", 0 }, { "0", 0 }, { "1.5", 1.5 } };
+	for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+		nenv = 0;
+		set("MEMSHIM_SNAPSHOT_INTERVAL", cases[i].v);
+		ck_assert_int_eq(load_capturing(&cfg), 0);
+		ck_assert_msg(cfg.snapshot_interval == cases[i].want, "%s", cases[i].v);
+	}
+	nenv = 0;
+	ck_assert_int_eq(load_capturing(&cfg), 0);
+	ck_assert(cfg.snapshot_interval == MS_SNAPSHOT_AUTO); /* unset */
+}
+END_TEST
+
 START_TEST(bad_values_fall_back_with_one_warning_each)
 {
 	static char huge[65537];
@@ -105,7 +121,7 @@ START_TEST(bad_values_fall_back_with_one_warning_each)
 	ck_assert_int_eq(cfg.disabled, 0);
 	ck_assert_int_eq(cfg.log_level, MS_LOG_WARN);
 	ck_assert_int_eq(cfg.follow_children, 1);
-	ck_assert(cfg.snapshot_interval == 0);
+	ck_assert(cfg.snapshot_interval == MS_SNAPSHOT_AUTO); /* the default policy */
 	ck_assert(strstr(cfg.output, "memshim_metrics.json") != NULL);
 	ck_assert(strstr(captured, "MEMSHIM_OUTPUT=\"xxxx") != NULL);
 	ck_assert(strlen(captured) < 2000); /* a huge value is shown shortened */
@@ -146,6 +162,7 @@ int main(void)
 	tcase_add_test(tc, good_values_are_used);
 	tcase_add_test(tc, each_bad_stage_entry_warns_once_and_the_rest_is_used);
 	tcase_add_test(tc, bad_values_fall_back_with_one_warning_each);
+	tcase_add_test(tc, snapshot_interval_auto_off_and_seconds);
 	tcase_add_test(tc, quiet_silences_warnings);
 	tcase_add_test(tc, long_specs_are_bounded);
 	suite_add_tcase(s, tc);

@@ -1,4 +1,4 @@
-/* Every setting x every kind of bad value: the table in README.md ("Bad values"), row by row. */
+/* Every setting x every kind of bad value: the table in doc/safety.md ("Bad settings"), row by row. */
 #include <check.h>
 #include <stdio.h>
 #include <string.h>
@@ -52,7 +52,7 @@ START_TEST(each_row_of_the_table)
 		ck_assert_int_eq(cfg.log_level, MS_LOG_WARN);
 		ck_assert_int_eq(cfg.follow_children, 1);
 		ck_assert_int_eq(cfg.timeline, 1);
-		ck_assert(cfg.snapshot_interval == 0);
+		ck_assert(cfg.snapshot_interval == MS_SNAPSHOT_AUTO);
 		ck_assert(cfg.output[0] == '/');
 		if (!strcmp(row->name, "MEMSHIM_STAGES")) {
 			ck_assert_int_eq(cfg.spec.nstages, 0); /* set but nothing valid: no stages */

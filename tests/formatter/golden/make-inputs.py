@@ -362,8 +362,22 @@ def sites_odd():
         f.write(json.dumps(d, indent=2))
 
 
+def calls_close():
+    """Calls that differ: by less than max(1 MiB, 5%) (train: no line), and clearly on the GPU (eval)."""
+    m = {"train_mem_cpu_alloc_delta": 2 * M, "train_mem_cpu_peaked_delta": 2 * M,
+         "train_runtime": 0.5, "train_calls": 5,
+         "eval_mem_cpu_alloc_delta": 0, "eval_mem_cpu_peaked_delta": M,
+         "eval_mem_gpu_alloc_delta": 0, "eval_mem_gpu_peaked_delta": 100 * M,
+         "eval_mem_gpu_failed_allocs": 0, "eval_runtime": 0.25, "eval_calls": 4}
+    st = [stage("train", calls=5, cpu=(2 * M, 2 * M),
+                needed={"cpu": 4 * M + 900 * 1024, "cpu_call": 2, "gpu": 0, "gpu_call": 0}),
+          stage("eval", calls=4, cpu=(0, M),
+                needed={"cpu": M + 100, "cpu_call": 1, "gpu": 612 * M, "gpu_call": 3})]
+    write("calls-close.json", doc(m, st, gpu_used=True))
+
+
 if __name__ == "__main__":
     os.makedirs(os.path.join(HERE, "in"), exist_ok=True)
     for f in (seed, widths, snapshot, calls, ranks, diffs, small, bad, died, launchers, runs,
-              csv_odd, sites, sites_odd):
+              csv_odd, sites, sites_odd, calls_close):
         f()
