@@ -98,11 +98,13 @@ void ms_py_enter(uint32_t mask);
 void ms_py_leave(uint32_t mask);
 
 /* Routes (GIL held, interpreter initialised).  The frame hook is readied first (0 when it can go
- * in) and put in by enable (0 on success; WHY is logged at MEMSHIM_LOG=debug). */
+ * in) and put in by enable; sys.monitoring takes its tool id at install and turns its events on at
+ * enable (0 on success; WHY is logged at MEMSHIM_LOG=debug). */
 int ms_py_frame_prepare(void);
 int ms_py_frame_enable(const char *why);
 void ms_py_frame_check(void);
 int ms_py_monitor_install(void);
+int ms_py_monitor_enable(const char *why);
 
 /* Python target I of MEMSHIM_STAGES (0-based): its qualified name, or NULL past the last; *MODULE
  * is its module (NULL: any module, else *MODULE_LEN bytes), *LAST the name's last component. */

@@ -37,8 +37,9 @@ struct target {
 static struct target targets[MAX_TARGETS];
 static int ntargets;
 
-/* ARMED: 3.8-3.11, the frame hook is ready but waits until a function a target can name exists
- * (python/watch.c); the targets are live (reported when unmatched) from ARMED on. */
+/* ARMED: the route is ready (3.12+: the tool id held) but its frame hook or events wait until a
+ * function a target can name exists (python/watch.c); the targets are live (reported when
+ * unmatched) from ARMED on. */
 enum { WAITING, ARMED, INSTALLED, FAILED };
 static int state = WAITING;
 static int route_frame; /* installed through python/frame.c: check it at finalisation */
@@ -517,16 +518,19 @@ static const char *load_api(void)
 	return NULL;
 }
 
-/* Puts the frame hook in (state ARMED, GIL held). */
-static void enable_frame(const char *why)
+/* Puts the frame hook in, or turns the monitoring events on (state ARMED, GIL held). */
+static void enable_route(const char *why)
 {
-	if (ms_py_frame_enable(why) == 0) {
+	if ((route_frame ? ms_py_frame_enable(why) : ms_py_monitor_enable(why)) == 0) {
 		state = INSTALLED;
 		return;
 	}
 	state = FAILED;
-	ms_warn("Python stages disabled: another tool's frame evaluation hook took the place memshim's "
-		"was to take");
+	if (route_frame)
+		ms_warn("Python stages disabled: another tool's frame evaluation hook took the place memshim's "
+			"was to take");
+	else
+		ms_warn("Python stages disabled: sys.monitoring refused memshim's events");
 }
 
 /* EMBEDDED: started by an import or exec, not by cpython.run_* (EVENT, ARGS). */
@@ -558,14 +562,13 @@ static void install(const char *event, ms_pyobj *args, int embedded)
 		r = ms_py_frame_prepare();
 		route_frame = r == 0;
 	}
-	state = r == 0 ? (route_frame ? ARMED : INSTALLED) : FAILED;
-	ms_debug("python stage detection %s (Python 3.%d)", r != 0 ? "failed" : route_frame ? "armed" : "installed",
-		 ms_py.minor);
+	state = r == 0 ? ARMED : FAILED;
+	ms_debug("python stage detection %s (Python 3.%d)", r != 0 ? "failed" : "armed", ms_py.minor);
 	if (state == ARMED) {
 		/* an embedder may run code through calls that raise no audit event (PyEval_EvalCode) */
 		const char *why = embedded ? "embedded interpreter" : ms_py_watch_start(event, args);
 		if (why)
-			enable_frame(why);
+			enable_route(why);
 	}
 	if (ms_py.ErrOccurred())
 		ms_py.ErrClear();
@@ -632,7 +635,7 @@ static void watch(const char *event, ms_pyobj *args)
 	ms_py.ErrRestore(et, ev, etb);
 	watching = 0;
 	if (why && state == ARMED)
-		enable_frame(why);
+		enable_route(why);
 }
 
 static int audit_hook(const char *event, ms_pyobj *args, void *data)
