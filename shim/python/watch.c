@@ -1,6 +1,7 @@
-/* Python 3.8-3.11: the frame hook is not free (every call passes through it, and on 3.11 CPython
- * stops inlining Python-to-Python calls: +52% instructions on a recursive fib), so it goes in only
- * once a function that some target can name exists in the process.
+/* The detector is not free: the 3.8-3.11 frame hook sees every call (and on 3.11 CPython stops
+ * inlining Python-to-Python calls: +52% instructions on a recursive fib), 3.12+'s PY_START event
+ * fires once per code object and costs each call a little (+3%).  So the hook goes in, or the
+ * events go on, only once a function that some target can name exists in the process.
  *
  * Python code reaches the interpreter through the "exec" audit event: the main script, -c, stdin,
  * runpy (-m), every module import (source, .pyc or frozen), exec()/eval() of a string or a code
