@@ -5,8 +5,9 @@
  * arrives with the interpreter ready and the GIL held: the detector is installed there, through a
  * PEP 523 frame hook on 3.8-3.11 (python/frame.c) or sys.monitoring on 3.12+ (python/monitor.c).  Both ask
  * ms_py_classify() once per code object and cache the answer in the code object's co_extra slot.
- * The frame hook is readied there but goes in only once a function some target can name exists
- * (python/watch.c decides, from the audit events that bring code). */
+ * The route is readied there, but the frame hook goes in (the monitoring events go on) only once
+ * a function some target can name exists (python/watch.c decides, from the audit events that
+ * bring code). */
 #include <dlfcn.h>
 #include <fcntl.h>
 #include <stdlib.h>
