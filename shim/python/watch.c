@@ -20,6 +20,7 @@
 #include <dlfcn.h>
 #include <fcntl.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 #include "core/ms.h"
 #include "intercept/hooks.h"
@@ -212,6 +213,9 @@ static int pyc_file(const char *file)
 	long (*magic)(void) = NULL;
 	*(void **)&magic = ms_real_dlsym(RTLD_DEFAULT, "PyImport_GetMagicNumber");
 	unsigned char head[2];
+	struct stat st;
+	if (stat(file, &st) != 0 || !S_ISREG(st.st_mode))
+		return 0; /* a pipe (python <(...), /dev/stdin): reading would take the program's bytes */
 	int fd = open(file, O_RDONLY | O_CLOEXEC);
 	int got = fd >= 0 && read(fd, head, 2) == 2;
 	if (fd >= 0)

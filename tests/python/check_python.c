@@ -915,6 +915,17 @@ START_TEST(compiled_main)
 	unlink(pyc);
 	unlink(bare);
 	rmdir(dir);
+	/* a main program read from a pipe is not looked into (that would take its first bytes) */
+	char cmd[PATH_MAX + 200];
+	snprintf(cmd, sizeof cmd, "exec %s <(printf 'k=[]\\ndef work():\\n    k.append(bytearray(4<<20))\\n"
+		 "work()\\nprint(\"pipe ok\")\\n')", py);
+	const char *args[] = { "-c", cmd, NULL };
+	run_py(&r, "/bin/bash", args, "w=work", NULL, NULL, 1);
+	RUN_OK(&r);
+	ck_assert_msg(strstr(r.out, "pipe ok"), "%s: %s %s", py, r.out, r.err);
+	expect_calls(&r, "w", 1);
+	expect_mib(&r, "w", "alloc", 4);
+	run_done(&r);
 }
 END_TEST
 
