@@ -21,6 +21,7 @@ PYTHONS = [f"/root/.pyenv/versions/{v}/bin/python"
 def instructions(python, n, lib, out, stages):
     env = {k: v for k, v in os.environ.items()
            if not k.startswith(("MEMSHIM_", "PYTHON")) and k != "LD_PRELOAD"}
+    env["PYTHONHASHSEED"] = "0"  # the same dict layouts in every run
     if lib:
         env.update(LD_PRELOAD=lib, MEMSHIM_OUTPUT=out)
         if stages is not None:
