@@ -625,8 +625,8 @@ static int is_start_event(const char *event, ms_pyobj *args)
 static void watch(const char *event, ms_pyobj *args)
 {
 	static __thread int watching MS_TLS;
-	if (watching)
-		return;
+	if (watching || (strcmp(event, "exec") != 0 && strcmp(event, "code.__new__") != 0))
+		return; /* the only events that bring code (open, import, ... are many) */
 	watching = 1;
 	ms_pyobj *et, *ev, *etb;
 	ms_py.ErrFetch(&et, &ev, &etb);
