@@ -46,6 +46,10 @@ struct ms_pyapi {
 	void (*ErrRestore)(ms_pyobj *t, ms_pyobj *v, ms_pyobj *tb);
 	ms_pyobj *(*DictGetItemString)(ms_pyobj *d, const char *key); /* borrowed */
 	ms_pyobj *(*EvalGetGlobals)(void);                             /* borrowed */
+	ms_pyobj *(*GetModuleDict)(void);                              /* borrowed: sys.modules */
+	int (*DictNext)(ms_pyobj *d, ms_pyssize *pos, ms_pyobj **key, ms_pyobj **value); /* borrowed */
+	ms_pyobj *(*DictGetItem)(ms_pyobj *d, ms_pyobj *key);          /* borrowed, no exception */
+	ms_pyobj *(*ModuleGetDict)(ms_pyobj *m);                       /* borrowed */
 	ms_pyssize (*TupleSize)(ms_pyobj *t);
 	ms_pyobj *(*TupleGetItem)(ms_pyobj *t, ms_pyssize i);          /* borrowed */
 	ms_pyssize (*ListSize)(ms_pyobj *l);
@@ -60,6 +64,7 @@ struct ms_pyapi {
 	ms_pyobj *TypeType;
 	ms_pyobj *ClassMethodType;
 	ms_pyobj *StaticMethodType;
+	ms_pyobj *ModuleType;
 };
 extern struct ms_pyapi ms_py;
 
@@ -92,10 +97,24 @@ uintptr_t ms_py_classify(ms_pyobj *code, ms_pyobj *frame, ms_pyobj *func, ms_pyo
 void ms_py_enter(uint32_t mask);
 void ms_py_leave(uint32_t mask);
 
-/* Routes: each returns 0 when installed (with the GIL held, interpreter initialised). */
-int ms_py_frame_install(void);
+/* Routes (GIL held, interpreter initialised).  The frame hook is readied first (0 when it can go
+ * in) and put in by enable; sys.monitoring takes its tool id at install and turns its events on at
+ * enable (0 on success; WHY is logged at MEMSHIM_LOG=debug). */
+int ms_py_frame_prepare(void);
+int ms_py_frame_enable(const char *why);
 void ms_py_frame_check(void);
 int ms_py_monitor_install(void);
+int ms_py_monitor_enable(const char *why);
+
+/* Python target I of MEMSHIM_STAGES (0-based): its qualified name, or NULL past the last; *MODULE
+ * is its module (NULL: any module, else *MODULE_LEN bytes), *LAST the name's last component. */
+const char *ms_py_target(int i, const char **module, size_t *module_len, const char **last);
+
+/* Until the frame hook goes in (python/watch.c): at the start event, whether a function some
+ * target can name already exists (the reason, or NULL: wait); then for each audit event, the
+ * same question about the code it brings. */
+const char *ms_py_watch_start(const char *event, ms_pyobj *args);
+const char *ms_py_watch_event(const char *event, ms_pyobj *args);
 
 /* At start (stages.c): in a Python process, registers the audit hook that installs a route once
  * the interpreter runs. */

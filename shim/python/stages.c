@@ -4,7 +4,10 @@
  * cpython.run_* event (or, for embedded interpreters, the first import/exec once initialised)
  * arrives with the interpreter ready and the GIL held: the detector is installed there, through a
  * PEP 523 frame hook on 3.8-3.11 (python/frame.c) or sys.monitoring on 3.12+ (python/monitor.c).  Both ask
- * ms_py_classify() once per code object and cache the answer in the code object's co_extra slot. */
+ * ms_py_classify() once per code object and cache the answer in the code object's co_extra slot.
+ * The route is readied there, but the frame hook goes in (the monitoring events go on) only once
+ * a function some target can name exists (python/watch.c decides, from the audit events that
+ * bring code). */
 #include <dlfcn.h>
 #include <fcntl.h>
 #include <stdlib.h>
@@ -35,7 +38,10 @@ struct target {
 static struct target targets[MAX_TARGETS];
 static int ntargets;
 
-enum { WAITING, INSTALLED, FAILED };
+/* ARMED: the route is ready (3.12+: the tool id held) but its frame hook or events wait until a
+ * function a target can name exists (python/watch.c); the targets are live (reported when
+ * unmatched) from ARMED on. */
+enum { WAITING, ARMED, INSTALLED, FAILED };
 static int state = WAITING;
 static int route_frame; /* installed through python/frame.c: check it at finalisation */
 static int (*py_initialized)(void);
@@ -91,6 +97,16 @@ static void load_targets(void)
 	}
 }
 
+const char *ms_py_target(int i, const char **module, size_t *module_len, const char **last)
+{
+	if (i < 0 || i >= ntargets)
+		return NULL;
+	*module = targets[i].module;
+	*module_len = targets[i].module_len;
+	*last = targets[i].last;
+	return targets[i].qual;
+}
+
 static int is_candidate(const char *co_name)
 {
 	for (int i = 0; i < ntargets; i++)
@@ -125,7 +141,8 @@ static int native_name(const struct target *t)
 
 void ms_py_each_unmatched(void (*fn)(void *ctx, const char *stage, const char *target), void *ctx)
 {
-	if (__atomic_load_n(&state, __ATOMIC_ACQUIRE) != INSTALLED || ms_cfg.spec.is_default)
+	int st = __atomic_load_n(&state, __ATOMIC_ACQUIRE);
+	if ((st != INSTALLED && st != ARMED) || ms_cfg.spec.is_default)
 		return; /* not a Python program, or the Trainer's default names (absent in most scripts) */
 	for (int i = 0; i < ntargets; i++)
 		if (!__atomic_load_n(&targets[i].matched, __ATOMIC_RELAXED) && !native_name(&targets[i]))
@@ -474,6 +491,10 @@ static const char *load_api(void)
 	NEED(ErrRestore, "PyErr_Restore");
 	NEED(DictGetItemString, "PyDict_GetItemString");
 	NEED(EvalGetGlobals, "PyEval_GetGlobals");
+	NEED(GetModuleDict, "PyImport_GetModuleDict");
+	NEED(DictNext, "PyDict_Next");
+	NEED(DictGetItem, "PyDict_GetItem");
+	NEED(ModuleGetDict, "PyModule_GetDict");
 	NEED(TupleSize, "PyTuple_Size");
 	NEED(TupleGetItem, "PyTuple_GetItem");
 	NEED(ListSize, "PyList_Size");
@@ -493,11 +514,28 @@ static const char *load_api(void)
 	NEED(TypeType, "PyType_Type");
 	NEED(ClassMethodType, "PyClassMethod_Type");
 	NEED(StaticMethodType, "PyStaticMethod_Type");
+	NEED(ModuleType, "PyModule_Type");
 	NEED(False, "_Py_FalseStruct"); /* last: marks the table complete */
 	return NULL;
 }
 
-static void install(void)
+/* Puts the frame hook in, or turns the monitoring events on (state ARMED, GIL held). */
+static void enable_route(const char *why)
+{
+	if ((route_frame ? ms_py_frame_enable(why) : ms_py_monitor_enable(why)) == 0) {
+		state = INSTALLED;
+		return;
+	}
+	state = FAILED;
+	if (route_frame)
+		ms_warn("Python stages disabled: another tool's frame evaluation hook took the place memshim's "
+			"was to take");
+	else
+		ms_warn("Python stages disabled: sys.monitoring refused memshim's events");
+}
+
+/* EMBEDDED: started by an import or exec, not by cpython.run_* (EVENT, ARGS). */
+static void install(const char *event, ms_pyobj *args, int embedded)
 {
 	const char *missing = load_api();
 	if (missing) {
@@ -522,14 +560,20 @@ static void install(void)
 	} else if (ms_py.minor >= 12) {
 		r = ms_py_monitor_install();
 	} else {
-		r = ms_py_frame_install();
+		r = ms_py_frame_prepare();
 		route_frame = r == 0;
+	}
+	state = r == 0 ? ARMED : FAILED;
+	ms_debug("python stage detection %s (Python 3.%d)", r != 0 ? "failed" : "armed", ms_py.minor);
+	if (state == ARMED) {
+		/* an embedder may run code through calls that raise no audit event (PyEval_EvalCode) */
+		const char *why = embedded ? "embedded interpreter" : ms_py_watch_start(event, args);
+		if (why)
+			enable_route(why);
 	}
 	if (ms_py.ErrOccurred())
 		ms_py.ErrClear();
 	ms_py.ErrRestore(et, ev, etb);
-	state = r == 0 ? INSTALLED : FAILED;
-	ms_debug("python stage detection %s (Python 3.%d)", r == 0 ? "installed" : "failed", ms_py.minor);
 }
 
 /* Whether the interpreter's own startup (site, .pth files, sitecustomize) is over: the import
@@ -575,18 +619,40 @@ static int is_start_event(const char *event, ms_pyobj *args)
 	return 0;
 }
 
+/* While ARMED: does this event bring a function a target can name?  Events raised while this
+ * thread looks are its own (a finalizer run by a collection); other threads may still come in
+ * while a finalizer lets go of the GIL, hence the state check after. */
+static void watch(const char *event, ms_pyobj *args)
+{
+	static __thread int watching MS_TLS;
+	if (watching || (strcmp(event, "exec") != 0 && strcmp(event, "code.__new__") != 0))
+		return; /* the only events that bring code (open, import, ... are many) */
+	watching = 1;
+	ms_pyobj *et, *ev, *etb;
+	ms_py.ErrFetch(&et, &ev, &etb);
+	const char *why = ms_py_watch_event(event, args);
+	if (ms_py.ErrOccurred())
+		ms_py.ErrClear();
+	ms_py.ErrRestore(et, ev, etb);
+	watching = 0;
+	if (why && state == ARMED)
+		enable_route(why);
+}
+
 static int audit_hook(const char *event, ms_pyobj *args, void *data)
 {
 	if (MS_LIKELY(state != WAITING)) {
-		if (state == INSTALLED && route_frame && event[0] == 'c' &&
-		    strcmp(event, "cpython._PySys_ClearAuditHooks") == 0)
+		if (state == ARMED)
+			watch(event, args);
+		else if (state == INSTALLED && route_frame && event[0] == 'c' &&
+			 strcmp(event, "cpython._PySys_ClearAuditHooks") == 0)
 			ms_py_frame_check();
 		return 0;
 	}
 	if (!is_start_event(event, args))
 		return 0;
 	state = INSTALLED; /* installing raises audit events of its own */
-	install();
+	install(event, args, strncmp(event, "cpython.run_", 12) != 0);
 	return 0;
 }
 

@@ -1,0 +1,304 @@
+/* The detector is not free: the 3.8-3.11 frame hook sees every call (and on 3.11 CPython stops
+ * inlining Python-to-Python calls: +52% instructions on a recursive fib), 3.12+'s PY_START event
+ * fires once per code object and costs each call a little (+3%).  So the hook goes in, or the
+ * events go on, only once a function that some target can name exists in the process.
+ *
+ * Python code reaches the interpreter through the "exec" audit event: the main script, -c, stdin,
+ * runpy (-m), every module import (source, .pyc or frozen), exec()/eval() of a string or a code
+ * object.  The event's code object is searched, with the code objects among its constants (the
+ * functions and classes it defines, nested), before it runs.  types.CodeType / code.replace raise
+ * "code.__new__" with the new code's name (3.9+).  What exists before the detector starts (site,
+ * .pth files, sitecustomize) is looked up by name in sys.modules, and a main program read from a
+ * .pyc (no "exec" event) puts the hook in at once.
+ *
+ * "Can name": 3.11 matches co_qualname, so the code's co_qualname must be a target's name.
+ * 3.8-3.10 rebuild the qualified name when called (the class in the first argument's MRO that
+ * holds the function, else the module global of that name), so besides the compiler's qualified
+ * name (parent names joined with "." and ".<locals>.") a class body named like a target's class
+ * part counts (a function assigned into that class later would match), and for a target without a
+ * dot any code object of that name does. */
+#include <dlfcn.h>
+#include <fcntl.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#include "core/ms.h"
+#include "intercept/hooks.h"
+#include "python/py.h"
+
+#define CO_NEWLOCALS 0x2
+#define QUAL_MAX 512
+#define DEPTH_MAX 64
+
+static char why[QUAL_MAX + 64];
+
+/* Targets, copied at start (asked for once per code object searched). */
+#define MAX_TARGETS 512
+static const char *t_qual[MAX_TARGETS], *t_last[MAX_TARGETS];
+static int nt;
+
+/* Offsets of co_consts and co_name (co_qualname: 3.11) in PyCodeObject, from each version's
+ * headers; read directly (an attribute lookup is ~1K instructions) once a code object with
+ * constants has shown the same objects through its attributes.  LAYOUT: 0 not yet, 1 verified,
+ * -1 different (attributes only). */
+static size_t off_consts, off_name, off_qualname;
+static int layout;
+
+static ms_pyobj *field(ms_pyobj *code, size_t off)
+{
+	return *(ms_pyobj **)((char *)code + off);
+}
+
+static void check_layout(ms_pyobj *code)
+{
+	off_consts = ms_py.minor >= 11 ? 24 : 56;
+	off_name = ms_py.minor >= 11 ? 120 : 112;
+	off_qualname = 128;
+	ms_pyobj *consts = ms_py.GetAttrString(code, "co_consts");
+	ms_pyobj *name = ms_py.GetAttrString(code, "co_name");
+	ms_pyobj *qual = ms_py.minor >= 11 ? ms_py.GetAttrString(code, "co_qualname") : NULL;
+	if (!consts || !name || (ms_py.minor >= 11 && !qual)) {
+		ms_py.ErrClear();
+		layout = -1;
+	} else if (field(code, off_consts) != consts || field(code, off_name) != name ||
+		   (qual && field(code, off_qualname) != qual)) {
+		layout = -1;
+	} else if (ms_py.TupleSize(consts) > 0) {
+		layout = 1; /* an empty tuple is shared: it proves nothing */
+	}
+	ms_pyobj *objs[3] = { consts, name, qual };
+	for (int i = 0; i < 3; i++)
+		if (objs[i])
+			ms_py.DecRef(objs[i]);
+	if (layout)
+		ms_debug("code objects searched %s", layout > 0 ? "directly" : "through their attributes");
+}
+
+/* The text of string V copied into BUF; 0 on success, no exception left. */
+static int text(ms_pyobj *v, char *buf, size_t size)
+{
+	const char *s = v ? ms_py.UnicodeAsUTF8(v) : NULL;
+	size_t n = s ? strlen(s) : 0;
+	if (!s)
+		ms_py.ErrClear();
+	if (!s || n >= size)
+		return -1;
+	memcpy(buf, s, n + 1);
+	return 0;
+}
+
+/* The text of CODE's string field at OFF, or attribute NAME. */
+static int code_text(ms_pyobj *code, size_t off, const char *name, char *buf, size_t size)
+{
+	if (layout > 0)
+		return text(field(code, off), buf, size);
+	ms_pyobj *v = ms_py.GetAttrString(code, name);
+	int r = text(v, buf, size);
+	if (v)
+		ms_py.DecRef(v);
+	else
+		ms_py.ErrClear();
+	return r;
+}
+
+static long attr_long(ms_pyobj *o, const char *name)
+{
+	ms_pyobj *v = ms_py.GetAttrString(o, name);
+	long r = v ? ms_py.LongAsLong(v) : -1;
+	if (r == -1)
+		ms_py.ErrClear();
+	if (v)
+		ms_py.DecRef(v);
+	return r;
+}
+
+/* Whether a target's last component is NAME (LOOSE: a target without a dot is NAME). */
+static int named(const char *name, int loose)
+{
+	for (int i = 0; i < nt; i++)
+		if (strcmp(t_last[i], name) == 0 && (!loose || t_last[i] == t_qual[i]))
+			return 1;
+	return 0;
+}
+
+/* Whether QUAL is a target's qualified name, or (CLASS_PART) all of it before the last dot. */
+static int qual_is(const char *qual, int class_part)
+{
+	size_t n = strlen(qual);
+	for (int i = 0; i < nt; i++) {
+		const char *q = t_qual[i], *last = t_last[i];
+		if (!class_part && strcmp(q, qual) == 0)
+			return 1;
+		if (class_part && last > q && (size_t)(last - q) == n + 1 && memcmp(q, qual, n) == 0)
+			return 1;
+	}
+	return 0;
+}
+
+static const char *found(const char *what, const char *qual)
+{
+	ms_format(why, sizeof why, "%s %s", what, qual);
+	return why;
+}
+
+/* 3.8-3.10: whether the code named NAME under PREFIX (its parent's qualified name and a dot, LEN
+ * bytes, in a QUAL_MAX buffer) can be named, leaving its qualified name in PREFIX. */
+static const char *check_rebuilt(ms_pyobj *code, const char *name, char *prefix, size_t len)
+{
+	size_t n = strlen(name);
+	if (len + n + 16 > QUAL_MAX)
+		return found("a function nested too deep to name,", name);
+	memcpy(prefix + len, name, n + 1);
+	if (named(name, 1))
+		return found("a function named", name);
+	if (qual_is(prefix, 0))
+		return found("the function", prefix);
+	if (qual_is(prefix, 1) && !(attr_long(code, "co_flags") & CO_NEWLOCALS))
+		return found("the class", prefix);
+	return NULL;
+}
+
+/* Searches CODE and, depth first, the code objects among its constants.  PREFIX: see above
+ * (3.8-3.10 only; "" for the code an event brings: it runs at module level). */
+static const char *search(ms_pyobj *code, char *prefix, size_t len, int depth)
+{
+	char name[256], qual[QUAL_MAX];
+	if (depth > DEPTH_MAX)
+		return found("code nested too deep to search:", prefix);
+	if (!layout)
+		check_layout(code);
+	if (code_text(code, off_name, "co_name", name, sizeof name) != 0)
+		return NULL;
+	const char *r = NULL;
+	if (ms_py.minor >= 11) {
+		if (named(name, 0) && code_text(code, off_qualname, "co_qualname", qual, sizeof qual) == 0 &&
+		    qual_is(qual, 0))
+			return found("the function", qual);
+	} else if (depth > 0 && (r = check_rebuilt(code, name, prefix, len))) {
+		return r;
+	}
+	int owned = layout <= 0; /* a new reference */
+	ms_pyobj *consts = owned ? ms_py.GetAttrString(code, "co_consts") : field(code, off_consts);
+	ms_pyssize n = consts ? ms_py.TupleSize(consts) : -1;
+	if (n < 0)
+		ms_py.ErrClear();
+	size_t child_len = 0;
+	for (ms_pyssize i = 0; i < n && !r; i++) {
+		ms_pyobj *c = ms_py.TupleGetItem(consts, i);
+		if (!c || ms_py_type_of(c) != ms_py.CodeType)
+			continue;
+		if (ms_py.minor < 11 && depth > 0 && !child_len) {
+			/* children of a function are "f.<locals>.g", of a class body "C.g" */
+			child_len = strlen(prefix);
+			const char *sep = attr_long(code, "co_flags") & CO_NEWLOCALS ? ".<locals>." : ".";
+			memcpy(prefix + child_len, sep, strlen(sep) + 1);
+			child_len += strlen(sep);
+		}
+		r = search(c, prefix, child_len, depth + 1);
+		if (child_len)
+			prefix[child_len] = '\0';
+	}
+	if (consts && owned)
+		ms_py.DecRef(consts);
+	return r;
+}
+
+/* Whether the main program FILE is compiled code: CPython's own test (a .pyc name, or its magic
+ * number at the start). */
+static int pyc_file(const char *file)
+{
+	size_t n = strlen(file);
+	if (n > 4 && strcmp(file + n - 4, ".pyc") == 0)
+		return 1;
+	long (*magic)(void) = NULL;
+	*(void **)&magic = ms_real_dlsym(RTLD_DEFAULT, "PyImport_GetMagicNumber");
+	unsigned char head[2];
+	struct stat st;
+	if (stat(file, &st) != 0 || !S_ISREG(st.st_mode))
+		return 0; /* a pipe (python <(...), /dev/stdin): reading would take the program's bytes */
+	int fd = open(file, O_RDONLY | O_CLOEXEC);
+	int got = fd >= 0 && read(fd, head, 2) == 2;
+	if (fd >= 0)
+		close(fd);
+	return got && magic && (head[0] | head[1] << 8) == (magic() & 0xffff);
+}
+
+/* Whether a module holds a global named HEAD (a new string; target MODULE only, when given). */
+static const char *defined_before(ms_pyobj *modules, const char *module, size_t mlen, ms_pyobj *head)
+{
+	ms_pyssize pos = 0;
+	ms_pyobj *key, *mod;
+	while (ms_py.DictNext(modules, &pos, &key, &mod)) {
+		const char *k = ms_py.UnicodeAsUTF8(key);
+		if (!k) {
+			ms_py.ErrClear();
+			continue;
+		}
+		if (module && (strlen(k) != mlen || memcmp(k, module, mlen) != 0))
+			continue;
+		ms_pyobj *t = ms_py_type_of(mod);
+		if (t != ms_py.ModuleType && !ms_py.TypeIsSubtype(t, ms_py.ModuleType))
+			continue;
+		ms_pyobj *d = ms_py.ModuleGetDict(mod);
+		if (d && ms_py.DictGetItem(d, head))
+			return found("a module loaded before the program started defines", k);
+	}
+	return NULL;
+}
+
+const char *ms_py_watch_start(const char *event, ms_pyobj *args)
+{
+	const char *module, *last, *qual, *r = NULL;
+	size_t mlen;
+	for (nt = 0; nt < MAX_TARGETS && (qual = ms_py_target(nt, &module, &mlen, &last)); nt++) {
+		t_qual[nt] = qual;
+		t_last[nt] = last;
+	}
+	if (strcmp(event, "cpython.run_file") == 0 && args && ms_py.TupleSize(args) > 0) {
+		const char *file = ms_py.UnicodeAsUTF8(ms_py.TupleGetItem(args, 0));
+		if (!file)
+			ms_py.ErrClear();
+		else if (pyc_file(file))
+			return "the main program is compiled code (no exec event to search)";
+	}
+	ms_pyobj *modules = ms_py.GetModuleDict();
+	for (int i = 0; !r && modules && (qual = ms_py_target(i, &module, &mlen, &last)); i++) {
+		char head[QUAL_MAX];
+		size_t n = strcspn(qual, ".");
+		if (n >= sizeof head)
+			continue;
+		memcpy(head, qual, n);
+		head[n] = '\0';
+		ms_pyobj *key = ms_py.UnicodeFromString(head);
+		if (!key) {
+			ms_py.ErrClear();
+			continue;
+		}
+		r = defined_before(modules, module, mlen, key);
+		ms_py.DecRef(key);
+	}
+	return r;
+}
+
+const char *ms_py_watch_event(const char *event, ms_pyobj *args)
+{
+	if (event[0] == 'e' && strcmp(event, "exec") == 0) {
+		ms_pyobj *code = args && ms_py.TupleSize(args) > 0 ? ms_py.TupleGetItem(args, 0) : NULL;
+		if (!code || ms_py_type_of(code) != ms_py.CodeType) {
+			ms_py.ErrClear();
+			return NULL;
+		}
+		char prefix[QUAL_MAX] = "";
+		return search(code, prefix, 0, 0);
+	}
+	/* 3.8 raises it for every code object unmarshalled too; there exec follows */
+	if (event[0] == 'c' && ms_py.minor >= 9 && strcmp(event, "code.__new__") == 0 && args &&
+	    ms_py.TupleSize(args) > 2) {
+		const char *name = ms_py.UnicodeAsUTF8(ms_py.TupleGetItem(args, 2));
+		if (!name)
+			ms_py.ErrClear();
+		else if (named(name, 0))
+			return found("a code object built at run time named", name);
+	}
+	return NULL;
+}
