@@ -350,6 +350,19 @@ START_TEST(missing_name_warns_once_naming_the_stripped_binary)
 }
 END_TEST
 
+/* The shim's own static functions (run, call, push) are not the program's: found nowhere. */
+START_TEST(names_of_the_shims_own_functions_are_not_found)
+{
+	json_t *m = run_fixture("native/nstages", "x=run,y=call,z=push,train=train_epoch", "loop", "2", NULL);
+	ck_assert_int_eq(count(r.err, "'run' was not found"), 1);
+	ck_assert_int_eq(count(r.err, "'call' was not found"), 1);
+	ck_assert_int_eq(count(r.err, "'push' was not found"), 1);
+	ck_assert(!has_metric(m, "x_calls") && !has_metric(m, "y_calls") && !has_metric(m, "z_calls"));
+	ck_assert_int_eq(metric(m, "train_calls"), 2);
+	json_decref(m);
+}
+END_TEST
+
 START_TEST(python_names_are_left_alone)
 {
 	json_t *m = run_fixture("native/nstages", "train=train_epoch,py=Trainer.train,mod=pkg.mod:Class.run", "loop",
@@ -396,6 +409,7 @@ int main(void)
 	tcase_add_test(tc, valgrind_reads_the_trampolines_unwind_data);
 	tcase_add_test(tc, gdb_backtrace_through_a_trampoline_reaches_main);
 	tcase_add_test(tc, missing_name_warns_once_naming_the_stripped_binary);
+	tcase_add_test(tc, names_of_the_shims_own_functions_are_not_found);
 	tcase_add_test(tc, python_names_are_left_alone);
 	tcase_add_test(tc, unset_stages_do_nothing_native);
 	suite_add_tcase(s, tc);
