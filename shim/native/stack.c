@@ -36,11 +36,14 @@
 #define ADOPT_AFTER 3   /* a quick walk over more new frames than this keeps the outer ones */
 
 struct frame {
-	uintptr_t slot;  /* where this frame's return address lives */
-	uintptr_t ra;    /* the return address itself */
-	int stage;       /* spec stage this frame opened, -1 */
-	int tramp;       /* trampoline now in the slot, -1 */
-	uintptr_t key_slot[NKEYS], key_ip[NKEYS]; /* calls into the shim made from this frame */
+	uintptr_t slot;     /* where this frame's return address lives */
+	uintptr_t ra;       /* the return address itself */
+	uintptr_t watched;  /* what the slot holds while the frame is there: its trampoline's address */
+	int stage;          /* spec stage this frame opened, -1 */
+	int tramp;          /* trampoline now in the slot, -1 */
+	/* calls into the shim made from this frame (while it has a trampoline; else key_slot is 0):
+	 * the slot of their return address, and the return addresses */
+	uintptr_t key_slot, key_ip[NKEYS];
 	unsigned nkeys;
 };
 
@@ -183,6 +186,17 @@ static void store(uintptr_t addr, uintptr_t v)
 	*(volatile uintptr_t *)addr = v;
 }
 
+/* Frame F now has trampoline T (-1: none; the calls remembered are forgotten with it). */
+static void set_tramp(struct frame *f, int t)
+{
+	f->tramp = t;
+	f->watched = t >= 0 ? ms_tramp_addr(t) : 0;
+	if (t < 0) {
+		f->key_slot = 0;
+		f->nkeys = 0;
+	}
+}
+
 /* The innermost known frame is no longer on the stack (jumped over, or unwound past without a
  * trampoline).  Its trampoline is given back only when its slot no longer points at it: if our
  * view were wrong and the frame still returned through it, it must still lead home. */
@@ -211,7 +225,7 @@ static void unwatch(struct tstate *s)
 	struct frame *f = &s->f[s->watch_at];
 	if (f->tramp == s->watch && load(f->slot) == ms_tramp_addr(s->watch))
 		store(f->slot, f->ra);
-	f->tramp = -1;
+	set_tramp(f, -1);
 	s->watch_at = -1;
 }
 
@@ -236,7 +250,7 @@ static void ensure_watch(struct tstate *s)
 			return;
 		ms_pool_set_ra(s->watch, top->ra);
 		store(top->slot, ms_tramp_addr(s->watch));
-		top->tramp = s->watch;
+		set_tramp(top, s->watch);
 		s->watch_at = s->n - 1;
 		return;
 	}
@@ -252,11 +266,19 @@ static int find_tramp(const struct tstate *s, int t)
 
 /* ---- the look at the stack ------------------------------------------------------------------- */
 
+/* Remembers a call from frame F (watched) into the shim: its return address IP in SLOT.  The
+ * calls of one frame share their slot unless its stack pointer moved (alloca): a new slot starts
+ * over. */
 static void add_key(struct frame *f, uintptr_t slot, uintptr_t ip)
 {
-	unsigned k = f->nkeys++ % NKEYS;
-	f->key_slot[k] = slot;
-	f->key_ip[k] = ip;
+	if (f->tramp < 0)
+		return;
+	if (f->key_slot != slot) {
+		memset(f->key_ip, 0, sizeof f->key_ip);
+		f->nkeys = 0;
+		f->key_slot = slot;
+	}
+	f->key_ip[f->nkeys++ % NKEYS] = ip;
 }
 
 /* Pushes a newly seen frame; a frame of a target function gets a trampoline and opens its stage. */
@@ -266,8 +288,7 @@ static void push(struct tstate *s, const struct cand *c)
 	f->slot = c->slot;
 	f->ra = c->ra;
 	f->stage = ms_syms_stage_at(c->ip - 1);
-	f->tramp = -1;
-	f->nkeys = 0;
+	set_tramp(f, -1);
 	if (f->stage >= 0) {
 		int t = ms_pool_take();
 		if (t < 0 || enter(f->stage) < 0) {
@@ -276,7 +297,7 @@ static void push(struct tstate *s, const struct cand *c)
 		} else {
 			ms_pool_set_ra(t, f->ra);
 			store(f->slot, ms_tramp_addr(t));
-			f->tramp = t;
+			set_tramp(f, t);
 		}
 	}
 	s->n++;
@@ -506,11 +527,23 @@ static inline int entry_frame(uintptr_t cfa, uintptr_t *slot, uintptr_t *ip)
 	return 1;
 }
 
-void ms_native_check(void)
+/* Whether the innermost known frame is still watched and has called into the shim from SLOT with
+ * return address IP before (nothing new can be on the stack in between). */
+static inline int seen_before(const struct tstate *s, uintptr_t slot, uintptr_t ip)
+{
+	const struct frame *top = &s->f[s->n - 1];
+	_Static_assert(NKEYS == 4, "the comparison below names each key");
+	return top->key_slot == slot && load(top->slot) == top->watched &&
+	       (top->key_ip[0] == ip || top->key_ip[1] == ip || top->key_ip[2] == ip || top->key_ip[3] == ip);
+}
+
+/* Everything but a call from a place seen before: the entry frame found through the shim's own
+ * frames (SLOT was not the program's), the thread's state made, or a look at the stack. */
+static __attribute__((noinline)) void check_slow(uintptr_t *wrapper_slot)
 {
 	struct tstate *s = ts;
+	int saved = errno;
 	if (MS_UNLIKELY(!s)) {
-		int saved = errno;
 		ms_tls_guard++;
 		s = state();
 		ms_tls_guard--;
@@ -520,21 +553,25 @@ void ms_native_check(void)
 	}
 	if (s->busy)
 		return;
-	uintptr_t cfa = (uintptr_t)__builtin_dwarf_cfa(), slot, ip;
-	if (MS_LIKELY(s->n > 0 && entry_frame(cfa, &slot, &ip))) {
-		const struct frame *top = &s->f[s->n - 1];
-		if (top->slot > slot && top->tramp >= 0 && load(top->slot) == ms_tramp_addr(top->tramp))
-			for (int k = 0; k < NKEYS; k++)
-				if (top->key_slot[k] == slot && top->key_ip[k] == ip)
-					return;
-	}
-	int saved = errno;
+	uintptr_t slot, ip;
+	if (s->n > 0 && entry_frame((uintptr_t)(wrapper_slot + 1), &slot, &ip) && slot < s->f[s->n - 1].slot &&
+	    seen_before(s, slot, ip))
+		return;
 	s->busy = 1;
 	ms_tls_guard++;
 	look(s);
 	ms_tls_guard--;
 	s->busy = 0;
 	errno = saved;
+}
+
+/* The common case in a few loads: the wrapper was called again from a place seen before. */
+void ms_native_check(uintptr_t *slot)
+{
+	const struct tstate *s = ts;
+	if (MS_LIKELY(s != NULL && s->n > 0) && seen_before(s, (uintptr_t)slot, *slot))
+		return;
+	check_slow(slot);
 }
 
 /* ---- leaving: return, unwinding, longjmp, thread exit ---------------------------------------- */

@@ -394,6 +394,12 @@ int ms_syms_stage_at(uintptr_t ip)
 	return -1;
 }
 
+int ms_syms_count(void)
+{
+	const struct ms_syms_table *t = __atomic_load_n(&published, __ATOMIC_ACQUIRE);
+	return t ? t->n : 0;
+}
+
 void ms_syms_stripped(char *buf, size_t size)
 {
 	size_t at = 0;
