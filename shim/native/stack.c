@@ -11,7 +11,11 @@
  * can be on the stack.  Only new frames above the innermost known one are ever unwound.
  *
  * Everything here runs inside allocation hooks or trampolines: per-thread state in raw mappings,
- * no locks (the stage engine's own short lock aside), errno preserved. */
+ * no locks (the stage engine's own short lock aside), errno preserved.
+ *
+ * libunwind (the fallback for frames the quick unwinder does not understand) is loaded with dlopen
+ * when native stages are configured, not linked: every other process would pay for loading it and
+ * its dependencies at start. */
 #define UNW_LOCAL_ONLY
 #include <dlfcn.h>
 #include <errno.h>
@@ -72,6 +76,16 @@ static uintptr_t off_ip[NOFF];
 static uintptr_t off_val[NOFF];
 static uintptr_t (*get_ip)(void *ctx);
 static int get_ip_looked;
+
+/* libunwind's local-only functions, once loaded (ms_stack_init); without them a frame the quick
+ * unwinder does not understand ends the look (the allocation is counted where it stands). */
+static struct {
+	int (*getcontext)(unw_context_t *);
+	int (*init_local)(unw_cursor_t *, unw_context_t *);
+	int (*step)(unw_cursor_t *);
+	int (*get_reg)(unw_cursor_t *, unw_regnum_t, unw_word_t *);
+	int (*is_signal_frame)(unw_cursor_t *);
+} unw;
 
 /* Counted only for MEMSHIM_LOG=debug: a shared counter would be contended by every thread. */
 #define STAT(field) do { \
@@ -329,11 +343,11 @@ static int walk(struct tstate *s, int quick, struct chain *ch)
 		ip = r[2];
 	} else {
 		unw_word_t v;
-		if (unw_getcontext(&uc) < 0 || unw_init_local(&cur, &uc) < 0)
+		if (!unw.getcontext || unw.getcontext(&uc) < 0 || unw.init_local(&cur, &uc) < 0)
 			return -1;
-		unw_get_reg(&cur, UNW_REG_IP, &v);
+		unw.get_reg(&cur, UNW_REG_IP, &v);
 		ip = v;
-		unw_get_reg(&cur, UNW_REG_SP, &v);
+		unw.get_reg(&cur, UNW_REG_SP, &v);
 		sp = v;
 	}
 	ch->nc = 0;
@@ -350,11 +364,11 @@ static int walk(struct tstate *s, int quick, struct chain *ch)
 				return -1;
 		} else {
 			unw_word_t v;
-			if (unw_step(&cur) <= 0)
+			if (unw.step(&cur) <= 0)
 				return -1;
-			unw_get_reg(&cur, UNW_REG_IP, &v);
+			unw.get_reg(&cur, UNW_REG_IP, &v);
 			ip = v;
-			unw_get_reg(&cur, UNW_REG_SP, &v);
+			unw.get_reg(&cur, UNW_REG_SP, &v);
 			sp = v;
 			slot = sp - 8;
 		}
@@ -378,15 +392,15 @@ static int walk(struct tstate *s, int quick, struct chain *ch)
 				break;
 		} else {
 			unw_word_t v;
-			if (unw_is_signal_frame(&cur) > 0) {
+			if (unw.is_signal_frame(&cur) > 0) {
 				ch->signal = 1;
 				break;
 			}
-			if (unw_step(&cur) <= 0)
+			if (unw.step(&cur) <= 0)
 				break; /* the outermost frame */
-			unw_get_reg(&cur, UNW_REG_IP, &v);
+			unw.get_reg(&cur, UNW_REG_IP, &v);
 			ip = v;
-			unw_get_reg(&cur, UNW_REG_SP, &v);
+			unw.get_reg(&cur, UNW_REG_SP, &v);
 			sp = v;
 			slot = sp - 8;
 			if (load(slot) != ip)
@@ -726,8 +740,39 @@ static void thread_gone(void *arg)
 	syscall(SYS_munmap, s, sizeof *s);
 }
 
+#define UNW_NAME2(f) #f
+#define UNW_NAME(f) UNW_NAME2(f) /* the symbol libunwind's header maps F to (_ULx86_64_step) */
+
+/* Loads libunwind and publishes its functions only when every one was found. */
+static void load_libunwind(void)
+{
+	void *h = dlopen("libunwind.so.8", RTLD_NOW | RTLD_LOCAL);
+	if (!h)
+		h = dlopen("libunwind.so", RTLD_NOW | RTLD_LOCAL);
+	if (!h) {
+		ms_debug("native stages: libunwind not found: frames the quick unwinder does not read end a look");
+		return;
+	}
+	void *f[5] = { ms_real_dlsym(h, UNW_NAME(unw_tdep_getcontext)), ms_real_dlsym(h, UNW_NAME(unw_init_local)),
+		       ms_real_dlsym(h, UNW_NAME(unw_step)), ms_real_dlsym(h, UNW_NAME(unw_get_reg)),
+		       ms_real_dlsym(h, UNW_NAME(unw_is_signal_frame)) };
+	int (*policy)(unw_addr_space_t, unw_caching_policy_t) =
+		(int (*)(unw_addr_space_t, unw_caching_policy_t))ms_real_dlsym(h, UNW_NAME(unw_set_caching_policy));
+	unw_addr_space_t *space = (unw_addr_space_t *)ms_real_dlsym(h, UNW_NAME(unw_local_addr_space));
+	for (int i = 0; i < 5; i++)
+		if (!f[i])
+			return;
+	if (policy && space)
+		policy(*space, UNW_CACHE_PER_THREAD);
+	*(void **)&unw.init_local = f[1];
+	*(void **)&unw.step = f[2];
+	*(void **)&unw.get_reg = f[3];
+	*(void **)&unw.is_signal_frame = f[4];
+	__atomic_store_n((void **)&unw.getcontext, f[0], __ATOMIC_RELEASE); /* the one walk() tests */
+}
+
 int ms_stack_init(void)
 {
-	unw_set_caching_policy(unw_local_addr_space, UNW_CACHE_PER_THREAD);
+	load_libunwind();
 	return pthread_key_create(&state_key, thread_gone) == 0 ? 0 : -1;
 }
