@@ -6,6 +6,7 @@
 #   stage on the loop       nchurn's churn_epoch                                 target <= 1.10x
 #   target found nowhere    train=no_such_function (waits for a dlopen)          target ~1.00x
 #   target never called     train=never_called (found: checks on, loop outside)  reported only
+#   through a helper        nchurn allocating through a small function (a new frame each time)
 set -euo pipefail
 B=$(cd "${1:-build}" && pwd); ops=${2:-200000}
 lib=$B/libmemshim.so
@@ -19,9 +20,9 @@ ir() {
 		sed -n 's/.*Collected : \([0-9]*\).*/\1/p'
 }
 # loop STAGES PROG: instructions of OPS operations, the start subtracted
-loop() { echo $(( $(ir "$1" "$2" 1 "$ops") - $(ir "$1" "$2" 1 0) )); }
-row() { # LABEL STAGES PROG BASE
-	local n; n=$(loop "$2" "$3")
+loop() { echo $(( $(ir "$1" "$2" 1 "$ops" "${@:3}") - $(ir "$1" "$2" 1 0 "${@:3}") )); }
+row() { # LABEL STAGES PROG BASE [ARGS]
+	local n; n=$(loop "$2" "$3" "${@:5}")
 	awk -v l="$1" -v n="$n" -v b="$4" -v o="$ops" \
 		'BEGIN {printf "%-44s %12d Ir %7.1f Ir/op  %6.3fx\n", l, n, (n - b) / o, n / b}'
 }
@@ -34,3 +35,6 @@ nbase=$(loop "" "$B/bench/native/nchurn")
 row "nchurn: no stages" "" "$B/bench/native/nchurn" "$nbase"
 row "nchurn: train=churn_epoch (target <= 1.10x)" "train=churn_epoch" "$B/bench/native/nchurn" "$nbase"
 row "nchurn: train=never_called (loop outside)" "train=never_called" "$B/bench/native/nchurn" "$nbase"
+hbase=$(loop "" "$B/bench/native/nchurn" helper)
+row "nchurn helper: train=churn_epoch" "train=churn_epoch" "$B/bench/native/nchurn" "$hbase" helper
+row "nchurn helper: train=never_called" "train=never_called" "$B/bench/native/nchurn" "$hbase" helper

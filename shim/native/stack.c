@@ -55,6 +55,19 @@ struct cand {
 	uintptr_t slot, ra, ip;
 };
 
+#define NCHAINS 4 /* short chains of new frames remembered per thread */
+
+/* A call into the shim from a frame not taken in (too short-lived to be worth a trampoline): from
+ * ENTRY_SLOT with return address ENTRY_IP, through N frames (return-address slots and what they
+ * held) that are no target's, up to the innermost known frame, whose slot was TOP_SLOT.  While
+ * every slot still holds its return address, the same call needs no walk. */
+struct chain_key {
+	uintptr_t top_slot, entry_slot, entry_ip;
+	unsigned unloads;  /* ms_dlclose_calls when it was made */
+	int n;
+	uintptr_t slot[ADOPT_AFTER], ra[ADOPT_AFTER];
+};
+
 struct tstate {
 	int n;             /* known frames */
 	int watch;         /* this thread's marker trampoline, -1 */
@@ -66,6 +79,8 @@ struct tstate {
 	int deferred[MAX_DEFERRED]; /* trampolines to give back once the unwinder has read them */
 	struct frame f[MAX_FRAMES];
 	struct cand c[MAX_FRAMES];
+	struct chain_key chains[NCHAINS];
+	unsigned nchains;
 };
 
 struct ms_native_stats ms_native_stats;
@@ -429,6 +444,41 @@ static int walk(struct tstate *s, int quick, struct chain *ch)
 	return 0;
 }
 
+static void add_chain(struct tstate *s, const struct chain *ch)
+{
+	struct chain_key *k = &s->chains[s->nchains++ % NCHAINS];
+	k->top_slot = s->f[s->n - 1].slot;
+	k->entry_slot = ch->entry_slot;
+	k->entry_ip = ch->entry_ip;
+	k->unloads = s->unloads_seen;
+	k->n = ch->nc;
+	for (int j = 0; j < ch->nc; j++) {
+		k->slot[j] = s->c[j].slot;
+		k->ra[j] = s->c[j].ra;
+	}
+}
+
+/* Whether a call from SLOT with return address IP comes through a chain remembered for the
+ * innermost known frame (still watched), every frame of it still in place. */
+static int chain_seen(const struct tstate *s, uintptr_t slot, uintptr_t ip)
+{
+	const struct frame *top = &s->f[s->n - 1];
+	if (top->tramp < 0 || load(top->slot) != top->watched)
+		return 0;
+	unsigned unloads = __atomic_load_n(&ms_dlclose_calls, __ATOMIC_ACQUIRE);
+	for (int i = 0; i < NCHAINS; i++) {
+		const struct chain_key *k = &s->chains[i];
+		if (k->entry_slot != slot || k->entry_ip != ip || k->top_slot != top->slot || k->unloads != unloads)
+			continue;
+		int j = 0;
+		while (j < k->n && load(k->slot[j]) == k->ra[j])
+			j++;
+		if (j == k->n)
+			return 1;
+	}
+	return 0;
+}
+
 /* The walk ended on the innermost known frame, still watched, through no frame of a target. */
 static int nothing_new(struct tstate *s, const struct chain *ch)
 {
@@ -503,6 +553,8 @@ static void look(struct tstate *s)
 		STAT(medium);
 		if (ch.nc == 0)
 			add_key(&s->f[s->n - 1], ch.entry_slot, ch.entry_ip);
+		else if (ch.nc <= ADOPT_AFTER)
+			add_chain(s, &ch);
 		if (ch.nc > ADOPT_AFTER) { /* a long way up: take in all but the innermost (short-lived) frames */
 			for (int k = ch.nc - 1; k >= ADOPT_AFTER - 1 && s->n < MAX_FRAMES; k--)
 				push(s, &s->c[k]);
@@ -569,7 +621,7 @@ static __attribute__((noinline)) void check_slow(uintptr_t *wrapper_slot)
 		return;
 	uintptr_t slot, ip;
 	if (s->n > 0 && entry_frame((uintptr_t)(wrapper_slot + 1), &slot, &ip) && slot < s->f[s->n - 1].slot &&
-	    seen_before(s, slot, ip))
+	    (seen_before(s, slot, ip) || chain_seen(s, slot, ip)))
 		return;
 	s->busy = 1;
 	ms_tls_guard++;
