@@ -13,7 +13,7 @@
 #include "intercept/hooks.h"
 #include "native/native.h"
 
-#define MAX_NESTED 8 /* dlopen calls under way on one thread (constructors that dlopen) */
+#define MAX_NESTED 4 /* dlopen calls under way on one thread (constructors that dlopen); static TLS is scarce */
 
 struct call {
 	uintptr_t slot, ra; /* the wrapper's return-address slot and what it held */
