@@ -153,6 +153,18 @@ START_TEST(dlopen_keeps_its_callers_search_path)
 }
 END_TEST
 
+/* A stage function called by the constructor of a library being loaded: seen while dlopen runs. */
+START_TEST(stage_called_inside_dlopen)
+{
+	json_t *m = run_fixture("native/nstages", "c=ctor_train", "ctor", "1", built("native/libnctor.so"));
+	ck_assert_int_eq(metric(m, "c_calls"), 1);
+	ck_assert_int_eq(metric(m, "c_mem_cpu_alloc_delta"), keep);
+	ck_assert_int_eq(metric(m, "c_mem_cpu_peaked_delta"), temp);
+	ck_assert_str_eq(r.err, "");
+	json_decref(m);
+}
+END_TEST
+
 /* A target found nowhere costs no look at the stack (the check waits for a dlopen to load one),
  * and one loaded by a dlopen is seen from its first call. */
 START_TEST(unresolved_targets_cost_no_stack_checks)
@@ -427,6 +439,7 @@ int main(void)
 	tcase_add_loop_test(tc, function_in_a_library_loaded_later, 0, 2);
 	tcase_add_loop_test(tc, dlopen_keeps_its_callers_search_path, 0, 3);
 	tcase_add_test(tc, unresolved_targets_cost_no_stack_checks);
+	tcase_add_test(tc, stage_called_inside_dlopen);
 	tcase_add_test(tc, library_unloaded_and_loaded_again);
 	tcase_add_test(tc, pinned_to_the_wrong_object_is_not_found);
 	tcase_add_test(tc, four_threads_inside_at_once_are_one_call);
