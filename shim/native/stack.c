@@ -635,7 +635,8 @@ static __attribute__((noinline)) void check_slow(uintptr_t *wrapper_slot)
 void ms_native_check(uintptr_t *slot)
 {
 	const struct tstate *s = ts;
-	if (MS_LIKELY(s != NULL && s->n > 0) && seen_before(s, (uintptr_t)slot, *slot))
+	if (MS_LIKELY(s != NULL && s->n > 0) &&
+	    (seen_before(s, (uintptr_t)slot, *slot) || chain_seen(s, (uintptr_t)slot, *slot)))
 		return;
 	check_slow(slot);
 }
