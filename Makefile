@@ -27,7 +27,6 @@ JANSSON_LIBS := $(shell $(PKG_CONFIG) --libs jansson 2>/dev/null || echo -ljanss
 CAIRO_CFLAGS := $(shell $(PKG_CONFIG) --cflags cairo 2>/dev/null)
 CAIRO_LIBS := $(shell $(PKG_CONFIG) --libs cairo 2>/dev/null || echo -lcairo)
 UNWIND_CFLAGS := $(shell $(PKG_CONFIG) --cflags libunwind 2>/dev/null)
-UNWIND_LIBS := $(shell $(PKG_CONFIG) --libs libunwind 2>/dev/null || echo -lunwind)
 
 # Each fragment appends its test runners to CHECK_TARGETS and its programs to ALL_TARGETS.
 CHECK_TARGETS :=

@@ -23,6 +23,15 @@ bench-selfmem: $(BUILD)/libmemshim.so $(BUILD)/bench/selfmem
 	 shim=$$(LD_PRELOAD=$(abspath $(BUILD)/libmemshim.so) MEMSHIM_OUTPUT=/dev/null $(BUILD)/bench/selfmem | tr -dc 0-9); \
 	 echo "== shim's own memory: bare $${bare} kB, preloaded $${shim} kB, difference $$((shim - bare)) kB (target < 2048 kB)"
 
+$(BUILD)/bench/start: bench/start.c
+	@mkdir -p $(@D)
+	$(CC) $(BASEFLAGS) -O2 -o $@ $<
+
+# The fixed cost per process (no configuration): instructions and paired wall times over bare.
+.PHONY: bench-start
+bench-start: $(BUILD)/libmemshim.so $(BUILD)/bench/start
+	@bench/start.sh $(BUILD) $(PYTHON)
+
 $(BUILD)/bench/larson: bench/workloads/larson.c
 	@mkdir -p $(@D)
 	$(CC) $(BASEFLAGS) -O2 -o $@ $< -lpthread
@@ -32,7 +41,7 @@ $(BUILD)/bench/larson: bench/workloads/larson.c
 bench-table: $(BUILD)/libmemshim.so $(BUILD)/bench/churn $(BUILD)/bench/larson
 	@BUILD=$(abspath $(BUILD)) bench/run.sh
 
-BENCH_TARGETS += bench-table bench-selfmem
+BENCH_TARGETS += bench-table bench-selfmem bench-start
 # `make bench`: the peer table and the shim's own memory (under 10 minutes on 2 cores);
 # `make bench-all` adds each subsystem's own benchmarks (Python versions, native stages, CUDA pairs).
 .PHONY: bench-all

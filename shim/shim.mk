@@ -21,7 +21,7 @@ $(BUILD)/shim/memshim.map: shim/memshim.map.in $(wildcard shim/*/*.def)
 
 $(BUILD)/libmemshim.so: $(SHIM_OBJS) $(BUILD)/shim/memshim.map
 	$(CC) -shared -o $@ $(SHIM_OBJS) -Wl,--version-script=$(BUILD)/shim/memshim.map \
-		-Wl,-z,defs -Wl,-z,nodelete -Wl,-z,now $(LDFLAGS) -ldl -lpthread $(UNWIND_LIBS)
+		-Wl,-z,defs -Wl,-z,nodelete -Wl,-z,now $(LDFLAGS) -ldl -lpthread
 
 # The core for tests, optionally with sanitizers (separate directory so flags never mix).
 $(BUILD)/pure/%.o: shim/core/%.c

@@ -20,4 +20,9 @@ bench-native: $(BUILD)/libmemshim.so $(BUILD)/bench/native/nchurn
 	@echo "== native: every allocation is its own stage call (train=one_op, 2M stage calls)"
 	@MEMSHIM_STAGES=train=one_op $(NATIVE_RATIO) 1 2000000 calls
 
-BENCH_TARGETS += bench-native
+# The same in instructions (callgrind, deterministic): a native stage on the churn loop vs no stages.
+.PHONY: bench-native-ir
+bench-native-ir: $(BUILD)/libmemshim.so $(BUILD)/bench/churn $(BUILD)/bench/native/nchurn
+	@bench/native/ir.sh $(BUILD) 200000
+
+BENCH_TARGETS += bench-native bench-native-ir

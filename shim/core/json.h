@@ -12,7 +12,7 @@ struct ms_json {
 	int fd;
 	int to_memory;           /* into MEM instead of FD (ms_json_init_memory) */
 	char *mem;               /* the caller's buffer, or NULL for a size query */
-	size_t mem_cap, mem_len; /* its size; the bytes produced so far, stored or not */
+	size_t mem_cap, mem_len; /* its size; the bytes produced so far, stored or not (written, for FD) */
 	int err;                 /* 0, or errno of the first failed write (EIO: bad nesting) */
 	int depth;
 	int first[MS_JSON_DEPTH];/* no member written yet at this depth */

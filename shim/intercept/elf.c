@@ -5,6 +5,8 @@
 #include <elf.h>
 #include <link.h>
 #include <stddef.h>
+#include <stdint.h>
+#include <sys/auxv.h>
 #include "intercept/elf.h"
 
 struct dyn_tables {
@@ -123,11 +125,48 @@ void *ms_elf_own_symbol(const struct link_map *map, const char *name)
 	return t.gnu_hash ? gnu_lookup(map, &t, name) : sysv_lookup(map, &t, name);
 }
 
+/* Whether ADDR lies in a loadable segment of the object whose program headers are PH (N of them),
+ * loaded with bias BIAS. */
+static int in_segments(const Elf64_Phdr *ph, int n, uintptr_t bias, uintptr_t addr)
+{
+	for (int i = 0; i < n; i++)
+		if (ph[i].p_type == PT_LOAD && addr - (bias + ph[i].p_vaddr) < ph[i].p_memsz)
+			return 1;
+	return 0;
+}
+
+/* Whether MAP contains ADDR, from its program headers: the auxiliary vector's for the program
+ * (MAP first in the list), else the ELF header at its load address (shared objects map it there). */
+static int contains(const struct link_map *map, uintptr_t addr)
+{
+	if (map == _r_debug.r_map) {
+		const Elf64_Phdr *ph = (const Elf64_Phdr *)getauxval(AT_PHDR);
+		int n = (int)getauxval(AT_PHNUM);
+		for (int i = 0; ph && i < n; i++)
+			if (ph[i].p_type == PT_PHDR)
+				return in_segments(ph, n, (uintptr_t)ph - ph[i].p_vaddr, addr);
+		return -1;
+	}
+	const Elf64_Ehdr *eh = (const Elf64_Ehdr *)map->l_addr;
+	if (!map->l_addr || eh->e_ident[EI_MAG0] != ELFMAG0 || eh->e_ident[EI_MAG1] != ELFMAG1 ||
+	    eh->e_ident[EI_MAG2] != ELFMAG2 || eh->e_ident[EI_MAG3] != ELFMAG3 || eh->e_phentsize != sizeof(Elf64_Phdr))
+		return -1;
+	return in_segments((const Elf64_Phdr *)(map->l_addr + eh->e_phoff), eh->e_phnum, map->l_addr, addr);
+}
+
+/* dladdr1 would also look for the nearest symbol, a scan of the object's whole symbol table
+ * (about 70K instructions for the C library, four times at every start), and dl_iterate_phdr is
+ * intercepted by sanitizer runtimes that may not be initialised yet (their dlsym comes here): the
+ * object is the one loaded highest at or below ADDR, confirmed from its program headers. */
 const struct link_map *ms_elf_object_of(const void *addr)
 {
-	Dl_info info;
+	const struct link_map *best = NULL;
+	for (const struct link_map *m = _r_debug.r_map; m; m = m->l_next)
+		if (m->l_addr <= (uintptr_t)addr && (!best || m->l_addr >= best->l_addr))
+			best = m;
+	if (addr && best && contains(best, (uintptr_t)addr) > 0)
+		return best;
+	Dl_info info; /* not confirmed (another namespace, an unusual layout): ask the dynamic linker */
 	struct link_map *map = NULL;
-	if (!addr || !dladdr1(addr, &info, (void **)&map, RTLD_DL_LINKMAP))
-		return NULL;
-	return map;
+	return addr && dladdr1(addr, &info, (void **)&map, RTLD_DL_LINKMAP) ? map : NULL;
 }

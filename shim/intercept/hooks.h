@@ -5,6 +5,7 @@
 #ifndef MS_HOOKS_H
 #define MS_HOOKS_H
 
+#include <dlfcn.h>
 #include <setjmp.h>
 #include <signal.h>
 #include <stddef.h>
@@ -67,12 +68,17 @@ size_t ms_bootstrap_size(const void *p);
 
 /* ---- what the wrappers offer the layers above ------------------------------------------------- */
 
-/* malloc.c and mmap.c call this before every counted allocation or free once it is set: the native
- * stage detector sets it when MEMSHIM_STAGES named functions, to look at the stack first, so memory
- * moved inside a stage function is attributed to its stage. */
-extern void (*ms_before_count)(void);
-/* Sets ms_before_count (NULL: none) and leaves the fast path while one is set. */
-void ms_set_before_count(void (*fn)(void));
+/* malloc.c and mmap.c call this before every counted allocation or free while it is set: the
+ * native stage detector sets it while a native target function is known to be loaded (or a dlopen
+ * that may load one is under way), to look at the stack first, so memory moved inside a stage
+ * function is attributed to its stage.  SLOT is the calling function's own return-address slot
+ * (MS_RA_SLOT()): called from an exported wrapper's own frame (inlined there, or in a function it
+ * tail-jumps to), that is where the program's return address lies, and a call from a place seen
+ * before is decided without walking the shim's frames; from anywhere else it is still correct,
+ * only slower (the check then walks up through the shim's frames). */
+extern void (*ms_before_count)(uintptr_t *slot);
+/* Sets ms_before_count (NULL: none); the malloc family leaves its fast path while one is set. */
+void ms_set_before_count(void (*fn)(uintptr_t *slot));
 
 /* malloc.c: non-zero while the malloc family may take its fast path (resolved, counting, glibc's
  * allocator underneath, no hook before counting).  Recomputed by ms_malloc_fast_update whenever
@@ -80,12 +86,19 @@ void ms_set_before_count(void (*fn)(void));
 extern int ms_malloc_fast;
 void ms_malloc_fast_update(void);
 
-static inline void ms_before_counting(void)
+/* The current function's return-address slot (its canonical frame address minus 8, x86-64):
+ * computed without a frame pointer, in the function the caller of the macro is inlined into. */
+#define MS_RA_SLOT() ((uintptr_t *)__builtin_dwarf_cfa() - 1)
+
+static inline __attribute__((always_inline)) void ms_before_counting_at(uintptr_t *slot)
 {
-	void (*f)(void) = __atomic_load_n(&ms_before_count, __ATOMIC_RELAXED);
+	void (*f)(uintptr_t *) = __atomic_load_n(&ms_before_count, __ATOMIC_RELAXED);
 	if (MS_UNLIKELY(f != NULL))
-		f();
+		f(slot);
 }
+
+/* A macro, so that MS_RA_SLOT() is the slot of the function it is written in. */
+#define ms_before_counting() ms_before_counting_at(MS_RA_SLOT())
 
 /* mmap.c: mappings the range tables had no room for (the report's process.mmap_untracked).  Fork:
  * the table's lock is taken before and released after (the first in the lock order: a counted
@@ -101,5 +114,12 @@ extern void (*ms_before_exit)(const char *reason);
 /* dl.c: dlclose calls made through the wrapper (the shim's own go to the real one).  Native stages
  * re-read the loaded objects at their next look after one. */
 extern unsigned ms_dlclose_calls;
+/* dl.c: called by the dlopen/dlmopen wrappers, once set, just before the real function (which the
+ * wrapper then tail-calls, so it still sees the program's caller: RUNPATH, $ORIGIN, namespace),
+ * with the wrapper's return-address slot: the call is under way until that slot no longer holds
+ * its return address or the stack has returned above it.  Set by the native stage detector. */
+extern void (*ms_on_dlopen)(uintptr_t *slot);
+/* dl.c: called by the dlclose wrapper, once set, after the real dlclose returned. */
+extern void (*ms_after_dlclose)(void);
 
 #endif

@@ -14,7 +14,7 @@ void cfree(void *ptr);
 void free_sized(void *ptr, size_t size);
 void free_aligned_sized(void *ptr, size_t align, size_t size);
 
-void (*ms_before_count)(void);
+void (*ms_before_count)(uintptr_t *slot);
 int ms_malloc_fast;
 
 void ms_malloc_fast_update(void)
@@ -24,7 +24,7 @@ void ms_malloc_fast_update(void)
 	__atomic_store_n(&ms_malloc_fast, fast, __ATOMIC_RELEASE);
 }
 
-void ms_set_before_count(void (*fn)(void))
+void ms_set_before_count(void (*fn)(uintptr_t *slot))
 {
 	__atomic_store_n(&ms_before_count, fn, __ATOMIC_RELEASE);
 	ms_malloc_fast_update();
@@ -57,7 +57,7 @@ static inline int glibc_would_reject(const void *p, uint64_t head)
 	return ((uintptr_t)p & 15) || (uintptr_t)p - 16 > (uintptr_t)0 - size;
 }
 
-static inline void count(void *p, int sign)
+static inline __attribute__((always_inline)) void count(void *p, int sign)
 {
 	ms_before_counting();
 	ms_cpu_add(MS_MALLOC, sign * (int64_t)malloc_usable_size(p));
@@ -128,7 +128,7 @@ EXPORT void *calloc(size_t n, size_t size)
 	return calloc_general(n, size);
 }
 
-static inline void uncount(void *p)
+static inline __attribute__((always_inline)) void uncount(void *p)
 {
 	int64_t n = usable_before_release(p);
 	if (n) {

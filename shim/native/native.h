@@ -109,6 +109,8 @@ void ms_syms_resolve(void);
 /* Re-resolves when objects were loaded or unloaded since the last resolution (cheap otherwise);
  * 1 when something changed. */
 int ms_syms_refresh(void);
+/* Functions of targets now loaded (address ranges published). */
+int ms_syms_count(void);
 /* Stage (engine id) of the function containing return address IP, or -1. */
 int ms_syms_stage_at(uintptr_t ip);
 /* Paths of loaded objects without a .symtab (the executable first); writes a list into BUF. */
@@ -120,9 +122,10 @@ void ms_syms_fork_child(void);
 
 /* ---- stack (native/stack.c) ------------------------------------------------------------------ */
 
-/* Set as intercept's ms_before_count: looks at the stack before an allocation or free is counted,
- * opening the stages of target functions found there. */
-void ms_native_check(void);
+/* Set as intercept's ms_before_count while a target is loaded: looks at the stack before an
+ * allocation or free is counted, opening the stages of target functions found there.  SLOT is the
+ * wrapper's return-address slot (see intercept/hooks.h). */
+void ms_native_check(uintptr_t *slot);
 
 /* Called by the trampoline: the function that returned into trampoline BLOCK+6 has left; returns
  * the address to continue at. */
@@ -134,6 +137,13 @@ void ms_native_unwind_begin(void);
 void ms_native_unwind_end(void);
 /* Sets up the per-thread state key; 0 when usable. */
 int ms_stack_init(void);
+
+/* ---- when the stack check runs (native/arm.c) ---------------------------------------------- */
+
+/* Sets intercept's hooks: the stack check on while a target is loaded, dlopen/dlclose watched. */
+void ms_arm_init(void);
+/* A forked child: only this thread's dlopen calls can still be under way. */
+void ms_arm_fork_child(void);
 
 /* ---- longjmp (native/jmp.c) ------------------------------------------------------------------ */
 

@@ -11,7 +11,11 @@
  * can be on the stack.  Only new frames above the innermost known one are ever unwound.
  *
  * Everything here runs inside allocation hooks or trampolines: per-thread state in raw mappings,
- * no locks (the stage engine's own short lock aside), errno preserved. */
+ * no locks (the stage engine's own short lock aside), errno preserved.
+ *
+ * libunwind (the fallback for frames the quick unwinder does not understand) is loaded with dlopen
+ * when native stages are configured, not linked: every other process would pay for loading it and
+ * its dependencies at start. */
 #define UNW_LOCAL_ONLY
 #include <dlfcn.h>
 #include <errno.h>
@@ -36,16 +40,32 @@
 #define ADOPT_AFTER 3   /* a quick walk over more new frames than this keeps the outer ones */
 
 struct frame {
-	uintptr_t slot;  /* where this frame's return address lives */
-	uintptr_t ra;    /* the return address itself */
-	int stage;       /* spec stage this frame opened, -1 */
-	int tramp;       /* trampoline now in the slot, -1 */
-	uintptr_t key_slot[NKEYS], key_ip[NKEYS]; /* calls into the shim made from this frame */
+	uintptr_t slot;     /* where this frame's return address lives */
+	uintptr_t ra;       /* the return address itself */
+	uintptr_t watched;  /* what the slot holds while the frame is there: its trampoline's address */
+	int stage;          /* spec stage this frame opened, -1 */
+	int tramp;          /* trampoline now in the slot, -1 */
+	/* calls into the shim made from this frame (while it has a trampoline; else key_slot is 0):
+	 * the slot of their return address, and the return addresses */
+	uintptr_t key_slot, key_ip[NKEYS];
 	unsigned nkeys;
 };
 
 struct cand {
 	uintptr_t slot, ra, ip;
+};
+
+#define NCHAINS 4 /* short chains of new frames remembered per thread */
+
+/* A call into the shim from a frame not taken in (too short-lived to be worth a trampoline): from
+ * ENTRY_SLOT with return address ENTRY_IP, through N frames (return-address slots and what they
+ * held) that are no target's, up to the innermost known frame, whose slot was TOP_SLOT.  While
+ * every slot still holds its return address, the same call needs no walk. */
+struct chain_key {
+	uintptr_t top_slot, entry_slot, entry_ip;
+	unsigned unloads;  /* ms_dlclose_calls when it was made */
+	int n;
+	uintptr_t slot[ADOPT_AFTER], ra[ADOPT_AFTER];
 };
 
 struct tstate {
@@ -59,6 +79,8 @@ struct tstate {
 	int deferred[MAX_DEFERRED]; /* trampolines to give back once the unwinder has read them */
 	struct frame f[MAX_FRAMES];
 	struct cand c[MAX_FRAMES];
+	struct chain_key chains[NCHAINS];
+	unsigned nchains;
 };
 
 struct ms_native_stats ms_native_stats;
@@ -69,6 +91,16 @@ static uintptr_t off_ip[NOFF];
 static uintptr_t off_val[NOFF];
 static uintptr_t (*get_ip)(void *ctx);
 static int get_ip_looked;
+
+/* libunwind's local-only functions, once loaded (ms_stack_init); without them a frame the quick
+ * unwinder does not understand ends the look (the allocation is counted where it stands). */
+static struct {
+	int (*getcontext)(unw_context_t *);
+	int (*init_local)(unw_cursor_t *, unw_context_t *);
+	int (*step)(unw_cursor_t *);
+	int (*get_reg)(unw_cursor_t *, unw_regnum_t, unw_word_t *);
+	int (*is_signal_frame)(unw_cursor_t *);
+} unw;
 
 /* Counted only for MEMSHIM_LOG=debug: a shared counter would be contended by every thread. */
 #define STAT(field) do { \
@@ -183,6 +215,17 @@ static void store(uintptr_t addr, uintptr_t v)
 	*(volatile uintptr_t *)addr = v;
 }
 
+/* Frame F now has trampoline T (-1: none; the calls remembered are forgotten with it). */
+static void set_tramp(struct frame *f, int t)
+{
+	f->tramp = t;
+	f->watched = t >= 0 ? ms_tramp_addr(t) : 0;
+	if (t < 0) {
+		f->key_slot = 0;
+		f->nkeys = 0;
+	}
+}
+
 /* The innermost known frame is no longer on the stack (jumped over, or unwound past without a
  * trampoline).  Its trampoline is given back only when its slot no longer points at it: if our
  * view were wrong and the frame still returned through it, it must still lead home. */
@@ -211,7 +254,7 @@ static void unwatch(struct tstate *s)
 	struct frame *f = &s->f[s->watch_at];
 	if (f->tramp == s->watch && load(f->slot) == ms_tramp_addr(s->watch))
 		store(f->slot, f->ra);
-	f->tramp = -1;
+	set_tramp(f, -1);
 	s->watch_at = -1;
 }
 
@@ -236,7 +279,7 @@ static void ensure_watch(struct tstate *s)
 			return;
 		ms_pool_set_ra(s->watch, top->ra);
 		store(top->slot, ms_tramp_addr(s->watch));
-		top->tramp = s->watch;
+		set_tramp(top, s->watch);
 		s->watch_at = s->n - 1;
 		return;
 	}
@@ -252,11 +295,19 @@ static int find_tramp(const struct tstate *s, int t)
 
 /* ---- the look at the stack ------------------------------------------------------------------- */
 
+/* Remembers a call from frame F (watched) into the shim: its return address IP in SLOT.  The
+ * calls of one frame share their slot unless its stack pointer moved (alloca): a new slot starts
+ * over. */
 static void add_key(struct frame *f, uintptr_t slot, uintptr_t ip)
 {
-	unsigned k = f->nkeys++ % NKEYS;
-	f->key_slot[k] = slot;
-	f->key_ip[k] = ip;
+	if (f->tramp < 0)
+		return;
+	if (f->key_slot != slot) {
+		memset(f->key_ip, 0, sizeof f->key_ip);
+		f->nkeys = 0;
+		f->key_slot = slot;
+	}
+	f->key_ip[f->nkeys++ % NKEYS] = ip;
 }
 
 /* Pushes a newly seen frame; a frame of a target function gets a trampoline and opens its stage. */
@@ -266,8 +317,7 @@ static void push(struct tstate *s, const struct cand *c)
 	f->slot = c->slot;
 	f->ra = c->ra;
 	f->stage = ms_syms_stage_at(c->ip - 1);
-	f->tramp = -1;
-	f->nkeys = 0;
+	set_tramp(f, -1);
 	if (f->stage >= 0) {
 		int t = ms_pool_take();
 		if (t < 0 || enter(f->stage) < 0) {
@@ -276,7 +326,7 @@ static void push(struct tstate *s, const struct cand *c)
 		} else {
 			ms_pool_set_ra(t, f->ra);
 			store(f->slot, ms_tramp_addr(t));
-			f->tramp = t;
+			set_tramp(f, t);
 		}
 	}
 	s->n++;
@@ -308,11 +358,11 @@ static int walk(struct tstate *s, int quick, struct chain *ch)
 		ip = r[2];
 	} else {
 		unw_word_t v;
-		if (unw_getcontext(&uc) < 0 || unw_init_local(&cur, &uc) < 0)
+		if (!unw.getcontext || unw.getcontext(&uc) < 0 || unw.init_local(&cur, &uc) < 0)
 			return -1;
-		unw_get_reg(&cur, UNW_REG_IP, &v);
+		unw.get_reg(&cur, UNW_REG_IP, &v);
 		ip = v;
-		unw_get_reg(&cur, UNW_REG_SP, &v);
+		unw.get_reg(&cur, UNW_REG_SP, &v);
 		sp = v;
 	}
 	ch->nc = 0;
@@ -329,11 +379,11 @@ static int walk(struct tstate *s, int quick, struct chain *ch)
 				return -1;
 		} else {
 			unw_word_t v;
-			if (unw_step(&cur) <= 0)
+			if (unw.step(&cur) <= 0)
 				return -1;
-			unw_get_reg(&cur, UNW_REG_IP, &v);
+			unw.get_reg(&cur, UNW_REG_IP, &v);
 			ip = v;
-			unw_get_reg(&cur, UNW_REG_SP, &v);
+			unw.get_reg(&cur, UNW_REG_SP, &v);
 			sp = v;
 			slot = sp - 8;
 		}
@@ -357,15 +407,15 @@ static int walk(struct tstate *s, int quick, struct chain *ch)
 				break;
 		} else {
 			unw_word_t v;
-			if (unw_is_signal_frame(&cur) > 0) {
+			if (unw.is_signal_frame(&cur) > 0) {
 				ch->signal = 1;
 				break;
 			}
-			if (unw_step(&cur) <= 0)
+			if (unw.step(&cur) <= 0)
 				break; /* the outermost frame */
-			unw_get_reg(&cur, UNW_REG_IP, &v);
+			unw.get_reg(&cur, UNW_REG_IP, &v);
 			ip = v;
-			unw_get_reg(&cur, UNW_REG_SP, &v);
+			unw.get_reg(&cur, UNW_REG_SP, &v);
 			sp = v;
 			slot = sp - 8;
 			if (load(slot) != ip)
@@ -391,6 +441,41 @@ static int walk(struct tstate *s, int quick, struct chain *ch)
 	unsigned unloads = __atomic_load_n(&ms_dlclose_calls, __ATOMIC_ACQUIRE);
 	ch->fresh = ms_cfi_new_ip || unloads != s->unloads_seen;
 	s->unloads_seen = unloads;
+	return 0;
+}
+
+static void add_chain(struct tstate *s, const struct chain *ch)
+{
+	struct chain_key *k = &s->chains[s->nchains++ % NCHAINS];
+	k->top_slot = s->f[s->n - 1].slot;
+	k->entry_slot = ch->entry_slot;
+	k->entry_ip = ch->entry_ip;
+	k->unloads = s->unloads_seen;
+	k->n = ch->nc;
+	for (int j = 0; j < ch->nc; j++) {
+		k->slot[j] = s->c[j].slot;
+		k->ra[j] = s->c[j].ra;
+	}
+}
+
+/* Whether a call from SLOT with return address IP comes through a chain remembered for the
+ * innermost known frame (still watched), every frame of it still in place. */
+static int chain_seen(const struct tstate *s, uintptr_t slot, uintptr_t ip)
+{
+	const struct frame *top = &s->f[s->n - 1];
+	if (top->tramp < 0 || load(top->slot) != top->watched)
+		return 0;
+	unsigned unloads = __atomic_load_n(&ms_dlclose_calls, __ATOMIC_ACQUIRE);
+	for (int i = 0; i < NCHAINS; i++) {
+		const struct chain_key *k = &s->chains[i];
+		if (k->entry_slot != slot || k->entry_ip != ip || k->top_slot != top->slot || k->unloads != unloads)
+			continue;
+		int j = 0;
+		while (j < k->n && load(k->slot[j]) == k->ra[j])
+			j++;
+		if (j == k->n)
+			return 1;
+	}
 	return 0;
 }
 
@@ -468,6 +553,8 @@ static void look(struct tstate *s)
 		STAT(medium);
 		if (ch.nc == 0)
 			add_key(&s->f[s->n - 1], ch.entry_slot, ch.entry_ip);
+		else if (ch.nc <= ADOPT_AFTER)
+			add_chain(s, &ch);
 		if (ch.nc > ADOPT_AFTER) { /* a long way up: take in all but the innermost (short-lived) frames */
 			for (int k = ch.nc - 1; k >= ADOPT_AFTER - 1 && s->n < MAX_FRAMES; k--)
 				push(s, &s->c[k]);
@@ -506,11 +593,23 @@ static inline int entry_frame(uintptr_t cfa, uintptr_t *slot, uintptr_t *ip)
 	return 1;
 }
 
-void ms_native_check(void)
+/* Whether the innermost known frame is still watched and has called into the shim from SLOT with
+ * return address IP before (nothing new can be on the stack in between). */
+static inline int seen_before(const struct tstate *s, uintptr_t slot, uintptr_t ip)
+{
+	const struct frame *top = &s->f[s->n - 1];
+	_Static_assert(NKEYS == 4, "the comparison below names each key");
+	return top->key_slot == slot && load(top->slot) == top->watched &&
+	       (top->key_ip[0] == ip || top->key_ip[1] == ip || top->key_ip[2] == ip || top->key_ip[3] == ip);
+}
+
+/* Everything but a call from a place seen before: the entry frame found through the shim's own
+ * frames (SLOT was not the program's), the thread's state made, or a look at the stack. */
+static __attribute__((noinline)) void check_slow(uintptr_t *wrapper_slot)
 {
 	struct tstate *s = ts;
+	int saved = errno;
 	if (MS_UNLIKELY(!s)) {
-		int saved = errno;
 		ms_tls_guard++;
 		s = state();
 		ms_tls_guard--;
@@ -520,21 +619,26 @@ void ms_native_check(void)
 	}
 	if (s->busy)
 		return;
-	uintptr_t cfa = (uintptr_t)__builtin_dwarf_cfa(), slot, ip;
-	if (MS_LIKELY(s->n > 0 && entry_frame(cfa, &slot, &ip))) {
-		const struct frame *top = &s->f[s->n - 1];
-		if (top->slot > slot && top->tramp >= 0 && load(top->slot) == ms_tramp_addr(top->tramp))
-			for (int k = 0; k < NKEYS; k++)
-				if (top->key_slot[k] == slot && top->key_ip[k] == ip)
-					return;
-	}
-	int saved = errno;
+	uintptr_t slot, ip;
+	if (s->n > 0 && entry_frame((uintptr_t)(wrapper_slot + 1), &slot, &ip) && slot < s->f[s->n - 1].slot &&
+	    (seen_before(s, slot, ip) || chain_seen(s, slot, ip)))
+		return;
 	s->busy = 1;
 	ms_tls_guard++;
 	look(s);
 	ms_tls_guard--;
 	s->busy = 0;
 	errno = saved;
+}
+
+/* The common case in a few loads: the wrapper was called again from a place seen before. */
+void ms_native_check(uintptr_t *slot)
+{
+	const struct tstate *s = ts;
+	if (MS_LIKELY(s != NULL && s->n > 0) &&
+	    (seen_before(s, (uintptr_t)slot, *slot) || chain_seen(s, (uintptr_t)slot, *slot)))
+		return;
+	check_slow(slot);
 }
 
 /* ---- leaving: return, unwinding, longjmp, thread exit ---------------------------------------- */
@@ -689,8 +793,39 @@ static void thread_gone(void *arg)
 	syscall(SYS_munmap, s, sizeof *s);
 }
 
+#define UNW_NAME2(f) #f
+#define UNW_NAME(f) UNW_NAME2(f) /* the symbol libunwind's header maps F to (_ULx86_64_step) */
+
+/* Loads libunwind and publishes its functions only when every one was found. */
+static void load_libunwind(void)
+{
+	void *h = dlopen("libunwind.so.8", RTLD_NOW | RTLD_LOCAL);
+	if (!h)
+		h = dlopen("libunwind.so", RTLD_NOW | RTLD_LOCAL);
+	if (!h) {
+		ms_debug("native stages: libunwind not found: frames the quick unwinder does not read end a look");
+		return;
+	}
+	void *f[5] = { ms_real_dlsym(h, UNW_NAME(unw_tdep_getcontext)), ms_real_dlsym(h, UNW_NAME(unw_init_local)),
+		       ms_real_dlsym(h, UNW_NAME(unw_step)), ms_real_dlsym(h, UNW_NAME(unw_get_reg)),
+		       ms_real_dlsym(h, UNW_NAME(unw_is_signal_frame)) };
+	int (*policy)(unw_addr_space_t, unw_caching_policy_t) =
+		(int (*)(unw_addr_space_t, unw_caching_policy_t))ms_real_dlsym(h, UNW_NAME(unw_set_caching_policy));
+	unw_addr_space_t *space = (unw_addr_space_t *)ms_real_dlsym(h, UNW_NAME(unw_local_addr_space));
+	for (int i = 0; i < 5; i++)
+		if (!f[i])
+			return;
+	if (policy && space)
+		policy(*space, UNW_CACHE_PER_THREAD);
+	*(void **)&unw.init_local = f[1];
+	*(void **)&unw.step = f[2];
+	*(void **)&unw.get_reg = f[3];
+	*(void **)&unw.is_signal_frame = f[4];
+	__atomic_store_n((void **)&unw.getcontext, f[0], __ATOMIC_RELEASE); /* the one walk() tests */
+}
+
 int ms_stack_init(void)
 {
-	unw_set_caching_policy(unw_local_addr_space, UNW_CACHE_PER_THREAD);
+	load_libunwind();
 	return pthread_key_create(&state_key, thread_gone) == 0 ? 0 : -1;
 }

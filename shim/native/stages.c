@@ -1,6 +1,6 @@
 /* Native stages: reads the targets of MEMSHIM_STAGES that name C/C++ functions, resolves them,
- * turns on the stack check (ms_native_check, native/stack.c) and, at exit, warns once about every
- * target found nowhere.
+ * lets native/arm.c turn the stack check (ms_native_check, native/stack.c) on while one is loaded
+ * and, at exit, warns once about every target found nowhere.
  *
  * Which targets are native (the rest is left to the Python detector, without warnings here):
  *   - "lib.so:symbol", "/path/obj:symbol", "<executable name>:symbol": always native;
@@ -119,11 +119,13 @@ void ms_native_init(void)
 	if (!ok)
 		return;
 	watching = 1;
-	ms_set_before_count(ms_native_check);
+	ms_arm_init(); /* the stack check runs only while a target is loaded */
 }
 
 void ms_native_fork_child(int tracking)
 {
-	if (watching)
-		ms_syms_fork_child();
+	if (!watching)
+		return;
+	ms_syms_fork_child();
+	ms_arm_fork_child();
 }

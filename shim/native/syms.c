@@ -23,6 +23,7 @@
 struct ms_target *ms_native_targets;
 int ms_native_ntargets;
 uintptr_t ms_self_lo, ms_self_hi;
+static uintptr_t self_base; /* load address of libmemshim.so: never searched for targets */
 
 struct objrec {
 	uintptr_t base;
@@ -187,7 +188,8 @@ static int collect(struct dl_phdr_info *info, size_t size, void *arg)
 	if (*first && (!name || !*name))
 		name = exe_path;
 	*first = 0;
-	if (!name || !*name || ncur == MAX_OBJS)
+	/* the shim's own functions (run, call, push, ...) are never the program's targets */
+	if (!name || !*name || ncur == MAX_OBJS || (self_base && info->dlpi_addr == self_base))
 		return 0;
 	size_t n = strlen(name) + 1;
 	if (path_used + n > PATH_POOL)
@@ -328,7 +330,8 @@ static void dlsym_fallback(void)
 		Dl_info info;
 		const ElfW(Sym) *sym = NULL;
 		if (!a || !dladdr1(a, &info, (void **)&sym, RTLD_DL_SYMENT) || !sym || !info.dli_fname ||
-		    ELF64_ST_TYPE(sym->st_info) != STT_FUNC || !ms_target_object_matches(t, info.dli_fname))
+		    (self_base && (uintptr_t)info.dli_fbase == self_base) || ELF64_ST_TYPE(sym->st_info) != STT_FUNC ||
+		    !ms_target_object_matches(t, info.dli_fname))
 			continue;
 		if (add_range((uintptr_t)a, (uintptr_t)a + (sym->st_size ? sym->st_size : 1), t->stage,
 			      (uintptr_t)info.dli_fbase) == 0)
@@ -343,6 +346,7 @@ static int find_self(struct dl_phdr_info *info, size_t size, void *arg)
 		const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
 		uintptr_t lo = info->dlpi_addr + ph->p_vaddr, hi = lo + ph->p_memsz;
 		if (ph->p_type == PT_LOAD && (ph->p_flags & PF_X) && me >= lo && me < hi) {
+			self_base = info->dlpi_addr;
 			ms_self_lo = lo;
 			ms_self_hi = hi;
 			return 1;
@@ -388,6 +392,12 @@ int ms_syms_stage_at(uintptr_t ip)
 		if (ip >= t->r[i].lo && ip < t->r[i].hi)
 			return t->r[i].stage;
 	return -1;
+}
+
+int ms_syms_count(void)
+{
+	const struct ms_syms_table *t = __atomic_load_n(&published, __ATOMIC_ACQUIRE);
+	return t ? t->n : 0;
 }
 
 void ms_syms_stripped(char *buf, size_t size)

@@ -3,11 +3,21 @@
 NATIVE_DIR := $(BUILD)/native
 NATIVE_FIXTURES := $(NATIVE_DIR)/nstages $(NATIVE_DIR)/nstages-rdynamic $(NATIVE_DIR)/nstages-O2 \
 	$(NATIVE_DIR)/nstages-stripped $(NATIVE_DIR)/nstages-rdynamic-stripped $(NATIVE_DIR)/ncxx \
-	$(NATIVE_DIR)/libnstage.so $(NATIVE_DIR)/libnplugin.so $(NATIVE_DIR)/nstress
+	$(NATIVE_DIR)/libnstage.so $(NATIVE_DIR)/libnplugin.so $(NATIVE_DIR)/nstress \
+	$(NATIVE_DIR)/libnorigin.so $(NATIVE_DIR)/nsub/libnsibling.so $(NATIVE_DIR)/libnctor.so
 NATIVE_SUITES := $(NATIVE_DIR)/test_names $(NATIVE_DIR)/test_native
 NATIVE_FIXTURE_LINK := -L$(NATIVE_DIR) -lnstage -Wl,-rpath,'$$ORIGIN' -ldl -lpthread
 
 $(NATIVE_DIR)/lib%.so: tests/native/fixtures/lib%.c
+	@mkdir -p $(@D)
+	$(CC) -g -shared -fPIC -o $@ $<
+
+# Finds its sibling through its own RUNPATH only (dlopen's caller decides the search path).
+$(NATIVE_DIR)/libnorigin.so: tests/native/fixtures/libnorigin.c
+	@mkdir -p $(@D)
+	$(CC) -g -shared -fPIC -o $@ $< -ldl -Wl,--enable-new-dtags,-rpath,'$$ORIGIN/nsub'
+
+$(NATIVE_DIR)/nsub/libnsibling.so: tests/native/fixtures/libnsibling.c
 	@mkdir -p $(@D)
 	$(CC) -g -shared -fPIC -o $@ $<
 

@@ -139,6 +139,48 @@ START_TEST(function_in_a_library_loaded_later)
 }
 END_TEST
 
+/* dlopen from a library relies on that library's RUNPATH: the wrapper must leave it the caller,
+ * with native checks waiting for a dlopen (a target not loaded yet) and without any stages. */
+START_TEST(dlopen_keeps_its_callers_search_path)
+{
+	static const char *const specs[] = { "p=plugin_train", "x=no_such_function", "" };
+	json_t *m = run_fixture("native/nstages", specs[_i], "origin", "2", built("native/libnorigin.so"));
+	if (_i == 0) {
+		ck_assert_int_eq(metric(m, "p_calls"), 2);
+		ck_assert_int_eq(metric(m, "p_mem_cpu_alloc_delta"), keep);
+	}
+	json_decref(m);
+}
+END_TEST
+
+/* A stage function called by the constructor of a library being loaded: seen while dlopen runs. */
+START_TEST(stage_called_inside_dlopen)
+{
+	json_t *m = run_fixture("native/nstages", "c=ctor_train", "ctor", "1", built("native/libnctor.so"));
+	ck_assert_int_eq(metric(m, "c_calls"), 1);
+	ck_assert_int_eq(metric(m, "c_mem_cpu_alloc_delta"), keep);
+	ck_assert_int_eq(metric(m, "c_mem_cpu_peaked_delta"), temp);
+	ck_assert_str_eq(r.err, "");
+	json_decref(m);
+}
+END_TEST
+
+/* A target found nowhere costs no look at the stack (the check waits for a dlopen to load one),
+ * and one loaded by a dlopen is seen from its first call. */
+START_TEST(unresolved_targets_cost_no_stack_checks)
+{
+	char spec[64] = "MEMSHIM_STAGES=x=no_such_function", log[] = "MEMSHIM_LOG=debug";
+	const char *env[] = { spec, log, NULL };
+	const char *argv[] = { built("native/nstages"), "loop", "3", NULL };
+	ck_assert_int_eq(run_under_shim(&r, argv, env), 0);
+	ck_assert(WIFEXITED(r.status) && WEXITSTATUS(r.status) == 0);
+	ck_assert_msg(strstr(r.err, "native stages: 0 quick walks, 0 full looks") != NULL, "%s", r.err);
+	snprintf(spec, sizeof spec, "MEMSHIM_STAGES=train=train_epoch");
+	ck_assert_int_eq(run_under_shim(&r, argv, env), 0);
+	ck_assert_msg(strstr(r.err, " 0 full looks") == NULL, "%s", r.err); /* the control: it does look */
+}
+END_TEST
+
 START_TEST(library_unloaded_and_loaded_again)
 {
 	char spec[64] = "MEMSHIM_STAGES=p=plugin_train";
@@ -350,6 +392,19 @@ START_TEST(missing_name_warns_once_naming_the_stripped_binary)
 }
 END_TEST
 
+/* The shim's own static functions (run, call, push) are not the program's: found nowhere. */
+START_TEST(names_of_the_shims_own_functions_are_not_found)
+{
+	json_t *m = run_fixture("native/nstages", "x=run,y=call,z=push,train=train_epoch", "loop", "2", NULL);
+	ck_assert_int_eq(count(r.err, "'run' was not found"), 1);
+	ck_assert_int_eq(count(r.err, "'call' was not found"), 1);
+	ck_assert_int_eq(count(r.err, "'push' was not found"), 1);
+	ck_assert(!has_metric(m, "x_calls") && !has_metric(m, "y_calls") && !has_metric(m, "z_calls"));
+	ck_assert_int_eq(metric(m, "train_calls"), 2);
+	json_decref(m);
+}
+END_TEST
+
 START_TEST(python_names_are_left_alone)
 {
 	json_t *m = run_fixture("native/nstages", "train=train_epoch,py=Trainer.train,mod=pkg.mod:Class.run", "loop",
@@ -382,6 +437,9 @@ int main(void)
 	tcase_add_test(tc, nested_native_stages);
 	tcase_add_loop_test(tc, function_in_a_library_linked_at_start, 0, 2);
 	tcase_add_loop_test(tc, function_in_a_library_loaded_later, 0, 2);
+	tcase_add_loop_test(tc, dlopen_keeps_its_callers_search_path, 0, 3);
+	tcase_add_test(tc, unresolved_targets_cost_no_stack_checks);
+	tcase_add_test(tc, stage_called_inside_dlopen);
 	tcase_add_test(tc, library_unloaded_and_loaded_again);
 	tcase_add_test(tc, pinned_to_the_wrong_object_is_not_found);
 	tcase_add_test(tc, four_threads_inside_at_once_are_one_call);
@@ -396,6 +454,7 @@ int main(void)
 	tcase_add_test(tc, valgrind_reads_the_trampolines_unwind_data);
 	tcase_add_test(tc, gdb_backtrace_through_a_trampoline_reaches_main);
 	tcase_add_test(tc, missing_name_warns_once_naming_the_stripped_binary);
+	tcase_add_test(tc, names_of_the_shims_own_functions_are_not_found);
 	tcase_add_test(tc, python_names_are_left_alone);
 	tcase_add_test(tc, unset_stages_do_nothing_native);
 	suite_add_tcase(s, tc);

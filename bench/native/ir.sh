@@ -1,0 +1,40 @@
+#!/usr/bin/env bash
+# ir.sh BUILD [OPS]: the cost of native stages in instructions (callgrind; deterministic on a busy
+# machine).  The churn loop (OPS operations, 1 thread) under the shim with a native stage vs the
+# same run without stages, each with its start subtracted (the same command with 0 operations):
+#   stage on the loop       bench/churn's worker (MEMSHIM_STAGES=train=worker)   target <= 1.10x
+#   stage on the loop       nchurn's churn_epoch                                 target <= 1.10x
+#   target found nowhere    train=no_such_function (waits for a dlopen)          target ~1.00x
+#   target never called     train=never_called (found: checks on, loop outside)  reported only
+#   through a helper        nchurn allocating through a small function (a new frame each time)
+set -euo pipefail
+B=$(cd "${1:-build}" && pwd); ops=${2:-200000}
+lib=$B/libmemshim.so
+command -v valgrind >/dev/null || { echo "ir.sh: valgrind is needed" >&2; exit 1; }
+tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
+# ir STAGES PROG ARGS...: instructions of the whole process
+ir() {
+	local stages=$1; shift
+	env LD_PRELOAD="$lib" MEMSHIM_OUTPUT="$tmp/m.json" MEMSHIM_STAGES="$stages" \
+		valgrind --tool=callgrind --callgrind-out-file="$tmp/cg.out" "$@" 2>&1 >/dev/null |
+		sed -n 's/.*Collected : \([0-9]*\).*/\1/p'
+}
+# loop STAGES PROG: instructions of OPS operations, the start subtracted
+loop() { echo $(( $(ir "$1" "$2" 1 "$ops" "${@:3}") - $(ir "$1" "$2" 1 0 "${@:3}") )); }
+row() { # LABEL STAGES PROG BASE [ARGS]
+	local n; n=$(loop "$2" "$3" "${@:5}")
+	awk -v l="$1" -v n="$n" -v b="$4" -v o="$ops" \
+		'BEGIN {printf "%-44s %12d Ir %7.1f Ir/op  %6.3fx\n", l, n, (n - b) / o, n / b}'
+}
+echo "== native stages on the churn loop ($ops operations, 1 thread), instructions, start subtracted"
+base=$(loop "" "$B/bench/churn")
+row "churn: no stages" "" "$B/bench/churn" "$base"
+row "churn: train=worker (target <= 1.10x)" "train=worker" "$B/bench/churn" "$base"
+row "churn: x=no_such_function (target ~1.00x)" "x=no_such_function" "$B/bench/churn" "$base"
+nbase=$(loop "" "$B/bench/native/nchurn")
+row "nchurn: no stages" "" "$B/bench/native/nchurn" "$nbase"
+row "nchurn: train=churn_epoch (target <= 1.10x)" "train=churn_epoch" "$B/bench/native/nchurn" "$nbase"
+row "nchurn: train=never_called (loop outside)" "train=never_called" "$B/bench/native/nchurn" "$nbase"
+hbase=$(loop "" "$B/bench/native/nchurn" helper)
+row "nchurn helper: train=churn_epoch" "train=churn_epoch" "$B/bench/native/nchurn" "$hbase" helper
+row "nchurn helper: train=never_called" "train=never_called" "$B/bench/native/nchurn" "$hbase" helper
