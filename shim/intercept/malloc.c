@@ -17,10 +17,17 @@ void free_aligned_sized(void *ptr, size_t align, size_t size);
 void (*ms_before_count)(uintptr_t *slot);
 int ms_malloc_fast;
 
+/* ms_malloc_fast: 0 (general path), FAST_ON, or FAST_CHECKED: the fast path with the native stage
+ * check first, run in an out-of-line function the wrapper tail-jumps to (so its return-address slot
+ * is the program's).  Negative, so the one compare of FAST_ON's path never takes it. */
+#define FAST_ON 1
+#define FAST_CHECKED (-1)
+
 void ms_malloc_fast_update(void)
 {
-	int fast = ms_resolved() && ms_allocator_is_glibc && __atomic_load_n(&ms_counting, __ATOMIC_ACQUIRE) &&
-		   !__atomic_load_n(&ms_before_count, __ATOMIC_ACQUIRE);
+	int fast = 0;
+	if (ms_resolved() && ms_allocator_is_glibc && __atomic_load_n(&ms_counting, __ATOMIC_ACQUIRE))
+		fast = __atomic_load_n(&ms_before_count, __ATOMIC_ACQUIRE) ? FAST_CHECKED : FAST_ON;
 	__atomic_store_n(&ms_malloc_fast, fast, __ATOMIC_RELEASE);
 }
 
@@ -30,9 +37,11 @@ void ms_set_before_count(void (*fn)(uintptr_t *slot))
 	ms_malloc_fast_update();
 }
 
-/* The fast path: glibc underneath and this thread not inside the shim.  ms_malloc_fast is 0 or 1
- * and the guard never negative, so one compare tells both. */
-#define FAST() MS_LIKELY(__atomic_load_n(&ms_malloc_fast, __ATOMIC_RELAXED) > ms_tls_guard)
+/* The mode and this thread's guard (never negative): MODE > GUARD is FAST_ON outside the shim;
+ * MODE == FAST_CHECKED with GUARD 0 the checked fast path. */
+#define LOAD_MODE(mode, guard) \
+	((mode) = __atomic_load_n(&ms_malloc_fast, __ATOMIC_RELAXED), (guard) = ms_tls_guard)
+#define CHECKED(mode, guard) ((mode) == FAST_CHECKED && (guard) == 0)
 
 /* glibc's chunk header: the size word before the block (low bits: flags, 2 = mmapped). */
 static inline uint64_t glibc_head(const void *p)
@@ -55,6 +64,53 @@ static inline int glibc_would_reject(const void *p, uint64_t head)
 {
 	uint64_t size = head & ~(uint64_t)7;
 	return ((uintptr_t)p & 15) || (uintptr_t)p - 16 > (uintptr_t)0 - size;
+}
+
+/* The fast path's count of a new block P (CHECK: the native stage check first). */
+static inline __attribute__((always_inline)) void *fast_new(void *p, int check)
+{
+	if (MS_LIKELY(p != NULL)) {
+		if (check)
+			ms_before_counting();
+		ms_cpu_grow(glibc_usable(glibc_head(p)));
+	}
+	return p;
+}
+
+/* The fast path's free: 1 when done, 0 when the general path must take PTR (NULL, a bootstrap
+ * block, a pointer glibc will reject). */
+static inline __attribute__((always_inline)) int fast_free(void *ptr, int check)
+{
+	if (ms_bootstrap_owns(ptr) || !ptr)
+		return 0;
+	uint64_t head = glibc_head(ptr);
+	if (MS_UNLIKELY(glibc_would_reject(ptr, head)))
+		return 0;
+	if (check)
+		ms_before_counting();
+	ms_cpu_shrink(glibc_usable(head));
+	ms_real_free(ptr);
+	return 1;
+}
+
+/* The fast path's realloc of a block it can read: 1 and *OUT set when done, else 0. */
+static inline __attribute__((always_inline)) int fast_realloc(void *ptr, size_t size, int check, void **out)
+{
+	if (ms_bootstrap_owns(ptr) || !ptr)
+		return 0;
+	uint64_t head = glibc_head(ptr);
+	if (MS_UNLIKELY(glibc_would_reject(ptr, head)))
+		return 0;
+	int64_t old = (int64_t)glibc_usable(head);
+	if (check)
+		ms_before_counting();
+	void *q = ms_real_realloc(ptr, size);
+	if (q)
+		ms_cpu_add(MS_MALLOC, (int64_t)glibc_usable(glibc_head(q)) - old);
+	else if (size == 0)
+		ms_cpu_shrink((uint64_t)old);
+	*out = q;
+	return 1;
 }
 
 static inline __attribute__((always_inline)) void count(void *p, int sign)
@@ -90,15 +146,20 @@ static __attribute__((noinline)) void *malloc_general(size_t size)
 	return p;
 }
 
+static __attribute__((noinline)) void *malloc_other(size_t size, int mode, int guard)
+{
+	if (CHECKED(mode, guard))
+		return fast_new(ms_real_malloc(size), 1);
+	return malloc_general(size);
+}
+
 EXPORT void *malloc(size_t size)
 {
-	if (FAST()) {
-		void *p = ms_real_malloc(size);
-		if (MS_LIKELY(p != NULL))
-			ms_cpu_grow(glibc_usable(glibc_head(p)));
-		return p;
-	}
-	return malloc_general(size);
+	int mode, guard;
+	LOAD_MODE(mode, guard);
+	if (MS_LIKELY(mode > guard))
+		return fast_new(ms_real_malloc(size), 0);
+	return malloc_other(size, mode, guard);
 }
 
 static __attribute__((noinline)) void *calloc_general(size_t n, size_t size)
@@ -117,15 +178,20 @@ static __attribute__((noinline)) void *calloc_general(size_t n, size_t size)
 	return p;
 }
 
+static __attribute__((noinline)) void *calloc_other(size_t n, size_t size, int mode, int guard)
+{
+	if (CHECKED(mode, guard))
+		return fast_new(ms_real_calloc(n, size), 1);
+	return calloc_general(n, size);
+}
+
 EXPORT void *calloc(size_t n, size_t size)
 {
-	if (FAST()) {
-		void *p = ms_real_calloc(n, size);
-		if (MS_LIKELY(p != NULL))
-			ms_cpu_grow(glibc_usable(glibc_head(p)));
-		return p;
-	}
-	return calloc_general(n, size);
+	int mode, guard;
+	LOAD_MODE(mode, guard);
+	if (MS_LIKELY(mode > guard))
+		return fast_new(ms_real_calloc(n, size), 0);
+	return calloc_other(n, size, mode, guard);
 }
 
 static inline __attribute__((always_inline)) void uncount(void *p)
@@ -148,17 +214,22 @@ static __attribute__((noinline)) void release(void *ptr, void (*real)(void *))
 	GUARDED(real ? real(ptr) : ms_real_free(ptr));
 }
 
+static __attribute__((noinline)) void free_other(void *ptr, int mode, int guard)
+{
+	if (!CHECKED(mode, guard) || !fast_free(ptr, 1))
+		release(ptr, NULL);
+}
+
 EXPORT void free(void *ptr)
 {
-	if (FAST() && !ms_bootstrap_owns(ptr) && ptr) {
-		uint64_t head = glibc_head(ptr);
-		if (MS_LIKELY(!glibc_would_reject(ptr, head))) {
-			ms_cpu_shrink(glibc_usable(head));
-			ms_real_free(ptr);
+	int mode, guard;
+	LOAD_MODE(mode, guard);
+	if (MS_LIKELY(mode > guard)) {
+		if (fast_free(ptr, 0))
 			return;
-		}
+		mode = 0;
 	}
-	release(ptr, NULL);
+	free_other(ptr, mode, guard);
 }
 
 EXPORT void cfree(void *ptr)
@@ -215,34 +286,38 @@ static void count_resize(void *ptr, int64_t old, void *q, size_t size)
 
 static __attribute__((noinline)) void *realloc_general(void *ptr, size_t size)
 {
+	void *q;
 	if (ptr && ms_bootstrap_owns(ptr))
 		return move_from_bootstrap(ptr, size);
 	if (!READY(realloc))
 		return ms_bootstrap_alloc(size, 0);
 	int countable = COUNTABLE();
 	int64_t old = ptr && countable ? usable_before_release(ptr) : 0;
-	void *q;
 	GUARDED(q = ms_real_realloc(ptr, size));
 	if (countable)
 		count_resize(ptr, old, q, size);
 	return q;
 }
 
+static __attribute__((noinline)) void *realloc_other(void *ptr, size_t size, int mode, int guard)
+{
+	void *q;
+	if (CHECKED(mode, guard) && fast_realloc(ptr, size, 1, &q))
+		return q;
+	return realloc_general(ptr, size);
+}
+
 EXPORT void *realloc(void *ptr, size_t size)
 {
-	if (FAST() && !ms_bootstrap_owns(ptr) && ptr) {
-		uint64_t head = glibc_head(ptr);
-		if (MS_LIKELY(!glibc_would_reject(ptr, head))) {
-			int64_t old = (int64_t)glibc_usable(head);
-			void *q = ms_real_realloc(ptr, size);
-			if (q)
-				ms_cpu_add(MS_MALLOC, (int64_t)glibc_usable(glibc_head(q)) - old);
-			else if (size == 0)
-				ms_cpu_shrink((uint64_t)old);
+	void *q;
+	int mode, guard;
+	LOAD_MODE(mode, guard);
+	if (MS_LIKELY(mode > guard)) {
+		if (fast_realloc(ptr, size, 0, &q))
 			return q;
-		}
+		mode = 0;
 	}
-	return realloc_general(ptr, size);
+	return realloc_other(ptr, size, mode, guard);
 }
 
 EXPORT void *reallocarray(void *ptr, size_t n, size_t size)
