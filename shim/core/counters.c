@@ -188,10 +188,11 @@ void ms_cpu_fork_child(void)
 int64_t ms_live(enum ms_comp comp)
 {
 	int64_t v[3];
-	if (comp > MS_MMAP)
-		return __atomic_load_n(&ms_counters[comp].live, __ATOMIC_RELAXED);
-	ms_cpu_live(&v[MS_CPU], &v[MS_MALLOC], &v[MS_MMAP]);
-	return v[comp];
+	if (comp <= MS_MMAP) {
+		ms_cpu_live(&v[MS_CPU], &v[MS_MALLOC], &v[MS_MMAP]);
+		return v[comp];
+	}
+	return comp < MS_NCOMP ? __atomic_load_n(&ms_counters[comp].live, __ATOMIC_RELAXED) : 0;
 }
 
 void ms_watch_set(enum ms_comp comp, int64_t lo, int64_t hi)
