@@ -8,6 +8,7 @@
 #include "core/ms.h"
 #include "core/process.h"
 #include "intercept/hooks.h"
+#include "sites/hot.h"
 
 /* Not declared by every C library's headers. */
 void cfree(void *ptr);
@@ -19,7 +20,9 @@ void (*ms_before_count)(void);
 static inline void count(void *p, int sign)
 {
 	ms_before_counting();
-	ms_cpu_add(MS_MALLOC, sign * (int64_t)malloc_usable_size(p));
+	int64_t n = (int64_t)malloc_usable_size(p);
+	ms_cpu_add(MS_MALLOC, sign * n);
+	ms_sites_alloc(p, n);
 }
 
 /* glibc rejects a pointer it never gave out ("free(): invalid pointer") by two cheap checks on its
@@ -81,6 +84,7 @@ static inline void uncount(void *p)
 {
 	int64_t n = usable_before_release(p);
 	if (n) {
+		ms_sites_free(p);
 		ms_before_counting();
 		ms_cpu_add(MS_MALLOC, -n);
 	}
@@ -148,9 +152,11 @@ static void *move_from_bootstrap(void *ptr, size_t size)
 static void count_resize(void *ptr, int64_t old, void *q, size_t size)
 {
 	ms_before_counting();
-	if (q)
-		ms_cpu_add(MS_MALLOC, (int64_t)malloc_usable_size(q) - old);
-	else if (ptr && size == 0)
+	if (q) {
+		int64_t n = (int64_t)malloc_usable_size(q);
+		ms_cpu_add(MS_MALLOC, n - old);
+		ms_sites_alloc(q, n);
+	} else if (ptr && size == 0)
 		ms_cpu_add(MS_MALLOC, -old);
 }
 
@@ -162,6 +168,8 @@ EXPORT void *realloc(void *ptr, size_t size)
 		return ms_bootstrap_alloc(size, 0);
 	int countable = COUNTABLE();
 	int64_t old = ptr && countable ? usable_before_release(ptr) : 0;
+	if (old)
+		ms_sites_free(ptr); /* before the block can go to another thread */
 	void *q;
 	GUARDED(q = ms_real_realloc(ptr, size));
 	if (countable)
@@ -179,6 +187,8 @@ EXPORT void *reallocarray(void *ptr, size_t n, size_t size)
 		return realloc(ptr, n * size); // NOLINT(clang-analyzer-optin.portability.UnixAPI): size 0 means free
 	int countable = COUNTABLE();
 	int64_t old = ptr && countable ? usable_before_release(ptr) : 0;
+	if (old)
+		ms_sites_free(ptr);
 	void *q;
 	GUARDED(q = ms_real_reallocarray(ptr, n, size));
 	if (countable)
