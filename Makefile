@@ -48,6 +48,7 @@ include shim/shim.mk
 include formatter/formatter.mk
 include tests/unit/unit.mk
 include tests/preload/preload.mk
+include tests/sites/sites.mk
 include tests/formatter/formatter-tests.mk
 include tests/gpu/gpu.mk
 include tests/python/python.mk

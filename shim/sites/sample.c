@@ -236,7 +236,14 @@ static void sync_stages(void)
 			cur[id].valid = 1;
 			copy_cpu(&cur[id], cpu_now);
 			copy_gpu(&cur[id], gpu_now);
-		} else if (!open && cur[id].valid) {
+		} else if (cur[id].valid) {
+			/* a boundary is a free look at the live values: the copy keeps the highest seen */
+			if (cpu_now > cur[id].cpu_at)
+				copy_cpu(&cur[id], cpu_now);
+			if (gpu_now > cur[id].gpu_at)
+				copy_gpu(&cur[id], gpu_now);
+		}
+		if (!open && cur[id].valid) {
 			last[id] = cur[id];
 			cur[id].valid = 0;
 		}
@@ -282,7 +289,7 @@ static void record(uint64_t addr, int64_t weight, int gpu)
 	if (gpu)
 		gpu_allocs++;
 	else
-		samples++;
+		samples += (uint64_t)points(weight, 0);
 	int64_t cpu_now = ms_live(MS_CPU), gpu_now = ms_live(MS_GPU);
 	if (cpu_now > cpu_next || gpu_now > gpu_next)
 		refresh(cpu_now, gpu_now);

@@ -177,6 +177,7 @@ static void read_object(int obj)
 	const unsigned char *map = (const unsigned char *)mapped;
 	size_t size = (size_t)st.st_size;
 	const Elf64_Ehdr *eh = (const Elf64_Ehdr *)map;
+	// cppcheck-suppress nullPointerRedundantCheck ; a successful mmap is never address 0
 	if (!memcmp(eh->e_ident, ELFMAG, SELFMAG) && eh->e_ident[EI_CLASS] == ELFCLASS64 &&
 	    eh->e_shentsize == sizeof(Elf64_Shdr) && eh->e_shoff < size &&
 	    eh->e_shnum <= (size - eh->e_shoff) / sizeof(Elf64_Shdr)) {
