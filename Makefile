@@ -58,6 +58,7 @@ include tests/fuzz/fuzz.mk
 -include bench/native/native.mk
 -include bench/python/python.mk
 -include bench/cuda/cuda.mk
+-include bench/sites/sites.mk
 include bench/bench.mk
 include packaging/packaging.mk
 

@@ -17,7 +17,7 @@ void free_aligned_sized(void *ptr, size_t align, size_t size);
 
 void (*ms_before_count)(void);
 
-static inline void count(void *p, int sign)
+static inline __attribute__((always_inline)) void count(void *p, int sign)
 {
 	ms_before_counting();
 	int64_t n = (int64_t)malloc_usable_size(p);
@@ -80,7 +80,7 @@ EXPORT void *calloc(size_t n, size_t size)
 	return p;
 }
 
-static inline void uncount(void *p)
+static inline __attribute__((always_inline)) void uncount(void *p)
 {
 	int64_t n = usable_before_release(p);
 	if (n) {

@@ -274,10 +274,10 @@ static int64_t points(int64_t weight, int gpu)
 }
 
 /* Records block ADDR of WEIGHT bytes with the calling thread's stack. */
-static void record(uint64_t addr, int64_t weight, int gpu)
+static void record(uint64_t addr, int64_t weight, int gpu, const uintptr_t *start)
 {
 	uint64_t frames[2 * MS_SITES_MAX_FRAMES];
-	int n = ms_sites_capture(frames, MS_SITES_MAX_FRAMES);
+	int n = ms_sites_capture(frames, MS_SITES_MAX_FRAMES, start);
 	ms_spin_lock(&lock, &lock_mine);
 	int32_t id = ms_sites_capture_locked(frames, n);
 	if (id >= 0 && live_insert(addr, id, gpu, weight) == 0) {
@@ -296,7 +296,23 @@ static void record(uint64_t addr, int64_t weight, int gpu)
 	ms_spin_unlock(&lock, &lock_mine);
 }
 
-void ms_sites_sample(void *p, int64_t usable)
+/* ms_sites_sample(p, usable): an entry that passes the caller's stack pointer after return and
+ * rbp on to the C function, so the stack walk starts at the wrapper instead of stepping through
+ * the sampling code's own frames. */
+__asm__(".pushsection .text\n"
+	".globl ms_sites_sample\n"
+	".hidden ms_sites_sample\n"
+	".type ms_sites_sample, @function\n"
+	"ms_sites_sample:\n"
+	"	.cfi_startproc\n"
+	"	leaq 8(%rsp), %rdx\n"
+	"	movq %rbp, %rcx\n"
+	"	jmp ms_sites_sample_at\n"
+	"	.cfi_endproc\n"
+	".size ms_sites_sample, .-ms_sites_sample\n"
+	".popsection\n");
+
+void ms_sites_sample_at(void *p, int64_t usable, uintptr_t sp, uintptr_t rbp)
 {
 	if (!on) { /* off, or not started yet: look again in a while unless it is off for good */
 		ms_sites_left = ms_cfg.sites && !ms_cfg.disabled ? 1 << 20 : INT64_MAX / 2;
@@ -317,7 +333,8 @@ void ms_sites_sample(void *p, int64_t usable)
 	if (!k || !p || enter() < 0)
 		return;
 	int saved = errno;
-	record((uint64_t)(uintptr_t)p, weight, 0);
+	uintptr_t start[3] = { sp, rbp, *(const uintptr_t *)(sp - 8) };
+	record((uint64_t)(uintptr_t)p, weight, 0, start);
 	errno = saved;
 	leave();
 }
@@ -356,7 +373,7 @@ void ms_sites_gpu_alloc(uint64_t dptr, int64_t bytes)
 	if (!on || !dptr || bytes <= 0 || enter() < 0)
 		return;
 	int saved = errno;
-	record(dptr, bytes, 1);
+	record(dptr, bytes, 1, NULL);
 	errno = saved;
 	leave();
 }

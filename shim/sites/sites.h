@@ -78,8 +78,12 @@ int ms_sites_stacks_init(void);
 /* The calling thread's stack (native, and Python when it runs Python) interned: its id, or -1 when
  * the table is full.  Call with the sites lock held. */
 int32_t ms_sites_capture_locked(const uint64_t *frames, int n);
-/* Reads the calling thread's stack into FRAMES (outside the lock; no allocation). */
-int ms_sites_capture(uint64_t *frames, int max);
+/* Reads the calling thread's stack into FRAMES (2 MAX words: the frames, then the lines of Python
+ * ones), outside the lock, allocating nothing; from START (sp after return, rbp, return address
+ * of a frame) when given, else from here. */
+int ms_sites_capture(uint64_t *frames, int max, const uintptr_t *start);
+/* The C side of ms_sites_sample (sites/hot.h), entered with the wrapper's SP and RBP. */
+void ms_sites_sample_at(void *p, int64_t usable, uintptr_t sp, uintptr_t rbp);
 /* Number of stacks interned / refused because a table was full. */
 uint32_t ms_sites_nstacks(void);
 uint64_t ms_sites_stacks_dropped(void);

@@ -123,10 +123,13 @@ static int in_self(uintptr_t ip)
 
 /* Native return addresses from the caller of the shim outwards (trampolines of native stages stand
  * for the return address they replaced). */
-static int native_frames(uint64_t *out, int max, int stop_in_python)
+static int native_frames(uint64_t *out, int max, int stop_in_python, const uintptr_t *start)
 {
 	uintptr_t r[3];
-	ms_native_regs(r);
+	if (start)
+		memcpy(r, start, sizeof r);
+	else
+		ms_native_regs(r);
 	uintptr_t sp = r[0], rbp = r[1], ip = r[2], slot;
 	int n = 0;
 	for (int d = 0; d < max + 48 && n < max; d++) {
@@ -143,7 +146,7 @@ static int native_frames(uint64_t *out, int max, int stop_in_python)
 	return n;
 }
 
-int ms_sites_capture(uint64_t *frames, int max)
+int ms_sites_capture(uint64_t *frames, int max, const uintptr_t *start)
 {
 	struct ms_py_frame py[MS_SITES_MAX_FRAMES];
 	int npy = ms_py_stack_ready() ? ms_py_stack_read(py, max) : 0;
@@ -153,7 +156,7 @@ int ms_sites_capture(uint64_t *frames, int max)
 		py_lo = lo;
 		__atomic_store_n(&py_hi, hi, __ATOMIC_RELEASE);
 	}
-	int n = native_frames(frames, npy > 0 ? (max < NATIVE_BEFORE_PY ? max : NATIVE_BEFORE_PY) : max, npy > 0);
+	int n = native_frames(frames, npy > 0 ? (max < NATIVE_BEFORE_PY ? max : NATIVE_BEFORE_PY) : max, npy > 0, start);
 	for (int i = 0; i < npy && n < max; i++, n++) {
 		/* until interned: the code object and line, unpacked by ms_sites_capture_locked */
 		frames[n] = MS_SITES_PY_BIT | (uint64_t)(uintptr_t)py[i].code;
