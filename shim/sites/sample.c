@@ -48,7 +48,7 @@ static __thread int lock_mine MS_TLS;
 static __thread int busy MS_TLS;
 static __thread uint64_t rng MS_TLS;
 
-#define STACK_IDS 16384
+#define STACK_IDS ((size_t)16384)
 
 static void *raw_map(size_t len)
 {

@@ -11,11 +11,11 @@
 #include "python/py.h"
 #include "sites/sites.h"
 
-#define MAX_STACKS 16384
-#define STACK_SLOTS (2 * MAX_STACKS)
+#define MAX_STACKS 16384u
+#define STACK_SLOTS ((size_t)2 * MAX_STACKS)
 #define FRAME_POOL (256u << 10) /* words */
-#define MAX_STRINGS 32768
-#define STRING_SLOTS (2 * MAX_STRINGS)
+#define MAX_STRINGS 32768u
+#define STRING_SLOTS ((size_t)2 * MAX_STRINGS)
 #define STRING_POOL (2u << 20)
 #define NATIVE_BEFORE_PY 16 /* native frames kept above the interpreter when Python runs */
 
