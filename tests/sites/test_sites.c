@@ -254,6 +254,34 @@ START_TEST(python_frames_name_functions_and_lines)
 }
 END_TEST
 
+/* Objects in pymalloc arenas (mapped by Python itself) are attributed to the function that made
+ * them: anonymous mmap is sampled too. */
+START_TEST(python_small_objects_through_arenas)
+{
+	const char *py = pythons[_i];
+	if (access(py, X_OK) != 0)
+		return;
+	char script[1024];
+	ck_assert_ptr_nonnull(realpath("tests/sites/fixtures/sites_pyobj.py", script));
+	const char *argv[] = { py, script, NULL };
+	const char *env[] = { "MEMSHIM_STAGES=work=run_work", NULL };
+	ck_assert_int_eq(run_under_shim(&r, argv, env), 0);
+	ck_assert_msg(WIFEXITED(r.status) && WEXITSTATUS(r.status) == 0, "%s: %s", py, r.err);
+	json_t *root = load_metrics(&r, "m.json");
+	ck_assert_ptr_nonnull(root);
+	json_t *work = stage_of(root, "work");
+	ck_assert_ptr_nonnull(work);
+	char name[1200];
+	snprintf(name, sizeof name, "small_objects (%s:", script);
+	double mine = site_bytes(work, "peak_sites", name), all = site_bytes(work, "peak_sites", "");
+	int64_t peaked = json_integer_value(json_object_get(json_object_get(work, "cpu"), "peak")) -
+			 json_integer_value(json_object_get(json_object_get(work, "cpu"), "begin"));
+	ck_assert_msg(mine > 0.5 * all && mine > 0.5 * (double)peaked, "%s: %.1f MiB of %.1f MiB (stage grew %.1f MiB)",
+		      py, mine / MiB, all / MiB, (double)peaked / MiB);
+	json_decref(root);
+}
+END_TEST
+
 /* Every device allocation with its stack, unsampled, gone from the list once freed. */
 START_TEST(gpu_sites_with_the_standin_driver)
 {
@@ -297,6 +325,7 @@ static Suite *suite(void)
 	tcase_add_test(tc, threads_and_fork);
 	tcase_add_test(tc, signal_handler_allocates_while_sampling);
 	tcase_add_loop_test(tc, python_frames_name_functions_and_lines, 0, (int)(sizeof pythons / sizeof *pythons));
+	tcase_add_loop_test(tc, python_small_objects_through_arenas, 0, (int)(sizeof pythons / sizeof *pythons));
 	tcase_add_test(tc, gpu_sites_with_the_standin_driver);
 	suite_add_tcase(s, tc);
 	return s;
