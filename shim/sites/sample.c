@@ -185,27 +185,48 @@ static int64_t threshold(int64_t at)
 	return at + (int64_t)((double)at * MS_SITES_LAG);
 }
 
+/* The last top list of each side and the table generation it was made at: a copy while nothing
+ * was sampled or freed since reuses it (stage boundaries come far more often than samples). */
+static uint64_t gen_cpu = 1, gen_gpu = 1;
+static struct {
+	uint64_t gen;
+	int n;
+	struct ms_sites_entry e[MS_SITES_TOP];
+} latest_cpu, latest_gpu;
+
 static void copy_cpu(struct ms_sites_copy *c, int64_t now)
 {
+	if (latest_cpu.gen != gen_cpu) {
+		latest_cpu.n = top(stack_cpu, stack_ncpu, latest_cpu.e);
+		latest_cpu.gen = gen_cpu;
+	}
 	c->cpu_at = now;
-	c->ncpu = top(stack_cpu, stack_ncpu, c->cpu);
+	c->ncpu = latest_cpu.n;
+	memcpy(c->cpu, latest_cpu.e, (size_t)latest_cpu.n * sizeof *c->cpu);
 }
 
 static void copy_gpu(struct ms_sites_copy *c, int64_t now)
 {
+	if (latest_gpu.gen != gen_gpu) {
+		latest_gpu.n = top(stack_gpu, stack_ngpu, latest_gpu.e);
+		latest_gpu.gen = gen_gpu;
+	}
 	c->gpu_at = now;
-	c->ngpu = top(stack_gpu, stack_ngpu, c->gpu);
+	c->ngpu = latest_gpu.n;
+	memcpy(c->gpu, latest_gpu.e, (size_t)latest_gpu.n * sizeof *c->gpu);
 }
+
+/* Stage ids with an open call, so boundaries and refreshes look at those only. */
+static int open_ids[MS_MAX_STAGES], nopen;
 
 static void recompute_next(void)
 {
 	int64_t cn = INT64_MAX, gn = INT64_MAX;
-	for (int id = 0; id < MS_MAX_STAGES; id++) {
-		if (!cur[id].valid)
-			continue;
-		int64_t c = threshold(cur[id].cpu_at), g = threshold(cur[id].gpu_at);
-		cn = c < cn ? c : cn;
-		gn = g < gn ? g : gn;
+	for (int k = 0; k < nopen; k++) {
+		const struct ms_sites_copy *c = &cur[open_ids[k]];
+		int64_t ct = threshold(c->cpu_at), gt = threshold(c->gpu_at);
+		cn = ct < cn ? ct : cn;
+		gn = gt < gn ? gt : gn;
 	}
 	__atomic_store_n(&cpu_next, cn, __ATOMIC_RELAXED);
 	__atomic_store_n(&gpu_next, gn, __ATOMIC_RELAXED);
@@ -214,10 +235,8 @@ static void recompute_next(void)
 /* Refreshes the copies of open calls whose peak rose past their threshold (lock held). */
 static void refresh(int64_t cpu_now, int64_t gpu_now)
 {
-	for (int id = 0; id < MS_MAX_STAGES; id++) {
-		struct ms_sites_copy *c = &cur[id];
-		if (!c->valid)
-			continue;
+	for (int k = 0; k < nopen; k++) {
+		struct ms_sites_copy *c = &cur[open_ids[k]];
 		if (cpu_now > threshold(c->cpu_at))
 			copy_cpu(c, cpu_now);
 		if (gpu_now > threshold(c->gpu_at))
@@ -226,29 +245,43 @@ static void refresh(int64_t cpu_now, int64_t gpu_now)
 	recompute_next();
 }
 
-/* Starts and ends calls to match the engine: a call begins with a copy of what is live now. */
-static void sync_stages(void)
+/* A call of stage ID begins with a copy of what is live now. */
+static void start_call(int id, int64_t cpu_now, int64_t gpu_now)
+{
+	cur[id].valid = 1;
+	copy_cpu(&cur[id], cpu_now);
+	copy_gpu(&cur[id], gpu_now);
+	open_ids[nopen++] = id;
+}
+
+/* The call of open_ids[K] ended: a last look at the live values (the end may be its peak). */
+static void end_call(int k, int64_t cpu_now, int64_t gpu_now)
+{
+	int id = open_ids[k];
+	if (cpu_now > cur[id].cpu_at)
+		copy_cpu(&cur[id], cpu_now);
+	if (gpu_now > cur[id].gpu_at)
+		copy_gpu(&cur[id], gpu_now);
+	last[id] = cur[id];
+	cur[id].valid = 0;
+	open_ids[k] = open_ids[--nopen];
+}
+
+/* Starts and ends calls to match the engine: the open ones are checked, and STAGE (or, with -1,
+ * every stage: at start and in a forked child) may have begun. */
+static void sync_stages(int stage)
 {
 	int64_t cpu_now = ms_live(MS_CPU), gpu_now = ms_live(MS_GPU);
-	for (int id = 0; id < MS_MAX_STAGES; id++) {
-		int open = ms_stage_depth(id) > 0;
-		if (open && !cur[id].valid) {
-			cur[id].valid = 1;
-			copy_cpu(&cur[id], cpu_now);
-			copy_gpu(&cur[id], gpu_now);
-		} else if (cur[id].valid) {
-			/* a boundary is a free look at the live values: the copy keeps the highest seen */
-			if (cpu_now > cur[id].cpu_at)
-				copy_cpu(&cur[id], cpu_now);
-			if (gpu_now > cur[id].gpu_at)
-				copy_gpu(&cur[id], gpu_now);
-		}
-		if (!open && cur[id].valid) {
-			last[id] = cur[id];
-			cur[id].valid = 0;
-		}
-	}
-	recompute_next();
+	for (int k = nopen; k-- > 0;)
+		if (ms_stage_depth(open_ids[k]) == 0)
+			end_call(k, cpu_now, gpu_now);
+	for (int id = stage < 0 ? 0 : stage; id < (stage < 0 ? MS_MAX_STAGES : stage + 1); id++)
+		if (id < MS_MAX_STAGES && !cur[id].valid && ms_stage_depth(id) > 0)
+			start_call(id, cpu_now, gpu_now);
+	if (cpu_now > cpu_next || gpu_now > gpu_next)
+		refresh(cpu_now, gpu_now);
+	else
+		recompute_next();
 }
 
 /* ---- the slow paths ------------------------------------------------------------------------ */
@@ -283,6 +316,7 @@ static void record(uint64_t addr, int64_t weight, int gpu, const uintptr_t *star
 	if (id >= 0 && live_insert(addr, id, gpu, weight) == 0) {
 		__atomic_add_fetch(gpu ? &stack_gpu[id] : &stack_cpu[id], weight, __ATOMIC_RELAXED);
 		__atomic_add_fetch(gpu ? &stack_ngpu[id] : &stack_ncpu[id], points(weight, gpu), __ATOMIC_RELAXED);
+		(*(gpu ? &gen_gpu : &gen_cpu))++;
 	} else {
 		samples_dropped++;
 	}
@@ -346,6 +380,7 @@ static void take_out(uint64_t addr, int gpu)
 	if (live_remove(addr, gpu, &e) == 0) {
 		__atomic_sub_fetch(gpu ? &stack_gpu[e.stack] : &stack_cpu[e.stack], e.weight, __ATOMIC_RELAXED);
 		__atomic_sub_fetch(gpu ? &stack_ngpu[e.stack] : &stack_ncpu[e.stack], points(e.weight, gpu), __ATOMIC_RELAXED);
+		(*(gpu ? &gen_gpu : &gen_cpu))++;
 	}
 	ms_spin_unlock(&lock, &lock_mine);
 }
@@ -404,19 +439,18 @@ void ms_sites_init(void)
 	stack_gpu = per + 2 * STACK_IDS;
 	stack_ngpu = per + 3 * STACK_IDS;
 	ms_spin_lock(&lock, &lock_mine);
-	sync_stages();
+	sync_stages(-1);
 	ms_spin_unlock(&lock, &lock_mine);
 	__atomic_store_n(&on, 1, __ATOMIC_RELEASE);
 }
 
 void ms_sites_boundary(int stage, int end)
 {
-	(void)stage;
 	(void)end;
 	if (!on || enter() < 0)
 		return;
 	ms_spin_lock(&lock, &lock_mine);
-	sync_stages();
+	sync_stages(stage >= 0 && stage < MS_MAX_STAGES ? stage : -1);
 	ms_spin_unlock(&lock, &lock_mine);
 	leave();
 }
@@ -449,9 +483,12 @@ void ms_sites_fork_child(int tracking)
 	memset(cur, 0, sizeof cur);
 	memset(last, 0, sizeof last);
 	nlive = 0;
+	nopen = 0;
 	samples = gpu_allocs = samples_dropped = 0;
+	gen_cpu++;
+	gen_gpu++;
 	ms_sites_stacks_reset();
-	sync_stages();
+	sync_stages(-1);
 }
 
 /* ---- reading ------------------------------------------------------------------------------- */
