@@ -123,6 +123,8 @@ int ms_py_stack_read(struct ms_py_frame *out, int max);
 /* The function name and file of a code object from ms_py_stack_read, copied (ASCII; '?' for
  * other characters), while its frame still runs. */
 void ms_py_code_names(const void *code, char *func, size_t fsize, char *file, size_t lsize);
+/* The str objects of a code object's name and file (identity only: a cache key). */
+void ms_py_code_keys(const void *code, const void **name, const void **file);
 
 /* A warning printed at most once per KEY (small integer below 16). */
 void ms_py_warn_once(int key, const char *what);

@@ -162,7 +162,7 @@ static int line_38(const unsigned char *t, long n, int line, long byte)
 }
 
 /* The line FRAME (of CODE) is at; its first line when the table cannot be read. */
-static int frame_line(const void *frame, const void *code)
+static int frame_line_uncached(const void *frame, const void *code)
 {
 	int first = *(const int *)((const char *)code + lay->co_firstlineno);
 	const void *table = word(code, lay->co_lines);
@@ -181,6 +181,37 @@ static int frame_line(const void *frame, const void *code)
 	if (lasti < 0)
 		return first;
 	return lay->minor == 10 ? line_310(t, n, first, (long)lasti * 2) : line_38(t, n, first, lasti);
+}
+
+/* Lines by (code object, instruction position), direct-mapped per thread: a sample's frames are
+ * mostly the previous sample's.  The code object's line table is checked too (a freed code
+ * object's address reused by another). */
+#define LINE_CACHE 128
+struct line_entry {
+	const void *code, *table;
+	intptr_t pos;
+	int line;
+};
+static __thread struct line_entry line_cache[LINE_CACHE] MS_TLS;
+
+static int frame_line(const void *frame, const void *code)
+{
+	intptr_t pos = lay->minor >= 11 ? (intptr_t)word(frame, lay->fr_instr)
+					 : *(const int *)((const char *)frame + lay->fr_instr);
+	const void *table = word(code, lay->co_lines);
+	uintptr_t h = ((uintptr_t)code ^ (uintptr_t)pos * 0x9e3779b97f4a7c15ULL) >> 4;
+	struct line_entry *e = &line_cache[(h ^ (h >> 17)) % LINE_CACHE];
+	if (e->code == code && e->pos == pos && e->table == table)
+		return e->line;
+	int line = frame_line_uncached(frame, code);
+	*e = (struct line_entry){ code, table, pos, line };
+	return line;
+}
+
+void ms_py_code_keys(const void *code, const void **name, const void **file)
+{
+	*name = word(code, lay->co_name);
+	*file = word(code, lay->co_filename);
 }
 
 int ms_py_stack_read(struct ms_py_frame *out, int max)

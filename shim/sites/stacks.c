@@ -47,6 +47,15 @@ static uint32_t nstacks, nstrings, frames_used, chars_used;
 static uint64_t dropped;
 static uintptr_t self_lo, self_hi, py_lo, py_hi;
 
+/* String ids of code objects seen before, keyed by the code object and its name and file objects
+ * (a freed code object's address reused by another code object is told apart by those). */
+#define CODE_CACHE 4096
+struct code_entry {
+	const void *code, *name, *file;
+	int32_t f, l;
+};
+static struct code_entry code_cache[CODE_CACHE];
+
 static void *raw_map(size_t len)
 {
 	long p = syscall(SYS_mmap, NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
@@ -98,6 +107,7 @@ int ms_sites_stacks_init(void)
 
 void ms_sites_stacks_reset(void)
 {
+	memset(code_cache, 0, sizeof code_cache);
 	memset(stack_slot, 0, STACK_SLOTS * sizeof *stack_slot);
 	memset(string_slot, 0, STRING_SLOTS * sizeof *string_slot);
 	nstacks = nstrings = frames_used = chars_used = 0;
@@ -205,17 +215,37 @@ static int32_t intern_string(const char *s)
 	return -1;
 }
 
+/* Ids of CODE's function name and file, interned; -1 when full. */
+static int code_ids(const void *code, int32_t *f, int32_t *l)
+{
+	const void *name, *file;
+	ms_py_code_keys(code, &name, &file);
+	uintptr_t h = (uintptr_t)code >> 4;
+	struct code_entry *e = &code_cache[(h ^ (h >> 13)) % CODE_CACHE];
+	if (e->code == code && e->name == name && e->file == file) {
+		*f = e->f;
+		*l = e->l;
+		return 0;
+	}
+	char func[128], path[256];
+	ms_py_code_names(code, func, sizeof func, path, sizeof path);
+	*f = intern_string(func);
+	*l = intern_string(path);
+	if (*f < 0 || *l < 0)
+		return -1;
+	*e = (struct code_entry){ code, name, file, *f, *l };
+	return 0;
+}
+
 /* Turns the Python frames left by ms_sites_capture into interned words; 0, or -1 when full. */
 static int intern_python(uint64_t *frames, int n, int max)
 {
-	char func[128], file[256];
 	for (int i = 0; i < n; i++) {
 		if (!ms_sites_frame_is_py(frames[i]))
 			continue;
 		const void *code = (const void *)(uintptr_t)(frames[i] & ~MS_SITES_PY_BIT);
-		ms_py_code_names(code, func, sizeof func, file, sizeof file);
-		int32_t f = intern_string(func), l = intern_string(file);
-		if (f < 0 || l < 0)
+		int32_t f, l;
+		if (code_ids(code, &f, &l) < 0)
 			return -1;
 		uint64_t line = frames[max + i] & PY_LINE_MASK;
 		frames[i] = MS_SITES_PY_BIT | (uint64_t)f << PY_FUNC_SHIFT | (uint64_t)l << PY_FILE_SHIFT | line;
