@@ -310,9 +310,15 @@ static int64_t points(int64_t weight, int gpu)
 static void record(uint64_t addr, int64_t weight, int gpu, const uintptr_t *start)
 {
 	uint64_t frames[2 * MS_SITES_MAX_FRAMES];
-	int n = ms_sites_capture(frames, MS_SITES_MAX_FRAMES, start);
+	int32_t id;
+	int n = ms_sites_capture(frames, MS_SITES_MAX_FRAMES, start, &id);
 	ms_spin_lock(&lock, &lock_mine);
-	int32_t id = ms_sites_capture_locked(frames, n);
+	if (id < 0) {
+		int remember = id == -2;
+		id = ms_sites_capture_locked(frames, n);
+		if (id >= 0 && remember)
+			ms_sites_capture_known(id);
+	}
 	if (id >= 0 && live_insert(addr, id, gpu, weight) == 0) {
 		__atomic_add_fetch(gpu ? &stack_gpu[id] : &stack_cpu[id], weight, __ATOMIC_RELAXED);
 		__atomic_add_fetch(gpu ? &stack_ngpu[id] : &stack_ncpu[id], points(weight, gpu), __ATOMIC_RELAXED);

@@ -81,7 +81,11 @@ int32_t ms_sites_capture_locked(const uint64_t *frames, int n);
 /* Reads the calling thread's stack into FRAMES (2 MAX words: the frames, then the lines of Python
  * ones), outside the lock, allocating nothing; from START (sp after return, rbp, return address
  * of a frame) when given, else from here. */
-int ms_sites_capture(uint64_t *frames, int max, const uintptr_t *start);
+int ms_sites_capture(uint64_t *frames, int max, const uintptr_t *start, int32_t *known);
+/* *KNOWN: the stack id when the walk found this thread's previous native-only stack again; -2
+ * when this walk is remembered for the next one (ms_sites_capture_known gives it its id once
+ * interned); -1 otherwise. */
+void ms_sites_capture_known(int32_t id);
 /* The C side of ms_sites_sample (sites/hot.h), entered with the wrapper's SP and RBP. */
 void ms_sites_sample_at(void *p, int64_t usable, uintptr_t sp, uintptr_t rbp);
 /* Number of stacks interned / refused because a table was full. */

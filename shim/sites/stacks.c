@@ -46,6 +46,7 @@ static char *string_pool;
 static uint32_t nstacks, nstrings, frames_used, chars_used;
 static uint64_t dropped;
 static uintptr_t self_lo, self_hi, py_lo, py_hi;
+static uint32_t epoch = 1; /* moves when the stack table starts over */
 
 /* String ids of code objects seen before, keyed by the code object and its name and file objects
  * (a freed code object's address reused by another code object is told apart by those). */
@@ -107,6 +108,7 @@ int ms_sites_stacks_init(void)
 
 void ms_sites_stacks_reset(void)
 {
+	__atomic_add_fetch(&epoch, 1, __ATOMIC_RELAXED);
 	memset(code_cache, 0, sizeof code_cache);
 	memset(stack_slot, 0, STACK_SLOTS * sizeof *stack_slot);
 	memset(string_slot, 0, STRING_SLOTS * sizeof *string_slot);
@@ -139,8 +141,11 @@ static int in_self(uintptr_t ip)
  * it is taken from here with one load per frame instead of one unwinding step. */
 struct chain {
 	int n;
+	int32_t id;      /* its interned stack when it had no Python frames, else -1 */
+	uint32_t epoch;  /* of the stack table the id belongs to */
 	uintptr_t slot[MS_SITES_MAX_FRAMES], ip[MS_SITES_MAX_FRAMES];
 };
+
 static __thread struct chain last_chain MS_TLS;
 
 static int same_chain(uint64_t *out, int max, uintptr_t slot, uintptr_t ip)
@@ -156,8 +161,9 @@ static int same_chain(uint64_t *out, int max, uintptr_t slot, uintptr_t ip)
 	return c->n;
 }
 
-static int native_frames(uint64_t *out, int max, int stop_in_python, const uintptr_t *start)
+static int native_frames(uint64_t *out, int max, int stop_in_python, const uintptr_t *start, int *hit)
 {
+	*hit = 0;
 	uintptr_t r[3];
 	if (start)
 		memcpy(r, start, sizeof r);
@@ -177,8 +183,10 @@ static int native_frames(uint64_t *out, int max, int stop_in_python, const uintp
 		if (!(n == 0 && in_self(ip))) {
 			if (n == 0 && cacheable) {
 				int got = same_chain(out, max, slot, ip);
-				if (got)
+				if (got) {
+					*hit = 1;
 					return got;
+				}
 			}
 			slots[n] = slot;
 			out[n++] = ip;
@@ -188,6 +196,7 @@ static int native_frames(uint64_t *out, int max, int stop_in_python, const uintp
 	}
 	if (cacheable && n <= MS_SITES_MAX_FRAMES) {
 		last_chain.n = 0; /* a handler sampling meanwhile never sees a half-written chain as whole */
+		last_chain.id = -1;
 		__atomic_signal_fence(__ATOMIC_SEQ_CST);
 		for (int k = 0; k < n; k++) {
 			last_chain.slot[k] = slots[k];
@@ -195,12 +204,20 @@ static int native_frames(uint64_t *out, int max, int stop_in_python, const uintp
 		}
 		__atomic_signal_fence(__ATOMIC_SEQ_CST);
 		last_chain.n = n;
+		*hit = 2; /* stored: its id may be remembered once interned */
 	}
 	return n;
 }
 
-int ms_sites_capture(uint64_t *frames, int max, const uintptr_t *start)
+void ms_sites_capture_known(int32_t id)
 {
+	last_chain.id = id;
+	last_chain.epoch = __atomic_load_n(&epoch, __ATOMIC_RELAXED);
+}
+
+int ms_sites_capture(uint64_t *frames, int max, const uintptr_t *start, int32_t *known)
+{
+	*known = -1;
 	struct ms_py_frame py[MS_SITES_MAX_FRAMES];
 	int npy = ms_py_stack_ready() ? ms_py_stack_read(py, max) : 0;
 	if (npy > 0 && !py_hi) {
@@ -209,7 +226,12 @@ int ms_sites_capture(uint64_t *frames, int max, const uintptr_t *start)
 		py_lo = lo;
 		__atomic_store_n(&py_hi, hi, __ATOMIC_RELEASE);
 	}
-	int n = native_frames(frames, npy > 0 ? (max < NATIVE_BEFORE_PY ? max : NATIVE_BEFORE_PY) : max, npy > 0, start);
+	int hit;
+	int n = native_frames(frames, npy > 0 ? (max < NATIVE_BEFORE_PY ? max : NATIVE_BEFORE_PY) : max, npy > 0, start, &hit);
+	if (hit == 1 && npy == 0 && last_chain.id >= 0 && last_chain.epoch == __atomic_load_n(&epoch, __ATOMIC_RELAXED))
+		*known = last_chain.id;
+	else if (hit == 2 && npy == 0)
+		*known = -2;
 	for (int i = 0; i < npy && n < max; i++, n++) {
 		/* until interned: the code object and line, unpacked by ms_sites_capture_locked */
 		frames[n] = MS_SITES_PY_BIT | (uint64_t)(uintptr_t)py[i].code;
