@@ -47,6 +47,7 @@ include shim/shim.mk
 include formatter/formatter.mk
 include tests/unit/unit.mk
 include tests/preload/preload.mk
+include tests/sites/sites.mk
 include tests/formatter/formatter-tests.mk
 include tests/gpu/gpu.mk
 include tests/python/python.mk
@@ -56,6 +57,7 @@ include tests/fuzz/fuzz.mk
 -include bench/native/native.mk
 -include bench/python/python.mk
 -include bench/cuda/cuda.mk
+-include bench/sites/sites.mk
 include bench/bench.mk
 include packaging/packaging.mk
 

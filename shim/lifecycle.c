@@ -16,6 +16,7 @@
 #include "output/report.h"
 #include "output/snapshots.h"
 #include "python/py.h"
+#include "sites/sites.h"
 
 struct subsystem {
 	void (*init)(void);

@@ -8,13 +8,14 @@
 #include "core/config.h"
 #include "core/ms.h"
 
-struct ms_config ms_cfg = { .log_level = MS_LOG_WARN, .follow_children = 1, .timeline = 1 };
+struct ms_config ms_cfg = { .log_level = MS_LOG_WARN, .follow_children = 1, .timeline = 1, .sites = 1,
+			     .sites_rate = 524288 };
 
 const char ms_default_stages[] =
 	"init=Trainer.__init__,train=Trainer.train|Trainer._inner_training_loop,"
 	"eval=Trainer.evaluate,test=Trainer.predict";
 
-enum kind { K_BOOL, K_LOG, K_PATH, K_INTERVAL, K_STAGES };
+enum kind { K_BOOL, K_LOG, K_PATH, K_INTERVAL, K_BYTES, K_STAGES };
 
 struct setting {
 	const char *name;
@@ -31,6 +32,8 @@ static const struct setting settings[] = {
 	{ "MEMSHIM_FOLLOW_CHILDREN", K_BOOL, "1", AT(follow_children) },
 	{ "MEMSHIM_SNAPSHOT_INTERVAL", K_INTERVAL, "auto", AT(snapshot_interval) },
 	{ "MEMSHIM_TIMELINE", K_BOOL, "1", AT(timeline) },
+	{ "MEMSHIM_SITES", K_BOOL, "1", AT(sites) },
+	{ "MEMSHIM_SITES_RATE", K_BYTES, "524288", AT(sites_rate) },
 	{ "MEMSHIM_STAGES", K_STAGES, ms_default_stages, AT(spec) },
 };
 
@@ -71,6 +74,19 @@ static int parse_interval(const char *v, double *out)
 	return 0;
 }
 
+/* A byte count from 1 to 1 TiB, digits only. */
+static int parse_bytes(const char *v, long *out)
+{
+	char *end;
+	if (*v < '0' || *v > '9')
+		return -1;
+	unsigned long long n = strtoull(v, &end, 10);
+	if (*end || n < 1 || n > (1ULL << 40))
+		return -1;
+	*out = (long)n;
+	return 0;
+}
+
 /* Relative paths are taken from the working directory at start, so a later chdir changes nothing. */
 static int parse_path(const char *v, char *out)
 {
@@ -103,6 +119,8 @@ static int apply(const struct setting *s, struct ms_config *cfg, const char *v)
 		return parse_path(v, field);
 	case K_INTERVAL:
 		return parse_interval(v, field);
+	case K_BYTES:
+		return parse_bytes(v, field);
 	case K_STAGES:
 		ms_spec_parse(field, v);
 		return 0; /* bad entries were warned about one by one */

@@ -33,6 +33,8 @@ struct ms_config {
 	char output[MS_PATH_MAX];/* MEMSHIM_OUTPUT, made absolute, %p not yet expanded */
 	double snapshot_interval;/* MEMSHIM_SNAPSHOT_INTERVAL: seconds, 0 off, MS_SNAPSHOT_AUTO */
 	int timeline;            /* MEMSHIM_TIMELINE */
+	int sites;               /* MEMSHIM_SITES: peak call sites sampled */
+	long sites_rate;         /* MEMSHIM_SITES_RATE: mean bytes between samples */
 	struct ms_spec spec;     /* MEMSHIM_STAGES */
 };
 

@@ -10,6 +10,7 @@
 #include "cuda/driver.h"
 #include "cuda/table.h"
 #include "intercept/hooks.h"
+#include "sites/hot.h"
 
 static uint64_t untracked_allocs;  /* successful allocations the full table could not hold */
 static int64_t untracked_bytes;
@@ -68,9 +69,13 @@ static int stream_device(CUstream stream)
 static void count(const struct ms_centry *e, int sign)
 {
 	int64_t bytes = sign * e->size;
-	if (e->kind == MS_CK_DEVICE || (e->kind == MS_CK_VMM && e->device >= 0))
+	if (e->kind == MS_CK_DEVICE || (e->kind == MS_CK_VMM && e->device >= 0)) {
 		ms_gpu_add(e->device, bytes);
-	else if (e->kind == MS_CK_MANAGED)
+		if (sign > 0) /* every device allocation's stack, unsampled */
+			ms_sites_gpu_alloc(e->key, bytes);
+		else
+			ms_sites_gpu_free(e->key);
+	} else if (e->kind == MS_CK_MANAGED)
 		ms_gpu_side_add(MS_MANAGED, bytes);
 	else /* host, registered, VMM on the host */
 		ms_gpu_side_add(MS_PINNED, bytes);

@@ -8,6 +8,7 @@
 #include "core/ms.h"
 #include "core/process.h"
 #include "intercept/hooks.h"
+#include "sites/hot.h"
 
 /* Not declared by every C library's headers. */
 void cfree(void *ptr);
@@ -72,7 +73,9 @@ static inline __attribute__((always_inline)) void *fast_new(void *p, int check)
 	if (MS_LIKELY(p != NULL)) {
 		if (check)
 			ms_before_counting();
-		ms_cpu_grow(glibc_usable(glibc_head(p)));
+		uint64_t n = glibc_usable(glibc_head(p));
+		ms_cpu_grow(n);
+		ms_sites_alloc(p, (int64_t)n);
 	}
 	return p;
 }
@@ -88,6 +91,7 @@ static inline __attribute__((always_inline)) int fast_free(void *ptr, int check)
 		return 0;
 	if (check)
 		ms_before_counting();
+	ms_sites_free(ptr);
 	ms_cpu_shrink(glibc_usable(head));
 	ms_real_free(ptr);
 	return 1;
@@ -104,19 +108,25 @@ static inline __attribute__((always_inline)) int fast_realloc(void *ptr, size_t 
 	int64_t old = (int64_t)glibc_usable(head);
 	if (check)
 		ms_before_counting();
+	ms_sites_free(ptr); /* before the block can go to another thread */
 	void *q = ms_real_realloc(ptr, size);
-	if (q)
-		ms_cpu_add(MS_MALLOC, (int64_t)glibc_usable(glibc_head(q)) - old);
-	else if (size == 0)
+	if (q) {
+		int64_t n = (int64_t)glibc_usable(glibc_head(q));
+		ms_cpu_add(MS_MALLOC, n - old);
+		ms_sites_alloc(q, n);
+	} else if (size == 0)
 		ms_cpu_shrink((uint64_t)old);
 	*out = q;
 	return 1;
 }
 
-static inline __attribute__((always_inline)) void count(void *p, int sign)
+/* Counts new block P (the general path). */
+static inline __attribute__((always_inline)) void count(void *p)
 {
 	ms_before_counting();
-	ms_cpu_add(MS_MALLOC, sign * (int64_t)malloc_usable_size(p));
+	int64_t n = (int64_t)malloc_usable_size(p);
+	ms_cpu_add(MS_MALLOC, n);
+	ms_sites_alloc(p, n);
 }
 
 /* Usable bytes of a block about to be freed or resized (0: not countable). */
@@ -142,7 +152,7 @@ static __attribute__((noinline)) void *malloc_general(size_t size)
 	void *p;
 	GUARDED(p = ms_real_malloc(size));
 	if (p && COUNTABLE())
-		count(p, 1);
+		count(p);
 	return p;
 }
 
@@ -174,7 +184,7 @@ static __attribute__((noinline)) void *calloc_general(size_t n, size_t size)
 	void *p;
 	GUARDED(p = ms_real_calloc(n, size));
 	if (p && COUNTABLE())
-		count(p, 1);
+		count(p);
 	return p;
 }
 
@@ -198,6 +208,7 @@ static inline __attribute__((always_inline)) void uncount(void *p)
 {
 	int64_t n = usable_before_release(p);
 	if (n) {
+		ms_sites_free(p);
 		ms_before_counting();
 		ms_cpu_add(MS_MALLOC, -n);
 	}
@@ -278,9 +289,11 @@ static void *move_from_bootstrap(void *ptr, size_t size)
 static void count_resize(void *ptr, int64_t old, void *q, size_t size)
 {
 	ms_before_counting();
-	if (q)
-		ms_cpu_add(MS_MALLOC, (int64_t)malloc_usable_size(q) - old);
-	else if (ptr && size == 0)
+	if (q) {
+		int64_t n = (int64_t)malloc_usable_size(q);
+		ms_cpu_add(MS_MALLOC, n - old);
+		ms_sites_alloc(q, n);
+	} else if (ptr && size == 0)
 		ms_cpu_add(MS_MALLOC, -old);
 }
 
@@ -293,6 +306,8 @@ static __attribute__((noinline)) void *realloc_general(void *ptr, size_t size)
 		return ms_bootstrap_alloc(size, 0);
 	int countable = COUNTABLE();
 	int64_t old = ptr && countable ? usable_before_release(ptr) : 0;
+	if (old)
+		ms_sites_free(ptr); /* before the block can go to another thread */
 	GUARDED(q = ms_real_realloc(ptr, size));
 	if (countable)
 		count_resize(ptr, old, q, size);
@@ -330,6 +345,8 @@ EXPORT void *reallocarray(void *ptr, size_t n, size_t size)
 		return realloc(ptr, n * size); // NOLINT(clang-analyzer-optin.portability.UnixAPI): size 0 means free
 	int countable = COUNTABLE();
 	int64_t old = ptr && countable ? usable_before_release(ptr) : 0;
+	if (old)
+		ms_sites_free(ptr);
 	void *q;
 	GUARDED(q = ms_real_reallocarray(ptr, n, size));
 	if (countable)
@@ -348,7 +365,7 @@ EXPORT int posix_memalign(void **out, size_t align, size_t size)
 	int rc;
 	GUARDED(rc = ms_real_posix_memalign(out, align, size));
 	if (rc == 0 && *out && COUNTABLE())
-		count(*out, 1);
+		count(*out);
 	return rc;
 }
 
@@ -360,7 +377,7 @@ EXPORT int posix_memalign(void **out, size_t align, size_t size)
 		void *p;                                                   \
 		GUARDED(p = ms_real_##name args);                          \
 		if (p && COUNTABLE())                                      \
-			count(p, 1);                                       \
+			count(p);                                       \
 		return p;                                                  \
 	}
 

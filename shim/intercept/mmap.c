@@ -16,6 +16,7 @@
 #include "core/ranges.h"
 #include "core/spin.h"
 #include "intercept/hooks.h"
+#include "sites/hot.h"
 
 #define PAGE 4096UL
 #define MAX_RANGES (1UL << 20)
@@ -167,6 +168,8 @@ static void *wrap_mmap(void *(*real)(void *, size_t, int, int, int, off_t), void
 	}
 	if (fixed)
 		table_unlock();
+	if (p != MAP_FAILED && !fixed && anonymous_private(flags) && prot != PROT_NONE)
+		ms_sites_alloc(p, (int64_t)page_up(len)); /* outside the table lock (lock order) */
 	errno = saved;
 	return p;
 }
@@ -192,6 +195,7 @@ EXPORT int munmap(void *addr, size_t len)
 {
 	if (passes_through())
 		return call_munmap(addr, len);
+	ms_sites_free(addr); /* a sampled mapping is known by its start */
 	table_lock();
 	ms_tls_guard++;
 	int rc = call_munmap(addr, len);

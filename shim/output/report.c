@@ -23,6 +23,7 @@
 #include "python/py.h"
 #include "output/outpath.h"
 #include "output/report.h"
+#include "output/sites.h"
 
 #define ARGV_MAX 4096
 
@@ -203,7 +204,7 @@ static void write_history(struct ms_json *w, const struct ms_stage *s, int gpu)
 	ms_json_uint(w, "history_dropped", s->dropped);
 }
 
-static void write_stage(struct ms_json *w, const struct ms_stage *s, int gpu)
+static void write_stage(struct ms_json *w, const struct ms_stage *s, int id, int gpu)
 {
 	const struct ms_span *sp = s->depth > 0 ? &s->cur : &s->last;
 	ms_json_object(w, NULL);
@@ -226,6 +227,7 @@ static void write_stage(struct ms_json *w, const struct ms_stage *s, int gpu)
 	}
 	ms_json_end_object(w);
 	write_history(w, s, gpu);
+	ms_report_sites_stage(w, id, sp);
 	ms_json_end_object(w);
 }
 
@@ -500,10 +502,15 @@ static void write_document(struct ms_json *w, const char *reason, int sig, int c
 	write_identity(w, reason, sig, complete, end_unix);
 	ms_json_bool(w, "gpu_used", gpu);
 	write_metrics(w, ids, n, peaks, gpu);
+	int sites = ms_report_sites_begin(&snap, ids, n, in_handler);
 	ms_json_array(w, "stages");
 	for (int i = 0; i < n; i++)
-		write_stage(w, &snap.stage[ids[i]], gpu);
+		write_stage(w, &snap.stage[ids[i]], ids[i], gpu);
 	ms_json_end_array(w);
+	if (sites) {
+		ms_report_sites_summary(w);
+		ms_report_sites_end();
+	}
 	write_unmatched(w);
 	if (gpu)
 		write_gpu_events(w);

@@ -126,6 +126,25 @@ void ms_py_each_unmatched(void (*fn)(void *ctx, const char *stage, const char *t
 /* At exit: one warning naming them. */
 void ms_py_report(void);
 
+/* ---- the calling thread's Python stack (python/stack.c), for call sites ---------------------- */
+
+struct ms_py_frame {
+	const void *code; /* the code object: valid only while the frame runs */
+	int line;
+};
+/* Picks this version's frame layout (GIL held, at install); -1 and one warning when unknown. */
+int ms_py_stack_install(void);
+/* Whether Python stacks can be read (a known layout was installed). */
+int ms_py_stack_ready(void);
+/* The calling thread's Python frames, innermost first, into OUT (at most MAX); 0 outside Python.
+ * Reads the interpreter's frames directly: no GIL, no allocation, signal-safe. */
+int ms_py_stack_read(struct ms_py_frame *out, int max);
+/* The function name and file of a code object from ms_py_stack_read, copied (ASCII; '?' for
+ * other characters), while its frame still runs. */
+void ms_py_code_names(const void *code, char *func, size_t fsize, char *file, size_t lsize);
+/* The str objects of a code object's name and file (identity only: a cache key). */
+void ms_py_code_keys(const void *code, const void **name, const void **file);
+
 /* A warning printed at most once per KEY (small integer below 16). */
 void ms_py_warn_once(int key, const char *what);
 

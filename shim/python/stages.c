@@ -550,6 +550,12 @@ static void install(const char *event, ms_pyobj *args, int embedded)
 		state = FAILED;
 		return;
 	}
+	if (ms_cfg.sites)
+		ms_py_stack_install();
+	if (ntargets == 0) {
+		state = INSTALLED; /* only call sites wanted the interpreter */
+		return;
+	}
 	ms_pyobj *et, *ev, *etb;
 	ms_py.ErrFetch(&et, &ev, &etb);
 	ms_py_extra_index = ms_py.RequestCodeExtraIndex(NULL);
@@ -741,9 +747,11 @@ void ms_py_init(void)
 	if (py_initialized && py_initialized())
 		return; /* loaded into a running interpreter: no safe point to hook in from here */
 	load_targets();
-	if (ntargets == 0)
+	if (ntargets == 0 && !ms_cfg.sites)
 		return;
 	if (debug_allocator_expected()) {
+		if (ntargets == 0)
+			return; /* call sites get native frames only: nothing the user asked for is lost */
 		ms_warn("Python stages are off: Python's debug memory allocator (-X dev, PYTHONDEVMODE, "
 			"PYTHONMALLOC=...debug) would abort at exit with memshim's audit hook");
 		return;

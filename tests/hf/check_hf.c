@@ -7,6 +7,7 @@
 #include <fcntl.h>
 #include <jansson.h>
 #include <limits.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -151,6 +152,28 @@ static void expect_known_numbers(json_t *m, long long params)
 	ck_assert_msg(init < params / 2, "init alloc delta %lld holds the model (%lld bytes)?", init, params);
 }
 
+/* Call sites at train's peak (issue 16): AdamW's two states per parameter, PyTorch tensors made
+ * in torch/optim/adam.py, within the documented bound 4 sqrt(rate x bytes) + the copy's lag. */
+static void expect_adam_sites(json_t *m, long long params)
+{
+	json_t *train = stage(m, "train"), *e;
+	size_t i;
+	double adam = 0;
+	json_array_foreach(json_object_get(train, "peak_sites"), i, e) {
+		json_t *f;
+		size_t k;
+		json_array_foreach(json_object_get(e, "frames"), k, f)
+			if (strstr(json_string_value(f), "/torch/optim/adam.py:")) {
+				adam += (double)json_integer_value(json_object_get(e, "bytes"));
+				break;
+			}
+	}
+	double truth = 2.0 * (double)params, rate = 524288;
+	double tol = 4 * sqrt(rate * truth) + (double)json_integer_value(json_object_get(train, "peak_sites_lag"));
+	ck_assert_msg(fabs(adam - truth) <= tol, "AdamW states at train's peak: %.1f MiB from adam.py, truth %.1f MiB",
+		      adam / MiB, truth / MiB);
+}
+
 static long long parameter_bytes(json_t *hf)
 {
 	return json_integer_value(json_object_get(json_object_get(hf, "info"), "parameter_bytes"));
@@ -179,6 +202,7 @@ START_TEST(trainer_default_stages_and_hf_keys)
 			}
 	}
 	ck_assert_int_ge(checked, 9); /* init, train, eval, test: alloc and peaked; before_init */
+	expect_adam_sites(m, parameter_bytes(hf));
 	/* side by side: HF's own results file against memshim's, every HF memory key a full row */
 	char results[128], metrics[128];
 	snprintf(results, sizeof results, "%s/out/all_results.json", r.dir);

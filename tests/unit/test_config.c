@@ -128,6 +128,27 @@ START_TEST(bad_values_fall_back_with_one_warning_each)
 }
 END_TEST
 
+START_TEST(sites_settings)
+{
+	static const struct { const char *v; int warn; long rate; } rates[] = {
+		{ "65536", 0, 65536 }, { "1", 0, 1 }, { "1099511627776", 0, 1099511627776L },
+		{ "0", 1, 524288 }, { "1099511627777", 1, 524288 }, { "+5", 1, 524288 }, { "5k", 1, 524288 },
+		{ " 5", 1, 524288 }, { "-5", 1, 524288 },
+	};
+	for (size_t i = 0; i < sizeof rates / sizeof *rates; i++) {
+		nenv = 0;
+		set("MEMSHIM_SITES_RATE", rates[i].v);
+		ck_assert_int_eq(load_capturing(&cfg), rates[i].warn);
+		ck_assert_int_eq(cfg.sites_rate, rates[i].rate);
+		ck_assert_int_eq(cfg.sites, 1);
+	}
+	nenv = 0;
+	set("MEMSHIM_SITES", "0");
+	ck_assert_int_eq(load_capturing(&cfg), 0);
+	ck_assert_int_eq(cfg.sites, 0);
+}
+END_TEST
+
 START_TEST(quiet_silences_warnings)
 {
 	nenv = 0;
@@ -163,6 +184,7 @@ int main(void)
 	tcase_add_test(tc, each_bad_stage_entry_warns_once_and_the_rest_is_used);
 	tcase_add_test(tc, bad_values_fall_back_with_one_warning_each);
 	tcase_add_test(tc, snapshot_interval_auto_off_and_seconds);
+	tcase_add_test(tc, sites_settings);
 	tcase_add_test(tc, quiet_silences_warnings);
 	tcase_add_test(tc, long_specs_are_bounded);
 	suite_add_tcase(s, tc);

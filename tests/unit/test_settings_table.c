@@ -36,6 +36,8 @@ static const struct row rows[] = {
 	{ "MEMSHIM_FOLLOW_CHILDREN", { 0, 1, 1, 1, 1, 1 } },
 	{ "MEMSHIM_TIMELINE", { 0, 1, 1, 1, 1, 1 } },
 	{ "MEMSHIM_SNAPSHOT_INTERVAL", { 0, 1, 1, 1, 1, 1 } },
+	{ "MEMSHIM_SITES", { 0, 1, 1, 1, 1, 1 } },
+	{ "MEMSHIM_SITES_RATE", { 0, 1, 1, 1, 1, 1 } },
 };
 
 START_TEST(each_row_of_the_table)
@@ -53,6 +55,8 @@ START_TEST(each_row_of_the_table)
 		ck_assert_int_eq(cfg.follow_children, 1);
 		ck_assert_int_eq(cfg.timeline, 1);
 		ck_assert(cfg.snapshot_interval == MS_SNAPSHOT_AUTO);
+		ck_assert_int_eq(cfg.sites, 1);
+		ck_assert_int_eq(cfg.sites_rate, 524288);
 		ck_assert(cfg.output[0] == '/');
 		if (!strcmp(row->name, "MEMSHIM_STAGES")) {
 			ck_assert_int_eq(cfg.spec.nstages, 0); /* set but nothing valid: no stages */

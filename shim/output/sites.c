@@ -1,0 +1,96 @@
+/* Writes the call sites live at each stage's peak (see output/sites.h).  The copies are taken
+ * once per file, before any stage is written, so the symbols of all of them are read in one
+ * pass. */
+#include <string.h>
+#include "core/ms.h"
+#include "output/sites.h"
+#include "sites/sites.h"
+
+static struct ms_sites_copy copies[MS_MAX_STAGES];
+static int have[MS_MAX_STAGES];
+static int active;
+
+int ms_report_sites_begin(const struct ms_stages *st, const int *ids, int n, int in_handler)
+{
+	(void)st;
+	active = ms_sites_on();
+	if (!active)
+		return 0;
+	static int32_t stacks[MS_MAX_STAGES * 2 * MS_SITES_TOP];
+	int ns = 0;
+	memset(have, 0, sizeof have);
+	for (int i = 0; i < n; i++) {
+		int id = ids[i];
+		if (id < 0 || id >= MS_MAX_STAGES)
+			continue;
+		have[id] = ms_sites_stage_copy(id, &copies[id], in_handler);
+		if (!have[id])
+			continue;
+		for (int k = 0; k < copies[id].ncpu; k++)
+			stacks[ns++] = copies[id].cpu[k].stack;
+		for (int k = 0; k < copies[id].ngpu; k++)
+			stacks[ns++] = copies[id].gpu[k].stack;
+	}
+	if (!in_handler)
+		ms_sites_symbolise(stacks, ns);
+	return 1;
+}
+
+static void write_list(struct ms_json *w, const char *key, const struct ms_sites_entry *e, int n)
+{
+	uint64_t frames[MS_SITES_MAX_FRAMES];
+	char text[640];
+	ms_json_array(w, key);
+	for (int i = 0; i < n; i++) {
+		ms_json_object(w, NULL);
+		ms_json_int(w, "bytes", e[i].bytes);
+		ms_json_int(w, "samples", e[i].samples);
+		ms_json_array(w, "frames");
+		int nf = ms_sites_stack_frames(e[i].stack, frames, MS_SITES_MAX_FRAMES);
+		for (int f = 0; f < nf; f++) {
+			ms_sites_frame_text(frames[f], text, sizeof text);
+			ms_json_string(w, NULL, text);
+		}
+		ms_json_end_array(w);
+		ms_json_end_object(w);
+	}
+	ms_json_end_array(w);
+}
+
+void ms_report_sites_stage(struct ms_json *w, int id, const struct ms_span *sp)
+{
+	if (!active || id < 0 || id >= MS_MAX_STAGES)
+		return;
+	const struct ms_sites_copy *c = &copies[id];
+	int ok = have[id];
+	write_list(w, "peak_sites", c->cpu, ok ? c->ncpu : 0);
+	write_list(w, "peak_sites_gpu", c->gpu, ok ? c->ngpu : 0);
+	int64_t lag = ok ? sp->peak[MS_CPU] - c->cpu_at : 0, gpu_lag = ok ? sp->peak[MS_GPU] - c->gpu_at : 0;
+	ms_json_int(w, "peak_sites_lag", lag > 0 ? lag : 0);
+	ms_json_int(w, "peak_sites_gpu_lag", gpu_lag > 0 ? gpu_lag : 0);
+}
+
+void ms_report_sites_summary(struct ms_json *w)
+{
+	if (!active)
+		return;
+	struct ms_sites_stats s;
+	ms_sites_stats(&s);
+	ms_json_object(w, "sites");
+	ms_json_int(w, "rate", s.rate);
+	ms_json_uint(w, "samples", s.samples);
+	ms_json_uint(w, "gpu_allocations", s.gpu_allocations);
+	ms_json_uint(w, "stacks", s.stacks);
+	ms_json_uint(w, "stacks_dropped", s.stacks_dropped);
+	ms_json_uint(w, "samples_dropped", s.samples_dropped);
+	ms_json_bool(w, "python_frames", s.python_frames);
+	ms_json_int(w, "max_frames", MS_SITES_MAX_FRAMES);
+	ms_json_double(w, "lag_fraction", MS_SITES_LAG);
+	ms_json_end_object(w);
+}
+
+void ms_report_sites_end(void)
+{
+	if (active)
+		ms_sites_symbolise_done();
+}

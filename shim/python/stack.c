@@ -1,0 +1,269 @@
+/* The Python stack of the calling thread, read from the interpreter's own frames without calling
+ * into Python and without the GIL: a thread's frame chain only changes on that thread, so reading
+ * our own is safe wherever the thread stands (sites/ samples call it from inside malloc).  No
+ * allocation, no locks: signal-safe.
+ *
+ * Layouts per version (x86-64, checked against each version's headers with Py_BUILD_CORE):
+ *   3.8-3.10  PyThreadState.frame at 24 -> PyFrameObject: f_back 24, f_code 32, f_lasti 104 (3.10: 96)
+ *   3.11-3.12 PyThreadState.cframe at 56 -> _PyCFrame.current_frame at 8 (3.12: 0)
+ *   3.13      PyThreadState.current_frame at 72
+ *   _PyInterpreterFrame: code 32 / previous 48 / prev_instr 56 / owner 69 (3.11);
+ *                        code 0 / previous 8 / instr 56 / owner 70 (3.12, 3.13)
+ *   PyCodeObject: co_filename, co_name, co_firstlineno, line table, code bytes (table below). */
+#include <dlfcn.h>
+#include <string.h>
+#include "core/ms.h"
+#include "intercept/hooks.h"
+#include "python/py.h"
+
+struct layout {
+	int minor;
+	size_t ts_frame;      /* PyThreadState: frame (3.8-3.10), cframe (3.11-3.12), current_frame */
+	size_t cf_current;    /* _PyCFrame.current_frame; SIZE_MAX: no cframe */
+	size_t fr_back, fr_code, fr_instr, fr_owner; /* fr_owner 0: no owner byte */
+	size_t co_filename, co_name, co_firstlineno, co_lines, co_code; /* co_code: bytes object or inline */
+	size_t str_ascii, str_compact; /* sizeof PyASCIIObject, PyCompactUnicodeObject */
+};
+
+#define NONE ((size_t)-1)
+static const struct layout layouts[] = {
+	{ 8, 24, NONE, 24, 32, 104, 0, 104, 112, 40, 120, 48, 48, 72 },
+	{ 9, 24, NONE, 24, 32, 104, 0, 104, 112, 40, 120, 48, 48, 72 },
+	{ 10, 24, NONE, 24, 32, 96, 0, 104, 112, 40, 120, 48, 48, 72 },
+	{ 11, 56, 8, 48, 32, 56, 69, 112, 120, 72, 136, 184, 48, 72 },
+	{ 12, 56, 0, 8, 0, 56, 70, 112, 120, 68, 136, 192, 40, 56 },
+	{ 13, 72, NONE, 8, 0, 56, 70, 112, 120, 68, 136, 200, 40, 56 },
+};
+
+static const struct layout *lay;
+static void *(*this_tstate)(void);
+static void *code_type;
+
+#define OWNED_BY_CSTACK 3 /* 3.12+: the interpreter's entry frames, not Python code */
+#define BYTES_DATA 32     /* PyBytesObject.ob_sval */
+#define VAR_SIZE 16       /* PyVarObject.ob_size */
+
+static inline void *word(const void *base, size_t off)
+{
+	return *(void *const *)((const char *)base + off);
+}
+
+int ms_py_stack_install(void)
+{
+	for (size_t i = 0; i < sizeof layouts / sizeof *layouts; i++)
+		if (layouts[i].minor == ms_py.minor)
+			lay = &layouts[i];
+	*(void **)&this_tstate = ms_real_dlsym(RTLD_DEFAULT, "PyGILState_GetThisThreadState");
+	code_type = ms_py.CodeType;
+	if (!lay || !this_tstate || !code_type) {
+		lay = NULL;
+		ms_warn("Python 3.%d's frame layout is not known: call sites get native frames only", ms_py.minor);
+		return -1;
+	}
+	return 0;
+}
+
+int ms_py_stack_ready(void)
+{
+	return __atomic_load_n(&lay, __ATOMIC_ACQUIRE) != NULL;
+}
+
+/* The innermost frame of TSTATE, or NULL. */
+static const void *top_frame(const void *ts)
+{
+	const void *f = word(ts, lay->ts_frame);
+	if (lay->cf_current != NONE && f)
+		f = word(f, lay->cf_current);
+	return f;
+}
+
+static long varint(const unsigned char **p, const unsigned char *end)
+{
+	if (*p >= end)
+		return 0;
+	unsigned b = *(*p)++;
+	long v = b & 63;
+	for (int shift = 6; (b & 64) && *p < end && shift < 30; shift += 6) {
+		b = *(*p)++;
+		v |= (long)(b & 63) << shift;
+	}
+	return v;
+}
+
+static long svarint(const unsigned char **p, const unsigned char *end)
+{
+	long v = varint(p, end);
+	return v & 1 ? -(v >> 1) : v >> 1;
+}
+
+/* 3.11+: the location table (PEP 657); UNIT is the code unit index of the instruction. */
+static int line_311(const unsigned char *t, long n, int line, long unit)
+{
+	const unsigned char *p = t, *end = t + n;
+	long addr = 0;
+	int found = line;
+	while (p < end) {
+		unsigned char b = *p++;
+		if (!(b & 128))
+			break;
+		int code = (b >> 3) & 15;
+		long len = (b & 7) + 1;
+		int has = 1;
+		if (code == 15)
+			has = 0;
+		else if (code == 14) {
+			line += (int)svarint(&p, end);
+			varint(&p, end);
+			varint(&p, end);
+			varint(&p, end);
+		} else if (code == 13) {
+			line += (int)svarint(&p, end);
+		} else if (code >= 10) {
+			line += code - 10;
+			p += 2;
+		} else {
+			p += 1;
+		}
+		if (unit < addr + len)
+			return has ? line : found;
+		if (has)
+			found = line;
+		addr += len;
+	}
+	return found;
+}
+
+/* 3.10: (byte delta, line delta) pairs; 3.8-3.9: lnotab (address increment, line increment). */
+static int line_310(const unsigned char *t, long n, int line, long byte)
+{
+	long addr = 0;
+	for (long i = 0; i + 1 < n; i += 2) {
+		long end = addr + t[i];
+		signed char d = (signed char)t[i + 1];
+		if (d != -128)
+			line += d;
+		if (byte >= addr && byte < end)
+			return line;
+		addr = end;
+	}
+	return line;
+}
+
+static int line_38(const unsigned char *t, long n, int line, long byte)
+{
+	long addr = 0;
+	for (long i = 0; i + 1 < n; i += 2) {
+		addr += t[i];
+		if (addr > byte)
+			break;
+		line += (signed char)t[i + 1];
+	}
+	return line;
+}
+
+/* The line FRAME (of CODE) is at; its first line when the table cannot be read. */
+static int frame_line_uncached(const void *frame, const void *code)
+{
+	int first = *(const int *)((const char *)code + lay->co_firstlineno);
+	const void *table = word(code, lay->co_lines);
+	if (!table)
+		return first;
+	long n = *(const long *)((const char *)table + VAR_SIZE);
+	const unsigned char *t = (const unsigned char *)table + BYTES_DATA;
+	if (n < 0 || n > (1L << 24))
+		return first;
+	if (lay->minor >= 11) {
+		const char *instr = word(frame, lay->fr_instr);
+		const char *base = (const char *)code + lay->co_code;
+		return instr >= base ? line_311(t, n, first, (instr - base) / 2) : first;
+	}
+	int lasti = *(const int *)((const char *)frame + lay->fr_instr);
+	if (lasti < 0)
+		return first;
+	return lay->minor == 10 ? line_310(t, n, first, (long)lasti * 2) : line_38(t, n, first, lasti);
+}
+
+/* Lines by (code object, instruction position), direct-mapped per thread: a sample's frames are
+ * mostly the previous sample's.  The code object's line table is checked too (a freed code
+ * object's address reused by another). */
+#define LINE_CACHE 128
+struct line_entry {
+	const void *code, *table;
+	intptr_t pos;
+	int line;
+};
+static __thread struct line_entry line_cache[LINE_CACHE] MS_TLS;
+
+static int frame_line(const void *frame, const void *code)
+{
+	intptr_t pos = lay->minor >= 11 ? (intptr_t)word(frame, lay->fr_instr)
+					 : *(const int *)((const char *)frame + lay->fr_instr);
+	const void *table = word(code, lay->co_lines);
+	uintptr_t h = ((uintptr_t)code ^ (uintptr_t)pos * 0x9e3779b97f4a7c15ULL) >> 4;
+	struct line_entry *e = &line_cache[(h ^ (h >> 17)) % LINE_CACHE];
+	if (e->code == code && e->pos == pos && e->table == table)
+		return e->line;
+	int line = frame_line_uncached(frame, code);
+	*e = (struct line_entry){ code, table, pos, line };
+	return line;
+}
+
+void ms_py_code_keys(const void *code, const void **name, const void **file)
+{
+	*name = word(code, lay->co_name);
+	*file = word(code, lay->co_filename);
+}
+
+int ms_py_stack_read(struct ms_py_frame *out, int max)
+{
+	const struct layout *l = __atomic_load_n(&lay, __ATOMIC_ACQUIRE);
+	if (!l)
+		return 0;
+	const void *ts = this_tstate();
+	if (!ts)
+		return 0;
+	int n = 0;
+	const void *f = top_frame(ts);
+	for (int guard = 0; f && n < max && guard < 4096; guard++, f = word(f, l->fr_back)) {
+		if (((uintptr_t)f & 7) != 0)
+			break;
+		if (l->fr_owner && ((const unsigned char *)f)[l->fr_owner] == OWNED_BY_CSTACK)
+			continue;
+		const void *code = word(f, l->fr_code);
+		if (!code || ((uintptr_t)code & 7) || ms_py_type_of((ms_pyobj *)code) != code_type)
+			continue;
+		out[n].code = code;
+		out[n].line = frame_line(f, code);
+		n++;
+	}
+	return n;
+}
+
+/* Copies the text of str object S into BUF: ASCII and Latin-1 compact strings ('?' for bytes above
+ * 127), "?" for anything else. */
+static void copy_str(const void *s, char *buf, size_t size)
+{
+	if (!size)
+		return;
+	buf[0] = '\0';
+	if (!s)
+		return;
+	long len = *(const long *)((const char *)s + 16);
+	unsigned state = *(const unsigned *)((const char *)s + 32);
+	unsigned kind = (state >> 2) & 7, compact = (state >> 5) & 1, ascii = (state >> 6) & 1;
+	if (!compact || kind != 1 || len < 0) {
+		ms_strlcpy(buf, "?", size);
+		return;
+	}
+	const unsigned char *data = (const unsigned char *)s + (ascii ? lay->str_ascii : lay->str_compact);
+	size_t n = (size_t)len < size - 1 ? (size_t)len : size - 1;
+	for (size_t i = 0; i < n; i++)
+		buf[i] = data[i] < 128 && data[i] >= 32 ? (char)data[i] : '?';
+	buf[n] = '\0';
+}
+
+void ms_py_code_names(const void *code, char *func, size_t fsize, char *file, size_t lsize)
+{
+	copy_str(word(code, lay->co_name), func, fsize);
+	copy_str(word(code, lay->co_filename), file, lsize);
+}

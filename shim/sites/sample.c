@@ -1,0 +1,517 @@
+/* Sampling and the peak copies (see sites.h).  Each thread counts down the bytes to its next
+ * sample, drawn from an exponential distribution with mean R (MEMSHIM_SITES_RATE), so every byte
+ * has the same chance and a sample stands for R bytes.  A sampled block goes into the live table
+ * (address -> stack, weight) and adds its weight to its stack's live bytes; its free takes it out.
+ * Each open stage call keeps a copy of the largest stacks' live bytes, refreshed when the CPU (or
+ * GPU) live rises more than 2% above the live at the last copy.  One spin lock guards the tables;
+ * a thread that finds itself already inside (a signal handler) skips the sample. */
+#include <errno.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+#include "core/config.h"
+#include "core/counters.h"
+#include "core/spin.h"
+#include "core/stages.h"
+#include "python/py.h"
+#include "sites/hot.h"
+#include "sites/sites.h"
+
+#define LIVE_BITS 19
+#define LIVE_SLOTS (1u << LIVE_BITS)
+#define MAX_LIVE (LIVE_SLOTS / 2)
+#define MAX_DRAWS 4096 /* samples counted one by one in a single block; beyond, its size is its weight */
+
+__thread int64_t ms_sites_left MS_TLS;
+uint8_t ms_sites_filter[1u << MS_SITES_FILTER_BITS];
+
+struct live {
+	uint64_t addr; /* 0: empty */
+	int32_t stack;
+	int32_t gpu;
+	int64_t weight;
+};
+
+static int on;
+static int64_t rate;
+static struct live *live;
+static uint32_t nlive;
+static int64_t *stack_cpu, *stack_gpu, *stack_ncpu, *stack_ngpu; /* per stack id */
+static uint64_t samples, gpu_allocs, samples_dropped;
+
+static struct ms_sites_copy cur[MS_MAX_STAGES], last[MS_MAX_STAGES];
+static int64_t cpu_next = INT64_MAX, gpu_next = INT64_MAX; /* lowest refresh threshold of open calls */
+
+static struct ms_spin lock;
+static __thread int lock_mine MS_TLS;
+static __thread int busy MS_TLS;
+static __thread uint64_t rng MS_TLS;
+
+#define STACK_IDS ((size_t)16384)
+
+static void *raw_map(size_t len)
+{
+	long p = syscall(SYS_mmap, NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+	return p < 0 && p > -4096 ? NULL : (void *)p;
+}
+
+int ms_sites_on(void)
+{
+	return on;
+}
+
+/* ---- drawing ------------------------------------------------------------------------------- */
+
+/* Natural log of X in (0, 1] without libm: X = m 2^e with m near 1, then the atanh series. */
+static double ln(double x)
+{
+	uint64_t b;
+	memcpy(&b, &x, sizeof b);
+	int e = (int)((b >> 52) & 0x7ff) - 1023;
+	b = (b & ((1ULL << 52) - 1)) | (1023ULL << 52);
+	double m;
+	memcpy(&m, &b, sizeof m);
+	if (m > 1.4142135623730951) {
+		m *= 0.5;
+		e++;
+	}
+	double s = (m - 1) / (m + 1), s2 = s * s;
+	return e * 0.6931471805599453 + 2 * s * (1 + s2 * (1.0 / 3 + s2 * (1.0 / 5 + s2 * (1.0 / 7 + s2 / 9))));
+}
+
+static uint64_t next_random(void)
+{
+	uint64_t x = rng;
+	if (MS_UNLIKELY(!x)) {
+		unsigned lo, hi;
+		__asm__ volatile("rdtsc" : "=a"(lo), "=d"(hi));
+		x = ((uint64_t)hi << 32 | lo) ^ (uint64_t)(uintptr_t)&rng * 0x9e3779b97f4a7c15ULL;
+		x = x ? x : 88172645463325252ULL;
+	}
+	x ^= x >> 12;
+	x ^= x << 25;
+	x ^= x >> 27;
+	rng = x;
+	return x * 0x2545f4914f6cdd1dULL;
+}
+
+/* Bytes to the next sample: exponential with mean RATE, at least 1. */
+static int64_t draw(void)
+{
+	double u = (double)((next_random() >> 11) + 1) * (1.0 / 9007199254740992.0);
+	double d = -ln(u) * (double)rate;
+	return d < 1 ? 1 : d > 4e18 ? (int64_t)4e18 : (int64_t)d;
+}
+
+/* ---- the live table ------------------------------------------------------------------------ */
+
+static uint32_t slot_of(uint64_t addr)
+{
+	return (uint32_t)((addr * 0x9e3779b97f4a7c15ULL) >> (64 - LIVE_BITS));
+}
+
+static int live_insert(uint64_t addr, int32_t stack, int gpu, int64_t weight)
+{
+	if (nlive >= MAX_LIVE)
+		return -1;
+	uint32_t i = slot_of(addr);
+	while (live[i].addr && live[i].addr != addr)
+		i = (i + 1) & (LIVE_SLOTS - 1);
+	if (live[i].addr == addr) /* a block we never saw freed (a free in a handler): replace it */
+		return -1;
+	live[i] = (struct live){ addr, stack, gpu, weight };
+	nlive++;
+	if (!gpu)
+		__atomic_add_fetch(&ms_sites_filter[ms_sites_hash(addr)], 1, __ATOMIC_RELAXED);
+	return 0;
+}
+
+/* Removes ADDR (backward-shift deletion keeps probe chains short); 0 when found, into *OUT. */
+static int live_remove(uint64_t addr, int gpu, struct live *out)
+{
+	uint32_t i = slot_of(addr);
+	while (live[i].addr && !(live[i].addr == addr && live[i].gpu == gpu))
+		i = (i + 1) & (LIVE_SLOTS - 1);
+	if (!live[i].addr)
+		return -1;
+	*out = live[i];
+	for (uint32_t j = i;;) {
+		live[i].addr = 0;
+		uint32_t k;
+		for (;;) {
+			j = (j + 1) & (LIVE_SLOTS - 1);
+			if (!live[j].addr)
+				goto done;
+			k = slot_of(live[j].addr);
+			/* move J back to I unless its home lies cyclically in (I, J] */
+			if (i <= j ? (i < k && k <= j) : (i < k || k <= j))
+				continue;
+			break;
+		}
+		live[i] = live[j];
+		i = j;
+	}
+done:
+	nlive--;
+	if (!gpu)
+		__atomic_sub_fetch(&ms_sites_filter[ms_sites_hash(addr)], 1, __ATOMIC_RELAXED);
+	return 0;
+}
+
+/* ---- peak copies --------------------------------------------------------------------------- */
+
+/* The MS_SITES_TOP stacks with most live bytes in BYTES (NS their sample counts) into E. */
+static int top(const int64_t *bytes, const int64_t *ns, struct ms_sites_entry *e)
+{
+	uint32_t n = ms_sites_nstacks();
+	int k = 0;
+	for (uint32_t id = 0; id < n; id++) {
+		int64_t b = bytes[id];
+		if (b <= 0 || (k == MS_SITES_TOP && b <= e[k - 1].bytes))
+			continue;
+		int at = k < MS_SITES_TOP ? k++ : k - 1;
+		while (at > 0 && e[at - 1].bytes < b) {
+			e[at] = e[at - 1];
+			at--;
+		}
+		e[at] = (struct ms_sites_entry){ (int32_t)id, b, ns[id] };
+	}
+	return k;
+}
+
+static int64_t threshold(int64_t at)
+{
+	return at + (int64_t)((double)at * MS_SITES_LAG);
+}
+
+/* The last top list of each side and the table generation it was made at: a copy while nothing
+ * was sampled or freed since reuses it (stage boundaries come far more often than samples). */
+static uint64_t gen_cpu = 1, gen_gpu = 1;
+static struct {
+	uint64_t gen;
+	int n;
+	struct ms_sites_entry e[MS_SITES_TOP];
+} latest_cpu, latest_gpu;
+
+static void copy_cpu(struct ms_sites_copy *c, int64_t now)
+{
+	if (latest_cpu.gen != gen_cpu) {
+		latest_cpu.n = top(stack_cpu, stack_ncpu, latest_cpu.e);
+		latest_cpu.gen = gen_cpu;
+	}
+	c->cpu_at = now;
+	c->ncpu = latest_cpu.n;
+	memcpy(c->cpu, latest_cpu.e, (size_t)latest_cpu.n * sizeof *c->cpu);
+}
+
+static void copy_gpu(struct ms_sites_copy *c, int64_t now)
+{
+	if (latest_gpu.gen != gen_gpu) {
+		latest_gpu.n = top(stack_gpu, stack_ngpu, latest_gpu.e);
+		latest_gpu.gen = gen_gpu;
+	}
+	c->gpu_at = now;
+	c->ngpu = latest_gpu.n;
+	memcpy(c->gpu, latest_gpu.e, (size_t)latest_gpu.n * sizeof *c->gpu);
+}
+
+/* Stage ids with an open call, so boundaries and refreshes look at those only. */
+static int open_ids[MS_MAX_STAGES], nopen;
+
+static void recompute_next(void)
+{
+	int64_t cn = INT64_MAX, gn = INT64_MAX;
+	for (int k = 0; k < nopen; k++) {
+		const struct ms_sites_copy *c = &cur[open_ids[k]];
+		int64_t ct = threshold(c->cpu_at), gt = threshold(c->gpu_at);
+		cn = ct < cn ? ct : cn;
+		gn = gt < gn ? gt : gn;
+	}
+	__atomic_store_n(&cpu_next, cn, __ATOMIC_RELAXED);
+	__atomic_store_n(&gpu_next, gn, __ATOMIC_RELAXED);
+}
+
+/* Refreshes the copies of open calls whose peak rose past their threshold (lock held). */
+static void refresh(int64_t cpu_now, int64_t gpu_now)
+{
+	for (int k = 0; k < nopen; k++) {
+		struct ms_sites_copy *c = &cur[open_ids[k]];
+		if (cpu_now > threshold(c->cpu_at))
+			copy_cpu(c, cpu_now);
+		if (gpu_now > threshold(c->gpu_at))
+			copy_gpu(c, gpu_now);
+	}
+	recompute_next();
+}
+
+/* A call of stage ID begins with a copy of what is live now. */
+static void start_call(int id, int64_t cpu_now, int64_t gpu_now)
+{
+	cur[id].valid = 1;
+	copy_cpu(&cur[id], cpu_now);
+	copy_gpu(&cur[id], gpu_now);
+	open_ids[nopen++] = id;
+}
+
+/* The call of open_ids[K] ended: a last look at the live values (the end may be its peak). */
+static void end_call(int k, int64_t cpu_now, int64_t gpu_now)
+{
+	int id = open_ids[k];
+	if (cpu_now > cur[id].cpu_at)
+		copy_cpu(&cur[id], cpu_now);
+	if (gpu_now > cur[id].gpu_at)
+		copy_gpu(&cur[id], gpu_now);
+	last[id] = cur[id];
+	cur[id].valid = 0;
+	open_ids[k] = open_ids[--nopen];
+}
+
+/* Starts and ends calls to match the engine: the open ones are checked, and STAGE (or, with -1,
+ * every stage: at start and in a forked child) may have begun. */
+static void sync_stages(int stage)
+{
+	int64_t cpu_now = ms_live(MS_CPU), gpu_now = ms_live(MS_GPU);
+	for (int k = nopen; k-- > 0;)
+		if (ms_stage_depth(open_ids[k]) == 0)
+			end_call(k, cpu_now, gpu_now);
+	for (int id = stage < 0 ? 0 : stage; id < (stage < 0 ? MS_MAX_STAGES : stage + 1); id++)
+		if (id < MS_MAX_STAGES && !cur[id].valid && ms_stage_depth(id) > 0)
+			start_call(id, cpu_now, gpu_now);
+	if (cpu_now > cpu_next || gpu_now > gpu_next)
+		refresh(cpu_now, gpu_now);
+	else
+		recompute_next();
+}
+
+/* ---- the slow paths ------------------------------------------------------------------------ */
+
+static int enter(void)
+{
+	if (busy || lock_mine)
+		return -1;
+	busy = 1;
+	return 0;
+}
+
+static void leave(void)
+{
+	busy = 0;
+}
+
+/* Samples a block of WEIGHT stands for: one per RATE bytes (a GPU allocation is one). */
+static int64_t points(int64_t weight, int gpu)
+{
+	int64_t k = gpu ? 1 : weight / rate;
+	return k > 0 ? k : 1;
+}
+
+/* Records block ADDR of WEIGHT bytes with the calling thread's stack. */
+static void record(uint64_t addr, int64_t weight, int gpu, const uintptr_t *start)
+{
+	uint64_t frames[2 * MS_SITES_MAX_FRAMES];
+	int32_t id;
+	int n = ms_sites_capture(frames, MS_SITES_MAX_FRAMES, start, &id);
+	ms_spin_lock(&lock, &lock_mine);
+	if (id < 0) {
+		int remember = id == -2;
+		id = ms_sites_capture_locked(frames, n);
+		if (id >= 0 && remember)
+			ms_sites_capture_known(id);
+	}
+	if (id >= 0 && live_insert(addr, id, gpu, weight) == 0) {
+		__atomic_add_fetch(gpu ? &stack_gpu[id] : &stack_cpu[id], weight, __ATOMIC_RELAXED);
+		__atomic_add_fetch(gpu ? &stack_ngpu[id] : &stack_ncpu[id], points(weight, gpu), __ATOMIC_RELAXED);
+		(*(gpu ? &gen_gpu : &gen_cpu))++;
+	} else {
+		samples_dropped++;
+	}
+	if (gpu)
+		gpu_allocs++;
+	else
+		samples += (uint64_t)points(weight, 0);
+	int64_t cpu_now = ms_live(MS_CPU), gpu_now = ms_live(MS_GPU);
+	if (cpu_now > cpu_next || gpu_now > gpu_next)
+		refresh(cpu_now, gpu_now);
+	ms_spin_unlock(&lock, &lock_mine);
+}
+
+/* ms_sites_sample(p, usable): an entry that passes the caller's stack pointer after return and
+ * rbp on to the C function, so the stack walk starts at the wrapper instead of stepping through
+ * the sampling code's own frames. */
+__asm__(".pushsection .text\n"
+	".globl ms_sites_sample\n"
+	".hidden ms_sites_sample\n"
+	".type ms_sites_sample, @function\n"
+	"ms_sites_sample:\n"
+	"	.cfi_startproc\n"
+	"	leaq 8(%rsp), %rdx\n"
+	"	movq %rbp, %rcx\n"
+	"	jmp ms_sites_sample_at\n"
+	"	.cfi_endproc\n"
+	".size ms_sites_sample, .-ms_sites_sample\n"
+	".popsection\n");
+
+void ms_sites_sample_at(void *p, int64_t usable, uintptr_t sp, uintptr_t rbp)
+{
+	if (!on) { /* off, or not started yet: look again in a while unless it is off for good */
+		ms_sites_left = ms_cfg.sites && !ms_cfg.disabled ? 1 << 20 : INT64_MAX / 2;
+		return;
+	}
+	if (MS_UNLIKELY(!rng)) /* this thread's first allocation: it starts with a drawn budget */
+		ms_sites_left += draw();
+	int64_t k = 0;
+	while (ms_sites_left < 0 && k < MAX_DRAWS) {
+		ms_sites_left += draw();
+		k++;
+	}
+	int64_t weight = k * rate;
+	if (ms_sites_left < 0) { /* a block of thousands of samples: its own size is the estimate */
+		ms_sites_left = draw();
+		weight = usable;
+	}
+	if (!k || !p || enter() < 0)
+		return;
+	int saved = errno;
+	uintptr_t start[3] = { sp, rbp, *(const uintptr_t *)(sp - 8) };
+	record((uint64_t)(uintptr_t)p, weight, 0, start);
+	errno = saved;
+	leave();
+}
+
+static void take_out(uint64_t addr, int gpu)
+{
+	struct live e;
+	ms_spin_lock(&lock, &lock_mine);
+	if (live_remove(addr, gpu, &e) == 0) {
+		__atomic_sub_fetch(gpu ? &stack_gpu[e.stack] : &stack_cpu[e.stack], e.weight, __ATOMIC_RELAXED);
+		__atomic_sub_fetch(gpu ? &stack_ngpu[e.stack] : &stack_ncpu[e.stack], points(e.weight, gpu), __ATOMIC_RELAXED);
+		(*(gpu ? &gen_gpu : &gen_cpu))++;
+	}
+	ms_spin_unlock(&lock, &lock_mine);
+}
+
+void ms_sites_forget(void *p)
+{
+	if (!on || enter() < 0)
+		return; /* a handler freeing inside our lock: the block stays counted (rare) */
+	take_out((uint64_t)(uintptr_t)p, 0);
+	leave();
+}
+
+void ms_sites_cpu_high(int64_t now)
+{
+	if (!on || now <= __atomic_load_n(&cpu_next, __ATOMIC_RELAXED) || enter() < 0)
+		return;
+	ms_spin_lock(&lock, &lock_mine);
+	refresh(now, ms_live(MS_GPU));
+	ms_spin_unlock(&lock, &lock_mine);
+	leave();
+}
+
+void ms_sites_gpu_alloc(uint64_t dptr, int64_t bytes)
+{
+	if (!on || !dptr || bytes <= 0 || enter() < 0)
+		return;
+	int saved = errno;
+	record(dptr, bytes, 1, NULL);
+	errno = saved;
+	leave();
+}
+
+void ms_sites_gpu_free(uint64_t dptr)
+{
+	if (!on || !dptr || enter() < 0)
+		return;
+	take_out(dptr, 1);
+	leave();
+}
+
+/* ---- lifecycle ----------------------------------------------------------------------------- */
+
+void ms_sites_init(void)
+{
+	if (!ms_cfg.sites)
+		return;
+	rate = ms_cfg.sites_rate > 0 ? ms_cfg.sites_rate : 524288;
+	live = raw_map(LIVE_SLOTS * sizeof *live);
+	int64_t *per = raw_map(4 * STACK_IDS * sizeof *per);
+	if (!live || !per || ms_sites_stacks_init() < 0) {
+		ms_warn("call sites are off: could not map their tables");
+		return;
+	}
+	stack_cpu = per;
+	stack_ncpu = per + STACK_IDS;
+	stack_gpu = per + 2 * STACK_IDS;
+	stack_ngpu = per + 3 * STACK_IDS;
+	ms_spin_lock(&lock, &lock_mine);
+	sync_stages(-1);
+	ms_spin_unlock(&lock, &lock_mine);
+	__atomic_store_n(&on, 1, __ATOMIC_RELEASE);
+}
+
+void ms_sites_boundary(int stage, int end)
+{
+	(void)end;
+	if (!on || enter() < 0)
+		return;
+	ms_spin_lock(&lock, &lock_mine);
+	sync_stages(stage >= 0 && stage < MS_MAX_STAGES ? stage : -1);
+	ms_spin_unlock(&lock, &lock_mine);
+	leave();
+}
+
+void ms_sites_fork_prepare(void)
+{
+	ms_spin_lock(&lock, &lock_mine);
+}
+
+void ms_sites_fork_parent(void)
+{
+	ms_spin_unlock(&lock, &lock_mine);
+}
+
+/* A child that goes on tracking starts over from nothing sampled: the blocks it inherited were
+ * the parent's, and its stages start fresh. */
+void ms_sites_fork_child(int tracking)
+{
+	ms_spin_reset(&lock, &lock_mine);
+	busy = 0;
+	if (!on)
+		return;
+	if (!tracking) {
+		on = 0;
+		return;
+	}
+	memset(live, 0, LIVE_SLOTS * sizeof *live);
+	memset(ms_sites_filter, 0, sizeof ms_sites_filter);
+	memset(stack_cpu, 0, 4 * STACK_IDS * sizeof *stack_cpu);
+	memset(cur, 0, sizeof cur);
+	memset(last, 0, sizeof last);
+	nlive = 0;
+	nopen = 0;
+	samples = gpu_allocs = samples_dropped = 0;
+	gen_cpu++;
+	gen_gpu++;
+	ms_sites_stacks_reset();
+	sync_stages(-1);
+}
+
+/* ---- reading ------------------------------------------------------------------------------- */
+
+void ms_sites_stats(struct ms_sites_stats *out)
+{
+	*out = (struct ms_sites_stats){ rate, samples, gpu_allocs, ms_sites_nstacks(), ms_sites_stacks_dropped(),
+					samples_dropped, ms_py_stack_ready() };
+}
+
+int ms_sites_stage_copy(int id, struct ms_sites_copy *out, int nowait)
+{
+	if (!on || id < 0 || id >= MS_MAX_STAGES)
+		return 0;
+	int locked = nowait ? ms_spin_trylock(&lock, &lock_mine, 1 << 20) == 0 : (ms_spin_lock(&lock, &lock_mine), 1);
+	*out = cur[id].valid ? cur[id] : last[id];
+	if (locked)
+		ms_spin_unlock(&lock, &lock_mine);
+	return out->valid;
+}

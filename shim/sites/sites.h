@@ -1,0 +1,97 @@
+/* Call sites live at each stage's peak (issue 16): sampled CPU allocations, every GPU allocation,
+ * their stacks interned in bounded tables, and per open stage call a copy of "bytes live per
+ * stack" taken as that call's peak rises.  The hot path is sites/hot.h; this header is for the
+ * lifecycle (subsystems.def) and the report writer (output/sites.c).
+ *
+ * Memory bound (all raw mappings made at start, pages touched as used, never the wrapped malloc):
+ * stacks 16384 x 64 frames (a 256 Ki-word frame pool), strings 32768 / 2 MiB, sampled live blocks
+ * 262144 (about 128 GiB live at the default rate; more are counted as dropped), and per stage
+ * (64) two copies (open call, last call) of the 50 largest CPU and GPU stacks: about 15 MiB of
+ * address space in all, of which a small program touches well under 1 MiB. */
+#ifndef MS_SITES_H
+#define MS_SITES_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#define MS_SITES_TOP 50        /* stacks kept per copy (the file's lists) */
+#define MS_SITES_MAX_FRAMES 64 /* frames per stack */
+#define MS_SITES_LAG 0.02      /* a copy is refreshed when the peak rises this much above it */
+
+struct ms_sites_entry {
+	int32_t stack;
+	int64_t bytes;   /* estimated bytes live (CPU: samples x rate; GPU: exact) */
+	int64_t samples; /* live samples (GPU: allocations) */
+};
+
+/* The stacks live at one stage call's peak, as of the last copy. */
+struct ms_sites_copy {
+	int valid;
+	int64_t cpu_at, gpu_at; /* CPU / GPU live when each side was copied */
+	int ncpu, ngpu;
+	struct ms_sites_entry cpu[MS_SITES_TOP], gpu[MS_SITES_TOP];
+};
+
+struct ms_sites_stats {
+	int64_t rate;
+	uint64_t samples, gpu_allocations, stacks, stacks_dropped, samples_dropped;
+	int python_frames;
+};
+
+/* Lifecycle (subsystems.def). */
+void ms_sites_init(void);
+void ms_sites_fork_prepare(void);
+void ms_sites_fork_parent(void);
+void ms_sites_fork_child(int tracking);
+void ms_sites_boundary(int stage, int end);
+
+/* Whether sampling is on (MEMSHIM_SITES). */
+int ms_sites_on(void);
+void ms_sites_stats(struct ms_sites_stats *out);
+/* The copy to report for stage ID: its open call's, else its last call's; 0 when there is none.
+ * NOWAIT: from a signal handler (copies without the lock when it is busy). */
+int ms_sites_stage_copy(int id, struct ms_sites_copy *out, int nowait);
+/* The frames of stack ID, innermost first; returns their number. */
+int ms_sites_stack_frames(int32_t id, uint64_t *out, int max);
+
+/* Frame words: a native return address, or a Python frame (bit 63) naming interned strings. */
+#define MS_SITES_PY_BIT (1ULL << 63)
+static inline int ms_sites_frame_is_py(uint64_t w)
+{
+	return (w & MS_SITES_PY_BIT) != 0;
+}
+/* Text of a Python frame word: "function (file:line)". */
+size_t ms_sites_py_text(uint64_t w, char *buf, size_t size);
+
+/* Report time (sites/symbolise.c): resolves the native frames of stacks IDS[0..N) to symbols of
+ * the loaded objects' ELF tables (not from a signal handler); ms_sites_frame_text then names any
+ * frame ("symbol+0xoff (object)", "0x.. (object)" when no symbol covers it, mangled C++ names
+ * kept as they are); done releases the tables. */
+void ms_sites_symbolise(const int32_t *ids, int n);
+size_t ms_sites_frame_text(uint64_t w, char *buf, size_t size);
+void ms_sites_symbolise_done(void);
+
+/* ---- between the files of sites/ ------------------------------------------------------------ */
+
+/* Tables in raw mappings (stacks.c); -1 when they could not be mapped. */
+int ms_sites_stacks_init(void);
+/* The calling thread's stack (native, and Python when it runs Python) interned: its id, or -1 when
+ * the table is full.  Call with the sites lock held. */
+int32_t ms_sites_capture_locked(const uint64_t *frames, int n);
+/* Reads the calling thread's stack into FRAMES (2 MAX words: the frames, then the lines of Python
+ * ones), outside the lock, allocating nothing; from START (sp after return, rbp, return address
+ * of a frame) when given, else from here. */
+int ms_sites_capture(uint64_t *frames, int max, const uintptr_t *start, int32_t *known);
+/* *KNOWN: the stack id when the walk found this thread's previous native-only stack again; -2
+ * when this walk is remembered for the next one (ms_sites_capture_known gives it its id once
+ * interned); -1 otherwise. */
+void ms_sites_capture_known(int32_t id);
+/* The C side of ms_sites_sample (sites/hot.h), entered with the wrapper's SP and RBP. */
+void ms_sites_sample_at(void *p, int64_t usable, uintptr_t sp, uintptr_t rbp);
+/* Number of stacks interned / refused because a table was full. */
+uint32_t ms_sites_nstacks(void);
+uint64_t ms_sites_stacks_dropped(void);
+/* Forget every stack (a forked child starts over). */
+void ms_sites_stacks_reset(void);
+
+#endif

@@ -1,0 +1,373 @@
+/* Stacks of sampled allocations: read (the project's CFI unwinder, the interpreter's frames) and
+ * interned into bounded tables in raw mappings.  Reading takes no lock and allocates nothing;
+ * interning runs under the sites lock (sample.c).  A full table refuses new entries (counted). */
+#include <link.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+#include "core/ms.h"
+#include "native/native.h"
+#include "python/py.h"
+#include "sites/sites.h"
+
+#define MAX_STACKS 16384u
+#define STACK_SLOTS ((size_t)2 * MAX_STACKS)
+#define FRAME_POOL (256u << 10) /* words */
+#define MAX_STRINGS 32768u
+#define STRING_SLOTS ((size_t)2 * MAX_STRINGS)
+#define STRING_POOL (2u << 20)
+#define NATIVE_BEFORE_PY 16 /* native frames kept above the interpreter when Python runs */
+
+/* Python frame word: bit 63, function string id (19 bits), file id (19 bits), line (24 bits). */
+#define PY_FUNC_SHIFT 43
+#define PY_FILE_SHIFT 24
+#define PY_ID_MASK ((1u << 19) - 1)
+#define PY_LINE_MASK ((1u << 24) - 1)
+
+struct stack {
+	uint64_t hash;
+	uint32_t off; /* in the frame pool */
+	uint32_t n;
+};
+
+struct string {
+	uint64_t hash;
+	uint32_t off;
+	uint32_t len;
+};
+
+static struct stack *stacks;
+static int32_t *stack_slot;   /* id + 1, 0 = empty */
+static uint64_t *frame_pool;
+static struct string *strings;
+static int32_t *string_slot;
+static char *string_pool;
+static uint32_t nstacks, nstrings, frames_used, chars_used;
+static uint64_t dropped;
+static uintptr_t self_lo, self_hi, py_lo, py_hi;
+static uint32_t epoch = 1; /* moves when the stack table starts over */
+
+/* String ids of code objects seen before, keyed by the code object and its name and file objects
+ * (a freed code object's address reused by another code object is told apart by those). */
+#define CODE_CACHE 4096
+struct code_entry {
+	const void *code, *name, *file;
+	int32_t f, l;
+};
+static struct code_entry code_cache[CODE_CACHE];
+
+static void *raw_map(size_t len)
+{
+	long p = syscall(SYS_mmap, NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+	return p < 0 && p > -4096 ? NULL : (void *)p;
+}
+
+/* Bounds of the executable segment holding ADDR. */
+struct range_query {
+	uintptr_t addr, lo, hi;
+};
+
+static int find_range(struct dl_phdr_info *info, size_t size, void *arg)
+{
+	struct range_query *q = arg;
+	(void)size;
+	for (int i = 0; i < info->dlpi_phnum; i++) {
+		const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
+		uintptr_t lo = info->dlpi_addr + ph->p_vaddr, hi = lo + ph->p_memsz;
+		if (ph->p_type == PT_LOAD && (ph->p_flags & PF_X) && q->addr >= lo && q->addr < hi) {
+			q->lo = lo;
+			q->hi = hi;
+			return 1;
+		}
+	}
+	return 0;
+}
+
+static void range_of(uintptr_t addr, uintptr_t *lo, uintptr_t *hi)
+{
+	struct range_query q = { addr, 0, 0 };
+	dl_iterate_phdr(find_range, &q);
+	*lo = q.lo;
+	*hi = q.hi;
+}
+
+int ms_sites_stacks_init(void)
+{
+	stacks = raw_map(MAX_STACKS * sizeof *stacks);
+	stack_slot = raw_map(STACK_SLOTS * sizeof *stack_slot);
+	frame_pool = raw_map(FRAME_POOL * sizeof *frame_pool);
+	strings = raw_map(MAX_STRINGS * sizeof *strings);
+	string_slot = raw_map(STRING_SLOTS * sizeof *string_slot);
+	string_pool = raw_map(STRING_POOL);
+	if (!stacks || !stack_slot || !frame_pool || !strings || !string_slot || !string_pool)
+		return -1;
+	range_of((uintptr_t)ms_sites_stacks_init, &self_lo, &self_hi);
+	return 0;
+}
+
+void ms_sites_stacks_reset(void)
+{
+	__atomic_add_fetch(&epoch, 1, __ATOMIC_RELAXED);
+	memset(code_cache, 0, sizeof code_cache);
+	memset(stack_slot, 0, STACK_SLOTS * sizeof *stack_slot);
+	memset(string_slot, 0, STRING_SLOTS * sizeof *string_slot);
+	nstacks = nstrings = frames_used = chars_used = 0;
+	dropped = 0;
+}
+
+uint32_t ms_sites_nstacks(void)
+{
+	return __atomic_load_n(&nstacks, __ATOMIC_ACQUIRE);
+}
+
+uint64_t ms_sites_stacks_dropped(void)
+{
+	return dropped;
+}
+
+/* ---- reading ------------------------------------------------------------------------------- */
+
+static int in_self(uintptr_t ip)
+{
+	return ip >= self_lo && ip < self_hi && ms_tramp_index(ip) < 0;
+}
+
+/* Native return addresses from the caller of the shim outwards (trampolines of native stages stand
+ * for the return address they replaced). */
+/* The thread's last native chain: the return-address slot and value of each frame.  A walk whose
+ * first frame has the same slot and return address, and whose later slots still hold the same
+ * return addresses, is the same chain (each frame's position follows from the one below it), so
+ * it is taken from here with one load per frame instead of one unwinding step. */
+struct chain {
+	int n;
+	int32_t id;      /* its interned stack when it had no Python frames, else -1 */
+	uint32_t epoch;  /* of the stack table the id belongs to */
+	uintptr_t slot[MS_SITES_MAX_FRAMES], ip[MS_SITES_MAX_FRAMES];
+};
+
+static __thread struct chain last_chain MS_TLS;
+
+static int same_chain(uint64_t *out, int max, uintptr_t slot, uintptr_t ip)
+{
+	const struct chain *c = &last_chain;
+	if (c->n == 0 || c->n > max || c->slot[0] != slot || c->ip[0] != ip)
+		return 0;
+	for (int k = 1; k < c->n; k++)
+		if (*(const uintptr_t *)c->slot[k] != c->ip[k])
+			return 0;
+	for (int k = 0; k < c->n; k++)
+		out[k] = c->ip[k];
+	return c->n;
+}
+
+static int native_frames(uint64_t *out, int max, int stop_in_python, const uintptr_t *start, int *hit)
+{
+	*hit = 0;
+	uintptr_t r[3];
+	if (start)
+		memcpy(r, start, sizeof r);
+	else
+		ms_native_regs(r);
+	uintptr_t sp = r[0], rbp = r[1], ip = r[2], slot = r[0] - 8;
+	uintptr_t slots[MS_SITES_MAX_FRAMES];
+	int n = 0, cacheable = !stop_in_python;
+	for (int d = 0; d < max + 48 && n < max; d++) {
+		int t = ms_tramp_index(ip);
+		if (t >= 0) {
+			ip = ms_pool_ra(t);
+			cacheable = 0;
+		}
+		if (stop_in_python && ip >= py_lo && ip < py_hi)
+			break;
+		if (!(n == 0 && in_self(ip))) {
+			if (n == 0 && cacheable) {
+				int got = same_chain(out, max, slot, ip);
+				if (got) {
+					*hit = 1;
+					return got;
+				}
+			}
+			slots[n] = slot;
+			out[n++] = ip;
+		}
+		if (ms_cfi_step(&ip, &sp, &rbp, &slot) != 1 || ip < 4096)
+			break;
+	}
+	if (cacheable && n <= MS_SITES_MAX_FRAMES) {
+		last_chain.n = 0; /* a handler sampling meanwhile never sees a half-written chain as whole */
+		last_chain.id = -1;
+		__atomic_signal_fence(__ATOMIC_SEQ_CST);
+		for (int k = 0; k < n; k++) {
+			last_chain.slot[k] = slots[k];
+			last_chain.ip[k] = (uintptr_t)out[k];
+		}
+		__atomic_signal_fence(__ATOMIC_SEQ_CST);
+		last_chain.n = n;
+		*hit = 2; /* stored: its id may be remembered once interned */
+	}
+	return n;
+}
+
+void ms_sites_capture_known(int32_t id)
+{
+	last_chain.id = id;
+	last_chain.epoch = __atomic_load_n(&epoch, __ATOMIC_RELAXED);
+}
+
+int ms_sites_capture(uint64_t *frames, int max, const uintptr_t *start, int32_t *known)
+{
+	*known = -1;
+	struct ms_py_frame py[MS_SITES_MAX_FRAMES];
+	int npy = ms_py_stack_ready() ? ms_py_stack_read(py, max) : 0;
+	if (npy > 0 && !py_hi) {
+		uintptr_t lo, hi;
+		range_of((uintptr_t)ms_py.IsInitialized, &lo, &hi);
+		py_lo = lo;
+		__atomic_store_n(&py_hi, hi, __ATOMIC_RELEASE);
+	}
+	int hit;
+	int n = native_frames(frames, npy > 0 ? (max < NATIVE_BEFORE_PY ? max : NATIVE_BEFORE_PY) : max, npy > 0, start, &hit);
+	if (hit == 1 && npy == 0 && last_chain.id >= 0 && last_chain.epoch == __atomic_load_n(&epoch, __ATOMIC_RELAXED))
+		*known = last_chain.id;
+	else if (hit == 2 && npy == 0)
+		*known = -2;
+	for (int i = 0; i < npy && n < max; i++, n++) {
+		/* until interned: the code object and line, unpacked by ms_sites_capture_locked */
+		frames[n] = MS_SITES_PY_BIT | (uint64_t)(uintptr_t)py[i].code;
+		frames[max + n] = (uint64_t)(py[i].line > 0 ? py[i].line : 0);
+	}
+	return n;
+}
+
+/* ---- interning ----------------------------------------------------------------------------- */
+
+static uint64_t mix(uint64_t h, uint64_t v)
+{
+	h ^= v + 0x9e3779b97f4a7c15ULL + (h << 6) + (h >> 2);
+	return h * 0xff51afd7ed558ccdULL;
+}
+
+static uint64_t hash_text(const char *s, size_t n)
+{
+	uint64_t h = 1469598103934665603ULL;
+	for (size_t i = 0; i < n; i++)
+		h = (h ^ (unsigned char)s[i]) * 1099511628211ULL;
+	return h | 1;
+}
+
+/* Id of string S, interned; -1 when full. */
+static int32_t intern_string(const char *s)
+{
+	size_t n = strlen(s);
+	uint64_t h = hash_text(s, n);
+	for (uint32_t k = 0, i = (uint32_t)h % STRING_SLOTS; k < STRING_SLOTS; k++, i = (i + 1) % STRING_SLOTS) {
+		int32_t v = string_slot[i];
+		if (!v) {
+			if (nstrings == MAX_STRINGS || chars_used + n + 1 > STRING_POOL)
+				return -1;
+			int32_t id = (int32_t)nstrings++;
+			memcpy(string_pool + chars_used, s, n + 1);
+			strings[id] = (struct string){ h, chars_used, (uint32_t)n };
+			chars_used += (uint32_t)n + 1;
+			string_slot[i] = id + 1;
+			return id;
+		}
+		const struct string *e = &strings[v - 1];
+		if (e->hash == h && e->len == n && memcmp(string_pool + e->off, s, n) == 0)
+			return v - 1;
+	}
+	return -1;
+}
+
+/* Ids of CODE's function name and file, interned; -1 when full. */
+static int code_ids(const void *code, int32_t *f, int32_t *l)
+{
+	const void *name, *file;
+	ms_py_code_keys(code, &name, &file);
+	uintptr_t h = (uintptr_t)code >> 4;
+	struct code_entry *e = &code_cache[(h ^ (h >> 13)) % CODE_CACHE];
+	if (e->code == code && e->name == name && e->file == file) {
+		*f = e->f;
+		*l = e->l;
+		return 0;
+	}
+	char func[128], path[256];
+	ms_py_code_names(code, func, sizeof func, path, sizeof path);
+	*f = intern_string(func);
+	*l = intern_string(path);
+	if (*f < 0 || *l < 0)
+		return -1;
+	*e = (struct code_entry){ code, name, file, *f, *l };
+	return 0;
+}
+
+/* Turns the Python frames left by ms_sites_capture into interned words; 0, or -1 when full. */
+static int intern_python(uint64_t *frames, int n, int max)
+{
+	for (int i = 0; i < n; i++) {
+		if (!ms_sites_frame_is_py(frames[i]))
+			continue;
+		const void *code = (const void *)(uintptr_t)(frames[i] & ~MS_SITES_PY_BIT);
+		int32_t f, l;
+		if (code_ids(code, &f, &l) < 0)
+			return -1;
+		uint64_t line = frames[max + i] & PY_LINE_MASK;
+		frames[i] = MS_SITES_PY_BIT | (uint64_t)f << PY_FUNC_SHIFT | (uint64_t)l << PY_FILE_SHIFT | line;
+	}
+	return 0;
+}
+
+int32_t ms_sites_capture_locked(const uint64_t *raw, int n)
+{
+	uint64_t frames[2 * MS_SITES_MAX_FRAMES];
+	memcpy(frames, raw, (size_t)n * sizeof *frames);
+	for (int i = 0; i < n; i++)
+		frames[MS_SITES_MAX_FRAMES + i] = raw[MS_SITES_MAX_FRAMES + i];
+	if (intern_python(frames, n, MS_SITES_MAX_FRAMES) < 0) {
+		dropped++;
+		return -1;
+	}
+	uint64_t h = 0x1234567u;
+	for (int i = 0; i < n; i++)
+		h = mix(h, frames[i]);
+	for (uint32_t k = 0, i = (uint32_t)(h % STACK_SLOTS); k < STACK_SLOTS; k++, i = (i + 1) % STACK_SLOTS) {
+		int32_t v = stack_slot[i];
+		if (!v) {
+			if (nstacks == MAX_STACKS || frames_used + (uint32_t)n > FRAME_POOL) {
+				dropped++;
+				return -1;
+			}
+			int32_t id = (int32_t)nstacks;
+			memcpy(frame_pool + frames_used, frames, (size_t)n * sizeof *frames);
+			stacks[id] = (struct stack){ h, frames_used, (uint32_t)n };
+			frames_used += (uint32_t)n;
+			stack_slot[i] = id + 1;
+			__atomic_store_n(&nstacks, nstacks + 1, __ATOMIC_RELEASE);
+			return id;
+		}
+		const struct stack *s = &stacks[v - 1];
+		if (s->hash == h && s->n == (uint32_t)n && memcmp(frame_pool + s->off, frames, (size_t)n * sizeof *frames) == 0)
+			return v - 1;
+	}
+	dropped++;
+	return -1;
+}
+
+int ms_sites_stack_frames(int32_t id, uint64_t *out, int max)
+{
+	if (id < 0 || (uint32_t)id >= ms_sites_nstacks())
+		return 0;
+	const struct stack *s = &stacks[id];
+	int n = (int)s->n < max ? (int)s->n : max;
+	memcpy(out, frame_pool + s->off, (size_t)n * sizeof *out);
+	return n;
+}
+
+size_t ms_sites_py_text(uint64_t w, char *buf, size_t size)
+{
+	uint32_t f = (uint32_t)(w >> PY_FUNC_SHIFT) & PY_ID_MASK, l = (uint32_t)(w >> PY_FILE_SHIFT) & PY_ID_MASK;
+	const char *func = f < nstrings ? string_pool + strings[f].off : "?";
+	const char *file = l < nstrings ? string_pool + strings[l].off : "?";
+	return ms_format(buf, size, "%s (%s:%u)", func, file, (unsigned)(w & PY_LINE_MASK));
+}

@@ -1,0 +1,271 @@
+/* Native frames to "symbol+0xoff (object)" at report time, from the loaded objects' own ELF symbol
+ * tables (.symtab, else .dynsym), read through a private mapping of each file: no dladdr, no
+ * allocation (raw mappings, released by ms_sites_symbolise_done).  All addresses of a report are
+ * resolved in one pass per object.  C++ names are written mangled: __cxa_demangle allocates through
+ * the program's malloc. */
+#include <elf.h>
+#include <fcntl.h>
+#include <link.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+#include "core/ms.h"
+#include "sites/sites.h"
+
+#define MAX_OBJS 1024
+#define NAME_POOL (4u << 20)
+#define NAME_MAX_LEN 480
+
+struct obj {
+	uintptr_t base;
+	const char *path; /* in the path pool */
+	uintptr_t lo, hi; /* bounds of its loaded segments */
+};
+
+struct addr {
+	uintptr_t ip;
+	uint32_t name; /* offset + 1 in the name pool, 0: no symbol */
+	int16_t obj;   /* -1: in no object */
+	uintptr_t start;
+};
+
+static struct obj objs[MAX_OBJS];
+static int nobjs;
+static char paths[64u << 10];
+static size_t paths_used;
+static char exe[1024];
+static struct addr *addrs;
+static size_t naddrs, addrs_cap;
+static char *names;
+static size_t names_used;
+
+static void *raw_map(size_t len)
+{
+	long p = syscall(SYS_mmap, NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+	return p < 0 && p > -4096 ? NULL : (void *)p;
+}
+
+static int collect(struct dl_phdr_info *info, size_t size, void *arg)
+{
+	int *first = arg;
+	const char *name = info->dlpi_name && *info->dlpi_name ? info->dlpi_name : *first ? exe : NULL;
+	(void)size;
+	*first = 0;
+	if (!name || nobjs == MAX_OBJS)
+		return 0;
+	size_t n = strlen(name) + 1;
+	if (paths_used + n > sizeof paths)
+		return 0;
+	uintptr_t lo = UINTPTR_MAX, hi = 0;
+	for (int i = 0; i < info->dlpi_phnum; i++) {
+		const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
+		if (ph->p_type != PT_LOAD)
+			continue;
+		uintptr_t a = info->dlpi_addr + ph->p_vaddr;
+		lo = a < lo ? a : lo;
+		hi = a + ph->p_memsz > hi ? a + ph->p_memsz : hi;
+	}
+	memcpy(paths + paths_used, name, n);
+	objs[nobjs++] = (struct obj){ info->dlpi_addr, paths + paths_used, lo, hi };
+	paths_used += n;
+	return 0;
+}
+
+static int object_of(uintptr_t ip)
+{
+	for (int i = 0; i < nobjs; i++)
+		if (ip >= objs[i].lo && ip < objs[i].hi)
+			return i;
+	return -1;
+}
+
+/* Heapsort by address: no allocation, no recursion. */
+static void sift(struct addr *a, size_t root, size_t n)
+{
+	for (;;) {
+		size_t c = 2 * root + 1;
+		if (c >= n)
+			return;
+		if (c + 1 < n && a[c + 1].ip > a[c].ip)
+			c++;
+		if (a[root].ip >= a[c].ip)
+			return;
+		struct addr t = a[root];
+		a[root] = a[c];
+		a[c] = t;
+		root = c;
+	}
+}
+
+static void sort_addrs(struct addr *a, size_t n)
+{
+	for (size_t i = n / 2; i-- > 0;)
+		sift(a, i, n);
+	for (size_t i = n; i-- > 1;) {
+		struct addr t = a[0];
+		a[0] = a[i];
+		a[i] = t;
+		sift(a, 0, i);
+	}
+}
+
+/* First address index with ip - 1 >= LO. */
+static size_t lower(uintptr_t lo)
+{
+	size_t a = 0, b = naddrs;
+	while (a < b) {
+		size_t m = a + (b - a) / 2;
+		if (addrs[m].ip - 1 < lo)
+			a = m + 1;
+		else
+			b = m;
+	}
+	return a;
+}
+
+static uint32_t keep_name(const char *s, size_t max)
+{
+	size_t n = 0;
+	while (n < max && n < NAME_MAX_LEN && s[n])
+		n++;
+	if (names_used + n + 1 > NAME_POOL)
+		return 0;
+	memcpy(names + names_used, s, n);
+	names[names_used + n] = '\0';
+	uint32_t off = (uint32_t)names_used + 1;
+	names_used += n + 1;
+	return off;
+}
+
+static void scan(const unsigned char *map, size_t size, const Elf64_Shdr *sh, const Elf64_Shdr *str, int obj)
+{
+	if (sh->sh_offset > size || sh->sh_size > size - sh->sh_offset || sh->sh_entsize != sizeof(Elf64_Sym) ||
+	    str->sh_offset > size || str->sh_size > size - str->sh_offset)
+		return;
+	const Elf64_Sym *sym = (const Elf64_Sym *)(map + sh->sh_offset);
+	const char *strs = (const char *)(map + str->sh_offset);
+	size_t n = sh->sh_size / sizeof *sym;
+	uintptr_t base = objs[obj].base;
+	for (size_t i = 0; i < n; i++) {
+		int type = ELF64_ST_TYPE(sym[i].st_info);
+		if ((type != STT_FUNC && type != STT_GNU_IFUNC) || sym[i].st_shndx == SHN_UNDEF || !sym[i].st_size ||
+		    sym[i].st_name >= str->sh_size)
+			continue;
+		uintptr_t lo = base + sym[i].st_value, hi = lo + sym[i].st_size;
+		for (size_t k = lower(lo); k < naddrs && addrs[k].ip - 1 < hi; k++)
+			if (addrs[k].obj == obj && !addrs[k].name)
+				addrs[k] = (struct addr){ addrs[k].ip, keep_name(strs + sym[i].st_name, str->sh_size - sym[i].st_name),
+							  (int16_t)obj, lo };
+	}
+}
+
+/* Names the addresses inside object OBJ from its file's symbol tables. */
+static void read_object(int obj)
+{
+	long fd = syscall(SYS_openat, AT_FDCWD, objs[obj].path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return;
+	struct stat st;
+	long mapped = -1;
+	if (syscall(SYS_fstat, fd, &st) == 0 && st.st_size >= (off_t)sizeof(Elf64_Ehdr))
+		mapped = syscall(SYS_mmap, NULL, (size_t)st.st_size, PROT_READ, MAP_PRIVATE, fd, 0);
+	syscall(SYS_close, fd);
+	if (mapped < 0 && mapped > -4096)
+		return;
+	const unsigned char *map = (const unsigned char *)mapped;
+	size_t size = (size_t)st.st_size;
+	const Elf64_Ehdr *eh = (const Elf64_Ehdr *)map;
+	// cppcheck-suppress nullPointerRedundantCheck ; a successful mmap is never address 0
+	if (!memcmp(eh->e_ident, ELFMAG, SELFMAG) && eh->e_ident[EI_CLASS] == ELFCLASS64 &&
+	    eh->e_shentsize == sizeof(Elf64_Shdr) && eh->e_shoff < size &&
+	    eh->e_shnum <= (size - eh->e_shoff) / sizeof(Elf64_Shdr)) {
+		const Elf64_Shdr *sh = (const Elf64_Shdr *)(map + eh->e_shoff);
+		for (int pass = 0; pass < 2; pass++) /* .symtab first: it has the static functions too */
+			for (int i = 0; i < eh->e_shnum; i++)
+				if (sh[i].sh_type == (pass ? SHT_DYNSYM : SHT_SYMTAB) && sh[i].sh_link < eh->e_shnum)
+					scan(map, size, &sh[i], &sh[sh[i].sh_link], obj);
+	}
+	syscall(SYS_munmap, mapped, size);
+}
+
+void ms_sites_symbolise(const int32_t *ids, int n)
+{
+	ms_sites_symbolise_done();
+	addrs_cap = (size_t)n * MS_SITES_MAX_FRAMES + 1;
+	addrs = raw_map(addrs_cap * sizeof *addrs);
+	names = raw_map(NAME_POOL);
+	if (!addrs || !names) {
+		ms_sites_symbolise_done();
+		return;
+	}
+	uint64_t frames[MS_SITES_MAX_FRAMES];
+	for (int i = 0; i < n; i++) {
+		int nf = ms_sites_stack_frames(ids[i], frames, MS_SITES_MAX_FRAMES);
+		for (int f = 0; f < nf && naddrs < addrs_cap; f++)
+			if (!ms_sites_frame_is_py(frames[f]))
+				addrs[naddrs++] = (struct addr){ (uintptr_t)frames[f], 0, -1, 0 };
+	}
+	sort_addrs(addrs, naddrs);
+	size_t u = 0;
+	for (size_t i = 0; i < naddrs; i++)
+		if (u == 0 || addrs[u - 1].ip != addrs[i].ip)
+			addrs[u++] = addrs[i];
+	naddrs = u;
+	long len = syscall(SYS_readlink, "/proc/self/exe", exe, sizeof exe - 1);
+	exe[len > 0 ? len : 0] = '\0';
+	nobjs = 0;
+	paths_used = 0;
+	int first = 1;
+	dl_iterate_phdr(collect, &first);
+	static unsigned char wanted[MAX_OBJS];
+	memset(wanted, 0, sizeof wanted);
+	for (size_t i = 0; i < naddrs; i++) {
+		addrs[i].obj = (int16_t)object_of(addrs[i].ip - 1);
+		if (addrs[i].obj >= 0)
+			wanted[addrs[i].obj] = 1;
+	}
+	for (int o = 0; o < nobjs; o++)
+		if (wanted[o] && objs[o].path[0] == '/')
+			read_object(o);
+}
+
+void ms_sites_symbolise_done(void)
+{
+	if (addrs)
+		syscall(SYS_munmap, addrs, addrs_cap * sizeof *addrs);
+	if (names)
+		syscall(SYS_munmap, names, NAME_POOL);
+	addrs = NULL;
+	names = NULL;
+	naddrs = names_used = 0;
+}
+
+static const char *basename_of(const char *p)
+{
+	const char *b = strrchr(p, '/');
+	return b ? b + 1 : p;
+}
+
+size_t ms_sites_frame_text(uint64_t w, char *buf, size_t size)
+{
+	if (ms_sites_frame_is_py(w))
+		return ms_sites_py_text(w, buf, size);
+	size_t a = 0, b = naddrs;
+	while (a < b) {
+		size_t m = a + (b - a) / 2;
+		if (addrs[m].ip < w)
+			a = m + 1;
+		else
+			b = m;
+	}
+	if (a < naddrs && addrs[a].ip == w) {
+		const struct addr *e = &addrs[a];
+		const char *obj = e->obj >= 0 ? basename_of(objs[e->obj].path) : "?";
+		if (e->name)
+			return ms_format(buf, size, "%s+0x%lx (%s)", names + e->name - 1, (unsigned long)(w - e->start), obj);
+		return ms_format(buf, size, "0x%lx (%s)", (unsigned long)w, obj);
+	}
+	return ms_format(buf, size, "0x%lx (?)", (unsigned long)w);
+}

@@ -1,0 +1,25 @@
+# Peak call sites (issue 16): C, Python and stand-in GPU fixtures under LD_PRELOAD (Check + jansson).
+SITES_SUITES := $(BUILD)/sites/test_sites
+
+$(BUILD)/sites/sites_fixture: tests/sites/fixtures/sites_fixture.c
+	@mkdir -p $(@D)
+	$(CC) $(BASEFLAGS) -O1 -g -o $@ $< -lpthread
+
+$(BUILD)/sites/libsites_bump.so: tests/sites/fixtures/sites_bump.c
+	@mkdir -p $(@D)
+	$(CC) $(BASEFLAGS) -O1 -g -shared -fPIC -o $@ $<
+
+$(BUILD)/sites/sites_signal: tests/sites/fixtures/sites_signal.c $(BUILD)/sites/libsites_bump.so
+	@mkdir -p $(@D)
+	$(CC) $(BASEFLAGS) -O1 -g -o $@ $< -L$(BUILD)/sites -lsites_bump -Wl,-rpath,'$$ORIGIN' -lpthread
+
+$(BUILD)/sites/test_sites: tests/sites/test_sites.c $(BUILD)/preload/harness.o
+	@mkdir -p $(@D)
+	$(CC) $(BASEFLAGS) $(CFLAGS) $(CHECK_CFLAGS) $(JANSSON_CFLAGS) -Itests/preload -o $@ $^ \
+		$(CHECK_LIBS) $(JANSSON_LIBS) -lm
+
+.PHONY: check-sites
+check-sites: $(BUILD)/libmemshim.so $(BUILD)/sites/sites_fixture $(BUILD)/sites/sites_signal $(SITES_SUITES) $(BUILD)/gpu/fx_linked
+	@for t in $(SITES_SUITES); do BUILD=$(BUILD) $$t || exit 1; done
+
+CHECK_TARGETS += check-sites

@@ -1,0 +1,341 @@
+/* Peak call sites (issue 16): fixtures with known sites under the shim, the metrics file parsed.
+ * Error bound checked (doc/metrics-format.md, "Call sites"): a site with B bytes live is estimated
+ * within 4 sqrt(R B) (+ the copy's lag and one block) at sampling rate R. */
+#include <check.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+#include "harness.h"
+
+#define MiB (1024.0 * 1024.0)
+#define RATE 524288.0
+
+static struct run r;
+
+static json_t *run_fixture(const char *mode, const char *const *env)
+{
+	const char *argv[] = { built("sites/sites_fixture"), mode, NULL };
+	ck_assert_int_eq(run_under_shim(&r, argv, env), 0);
+	ck_assert_msg(WIFEXITED(r.status) && WEXITSTATUS(r.status) == 0, "fixture failed: %s", r.err);
+	json_t *root = load_metrics(&r, "m.json");
+	ck_assert_ptr_nonnull(root);
+	return root;
+}
+
+/* Bytes of the sites in LIST whose innermost frame starts with PREFIX. */
+static double site_bytes(json_t *stage, const char *list, const char *prefix)
+{
+	json_t *l = json_object_get(stage, list), *e;
+	size_t i;
+	double sum = 0;
+	ck_assert_msg(json_is_array(l), "no %s", list);
+	json_array_foreach(l, i, e) {
+		const char *f0 = json_string_value(json_array_get(json_object_get(e, "frames"), 0));
+		ck_assert_ptr_nonnull(f0);
+		if (!strncmp(f0, prefix, strlen(prefix)))
+			sum += (double)json_integer_value(json_object_get(e, "bytes"));
+	}
+	return sum;
+}
+
+static double lag_of(json_t *stage)
+{
+	json_t *v = json_object_get(stage, "peak_sites_lag");
+	ck_assert_msg(json_is_integer(v), "no peak_sites_lag");
+	return (double)json_integer_value(v);
+}
+
+/* The documented bound for a site of TRUTH bytes (the fixture's blocks overshoot by < 1 MiB). */
+static void assert_within(double got, double truth, double lag, const char *what)
+{
+	double tol = 4 * sqrt(RATE * truth) + lag + RATE + MiB;
+	ck_assert_msg(fabs(got - truth) <= tol, "%s: %.1f MiB, truth %.1f MiB, bound %.1f MiB", what, got / MiB,
+		      truth / MiB, tol / MiB);
+}
+
+static void check_shares(json_t *root, double *shares)
+{
+	json_t *work = stage_of(root, "work");
+	ck_assert_ptr_nonnull(work);
+	double a = site_bytes(work, "peak_sites", "alloc_sixty+"), b = site_bytes(work, "peak_sites", "alloc_thirty+"),
+	       c = site_bytes(work, "peak_sites", "alloc_ten+"), lag = lag_of(work);
+	assert_within(a, 60 * MiB, lag, "alloc_sixty");
+	assert_within(b, 30 * MiB, lag, "alloc_thirty");
+	assert_within(c, 10 * MiB, lag, "alloc_ten");
+	double sum = a + b + c;
+	ck_assert(sum > 0);
+	shares[0] = a / sum;
+	shares[1] = b / sum;
+	shares[2] = c / sum;
+}
+
+START_TEST(c_sites_have_the_known_shares)
+{
+	json_t *root = run_fixture("shares", NULL);
+	double s[3];
+	check_shares(root, s);
+	/* 200 samples: one standard deviation of the 60% share is 3.5 points */
+	ck_assert_msg(fabs(s[0] - 0.6) < 0.12 && fabs(s[1] - 0.3) < 0.12 && fabs(s[2] - 0.1) < 0.08,
+		      "shares %.3f %.3f %.3f", s[0], s[1], s[2]);
+	json_t *sites = json_object_get(root, "sites");
+	ck_assert_int_eq(json_integer_value(json_object_get(sites, "rate")), 524288);
+	ck_assert_int_eq(json_integer_value(json_object_get(sites, "max_frames")), 64);
+	ck_assert(json_integer_value(json_object_get(sites, "samples")) > 100);
+	ck_assert(json_is_false(json_object_get(sites, "python_frames")));
+	json_t *e = json_array_get(json_object_get(stage_of(root, "work"), "peak_sites"), 0);
+	const char *f1 = json_string_value(json_array_get(json_object_get(e, "frames"), 1));
+	ck_assert_msg(f1 && !strncmp(f1, "main+0x", 7) && strstr(f1, " (sites_fixture)"), "caller frame %s", f1);
+	json_decref(root);
+}
+END_TEST
+
+/* Each stage reports its own peak; a repeated stage its last call. */
+START_TEST(each_stage_has_its_own_peak)
+{
+	json_t *root = run_fixture("shares", NULL);
+	json_t *first = stage_of(root, "first"), *second = stage_of(root, "second"), *rep = stage_of(root, "rep");
+	ck_assert_ptr_nonnull(first);
+	ck_assert_ptr_nonnull(second);
+	ck_assert_ptr_nonnull(rep);
+	assert_within(site_bytes(first, "peak_sites", "alloc_sixty+"), 40 * MiB, lag_of(first), "first");
+	ck_assert(site_bytes(first, "peak_sites", "alloc_thirty+") == 0);
+	assert_within(site_bytes(second, "peak_sites", "alloc_thirty+"), 20 * MiB, lag_of(second), "second");
+	ck_assert_msg(site_bytes(second, "peak_sites", "alloc_sixty+") == 0, "freed blocks still counted");
+	assert_within(site_bytes(rep, "peak_sites", "alloc_ten+"), 20 * MiB, lag_of(rep), "rep's last call");
+	ck_assert(site_bytes(rep, "peak_sites", "alloc_sixty+") == 0);
+	json_decref(root);
+}
+END_TEST
+
+/* The documented bound holds in every one of 20 runs; the shares' mean is within 3 points. */
+START_TEST(error_bound_holds_over_20_runs)
+{
+	double mean[3] = { 0 }, worst = 0;
+	for (int i = 0; i < 20; i++) {
+		json_t *root = run_fixture("shares", NULL);
+		double s[3];
+		check_shares(root, s);
+		for (int k = 0; k < 3; k++) {
+			mean[k] += s[k] / 20;
+			double d = fabs(s[k] - (k == 0 ? 0.6 : k == 1 ? 0.3 : 0.1));
+			worst = d > worst ? d : worst;
+		}
+		json_decref(root);
+	}
+	printf("sites: 20 runs, mean shares %.3f %.3f %.3f, worst deviation %.1f points\n", mean[0], mean[1],
+	       mean[2], worst * 100);
+	ck_assert_msg(fabs(mean[0] - 0.6) < 0.03 && fabs(mean[1] - 0.3) < 0.03 && fabs(mean[2] - 0.1) < 0.03,
+		      "mean shares %.3f %.3f %.3f", mean[0], mean[1], mean[2]);
+}
+END_TEST
+
+START_TEST(sites_off_writes_no_site_keys)
+{
+	const char *env[] = { "MEMSHIM_SITES=0", NULL };
+	json_t *root = run_fixture("shares", env);
+	ck_assert_ptr_null(json_object_get(root, "sites"));
+	json_t *st, *stages = json_object_get(root, "stages");
+	size_t i;
+	ck_assert(json_array_size(stages) > 0);
+	json_array_foreach(stages, i, st) {
+		ck_assert_ptr_null(json_object_get(st, "peak_sites"));
+		ck_assert_ptr_null(json_object_get(st, "peak_sites_gpu"));
+		ck_assert_ptr_null(json_object_get(st, "peak_sites_lag"));
+	}
+	ck_assert_ptr_null(strstr(r.err, "memshim:"));
+	json_decref(root);
+}
+END_TEST
+
+START_TEST(rate_setting)
+{
+	const char *bad[] = { "MEMSHIM_SITES_RATE=12abc", NULL };
+	json_t *root = run_fixture("shares", bad);
+	const char *w = strstr(r.err, "memshim: MEMSHIM_SITES_RATE=\"12abc\" is not valid");
+	ck_assert_msg(w && !strstr(w + 1, "memshim: MEMSHIM_SITES_RATE"), "stderr: %s", r.err);
+	ck_assert_int_eq(json_integer_value(json_object_get(json_object_get(root, "sites"), "rate")), 524288);
+	json_decref(root);
+	const char *fine[] = { "MEMSHIM_SITES_RATE=65536", NULL };
+	root = run_fixture("shares", fine);
+	json_t *sites = json_object_get(root, "sites");
+	ck_assert_int_eq(json_integer_value(json_object_get(sites, "rate")), 65536);
+	ck_assert(json_integer_value(json_object_get(sites, "samples")) > 1200);
+	ck_assert_ptr_null(strstr(r.err, "memshim:"));
+	json_decref(root);
+}
+END_TEST
+
+/* Four threads churning while the main thread forks a child that tracks its own stage. */
+START_TEST(threads_and_fork)
+{
+	harness_timeout = 120;
+	json_t *root = run_fixture("safety", NULL);
+	harness_timeout = 0;
+	ck_assert_msg(strstr(r.out, "child 0"), "out: %s", r.out);
+	json_t *threads = stage_of(root, "threads");
+	ck_assert_ptr_nonnull(threads);
+	ck_assert(json_array_size(json_object_get(threads, "peak_sites")) > 0);
+	ck_assert(json_integer_value(json_object_get(json_object_get(root, "sites"), "samples")) > 100);
+	char name[256], path[512];
+	ck_assert_int_eq(count_files(r.dir, "m.json.", name, sizeof name), 1);
+	snprintf(path, sizeof path, "%s/%s", r.dir, name);
+	json_error_t err;
+	json_t *child = json_load_file(path, 0, &err);
+	ck_assert_ptr_nonnull(child);
+	json_t *cs = stage_of(child, "child");
+	ck_assert_ptr_nonnull(cs);
+	assert_within(site_bytes(cs, "peak_sites", "alloc_ten+"), 8 * MiB, lag_of(cs), "child");
+	json_decref(child);
+	json_decref(root);
+}
+END_TEST
+
+/* Timers fire every 100 us on every thread; the handler allocates and frees (the program's own
+ * allocator is async-signal-safe) while samples are taken every few kilobytes. */
+START_TEST(signal_handler_allocates_while_sampling)
+{
+	harness_timeout = 120;
+	const char *argv[] = { built("sites/sites_signal"), NULL };
+	const char *env[] = { "MEMSHIM_SITES_RATE=4096", NULL };
+	for (int i = 0; i < 5; i++) {
+		ck_assert_int_eq(run_under_shim(&r, argv, env), 0);
+		ck_assert_msg(WIFEXITED(r.status) && WEXITSTATUS(r.status) == 0, "status %d: %s", r.status, r.err);
+		ck_assert_msg(strstr(r.out, "handled 1"), "out: %s", r.out);
+		json_t *root = load_metrics(&r, "m.json");
+		ck_assert_ptr_nonnull(root);
+		ck_assert(json_integer_value(json_object_get(json_object_get(root, "sites"), "samples")) > 1000);
+		ck_assert(site_bytes(stage_of(root, "signals"), "peak_sites", "churn+") > 0);
+		json_decref(root);
+	}
+	harness_timeout = 0;
+}
+END_TEST
+
+static const char *const pythons[] = {
+	"/root/.pyenv/versions/3.8.18/bin/python",  "/root/.pyenv/versions/3.9.18/bin/python",
+	"/root/.pyenv/versions/3.10.13/bin/python", "/root/.pyenv/versions/3.11.7/bin/python",
+	"/root/.pyenv/versions/3.12.1/bin/python",  "/root/.pyenv/versions/3.13.0/bin/python",
+	"/usr/bin/python3",
+};
+
+/* 50/20 MiB of bytearrays from two functions: Python frames name them and their lines. */
+START_TEST(python_frames_name_functions_and_lines)
+{
+	const char *py = pythons[_i];
+	if (access(py, X_OK) != 0)
+		return; /* not installed here */
+	char script[1024];
+	ck_assert_ptr_nonnull(realpath("tests/sites/fixtures/sites_fixture.py", script));
+	const char *argv[] = { py, script, NULL };
+	const char *env[] = { "MEMSHIM_STAGES=work=run_work", NULL };
+	ck_assert_int_eq(run_under_shim(&r, argv, env), 0);
+	ck_assert_msg(WIFEXITED(r.status) && WEXITSTATUS(r.status) == 0, "%s: %s", py, r.err);
+	ck_assert_msg(!strstr(r.err, "memshim:"), "%s: %s", py, r.err);
+	json_t *root = load_metrics(&r, "m.json");
+	ck_assert_ptr_nonnull(root);
+	ck_assert(json_is_true(json_object_get(json_object_get(root, "sites"), "python_frames")));
+	json_t *work = stage_of(root, "work");
+	ck_assert_ptr_nonnull(work);
+	char fifty[1200], twenty[1200];
+	snprintf(fifty, sizeof fifty, "alloc_fifty (%s:11)", script);
+	snprintf(twenty, sizeof twenty, "alloc_twenty (%s:18)", script);
+	double a = site_bytes(work, "peak_sites", fifty), b = site_bytes(work, "peak_sites", twenty);
+	assert_within(a, 50 * MiB, lag_of(work), fifty);
+	assert_within(b, 20 * MiB, lag_of(work), twenty);
+	json_t *e = json_array_get(json_object_get(work, "peak_sites"), 0);
+	char caller[1200];
+	snprintf(caller, sizeof caller, "run_work (%s:", script);
+	const char *f1 = json_string_value(json_array_get(json_object_get(e, "frames"), 1));
+	ck_assert_msg(f1 && !strncmp(f1, caller, strlen(caller)), "%s: caller %s", py, f1);
+	json_decref(root);
+}
+END_TEST
+
+/* Objects in pymalloc arenas (mapped by Python itself) are attributed to the function that made
+ * them: anonymous mmap is sampled too. */
+START_TEST(python_small_objects_through_arenas)
+{
+	const char *py = pythons[_i];
+	if (access(py, X_OK) != 0)
+		return;
+	char script[1024];
+	ck_assert_ptr_nonnull(realpath("tests/sites/fixtures/sites_pyobj.py", script));
+	const char *argv[] = { py, script, NULL };
+	const char *env[] = { "MEMSHIM_STAGES=work=run_work", NULL };
+	ck_assert_int_eq(run_under_shim(&r, argv, env), 0);
+	ck_assert_msg(WIFEXITED(r.status) && WEXITSTATUS(r.status) == 0, "%s: %s", py, r.err);
+	json_t *root = load_metrics(&r, "m.json");
+	ck_assert_ptr_nonnull(root);
+	json_t *work = stage_of(root, "work");
+	ck_assert_ptr_nonnull(work);
+	char name[1200];
+	snprintf(name, sizeof name, "small_objects (%s:", script);
+	double mine = site_bytes(work, "peak_sites", name), all = site_bytes(work, "peak_sites", "");
+	int64_t peaked = json_integer_value(json_object_get(json_object_get(work, "cpu"), "peak")) -
+			 json_integer_value(json_object_get(json_object_get(work, "cpu"), "begin"));
+	ck_assert_msg(mine > 0.5 * all && mine > 0.5 * (double)peaked, "%s: %.1f MiB of %.1f MiB (stage grew %.1f MiB)",
+		      py, mine / MiB, all / MiB, (double)peaked / MiB);
+	json_decref(root);
+}
+END_TEST
+
+/* Every device allocation with its stack, unsampled, gone from the list once freed. */
+START_TEST(gpu_sites_with_the_standin_driver)
+{
+	char libdir[600];
+	snprintf(libdir, sizeof libdir, "LD_LIBRARY_PATH=%s", built("gpu"));
+	const char *argv[] = { built("gpu/fx_linked"), "linked", NULL };
+	const char *env[] = { libdir, NULL };
+	ck_assert_int_eq(run_under_shim(&r, argv, env), 0);
+	ck_assert_msg(WIFEXITED(r.status) && WEXITSTATUS(r.status) == 0, "%s", r.err);
+	json_t *root = load_metrics(&r, "m.json");
+	ck_assert_ptr_nonnull(root);
+	json_t *alloc = stage_of(root, "alloc"), *fr = stage_of(root, "free");
+	ck_assert_ptr_nonnull(alloc);
+	ck_assert_ptr_nonnull(fr);
+	json_t *l = json_object_get(alloc, "peak_sites_gpu");
+	ck_assert_int_eq(json_array_size(l), 3);
+	ck_assert_int_eq(json_integer_value(json_object_get(json_array_get(l, 0), "bytes")), 3 << 20);
+	ck_assert_int_eq(json_integer_value(json_object_get(json_array_get(l, 1), "bytes")), 1 << 20);
+	ck_assert_int_eq(json_integer_value(json_object_get(json_array_get(l, 2), "bytes")), 10240);
+	ck_assert(site_bytes(alloc, "peak_sites_gpu", "linked+0x") == (3 << 20) + (1 << 20) + 10240);
+	ck_assert_int_eq(json_integer_value(json_object_get(alloc, "peak_sites_gpu_lag")), 0);
+	/* "free" peaks at its start: the 1 MiB block was freed before */
+	ck_assert_int_eq(json_array_size(json_object_get(fr, "peak_sites_gpu")), 2);
+	ck_assert(site_bytes(fr, "peak_sites_gpu", "linked+0x") == (3 << 20) + 10240);
+	json_t *sites = json_object_get(root, "sites");
+	ck_assert_int_eq(json_integer_value(json_object_get(sites, "gpu_allocations")), 3);
+	json_decref(root);
+}
+END_TEST
+
+static Suite *suite(void)
+{
+	Suite *s = suite_create("sites");
+	TCase *tc = tcase_create("sites");
+	tcase_set_timeout(tc, 300);
+	tcase_add_test(tc, c_sites_have_the_known_shares);
+	tcase_add_test(tc, each_stage_has_its_own_peak);
+	tcase_add_test(tc, error_bound_holds_over_20_runs);
+	tcase_add_test(tc, sites_off_writes_no_site_keys);
+	tcase_add_test(tc, rate_setting);
+	tcase_add_test(tc, threads_and_fork);
+	tcase_add_test(tc, signal_handler_allocates_while_sampling);
+	tcase_add_loop_test(tc, python_frames_name_functions_and_lines, 0, (int)(sizeof pythons / sizeof *pythons));
+	tcase_add_loop_test(tc, python_small_objects_through_arenas, 0, (int)(sizeof pythons / sizeof *pythons));
+	tcase_add_test(tc, gpu_sites_with_the_standin_driver);
+	suite_add_tcase(s, tc);
+	return s;
+}
+
+int main(void)
+{
+	SRunner *sr = srunner_create(suite());
+	srunner_run_all(sr, CK_NORMAL);
+	int failed = srunner_ntests_failed(sr);
+	srunner_free(sr);
+	return failed ? 1 : 0;
+}
