@@ -86,19 +86,36 @@ extern struct ms_cpu_word ms_cpu;
 /* New highs, timeline crossings, adds of an older epoch: the exact bookkeeping, out of line. */
 void ms_cpu_slow(uint64_t result);
 
+/* The CPU word after adding BYTES to the malloc component (one xadd). */
+static inline uint64_t ms_cpu_word_add(int64_t bytes)
+{
+	return __atomic_add_fetch(&ms_cpu.word, (uint64_t)bytes, __ATOMIC_RELAXED);
+}
+
+/* An add of RESULT must take the slow path: growing past gate_hi, shrinking below gate_lo. */
+static inline int ms_cpu_grew_past(uint64_t result)
+{
+	return __builtin_expect(result > __atomic_load_n(&ms_cpu.gate_hi, __ATOMIC_RELAXED), 0);
+}
+
+static inline int ms_cpu_shrank_below(uint64_t result)
+{
+	return __builtin_expect(result < __atomic_load_n(&ms_cpu.gate_lo, __ATOMIC_RELAXED), 0);
+}
+
 /* The malloc component grows by BYTES (> 0). */
 static inline void ms_cpu_grow(uint64_t bytes)
 {
-	uint64_t r = __atomic_add_fetch(&ms_cpu.word, bytes, __ATOMIC_RELAXED);
-	if (__builtin_expect(r > __atomic_load_n(&ms_cpu.gate_hi, __ATOMIC_RELAXED), 0))
+	uint64_t r = ms_cpu_word_add((int64_t)bytes);
+	if (ms_cpu_grew_past(r))
 		ms_cpu_slow(r);
 }
 
 /* The malloc component shrinks by BYTES (> 0): never a new high. */
 static inline void ms_cpu_shrink(uint64_t bytes)
 {
-	uint64_t r = __atomic_sub_fetch(&ms_cpu.word, bytes, __ATOMIC_RELAXED);
-	if (__builtin_expect(r < __atomic_load_n(&ms_cpu.gate_lo, __ATOMIC_RELAXED), 0))
+	uint64_t r = ms_cpu_word_add(-(int64_t)bytes);
+	if (ms_cpu_shrank_below(r))
 		ms_cpu_slow(r);
 }
 

@@ -67,40 +67,66 @@ static inline int glibc_would_reject(const void *p, uint64_t head)
 	return ((uintptr_t)p & 15) || (uintptr_t)p - 16 > (uintptr_t)0 - size;
 }
 
+/* The rare ends of the fast path, out of line and entered by tail calls, so the common path keeps
+ * nothing across a call (no registers saved). */
+static __attribute__((noinline)) void *new_past_gate(void *p, uint64_t result, uint64_t usable)
+{
+	ms_cpu_slow(result);
+	ms_sites_alloc(p, (int64_t)usable);
+	return p;
+}
+
+static __attribute__((noinline)) void *new_sampled(void *p, uint64_t usable)
+{
+	ms_sites_sample(p, (int64_t)usable);
+	return p;
+}
+
+static __attribute__((noinline)) void free_below_gate(void *ptr, uint64_t result)
+{
+	ms_cpu_slow(result);
+	ms_real_free(ptr);
+}
+
 /* The fast path's count of a new block P (CHECK: the native stage check first). */
 static inline __attribute__((always_inline)) void *fast_new(void *p, int check)
 {
-	if (MS_LIKELY(p != NULL)) {
-		if (check)
-			ms_before_counting();
-		uint64_t n = glibc_usable(glibc_head(p));
-		ms_cpu_grow(n);
-		ms_sites_alloc(p, (int64_t)n);
-	}
+	if (MS_UNLIKELY(p == NULL))
+		return p;
+	if (check)
+		ms_before_counting();
+	uint64_t n = glibc_usable(glibc_head(p));
+	uint64_t r = ms_cpu_word_add((int64_t)n);
+	if (ms_cpu_grew_past(r))
+		return new_past_gate(p, r, n);
+	if (MS_UNLIKELY((ms_sites_left -= (int64_t)n) < 0))
+		return new_sampled(p, n);
 	return p;
 }
 
 /* The fast path's free: 1 when done, 0 when the general path must take PTR (NULL, a bootstrap
- * block, a pointer glibc will reject). */
+ * block, a pointer glibc will reject, a block that may have been sampled). */
 static inline __attribute__((always_inline)) int fast_free(void *ptr, int check)
 {
-	if (ms_bootstrap_owns(ptr) || !ptr)
+	if (ms_bootstrap_owns(ptr) || !ptr || MS_UNLIKELY(ms_sites_maybe_sampled(ptr)))
 		return 0;
 	uint64_t head = glibc_head(ptr);
 	if (MS_UNLIKELY(glibc_would_reject(ptr, head)))
 		return 0;
 	if (check)
 		ms_before_counting();
-	ms_sites_free(ptr);
-	ms_cpu_shrink(glibc_usable(head));
-	ms_real_free(ptr);
+	uint64_t r = ms_cpu_word_add(-(int64_t)glibc_usable(head));
+	if (ms_cpu_shrank_below(r))
+		free_below_gate(ptr, r);
+	else
+		ms_real_free(ptr);
 	return 1;
 }
 
 /* The fast path's realloc of a block it can read: 1 and *OUT set when done, else 0. */
 static inline __attribute__((always_inline)) int fast_realloc(void *ptr, size_t size, int check, void **out)
 {
-	if (ms_bootstrap_owns(ptr) || !ptr)
+	if (ms_bootstrap_owns(ptr) || !ptr || MS_UNLIKELY(ms_sites_maybe_sampled(ptr)))
 		return 0;
 	uint64_t head = glibc_head(ptr);
 	if (MS_UNLIKELY(glibc_would_reject(ptr, head)))
@@ -108,14 +134,14 @@ static inline __attribute__((always_inline)) int fast_realloc(void *ptr, size_t 
 	int64_t old = (int64_t)glibc_usable(head);
 	if (check)
 		ms_before_counting();
-	ms_sites_free(ptr); /* before the block can go to another thread */
 	void *q = ms_real_realloc(ptr, size);
 	if (q) {
 		int64_t n = (int64_t)glibc_usable(glibc_head(q));
 		ms_cpu_add(MS_MALLOC, n - old);
 		ms_sites_alloc(q, n);
-	} else if (size == 0)
+	} else if (size == 0) {
 		ms_cpu_shrink((uint64_t)old);
+	}
 	*out = q;
 	return 1;
 }

@@ -41,9 +41,15 @@ static inline void ms_sites_alloc(void *p, int64_t usable)
 		ms_sites_sample(p, usable);
 }
 
+/* Non-zero when P may be a sampled block (the filter: no false negatives). */
+static inline int ms_sites_maybe_sampled(const void *p)
+{
+	return __atomic_load_n(&ms_sites_filter[ms_sites_hash((uintptr_t)p)], __ATOMIC_RELAXED) != 0;
+}
+
 static inline void ms_sites_free(void *p)
 {
-	if (MS_UNLIKELY(__atomic_load_n(&ms_sites_filter[ms_sites_hash((uintptr_t)p)], __ATOMIC_RELAXED)))
+	if (MS_UNLIKELY(ms_sites_maybe_sampled(p)))
 		ms_sites_forget(p);
 }
 
