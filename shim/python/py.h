@@ -136,9 +136,20 @@ struct ms_py_frame {
 int ms_py_stack_install(void);
 /* Whether Python stacks can be read (a known layout was installed). */
 int ms_py_stack_ready(void);
+/* Lines by (code object, instruction position), direct-mapped: a sample's frames are mostly the
+ * previous sample's.  The caller keeps one per thread (never in TLS: static TLS is scarce for a
+ * library loaded late). */
+#define MS_PY_LINE_CACHE 128
+struct ms_py_line_cache {
+	struct {
+		const void *code, *table;
+		intptr_t pos;
+		int line;
+	} e[MS_PY_LINE_CACHE];
+};
 /* The calling thread's Python frames, innermost first, into OUT (at most MAX); 0 outside Python.
- * Reads the interpreter's frames directly: no GIL, no allocation, signal-safe. */
-int ms_py_stack_read(struct ms_py_frame *out, int max);
+ * Reads the interpreter's frames directly: no GIL, no allocation, signal-safe.  CACHE may be NULL. */
+int ms_py_stack_read(struct ms_py_frame *out, int max, struct ms_py_line_cache *cache);
 /* The function name and file of a code object from ms_py_stack_read, copied (ASCII; '?' for
  * other characters), while its frame still runs. */
 void ms_py_code_names(const void *code, char *func, size_t fsize, char *file, size_t lsize);

@@ -183,28 +183,24 @@ static int frame_line_uncached(const void *frame, const void *code)
 	return lay->minor == 10 ? line_310(t, n, first, (long)lasti * 2) : line_38(t, n, first, lasti);
 }
 
-/* Lines by (code object, instruction position), direct-mapped per thread: a sample's frames are
- * mostly the previous sample's.  The code object's line table is checked too (a freed code
- * object's address reused by another). */
-#define LINE_CACHE 128
-struct line_entry {
-	const void *code, *table;
-	intptr_t pos;
-	int line;
-};
-static __thread struct line_entry line_cache[LINE_CACHE] MS_TLS;
-
-static int frame_line(const void *frame, const void *code)
+/* The line of FRAME, through CACHE when there is one.  The code object's line table is checked
+ * too (a freed code object's address reused by another). */
+static int frame_line(const void *frame, const void *code, struct ms_py_line_cache *cache)
 {
 	intptr_t pos = lay->minor >= 11 ? (intptr_t)word(frame, lay->fr_instr)
 					 : *(const int *)((const char *)frame + lay->fr_instr);
 	const void *table = word(code, lay->co_lines);
+	if (!cache)
+		return frame_line_uncached(frame, code);
 	uintptr_t h = ((uintptr_t)code ^ (uintptr_t)pos * 0x9e3779b97f4a7c15ULL) >> 4;
-	struct line_entry *e = &line_cache[(h ^ (h >> 17)) % LINE_CACHE];
+	__typeof__(cache->e[0]) *e = &cache->e[(h ^ (h >> 17)) % MS_PY_LINE_CACHE];
 	if (e->code == code && e->pos == pos && e->table == table)
 		return e->line;
 	int line = frame_line_uncached(frame, code);
-	*e = (struct line_entry){ code, table, pos, line };
+	e->code = code;
+	e->table = table;
+	e->pos = pos;
+	e->line = line;
 	return line;
 }
 
@@ -214,7 +210,7 @@ void ms_py_code_keys(const void *code, const void **name, const void **file)
 	*file = word(code, lay->co_filename);
 }
 
-int ms_py_stack_read(struct ms_py_frame *out, int max)
+int ms_py_stack_read(struct ms_py_frame *out, int max, struct ms_py_line_cache *cache)
 {
 	const struct layout *l = __atomic_load_n(&lay, __ATOMIC_ACQUIRE);
 	if (!l)
@@ -233,7 +229,7 @@ int ms_py_stack_read(struct ms_py_frame *out, int max)
 		if (!code || ((uintptr_t)code & 7) || ms_py_type_of((ms_pyobj *)code) != code_type)
 			continue;
 		out[n].code = code;
-		out[n].line = frame_line(f, code);
+		out[n].line = frame_line(f, code, cache);
 		n++;
 	}
 	return n;

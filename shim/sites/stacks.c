@@ -2,6 +2,7 @@
  * interned into bounded tables in raw mappings.  Reading takes no lock and allocates nothing;
  * interning runs under the sites lock (sample.c).  A full table refuses new entries (counted). */
 #include <link.h>
+#include <pthread.h>
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/syscall.h>
@@ -92,6 +93,11 @@ static void range_of(uintptr_t addr, uintptr_t *lo, uintptr_t *hi)
 	*hi = q.hi;
 }
 
+/* The key whose destructor unmaps a thread's caches (sites' per-thread caches, below). */
+static pthread_key_t caches_key;
+static int caches_key_ok;
+static void caches_gone(void *c);
+
 int ms_sites_stacks_init(void)
 {
 	stacks = raw_map(MAX_STACKS * sizeof *stacks);
@@ -103,6 +109,7 @@ int ms_sites_stacks_init(void)
 	if (!stacks || !stack_slot || !frame_pool || !strings || !string_slot || !string_pool)
 		return -1;
 	range_of((uintptr_t)ms_sites_stacks_init, &self_lo, &self_hi);
+	caches_key_ok = pthread_key_create(&caches_key, caches_gone) == 0;
 	return 0;
 }
 
@@ -146,12 +153,40 @@ struct chain {
 	uintptr_t slot[MS_SITES_MAX_FRAMES], ip[MS_SITES_MAX_FRAMES];
 };
 
-static __thread struct chain last_chain MS_TLS;
+/* Each thread's caches, mapped at its first sample and unmapped when it ends (not in TLS: static
+ * TLS is scarce for a library loaded late, and threads would all carry them). */
+struct thread_caches {
+	struct chain last_chain;
+	struct ms_py_line_cache lines;
+};
+static __thread struct thread_caches *caches MS_TLS;
+static struct chain no_chain; /* stands in when a thread's caches could not be mapped: never read */
+
+static void caches_gone(void *c)
+{
+	caches = NULL;
+	syscall(SYS_munmap, c, sizeof(struct thread_caches));
+}
+
+static struct thread_caches *thread_caches(void)
+{
+	struct thread_caches *c = caches;
+	if (MS_LIKELY(c != NULL) || !caches_key_ok)
+		return c;
+	c = raw_map(sizeof *c);
+	if (c) {
+		caches = c;
+		pthread_setspecific(caches_key, c); /* a low key index: no allocation */
+	}
+	return c;
+}
+
+#define last_chain (*(caches ? &caches->last_chain : &no_chain))
 
 static int same_chain(uint64_t *out, int max, uintptr_t slot, uintptr_t ip)
 {
 	const struct chain *c = &last_chain;
-	if (c->n == 0 || c->n > max || c->slot[0] != slot || c->ip[0] != ip)
+	if (!caches || c->n == 0 || c->n > max || c->slot[0] != slot || c->ip[0] != ip)
 		return 0;
 	for (int k = 1; k < c->n; k++)
 		if (*(const uintptr_t *)c->slot[k] != c->ip[k])
@@ -194,7 +229,7 @@ static int native_frames(uint64_t *out, int max, int stop_in_python, const uintp
 		if (ms_cfi_step(&ip, &sp, &rbp, &slot) != 1 || ip < 4096)
 			break;
 	}
-	if (cacheable && n <= MS_SITES_MAX_FRAMES) {
+	if (cacheable && caches && n <= MS_SITES_MAX_FRAMES) {
 		last_chain.n = 0; /* a handler sampling meanwhile never sees a half-written chain as whole */
 		last_chain.id = -1;
 		__atomic_signal_fence(__ATOMIC_SEQ_CST);
@@ -211,6 +246,8 @@ static int native_frames(uint64_t *out, int max, int stop_in_python, const uintp
 
 void ms_sites_capture_known(int32_t id)
 {
+	if (!caches)
+		return;
 	last_chain.id = id;
 	last_chain.epoch = __atomic_load_n(&epoch, __ATOMIC_RELAXED);
 }
@@ -219,7 +256,8 @@ int ms_sites_capture(uint64_t *frames, int max, const uintptr_t *start, int32_t 
 {
 	*known = -1;
 	struct ms_py_frame py[MS_SITES_MAX_FRAMES];
-	int npy = ms_py_stack_ready() ? ms_py_stack_read(py, max) : 0;
+	struct thread_caches *tc = thread_caches();
+	int npy = ms_py_stack_ready() ? ms_py_stack_read(py, max, tc ? &tc->lines : NULL) : 0;
 	if (npy > 0 && !py_hi) {
 		uintptr_t lo, hi;
 		range_of((uintptr_t)ms_py.IsInitialized, &lo, &hi);
@@ -228,7 +266,7 @@ int ms_sites_capture(uint64_t *frames, int max, const uintptr_t *start, int32_t 
 	}
 	int hit;
 	int n = native_frames(frames, npy > 0 ? (max < NATIVE_BEFORE_PY ? max : NATIVE_BEFORE_PY) : max, npy > 0, start, &hit);
-	if (hit == 1 && npy == 0 && last_chain.id >= 0 && last_chain.epoch == __atomic_load_n(&epoch, __ATOMIC_RELAXED))
+	if (hit == 1 && npy == 0 && caches && last_chain.id >= 0 && last_chain.epoch == __atomic_load_n(&epoch, __ATOMIC_RELAXED))
 		*known = last_chain.id;
 	else if (hit == 2 && npy == 0)
 		*known = -2;

@@ -75,6 +75,21 @@ START_TEST(own_allocator_with_lock_around_mmap)
 }
 END_TEST
 
+/* A library loaded after start needs static TLS the C library keeps only a little of: the shim's
+ * per-thread state stays small (its caches are mapped per thread), so a late dlopen (ctypes)
+ * loads it, and it says it counts nothing.  Failed with 5 KiB of TLS ("cannot allocate memory in
+ * static TLS block"). */
+START_TEST(late_dlopen_loads)
+{
+	const char *argv[] = { built("preload/reliab_fixture"), "late", built("libmemshim.so"), NULL };
+	const char *env[] = { "LD_PRELOAD=", NULL };
+	ck_assert_int_eq(run_under_shim(&r, argv, env), 0);
+	ck_assert_msg(exited_with(&r, 0), "status %#x %s %s", r.status, r.out, r.err);
+	ck_assert_str_eq(r.out, "loaded\n");
+	ck_assert_ptr_nonnull(strstr(r.err, "memshim: libmemshim.so was loaded after the program started"));
+}
+END_TEST
+
 /* Sanitizer runtimes own malloc and cannot be asked about blocks before they initialise: the shim
  * steps aside with one line and the program runs as without it. */
 static void sanitized(const char *fixture, const char *extra_env, const char *name)
@@ -247,6 +262,7 @@ int main(void)
 	tcase_set_timeout(tc, 120);
 	tcase_add_test(tc, signal_handler_maps_memory);
 	tcase_add_test(tc, own_allocator_with_lock_around_mmap);
+	tcase_add_test(tc, late_dlopen_loads);
 	tcase_add_test(tc, thread_sanitizer_program);
 	tcase_add_test(tc, address_sanitizer_program);
 	tcase_add_test(tc, invalid_pointers_keep_glibcs_diagnosis);
