@@ -37,25 +37,29 @@ row bare "$bare"
 row floor "$floor"
 row memshim "$(ir LD_PRELOAD="$LIB")"
 row "memshim, timeline off" "$(ir LD_PRELOAD="$LIB" MEMSHIM_TIMELINE=0)"
+row "memshim, call sites off" "$(ir LD_PRELOAD="$LIB" MEMSHIM_SITES=0)"
 for extra in ${BENCH_IR_EXTRA:-}; do # NAME=VALUE settings to compare, e.g. MEMSHIM_SITES=0
 	row "memshim, $extra" "$(ir LD_PRELOAD="$LIB" "$extra")"
 done
 
 now() { date +%s%N; }
-# wall THREADS: paired medians of floor and memshim, alternating.
+# wall THREADS: paired medians of floor, memshim and memshim without call sites, alternating.
 wall() {
-	local t0 t1 i
+	local t0 t1 i v
 	rm -f "$tmp"/w.*
 	for ((i = 0; i < PAIRS; i++)); do
-		for v in floor memshim; do
-			local pre=$FLOOR; [ $v = memshim ] && pre=$LIB
-			t0=$(now); LD_PRELOAD=$pre "$MIX" "$1" "$WALL_OPS"; t1=$(now)
+		for v in floor memshim nosites; do
+			local pre=$LIB sites=1; [ $v = floor ] && pre=$FLOOR; [ $v = nosites ] && sites=0
+			t0=$(now); MEMSHIM_SITES=$sites LD_PRELOAD=$pre "$MIX" "$1" "$WALL_OPS"; t1=$(now)
 			echo $(((t1 - t0) / 1000)) >>"$tmp/w.$v"
 		done
 	done
-	paste "$tmp/w.floor" "$tmp/w.memshim" | awk '{print $2 / $1}' | sort -n >"$tmp/w.ratio"
-	awk -v t="$1" '{a[NR] = $1} END {m = NR % 2 ? a[(NR + 1) / 2] : (a[NR / 2] + a[NR / 2 + 1]) / 2;
-		printf "wall, %d thread(s), %d pairs: memshim / floor median %.3f (min %.3f, max %.3f)\n", t, NR, m, a[1], a[NR]}' "$tmp/w.ratio"
+	for v in memshim nosites; do
+		paste "$tmp/w.floor" "$tmp/w.$v" | awk '{print $2 / $1}' | sort -n >"$tmp/w.ratio"
+		awk -v t="$1" -v l="$v" '{a[NR] = $1} END {m = NR % 2 ? a[(NR + 1) / 2] : (a[NR / 2] + a[NR / 2 + 1]) / 2;
+			printf "wall, %d thread(s), %d pairs: %s / floor median %.3f (min %.3f, max %.3f)\n", t, NR,
+			l == "memshim" ? "memshim" : "memshim, call sites off", m, a[1], a[NR]}' "$tmp/w.ratio"
+	done
 }
 echo "== wall: churn loop, $WALL_OPS operations per thread (target: within 5% of the floor)"
 wall 1

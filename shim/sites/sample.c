@@ -18,9 +18,10 @@
 #include "sites/hot.h"
 #include "sites/sites.h"
 
-#define LIVE_BITS 19
-#define LIVE_SLOTS (1u << LIVE_BITS)
-#define MAX_LIVE (LIVE_SLOTS / 2)
+#define LIVE_BITS_FIRST 12 /* 4096 slots (96 KiB) at first: the table doubles as samples stay live */
+#define LIVE_BITS_MAX 19
+#define LIVE_SLOTS (1u << live_bits)
+#define MAX_LIVE ((1u << LIVE_BITS_MAX) / 2)
 #define MAX_DRAWS 4096 /* samples counted one by one in a single block; beyond, its size is its weight */
 
 __thread int64_t ms_sites_left MS_TLS;
@@ -37,6 +38,7 @@ static int on;
 static int64_t rate;
 static struct live *live;
 static uint32_t nlive;
+static unsigned live_bits = LIVE_BITS_FIRST;
 static int64_t *stack_cpu, *stack_gpu, *stack_ncpu, *stack_ngpu; /* per stack id */
 static uint64_t samples, gpu_allocs, samples_dropped;
 
@@ -108,12 +110,42 @@ static int64_t draw(void)
 
 static uint32_t slot_of(uint64_t addr)
 {
-	return (uint32_t)((addr * 0x9e3779b97f4a7c15ULL) >> (64 - LIVE_BITS));
+	return (uint32_t)((addr * 0x9e3779b97f4a7c15ULL) >> (64 - live_bits));
+}
+
+static void live_put(const struct live *e)
+{
+	uint32_t i = slot_of(e->addr);
+	while (live[i].addr)
+		i = (i + 1) & (LIVE_SLOTS - 1);
+	live[i] = *e;
+}
+
+/* Doubles the table when half full (lock held): the pages touched follow the samples live, not
+ * the whole bound. */
+static int live_grow(void)
+{
+	if (nlive < LIVE_SLOTS / 2)
+		return 0;
+	if (live_bits >= LIVE_BITS_MAX)
+		return -1;
+	struct live *old = live;
+	size_t old_slots = LIVE_SLOTS;
+	struct live *bigger = raw_map(2 * old_slots * sizeof *live);
+	if (!bigger)
+		return -1;
+	live = bigger;
+	live_bits++;
+	for (size_t i = 0; i < old_slots; i++)
+		if (old[i].addr)
+			live_put(&old[i]);
+	syscall(SYS_munmap, old, old_slots * sizeof *old);
+	return 0;
 }
 
 static int live_insert(uint64_t addr, int32_t stack, int gpu, int64_t weight)
 {
-	if (nlive >= MAX_LIVE)
+	if (nlive >= MAX_LIVE || live_grow() < 0)
 		return -1;
 	uint32_t i = slot_of(addr);
 	while (live[i].addr && live[i].addr != addr)
