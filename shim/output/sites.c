@@ -13,12 +13,12 @@ static int active;
 int ms_report_sites_begin(const struct ms_stages *st, const int *ids, int n, int in_handler)
 {
 	(void)st;
-	active = ms_sites_on();
-	if (!active)
-		return 0;
+	active = ms_sites_enabled();
+	memset(have, 0, sizeof have);
+	if (!active || !ms_sites_on()) /* no sample yet: empty lists, nothing to copy or name */
+		return active;
 	static int32_t stacks[MS_MAX_STAGES * 2 * MS_SITES_TOP];
 	int ns = 0;
-	memset(have, 0, sizeof have);
 	for (int i = 0; i < n; i++) {
 		int id = ids[i];
 		if (id < 0 || id >= MS_MAX_STAGES)
@@ -91,6 +91,6 @@ void ms_report_sites_summary(struct ms_json *w)
 
 void ms_report_sites_end(void)
 {
-	if (active)
+	if (active && ms_sites_on())
 		ms_sites_symbolise_done();
 }

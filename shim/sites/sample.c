@@ -34,7 +34,9 @@ struct live {
 	int64_t weight;
 };
 
-static int on;
+static int on;     /* the tables are mapped and samples are taken */
+static int wanted; /* MEMSHIM_SITES: on at the first sample or device allocation (a process that
+		    * never allocates much maps nothing) */
 static int64_t rate;
 static struct live *live;
 static uint32_t nlive;
@@ -56,6 +58,11 @@ static void *raw_map(size_t len)
 {
 	long p = syscall(SYS_mmap, NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
 	return p < 0 && p > -4096 ? NULL : (void *)p;
+}
+
+int ms_sites_enabled(void)
+{
+	return on || wanted;
 }
 
 int ms_sites_on(void)
@@ -384,9 +391,32 @@ __asm__(".pushsection .text\n"
 	".size ms_sites_sample, .-ms_sites_sample\n"
 	".popsection\n");
 
+/* Maps the tables and picks up the open stages, once (the first sample or device allocation). */
+static int turn_on(void)
+{
+	ms_spin_lock(&lock, &lock_mine);
+	if (!on && wanted) {
+		live = raw_map(LIVE_SLOTS * sizeof *live);
+		int64_t *per = raw_map(4 * STACK_IDS * sizeof *per);
+		if (live && per && ms_sites_stacks_init() == 0) {
+			stack_cpu = per;
+			stack_ncpu = per + STACK_IDS;
+			stack_gpu = per + 2 * STACK_IDS;
+			stack_ngpu = per + 3 * STACK_IDS;
+			sync_stages(-1);
+			__atomic_store_n(&on, 1, __ATOMIC_RELEASE);
+		} else {
+			wanted = 0;
+			ms_warn("call sites are off: could not map their tables");
+		}
+	}
+	ms_spin_unlock(&lock, &lock_mine);
+	return on;
+}
+
 void ms_sites_sample_at(void *p, int64_t usable, uintptr_t sp, uintptr_t rbp)
 {
-	if (!on) { /* off, or not started yet: look again in a while unless it is off for good */
+	if (!wanted) { /* off, or not started yet: look again in a while unless it is off for good */
 		ms_sites_left = ms_cfg.sites && !ms_cfg.disabled ? 1 << 20 : INT64_MAX / 2;
 		return;
 	}
@@ -404,6 +434,10 @@ void ms_sites_sample_at(void *p, int64_t usable, uintptr_t sp, uintptr_t rbp)
 	}
 	if (!k || !p || enter() < 0)
 		return;
+	if (!on && !turn_on()) {
+		leave();
+		return;
+	}
 	int saved = errno;
 	uintptr_t start[3] = { sp, rbp, *(const uintptr_t *)(sp - 8) };
 	record((uint64_t)(uintptr_t)p, weight, 0, start);
@@ -443,8 +477,12 @@ void ms_sites_cpu_high(int64_t now)
 
 void ms_sites_gpu_alloc(uint64_t dptr, int64_t bytes)
 {
-	if (!on || !dptr || bytes <= 0 || enter() < 0)
+	if (!wanted || !dptr || bytes <= 0 || enter() < 0)
 		return;
+	if (!on && !turn_on()) {
+		leave();
+		return;
+	}
 	int saved = errno;
 	record(dptr, bytes, 1, NULL);
 	errno = saved;
@@ -466,20 +504,7 @@ void ms_sites_init(void)
 	if (!ms_cfg.sites)
 		return;
 	rate = ms_cfg.sites_rate > 0 ? ms_cfg.sites_rate : 524288;
-	live = raw_map(LIVE_SLOTS * sizeof *live);
-	int64_t *per = raw_map(4 * STACK_IDS * sizeof *per);
-	if (!live || !per || ms_sites_stacks_init() < 0) {
-		ms_warn("call sites are off: could not map their tables");
-		return;
-	}
-	stack_cpu = per;
-	stack_ncpu = per + STACK_IDS;
-	stack_gpu = per + 2 * STACK_IDS;
-	stack_ngpu = per + 3 * STACK_IDS;
-	ms_spin_lock(&lock, &lock_mine);
-	sync_stages(-1);
-	ms_spin_unlock(&lock, &lock_mine);
-	__atomic_store_n(&on, 1, __ATOMIC_RELEASE);
+	__atomic_store_n(&wanted, 1, __ATOMIC_RELEASE); /* the tables come with the first sample */
 }
 
 void ms_sites_boundary(int stage, int end)
@@ -509,6 +534,8 @@ void ms_sites_fork_child(int tracking)
 {
 	ms_spin_reset(&lock, &lock_mine);
 	busy = 0;
+	if (!tracking)
+		wanted = 0;
 	if (!on)
 		return;
 	if (!tracking) {

@@ -47,6 +47,8 @@ void ms_sites_boundary(int stage, int end);
 
 /* Whether sampling is on (MEMSHIM_SITES). */
 int ms_sites_on(void);
+/* Non-zero when sampling is configured, its tables mapped or not yet (no sample so far). */
+int ms_sites_enabled(void);
 void ms_sites_stats(struct ms_sites_stats *out);
 /* The copy to report for stage ID: its open call's, else its last call's; 0 when there is none.
  * NOWAIT: from a signal handler (copies without the lock when it is busy). */
