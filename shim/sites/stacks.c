@@ -145,12 +145,14 @@ static int in_self(uintptr_t ip)
 /* The thread's last native chain: the return-address slot and value of each frame.  A walk whose
  * first frame has the same slot and return address, and whose later slots still hold the same
  * return addresses, is the same chain (each frame's position follows from the one below it), so
- * it is taken from here with one load per frame instead of one unwinding step. */
+ * it is taken from here with one load per frame instead of one unwinding step.  A slot a native
+ * stage's trampoline took over holds the trampoline (RAW); the frame is the same while the
+ * trampoline still stands for the same return address (IP). */
 struct chain {
 	int n;
 	int32_t id;      /* its interned stack when it had no Python frames, else -1 */
 	uint32_t epoch;  /* of the stack table the id belongs to */
-	uintptr_t slot[MS_SITES_MAX_FRAMES], ip[MS_SITES_MAX_FRAMES];
+	uintptr_t slot[MS_SITES_MAX_FRAMES], raw[MS_SITES_MAX_FRAMES], ip[MS_SITES_MAX_FRAMES];
 };
 
 /* Each thread's caches, mapped at its first sample and unmapped when it ends (not in TLS: static
@@ -188,9 +190,11 @@ static int same_chain(uint64_t *out, int max, uintptr_t slot, uintptr_t ip)
 	const struct chain *c = &last_chain;
 	if (!caches || c->n == 0 || c->n > max || c->slot[0] != slot || c->ip[0] != ip)
 		return 0;
-	for (int k = 1; k < c->n; k++)
-		if (*(const uintptr_t *)c->slot[k] != c->ip[k])
+	for (int k = 1; k < c->n; k++) {
+		uintptr_t v = *(const uintptr_t *)c->slot[k];
+		if (v != c->raw[k] || (v != c->ip[k] && ms_pool_ra(ms_tramp_index(v)) != c->ip[k]))
 			return 0;
+	}
 	for (int k = 0; k < c->n; k++)
 		out[k] = c->ip[k];
 	return c->n;
@@ -205,14 +209,13 @@ static int native_frames(uint64_t *out, int max, int stop_in_python, const uintp
 	else
 		ms_native_regs(r);
 	uintptr_t sp = r[0], rbp = r[1], ip = r[2], slot = r[0] - 8;
-	uintptr_t slots[MS_SITES_MAX_FRAMES];
+	uintptr_t slots[MS_SITES_MAX_FRAMES], raws[MS_SITES_MAX_FRAMES];
 	int n = 0, cacheable = !stop_in_python;
 	for (int d = 0; d < max + 48 && n < max; d++) {
+		uintptr_t raw = ip;
 		int t = ms_tramp_index(ip);
-		if (t >= 0) {
+		if (t >= 0)
 			ip = ms_pool_ra(t);
-			cacheable = 0;
-		}
 		if (stop_in_python && ip >= py_lo && ip < py_hi)
 			break;
 		if (!(n == 0 && in_self(ip))) {
@@ -224,6 +227,7 @@ static int native_frames(uint64_t *out, int max, int stop_in_python, const uintp
 				}
 			}
 			slots[n] = slot;
+			raws[n] = raw;
 			out[n++] = ip;
 		}
 		if (ms_cfi_step(&ip, &sp, &rbp, &slot) != 1 || ip < 4096)
@@ -235,6 +239,7 @@ static int native_frames(uint64_t *out, int max, int stop_in_python, const uintp
 		__atomic_signal_fence(__ATOMIC_SEQ_CST);
 		for (int k = 0; k < n; k++) {
 			last_chain.slot[k] = slots[k];
+			last_chain.raw[k] = raws[k];
 			last_chain.ip[k] = (uintptr_t)out[k];
 		}
 		__atomic_signal_fence(__ATOMIC_SEQ_CST);

@@ -92,6 +92,42 @@ START_TEST(c_sites_have_the_known_shares)
 }
 END_TEST
 
+/* Frame I of every site in STAGE's peak_sites starts with PREFIX; returns frame I of the first. */
+static const char *frame_of_all(json_t *stage, int i, const char *prefix)
+{
+	json_t *l = json_object_get(stage, "peak_sites"), *e;
+	size_t k;
+	const char *first = NULL;
+	ck_assert_msg(json_array_size(l) > 0, "no peak sites");
+	json_array_foreach(l, k, e) {
+		const char *f = json_string_value(json_array_get(json_object_get(e, "frames"), (size_t)i));
+		ck_assert_msg(f && !strncmp(f, prefix, strlen(prefix)), "frame %d is %s, not %s...", i, f, prefix);
+		first = first ? first : f;
+	}
+	return first;
+}
+
+/* Samples inside a native stage unwind through its trampoline to the real callers; the stage
+ * function called from two places of one frame names each place (the unwinder's cache of the last
+ * chain must not take one trampolined frame for the other). */
+START_TEST(samples_through_a_native_stage_name_their_callers)
+{
+	const char *env[] = { "MEMSHIM_STAGES=work=native_phase", NULL };
+	json_t *root = run_fixture("native", env);
+	ck_assert_int_eq(metric(root, "work_calls"), 2);
+	double s[3];
+	check_shares(root, s);
+	const char *a = frame_of_all(stage_of(root, "call_a"), 1, "native_phase+");
+	const char *b = frame_of_all(stage_of(root, "call_b"), 1, "native_phase+");
+	ck_assert_str_eq(a, b);
+	a = frame_of_all(stage_of(root, "call_a"), 2, "two_calls+");
+	b = frame_of_all(stage_of(root, "call_b"), 2, "two_calls+");
+	ck_assert_msg(strcmp(a, b) != 0, "both calls named %s", a);
+	frame_of_all(stage_of(root, "call_b"), 3, "main+");
+	json_decref(root);
+}
+END_TEST
+
 /* Each stage reports its own peak; a repeated stage its last call. */
 START_TEST(each_stage_has_its_own_peak)
 {
@@ -321,6 +357,7 @@ static Suite *suite(void)
 	tcase_set_timeout(tc, 300);
 	tcase_add_test(tc, c_sites_have_the_known_shares);
 	tcase_add_test(tc, each_stage_has_its_own_peak);
+	tcase_add_test(tc, samples_through_a_native_stage_name_their_callers);
 	tcase_add_test(tc, error_bound_holds_over_20_runs);
 	tcase_add_test(tc, sites_off_writes_no_site_keys);
 	tcase_add_test(tc, rate_setting);
