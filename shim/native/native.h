@@ -162,7 +162,7 @@ void ms_native_report(void);
 
 /* Counters kept for the report and the benchmarks (debug log at exit). */
 struct ms_native_stats {
-	uint64_t fast, medium, slow, fired, unwound, longjmps;
+	uint64_t fast, medium, slow, fired, unwound, longjmps, adopted;
 };
 extern struct ms_native_stats ms_native_stats;
 

@@ -38,6 +38,8 @@
 #define MAX_DEFERRED 64
 #define NOFF 128        /* shim-internal return addresses with known frame sizes */
 #define ADOPT_AFTER 3   /* a quick walk over more new frames than this keeps the outer ones */
+#define ADOPT_HITS 256  /* a chain used this often is a loop's frames: they are taken in */
+#define ADOPT_BACKOFF 8 /* each adoption doubles the hits the next one needs, this many times */
 
 struct frame {
 	uintptr_t slot;     /* where this frame's return address lives */
@@ -74,6 +76,9 @@ struct tstate {
 	int watch_at;      /* frame holding it, -1 */
 	int busy;          /* inside this file (a signal handler allocating must not re-enter) */
 	int unwinding;     /* exceptions in flight: no return address may change (see below) */
+	int adopt;         /* a chain came often: the next look takes in all its frames */
+	unsigned adoptions; /* so far (short-lived frames taken in come back: each needs more hits) */
+	int adopt_in;       /* chain hits left before the next one is adopted */
 	unsigned unloads_seen; /* ms_dlclose_calls at the last walk */
 	int ndeferred;
 	int deferred[MAX_DEFERRED]; /* trampolines to give back once the unwinder has read them */
@@ -186,6 +191,7 @@ static struct tstate *state(void)
 	s = (struct tstate *)p;
 	// cppcheck-suppress nullPointerRedundantCheck ; the kernel never maps page 0 here
 	s->watch = s->watch_at = -1;
+	s->adopt_in = ADOPT_HITS;
 	ts = s;
 	pthread_setspecific(state_key, s); /* low key index: no allocation */
 	return s;
@@ -459,22 +465,34 @@ static void add_chain(struct tstate *s, const struct chain *ch)
 }
 
 /* Whether a call from SLOT with return address IP comes through a chain remembered for the
- * innermost known frame (still watched), every frame of it still in place. */
-static int chain_seen(const struct tstate *s, uintptr_t slot, uintptr_t ip)
+ * innermost known frame (still watched), every frame of it still in place.  Every ADOPT_HITS hits
+ * of the thread's chains, the chain hit is forgotten instead and its frames taken in at the next
+ * look (the chain used most is likely a loop's frames, whose calls are then seen in a few loads);
+ * a helper called from a loop looks the same but leaves at once, so each adoption waits longer. */
+static int chain_seen(struct tstate *s, uintptr_t slot, uintptr_t ip)
 {
 	const struct frame *top = &s->f[s->n - 1];
 	if (top->tramp < 0 || load(top->slot) != top->watched)
 		return 0;
 	unsigned unloads = __atomic_load_n(&ms_dlclose_calls, __ATOMIC_ACQUIRE);
 	for (int i = 0; i < NCHAINS; i++) {
-		const struct chain_key *k = &s->chains[i];
+		struct chain_key *k = &s->chains[i];
 		if (k->entry_slot != slot || k->entry_ip != ip || k->top_slot != top->slot || k->unloads != unloads)
 			continue;
 		int j = 0;
 		while (j < k->n && load(k->slot[j]) == k->ra[j])
 			j++;
-		if (j == k->n)
+		if (j < k->n)
+			continue;
+		if (MS_LIKELY(--s->adopt_in > 0))
 			return 1;
+		k->entry_slot = 0;
+		s->nchains = (unsigned)i; /* the next chain remembered takes its place */
+		s->adopt = 1;
+		if (s->adoptions < ADOPT_BACKOFF)
+			s->adoptions++;
+		s->adopt_in = ADOPT_HITS << s->adoptions;
+		return 0;
 	}
 	return 0;
 }
@@ -532,6 +550,17 @@ static void verify(struct tstate *s, int quick, const struct chain *ch)
 }
 #endif
 
+/* Takes in the new frames of CH from the outermost down to frame LAST; the innermost known frame
+ * gets the marker, and, when it is the caller of the shim, remembers this call. */
+static void take_in(struct tstate *s, const struct chain *ch, int last)
+{
+	for (int k = ch->nc - 1; k >= last && s->n < MAX_FRAMES; k--)
+		push(s, &s->c[k]);
+	ensure_watch(s);
+	if (last == 0 && s->n > 0 && s->f[s->n - 1].slot == s->c[0].slot)
+		add_key(&s->f[s->n - 1], ch->entry_slot, ch->entry_ip);
+}
+
 /* handler_note: a signal handler changes nothing.  The code it interrupted may be a function that
  * has just returned into its trampoline, before the trampoline read where to go (a window of a few
  * instructions nothing can close); moving that trampoline now would send the return elsewhere.
@@ -551,15 +580,18 @@ static void look(struct tstate *s)
 #endif
 	if (quick && nothing_new(s, &ch)) {
 		STAT(medium);
+		int adopt = s->adopt;
+		s->adopt = 0;
 		if (ch.nc == 0)
 			add_key(&s->f[s->n - 1], ch.entry_slot, ch.entry_ip);
+		else if (adopt) { /* a hot chain: all its frames, and this call, are known from now on */
+			STAT(adopted);
+			take_in(s, &ch, 0);
+		}
 		else if (ch.nc <= ADOPT_AFTER)
 			add_chain(s, &ch);
-		if (ch.nc > ADOPT_AFTER) { /* a long way up: take in all but the innermost (short-lived) frames */
-			for (int k = ch.nc - 1; k >= ADOPT_AFTER - 1 && s->n < MAX_FRAMES; k--)
-				push(s, &s->c[k]);
-			ensure_watch(s);
-		}
+		else /* a long way up: take in all but the innermost (short-lived) frames */
+			take_in(s, &ch, ADOPT_AFTER - 1);
 		return;
 	}
 	STAT(slow);
@@ -631,14 +663,24 @@ static __attribute__((noinline)) void check_slow(uintptr_t *wrapper_slot)
 	errno = saved;
 }
 
-/* The common case in a few loads: the wrapper was called again from a place seen before. */
+/* A call through a short chain of frames seen before, else the slow way. */
+static __attribute__((noinline)) void check_chains(struct tstate *s, uintptr_t *slot)
+{
+	if (!chain_seen(s, (uintptr_t)slot, *slot))
+		check_slow(slot);
+}
+
+/* The common case in a few loads (no frame of its own): the wrapper was called again from a place
+ * seen before. */
 void ms_native_check(uintptr_t *slot)
 {
-	const struct tstate *s = ts;
-	if (MS_LIKELY(s != NULL && s->n > 0) &&
-	    (seen_before(s, (uintptr_t)slot, *slot) || chain_seen(s, (uintptr_t)slot, *slot)))
+	struct tstate *s = ts;
+	if (MS_UNLIKELY(s == NULL || s->n == 0)) {
+		check_slow(slot);
 		return;
-	check_slow(slot);
+	}
+	if (!seen_before(s, (uintptr_t)slot, *slot))
+		check_chains(s, slot);
 }
 
 /* ---- leaving: return, unwinding, longjmp, thread exit ---------------------------------------- */

@@ -115,6 +115,20 @@ START_TEST(nested_native_stages)
 }
 END_TEST
 
+/* Calls of the stage function from a frame the shim has taken in (it allocated thousands of times
+ * outside the stage, directly and through a helper) are each seen, and exact. */
+START_TEST(stage_called_from_a_busy_loop)
+{
+	json_t *m = run_fixture(builds[_i], "train=train_epoch", "busy", "6", NULL);
+	ck_assert_int_eq(metric(m, "train_calls"), 6);
+	for (int i = 0; i < 6; i++) {
+		ck_assert_int_eq(history(m, "train", i, "cpu_alloc_delta"), keep);
+		ck_assert_int_eq(history(m, "train", i, "cpu_peaked_delta"), temp);
+	}
+	json_decref(m);
+}
+END_TEST
+
 START_TEST(function_in_a_library_linked_at_start)
 {
 	static const char *const specs[] = { "l=lib_train", "l=libnstage.so:lib_train" };
@@ -435,6 +449,7 @@ int main(void)
 	tcase_add_test(tc, recursion_is_one_call);
 	tcase_add_test(tc, longjmp_out_of_a_stage_closes_it);
 	tcase_add_test(tc, nested_native_stages);
+	tcase_add_loop_test(tc, stage_called_from_a_busy_loop, 0, sizeof builds / sizeof *builds);
 	tcase_add_loop_test(tc, function_in_a_library_linked_at_start, 0, 2);
 	tcase_add_loop_test(tc, function_in_a_library_loaded_later, 0, 2);
 	tcase_add_loop_test(tc, dlopen_keeps_its_callers_search_path, 0, 3);
