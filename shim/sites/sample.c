@@ -224,35 +224,38 @@ static int64_t threshold(int64_t at)
 	return at + (int64_t)((double)at * MS_SITES_LAG);
 }
 
-/* The last top list of each side and the table generation it was made at: a copy while nothing
- * was sampled or freed since reuses it (stage boundaries come far more often than samples). */
-static uint64_t gen_cpu = 1, gen_gpu = 1;
-static struct {
+/* The last top list of each side (0 CPU, 1 GPU) and the table generation it was made at: a copy
+ * while nothing was sampled or freed since reuses it (stage boundaries come far more often than
+ * samples). */
+static uint64_t gen[2] = { 1, 1 };
+static struct latest {
 	uint64_t gen;
 	int n;
 	struct ms_sites_entry e[MS_SITES_TOP];
-} latest_cpu, latest_gpu;
+} latest[2];
+
+/* Side GPU's top list into OUT (N entries), remade only when its table changed. */
+static void copy_side(int gpu, int *n, struct ms_sites_entry *out)
+{
+	struct latest *l = &latest[gpu];
+	if (l->gen != gen[gpu]) {
+		l->n = gpu ? top(stack_gpu, stack_ngpu, l->e) : top(stack_cpu, stack_ncpu, l->e);
+		l->gen = gen[gpu];
+	}
+	*n = l->n;
+	memcpy(out, l->e, (size_t)l->n * sizeof *out);
+}
 
 static void copy_cpu(struct ms_sites_copy *c, int64_t now)
 {
-	if (latest_cpu.gen != gen_cpu) {
-		latest_cpu.n = top(stack_cpu, stack_ncpu, latest_cpu.e);
-		latest_cpu.gen = gen_cpu;
-	}
 	c->cpu_at = now;
-	c->ncpu = latest_cpu.n;
-	memcpy(c->cpu, latest_cpu.e, (size_t)latest_cpu.n * sizeof *c->cpu);
+	copy_side(0, &c->ncpu, c->cpu);
 }
 
 static void copy_gpu(struct ms_sites_copy *c, int64_t now)
 {
-	if (latest_gpu.gen != gen_gpu) {
-		latest_gpu.n = top(stack_gpu, stack_ngpu, latest_gpu.e);
-		latest_gpu.gen = gen_gpu;
-	}
 	c->gpu_at = now;
-	c->ngpu = latest_gpu.n;
-	memcpy(c->gpu, latest_gpu.e, (size_t)latest_gpu.n * sizeof *c->gpu);
+	copy_side(1, &c->ngpu, c->gpu);
 }
 
 /* Stage ids with an open call, so boundaries and refreshes look at those only. */
@@ -361,7 +364,7 @@ static void record(uint64_t addr, int64_t weight, int gpu, const uintptr_t *star
 	if (id >= 0 && live_insert(addr, id, gpu, weight) == 0) {
 		__atomic_add_fetch(gpu ? &stack_gpu[id] : &stack_cpu[id], weight, __ATOMIC_RELAXED);
 		__atomic_add_fetch(gpu ? &stack_ngpu[id] : &stack_ncpu[id], points(weight, gpu), __ATOMIC_RELAXED);
-		(*(gpu ? &gen_gpu : &gen_cpu))++;
+		gen[gpu != 0]++;
 	} else {
 		samples_dropped++;
 	}
@@ -452,7 +455,7 @@ static void take_out(uint64_t addr, int gpu)
 	if (live_remove(addr, gpu, &e) == 0) {
 		__atomic_sub_fetch(gpu ? &stack_gpu[e.stack] : &stack_cpu[e.stack], e.weight, __ATOMIC_RELAXED);
 		__atomic_sub_fetch(gpu ? &stack_ngpu[e.stack] : &stack_ncpu[e.stack], points(e.weight, gpu), __ATOMIC_RELAXED);
-		(*(gpu ? &gen_gpu : &gen_cpu))++;
+		gen[gpu != 0]++;
 	}
 	ms_spin_unlock(&lock, &lock_mine);
 }
@@ -550,8 +553,8 @@ void ms_sites_fork_child(int tracking)
 	nlive = 0;
 	nopen = 0;
 	samples = gpu_allocs = samples_dropped = 0;
-	gen_cpu++;
-	gen_gpu++;
+	gen[0]++;
+	gen[1]++;
 	ms_sites_stacks_reset();
 	sync_stages(-1);
 }
