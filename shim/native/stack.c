@@ -191,6 +191,7 @@ static struct tstate *state(void)
 	s = (struct tstate *)p;
 	// cppcheck-suppress nullPointerRedundantCheck ; the kernel never maps page 0 here
 	s->watch = s->watch_at = -1;
+	// cppcheck-suppress nullPointerRedundantCheck ; as above
 	s->adopt_in = ADOPT_HITS;
 	ts = s;
 	pthread_setspecific(state_key, s); /* low key index: no allocation */
