@@ -11,6 +11,7 @@
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
+#include "suite.h"
 
 #define MiB (1024ll * 1024ll)
 
@@ -492,9 +493,5 @@ int main(void)
 		perror("build directory");
 		return 1;
 	}
-	SRunner *sr = srunner_create(gpu_suite());
-	srunner_run_all(sr, CK_NORMAL);
-	int failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return failed ? 1 : 0;
+	return run_suite(gpu_suite());
 }

@@ -10,6 +10,7 @@
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
+#include "suite.h"
 #include "harness.h"
 
 #define NOBODY 65534
@@ -384,9 +385,5 @@ int main(void)
 	tcase_add_test(tc, rank_and_host_placeholders);
 	tcase_add_test(tc, bad_output_directory_falls_back_at_start);
 	suite_add_tcase(s, tc);
-	SRunner *sr = srunner_create(s);
-	srunner_run_all(sr, CK_NORMAL);
-	int failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return failed ? 1 : 0;
+	return run_suite(s);
 }

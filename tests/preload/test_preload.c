@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #define MALLOC_DEBUG_LIB "/usr/lib/x86_64-linux-gnu/libc_malloc_debug.so.0"
+#include "suite.h"
 #include "harness.h"
 
 #define MiB (1024 * 1024)
@@ -728,9 +729,5 @@ int main(void)
 	tcase_add_test(tc, a_fifo_is_written_in_place);
 	tcase_add_test(tc, a_symlinked_output_replaces_its_target_not_the_link);
 	suite_add_tcase(s, tc);
-	SRunner *sr = srunner_create(s);
-	srunner_run_all(sr, CK_NORMAL);
-	int failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return failed ? 1 : 0;
+	return run_suite(s);
 }
