@@ -7,11 +7,7 @@ static long ops_per_thread;
 
 static void *worker(void *arg)
 {
-	uint64_t seed = churn_seed(arg);
-	char **slot = calloc(SLOTS, sizeof *slot);
-	for (long i = 0; i < ops_per_thread; i++)
-		toggle(slot, next(&seed), wide_size);
-	free_slots(slot);
+	churn(arg, ops_per_thread, wide_size);
 	return NULL;
 }
 

@@ -54,6 +54,16 @@ static inline void free_slots(char **slot)
 	free(slot);
 }
 
+/* One thread's churn (ARG: its index): OPS toggles of its own SLOTS-entry table, sizes from SIZE. */
+static inline void churn(void *arg, long ops, size_t (*size)(uint64_t))
+{
+	uint64_t seed = churn_seed(arg);
+	char **slot = calloc(SLOTS, sizeof *slot);
+	for (long i = 0; i < ops; i++)
+		toggle(slot, next(&seed), size);
+	free_slots(slot);
+}
+
 /* Runs WORKER on THREADS threads (argument: the thread's index) and waits; 2 when THREADS is out
  * of 1..64, else 0. */
 /* Always inlined: main() stays the code it was, so whole-process instruction counts do not move. */

@@ -14,11 +14,7 @@ static size_t draw_size(uint64_t r)
 
 static void *worker(void *arg)
 {
-	uint64_t seed = churn_seed(arg);
-	char **slot = calloc(SLOTS, sizeof *slot);
-	for (long i = 0; i < ops_per_thread; i++)
-		toggle(slot, next(&seed), draw_size);
-	free_slots(slot);
+	churn(arg, ops_per_thread, draw_size);
 	return NULL;
 }
 
