@@ -143,6 +143,19 @@ static long long parameter_bytes(json_t *hf)
 	return json_integer_value(json_object_get(json_object_get(hf, "info"), "parameter_bytes"));
 }
 
+/* The Trainer in R with OPTION VALUE and without HF's own memory tracking: the stages bind over two
+ * epochs and the known numbers hold. */
+static void trainer_with(struct run *r, const char *option, const char *value)
+{
+	const char *argv[] = { venv_py, script, option, value, "--skip-hf-memory", "--hf-metrics", "hf.json", NULL };
+	run(r, argv, "m.json", NULL, 1);
+	json_t *m = load(r, "m.json"), *hf = load(r, "hf.json");
+	expect_stages_bound(m, 2);
+	expect_known_numbers(m, parameter_bytes(hf));
+	json_decref(m);
+	json_decref(hf);
+}
+
 START_TEST(trainer_default_stages_and_hf_keys)
 {
 	struct run r;
@@ -190,13 +203,7 @@ END_TEST
 START_TEST(gradient_accumulation)
 {
 	struct run r;
-	const char *argv[] = { venv_py, script, "--accumulate", "2", "--skip-hf-memory", "--hf-metrics", "hf.json", NULL };
-	run(&r, argv, "m.json", NULL, 1);
-	json_t *m = load(&r, "m.json"), *hf = load(&r, "hf.json");
-	expect_stages_bound(m, 2);
-	expect_known_numbers(m, parameter_bytes(hf));
-	json_decref(m);
-	json_decref(hf);
+	trainer_with(&r, "--accumulate", "2");
 }
 END_TEST
 
@@ -205,11 +212,7 @@ END_TEST
 START_TEST(dataloader_workers)
 {
 	struct run r;
-	const char *argv[] = { venv_py, script, "--workers", "2", "--skip-hf-memory", "--hf-metrics", "hf.json", NULL };
-	run(&r, argv, "m.json", NULL, 1);
-	json_t *m = load(&r, "m.json"), *hf = load(&r, "hf.json");
-	expect_stages_bound(m, 2);
-	expect_known_numbers(m, parameter_bytes(hf));
+	trainer_with(&r, "--workers", "2");
 	int children = 0;
 	DIR *d = opendir(r.dir);
 	struct dirent *e;
@@ -217,8 +220,6 @@ START_TEST(dataloader_workers)
 		children += !strncmp(e->d_name, "m.json.", 7);
 	closedir(d);
 	ck_assert_msg(children >= 2, "%d worker files", children);
-	json_decref(m);
-	json_decref(hf);
 }
 END_TEST
 
