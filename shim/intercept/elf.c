@@ -3,10 +3,16 @@
  * cfree) are not found, just as dlsym would not find them. */
 #include <dlfcn.h>
 #include <elf.h>
+#include <fcntl.h>
 #include <link.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 #include <sys/auxv.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <unistd.h>
 #include "intercept/elf.h"
 
 struct dyn_tables {
@@ -169,4 +175,31 @@ const struct link_map *ms_elf_object_of(const void *addr)
 	Dl_info info; /* not confirmed (another namespace, an unusual layout): ask the dynamic linker */
 	struct link_map *map = NULL;
 	return addr && dladdr1(addr, &info, (void **)&map, RTLD_DL_LINKMAP) ? map : NULL;
+}
+
+const unsigned char *ms_elf_map_file(const char *path, size_t *size)
+{
+	long fd = syscall(SYS_openat, AT_FDCWD, path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return NULL;
+	struct stat st;
+	long mapped = -1;
+	if (syscall(SYS_fstat, fd, &st) == 0 && st.st_size >= (off_t)sizeof(Elf64_Ehdr))
+		mapped = syscall(SYS_mmap, NULL, (size_t)st.st_size, PROT_READ, MAP_PRIVATE, fd, 0);
+	syscall(SYS_close, fd);
+	if (mapped < 0 && mapped > -4096) /* failed, or never tried */
+		return NULL;
+	*size = (size_t)st.st_size;
+	return (const unsigned char *)mapped;
+}
+
+const Elf64_Shdr *ms_elf_sections(const unsigned char *map, size_t size, Elf64_Half *n)
+{
+	const Elf64_Ehdr *eh = (const Elf64_Ehdr *)map;
+	if (memcmp(eh->e_ident, ELFMAG, SELFMAG) || eh->e_ident[EI_CLASS] != ELFCLASS64 ||
+	    eh->e_shentsize != sizeof(Elf64_Shdr) || eh->e_shoff >= size ||
+	    eh->e_shnum > (size - eh->e_shoff) / sizeof(Elf64_Shdr))
+		return NULL;
+	*n = eh->e_shnum;
+	return (const Elf64_Shdr *)(map + eh->e_shoff);
 }

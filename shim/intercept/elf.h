@@ -4,6 +4,9 @@
 #ifndef MS_ELF_LOOKUP_H
 #define MS_ELF_LOOKUP_H
 
+#include <elf.h>
+#include <stddef.h>
+
 struct link_map;
 
 /* The address of NAME when MAP itself defines it (global or weak, default version); else NULL.
@@ -12,5 +15,14 @@ void *ms_elf_own_symbol(const struct link_map *map, const char *name);
 
 /* The loaded object that contains ADDR, or NULL. */
 const struct link_map *ms_elf_object_of(const void *addr);
+
+/* The file PATH mapped read-only through raw system calls (no allocation, no stdio), its size in
+ * *SIZE; NULL when it cannot be opened or mapped or is shorter than an ELF header.  The caller
+ * unmaps it (SYS_munmap, *SIZE bytes). */
+const unsigned char *ms_elf_map_file(const char *path, size_t *size);
+
+/* The section headers of the 64-bit ELF image MAP (SIZE bytes), their count in *N; NULL when MAP is
+ * not one or its table does not lie inside it. */
+const Elf64_Shdr *ms_elf_sections(const unsigned char *map, size_t size, Elf64_Half *n);
 
 #endif

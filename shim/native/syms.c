@@ -5,14 +5,13 @@
  * read.  Runs inside allocation hooks: raw syscalls and static or raw-mapped memory only. */
 #include <dlfcn.h>
 #include <elf.h>
-#include <fcntl.h>
 #include <link.h>
 #include <string.h>
 #include <sys/mman.h>
-#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 #include "core/ms.h"
+#include "intercept/elf.h"
 #include "intercept/hooks.h"
 #include "native/native.h"
 
@@ -138,33 +137,20 @@ static void note_stripped(const char *path)
 /* Reads PATH (loaded at BASE) and adds the ranges of matching functions. */
 static void read_object(const char *path, uintptr_t base, int is_exe)
 {
-	long fd = syscall(SYS_openat, AT_FDCWD, path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
+	size_t size;
+	const unsigned char *map = ms_elf_map_file(path, &size);
+	if (!map)
 		return;
-	struct stat st;
-	long mapped = -1;
-	if (syscall(SYS_fstat, fd, &st) == 0 && st.st_size >= (off_t)sizeof(Elf64_Ehdr))
-		mapped = syscall(SYS_mmap, NULL, (size_t)st.st_size, PROT_READ, MAP_PRIVATE, fd, 0);
-	syscall(SYS_close, fd);
-	if (mapped < 0 && mapped > -4096) /* failed, or never tried */
-		return;
-	const unsigned char *map = (const unsigned char *)mapped;
-	size_t size = (size_t)st.st_size;
-	const Elf64_Ehdr *eh = (const Elf64_Ehdr *)map;
 	int has_symtab = 0;
-	// cppcheck-suppress nullPointerRedundantCheck ; a successful mmap is never address 0
-	if (!memcmp(eh->e_ident, ELFMAG, SELFMAG) && eh->e_ident[EI_CLASS] == ELFCLASS64 &&
-	    eh->e_shentsize == sizeof(Elf64_Shdr) && eh->e_shoff < size &&
-	    eh->e_shnum <= (size - eh->e_shoff) / sizeof(Elf64_Shdr)) {
-		const Elf64_Shdr *sh = (const Elf64_Shdr *)(map + eh->e_shoff);
-		for (int i = 0; i < eh->e_shnum; i++) {
-			if ((sh[i].sh_type != SHT_SYMTAB && sh[i].sh_type != SHT_DYNSYM) || sh[i].sh_link >= eh->e_shnum)
-				continue;
-			has_symtab |= sh[i].sh_type == SHT_SYMTAB;
-			scan_symtab(map, size, &sh[i], &sh[sh[i].sh_link], path, base);
-		}
+	Elf64_Half nsh = 0;
+	const Elf64_Shdr *sh = ms_elf_sections(map, size, &nsh);
+	for (int i = 0; i < nsh; i++) {
+		if ((sh[i].sh_type != SHT_SYMTAB && sh[i].sh_type != SHT_DYNSYM) || sh[i].sh_link >= nsh)
+			continue;
+		has_symtab |= sh[i].sh_type == SHT_SYMTAB;
+		scan_symtab(map, size, &sh[i], &sh[sh[i].sh_link], path, base);
 	}
-	syscall(SYS_munmap, mapped, size);
+	syscall(SYS_munmap, map, size);
 	if (!has_symtab && (is_exe || !system_path(path)))
 		note_stripped(path);
 }

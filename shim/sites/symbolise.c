@@ -4,14 +4,13 @@
  * resolved in one pass per object.  C++ names are written mangled: __cxa_demangle allocates through
  * the program's malloc. */
 #include <elf.h>
-#include <fcntl.h>
 #include <link.h>
 #include <string.h>
 #include <sys/mman.h>
-#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 #include "core/ms.h"
+#include "intercept/elf.h"
 #include "sites/sites.h"
 
 #define MAX_OBJS 1024
@@ -164,30 +163,17 @@ static void scan(const unsigned char *map, size_t size, const Elf64_Shdr *sh, co
 /* Names the addresses inside object OBJ from its file's symbol tables. */
 static void read_object(int obj)
 {
-	long fd = syscall(SYS_openat, AT_FDCWD, objs[obj].path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
+	size_t size;
+	const unsigned char *map = ms_elf_map_file(objs[obj].path, &size);
+	if (!map)
 		return;
-	struct stat st;
-	long mapped = -1;
-	if (syscall(SYS_fstat, fd, &st) == 0 && st.st_size >= (off_t)sizeof(Elf64_Ehdr))
-		mapped = syscall(SYS_mmap, NULL, (size_t)st.st_size, PROT_READ, MAP_PRIVATE, fd, 0);
-	syscall(SYS_close, fd);
-	if (mapped < 0 && mapped > -4096)
-		return;
-	const unsigned char *map = (const unsigned char *)mapped;
-	size_t size = (size_t)st.st_size;
-	const Elf64_Ehdr *eh = (const Elf64_Ehdr *)map;
-	// cppcheck-suppress nullPointerRedundantCheck ; a successful mmap is never address 0
-	if (!memcmp(eh->e_ident, ELFMAG, SELFMAG) && eh->e_ident[EI_CLASS] == ELFCLASS64 &&
-	    eh->e_shentsize == sizeof(Elf64_Shdr) && eh->e_shoff < size &&
-	    eh->e_shnum <= (size - eh->e_shoff) / sizeof(Elf64_Shdr)) {
-		const Elf64_Shdr *sh = (const Elf64_Shdr *)(map + eh->e_shoff);
-		for (int pass = 0; pass < 2; pass++) /* .symtab first: it has the static functions too */
-			for (int i = 0; i < eh->e_shnum; i++)
-				if (sh[i].sh_type == (pass ? SHT_DYNSYM : SHT_SYMTAB) && sh[i].sh_link < eh->e_shnum)
-					scan(map, size, &sh[i], &sh[sh[i].sh_link], obj);
-	}
-	syscall(SYS_munmap, mapped, size);
+	Elf64_Half nsh = 0;
+	const Elf64_Shdr *sh = ms_elf_sections(map, size, &nsh);
+	for (int pass = 0; pass < 2; pass++) /* .symtab first: it has the static functions too */
+		for (int i = 0; i < nsh; i++)
+			if (sh[i].sh_type == (pass ? SHT_DYNSYM : SHT_SYMTAB) && sh[i].sh_link < nsh)
+				scan(map, size, &sh[i], &sh[sh[i].sh_link], obj);
+	syscall(SYS_munmap, map, size);
 }
 
 void ms_sites_symbolise(const int32_t *ids, int n)

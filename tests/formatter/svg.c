@@ -4,6 +4,7 @@
 #include "plot/plot.h"
 
 #include <cairo-svg.h>
+#include <check.h>
 #include <expat.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -315,4 +316,10 @@ size_t t_svg_row(const struct t_svg *s, double y, struct t_box *out, size_t max)
 		out[j] = s->boxes[i];
 	}
 	return n;
+}
+
+void t_svg_load_ok(const char *path, struct t_svg *s)
+{
+	int rc = t_svg_load(path, s);
+	ck_assert_msg(rc == 0, "%s is not XML: %s", path, s->ntexts ? s->texts[0] : "?");
 }

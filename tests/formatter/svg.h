@@ -26,6 +26,8 @@ struct t_svg {
 
 /* 0 when PATH parsed as XML (S filled), else -1 with the parser's message in S->texts[0]. */
 int t_svg_load(const char *path, struct t_svg *s);
+/* As t_svg_load, failing the test when PATH is not XML. */
+void t_svg_load_ok(const char *path, struct t_svg *s);
 void t_svg_free(struct t_svg *s);
 /* How many texts contain SUB. */
 size_t t_svg_text_count(const struct t_svg *s, const char *sub);

@@ -28,25 +28,7 @@ static void teardown(void)
 /* memshim-format --flame DIR/NAME ARGS...: exit 0, nothing printed; returns the picture's path. */
 static char *flame(const char *name, char **args)
 {
-	char *argv[16] = { "memshim-format", "--flame" }, *out, *err, *path;
-	int argc = 2;
-	ck_assert_int_ge(asprintf(&path, "%s/%s", dir, name), 0);
-	argv[argc++] = path;
-	for (; *args; args++)
-		argv[argc++] = *args;
-	argv[argc] = NULL;
-	int rc = t_run(argv, &out, &err);
-	ck_assert_msg(rc == 0, "exit %d: %s", rc, err);
-	ck_assert_str_eq(out, "");
-	ck_assert_str_eq(err, "");
-	free(out), free(err);
-	return path;
-}
-
-static void load(const char *path, struct t_svg *s)
-{
-	int rc = t_svg_load(path, s);
-	ck_assert_msg(rc == 0, "%s is not XML: %s", path, s->ntexts ? s->texts[0] : "?");
+	return t_draw("--flame", dir, name, args);
 }
 
 static void has_text(const struct t_svg *s, const char *text, size_t times)
@@ -89,7 +71,7 @@ START_TEST(test_widths_follow_bytes)
 {
 	char *args[] = { "in/sites.json", NULL }, *path = flame("train.svg", args);
 	struct t_svg s;
-	load(path, &s);
+	t_svg_load_ok(path, &s);
 	/* row 1: __libc_start_call_main (60), <module> (40), main (fixture.py:63) (6.5) */
 	row_widths(&s, 1, (const double[]){ 60, 40, 6.5 }, 3, 106.5);
 	/* row 2: Py_RunMain (60), then under <module>: main:60 (30), main:62 (10), helpers */
@@ -115,7 +97,7 @@ START_TEST(test_gpu_sites)
 {
 	char *args[] = { "--gpu", "in/sites.json", NULL }, *path = flame("gpu.svg", args);
 	struct t_svg s;
-	load(path, &s);
+	t_svg_load_ok(path, &s);
 	row_widths(&s, 1, (const double[]){ 1536, 512 }, 2, 2048);
 	has_text(&s, "GPU call sites at the peak of train", 1);
 	has_text(&s, "every allocation recorded, 4 allocations at the peak", 1);
@@ -132,11 +114,11 @@ START_TEST(test_choice_of_stage_and_process)
 	char *a1[] = { "--stage", "init", "in/sites.json", NULL }, *p1 = flame("init.svg", a1);
 	char *a2[] = { "in/sites-rank0.json", "in/sites-rank1.json", NULL }, *p2 = flame("r.svg", a2);
 	struct t_svg s;
-	load(p1, &s);
+	t_svg_load_ok(p1, &s);
 	has_text(&s, "CPU call sites at the peak of init", 1);
 	row_widths(&s, 1, (const double[]){ 2 }, 1, 2);
 	t_svg_free(&s);
-	load(p2, &s);
+	t_svg_load_ok(p2, &s);
 	has_text(&s, "rank 1", 1);
 	has_text(&s, "make_batch (data.py:31) · 150 MB", 1);
 	row_widths(&s, 1, (const double[]){ 150, 10 }, 2, 160);
@@ -177,7 +159,7 @@ START_TEST(test_odd_sites)
 {
 	char *args[] = { "in/odd/sites-odd.json", NULL }, *path = flame("odd.svg", args);
 	struct t_svg s;
-	load(path, &s);
+	t_svg_load_ok(path, &s);
 	/* the sites: 9 MiB with four frames, 5 MiB without any, 5 MiB, 3 MiB, 0.5 MiB without frames */
 	row_widths(&s, 1, (const double[]){ 9, 5, 3 }, 3, 22.5);
 	has_text(&s, "CPU peak unknown", 1);

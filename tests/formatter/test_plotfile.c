@@ -29,25 +29,7 @@ static void teardown(void)
 /* memshim-format --plot DIR/NAME [ARGS...]: exit status 0, nothing printed; returns the path. */
 static char *plot(const char *name, char **args)
 {
-	char *argv[16] = { "memshim-format", "--plot" }, *out, *err, *path;
-	int argc = 2;
-	ck_assert_int_ge(asprintf(&path, "%s/%s", dir, name), 0);
-	argv[argc++] = path;
-	for (; *args; args++)
-		argv[argc++] = *args;
-	argv[argc] = NULL;
-	int rc = t_run(argv, &out, &err);
-	ck_assert_msg(rc == 0, "exit %d: %s", rc, err);
-	ck_assert_str_eq(out, "");
-	ck_assert_str_eq(err, "");
-	free(out), free(err);
-	return path;
-}
-
-static void load_svg(const char *path, struct t_svg *s)
-{
-	int rc = t_svg_load(path, s);
-	ck_assert_msg(rc == 0, "%s is not XML: %s", path, s->ntexts ? s->texts[0] : "?");
+	return t_draw("--plot", dir, name, args);
 }
 
 static void has_text(const struct t_svg *s, const char *text)
@@ -71,7 +53,7 @@ START_TEST(test_svg_cpu)
 {
 	char *args[] = { "cpu.json", NULL }, *path = plot("cpu.svg", args);
 	struct t_svg s;
-	load_svg(path, &s);
+	t_svg_load_ok(path, &s);
 	has_line(&s, -1, 10);
 	const char *stages[] = { "init", "train", "eval", "test" };
 	for (int i = 0; i < 4; i++)
@@ -91,7 +73,7 @@ START_TEST(test_svg_gpus)
 {
 	char *args[] = { "gpu2.json", NULL }, *path = plot("gpu2.SVG", args);
 	struct t_svg s;
-	load_svg(path, &s);
+	t_svg_load_ok(path, &s);
 	for (int d = -1; d < 2; d++)
 		has_line(&s, d, 10);
 	has_text(&s, "GPU 0 live");
@@ -139,7 +121,7 @@ START_TEST(test_several_panels)
 {
 	char *args[] = { "rank1.json", "rank0.json", NULL }, *path = plot("ranks.svg", args);
 	struct t_svg s;
-	load_svg(path, &s);
+	t_svg_load_ok(path, &s);
 	has_text(&s, "memshim · 2 processes · /usr/bin/python3");
 	has_text(&s, "pid 7000 · rank 0 of 2");
 	has_text(&s, "pid 7001 · rank 1 of 2");
@@ -158,7 +140,7 @@ START_TEST(test_snapshot_title)
 {
 	char *args[] = { "snapshot.json", NULL }, *path = plot("snap.svg", args);
 	struct t_svg s;
-	load_svg(path, &s);
+	t_svg_load_ok(path, &s);
 	has_text(&s, "SNAPSHOT (signal 11), incomplete");
 	has_text(&s, "train (open)");
 	has_text(&s, "process peak");
@@ -173,7 +155,7 @@ START_TEST(test_process_peak_names_its_stage)
 {
 	char *args[] = { "snapshot.json", NULL }, *path = plot("peak.svg", args);
 	struct t_svg s;
-	load_svg(path, &s);
+	t_svg_load_ok(path, &s);
 	has_text(&s, "CPU process peak 400 MB in train");
 	t_svg_free(&s);
 	free(path);
@@ -185,7 +167,7 @@ START_TEST(test_panels_share_the_memory_scale)
 {
 	char *args[] = { "rank0.json", "snapshot.json", NULL }, *path = plot("shared.svg", args);
 	struct t_svg s;
-	load_svg(path, &s);
+	t_svg_load_ok(path, &s);
 	/* the snapshot's 2.93 GB GPU peak sets both axes (alone, rank 0's 2.34 GB ends lower) */
 	ck_assert_uint_eq(t_svg_text_count(&s, "3.5 GB"), 2);
 	ck_assert_uint_eq(t_svg_text_count(&s, "0.5 GB"), 2);
@@ -200,7 +182,7 @@ START_TEST(test_no_timeline)
 	char *args[] = { "../golden/in/seed.json", "../golden/in/nostages.json", NULL };
 	char *path = plot("old.svg", args);
 	struct t_svg s;
-	load_svg(path, &s);
+	t_svg_load_ok(path, &s);
 	ck_assert_uint_eq(t_svg_text_count(&s, "no timeline recorded"), 2);
 	t_svg_free(&s);
 	free(path);

@@ -97,6 +97,17 @@ static void free2(char *a, char *b)
 	free(b);
 }
 
+/* ERR holds three reports ("==> " headers), two of them children's. */
+static void expect_three_reports(const char *err)
+{
+	int headers = 0, kids = 0;
+	for (const char *p = err; (p = strstr(p, "==> ")); p++)
+		headers++;
+	for (const char *p = err; (p = strstr(p, "child of")); p++)
+		kids++;
+	ck_assert_msg(headers == 3 && kids == 2, "stderr: %s", err);
+}
+
 START_TEST(test_exit_status_and_dump)
 {
 	char *out, *err, *args[] = { NULL, "run", "--", "/bin/sh", "-c", "exit 7", NULL };
@@ -194,12 +205,7 @@ START_TEST(test_children_and_stale_files)
 	t_write(stale, "junk", 4);
 	int st = wrap(NULL, args, &out, &err);
 	ck_assert_int_eq(st, 0);
-	int headers = 0, kids = 0;
-	for (char *p = err; (p = strstr(p, "==> ")); p++)
-		headers++;
-	for (char *p = err; (p = strstr(p, "child of")); p++)
-		kids++;
-	ck_assert_msg(headers == 3 && kids == 2, "stderr: %s", err);
+	expect_three_reports(err);
 	ck_assert_ptr_null(strstr(err, "999999"));
 	free2(out, err);
 }
@@ -211,12 +217,7 @@ START_TEST(test_pid_in_output_name)
 	char *args[] = { NULL, "run", "--output", "r.%p.json", "/bin/sh", "-c", "/bin/true; /bin/true",
 			 NULL };
 	ck_assert_int_eq(wrap(NULL, args, &out, &err), 0);
-	int headers = 0, kids = 0;
-	for (char *p = err; (p = strstr(p, "==> ")); p++)
-		headers++;
-	for (char *p = err; (p = strstr(p, "child of")); p++)
-		kids++;
-	ck_assert_msg(headers == 3 && kids == 2, "stderr: %s", err);
+	expect_three_reports(err);
 	free2(out, err);
 }
 END_TEST

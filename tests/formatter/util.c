@@ -91,3 +91,20 @@ int t_run(char **argv, char **out, char **err)
 	fclose(e);
 	return rc;
 }
+
+char *t_draw(const char *option, const char *dir, const char *name, char **args)
+{
+	char *argv[16] = { "memshim-format", (char *)option }, *out, *err, *path;
+	int argc = 2;
+	ck_assert_int_ge(asprintf(&path, "%s/%s", dir, name), 0);
+	argv[argc++] = path;
+	for (; *args; args++)
+		argv[argc++] = *args;
+	argv[argc] = NULL;
+	int rc = t_run(argv, &out, &err);
+	ck_assert_msg(rc == 0, "exit %d: %s", rc, err);
+	ck_assert_str_eq(out, "");
+	ck_assert_str_eq(err, "");
+	free(out), free(err);
+	return path;
+}

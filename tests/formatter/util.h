@@ -17,6 +17,9 @@ char *t_tmpdir(void);
 void t_rmtree(const char *dir);
 /* Runs mf_main on ARGV (NULL-terminated) capturing stdout and stderr; returns its exit status. */
 int t_run(char **argv, char **out, char **err);
+/* memshim-format OPTION DIR/NAME ARGS... (NULL-terminated) must exit 0 printing nothing; returns
+ * DIR/NAME (free it). */
+char *t_draw(const char *option, const char *dir, const char *name, char **args);
 
 Suite *golden_suite(void);
 Suite *pyfloat_suite(void);

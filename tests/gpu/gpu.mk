@@ -33,7 +33,7 @@ $(GPU_DIR)/test_table: tests/gpu/test_table.c shim/cuda/table.c shim/cuda/table.
 
 $(GPU_DIR)/test_gpu: tests/gpu/test_gpu.c
 	@mkdir -p $(@D)
-	$(CC) $(BASEFLAGS) $(CFLAGS) $(CHECK_CFLAGS) $(JANSSON_CFLAGS) -o $@ $< $(CHECK_LIBS) $(JANSSON_LIBS)
+	$(CC) $(BASEFLAGS) $(CFLAGS) $(CHECK_CFLAGS) $(JANSSON_CFLAGS) $(TEST_COMMON_INC) -o $@ $< $(CHECK_LIBS) $(JANSSON_LIBS)
 
 # The shim builds without a CUDA toolkit (shim/cuda/min.h); where cuda.h exists, the wrappers'
 # prototypes and every constant and offset the shim uses are checked against it.

@@ -11,6 +11,7 @@
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
+#include "suite.h"
 
 #define MiB (1024ll * 1024ll)
 
@@ -97,6 +98,13 @@ static void assert_clean(const struct run *r)
 	ck_assert_msg(r->m != NULL, "no metrics file");
 }
 
+/* build/gpu/PROG ARG under the shim with nothing else set; it must run clean (assert_clean). */
+static void run_clean(struct run *r, const char *prog, const char *arg)
+{
+	run_fixture(r, prog, arg, 1, NULL, NULL);
+	assert_clean(r);
+}
+
 static int64_t metric(const struct run *r, const char *key)
 {
 	json_t *v = json_object_get(json_object_get(r->m, "metrics"), key);
@@ -152,8 +160,7 @@ static void assert_gpu(const struct run *r, const char *st, int64_t alloc, int64
 START_TEST(linked_direct_calls)
 {
 	struct run r;
-	run_fixture(&r, "fx_linked", "linked", 1, NULL, NULL);
-	assert_clean(&r);
+	run_clean(&r, "fx_linked", "linked");
 	ck_assert(json_is_true(json_object_get(r.m, "gpu_used")));
 	assert_gpu(&r, "alloc", 3 * MiB + 10240, 1 * MiB);
 	assert_gpu(&r, "free", -(3 * MiB + 10240), 3 * MiB + 10240); /* peak - end */
@@ -169,8 +176,7 @@ END_TEST
 START_TEST(device_from_current_context)
 {
 	struct run r;
-	run_fixture(&r, "fx_linked", "device1", 1, NULL, NULL);
-	assert_clean(&r);
+	run_clean(&r, "fx_linked", "device1");
 	assert_gpu(&r, "dev1", 5 * MiB, 0);
 	ck_assert_int_eq(stage_dev(&r, "dev1", 1, "alloc_delta"), 5 * MiB);
 	ck_assert_int_eq(stage_dev(&r, "dev1", 0, "alloc_delta"), 0);
@@ -186,8 +192,7 @@ END_TEST
 START_TEST(vmm_expandable_segments)
 {
 	struct run r;
-	run_fixture(&r, "fx_linked", "vmm", 1, NULL, NULL);
-	assert_clean(&r);
+	run_clean(&r, "fx_linked", "vmm");
 	assert_gpu(&r, "grow", 100 * MiB, 0);
 	assert_gpu(&r, "shrink", -40 * MiB, 40 * MiB);
 	assert_gpu(&r, "still_mapped", 0, 0);
@@ -229,8 +234,7 @@ static void check_pools(const struct run *r)
 START_TEST(stream_ordered_and_pools)
 {
 	struct run r;
-	run_fixture(&r, "fx_linked", "async", 1, NULL, NULL);
-	assert_clean(&r);
+	run_clean(&r, "fx_linked", "async");
 	assert_gpu(&r, "async", 6 * MiB, 4 * MiB);
 	ck_assert_int_eq(stage_dev(&r, "async", 1, "alloc_delta"), 6 * MiB);
 	ck_assert_int_eq(stage_dev(&r, "async", 0, "alloc_delta"), 0);
@@ -266,8 +270,7 @@ END_TEST
 START_TEST(unknown_pointers_forwarded)
 {
 	struct run r;
-	run_fixture(&r, "fx_linked", "unknown", 1, NULL, NULL);
-	assert_clean(&r);
+	run_clean(&r, "fx_linked", "unknown");
 	assert_gpu(&r, "unknown", 0, 1 * MiB);
 	ck_assert_int_eq(metric(&r, "unknown_mem_gpu_failed_allocs"), 0);
 	done(&r);
@@ -277,8 +280,7 @@ END_TEST
 START_TEST(eight_threads_exact)
 {
 	struct run r;
-	run_fixture(&r, "fx_linked", "threads", 1, NULL, NULL);
-	assert_clean(&r);
+	run_clean(&r, "fx_linked", "threads");
 	/* 20 kept per thread, 4096 * (t + 1) bytes each; even threads on device 0 */
 	ck_assert_int_eq(metric(&r, "threads_mem_gpu_alloc_delta"), 20 * 4096 * 36);
 	ck_assert_int_le(metric(&r, "threads_mem_gpu_peaked_delta"), 4096 * 36); /* at most one in flight each */
@@ -295,8 +297,7 @@ END_TEST
 START_TEST(managed_and_pinned_counters)
 {
 	struct run r;
-	run_fixture(&r, "fx_linked", "side", 1, NULL, NULL);
-	assert_clean(&r);
+	run_clean(&r, "fx_linked", "side");
 	assert_gpu(&r, "side", 0, 0);
 	ck_assert_int_eq(metric(&r, "side_mem_gpu_failed_allocs"), 0); /* a refused registration allocates nothing */
 	ck_assert_int_eq(metric(&r, "process_mem_gpu_managed_peak"), 8 * MiB);
@@ -343,8 +344,7 @@ END_TEST
 START_TEST(dlopen_dlsym_path)
 {
 	struct run r;
-	run_fixture(&r, "fx_dl", "dlsym", 1, NULL, NULL);
-	assert_clean(&r);
+	run_clean(&r, "fx_dl", "dlsym");
 	assert_gpu(&r, "dl", 7 * MiB, 0);
 	done(&r);
 }
@@ -353,8 +353,7 @@ END_TEST
 START_TEST(get_proc_address_v2_path)
 {
 	struct run r;
-	run_fixture(&r, "fx_dl", "procaddr12", 1, NULL, NULL);
-	assert_clean(&r);
+	run_clean(&r, "fx_dl", "procaddr12");
 	assert_gpu(&r, "p12", 2 * MiB, 4 * MiB); /* 2 + 3 (ptsz) + 1 (legacy) live at the peak */
 	done(&r);
 }
@@ -363,8 +362,7 @@ END_TEST
 START_TEST(get_proc_address_cuda11_path)
 {
 	struct run r;
-	run_fixture(&r, "fx_dl", "procaddr11", 1, NULL, NULL);
-	assert_clean(&r);
+	run_clean(&r, "fx_dl", "procaddr11");
 	assert_gpu(&r, "p11", 9 * MiB, 0);
 	done(&r);
 }
@@ -373,8 +371,7 @@ END_TEST
 START_TEST(no_driver_no_gpu_keys)
 {
 	struct run r;
-	run_fixture(&r, "fx_nocuda", "plain", 1, NULL, NULL);
-	assert_clean(&r);
+	run_clean(&r, "fx_nocuda", "plain");
 	ck_assert(json_is_false(json_object_get(r.m, "gpu_used")));
 	const char *key;
 	json_t *v;
@@ -492,9 +489,5 @@ int main(void)
 		perror("build directory");
 		return 1;
 	}
-	SRunner *sr = srunner_create(gpu_suite());
-	srunner_run_all(sr, CK_NORMAL);
-	int failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return failed ? 1 : 0;
+	return run_suite(gpu_suite());
 }

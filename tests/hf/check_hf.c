@@ -4,7 +4,6 @@
  * hold (AdamW's two states in train, the model built before Trainer(...) not in init). */
 #include <check.h>
 #include <dirent.h>
-#include <fcntl.h>
 #include <jansson.h>
 #include <limits.h>
 #include <math.h>
@@ -13,8 +12,8 @@
 #include <string.h>
 #include <sys/wait.h>
 #include <unistd.h>
-
-extern char **environ;
+#include "child.h"
+#include "suite.h"
 
 #define MiB (1024LL * 1024)
 
@@ -26,15 +25,6 @@ struct run {
 	char out[1 << 16], err[1 << 16];
 };
 
-static void slurp(const char *path, char *buf, size_t size)
-{
-	FILE *f = fopen(path, "r");
-	size_t n = f ? fread(buf, 1, size - 1, f) : 0;
-	buf[n] = '\0';
-	if (f)
-		fclose(f);
-}
-
 /* Runs ARGV in a fresh directory with the shim preloaded (unless PRELOAD is 0), output pattern
  * OUTPUT (relative to that directory) and extra KEY=VALUE entries ENV. */
 static void run(struct run *r, const char *const *argv, const char *output, const char *const *env, int preload)
@@ -42,41 +32,15 @@ static void run(struct run *r, const char *const *argv, const char *output, cons
 	memset(r, 0, sizeof *r);
 	snprintf(r->dir, sizeof r->dir, "/tmp/memshim-hf.XXXXXX");
 	ck_assert_ptr_nonnull(mkdtemp(r->dir));
-	char *envp[1100], preload_var[PATH_MAX + 16], out_var[256];
-	int n = 0;
-	for (char **e = environ; *e && n < 1000; e++)
-		if (strncmp(*e, "MEMSHIM_", 8) && strncmp(*e, "LD_PRELOAD=", 11) && strncmp(*e, "PYTHON", 6))
-			envp[n++] = *e;
-	snprintf(preload_var, sizeof preload_var, "LD_PRELOAD=%s", lib);
-	snprintf(out_var, sizeof out_var, "MEMSHIM_OUTPUT=%s/%s", r->dir, output);
-	if (preload)
-		envp[n++] = preload_var;
-	envp[n++] = out_var;
-	envp[n++] = "HF_HUB_OFFLINE=1";
-	envp[n++] = "OMP_NUM_THREADS=1";
-	for (; env && *env && n < 1090; env++)
-		envp[n++] = (char *)*env;
-	envp[n] = NULL;
-	char out_path[128], err_path[128];
-	snprintf(out_path, sizeof out_path, "%s/stdout", r->dir);
-	snprintf(err_path, sizeof err_path, "%s/stderr", r->dir);
-	pid_t pid = fork();
+	struct py_env e;
+	static const char *const offline[] = { "HF_HUB_OFFLINE=1", "OMP_NUM_THREADS=1", NULL };
+	char **envp = py_env(&e, preload ? lib : NULL, r->dir, output, offline, env);
+	pid_t pid = spawn_redirected(r->dir, argv, envp, r->dir);
 	ck_assert_int_ge(pid, 0);
-	if (pid == 0) {
-		int o = open(out_path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
-		int e = open(err_path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
-		dup2(o, 1);
-		dup2(e, 2);
-		if (chdir(r->dir) != 0)
-			_exit(125);
-		execve(argv[0], (char *const *)argv, envp);
-		_exit(126);
-	}
 	int st = 0;
 	waitpid(pid, &st, 0);
-	r->status = WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
-	slurp(out_path, r->out, sizeof r->out);
-	slurp(err_path, r->err, sizeof r->err);
+	r->status = exit_code(st);
+	read_back(r->dir, r->out, sizeof r->out, r->err, sizeof r->err);
 	ck_assert_msg(r->status == 0, "%s exited %d\n%s", argv[1], r->status, r->err);
 }
 
@@ -179,6 +143,19 @@ static long long parameter_bytes(json_t *hf)
 	return json_integer_value(json_object_get(json_object_get(hf, "info"), "parameter_bytes"));
 }
 
+/* The Trainer in R with OPTION VALUE and without HF's own memory tracking: the stages bind over two
+ * epochs and the known numbers hold. */
+static void trainer_with(struct run *r, const char *option, const char *value)
+{
+	const char *argv[] = { venv_py, script, option, value, "--skip-hf-memory", "--hf-metrics", "hf.json", NULL };
+	run(r, argv, "m.json", NULL, 1);
+	json_t *m = load(r, "m.json"), *hf = load(r, "hf.json");
+	expect_stages_bound(m, 2);
+	expect_known_numbers(m, parameter_bytes(hf));
+	json_decref(m);
+	json_decref(hf);
+}
+
 START_TEST(trainer_default_stages_and_hf_keys)
 {
 	struct run r;
@@ -226,13 +203,7 @@ END_TEST
 START_TEST(gradient_accumulation)
 {
 	struct run r;
-	const char *argv[] = { venv_py, script, "--accumulate", "2", "--skip-hf-memory", "--hf-metrics", "hf.json", NULL };
-	run(&r, argv, "m.json", NULL, 1);
-	json_t *m = load(&r, "m.json"), *hf = load(&r, "hf.json");
-	expect_stages_bound(m, 2);
-	expect_known_numbers(m, parameter_bytes(hf));
-	json_decref(m);
-	json_decref(hf);
+	trainer_with(&r, "--accumulate", "2");
 }
 END_TEST
 
@@ -241,11 +212,7 @@ END_TEST
 START_TEST(dataloader_workers)
 {
 	struct run r;
-	const char *argv[] = { venv_py, script, "--workers", "2", "--skip-hf-memory", "--hf-metrics", "hf.json", NULL };
-	run(&r, argv, "m.json", NULL, 1);
-	json_t *m = load(&r, "m.json"), *hf = load(&r, "hf.json");
-	expect_stages_bound(m, 2);
-	expect_known_numbers(m, parameter_bytes(hf));
+	trainer_with(&r, "--workers", "2");
 	int children = 0;
 	DIR *d = opendir(r.dir);
 	struct dirent *e;
@@ -253,8 +220,6 @@ START_TEST(dataloader_workers)
 		children += !strncmp(e->d_name, "m.json.", 7);
 	closedir(d);
 	ck_assert_msg(children >= 2, "%d worker files", children);
-	json_decref(m);
-	json_decref(hf);
 }
 END_TEST
 
@@ -452,9 +417,5 @@ int main(void)
 	tcase_add_test(tc, late_load_says_so);
 	tcase_add_test(tc, pip_install);
 	suite_add_tcase(s, tc);
-	SRunner *sr = srunner_create(s);
-	srunner_run_all(sr, CK_NORMAL);
-	int failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return failed ? 1 : 0;
+	return run_suite(s);
 }

@@ -2,9 +2,10 @@
 # stage binding once more on an older transformers line.
 HF_SUITES := $(BUILD)/hf/check_hf
 
-$(BUILD)/hf/check_hf: tests/hf/check_hf.c
+$(BUILD)/hf/check_hf: tests/hf/check_hf.c $(COMMON_CHILD)
 	@mkdir -p $(@D)
-	$(CC) $(BASEFLAGS) $(CFLAGS) $(CHECK_CFLAGS) $(JANSSON_CFLAGS) -o $@ $< $(CHECK_LIBS) $(JANSSON_LIBS)
+	$(CC) $(BASEFLAGS) $(CFLAGS) $(CHECK_CFLAGS) $(JANSSON_CFLAGS) $(TEST_COMMON_INC) -o $@ $^ \
+		$(CHECK_LIBS) $(JANSSON_LIBS)
 
 .PHONY: check-hf
 check-hf: $(BUILD)/libmemshim.so $(FMT_BIN) $(HF_SUITES) $(VENV)/.requirements $(VENV_OLD_TF)/.requirements

@@ -43,11 +43,12 @@ $(NATIVE_DIR)/ncxx: tests/native/fixtures/ncxx.cc
 
 $(NATIVE_DIR)/test_names: tests/native/test_names.c shim/native/names.c
 	@mkdir -p $(@D)
-	$(CC) $(BASEFLAGS) $(CFLAGS) $(SANFLAGS) $(CHECK_CFLAGS) -Ishim -o $@ $(filter %.c %.o,$^) $(CHECK_LIBS)
+	$(CC) $(BASEFLAGS) $(CFLAGS) $(SANFLAGS) $(CHECK_CFLAGS) -Ishim $(TEST_COMMON_INC) -o $@ \
+		$(filter %.c %.o,$^) $(CHECK_LIBS)
 
-$(NATIVE_DIR)/test_native: tests/native/test_native.c $(BUILD)/preload/harness.o
+$(NATIVE_DIR)/test_native: tests/native/test_native.c $(HARNESS)
 	@mkdir -p $(@D)
-	$(CC) $(BASEFLAGS) $(CFLAGS) $(CHECK_CFLAGS) $(JANSSON_CFLAGS) -Itests/preload -o $@ $(filter %.c %.o,$^) \
+	$(CC) $(BASEFLAGS) $(CFLAGS) $(CHECK_CFLAGS) $(JANSSON_CFLAGS) -Itests/preload $(TEST_COMMON_INC) -o $@ $(filter %.c %.o,$^) \
 		$(CHECK_LIBS) $(JANSSON_LIBS)
 
 .PHONY: check-native

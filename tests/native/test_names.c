@@ -1,6 +1,7 @@
 /* Unit suite for native target names (shim/native/names.c, pure logic): which targets are native,
  * and which symbols each one matches. */
 #include <check.h>
+#include "suite.h"
 #include "native/native.h"
 
 static struct ms_target t;
@@ -95,9 +96,5 @@ int main(void)
 	tcase_add_test(tc, cxx_names_match_through_their_mangled_prefix);
 	tcase_add_test(tc, objects_are_matched_by_name);
 	suite_add_tcase(s, tc);
-	SRunner *sr = srunner_create(s);
-	srunner_run_all(sr, CK_NORMAL);
-	int failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return failed ? 1 : 0;
+	return run_suite(s);
 }

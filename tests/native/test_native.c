@@ -7,6 +7,7 @@
 #include <string.h>
 #include <sys/wait.h>
 #include <unistd.h>
+#include "suite.h"
 #include "harness.h"
 
 static struct run r;
@@ -28,6 +29,29 @@ static json_t *run_fixture(const char *prog, const char *stages, const char *a1,
 	json_t *m = load_metrics(&r, "m.json");
 	ck_assert_ptr_nonnull(m);
 	return m;
+}
+
+/* The flat metric STAGE_WHAT is WANT. */
+static void expect_metric(json_t *m, const char *stage, const char *what, int64_t want)
+{
+	char key[128];
+	snprintf(key, sizeof key, "%s_%s", stage, what);
+	int64_t got = metric(m, key);
+	ck_assert_msg(got == want, "%s = %lld, expected %lld", key, (long long)got, (long long)want);
+}
+
+/* STAGE ran CALLS times and its last call kept ALLOC bytes. */
+static void expect_stage(json_t *m, const char *stage, int64_t calls, int64_t alloc)
+{
+	expect_metric(m, stage, "calls", calls);
+	expect_metric(m, stage, "mem_cpu_alloc_delta", alloc);
+}
+
+/* The same, its last call also peaking PEAK bytes above its start. */
+static void expect_stage_peak(json_t *m, const char *stage, int64_t calls, int64_t alloc, int64_t peak)
+{
+	expect_stage(m, stage, calls, alloc);
+	expect_metric(m, stage, "mem_cpu_peaked_delta", peak);
 }
 
 static int64_t stage_int(json_t *m, const char *stage, const char *key)
@@ -60,9 +84,7 @@ static const char *const builds[] = { "native/nstages", "native/nstages-rdynamic
 START_TEST(back_to_back_calls_are_exact)
 {
 	json_t *m = run_fixture(builds[_i], "train=train_epoch", "loop", "5", NULL);
-	ck_assert_int_eq(metric(m, "train_calls"), 5);
-	ck_assert_int_eq(metric(m, "train_mem_cpu_alloc_delta"), keep);
-	ck_assert_int_eq(metric(m, "train_mem_cpu_peaked_delta"), temp);
+	expect_stage_peak(m, "train", 5, keep, temp);
 	for (int i = 0; i < 5; i++) {
 		ck_assert_int_eq(history(m, "train", i, "cpu_alloc_delta"), keep);
 		ck_assert_int_eq(history(m, "train", i, "cpu_peaked_delta"), temp);
@@ -75,8 +97,7 @@ END_TEST
 START_TEST(only_calls_that_allocate_count)
 {
 	json_t *m = run_fixture("native/nstages", "s=sometimes", "sometimes", "7", NULL);
-	ck_assert_int_eq(metric(m, "s_calls"), 3); /* calls 1, 3 and 5 allocate */
-	ck_assert_int_eq(metric(m, "s_mem_cpu_alloc_delta"), keep);
+	expect_stage(m, "s", 3, keep); /* calls 1, 3 and 5 allocate */
 	json_decref(m);
 }
 END_TEST
@@ -84,8 +105,7 @@ END_TEST
 START_TEST(recursion_is_one_call)
 {
 	json_t *m = run_fixture("native/nstages", "r=descend", "recurse", "3", NULL);
-	ck_assert_int_eq(metric(m, "r_calls"), 3);
-	ck_assert_int_eq(metric(m, "r_mem_cpu_alloc_delta"), 6 * keep); /* depth 5..0 */
+	expect_stage(m, "r", 3, 6 * keep); /* depth 5..0 */
 	json_decref(m);
 }
 END_TEST
@@ -106,11 +126,8 @@ END_TEST
 START_TEST(nested_native_stages)
 {
 	json_t *m = run_fixture("native/nstages", "outer=outer_run,train=train_epoch", "nested", "3", NULL);
-	ck_assert_int_eq(metric(m, "outer_calls"), 1);
-	ck_assert_int_eq(metric(m, "outer_mem_cpu_alloc_delta"), 3 * keep);
-	ck_assert_int_eq(metric(m, "outer_mem_cpu_peaked_delta"), temp);
-	ck_assert_int_eq(metric(m, "train_calls"), 3);
-	ck_assert_int_eq(metric(m, "train_mem_cpu_alloc_delta"), keep);
+	expect_stage_peak(m, "outer", 1, 3 * keep, temp);
+	expect_stage(m, "train", 3, keep);
 	json_decref(m);
 }
 END_TEST
@@ -133,9 +150,7 @@ START_TEST(function_in_a_library_linked_at_start)
 {
 	static const char *const specs[] = { "l=lib_train", "l=libnstage.so:lib_train" };
 	json_t *m = run_fixture("native/nstages", specs[_i], "lib", "3", NULL);
-	ck_assert_int_eq(metric(m, "l_calls"), 3);
-	ck_assert_int_eq(metric(m, "l_mem_cpu_alloc_delta"), keep);
-	ck_assert_int_eq(metric(m, "l_mem_cpu_peaked_delta"), temp);
+	expect_stage_peak(m, "l", 3, keep, temp);
 	ck_assert_str_eq(r.err, "");
 	json_decref(m);
 }
@@ -145,9 +160,7 @@ START_TEST(function_in_a_library_loaded_later)
 {
 	static const char *const specs[] = { "p=plugin_train", "p=libnplugin.so:plugin_train" };
 	json_t *m = run_fixture("native/nstages", specs[_i], "dlopen", "2", built("native/libnplugin.so"));
-	ck_assert_int_eq(metric(m, "p_calls"), 2);
-	ck_assert_int_eq(metric(m, "p_mem_cpu_alloc_delta"), keep);
-	ck_assert_int_eq(metric(m, "p_mem_cpu_peaked_delta"), temp);
+	expect_stage_peak(m, "p", 2, keep, temp);
 	ck_assert_str_eq(r.err, "");
 	json_decref(m);
 }
@@ -160,8 +173,7 @@ START_TEST(dlopen_keeps_its_callers_search_path)
 	static const char *const specs[] = { "p=plugin_train", "x=no_such_function", "" };
 	json_t *m = run_fixture("native/nstages", specs[_i], "origin", "2", built("native/libnorigin.so"));
 	if (_i == 0) {
-		ck_assert_int_eq(metric(m, "p_calls"), 2);
-		ck_assert_int_eq(metric(m, "p_mem_cpu_alloc_delta"), keep);
+		expect_stage(m, "p", 2, keep);
 	}
 	json_decref(m);
 }
@@ -171,9 +183,7 @@ END_TEST
 START_TEST(stage_called_inside_dlopen)
 {
 	json_t *m = run_fixture("native/nstages", "c=ctor_train", "ctor", "1", built("native/libnctor.so"));
-	ck_assert_int_eq(metric(m, "c_calls"), 1);
-	ck_assert_int_eq(metric(m, "c_mem_cpu_alloc_delta"), keep);
-	ck_assert_int_eq(metric(m, "c_mem_cpu_peaked_delta"), temp);
+	expect_stage_peak(m, "c", 1, keep, temp);
 	ck_assert_str_eq(r.err, "");
 	json_decref(m);
 }
@@ -222,8 +232,7 @@ END_TEST
 START_TEST(four_threads_inside_at_once_are_one_call)
 {
 	json_t *m = run_fixture("native/nstages", "t=parallel_step", "threads", NULL, NULL);
-	ck_assert_int_eq(metric(m, "t_calls"), 1); /* overlapping callers merge into one call */
-	ck_assert_int_eq(metric(m, "t_mem_cpu_alloc_delta"), 4 * keep);
+	expect_stage(m, "t", 1, 4 * keep); /* overlapping callers merge into one call */
 	json_decref(m);
 }
 END_TEST
@@ -253,8 +262,7 @@ START_TEST(signal_handlers_allocating_anywhere)
 	for (int round = 0; round < 4; round++) {
 		json_t *m = run_fixture(round % 2 ? "native/nstages" : "native/nstages-O2", "busy=busy_stage,h=helper_depth",
 					"signals", "3000", NULL);
-		ck_assert_int_eq(metric(m, "busy_calls"), 3000 + 300); /* the threads' calls never overlap */
-		ck_assert_int_eq(metric(m, "busy_mem_cpu_alloc_delta"), 0);
+		expect_stage(m, "busy", 3000 + 300, 0); /* the threads' calls never overlap */
 		ck_assert_int_eq(metric(m, "h_calls"), 3000 + 300);
 		json_decref(m);
 	}
@@ -369,17 +377,13 @@ START_TEST(cxx_exception_through_a_stage_is_caught_as_before)
 					     "train=_ZN2ns7Trainer5trainEi,eval=_ZNK2ns7Trainer8evaluateEi" };
 	json_t *m = run_fixture("native/ncxx", specs[_i], "3", NULL, NULL);
 	ck_assert_msg(strstr(r.out, "caught=1 sum=3") != NULL, "%s", r.out);
-	ck_assert_int_eq(metric(m, "train_calls"), 3);
-	ck_assert_int_eq(metric(m, "train_mem_cpu_alloc_delta"), keep);
-	ck_assert_int_eq(metric(m, "train_mem_cpu_peaked_delta"), temp);
+	expect_stage_peak(m, "train", 3, keep, temp);
 	ck_assert_int_eq(history(m, "train", 0, "cpu_alloc_delta"), keep);
 	/* the call that threw: its kept block and the exception object, not the catch block's 8192 */
 	int64_t thrown = history(m, "train", 1, "cpu_alloc_delta");
 	ck_assert_msg(thrown >= keep && thrown < keep + 8192, "thrown call alloc %lld", (long long)thrown);
 	ck_assert_int_eq(history(m, "train", 1, "cpu_peaked_delta"), temp);
-	ck_assert_int_eq(metric(m, "eval_calls"), 3);
-	ck_assert_int_eq(metric(m, "eval_mem_cpu_alloc_delta"), 0);
-	ck_assert_int_eq(metric(m, "eval_mem_cpu_peaked_delta"), keep);
+	expect_stage_peak(m, "eval", 3, 0, keep);
 	ck_assert_str_eq(r.err, "");
 	json_decref(m);
 }
@@ -473,9 +477,5 @@ int main(void)
 	tcase_add_test(tc, python_names_are_left_alone);
 	tcase_add_test(tc, unset_stages_do_nothing_native);
 	suite_add_tcase(s, tc);
-	SRunner *sr = srunner_create(s);
-	srunner_run_all(sr, CK_NORMAL);
-	int failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return failed ? 1 : 0;
+	return run_suite(s);
 }

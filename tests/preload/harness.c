@@ -1,7 +1,6 @@
 /* Integration harness (see harness.h). */
 #include <check.h>
 #include <dirent.h>
-#include <fcntl.h>
 #include <limits.h>
 #include <signal.h>
 #include <stdio.h>
@@ -9,6 +8,7 @@
 #include <string.h>
 #include <sys/wait.h>
 #include <unistd.h>
+#include "child.h"
 #include "harness.h"
 
 extern char **environ;
@@ -24,15 +24,6 @@ const char *built(const char *relative)
 	if (!realpath(joined, out))
 		snprintf(out, PATH_MAX, "%s", joined);
 	return out;
-}
-
-static void slurp(const char *path, char *buf, size_t size)
-{
-	FILE *f = fopen(path, "r");
-	size_t n = f ? fread(buf, 1, size - 1, f) : 0;
-	buf[n] = '\0';
-	if (f)
-		fclose(f);
 }
 
 /* Copies the environment minus MEMSHIM_* and LD_PRELOAD, then applies the overrides. */
@@ -84,23 +75,11 @@ int run_under_shim(struct run *r, const char *const *argv, const char *const *en
 	snprintf(r->dir, sizeof r->dir, "/tmp/memshim-test.XXXXXX");
 	if (!mkdtemp(r->dir))
 		return -1;
-	char out_path[300], err_path[300];
-	snprintf(out_path, sizeof out_path, "%s/stdout", r->dir);
-	snprintf(err_path, sizeof err_path, "%s/stderr", r->dir);
 	char **envp = child_env(r, env);
-	pid_t pid = fork();
-	if (pid == 0) {
-		int o = open(out_path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
-		int e = open(err_path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
-		dup2(o, 1);
-		dup2(e, 2);
-		execve(argv[0], (char *const *)argv, envp);
-		_exit(126);
-	}
+	pid_t pid = spawn_redirected(r->dir, argv, envp, NULL);
 	if (pid < 0 || wait_bounded(pid, &r->status) < 0)
 		return -1;
-	slurp(out_path, r->out, sizeof r->out);
-	slurp(err_path, r->err, sizeof r->err);
+	read_back(r->dir, r->out, sizeof r->out, r->err, sizeof r->err);
 	return 0;
 }
 

@@ -26,13 +26,16 @@ $(BUILD)/preload/early_lib.so: tests/preload/fixtures/early_lib.c
 	@mkdir -p $(@D)
 	$(CC) $(BASEFLAGS) -O1 -g -shared -fPIC -o $@ $<
 
+# Suites that link harness.o link the shared child helpers with it.
+HARNESS := $(BUILD)/preload/harness.o $(COMMON_CHILD)
+
 $(BUILD)/preload/harness.o: tests/preload/harness.c
 	@mkdir -p $(@D)
-	$(CC) $(BASEFLAGS) $(CFLAGS) $(CHECK_CFLAGS) $(JANSSON_CFLAGS) -c $< -o $@
+	$(CC) $(BASEFLAGS) $(CFLAGS) $(CHECK_CFLAGS) $(JANSSON_CFLAGS) $(TEST_COMMON_INC) -c $< -o $@
 
-$(BUILD)/preload/test_%: tests/preload/test_%.c $(BUILD)/preload/harness.o
+$(BUILD)/preload/test_%: tests/preload/test_%.c $(HARNESS)
 	@mkdir -p $(@D)
-	$(CC) $(BASEFLAGS) $(CFLAGS) $(CHECK_CFLAGS) $(JANSSON_CFLAGS) -Itests/preload -o $@ $^ \
+	$(CC) $(BASEFLAGS) $(CFLAGS) $(CHECK_CFLAGS) $(JANSSON_CFLAGS) -Itests/preload $(TEST_COMMON_INC) -o $@ $^ \
 		$(CHECK_LIBS) $(JANSSON_LIBS)
 
 .PHONY: check-preload

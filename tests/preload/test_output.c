@@ -10,6 +10,7 @@
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
+#include "suite.h"
 #include "harness.h"
 
 #define NOBODY 65534
@@ -172,31 +173,30 @@ START_TEST(a_new_file_is_0644_less_the_umask)
 }
 END_TEST
 
-START_TEST(a_warning_never_lands_in_a_file_that_took_fd_2)
+/* Fixture MODE writes "data" through fd 2 into DIR/data while the output cannot be written: that
+ * file holds the data and nothing of memshim's. */
+static void data_alone_in_fd2_file(const char *mode)
 {
 	char dir[64], data[96];
 	make_dir(dir, sizeof dir, 0755, 0);
 	snprintf(data, sizeof data, "%s/data", dir);
-	run_fixture("data_on_fd2", data, "/nonexistent-dir/sub/m.json");
+	run_fixture(mode, data, "/nonexistent-dir/sub/m.json");
 	ck_assert(WIFEXITED(r.status));
 	ck_assert_int_eq(WEXITSTATUS(r.status), 0);
 	char text[512];
 	read_text(data, text, sizeof text);
 	ck_assert_str_eq(text, "data\n");
 }
+
+START_TEST(a_warning_never_lands_in_a_file_that_took_fd_2)
+{
+	data_alone_in_fd2_file("data_on_fd2");
+}
 END_TEST
 
 START_TEST(no_warning_when_fd_2_was_closed_at_start)
 {
-	char dir[64], data[96];
-	make_dir(dir, sizeof dir, 0755, 0);
-	snprintf(data, sizeof data, "%s/data", dir);
-	run_fixture("fd2_closed_at_start", data, "/nonexistent-dir/sub/m.json");
-	ck_assert(WIFEXITED(r.status));
-	ck_assert_int_eq(WEXITSTATUS(r.status), 0);
-	char text[512];
-	read_text(data, text, sizeof text);
-	ck_assert_str_eq(text, "data\n");
+	data_alone_in_fd2_file("fd2_closed_at_start");
 }
 END_TEST
 
@@ -384,9 +384,5 @@ int main(void)
 	tcase_add_test(tc, rank_and_host_placeholders);
 	tcase_add_test(tc, bad_output_directory_falls_back_at_start);
 	suite_add_tcase(s, tc);
-	SRunner *sr = srunner_create(s);
-	srunner_run_all(sr, CK_NORMAL);
-	int failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return failed ? 1 : 0;
+	return run_suite(s);
 }

@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #define MALLOC_DEBUG_LIB "/usr/lib/x86_64-linux-gnu/libc_malloc_debug.so.0"
+#include "suite.h"
 #include "harness.h"
 
 #define MiB (1024 * 1024)
@@ -23,6 +24,16 @@ static json_t *run_mode(const char *mode, const char *const *env)
 	const char *argv[] = { built("preload/alloc_fixture"), mode, NULL };
 	ck_assert_int_eq(run_under_shim(&r, argv, env), 0);
 	return load_metrics(&r, "m.json");
+}
+
+/* As run_mode, for a run that must exit normally with STATUS and leave a metrics file. */
+static json_t *run_mode_exited(const char *mode, const char *const *env, int status)
+{
+	json_t *m = run_mode(mode, env);
+	ck_assert_ptr_nonnull(m);
+	ck_assert_msg(WIFEXITED(r.status) && WEXITSTATUS(r.status) == status, "%s: wait status %d, stderr: %s", mode,
+		      r.status, r.err);
+	return m;
 }
 
 static void assert_between(int64_t v, int64_t lo, int64_t hi, const char *what)
@@ -38,9 +49,7 @@ static int64_t sub(json_t *stage, const char *a, const char *b)
 
 START_TEST(every_wrapped_function_is_counted_exactly)
 {
-	json_t *m = run_mode("funcs", NULL);
-	ck_assert_ptr_nonnull(m);
-	ck_assert(WIFEXITED(r.status) && WEXITSTATUS(r.status) == 0);
+	json_t *m = run_mode_exited("funcs", NULL, 0);
 	ck_assert_str_eq(r.err, ""); /* quiet by default */
 	static const char *const one_block[] = { "malloc", "calloc", "realloc", "reallocarray",
 		"posix_memalign", "memalign", "valloc", "pvalloc" };
@@ -101,9 +110,7 @@ END_TEST
 
 START_TEST(anonymous_mappings_partial_unmaps_and_remaps)
 {
-	json_t *m = run_mode("mmap", NULL);
-	ck_assert_ptr_nonnull(m);
-	ck_assert_int_eq(WEXITSTATUS(r.status), 0);
+	json_t *m = run_mode_exited("mmap", NULL, 0);
 	ck_assert_int_eq(metric(m, "map_mem_cpu_alloc_delta"), 8 * MiB);
 	ck_assert_int_eq(metric(m, "unmap_middle_mem_cpu_alloc_delta"), -2 * MiB);
 	ck_assert_int_eq(metric(m, "remap_grow_mem_cpu_alloc_delta"), 3 * MiB);
@@ -124,9 +131,7 @@ END_TEST
 
 START_TEST(eight_threads_churning_return_to_baseline)
 {
-	json_t *m = run_mode("threads", NULL);
-	ck_assert_ptr_nonnull(m);
-	ck_assert_int_eq(WEXITSTATUS(r.status), 0);
+	json_t *m = run_mode_exited("threads", NULL, 0);
 	assert_between(metric(m, "churn_mem_cpu_alloc_delta"), -65536, 65536, "churn alloc_delta");
 	ck_assert_int_gt(metric(m, "churn_mem_cpu_peaked_delta"), 1 * MiB);
 	ck_assert_int_lt(metric(m, "churn_mem_cpu_peaked_delta"), 8 * 128 * 66000 + MiB);
@@ -164,10 +169,7 @@ END_TEST
 
 START_TEST(fork_while_threads_are_inside_hooks_never_hangs)
 {
-	json_t *m = run_mode("forkstress", NULL);
-	ck_assert_ptr_nonnull(m);
-	ck_assert(WIFEXITED(r.status));
-	ck_assert_int_eq(WEXITSTATUS(r.status), 0);
+	json_t *m = run_mode_exited("forkstress", NULL, 0);
 	assert_between(metric(m, "stress_mem_cpu_alloc_delta"), -65536, 65536, "stress alloc_delta");
 	ck_assert_int_eq(count_files(r.dir, "m.json.", NULL, 0), 100);
 	DIR *d = opendir(r.dir);
@@ -221,10 +223,7 @@ END_TEST
 
 START_TEST(underscore_exit_writes_the_file_and_keeps_the_status)
 {
-	json_t *m = run_mode("_exit", NULL);
-	ck_assert_ptr_nonnull(m);
-	ck_assert(WIFEXITED(r.status));
-	ck_assert_int_eq(WEXITSTATUS(r.status), 7);
+	json_t *m = run_mode_exited("_exit", NULL, 7);
 	ck_assert_str_eq(json_string_value(json_object_get(m, "reason")), "_exit");
 	ck_assert(json_is_true(json_object_get(stage_of(m, "open_stage"), "closed_at_exit")));
 	assert_between(metric(m, "open_stage_mem_cpu_alloc_delta"), MiB, MiB + 8192, "open stage");
@@ -246,10 +245,7 @@ END_TEST
 
 START_TEST(malloc_after_the_file_was_written_works)
 {
-	json_t *m = run_mode("late", NULL);
-	ck_assert_ptr_nonnull(m);
-	ck_assert(WIFEXITED(r.status));
-	ck_assert_int_eq(WEXITSTATUS(r.status), 0);
+	json_t *m = run_mode_exited("late", NULL, 0);
 	ck_assert_str_eq(r.err, "");
 	json_decref(m);
 }
@@ -257,9 +253,7 @@ END_TEST
 
 START_TEST(api_nesting_recursion_and_unmatched_ends)
 {
-	json_t *m = run_mode("api", NULL);
-	ck_assert_ptr_nonnull(m);
-	ck_assert_int_eq(WEXITSTATUS(r.status), 0);
+	json_t *m = run_mode_exited("api", NULL, 0);
 	ck_assert_int_eq(metric(m, "outer_calls"), 1);
 	assert_between(metric(m, "outer_mem_cpu_alloc_delta"), 2 * MiB, 2 * MiB + 8192, "outer");
 	assert_between(metric(m, "outer_mem_cpu_peaked_delta"), 4 * MiB, 4 * MiB + 8192, "outer peak");
@@ -280,9 +274,7 @@ END_TEST
 START_TEST(bad_stage_spec_warns_and_runs)
 {
 	const char *env[] = { "MEMSHIM_STAGES=ok=f,bad name=g,x", NULL };
-	json_t *m = run_mode("simple", env);
-	ck_assert_ptr_nonnull(m);
-	ck_assert_int_eq(WEXITSTATUS(r.status), 0);
+	json_t *m = run_mode_exited("simple", env, 0);
 	ck_assert_msg(strstr(r.err, "memshim: MEMSHIM_STAGES entry \"bad name=g\"") != NULL, "%s", r.err);
 	ck_assert_msg(strstr(r.err, "memshim: MEMSHIM_STAGES entry \"x\"") != NULL, "%s", r.err);
 	int lines = 0; /* the native detector may add its own line about the target "f" */
@@ -354,9 +346,7 @@ START_TEST(allocations_before_the_constructor_are_counted)
 	static char preload[1200];
 	snprintf(preload, sizeof preload, "LD_PRELOAD=%s %s", built("libmemshim.so"), built("preload/early_lib.so"));
 	const char *env[] = { preload, NULL };
-	json_t *m = run_mode("simple", env);
-	ck_assert_ptr_nonnull(m);
-	ck_assert_int_eq(WEXITSTATUS(r.status), 0);
+	json_t *m = run_mode_exited("simple", env, 0);
 	assert_between(metric(m, "before_init_mem_cpu"), 4 * MiB, 4 * MiB + 64 * 1024, "before_init");
 	assert_between(metric(m, "simple_mem_cpu_alloc_delta"), 2 * MiB, 2 * MiB + 8192, "simple");
 	json_decref(m);
@@ -539,10 +529,7 @@ END_TEST
 
 START_TEST(a_signal_handler_that_allocates_never_deadlocks)
 {
-	json_t *m = run_mode("sigmalloc", NULL);
-	ck_assert_ptr_nonnull(m);
-	ck_assert(WIFEXITED(r.status));
-	ck_assert_int_eq(WEXITSTATUS(r.status), 0);
+	json_t *m = run_mode_exited("sigmalloc", NULL, 0);
 	ck_assert_int_eq(metric(m, "chunk_calls"), 400);
 	json_decref(m);
 }
@@ -550,9 +537,7 @@ END_TEST
 
 START_TEST(exit_from_a_thread_writes_the_file)
 {
-	json_t *m = run_mode("thread_exit", NULL);
-	ck_assert_ptr_nonnull(m);
-	ck_assert_int_eq(WEXITSTATUS(r.status), 4);
+	json_t *m = run_mode_exited("thread_exit", NULL, 4);
 	ck_assert(json_is_true(json_object_get(m, "complete")));
 	ck_assert(json_is_true(json_object_get(stage_of(m, "main_work"), "closed_at_exit")));
 	json_decref(m);
@@ -728,9 +713,5 @@ int main(void)
 	tcase_add_test(tc, a_fifo_is_written_in_place);
 	tcase_add_test(tc, a_symlinked_output_replaces_its_target_not_the_link);
 	suite_add_tcase(s, tc);
-	SRunner *sr = srunner_create(s);
-	srunner_run_all(sr, CK_NORMAL);
-	int failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return failed ? 1 : 0;
+	return run_suite(s);
 }

@@ -10,6 +10,7 @@
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
+#include "suite.h"
 #include "harness.h"
 
 #define MiB ((int64_t)1 << 20)
@@ -271,9 +272,5 @@ int main(void)
 	tcase_add_test(tc, heap_committed_with_mprotect);
 	tcase_add_test(tc, rustc_with_its_own_allocator);
 	suite_add_tcase(s, tc);
-	SRunner *sr = srunner_create(s);
-	srunner_run_all(sr, CK_NORMAL);
-	int failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return failed ? 1 : 0;
+	return run_suite(s);
 }

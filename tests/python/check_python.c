@@ -2,7 +2,6 @@
  * interpreter present; the metrics file each run writes is parsed with jansson and checked for
  * exact deltas (within 1 MiB: Python's own allocations) and call counts. */
 #include <check.h>
-#include <fcntl.h>
 #include <jansson.h>
 #include <limits.h>
 #include <math.h>
@@ -12,8 +11,8 @@
 #include <dirent.h>
 #include <sys/wait.h>
 #include <unistd.h>
-
-extern char **environ;
+#include "child.h"
+#include "suite.h"
 
 #define MIB (1024.0 * 1024.0)
 
@@ -36,15 +35,6 @@ struct run {
 	const char *python;
 };
 
-static void slurp(const char *path, char *buf, size_t size)
-{
-	FILE *f = fopen(path, "r");
-	size_t n = f ? fread(buf, 1, size - 1, f) : 0;
-	buf[n] = '\0';
-	if (f)
-		fclose(f);
-}
-
 /* Runs PYTHON ARGS... in CWD (NULL: here) with the shim preloaded (unless PRELOAD is 0), stages
  * STAGES (NULL: MEMSHIM_STAGES unset) and extra KEY=VALUE entries ENV (NULL-terminated). */
 static void run_py(struct run *r, const char *python, const char *const *args, const char *stages,
@@ -54,49 +44,22 @@ static void run_py(struct run *r, const char *python, const char *const *args, c
 	r->python = python;
 	snprintf(r->dir, sizeof r->dir, "/tmp/memshim-py.XXXXXX");
 	ck_assert_ptr_nonnull(mkdtemp(r->dir));
-	char *envp[1100], preload_var[PATH_MAX + 16], output[128], stages_var[1024];
-	int n = 0;
-	for (char **e = environ; *e && n < 1000; e++)
-		if (strncmp(*e, "MEMSHIM_", 8) && strncmp(*e, "LD_PRELOAD=", 11) &&
-		    strncmp(*e, "PYTHON", 6))
-			envp[n++] = *e;
-	snprintf(preload_var, sizeof preload_var, "LD_PRELOAD=%s", lib);
-	snprintf(output, sizeof output, "MEMSHIM_OUTPUT=%s/%s", r->dir, output_name);
-	if (preload)
-		envp[n++] = preload_var;
-	envp[n++] = output;
-	if (stages) {
-		snprintf(stages_var, sizeof stages_var, "MEMSHIM_STAGES=%s", stages);
-		envp[n++] = stages_var;
-	}
-	for (; env && *env && n < 1090; env++)
-		envp[n++] = (char *)*env;
-	envp[n] = NULL;
+	struct py_env e;
+	char stages_var[1024];
+	snprintf(stages_var, sizeof stages_var, "MEMSHIM_STAGES=%s", stages ? stages : "");
+	const char *more[] = { stages ? stages_var : NULL, NULL };
+	char **envp = py_env(&e, preload ? lib : NULL, r->dir, output_name, more, env);
 	const char *argv[16] = { python };
 	int a = 1;
 	for (; args && *args && a < 15; args++)
 		argv[a++] = *args;
 	argv[a] = NULL;
-	char out_path[128], err_path[128];
-	snprintf(out_path, sizeof out_path, "%s/stdout", r->dir);
-	snprintf(err_path, sizeof err_path, "%s/stderr", r->dir);
-	pid_t pid = fork();
+	pid_t pid = spawn_redirected(r->dir, argv, envp, cwd);
 	ck_assert_int_ge(pid, 0);
-	if (pid == 0) {
-		int o = open(out_path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
-		int e = open(err_path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
-		dup2(o, 1);
-		dup2(e, 2);
-		if (cwd && chdir(cwd) != 0)
-			_exit(125);
-		execve(python, (char *const *)argv, envp);
-		_exit(126);
-	}
 	int st = 0;
 	waitpid(pid, &st, 0);
-	r->status = WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
-	slurp(out_path, r->out, sizeof r->out);
-	slurp(err_path, r->err, sizeof r->err);
+	r->status = exit_code(st);
+	read_back(r->dir, r->out, sizeof r->out, r->err, sizeof r->err);
 	char m[128];
 	snprintf(m, sizeof m, "%s/m.json", r->dir);
 	json_error_t jerr;
@@ -146,6 +109,17 @@ static int minor_of(const char *python)
 	return v ? atoi(v + 11) : 0;
 }
 
+/* As python_or_skip, and NULL (saying WHY) for an interpreter older than 3.MINOR. */
+static const char *python_at_least(int i, int minor, const char *why)
+{
+	const char *py = python_or_skip(i);
+	if (py && minor_of(py) < minor) {
+		printf("check_python: %s %s test skipped\n", py, why);
+		return NULL;
+	}
+	return py;
+}
+
 #define RUN_OK(r)                                                                                  \
 	do {                                                                                       \
 		ck_assert_msg((r)->status == 0, "%s exited %d\nstdout: %s\nstderr: %s", (r)->python, \
@@ -153,6 +127,21 @@ static int minor_of(const char *python)
 		ck_assert_msg((r)->root != NULL, "%s wrote no metrics file; stderr: %s", (r)->python, \
 			      (r)->err);                                                           \
 	} while (0)
+
+/* The fixture SCRIPT run by PYTHON under the shim with STAGES and ENV (see run_py): it must exit 0
+ * and leave a metrics file. */
+static void run_fixture_ok(struct run *r, const char *python, const char *script, const char *stages,
+			   const char *const *env)
+{
+	const char *args[] = { fixture(script), NULL };
+	run_py(r, python, args, stages, env, NULL, 1);
+	RUN_OK(r);
+}
+
+static void expect_out(struct run *r, const char *needle)
+{
+	ck_assert_msg(strstr(r->out, needle), "%s: %s", r->python, r->out);
+}
 
 static json_t *metric(struct run *r, const char *stage, const char *what)
 {
@@ -179,6 +168,28 @@ static void expect_mib(struct run *r, const char *stage, const char *kind, doubl
 		      stage, what, got, mib);
 }
 
+/* STAGE ran CALLS times and its last call kept ALLOC_MIB (within 1 MiB). */
+static void expect_stage(struct run *r, const char *stage, long calls, double alloc_mib)
+{
+	expect_calls(r, stage, calls);
+	expect_mib(r, stage, "alloc", alloc_mib);
+}
+
+static int count_lines(const char *text, const char *needle)
+{
+	int n = 0;
+	for (const char *p = text; (p = strstr(p, needle)); p += strlen(needle))
+		n++;
+	return n;
+}
+
+/* Exactly one line of memshim's on stderr, and it mentions NEEDLE. */
+static void expect_one_warning(struct run *r, const char *needle)
+{
+	ck_assert_msg(count_lines(r->err, "memshim:") == 1 && strstr(r->err, needle), "%s: expected one warning: %s",
+		      r->python, r->err);
+}
+
 static void expect_absent(struct run *r, const char *stage)
 {
 	char key[160];
@@ -198,14 +209,6 @@ static json_t *stage_entry(struct run *r, const char *name)
 	return NULL;
 }
 
-static int count_lines(const char *text, const char *needle)
-{
-	int n = 0;
-	for (const char *p = text; (p = strstr(p, needle)); p += strlen(needle))
-		n++;
-	return n;
-}
-
 /* ---- tests ------------------------------------------------------------------------------ */
 
 START_TEST(trainer_default_names)
@@ -214,23 +217,17 @@ START_TEST(trainer_default_names)
 	if (!py)
 		return;
 	struct run r;
-	const char *args[] = { fixture("trainer.py"), NULL };
-	run_py(&r, py, args, NULL, NULL, NULL, 1);
-	RUN_OK(&r);
+	run_fixture_ok(&r, py, "trainer.py", NULL, NULL);
 	ck_assert_msg(!strstr(r.err, "matched no function"), "%s: the default names warned: %s", py, r.err);
-	ck_assert_msg(strstr(r.out, "trainer ok"), "%s: %s", py, r.out);
-	expect_calls(&r, "init", 1);
-	expect_mib(&r, "init", "alloc", 20);
+	expect_out(&r, "trainer ok");
+	expect_stage(&r, "init", 1, 20);
 	/* train: +30 state, +5 from the nested eval, +10 from the helper thread; 40 temporary */
-	expect_calls(&r, "train", 1);
-	expect_mib(&r, "train", "alloc", 45);
+	expect_stage(&r, "train", 1, 45);
 	expect_mib(&r, "train", "peaked", 40);
-	expect_calls(&r, "eval", 2);
-	expect_mib(&r, "eval", "alloc", 5);
+	expect_stage(&r, "eval", 2, 5);
 	expect_mib(&r, "eval", "peaked", 3); /* 8 temporary on top of the 5 kept */
 	/* predict raised: its stage closed at the raise */
-	expect_calls(&r, "test", 1);
-	expect_mib(&r, "test", "alloc", 7);
+	expect_stage(&r, "test", 1, 7);
 	ck_assert(!json_is_true(json_object_get(stage_entry(&r, "test"), "closed_at_exit")));
 	ck_assert(!json_is_true(json_object_get(stage_entry(&r, "train"), "closed_at_exit")));
 	ck_assert_msg(count_lines(r.err, "memshim:") == 0, "%s: unexpected messages: %s", py, r.err);
@@ -250,28 +247,20 @@ START_TEST(custom_names)
 	       "nested=outer.<locals>.step,cls=Base.make,stat=Base.util",
 	       NULL, NULL, 1);
 	RUN_OK(&r);
-	expect_calls(&r, "fn", 2);
-	expect_mib(&r, "fn", "alloc", 6);
-	expect_calls(&r, "rec", 1);     /* recursion is one call */
-	expect_mib(&r, "rec", "alloc", 5);
-	expect_calls(&r, "inh", 1);     /* Base.run through Sub, not the module-level run() */
-	expect_mib(&r, "inh", "alloc", 3);
-	expect_calls(&r, "gen", 4);     /* three slices ending in yield, one ending in return */
-	expect_mib(&r, "gen", "alloc", 0);
+	expect_stage(&r, "fn", 2, 6);
+	expect_stage(&r, "rec", 1, 5); /* recursion is one call */
+	expect_stage(&r, "inh", 1, 3); /* Base.run through Sub, not the module-level run() */
+	expect_stage(&r, "gen", 4, 0); /* three slices ending in yield, one ending in return */
 	json_t *hist = json_object_get(stage_entry(&r, "gen"), "history");
 	ck_assert_int_eq(json_array_size(hist), 4);
 	for (size_t k = 0; k < 3; k++) {
 		double d = (double)json_integer_value(json_object_get(json_array_get(hist, k), "cpu_alloc_delta")) / MIB;
 		ck_assert_msg(fabs(d - 2) <= 1.0, "%s: generator slice %zu: %.2f MiB", py, k, d);
 	}
-	expect_calls(&r, "pinned", 1);  /* helpermod.Thing.go only, not __main__.Thing.go */
-	expect_mib(&r, "pinned", "alloc", 4);
-	expect_calls(&r, "nested", 2);
-	expect_mib(&r, "nested", "alloc", 1);
-	expect_calls(&r, "cls", 1);
-	expect_mib(&r, "cls", "alloc", 2);
-	expect_calls(&r, "stat", 1);
-	expect_mib(&r, "stat", "alloc", 1);
+	expect_stage(&r, "pinned", 1, 4); /* helpermod.Thing.go only, not __main__.Thing.go */
+	expect_stage(&r, "nested", 2, 1);
+	expect_stage(&r, "cls", 1, 2);
+	expect_stage(&r, "stat", 1, 1);
 	run_done(&r);
 }
 END_TEST
@@ -294,10 +283,8 @@ START_TEST(coroutines)
 	if (!py)
 		return;
 	struct run r;
-	const char *args[] = { fixture("coro.py"), NULL };
-	run_py(&r, py, args, "co=fetch,agen=ticks", NULL, NULL, 1);
-	RUN_OK(&r);
-	ck_assert_msg(strstr(r.out, "coro ok"), "%s: %s", py, r.out);
+	run_fixture_ok(&r, py, "coro.py", "co=fetch,agen=ticks", NULL);
+	expect_out(&r, "coro ok");
 	expect_calls(&r, "co", 3); /* two suspending awaits, then the end */
 	const double co[] = { 2, 2, 3 };
 	expect_history_mib(&r, "co", co, 3);
@@ -314,16 +301,13 @@ START_TEST(exits_by_exception)
 	if (!py)
 		return;
 	struct run r;
-	const char *args[] = { fixture("genthrow.py"), NULL };
-	run_py(&r, py, args, "gen=g,deep=deep,o=outer_fn", NULL, NULL, 1);
-	RUN_OK(&r);
+	run_fixture_ok(&r, py, "genthrow.py", "gen=g,deep=deep,o=outer_fn", NULL);
 	/* next, throw (handled: +2 and the loop's +1), next, close (finally), next, close by del */
 	const double gen[] = { 1, 3, 1, 1, 1, 1 };
 	expect_calls(&r, "gen", 6);
 	expect_history_mib(&r, "gen", gen, 6);
 	expect_calls(&r, "deep", 1);
-	expect_calls(&r, "o", 1);
-	expect_mib(&r, "o", "alloc", 3);
+	expect_stage(&r, "o", 1, 3);
 	const char *names[] = { "gen", "deep", "o" };
 	for (int k = 0; k < 3; k++) {
 		json_t *s = stage_entry(&r, names[k]);
@@ -342,10 +326,8 @@ START_TEST(argument_dropped_in_stage)
 	if (!py)
 		return;
 	struct run r;
-	const char *args[] = { fixture("argfree.py"), NULL };
-	run_py(&r, py, args, "work=work", NULL, NULL, 1);
-	RUN_OK(&r);
-	ck_assert_msg(strstr(r.out, "argfree ok"), "%s: %s", py, r.out);
+	run_fixture_ok(&r, py, "argfree.py", "work=work", NULL);
+	expect_out(&r, "argfree ok");
 	const char *freed = strstr(r.out, "freed"), *dropped = strstr(r.out, "dropped");
 	ck_assert_msg(freed && dropped && freed < dropped, "%s: the argument outlived its last reference: %s",
 		      py, r.out);
@@ -366,8 +348,7 @@ START_TEST(sys_exit_in_stage)
 	run_py(&r, py, args, "fin=finish,sitemain=site:main", NULL, NULL, 1);
 	ck_assert_msg(r.status == 3, "%s: exit status %d, expected the script's 3; %s", py, r.status, r.err);
 	ck_assert_ptr_nonnull(r.root);
-	expect_calls(&r, "fin", 1);
-	expect_mib(&r, "fin", "alloc", 12);
+	expect_stage(&r, "fin", 1, 12);
 	ck_assert(!json_is_true(json_object_get(stage_entry(&r, "fin"), "closed_at_exit")));
 	expect_absent(&r, "sitemain"); /* the interpreter's own startup is not watched */
 	run_done(&r);
@@ -383,11 +364,9 @@ START_TEST(run_module_and_command)
 	const char *args[] = { "-m", "modmain", NULL };
 	run_py(&r, py, args, "m=work,m2=__main__:work2", NULL, fixtures, 1);
 	RUN_OK(&r);
-	ck_assert_msg(strstr(r.out, "module ok"), "%s: %s", py, r.out);
-	expect_calls(&r, "m", 1);
-	expect_mib(&r, "m", "alloc", 6);
-	expect_calls(&r, "m2", 1);
-	expect_mib(&r, "m2", "alloc", 2);
+	expect_out(&r, "module ok");
+	expect_stage(&r, "m", 1, 6);
+	expect_stage(&r, "m2", 1, 2);
 	run_done(&r);
 
 	const char *cargs[] = { "-c",
@@ -395,8 +374,7 @@ START_TEST(run_module_and_command)
 				NULL };
 	run_py(&r, py, cargs, "c=work", NULL, NULL, 1);
 	RUN_OK(&r);
-	expect_calls(&r, "c", 2);
-	expect_mib(&r, "c", "alloc", 9);
+	expect_stage(&r, "c", 2, 9);
 	run_done(&r);
 }
 END_TEST
@@ -407,14 +385,11 @@ START_TEST(own_profilers)
 	if (!py)
 		return;
 	struct run r;
-	const char *args[] = { fixture("profiled.py"), NULL };
-	run_py(&r, py, args, "prof=work,prof2=work2", NULL, NULL, 1);
-	RUN_OK(&r); /* the fixture asserts its profilers saw their calls */
-	ck_assert_msg(strstr(r.out, "profiled ok"), "%s: %s", py, r.out);
-	expect_calls(&r, "prof", 1);
-	expect_mib(&r, "prof", "alloc", 6);
-	expect_calls(&r, "prof2", 1);
-	expect_mib(&r, "prof2", "alloc", 3);
+	/* the fixture asserts its profilers saw their calls */
+	run_fixture_ok(&r, py, "profiled.py", "prof=work,prof2=work2", NULL);
+	expect_out(&r, "profiled ok");
+	expect_stage(&r, "prof", 1, 6);
+	expect_stage(&r, "prof2", 1, 3);
 	/* memshim's detector is not a profile function: nothing was displaced, nothing to warn about */
 	ck_assert_msg(count_lines(r.err, "memshim:") == 0, "%s: %s", py, r.err);
 	run_done(&r);
@@ -423,24 +398,16 @@ END_TEST
 
 START_TEST(monitoring_tool_id_taken)
 {
-	const char *py = python_or_skip(_i);
+	const char *py = python_at_least(_i, 12, "has no sys.monitoring, tool id");
 	if (!py)
 		return;
-	if (minor_of(py) < 12) {
-		printf("check_python: %s has no sys.monitoring, tool id test skipped\n", py);
-		return;
-	}
 	struct run r;
-	const char *args[] = { fixture("toolid.py"), NULL };
-	run_py(&r, py, args, "work=work,after=after", NULL, NULL, 1);
-	RUN_OK(&r); /* the program's use_tool_id succeeded and its callback ran */
-	ck_assert_msg(strstr(r.out, "toolid ok"), "%s: %s", py, r.out);
-	ck_assert_msg(count_lines(r.err, "memshim:") == 1 && strstr(r.err, "tool id"),
-		      "%s: expected one warning: %s", py, r.err);
-	expect_calls(&r, "work", 1); /* opened before the move, closed after it */
-	expect_mib(&r, "work", "alloc", 7);
-	expect_calls(&r, "after", 2);
-	expect_mib(&r, "after", "alloc", 5);
+	/* the program's use_tool_id succeeded and its callback ran */
+	run_fixture_ok(&r, py, "toolid.py", "work=work,after=after", NULL);
+	expect_out(&r, "toolid ok");
+	expect_one_warning(&r, "tool id");
+	expect_stage(&r, "work", 1, 7); /* opened before the move, closed after it */
+	expect_stage(&r, "after", 2, 5);
 	run_done(&r);
 }
 END_TEST
@@ -448,18 +415,12 @@ END_TEST
 /* Every id memshim could move to is taken: both warnings (moved, then stopped) are printed. */
 START_TEST(monitoring_no_tool_id_left)
 {
-	const char *py = python_or_skip(_i);
+	const char *py = python_at_least(_i, 12, "has no sys.monitoring, tool id");
 	if (!py)
 		return;
-	if (minor_of(py) < 12) {
-		printf("check_python: %s has no sys.monitoring, tool id test skipped\n", py);
-		return;
-	}
 	struct run r;
-	const char *args[] = { fixture("toolid_all.py"), NULL };
-	run_py(&r, py, args, "work=work,after=after", NULL, NULL, 1);
-	RUN_OK(&r);
-	ck_assert_msg(strstr(r.out, "toolid_all ok"), "%s: %s", py, r.out);
+	run_fixture_ok(&r, py, "toolid_all.py", "work=work,after=after", NULL);
+	expect_out(&r, "toolid_all ok");
 	ck_assert_msg(count_lines(r.err, "memshim moved to another id") == 1 && strstr(r.err, "none is free"),
 		      "%s: expected the move and the stop warnings: %s", py, r.err);
 	expect_absent(&r, "after"); /* nothing detects it any more */
@@ -473,13 +434,9 @@ START_TEST(other_threads)
 	if (!py)
 		return;
 	struct run r;
-	const char *args[] = { fixture("threads.py"), NULL };
-	run_py(&r, py, args, "worker=worker,raw=raw_worker", NULL, NULL, 1);
-	RUN_OK(&r);
-	expect_calls(&r, "worker", 2);
-	expect_mib(&r, "worker", "alloc", 5);
-	expect_calls(&r, "raw", 1);
-	expect_mib(&r, "raw", "alloc", 3);
+	run_fixture_ok(&r, py, "threads.py", "worker=worker,raw=raw_worker", NULL);
+	expect_stage(&r, "worker", 2, 5);
+	expect_stage(&r, "raw", 1, 3);
 	run_done(&r);
 }
 END_TEST
@@ -496,13 +453,11 @@ START_TEST(helper_module)
 	struct run r;
 	run_py(&r, py, args, NULL, env, NULL, 1);
 	RUN_OK(&r);
-	ck_assert_msg(strstr(r.out, "helper ok True"), "%s: %s", py, r.out);
+	expect_out(&r, "helper ok True");
 	ck_assert_msg(strstr(r.out, "bad name refused\nlive open alloc MiB 5\nwarmup alloc MiB 3 calls 2\n"
 				    "live calls 1 reason live\n"), "%s: %s", py, r.out);
-	expect_calls(&r, "warmup", 1);
-	expect_mib(&r, "warmup", "alloc", 3);
-	expect_calls(&r, "decorated", 2);
-	expect_mib(&r, "decorated", "alloc", 2);
+	expect_stage(&r, "warmup", 1, 3);
+	expect_stage(&r, "decorated", 2, 2);
 	run_done(&r);
 	/* without the library the module does nothing and the program runs the same */
 	run_py(&r, py, args, NULL, env, NULL, 0);
@@ -520,9 +475,7 @@ START_TEST(unmatched_targets)
 		return;
 	/* stages that match nothing: the program runs, no stage but the implicit init appears */
 	struct run r;
-	const char *args[] = { fixture("custom.py"), NULL };
-	run_py(&r, py, args, "x=no_such_function,y=pkg.mod:Nope.nope,custom=module_func", NULL, NULL, 1);
-	RUN_OK(&r);
+	run_fixture_ok(&r, py, "custom.py", "x=no_such_function,y=pkg.mod:Nope.nope,custom=module_func", NULL);
 	expect_absent(&r, "x");
 	expect_absent(&r, "y");
 	/* ...but they are named: one line at exit, and in the file */
@@ -586,14 +539,10 @@ START_TEST(frame_hook_replaced)
 		return;
 	}
 	struct run r;
-	const char *args[] = { fixture("replaced_hook.py"), NULL };
-	run_py(&r, py, args, "work=work", NULL, NULL, 1);
-	RUN_OK(&r);
-	ck_assert_msg(strstr(r.out, "replaced ok"), "%s: %s", py, r.out);
-	expect_calls(&r, "work", 1); /* the call after the replacement is not seen */
-	expect_mib(&r, "work", "alloc", 4);
-	ck_assert_msg(count_lines(r.err, "memshim:") == 1 && strstr(r.err, "frame evaluation hook"),
-		      "%s: expected one warning: %s", py, r.err);
+	run_fixture_ok(&r, py, "replaced_hook.py", "work=work", NULL);
+	expect_out(&r, "replaced ok");
+	expect_stage(&r, "work", 1, 4); /* the call after the replacement is not seen */
+	expect_one_warning(&r, "frame evaluation hook");
 	run_done(&r);
 }
 END_TEST
@@ -613,8 +562,7 @@ START_TEST(embedded_interpreter)
 	run_py(&r, abs_embed, NULL, "w=work", NULL, NULL, 1);
 	RUN_OK(&r);
 	ck_assert_msg(strstr(r.out, "embed ok"), "%s", r.out);
-	expect_calls(&r, "w", 2);
-	expect_mib(&r, "w", "alloc", 5);
+	expect_stage(&r, "w", 2, 5);
 	run_done(&r);
 }
 END_TEST
@@ -630,9 +578,8 @@ START_TEST(debug_allocator)
 	const char *args[] = { "-X", "dev", "-c", "def f():\n    pass\nf()\nprint('dev ok')", NULL };
 	run_py(&r, py, args, "f=f", NULL, NULL, 1);
 	RUN_OK(&r);
-	ck_assert_msg(strstr(r.out, "dev ok"), "%s: %s", py, r.out);
-	ck_assert_msg(count_lines(r.err, "memshim:") == 1 && strstr(r.err, "debug memory allocator"),
-		      "%s: %s", py, r.err);
+	expect_out(&r, "dev ok");
+	expect_one_warning(&r, "debug memory allocator");
 	expect_absent(&r, "f");
 	run_done(&r);
 	const char *env[] = { "PYTHONMALLOC=malloc_debug", NULL };
@@ -646,18 +593,12 @@ END_TEST
 
 START_TEST(deep_recursion)
 {
-	const char *py = python_or_skip(_i);
+	const char *py = python_at_least(_i, 11, "itself cannot recurse this deep,");
 	if (!py)
 		return;
-	if (minor_of(py) < 11) {
-		printf("check_python: %s itself cannot recurse this deep, test skipped\n", py);
-		return;
-	}
 	struct run r;
-	const char *args[] = { fixture("deep.py"), NULL };
-	run_py(&r, py, args, "outer=outer_deep", NULL, NULL, 1);
-	RUN_OK(&r);
-	ck_assert_msg(strstr(r.out, "deep ok"), "%s: %s", py, r.out);
+	run_fixture_ok(&r, py, "deep.py", "outer=outer_deep", NULL);
+	expect_out(&r, "deep ok");
 	expect_calls(&r, "outer", 1);
 	ck_assert(!json_is_true(json_object_get(stage_entry(&r, "outer"), "closed_at_exit")));
 	double a = (double)json_integer_value(metric(&r, "outer", "mem_cpu_alloc_delta")) / MIB;
@@ -701,8 +642,7 @@ START_TEST(python_children)
 			r.root = root;
 			int ran = json_object_get(json_object_get(root, "metrics"), "cw_calls") != NULL;
 			if (ran) { /* helpers (spawn's resource tracker) run no stage */
-				expect_calls(&r, "cw", 1);
-				expect_mib(&r, "cw", "alloc", 7);
+				expect_stage(&r, "cw", 1, 7);
 			}
 			r.root = saved;
 			if (ran && json_is_true(json_object_get(root, "is_child")))
@@ -863,15 +803,14 @@ START_TEST(lazy_install)
 		struct run r;
 		run_py(&r, py, args, cases[k].stages, env, NULL, 1);
 		RUN_OK(&r);
-		ck_assert_msg(strstr(r.out, "lazy ok"), "%s: %s", py, r.out);
+		expect_out(&r, "lazy ok");
 		if ((cases[k].mib == 9 && minor_of(py) >= 11) || (cases[k].mib == 10 && minor_of(py) == 8)) {
 			expect_absent(&r, cases[k].stage);
 			ck_assert_msg(!detection_on(&r), "%s: %s", py, r.err);
 			run_done(&r);
 			continue;
 		}
-		expect_calls(&r, cases[k].stage, 1);
-		expect_mib(&r, cases[k].stage, "alloc", cases[k].mib);
+		expect_stage(&r, cases[k].stage, 1, cases[k].mib);
 		const char *line = detection_on(&r);
 		const char *end = line ? strchr(line, '\n') : NULL;
 		const char *why = line ? strstr(line, cases[k].why) : NULL;
@@ -897,7 +836,7 @@ START_TEST(no_target_no_hook)
 		struct run r;
 		run_py(&r, py, args, specs[k], env, NULL, 1);
 		RUN_OK(&r);
-		ck_assert_msg(strstr(r.out, "noinstall ok"), "%s: %s", py, r.out);
+		expect_out(&r, "noinstall ok");
 		ck_assert_msg(strstr(r.err, "python stage detection armed") && !detection_on(&r),
 			      "%s %s: detection went on: %s", py, specs[k] ? specs[k] : "(defaults)", r.err);
 		int unmatched = strstr(r.err, "matched no function that ran: x=no_such_function\n") != NULL;
@@ -933,9 +872,8 @@ START_TEST(defined_before_start)
 		struct run r;
 		run_py(&r, py, args, specs[k], env, NULL, 1);
 		RUN_OK(&r);
-		ck_assert_msg(strstr(r.out, "early ok"), "%s: %s", py, r.out);
-		expect_calls(&r, stages[k], 1);
-		expect_mib(&r, stages[k], "alloc", mib[k]);
+		expect_out(&r, "early ok");
+		expect_stage(&r, stages[k], 1, mib[k]);
 		ck_assert_msg(strstr(r.err, "loaded before the program started defines early_mod"), "%s: %s", py, r.err);
 		run_done(&r);
 	}
@@ -966,9 +904,8 @@ START_TEST(compiled_main)
 		const char *args[] = { progs[k], NULL };
 		run_py(&r, py, args, "w=work", NULL, NULL, 1);
 		RUN_OK(&r);
-		ck_assert_msg(strstr(r.out, "pyc ok"), "%s: %s", py, r.out);
-		expect_calls(&r, "w", 1);
-		expect_mib(&r, "w", "alloc", 4);
+		expect_out(&r, "pyc ok");
+		expect_stage(&r, "w", 1, 4);
 		run_done(&r);
 	}
 	unlink(pyc);
@@ -982,8 +919,7 @@ START_TEST(compiled_main)
 	run_py(&r, "/bin/bash", args, "w=work", NULL, NULL, 1);
 	RUN_OK(&r);
 	ck_assert_msg(strstr(r.out, "pipe ok"), "%s: %s %s", py, r.out, r.err);
-	expect_calls(&r, "w", 1);
-	expect_mib(&r, "w", "alloc", 4);
+	expect_stage(&r, "w", 1, 4);
 	run_done(&r);
 }
 END_TEST
@@ -1041,9 +977,5 @@ int main(void)
 	absolute(lib, rel);
 	absolute(fixtures, "tests/python/fixtures");
 	absolute(scripts, "python");
-	SRunner *sr = srunner_create(suite());
-	srunner_run_all(sr, CK_NORMAL);
-	int failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+	return run_suite(suite());
 }

@@ -8,9 +8,9 @@ ifneq ($(PY_EMBED_CONFIG),)
 PYTHON_EXTRA += $(BUILD)/python/embed
 endif
 
-$(BUILD)/python/check_python: tests/python/check_python.c
+$(BUILD)/python/check_python: tests/python/check_python.c $(COMMON_CHILD)
 	@mkdir -p $(@D)
-	$(CC) $(BASEFLAGS) $(CFLAGS) $(CHECK_CFLAGS) $(JANSSON_CFLAGS) -o $@ $< \
+	$(CC) $(BASEFLAGS) $(CFLAGS) $(CHECK_CFLAGS) $(JANSSON_CFLAGS) $(TEST_COMMON_INC) -o $@ $^ \
 		$(CHECK_LIBS) $(JANSSON_LIBS) -lm
 
 $(BUILD)/python/embed: tests/python/fixtures/embed.c

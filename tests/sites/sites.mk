@@ -13,9 +13,9 @@ $(BUILD)/sites/sites_signal: tests/sites/fixtures/sites_signal.c $(BUILD)/sites/
 	@mkdir -p $(@D)
 	$(CC) $(BASEFLAGS) -O1 -g -o $@ $< -L$(BUILD)/sites -lsites_bump -Wl,-rpath,'$$ORIGIN' -lpthread
 
-$(BUILD)/sites/test_sites: tests/sites/test_sites.c $(BUILD)/preload/harness.o
+$(BUILD)/sites/test_sites: tests/sites/test_sites.c $(HARNESS)
 	@mkdir -p $(@D)
-	$(CC) $(BASEFLAGS) $(CFLAGS) $(CHECK_CFLAGS) $(JANSSON_CFLAGS) -Itests/preload -o $@ $^ \
+	$(CC) $(BASEFLAGS) $(CFLAGS) $(CHECK_CFLAGS) $(JANSSON_CFLAGS) -Itests/preload $(TEST_COMMON_INC) -o $@ $^ \
 		$(CHECK_LIBS) $(JANSSON_LIBS) -lm
 
 .PHONY: check-sites

@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+#include "suite.h"
 #include "core/config.h"
 #include "core/ms.h"
 #include "capture.h"
@@ -188,9 +189,5 @@ int main(void)
 	tcase_add_test(tc, quiet_silences_warnings);
 	tcase_add_test(tc, long_specs_are_bounded);
 	suite_add_tcase(s, tc);
-	SRunner *r = srunner_create(s);
-	srunner_run_all(r, CK_NORMAL);
-	int failed = srunner_ntests_failed(r);
-	srunner_free(r);
-	return failed ? 1 : 0;
+	return run_suite(s);
 }

@@ -3,6 +3,7 @@
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
+#include "suite.h"
 #include "core/counters.h"
 
 static void reset(void)
@@ -242,9 +243,5 @@ int main(void)
 	tcase_add_test(tc, timeline_watch_sees_crossings_both_ways);
 	tcase_add_test(tc, threads_mapping_and_windows_stay_consistent);
 	suite_add_tcase(s, tc);
-	SRunner *r = srunner_create(s);
-	srunner_run_all(r, CK_NORMAL);
-	int failed = srunner_ntests_failed(r);
-	srunner_free(r);
-	return failed ? 1 : 0;
+	return run_suite(s);
 }

@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <string.h>
 #include <unistd.h>
+#include "suite.h"
 #include "core/json.h"
 
 static struct ms_json w;
@@ -150,9 +151,5 @@ int main(void)
 	tcase_add_test(tc, write_errors_and_unbalanced_nesting_are_reported);
 	tcase_add_test(tc, memory_sink_counts_the_whole_document);
 	suite_add_tcase(s, tc);
-	SRunner *r = srunner_create(s);
-	srunner_run_all(r, CK_NORMAL);
-	int failed = srunner_ntests_failed(r);
-	srunner_free(r);
-	return failed ? 1 : 0;
+	return run_suite(s);
 }

@@ -1,5 +1,6 @@
 /* The mapping range table: partial unmaps, splits, overlap, a full table. */
 #include <check.h>
+#include "suite.h"
 #include "core/ranges.h"
 
 static struct ms_range storage[8];
@@ -107,9 +108,5 @@ int main(void)
 	tcase_add_test(tc, moves_only_the_tracked_pieces);
 	tcase_add_test(tc, move_into_a_full_table_counts_the_loss);
 	suite_add_tcase(s, tc);
-	SRunner *r = srunner_create(s);
-	srunner_run_all(r, CK_NORMAL);
-	int failed = srunner_ntests_failed(r);
-	srunner_free(r);
-	return failed ? 1 : 0;
+	return run_suite(s);
 }

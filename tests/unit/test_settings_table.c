@@ -3,6 +3,7 @@
 #include <stdio.h>
 #include <string.h>
 #include <unistd.h>
+#include "suite.h"
 #include "core/config.h"
 #include "core/ms.h"
 #include "capture.h"
@@ -81,9 +82,5 @@ int main(void)
 	TCase *tc = tcase_create("rows");
 	tcase_add_loop_test(tc, each_row_of_the_table, 0, (int)(sizeof rows / sizeof *rows));
 	suite_add_tcase(s, tc);
-	SRunner *r = srunner_create(s);
-	srunner_run_all(r, CK_NORMAL);
-	int failed = srunner_ntests_failed(r);
-	srunner_free(r);
-	return failed ? 1 : 0;
+	return run_suite(s);
 }

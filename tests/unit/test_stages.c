@@ -2,6 +2,7 @@
 #include <check.h>
 #include <pthread.h>
 #include <string.h>
+#include "suite.h"
 #include "core/stages.h"
 
 #define MiB (1 << 20)
@@ -255,9 +256,5 @@ int main(void)
 	tcase_add_test(tc, snapshot_copy_reports_open_stage_so_far);
 	tcase_add_test(tc, threads_entering_one_stage_stay_consistent);
 	suite_add_tcase(s, tc);
-	SRunner *r = srunner_create(s);
-	srunner_run_all(r, CK_NORMAL);
-	int failed = srunner_ntests_failed(r);
-	srunner_free(r);
-	return failed ? 1 : 0;
+	return run_suite(s);
 }

@@ -1,6 +1,7 @@
 /* The timeline buffer: bounded, ordered, and merging never loses a series' peak. */
 #include <check.h>
 #include <string.h>
+#include "suite.h"
 #include "core/timeline.h"
 
 static struct ms_timeline tl;
@@ -91,9 +92,5 @@ int main(void)
 	tcase_add_test(tc, the_peak_point_keeps_its_time);
 	tcase_add_test(tc, recording_moves_by_a_mebibyte_or_one_percent);
 	suite_add_tcase(s, tc);
-	SRunner *r = srunner_create(s);
-	srunner_run_all(r, CK_NORMAL);
-	int failed = srunner_ntests_failed(r);
-	srunner_free(r);
-	return failed ? 1 : 0;
+	return run_suite(s);
 }
