@@ -214,9 +214,8 @@ void ms_json_uint(struct ms_json *w, const char *key, uint64_t value)
 	put_u64(w, value);
 }
 
-void ms_json_int(struct ms_json *w, const char *key, int64_t value)
+static void put_int(struct ms_json *w, int64_t value)
 {
-	member(w, key);
 	if (value < 0) {
 		put(w, "-", 1);
 		put_u64(w, 0 - (uint64_t)value);
@@ -225,9 +224,9 @@ void ms_json_int(struct ms_json *w, const char *key, int64_t value)
 	}
 }
 
-void ms_json_double(struct ms_json *w, const char *key, double value)
+/* Microsecond precision, trailing zeros dropped; null for NaN and magnitudes past 9e15. */
+static void put_double(struct ms_json *w, double value)
 {
-	member(w, key);
 	if (value != value || value > 9e15 || value < -9e15) {
 		puts_(w, "null");
 		return;
@@ -246,6 +245,28 @@ void ms_json_double(struct ms_json *w, const char *key, double value)
 	while (n > 2 && frac[n - 1] == '0')
 		n--;
 	put(w, frac, (size_t)n);
+}
+
+void ms_json_int(struct ms_json *w, const char *key, int64_t value)
+{
+	member(w, key);
+	put_int(w, value);
+}
+
+void ms_json_double(struct ms_json *w, const char *key, double value)
+{
+	member(w, key);
+	put_double(w, value);
+}
+
+void ms_json_pair(struct ms_json *w, double x, int64_t y)
+{
+	member(w, NULL);
+	put(w, "[", 1);
+	put_double(w, x);
+	put(w, ", ", 2);
+	put_int(w, y);
+	put(w, "]", 1);
 }
 
 void ms_json_bool(struct ms_json *w, const char *key, int value)

@@ -33,6 +33,8 @@ void ms_json_int(struct ms_json *w, const char *key, int64_t value);
 void ms_json_uint(struct ms_json *w, const char *key, uint64_t value);
 /* Finite values with 6 decimals (trailing zeros kept off); NaN and infinities as null. */
 void ms_json_double(struct ms_json *w, const char *key, double value);
+/* An array element [X, Y] on one line (timeline points: thousands of them). */
+void ms_json_pair(struct ms_json *w, double x, int64_t y);
 void ms_json_bool(struct ms_json *w, const char *key, int value);
 void ms_json_null(struct ms_json *w, const char *key);
 /* Escapes quotes, backslashes and control bytes; invalid UTF-8 becomes U+FFFD. */

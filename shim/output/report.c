@@ -390,10 +390,7 @@ static void write_series(struct ms_json *w, int comp)
 		const struct ms_timeline_point *p = &tl_snap.points[i];
 		if (p->comp != comp)
 			continue;
-		ms_json_array(w, NULL);
-		ms_json_double(w, NULL, p->t);
-		ms_json_int(w, NULL, p->value);
-		ms_json_end_array(w);
+		ms_json_pair(w, p->t, p->value);
 	}
 	ms_json_end_array(w);
 	ms_json_end_object(w);

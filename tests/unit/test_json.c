@@ -78,6 +78,24 @@ START_TEST(strings_are_escaped_and_valid_utf8)
 }
 END_TEST
 
+/* Pairs (timeline points) are one line each: [seconds, bytes]. */
+START_TEST(pairs_are_one_line_each)
+{
+	char mem[256];
+	ms_json_init_memory(&w, mem, sizeof mem);
+	ms_json_object(&w, NULL);
+	ms_json_array(&w, "points");
+	ms_json_pair(&w, 0.0, 632);
+	ms_json_pair(&w, 1.25, -4096);
+	ms_json_pair(&w, 0.0000004, INT64_MAX);
+	ms_json_end_array(&w);
+	ms_json_end_object(&w);
+	ck_assert_int_eq(ms_json_finish(&w), 0);
+	mem[w.mem_len] = 0;
+	ck_assert_str_eq(mem, "{\n  \"points\": [\n    [0.0, 632],\n    [1.25, -4096],\n    [0.0, 9223372036854775807]\n  ]\n}\n");
+}
+END_TEST
+
 START_TEST(large_documents_flush_through_the_buffer)
 {
 	FILE *tmp = tmpfile();
@@ -147,6 +165,7 @@ int main(void)
 	TCase *tc = tcase_create("writer");
 	tcase_add_test(tc, values_round_trip);
 	tcase_add_test(tc, strings_are_escaped_and_valid_utf8);
+	tcase_add_test(tc, pairs_are_one_line_each);
 	tcase_add_test(tc, large_documents_flush_through_the_buffer);
 	tcase_add_test(tc, write_errors_and_unbalanced_nesting_are_reported);
 	tcase_add_test(tc, memory_sink_counts_the_whole_document);
