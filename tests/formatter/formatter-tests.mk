@@ -20,7 +20,7 @@ $(FMT_TEST_DIR)/%.o: tests/formatter/%.c
 		$(EXPAT_CFLAGS) -c $< -o $@
 
 $(FMT_TEST_BIN): $(FMT_TEST_OBJS) $(FMT_LIB_OBJS)
-	$(CC) $(CFLAGS) $(SANFLAGS) -o $@ $^ $(LDFLAGS) $(CHECK_LIBS) $(FMT_LIBS) $(EXPAT_LIBS)
+	$(CC) $(CFLAGS) $(SANFLAGS) -o $@ $(filter %.c %.o %.a,$^) $(LDFLAGS) $(CHECK_LIBS) $(FMT_LIBS) $(EXPAT_LIBS)
 
 $(BUILD)/tests/formatter/fake/lib%.so: tests/formatter/fake_%.c
 	@mkdir -p $(@D)

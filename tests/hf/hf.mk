@@ -4,7 +4,7 @@ HF_SUITES := $(BUILD)/hf/check_hf
 
 $(BUILD)/hf/check_hf: tests/hf/check_hf.c $(COMMON_CHILD)
 	@mkdir -p $(@D)
-	$(CC) $(BASEFLAGS) $(CFLAGS) $(CHECK_CFLAGS) $(JANSSON_CFLAGS) $(TEST_COMMON_INC) -o $@ $^ \
+	$(CC) $(BASEFLAGS) $(CFLAGS) $(CHECK_CFLAGS) $(JANSSON_CFLAGS) $(TEST_COMMON_INC) -o $@ $(filter %.c %.o %.a,$^) \
 		$(CHECK_LIBS) $(JANSSON_LIBS)
 
 .PHONY: check-hf

@@ -10,7 +10,7 @@ endif
 
 $(BUILD)/python/check_python: tests/python/check_python.c $(COMMON_CHILD)
 	@mkdir -p $(@D)
-	$(CC) $(BASEFLAGS) $(CFLAGS) $(CHECK_CFLAGS) $(JANSSON_CFLAGS) $(TEST_COMMON_INC) -o $@ $^ \
+	$(CC) $(BASEFLAGS) $(CFLAGS) $(CHECK_CFLAGS) $(JANSSON_CFLAGS) $(TEST_COMMON_INC) -o $@ $(filter %.c %.o %.a,$^) \
 		$(CHECK_LIBS) $(JANSSON_LIBS) -lm
 
 $(BUILD)/python/embed: tests/python/fixtures/embed.c

@@ -4,7 +4,7 @@ UNIT_BINS := $(UNIT_SUITES:%=$(BUILD)/unit/%)
 
 $(BUILD)/unit/%: tests/unit/%.c $(SHIM_CORE_LIB)
 	@mkdir -p $(@D)
-	$(CC) $(BASEFLAGS) $(CFLAGS) $(SANFLAGS) $(CHECK_CFLAGS) $(JANSSON_CFLAGS) -Ishim $(TEST_COMMON_INC) -o $@ $^ \
+	$(CC) $(BASEFLAGS) $(CFLAGS) $(SANFLAGS) $(CHECK_CFLAGS) $(JANSSON_CFLAGS) -Ishim $(TEST_COMMON_INC) -o $@ $(filter %.c %.o %.a,$^) \
 		$(CHECK_LIBS) $(JANSSON_LIBS) -lpthread -lm
 
 .PHONY: check-unit
