@@ -12,6 +12,8 @@ static struct ms_spin lock;
 static int enabled;
 static __thread int lock_held MS_TLS;
 static int64_t series_peak[MS_NCOMP];
+static int widen[MS_NCOMP];          /* the series' step is doubled this many times */
+static double last_moved[MS_NCOMP];  /* time of its last point for a move */
 void (*ms_timeline_moved_observer)(double t);
 
 static void timeline_lock(void)
@@ -109,7 +111,8 @@ static double now(void)
 	return clock_fn ? clock_fn() : 0.0;
 }
 
-/* Next point when live leaves now +- max(1 MiB, 1% of the series' peak). */
+/* Next point when live leaves now +- max(1 MiB, 1% of the series' peak), widened (a window
+ * never wider than a few steps past 1/MS_TIMELINE_WIDEST of the peak keeps points coming). */
 static void move_window(int comp, int64_t value)
 {
 	if (value > series_peak[comp])
@@ -117,7 +120,23 @@ static void move_window(int comp, int64_t value)
 	int64_t step = series_peak[comp] / 100;
 	if (step < MS_TIMELINE_MIN_STEP)
 		step = MS_TIMELINE_MIN_STEP;
+	int64_t widest = series_peak[comp] / MS_TIMELINE_WIDEST;
+	for (int k = 0; k < widen[comp] && step < widest; k++)
+		step *= 2;
 	ms_watch_set((enum ms_comp)comp, value - step, value + step);
+}
+
+/* A move's point at T: widens the series' step while such points come faster than one per
+ * 1/MS_TIMELINE_PACE of the run so far (each costs the allocating threads a trip through the
+ * lock and the gates), narrows it while they come four times slower. */
+static void pace(int comp, double t)
+{
+	double gap = t - last_moved[comp], need = t / MS_TIMELINE_PACE;
+	last_moved[comp] = t;
+	if (gap < need && widen[comp] < MS_TIMELINE_MAX_WIDEN)
+		widen[comp]++;
+	else if (gap > 4 * need && widen[comp] > 0)
+		widen[comp]--;
 }
 
 /* The counters' watch: COMP's live left its window. */
@@ -128,6 +147,7 @@ static void moved(enum ms_comp comp, int64_t value)
 	double t = now();
 	if (enabled) {
 		ms_timeline_append(&timeline, comp, t, value);
+		pace(comp, t);
 		move_window(comp, value);
 	}
 	timeline_unlock();
@@ -182,6 +202,11 @@ void ms_timeline_enable(int on)
 	timeline_unlock();
 }
 
+void ms_timeline_set_clock(double (*fn)(void))
+{
+	clock_fn = fn;
+}
+
 void ms_timeline_init(void)
 {
 	clock_fn = ms_elapsed;
@@ -193,6 +218,8 @@ static void forget_all(void)
 	timeline.npoints = timeline.merges = 0;
 	timeline.nevents = timeline.events_dropped = 0;
 	memset(series_peak, 0, sizeof series_peak);
+	memset(widen, 0, sizeof widen);
+	memset(last_moved, 0, sizeof last_moved);
 }
 
 void ms_timeline_fork_child(int tracking)

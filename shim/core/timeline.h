@@ -1,7 +1,8 @@
 /* The run's timeline: live memory points and stage events in bounded memory.  When the point
  * buffer fills, neighbouring points of a series merge keeping the larger value, so the true peak
  * is never lost.  The buffer logic is pure; recording takes a short fork-safe lock.  Points are
- * recorded when the counters' watch (counters.h) sees live leave its window. */
+ * recorded when the counters' watch (counters.h) sees live leave its window, max(1 MiB, 1% of the
+ * series' peak) either way, widened while points come faster than the run needs (below). */
 #ifndef MS_TIMELINE_H
 #define MS_TIMELINE_H
 
@@ -11,6 +12,12 @@
 #define MS_TIMELINE_POINTS 16384
 #define MS_TIMELINE_EVENTS 8192
 #define MS_TIMELINE_MIN_STEP (1 << 20)
+/* A series needs no more than one point per 1/MS_TIMELINE_PACE of the run so far: while points
+ * come faster, its step doubles (up to 2^MS_TIMELINE_MAX_WIDEN times); while they come four times
+ * slower, it halves back. */
+#define MS_TIMELINE_PACE 4096
+#define MS_TIMELINE_MAX_WIDEN 6
+#define MS_TIMELINE_WIDEST 8 /* widening stops once the step reaches 1/8 of the series' peak */
 
 struct ms_timeline_point {
 	double t;
@@ -40,6 +47,8 @@ void ms_timeline_compact(struct ms_timeline *tl);
 void ms_timeline_init(void);
 /* Turns recording on or off (without a clock, points are at time 0: unit tests). */
 void ms_timeline_enable(int on);
+/* The clock points are stamped with (seconds since start); unit tests pass their own. */
+void ms_timeline_set_clock(double (*fn)(void));
 
 /* A stage boundary: an event plus a point for every component in use. */
 void ms_timeline_boundary(int stage, int begin, double t);

@@ -83,6 +83,42 @@ START_TEST(recording_moves_by_a_mebibyte_or_one_percent)
 }
 END_TEST
 
+static double fake_now;
+static double fake_clock(void)
+{
+	return fake_now;
+}
+
+/* Alternating moves of SIZE, DT seconds apart: the points they added. */
+static uint32_t swing(int64_t size, double dt, int moves)
+{
+	uint32_t before = ms_timeline_peek()->npoints;
+	for (int i = 0; i < moves; i++) {
+		fake_now += dt;
+		ms_cpu_add(MS_MALLOC, i % 2 ? -size : size);
+	}
+	return ms_timeline_peek()->npoints - before;
+}
+
+/* Points faster than one per 1/4096 of the run so far widen the step (so the lock and the gates
+ * are not hit at every allocation); slow ones narrow it back to max(1 MiB, 1% of the peak). */
+START_TEST(points_that_come_too_fast_widen_the_step)
+{
+	ms_timeline_clear();
+	ms_counters_clear();
+	ms_timeline_set_clock(fake_clock);
+	fake_now = 1.0;
+	ms_timeline_enable(1);
+	ck_assert_uint_eq(swing(256LL << 20, 1.0, 2), 2); /* a 256 MiB peak: a 2.56 MiB step, widened up to 32 MiB */
+	uint32_t fast = swing(8LL << 20, 1e-6, 200);
+	ck_assert_msg(fast >= 2 && fast <= 8, "%u points for 200 moves of 8 MiB a microsecond apart", fast);
+	ck_assert_uint_eq(swing(64LL << 20, 1.0, 8), 8); /* past any window: each a point, each narrows */
+	ck_assert_uint_eq(swing(4LL << 20, 1.0, 20), 20); /* back to the 2.56 MiB step */
+	ms_timeline_set_clock(NULL);
+	ms_timeline_enable(0);
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("timeline");
@@ -91,6 +127,7 @@ int main(void)
 	tcase_add_test(tc, a_million_points_keep_each_series_peak);
 	tcase_add_test(tc, the_peak_point_keeps_its_time);
 	tcase_add_test(tc, recording_moves_by_a_mebibyte_or_one_percent);
+	tcase_add_test(tc, points_that_come_too_fast_widen_the_step);
 	suite_add_tcase(s, tc);
 	return run_suite(s);
 }
