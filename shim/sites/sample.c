@@ -39,15 +39,24 @@ static int wanted; /* MEMSHIM_SITES: on at the first sample or device allocation
 		    * never allocates much maps nothing) */
 static int64_t rate;
 static struct live *live;
-static uint32_t nlive;
 static unsigned live_bits = LIVE_BITS_FIRST;
-static int64_t *stack_cpu, *stack_gpu, *stack_ncpu, *stack_ngpu; /* per stack id */
-static uint64_t samples, gpu_allocs, samples_dropped;
+/* Per stack id, side 0 CPU and 1 GPU: live bytes of its samples and the samples they count for
+ * (one 32-byte record: a sample and its free touch one line). */
+static struct per_stack {
+	int64_t bytes[2], points[2];
+} *per_stack;
 
 static struct ms_sites_copy cur[MS_MAX_STAGES], last[MS_MAX_STAGES];
 static int64_t cpu_next = INT64_MAX, gpu_next = INT64_MAX; /* lowest refresh threshold of open calls */
 
-static struct ms_spin lock;
+/* What every sample and sampled free writes, on one line (two threads sampling pass one line
+ * between them, not six). */
+static struct {
+	struct ms_spin lock;
+	uint32_t nlive;
+	uint64_t samples, gpu_allocs, samples_dropped;
+	uint64_t gen[2]; /* of each side's stack totals (see latest) */
+} shared __attribute__((aligned(64))) = { .gen = { 1, 1 } };
 static __thread int lock_mine MS_TLS;
 static __thread int busy MS_TLS;
 static __thread uint64_t rng MS_TLS;
@@ -132,7 +141,7 @@ static void live_put(const struct live *e)
  * the whole bound. */
 static int live_grow(void)
 {
-	if (nlive < LIVE_SLOTS / 2)
+	if (shared.nlive < LIVE_SLOTS / 2)
 		return 0;
 	if (live_bits >= LIVE_BITS_MAX)
 		return -1;
@@ -152,7 +161,7 @@ static int live_grow(void)
 
 static int live_insert(uint64_t addr, int32_t stack, int gpu, int64_t weight)
 {
-	if (nlive >= MAX_LIVE || live_grow() < 0)
+	if (shared.nlive >= MAX_LIVE || live_grow() < 0)
 		return -1;
 	uint32_t i = slot_of(addr);
 	while (live[i].addr && live[i].addr != addr)
@@ -160,7 +169,7 @@ static int live_insert(uint64_t addr, int32_t stack, int gpu, int64_t weight)
 	if (live[i].addr == addr) /* a block we never saw freed (a free in a handler): replace it */
 		return -1;
 	live[i] = (struct live){ addr, stack, gpu, weight };
-	nlive++;
+	shared.nlive++;
 	if (!gpu)
 		__atomic_add_fetch(&ms_sites_filter[ms_sites_hash(addr)], 1, __ATOMIC_RELAXED);
 	return 0;
@@ -192,7 +201,7 @@ static int live_remove(uint64_t addr, int gpu, struct live *out)
 		i = j;
 	}
 done:
-	nlive--;
+	shared.nlive--;
 	if (!gpu)
 		__atomic_sub_fetch(&ms_sites_filter[ms_sites_hash(addr)], 1, __ATOMIC_RELAXED);
 	return 0;
@@ -200,13 +209,13 @@ done:
 
 /* ---- peak copies --------------------------------------------------------------------------- */
 
-/* The MS_SITES_TOP stacks with most live bytes in BYTES (NS their sample counts) into E. */
-static int top(const int64_t *bytes, const int64_t *ns, struct ms_sites_entry *e)
+/* The MS_SITES_TOP stacks with most live bytes on SIDE (0 CPU, 1 GPU) into E. */
+static int top(int side, struct ms_sites_entry *e)
 {
 	uint32_t n = ms_sites_nstacks();
 	int k = 0;
 	for (uint32_t id = 0; id < n; id++) {
-		int64_t b = bytes[id];
+		int64_t b = per_stack[id].bytes[side];
 		if (b <= 0 || (k == MS_SITES_TOP && b <= e[k - 1].bytes))
 			continue;
 		int at = k < MS_SITES_TOP ? k++ : k - 1;
@@ -214,7 +223,7 @@ static int top(const int64_t *bytes, const int64_t *ns, struct ms_sites_entry *e
 			e[at] = e[at - 1];
 			at--;
 		}
-		e[at] = (struct ms_sites_entry){ (int32_t)id, b, ns[id] };
+		e[at] = (struct ms_sites_entry){ (int32_t)id, b, per_stack[id].points[side] };
 	}
 	return k;
 }
@@ -227,7 +236,6 @@ static int64_t threshold(int64_t at)
 /* The last top list of each side (0 CPU, 1 GPU) and the table generation it was made at: a copy
  * while nothing was sampled or freed since reuses it (stage boundaries come far more often than
  * samples). */
-static uint64_t gen[2] = { 1, 1 };
 static struct latest {
 	uint64_t gen;
 	int n;
@@ -238,9 +246,9 @@ static struct latest {
 static void copy_side(int gpu, int *n, struct ms_sites_entry *out)
 {
 	struct latest *l = &latest[gpu];
-	if (l->gen != gen[gpu]) {
-		l->n = gpu ? top(stack_gpu, stack_ngpu, l->e) : top(stack_cpu, stack_ncpu, l->e);
-		l->gen = gen[gpu];
+	if (l->gen != shared.gen[gpu]) {
+		l->n = top(gpu, l->e);
+		l->gen = shared.gen[gpu];
 	}
 	*n = l->n;
 	memcpy(out, l->e, (size_t)l->n * sizeof *out);
@@ -354,7 +362,7 @@ static void record(uint64_t addr, int64_t weight, int gpu, const uintptr_t *star
 	uint64_t frames[2 * MS_SITES_MAX_FRAMES];
 	int32_t id;
 	int n = ms_sites_capture(frames, MS_SITES_MAX_FRAMES, start, &id);
-	ms_spin_lock(&lock, &lock_mine);
+	ms_spin_lock(&shared.lock, &lock_mine);
 	if (id < 0) {
 		int remember = id == -2;
 		id = ms_sites_capture_locked(frames, n);
@@ -362,20 +370,20 @@ static void record(uint64_t addr, int64_t weight, int gpu, const uintptr_t *star
 			ms_sites_capture_known(id);
 	}
 	if (id >= 0 && live_insert(addr, id, gpu, weight) == 0) {
-		__atomic_add_fetch(gpu ? &stack_gpu[id] : &stack_cpu[id], weight, __ATOMIC_RELAXED);
-		__atomic_add_fetch(gpu ? &stack_ngpu[id] : &stack_ncpu[id], points(weight, gpu), __ATOMIC_RELAXED);
-		gen[gpu != 0]++;
+		__atomic_add_fetch(&per_stack[id].bytes[gpu != 0], weight, __ATOMIC_RELAXED);
+		__atomic_add_fetch(&per_stack[id].points[gpu != 0], points(weight, gpu), __ATOMIC_RELAXED);
+		shared.gen[gpu != 0]++;
 	} else {
-		samples_dropped++;
+		shared.samples_dropped++;
 	}
 	if (gpu)
-		gpu_allocs++;
+		shared.gpu_allocs++;
 	else
-		samples += (uint64_t)points(weight, 0);
+		shared.samples += (uint64_t)points(weight, 0);
 	int64_t cpu_now = ms_live(MS_CPU), gpu_now = ms_live(MS_GPU);
 	if (cpu_now > cpu_next || gpu_now > gpu_next)
 		refresh(cpu_now, gpu_now);
-	ms_spin_unlock(&lock, &lock_mine);
+	ms_spin_unlock(&shared.lock, &lock_mine);
 }
 
 /* ms_sites_sample(p, usable): an entry that passes the caller's stack pointer after return and
@@ -397,15 +405,11 @@ __asm__(".pushsection .text\n"
 /* Maps the tables and picks up the open stages, once (the first sample or device allocation). */
 static int turn_on(void)
 {
-	ms_spin_lock(&lock, &lock_mine);
+	ms_spin_lock(&shared.lock, &lock_mine);
 	if (!on && wanted) {
 		live = raw_map(LIVE_SLOTS * sizeof *live);
-		int64_t *per = raw_map(4 * STACK_IDS * sizeof *per);
-		if (live && per && ms_sites_stacks_init() == 0) {
-			stack_cpu = per;
-			stack_ncpu = per + STACK_IDS;
-			stack_gpu = per + 2 * STACK_IDS;
-			stack_ngpu = per + 3 * STACK_IDS;
+		per_stack = raw_map(STACK_IDS * sizeof *per_stack);
+		if (live && per_stack && ms_sites_stacks_init() == 0) {
 			sync_stages(-1);
 			__atomic_store_n(&on, 1, __ATOMIC_RELEASE);
 		} else {
@@ -413,7 +417,7 @@ static int turn_on(void)
 			ms_warn("call sites are off: could not map their tables");
 		}
 	}
-	ms_spin_unlock(&lock, &lock_mine);
+	ms_spin_unlock(&shared.lock, &lock_mine);
 	return on;
 }
 
@@ -451,13 +455,13 @@ void ms_sites_sample_at(void *p, int64_t usable, uintptr_t sp, uintptr_t rbp)
 static void take_out(uint64_t addr, int gpu)
 {
 	struct live e;
-	ms_spin_lock(&lock, &lock_mine);
+	ms_spin_lock(&shared.lock, &lock_mine);
 	if (live_remove(addr, gpu, &e) == 0) {
-		__atomic_sub_fetch(gpu ? &stack_gpu[e.stack] : &stack_cpu[e.stack], e.weight, __ATOMIC_RELAXED);
-		__atomic_sub_fetch(gpu ? &stack_ngpu[e.stack] : &stack_ncpu[e.stack], points(e.weight, gpu), __ATOMIC_RELAXED);
-		gen[gpu != 0]++;
+		__atomic_sub_fetch(&per_stack[e.stack].bytes[gpu != 0], e.weight, __ATOMIC_RELAXED);
+		__atomic_sub_fetch(&per_stack[e.stack].points[gpu != 0], points(e.weight, gpu), __ATOMIC_RELAXED);
+		shared.gen[gpu != 0]++;
 	}
-	ms_spin_unlock(&lock, &lock_mine);
+	ms_spin_unlock(&shared.lock, &lock_mine);
 }
 
 void ms_sites_forget(void *p)
@@ -472,9 +476,9 @@ void ms_sites_cpu_high(int64_t now)
 {
 	if (!on || now <= __atomic_load_n(&cpu_next, __ATOMIC_RELAXED) || enter() < 0)
 		return;
-	ms_spin_lock(&lock, &lock_mine);
+	ms_spin_lock(&shared.lock, &lock_mine);
 	refresh(now, ms_live(MS_GPU));
-	ms_spin_unlock(&lock, &lock_mine);
+	ms_spin_unlock(&shared.lock, &lock_mine);
 	leave();
 }
 
@@ -515,27 +519,27 @@ void ms_sites_boundary(int stage, int end)
 	(void)end;
 	if (!on || enter() < 0)
 		return;
-	ms_spin_lock(&lock, &lock_mine);
+	ms_spin_lock(&shared.lock, &lock_mine);
 	sync_stages(stage >= 0 && stage < MS_MAX_STAGES ? stage : -1);
-	ms_spin_unlock(&lock, &lock_mine);
+	ms_spin_unlock(&shared.lock, &lock_mine);
 	leave();
 }
 
 void ms_sites_fork_prepare(void)
 {
-	ms_spin_lock(&lock, &lock_mine);
+	ms_spin_lock(&shared.lock, &lock_mine);
 }
 
 void ms_sites_fork_parent(void)
 {
-	ms_spin_unlock(&lock, &lock_mine);
+	ms_spin_unlock(&shared.lock, &lock_mine);
 }
 
 /* A child that goes on tracking starts over from nothing sampled: the blocks it inherited were
  * the parent's, and its stages start fresh. */
 void ms_sites_fork_child(int tracking)
 {
-	ms_spin_reset(&lock, &lock_mine);
+	ms_spin_reset(&shared.lock, &lock_mine);
 	busy = 0;
 	if (!tracking)
 		wanted = 0;
@@ -547,14 +551,14 @@ void ms_sites_fork_child(int tracking)
 	}
 	memset(live, 0, LIVE_SLOTS * sizeof *live);
 	memset(ms_sites_filter, 0, sizeof ms_sites_filter);
-	memset(stack_cpu, 0, 4 * STACK_IDS * sizeof *stack_cpu);
+	memset(per_stack, 0, STACK_IDS * sizeof *per_stack);
 	memset(cur, 0, sizeof cur);
 	memset(last, 0, sizeof last);
-	nlive = 0;
+	shared.nlive = 0;
 	nopen = 0;
-	samples = gpu_allocs = samples_dropped = 0;
-	gen[0]++;
-	gen[1]++;
+	shared.samples = shared.gpu_allocs = shared.samples_dropped = 0;
+	shared.gen[0]++;
+	shared.gen[1]++;
 	ms_sites_stacks_reset();
 	sync_stages(-1);
 }
@@ -563,17 +567,17 @@ void ms_sites_fork_child(int tracking)
 
 void ms_sites_stats(struct ms_sites_stats *out)
 {
-	*out = (struct ms_sites_stats){ rate, samples, gpu_allocs, ms_sites_nstacks(), ms_sites_stacks_dropped(),
-					samples_dropped, ms_py_stack_ready() };
+	*out = (struct ms_sites_stats){ rate, shared.samples, shared.gpu_allocs, ms_sites_nstacks(), ms_sites_stacks_dropped(),
+					shared.samples_dropped, ms_py_stack_ready() };
 }
 
 int ms_sites_stage_copy(int id, struct ms_sites_copy *out, int nowait)
 {
 	if (!on || id < 0 || id >= MS_MAX_STAGES)
 		return 0;
-	int locked = nowait ? ms_spin_trylock(&lock, &lock_mine, 1 << 20) == 0 : (ms_spin_lock(&lock, &lock_mine), 1);
+	int locked = nowait ? ms_spin_trylock(&shared.lock, &lock_mine, 1 << 20) == 0 : (ms_spin_lock(&shared.lock, &lock_mine), 1);
 	*out = cur[id].valid ? cur[id] : last[id];
 	if (locked)
-		ms_spin_unlock(&lock, &lock_mine);
+		ms_spin_unlock(&shared.lock, &lock_mine);
 	return out->valid;
 }
