@@ -3,13 +3,13 @@
 # wall time.  The churn loop (mix.c) bare, under a floor wrapper (floor.c: forward, usable size at
 # both ends, one atomic add and a CAS max) and under memshim; startup subtracted (a run of 0
 # operations); memshim printed as a ratio to the floor.  Then paired wall runs, memshim vs floor, on
-# 1 and 2 threads.  Run through `make bench-ir` (BENCH_IR_OPS, BENCH_IR_WALL_OPS, BENCH_PAIRS).
+# 1 and 2 threads.  Run through `make bench-ir` (BENCH_IR_OPS, BENCH_IR_WALL_OPS, BENCH_IR_PAIRS).
 set -euo pipefail
 B=${BUILD:?}
 LIB=$B/libmemshim.so FLOOR=$B/bench/ir/floor.so MIX=$B/bench/ir/mix
 OPS=${BENCH_IR_OPS:-600000}
 WALL_OPS=${BENCH_IR_WALL_OPS:-8000000}
-PAIRS=${BENCH_PAIRS:-7}
+PAIRS=${BENCH_IR_PAIRS:-21} # 2 threads on a shared 2-core VM move by 5% between rounds
 tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
 export MEMSHIM_OUTPUT=$tmp/m.json
 
