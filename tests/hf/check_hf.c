@@ -26,8 +26,8 @@ struct run {
 };
 
 /* Runs ARGV in a fresh directory with the shim preloaded (unless PRELOAD is 0), output pattern
- * OUTPUT (relative to that directory) and extra KEY=VALUE entries ENV. */
-static void run(struct run *r, const char *const *argv, const char *output, const char *const *env, int preload)
+ * OUTPUT (relative to that directory) and extra KEY=VALUE entries ENV; R->status is its status. */
+static void run_status(struct run *r, const char *const *argv, const char *output, const char *const *env, int preload)
 {
 	memset(r, 0, sizeof *r);
 	snprintf(r->dir, sizeof r->dir, "/tmp/memshim-hf.XXXXXX");
@@ -41,6 +41,12 @@ static void run(struct run *r, const char *const *argv, const char *output, cons
 	waitpid(pid, &st, 0);
 	r->status = exit_code(st);
 	read_back(r->dir, r->out, sizeof r->out, r->err, sizeof r->err);
+}
+
+/* run_status, and the program must succeed. */
+static void run(struct run *r, const char *const *argv, const char *output, const char *const *env, int preload)
+{
+	run_status(r, argv, output, env, preload);
 	ck_assert_msg(r->status == 0, "%s exited %d\n%s", argv[1], r->status, r->err);
 }
 
@@ -232,7 +238,15 @@ START_TEST(torchrun_two_ranks)
 	snprintf(torchrun, sizeof torchrun, "%.*s/torchrun", (int)(strrchr(venv_py, '/') - venv_py), venv_py);
 	const char *argv[] = { torchrun, "--standalone", "--nproc-per-node", "2", script, "--skip-hf-memory",
 			       "--samples", "32", NULL };
-	run(&r, argv, "m_%p.json", NULL, 1);
+	/* A rank aborting in gloo's teardown at interpreter exit, after the whole script ran, is
+	 * torch's (3 runs in 20 without memshim, 2 in 20 with it; destroy_process_group() instead
+	 * hung 1 in 20): such a run is tried again. */
+	for (int tries = 0;; tries++) {
+		run_status(&r, argv, "m_%p.json", NULL, 1);
+		if (r.status == 0 || tries == 2 || !strstr(r.err, "terminate called without an active exception"))
+			break;
+	}
+	ck_assert_msg(r.status == 0, "%s exited %d\n%s", argv[1], r.status, r.err);
 	char *files[2], paths[2][600];
 	int ranks = 0;
 	DIR *d = opendir(r.dir);
