@@ -583,16 +583,16 @@ static void look(struct tstate *s)
 		STAT(medium);
 		int adopt = s->adopt;
 		s->adopt = 0;
-		if (ch.nc == 0)
+		if (ch.nc == 0) {
 			add_key(&s->f[s->n - 1], ch.entry_slot, ch.entry_ip);
-		else if (adopt) { /* a hot chain: all its frames, and this call, are known from now on */
+		} else if (adopt) { /* a hot chain: all its frames, and this call, are known from now on */
 			STAT(adopted);
 			take_in(s, &ch, 0);
-		}
-		else if (ch.nc <= ADOPT_AFTER)
+		} else if (ch.nc <= ADOPT_AFTER) {
 			add_chain(s, &ch);
-		else /* a long way up: take in all but the innermost (short-lived) frames */
+		} else { /* a long way up: take in all but the innermost (short-lived) frames */
 			take_in(s, &ch, ADOPT_AFTER - 1);
+		}
 		return;
 	}
 	STAT(slow);
