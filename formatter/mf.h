@@ -162,6 +162,9 @@ void mf_sites_get(json_t *stage, int gpu, struct mf_sites *out);
 void mf_sites_free(struct mf_sites *s);
 size_t mf_site_nframes(const struct mf_site *s);
 const char *mf_site_frame(const struct mf_site *s, size_t i); /* "?" for what is not a string */
+/* FRAME as shown: a C++ symbol ("_Z...+0x1f (lib.so)") demangled when the C++ runtime's demangler
+ * can be loaded, else FRAME as it is (malloc'd). */
+char *mf_frame_display(const char *frame);
 int mf_file_has_sites(const struct mf_file *f);
 double mf_stage_peak(json_t *stage, int gpu);  /* its "peak", or -1 */
 /* "CPU peak 150MB; sampled every 512 KB on average, 240 samples at the peak; ..." (malloc'd). */

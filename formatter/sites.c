@@ -141,17 +141,25 @@ static void mf_text_row(struct mf_table *t, char *c0, char *c1, char *c2, char *
 	mf_table_row(t, cells);
 }
 
+/* FRAME demangled and made printable (malloc'd). */
+static char *mf_clean_frame(const char *frame)
+{
+	char *shown = mf_frame_display(frame), *clean = mf_clean_text(shown);
+	free(shown);
+	return clean;
+}
+
 /* One site: its innermost frame on the row, then up to DEPTH - 1 callers indented below. */
 static void mf_site_rows(struct mf_table *t, const struct mf_site *s, size_t rank, double total,
 			 size_t depth)
 {
 	size_t nf = mf_site_nframes(s), shown = nf < depth ? nf : depth;
 	char *samples = s->samples >= 0 ? mf_xasprintf("%lld", s->samples) : mf_xstrdup("?");
-	char *first = nf ? mf_clean_text(mf_site_frame(s, 0)) : mf_xstrdup("(no frames)");
+	char *first = nf ? mf_clean_frame(mf_site_frame(s, 0)) : mf_xstrdup("(no frames)");
 	mf_text_row(t, mf_xasprintf("%zu", rank), mf_mb(s->bytes), mf_share(s->bytes, total), samples,
 		    first);
 	for (size_t i = 1; i < shown; i++) {
-		char *clean = mf_clean_text(mf_site_frame(s, i));
+		char *clean = mf_clean_frame(mf_site_frame(s, i));
 		mf_text_row(t, NULL, NULL, NULL, NULL, mf_xasprintf("  %s", clean));
 		free(clean);
 	}

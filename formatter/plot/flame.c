@@ -166,7 +166,9 @@ struct mf_flame_frame {
 static void mf_flame_label(cairo_t *cr, const struct mf_fnode *nd, double x, double y, double w,
 			   double row_h)
 {
-	char *bytes = mf_fmt_bytes(nd->bytes), *clean = mf_clean_text(nd->label ? nd->label : "all");
+	char *shown = mf_frame_display(nd->label ? nd->label : "all");
+	char *bytes = mf_fmt_bytes(nd->bytes), *clean = mf_clean_text(shown);
+	free(shown);
 	char *text = mf_xasprintf("%s · %s", clean, bytes);
 	cairo_set_source_rgb(cr, 0.1, 0.1, 0.1);
 	if (mf_text_w(cr, text) <= w - 6) {

@@ -292,8 +292,8 @@ def sites():
     train = [site(60, ["alloc_a (fixture.py:12)", "build (fixture.py:40)", "main (fixture.py:60)"] + py),
              site(30, ["alloc_b (fixture.py:18)", "build (fixture.py:41)", "main (fixture.py:60)",
                        py[0]]),
-             site(10, ["std::vector<float, std::allocator<float> >::reserve(unsigned long)+0x4c "
-                       "(libfoo.so)", "run_big+0x1a (libfoo.so)", "main (fixture.py:62)", py[0]])]
+             site(10, ["_ZNSt6vectorIfSaIfEE7reserveEm+0x4c (libfoo.so)",  # shown demangled
+                       "run_big+0x1a (libfoo.so)", "main (fixture.py:62)", py[0]])]
     for k, n in enumerate((3, 2, 2, 1, 1, 1, 1, 1, 1)):
         train.append(site(n / 2, ["0x7f3a12c0%02x (libtorch_cpu.so)" % k,
                                   "helper_%d (util.py:%d)" % (k, 10 + k), "main (fixture.py:63)"]))
