@@ -111,8 +111,8 @@ static double now(void)
 	return clock_fn ? clock_fn() : 0.0;
 }
 
-/* Next point when live leaves now +- max(1 MiB, 1% of the series' peak), widened (a window
- * never wider than a few steps past 1/MS_TIMELINE_WIDEST of the peak keeps points coming). */
+/* Next point when live leaves now +- max(1 MiB, 1% of the series' peak), widened (doubling stops
+ * once the step reaches 1/MS_TIMELINE_WIDEST of the peak, so points keep coming). */
 static void move_window(int comp, int64_t value)
 {
 	if (value > series_peak[comp])

@@ -356,6 +356,15 @@ static int64_t points(int64_t weight, int gpu)
 	return k > 0 ? k : 1;
 }
 
+/* A block of WEIGHT bytes of stack ID came (SIGN 1) or went (-1) on side GPU (lock held). */
+static void stack_moved(int32_t id, int gpu, int64_t weight, int sign)
+{
+	int side = gpu != 0;
+	__atomic_add_fetch(&per_stack[id].bytes[side], sign * weight, __ATOMIC_RELAXED);
+	__atomic_add_fetch(&per_stack[id].points[side], sign * points(weight, gpu), __ATOMIC_RELAXED);
+	shared.gen[side]++;
+}
+
 /* Records block ADDR of WEIGHT bytes with the calling thread's stack. */
 static void record(uint64_t addr, int64_t weight, int gpu, const uintptr_t *start)
 {
@@ -370,9 +379,7 @@ static void record(uint64_t addr, int64_t weight, int gpu, const uintptr_t *star
 			ms_sites_capture_known(id);
 	}
 	if (id >= 0 && live_insert(addr, id, gpu, weight) == 0) {
-		__atomic_add_fetch(&per_stack[id].bytes[gpu != 0], weight, __ATOMIC_RELAXED);
-		__atomic_add_fetch(&per_stack[id].points[gpu != 0], points(weight, gpu), __ATOMIC_RELAXED);
-		shared.gen[gpu != 0]++;
+		stack_moved(id, gpu, weight, 1);
 	} else {
 		shared.samples_dropped++;
 	}
@@ -457,9 +464,7 @@ static void take_out(uint64_t addr, int gpu)
 	struct live e;
 	ms_spin_lock(&shared.lock, &lock_mine);
 	if (live_remove(addr, gpu, &e) == 0) {
-		__atomic_sub_fetch(&per_stack[e.stack].bytes[gpu != 0], e.weight, __ATOMIC_RELAXED);
-		__atomic_sub_fetch(&per_stack[e.stack].points[gpu != 0], points(e.weight, gpu), __ATOMIC_RELAXED);
-		shared.gen[gpu != 0]++;
+		stack_moved(e.stack, gpu, e.weight, -1);
 	}
 	ms_spin_unlock(&shared.lock, &lock_mine);
 }
