@@ -14,6 +14,9 @@ static __thread int lock_held MS_TLS;
 static int64_t series_peak[MS_NCOMP];
 static int widen[MS_NCOMP];          /* the series' step is doubled this many times */
 static double last_moved[MS_NCOMP];  /* time of its last point for a move */
+/* The band of values a series' points took while they came too fast: its window spans the band
+ * plus the step, so live swinging inside it costs no points. */
+static int64_t band_lo[MS_NCOMP], band_hi[MS_NCOMP];
 void (*ms_timeline_moved_observer)(double t);
 
 static void timeline_lock(void)
@@ -111,9 +114,9 @@ static double now(void)
 	return clock_fn ? clock_fn() : 0.0;
 }
 
-/* Next point when live leaves now +- max(1 MiB, 1% of the series' peak), widened (doubling stops
- * once the step reaches 1/MS_TIMELINE_WIDEST of the peak, so points keep coming). */
-static void move_window(int comp, int64_t value)
+/* The window's half-width: max(1 MiB, 1% of the series' peak), widened (doubling stops once it
+ * reaches 1/MS_TIMELINE_WIDEST of the peak, so points keep coming). */
+static int64_t step_of(int comp, int64_t value)
 {
 	if (value > series_peak[comp])
 		series_peak[comp] = value;
@@ -123,20 +126,58 @@ static void move_window(int comp, int64_t value)
 	int64_t widest = series_peak[comp] / MS_TIMELINE_WIDEST;
 	for (int k = 0; k < widen[comp] && step < widest; k++)
 		step *= 2;
-	ms_watch_set((enum ms_comp)comp, value - step, value + step);
+	return step;
 }
 
-/* A move's point at T: widens the series' step while such points come faster than one per
- * 1/MS_TIMELINE_PACE of the run so far (each costs the allocating threads a trip through the
- * lock and the gates), narrows it while they come four times slower. */
-static void pace(int comp, double t)
+/* A point of VALUE joins the band.  One that did not come too SOON narrows it: a jump more than a
+ * STEP past the band starts a new band there, a smaller one halves the band's reach on either side
+ * of it.  So a band stays wide over a steady swing and narrows over quiet points. */
+static void band_take(int comp, int64_t value, int soon, int64_t step)
 {
+	int64_t *lo = &band_lo[comp], *hi = &band_hi[comp];
+	if (!soon) {
+		int64_t out = value < *lo ? *lo - value : value - *hi;
+		if (out > *hi - *lo + step) {
+			*lo = *hi = value;
+			return;
+		}
+		*lo = value - (value - *lo) / 2;
+		*hi = value + (*hi - value) / 2;
+	}
+	if (value < *lo)
+		*lo = value;
+	if (value > *hi)
+		*hi = value;
+}
+
+/* A point of VALUE (SOON: see band_take): the next comes when live leaves the band by more than
+ * the step. */
+static void move_window(int comp, int64_t value, int soon)
+{
+	int64_t step = step_of(comp, value);
+	band_take(comp, value, soon, step);
+	ms_watch_set((enum ms_comp)comp, band_lo[comp] - step, band_hi[comp] + step);
+}
+
+/* A point at T came sooner than 1/MS_TIMELINE_PACE of the run so far after the last move's. */
+static int too_soon(int comp, double t)
+{
+	return t - last_moved[comp] < t / MS_TIMELINE_PACE;
+}
+
+/* A move's point at T: widens the series' step while such points come too soon (each costs the
+ * allocating threads a trip through the lock and the gates), narrows it while they come four
+ * times slower than that.  Returns whether this one came too soon. */
+static int pace(int comp, double t)
+{
+	int soon = too_soon(comp, t);
 	double gap = t - last_moved[comp], need = t / MS_TIMELINE_PACE;
 	last_moved[comp] = t;
-	if (gap < need && widen[comp] < MS_TIMELINE_MAX_WIDEN)
+	if (soon && widen[comp] < MS_TIMELINE_MAX_WIDEN)
 		widen[comp]++;
 	else if (gap > 4 * need && widen[comp] > 0)
 		widen[comp]--;
+	return soon;
 }
 
 /* The counters' watch: COMP's live left its window. */
@@ -147,8 +188,7 @@ static void moved(enum ms_comp comp, int64_t value)
 	double t = now();
 	if (enabled) {
 		ms_timeline_append(&timeline, comp, t, value);
-		pace(comp, t);
-		move_window(comp, value);
+		move_window(comp, value, pace(comp, t));
 	}
 	timeline_unlock();
 	void (*observer)(double) = __atomic_load_n(&ms_timeline_moved_observer, __ATOMIC_RELAXED);
@@ -181,7 +221,7 @@ void ms_timeline_boundary(int stage, int begin, double t)
 				continue;
 			int64_t v = ms_live((enum ms_comp)c);
 			ms_timeline_append(&timeline, c, t, v);
-			move_window(c, v);
+			move_window(c, v, too_soon(c, t));
 		}
 	}
 	timeline_unlock();
@@ -194,7 +234,7 @@ void ms_timeline_enable(int on)
 	__atomic_store_n(&ms_watch_fn, moved, __ATOMIC_RELAXED);
 	for (int c = 0; c < MS_NCOMP; c++) {
 		if (on && (c == MS_CPU || c >= MS_DEV0)) {
-			move_window(c, ms_live((enum ms_comp)c));
+			move_window(c, ms_live((enum ms_comp)c), 0);
 		} else {
 			ms_watch_set((enum ms_comp)c, INT64_MIN, INT64_MAX);
 		}
@@ -220,6 +260,8 @@ static void forget_all(void)
 	memset(series_peak, 0, sizeof series_peak);
 	memset(widen, 0, sizeof widen);
 	memset(last_moved, 0, sizeof last_moved);
+	memset(band_lo, 0, sizeof band_lo);
+	memset(band_hi, 0, sizeof band_hi);
 }
 
 void ms_timeline_fork_child(int tracking)

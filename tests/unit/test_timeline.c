@@ -111,9 +111,28 @@ START_TEST(points_that_come_too_fast_widen_the_step)
 	ms_timeline_enable(1);
 	ck_assert_uint_eq(swing(256LL << 20, 1.0, 2), 2); /* a 256 MiB peak: a 2.56 MiB step, widened up to 32 MiB */
 	uint32_t fast = swing(8LL << 20, 1e-6, 200);
-	ck_assert_msg(fast >= 2 && fast <= 8, "%u points for 200 moves of 8 MiB a microsecond apart", fast);
+	ck_assert_msg(fast >= 1 && fast <= 8, "%u points for 200 moves of 8 MiB a microsecond apart", fast);
 	ck_assert_uint_eq(swing(64LL << 20, 1.0, 8), 8); /* past any window: each a point, each narrows */
 	ck_assert_uint_eq(swing(4LL << 20, 1.0, 20), 20); /* back to the 2.56 MiB step */
+	ms_timeline_set_clock(NULL);
+	ms_timeline_enable(0);
+}
+END_TEST
+
+/* A swing wider than any widened step, faster than the pace: its points span a band and live going
+ * to and fro inside it costs none; quiet points narrow the band back, a far jump starts a new one. */
+START_TEST(a_fast_swing_wider_than_the_step_settles_into_a_band)
+{
+	ms_timeline_clear();
+	ms_counters_clear();
+	ms_timeline_set_clock(fake_clock);
+	fake_now = 1.0;
+	ms_timeline_enable(1);
+	ck_assert_uint_eq(swing(256LL << 20, 1.0, 2), 2); /* a 256 MiB peak: steps of 2.56 .. 64 MiB */
+	uint32_t fast = swing(160LL << 20, 1e-6, 2000);
+	ck_assert_msg(fast >= 1 && fast <= 4, "%u points for 2000 moves of 160 MiB a microsecond apart", fast);
+	ck_assert_uint_eq(swing(400LL << 20, 1.0, 2), 2); /* far past the band: each starts a new one */
+	ck_assert_uint_eq(swing(128LL << 20, 1.0, 20), 20); /* moves inside the old band seen again */
 	ms_timeline_set_clock(NULL);
 	ms_timeline_enable(0);
 }
@@ -128,6 +147,7 @@ int main(void)
 	tcase_add_test(tc, the_peak_point_keeps_its_time);
 	tcase_add_test(tc, recording_moves_by_a_mebibyte_or_one_percent);
 	tcase_add_test(tc, points_that_come_too_fast_widen_the_step);
+	tcase_add_test(tc, a_fast_swing_wider_than_the_step_settles_into_a_band);
 	suite_add_tcase(s, tc);
 	return run_suite(s);
 }
