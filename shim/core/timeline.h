@@ -2,7 +2,8 @@
  * buffer fills, neighbouring points of a series merge keeping the larger value, so the true peak
  * is never lost.  The buffer logic is pure; recording takes a short fork-safe lock.  Points are
  * recorded when the counters' watch (counters.h) sees live leave its window, max(1 MiB, 1% of the
- * series' peak) either way, widened while points come faster than the run needs (below). */
+ * series' peak) either way, widened while points come faster than the run needs (below), around
+ * the band a fast swing's points span (timeline.c). */
 #ifndef MS_TIMELINE_H
 #define MS_TIMELINE_H
 

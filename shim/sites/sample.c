@@ -18,7 +18,7 @@
 #include "sites/hot.h"
 #include "sites/sites.h"
 
-#define LIVE_BITS_FIRST 12 /* 4096 slots (96 KiB) at first: the table doubles as samples stay live */
+#define LIVE_BITS_FIRST 10 /* 1024 slots (24 KiB, 6 pages to fault in) at first: the table doubles as samples stay live */
 #define LIVE_BITS_MAX 19
 #define LIVE_SLOTS (1u << live_bits)
 #define MAX_LIVE ((1u << LIVE_BITS_MAX) / 2)
@@ -159,6 +159,14 @@ static int live_grow(void)
 	return 0;
 }
 
+/* The filter byte of ADDR moves by DELTA (lock held: a plain read and write, no locked add; the
+ * hot path only reads it). */
+static void filter_add(uint64_t addr, int delta)
+{
+	uint8_t *f = &ms_sites_filter[ms_sites_hash(addr)];
+	__atomic_store_n(f, (uint8_t)(__atomic_load_n(f, __ATOMIC_RELAXED) + delta), __ATOMIC_RELAXED);
+}
+
 static int live_insert(uint64_t addr, int32_t stack, int gpu, int64_t weight)
 {
 	if (shared.nlive >= MAX_LIVE || live_grow() < 0)
@@ -171,7 +179,7 @@ static int live_insert(uint64_t addr, int32_t stack, int gpu, int64_t weight)
 	live[i] = (struct live){ addr, stack, gpu, weight };
 	shared.nlive++;
 	if (!gpu)
-		__atomic_add_fetch(&ms_sites_filter[ms_sites_hash(addr)], 1, __ATOMIC_RELAXED);
+		filter_add(addr, 1);
 	return 0;
 }
 
@@ -203,7 +211,7 @@ static int live_remove(uint64_t addr, int gpu, struct live *out)
 done:
 	shared.nlive--;
 	if (!gpu)
-		__atomic_sub_fetch(&ms_sites_filter[ms_sites_hash(addr)], 1, __ATOMIC_RELAXED);
+		filter_add(addr, -1);
 	return 0;
 }
 
@@ -356,13 +364,25 @@ static int64_t points(int64_t weight, int gpu)
 	return k > 0 ? k : 1;
 }
 
-/* A block of WEIGHT bytes of stack ID came (SIGN 1) or went (-1) on side GPU (lock held). */
+/* A block of WEIGHT bytes of stack ID came (SIGN 1) or went (-1) on side GPU (lock held: every
+ * reader holds it too). */
 static void stack_moved(int32_t id, int gpu, int64_t weight, int sign)
 {
 	int side = gpu != 0;
-	__atomic_add_fetch(&per_stack[id].bytes[side], sign * weight, __ATOMIC_RELAXED);
-	__atomic_add_fetch(&per_stack[id].points[side], sign * points(weight, gpu), __ATOMIC_RELAXED);
+	per_stack[id].bytes[side] += sign * weight;
+	per_stack[id].points[side] += sign * points(weight, gpu);
 	shared.gen[side]++;
+}
+
+/* Refreshes the copies of open calls when a live value passed their threshold (lock held); reads
+ * the live values only while some call is open (each read is of a line every thread writes). */
+static void refresh_if_high(void)
+{
+	if (cpu_next == INT64_MAX && gpu_next == INT64_MAX)
+		return;
+	int64_t cpu_now = ms_live(MS_CPU), gpu_now = ms_live(MS_GPU);
+	if (cpu_now > cpu_next || gpu_now > gpu_next)
+		refresh(cpu_now, gpu_now);
 }
 
 /* Records block ADDR of WEIGHT bytes with the calling thread's stack. */
@@ -387,9 +407,7 @@ static void record(uint64_t addr, int64_t weight, int gpu, const uintptr_t *star
 		shared.gpu_allocs++;
 	else
 		shared.samples += (uint64_t)points(weight, 0);
-	int64_t cpu_now = ms_live(MS_CPU), gpu_now = ms_live(MS_GPU);
-	if (cpu_now > cpu_next || gpu_now > gpu_next)
-		refresh(cpu_now, gpu_now);
+	refresh_if_high();
 	ms_spin_unlock(&shared.lock, &lock_mine);
 }
 
