@@ -25,7 +25,10 @@
 #define MAX_DRAWS 4096 /* samples counted one by one in a single block; beyond, its size is its weight */
 
 __thread int64_t ms_sites_left MS_TLS;
-uint8_t ms_sites_filter[1u << MS_SITES_FILTER_BITS];
+uint64_t ms_sites_filter[(1u << MS_SITES_FILTER_BITS) / 64];
+/* Per address hash: the sampled blocks living there (lock held; saturates: its bit then stays set,
+ * which costs lookups, never a missed free). */
+static uint8_t filter_count[1u << MS_SITES_FILTER_BITS];
 
 struct live {
 	uint64_t addr; /* 0: empty */
@@ -159,12 +162,18 @@ static int live_grow(void)
 	return 0;
 }
 
-/* The filter byte of ADDR moves by DELTA (lock held: a plain read and write, no locked add; the
- * hot path only reads it). */
+/* ADDR's hash holds one sampled block more (DELTA 1) or fewer (-1); its filter bit follows (lock
+ * held: plain reads and writes, no locked instruction; the hot path only reads the bit). */
 static void filter_add(uint64_t addr, int delta)
 {
-	uint8_t *f = &ms_sites_filter[ms_sites_hash(addr)];
-	__atomic_store_n(f, (uint8_t)(__atomic_load_n(f, __ATOMIC_RELAXED) + delta), __ATOMIC_RELAXED);
+	unsigned h = ms_sites_hash(addr);
+	uint8_t *count = &filter_count[h];
+	if (*count == UINT8_MAX)
+		return;
+	*count = (uint8_t)(*count + delta);
+	uint64_t *word = &ms_sites_filter[h / 64], bit = UINT64_C(1) << (h % 64);
+	uint64_t old = __atomic_load_n(word, __ATOMIC_RELAXED);
+	__atomic_store_n(word, *count ? old | bit : old & ~bit, __ATOMIC_RELAXED);
 }
 
 static int live_insert(uint64_t addr, int32_t stack, int gpu, int64_t weight)
@@ -574,6 +583,7 @@ void ms_sites_fork_child(int tracking)
 	}
 	memset(live, 0, LIVE_SLOTS * sizeof *live);
 	memset(ms_sites_filter, 0, sizeof ms_sites_filter);
+	memset(filter_count, 0, sizeof filter_count);
 	memset(per_stack, 0, STACK_IDS * sizeof *per_stack);
 	memset(cur, 0, sizeof cur);
 	memset(last, 0, sizeof last);
