@@ -31,9 +31,15 @@ void ms_sites_cpu_high(int64_t now);
 void ms_sites_gpu_alloc(uint64_t dptr, int64_t bytes);
 void ms_sites_gpu_free(uint64_t dptr);
 
+/* An address mixed: the filter takes its leading bits, and so does the live table (sample.c). */
+static inline uint64_t ms_sites_mix(uintptr_t p)
+{
+	return p * 0x9e3779b97f4a7c15ULL;
+}
+
 static inline unsigned ms_sites_hash(uintptr_t p)
 {
-	return (unsigned)((p * 0x9e3779b97f4a7c15ULL) >> (64 - MS_SITES_FILTER_BITS));
+	return (unsigned)(ms_sites_mix(p) >> (64 - MS_SITES_FILTER_BITS));
 }
 
 static inline void ms_sites_alloc(void *p, int64_t usable)

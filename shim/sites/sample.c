@@ -26,9 +26,6 @@
 
 __thread int64_t ms_sites_left MS_TLS;
 uint64_t ms_sites_filter[(1u << MS_SITES_FILTER_BITS) / 64];
-/* Per address hash: the sampled blocks living there (lock held; saturates: its bit then stays set,
- * which costs lookups, never a missed free). */
-static uint8_t filter_count[1u << MS_SITES_FILTER_BITS];
 
 struct live {
 	uint64_t addr; /* 0: empty */
@@ -127,9 +124,10 @@ static int64_t draw(void)
 
 /* ---- the live table ------------------------------------------------------------------------ */
 
+/* The home slot: leading bits of the same mix as the filter's hash (see hash_still_live). */
 static uint32_t slot_of(uint64_t addr)
 {
-	return (uint32_t)((addr * 0x9e3779b97f4a7c15ULL) >> (64 - live_bits));
+	return (uint32_t)(ms_sites_mix(addr) >> (64 - live_bits));
 }
 
 static void live_put(const struct live *e)
@@ -162,18 +160,30 @@ static int live_grow(void)
 	return 0;
 }
 
-/* ADDR's hash holds one sampled block more (DELTA 1) or fewer (-1); its filter bit follows (lock
- * held: plain reads and writes, no locked instruction; the hot path only reads the bit). */
-static void filter_add(uint64_t addr, int delta)
+/* Sets or clears filter hash H's bit (lock held: a plain read and write, no locked instruction;
+ * the hot path only reads the bit). */
+static void filter_set(unsigned h, int set)
 {
-	unsigned h = ms_sites_hash(addr);
-	uint8_t *count = &filter_count[h];
-	if (*count == UINT8_MAX)
-		return;
-	*count = (uint8_t)(*count + delta);
 	uint64_t *word = &ms_sites_filter[h / 64], bit = UINT64_C(1) << (h % 64);
 	uint64_t old = __atomic_load_n(word, __ATOMIC_RELAXED);
-	__atomic_store_n(word, *count ? old | bit : old & ~bit, __ATOMIC_RELAXED);
+	__atomic_store_n(word, set ? old | bit : old & ~bit, __ATOMIC_RELAXED);
+}
+
+/* Whether a CPU block with filter hash H is still in the table (lock held).  Home slots and filter
+ * hashes are leading bits of one mix, so such blocks have their homes in one aligned span of
+ * slots, and linear probing keeps each in the run of full slots that starts at its home. */
+static int hash_still_live(unsigned h)
+{
+	int shift = (int)live_bits - MS_SITES_FILTER_BITS;
+	uint32_t first = shift >= 0 ? h << shift : h >> -shift, span = shift > 0 ? 1u << shift : 1;
+	for (uint32_t k = 0; k < LIVE_SLOTS; k++) {
+		const struct live *e = &live[(first + k) & (LIVE_SLOTS - 1)];
+		if (!e->addr && k + 1 >= span)
+			return 0; /* past every home of the span: their runs end here */
+		if (e->addr && !e->gpu && ms_sites_hash(e->addr) == h)
+			return 1;
+	}
+	return 0;
 }
 
 static int live_insert(uint64_t addr, int32_t stack, int gpu, int64_t weight)
@@ -188,7 +198,7 @@ static int live_insert(uint64_t addr, int32_t stack, int gpu, int64_t weight)
 	live[i] = (struct live){ addr, stack, gpu, weight };
 	shared.nlive++;
 	if (!gpu)
-		filter_add(addr, 1);
+		filter_set(ms_sites_hash(addr), 1);
 	return 0;
 }
 
@@ -219,8 +229,8 @@ static int live_remove(uint64_t addr, int gpu, struct live *out)
 	}
 done:
 	shared.nlive--;
-	if (!gpu)
-		filter_add(addr, -1);
+	if (!gpu && !hash_still_live(ms_sites_hash(addr)))
+		filter_set(ms_sites_hash(addr), 0);
 	return 0;
 }
 
@@ -583,7 +593,6 @@ void ms_sites_fork_child(int tracking)
 	}
 	memset(live, 0, LIVE_SLOTS * sizeof *live);
 	memset(ms_sites_filter, 0, sizeof ms_sites_filter);
-	memset(filter_count, 0, sizeof filter_count);
 	memset(per_stack, 0, STACK_IDS * sizeof *per_stack);
 	memset(cur, 0, sizeof cur);
 	memset(last, 0, sizeof last);
