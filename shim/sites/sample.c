@@ -352,8 +352,9 @@ static void sync_stages(int stage)
 	for (int k = nopen; k-- > 0;)
 		if (ms_stage_depth(open_ids[k]) == 0)
 			end_call(k, cpu_now, gpu_now);
+	/* depth first: the copies of stages not open are never read, so their pages are never faulted in */
 	for (int id = stage < 0 ? 0 : stage; id < (stage < 0 ? MS_MAX_STAGES : stage + 1); id++)
-		if (id < MS_MAX_STAGES && !cur[id].valid && ms_stage_depth(id) > 0)
+		if (id < MS_MAX_STAGES && ms_stage_depth(id) > 0 && !cur[id].valid)
 			start_call(id, cpu_now, gpu_now);
 	if (cpu_now > cpu_next || gpu_now > gpu_next)
 		refresh(cpu_now, gpu_now);
