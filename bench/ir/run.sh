@@ -9,7 +9,7 @@ B=${BUILD:?}
 LIB=$B/libmemshim.so FLOOR=$B/bench/ir/floor.so MIX=$B/bench/ir/mix
 OPS=${BENCH_IR_OPS:-600000}
 WALL_OPS=${BENCH_IR_WALL_OPS:-8000000}
-PAIRS=${BENCH_IR_PAIRS:-21} # 2 threads on a shared 2-core VM move by 5% between rounds
+PAIRS=${BENCH_IR_PAIRS:-41} # 2 threads on a shared 2-core VM move by 2-5% between rounds
 tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
 export MEMSHIM_OUTPUT=$tmp/m.json
 
