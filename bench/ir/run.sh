@@ -43,12 +43,14 @@ for extra in ${BENCH_IR_EXTRA:-}; do # NAME=VALUE settings to compare, e.g. MEMS
 done
 
 now() { date +%s%N; }
-# wall THREADS: paired medians of floor, memshim and memshim without call sites, alternating.
+# wall THREADS: paired medians of floor, memshim and memshim without call sites, alternating; each
+# round starts with the next variant, so none always runs right after another.
 wall() {
-	local t0 t1 i v
+	local t0 t1 i k v variants=(floor memshim nosites)
 	rm -f "$tmp"/w.*
 	for ((i = 0; i < PAIRS; i++)); do
-		for v in floor memshim nosites; do
+		for ((k = 0; k < 3; k++)); do
+			v=${variants[(i + k) % 3]}
 			local pre=$LIB sites=1; [ $v = floor ] && pre=$FLOOR; [ $v = nosites ] && sites=0
 			t0=$(now); MEMSHIM_SITES=$sites LD_PRELOAD=$pre "$MIX" "$1" "$WALL_OPS"; t1=$(now)
 			echo $(((t1 - t0) / 1000)) >>"$tmp/w.$v"
