@@ -110,10 +110,9 @@ static void sort_addrs(struct addr *a, size_t n)
 	}
 }
 
-/* First address index with ip - 1 >= LO. */
-static size_t lower(uintptr_t lo)
+/* First address index in [A, B) with ip - 1 >= LO. */
+static size_t lower(uintptr_t lo, size_t a, size_t b)
 {
-	size_t a = 0, b = naddrs;
 	while (a < b) {
 		size_t m = a + (b - a) / 2;
 		if (addrs[m].ip - 1 < lo)
@@ -138,6 +137,18 @@ static uint32_t keep_name(const char *s, size_t max)
 	return off;
 }
 
+/* The addresses of object OBJ, [FIRST, END) of the sorted table (objects do not overlap). */
+static void addrs_of(int obj, size_t *first, size_t *end)
+{
+	size_t i = 0;
+	while (i < naddrs && addrs[i].obj != obj)
+		i++;
+	*first = i;
+	while (i < naddrs && addrs[i].obj == obj)
+		i++;
+	*end = i;
+}
+
 static void scan(const unsigned char *map, size_t size, const Elf64_Shdr *sh, const Elf64_Shdr *str, int obj)
 {
 	if (sh->sh_offset > size || sh->sh_size > size - sh->sh_offset || sh->sh_entsize != sizeof(Elf64_Sym) ||
@@ -145,16 +156,21 @@ static void scan(const unsigned char *map, size_t size, const Elf64_Shdr *sh, co
 		return;
 	const Elf64_Sym *sym = (const Elf64_Sym *)(map + sh->sh_offset);
 	const char *strs = (const char *)(map + str->sh_offset);
-	size_t n = sh->sh_size / sizeof *sym;
-	uintptr_t base = objs[obj].base;
+	size_t n = sh->sh_size / sizeof *sym, first, end;
+	addrs_of(obj, &first, &end);
+	if (first == end)
+		return;
+	uintptr_t base = objs[obj].base, min = addrs[first].ip - 1, max = addrs[end - 1].ip - 1;
 	for (size_t i = 0; i < n; i++) {
+		uintptr_t lo = base + sym[i].st_value, hi = lo + sym[i].st_size;
+		if (hi <= min || lo > max) /* most symbols: no wanted address near (two compares) */
+			continue;
 		int type = ELF64_ST_TYPE(sym[i].st_info);
 		if ((type != STT_FUNC && type != STT_GNU_IFUNC) || sym[i].st_shndx == SHN_UNDEF || !sym[i].st_size ||
 		    sym[i].st_name >= str->sh_size)
 			continue;
-		uintptr_t lo = base + sym[i].st_value, hi = lo + sym[i].st_size;
-		for (size_t k = lower(lo); k < naddrs && addrs[k].ip - 1 < hi; k++)
-			if (addrs[k].obj == obj && !addrs[k].name)
+		for (size_t k = lower(lo, first, end); k < end && addrs[k].ip - 1 < hi; k++)
+			if (!addrs[k].name)
 				addrs[k] = (struct addr){ addrs[k].ip, keep_name(strs + sym[i].st_name, str->sh_size - sym[i].st_name),
 							  (int16_t)obj, lo };
 	}
