@@ -105,16 +105,17 @@ static inline __attribute__((always_inline)) void *fast_new(void *p, int check)
 }
 
 /* The fast path's free: 1 when done, 0 when the general path must take PTR (NULL, a bootstrap
- * block, a pointer glibc will reject, a block that may have been sampled). */
+ * block, a pointer glibc will reject, a block that may have been sampled).  CHECK comes first,
+ * so only PTR is kept across its call (the general path checks again: a rare second look). */
 static inline __attribute__((always_inline)) int fast_free(void *ptr, int check)
 {
+	if (check)
+		ms_before_counting();
 	if (ms_bootstrap_owns(ptr) || !ptr || MS_UNLIKELY(ms_sites_maybe_sampled(ptr)))
 		return 0;
 	uint64_t head = glibc_head(ptr);
 	if (MS_UNLIKELY(glibc_would_reject(ptr, head)))
 		return 0;
-	if (check)
-		ms_before_counting();
 	uint64_t r = ms_cpu_word_add(-(int64_t)glibc_usable(head));
 	if (ms_cpu_shrank_below(r))
 		free_below_gate(ptr, r);

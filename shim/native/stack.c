@@ -71,6 +71,8 @@ struct chain_key {
 };
 
 struct tstate {
+	const struct frame *top; /* f[n - 1], or none while n is 0: the check's one load (set_n) */
+	struct frame none;       /* key_slot 0: no call matches it */
 	int n;             /* known frames */
 	int watch;         /* this thread's marker trampoline, -1 */
 	int watch_at;      /* frame holding it, -1 */
@@ -180,6 +182,13 @@ static int in_self(uintptr_t ip)
 
 /* ---- per-thread state ------------------------------------------------------------------------ */
 
+/* The number of known frames, and the innermost one with it. */
+static void set_n(struct tstate *s, int n)
+{
+	s->n = n;
+	s->top = n > 0 ? &s->f[n - 1] : &s->none;
+}
+
 static struct tstate *state(void)
 {
 	struct tstate *s = ts;
@@ -193,6 +202,7 @@ static struct tstate *state(void)
 	s->watch = s->watch_at = -1;
 	// cppcheck-suppress nullPointerRedundantCheck ; as above
 	s->adopt_in = ADOPT_HITS;
+	set_n(s, 0);
 	ts = s;
 	pthread_setspecific(state_key, s); /* low key index: no allocation */
 	return s;
@@ -238,7 +248,8 @@ static void set_tramp(struct frame *f, int t)
  * view were wrong and the frame still returned through it, it must still lead home. */
 static void pop_stale(struct tstate *s)
 {
-	struct frame *f = &s->f[--s->n];
+	set_n(s, s->n - 1);
+	struct frame *f = &s->f[s->n];
 	if (f->tramp < 0)
 		return;
 	if (f->stage >= 0)
@@ -336,7 +347,7 @@ static void push(struct tstate *s, const struct cand *c)
 			set_tramp(f, t);
 		}
 	}
-	s->n++;
+	set_n(s, s->n + 1);
 }
 
 /* What a walk up the stack found: new frames (s->c, innermost first) up to the known frame MATCH. */
@@ -630,7 +641,7 @@ static inline int entry_frame(uintptr_t cfa, uintptr_t *slot, uintptr_t *ip)
  * return address IP before (nothing new can be on the stack in between). */
 static inline int seen_before(const struct tstate *s, uintptr_t slot, uintptr_t ip)
 {
-	const struct frame *top = &s->f[s->n - 1];
+	const struct frame *top = s->top;
 	_Static_assert(NKEYS == 4, "the comparison below names each key");
 	return top->key_slot == slot && load(top->slot) == top->watched &&
 	       (top->key_ip[0] == ip || top->key_ip[1] == ip || top->key_ip[2] == ip || top->key_ip[3] == ip);
@@ -667,7 +678,7 @@ static __attribute__((noinline)) void check_slow(uintptr_t *wrapper_slot)
 /* A call through a short chain of frames seen before, else the slow way. */
 static __attribute__((noinline)) void check_chains(struct tstate *s, uintptr_t *slot)
 {
-	if (!chain_seen(s, (uintptr_t)slot, *slot))
+	if (s->n == 0 || !chain_seen(s, (uintptr_t)slot, *slot))
 		check_slow(slot);
 }
 
@@ -676,11 +687,11 @@ static __attribute__((noinline)) void check_chains(struct tstate *s, uintptr_t *
 void ms_native_check(uintptr_t *slot)
 {
 	struct tstate *s = ts;
-	if (MS_UNLIKELY(s == NULL || s->n == 0)) {
+	if (MS_UNLIKELY(s == NULL)) {
 		check_slow(slot);
 		return;
 	}
-	if (!seen_before(s, (uintptr_t)slot, *slot))
+	if (!seen_before(s, (uintptr_t)slot, *slot)) /* no frame known: top is none, which never matches */
 		check_chains(s, slot);
 }
 
@@ -700,7 +711,7 @@ static void drop_to(struct tstate *s, int k, int t, int unwinding)
 		defer(s, t); /* the unwinder reads the return address after we return */
 	else
 		ms_pool_give(t);
-	s->n = k;
+	set_n(s, k);
 }
 
 uintptr_t ms_native_tramp_fire(uintptr_t block_ret)
@@ -777,7 +788,8 @@ void ms_native_discard_below(uintptr_t target_sp)
 	STAT(longjmps);
 	flush_deferred(s);
 	while (s->n > 0 && s->f[s->n - 1].slot < target_sp) {
-		struct frame *f = &s->f[--s->n];
+		set_n(s, s->n - 1);
+		struct frame *f = &s->f[s->n];
 		if (f->tramp < 0)
 			continue;
 		if (f->stage >= 0)
@@ -820,7 +832,8 @@ static void thread_gone(void *arg)
 	s->busy = 1;
 	flush_deferred(s);
 	while (s->n > 0) {
-		struct frame *f = &s->f[--s->n];
+		set_n(s, s->n - 1);
+		struct frame *f = &s->f[s->n];
 		if (f->tramp < 0)
 			continue;
 		if (load(f->slot) == ms_tramp_addr(f->tramp))
