@@ -202,7 +202,8 @@ static struct tstate *state(void)
 	s->watch = s->watch_at = -1;
 	// cppcheck-suppress nullPointerRedundantCheck ; as above
 	s->adopt_in = ADOPT_HITS;
-	set_n(s, 0);
+	// cppcheck-suppress nullPointerRedundantCheck ; as above (n is 0 in the fresh mapping)
+	s->top = &s->none;
 	ts = s;
 	pthread_setspecific(state_key, s); /* low key index: no allocation */
 	return s;
