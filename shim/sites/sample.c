@@ -18,7 +18,7 @@
 #include "sites/hot.h"
 #include "sites/sites.h"
 
-#define LIVE_BITS_FIRST 10 /* 1024 slots (24 KiB, 6 pages to fault in) at first: the table doubles as samples stay live */
+#define LIVE_BITS_FIRST 10 /* 1024 slots (24 KiB) at first: the table doubles as samples stay live */
 #define LIVE_BITS_MAX 19
 #define LIVE_SLOTS (1u << live_bits)
 #define MAX_LIVE ((1u << LIVE_BITS_MAX) / 2)
@@ -352,7 +352,7 @@ static void sync_stages(int stage)
 	for (int k = nopen; k-- > 0;)
 		if (ms_stage_depth(open_ids[k]) == 0)
 			end_call(k, cpu_now, gpu_now);
-	/* depth first: the copies of stages not open are never read, so their pages are never faulted in */
+	/* depth first: copies of stages not open are never read, so their pages stay unfaulted */
 	for (int id = stage < 0 ? 0 : stage; id < (stage < 0 ? MS_MAX_STAGES : stage + 1); id++)
 		if (id < MS_MAX_STAGES && ms_stage_depth(id) > 0 && !cur[id].valid)
 			start_call(id, cpu_now, gpu_now);
