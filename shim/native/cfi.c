@@ -6,6 +6,9 @@
  * confirm that nothing new is on the stack. */
 #include <link.h>
 #include <string.h>
+#include <sys/mman.h>
+#include <sys/syscall.h>
+#include <unistd.h>
 #include "native/native.h"
 
 #define NRULES 8192
@@ -26,8 +29,14 @@ struct cfi_obj {
 	const unsigned char *hdr;  /* .eh_frame_hdr */
 };
 
-static uintptr_t rule_ip[NRULES];
-static uint64_t rule_word[NRULES];
+/* The rule cache, mapped with its pages in place at the first rule: return addresses spread over
+ * all its pages, and faulting them in one at a time (twice for a page read before written) cost a
+ * Python start some 50 faults. */
+struct rule_slot {
+	uintptr_t ip; /* 0: empty */
+	uint64_t word;
+};
+static struct rule_slot *rules;
 static struct cfi_obj objs[MAX_CFI_OBJS];
 static int nobjs;
 static int lock_word;
@@ -498,13 +507,31 @@ static int compute(uintptr_t ip, struct rule *r)
 	return 0;
 }
 
+static unsigned rule_home(uintptr_t ip)
+{
+	return (unsigned)((ip * 0x9e3779b97f4a7c15ULL) >> 51) % NRULES;
+}
+
+/* The cache, mapped at the first call (lock_word held); NULL when it could not be. */
+static struct rule_slot *rules_mapped(void)
+{
+	if (!rules) {
+		long p = syscall(SYS_mmap, NULL, NRULES * sizeof *rules, PROT_READ | PROT_WRITE,
+				 MAP_PRIVATE | MAP_ANONYMOUS | MAP_POPULATE, -1, 0);
+		if (!(p < 0 && p > -4096))
+			__atomic_store_n(&rules, (struct rule_slot *)p, __ATOMIC_RELEASE);
+	}
+	return rules;
+}
+
 static int rule_for(uintptr_t ip, struct rule *r)
 {
-	unsigned h = (unsigned)((ip * 0x9e3779b97f4a7c15ULL) >> 51) % NRULES;
-	for (int k = 0; k < 16; k++, h = (h + 1) % NRULES) {
-		uintptr_t v = __atomic_load_n(&rule_ip[h], __ATOMIC_ACQUIRE);
+	struct rule_slot *t = __atomic_load_n(&rules, __ATOMIC_ACQUIRE);
+	unsigned h = rule_home(ip);
+	for (int k = 0; t && k < 16; k++, h = (h + 1) % NRULES) {
+		uintptr_t v = __atomic_load_n(&t[h].ip, __ATOMIC_ACQUIRE);
 		if (v == ip) {
-			*r = unpack(__atomic_load_n(&rule_word[h], __ATOMIC_RELAXED));
+			*r = unpack(__atomic_load_n(&t[h].word, __ATOMIC_RELAXED));
 			return r->valid ? 0 : -1;
 		}
 		if (v == 0)
@@ -517,14 +544,15 @@ static int rule_for(uintptr_t ip, struct rule *r)
 	int ok = compute(ip, &got) == 0;
 	if (!ok)
 		memset(&got, 0, sizeof got);
-	h = (unsigned)((ip * 0x9e3779b97f4a7c15ULL) >> 51) % NRULES;
-	for (int k = 0; k < 16; k++, h = (h + 1) % NRULES) {
-		uintptr_t v = __atomic_load_n(&rule_ip[h], __ATOMIC_ACQUIRE);
+	t = rules_mapped();
+	h = rule_home(ip);
+	for (int k = 0; t && k < 16; k++, h = (h + 1) % NRULES) {
+		uintptr_t v = __atomic_load_n(&t[h].ip, __ATOMIC_ACQUIRE);
 		if (v == ip)
 			break;
 		if (v == 0) {
-			__atomic_store_n(&rule_word[h], got.valid ? pack(&got) : 0, __ATOMIC_RELAXED);
-			__atomic_store_n(&rule_ip[h], ip, __ATOMIC_RELEASE);
+			__atomic_store_n(&t[h].word, got.valid ? pack(&got) : 0, __ATOMIC_RELAXED);
+			__atomic_store_n(&t[h].ip, ip, __ATOMIC_RELEASE);
 			break;
 		}
 	}
@@ -560,8 +588,8 @@ void ms_cfi_forget(void)
 {
 	if (__atomic_exchange_n(&lock_word, 1, __ATOMIC_ACQUIRE))
 		return;
-	for (int i = 0; i < NRULES; i++)
-		__atomic_store_n(&rule_ip[i], 0, __ATOMIC_RELAXED);
+	for (int i = 0; rules && i < NRULES; i++)
+		__atomic_store_n(&rules[i].ip, 0, __ATOMIC_RELAXED);
 	nobjs = 0;
 	__atomic_store_n(&lock_word, 0, __ATOMIC_RELEASE);
 }
