@@ -139,9 +139,29 @@ static void warn_bad(const char *name, const char *value, const char *fallback)
 	ms_warn("%s=\"%s\" is not valid; using \"%s\"", name, shown, fallback);
 }
 
+/* An empty spec: its header only (a stage entry is cleared when it is added), so the pages of its
+ * tables are not written (every process loads the settings; each page written is a fault). */
+static void spec_reset(struct ms_spec *spec)
+{
+	spec->nstages = 0;
+	spec->is_default = 0;
+	spec->pool_used = 0;
+}
+
+/* CFG before the table's defaults go in (they set every field; this only clears what they append
+ * to or may skip). */
+static void config_reset(struct ms_config *cfg)
+{
+	cfg->disabled = cfg->log_level = cfg->follow_children = cfg->timeline = cfg->sites = 0;
+	cfg->output[0] = '\0';
+	cfg->snapshot_interval = 0;
+	cfg->sites_rate = 0;
+	spec_reset(&cfg->spec);
+}
+
 void ms_config_load(struct ms_config *cfg, ms_getenv_fn get)
 {
-	memset(cfg, 0, sizeof *cfg);
+	config_reset(cfg);
 	for (size_t i = 0; i < sizeof settings / sizeof *settings; i++)
 		apply(&settings[i], cfg, settings[i].fallback);
 	/* MEMSHIM_LOG first (the table's order) so later warnings honour it */
@@ -151,7 +171,7 @@ void ms_config_load(struct ms_config *cfg, ms_getenv_fn get)
 		if (!v || (!*v && s->kind != K_STAGES)) /* empty is unset, but an empty stage list is none */
 			continue;
 		if (s->kind == K_STAGES)
-			memset(&cfg->spec, 0, sizeof cfg->spec);
+			spec_reset(&cfg->spec);
 		if (apply(s, cfg, v) < 0) {
 			if (s->kind == K_LOG)
 				cfg->log_level = MS_LOG_WARN;
