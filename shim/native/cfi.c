@@ -11,7 +11,8 @@
 #include <unistd.h>
 #include "native/native.h"
 
-#define NRULES 8192
+#define NRULES 8192      /* the big cache, mapped once the small one is half full */
+#define NRULES_SMALL 512 /* in .bss: 8 KiB, two pages (a Python start needs about 50 rules) */
 #define MAX_CFI_OBJS 2048
 #define STATE_DEPTH 8
 
@@ -29,13 +30,15 @@ struct cfi_obj {
 	const unsigned char *hdr;  /* .eh_frame_hdr */
 };
 
-/* The rule cache, mapped with its pages in place at the first rule: return addresses spread over
- * all its pages, and faulting them in one at a time (twice for a page read before written) cost a
- * Python start some 50 faults. */
+/* The rule cache: a small table first, a big one mapped when the small one is half full.  Return
+ * addresses spread over all of a table's pages: the big one alone took a Python start some 50
+ * faults (twice per page read before written), or 65 us to map with its pages in place. */
 struct rule_slot {
 	uintptr_t ip; /* 0: empty */
 	uint64_t word;
 };
+static struct rule_slot small_rules[NRULES_SMALL];
+static unsigned nsmall; /* rules in small_rules (lock_word held) */
 static struct rule_slot *rules;
 static struct cfi_obj objs[MAX_CFI_OBJS];
 static int nobjs;
@@ -507,36 +510,62 @@ static int compute(uintptr_t ip, struct rule *r)
 	return 0;
 }
 
-static unsigned rule_home(uintptr_t ip)
+static unsigned rule_home(uintptr_t ip, unsigned size)
 {
-	return (unsigned)((ip * 0x9e3779b97f4a7c15ULL) >> 51) % NRULES;
+	return (unsigned)((ip * 0x9e3779b97f4a7c15ULL) >> 40) % size;
 }
 
-/* The cache, mapped at the first call (lock_word held); NULL when it could not be. */
-static struct rule_slot *rules_mapped(void)
+/* The slot of IP in table T of SIZE slots, or of the empty slot ending its probes; NULL when 16
+ * probes found neither. */
+static struct rule_slot *probe(struct rule_slot *t, unsigned size, uintptr_t ip)
 {
+	unsigned h = rule_home(ip, size);
+	for (int k = 0; k < 16; k++, h = (h + 1) % size) {
+		uintptr_t v = __atomic_load_n(&t[h].ip, __ATOMIC_ACQUIRE);
+		if (v == ip || v == 0)
+			return &t[h];
+	}
+	return NULL;
+}
+
+/* Where a new rule goes (lock_word held): the small table while it is under half full, then the
+ * big one, mapped at its first use; NULL when there is no room. */
+static struct rule_slot *slot_for_new(uintptr_t ip)
+{
+	if (nsmall < NRULES_SMALL / 2) {
+		struct rule_slot *e = probe(small_rules, NRULES_SMALL, ip);
+		if (e && !__atomic_load_n(&e->ip, __ATOMIC_RELAXED))
+			nsmall++;
+		if (e)
+			return e;
+	}
 	if (!rules) {
 		long p = syscall(SYS_mmap, NULL, NRULES * sizeof *rules, PROT_READ | PROT_WRITE,
-				 MAP_PRIVATE | MAP_ANONYMOUS | MAP_POPULATE, -1, 0);
-		if (!(p < 0 && p > -4096))
-			__atomic_store_n(&rules, (struct rule_slot *)p, __ATOMIC_RELEASE);
+				 MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+		if (p < 0 && p > -4096)
+			return NULL;
+		__atomic_store_n(&rules, (struct rule_slot *)p, __ATOMIC_RELEASE);
 	}
-	return rules;
+	return probe(rules, NRULES, ip);
+}
+
+/* IP's cached rule into *R: 1 when cached (valid or not), 0 when not seen. */
+static int cached(uintptr_t ip, struct rule *r)
+{
+	struct rule_slot *big = __atomic_load_n(&rules, __ATOMIC_ACQUIRE);
+	struct rule_slot *e = probe(small_rules, NRULES_SMALL, ip);
+	if ((!e || __atomic_load_n(&e->ip, __ATOMIC_ACQUIRE) != ip) && big)
+		e = probe(big, NRULES, ip);
+	if (!e || __atomic_load_n(&e->ip, __ATOMIC_ACQUIRE) != ip)
+		return 0;
+	*r = unpack(__atomic_load_n(&e->word, __ATOMIC_RELAXED));
+	return 1;
 }
 
 static int rule_for(uintptr_t ip, struct rule *r)
 {
-	struct rule_slot *t = __atomic_load_n(&rules, __ATOMIC_ACQUIRE);
-	unsigned h = rule_home(ip);
-	for (int k = 0; t && k < 16; k++, h = (h + 1) % NRULES) {
-		uintptr_t v = __atomic_load_n(&t[h].ip, __ATOMIC_ACQUIRE);
-		if (v == ip) {
-			*r = unpack(__atomic_load_n(&t[h].word, __ATOMIC_RELAXED));
-			return r->valid ? 0 : -1;
-		}
-		if (v == 0)
-			break;
-	}
+	if (cached(ip, r))
+		return r->valid ? 0 : -1;
 	ms_cfi_new_ip = 1; /* never seen: it may belong to an object loaded since the last look */
 	if (__atomic_exchange_n(&lock_word, 1, __ATOMIC_ACQUIRE))
 		return -1; /* another thread is reading unwind data: let the caller fall back */
@@ -544,17 +573,10 @@ static int rule_for(uintptr_t ip, struct rule *r)
 	int ok = compute(ip, &got) == 0;
 	if (!ok)
 		memset(&got, 0, sizeof got);
-	t = rules_mapped();
-	h = rule_home(ip);
-	for (int k = 0; t && k < 16; k++, h = (h + 1) % NRULES) {
-		uintptr_t v = __atomic_load_n(&t[h].ip, __ATOMIC_ACQUIRE);
-		if (v == ip)
-			break;
-		if (v == 0) {
-			__atomic_store_n(&t[h].word, got.valid ? pack(&got) : 0, __ATOMIC_RELAXED);
-			__atomic_store_n(&t[h].ip, ip, __ATOMIC_RELEASE);
-			break;
-		}
+	struct rule_slot *e = slot_for_new(ip);
+	if (e && !__atomic_load_n(&e->ip, __ATOMIC_RELAXED)) {
+		__atomic_store_n(&e->word, got.valid ? pack(&got) : 0, __ATOMIC_RELAXED);
+		__atomic_store_n(&e->ip, ip, __ATOMIC_RELEASE);
 	}
 	__atomic_store_n(&lock_word, 0, __ATOMIC_RELEASE);
 	*r = got;
@@ -588,8 +610,11 @@ void ms_cfi_forget(void)
 {
 	if (__atomic_exchange_n(&lock_word, 1, __ATOMIC_ACQUIRE))
 		return;
+	for (int i = 0; i < NRULES_SMALL; i++)
+		__atomic_store_n(&small_rules[i].ip, 0, __ATOMIC_RELAXED);
 	for (int i = 0; rules && i < NRULES; i++)
 		__atomic_store_n(&rules[i].ip, 0, __ATOMIC_RELAXED);
+	nsmall = 0;
 	nobjs = 0;
 	__atomic_store_n(&lock_word, 0, __ATOMIC_RELEASE);
 }
