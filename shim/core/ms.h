@@ -1,10 +1,13 @@
-/* What every file of the shim uses (never installed): compiler helpers, the per-thread guard, and
- * messages and text without stdio (log.c). */
+/* What every file of the shim uses (never installed): compiler helpers, the per-thread guard,
+ * messages and text without stdio (log.c), and raw memory without the allocator. */
 #ifndef MS_H
 #define MS_H
 
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/mman.h>
+#include <sys/syscall.h>
+#include <unistd.h>
 
 #define MS_TLS __attribute__((tls_model("initial-exec")))
 #define MS_UNLIKELY(x) __builtin_expect(!!(x), 0)
@@ -38,6 +41,14 @@ static inline size_t ms_strlcpy(char *dst, const char *src, size_t size)
 	if (size)
 		dst[n < size ? n : size - 1] = '\0';
 	return n;
+}
+
+/* LEN bytes of zeroed private memory straight from the kernel (no allocator: safe inside hooks,
+ * before the constructor and in a handler); NULL on failure.  Pages are reserved only as touched. */
+static inline void *ms_raw_map(size_t len)
+{
+	long p = syscall(SYS_mmap, NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+	return p < 0 && p > -4096 ? NULL : (void *)p;
 }
 
 /* Formats like ms_log into BUF (always NUL-terminated); returns the length written. */

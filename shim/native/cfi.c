@@ -6,9 +6,7 @@
  * confirm that nothing new is on the stack. */
 #include <link.h>
 #include <string.h>
-#include <sys/mman.h>
-#include <sys/syscall.h>
-#include <unistd.h>
+#include "core/ms.h"
 #include "native/native.h"
 
 #define NRULES 8192      /* the big cache, mapped once the small one is half full */
@@ -540,23 +538,29 @@ static struct rule_slot *slot_for_new(uintptr_t ip)
 			return e;
 	}
 	if (!rules) {
-		long p = syscall(SYS_mmap, NULL, NRULES * sizeof *rules, PROT_READ | PROT_WRITE,
-				 MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-		if (p < 0 && p > -4096)
+		struct rule_slot *big = ms_raw_map(NRULES * sizeof *rules);
+		if (!big)
 			return NULL;
-		__atomic_store_n(&rules, (struct rule_slot *)p, __ATOMIC_RELEASE);
+		__atomic_store_n(&rules, big, __ATOMIC_RELEASE);
 	}
 	return probe(rules, NRULES, ip);
+}
+
+/* The slot holding IP in table T of SIZE slots, or NULL. */
+static struct rule_slot *find(struct rule_slot *t, unsigned size, uintptr_t ip)
+{
+	struct rule_slot *e = probe(t, size, ip);
+	return e && __atomic_load_n(&e->ip, __ATOMIC_ACQUIRE) == ip ? e : NULL;
 }
 
 /* IP's cached rule into *R: 1 when cached (valid or not), 0 when not seen. */
 static int cached(uintptr_t ip, struct rule *r)
 {
 	struct rule_slot *big = __atomic_load_n(&rules, __ATOMIC_ACQUIRE);
-	struct rule_slot *e = probe(small_rules, NRULES_SMALL, ip);
-	if ((!e || __atomic_load_n(&e->ip, __ATOMIC_ACQUIRE) != ip) && big)
-		e = probe(big, NRULES, ip);
-	if (!e || __atomic_load_n(&e->ip, __ATOMIC_ACQUIRE) != ip)
+	struct rule_slot *e = find(small_rules, NRULES_SMALL, ip);
+	if (!e && big)
+		e = find(big, NRULES, ip);
+	if (!e)
 		return 0;
 	*r = unpack(__atomic_load_n(&e->word, __ATOMIC_RELAXED));
 	return 1;
@@ -605,15 +609,20 @@ int ms_cfi_step(uintptr_t *ip, uintptr_t *sp, uintptr_t *rbp, uintptr_t *slot)
 	return 1;
 }
 
+static void clear_rules(struct rule_slot *t, unsigned size)
+{
+	for (unsigned i = 0; i < size; i++)
+		__atomic_store_n(&t[i].ip, 0, __ATOMIC_RELAXED);
+}
+
 /* Forgets the cached rules (objects were unloaded: their addresses may be reused). */
 void ms_cfi_forget(void)
 {
 	if (__atomic_exchange_n(&lock_word, 1, __ATOMIC_ACQUIRE))
 		return;
-	for (int i = 0; i < NRULES_SMALL; i++)
-		__atomic_store_n(&small_rules[i].ip, 0, __ATOMIC_RELAXED);
-	for (int i = 0; rules && i < NRULES; i++)
-		__atomic_store_n(&rules[i].ip, 0, __ATOMIC_RELAXED);
+	clear_rules(small_rules, NRULES_SMALL);
+	if (rules)
+		clear_rules(rules, NRULES);
 	nsmall = 0;
 	nobjs = 0;
 	__atomic_store_n(&lock_word, 0, __ATOMIC_RELEASE);

@@ -194,16 +194,12 @@ static struct tstate *state(void)
 	struct tstate *s = ts;
 	if (MS_LIKELY(s != NULL))
 		return s;
-	long p = syscall(SYS_mmap, NULL, sizeof *s, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-	if (p < 0 && p > -4096)
+	s = ms_raw_map(sizeof *s);
+	if (!s)
 		return NULL;
-	s = (struct tstate *)p;
-	// cppcheck-suppress nullPointerRedundantCheck ; the kernel never maps page 0 here
 	s->watch = s->watch_at = -1;
-	// cppcheck-suppress nullPointerRedundantCheck ; as above
 	s->adopt_in = ADOPT_HITS;
-	// cppcheck-suppress nullPointerRedundantCheck ; as above (n is 0 in the fresh mapping)
-	s->top = &s->none;
+	s->top = &s->none; /* n is 0 in the fresh mapping */
 	ts = s;
 	pthread_setspecific(state_key, s); /* low key index: no allocation */
 	return s;

@@ -58,11 +58,6 @@ static char stripped[MAX_STRIPPED][256];
 static int nstripped;
 static unsigned char first_chars[256 / 8];
 
-static void *raw_map(size_t len)
-{
-	long p = syscall(SYS_mmap, NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-	return p < 0 && p > -4096 ? NULL : (void *)p;
-}
 
 static uint64_t hash_of(const char *s)
 {
@@ -76,7 +71,7 @@ static int add_range(uintptr_t lo, uintptr_t hi, int stage, uintptr_t obj)
 {
 	if (nmaster == capmaster) {
 		size_t cap = capmaster ? capmaster * 2 : 256;
-		struct mrange *m = raw_map(cap * sizeof *m);
+		struct mrange *m = ms_raw_map(cap * sizeof *m);
 		if (!m)
 			return -1;
 		if (master) {
@@ -209,7 +204,7 @@ static void sort_ranges(struct ms_syms_range *r, int n)
 static void publish(void)
 {
 	size_t bytes = sizeof(struct ms_syms_table) + (nmaster ? nmaster : 1) * sizeof(struct ms_syms_range);
-	struct ms_syms_table *t = raw_map(bytes);
+	struct ms_syms_table *t = ms_raw_map(bytes);
 	if (!t)
 		return;
 	int n = 0;

@@ -63,11 +63,6 @@ static __thread uint64_t rng MS_TLS;
 
 #define STACK_IDS ((size_t)16384)
 
-static void *raw_map(size_t len)
-{
-	long p = syscall(SYS_mmap, NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
-	return p < 0 && p > -4096 ? NULL : (void *)p;
-}
 
 int ms_sites_enabled(void)
 {
@@ -148,7 +143,7 @@ static int live_grow(void)
 		return -1;
 	struct live *old = live;
 	size_t old_slots = LIVE_SLOTS;
-	struct live *bigger = raw_map(2 * old_slots * sizeof *live);
+	struct live *bigger = ms_raw_map(2 * old_slots * sizeof *live);
 	if (!bigger)
 		return -1;
 	__atomic_store_n(&live, bigger, __ATOMIC_RELAXED); /* prefetch_slot reads both unlocked */
@@ -463,8 +458,8 @@ static int turn_on(void)
 {
 	ms_spin_lock(&shared.lock, &lock_mine);
 	if (!on && wanted) {
-		__atomic_store_n(&live, raw_map(LIVE_SLOTS * sizeof *live), __ATOMIC_RELAXED);
-		per_stack = raw_map(STACK_IDS * sizeof *per_stack);
+		__atomic_store_n(&live, ms_raw_map(LIVE_SLOTS * sizeof *live), __ATOMIC_RELAXED);
+		per_stack = ms_raw_map(STACK_IDS * sizeof *per_stack);
 		if (live && per_stack && ms_sites_stacks_init() == 0) {
 			sync_stages(-1);
 			__atomic_store_n(&on, 1, __ATOMIC_RELEASE);

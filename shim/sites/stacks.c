@@ -58,11 +58,6 @@ struct code_entry {
 };
 static struct code_entry code_cache[CODE_CACHE];
 
-static void *raw_map(size_t len)
-{
-	long p = syscall(SYS_mmap, NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
-	return p < 0 && p > -4096 ? NULL : (void *)p;
-}
 
 /* Bounds of the executable segment holding ADDR. */
 struct range_query {
@@ -100,12 +95,12 @@ static void caches_gone(void *c);
 
 int ms_sites_stacks_init(void)
 {
-	stacks = raw_map(MAX_STACKS * sizeof *stacks);
-	stack_slot = raw_map(STACK_SLOTS * sizeof *stack_slot);
-	frame_pool = raw_map(FRAME_POOL * sizeof *frame_pool);
-	strings = raw_map(MAX_STRINGS * sizeof *strings);
-	string_slot = raw_map(STRING_SLOTS * sizeof *string_slot);
-	string_pool = raw_map(STRING_POOL);
+	stacks = ms_raw_map(MAX_STACKS * sizeof *stacks);
+	stack_slot = ms_raw_map(STACK_SLOTS * sizeof *stack_slot);
+	frame_pool = ms_raw_map(FRAME_POOL * sizeof *frame_pool);
+	strings = ms_raw_map(MAX_STRINGS * sizeof *strings);
+	string_slot = ms_raw_map(STRING_SLOTS * sizeof *string_slot);
+	string_pool = ms_raw_map(STRING_POOL);
 	if (!stacks || !stack_slot || !frame_pool || !strings || !string_slot || !string_pool)
 		return -1;
 	range_of((uintptr_t)ms_sites_stacks_init, &self_lo, &self_hi);
@@ -175,7 +170,7 @@ static struct thread_caches *thread_caches(void)
 	struct thread_caches *c = caches;
 	if (MS_LIKELY(c != NULL) || !caches_key_ok)
 		return c;
-	c = raw_map(sizeof *c);
+	c = ms_raw_map(sizeof *c);
 	if (c) {
 		caches = c;
 		pthread_setspecific(caches_key, c); /* a low key index: no allocation */

@@ -40,11 +40,6 @@ static size_t naddrs, addrs_cap;
 static char *names;
 static size_t names_used;
 
-static void *raw_map(size_t len)
-{
-	long p = syscall(SYS_mmap, NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
-	return p < 0 && p > -4096 ? NULL : (void *)p;
-}
 
 static int collect(struct dl_phdr_info *info, size_t size, void *arg)
 {
@@ -149,17 +144,16 @@ static void addrs_of(int obj, size_t *first, size_t *end)
 	*end = i;
 }
 
-static void scan(const unsigned char *map, size_t size, const Elf64_Shdr *sh, const Elf64_Shdr *str, int obj)
+/* Names the addresses [FIRST, END) of object OBJ from one symbol table SH (strings in STR). */
+static void scan(const unsigned char *map, size_t size, const Elf64_Shdr *sh, const Elf64_Shdr *str, int obj,
+		 size_t first, size_t end)
 {
 	if (sh->sh_offset > size || sh->sh_size > size - sh->sh_offset || sh->sh_entsize != sizeof(Elf64_Sym) ||
 	    str->sh_offset > size || str->sh_size > size - str->sh_offset)
 		return;
 	const Elf64_Sym *sym = (const Elf64_Sym *)(map + sh->sh_offset);
 	const char *strs = (const char *)(map + str->sh_offset);
-	size_t n = sh->sh_size / sizeof *sym, first, end;
-	addrs_of(obj, &first, &end);
-	if (first == end)
-		return;
+	size_t n = sh->sh_size / sizeof *sym;
 	uintptr_t base = objs[obj].base, min = addrs[first].ip - 1, max = addrs[end - 1].ip - 1;
 	for (size_t i = 0; i < n; i++) {
 		uintptr_t lo = base + sym[i].st_value, hi = lo + sym[i].st_size;
@@ -179,7 +173,10 @@ static void scan(const unsigned char *map, size_t size, const Elf64_Shdr *sh, co
 /* Names the addresses inside object OBJ from its file's symbol tables. */
 static void read_object(int obj)
 {
-	size_t size;
+	size_t size, first, end;
+	addrs_of(obj, &first, &end);
+	if (first == end)
+		return;
 	const unsigned char *map = ms_elf_map_file(objs[obj].path, &size);
 	if (!map)
 		return;
@@ -188,7 +185,7 @@ static void read_object(int obj)
 	for (int pass = 0; pass < 2; pass++) /* .symtab first: it has the static functions too */
 		for (int i = 0; i < nsh; i++)
 			if (sh[i].sh_type == (pass ? SHT_DYNSYM : SHT_SYMTAB) && sh[i].sh_link < nsh)
-				scan(map, size, &sh[i], &sh[sh[i].sh_link], obj);
+				scan(map, size, &sh[i], &sh[sh[i].sh_link], obj, first, end);
 	syscall(SYS_munmap, map, size);
 }
 
@@ -196,8 +193,8 @@ void ms_sites_symbolise(const int32_t *ids, int n)
 {
 	ms_sites_symbolise_done();
 	addrs_cap = (size_t)n * MS_SITES_MAX_FRAMES + 1;
-	addrs = raw_map(addrs_cap * sizeof *addrs);
-	names = raw_map(NAME_POOL);
+	addrs = ms_raw_map(addrs_cap * sizeof *addrs);
+	names = ms_raw_map(NAME_POOL);
 	if (!addrs || !names) {
 		ms_sites_symbolise_done();
 		return;
