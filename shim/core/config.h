@@ -18,23 +18,25 @@ struct ms_spec_stage {
 	const char *targets[MS_SPEC_MAX_TARGETS]; /* point into the spec's pool */
 };
 
+/* Counts before tables, small fields before large ones: every process loads the settings, and the
+ * fewer pages that writes, the fewer faults. */
 struct ms_spec {
 	int nstages;
 	int is_default; /* MEMSHIM_STAGES was unset: Hugging Face Trainer names */
+	size_t pool_used;
 	struct ms_spec_stage stage[MS_SPEC_MAX_STAGES];
 	char pool[MS_SPEC_POOL];
-	size_t pool_used;
 };
 
 struct ms_config {
 	int disabled;            /* MEMSHIM_DISABLE */
 	int log_level;           /* MEMSHIM_LOG: enum ms_log_level */
 	int follow_children;     /* MEMSHIM_FOLLOW_CHILDREN */
-	char output[MS_PATH_MAX];/* MEMSHIM_OUTPUT, made absolute, %p not yet expanded */
-	double snapshot_interval;/* MEMSHIM_SNAPSHOT_INTERVAL: seconds, 0 off, MS_SNAPSHOT_AUTO */
 	int timeline;            /* MEMSHIM_TIMELINE */
 	int sites;               /* MEMSHIM_SITES: peak call sites sampled */
 	long sites_rate;         /* MEMSHIM_SITES_RATE: mean bytes between samples */
+	double snapshot_interval;/* MEMSHIM_SNAPSHOT_INTERVAL: seconds, 0 off, MS_SNAPSHOT_AUTO */
+	char output[MS_PATH_MAX];/* MEMSHIM_OUTPUT, made absolute, %p not yet expanded */
 	struct ms_spec spec;     /* MEMSHIM_STAGES */
 };
 

@@ -10,6 +10,9 @@
 #include <unistd.h>
 
 #define MS_TLS __attribute__((tls_model("initial-exec")))
+/* Tables of 1 KiB and more that a process may touch in a few places or not at all: kept apart from
+ * the small state, which then shares a few pages (each page first touched costs a fault). */
+#define MS_LARGE __attribute__((section(".lbss")))
 #define MS_UNLIKELY(x) __builtin_expect(!!(x), 0)
 #define MS_LIKELY(x) __builtin_expect(!!(x), 1)
 /* What the library exports: the wrappers and the public API (everything else is hidden by
@@ -45,6 +48,13 @@ static inline size_t ms_strlcpy(char *dst, const char *src, size_t size)
 
 /* LEN bytes of zeroed private memory straight from the kernel (no allocator: safe inside hooks,
  * before the constructor and in a handler); NULL on failure.  Pages are reserved only as touched. */
+/* Writes to the page of P without changing it.  A fresh page that is read first maps the zero page
+ * and faults again at the first write: touched this way first, it faults once. */
+static inline void ms_touch(void *p)
+{
+	__atomic_fetch_or((volatile char *)p, 0, __ATOMIC_RELAXED);
+}
+
 static inline void *ms_raw_map(size_t len)
 {
 	long p = syscall(SYS_mmap, NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);

@@ -8,7 +8,7 @@
 #include "core/stages.h"
 #include "core/timeline.h"
 
-static struct ms_stages ms_st = { .implicit_init = -1 };
+static struct ms_stages ms_st MS_LARGE;
 void (*ms_stage_observer)(int stage, int end);
 
 static struct ms_spin lock;
@@ -33,6 +33,16 @@ static int lock_or_refuse(void)
 		return -1;
 	stages_lock();
 	return 0;
+}
+
+static int implicit_id(void)
+{
+	return ms_st.implicit_init - 1;
+}
+
+static void set_implicit(int id)
+{
+	ms_st.implicit_init = id + 1;
 }
 
 static int find(const char *name)
@@ -62,7 +72,7 @@ int ms_stage_id(const char *name)
 	if (id < 0 && ms_st.nstages < MS_MAX_STAGES) {
 		id = ms_st.nstages;
 		struct ms_stage *s = &ms_st.stage[id];
-		memset(s, 0, sizeof *s);
+		memset(s, 0, offsetof(struct ms_stage, history)); /* history is written before read */
 		ms_strlcpy(s->name, name, sizeof s->name);
 		s->used = 1;
 		s->first_order = -1;
@@ -157,17 +167,17 @@ static void finish_call(int id, const int64_t live[MS_NCOMP], double now, int at
 	s->calls++;
 	record_history(s, cur);
 	remove_open(id);
-	if (ms_st.implicit_init == id)
-		ms_st.implicit_init = -1;
+	if (implicit_id() == id)
+		set_implicit(-1);
 }
 
 /* The first stage to begin ends the implicit init; a stage named init takes its place instead. */
 static void settle_implicit_init(int id, const int64_t live[MS_NCOMP], double now)
 {
-	int init = ms_st.implicit_init;
+	int init = implicit_id();
 	if (init < 0)
 		return;
-	ms_st.implicit_init = -1;
+	set_implicit(-1);
 	struct ms_stage *s = &ms_st.stage[init];
 	if (init == id) {
 		ms_timeline_boundary(id, 0, now); /* the implicit part's band ends where the function begins */
@@ -176,7 +186,7 @@ static void settle_implicit_init(int id, const int64_t live[MS_NCOMP], double no
 		start_call(id, live, now);
 		return;
 	}
-	s->depth = 0;
+	ms_st.depth[init] = 0;
 	finish_call(init, live, now, 0);
 }
 
@@ -189,24 +199,24 @@ int ms_stage_depth(int id)
 {
 	if (id < 0 || id >= MS_MAX_STAGES)
 		return 0;
-	return __atomic_load_n(&ms_st.stage[id].depth, __ATOMIC_RELAXED);
+	return __atomic_load_n(&ms_st.depth[id], __ATOMIC_RELAXED);
 }
 
 int ms_stage_enter(int id, double now)
 {
 	if (id < 0 || id >= MS_MAX_STAGES || lock_or_refuse() < 0)
 		return -1;
-	struct ms_stage *s = &ms_st.stage[id];
 	int64_t live[MS_NCOMP];
-	if (ms_st.implicit_init >= 0 && (id != ms_st.implicit_init || s->depth > 0)) {
+	int *depth = &ms_st.depth[id];
+	if (implicit_id() >= 0 && (id != implicit_id() || *depth > 0)) {
 		boundary(live);
 		settle_implicit_init(id, live, now);
-		if (s->depth > 0) { /* the explicit init took over the implicit one */
+		if (*depth > 0) { /* the explicit init took over the implicit one */
 			stages_unlock();
 			return 0;
 		}
 	}
-	if (s->depth++ == 0) {
+	if ((*depth)++ == 0) {
 		boundary(live);
 		start_call(id, live, now);
 		ms_st.open[ms_st.nopen++] = id;
@@ -221,11 +231,11 @@ int ms_stage_leave(int id, double now)
 {
 	if (id < 0 || id >= MS_MAX_STAGES || lock_or_refuse() < 0)
 		return -1;
-	struct ms_stage *s = &ms_st.stage[id];
 	int rc = 0;
-	if (s->depth == 0) {
+	int *depth = &ms_st.depth[id];
+	if (*depth == 0) {
 		rc = -1;
-	} else if (--s->depth == 0) {
+	} else if (--*depth == 0) {
 		int64_t live[MS_NCOMP];
 		boundary(live);
 		finish_call(id, live, now, 0);
@@ -241,14 +251,14 @@ void ms_stages_begin_implicit_init(double now)
 	int id = ms_stage_id("init");
 	if (id < 0 || lock_or_refuse() < 0)
 		return;
-	if (ms_st.stage[id].depth == 0 && ms_st.nopen == 0) {
+	if (ms_st.depth[id] == 0 && ms_st.nopen == 0) {
 		int64_t live[MS_NCOMP];
 		boundary(live);
 		ms_st.stage[id].implicit = 1;
-		ms_st.stage[id].depth = 1;
+		ms_st.depth[id] = 1;
 		start_call(id, live, now);
 		ms_st.open[ms_st.nopen++] = id;
-		ms_st.implicit_init = id;
+		set_implicit(id);
 	}
 	stages_unlock();
 }
@@ -261,7 +271,7 @@ static void close_all_locked(double now)
 	boundary(live);
 	while (ms_st.nopen > 0) {
 		int id = ms_st.open[ms_st.nopen - 1];
-		ms_st.stage[id].depth = 0;
+		ms_st.depth[id] = 0;
 		finish_call(id, live, now, 1);
 	}
 }
@@ -316,12 +326,17 @@ void ms_stages_reset_for_child(double now)
 		start_call(ms_st.open[i], live, now);
 }
 
-/* Copies only the stages in use: the rest of the table stays untouched (not resident). */
+/* Copies only what is in use (stages, their kept calls, GPU events): the rest of both tables stays
+ * untouched (not resident). */
 static void copy_used(struct ms_stages *out)
 {
-	size_t tail = offsetof(struct ms_stages, nstages);
-	memcpy(out->stage, ms_st.stage, (size_t)ms_st.nstages * sizeof *ms_st.stage);
-	memcpy((char *)out + tail, (const char *)&ms_st + tail, sizeof *out - tail);
+	memcpy(out, &ms_st, offsetof(struct ms_stages, stage));
+	memcpy(out->gpu_events, ms_st.gpu_events, ms_st.ngpu_events * sizeof *ms_st.gpu_events);
+	for (int i = 0; i < ms_st.nstages; i++) {
+		const struct ms_stage *s = &ms_st.stage[i];
+		uint64_t kept = s->calls < MS_HISTORY ? s->calls : MS_HISTORY;
+		memcpy(&out->stage[i], s, offsetof(struct ms_stage, history) + kept * sizeof *s->history);
+	}
 }
 
 static int try_lock_bounded(void)
@@ -365,6 +380,7 @@ static void copy_locked_or_not(struct ms_stages *out, double now, int locked)
 
 void ms_stages_init(void)
 {
+	ms_touch(&ms_st.nstages);
 	implicit_wanted = ms_cfg.spec.is_default || ms_spec_find(&ms_cfg.spec, "init") < 0;
 	if (implicit_wanted)
 		ms_stages_begin_implicit_init(0.0);
@@ -398,5 +414,4 @@ const struct ms_stages *ms_stages_peek(void)
 void ms_stages_clear(void)
 {
 	memset(&ms_st, 0, sizeof ms_st);
-	ms_st.implicit_init = -1;
 }

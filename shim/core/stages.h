@@ -34,15 +34,14 @@ struct ms_stage {
 	char name[MS_STAGE_NAME_MAX];
 	int used;            /* slot taken */
 	int implicit;        /* the implicit init stage */
-	int depth;           /* open nesting depth (recursion and overlapping callers are one call) */
 	int first_order;     /* order of first begin; -1 before */
 	uint64_t calls;      /* completed calls */
 	struct ms_span cur;  /* the call in progress when depth > 0 */
 	struct ms_span last; /* the last completed call */
-	struct ms_call history[MS_HISTORY];
 	uint64_t dropped;    /* completed calls not kept in history */
 	int64_t max_cpu_needed, max_gpu_needed; /* largest alloc_delta + peaked_delta over calls */
 	uint64_t max_cpu_call, max_gpu_call;    /* 1-based index of that call */
+	struct ms_call history[MS_HISTORY];     /* last: copies take only the calls kept */
 };
 
 struct ms_gpu_event {
@@ -53,17 +52,20 @@ struct ms_gpu_event {
 	int stage;   /* innermost open stage id, -1 for none */
 };
 
+/* Zero-initialised (no page of it is touched before it is used); the small fields come first and
+ * the tables that are only partly used last, so copies take the used parts only. */
 struct ms_stages {
-	struct ms_stage stage[MS_MAX_STAGES];
 	int nstages;
 	int order_next;
-	int open[MS_MAX_STAGES]; /* ids of open stages in begin order */
+	int depth[MS_MAX_STAGES]; /* open nesting depth (recursion and overlapping callers are one call) */
+	int open[MS_MAX_STAGES];  /* ids of open stages in begin order */
 	int nopen;
-	int implicit_init;       /* id of the implicit init while it may still run, else -1 */
+	int implicit_init;        /* 1 + id of the implicit init while it may still run, else 0 */
 	int before_init_set;
 	int64_t before_init[MS_NCOMP]; /* live when init began */
-	struct ms_gpu_event gpu_events[MS_MAX_GPU_EVENTS];
 	uint32_t ngpu_events, gpu_events_dropped;
+	struct ms_stage stage[MS_MAX_STAGES];
+	struct ms_gpu_event gpu_events[MS_MAX_GPU_EVENTS];
 };
 
 /* Finds or creates the stage called NAME; -1 when invalid or the table is full, MS_STAGE_BUSY when a

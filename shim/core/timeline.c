@@ -6,7 +6,7 @@
 #include "core/spin.h"
 #include "core/timeline.h"
 
-static struct ms_timeline timeline;
+static struct ms_timeline timeline MS_LARGE;
 static double (*clock_fn)(void); /* seconds since start; NULL (unit tests): 0 */
 static struct ms_spin lock;
 static int enabled;
@@ -250,6 +250,8 @@ void ms_timeline_set_clock(double (*fn)(void))
 void ms_timeline_init(void)
 {
 	clock_fn = ms_elapsed;
+	if (ms_cfg.timeline)
+		ms_touch(&timeline.npoints);
 	ms_timeline_enable(ms_cfg.timeline);
 }
 

@@ -32,11 +32,12 @@ struct ms_timeline_event {
 	int16_t begin; /* 1 begin, 0 end */
 };
 
+/* Counts first: with the first events they share a page, the first points have one of their own. */
 struct ms_timeline {
-	struct ms_timeline_point points[MS_TIMELINE_POINTS];
 	uint32_t npoints, merges;
-	struct ms_timeline_event events[MS_TIMELINE_EVENTS];
 	uint32_t nevents, events_dropped;
+	struct ms_timeline_event events[MS_TIMELINE_EVENTS];
+	struct ms_timeline_point points[MS_TIMELINE_POINTS];
 };
 
 /* Appends a point to TL (compacting first when full).  Pure: the caller serialises access. */

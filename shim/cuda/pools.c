@@ -27,7 +27,7 @@ MS_TABLE_DEFINE(pool_tab, 8);    /* memory pool -> device and kind */
 
 #define SAMPLE_WAIT_SPINS 100000
 
-static struct ms_pool_sample samples[MS_CUDA_MAX_POOLS];
+static struct ms_pool_sample samples[MS_CUDA_MAX_POOLS] MS_LARGE;
 static int nsamples;
 static int sampling;          /* boundaries querying pools now: cuMemPoolDestroy waits for them */
 static uint32_t async_devices; /* devices whose current pool served cuMemAllocAsync */

@@ -5,6 +5,7 @@
 #define MS_CUDA_TABLE_H
 
 #include <stdint.h>
+#include "core/ms.h"
 
 enum ms_ckind {
 	MS_CK_DEVICE = 1,     /* cuMemAlloc*, async: device memory */
@@ -33,7 +34,7 @@ struct ms_table {
 
 /* Declares a table of 2^BITS slots in static storage (zero pages until touched). */
 #define MS_TABLE_DEFINE(var, nbits)                                                   \
-	static struct ms_centry var##_slots[1u << (nbits)];                           \
+	static struct ms_centry var##_slots[1u << (nbits)] MS_LARGE;                        \
 	static struct ms_table var = { var##_slots, (nbits), 1024, 0 }
 
 /* Inserts E (E->key above 3: 0-3 are reserved; not already present).  Returns 0, or -1 when the table is full. */

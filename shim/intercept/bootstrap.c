@@ -5,7 +5,7 @@
 #include "core/ms.h"
 #include "intercept/hooks.h"
 
-char ms_boot[MS_BOOT_SIZE] __attribute__((aligned(64)));
+char ms_boot[MS_BOOT_SIZE] __attribute__((aligned(64))) MS_LARGE;
 static size_t boot_used;
 
 void *ms_bootstrap_alloc(size_t size, size_t align)

@@ -177,6 +177,17 @@ const struct link_map *ms_elf_object_of(const void *addr)
 	return addr && dladdr1(addr, &info, (void **)&map, RTLD_DL_LINKMAP) ? map : NULL;
 }
 
+void *ms_elf_loaded_symbol(const char *name)
+{
+	const struct link_map *self = ms_elf_object_of((const void *)ms_elf_loaded_symbol);
+	for (const struct link_map *m = _r_debug.r_map; m; m = m->l_next) {
+		void *found = m == self ? NULL : ms_elf_own_symbol(m, name);
+		if (found)
+			return found;
+	}
+	return NULL;
+}
+
 const unsigned char *ms_elf_map_file(const char *path, size_t *size)
 {
 	long fd = syscall(SYS_openat, AT_FDCWD, path, O_RDONLY | O_CLOEXEC);

@@ -13,6 +13,11 @@ struct link_map;
  * No allocation, no locks, no error state. */
 void *ms_elf_own_symbol(const struct link_map *map, const char *name);
 
+/* The address of NAME in the first object loaded at start that defines it, libmemshim.so left out,
+ * else NULL: a dlsym(RTLD_DEFAULT) whose miss allocates nothing.  The list of objects is walked
+ * without the dynamic linker's lock: for constructors, where nothing else loads or unloads. */
+void *ms_elf_loaded_symbol(const char *name);
+
 /* The loaded object that contains ADDR, or NULL. */
 const struct link_map *ms_elf_object_of(const void *addr);
 

@@ -23,17 +23,30 @@ sighandler_t bsd_signal(int sig, sighandler_t handler);
 /* ---- our handler, sitting in for default dispositions ---------------------------------------- */
 
 static const int fatal_signals[] = { SIGSEGV, SIGBUS, SIGABRT, SIGFPE, SIGILL, SIGTERM, SIGINT };
-static struct sigaction program_view[65]; /* what the program would see where our handler sits */
-static int covering;                        /* handlers enabled in this process */
+#define NFATAL (sizeof fatal_signals / sizeof *fatal_signals)
+static struct sigaction program_view[NFATAL]; /* what the program would see where our handler sits */
+static int covering;                          /* handlers enabled in this process */
 static void (*on_fatal)(int sig);
+
+/* SIG's place in fatal_signals, or -1. */
+static int slot_of(int sig)
+{
+	for (size_t i = 0; i < NFATAL; i++)
+		if (fatal_signals[i] == sig)
+			return (int)i;
+	return -1;
+}
 
 /* Fatal signals whose default disposition our handler covers. */
 static int managed(int sig)
 {
-	for (size_t i = 0; i < sizeof fatal_signals / sizeof *fatal_signals; i++)
-		if (fatal_signals[i] == sig)
-			return 1;
-	return 0;
+	return slot_of(sig) >= 0;
+}
+
+/* What the program would see for SIG, a managed signal. */
+static struct sigaction *view_of(int sig)
+{
+	return &program_view[slot_of(sig)];
 }
 
 /* The C library's sigaction, never our public wrapper (which would cover the signal again). */
@@ -54,7 +67,7 @@ static void on_fatal_signal(int sig, siginfo_t *info, void *uctx)
 		f(sig);
 	/* the program's disposition was the default: take it back and let it end the process (the
 	 * signal stays blocked until we return, so the exit status is the signal's) */
-	real_sigaction(sig, &program_view[sig], NULL);
+	real_sigaction(sig, view_of(sig), NULL);
 	raise(sig);
 	errno = saved;
 }
@@ -72,7 +85,7 @@ static void cover(int sig, const struct sigaction *current)
 	ours.sa_sigaction = on_fatal_signal;
 	ours.sa_flags = SA_SIGINFO | SA_ONSTACK | SA_RESTART;
 	sigemptyset(&ours.sa_mask);
-	program_view[sig] = *current;
+	*view_of(sig) = *current;
 	real_sigaction(sig, &ours, NULL);
 }
 
@@ -107,7 +120,7 @@ static int hide(sigaction_fn real, int sig, const struct sigaction *act, struct 
 		return rc;
 	int saved = errno;
 	if (is_ours(&was))
-		was = program_view[sig];
+		was = *view_of(sig);
 	if (act)
 		settled(sig);
 	if (old)
@@ -118,7 +131,7 @@ static int hide(sigaction_fn real, int sig, const struct sigaction *act, struct 
 
 static sighandler_t hide_handler(signal_fn real, int sig, sighandler_t handler)
 {
-	struct sigaction view = program_view[sig]; /* before the change: it may cover the signal again */
+	struct sigaction view = *view_of(sig); /* before the change: it may cover the signal again */
 	sighandler_t was = real(sig, handler);
 	if (was == SIG_ERR)
 		return was;

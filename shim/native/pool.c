@@ -1,12 +1,13 @@
 /* The trampoline pool: which trampolines are taken, and the return address each one stands for
  * (ms_tramp_ra[i], the word trampoline i and every unwinder read, so they can never disagree). */
 #include <string.h>
+#include "core/ms.h"
 #include "native/native.h"
 
 #define WORDS (MS_NTRAMP / 64)
 #define BLOCK_WORD 8 /* offset of the block's link-time distance to its return-address word */
 
-static uint64_t used[WORDS];
+static uint64_t used[WORDS] MS_LARGE;
 static unsigned hint;
 
 uintptr_t ms_pool_ra(int i)

@@ -94,8 +94,8 @@ struct ms_native_stats ms_native_stats;
 static __thread struct tstate *ts MS_TLS;
 static pthread_key_t state_key;
 static int stage_ids[MS_SPEC_MAX_STAGES]; /* engine id + 1 */
-static uintptr_t off_ip[NOFF];
-static uintptr_t off_val[NOFF];
+static uintptr_t off_ip[NOFF] MS_LARGE;
+static uintptr_t off_val[NOFF] MS_LARGE;
 static uintptr_t (*get_ip)(void *ctx);
 static int get_ip_looked;
 

@@ -25,7 +25,7 @@
 
 #define MAX_NATIVE_TARGETS 128
 
-static struct ms_target targets[MAX_NATIVE_TARGETS];
+static struct ms_target targets[MAX_NATIVE_TARGETS] MS_LARGE;
 static unsigned char python_owned[MAX_NATIVE_TARGETS];
 static int loaded;   /* native targets were read: they are reported at exit */
 static int watching; /* the stack check is on */

@@ -41,7 +41,7 @@ struct current {
 	const char *path;
 };
 
-static struct objrec objs[MAX_OBJS];
+static struct objrec objs[MAX_OBJS] MS_LARGE;
 static int nobjs;
 static unsigned gen;
 static struct mrange *master;
@@ -49,12 +49,12 @@ static size_t nmaster, capmaster;
 static struct ms_syms_table *published;
 static unsigned long long seen_adds = ~0ULL, seen_subs;
 static int lock_word;
-static struct current cur[MAX_OBJS];
+static struct current cur[MAX_OBJS] MS_LARGE;
 static int ncur;
-static char path_pool[PATH_POOL];
+static char path_pool[PATH_POOL] MS_LARGE;
 static size_t path_used;
-static char exe_path[1024];
-static char stripped[MAX_STRIPPED][256];
+static char exe_path[1024] MS_LARGE;
+static char stripped[MAX_STRIPPED][256] MS_LARGE;
 static int nstripped;
 static unsigned char first_chars[256 / 8];
 

@@ -42,7 +42,7 @@ __asm__(
 "	.p2align 3\n"
 ".Lms_cie_end:\n"
 
-"	.pushsection .bss.ms_tramp_ra,\"aw\",@nobits\n"
+"	.pushsection .lbss.ms_tramp_ra,\"aw\",@nobits\n"
 "	.p2align 3\n"
 "	.globl ms_tramp_ra\n"
 "	.hidden ms_tramp_ra\n"

@@ -20,7 +20,7 @@ static struct {
 	char target[MS_PATH_MAX]; /* a link's text */
 	char spliced[MS_PATH_MAX];
 	char shown[MS_PATH_MAX];  /* the directories walked so far, for the warning */
-} wk;
+} wk MS_LARGE;
 
 static int open_dir(const char *path)
 {

@@ -27,6 +27,10 @@
 
 #define ARGV_MAX 4096
 
+static int in_handler; /* the writer runs from a signal handler: no waiting */
+static struct ms_stages snap MS_LARGE; /* large: static, never on a handler's stack */
+static struct ms_timeline tl_snap MS_LARGE;
+static struct ms_pool_sample pools[MS_CUDA_MAX_POOLS] MS_LARGE;
 static char argv_buf[ARGV_MAX];
 static size_t argv_len;
 static int argv_truncated;
@@ -206,13 +210,14 @@ static void write_history(struct ms_json *w, const struct ms_stage *s, int gpu)
 
 static void write_stage(struct ms_json *w, const struct ms_stage *s, int id, int gpu)
 {
-	const struct ms_span *sp = s->depth > 0 ? &s->cur : &s->last;
+	int open = snap.depth[id] > 0;
+	const struct ms_span *sp = open ? &s->cur : &s->last;
 	ms_json_object(w, NULL);
 	ms_json_string(w, "name", s->name);
 	ms_json_bool(w, "implicit", s->implicit);
 	ms_json_uint(w, "calls", s->calls);
-	ms_json_bool(w, "open", s->depth > 0);
-	ms_json_bool(w, "closed_at_exit", s->depth == 0 && sp->closed_at_exit);
+	ms_json_bool(w, "open", open);
+	ms_json_bool(w, "closed_at_exit", !open && sp->closed_at_exit);
 	ms_json_double(w, "start", sp->start);
 	ms_json_double(w, "runtime", sp->runtime);
 	write_cpu(w, sp);
@@ -255,11 +260,6 @@ static void write_flat_stage(struct ms_json *w, const struct ms_stage *s, int gp
 	ms_json_double(w, key, sp->runtime);
 	flat_key(w, s->name, "calls", (int64_t)s->calls);
 }
-
-static int in_handler; /* the writer runs from a signal handler: no waiting */
-static struct ms_stages snap; /* large: static, never on a handler's stack */
-static struct ms_timeline tl_snap;
-static struct ms_pool_sample pools[MS_CUDA_MAX_POOLS];
 
 /* Stage ids in the order they first began. */
 static int ordered(int ids[MS_MAX_STAGES])
@@ -584,7 +584,7 @@ static int finish(struct ms_json *w, int fd)
 	return e;
 }
 
-static struct ms_outpath where; /* set by the one writer at a time */
+static struct ms_outpath where MS_LARGE; /* set by the one writer at a time */
 
 /* Not an errno: a symlink the kernel's protected_symlinks rule would not follow for us. */
 static int refuse(const char *path)
@@ -598,7 +598,7 @@ static int refuse(const char *path)
 /* Devices and FIFOs (e.g. /dev/stdout) are written where they are, never replaced. */
 static int write_in_place(const char *path, const char *reason, int sig, int complete)
 {
-	static struct ms_json w;
+	static struct ms_json w MS_LARGE;
 	int flags = O_WRONLY | O_APPEND | O_NONBLOCK | O_CLOEXEC | O_NOCTTY;
 	int fd = where.follow ? (int)syscall(SYS_openat, where.dirfd, where.rest, flags)
 			      : (int)syscall(SYS_openat, where.dirfd, where.name, flags | O_NOFOLLOW);
@@ -628,7 +628,7 @@ static int open_temporary(const char *tmp)
 
 static int write_replacing(const char *path, const char *reason, int sig, int complete)
 {
-	static struct ms_json w;
+	static struct ms_json w MS_LARGE;
 	static unsigned serial;
 	char tmp[NAME_MAX + 48];
 	size_t n = ms_format(tmp, sizeof tmp, ".%s.tmp.%d.%u", where.name, (int)ms_proc.pid,
@@ -717,7 +717,7 @@ int ms_report_try_snapshot(void)
 
 long ms_report_to_buffer(char *buf, size_t size)
 {
-	static struct ms_json w;
+	static struct ms_json w MS_LARGE;
 	if (acquire_writer(0) < 0)
 		return -1;
 	int saved = errno;

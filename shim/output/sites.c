@@ -6,7 +6,7 @@
 #include "output/sites.h"
 #include "sites/sites.h"
 
-static struct ms_sites_copy copies[MS_MAX_STAGES];
+static struct ms_sites_copy copies[MS_MAX_STAGES] MS_LARGE;
 static int have[MS_MAX_STAGES];
 static int active;
 
@@ -17,7 +17,7 @@ int ms_report_sites_begin(const struct ms_stages *st, const int *ids, int n, int
 	memset(have, 0, sizeof have);
 	if (!active || !ms_sites_on()) /* no sample yet: empty lists, nothing to copy or name */
 		return active;
-	static int32_t stacks[MS_MAX_STAGES * 2 * MS_SITES_TOP];
+	static int32_t stacks[MS_MAX_STAGES * 2 * MS_SITES_TOP] MS_LARGE;
 	int ns = 0;
 	for (int i = 0; i < n; i++) {
 		int id = ids[i];

@@ -17,6 +17,7 @@
 #include "core/ms.h"
 #include "core/process.h"
 #include "core/stages.h"
+#include "intercept/elf.h"
 #include "intercept/hooks.h"
 #include "python/py.h"
 
@@ -35,7 +36,7 @@ struct target {
 };
 
 #define MAX_TARGETS (MS_SPEC_MAX_STAGES * MS_SPEC_MAX_TARGETS)
-static struct target targets[MAX_TARGETS];
+static struct target targets[MAX_TARGETS] MS_LARGE;
 static int ntargets;
 
 /* ARMED: the route is ready (3.12+: the tool id held) but its frame hook or events wait until a
@@ -167,7 +168,7 @@ static void add_to_line(void *ctx, const char *stage, const char *target)
  * MEMSHIM_STAGES is otherwise silent). */
 void ms_py_report(void)
 {
-	static struct unmatched_line line;
+	static struct unmatched_line line MS_LARGE;
 	if (!ms_is_tracked_process())
 		return;
 	ms_tls_guard++;
@@ -669,7 +670,7 @@ static int audit_hook(const char *event, ms_pyobj *args, void *data)
  * -E/-I make it ignore the environment. */
 static int debug_allocator_expected(void)
 {
-	static char cmd[16384];
+	static char cmd[16384] MS_LARGE;
 	int fd = open("/proc/self/cmdline", O_RDONLY | O_CLOEXEC);
 	ssize_t n = 0, r;
 	while (fd >= 0 && n < (ssize_t)sizeof cmd - 1 && (r = read(fd, cmd + n, sizeof cmd - 1 - (size_t)n)) > 0)
@@ -721,13 +722,13 @@ static int debug_allocator_expected(void)
  * (the Trainer defaults stay quiet, as everywhere). */
 static void warn_old_python(void)
 {
+	if (ms_cfg.spec.is_default || !ms_elf_loaded_symbol("Py_GetVersion"))
+		return; /* quiet for the defaults, or not a Python process */
 	const char *(*version)(void) = (const char *(*)(void))sym("Py_GetVersion");
-	if (!version || ms_cfg.spec.is_default)
-		return; /* not a Python process */
 	load_targets();
 	if (ntargets == 0)
 		return;
-	const char *v = version();
+	const char *v = version ? version() : NULL;
 	char shown[32] = "";
 	if (v)
 		ms_strlcpy(shown, v, strcspn(v, " ") + 1 < sizeof shown ? strcspn(v, " ") + 1 : sizeof shown);
@@ -737,8 +738,9 @@ static void warn_old_python(void)
 
 void ms_py_init(void)
 {
-	int (*add)(int (*)(const char *, ms_pyobj *, void *), void *) =
-		(int (*)(int (*)(const char *, ms_pyobj *, void *), void *))sym("PySys_AddAuditHook");
+	typedef int (*add_hook_fn)(int (*)(const char *, ms_pyobj *, void *), void *);
+	/* probed without dlsym, whose miss allocates (a heap of its own in a program like /bin/true) */
+	add_hook_fn add = ms_elf_loaded_symbol("PySys_AddAuditHook") ? (add_hook_fn)sym("PySys_AddAuditHook") : NULL;
 	if (!add) {
 		warn_old_python(); /* not a Python process, or Python < 3.8 */
 		return;

@@ -30,11 +30,11 @@
 #define QUAL_MAX 512
 #define DEPTH_MAX 64
 
-static char why[QUAL_MAX + 64];
+static char why[QUAL_MAX + 64] MS_LARGE;
 
 /* Targets, copied at start (asked for once per code object searched). */
 #define MAX_TARGETS 512
-static const char *t_qual[MAX_TARGETS], *t_last[MAX_TARGETS];
+static const char *t_qual[MAX_TARGETS] MS_LARGE, *t_last[MAX_TARGETS] MS_LARGE;
 static int nt;
 
 /* Offsets of co_consts and co_name (co_qualname: 3.11) in PyCodeObject, from each version's

@@ -199,7 +199,7 @@ START_TEST(snapshot_copy_reports_open_stage_so_far)
 	ms_cpu_add(MS_MALLOC, 6 * MiB);
 	ms_cpu_add(MS_MALLOC, -2 * MiB);
 	ms_stages_copy(&copy, 2);
-	ck_assert_int_eq(copy.stage[a].depth, 1);
+	ck_assert_int_eq(copy.depth[a], 1);
 	ck_assert_int_eq(copy.stage[a].cur.end[MS_CPU], 4 * MiB);
 	ck_assert_int_eq(copy.stage[a].cur.peak[MS_CPU], 6 * MiB);
 	ck_assert(copy.stage[a].cur.runtime == 2.0);
@@ -230,7 +230,7 @@ START_TEST(threads_entering_one_stage_stay_consistent)
 	for (int i = 0; i < 4; i++)
 		pthread_join(t[i], NULL);
 	const struct ms_stage *s = &ms_st.stage[thread_stage];
-	ck_assert_int_eq(s->depth, 0);
+	ck_assert_int_eq(ms_st.depth[thread_stage], 0);
 	ck_assert_int_eq(ms_st.nopen, 0);
 	ck_assert_uint_ge(s->calls, 1); /* overlapping callers merge into one call */
 	ck_assert_uint_le(s->calls, 80000);
