@@ -35,10 +35,10 @@ struct rule_slot {
 	uintptr_t ip; /* 0: empty */
 	uint64_t word;
 };
-static struct rule_slot small_rules[NRULES_SMALL];
+static struct rule_slot small_rules[NRULES_SMALL] __attribute__((aligned(4096))) MS_LARGE;
 static unsigned nsmall; /* rules in small_rules (lock_word held) */
 static struct rule_slot *rules;
-static struct cfi_obj objs[MAX_CFI_OBJS];
+static struct cfi_obj objs[MAX_CFI_OBJS] MS_LARGE;
 static int nobjs;
 static int lock_word;
 __thread int ms_cfi_new_ip __attribute__((tls_model("initial-exec")));
@@ -551,6 +551,12 @@ static struct rule_slot *find(struct rule_slot *t, unsigned size, uintptr_t ip)
 {
 	struct rule_slot *e = probe(t, size, ip);
 	return e && __atomic_load_n(&e->ip, __ATOMIC_ACQUIRE) == ip ? e : NULL;
+}
+
+void ms_cfi_prepare(void)
+{
+	for (size_t off = 0; off < sizeof small_rules; off += 4096)
+		ms_touch((char *)small_rules + off);
 }
 
 /* IP's cached rule into *R: 1 when cached (valid or not), 0 when not seen. */

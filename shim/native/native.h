@@ -53,6 +53,9 @@ int ms_cfi_step(uintptr_t *ip, uintptr_t *sp, uintptr_t *rbp, uintptr_t *slot);
 extern __thread int ms_cfi_new_ip __attribute__((tls_model("initial-exec")));
 /* Forgets cached rules (objects were unloaded). */
 void ms_cfi_forget(void);
+/* Before the first walk: the small rule cache's pages written once (read first, each would fault
+ * twice). */
+void ms_cfi_prepare(void);
 void ms_cfi_fork_child(void);
 
 /* ---- targets (native/names.c) ---------------------------------------------------------------- */

@@ -25,7 +25,7 @@
 #define MAX_DRAWS 4096 /* samples counted one by one in a single block; beyond, its size is its weight */
 
 __thread int64_t ms_sites_left MS_TLS;
-uint64_t ms_sites_filter[(1u << MS_SITES_FILTER_BITS) / 64];
+uint64_t ms_sites_filter[(1u << MS_SITES_FILTER_BITS) / 64] __attribute__((aligned(4096))) MS_LARGE;
 
 struct live {
 	uint64_t addr; /* 0: empty */
@@ -46,7 +46,7 @@ static struct per_stack {
 	int64_t bytes[2], points[2];
 } *per_stack;
 
-static struct ms_sites_copy cur[MS_MAX_STAGES], last[MS_MAX_STAGES];
+static struct ms_sites_copy cur[MS_MAX_STAGES] MS_LARGE, last[MS_MAX_STAGES] MS_LARGE;
 static int64_t cpu_next = INT64_MAX, gpu_next = INT64_MAX; /* lowest refresh threshold of open calls */
 
 /* What every sample and sampled free writes, on one line (two threads sampling pass one line
@@ -186,6 +186,7 @@ static int live_insert(uint64_t addr, int32_t stack, int gpu, int64_t weight)
 	if (shared.nlive >= MAX_LIVE || live_grow() < 0)
 		return -1;
 	uint32_t i = slot_of(addr);
+	ms_touch(&live[i]); /* a fresh page: written before it is read */
 	while (live[i].addr && live[i].addr != addr)
 		i = (i + 1) & (LIVE_SLOTS - 1);
 	if (live[i].addr == addr) /* a block we never saw freed (a free in a handler): replace it */
@@ -262,12 +263,13 @@ static struct latest {
 	uint64_t gen;
 	int n;
 	struct ms_sites_entry e[MS_SITES_TOP];
-} latest[2];
+} latest[2] MS_LARGE;
 
 /* Side GPU's top list into OUT (N entries), remade only when its table changed. */
 static void copy_side(int gpu, int *n, struct ms_sites_entry *out)
 {
 	struct latest *l = &latest[gpu];
+	ms_touch(l); /* a fresh page: written before it is read */
 	if (l->gen != shared.gen[gpu]) {
 		l->n = top(gpu, l->e);
 		l->gen = shared.gen[gpu];
@@ -349,8 +351,11 @@ static void sync_stages(int stage)
 			end_call(k, cpu_now, gpu_now);
 	/* depth first: copies of stages not open are never read, so their pages stay unfaulted */
 	for (int id = stage < 0 ? 0 : stage; id < (stage < 0 ? MS_MAX_STAGES : stage + 1); id++)
-		if (id < MS_MAX_STAGES && ms_stage_depth(id) > 0 && !cur[id].valid)
-			start_call(id, cpu_now, gpu_now);
+		if (id < MS_MAX_STAGES && ms_stage_depth(id) > 0) {
+			ms_touch(&cur[id]); /* a fresh page: written before it is read */
+			if (!cur[id].valid)
+				start_call(id, cpu_now, gpu_now);
+		}
 	if (cpu_now > cpu_next || gpu_now > gpu_next)
 		refresh(cpu_now, gpu_now);
 	else

@@ -56,7 +56,7 @@ struct code_entry {
 	const void *code, *name, *file;
 	int32_t f, l;
 };
-static struct code_entry code_cache[CODE_CACHE];
+static struct code_entry code_cache[CODE_CACHE] MS_LARGE;
 
 
 /* Bounds of the executable segment holding ADDR. */
@@ -104,6 +104,7 @@ int ms_sites_stacks_init(void)
 	if (!stacks || !stack_slot || !frame_pool || !strings || !string_slot || !string_pool)
 		return -1;
 	range_of((uintptr_t)ms_sites_stacks_init, &self_lo, &self_hi);
+	ms_cfi_prepare();
 	caches_key_ok = pthread_key_create(&caches_key, caches_gone) == 0;
 	return 0;
 }
@@ -157,7 +158,7 @@ struct thread_caches {
 	struct ms_py_line_cache lines;
 };
 static __thread struct thread_caches *caches MS_TLS;
-static struct chain no_chain; /* stands in when a thread's caches could not be mapped: never read */
+static struct chain no_chain MS_LARGE; /* stands in when a thread's caches could not be mapped: never read */
 
 static void caches_gone(void *c)
 {
@@ -172,6 +173,7 @@ static struct thread_caches *thread_caches(void)
 		return c;
 	c = ms_raw_map(sizeof *c);
 	if (c) {
+		ms_touch(c); /* the chain's header: written before it is read */
 		caches = c;
 		pthread_setspecific(caches_key, c); /* a low key index: no allocation */
 	}
@@ -299,6 +301,7 @@ static int32_t intern_string(const char *s)
 {
 	size_t n = strlen(s);
 	uint64_t h = hash_text(s, n);
+	ms_touch(&string_slot[h % STRING_SLOTS]); /* a fresh page: written before it is read */
 	for (uint32_t k = 0, i = (uint32_t)h % STRING_SLOTS; k < STRING_SLOTS; k++, i = (i + 1) % STRING_SLOTS) {
 		int32_t v = string_slot[i];
 		if (!v) {
@@ -369,6 +372,7 @@ int32_t ms_sites_capture_locked(const uint64_t *raw, int n)
 	uint64_t h = 0x1234567u;
 	for (int i = 0; i < n; i++)
 		h = mix(h, frames[i]);
+	ms_touch(&stack_slot[h % STACK_SLOTS]); /* a fresh page: written before it is read */
 	for (uint32_t k = 0, i = (uint32_t)(h % STACK_SLOTS); k < STACK_SLOTS; k++, i = (i + 1) % STACK_SLOTS) {
 		int32_t v = stack_slot[i];
 		if (!v) {

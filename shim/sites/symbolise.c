@@ -30,11 +30,11 @@ struct addr {
 	uintptr_t start;
 };
 
-static struct obj objs[MAX_OBJS];
+static struct obj objs[MAX_OBJS] MS_LARGE;
 static int nobjs;
-static char paths[64u << 10];
+static char paths[64u << 10] MS_LARGE;
 static size_t paths_used;
-static char exe[1024];
+static char exe[1024] MS_LARGE;
 static struct addr *addrs;
 static size_t naddrs, addrs_cap;
 static char *names;
@@ -144,6 +144,43 @@ static void addrs_of(int obj, size_t *first, size_t *end)
 	*end = i;
 }
 
+/* Which stretches of [min, max] hold a wanted address: one bit per 1/MARK_BITS of it.  Most symbols
+ * of a big object fall between the wanted addresses and are passed over on one bit, not searched
+ * for (a binary search each: most of the time of naming a Python start's frames). */
+#define MARK_BITS 4096
+struct marks {
+	uintptr_t min, max;
+	unsigned shift;
+	uint64_t bit[MARK_BITS / 64];
+};
+
+static void marks_of(struct marks *m, size_t first, size_t end)
+{
+	m->min = addrs[first].ip - 1;
+	m->max = addrs[end - 1].ip - 1;
+	m->shift = 0;
+	while (((m->max - m->min) >> m->shift) >= MARK_BITS)
+		m->shift++;
+	memset(m->bit, 0, sizeof m->bit);
+	for (size_t k = first; k < end; k++) {
+		uintptr_t b = (addrs[k].ip - 1 - m->min) >> m->shift;
+		m->bit[b / 64] |= UINT64_C(1) << (b % 64);
+	}
+}
+
+/* Whether [LO, HI) may hold a wanted address. */
+static int marked(const struct marks *m, uintptr_t lo, uintptr_t hi)
+{
+	if (hi <= m->min || lo > m->max || hi <= lo)
+		return 0;
+	uintptr_t b = ((lo > m->min ? lo : m->min) - m->min) >> m->shift;
+	uintptr_t last = ((hi - 1 < m->max ? hi - 1 : m->max) - m->min) >> m->shift;
+	for (; b <= last; b++)
+		if (m->bit[b / 64] >> (b % 64) & 1)
+			return 1;
+	return 0;
+}
+
 /* Names the addresses [FIRST, END) of object OBJ from one symbol table SH (strings in STR). */
 static void scan(const unsigned char *map, size_t size, const Elf64_Shdr *sh, const Elf64_Shdr *str, int obj,
 		 size_t first, size_t end)
@@ -154,10 +191,12 @@ static void scan(const unsigned char *map, size_t size, const Elf64_Shdr *sh, co
 	const Elf64_Sym *sym = (const Elf64_Sym *)(map + sh->sh_offset);
 	const char *strs = (const char *)(map + str->sh_offset);
 	size_t n = sh->sh_size / sizeof *sym;
-	uintptr_t base = objs[obj].base, min = addrs[first].ip - 1, max = addrs[end - 1].ip - 1;
+	uintptr_t base = objs[obj].base;
+	static struct marks m; /* one scan at a time (the report's writer) */
+	marks_of(&m, first, end);
 	for (size_t i = 0; i < n; i++) {
 		uintptr_t lo = base + sym[i].st_value, hi = lo + sym[i].st_size;
-		if (hi <= min || lo > max) /* most symbols: no wanted address near (two compares) */
+		if (!marked(&m, lo, hi))
 			continue;
 		int type = ELF64_ST_TYPE(sym[i].st_info);
 		if ((type != STT_FUNC && type != STT_GNU_IFUNC) || sym[i].st_shndx == SHN_UNDEF || !sym[i].st_size ||
@@ -218,7 +257,7 @@ void ms_sites_symbolise(const int32_t *ids, int n)
 	paths_used = 0;
 	int first = 1;
 	dl_iterate_phdr(collect, &first);
-	static unsigned char wanted[MAX_OBJS];
+	static unsigned char wanted[MAX_OBJS] MS_LARGE;
 	memset(wanted, 0, sizeof wanted);
 	for (size_t i = 0; i < naddrs; i++) {
 		addrs[i].obj = (int16_t)object_of(addrs[i].ip - 1);
