@@ -140,11 +140,18 @@ static int native_name(const struct target *t)
 	return !t->module && !strchr(t->qual, '.') && ms_real_dlsym(RTLD_DEFAULT, t->qual) != NULL;
 }
 
-void ms_py_each_unmatched(void (*fn)(void *ctx, const char *stage, const char *target), void *ctx)
+/* Whether targets that matched nothing are named at exit: not in a program without Python, nor for
+ * the Trainer's default names (absent in most scripts). */
+static int names_unmatched(void)
 {
 	int st = __atomic_load_n(&state, __ATOMIC_ACQUIRE);
-	if ((st != INSTALLED && st != ARMED) || ms_cfg.spec.is_default)
-		return; /* not a Python program, or the Trainer's default names (absent in most scripts) */
+	return (st == INSTALLED || st == ARMED) && !ms_cfg.spec.is_default;
+}
+
+void ms_py_each_unmatched(void (*fn)(void *ctx, const char *stage, const char *target), void *ctx)
+{
+	if (!names_unmatched())
+		return;
 	for (int i = 0; i < ntargets; i++)
 		if (!__atomic_load_n(&targets[i].matched, __ATOMIC_RELAXED) && !native_name(&targets[i]))
 			fn(ctx, ms_cfg.spec.stage[targets[i].stage].name, targets[i].text);
@@ -169,8 +176,8 @@ static void add_to_line(void *ctx, const char *stage, const char *target)
 void ms_py_report(void)
 {
 	static struct unmatched_line line MS_LARGE;
-	if (!ms_is_tracked_process())
-		return;
+	if (!ms_is_tracked_process() || !names_unmatched())
+		return; /* its page stays untouched */
 	ms_tls_guard++;
 	line.len = 0;
 	line.n = 0;
