@@ -49,12 +49,16 @@ static void put(struct sink *s, char c)
 		s->buf[s->len++] = c;
 }
 
+/* In one copy: symbol names at report time are most of what is formatted. */
 static void put_str(struct sink *s, const char *str)
 {
 	if (!str)
 		str = "(null)";
-	while (*str)
-		put(s, *str++);
+	size_t n = strlen(str), room = s->len + 1 < s->size ? s->size - s->len - 1 : 0;
+	n = n < room ? n : room;
+	if (n)
+		memcpy(s->buf + s->len, str, n);
+	s->len += n;
 }
 
 static void put_unsigned(struct sink *s, unsigned long long v, unsigned base)

@@ -13,6 +13,8 @@
 /* Tables of 1 KiB and more that a process may touch in a few places or not at all: kept apart from
  * the small state, which then shares a few pages (each page first touched costs a fault). */
 #define MS_LARGE __attribute__((section(".lbss")))
+/* For a table whose used part is its head: one page for a small process, not two. */
+#define MS_PAGE_ALIGNED __attribute__((aligned(4096)))
 #define MS_UNLIKELY(x) __builtin_expect(!!(x), 0)
 #define MS_LIKELY(x) __builtin_expect(!!(x), 1)
 /* What the library exports: the wrappers and the public API (everything else is hidden by

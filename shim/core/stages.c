@@ -8,7 +8,7 @@
 #include "core/stages.h"
 #include "core/timeline.h"
 
-static struct ms_stages ms_st MS_LARGE;
+static struct ms_stages ms_st MS_PAGE_ALIGNED MS_LARGE;
 void (*ms_stage_observer)(int stage, int end);
 
 static struct ms_spin lock;

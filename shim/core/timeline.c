@@ -6,7 +6,7 @@
 #include "core/spin.h"
 #include "core/timeline.h"
 
-static struct ms_timeline timeline MS_LARGE;
+static struct ms_timeline timeline MS_PAGE_ALIGNED MS_LARGE;
 static double (*clock_fn)(void); /* seconds since start; NULL (unit tests): 0 */
 static struct ms_spin lock;
 static int enabled;

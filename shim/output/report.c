@@ -28,8 +28,8 @@
 #define ARGV_MAX 4096
 
 static int in_handler; /* the writer runs from a signal handler: no waiting */
-static struct ms_stages snap MS_LARGE; /* large: static, never on a handler's stack */
-static struct ms_timeline tl_snap MS_LARGE;
+static struct ms_stages snap MS_PAGE_ALIGNED MS_LARGE; /* large: static, never on a handler's stack */
+static struct ms_timeline tl_snap MS_PAGE_ALIGNED MS_LARGE;
 static struct ms_pool_sample pools[MS_CUDA_MAX_POOLS] MS_LARGE;
 static char argv_buf[ARGV_MAX];
 static size_t argv_len;
@@ -628,7 +628,7 @@ static int open_temporary(const char *tmp)
 
 static int write_replacing(const char *path, const char *reason, int sig, int complete)
 {
-	static struct ms_json w MS_LARGE;
+	static struct ms_json w MS_PAGE_ALIGNED MS_LARGE;
 	static unsigned serial;
 	char tmp[NAME_MAX + 48];
 	size_t n = ms_format(tmp, sizeof tmp, ".%s.tmp.%d.%u", where.name, (int)ms_proc.pid,

@@ -18,7 +18,7 @@
 #include "sites/hot.h"
 #include "sites/sites.h"
 
-#define LIVE_BITS_FIRST 10 /* 1024 slots (24 KiB) at first: the table doubles as samples stay live */
+#define LIVE_BITS_FIRST 7 /* 128 slots (3 KiB, a page) at first: the table doubles as samples stay live */
 #define LIVE_BITS_MAX 19
 #define LIVE_SLOTS (1u << live_bits)
 #define MAX_LIVE ((1u << LIVE_BITS_MAX) / 2)

@@ -38,11 +38,20 @@ struct string {
 	uint32_t len;
 };
 
+/* An open-addressing index of ids (id + 1, 0 empty) that starts at one page and doubles in place
+ * (its mapping holds the largest size) when half full: the first entries touch one page, not a
+ * page each. */
+#define INDEX_FIRST 1024u
+struct index {
+	int32_t *slot;
+	uint32_t size, max; /* powers of two */
+};
+
 static struct stack *stacks;
-static int32_t *stack_slot;   /* id + 1, 0 = empty */
+static struct index stack_index;
 static uint64_t *frame_pool;
 static struct string *strings;
-static int32_t *string_slot;
+static struct index string_index;
 static char *string_pool;
 static uint32_t nstacks, nstrings, frames_used, chars_used;
 static uint64_t dropped;
@@ -96,12 +105,12 @@ static void caches_gone(void *c);
 int ms_sites_stacks_init(void)
 {
 	stacks = ms_raw_map(MAX_STACKS * sizeof *stacks);
-	stack_slot = ms_raw_map(STACK_SLOTS * sizeof *stack_slot);
+	stack_index = (struct index){ ms_raw_map(STACK_SLOTS * sizeof(int32_t)), INDEX_FIRST, STACK_SLOTS };
 	frame_pool = ms_raw_map(FRAME_POOL * sizeof *frame_pool);
 	strings = ms_raw_map(MAX_STRINGS * sizeof *strings);
-	string_slot = ms_raw_map(STRING_SLOTS * sizeof *string_slot);
+	string_index = (struct index){ ms_raw_map(STRING_SLOTS * sizeof(int32_t)), INDEX_FIRST, STRING_SLOTS };
 	string_pool = ms_raw_map(STRING_POOL);
-	if (!stacks || !stack_slot || !frame_pool || !strings || !string_slot || !string_pool)
+	if (!stacks || !stack_index.slot || !frame_pool || !strings || !string_index.slot || !string_pool)
 		return -1;
 	range_of((uintptr_t)ms_sites_stacks_init, &self_lo, &self_hi);
 	ms_cfi_prepare();
@@ -109,12 +118,39 @@ int ms_sites_stacks_init(void)
 	return 0;
 }
 
+static void index_reset(struct index *x)
+{
+	memset(x->slot, 0, x->size * sizeof *x->slot);
+	x->size = INDEX_FIRST;
+}
+
+static uint32_t index_home(const struct index *x, uint64_t h)
+{
+	return (uint32_t)h & (x->size - 1);
+}
+
+/* Room for entry COUNT + 1 (lock held): past half full the index doubles and ids 0..COUNT-1 go
+ * back in at their hashes (HASH). */
+static void index_room(struct index *x, uint32_t count, uint64_t (*hash)(int32_t id))
+{
+	if ((count + 1) * 2 <= x->size || x->size >= x->max)
+		return;
+	x->size *= 2;
+	memset(x->slot, 0, x->size * sizeof *x->slot);
+	for (uint32_t id = 0; id < count; id++) {
+		uint32_t i = index_home(x, hash((int32_t)id));
+		while (x->slot[i])
+			i = (i + 1) & (x->size - 1);
+		x->slot[i] = (int32_t)id + 1;
+	}
+}
+
 void ms_sites_stacks_reset(void)
 {
 	__atomic_add_fetch(&epoch, 1, __ATOMIC_RELAXED);
 	memset(code_cache, 0, sizeof code_cache);
-	memset(stack_slot, 0, STACK_SLOTS * sizeof *stack_slot);
-	memset(string_slot, 0, STRING_SLOTS * sizeof *string_slot);
+	index_reset(&stack_index);
+	index_reset(&string_index);
 	nstacks = nstrings = frames_used = chars_used = 0;
 	dropped = 0;
 }
@@ -296,14 +332,21 @@ static uint64_t hash_text(const char *s, size_t n)
 	return h | 1;
 }
 
+static uint64_t string_hash(int32_t id)
+{
+	return strings[id].hash;
+}
+
 /* Id of string S, interned; -1 when full. */
 static int32_t intern_string(const char *s)
 {
 	size_t n = strlen(s);
 	uint64_t h = hash_text(s, n);
-	ms_touch(&string_slot[h % STRING_SLOTS]); /* a fresh page: written before it is read */
-	for (uint32_t k = 0, i = (uint32_t)h % STRING_SLOTS; k < STRING_SLOTS; k++, i = (i + 1) % STRING_SLOTS) {
-		int32_t v = string_slot[i];
+	struct index *x = &string_index;
+	index_room(x, nstrings, string_hash);
+	ms_touch(&x->slot[index_home(x, h)]); /* a fresh page: written before it is read */
+	for (uint32_t k = 0, i = index_home(x, h); k < x->size; k++, i = (i + 1) & (x->size - 1)) {
+		int32_t v = x->slot[i];
 		if (!v) {
 			if (nstrings == MAX_STRINGS || chars_used + n + 1 > STRING_POOL)
 				return -1;
@@ -311,7 +354,7 @@ static int32_t intern_string(const char *s)
 			memcpy(string_pool + chars_used, s, n + 1);
 			strings[id] = (struct string){ h, chars_used, (uint32_t)n };
 			chars_used += (uint32_t)n + 1;
-			string_slot[i] = id + 1;
+			x->slot[i] = id + 1;
 			return id;
 		}
 		const struct string *e = &strings[v - 1];
@@ -359,6 +402,11 @@ static int intern_python(uint64_t *frames, int n, int max)
 	return 0;
 }
 
+static uint64_t stack_hash(int32_t id)
+{
+	return stacks[id].hash;
+}
+
 int32_t ms_sites_capture_locked(const uint64_t *raw, int n)
 {
 	uint64_t frames[2 * MS_SITES_MAX_FRAMES];
@@ -372,9 +420,11 @@ int32_t ms_sites_capture_locked(const uint64_t *raw, int n)
 	uint64_t h = 0x1234567u;
 	for (int i = 0; i < n; i++)
 		h = mix(h, frames[i]);
-	ms_touch(&stack_slot[h % STACK_SLOTS]); /* a fresh page: written before it is read */
-	for (uint32_t k = 0, i = (uint32_t)(h % STACK_SLOTS); k < STACK_SLOTS; k++, i = (i + 1) % STACK_SLOTS) {
-		int32_t v = stack_slot[i];
+	struct index *x = &stack_index;
+	index_room(x, nstacks, stack_hash);
+	ms_touch(&x->slot[index_home(x, h)]); /* a fresh page: written before it is read */
+	for (uint32_t k = 0, i = index_home(x, h); k < x->size; k++, i = (i + 1) & (x->size - 1)) {
+		int32_t v = x->slot[i];
 		if (!v) {
 			if (nstacks == MAX_STACKS || frames_used + (uint32_t)n > FRAME_POOL) {
 				dropped++;
@@ -384,7 +434,7 @@ int32_t ms_sites_capture_locked(const uint64_t *raw, int n)
 			memcpy(frame_pool + frames_used, frames, (size_t)n * sizeof *frames);
 			stacks[id] = (struct stack){ h, frames_used, (uint32_t)n };
 			frames_used += (uint32_t)n;
-			stack_slot[i] = id + 1;
+			x->slot[i] = id + 1;
 			__atomic_store_n(&nstacks, nstacks + 1, __ATOMIC_RELEASE);
 			return id;
 		}

@@ -203,6 +203,31 @@ START_TEST(freed_blocks_sharing_a_filter_bit_are_both_found)
 }
 END_TEST
 
+/* Every block sampled (rate 1) from 784 distinct stacks, each twice: the indexes that start at one
+ * page grow, and a stack seen again after a growth is found, not interned twice. */
+START_TEST(many_stacks_grow_the_tables_and_are_found_again)
+{
+	const char *env[] = { "MEMSHIM_SITES_RATE=1", NULL };
+	json_t *root = run_fixture("many", env);
+	json_t *sites = json_object_get(root, "sites");
+	ck_assert_ptr_nonnull(sites);
+	json_int_t stacks = json_integer_value(json_object_get(sites, "stacks"));
+	ck_assert_msg(stacks >= 784 && stacks < 784 + 64, "%lld stacks interned for 784 distinct ones", (long long)stacks);
+	ck_assert_int_eq(json_integer_value(json_object_get(sites, "stacks_dropped")), 0);
+	ck_assert_int_eq(json_integer_value(json_object_get(sites, "samples_dropped")), 0);
+	json_t *work = stage_of(root, "work"), *l, *e;
+	ck_assert_ptr_nonnull(work);
+	l = json_object_get(work, "peak_sites");
+	ck_assert_int_gt(json_array_size(l), 10);
+	size_t i;
+	json_array_foreach(l, i, e) { /* the top sites are the leaf's, each through its own depths */
+		const char *f0 = json_string_value(json_array_get(json_object_get(e, "frames"), 0));
+		ck_assert_msg(f0 && !strncmp(f0, "leaf_block+", 11), "site %zu starts at %s", i, f0 ? f0 : "?");
+	}
+	json_decref(root);
+}
+END_TEST
+
 START_TEST(rate_setting)
 {
 	const char *bad[] = { "MEMSHIM_SITES_RATE=12abc", NULL };
@@ -375,6 +400,7 @@ static Suite *suite(void)
 	tcase_add_test(tc, samples_through_a_native_stage_name_their_callers);
 	tcase_add_test(tc, error_bound_holds_over_20_runs);
 	tcase_add_test(tc, sites_off_writes_no_site_keys);
+	tcase_add_test(tc, many_stacks_grow_the_tables_and_are_found_again);
 	tcase_add_test(tc, rate_setting);
 	tcase_add_test(tc, freed_blocks_sharing_a_filter_bit_are_both_found);
 	tcase_add_test(tc, threads_and_fork);
