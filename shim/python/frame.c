@@ -137,10 +137,6 @@ static ms_pyobj *hook311(void *tstate, void *frame, int throwflag)
 	return r;
 }
 
-static void *sym(const char *name)
-{
-	return ms_real_dlsym(RTLD_DEFAULT, name);
-}
 
 /* Checks the co_extra offset of this version on a scratch code object: empty before, our value
  * after setting it through the API.  PyCode_NewEmpty, not compile(): the first compile() sets up
@@ -149,7 +145,7 @@ static void verify_extra_offset(void)
 {
 	size_t candidate = ms_py.minor == 11 ? 176 : 144;
 	ms_pyobj *(*new_empty)(const char *file, const char *name, int line) = NULL;
-	*(void **)&new_empty = sym("PyCode_NewEmpty");
+	*(void **)&new_empty = ms_py_sym("PyCode_NewEmpty");
 	ms_pyobj *code = new_empty ? new_empty("<memshim>", "memshim_probe", 1) : NULL;
 	if (code && ms_py_type_of(code) == ms_py.CodeType &&
 	    *(void **)((char *)code + candidate) == NULL &&
@@ -168,8 +164,8 @@ static void verify_extra_offset(void)
  * first 2 KiB of the (2.7 KiB) interpreter state.  Finds the slot; 0 on success. */
 static int find_slot38(void)
 {
-	void *(*get_interp)(void) = (void *(*)(void))sym("_PyInterpreterState_Get");
-	void *dflt = sym("_PyEval_EvalFrameDefault");
+	void *(*get_interp)(void) = (void *(*)(void))ms_py_sym("_PyInterpreterState_Get");
+	void *dflt = ms_py_sym("_PyEval_EvalFrameDefault");
 	if (!get_interp || !dflt || !(interp = get_interp()))
 		return -1;
 	void **words = interp;
@@ -200,9 +196,9 @@ int ms_py_frame_prepare(void)
 		ms_warn("Python stages disabled: the frame evaluation hook of this Python 3.8 was not found");
 		return -1;
 	}
-	void *(*get_interp)(void) = (void *(*)(void))sym("PyInterpreterState_Get");
-	*(void **)&set_eval = sym("_PyInterpreterState_SetEvalFrameFunc");
-	*(void **)&get_eval = sym("_PyInterpreterState_GetEvalFrameFunc");
+	void *(*get_interp)(void) = (void *(*)(void))ms_py_sym("PyInterpreterState_Get");
+	*(void **)&set_eval = ms_py_sym("_PyInterpreterState_SetEvalFrameFunc");
+	*(void **)&get_eval = ms_py_sym("_PyInterpreterState_GetEvalFrameFunc");
 	if (!get_interp || !set_eval || !get_eval || !(interp = get_interp())) {
 		ms_warn("Python stages disabled: no frame evaluation hook in this Python");
 		return -1;
@@ -222,10 +218,10 @@ int ms_py_frame_enable(const char *why)
 	} else {
 		prev39 = get_eval(interp);
 		if (!prev39)
-			prev39 = (eval39_fn)sym("_PyEval_EvalFrameDefault");
+			prev39 = (eval39_fn)ms_py_sym("_PyEval_EvalFrameDefault");
 		if (!prev39)
 			return -1;
-		if ((void *)prev39 != sym("_PyEval_EvalFrameDefault"))
+		if ((void *)prev39 != ms_py_sym("_PyEval_EvalFrameDefault"))
 			ms_debug("another frame evaluation hook is installed; memshim's runs before it");
 		set_eval(interp, ms_py.minor == 11 ? hook311 : hook310);
 	}

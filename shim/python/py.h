@@ -126,6 +126,10 @@ void ms_py_each_unmatched(void (*fn)(void *ctx, const char *stage, const char *t
 /* At exit: one warning naming them. */
 void ms_py_report(void);
 
+/* The C API function or object NAME: from the object that defines the interpreter (an ELF lookup,
+ * found at start), else dlsym's global search; NULL when missing. */
+void *ms_py_sym(const char *name);
+
 /* ---- the calling thread's Python stack (python/stack.c), for call sites ---------------------- */
 
 struct ms_py_frame {

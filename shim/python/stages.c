@@ -456,16 +456,20 @@ void ms_py_leave(uint32_t mask)
 
 /* ---- bootstrap ------------------------------------------------------------------------- */
 
-static void *sym(const char *name)
+static const struct link_map *py_object; /* the object defining the C API (the executable or libpython) */
+
+void *ms_py_sym(const char *name)
 {
-	return ms_real_dlsym(RTLD_DEFAULT, name);
+	void *p = py_object ? ms_elf_own_symbol(py_object, name) : NULL;
+	return p ? p : ms_real_dlsym(RTLD_DEFAULT, name);
 }
 
-#define NEED(field, name)                             \
-	do {                                          \
-		*(void **)&ms_py.field = sym(name);   \
-		if (!ms_py.field)                     \
-			return name;                  \
+
+#define NEED(field, name)                                 \
+	do {                                              \
+		*(void **)&ms_py.field = ms_py_sym(name); \
+		if (!ms_py.field)                         \
+			return name;                      \
 	} while (0)
 
 /* Fills ms_py; returns the name of a missing symbol, or NULL. */
@@ -551,7 +555,7 @@ static void install(const char *event, ms_pyobj *args, int embedded)
 		state = FAILED;
 		return;
 	}
-	void *none_type = sym("_PyNone_Type");
+	void *none_type = ms_py_sym("_PyNone_Type");
 	if (!none_type || ms_py_type_of(ms_py.None) != none_type) {
 		/* debug (Py_TRACE_REFS) or free-threaded builds put ob_type elsewhere */
 		ms_warn("Python stages disabled: this Python build's object layout is not supported");
@@ -596,7 +600,7 @@ static int startup_over(const char *event, ms_pyobj *args)
 {
 	static ms_pyobj *(*modules_dict)(void);
 	if (!modules_dict)
-		*(void **)&modules_dict = sym("PyImport_GetModuleDict");
+		*(void **)&modules_dict = ms_py_sym("PyImport_GetModuleDict");
 	if (!modules_dict || load_api())
 		return 0;
 	ms_pyobj *et, *ev, *etb;
@@ -731,7 +735,7 @@ static void warn_old_python(void)
 {
 	if (ms_cfg.spec.is_default || !ms_elf_loaded_symbol("Py_GetVersion"))
 		return; /* quiet for the defaults, or not a Python process */
-	const char *(*version)(void) = (const char *(*)(void))sym("Py_GetVersion");
+	const char *(*version)(void) = (const char *(*)(void))ms_py_sym("Py_GetVersion");
 	load_targets();
 	if (ntargets == 0)
 		return;
@@ -747,12 +751,13 @@ void ms_py_init(void)
 {
 	typedef int (*add_hook_fn)(int (*)(const char *, ms_pyobj *, void *), void *);
 	/* probed without dlsym, whose miss allocates (a heap of its own in a program like /bin/true) */
-	add_hook_fn add = ms_elf_loaded_symbol("PySys_AddAuditHook") ? (add_hook_fn)sym("PySys_AddAuditHook") : NULL;
+	add_hook_fn add = (add_hook_fn)ms_elf_loaded_symbol("PySys_AddAuditHook");
+	py_object = add ? ms_elf_object_of((const void *)add) : NULL;
 	if (!add) {
 		warn_old_python(); /* not a Python process, or Python < 3.8 */
 		return;
 	}
-	*(void **)&py_initialized = sym("Py_IsInitialized");
+	*(void **)&py_initialized = ms_py_sym("Py_IsInitialized");
 	if (py_initialized && py_initialized())
 		return; /* loaded into a running interpreter: no safe point to hook in from here */
 	load_targets();
