@@ -18,24 +18,27 @@
 struct dyn_tables {
 	const Elf64_Sym *syms;
 	const char *strs;
+	size_t strsz;
 	const uint32_t *gnu_hash, *sysv_hash;
 	const Elf64_Half *versym;
 };
 
 /* The dynamic linker relocates these entries in place, except in objects such as the vDSO. */
-static const void *dyn_ptr(const struct link_map *map, Elf64_Addr v)
+static const void *dyn_ptr(uintptr_t base, Elf64_Addr v)
 {
-	return (const void *)(v < map->l_addr ? v + map->l_addr : v);
+	return (const void *)(v < base ? v + base : v);
 }
 
-static int read_tables(const struct link_map *map, struct dyn_tables *t)
+/* The tables named by dynamic section DYN of an object loaded at BASE. */
+static int read_tables_at(uintptr_t base, const Elf64_Dyn *dyn, struct dyn_tables *t)
 {
 	*t = (struct dyn_tables){ 0 };
-	for (const Elf64_Dyn *d = map->l_ld; d && d->d_tag != DT_NULL; d++) {
-		const void *p = dyn_ptr(map, d->d_un.d_ptr);
+	for (const Elf64_Dyn *d = dyn; d && d->d_tag != DT_NULL; d++) {
+		const void *p = dyn_ptr(base, d->d_un.d_ptr);
 		switch (d->d_tag) {
 		case DT_SYMTAB: t->syms = p; break;
 		case DT_STRTAB: t->strs = p; break;
+		case DT_STRSZ: t->strsz = d->d_un.d_val; break;
 		case DT_GNU_HASH: t->gnu_hash = p; break;
 		case DT_HASH: t->sysv_hash = p; break;
 		case DT_VERSYM: t->versym = p; break;
@@ -43,6 +46,11 @@ static int read_tables(const struct link_map *map, struct dyn_tables *t)
 		}
 	}
 	return t->syms && t->strs && (t->gnu_hash || t->sysv_hash) ? 0 : -1;
+}
+
+static int read_tables(const struct link_map *map, struct dyn_tables *t)
+{
+	return read_tables_at(map->l_addr, map->l_ld, t);
 }
 
 /* Our own compare: a sanitizer runtime intercepts strcmp and may not be initialised yet. */
@@ -121,6 +129,62 @@ static void *sysv_lookup(const struct link_map *map, const struct dyn_tables *t,
 			return p;
 	}
 	return NULL;
+}
+
+/* Symbols in the table: the System V hash table says; the GNU one's highest chain ends at the last. */
+static size_t count_symbols(const struct dyn_tables *t)
+{
+	if (!t->gnu_hash)
+		return t->sysv_hash[1];
+	const uint32_t *h = t->gnu_hash;
+	uint32_t nbuckets = h[0], symoffset = h[1], bloom_words = h[2], last = 0;
+	const uint32_t *buckets = (const uint32_t *)((const Elf64_Addr *)(h + 4) + bloom_words);
+	const uint32_t *chain = buckets + nbuckets;
+	for (uint32_t b = 0; b < nbuckets; b++)
+		last = buckets[b] > last ? buckets[b] : last;
+	if (last < symoffset)
+		return symoffset;
+	while (!(chain[last - symoffset] & 1))
+		last++;
+	return (size_t)last + 1;
+}
+
+int ms_elf_loaded_dynsym(uintptr_t base, const Elf64_Dyn *dyn, const Elf64_Sym **syms, size_t *n,
+			 const char **strs, size_t *strsz)
+{
+	struct dyn_tables t;
+	if (!dyn || read_tables_at(base, dyn, &t) < 0 || !t.strsz)
+		return -1;
+	*syms = t.syms;
+	*n = count_symbols(&t);
+	*strs = t.strs;
+	*strsz = t.strsz;
+	return 0;
+}
+
+int ms_elf_file_has_section(const char *path, Elf64_Word type)
+{
+	long fd = syscall(SYS_openat, AT_FDCWD, path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -1;
+	Elf64_Ehdr eh;
+	Elf64_Shdr sh[32]; /* 2 KiB of stack: the report may be written from a signal handler */
+	int found = -1;
+	if (syscall(SYS_pread64, fd, &eh, sizeof eh, 0) == (long)sizeof eh && !memcmp(eh.e_ident, ELFMAG, SELFMAG) &&
+	    eh.e_ident[EI_CLASS] == ELFCLASS64 && eh.e_shentsize == sizeof(Elf64_Shdr)) {
+		found = 0;
+		for (Elf64_Half i = 0; i < eh.e_shnum && found == 0; i += 32) {
+			Elf64_Half k = eh.e_shnum - i < 32 ? eh.e_shnum - i : 32;
+			if (syscall(SYS_pread64, fd, sh, k * sizeof *sh, eh.e_shoff + i * sizeof *sh) != (long)(k * sizeof *sh)) {
+				found = -1;
+				break;
+			}
+			for (Elf64_Half j = 0; j < k; j++)
+				found |= sh[j].sh_type == type;
+		}
+	}
+	syscall(SYS_close, fd);
+	return found;
 }
 
 void *ms_elf_own_symbol(const struct link_map *map, const char *name)

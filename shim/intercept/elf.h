@@ -6,6 +6,7 @@
 
 #include <elf.h>
 #include <stddef.h>
+#include <stdint.h>
 
 struct link_map;
 
@@ -25,6 +26,15 @@ const struct link_map *ms_elf_object_of(const void *addr);
  * *SIZE; NULL when it cannot be opened or mapped or is shorter than an ELF header.  The caller
  * unmaps it (SYS_munmap, *SIZE bytes). */
 const unsigned char *ms_elf_map_file(const char *path, size_t *size);
+
+/* The dynamic symbols of an object as loaded (dynamic section DYN, load bias BASE): *N symbols from
+ * *SYMS, their names in *STRS (*STRSZ bytes).  0, or -1 when a table is missing. */
+int ms_elf_loaded_dynsym(uintptr_t base, const Elf64_Dyn *dyn, const Elf64_Sym **syms, size_t *n,
+			 const char **strs, size_t *strsz);
+
+/* Whether the ELF file PATH has a section of type TYPE (1 or 0), read from its headers alone (two
+ * small reads, nothing mapped); -1 when it cannot be read as a 64-bit ELF file. */
+int ms_elf_file_has_section(const char *path, Elf64_Word type);
 
 /* The section headers of the 64-bit ELF image MAP (SIZE bytes), their count in *N; NULL when MAP is
  * not one or its table does not lie inside it. */

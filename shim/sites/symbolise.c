@@ -21,6 +21,7 @@ struct obj {
 	uintptr_t base;
 	const char *path; /* in the path pool */
 	uintptr_t lo, hi; /* bounds of its loaded segments */
+	const Elf64_Dyn *dyn;
 };
 
 struct addr {
@@ -53,8 +54,11 @@ static int collect(struct dl_phdr_info *info, size_t size, void *arg)
 	if (paths_used + n > sizeof paths)
 		return 0;
 	uintptr_t lo = UINTPTR_MAX, hi = 0;
+	const Elf64_Dyn *dyn = NULL;
 	for (int i = 0; i < info->dlpi_phnum; i++) {
 		const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
+		if (ph->p_type == PT_DYNAMIC)
+			dyn = (const Elf64_Dyn *)(info->dlpi_addr + ph->p_vaddr);
 		if (ph->p_type != PT_LOAD)
 			continue;
 		uintptr_t a = info->dlpi_addr + ph->p_vaddr;
@@ -62,7 +66,7 @@ static int collect(struct dl_phdr_info *info, size_t size, void *arg)
 		hi = a + ph->p_memsz > hi ? a + ph->p_memsz : hi;
 	}
 	memcpy(paths + paths_used, name, n);
-	objs[nobjs++] = (struct obj){ info->dlpi_addr, paths + paths_used, lo, hi };
+	objs[nobjs++] = (struct obj){ info->dlpi_addr, paths + paths_used, lo, hi, dyn };
 	paths_used += n;
 	return 0;
 }
@@ -181,16 +185,9 @@ static int marked(const struct marks *m, uintptr_t lo, uintptr_t hi)
 	return 0;
 }
 
-/* Names the addresses [FIRST, END) of object OBJ from one symbol table SH (strings in STR). */
-static void scan(const unsigned char *map, size_t size, const Elf64_Shdr *sh, const Elf64_Shdr *str, int obj,
-		 size_t first, size_t end)
+/* Names the addresses [FIRST, END) of object OBJ from the N symbols SYM (names in STRS, STRSZ bytes). */
+static void scan(const Elf64_Sym *sym, size_t n, const char *strs, size_t strsz, int obj, size_t first, size_t end)
 {
-	if (sh->sh_offset > size || sh->sh_size > size - sh->sh_offset || sh->sh_entsize != sizeof(Elf64_Sym) ||
-	    str->sh_offset > size || str->sh_size > size - str->sh_offset)
-		return;
-	const Elf64_Sym *sym = (const Elf64_Sym *)(map + sh->sh_offset);
-	const char *strs = (const char *)(map + str->sh_offset);
-	size_t n = sh->sh_size / sizeof *sym;
 	uintptr_t base = objs[obj].base;
 	static struct marks m; /* one scan at a time (the report's writer) */
 	marks_of(&m, first, end);
@@ -200,13 +197,39 @@ static void scan(const unsigned char *map, size_t size, const Elf64_Shdr *sh, co
 			continue;
 		int type = ELF64_ST_TYPE(sym[i].st_info);
 		if ((type != STT_FUNC && type != STT_GNU_IFUNC) || sym[i].st_shndx == SHN_UNDEF || !sym[i].st_size ||
-		    sym[i].st_name >= str->sh_size)
+		    sym[i].st_name >= strsz)
 			continue;
 		for (size_t k = lower(lo, first, end); k < end && addrs[k].ip - 1 < hi; k++)
 			if (!addrs[k].name)
-				addrs[k] = (struct addr){ addrs[k].ip, keep_name(strs + sym[i].st_name, str->sh_size - sym[i].st_name),
+				addrs[k] = (struct addr){ addrs[k].ip, keep_name(strs + sym[i].st_name, strsz - sym[i].st_name),
 							  (int16_t)obj, lo };
 	}
+}
+
+/* One symbol table section SH of the file image MAP (strings in STR). */
+static void scan_section(const unsigned char *map, size_t size, const Elf64_Shdr *sh, const Elf64_Shdr *str, int obj,
+			 size_t first, size_t end)
+{
+	if (sh->sh_offset > size || sh->sh_size > size - sh->sh_offset || sh->sh_entsize != sizeof(Elf64_Sym) ||
+	    str->sh_offset > size || str->sh_size > size - str->sh_offset)
+		return;
+	scan((const Elf64_Sym *)(map + sh->sh_offset), sh->sh_size / sizeof(Elf64_Sym), (const char *)(map + str->sh_offset),
+	     str->sh_size, obj, first, end);
+}
+
+/* A file without .symtab (stripped, as distributions ship them) has only the .dynsym the dynamic
+ * linker already mapped and read: named from there, the file is not mapped a second time (each
+ * 64 KiB of it read first is a fault that maps 16 pages, some 4 us each here).  0 when done. */
+static int read_loaded(int obj, size_t first, size_t end)
+{
+	const Elf64_Sym *syms;
+	const char *strs;
+	size_t n, strsz;
+	if (ms_elf_file_has_section(objs[obj].path, SHT_SYMTAB) != 0 ||
+	    ms_elf_loaded_dynsym(objs[obj].base, objs[obj].dyn, &syms, &n, &strs, &strsz) < 0)
+		return -1;
+	scan(syms, n, strs, strsz, obj, first, end);
+	return 0;
 }
 
 /* Names the addresses inside object OBJ from its file's symbol tables. */
@@ -214,7 +237,7 @@ static void read_object(int obj)
 {
 	size_t size, first, end;
 	addrs_of(obj, &first, &end);
-	if (first == end)
+	if (first == end || read_loaded(obj, first, end) == 0)
 		return;
 	const unsigned char *map = ms_elf_map_file(objs[obj].path, &size);
 	if (!map)
@@ -224,7 +247,7 @@ static void read_object(int obj)
 	for (int pass = 0; pass < 2; pass++) /* .symtab first: it has the static functions too */
 		for (int i = 0; i < nsh; i++)
 			if (sh[i].sh_type == (pass ? SHT_DYNSYM : SHT_SYMTAB) && sh[i].sh_link < nsh)
-				scan(map, size, &sh[i], &sh[sh[i].sh_link], obj, first, end);
+				scan_section(map, size, &sh[i], &sh[sh[i].sh_link], obj, first, end);
 	syscall(SYS_munmap, map, size);
 }
 
