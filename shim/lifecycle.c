@@ -111,11 +111,13 @@ static const char *env(const char *name)
 	return secure_getenv(name);
 }
 
-__attribute__((constructor)) static void ms_init(void)
+/* The C library passes constructors the program's arguments and environment. */
+__attribute__((constructor)) static void ms_init(int argc, char **argv, char **envp)
 {
 	ms_log_bind_stderr(); /* before anything can warn */
 	ms_resolve();
 	ms_process_start();
+	ms_process_args(argc, argv, envp);
 	if (getauxval(AT_SECURE)) { /* setuid/setgid: do nothing at all */
 		stop_tracking();
 		return;

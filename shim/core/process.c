@@ -45,6 +45,12 @@ void ms_process_start(void)
 	ms_proc.start_unix = unix_now();
 }
 
+void ms_process_args(int argc, char *const *argv, char *const *envp)
+{
+	if (argc >= 0 && argc < (1 << 20) && argv && envp == argv + argc + 1 && !argv[argc])
+		ms_proc.argv = argv;
+}
+
 void ms_process_forked(void)
 {
 	pid_t parent = ms_proc.pid;

@@ -12,6 +12,7 @@ struct ms_process {
 	int own_output;  /* a child writing its own MEMSHIM_OUTPUT as is, without ".<pid>" */
 	double start_monotonic;
 	double start_unix;
+	char *const *argv; /* the program's arguments as the constructor got them, or NULL */
 };
 
 extern struct ms_process ms_proc;
@@ -30,6 +31,10 @@ double ms_elapsed(void);
 
 /* Starts the clock and records pid and parent (constructor). */
 void ms_process_start(void);
+/* The arguments the C library passed the constructor (ARGC, ARGV, ENVP), kept when they are laid
+ * out as the kernel starts a process (the environment right after the arguments' NULL): reading
+ * them costs nothing, /proc/self/cmdline an open of procfs. */
+void ms_process_args(int argc, char *const *argv, char *const *envp);
 /* Exec'd children inherit the identity of the first tracked process of the run, and where it
  * writes (MEMSHIM_ROOT_*, exported here for them); reads the environment and ms_cfg.output. */
 void ms_process_identify(void);

@@ -56,8 +56,28 @@ static long env_long(const char *name)
 	return v && *v && !*end && n >= 0 ? n : -1;
 }
 
+/* The arguments as /proc/self/cmdline has them (each with its NUL), from the constructor's. */
+static void copy_argv(char *const *argv)
+{
+	for (; *argv; argv++) {
+		size_t n = strlen(*argv) + 1;
+		if (n > sizeof argv_buf - argv_len) {
+			memcpy(argv_buf + argv_len, *argv, sizeof argv_buf - argv_len);
+			argv_len = sizeof argv_buf;
+			argv_truncated = 1;
+			return;
+		}
+		memcpy(argv_buf + argv_len, *argv, n);
+		argv_len += n;
+	}
+}
+
 static void read_argv(void)
 {
+	if (ms_proc.argv) {
+		copy_argv(ms_proc.argv);
+		return;
+	}
 	int fd = (int)syscall(SYS_open, "/proc/self/cmdline", O_RDONLY | O_CLOEXEC);
 	if (fd < 0)
 		return;
