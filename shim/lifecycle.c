@@ -39,6 +39,10 @@ static const struct subsystem subsystems[] = {
 #undef MS_SUBSYSTEM
 #define NSUBSYSTEMS (sizeof subsystems / sizeof *subsystems)
 
+/* What pthread_atfork is (a stub the linker puts after all our code, a page of its own to fault). */
+extern int __register_atfork(void (*prepare)(void), void (*parent)(void), void (*child)(void), void *dso);
+extern void *__dso_handle;
+
 static int finished;
 
 static void stop_tracking(void)
@@ -148,7 +152,7 @@ __attribute__((constructor)) static void ms_init(int argc, char **argv, char **e
 	}
 	if ((!ms_proc.is_child || ms_proc.own_output) && ms_report_check_output())
 		ms_process_export_output();
-	pthread_atfork(fork_prepare, fork_parent, fork_child);
+	__register_atfork(fork_prepare, fork_parent, fork_child, &__dso_handle);
 	atexit(at_exit);
 	__atomic_store_n(&ms_before_exit, finish, __ATOMIC_RELEASE);
 	ms_active = 1;
