@@ -39,8 +39,10 @@ static const struct subsystem subsystems[] = {
 #undef MS_SUBSYSTEM
 #define NSUBSYSTEMS (sizeof subsystems / sizeof *subsystems)
 
-/* What pthread_atfork is (a stub the linker puts after all our code, a page of its own to fault). */
+/* What pthread_atfork and atexit are (stubs the linker puts after all our code, a page of their own
+ * to fault in every process). */
 extern int __register_atfork(void (*prepare)(void), void (*parent)(void), void (*child)(void), void *dso);
+extern int __cxa_atexit(void (*fn)(void *), void *arg, void *dso);
 extern void *__dso_handle;
 
 static int finished;
@@ -70,8 +72,9 @@ static void after_boundary(int stage, int end)
 			subsystems[i].boundary(stage, end);
 }
 
-static void at_exit(void)
+static void at_exit(void *unused)
 {
+	(void)unused;
 	int saved = errno;
 	for (size_t i = 0; i < NSUBSYSTEMS; i++)
 		if (subsystems[i].report)
@@ -153,7 +156,7 @@ __attribute__((constructor)) static void ms_init(int argc, char **argv, char **e
 	if ((!ms_proc.is_child || ms_proc.own_output) && ms_report_check_output())
 		ms_process_export_output();
 	__register_atfork(fork_prepare, fork_parent, fork_child, &__dso_handle);
-	atexit(at_exit);
+	__cxa_atexit(at_exit, NULL, &__dso_handle);
 	__atomic_store_n(&ms_before_exit, finish, __ATOMIC_RELEASE);
 	ms_active = 1;
 	for (size_t i = 0; i < NSUBSYSTEMS; i++)

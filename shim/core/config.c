@@ -37,15 +37,28 @@ static const struct setting settings[] = {
 	{ "MEMSHIM_STAGES", K_STAGES, ms_default_stages, AT(spec) },
 };
 
+/* Case-insensitive in ASCII, whatever the locale: the words are ASCII (and every process parses
+ * the defaults: the C library's strcasecmp and its tables are pages of code to fault in). */
+static int same_word(const char *a, const char *b)
+{
+	for (;; a++, b++) {
+		char x = *a >= 'A' && *a <= 'Z' ? (char)(*a + 32) : *a, y = *b >= 'A' && *b <= 'Z' ? (char)(*b + 32) : *b;
+		if (x != y)
+			return 0;
+		if (!x)
+			return 1;
+	}
+}
+
 static int parse_bool(const char *v, int *out)
 {
 	static const char *const yes[] = { "1", "true", "yes", "on" };
 	static const char *const no[] = { "0", "false", "no", "off" };
 	for (size_t i = 0; i < sizeof yes / sizeof *yes; i++)
-		if (strcasecmp(v, yes[i]) == 0)
+		if (same_word(v, yes[i]))
 			return *out = 1, 0;
 	for (size_t i = 0; i < sizeof no / sizeof *no; i++)
-		if (strcasecmp(v, no[i]) == 0)
+		if (same_word(v, no[i]))
 			return *out = 0, 0;
 	return -1;
 }
@@ -54,7 +67,7 @@ static int parse_log(const char *v, int *out)
 {
 	static const char *const names[] = { "quiet", "warn", "debug" };
 	for (int i = 0; i < 3; i++)
-		if (strcasecmp(v, names[i]) == 0)
+		if (same_word(v, names[i]))
 			return *out = i, 0;
 	return -1;
 }
@@ -62,9 +75,9 @@ static int parse_log(const char *v, int *out)
 /* Seconds, or "auto" (MS_SNAPSHOT_AUTO: the default policy) or "off" (0). */
 static int parse_interval(const char *v, double *out)
 {
-	if (strcasecmp(v, "auto") == 0)
+	if (same_word(v, "auto"))
 		return *out = MS_SNAPSHOT_AUTO, 0;
-	if (strcasecmp(v, "off") == 0)
+	if (same_word(v, "off"))
 		return *out = 0, 0;
 	char *end;
 	double d = strtod(v, &end);
@@ -77,11 +90,14 @@ static int parse_interval(const char *v, double *out)
 /* A byte count from 1 to 1 TiB, digits only. */
 static int parse_bytes(const char *v, long *out)
 {
-	char *end;
-	if (*v < '0' || *v > '9')
+	unsigned long long n = 0;
+	if (!*v)
 		return -1;
-	unsigned long long n = strtoull(v, &end, 10);
-	if (*end || n < 1 || n > (1ULL << 40))
+	for (; *v; v++) {
+		if (*v < '0' || *v > '9' || (n = n * 10 + (unsigned)(*v - '0')) > (1ULL << 40))
+			return -1;
+	}
+	if (n < 1)
 		return -1;
 	*out = (long)n;
 	return 0;

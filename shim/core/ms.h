@@ -36,6 +36,21 @@ void ms_log_bind_stderr(void);
 #define ms_warn(...) ms_log(MS_LOG_WARN, __VA_ARGS__)
 #define ms_debug(...) ms_log(MS_LOG_DEBUG, __VA_ARGS__)
 
+/* The non-negative decimal number that is all of S (at most 18 digits), else -1: read without
+ * strtol, whose code and tables are pages every process would fault in for a few variables. */
+static inline long ms_decimal(const char *s)
+{
+	long n = 0;
+	if (!s || !*s)
+		return -1;
+	for (int k = 0; *s; s++, k++) {
+		if (*s < '0' || *s > '9' || k == 18)
+			return -1;
+		n = n * 10 + (*s - '0');
+	}
+	return n;
+}
+
 /* Copies SRC into DST of SIZE bytes, always NUL-terminated; returns SRC's length. */
 static inline size_t ms_strlcpy(char *dst, const char *src, size_t size)
 {

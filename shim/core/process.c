@@ -63,8 +63,7 @@ void ms_process_forked(void)
 
 static long env_pid(const char *name)
 {
-	const char *v = getenv(name);
-	return v ? strtol(v, NULL, 10) : 0;
+	return ms_decimal(getenv(name));
 }
 
 /* Exec'd children find where to write here: MEMSHIM_ROOT_OUTPUT, the MEMSHIM_OUTPUT value it came

@@ -50,10 +50,7 @@ static long rank_vals[3];
 
 static long env_long(const char *name)
 {
-	const char *v = name ? getenv(name) : NULL;
-	char *end;
-	long n = v && *v ? strtol(v, &end, 10) : -1;
-	return v && *v && !*end && n >= 0 ? n : -1;
+	return name ? ms_decimal(getenv(name)) : -1;
 }
 
 /* The arguments as /proc/self/cmdline has them (each with its NUL), from the constructor's. */
