@@ -102,16 +102,31 @@ static pthread_key_t caches_key;
 static int caches_key_ok;
 static void caches_gone(void *c);
 
+/* The next table of BYTES from the tables' one mapping at *AT (page-aligned, so each table's first
+ * entries have a page of their own to fault in, not a neighbour's tail). */
+static void *carve(char **at, size_t bytes)
+{
+	void *p = *at;
+	*at += (bytes + 4095) & ~(size_t)4095;
+	return p;
+}
+
 int ms_sites_stacks_init(void)
 {
-	stacks = ms_raw_map(MAX_STACKS * sizeof *stacks);
-	stack_index = (struct index){ ms_raw_map(STACK_SLOTS * sizeof(int32_t)), INDEX_FIRST, STACK_SLOTS };
-	frame_pool = ms_raw_map(FRAME_POOL * sizeof *frame_pool);
-	strings = ms_raw_map(MAX_STRINGS * sizeof *strings);
-	string_index = (struct index){ ms_raw_map(STRING_SLOTS * sizeof(int32_t)), INDEX_FIRST, STRING_SLOTS };
-	string_pool = ms_raw_map(STRING_POOL);
-	if (!stacks || !stack_index.slot || !frame_pool || !strings || !string_index.slot || !string_pool)
+	size_t sizes[] = { MAX_STACKS * sizeof *stacks, STACK_SLOTS * sizeof(int32_t), FRAME_POOL * sizeof *frame_pool,
+			   MAX_STRINGS * sizeof *strings, STRING_SLOTS * sizeof(int32_t), STRING_POOL };
+	size_t total = 0;
+	for (size_t i = 0; i < sizeof sizes / sizeof *sizes; i++)
+		total += (sizes[i] + 4095) & ~(size_t)4095;
+	char *at = ms_raw_map(total); /* one mapping for all six: one system call at the first sample */
+	if (!at)
 		return -1;
+	stacks = carve(&at, sizes[0]);
+	stack_index = (struct index){ carve(&at, sizes[1]), INDEX_FIRST, STACK_SLOTS };
+	frame_pool = carve(&at, sizes[2]);
+	strings = carve(&at, sizes[3]);
+	string_index = (struct index){ carve(&at, sizes[4]), INDEX_FIRST, STRING_SLOTS };
+	string_pool = carve(&at, sizes[5]);
 	range_of((uintptr_t)ms_sites_stacks_init, &self_lo, &self_hi);
 	ms_cfi_prepare();
 	caches_key_ok = pthread_key_create(&caches_key, caches_gone) == 0;
