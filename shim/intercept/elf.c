@@ -15,14 +15,6 @@
 #include <unistd.h>
 #include "intercept/elf.h"
 
-struct dyn_tables {
-	const Elf64_Sym *syms;
-	const char *strs;
-	size_t strsz;
-	const uint32_t *gnu_hash, *sysv_hash;
-	const Elf64_Half *versym;
-};
-
 /* The dynamic linker relocates these entries in place, except in objects such as the vDSO. */
 static const void *dyn_ptr(uintptr_t base, Elf64_Addr v)
 {
@@ -30,9 +22,9 @@ static const void *dyn_ptr(uintptr_t base, Elf64_Addr v)
 }
 
 /* The tables named by dynamic section DYN of an object loaded at BASE. */
-static int read_tables_at(uintptr_t base, const Elf64_Dyn *dyn, struct dyn_tables *t)
+static int read_tables_at(uintptr_t base, const Elf64_Dyn *dyn, struct ms_elf_tables *t)
 {
-	*t = (struct dyn_tables){ 0 };
+	*t = (struct ms_elf_tables){ .base = base };
 	for (const Elf64_Dyn *d = dyn; d && d->d_tag != DT_NULL; d++) {
 		const void *p = dyn_ptr(base, d->d_un.d_ptr);
 		switch (d->d_tag) {
@@ -48,9 +40,9 @@ static int read_tables_at(uintptr_t base, const Elf64_Dyn *dyn, struct dyn_table
 	return t->syms && t->strs && (t->gnu_hash || t->sysv_hash) ? 0 : -1;
 }
 
-static int read_tables(const struct link_map *map, struct dyn_tables *t)
+int ms_elf_tables_of(const struct link_map *map, struct ms_elf_tables *t)
 {
-	return read_tables_at(map->l_addr, map->l_ld, t);
+	return map ? read_tables_at(map->l_addr, map->l_ld, t) : -1;
 }
 
 /* Our own compare: a sanitizer runtime intercepts strcmp and may not be initialised yet. */
@@ -61,7 +53,7 @@ static int same_name(const char *a, const char *b)
 	return *a == *b;
 }
 
-static void *accept(const struct link_map *map, const struct dyn_tables *t, uint32_t i, const char *name)
+static void *accept(const struct ms_elf_tables *t, uint32_t i, const char *name)
 {
 	const Elf64_Sym *s = &t->syms[i];
 	int bind = ELF64_ST_BIND(s->st_info), type = ELF64_ST_TYPE(s->st_info);
@@ -69,7 +61,7 @@ static void *accept(const struct link_map *map, const struct dyn_tables *t, uint
 		return NULL;
 	if (t->versym && ((t->versym[i] & 0x8000) || t->versym[i] == 0)) /* hidden version, or local */
 		return NULL;
-	void *addr = (void *)(map->l_addr + s->st_value);
+	void *addr = (void *)(t->base + s->st_value);
 	if (type == STT_GNU_IFUNC) /* the resolver picks the implementation, as the linker would */
 		addr = ((void *(*)(void))addr)();
 	return addr;
@@ -83,7 +75,7 @@ static uint32_t gnu_hash_of(const char *s)
 	return h;
 }
 
-static void *gnu_lookup(const struct link_map *map, const struct dyn_tables *t, const char *name)
+static void *gnu_lookup(const struct ms_elf_tables *t, const char *name)
 {
 	const uint32_t *h = t->gnu_hash;
 	uint32_t nbuckets = h[0], symoffset = h[1], bloom_words = h[2];
@@ -95,7 +87,7 @@ static void *gnu_lookup(const struct link_map *map, const struct dyn_tables *t, 
 	for (uint32_t i = buckets[hash % nbuckets]; i >= symoffset && i; i++) {
 		uint32_t ch = chain[i - symoffset];
 		if ((ch | 1) == (hash | 1)) {
-			void *p = accept(map, t, i, name);
+			void *p = accept(t, i, name);
 			if (p)
 				return p;
 		}
@@ -117,14 +109,14 @@ static uint32_t sysv_hash_of(const char *s)
 	return h;
 }
 
-static void *sysv_lookup(const struct link_map *map, const struct dyn_tables *t, const char *name)
+static void *sysv_lookup(const struct ms_elf_tables *t, const char *name)
 {
 	uint32_t nbuckets = t->sysv_hash[0], nchain = t->sysv_hash[1];
 	const uint32_t *buckets = t->sysv_hash + 2, *chain = buckets + nbuckets;
 	if (!nbuckets)
 		return NULL;
 	for (uint32_t i = buckets[sysv_hash_of(name) % nbuckets], n = 0; i && i < nchain && n < nchain; i = chain[i], n++) {
-		void *p = accept(map, t, i, name);
+		void *p = accept(t, i, name);
 		if (p)
 			return p;
 	}
@@ -132,7 +124,7 @@ static void *sysv_lookup(const struct link_map *map, const struct dyn_tables *t,
 }
 
 /* Symbols in the table: the System V hash table says; the GNU one's highest chain ends at the last. */
-static size_t count_symbols(const struct dyn_tables *t)
+static size_t count_symbols(const struct ms_elf_tables *t)
 {
 	if (!t->gnu_hash)
 		return t->sysv_hash[1];
@@ -152,7 +144,7 @@ static size_t count_symbols(const struct dyn_tables *t)
 int ms_elf_loaded_dynsym(uintptr_t base, const Elf64_Dyn *dyn, const Elf64_Sym **syms, size_t *n,
 			 const char **strs, size_t *strsz)
 {
-	struct dyn_tables t;
+	struct ms_elf_tables t;
 	if (!dyn || read_tables_at(base, dyn, &t) < 0 || !t.strsz)
 		return -1;
 	*syms = t.syms;
@@ -187,12 +179,15 @@ int ms_elf_file_has_section(const char *path, Elf64_Word type)
 	return found;
 }
 
+void *ms_elf_tables_symbol(const struct ms_elf_tables *t, const char *name)
+{
+	return t->gnu_hash ? gnu_lookup(t, name) : sysv_lookup(t, name);
+}
+
 void *ms_elf_own_symbol(const struct link_map *map, const char *name)
 {
-	struct dyn_tables t;
-	if (!map || read_tables(map, &t) < 0)
-		return NULL;
-	return t.gnu_hash ? gnu_lookup(map, &t, name) : sysv_lookup(map, &t, name);
+	struct ms_elf_tables t;
+	return ms_elf_tables_of(map, &t) < 0 ? NULL : ms_elf_tables_symbol(&t, name);
 }
 
 /* Whether ADDR lies in a loadable segment of the object whose program headers are PH (N of them),

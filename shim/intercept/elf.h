@@ -14,6 +14,21 @@ struct link_map;
  * No allocation, no locks, no error state. */
 void *ms_elf_own_symbol(const struct link_map *map, const char *name);
 
+/* An object's dynamic symbol tables, found once for many lookups (ms_elf_own_symbol finds them
+ * anew each time, walking the dynamic section). */
+struct ms_elf_tables {
+	uintptr_t base;
+	const Elf64_Sym *syms;
+	const char *strs;
+	size_t strsz;
+	const uint32_t *gnu_hash, *sysv_hash;
+	const Elf64_Half *versym;
+};
+/* Fills T for MAP: 0, or -1 when a table is missing. */
+int ms_elf_tables_of(const struct link_map *map, struct ms_elf_tables *t);
+/* NAME in the tables T, as ms_elf_own_symbol. */
+void *ms_elf_tables_symbol(const struct ms_elf_tables *t, const char *name);
+
 /* The address of NAME in the first object loaded at start that defines it, libmemshim.so left out,
  * else NULL: a dlsym(RTLD_DEFAULT) whose miss allocates nothing.  The list of objects is walked
  * without the dynamic linker's lock: for constructors, where nothing else loads or unloads. */

@@ -456,11 +456,12 @@ void ms_py_leave(uint32_t mask)
 
 /* ---- bootstrap ------------------------------------------------------------------------- */
 
-static const struct link_map *py_object; /* the object defining the C API (the executable or libpython) */
+static struct ms_elf_tables py_tables; /* of the object defining the C API (executable or libpython) */
+static int have_py_tables;
 
 void *ms_py_sym(const char *name)
 {
-	void *p = py_object ? ms_elf_own_symbol(py_object, name) : NULL;
+	void *p = have_py_tables ? ms_elf_tables_symbol(&py_tables, name) : NULL;
 	return p ? p : ms_real_dlsym(RTLD_DEFAULT, name);
 }
 
@@ -752,7 +753,7 @@ void ms_py_init(void)
 	typedef int (*add_hook_fn)(int (*)(const char *, ms_pyobj *, void *), void *);
 	/* probed without dlsym, whose miss allocates (a heap of its own in a program like /bin/true) */
 	add_hook_fn add = (add_hook_fn)ms_elf_loaded_symbol("PySys_AddAuditHook");
-	py_object = add ? ms_elf_object_of((const void *)add) : NULL;
+	have_py_tables = add && ms_elf_tables_of(ms_elf_object_of((const void *)add), &py_tables) == 0;
 	if (!add) {
 		warn_old_python(); /* not a Python process, or Python < 3.8 */
 		return;
