@@ -6,6 +6,8 @@
 #include <elf.h>
 #include <link.h>
 #include <string.h>
+#include <fcntl.h>
+#include <sys/auxv.h>
 #include <sys/mman.h>
 #include <sys/syscall.h>
 #include <unistd.h>
@@ -251,6 +253,51 @@ static void read_object(int obj)
 	syscall(SYS_munmap, map, size);
 }
 
+/* Whether the ELF file PATH is the program that was loaded: the same entry point and number of
+ * program headers as the auxiliary vector's (a script run through its #! line is not). */
+static int is_program(const char *path)
+{
+	Elf64_Ehdr eh;
+	long fd = syscall(SYS_openat, AT_FDCWD, path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return 0;
+	long got = syscall(SYS_pread64, fd, &eh, sizeof eh, 0);
+	syscall(SYS_close, fd);
+	const Elf64_Phdr *ph = (const Elf64_Phdr *)getauxval(AT_PHDR);
+	if (got != (long)sizeof eh || memcmp(eh.e_ident, ELFMAG, SELFMAG) || !ph || eh.e_phnum != getauxval(AT_PHNUM))
+		return 0;
+	uintptr_t bias = (uintptr_t)ph - eh.e_phoff; /* the headers are loaded where the file has them */
+	return eh.e_entry + (eh.e_type == ET_DYN ? bias : 0) == getauxval(AT_ENTRY);
+}
+
+/* The running program's file into OUT: the name execve was given, its links followed (so the
+ * object is named as its file), when that is the program; else /proc/self/exe, whose first read
+ * costs a process some 20 us of procfs. */
+static void program_path(char *out, size_t size)
+{
+	const char *given = (const char *)getauxval(AT_EXECFN);
+	char link[1024];
+	out[0] = '\0';
+	if (given && given[0] == '/' && strlen(given) < size && is_program(given)) {
+		ms_strlcpy(out, given, size);
+		for (int hops = 0; hops < 8; hops++) {
+			long n = syscall(SYS_readlink, out, link, sizeof link - 1);
+			if (n <= 0)
+				return; /* not a link: the file itself */
+			link[n] = '\0';
+			char *slash = strrchr(out, '/');
+			if (link[0] == '/' || !slash)
+				ms_strlcpy(out, link, size);
+			else if ((size_t)(slash + 1 - out) + (size_t)n < size)
+				ms_strlcpy(slash + 1, link, size - (size_t)(slash + 1 - out));
+			else
+				break;
+		}
+	}
+	long len = syscall(SYS_readlink, "/proc/self/exe", out, size - 1);
+	out[len > 0 ? len : 0] = '\0';
+}
+
 void ms_sites_symbolise(const int32_t *ids, int n)
 {
 	ms_sites_symbolise_done();
@@ -274,8 +321,7 @@ void ms_sites_symbolise(const int32_t *ids, int n)
 		if (u == 0 || addrs[u - 1].ip != addrs[i].ip)
 			addrs[u++] = addrs[i];
 	naddrs = u;
-	long len = syscall(SYS_readlink, "/proc/self/exe", exe, sizeof exe - 1);
-	exe[len > 0 ? len : 0] = '\0';
+	program_path(exe, sizeof exe);
 	nobjs = 0;
 	paths_used = 0;
 	int first = 1;

@@ -233,6 +233,30 @@ START_TEST(many_stacks_grow_the_tables_and_are_found_again)
 }
 END_TEST
 
+/* Run through a link, the program's frames are named after its file, as /proc/self/exe would name
+ * it (the name execve was given is followed, not shown). */
+START_TEST(a_program_run_through_a_link_is_named_as_its_file)
+{
+	char dir[] = "/tmp/memshim-exe.XXXXXX", link[64];
+	ck_assert_ptr_nonnull(mkdtemp(dir));
+	snprintf(link, sizeof link, "%s/alias", dir);
+	ck_assert_int_eq(symlink(built("sites/sites_fixture"), link), 0);
+	const char *argv[] = { link, "shares", NULL };
+	const char *env[] = { NULL };
+	ck_assert_int_eq(run_under_shim(&r, argv, env), 0);
+	ck_assert_msg(WIFEXITED(r.status) && WEXITSTATUS(r.status) == 0, "fixture failed: %s", r.err);
+	json_t *root = load_metrics(&r, "m.json");
+	ck_assert_ptr_nonnull(root);
+	json_t *work = stage_of(root, "work");
+	ck_assert_ptr_nonnull(work);
+	const char *f0 = json_string_value(json_array_get(json_object_get(json_array_get(json_object_get(work, "peak_sites"), 0), "frames"), 0));
+	ck_assert_msg(f0 && strstr(f0, "(sites_fixture)"), "first frame: %s", f0 ? f0 : "?");
+	json_decref(root);
+	unlink(link);
+	rmdir(dir);
+}
+END_TEST
+
 START_TEST(rate_setting)
 {
 	const char *bad[] = { "MEMSHIM_SITES_RATE=12abc", NULL };
@@ -406,6 +430,7 @@ static Suite *suite(void)
 	tcase_add_test(tc, error_bound_holds_over_20_runs);
 	tcase_add_test(tc, sites_off_writes_no_site_keys);
 	tcase_add_test(tc, many_stacks_grow_the_tables_and_are_found_again);
+	tcase_add_test(tc, a_program_run_through_a_link_is_named_as_its_file);
 	tcase_add_test(tc, rate_setting);
 	tcase_add_test(tc, freed_blocks_sharing_a_filter_bit_are_both_found);
 	tcase_add_test(tc, threads_and_fork);
