@@ -613,13 +613,19 @@ static int startup_over(const char *event, ms_pyobj *args)
 		if (s && strcmp(s, "site") == 0)
 			over = 0;
 	}
-	ms_pyobj *site = over ? ms_py.DictGetItemString(modules_dict(), "site") : NULL;
-	if (site) {
-		ms_pyobj *spec = attr(site, "__spec__");
-		ms_pyobj *init = attr(spec, "_initializing");
+	static ms_pyobj *site_spec; /* kept while site imports: asked again at each event until then */
+	if (over && !site_spec) {
+		ms_pyobj *site = ms_py.DictGetItemString(modules_dict(), "site");
+		site_spec = attr(site, "__spec__");
+	}
+	if (over && site_spec) {
+		ms_pyobj *init = attr(site_spec, "_initializing");
 		over = !init || init == ms_py.False;
 		decref(init);
-		decref(spec);
+		if (over) {
+			decref(site_spec);
+			site_spec = NULL;
+		}
 	}
 	if (ms_py.ErrOccurred())
 		ms_py.ErrClear();
