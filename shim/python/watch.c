@@ -246,6 +246,19 @@ static const char *defined_before(ms_pyobj *modules, const char *module, size_t 
 	return NULL;
 }
 
+/* Whether a target before I has the same first name (QUAL's first N bytes) and module: the
+ * Trainer's five methods are one search of sys.modules, not five. */
+static int searched_before(int i, const char *qual, size_t n, const char *module, size_t mlen)
+{
+	const char *m, *l, *q;
+	size_t ml;
+	for (int j = 0; j < i && (q = ms_py_target(j, &m, &ml, &l)); j++)
+		if (strcspn(q, ".") == n && !memcmp(q, qual, n) && ml == mlen && (!mlen || !memcmp(m, module, mlen)) &&
+		    !m == !module)
+			return 1;
+	return 0;
+}
+
 const char *ms_py_watch_start(const char *event, ms_pyobj *args)
 {
 	const char *module, *last, *qual, *r = NULL;
@@ -265,7 +278,7 @@ const char *ms_py_watch_start(const char *event, ms_pyobj *args)
 	for (int i = 0; !r && modules && (qual = ms_py_target(i, &module, &mlen, &last)); i++) {
 		char head[QUAL_MAX];
 		size_t n = strcspn(qual, ".");
-		if (n >= sizeof head)
+		if (n >= sizeof head || searched_before(i, qual, n, module, mlen))
 			continue;
 		memcpy(head, qual, n);
 		head[n] = '\0';
