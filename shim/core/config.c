@@ -200,6 +200,11 @@ void ms_config_load(struct ms_config *cfg, ms_getenv_fn get)
 	cfg->spec.is_default = get("MEMSHIM_STAGES") == NULL;
 }
 
+int ms_target_names_object(const char *text, size_t n)
+{
+	return memmem(text, n, ".so", 3) != NULL || memchr(text, '/', n) != NULL;
+}
+
 int ms_stage_name_valid(const char *name)
 {
 	size_t n = name ? strnlen(name, MS_STAGE_NAME_MAX) : 0;

@@ -58,6 +58,10 @@ int ms_spec_parse(struct ms_spec *spec, const char *text);
  * the API. */
 int ms_stage_name_valid(const char *name);
 
+/* Whether the N bytes before a target's ':' name a native object ("lib.so", a path): the target is
+ * then native only (native/stages.c), never a Python "module:qualname". */
+int ms_target_names_object(const char *text, size_t n);
+
 /* Index of the spec stage named NAME, or -1. */
 int ms_spec_find(const struct ms_spec *spec, const char *name);
 

@@ -3,6 +3,7 @@
  * qualified name is encoded as the start of its mangled form (Itanium ABI), which every overload,
  * const/ref-qualified variant and template instance of it shares.  Pure logic (unit-testable). */
 #include <string.h>
+#include "core/config.h"
 #include "native/native.h"
 
 static int ident_char(char c)
@@ -152,7 +153,7 @@ int ms_target_parse(struct ms_target *t, const char *text, const char *exe_base)
 	const char *colon = object_colon(text);
 	if (colon) {
 		size_t n = (size_t)(colon - text);
-		int native_object = memmem(text, n, ".so", 3) || memchr(text, '/', n) ||
+		int native_object = ms_target_names_object(text, n) ||
 				    (exe_base && *exe_base && strlen(exe_base) == n && !memcmp(text, exe_base, n));
 		if (n == 0 || !native_object)
 			return -1; /* "module:qualname" belongs to the Python detector */

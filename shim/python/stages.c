@@ -84,8 +84,9 @@ static void load_targets(void)
 			tg->module = colon ? t : NULL;
 			tg->module_len = colon ? (size_t)(colon - t) : 0;
 			tg->qual = colon ? colon + 1 : t;
-			if (!plausible_python_name(tg->qual) || (colon && tg->module_len == 0))
-				continue;
+			if (!plausible_python_name(tg->qual) ||
+			    (colon && (tg->module_len == 0 || ms_target_names_object(t, tg->module_len))))
+				continue; /* not a Python name, or "lib.so:symbol": a native target */
 			const char *dot = strrchr(tg->qual, '.');
 			tg->last = dot ? dot + 1 : tg->qual;
 			if (!*tg->last)

@@ -41,10 +41,10 @@ $(NATIVE_DIR)/ncxx: tests/native/fixtures/ncxx.cc
 	@mkdir -p $(@D)
 	$(CXX) -g -o $@ $<
 
-$(NATIVE_DIR)/test_names: tests/native/test_names.c shim/native/names.c
+$(NATIVE_DIR)/test_names: tests/native/test_names.c shim/native/names.c $(SHIM_CORE_LIB)
 	@mkdir -p $(@D)
 	$(CC) $(BASEFLAGS) $(CFLAGS) $(SANFLAGS) $(CHECK_CFLAGS) -Ishim $(TEST_COMMON_INC) -o $@ \
-		$(filter %.c %.o,$^) $(CHECK_LIBS)
+		$(filter %.c %.o %.a,$^) $(CHECK_LIBS)
 
 $(NATIVE_DIR)/test_native: tests/native/test_native.c $(HARNESS)
 	@mkdir -p $(@D)

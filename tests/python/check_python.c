@@ -475,9 +475,12 @@ START_TEST(unmatched_targets)
 		return;
 	/* stages that match nothing: the program runs, no stage but the implicit init appears */
 	struct run r;
-	run_fixture_ok(&r, py, "custom.py", "x=no_such_function,y=pkg.mod:Nope.nope,custom=module_func", NULL);
+	run_fixture_ok(&r, py, "custom.py", "x=no_such_function,y=pkg.mod:Nope.nope,z=libnothing.so:nothing,custom=module_func",
+		       NULL);
 	expect_absent(&r, "x");
 	expect_absent(&r, "y");
+	/* a target pinned to a library is native only: warned about as such, never as a Python name */
+	ck_assert_msg(strstr(r.err, "native stage z: 'libnothing.so:nothing' was not found"), "%s: %s", py, r.err);
 	/* ...but they are named: one line at exit, and in the file */
 	ck_assert_msg(strstr(r.err, "memshim: Python stage targets that matched no function that ran: "
 				    "x=no_such_function, y=pkg.mod:Nope.nope\n"), "%s: %s", py, r.err);
