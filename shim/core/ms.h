@@ -75,7 +75,11 @@ static inline void ms_touch(void *p)
 static inline void *ms_raw_map(size_t len)
 {
 	long p = syscall(SYS_mmap, NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
-	return p < 0 && p > -4096 ? NULL : (void *)p;
+	if (p < 0 && p > -4096)
+		return NULL;
+	if (len >= ((size_t)2 << 20)) /* sparse tables: never a 2 MiB page zeroed for a few entries */
+		syscall(SYS_madvise, p, len, MADV_NOHUGEPAGE);
+	return (void *)p;
 }
 
 /* Formats like ms_log into BUF (always NUL-terminated); returns the length written. */
