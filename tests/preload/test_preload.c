@@ -263,6 +263,30 @@ START_TEST(api_nesting_recursion_and_unmatched_ends)
 }
 END_TEST
 
+/* The library's zero-initialised tables (the anonymous mapping after its writable segment) are
+ * marked no-huge-page: with THP always on, a first touch there zeroed a 2 MiB page. */
+START_TEST(our_tables_never_get_huge_pages)
+{
+	const char *argv[] = { "/bin/cat", "/proc/self/smaps", NULL };
+	ck_assert_int_eq(run_under_shim(&r, argv, NULL), 0);
+	int after_ours = 0, checked = 0;
+	for (char *line = strtok(r.out, "\n"); line && !checked; line = strtok(NULL, "\n")) {
+		unsigned long lo, hi;
+		char perms[8];
+		if (sscanf(line, "%lx-%lx %7s", &lo, &hi, perms) == 3) { /* a mapping's first line */
+			if (after_ours == 1)
+				after_ours = 2; /* the anonymous mapping right after ours */
+			else
+				after_ours = strstr(line, "libmemshim.so") && !strcmp(perms, "rw-p");
+		} else if (after_ours == 2 && !strncmp(line, "VmFlags:", 8)) {
+			ck_assert_msg(strstr(line, " nh"), "the tables' mapping: %s", line);
+			checked = 1;
+		}
+	}
+	ck_assert_msg(checked, "no mapping after libmemshim.so's writable segment");
+}
+END_TEST
+
 START_TEST(exit_status_is_unchanged)
 {
 	const char *argv[] = { built("preload/alloc_fixture"), "exit", "42", NULL };
@@ -690,6 +714,7 @@ int main(void)
 	tcase_add_test(tc, stages_open_at_exit_are_closed_and_marked);
 	tcase_add_test(tc, malloc_after_the_file_was_written_works);
 	tcase_add_test(tc, api_nesting_recursion_and_unmatched_ends);
+	tcase_add_test(tc, our_tables_never_get_huge_pages);
 	tcase_add_test(tc, exit_status_is_unchanged);
 	tcase_add_test(tc, bad_stage_spec_warns_and_runs);
 	tcase_add_test(tc, disabled_writes_nothing);
