@@ -7,6 +7,7 @@
 #include <string.h>
 #include "core/ms.h"
 #include "cuda/driver.h"
+#include "intercept/elf.h"
 #include "intercept/hooks.h"
 
 #define ABSENT ((void *)1) /* a helper the driver does not have */
@@ -25,13 +26,18 @@ static const char *const hook_name[H_COUNT] = {
 #undef MS_CUDA_HOOK
 };
 
-static void *const hook_wrapper[H_NHOOKS] = {
-#define MS_CUDA_HOOK(name) (void *)name,
-#define MS_CUDA_HELPER(name)
-#include "cuda/hooks.def"
-#undef MS_CUDA_HELPER
-#undef MS_CUDA_HOOK
-};
+/* Our wrapper for driver function IDX, found in our own symbol table at its first use: a table of
+ * their addresses would be 31 symbol lookups at load in every process, CUDA or not. */
+static void *hook_wrapper(int idx)
+{
+	static void *found[H_NHOOKS];
+	void *w = __atomic_load_n(&found[idx], __ATOMIC_ACQUIRE);
+	if (MS_LIKELY(w != NULL))
+		return w;
+	w = ms_elf_own_symbol(ms_elf_object_of((const void *)hook_wrapper), hook_name[idx]);
+	__atomic_store_n(&found[idx], w, __ATOMIC_RELEASE);
+	return w;
+}
 
 static void *real_fn[H_COUNT];     /* the driver's functions, filled as they become known */
 static void *drv_handle;           /* the program's libcuda, once known */
@@ -51,7 +57,7 @@ static __attribute__((noinline)) int hook_index(const char *name)
 /* Keeps P as the real function IDX unless it is our own wrapper (that would loop). */
 static void remember(int idx, void *p)
 {
-	if (!p || (idx < H_NHOOKS && p == hook_wrapper[idx]))
+	if (!p || (idx < H_NHOOKS && p == hook_wrapper(idx)))
 		return;
 	void *none = NULL;
 	__atomic_compare_exchange_n(&real_fn[idx], &none, p, 0, __ATOMIC_RELEASE, __ATOMIC_RELAXED);
@@ -95,7 +101,7 @@ static void *lookup(int idx)
 {
 	void *h = driver_handle();
 	void *p = h ? ms_real_dlsym(h, hook_name[idx]) : NULL;
-	if (!p || (idx < H_NHOOKS && p == hook_wrapper[idx]))
+	if (!p || (idx < H_NHOOKS && p == hook_wrapper(idx)))
 		p = ms_real_dlsym(RTLD_NEXT, hook_name[idx]);
 	return p;
 }
@@ -149,7 +155,7 @@ static void resolve_all(const void *addr)
 static __attribute__((noinline)) void *driver_dlsym(void *handle, const char *name, int idx)
 {
 	void *p = ms_real_dlsym(handle, name);
-	if (!p || p == hook_wrapper[idx])
+	if (!p || p == hook_wrapper(idx))
 		return p;
 	int saved = errno;
 	ms_tls_guard++;
@@ -161,7 +167,7 @@ static __attribute__((noinline)) void *driver_dlsym(void *handle, const char *na
 	if (__atomic_load_n(&real_fn[idx], __ATOMIC_ACQUIRE) != p)
 		return p;
 	resolve_all(p);
-	return hook_wrapper[idx];
+	return hook_wrapper(idx);
 }
 
 /* dlsym(handle, ...) searches only that library, so a program (or the CUDA runtime) asking libcuda
@@ -187,7 +193,7 @@ static void *substitute(void *p)
 {
 	for (int i = 0; i < H_NHOOKS; i++)
 		if (__atomic_load_n(&real_fn[i], __ATOMIC_ACQUIRE) == p)
-			return hook_wrapper[i];
+			return hook_wrapper(i);
 	return p;
 }
 
