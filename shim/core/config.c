@@ -87,17 +87,31 @@ static int parse_interval(const char *v, double *out)
 	return 0;
 }
 
-/* A byte count from 1 to 1 TiB, digits only. */
+/* The power of 1024 of a size suffix: K, M, G or T, any case, then nothing, "B" or "iB"; -1 else. */
+static int suffix_power(const char *s)
+{
+	static const char units[] = "kmgt";
+	const char *u = *s ? strchr(units, *s | 0x20) : NULL;
+	if (!*s)
+		return 0;
+	if (!u || !(same_word(s + 1, "") || same_word(s + 1, "b") || same_word(s + 1, "ib")))
+		return -1;
+	return (int)(u - units) + 1;
+}
+
+/* A byte count from 1 to 1 TiB: digits, then optionally K, M, G or T (binary: 512K, 1MiB, 2g). */
 static int parse_bytes(const char *v, long *out)
 {
 	unsigned long long n = 0;
-	if (!*v)
+	if (*v < '0' || *v > '9')
 		return -1;
-	for (; *v; v++) {
-		if (*v < '0' || *v > '9' || (n = n * 10 + (unsigned)(*v - '0')) > (1ULL << 40))
+	for (; *v >= '0' && *v <= '9'; v++)
+		if ((n = n * 10 + (unsigned)(*v - '0')) > (1ULL << 40))
 			return -1;
-	}
-	if (n < 1)
+	int power = suffix_power(v);
+	for (int i = 0; i < power && n <= (1ULL << 40); i++)
+		n *= 1024;
+	if (power < 0 || n < 1 || n > (1ULL << 40))
 		return -1;
 	*out = (long)n;
 	return 0;
