@@ -91,9 +91,9 @@ static int parse_interval(const char *v, double *out)
 static int suffix_power(const char *s)
 {
 	static const char units[] = "kmgt";
-	const char *u = *s ? strchr(units, *s | 0x20) : NULL;
 	if (!*s)
 		return 0;
+	const char *u = strchr(units, *s | 0x20);
 	if (!u || !(same_word(s + 1, "") || same_word(s + 1, "b") || same_word(s + 1, "ib")))
 		return -1;
 	return (int)(u - units) + 1;

@@ -63,8 +63,6 @@ static inline size_t ms_strlcpy(char *dst, const char *src, size_t size)
 	return n;
 }
 
-/* LEN bytes of zeroed private memory straight from the kernel (no allocator: safe inside hooks,
- * before the constructor and in a handler); NULL on failure.  Pages are reserved only as touched. */
 /* Writes to the page of P without changing it.  A fresh page that is read first maps the zero page
  * and faults again at the first write: touched this way first, it faults once. */
 static inline void ms_touch(void *p)
@@ -72,6 +70,8 @@ static inline void ms_touch(void *p)
 	__atomic_fetch_or((volatile char *)p, 0, __ATOMIC_RELAXED);
 }
 
+/* LEN bytes of zeroed private memory straight from the kernel (no allocator: safe inside hooks,
+ * before the constructor and in a handler); NULL on failure.  Pages are reserved only as touched. */
 static inline void *ms_raw_map(size_t len)
 {
 	long p = syscall(SYS_mmap, NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);

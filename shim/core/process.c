@@ -1,4 +1,5 @@
 /* Identity and clock of the tracked process (see process.h), and the per-thread guard. */
+#include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/syscall.h>
@@ -49,6 +50,35 @@ void ms_process_args(int argc, char *const *argv, char *const *envp)
 {
 	if (argc >= 0 && argc < (1 << 20) && argv && envp == argv + argc + 1 && !argv[argc])
 		ms_proc.argv = argv;
+}
+
+size_t ms_process_cmdline(char *buf, size_t size, int *truncated)
+{
+	size_t len = 0;
+	*truncated = 0;
+	if (ms_proc.argv) {
+		for (char *const *a = ms_proc.argv; *a; a++) {
+			size_t n = strlen(*a) + 1;
+			if (n > size - len) {
+				memcpy(buf + len, *a, size - len);
+				*truncated = 1;
+				return size;
+			}
+			memcpy(buf + len, *a, n);
+			len += n;
+		}
+		return len;
+	}
+	int fd = (int)syscall(SYS_openat, AT_FDCWD, "/proc/self/cmdline", O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return 0;
+	ssize_t n;
+	while (len < size && (n = read(fd, buf + len, size - len)) > 0)
+		len += (size_t)n;
+	char extra;
+	*truncated = len == size && read(fd, &extra, 1) == 1;
+	close(fd);
+	return len;
 }
 
 void ms_process_forked(void)

@@ -35,6 +35,10 @@ void ms_process_start(void);
  * out as the kernel starts a process (the environment right after the arguments' NULL): reading
  * them costs nothing, /proc/self/cmdline an open of procfs. */
 void ms_process_args(int argc, char *const *argv, char *const *envp);
+/* The program's arguments as /proc/self/cmdline has them (each ending in NUL) into BUF of SIZE
+ * bytes: from those the constructor got when kept, else from that file (an open of procfs).
+ * Returns the length; *TRUNCATED when they did not all fit. */
+size_t ms_process_cmdline(char *buf, size_t size, int *truncated);
 /* Exec'd children inherit the identity of the first tracked process of the run, and where it
  * writes (MEMSHIM_ROOT_*, exported here for them); reads the environment and ms_cfg.output. */
 void ms_process_identify(void);

@@ -21,8 +21,7 @@ static const void *dyn_ptr(uintptr_t base, Elf64_Addr v)
 	return (const void *)(v < base ? v + base : v);
 }
 
-/* The tables named by dynamic section DYN of an object loaded at BASE. */
-static int read_tables_at(uintptr_t base, const Elf64_Dyn *dyn, struct ms_elf_tables *t)
+int ms_elf_tables_at(uintptr_t base, const Elf64_Dyn *dyn, struct ms_elf_tables *t)
 {
 	*t = (struct ms_elf_tables){ .base = base };
 	for (const Elf64_Dyn *d = dyn; d && d->d_tag != DT_NULL; d++) {
@@ -42,7 +41,7 @@ static int read_tables_at(uintptr_t base, const Elf64_Dyn *dyn, struct ms_elf_ta
 
 int ms_elf_tables_of(const struct link_map *map, struct ms_elf_tables *t)
 {
-	return map ? read_tables_at(map->l_addr, map->l_ld, t) : -1;
+	return map ? ms_elf_tables_at(map->l_addr, map->l_ld, t) : -1;
 }
 
 /* Our own compare: a sanitizer runtime intercepts strcmp and may not be initialised yet. */
@@ -123,8 +122,8 @@ static void *sysv_lookup(const struct ms_elf_tables *t, const char *name)
 	return NULL;
 }
 
-/* Symbols in the table: the System V hash table says; the GNU one's highest chain ends at the last. */
-static size_t count_symbols(const struct ms_elf_tables *t)
+/* The System V hash table says; the GNU one's highest chain ends at the last symbol. */
+size_t ms_elf_symbol_count(const struct ms_elf_tables *t)
 {
 	if (!t->gnu_hash)
 		return t->sysv_hash[1];
@@ -139,19 +138,6 @@ static size_t count_symbols(const struct ms_elf_tables *t)
 	while (!(chain[last - symoffset] & 1))
 		last++;
 	return (size_t)last + 1;
-}
-
-int ms_elf_loaded_dynsym(uintptr_t base, const Elf64_Dyn *dyn, const Elf64_Sym **syms, size_t *n,
-			 const char **strs, size_t *strsz)
-{
-	struct ms_elf_tables t;
-	if (!dyn || read_tables_at(base, dyn, &t) < 0 || !t.strsz)
-		return -1;
-	*syms = t.syms;
-	*n = count_symbols(&t);
-	*strs = t.strs;
-	*strsz = t.strsz;
-	return 0;
 }
 
 int ms_elf_file_has_section(const char *path, Elf64_Word type)

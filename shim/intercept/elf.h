@@ -24,8 +24,12 @@ struct ms_elf_tables {
 	const uint32_t *gnu_hash, *sysv_hash;
 	const Elf64_Half *versym;
 };
-/* Fills T for MAP: 0, or -1 when a table is missing. */
+/* Fills T for MAP, or for the object loaded at BASE with dynamic section DYN (ms_elf_tables_at):
+ * 0, or -1 when a table is missing. */
 int ms_elf_tables_of(const struct link_map *map, struct ms_elf_tables *t);
+int ms_elf_tables_at(uintptr_t base, const Elf64_Dyn *dyn, struct ms_elf_tables *t);
+/* The number of symbols in T's table. */
+size_t ms_elf_symbol_count(const struct ms_elf_tables *t);
 /* NAME in the tables T, as ms_elf_own_symbol. */
 void *ms_elf_tables_symbol(const struct ms_elf_tables *t, const char *name);
 
@@ -41,11 +45,6 @@ const struct link_map *ms_elf_object_of(const void *addr);
  * *SIZE; NULL when it cannot be opened or mapped or is shorter than an ELF header.  The caller
  * unmaps it (SYS_munmap, *SIZE bytes). */
 const unsigned char *ms_elf_map_file(const char *path, size_t *size);
-
-/* The dynamic symbols of an object as loaded (dynamic section DYN, load bias BASE): *N symbols from
- * *SYMS, their names in *STRS (*STRSZ bytes).  0, or -1 when a table is missing. */
-int ms_elf_loaded_dynsym(uintptr_t base, const Elf64_Dyn *dyn, const Elf64_Sym **syms, size_t *n,
-			 const char **strs, size_t *strsz);
 
 /* Whether the ELF file PATH has a section of type TYPE (1 or 0), read from its headers alone (two
  * small reads, nothing mapped); -1 when it cannot be read as a 64-bit ELF file. */

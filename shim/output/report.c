@@ -53,43 +53,9 @@ static long env_long(const char *name)
 	return name ? ms_decimal(getenv(name)) : -1;
 }
 
-/* The arguments as /proc/self/cmdline has them (each with its NUL), from the constructor's. */
-static void copy_argv(char *const *argv)
-{
-	for (; *argv; argv++) {
-		size_t n = strlen(*argv) + 1;
-		if (n > sizeof argv_buf - argv_len) {
-			memcpy(argv_buf + argv_len, *argv, sizeof argv_buf - argv_len);
-			argv_len = sizeof argv_buf;
-			argv_truncated = 1;
-			return;
-		}
-		memcpy(argv_buf + argv_len, *argv, n);
-		argv_len += n;
-	}
-}
-
-static void read_argv(void)
-{
-	if (ms_proc.argv) {
-		copy_argv(ms_proc.argv);
-		return;
-	}
-	int fd = (int)syscall(SYS_open, "/proc/self/cmdline", O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return;
-	ssize_t n;
-	while (argv_len < sizeof argv_buf &&
-	       (n = read(fd, argv_buf + argv_len, sizeof argv_buf - argv_len)) > 0)
-		argv_len += (size_t)n;
-	char extra;
-	argv_truncated = argv_len == sizeof argv_buf && read(fd, &extra, 1) == 1;
-	close(fd);
-}
-
 void ms_report_init(void)
 {
-	read_argv();
+	argv_len = ms_process_cmdline(argv_buf, sizeof argv_buf, &argv_truncated);
 	for (size_t i = 0; i < sizeof rank_sources / sizeof *rank_sources; i++) {
 		const struct rank_source *s = &rank_sources[i];
 		if (env_long(s->rank) >= 0) {

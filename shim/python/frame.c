@@ -137,7 +137,6 @@ static ms_pyobj *hook311(void *tstate, void *frame, int throwflag)
 	return r;
 }
 
-
 /* Checks the co_extra offset of this version on a scratch code object: empty before, our value
  * after setting it through the API.  PyCode_NewEmpty, not compile(): the first compile() sets up
  * the ast module's types (7.8M instructions on 3.8). */

@@ -9,7 +9,6 @@
  * a function some target can name exists (python/watch.c decides, from the audit events that
  * bring code). */
 #include <dlfcn.h>
-#include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -466,7 +465,6 @@ void *ms_py_sym(const char *name)
 	return p ? p : ms_real_dlsym(RTLD_DEFAULT, name);
 }
 
-
 #define NEED(field, name)                                 \
 	do {                                              \
 		*(void **)&ms_py.field = ms_py_sym(name); \
@@ -690,15 +688,11 @@ static int audit_hook(const char *event, ms_pyobj *args, void *data)
 static int debug_allocator_expected(void)
 {
 	static char cmd[16384] MS_LARGE;
-	int fd = open("/proc/self/cmdline", O_RDONLY | O_CLOEXEC);
-	ssize_t n = 0, r;
-	while (fd >= 0 && n < (ssize_t)sizeof cmd - 1 && (r = read(fd, cmd + n, sizeof cmd - 1 - (size_t)n)) > 0)
-		n += r;
-	if (fd >= 0)
-		close(fd);
-	cmd[n > 0 ? n : 0] = '\0';
+	int truncated;
+	size_t n = ms_process_cmdline(cmd, sizeof cmd - 1, &truncated);
+	cmd[n] = '\0';
 	int dev = 0, ignore_env = 0, done = 0;
-	const char *end = cmd + (n > 0 ? n : 0);
+	const char *end = cmd + n;
 	const char *a = cmd + strlen(cmd) + 1; /* past argv[0] */
 	while (a < end && !done) {
 		const char *next = a + strlen(a) + 1;

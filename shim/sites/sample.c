@@ -63,7 +63,6 @@ static __thread uint64_t rng MS_TLS;
 
 #define STACK_IDS ((size_t)16384)
 
-
 int ms_sites_enabled(void)
 {
 	return on || wanted;

@@ -67,7 +67,6 @@ struct code_entry {
 };
 static struct code_entry code_cache[CODE_CACHE] MS_LARGE;
 
-
 /* Bounds of the executable segment holding ADDR. */
 struct range_query {
 	uintptr_t addr, lo, hi;

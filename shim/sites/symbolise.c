@@ -43,7 +43,6 @@ static size_t naddrs, addrs_cap;
 static char *names;
 static size_t names_used;
 
-
 static int collect(struct dl_phdr_info *info, size_t size, void *arg)
 {
 	int *first = arg;
@@ -224,13 +223,11 @@ static void scan_section(const unsigned char *map, size_t size, const Elf64_Shdr
  * 64 KiB of it read first is a fault that maps 16 pages, some 4 us each here).  0 when done. */
 static int read_loaded(int obj, size_t first, size_t end)
 {
-	const Elf64_Sym *syms;
-	const char *strs;
-	size_t n, strsz;
+	struct ms_elf_tables t;
 	if (ms_elf_file_has_section(objs[obj].path, SHT_SYMTAB) != 0 ||
-	    ms_elf_loaded_dynsym(objs[obj].base, objs[obj].dyn, &syms, &n, &strs, &strsz) < 0)
+	    ms_elf_tables_at(objs[obj].base, objs[obj].dyn, &t) < 0 || !t.strsz)
 		return -1;
-	scan(syms, n, strs, strsz, obj, first, end);
+	scan(t.syms, ms_elf_symbol_count(&t), t.strs, t.strsz, obj, first, end);
 	return 0;
 }
 
