@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <sys/auxv.h>
 #include "core/config.h"
+#include "core/counters.h"
 #include "core/ms.h"
 #include "core/process.h"
 #include "core/stages.h"
@@ -59,6 +60,7 @@ static void finish(const char *reason)
 {
 	if (!ms_is_tracked_process() || __atomic_exchange_n(&finished, 1, __ATOMIC_ACQ_REL))
 		return;
+	ms_refresh(MS_REFRESH_REPORT); /* the reservations and RSS as the open stages close */
 	ms_tls_guard++;
 	ms_stages_close_all(ms_elapsed());
 	ms_report_write(reason, 0, 1);

@@ -6,6 +6,7 @@ struct ms_counter ms_counters[MS_NCOMP] __attribute__((aligned(64)));
 int64_t ms_watch_hi[MS_NCOMP] = { [0 ... MS_NCOMP - 1] = INT64_MAX };
 int64_t ms_watch_lo[MS_NCOMP] = { [0 ... MS_NCOMP - 1] = INT64_MIN };
 void (*ms_watch_fn)(enum ms_comp comp, int64_t now);
+void (*ms_refresh_fn)(enum ms_refresh_reason why);
 
 /* Highest live over all closed windows; only touched under the stage engine lock. */
 static int64_t closed_peaks[MS_NCOMP];
@@ -29,6 +30,9 @@ struct ms_cpu_word ms_cpu = {
 /* The current epoch and its mmap pages in one word (epoch << 48 | pages), and the recent ones. */
 static uint64_t mmap_now = FIRST_EPOCH << MS_CPU_VALUE_BITS;
 static uint64_t mmap_ring[RING] = { [FIRST_EPOCH % RING] = FIRST_EPOCH << MS_CPU_VALUE_BITS };
+/* The reserve pages of each epoch in the ring (same tag): mmap = the entry's pages - these. */
+static uint64_t reserve_now = FIRST_EPOCH << MS_CPU_VALUE_BITS;
+static uint64_t reserve_ring[RING] = { [FIRST_EPOCH % RING] = FIRST_EPOCH << MS_CPU_VALUE_BITS };
 static uint64_t ring_misses;
 /* Changes that may lower gate_hi in progress; while non-zero nobody raises it. */
 static uint64_t lowering;
@@ -65,6 +69,16 @@ static int64_t mmap_at(uint64_t word)
 		return mmap_bytes_of(entry);
 	__atomic_add_fetch(&ring_misses, 1, __ATOMIC_RELAXED);
 	return mmap_bytes_of(__atomic_load_n(&mmap_now, __ATOMIC_ACQUIRE));
+}
+
+/* reserve bytes of the epoch in WORD, 0 when the ring moved on (only reports read it). */
+static int64_t reserve_at(uint64_t word)
+{
+	uint16_t e = EPOCH_OF(word);
+	uint64_t entry = __atomic_load_n(&reserve_ring[e % RING], __ATOMIC_ACQUIRE);
+	if (EPOCH_OF(entry) == e)
+		return mmap_bytes_of(entry);
+	return mmap_bytes_of(__atomic_load_n(&reserve_now, __ATOMIC_ACQUIRE));
 }
 
 static int64_t load_peak(enum ms_comp c)
@@ -140,18 +154,23 @@ void ms_cpu_slow(uint64_t result)
 	raise_gates();
 }
 
-void ms_cpu_mmap_add(int64_t bytes)
+void ms_cpu_mmap_add(enum ms_comp part, int64_t bytes)
 {
 	if (!bytes)
 		return;
 	lower_begin();
 	uint64_t old = __atomic_load_n(&mmap_now, __ATOMIC_RELAXED);
 	int64_t mm = mmap_bytes_of(old) + bytes;
+	int64_t rs = mmap_bytes_of(__atomic_load_n(&reserve_now, __ATOMIC_RELAXED)) + (part == MS_RESERVE ? bytes : 0);
 	uint64_t epoch = (old - MS_CPU_EPOCH_STEP) & ~MS_CPU_VALUE_MASK;
 	uint64_t entry = epoch | ((uint64_t)(mm < 0 ? 0 : mm) >> PAGE_SHIFT);
+	uint64_t rentry = epoch | ((uint64_t)(rs < 0 ? 0 : rs) >> PAGE_SHIFT);
+	__atomic_store_n(&reserve_ring[EPOCH_OF(entry) % RING], rentry, __ATOMIC_SEQ_CST);
+	__atomic_store_n(&reserve_now, rentry, __ATOMIC_SEQ_CST);
 	__atomic_store_n(&mmap_ring[EPOCH_OF(entry) % RING], entry, __ATOMIC_SEQ_CST);
 	__atomic_store_n(&mmap_now, entry, __ATOMIC_SEQ_CST);
-	ms_raise_peak(&ms_counters[MS_MMAP].win_peak, mm);
+	ms_raise_peak(&ms_counters[MS_MMAP].win_peak, mm - rs);
+	ms_raise_peak(&ms_counters[MS_RESERVE].win_peak, rs);
 	store_lowered(); /* the new epoch's adds take the slow path from the moment the word has it */
 	__atomic_store_n(&ms_cpu.gate_lo, gate_lo_for(entry), __ATOMIC_RELAXED);
 	uint64_t r = __atomic_add_fetch(&ms_cpu.word, (uint64_t)bytes - MS_CPU_EPOCH_STEP, __ATOMIC_SEQ_CST);
@@ -161,16 +180,25 @@ void ms_cpu_mmap_add(int64_t bytes)
 	lower_end();
 }
 
-void ms_cpu_live(int64_t *cpu, int64_t *malloc_part, int64_t *mmap_part)
+void ms_cpu_live(int64_t *cpu, int64_t *malloc_part, int64_t *mmap_part, int64_t *reserve_part)
 {
 	uint64_t w = __atomic_load_n(&ms_cpu.word, __ATOMIC_SEQ_CST);
-	int64_t mm = mmap_at(w);
+	int64_t mm = mmap_at(w), rs = reserve_at(w);
 	if (cpu)
 		*cpu = cpu_of(w);
 	if (malloc_part)
 		*malloc_part = cpu_of(w) - mm;
 	if (mmap_part)
-		*mmap_part = mm;
+		*mmap_part = mm - rs;
+	if (reserve_part)
+		*reserve_part = rs;
+}
+
+void ms_counter_set(enum ms_comp comp, int64_t value)
+{
+	struct ms_counter *c = &ms_counters[comp];
+	__atomic_store_n(&c->live, value, __ATOMIC_RELAXED);
+	ms_raise_peak(&c->win_peak, value);
 }
 
 uint64_t ms_cpu_ring_misses(void)
@@ -187,9 +215,9 @@ void ms_cpu_fork_child(void)
 
 int64_t ms_live(enum ms_comp comp)
 {
-	int64_t v[3];
-	if (comp <= MS_MMAP) {
-		ms_cpu_live(&v[MS_CPU], &v[MS_MALLOC], &v[MS_MMAP]);
+	int64_t v[MS_RESERVE + 1];
+	if (comp <= MS_MMAP || comp == MS_RESERVE) {
+		ms_cpu_live(&v[MS_CPU], &v[MS_MALLOC], &v[MS_MMAP], &v[MS_RESERVE]);
 		return v[comp];
 	}
 	return comp < MS_NCOMP ? __atomic_load_n(&ms_counters[comp].live, __ATOMIC_RELAXED) : 0;
@@ -240,12 +268,12 @@ void ms_gpu_side_add(enum ms_comp comp, int64_t bytes)
 	ms_counter_add(comp, bytes);
 }
 
-/* Live of every component, the CPU ones as one consistent triple. */
+/* Live of every component, the CPU ones as one consistent set. */
 static void live_all(int64_t live[MS_NCOMP])
 {
-	ms_cpu_live(&live[MS_CPU], &live[MS_MALLOC], &live[MS_MMAP]);
 	for (int c = MS_MMAP + 1; c < MS_NCOMP; c++)
 		live[c] = __atomic_load_n(&ms_counters[c].live, __ATOMIC_RELAXED);
+	ms_cpu_live(&live[MS_CPU], &live[MS_MALLOC], &live[MS_MMAP], &live[MS_RESERVE]);
 }
 
 void ms_counters_cut_window(int64_t peaks[MS_NCOMP], int64_t live[MS_NCOMP])
@@ -295,8 +323,11 @@ void ms_counters_clear(void)
 	lower_begin();
 	memset(ms_counters, 0, sizeof ms_counters);
 	memset(mmap_ring, 0, sizeof mmap_ring);
+	memset(reserve_ring, 0, sizeof reserve_ring);
 	__atomic_store_n(&mmap_now, FIRST_EPOCH << MS_CPU_VALUE_BITS, __ATOMIC_SEQ_CST);
 	__atomic_store_n(&mmap_ring[FIRST_EPOCH % RING], FIRST_EPOCH << MS_CPU_VALUE_BITS, __ATOMIC_SEQ_CST);
+	__atomic_store_n(&reserve_now, FIRST_EPOCH << MS_CPU_VALUE_BITS, __ATOMIC_SEQ_CST);
+	__atomic_store_n(&reserve_ring[FIRST_EPOCH % RING], FIRST_EPOCH << MS_CPU_VALUE_BITS, __ATOMIC_SEQ_CST);
 	__atomic_store_n(&ms_cpu.word, (FIRST_EPOCH << MS_CPU_VALUE_BITS) | MS_CPU_BIAS, __ATOMIC_SEQ_CST);
 	memset(closed_peaks, 0, sizeof closed_peaks);
 	lower_end();

@@ -204,6 +204,7 @@ int ms_stage_depth(int id)
 
 int ms_stage_enter(int id, double now)
 {
+	ms_refresh(MS_REFRESH_BOUNDARY);
 	if (id < 0 || id >= MS_MAX_STAGES || lock_or_refuse() < 0)
 		return -1;
 	int64_t live[MS_NCOMP];
@@ -229,6 +230,7 @@ int ms_stage_enter(int id, double now)
 
 int ms_stage_leave(int id, double now)
 {
+	ms_refresh(MS_REFRESH_BOUNDARY);
 	if (id < 0 || id >= MS_MAX_STAGES || lock_or_refuse() < 0)
 		return -1;
 	int rc = 0;

@@ -183,6 +183,10 @@ static int pace(int comp, double t)
 /* The counters' watch: COMP's live left its window. */
 static void moved(enum ms_comp comp, int64_t value)
 {
+	if (comp == MS_CPU && ms_refresh_fn) { /* the reservations are read with every point */
+		ms_refresh(MS_REFRESH_POINT);
+		value = ms_live(MS_CPU);
+	}
 	if (lock_unless_mine() < 0)
 		return;
 	double t = now();

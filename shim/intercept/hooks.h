@@ -104,6 +104,10 @@ static inline __attribute__((always_inline)) void ms_before_counting_at(uintptr_
  * the table's lock is taken before and released after (the first in the lock order: a counted
  * munmap may open a stage, so the stage engine's and the timeline's locks come after it). */
 uint64_t ms_mmap_untracked(void);
+/* Reservations (MAP_NORESERVE, or mapped MS_RESERVE_MIN bytes and more at once) count their resident
+ * pages, read with mincore (ms_refresh); init sets the refresh. */
+#define MS_RESERVE_MIN (16UL << 20)
+void ms_mmap_init(void);
 void ms_mmap_fork_prepare(void);
 void ms_mmap_fork_parent(void);
 void ms_mmap_fork_child(int tracking);

@@ -6,6 +6,7 @@
 #include <stdio.h> /* renameat */
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/utsname.h>
@@ -127,6 +128,20 @@ static void write_cpu(struct ms_json *w, const struct ms_span *sp)
 	ms_json_end_object(w);
 	write_delta(w, "mmap", sp, MS_MMAP);
 	ms_json_end_object(w);
+	write_delta(w, "reservations", sp, MS_RESERVE);
+	ms_json_string(w, "read", "resident pages (pagemap scan or mincore)");
+	ms_json_end_object(w);
+	ms_json_end_object(w);
+}
+
+/* The kernel's resident set size as last read before the stage's begin and end (at most every 5 ms). */
+static void write_rss(struct ms_json *w, const struct ms_span *sp)
+{
+	ms_json_object(w, "rss");
+	ms_json_int(w, "begin", sp->begin[MS_RSS]);
+	ms_json_int(w, "end", sp->end[MS_RSS]);
+	ms_json_int(w, "peak", sp->peak[MS_RSS]);
+	ms_json_string(w, "read", "/proc/self/statm at boundaries");
 	ms_json_end_object(w);
 }
 
@@ -204,6 +219,7 @@ static void write_stage(struct ms_json *w, const struct ms_stage *s, int id, int
 	ms_json_double(w, "start", sp->start);
 	ms_json_double(w, "runtime", sp->runtime);
 	write_cpu(w, sp);
+	write_rss(w, sp);
 	if (gpu)
 		write_gpu(w, sp);
 	ms_json_object(w, "max_needed");
@@ -255,6 +271,13 @@ static int ordered(int ids[MS_MAX_STAGES])
 	return n;
 }
 
+/* The kernel's high-water RSS (VmHWM): one system call, no /proc. */
+static int64_t rss_high_water(void)
+{
+	struct rusage ru;
+	return getrusage(RUSAGE_SELF, &ru) == 0 ? (int64_t)ru.ru_maxrss * 1024 : 0;
+}
+
 static void write_metrics(struct ms_json *w, const int *ids, int n, const int64_t *peaks, int gpu)
 {
 	ms_json_object(w, "metrics");
@@ -265,6 +288,8 @@ static void write_metrics(struct ms_json *w, const int *ids, int n, const int64_
 	ms_json_int(w, "process_mem_cpu_peak", peaks[MS_CPU]);
 	ms_json_int(w, "process_mem_cpu_malloc_peak", peaks[MS_MALLOC]);
 	ms_json_int(w, "process_mem_cpu_mmap_peak", peaks[MS_MMAP]);
+	ms_json_int(w, "process_mem_cpu_reservations_peak", peaks[MS_RESERVE]);
+	ms_json_int(w, "process_mem_rss_peak", rss_high_water());
 	if (gpu) {
 		ms_json_int(w, "before_init_mem_gpu", snap.before_init_set ? snap.before_init[MS_GPU] : 0);
 		ms_json_int(w, "process_mem_gpu_peak", peaks[MS_GPU]);
@@ -294,6 +319,14 @@ static void write_process(struct ms_json *w, const int64_t *peaks, int gpu)
 		peak_live(w, cpu_names[c], peaks, c);
 		ms_json_end_object(w);
 	}
+	peak_live(w, "reservations", peaks, MS_RESERVE);
+	ms_json_string(w, "read", "resident pages (pagemap scan or mincore)");
+	ms_json_end_object(w);
+	ms_json_object(w, "rss");
+	ms_json_int(w, "peak", rss_high_water());
+	ms_json_int(w, "live", ms_live(MS_RSS));
+	ms_json_string(w, "read", "peak: getrusage ru_maxrss (VmHWM); live: /proc/self/statm");
+	ms_json_end_object(w);
 	if (gpu)
 		write_gpu_tree(w, open_peak, peaks, NULL);
 	ms_json_uint(w, "mmap_untracked", ms_mmap_untracked());
@@ -668,6 +701,7 @@ static int write_held(const char *reason, int sig, int complete, int from_handle
 {
 	char path[MS_PATH_MAX + 32];
 	int saved = errno;
+	ms_refresh(MS_REFRESH_REPORT);
 	ms_tls_guard++;
 	in_handler = from_handler;
 	ms_report_path(path, sizeof path);
