@@ -10,6 +10,8 @@ void (*ms_refresh_fn)(enum ms_refresh_reason why);
 
 /* Highest live over all closed windows; only touched under the stage engine lock. */
 static int64_t closed_peaks[MS_NCOMP];
+/* Live when a forked child started its report: the parent's memory it shares copy-on-write. */
+static int64_t inherited_live[MS_NCOMP];
 static int gpu_used;
 static uint32_t devices_used;
 
@@ -314,8 +316,14 @@ void ms_counters_reset_peaks(void)
 	for (int c = 0; c < MS_NCOMP; c++) {
 		__atomic_store_n(&ms_counters[c].win_peak, live[c], __ATOMIC_RELAXED);
 		closed_peaks[c] = live[c];
+		inherited_live[c] = live[c];
 	}
 	lower_end();
+}
+
+void ms_counters_inherited(int64_t live[MS_NCOMP])
+{
+	memcpy(live, inherited_live, sizeof inherited_live);
 }
 
 void ms_counters_clear(void)
@@ -330,5 +338,6 @@ void ms_counters_clear(void)
 	__atomic_store_n(&reserve_ring[FIRST_EPOCH % RING], FIRST_EPOCH << MS_CPU_VALUE_BITS, __ATOMIC_SEQ_CST);
 	__atomic_store_n(&ms_cpu.word, (FIRST_EPOCH << MS_CPU_VALUE_BITS) | MS_CPU_BIAS, __ATOMIC_SEQ_CST);
 	memset(closed_peaks, 0, sizeof closed_peaks);
+	memset(inherited_live, 0, sizeof inherited_live);
 	lower_end();
 }

@@ -181,8 +181,10 @@ void ms_counters_cut_window(int64_t peaks[MS_NCOMP], int64_t live[MS_NCOMP]);
 /* Highest live of each component over the whole process (all windows so far, current included). */
 void ms_counters_process_peaks(int64_t peaks[MS_NCOMP]);
 
-/* Forget the process peaks (a forked child starts its report at its live memory). */
+/* Forget the process peaks (a forked child starts its report at its live memory, which
+ * ms_counters_inherited then gives: what it shares with its parent). */
 void ms_counters_reset_peaks(void);
+void ms_counters_inherited(int64_t live[MS_NCOMP]);
 /* Every counter back to zero (tests). */
 void ms_counters_clear(void);
 

@@ -271,6 +271,20 @@ static int ordered(int ids[MS_MAX_STAGES])
 	return n;
 }
 
+/* The CPU components of a forked child: what it added over the memory it shares with its parent
+ * (a DataLoader worker is not its parent's 355 MB). */
+static const enum ms_comp cpu_parts[] = { MS_CPU, MS_MALLOC, MS_MMAP, MS_RESERVE };
+
+static void above_inherited(int64_t *v)
+{
+	int64_t inherited[MS_NCOMP];
+	ms_counters_inherited(inherited);
+	for (size_t i = 0; i < sizeof cpu_parts / sizeof *cpu_parts; i++) {
+		enum ms_comp c = cpu_parts[i];
+		v[c] = v[c] > inherited[c] ? v[c] - inherited[c] : 0;
+	}
+}
+
 /* The kernel's high-water RSS (VmHWM): one system call, no /proc. */
 static int64_t rss_high_water(void)
 {
@@ -284,7 +298,13 @@ static void write_metrics(struct ms_json *w, const int *ids, int n, const int64_
 	for (int i = 0; i < n; i++)
 		if (snap.stage[ids[i]].calls > 0)
 			write_flat_stage(w, &snap.stage[ids[i]], gpu);
-	ms_json_int(w, "before_init_mem_cpu", snap.before_init_set ? snap.before_init[MS_CPU] : 0);
+	int64_t inherited[MS_NCOMP] = { 0 };
+	if (ms_proc.forked)
+		ms_counters_inherited(inherited);
+	int64_t before_init = snap.before_init_set ? snap.before_init[MS_CPU] - inherited[MS_CPU] : 0;
+	ms_json_int(w, "before_init_mem_cpu", before_init > 0 ? before_init : 0);
+	if (ms_proc.forked)
+		ms_json_int(w, "inherited_mem_cpu", inherited[MS_CPU]);
 	ms_json_int(w, "process_mem_cpu_peak", peaks[MS_CPU]);
 	ms_json_int(w, "process_mem_cpu_malloc_peak", peaks[MS_MALLOC]);
 	ms_json_int(w, "process_mem_cpu_mmap_peak", peaks[MS_MMAP]);
@@ -301,14 +321,30 @@ static void write_metrics(struct ms_json *w, const int *ids, int n, const int64_
 
 static void peak_live(struct ms_json *w, const char *key, const int64_t *peaks, int c)
 {
+	int64_t live[MS_NCOMP] = { 0 };
+	live[c] = ms_live((enum ms_comp)c);
+	if (ms_proc.forked)
+		above_inherited(live);
 	ms_json_object(w, key);
 	ms_json_int(w, "peak", peaks[c]);
-	ms_json_int(w, "live", ms_live((enum ms_comp)c));
+	ms_json_int(w, "live", live[c]);
 }
 
 static void open_peak(struct ms_json *w, const char *key, const void *ctx, int comp)
 {
 	peak_live(w, key, ctx, comp);
+}
+
+/* A forked child's CPU peaks and live are above these (its parent's memory at the fork). */
+static void write_inherited(struct ms_json *w)
+{
+	static const char *const names[] = { "cpu", "malloc", "mmap", "reservations" };
+	int64_t inherited[MS_NCOMP];
+	ms_counters_inherited(inherited);
+	ms_json_object(w, "inherited");
+	for (size_t i = 0; i < sizeof cpu_parts / sizeof *cpu_parts; i++)
+		ms_json_int(w, names[i], inherited[cpu_parts[i]]);
+	ms_json_end_object(w);
 }
 
 static void write_process(struct ms_json *w, const int64_t *peaks, int gpu)
@@ -327,6 +363,8 @@ static void write_process(struct ms_json *w, const int64_t *peaks, int gpu)
 	ms_json_int(w, "live", ms_live(MS_RSS));
 	ms_json_string(w, "read", "peak: getrusage ru_maxrss (VmHWM); live: /proc/self/statm");
 	ms_json_end_object(w);
+	if (ms_proc.forked)
+		write_inherited(w);
 	if (gpu)
 		write_gpu_tree(w, open_peak, peaks, NULL);
 	ms_json_uint(w, "mmap_untracked", ms_mmap_untracked());
@@ -507,6 +545,8 @@ static void write_document(struct ms_json *w, const char *reason, int sig, int c
 		ms_stages_copy(&snap, ms_elapsed());
 	int64_t peaks[MS_NCOMP];
 	ms_counters_process_peaks(peaks);
+	if (ms_proc.forked)
+		above_inherited(peaks);
 	int gpu = ms_gpu_used();
 	int ids[MS_MAX_STAGES];
 	int n = ordered(ids);
