@@ -222,8 +222,16 @@ START_TEST(dataloader_workers)
 	int children = 0;
 	DIR *d = opendir(r.dir);
 	struct dirent *e;
-	while (d && (e = readdir(d)))
-		children += !strncmp(e->d_name, "m.json.", 7);
+	while (d && (e = readdir(d))) {
+		if (strncmp(e->d_name, "m.json.", 7) != 0)
+			continue;
+		children++;
+		/* a worker reports what it added, not the trainer's memory it shares (issue 30) */
+		json_t *w = load(&r, e->d_name);
+		ck_assert_msg(metric(w, "inherited_mem_cpu") >= 100 * MiB, "worker inherited %lld", metric(w, "inherited_mem_cpu"));
+		ck_assert_msg(metric(w, "process_mem_cpu_peak") < 64 * MiB, "worker peak %lld", metric(w, "process_mem_cpu_peak"));
+		json_decref(w);
+	}
 	closedir(d);
 	ck_assert_msg(children >= 2, "%d worker files", children);
 }
@@ -365,6 +373,30 @@ START_TEST(late_load_says_so)
 }
 END_TEST
 
+/* pyarrow's mimalloc maps a 1 GiB MAP_NORESERVE arena (issue 30): counted by its resident pages, a
+ * 16 MiB array made in it reads 16 MiB (counted by size, the arena read 0 there and 1.2 GB before
+ * init) and the process peak stays under the kernel's high-water RSS. */
+START_TEST(pyarrow_arena_counts_what_was_touched)
+{
+	struct run r;
+	const char *code = "import numpy, pyarrow as pa, pyarrow.compute as pc, transformers.trainer\n"
+			   "base = pa.array(numpy.arange(2 * 1024 * 1024, dtype=numpy.int64))\n"
+			   "def build():\n    return pc.add(base, 1)\n"
+			   "kept = build()\nprint(pa.total_allocated_bytes() >> 20, pa.default_memory_pool().backend_name)\n";
+	const char *env[] = { "MEMSHIM_STAGES=build=build", NULL };
+	const char *argv[] = { venv_py, "-c", code, NULL };
+	run(&r, argv, "m.json", env, 1);
+	ck_assert_str_eq(r.out, "16 mimalloc\n"); /* pyarrow's own arena, not malloc */
+	json_t *m = load(&r, "m.json");
+	long long build = metric(m, "build_mem_cpu_alloc_delta"), arena = metric(m, "process_mem_cpu_reservations_peak");
+	ck_assert_msg(build >= 15 * MiB && build <= 40 * MiB, "build alloc %lld (16 MiB array)", build);
+	ck_assert_msg(arena >= 16 * MiB && arena <= 128 * MiB, "reservations peak %lld: the arena counted whole?", arena);
+	ck_assert_msg(metric(m, "process_mem_cpu_peak") <= metric(m, "process_mem_rss_peak"),
+		      "process peak %lld above VmHWM %lld", metric(m, "process_mem_cpu_peak"), metric(m, "process_mem_rss_peak"));
+	json_decref(m);
+}
+END_TEST
+
 /* `pip install .` (no network: the venv's setuptools) gives a package with the library inside and a
  * `memshim` command whose `run` preloads it. */
 START_TEST(pip_install)
@@ -429,6 +461,7 @@ int main(void)
 	tcase_add_test(tc, trainer_callback);
 	tcase_add_test(tc, notebook_kernel);
 	tcase_add_test(tc, late_load_says_so);
+	tcase_add_test(tc, pyarrow_arena_counts_what_was_touched);
 	tcase_add_test(tc, pip_install);
 	suite_add_tcase(s, tc);
 	return run_suite(s);
