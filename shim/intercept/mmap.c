@@ -266,6 +266,7 @@ static int64_t read_rss(void)
 
 static __thread int refreshing MS_TLS;
 static double refresh_spent; /* seconds spent reading, against READ_SHARE of the run */
+static int rss_wanted; /* a stage boundary happened: /bin/true's exit reads no /proc */
 #define READ_SHARE 0.01
 
 /* Reading may take READ_SHARE of the run (and its first millisecond): boundaries and points are
@@ -290,7 +291,9 @@ static void refresh(enum ms_refresh_reason why)
 		resident_read_all();
 		table_unlock();
 	}
-	if (why != MS_REFRESH_POINT) {
+	if (why == MS_REFRESH_BOUNDARY)
+		rss_wanted = 1;
+	if (why != MS_REFRESH_POINT && rss_wanted) {
 		int64_t rss = read_rss();
 		if (rss >= 0)
 			ms_counter_set(MS_RSS, rss);

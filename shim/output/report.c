@@ -137,6 +137,8 @@ static void write_cpu(struct ms_json *w, const struct ms_span *sp)
 /* The kernel's resident set size as last read before the stage's begin and end (at most every 5 ms). */
 static void write_rss(struct ms_json *w, const struct ms_span *sp)
 {
+	if (!sp->peak[MS_RSS])
+		return; /* never read: no stage boundary in this process */
 	ms_json_object(w, "rss");
 	ms_json_int(w, "begin", sp->begin[MS_RSS]);
 	ms_json_int(w, "end", sp->end[MS_RSS]);
