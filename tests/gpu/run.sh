@@ -3,7 +3,9 @@
 # working tree, runs tests/gpu/torch/stages.py under it in PyTorch's four allocator modes and
 # compares every stage with torch.cuda.memory_reserved()/max_memory_reserved() (memory_allocated
 # for the cudaMallocAsync backend).  Exit status: 0 all matched, 1 a mismatch, 77 no GPU/PyTorch.
-# Environment: PYTHON (default python3), BUILD (default <repo>/build), MEMSHIM_GPU_TOLERANCE (bytes).
+# Environment: PYTHON (default python3), BUILD (default <repo>/build), MEMSHIM_GPU_TOLERANCE (bytes),
+# MEMSHIM_LIB (a libmemshim.so built elsewhere: nothing is built; a GPU machine may lack the headers),
+# MEMSHIM_GPU_KEEP (a directory: each mode's metrics file and PyTorch's numbers are copied there).
 set -euo pipefail
 repo=$(cd "$(dirname "$0")/../.." && pwd)
 build=${BUILD:-$repo/build}
@@ -13,8 +15,12 @@ if ! "$py" -c 'import sys, torch; sys.exit(0 if torch.cuda.is_available() else 1
 	echo "tests/gpu/run.sh: no CUDA device or no PyTorch here; nothing to do" >&2
 	exit 77
 fi
-make -C "$repo" --no-print-directory BUILD="$build" "$build/libmemshim.so" >/dev/null
-lib=$(cd "$build" && pwd)/libmemshim.so
+if [ -n "${MEMSHIM_LIB:-}" ]; then
+	lib=$(readlink -f "$MEMSHIM_LIB")
+else
+	make -C "$repo" --no-print-directory BUILD="$build" "$build/libmemshim.so" >/dev/null
+	lib=$(cd "$build" && pwd)/libmemshim.so
+fi
 tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
 "$py" -c 'import torch; print("torch", torch.__version__, "CUDA", torch.version.cuda, torch.cuda.get_device_name(0))'
 
@@ -36,4 +42,7 @@ for mode in default nocache expandable async; do
 	"$py" "$repo/tests/gpu/torch/compare.py" "$mode" "$tmp/$mode.json" "$tmp/$mode.torch.json" || status=1
 done
 unset PYTORCH_NO_CUDA_MEMORY_CACHING PYTORCH_CUDA_ALLOC_CONF
+if [ -n "${MEMSHIM_GPU_KEEP:-}" ]; then
+	mkdir -p "$MEMSHIM_GPU_KEEP" && cp "$tmp"/*.json "$MEMSHIM_GPU_KEEP"/ 2>/dev/null || true
+fi
 exit $status
