@@ -55,6 +55,7 @@ include tests/python/python.mk
 include tests/hf/hf.mk
 -include tests/native/native.mk
 include tests/fuzz/fuzz.mk
+include tests/lint/lint.mk
 -include bench/native/native.mk
 -include bench/python/python.mk
 -include bench/cuda/cuda.mk
@@ -80,8 +81,8 @@ check-sanitize:
 	@$(MAKE) --no-print-directory BUILD=$(BUILD)/tsan SANITIZE=thread check-unit
 	@tools/valgrind-formatter.sh $(BUILD)/memshim-format
 
-lint:
-	@tools/lint.sh
+lint: $(BUILD)/libmemshim.so
+	@BUILD=$(BUILD) tools/lint.sh
 
 # Each fuzz target briefly (CI); `make fuzz FUZZ_SECONDS=600` for a real run.
 check-fuzz:

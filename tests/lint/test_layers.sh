@@ -1,0 +1,52 @@
+#!/usr/bin/env bash
+# tools/layers.py on throwaway trees of objects: a clean one passes; an upward call, an upward
+# include, a sibling call, a cycle across folders and a stale exception each fail it.
+set -u
+cd "$(dirname "$0")/../.."
+tool=$PWD/tools/layers.py
+tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
+pass=0 fail=0
+
+# tree NAME FILE=SOURCE...: compiles each shim/FOLDER/F.c of the tree into build/shim/FOLDER/F.o
+tree() {
+	local t=$tmp/$1; shift
+	mkdir -p "$t"
+	for spec in "$@"; do
+		local file=${spec%%=*} src=${spec#*=}
+		mkdir -p "$t/$(dirname "$file")" "$t/build/$(dirname "$file")"
+		printf '%b\n' "$src" > "$t/$file"
+		(cd "$t" && cc -std=gnu11 -MMD -MP -Ishim -c "$file" -o "build/${file%.c}.o" -MF "build/${file%.c}.d") || exit 2
+	done
+	echo "$t"
+}
+
+# expect STATUS NAME DIR [ALLOW]: layers.py's exit status in DIR
+expect() {
+	local want=$1 name=$2 dir=$3 allow=${4:-$tmp/none.allow}
+	local got=0
+	(cd "$dir" && python3 "$tool" build "$allow" >"$tmp/out" 2>&1) || got=$?
+	if [ "$got" -eq "$want" ]; then
+		pass=$((pass + 1))
+	else
+		fail=$((fail + 1)); echo "FAIL $name: exit $got, wanted $want"; cat "$tmp/out"
+	fi
+}
+
+: > "$tmp/none.allow"
+low='shim/core/low.c=int ms_low(void) { return 1; }'
+clean=$(tree clean "$low" 'shim/output/high.c=int ms_low(void);\nint ms_high(void) { return ms_low(); }')
+expect 0 "a downward call" "$clean"
+up=$(tree up 'shim/core/low.c=int ms_high(void);\nint ms_low(void) { return ms_high(); }' 'shim/output/high.c=int ms_high(void) { return 2; }')
+expect 1 "an upward call" "$up"
+inc=$(tree inc 'shim/output/high.h=int ms_high(void);' 'shim/core/low.c=#include "output/high.h"\nint ms_low(void) { return 1; }')
+expect 1 "an upward include" "$inc"
+sib=$(tree sib 'shim/cuda/a.c=int ms_native_thing(void);\nint ms_cuda_thing(void) { return ms_native_thing(); }' 'shim/native/b.c=int ms_native_thing(void) { return 3; }')
+expect 1 "a sibling call" "$sib"
+printf 'shim/core/low.o ms_high  # seeded\n' > "$tmp/up.allow"
+expect 0 "an upward call listed as an exception" "$up" "$tmp/up.allow"
+printf 'shim/core/low.o ms_gone  # seeded, never used\n' > "$tmp/stale.allow"
+expect 1 "a stale exception" "$clean" "$tmp/stale.allow"
+printf 'shim/core/low.o ms_high  # no reason\n' | sed 's/  #.*//' > "$tmp/bad.allow"
+expect 1 "an exception without a reason" "$up" "$tmp/bad.allow"
+echo "layers: $pass passed, $fail failed"
+[ "$fail" -eq 0 ]
