@@ -89,11 +89,96 @@ void ms_process_forked(void)
 	ms_proc.is_child = 1;
 	ms_proc.forked = 1;
 	ms_proc.own_output = 0;
+	ms_proc.rank.own = 0; /* the parent's rank, inherited */
 }
 
 static long env_pid(const char *name)
 {
 	return ms_decimal(getenv(name));
+}
+
+/* One launcher's variables: the global rank, local rank and world size as it names them. */
+struct rank_source {
+	const char *source, *rank, *local_rank, *world_size;
+};
+
+/* In the order they are trusted when several are set: a launcher inside another sets its own
+ * variables and inherits the outer one's (torchrun or Lightning in a Slurm task, mpirun in a Slurm
+ * job).  MPI's in accelerate's order; PMI is MPICH's and Intel MPI's Hydra. */
+static const struct rank_source rank_sources[] = {
+	{ "torchrun", "RANK", "LOCAL_RANK", "WORLD_SIZE" },
+	{ "pmi", "PMI_RANK", "MPI_LOCALRANKID", "PMI_SIZE" },
+	{ "openmpi", "OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_LOCAL_RANK", "OMPI_COMM_WORLD_SIZE" },
+	{ "mvapich", "MV2_COMM_WORLD_RANK", "MV2_COMM_WORLD_LOCAL_RANK", "MV2_COMM_WORLD_SIZE" },
+	{ "pmix", "PMIX_RANK", "MPI_LOCALRANKID", "PMI_SIZE" },
+	{ "lightning", NULL, "LOCAL_RANK", "WORLD_SIZE" }, /* no global rank: lightning_rank */
+	{ "slurm", "SLURM_PROCID", "SLURM_LOCALID", "SLURM_NTASKS" },
+};
+
+static long env_num(ms_getenv_fn get, const char *name)
+{
+	return ms_decimal(get(name));
+}
+
+/* Lightning's ddp starts its processes with LOCAL_RANK, NODE_RANK (or GROUP_RANK) and WORLD_SIZE,
+ * never RANK, and computes the global rank as node_rank * processes per node + local_rank
+ * (lightning/fabric/strategies/ddp.py _set_world_ranks).  Processes per node are known on node 0
+ * (they do not matter there) or from LOCAL_WORLD_SIZE; on a later node without it the rank stays
+ * unknown. */
+static void lightning_rank(struct ms_rank *r, ms_getenv_fn get)
+{
+	const char *node_var = get("NODE_RANK") ? "NODE_RANK" : get("GROUP_RANK") ? "GROUP_RANK" : NULL;
+	long node = node_var ? env_num(get, node_var) : 0, per_node = env_num(get, "LOCAL_WORLD_SIZE");
+	r->node_rank = node;
+	if (node == 0)
+		r->rank = r->local_rank;
+	else if (node > 0 && per_node > 0)
+		r->rank = node * per_node + r->local_rank;
+}
+
+void ms_rank_detect(struct ms_rank *r, ms_getenv_fn get)
+{
+	*r = (struct ms_rank){ .rank = -1, .local_rank = -1, .world_size = -1, .node_rank = -1 };
+	for (size_t i = 0; i < sizeof rank_sources / sizeof *rank_sources; i++) {
+		const struct rank_source *s = &rank_sources[i];
+		if (env_num(get, s->rank ? s->rank : s->local_rank) < 0)
+			continue;
+		r->source = s->source;
+		r->local_rank = env_num(get, s->local_rank);
+		r->world_size = env_num(get, s->world_size);
+		if (!s->rank) {
+			lightning_rank(r, get);
+			return;
+		}
+		r->rank = env_num(get, s->rank);
+		if (i == 0)
+			r->node_rank = env_num(get, "GROUP_RANK"); /* torchrun's node */
+		else if (!strcmp(s->source, "slurm"))
+			r->node_rank = env_num(get, "SLURM_NODEID");
+		return;
+	}
+}
+
+static const char *plain_getenv(const char *name)
+{
+	return getenv(name);
+}
+
+/* "torchrun/1/0": a tracked process with a rank tells its children which one it held, so a child
+ * that inherited the same variables (a DataLoader worker, a helper it runs) is not taken for a
+ * rank of its own. */
+static void rank_identify(void)
+{
+	char held[96];
+	const struct ms_rank *r = &ms_proc.rank;
+	ms_rank_detect(&ms_proc.rank, plain_getenv);
+	if (r->rank < 0)
+		return;
+	ms_format(held, sizeof held, "%s/%ld/%ld", r->source, r->rank, r->local_rank);
+	const char *before = getenv("MEMSHIM_RANK_HELD");
+	ms_proc.rank.own = !before || strcmp(before, held) != 0;
+	if (ms_proc.rank.own)
+		setenv("MEMSHIM_RANK_HELD", held, 1);
 }
 
 /* Exec'd children find where to write here: MEMSHIM_ROOT_OUTPUT, the MEMSHIM_OUTPUT value it came
@@ -118,6 +203,7 @@ static int own_setting(void)
 
 void ms_process_identify(void)
 {
+	rank_identify();
 	long root_pid = env_pid("MEMSHIM_ROOT_PID");
 	if (root_pid <= 0 || root_pid == ms_proc.pid) {
 		char pid[24];

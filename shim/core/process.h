@@ -4,6 +4,16 @@
 #define MS_PROCESS_H
 
 #include <sys/types.h>
+#include "core/config.h"
+
+/* The rank a launcher gave the process, derived from its variables as each launcher defines it
+ * (doc/python.md#ranks): RANK is -1 when they do not give it (local_rank may still be known). */
+struct ms_rank {
+	const char *source;      /* "torchrun", "lightning", "openmpi", ...; NULL: no launcher */
+	long rank, local_rank, world_size, node_rank; /* -1 when not known */
+	int own;                 /* the launcher started this process with it: not inherited from a
+				  * tracked parent that had the same rank (a worker, a helper) */
+};
 
 struct ms_process {
 	pid_t pid, ppid, root_pid;
@@ -13,6 +23,7 @@ struct ms_process {
 	double start_monotonic;
 	double start_unix;
 	char *const *argv; /* the program's arguments as the constructor got them, or NULL */
+	struct ms_rank rank;
 };
 
 extern struct ms_process ms_proc;
@@ -44,6 +55,8 @@ size_t ms_process_cmdline(char *buf, size_t size, int *truncated);
 void ms_process_identify(void);
 /* Tells exec'd children where this process writes (after its output changed). */
 void ms_process_export_output(void);
+/* The rank the launchers' variables give, read through GET (the environment, or a test's table). */
+void ms_rank_detect(struct ms_rank *r, ms_getenv_fn get);
 /* A forked child that goes on tracking: its own clock, pid and parent. */
 void ms_process_forked(void);
 

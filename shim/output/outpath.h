@@ -23,6 +23,12 @@ struct ms_outpath {
 	uid_t link_owner;
 };
 
+/* TMPL (MEMSHIM_OUTPUT) into OUT of SIZE bytes: %p the pid, %r the rank and %l the local rank
+ * (struct ms_rank; "pid<N>" where the launcher gave none), %h the host name, %% a '%'.  Returns 1
+ * when the name is this process's alone (%p; %r or %l of a rank of its own, or "pid<N>"), so a
+ * child needs no ".<pid>" after it.  Async-signal-safe. */
+int ms_outpath_expand(char *out, size_t size, const char *tmpl);
+
 /* Walks PATH into OUT.  Returns 0, or -errno (ELOOP after 40 links, ENOENT for a missing directory,
  * EISDIR for a directory).  Async-signal-safe, no allocation; close OUT->dirfd when done. */
 int ms_outpath_walk(struct ms_outpath *out, const char *path);

@@ -9,7 +9,6 @@
 #include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
-#include <sys/utsname.h>
 #include <time.h>
 #include <unistd.h>
 #include "core/config.h"
@@ -36,77 +35,16 @@ static char argv_buf[ARGV_MAX];
 static size_t argv_len;
 static int argv_truncated;
 
-struct rank_source {
-	const char *launcher, *rank, *local_rank, *world_size;
-};
-static const struct rank_source rank_sources[] = {
-	{ "torchrun", "RANK", "LOCAL_RANK", "WORLD_SIZE" },
-	{ "openmpi", "OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_LOCAL_RANK", "OMPI_COMM_WORLD_SIZE" },
-	{ "pmix", "PMIX_RANK", "MPI_LOCALRANKID", "PMI_SIZE" },
-	{ "pmi", "PMI_RANK", "MPI_LOCALRANKID", "PMI_SIZE" },
-	{ "slurm", "SLURM_PROCID", "SLURM_LOCALID", "SLURM_NTASKS" },
-};
-static const struct rank_source *rank_from;
-static long rank_vals[3];
-
-static long env_long(const char *name)
-{
-	return name ? ms_decimal(getenv(name)) : -1;
-}
-
 void ms_report_init(void)
 {
 	argv_len = ms_process_cmdline(argv_buf, sizeof argv_buf, &argv_truncated);
-	for (size_t i = 0; i < sizeof rank_sources / sizeof *rank_sources; i++) {
-		const struct rank_source *s = &rank_sources[i];
-		if (env_long(s->rank) >= 0) {
-			rank_from = s;
-			rank_vals[0] = env_long(s->rank);
-			rank_vals[1] = env_long(s->local_rank);
-			rank_vals[2] = env_long(s->world_size);
-			return;
-		}
-	}
-}
-
-/* One placeholder of MEMSHIM_OUTPUT into OUT: %p pid, %r rank, %l local rank, %h host, %% a '%'.
- * A rank the launcher did not set becomes "pid<N>", so names stay unique.  Returns the length. */
-static size_t expand(char c, char *out, size_t size, int *has_pid)
-{
-	struct utsname u;
-	long v = c == 'r' ? rank_vals[0] : rank_vals[1];
-	switch (c) {
-	case 'p':
-		*has_pid = 1;
-		return ms_format(out, size, "%d", (int)ms_proc.pid);
-	case 'r':
-	case 'l':
-		if (rank_from && v >= 0)
-			return ms_format(out, size, "%ld", v);
-		*has_pid = 1;
-		return ms_format(out, size, "pid%d", (int)ms_proc.pid);
-	case 'h':
-		return ms_format(out, size, "%s", syscall(SYS_uname, &u) == 0 ? u.nodename : "host");
-	default:
-		return ms_format(out, size, "%%");
-	}
 }
 
 void ms_report_path(char *out, size_t size)
 {
-	const char *in = ms_cfg.output;
-	size_t n = 0;
-	int has_pid = 0;
-	for (; *in && n + 1 < size; in++) {
-		if (in[0] == '%' && in[1] && strchr("prlh%", in[1])) {
-			n += expand(in[1], out + n, size - n, &has_pid);
-			in++;
-		} else {
-			out[n++] = *in;
-		}
-	}
-	out[n] = '\0';
-	if (ms_proc.is_child && !ms_proc.own_output && !has_pid)
+	int own = ms_outpath_expand(out, size, ms_cfg.output);
+	size_t n = strlen(out);
+	if (ms_proc.is_child && !ms_proc.own_output && !own)
 		ms_format(out + n, size - n, ".%d", (int)ms_proc.pid);
 }
 
@@ -504,14 +442,17 @@ static void write_identity(struct ms_json *w, const char *reason, int sig, int c
 	ms_json_double(w, "start_time", ms_proc.start_unix);
 	ms_json_double(w, "end_time", end_unix);
 	ms_json_double(w, "elapsed", end_unix - ms_proc.start_unix);
-	if (rank_from) {
+	const struct ms_rank *r = &ms_proc.rank;
+	if (r->rank >= 0) {
 		ms_json_object(w, "rank");
-		ms_json_int(w, "rank", rank_vals[0]);
-		if (rank_vals[1] >= 0)
-			ms_json_int(w, "local_rank", rank_vals[1]);
-		if (rank_vals[2] >= 0)
-			ms_json_int(w, "world_size", rank_vals[2]);
-		ms_json_string(w, "source", rank_from->launcher);
+		ms_json_int(w, "rank", r->rank);
+		if (r->local_rank >= 0)
+			ms_json_int(w, "local_rank", r->local_rank);
+		if (r->world_size >= 0)
+			ms_json_int(w, "world_size", r->world_size);
+		if (r->node_rank >= 0)
+			ms_json_int(w, "node_rank", r->node_rank);
+		ms_json_string(w, "source", r->source);
 		ms_json_end_object(w);
 	}
 }

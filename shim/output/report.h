@@ -4,7 +4,7 @@
 
 #include <stddef.h>
 
-/* Captures argv and launcher ranks (at start). */
+/* Captures argv (at start). */
 void ms_report_init(void);
 
 /* At start: falls back to $TMPDIR (or /tmp) when the output directory cannot take the file (one
@@ -34,8 +34,8 @@ void ms_report_fork_parent(void);
 /* A forked child that goes on TRACKING writes its own file from scratch. */
 void ms_report_fork_child(int tracking);
 
-/* The output path of this process: %p expanded, ".<pid>" appended for children that write a path
- * inherited from their parent. */
+/* The output path of this process: placeholders expanded (output/outpath.c), ".<pid>" appended
+ * for children that write a path inherited from their parent unless it names them already. */
 void ms_report_path(char *out, size_t size);
 
 #endif

@@ -1,5 +1,6 @@
 # Unit suites: the pure core (shim/core/) linked as a static library, no preload.
-UNIT_SUITES := test_counters test_stages test_config test_json test_ranges test_timeline test_settings_table
+UNIT_SUITES := test_counters test_stages test_config test_json test_ranges test_timeline test_settings_table \
+	test_rank
 UNIT_BINS := $(UNIT_SUITES:%=$(BUILD)/unit/%)
 
 $(BUILD)/unit/%: tests/unit/%.c $(SHIM_CORE_LIB)
