@@ -27,9 +27,13 @@ static void fake_write(void)
 	char path[4200];
 	if (!out)
 		return;
-	const char *pct = strstr(out, "%p");
+	const char *pct = strstr(out, "%p"), *rank = strstr(out, "%r");
 	if (pct) /* as the shim: %p is each process's pid, and children need no suffix then */
 		snprintf(path, sizeof path, "%.*s%ld%s", (int)(pct - out), out, (long)getpid(), pct + 2);
+	else if (rank && getenv("RANK")) /* %r: a rank's own name */
+		snprintf(path, sizeof path, "%.*s%s%s", (int)(rank - out), out, getenv("RANK"), rank + 2);
+	else if (rank) /* no rank: "pid<N>" */
+		snprintf(path, sizeof path, "%.*spid%ld%s", (int)(rank - out), out, (long)getpid(), rank + 2);
 	else if (fake_is_child)
 		snprintf(path, sizeof path, "%s.%ld", out, (long)getpid());
 	else

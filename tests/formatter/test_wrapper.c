@@ -453,6 +453,30 @@ START_TEST(test_ranks_merged)
 }
 END_TEST
 
+/* A template naming the rank (or the pid) is each process's own name: the wrapper finds every
+ * file it gives, and keeps them as .prev for the next run. */
+START_TEST(test_rank_in_output_name)
+{
+	char want[4400], *out, *err;
+	char *args[] = { NULL, "run", "--output", "m_%r.json", "/bin/sh", "-c",
+			 "RANK=0 /bin/true; RANK=1 /bin/true", NULL };
+	int st = wrap(NULL, args, &out, &err);
+	ck_assert_msg(WIFEXITED(st) && WEXITSTATUS(st) == 0, "status %#x: %s", st, err);
+	ck_assert_msg(strstr(err, "***** fake metrics (2 processes) *****\n"), "stderr: %s", err);
+	ck_assert_ptr_nonnull(strstr(err, "\nmemshim: one table for the 2 ranks; "));
+	ck_assert_uint_eq(files_like("m_[01].json"), 2);
+	ck_assert_uint_eq(files_like("m_pid*.json"), 1);
+	free2(out, err);
+	st = wrap(NULL, args, &out, &err);
+	snprintf(want, sizeof want, "memshim: kept the previous run's metrics (3 files) as "
+		 "%s/m_<rank>.json.prev\n", tree);
+	ck_assert_msg(!strncmp(err, want, strlen(want)), "stderr: %s", err);
+	ck_assert_uint_eq(files_like("m_*.json.prev"), 3);
+	ck_assert_ptr_nonnull(strstr(err, "***** fake metrics (2 processes) *****\n"));
+	free2(out, err);
+}
+END_TEST
+
 /* Processes that opened no stage and stayed small are named in one line, not dumped. */
 START_TEST(test_launchers_summarised)
 {
@@ -646,6 +670,7 @@ Suite *wrapper_suite(void)
 	tcase_add_test(tc, test_previous_run_kept);
 	tcase_add_test(tc, test_previous_run_kept_pid_name);
 	tcase_add_test(tc, test_ranks_merged);
+	tcase_add_test(tc, test_rank_in_output_name);
 	tcase_add_test(tc, test_launchers_summarised);
 	tcase_add_test(tc, test_sites);
 	tcase_add_test(tc, test_sites_ranks);

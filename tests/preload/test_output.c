@@ -344,6 +344,42 @@ START_TEST(rank_and_host_placeholders)
 }
 END_TEST
 
+/* A template that names the rank or the pid is taken as given by the ranks (children of a launcher
+ * that has none): m_0.json, not m_0.json.<pid>.  A process that inherited its parent's rank (a
+ * forked worker, a helper the rank runs) adds ".<pid>", so it never replaces the rank's file. */
+START_TEST(a_template_naming_the_rank_is_taken_as_given)
+{
+	char dir[] = "/tmp/memshim-ranks.XXXXXX", out[200], name[64];
+	ck_assert_ptr_nonnull(mkdtemp(dir));
+	snprintf(out, sizeof out, "MEMSHIM_OUTPUT=%s/m_%%r.json", dir);
+	const char *argv[] = { "/bin/sh", "-c", "RANK=0 /bin/sh -c '/bin/true; echo $$'; "
+			       "LOCAL_RANK=1 NODE_RANK=0 WORLD_SIZE=2 /bin/true", NULL };
+	const char *env[] = { out, "RANK", "LOCAL_RANK", "MEMSHIM_RANK_HELD", NULL };
+	struct run x;
+	ck_assert_int_eq(run_under_shim(&x, argv, env), 0);
+	int rank0 = atoi(x.out);
+	ck_assert_int_gt(rank0, 0);
+	ck_assert_int_eq(count_files(dir, "m_0.json", NULL, 0), 2); /* the rank's, its helper's */
+	snprintf(name, sizeof name, "%s/m_0.json", dir);
+	json_error_t err;
+	json_t *m = json_load_file(name, 0, &err);
+	ck_assert_msg(m != NULL, "no m_0.json: %s", err.text);
+	ck_assert_int_eq(json_integer_value(json_object_get(m, "pid")), rank0);
+	json_decref(m);
+	/* Lightning's ddp child: LOCAL_RANK and NODE_RANK, no RANK */
+	snprintf(name, sizeof name, "%s/m_1.json", dir);
+	m = json_load_file(name, 0, &err);
+	ck_assert_msg(m != NULL, "no m_1.json: %s", err.text);
+	json_t *rank = json_object_get(m, "rank");
+	ck_assert_int_eq(json_integer_value(json_object_get(rank, "rank")), 1);
+	ck_assert_int_eq(json_integer_value(json_object_get(rank, "node_rank")), 0);
+	ck_assert_str_eq(json_string_value(json_object_get(rank, "source")), "lightning");
+	json_decref(m);
+	ck_assert_int_eq(count_files(dir, "m_pid", NULL, 0), 1); /* the shell: no rank */
+	ck_assert_int_eq(count_files(dir, "m_", NULL, 0), 4);
+}
+END_TEST
+
 /* An output directory that cannot take the file is reported at start, and the file goes to
  * $TMPDIR under the same name instead of being lost at exit. */
 START_TEST(bad_output_directory_falls_back_at_start)
@@ -382,6 +418,7 @@ int main(void)
 	tcase_add_test(tc, a_child_with_its_own_output_is_the_root_of_its_descendants);
 	tcase_add_test(tc, a_child_with_the_inherited_output_adds_its_pid);
 	tcase_add_test(tc, rank_and_host_placeholders);
+	tcase_add_test(tc, a_template_naming_the_rank_is_taken_as_given);
 	tcase_add_test(tc, bad_output_directory_falls_back_at_start);
 	suite_add_tcase(s, tc);
 	return run_suite(s);
