@@ -4,6 +4,7 @@
 #include "../../shim/memshim.h"
 
 #include <glob.h>
+#include <limits.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -91,6 +92,43 @@ static int wrap(const char *preload, char **args, char **out, char **err)
 	return status;
 }
 
+/* wrap, sending SIG to memshim once the command printed "ready" (it waits for a signal). */
+static int wrap_signal(char **args, int sig, char **out, char **err)
+{
+	char o[4300], e[4300];
+	snprintf(o, sizeof o, "%s/stdout", tree);
+	snprintf(e, sizeof e, "%s/stderr", tree);
+	unlink(o); /* the last run's "ready" is not this one's */
+	pid_t pid = fork();
+	ck_assert_int_ge(pid, 0);
+	if (pid == 0) {
+		if (chdir(tree) || !freopen(o, "w", stdout) || !freopen(e, "w", stderr))
+			_exit(99);
+		unsetenv("LD_PRELOAD");
+		unsetenv("MEMSHIM_OUTPUT");
+		unsetenv("MEMSHIM_FAKE_ROOT");
+		for (int s = 1; s < 32; s++)
+			signal(s, SIG_DFL);
+		args[0] = script;
+		execv(script, args);
+		_exit(98);
+	}
+	for (;;) { /* no time limit here: the test case's timeout ends a hang */
+		char *text = t_read(o, NULL);
+		int ready = text && strstr(text, "ready\n");
+		free(text);
+		if (ready)
+			break;
+		usleep(10000);
+	}
+	ck_assert_int_eq(kill(pid, sig), 0);
+	int status;
+	ck_assert_int_eq(waitpid(pid, &status, 0), pid);
+	*out = t_read(o, NULL);
+	*err = t_read(e, NULL);
+	return status;
+}
+
 static void free2(char *a, char *b)
 {
 	free(a);
@@ -155,6 +193,34 @@ START_TEST(test_signals)
 	expect_signal("INT", SIGINT);
 	expect_signal("SEGV", SIGSEGV);
 	expect_signal("KILL", SIGKILL);
+}
+END_TEST
+
+/* A signal sent to memshim reaches the command (docker stop, Slurm's preemption, timeout): a
+ * trainer that saves and exits 3 on it ends at once, memshim prints the dump and exits 3. */
+static void expect_forwarded(int sig, const char *name)
+{
+	char fixture[PATH_MAX], caught[64], *out, *err;
+	ck_assert_ptr_nonnull(realpath("tests/formatter/fixtures/trap_signal.py", fixture));
+	char *args[] = { NULL, "run", "--", "/usr/bin/python3", fixture, NULL };
+	int st = wrap_signal(args, sig, &out, &err);
+	snprintf(caught, sizeof caught, "ready\ncaught %s\n", name);
+	ck_assert_msg(WIFEXITED(st) && WEXITSTATUS(st) == 3, "%s: status %#x, stdout: %s, stderr: %s",
+		      name, st, out, err);
+	ck_assert_str_eq(out, caught);
+	ck_assert_msg(strstr(err, "***** fake metrics *****\n"), "%s: no dump: %s", name, err);
+	free2(out, err);
+}
+
+START_TEST(test_signals_forwarded)
+{
+	expect_forwarded(SIGTERM, "SIGTERM");
+	/* not from a terminal (memshim is in no terminal's foreground here): passed on too */
+	expect_forwarded(SIGINT, "SIGINT");
+	expect_forwarded(SIGHUP, "SIGHUP");
+	expect_forwarded(SIGQUIT, "SIGQUIT");
+	expect_forwarded(SIGUSR1, "SIGUSR1");
+	expect_forwarded(SIGUSR2, "SIGUSR2");
 }
 END_TEST
 
@@ -654,6 +720,7 @@ Suite *wrapper_suite(void)
 	tcase_add_test(tc, test_success);
 	tcase_add_test(tc, test_exit_status_like_a_stop);
 	tcase_add_test(tc, test_signals);
+	tcase_add_test(tc, test_signals_forwarded);
 	tcase_add_test(tc, test_preload_kept);
 	tcase_add_test(tc, test_both_libraries_loaded);
 	tcase_add_test(tc, test_options_reach_the_command);
