@@ -67,7 +67,12 @@ def main(argv=None):
     if argv[:2] == ["kernel", "install"]:
         return kernel_install(argv[2:])
     if argv[:1] == ["kernel"]:
-        sys.stderr.write("usage: memshim kernel install [--name NAME] [--user|--sys-prefix|--prefix P]\n")
+        usage = ("usage: memshim kernel install [--name NAME] [--user|--sys-prefix|--prefix P] "
+                 "[--stages SPEC] [--output FILE]\n")
+        if argv[1:2] in (["-h"], ["--help"]):
+            sys.stdout.write(usage)
+            return 0
+        sys.stderr.write(usage)
         return 125
     script = _wrapper()
     if not script:

@@ -407,6 +407,56 @@ START_TEST(test_version)
 }
 END_TEST
 
+/* --help names every command, the --stages syntax and every setting of the README's table. */
+START_TEST(test_help_lists_everything)
+{
+	char readme[4300], *out, *err, *args[] = { NULL, "--help", NULL };
+	int st = wrap(NULL, args, &out, &err);
+	ck_assert_msg(WIFEXITED(st) && WEXITSTATUS(st) == 0, "status %#x: %s", st, err);
+	static const char *const words[] = { "memshim run ", "memshim format ", "memshim diff ",
+		"memshim kernel install ", "--version", "--stages SPEC: comma-separated stage=target" };
+	for (size_t i = 0; i < sizeof words / sizeof *words; i++)
+		ck_assert_msg(strstr(out, words[i]), "--help lacks %s:\n%s", words[i], out);
+	snprintf(readme, sizeof readme, "%s/README.md", need_env("MF_MAKE_ROOT"));
+	char *text = t_read(readme, NULL);
+	ck_assert_ptr_nonnull(text);
+	int settings = 0;
+	for (char *p = text; (p = strstr(p, "\n| `MEMSHIM_")); p++) {
+		char name[64];
+		size_t n = strcspn(p + 4, "`");
+		ck_assert_uint_lt(n, sizeof name);
+		memcpy(name, p + 4, n);
+		name[n] = '\0';
+		ck_assert_msg(strstr(out, name), "--help lacks the setting %s", name);
+		settings++;
+	}
+	ck_assert_int_ge(settings, 9);
+	free(text);
+	free2(out, err);
+}
+END_TEST
+
+/* memshim kernel: the Python package's command when it is beside the script, else one line. */
+START_TEST(test_kernel_command)
+{
+	char *out, *err, *args[] = { NULL, "kernel", "install", "--help", NULL }, pkg[4300], link[4300];
+	setenv("PYTHON", "/usr/bin/python3", 1);
+	int st = wrap(NULL, args, &out, &err);
+	ck_assert_msg(WIFEXITED(st) && WEXITSTATUS(st) == 125, "status %#x: %s", st, err);
+	ck_assert_msg(strstr(err, "memshim: kernel needs the memshim Python package"), "stderr: %s", err);
+	ck_assert_ptr_null(strstr(err, "unknown command"));
+	free2(out, err);
+	snprintf(pkg, sizeof pkg, "%s/python", need_env("MF_MAKE_ROOT"));
+	snprintf(link, sizeof link, "%s/python", tree);
+	ck_assert_int_eq(symlink(pkg, link), 0);
+	st = wrap(NULL, args, &out, &err);
+	unsetenv("PYTHON");
+	ck_assert_msg(WIFEXITED(st) && WEXITSTATUS(st) == 0, "status %#x: %s", st, err);
+	ck_assert_msg(strstr(out, "usage: memshim kernel install"), "stdout: %s", out);
+	free2(out, err);
+}
+END_TEST
+
 /* A command that cannot run: one memshim line and the shell's status, nothing run or written. */
 static void expect_no_command(const char *cmd, int want, const char *message)
 {
@@ -732,6 +782,8 @@ Suite *wrapper_suite(void)
 	tcase_add_test(tc, test_plot);
 	tcase_add_test(tc, test_plot_bad_name);
 	tcase_add_test(tc, test_version);
+	tcase_add_test(tc, test_help_lists_everything);
+	tcase_add_test(tc, test_kernel_command);
 	tcase_add_test(tc, test_command_cannot_run);
 	tcase_add_test(tc, test_bad_output_directory_before_the_run);
 	tcase_add_test(tc, test_previous_run_kept);
