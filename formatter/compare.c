@@ -3,11 +3,16 @@
  * things, so the table ends with what each column means. */
 #include "mf.h"
 
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
 static const enum mf_align mf_cmp_align[] = { MF_LEFT, MF_RIGHT, MF_RIGHT, MF_RIGHT };
 static const char *const mf_cmp_seps[] = { "  ", "  ", "  " };
+
+static const char mf_cmp_units[] =
+	"  Both columns as Hugging Face's log_metrics prints them: MB rounded down (v >> 20), times\n"
+	"    as h:mm:ss.hh.\n";
 
 static const char mf_cmp_legend[] =
 	"  Hugging Face: CPU = change of the process's RSS (a thread polls it; pages the allocator\n"
@@ -39,23 +44,37 @@ static json_t *mf_load_hf(const char *path, FILE *err)
 
 static char *mf_cmp_cell(const char *key, json_t *v)
 {
-	return v ? mf_format_value(key, v) : mf_xstrdup("-");
+	return v ? mf_hf_format_value(key, v) : mf_xstrdup("-");
 }
 
-/* memshim minus HF in the whole MB the two columns show, when both are numbers. */
-static char *mf_cmp_delta(json_t *hf, json_t *ours)
+/* memshim minus HF as the two columns show them (whole MB rounded down), when both are numbers;
+ * a run time's in seconds as a timedelta. */
+static char *mf_cmp_delta(const char *key, json_t *hf, json_t *ours)
 {
 	double a, b;
 	if (!hf || !ours || !mf_num(hf, &a) || !mf_num(ours, &b))
 		return mf_xstrdup("");
-	return mf_xasprintf("%+lldMB", (long long)(b / 1048576.0) - (long long)(a / 1048576.0));
+	if (!mf_is_mem_key(key))
+		return mf_hf_runtime_change(b - a);
+	return mf_xasprintf("%+.0fMB", floor(b / 1048576.0) - floor(a / 1048576.0));
 }
 
 static void mf_cmp_row(struct mf_table *t, const char *key, json_t *hf, json_t *ours)
 {
 	char *cells[4] = { mf_xstrdup(key), mf_cmp_cell(key, hf), mf_cmp_cell(key, ours),
-			   mf_cmp_delta(hf, ours) };
+			   mf_cmp_delta(key, hf, ours) };
 	mf_table_row(t, cells);
+}
+
+/* A row for KEY: a memory key of HF's, or a run time both have. */
+static int mf_compared(const char *key, json_t *hf, json_t *ours)
+{
+	if (!json_object_get(hf, key))
+		return 0;
+	if (mf_is_mem_key(key))
+		return 1;
+	size_t n = strlen(key);
+	return n > 8 && !strcmp(key + n - 8, "_runtime") && json_object_get(ours, key);
 }
 
 int mf_compare(FILE *out, FILE *err, const char *hf_path, const struct mf_file *f)
@@ -76,7 +95,7 @@ int mf_compare(FILE *out, FILE *err, const char *hf_path, const struct mf_file *
 	for (size_t g = 0; g < gs.n; g++)
 		for (size_t i = 0; i < gs.g[g].nkeys; i++) {
 			const char *k = gs.g[g].keys[i];
-			if (mf_is_mem_key(k) && json_object_get(hf, k) && !json_object_get(done, k)) {
+			if (mf_compared(k, hf, f->file_metrics) && !json_object_get(done, k)) {
 				mf_cmp_row(&t, k, json_object_get(hf, k), json_object_get(f->file_metrics, k));
 				json_object_set_new(done, k, json_true());
 				rows++;
@@ -91,10 +110,12 @@ int mf_compare(FILE *out, FILE *err, const char *hf_path, const struct mf_file *
 			rows++;
 		}
 	fprintf(out, "***** memory: Hugging Face's tracker vs memshim *****\n");
-	if (rows)
+	if (rows) {
 		mf_table_print(out, &t, "  ");
-	else
+		fputs(mf_cmp_units, out);
+	} else {
 		fprintf(out, "  no memory metrics in %s (was skip_memory_metrics=False?)\n", hf_path);
+	}
 	fputs(mf_cmp_legend, out);
 	mf_table_free(&t);
 	mf_groups_free(&gs);

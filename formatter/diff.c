@@ -59,10 +59,11 @@ static json_t *mf_delta(json_t *a, json_t *b)
 	return json_real(json_number_value(b) - json_number_value(a));
 }
 
+/* NEW - OLD as the column shows it; a memory change under 1 MiB in KB or bytes, not "+0MB". */
 static char *mf_change(const char *key, json_t *a, json_t *b)
 {
 	json_t *d = mf_delta(a, b);
-	char *text = mf_format_value(key, d);
+	char *text = mf_is_mem_key(key) ? mf_bytes_change(json_number_value(d)) : mf_format_value(key, d);
 	if (json_number_value(d) > 0 && text[0] != '-') {
 		char *plus = mf_xasprintf("+%s", text);
 		free(text);
@@ -72,12 +73,14 @@ static char *mf_change(const char *key, json_t *a, json_t *b)
 	return text;
 }
 
-static char *mf_percent(double a, double b)
+/* The change in percent of OLD; "n/a" from a zero base, and for memory from one under 1 MiB,
+ * where a few KB would read as thousands of percent. */
+static char *mf_percent(const char *key, double a, double b)
 {
-	if (a == 0)
-		return mf_xstrdup(b == 0 ? "0.0%" : "n/a");
 	if (a == b)
 		return mf_xstrdup("0.0%");
+	if (a == 0 || (mf_is_mem_key(key) && fabs(a) < 1048576.0))
+		return mf_xstrdup("n/a");
 	return mf_xasprintf("%+.1f%%", (b - a) / fabs(a) * 100.0);
 }
 
@@ -103,7 +106,7 @@ static int mf_diff_row(struct mf_table *t, const char *key, json_t *a, json_t *b
 		cells[3] = mf_xstrdup(a ? "removed" : "added");
 	} else if (mf_num(a, &x) && mf_num(b, &y)) {
 		cells[3] = mf_change(key, a, b);
-		cells[4] = mf_percent(x, y);
+		cells[4] = mf_percent(key, x, y);
 		bad = !so_far && mf_regressed(key, x, y, o);
 		if (bad)
 			cells[5] = mf_xasprintf("grew past %s", o->threshold_text);

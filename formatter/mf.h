@@ -83,6 +83,13 @@ void mf_py_json(FILE *out, json_t *v);
 /* value.c: metric value formatting of the Trainer dump; returns malloc'd text. */
 char *mf_format_value(const char *key, json_t *v);
 int mf_is_mem_key(const char *key);   /* a byte count of memory (a `_mem_` key, not a count) */
+/* V exactly as Hugging Face's metrics_format prints it: `_mem_` as v >> 20 "MB" (floor, also for
+ * negatives), `_runtime` as _secs2timedelta ("0:00:26.20"), the rest as the dump. */
+char *mf_hf_format_value(const char *key, json_t *v);
+char *mf_hf_runtime_change(double seconds);   /* "+0:00:15.19", "-0:00:01.05" */
+/* A change of D bytes, without a '+': whole MB (toward zero) from 1 MiB, below it whole KB
+ * ("972KB"), below 1 KiB bytes ("24B"); no change "0MB". */
+char *mf_bytes_change(double d);
 size_t mf_width(const char *s);       /* display width: UTF-8 code points */
 
 /* table.c: aligned rows of cells. */

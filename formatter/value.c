@@ -1,4 +1,5 @@
-/* One metric value as the Trainer dump shows it (metrics_format), with memshim's exceptions. */
+/* One metric value as the Trainer dump shows it (metrics_format), with memshim's exceptions; and
+ * exactly as Hugging Face's metrics_format prints it, for tables beside HF's own numbers. */
 #include "mf.h"
 
 #include <math.h>
@@ -91,4 +92,71 @@ char *mf_format_value(const char *key, json_t *v)
 	if (json_is_real(v))
 		return mf_round4_text(json_real_value(v));
 	return mf_xasprintf("%lld", (long long)json_integer_value(v));
+}
+
+/* Python's str(datetime.timedelta(seconds=N)) for a whole N: "0:00:26", "1 day, 2:03:04",
+ * "-1 day, 23:59:59". */
+static char *mf_timedelta(long long n)
+{
+	long long days = n / 86400 - (n % 86400 < 0), rem = n - days * 86400;
+	char *hms = mf_xasprintf("%lld:%02lld:%02lld", rem / 3600, rem / 60 % 60, rem % 60);
+	if (!days)
+		return hms;
+	char *s = mf_xasprintf("%lld day%s, %s", days, days == 1 || days == -1 ? "" : "s", hms);
+	free(hms);
+	return s;
+}
+
+/* transformers' _secs2timedelta: the whole seconds as a timedelta, then ".%02d" of the fraction's
+ * hundredths, truncated (26.204 -> "0:00:26.20"). */
+static char *mf_secs2timedelta(double secs)
+{
+	if (!isfinite(secs) || fabs(secs) > 9.0e15)
+		return mf_round4_text(secs);
+	double whole = trunc(secs);
+	int hundredths = (int)(fabs(secs - whole) * 100);
+	char *td = mf_timedelta((long long)whole), *s = mf_xasprintf("%s.%02d", td, hundredths);
+	free(td);
+	return s;
+}
+
+/* Python's v >> 20 for an int: floor division, also for negatives (-32.36 MiB is -33MB). */
+static char *mf_hf_mib(json_t *v)
+{
+	if (json_is_integer(v)) {
+		long long x = json_integer_value(v), q = x / 1048576;
+		if (x % 1048576 && x < 0)
+			q--;
+		return mf_xasprintf("%lldMB", q);
+	}
+	return mf_whole(floor(json_real_value(v) / MF_MIB) + 0.0, "MB");
+}
+
+char *mf_hf_format_value(const char *key, json_t *v)
+{
+	if (!json_is_number(v))
+		return mf_other(v);
+	if (strstr(key, "_mem_"))
+		return mf_hf_mib(v);
+	if (strstr(key, "_runtime"))
+		return mf_secs2timedelta(json_number_value(v));
+	return mf_format_value(key, v);
+}
+
+char *mf_hf_runtime_change(double d)
+{
+	char *td = mf_secs2timedelta(fabs(d)), *s = mf_xasprintf("%s%s", d < 0 ? "-" : "+", td);
+	free(td);
+	return s;
+}
+
+char *mf_bytes_change(double d)
+{
+	double a = fabs(d);
+	const char *sign = d < 0 ? "-" : "";
+	if (a >= MF_MIB || a == 0)
+		return mf_whole(trunc(d / MF_MIB), "MB");
+	if (a >= 1024)
+		return mf_xasprintf("%s%.0fKB", sign, trunc(a / 1024));
+	return mf_xasprintf("%s%.0fB", sign, a);
 }

@@ -8,7 +8,9 @@ At each evaluation's log, at the end of training and in predict()'s metrics, the
 far (`eval_mem_cpu_alloc_delta`, ... as memshim names them) are added to the logs (hence
 `trainer.state.log_history`, and TensorBoard, W&B and the other `report_to` loggers that come after
 it) and to the metrics evaluate() and predict() return.  When HF's own tracker is on
-(skip_memory_metrics=False) the same names are HF's, so memshim's keys get a `memshim_` prefix.
+(skip_memory_metrics=False) the same names are HF's, so memshim's keys get a `_memshim` suffix
+(`eval_mem_cpu_alloc_delta_memshim`): the split's prefix stays first, as HF's loggers group by it
+(TensorBoard's eval/ and test/; the rest under train/), and log_metrics prints each beside HF's.
 Without the library preloaded the callback does nothing (one warning).  Importing this module
 imports transformers; `import memshim` alone does not.
 """
@@ -44,11 +46,11 @@ class MemshimCallback(TrainerCallback):
             flat = memshim.metrics()
         except memshim.NotActive:
             return {}
-        prefix = "" if getattr(args, "skip_memory_metrics", True) else "memshim_"
+        suffix = "" if getattr(args, "skip_memory_metrics", True) else "_memshim"
         keys = [k for k in flat if k.startswith(stage + "_mem_")]
         if stage == "train":  # init is folded into the first stage that reports, as HF does
             keys += [k for k in flat if k.startswith("init_mem_") or k == "before_init_mem_cpu"]
-        return {prefix + k: flat[k] for k in keys}
+        return {k + suffix: flat[k] for k in keys}
 
     def _add(self, target, stage, args):
         if target is not None:

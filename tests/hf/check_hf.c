@@ -344,6 +344,22 @@ START_TEST(trainer_callback)
 }
 END_TEST
 
+/* With HF's own tracker on, the callback's keys keep the split's prefix first, so TensorBoard files
+ * the eval stage's under eval/ (transformers' rewrite_logs), not train/. */
+START_TEST(callback_keys_grouped_as_hf_groups_them)
+{
+	struct run r;
+	const char *env[] = { pythonpath, NULL };
+	char checker[PATH_MAX + 32];
+	snprintf(checker, sizeof checker, "%s/tests/hf/callback_check.py", repo);
+	const char *argv[] = { venv_py, checker, NULL };
+	run(&r, argv, "m.json", env, 1);
+	ck_assert_msg(strstr(r.out, "eval tensorboard eval/mem_cpu_alloc_delta_memshim "
+			  "eval/mem_cpu_peaked_delta_memshim\n"), "%s\n%s", r.out, r.err);
+	ck_assert_msg(strstr(r.out, "train tensorboard train/before_init_mem_cpu_memshim "), "%s", r.out);
+}
+END_TEST
+
 /* `memshim kernel install`, then a Jupyter kernel started by jupyter_client runs cells that open a
  * stage and read memshim.metrics(). */
 START_TEST(notebook_kernel)
@@ -464,5 +480,9 @@ int main(void)
 	tcase_add_test(tc, pyarrow_arena_counts_what_was_touched);
 	tcase_add_test(tc, pip_install);
 	suite_add_tcase(s, tc);
+	TCase *quick = tcase_create("callback");
+	tcase_set_timeout(quick, 120);
+	tcase_add_test(quick, callback_keys_grouped_as_hf_groups_them);
+	suite_add_tcase(s, quick);
 	return run_suite(s);
 }
