@@ -31,6 +31,7 @@ struct mf_file {
 	double start_time, end_time;
 	int gpu_used;           /* "gpu_used", or GPU keys in the metrics */
 	const char *prog;       /* argv[0], may be NULL */
+	double inherited_cpu;   /* a forked child: process.inherited_mem_cpu (live at the fork), or -1 */
 };
 
 /* One printed group: a stage (or "init", "process", "main") and its sorted metric keys. */
@@ -183,9 +184,17 @@ void mf_print_sites(FILE *out, const struct mf_file *f, const struct mf_opts *o)
 int mf_compare(FILE *out, FILE *err, const char *hf_path, const struct mf_file *f);
 
 /* select.c: the processes that matter. A minor process (a launcher, a shell) opened no stage of
- * its own, peaked under MF_MINOR_PEAK bytes of CPU memory, used no GPU and is not a rank. */
+ * its own, peaked under MF_MINOR_PEAK bytes of CPU memory, used no GPU and is not a rank; or it is
+ * a small forked worker (mf_small_fork). */
 #define MF_MINOR_PEAK (16 << 20)
 int mf_is_minor(const struct mf_file *f, const struct mf_file *files, size_t n);
+/* A forked child (its file says what it inherited) that opened no stage of its own (only stages
+ * open in its parent at the fork, or the implicit init), used no GPU, is not a rank, and whose
+ * own peak added under max(MF_FORK_ADDED, 5% of its parent's peak) to what it inherited. */
+#define MF_FORK_ADDED (8 << 20)
+int mf_small_fork(const struct mf_file *f, const struct mf_file *files, size_t n);
+/* What F's own CPU peak added to the memory it inherited at the fork (never below 0), or -1. */
+double mf_fork_added(const struct mf_file *f);
 /* F has a rank that its parent (when among FILES) does not share: a rank, not its worker. */
 int mf_own_rank(const struct mf_file *f, const struct mf_file *files, size_t n);
 size_t mf_count_ranks(const struct mf_file *files, size_t n);
@@ -194,7 +203,8 @@ char *mf_proc_list(const struct mf_file *files, size_t n, const int *keep);
 /* KEEP[i] = 0 for the minor processes to leave out (none with ALL, with a single file, or when
  * every file is minor); returns how many are left out. */
 size_t mf_hide_minor(const struct mf_file *files, size_t n, int all, int *keep);
-/* The one line naming the processes left out; HOW follows "--all" ("shows them"). */
+/* The lines naming the processes left out (launchers and shells in one, small forked workers in
+ * another); HOW follows "--all" ("shows them"). */
 void mf_print_hidden(FILE *out, const struct mf_file *files, size_t n, const int *keep,
 		     size_t hidden, const char *how);
 

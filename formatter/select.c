@@ -1,6 +1,7 @@
 /* Which processes of a run matter: ranks, and the launchers and shells around them. */
 #include "mf.h"
 
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -22,6 +23,52 @@ static double mf_cpu_peak(const struct mf_file *f)
 	return mf_num(json_object_get(f->file_metrics, "process_mem_cpu_peak"), &x) ? x : -1;
 }
 
+/* A stage a forked child did not open itself: one that was open in its parent at the fork, so it
+ * began with the child (start 0) and its one call was closed at the child's exit. */
+static int mf_inherited_stage(json_t *s)
+{
+	double start;
+	return json_is_true(json_object_get(s, "closed_at_exit")) && mf_num(json_object_get(s, "start"), &start) &&
+	       start == 0 && mf_calls_of(s) <= 1;
+}
+
+static int mf_no_stage_of_its_own(const struct mf_file *f)
+{
+	size_t i;
+	json_t *s;
+	json_array_foreach(f->stages, i, s)
+		if (!json_is_true(json_object_get(s, "implicit")) && !mf_inherited_stage(s))
+			return 0;
+	return 1;
+}
+
+double mf_fork_added(const struct mf_file *f)
+{
+	double peak = mf_cpu_peak(f);
+	if (!f->forked || f->inherited_cpu < 0 || peak < 0)
+		return -1;
+	return peak > f->inherited_cpu ? peak - f->inherited_cpu : 0;
+}
+
+static const struct mf_file *mf_parent(const struct mf_file *f, const struct mf_file *files, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		if (&files[i] != f && files[i].pid == f->ppid)
+			return &files[i];
+	return NULL;
+}
+
+int mf_small_fork(const struct mf_file *f, const struct mf_file *files, size_t n)
+{
+	double added = mf_fork_added(f), limit = MF_FORK_ADDED;
+	if (added < 0 || f->gpu_used || !mf_no_stage_of_its_own(f) || mf_own_rank(f, files, n))
+		return 0;
+	const struct mf_file *parent = mf_parent(f, files, n);
+	if (parent && mf_cpu_peak(parent) * 0.05 > limit)
+		limit = mf_cpu_peak(parent) * 0.05;
+	return added < limit;
+}
+
 int mf_own_rank(const struct mf_file *f, const struct mf_file *files, size_t n)
 {
 	if (!f->has_rank)
@@ -38,8 +85,8 @@ int mf_own_rank(const struct mf_file *f, const struct mf_file *files, size_t n)
 int mf_is_minor(const struct mf_file *f, const struct mf_file *files, size_t n)
 {
 	double peak = mf_cpu_peak(f);
-	return !f->gpu_used && mf_no_own_stage(f) && peak >= 0 && peak < MF_MINOR_PEAK &&
-	       !mf_own_rank(f, files, n);
+	return (!f->gpu_used && mf_no_own_stage(f) && peak >= 0 && peak < MF_MINOR_PEAK &&
+		!mf_own_rank(f, files, n)) || mf_small_fork(f, files, n);
 }
 
 size_t mf_count_ranks(const struct mf_file *files, size_t n)
@@ -95,14 +142,62 @@ size_t mf_hide_minor(const struct mf_file *files, size_t n, int all, int *keep)
 	return hidden;
 }
 
+/* BYTES in whole MB (UP: rounded up, for a bound), under 1 MiB in KB. */
+static char *mf_size_text(double bytes, int up)
+{
+	if (bytes < 1048576)
+		return mf_xasprintf("%.0fKB", up ? ceil(bytes / 1024) : floor(bytes / 1024));
+	return mf_xasprintf("%.0fMB", up ? ceil(bytes / 1048576) : floor(bytes / 1048576));
+}
+
+/* One line for the small forked workers among those KEEP leaves out (KEEP marks the rest kept). */
+static void mf_print_forks(FILE *out, const struct mf_file *files, size_t n, const int *keep,
+			   const char *how)
+{
+	int *other = mf_xmalloc(n * sizeof *other);
+	size_t forks = 0;
+	double added = 0, inherited = 0, least = -1;
+	for (size_t i = 0; i < n; i++) {
+		int fork = !keep[i] && mf_small_fork(&files[i], files, n);
+		other[i] = !fork;
+		forks += (size_t)fork;
+		if (fork && mf_fork_added(&files[i]) > added)
+			added = mf_fork_added(&files[i]);
+		if (fork && files[i].inherited_cpu > inherited)
+			inherited = files[i].inherited_cpu;
+		if (fork && (least < 0 || files[i].inherited_cpu < least))
+			least = files[i].inherited_cpu;
+	}
+	if (forks) {
+		char *list = mf_proc_list(files, n, other), *a = mf_size_text(added, 1);
+		char *b = mf_size_text(inherited, 0), *c = mf_size_text(least, 0);
+		int same = !strcmp(b, c);
+		fprintf(out, "memshim: %zu forked worker%s opened no stage of %s own; %s added <= %s to the %s%s "
+			"it inherited at the fork: %s; --all %s\n", forks, forks == 1 ? "" : "s",
+			forks == 1 ? "its" : "their", forks == 1 ? "it" : "each", a, same ? "" : "up to ", b, list,
+			how);
+		free(list), free(a), free(b), free(c);
+	}
+	free(other);
+}
+
 void mf_print_hidden(FILE *out, const struct mf_file *files, size_t n, const int *keep,
 		     size_t hidden, const char *how)
 {
 	if (!hidden)
 		return;
-	char *list = mf_proc_list(files, n, keep);
-	fprintf(out, "memshim: %zu other process%s (launchers, shells) opened no stage and peaked under "
-		"%dMB: %s; --all %s\n", hidden, hidden == 1 ? "" : "es", MF_MINOR_PEAK >> 20, list,
-		how);
-	free(list);
+	int *shown = mf_xmalloc(n * sizeof *shown);
+	size_t minor = 0;
+	for (size_t i = 0; i < n; i++) {
+		shown[i] = keep[i] || mf_small_fork(&files[i], files, n);
+		minor += (size_t)!shown[i];
+	}
+	if (minor) {
+		char *list = mf_proc_list(files, n, shown);
+		fprintf(out, "memshim: %zu other process%s (launchers, shells) opened no stage and peaked under "
+			"%dMB: %s; --all %s\n", minor, minor == 1 ? "" : "es", MF_MINOR_PEAK >> 20, list, how);
+		free(list);
+	}
+	mf_print_forks(out, files, n, keep, how);
+	free(shown);
 }
