@@ -117,10 +117,31 @@ static void mf_print_when(FILE *out, const struct mf_file *f)
 	fprintf(out, " written %s, %.3fs after start", when, f->end_time - f->start_time);
 }
 
+/* Ended by SIGTERM with no stage of its own open: a shutdown (Jupyter ending a notebook kernel, an
+ * idle service stopped), whose numbers are all final, not a crash in the middle of a stage. */
+static int mf_stopped_idle(const struct mf_file *f)
+{
+	size_t i;
+	json_t *s;
+	if (!f->reason || strcmp(f->reason, "signal") || f->signal != 15)
+		return 0;
+	json_array_foreach(f->stages, i, s)
+		if (json_is_true(json_object_get(s, "open")) && !json_is_true(json_object_get(s, "implicit")))
+			return 0;
+	return 1;
+}
+
 void mf_print_status(FILE *out, const struct mf_file *f)
 {
 	if (f->complete)
 		return;
+	if (mf_stopped_idle(f)) {
+		fprintf(out, "memshim: %s: ended by SIGTERM with no stage open (a shutdown: Jupyter's of a "
+			"kernel, docker stop)", f->path);
+		mf_print_when(out, f);
+		fprintf(out, "; its numbers are final\n");
+		return;
+	}
 	char *open = mf_open_stages(f->stages);
 	fprintf(out, "memshim: %s: incomplete metrics (a snapshot", f->path);
 	if (f->reason && f->signal)

@@ -30,6 +30,9 @@ def kernel_install(argv):
     where.add_argument("--prefix", help="under PREFIX/share/jupyter/kernels")
     p.add_argument("--stages", help="MEMSHIM_STAGES for the kernel (default: unset, the Trainer's names)")
     p.add_argument("--output", default="memshim_kernel_%p.json", help="MEMSHIM_OUTPUT for the kernel")
+    p.add_argument("--children-dir", default=None,
+                   help="MEMSHIM_CHILDREN_DIR: where the kernel's children write their files (default: "
+                        "children/ in the kernelspec's directory, out of the notebook's folder)")
     a = p.parse_args(argv)
     lib = memshim.library_path()
     if not lib:
@@ -55,7 +58,15 @@ def kernel_install(argv):
                                                        prefix=prefix, replace=True)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
-    print("memshim: kernel %r installed in %s (preloads %s)" % (a.name, dest, lib))
+    # The kernel's children (ipykernel runs `uname -p` at start, cells run `!commands`) write into
+    # one directory of their own, not the notebook's folder: the kernelspec's, which lives as long
+    # as the kernel is installed.
+    children = os.path.abspath(a.children_dir or os.path.join(dest, "children"))
+    os.makedirs(children, exist_ok=True)
+    env["MEMSHIM_CHILDREN_DIR"] = children
+    with open(os.path.join(dest, "kernel.json"), "w") as f:
+        json.dump(spec, f, indent=1)
+    print("memshim: kernel %r installed in %s (preloads %s; children's files in %s)" % (a.name, dest, lib, children))
     return 0
 
 

@@ -15,7 +15,7 @@ const char ms_default_stages[] =
 	"init=Trainer.__init__,train=Trainer.train|Trainer._inner_training_loop,"
 	"eval=Trainer.evaluate,test=Trainer.predict";
 
-enum kind { K_BOOL, K_LOG, K_PATH, K_INTERVAL, K_BYTES, K_STAGES };
+enum kind { K_BOOL, K_LOG, K_PATH, K_DIR, K_INTERVAL, K_BYTES, K_STAGES };
 
 struct setting {
 	const char *name;
@@ -30,6 +30,7 @@ static const struct setting settings[] = {
 	{ "MEMSHIM_DISABLE", K_BOOL, "0", AT(disabled) },
 	{ "MEMSHIM_OUTPUT", K_PATH, "memshim_metrics.json", AT(output) },
 	{ "MEMSHIM_FOLLOW_CHILDREN", K_BOOL, "1", AT(follow_children) },
+	{ "MEMSHIM_CHILDREN_DIR", K_DIR, "", AT(children_dir) },
 	{ "MEMSHIM_SNAPSHOT_INTERVAL", K_INTERVAL, "auto", AT(snapshot_interval) },
 	{ "MEMSHIM_TIMELINE", K_BOOL, "1", AT(timeline) },
 	{ "MEMSHIM_SITES", K_BOOL, "1", AT(sites) },
@@ -137,6 +138,14 @@ static int parse_path(const char *v, char *out)
 	return 0;
 }
 
+/* A directory that may be unset (""): a path as above. */
+static int parse_dir(const char *v, char *out)
+{
+	if (!*v)
+		return out[0] = '\0', 0;
+	return parse_path(v, out);
+}
+
 static int apply(const struct setting *s, struct ms_config *cfg, const char *v)
 {
 	void *field = (char *)cfg + s->offset;
@@ -147,6 +156,8 @@ static int apply(const struct setting *s, struct ms_config *cfg, const char *v)
 		return parse_log(v, field);
 	case K_PATH:
 		return parse_path(v, field);
+	case K_DIR:
+		return parse_dir(v, field);
 	case K_INTERVAL:
 		return parse_interval(v, field);
 	case K_BYTES:
@@ -183,7 +194,7 @@ static void spec_reset(struct ms_spec *spec)
 static void config_reset(struct ms_config *cfg)
 {
 	cfg->disabled = cfg->log_level = cfg->follow_children = cfg->timeline = cfg->sites = 0;
-	cfg->output[0] = '\0';
+	cfg->output[0] = cfg->children_dir[0] = '\0';
 	cfg->snapshot_interval = 0;
 	cfg->sites_rate = 0;
 	spec_reset(&cfg->spec);

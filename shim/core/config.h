@@ -37,6 +37,7 @@ struct ms_config {
 	long sites_rate;         /* MEMSHIM_SITES_RATE: mean bytes between samples */
 	double snapshot_interval;/* MEMSHIM_SNAPSHOT_INTERVAL: seconds, 0 off, MS_SNAPSHOT_AUTO */
 	char output[MS_PATH_MAX];/* MEMSHIM_OUTPUT, made absolute, %p not yet expanded */
+	char children_dir[MS_PATH_MAX]; /* MEMSHIM_CHILDREN_DIR, made absolute, or "" */
 	struct ms_spec spec;     /* MEMSHIM_STAGES */
 };
 

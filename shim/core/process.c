@@ -81,6 +81,20 @@ size_t ms_process_cmdline(char *buf, size_t size, int *truncated)
 	return len;
 }
 
+/* MEMSHIM_CHILDREN_DIR: a child that writes its parent's name (".<pid>" or its own %p after it)
+ * writes it in that directory instead, so a notebook kernel's short children (ipykernel runs
+ * `uname -p`) stay out of the notebook's folder.  Only formats: also runs in a fork's child. */
+static void children_dir(void)
+{
+	char path[MS_PATH_MAX];
+	if (!ms_cfg.children_dir[0])
+		return;
+	const char *slash = strrchr(ms_cfg.output, '/');
+	const char *base = slash ? slash + 1 : ms_cfg.output;
+	if (ms_format(path, sizeof path, "%s/%s", ms_cfg.children_dir, base) + 1 < sizeof path)
+		ms_strlcpy(ms_cfg.output, path, sizeof ms_cfg.output);
+}
+
 void ms_process_forked(void)
 {
 	pid_t parent = ms_proc.pid;
@@ -90,6 +104,7 @@ void ms_process_forked(void)
 	ms_proc.forked = 1;
 	ms_proc.own_output = 0;
 	ms_proc.rank.own = 0; /* the parent's rank, inherited */
+	children_dir();
 }
 
 static long env_pid(const char *name)
@@ -225,4 +240,6 @@ void ms_process_identify(void)
 		ms_strlcpy(ms_cfg.output, out, sizeof ms_cfg.output);
 	/* the process that owns the file exec'd itself in place: it keeps writing the file as is */
 	ms_proc.own_output = env_pid("MEMSHIM_ROOT_OUTPUT_PID") == ms_proc.pid;
+	if (!ms_proc.own_output)
+		children_dir();
 }

@@ -369,9 +369,15 @@ START_TEST(notebook_kernel)
 	char checker[PATH_MAX + 32], prefix[] = "/tmp/memshim-kernel.XXXXXX";
 	snprintf(checker, sizeof checker, "%s/tests/hf/kernel_check.py", repo);
 	ck_assert_ptr_nonnull(mkdtemp(prefix));
-	const char *argv[] = { venv_py, checker, prefix, NULL };
+	const char *argv[] = { venv_py, checker, prefix, formatter, NULL };
 	run(&r, argv, "unused.json", env, 0);
 	ck_assert_msg(strstr(r.out, "ok active True\nok \nok cell MiB 6\n"), "%s\n%s", r.out, r.err);
+	/* ipykernel's `uname -p` and the like write into the kernelspec's children/, not beside the
+	 * kernel's file or in the notebook's folder */
+	ck_assert_msg(strstr(r.out, "kernel metrics files 1\nchildren's files in the kernelspec\n"
+			     "files in the notebook's folder 0\n"), "%s\n%s", r.out, r.err);
+	/* Jupyter's SIGTERM with no stage open reads as the shutdown it is, not a crash */
+	ck_assert_msg(strstr(r.out, "formatter ended by SIGTERM with no stage open"), "%s\n%s", r.out, r.err);
 }
 END_TEST
 
@@ -475,14 +481,14 @@ int main(void)
 	tcase_add_test(tc, torchrun_two_ranks);
 	tcase_add_test(tc, older_transformers_line);
 	tcase_add_test(tc, trainer_callback);
-	tcase_add_test(tc, notebook_kernel);
 	tcase_add_test(tc, late_load_says_so);
 	tcase_add_test(tc, pyarrow_arena_counts_what_was_touched);
 	tcase_add_test(tc, pip_install);
 	suite_add_tcase(s, tc);
-	TCase *quick = tcase_create("callback");
-	tcase_set_timeout(quick, 120);
+	TCase *quick = tcase_create("python"); /* CK_RUN_CASE=python: these alone, in seconds */
+	tcase_set_timeout(quick, 240);
 	tcase_add_test(quick, callback_keys_grouped_as_hf_groups_them);
+	tcase_add_test(quick, notebook_kernel);
 	suite_add_tcase(s, quick);
 	return run_suite(s);
 }

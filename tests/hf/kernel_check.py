@@ -1,8 +1,12 @@
-"""A notebook kernel from `memshim kernel install`: cells open stages and read memshim.metrics().
-Usage: kernel_check.py PREFIX (a scratch directory for the kernelspec).  Prints one line per fact."""
+"""A notebook kernel from `memshim kernel install`: cells open stages and read memshim.metrics();
+Jupyter ends it with SIGTERM, and its children's files are not in the notebook's folder.
+Usage: kernel_check.py PREFIX FORMATTER (a scratch directory for the kernelspec, memshim-format).
+Prints one line per fact."""
 import os
+import signal
 import subprocess
 import sys
+import time
 
 from jupyter_client.manager import start_new_kernel
 
@@ -24,6 +28,18 @@ try:
         print(reply["content"]["status"], "".join(out).strip())
 finally:
     kc.stop_channels()
-    km.shutdown_kernel(now=False)
+    # what jupyter_client does to a kernel that does not end in time after a shutdown request
+    km.signal_kernel(signal.SIGTERM)
+    for _ in range(600):
+        if not km.is_alive():
+            break
+        time.sleep(0.05)
+    km.shutdown_kernel(now=True)
 files = [f for f in os.listdir(prefix) if f.startswith("kernel_") and f.endswith(".json")]
 print("kernel metrics files", len(files))
+children = os.path.join(prefix, "share", "jupyter", "kernels", "memshim-test", "children")
+print("children's files", "in the kernelspec" if os.listdir(children) else "missing")
+print("files in the notebook's folder", len([f for f in os.listdir(".") if f.startswith("kernel_")]))
+if files:
+    out = subprocess.run([sys.argv[2], os.path.join(prefix, files[0])], capture_output=True, text=True).stdout
+    print("formatter", out.splitlines()[0].split(": ", 2)[-1] if out else "nothing")

@@ -380,6 +380,33 @@ START_TEST(a_template_naming_the_rank_is_taken_as_given)
 }
 END_TEST
 
+/* MEMSHIM_CHILDREN_DIR: children that write their parent's name (forked or exec'd, ".<pid>" or
+ * their own %p) write it there; the process that owns the name keeps it where it is. */
+START_TEST(children_write_into_the_children_dir)
+{
+	char dir[] = "/tmp/memshim-kids.XXXXXX", kids[64], out[128], kdir[128], name[64];
+	ck_assert_ptr_nonnull(mkdtemp(dir));
+	snprintf(kids, sizeof kids, "%s/kids", dir);
+	ck_assert_int_eq(mkdir(kids, 0755), 0);
+	snprintf(kdir, sizeof kdir, "MEMSHIM_CHILDREN_DIR=%s", kids);
+	snprintf(out, sizeof out, "MEMSHIM_OUTPUT=%s/m.json", dir);
+	const char *env[] = { out, kdir, NULL };
+	const char *sh[] = { "/bin/sh", "-c", "/bin/true; /bin/true", NULL };
+	struct run x;
+	ck_assert_int_eq(run_under_shim(&x, sh, env), 0);
+	ck_assert_int_eq(count_files(dir, "m.json", NULL, 0), 1);
+	ck_assert_int_eq(count_files(kids, "m.json.", NULL, 0), 2);
+	/* a forked child (no exec), and a %p name */
+	snprintf(out, sizeof out, "MEMSHIM_OUTPUT=%s/k_%%p.json", dir);
+	const char *fork_argv[] = { built("preload/alloc_fixture"), "fork", NULL };
+	ck_assert_int_eq(run_under_shim(&x, fork_argv, env), 0);
+	int child = atoi(strstr(x.out, "child ") + 6);
+	snprintf(name, sizeof name, "k_%d.json", child);
+	ck_assert_int_eq(count_files(kids, name, NULL, 0), 1);
+	ck_assert_int_eq(count_files(dir, "k_", NULL, 0), 1); /* the parent's own */
+}
+END_TEST
+
 /* An output directory that cannot take the file is reported at start, and the file goes to
  * $TMPDIR under the same name instead of being lost at exit. */
 START_TEST(bad_output_directory_falls_back_at_start)
@@ -419,6 +446,7 @@ int main(void)
 	tcase_add_test(tc, a_child_with_the_inherited_output_adds_its_pid);
 	tcase_add_test(tc, rank_and_host_placeholders);
 	tcase_add_test(tc, a_template_naming_the_rank_is_taken_as_given);
+	tcase_add_test(tc, children_write_into_the_children_dir);
 	tcase_add_test(tc, bad_output_directory_falls_back_at_start);
 	suite_add_tcase(s, tc);
 	return run_suite(s);

@@ -35,6 +35,7 @@ static const struct row rows[] = {
 	{ "MEMSHIM_DISABLE", { 0, 1, 1, 1, 1, 1 } },
 	{ "MEMSHIM_LOG", { 0, 1, 1, 1, 1, 1 } },
 	{ "MEMSHIM_FOLLOW_CHILDREN", { 0, 1, 1, 1, 1, 1 } },
+	{ "MEMSHIM_CHILDREN_DIR", { 0, 0, 0, 0, 0, 1 } },
 	{ "MEMSHIM_TIMELINE", { 0, 1, 1, 1, 1, 1 } },
 	{ "MEMSHIM_SNAPSHOT_INTERVAL", { 0, 1, 1, 1, 1, 1 } },
 	{ "MEMSHIM_SITES", { 0, 1, 1, 1, 1, 1 } },
@@ -69,6 +70,15 @@ START_TEST(each_row_of_the_table)
 			strcat(want, "/");
 			strcat(want, values[v]);
 			ck_assert_str_eq(cfg.output, want); /* a plain file name in the working directory */
+		}
+		if (!strcmp(row->name, "MEMSHIM_CHILDREN_DIR") && v > 0 && v < NVALUES - 1) {
+			char want[600];
+			ck_assert_ptr_nonnull(getcwd(want, 500));
+			strcat(want, "/");
+			strcat(want, values[v]);
+			ck_assert_str_eq(cfg.children_dir, want); /* a directory in the working directory */
+		} else {
+			ck_assert_str_eq(cfg.children_dir, ""); /* unset: next to the parent's file */
 		}
 		if (!strcmp(row->name, "MEMSHIM_OUTPUT") && (v == 0 || v == NVALUES - 1))
 			ck_assert(strstr(cfg.output, "/memshim_metrics.json") != NULL);
