@@ -36,12 +36,28 @@ install-formatter: $(FMT_BIN)
 	install -m 0755 scripts/memshim $(DESTDIR)$(PREFIX)/bin/memshim
 
 # The demo: the real Hugging Face Trainer (train with evaluations, evaluate, predict) in the project's
-# venv under the wrapper with the default stage names; HF's own tracker runs too, then both side by side.
+# venv under the wrapper with the default stage names, HF's own tracker on too. Each part under a
+# title saying whose it is and which command prints it: HF's dump, memshim's dump, where each
+# stage's peak came from (--sites), both side by side (--compare), memory over time (--plot).
+DEMO := $(BUILD)/demo
 demo-run: $(BUILD)/libmemshim.so $(FMT_BIN) $(VENV)/.requirements
-	@rm -rf $(BUILD)/demo && mkdir -p $(BUILD)/demo
-	HF_HUB_OFFLINE=1 scripts/memshim run --output $(BUILD)/demo/memshim_metrics.json -- \
-		$(VENV_PY) examples/hf_trainer.py --output-dir $(BUILD)/demo/hf
+	@rm -rf $(DEMO) && mkdir -p $(DEMO)
+	@echo "=== 1. Hugging Face's own dump: trainer.log_metrics() in examples/hf_trainer.py (its tracker"
+	@echo "===    polls the process's RSS), run as: memshim run --plot ... -- python examples/hf_trainer.py"
+	@HF_HUB_OFFLINE=1 scripts/memshim run --no-dump --plot $(DEMO)/memory.png \
+		--output $(DEMO)/memshim_metrics.json -- $(VENV_PY) examples/hf_trainer.py --output-dir $(DEMO)/hf
 	@echo
-	@$(FMT_BIN) --compare $(BUILD)/demo/hf/all_results.json $(BUILD)/demo/memshim_metrics.json
-	@$(FMT_BIN) --json-dir $(BUILD)/demo/results $(BUILD)/demo/memshim_metrics.json >/dev/null
-	@echo "memshim: metrics in $(BUILD)/demo/memshim_metrics.json, Trainer-style results in $(BUILD)/demo/results/"
+	@echo "=== 2. memshim's dump of the same run (exact live bytes): what memshim run prints at the end,"
+	@echo "===    or memshim-format $(DEMO)/memshim_metrics.json"
+	@$(FMT_BIN) $(DEMO)/memshim_metrics.json
+	@echo
+	@echo "=== 3. Where train's peak came from: memshim-format --sites --stage train --top 3 (memshim run"
+	@echo "===    --sites prints every stage's)"
+	@$(FMT_BIN) --sites --stage train --top 3 $(DEMO)/memshim_metrics.json
+	@echo
+	@echo "=== 4. Side by side: memshim-format --compare $(DEMO)/hf/all_results.json $(DEMO)/memshim_metrics.json"
+	@$(FMT_BIN) --compare $(DEMO)/hf/all_results.json $(DEMO)/memshim_metrics.json
+	@$(FMT_BIN) --json-dir $(DEMO)/results $(DEMO)/memshim_metrics.json >/dev/null
+	@echo
+	@echo "=== 5. Memory over time with the stages: $(DEMO)/memory.png (memshim run --plot)"
+	@echo "memshim: metrics in $(DEMO)/memshim_metrics.json, Trainer-style results in $(DEMO)/results/"
