@@ -590,6 +590,14 @@ START_TEST(test_rank_in_output_name)
 	ck_assert_uint_eq(files_like("m_*.json.prev"), 3);
 	ck_assert_ptr_nonnull(strstr(err, "***** fake metrics (2 processes) *****\n"));
 	free2(out, err);
+	/* a placeholder in a directory: each rank's directory (made by the program) */
+	char *dirs[] = { NULL, "run", "--output", "r%r/m.json", "/bin/sh", "-c",
+			 "mkdir r0 r1 rpid$$; RANK=0 /bin/true; RANK=1 /bin/true", NULL };
+	st = wrap(NULL, dirs, &out, &err);
+	ck_assert_msg(WIFEXITED(st) && WEXITSTATUS(st) == 0, "status %#x: %s", st, err);
+	ck_assert_ptr_nonnull(strstr(err, "\nmemshim: one table for the 2 ranks; "));
+	ck_assert_uint_eq(files_like("r[01]/m.json"), 2);
+	free2(out, err);
 }
 END_TEST
 
