@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 static char *tree, lib[4200], script[4200];
+static const char *stdin_from; /* wrap: the command's stdin, a file in the tree (NULL: inherited) */
 
 static const char *need_env(const char *name)
 {
@@ -75,6 +76,8 @@ static int wrap(const char *preload, char **args, char **out, char **err)
 		setrlimit(RLIMIT_CORE, &no_core);
 		if (chdir(tree) || !freopen(o, "w", stdout) || !freopen(e, "w", stderr))
 			_exit(99);
+		if (stdin_from && !freopen(stdin_from, "r", stdin))
+			_exit(97);
 		preload ? setenv("LD_PRELOAD", preload, 1) : unsetenv("LD_PRELOAD");
 		unsetenv("MEMSHIM_OUTPUT");
 		unsetenv("MEMSHIM_STAGES");
@@ -221,6 +224,21 @@ START_TEST(test_signals_forwarded)
 	expect_forwarded(SIGQUIT, "SIGQUIT");
 	expect_forwarded(SIGUSR1, "SIGUSR1");
 	expect_forwarded(SIGUSR2, "SIGUSR2");
+}
+END_TEST
+
+/* The command reads memshim's stdin (a pipe, a file, a terminal), as in the foreground. */
+START_TEST(test_stdin_reaches_the_command)
+{
+	char path[4300], *out, *err, *args[] = { NULL, "run", "--no-dump", "--", "/bin/cat", NULL };
+	snprintf(path, sizeof path, "%s/in.txt", tree);
+	t_write(path, "from stdin\n", 11);
+	stdin_from = "in.txt";
+	int st = wrap(NULL, args, &out, &err);
+	stdin_from = NULL;
+	ck_assert_msg(WIFEXITED(st) && WEXITSTATUS(st) == 0, "status %#x: %s", st, err);
+	ck_assert_str_eq(out, "from stdin\n");
+	free2(out, err);
 }
 END_TEST
 
@@ -779,6 +797,7 @@ Suite *wrapper_suite(void)
 	tcase_add_test(tc, test_exit_status_like_a_stop);
 	tcase_add_test(tc, test_signals);
 	tcase_add_test(tc, test_signals_forwarded);
+	tcase_add_test(tc, test_stdin_reaches_the_command);
 	tcase_add_test(tc, test_preload_kept);
 	tcase_add_test(tc, test_both_libraries_loaded);
 	tcase_add_test(tc, test_options_reach_the_command);
