@@ -264,8 +264,10 @@ static struct mf_file *mf_load_paths(char **paths, size_t n, FILE *err)
 	int bad = 0;
 	for (size_t i = 0; i < n; i++)
 		bad |= mf_load(paths[i], &files[i], err) != 0;
-	if (!bad)
+	if (!bad) {
+		mf_infer_lightning_ranks(files, n);
 		return files;
+	}
 	for (size_t i = 0; i < n; i++)
 		mf_file_free(&files[i]);
 	free(files);

@@ -198,6 +198,10 @@ double mf_fork_added(const struct mf_file *f);
 /* F has a rank that its parent (when among FILES) does not share: a rank, not its worker. */
 int mf_own_rank(const struct mf_file *f, const struct mf_file *files, size_t n);
 size_t mf_count_ranks(const struct mf_file *files, size_t n);
+/* Lightning's ddp: the process you start is local rank 0, but gets its variables only after start
+ * (its file has no rank); the ranks it starts (exec'd, LOCAL_RANK 1..) have theirs.  A file without
+ * a rank whose exec'd children have Lightning ranks gets rank child - child's local rank. */
+void mf_infer_lightning_ranks(struct mf_file *files, size_t n);
 /* "pid 1 (bash), pid 2 (timeout)" for the files whose KEEP is 0. */
 char *mf_proc_list(const struct mf_file *files, size_t n, const int *keep);
 /* KEEP[i] = 0 for the minor processes to leave out (none with ALL, with a single file, or when

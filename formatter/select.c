@@ -69,6 +69,24 @@ int mf_small_fork(const struct mf_file *f, const struct mf_file *files, size_t n
 	return added < limit;
 }
 
+void mf_infer_lightning_ranks(struct mf_file *files, size_t n)
+{
+	for (size_t i = 0; i < n; i++) {
+		struct mf_file *f = &files[i];
+		for (size_t j = 0; j < n && !f->has_rank; j++) {
+			const struct mf_file *c = &files[j];
+			if (c->ppid != f->pid || c->forked || !c->has_rank || c->local_rank < 1 ||
+			    !c->rank_source || strcmp(c->rank_source, "lightning"))
+				continue;
+			f->has_rank = 1; /* local rank 0 of the node its children are on */
+			f->rank = c->rank - c->local_rank;
+			f->local_rank = 0;
+			f->world_size = c->world_size;
+			f->rank_source = "lightning, from its ranks";
+		}
+	}
+}
+
 int mf_own_rank(const struct mf_file *f, const struct mf_file *files, size_t n)
 {
 	if (!f->has_rank)
