@@ -31,7 +31,8 @@ struct mf_file {
 	double start_time, end_time;
 	int gpu_used;           /* "gpu_used", or GPU keys in the metrics */
 	const char *prog;       /* argv[0], may be NULL */
-	double inherited_cpu;   /* a forked child: process.inherited_mem_cpu (live at the fork), or -1 */
+	double inherited_cpu;   /* a forked child: inherited_mem_cpu (CPU live at the fork), or -1; its
+				 * process peaks are above it */
 };
 
 /* One printed group: a stage (or "init", "process", "main") and its sorted metric keys. */
@@ -188,12 +189,13 @@ int mf_compare(FILE *out, FILE *err, const char *hf_path, const struct mf_file *
  * a small forked worker (mf_small_fork). */
 #define MF_MINOR_PEAK (16 << 20)
 int mf_is_minor(const struct mf_file *f, const struct mf_file *files, size_t n);
-/* A forked child (its file says what it inherited) that opened no stage of its own (only stages
- * open in its parent at the fork, or the implicit init), used no GPU, is not a rank, and whose
- * own peak added under max(MF_FORK_ADDED, 5% of its parent's peak) to what it inherited. */
+/* A forked child (its file says what it inherited: inherited_mem_cpu) that opened no stage of its
+ * own (only stages open in its parent at the fork, or the implicit init), used no GPU, is not a
+ * rank, and whose own peak added under max(MF_FORK_ADDED, 5% of its parent's peak). */
 #define MF_FORK_ADDED (8 << 20)
 int mf_small_fork(const struct mf_file *f, const struct mf_file *files, size_t n);
-/* What F's own CPU peak added to the memory it inherited at the fork (never below 0), or -1. */
+/* What F's CPU peak added to the memory it inherited at the fork (its process_mem_cpu_peak, which
+ * is above it), or -1 for a file that does not say what it inherited. */
 double mf_fork_added(const struct mf_file *f);
 /* F has a rank that its parent (when among FILES) does not share: a rank, not its worker. */
 int mf_own_rank(const struct mf_file *f, const struct mf_file *files, size_t n);

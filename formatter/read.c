@@ -146,8 +146,9 @@ static void mf_fill_optional(struct mf_file *f)
 	f->gpu_used = json_is_true(json_object_get(r, "gpu_used")) ||
 		      json_object_get(f->file_metrics, "process_mem_gpu_peak") != NULL;
 	f->prog = json_string_value(json_array_get(json_object_get(r, "argv"), 0));
-	json_t *proc = json_object_get(r, "process"), *inh = json_object_get(proc, "inherited_mem_cpu");
-	f->forked |= json_is_true(json_object_get(proc, "forked"));
+	json_t *inh = json_object_get(f->file_metrics, "inherited_mem_cpu");
+	if (!inh)
+		inh = json_object_get(json_object_get(json_object_get(r, "process"), "inherited"), "cpu");
 	f->inherited_cpu = json_is_number(inh) && json_number_value(inh) >= 0 ? json_number_value(inh) : -1;
 }
 

@@ -44,10 +44,7 @@ static int mf_no_stage_of_its_own(const struct mf_file *f)
 
 double mf_fork_added(const struct mf_file *f)
 {
-	double peak = mf_cpu_peak(f);
-	if (!f->forked || f->inherited_cpu < 0 || peak < 0)
-		return -1;
-	return peak > f->inherited_cpu ? peak - f->inherited_cpu : 0;
+	return f->forked && f->inherited_cpu >= 0 ? mf_cpu_peak(f) : -1;
 }
 
 static const struct mf_file *mf_parent(const struct mf_file *f, const struct mf_file *files, size_t n)
