@@ -81,9 +81,9 @@ size_t ms_process_cmdline(char *buf, size_t size, int *truncated)
 	return len;
 }
 
-/* MEMSHIM_CHILDREN_DIR: a child that writes its parent's name (".<pid>" or its own %p after it)
- * writes it in that directory instead, so a notebook kernel's short children (ipykernel runs
- * `uname -p`) stay out of the notebook's folder.  Only formats: also runs in a fork's child. */
+/* MEMSHIM_CHILDREN_DIR: a child that writes the name it inherited (with ".<pid>", or as it expands
+ * for it) writes it in that directory instead, so a notebook kernel's short children (ipykernel
+ * runs `uname -p`) stay out of the notebook's folder.  Only formats: also runs in a fork's child. */
 static void children_dir(void)
 {
 	char path[MS_PATH_MAX];

@@ -38,6 +38,12 @@ static void fake_write(void)
 		snprintf(path, sizeof path, "%s.%ld", out, (long)getpid());
 	else
 		snprintf(path, sizeof path, "%s", out);
+	const char *kids = getenv("MEMSHIM_FAKE_KIDS"), *base = strrchr(path, '/');
+	if (kids && fake_is_child && base) { /* as MEMSHIM_CHILDREN_DIR does */
+		char moved[sizeof path];
+		snprintf(moved, sizeof moved, "%.2000s%.2000s", kids, base);
+		memcpy(path, moved, sizeof path);
+	}
 	FILE *fp = fopen(path, "w");
 	if (!fp)
 		return;

@@ -619,6 +619,25 @@ START_TEST(test_rank_in_output_name)
 }
 END_TEST
 
+/* MEMSHIM_CHILDREN_DIR: the children's files are found there too. */
+START_TEST(test_children_dir)
+{
+	char kids[4300], *out, *err, *args[] = { NULL, "run", "--output", "r.%p.json", "/bin/sh", "-c",
+						 "/bin/true; /bin/true", NULL };
+	snprintf(kids, sizeof kids, "%s/kids", tree);
+	ck_assert_int_eq(mkdir(kids, 0755), 0);
+	setenv("MEMSHIM_CHILDREN_DIR", "kids", 1);
+	setenv("MEMSHIM_FAKE_KIDS", kids, 1);
+	int st = wrap(NULL, args, &out, &err);
+	unsetenv("MEMSHIM_CHILDREN_DIR");
+	unsetenv("MEMSHIM_FAKE_KIDS");
+	ck_assert_msg(WIFEXITED(st) && WEXITSTATUS(st) == 0, "status %#x: %s", st, err);
+	ck_assert_uint_eq(files_like("kids/r.*.json"), 2);
+	expect_three_reports(err);
+	free2(out, err);
+}
+END_TEST
+
 /* Processes that opened no stage and stayed small are named in one line, not dumped. */
 START_TEST(test_launchers_summarised)
 {
@@ -817,6 +836,7 @@ Suite *wrapper_suite(void)
 	tcase_add_test(tc, test_previous_run_kept_pid_name);
 	tcase_add_test(tc, test_ranks_merged);
 	tcase_add_test(tc, test_rank_in_output_name);
+	tcase_add_test(tc, test_children_dir);
 	tcase_add_test(tc, test_launchers_summarised);
 	tcase_add_test(tc, test_sites);
 	tcase_add_test(tc, test_sites_ranks);
