@@ -79,7 +79,7 @@ def main(argv=None):
         return kernel_install(argv[2:])
     if argv[:1] == ["kernel"]:
         usage = ("usage: memshim kernel install [--name NAME] [--user|--sys-prefix|--prefix P] "
-                 "[--stages SPEC] [--output FILE]\n")
+                 "[--stages SPEC] [--output FILE] [--children-dir DIR]\n")
         if argv[1:2] in (["-h"], ["--help"]):
             sys.stdout.write(usage)
             return 0
