@@ -195,6 +195,14 @@ int ms_stages_held_here(void)
 	return lock_held;
 }
 
+int ms_stages_explicit_open(void)
+{
+	int n = __atomic_load_n(&ms_st.nopen, __ATOMIC_RELAXED), count = 0;
+	for (int i = 0; i < n && i < MS_MAX_STAGES; i++)
+		count += ms_st.open[i] != implicit_id();
+	return count;
+}
+
 int ms_stage_depth(int id)
 {
 	if (id < 0 || id >= MS_MAX_STAGES)

@@ -4,6 +4,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h> /* renameat */
+#include <signal.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
@@ -743,6 +744,14 @@ void ms_report_signal(int sig)
 {
 	if (__atomic_load_n(&finished_final, __ATOMIC_ACQUIRE))
 		return;
+	if (sig == SIGTERM && ms_stages_explicit_open() == 0) {
+		/* asked to stop with no stage open (Jupyter ending a kernel, docker stop of an idle
+		 * service): a normal end, whose numbers are final, not a crash inside a stage */
+		ms_refresh(MS_REFRESH_REPORT);
+		ms_stages_close_all(ms_elapsed());
+		write_file("signal", sig, 1, 1);
+		return;
+	}
 	write_file("signal", sig, 0, 1);
 }
 

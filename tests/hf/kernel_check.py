@@ -2,6 +2,7 @@
 Jupyter ends it with SIGTERM, and its children's files are not in the notebook's folder.
 Usage: kernel_check.py PREFIX FORMATTER (a scratch directory for the kernelspec, memshim-format).
 Prints one line per fact."""
+import json
 import os
 import signal
 import subprocess
@@ -41,5 +42,8 @@ children = os.path.join(prefix, "share", "jupyter", "kernels", "memshim-test", "
 print("children's files", "in the kernelspec" if os.listdir(children) else "missing")
 print("files in the notebook's folder", len([f for f in os.listdir(".") if f.startswith("kernel_")]))
 if files:
+    with open(os.path.join(prefix, files[0])) as f:
+        doc = json.load(f)
+    print("kernel file complete", doc.get("complete"), "signal", doc.get("signal"))
     out = subprocess.run([sys.argv[2], os.path.join(prefix, files[0])], capture_output=True, text=True).stdout
     print("formatter", out.splitlines()[0].split(": ", 2)[-1] if out else "nothing")

@@ -166,6 +166,23 @@ START_TEST(default_term_leaves_a_snapshot)
 	json_t *m = load_metrics(&r, "m.json");
 	ck_assert_ptr_nonnull(m);
 	ck_assert_int_eq(json_integer_value(json_object_get(m, "signal")), SIGTERM);
+	/* no stage of its own was open: a stop, not a crash (issue 30: Jupyter ends kernels so) */
+	ck_assert(json_is_true(json_object_get(m, "complete")));
+	json_decref(m);
+}
+END_TEST
+
+/* SIGTERM inside a stage: the stage was cut short, so the file is the snapshot of an interrupted run. */
+START_TEST(term_inside_a_stage_leaves_an_incomplete_file)
+{
+	const char *argv[] = { built("preload/reliab_fixture"), "term_in_stage", NULL };
+	ck_assert_int_eq(run_under_shim(&r, argv, NULL), 0);
+	ck_assert(killed_by(&r, SIGTERM));
+	json_t *m = load_metrics(&r, "m.json");
+	ck_assert_ptr_nonnull(m);
+	ck_assert_int_eq(json_integer_value(json_object_get(m, "signal")), SIGTERM);
+	ck_assert(json_is_false(json_object_get(m, "complete")));
+	ck_assert(json_is_true(json_object_get(stage_of(m, "work"), "open")));
 	json_decref(m);
 }
 END_TEST
@@ -273,6 +290,7 @@ int main(void)
 	tcase_add_test(tc, invalid_pointers_keep_glibcs_diagnosis);
 	tcase_add_test(tc, signal_dispositions_as_without_shim);
 	tcase_add_test(tc, default_term_leaves_a_snapshot);
+	tcase_add_test(tc, term_inside_a_stage_leaves_an_incomplete_file);
 	tcase_add_test(tc, heap_committed_with_mprotect);
 	tcase_add_test(tc, rustc_with_its_own_allocator);
 	suite_add_tcase(s, tc);
