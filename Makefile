@@ -61,6 +61,7 @@ include tests/fuzz/fuzz.mk
 -include bench/sites/sites.mk
 include bench/bench.mk
 include packaging/packaging.mk
+include tests/packaging/packaging-tests.mk
 
 build-all: $(ALL_TARGETS)
 
