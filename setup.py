@@ -60,5 +60,9 @@ class PlatformWheel(bdist_wheel):
         return ("py3", "none") + tuple(super().get_tag()[2:])
 
 
-setup(version=header_version(), distclass=NativeDistribution,
+# The egg-info beside the package would make a checkout on PYTHONPATH look installed (its entry
+# points loaded twice): it goes to build/ with the rest.
+EGG_BASE = os.path.join("build", "egg-info")
+os.makedirs(os.path.join(HERE, EGG_BASE), exist_ok=True)
+setup(version=header_version(), distclass=NativeDistribution, options={"egg_info": {"egg_base": EGG_BASE}},
       cmdclass={"build_py": BuildWithMake, "bdist_wheel": PlatformWheel})

@@ -1,5 +1,6 @@
-# The wheel (make wheel) in a clean venv and in a root with glibc alone; driven by pytest from the
-# tools venv (packaging/requirements-tools.txt), like the pytest-plugin and Lightning suites.
+# The wheel (make wheel) in a clean venv and in a root with glibc alone, the pytest plugin, the
+# Lightning callback and the gather across ranks; driven by pytest from the tools venv
+# (packaging/requirements-tools.txt), the Lightning runs in the project venv.
 PACKAGING_PYTEST = $(TOOLS_PY) -m pytest -q -p no:cacheprovider
 
 .PHONY: check-wheel
@@ -8,4 +9,9 @@ check-wheel: wheel $(FMT_BIN)
 		MEMSHIM_RAW_WHEEL=$$(ls $(WHEEL_BUILD)/raw/memshim-$(MEMSHIM_VERSION)-*.whl) \
 		MEMSHIM_SYSTEM_FORMAT=$(abspath $(FMT_BIN)) $(PACKAGING_PYTEST) tests/packaging/test_wheel.py
 
-CHECK_TARGETS += check-wheel
+# pytest --memshim: budgets, the re-run under the library, xdist, GPU budgets on the stand-in driver.
+.PHONY: check-pytest-plugin
+check-pytest-plugin: $(BUILD)/libmemshim.so $(GPU_DIR)/libcuda.so.1 $(TOOLS_VENV)/.requirements
+	@MEMSHIM_STANDIN_CUDA=$(abspath $(GPU_DIR)/libcuda.so.1) $(PACKAGING_PYTEST) tests/packaging/test_pytest_plugin.py
+
+CHECK_TARGETS += check-wheel check-pytest-plugin

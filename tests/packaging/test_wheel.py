@@ -166,6 +166,33 @@ def test_kernel_install(venv, tmp_path):
     assert spec["env"]["LD_PRELOAD"] == os.path.realpath(site_packages(venv) + "/memshim/_bin/libmemshim.so")
 
 
+def test_pytest_plugin_entry_point(venv, tmp_path):
+    """Installed, `pytest --memshim` finds the plugin by its pytest11 entry point (no -p): pytest
+    itself is borrowed from the tools venv."""
+    tools = run([sys.executable, "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"]).stdout.strip()
+    pth = os.path.join(site_packages(venv), "zz-tools.pth")
+    with open(pth, "w") as f:
+        f.write(tools + "\n")
+    (tmp_path / "test_budget.py").write_text(
+        "import pytest\n"
+        "@pytest.mark.memshim_limit(cpu='20MB')\ndef test_small():\n    b = bytearray(5 << 20)\n"
+        "@pytest.mark.memshim_limit(cpu='20MB')\ndef test_big():\n    b = bytearray(40 << 20)\n"
+        "def test_free():\n    pass\n")
+    env = {k: v for k, v in OFFLINE.items() if k not in ("PYTHONPATH", "LD_PRELOAD")}
+    try:
+        r = run([venv + "/bin/python", "-m", "pytest", "-p", "no:cacheprovider", "--memshim", "test_budget.py"],
+                cwd=str(tmp_path), env=env)
+        # Named by -p as well: the same plugin, not a second one.
+        r2 = run([venv + "/bin/python", "-m", "pytest", "-p", "memshim.pytest_plugin", "--memshim-top", "1",
+                  "-p", "no:cacheprovider", "--memshim", "test_budget.py"], cwd=str(tmp_path), env=env)
+    finally:
+        os.unlink(pth)
+    assert r.returncode == 1, r.stdout + r.stderr
+    assert "1 failed, 2 passed" in r.stdout and "over its budget of 20.0MB" in r.stdout
+    assert "memshim: memory per test" in r.stdout
+    assert r2.returncode == 1 and "1 failed, 2 passed" in r2.stdout, r2.stdout + r2.stderr
+
+
 def copy_keeping_path(src, root):
     dest = root + src
     os.makedirs(os.path.dirname(dest), exist_ok=True)
