@@ -15,3 +15,12 @@ check-pytest-plugin: $(BUILD)/libmemshim.so $(GPU_DIR)/libcuda.so.1 $(TOOLS_VENV
 	@MEMSHIM_STANDIN_CUDA=$(abspath $(GPU_DIR)/libcuda.so.1) $(PACKAGING_PYTEST) tests/packaging/test_pytest_plugin.py
 
 CHECK_TARGETS += check-wheel check-pytest-plugin
+
+# memshim.lightning's callback on a real LightningModule (1 process, ddp on 2 ranks), the Lightning
+# stages pinned by MEMSHIM_STAGES, memshim.ranks.gather under torchrun: the project venv's Lightning.
+.PHONY: check-lightning
+check-lightning: $(BUILD)/libmemshim.so $(TOOLS_VENV)/.requirements $(VENV)/.requirements
+	@MEMSHIM_LIB=$(abspath $(BUILD)/libmemshim.so) MEMSHIM_VENV_PY=$(VENV_PY) \
+		$(PACKAGING_PYTEST) tests/packaging/test_lightning.py
+
+CHECK_TARGETS += check-lightning
