@@ -178,7 +178,12 @@ class _Measure:
 
     def pytest_collection_modifyitems(self, items):
         for item in items:  # a malformed budget stops the run before any test
-            _limits(item)
+            try:
+                _limits(item)
+            except pytest.UsageError:
+                if not hasattr(self.config, "workerinput"):
+                    raise
+                # An xdist worker cannot stop the run: the test errors at setup, with the message.
 
     def _measured(self, item, phase):
         if self.disabled:
@@ -199,7 +204,11 @@ class _Measure:
     @pytest.hookimpl(hookwrapper=True)
     def pytest_runtest_setup(self, item):
         item.stash[_NUMBERS_KEY] = {}
-        for key, size in sorted(_limits(item).items() if not self.disabled else ()):
+        try:
+            limits = _limits(item)
+        except pytest.UsageError as e:
+            pytest.fail(str(e), pytrace=False)
+        for key, size in sorted(limits.items() if not self.disabled else ()):
             item.user_properties.append(("memshim_budget_" + key, size))
         yield from self._measured(item, "setup")
 

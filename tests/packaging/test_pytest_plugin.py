@@ -125,6 +125,15 @@ def test_bad_budget_is_a_usage_error_naming_the_test(tmp_path, marker, complaint
     assert "memshim_limit on test_x.py::test_bad: " in r.stdout and complaint in r.stdout, r.stdout
 
 
+def test_bad_budget_under_xdist_errors_the_test(tmp_path):
+    """A worker cannot stop the run: the test errors at setup, with the same message."""
+    src = "import pytest\n@pytest.mark.memshim_limit(ram='1GB')\ndef test_bad():\n    pass\ndef test_ok():\n    pass\n"
+    r = pytest_run(tmp_path, src, "--memshim", "-n", "2")
+    assert r.returncode == 1 and "1 passed, 1 error" in r.stdout, r.stdout
+    assert "memshim_limit on test_x.py::test_bad: unknown key 'ram'" in r.stdout
+    assert "INTERNALERROR" not in r.stdout
+
+
 def test_xdist_workers(tmp_path):
     r = pytest_run(tmp_path, BUDGET, "--memshim", "-n", "2")
     assert r.returncode == 1, r.stdout
