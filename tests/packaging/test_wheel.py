@@ -140,6 +140,22 @@ def test_run_and_format(venv, tmp_path):
     assert open(str(tmp_path / "m.png"), "rb").read(8) == b"\x89PNG\r\n\x1a\n"
 
 
+OLDEST = sorted(glob.glob("/root/.pyenv/versions/3.8.*/bin/python3.8")) + [shutil.which("python3.8") or ""]
+
+
+@pytest.mark.skipif(not OLDEST[0], reason="no Python 3.8 here")
+def test_oldest_python_takes_the_same_wheel(tmp_path):
+    """py3-none: the oldest Python the package supports installs the same wheel and runs it."""
+    d = str(tmp_path / "v38")
+    assert run([OLDEST[0], "-m", "venv", d]).returncode == 0
+    r = run([d + "/bin/python", "-m", "pip", "install", "-q", "--no-index", WHEEL])
+    assert r.returncode == 0, r.stderr
+    r = run([d + "/bin/memshim", "run", "--no-dump", "--output", str(tmp_path / "m.json"), "--", d + "/bin/python",
+             "-c", "import memshim, sys; assert memshim.active() and sys.version_info[:2] == (3, 8)"])
+    assert r.returncode == 0, r.stderr
+    assert "process_mem_cpu_peak" in json.load(open(str(tmp_path / "m.json")))["metrics"]
+
+
 def test_formatter_resolves_bundled_libraries(venv):
     fmt = site_packages(venv) + "/memshim/_bin/memshim-format"
     out = run(["ldd", fmt]).stdout
