@@ -62,6 +62,7 @@ include tests/lint/lint.mk
 -include bench/sites/sites.mk
 include bench/bench.mk
 include packaging/packaging.mk
+include tests/packaging/packaging-tests.mk
 
 build-all: $(ALL_TARGETS)
 

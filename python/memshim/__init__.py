@@ -22,7 +22,7 @@ import os
 import re
 
 __all__ = ["NotActive", "active", "metrics", "report", "stage", "begin", "end", "snapshot", "library_path"]
-__version__ = "0.1.0"
+from memshim._version import __version__
 
 _NAME = re.compile(r"[A-Za-z0-9_]{1,63}\Z")
 
