@@ -83,7 +83,7 @@ def main():
     info = {"parameter_bytes": params, "transformers": transformers.__version__,
             "torch": torch.__version__, "epochs": args.epochs, "rank": int(os.environ.get("RANK", "0")),
             "log_history": trainer.state.log_history}
-    if args.hf_metrics:
+    if args.hf_metrics and trainer.is_world_process_zero():  # one writer under torchrun
         with open(args.hf_metrics, "w") as f:
             json.dump({"metrics": metrics, "info": info}, f, indent=1, default=str)
     return 0

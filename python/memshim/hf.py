@@ -11,14 +11,20 @@ it) and to the metrics evaluate() and predict() return.  When HF's own tracker i
 (skip_memory_metrics=False) the same names are HF's, so memshim's keys get a `_memshim` suffix
 (`eval_mem_cpu_alloc_delta_memshim`): the split's prefix stays first, as HF's loggers group by it
 (TensorBoard's eval/ and test/; the rest under train/), and log_metrics prints each beside HF's.
-Without the library preloaded the callback does nothing (one warning).  Importing this module
-imports transformers; `import memshim` alone does not.
+Under torch.distributed (torchrun, accelerate), every rank's numbers are gathered through the job's
+own process group at each of these points (memshim.ranks), and each key also comes as `KEY_max`,
+`KEY_max_rank` (the rank that had the max) and `KEY_sum`, so W&B and TensorBoard on the main process
+see the worst rank of a multi-node job.
+Without the library preloaded the callback adds nothing of its own (one warning; it still takes
+part in the gathers, so no rank waits).  Importing this module imports transformers; `import
+memshim` alone does not.
 """
 import warnings
 
 from transformers import TrainerCallback
 
 import memshim
+from memshim import ranks
 
 __all__ = ["MemshimCallback"]
 
@@ -37,6 +43,14 @@ class MemshimCallback(TrainerCallback):
         return callback
 
     def _numbers(self, stage, args):
+        """This process's numbers for STAGE, and every rank's max, its rank and sum when distributed
+        (a collective: every rank calls it at the same callback)."""
+        numbers = self._local(stage, args)
+        if ranks.distributed():
+            numbers.update(ranks.gather(numbers))
+        return numbers
+
+    def _local(self, stage, args):
         if not memshim.active():
             if not self._warned:
                 warnings.warn("memshim: libmemshim.so is not preloaded; MemshimCallback adds nothing")

@@ -18,6 +18,7 @@
 #define MiB (1024LL * 1024)
 
 static char lib[PATH_MAX], script[PATH_MAX], formatter[PATH_MAX], venv_py[PATH_MAX], old_py[PATH_MAX];
+static char pythonpath[PATH_MAX + 16], repo[PATH_MAX];
 
 struct run {
 	char dir[64];
@@ -245,12 +246,13 @@ START_TEST(torchrun_two_ranks)
 	char torchrun[PATH_MAX + 16];
 	snprintf(torchrun, sizeof torchrun, "%.*s/torchrun", (int)(strrchr(venv_py, '/') - venv_py), venv_py);
 	const char *argv[] = { torchrun, "--standalone", "--nproc-per-node", "2", script, "--skip-hf-memory",
-			       "--samples", "32", NULL };
+			       "--samples", "32", "--callback", "--hf-metrics", "hf.json", NULL };
 	/* A rank aborting in gloo's teardown at interpreter exit, after the whole script ran, is
 	 * torch's (3 runs in 20 without memshim, 2 in 20 with it; destroy_process_group() instead
 	 * hung 1 in 20): such a run is tried again. */
+	const char *env[] = { pythonpath, NULL };
 	for (int tries = 0;; tries++) {
-		run_status(&r, argv, "m_%p.json", NULL, 1);
+		run_status(&r, argv, "m_%p.json", env, 1);
 		if (r.status == 0 || tries == 2 || !strstr(r.err, "terminate called without an active exception"))
 			break;
 	}
@@ -284,6 +286,14 @@ START_TEST(torchrun_two_ranks)
 	run(&f, merge, "unused.json", NULL, 0);
 	ck_assert_ptr_nonnull(strstr(f.out, "train_mem_cpu_alloc_delta"));
 	ck_assert_ptr_nonnull(strstr(f.out, "rank"));
+	/* MemshimCallback gathered both ranks' numbers through the job's gloo group (issue 27) */
+	json_t *hf = load(&r, "hf.json"), *eval = json_object_get(json_object_get(hf, "metrics"), "eval");
+	ck_assert_msg(json_object_get(eval, "eval_mem_cpu_peaked_delta_max") != NULL, "%s", json_dumps(eval, 0));
+	long long rank = json_integer_value(json_object_get(eval, "eval_mem_cpu_peaked_delta_max_rank"));
+	ck_assert_msg(rank == 0 || rank == 1, "max rank %lld", rank);
+	ck_assert_int_ge(json_integer_value(json_object_get(eval, "eval_mem_cpu_peaked_delta_sum")),
+			 json_integer_value(json_object_get(eval, "eval_mem_cpu_peaked_delta_max")));
+	json_decref(hf);
 }
 END_TEST
 
@@ -308,7 +318,6 @@ START_TEST(older_transformers_line)
 }
 END_TEST
 
-static char pythonpath[PATH_MAX + 16], repo[PATH_MAX];
 
 /* Log entries of the Trainer's log_history that hold KEY. */
 static int logs_with(json_t *hf, const char *key)
