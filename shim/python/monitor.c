@@ -130,10 +130,131 @@ static ms_pyobj *cb_leave(ms_pyobj *self, ms_pyobj *const *args, ms_pyssize narg
 	return none();
 }
 
+/* ---- a returning function's locals -------------------------------------------------------
+ * PY_RETURN fires inside the frame; the interpreter clears it right after the callbacks, with
+ * nothing in between, so its locals would be freed just after the stage ends.  They are released
+ * here instead, when nothing can tell: the frame belongs to the thread (not a generator's), no
+ * frame object someone else holds will take the locals over, and no tool called after memshim
+ * (the lower ids: callbacks run from the highest id down) watches this return.  Layouts, from the
+ * 3.12 and 3.13 headers: _PyInterpreterFrame's code first, frame_obj the seventh pointer, the owner
+ * byte at 70, localsplus at 72, f_locals the sixth pointer; co_firstlineno and co_nlocalsplus the ints at 68 and 72 of the code
+ * object (checked on the first matched code object against its attributes). */
+#define FRAME_CODE(f) (((ms_pyobj **)(f))[0])
+#define FRAME_LOCALS_DICT(f) (&((ms_pyobj **)(f))[5])
+#define FRAME_OBJ(f) (((ms_pyobj **)(f))[6])
+#define FRAME_OWNER(f) (((const char *)(f))[70])
+#define FRAME_LOCALS(f) ((ms_pyobj **)((char *)(f) + 72))
+#define CODE_INT(c, off) (*(const int *)((const char *)(c) + (off)))
+#define OWNED_BY_THREAD 0
+#define REFCNT(o) (*(const ms_pyssize *)(o))
+
+static int code_layout; /* 0 not checked, 1 verified, -1 different */
+
+static long attr_len(ms_pyobj *o, const char *name)
+{
+	ms_pyobj *v = ms_py.GetAttrString(o, name);
+	ms_pyssize n = v ? ms_py.TupleSize(v) : -1;
+	if (v)
+		ms_py.DecRef(v);
+	if (n < 0)
+		ms_py.ErrClear();
+	return (long)n;
+}
+
+static void check_code_layout(ms_pyobj *code)
+{
+	ms_pyobj *first = ms_py.GetAttrString(code, "co_firstlineno");
+	long line = first ? ms_py.LongAsLong(first) : -1;
+	if (first)
+		ms_py.DecRef(first);
+	long vars = attr_len(code, "co_varnames"), cells = attr_len(code, "co_cellvars");
+	long frees = attr_len(code, "co_freevars");
+	long n = CODE_INT(code, 72);
+	/* a cell that is also an argument has one slot */
+	code_layout = line >= 0 && vars >= 0 && cells >= 0 && frees >= 0 && CODE_INT(code, 68) == line &&
+		n >= vars + frees && n <= vars + cells + frees ? 1 : -1;
+	if (ms_py.ErrOccurred())
+		ms_py.ErrClear();
+	ms_debug("python frames' locals released at return: %s", code_layout > 0 ? "yes" : "no (layout differs)");
+}
+
+/* Whether a tool that runs after memshim watches CODE's returns. */
+static int later_tool_sees_return(ms_pyobj *code)
+{
+	int seen = 0;
+	for (int id = 0; id < tool && !seen; id++) {
+		ms_pyobj *ido = ms_py.LongFromLong(id);
+		ms_pyobj *f = ido ? ms_py.GetAttrString(mon, "get_tool") : NULL;
+		ms_pyobj *name = f ? ms_py.CallFunctionObjArgs(f, ido, NULL) : NULL;
+		if (f)
+			ms_py.DecRef(f);
+		if (name && name != ms_py.None) {
+			ms_pyobj *g = ms_py.GetAttrString(mon, "get_events");
+			ms_pyobj *l = ms_py.GetAttrString(mon, "get_local_events");
+			ms_pyobj *ge = g ? ms_py.CallFunctionObjArgs(g, ido, NULL) : NULL;
+			ms_pyobj *le = l ? ms_py.CallFunctionObjArgs(l, ido, code, NULL) : NULL;
+			long events = (ge ? ms_py.LongAsLong(ge) : -1) | (le ? ms_py.LongAsLong(le) : -1);
+			seen = events == -1 || (events & ev_return);
+			ms_pyobj *objs[] = { g, l, ge, le };
+			for (int i = 0; i < 4; i++)
+				if (objs[i])
+					ms_py.DecRef(objs[i]);
+		}
+		seen |= !name;
+		if (name)
+			ms_py.DecRef(name);
+		if (ido)
+			ms_py.DecRef(ido);
+	}
+	if (ms_py.ErrOccurred())
+		ms_py.ErrClear();
+	return seen;
+}
+
+static void release_locals(ms_pyobj *code)
+{
+	void *frame = ms_py_current_frame();
+	if (!frame || FRAME_CODE(frame) != code || FRAME_OWNER(frame) != OWNED_BY_THREAD)
+		return;
+	ms_pyobj *fo = FRAME_OBJ(frame);
+	if (fo && REFCNT(fo) != 1)
+		return;
+	if (!code_layout)
+		check_code_layout(code);
+	int n = CODE_INT(code, 72);
+	if (code_layout < 0 || n <= 0 || later_tool_sees_return(code))
+		return;
+	ms_pyobj **slot = FRAME_LOCALS(frame);
+	for (int i = 0; i < n; i++) {
+		ms_pyobj *o = slot[i];
+		slot[i] = NULL;
+		if (o)
+			ms_py.DecRef(o);
+	}
+	ms_py_release_locals_dict(code, FRAME_LOCALS_DICT(frame));
+}
+
+static ms_pyobj *cb_return(ms_pyobj *self, ms_pyobj *const *args, ms_pyssize nargs)
+{
+	uintptr_t v = nargs >= 1 ? extra_of(args[0]) : 0;
+	uint32_t mask = ms_py_mask(v);
+	if (!mask)
+		return none();
+	if (!(v & MS_PY_GENLIKE)) {
+		ms_pyobj *et, *ev, *etb;
+		ms_py.ErrFetch(&et, &ev, &etb);
+		release_locals(args[0]);
+		ms_py.ErrRestore(et, ev, etb);
+	}
+	ms_py_leave(mask);
+	return none();
+}
+
 static struct ms_pymethoddef def_start = { "memshim_py_start", (void *)cb_start, MS_METH_FASTCALL, NULL };
 static struct ms_pymethoddef def_enter = { "memshim_py_enter", (void *)cb_enter, MS_METH_FASTCALL, NULL };
 static struct ms_pymethoddef def_leave = { "memshim_py_leave", (void *)cb_leave, MS_METH_FASTCALL, NULL };
-static ms_pyobj *fn_start, *fn_enter, *fn_leave;
+static struct ms_pymethoddef def_return = { "memshim_py_return", (void *)cb_return, MS_METH_FASTCALL, NULL };
+static ms_pyobj *fn_start, *fn_enter, *fn_leave, *fn_return;
 
 static int tool_free(int id)
 {
@@ -176,7 +297,7 @@ static int start_tool(int avoid)
 	ok = call_ints("register_callback", id, 1, ev_start, fn_start) == 0 &&
 	     call_ints("register_callback", id, 1, ev_resume, fn_enter) == 0 &&
 	     call_ints("register_callback", id, 1, ev_throw, fn_enter) == 0 &&
-	     call_ints("register_callback", id, 1, ev_return, fn_leave) == 0 &&
+	     call_ints("register_callback", id, 1, ev_return, fn_return) == 0 &&
 	     call_ints("register_callback", id, 1, ev_yield, fn_leave) == 0 &&
 	     call_ints("register_callback", id, 1, ev_unwind, fn_leave) == 0;
 	ms_pyssize n = ok ? ms_py.ListSize(matched) : 0;
@@ -279,7 +400,8 @@ int ms_py_monitor_install(void)
 	fn_start = ms_py.CFunctionNewEx(&def_start, NULL, NULL);
 	fn_enter = ms_py.CFunctionNewEx(&def_enter, NULL, NULL);
 	fn_leave = ms_py.CFunctionNewEx(&def_leave, NULL, NULL);
-	if (!list_append || !vectorcall || !disable || !matched || !fn_start || !fn_enter || !fn_leave ||
+	fn_return = ms_py.CFunctionNewEx(&def_return, NULL, NULL);
+	if (!list_append || !vectorcall || !disable || !matched || !fn_start || !fn_enter || !fn_leave || !fn_return ||
 	    !ev_start || !ev_resume || !ev_return || !ev_yield || !ev_unwind || !ev_throw) {
 		ms_py.ErrClear();
 		ms_warn("Python stages disabled: sys.monitoring is not usable here");

@@ -97,6 +97,10 @@ uintptr_t ms_py_classify(ms_pyobj *code, ms_pyobj *frame, ms_pyobj *func, ms_pyo
 void ms_py_enter(uint32_t mask);
 void ms_py_leave(uint32_t mask);
 
+/* At a function's return, after its locals were released: its frame's f_locals dict (*SLOT), made
+ * by locals() or a debugger on 3.8-3.12 and holding the same values, when nothing else holds it. */
+void ms_py_release_locals_dict(ms_pyobj *code, ms_pyobj **slot);
+
 /* Routes (GIL held, interpreter initialised).  The frame hook is readied first (0 when it can go
  * in) and put in by enable; sys.monitoring takes its tool id at install and turns its events on at
  * enable (0 on success; WHY is logged at MEMSHIM_LOG=debug). */
@@ -140,6 +144,8 @@ struct ms_py_frame {
 int ms_py_stack_install(void);
 /* Whether Python stacks can be read (a known layout was installed). */
 int ms_py_stack_ready(void);
+/* The calling thread's innermost interpreter frame (GIL held), or NULL when no layout is known. */
+void *ms_py_current_frame(void);
 /* Lines by (code object, instruction position), direct-mapped: a sample's frames are mostly the
  * previous sample's.  The caller keeps one per thread (never in TLS: static TLS is scarce for a
  * library loaded late). */

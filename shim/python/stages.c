@@ -410,6 +410,16 @@ uintptr_t ms_py_classify(ms_pyobj *code, ms_pyobj *frame, ms_pyobj *func, ms_pyo
 	return value;
 }
 
+void ms_py_release_locals_dict(ms_pyobj *code, ms_pyobj **slot)
+{
+	ms_pyobj *d = *slot;
+	/* a class body's or module's namespace is held elsewhere too; only a function's is a copy */
+	if (!d || *(const ms_pyssize *)d != 1 || !(attr_long(code, "co_flags", 0) & 0x1 /* CO_OPTIMIZED */))
+		return;
+	*slot = NULL;
+	ms_py.DecRef(d);
+}
+
 /* ---- entering and leaving stages ------------------------------------------------------- */
 
 static int stage_id(int i)
@@ -562,8 +572,8 @@ static void install(const char *event, ms_pyobj *args, int embedded)
 		state = FAILED;
 		return;
 	}
-	if (ms_cfg.sites)
-		ms_py_stack_install();
+	if (ms_cfg.sites || (ntargets && ms_py.minor >= 12))
+		ms_py_stack_install(); /* 3.12+: a returning function's frame (python/monitor.c) */
 	if (ntargets == 0) {
 		state = INSTALLED; /* only call sites wanted the interpreter */
 		return;

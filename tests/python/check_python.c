@@ -338,6 +338,34 @@ START_TEST(argument_dropped_in_stage)
 }
 END_TEST
 
+/* A stage ends once its function's frame is gone: locals released at the return are peaked, not
+ * left behind; what the function stored elsewhere, returned, or left in a traceback stays. */
+START_TEST(locals_released_at_return)
+{
+	const char *py = python_or_skip(_i);
+	if (!py)
+		return;
+	struct run r;
+	run_fixture_ok(&r, py, "locals.py", "d=drops,s=stores,ret=returns_it,x=raises,rec=rec,loc=with_locals,"
+		       "tr=traced,w=watched", NULL);
+	expect_out(&r, "locals ok"); /* the trace function and the 3.12+ tool saw the locals */
+	static const struct {
+		const char *stage;
+		double alloc, peaked;
+	} want[] = {
+		{ "d", 0, 64 }, { "s", 10, 30 }, { "ret", 20, 0 }, { "x", 16, 0 },
+		{ "rec", 0, 20 }, { "loc", 0, 12 }, { "tr", 0, 6 },
+	};
+	for (size_t k = 0; k < sizeof want / sizeof *want; k++) {
+		expect_stage(&r, want[k].stage, 1, want[k].alloc);
+		expect_mib(&r, want[k].stage, "peaked", want[k].peaked);
+	}
+	/* 3.12+: a tool called after memshim watches that return, so the locals stay for it */
+	expect_stage(&r, "w", 1, minor_of(py) >= 12 ? 8 : 0);
+	run_done(&r);
+}
+END_TEST
+
 START_TEST(sys_exit_in_stage)
 {
 	const char *py = python_or_skip(_i);
@@ -938,6 +966,7 @@ static Suite *suite(void)
 	tcase_add_loop_test(tc, coroutines, 0, NPY);
 	tcase_add_loop_test(tc, exits_by_exception, 0, NPY);
 	tcase_add_loop_test(tc, argument_dropped_in_stage, 0, NPY);
+	tcase_add_loop_test(tc, locals_released_at_return, 0, NPY);
 	tcase_add_loop_test(tc, run_module_and_command, 0, NPY);
 	tcase_add_loop_test(tc, own_profilers, 0, NPY);
 	tcase_add_loop_test(tc, monitoring_tool_id_taken, 0, NPY);
