@@ -1,16 +1,18 @@
 /* Python 3.12+: sys.monitoring.  PY_START is enabled globally and answered with DISABLE for code
  * objects that match no target, so they cost nothing afterwards; matched code objects get local
  * PY_RETURN / PY_YIELD / PY_RESUME events, and PY_UNWIND / PY_THROW (global-only events) close and
- * reopen them on exceptions.  Sees every thread.  If the program asks for the tool id memshim holds,
- * memshim moves to another free id first (warning once), so the program's request succeeds. */
+ * reopen them on exceptions.  Sees every thread.  A tool id is taken only once a function some
+ * target can name exists (python/watch.c): before that the program sees sys.monitoring exactly as
+ * without memshim.  If the program then asks for the tool id memshim holds, memshim moves to
+ * another free id first (warning once), so the program's request succeeds. */
 #include <dlfcn.h>
 #include "core/ms.h"
 #include "intercept/hooks.h"
 #include "python/py.h"
 
 static int tool = -1;
-/* PY_START on every code object costs each call a little (+3% on fib): the events go on only once
- * a function some target can name exists (python/watch.c), the tool id is held from the start. */
+/* Set once a function some target can name exists: the tool id is taken and the events go on then
+ * (PY_START on every code object costs each call a little, +3% on fib). */
 static int events_on;
 static ms_pyobj *mon;      /* sys.monitoring */
 static ms_pyobj *disable;  /* sys.monitoring.DISABLE */
@@ -273,7 +275,10 @@ static int tool_free(int id)
 	return free_;
 }
 
-/* Takes a free tool id and turns the events on; 0 on success. */
+static void stop_tool(void);
+
+/* Takes a free tool id and turns the events on; 0 on success, -1 when no id is free, -2 when
+ * sys.monitoring refused a call. */
 static int start_tool(int avoid)
 {
 	int id = -1;
@@ -291,7 +296,7 @@ static int start_tool(int avoid)
 		ms_py.DecRef(ido);
 	if (!ok) {
 		ms_py.ErrClear();
-		return -1;
+		return -2;
 	}
 	tool = id;
 	ok = call_ints("register_callback", id, 1, ev_start, fn_start) == 0 &&
@@ -304,17 +309,27 @@ static int start_tool(int avoid)
 	for (ms_pyssize i = 0; i < n && ok; i++)
 		ok = set_local(id, ms_py.ListGetItem(matched, i), LOCAL_EVENTS) == 0;
 	ok = ok && (!events_on || call_ints("set_events", id, 1, ev_start | ev_unwind | ev_throw, NULL) == 0);
-	return ok ? 0 : -1;
+	return ok ? 0 : -2;
 }
+
+static void wrap_use_tool_id(void);
 
 int ms_py_monitor_enable(const char *why)
 {
 	if (events_on)
 		return 0;
 	events_on = 1;
-	if (tool >= 0 && call_ints("set_events", tool, 1, ev_start | ev_unwind | ev_throw, NULL) != 0)
+	int r = start_tool(-1);
+	if (r != 0) {
+		stop_tool();
+		if (r == -1)
+			ms_warn("Python stages disabled: no free sys.monitoring tool id (3, 4 and 5 are taken)");
+		else
+			ms_warn("Python stages disabled: sys.monitoring refused memshim's events");
 		return -1;
-	ms_debug("python monitoring events on (Python 3.%d): %s", ms_py.minor, why);
+	}
+	wrap_use_tool_id();
+	ms_debug("python monitoring events on (Python 3.%d, tool id %d): %s", ms_py.minor, tool, why);
 	return 0;
 }
 
@@ -338,7 +353,7 @@ static void stop_tool(void)
 }
 
 /* sys.monitoring.use_tool_id as the program sees it: memshim's id is handed over first. */
-static ms_pyobj *wrap_use_tool_id(ms_pyobj *self, ms_pyobj *const *args, ms_pyssize nargs)
+static ms_pyobj *use_tool_id(ms_pyobj *self, ms_pyobj *const *args, ms_pyssize nargs)
 {
 	if (nargs >= 1 && tool >= 0) {
 		ms_pyobj *et, *ev, *etb;
@@ -362,7 +377,7 @@ static ms_pyobj *wrap_use_tool_id(ms_pyobj *self, ms_pyobj *const *args, ms_pyss
 	return vectorcall(orig_use_tool_id, args, (size_t)nargs, NULL);
 }
 
-static struct ms_pymethoddef def_use = { "use_tool_id", (void *)wrap_use_tool_id, MS_METH_FASTCALL,
+static struct ms_pymethoddef def_use = { "use_tool_id", (void *)use_tool_id, MS_METH_FASTCALL,
 					 "use_tool_id(tool_id, name, /) (memshim hands its own id over first)" };
 
 static long event(ms_pyobj *events, const char *name)
@@ -407,16 +422,19 @@ int ms_py_monitor_install(void)
 		ms_warn("Python stages disabled: sys.monitoring is not usable here");
 		return -1;
 	}
-	if (start_tool(-1) != 0) {
-		stop_tool();
-		ms_warn("Python stages disabled: no free sys.monitoring tool id (3, 4 and 5 are taken)");
-		return -1;
-	}
+	return 0;
+}
+
+/* sys.monitoring.use_tool_id is replaced while memshim holds an id, so the program's request for it
+ * hands it over first. */
+static void wrap_use_tool_id(void)
+{
+	if (orig_use_tool_id)
+		return;
 	orig_use_tool_id = ms_py.GetAttrString(mon, "use_tool_id");
 	ms_pyobj *wrapper = orig_use_tool_id ? ms_py.CFunctionNewEx(&def_use, NULL, NULL) : NULL;
 	if (!wrapper || ms_py.SetAttrString(mon, "use_tool_id", wrapper) != 0)
 		ms_py.ErrClear(); /* detection still works; a clash would then be the program's ValueError */
 	if (wrapper)
 		ms_py.DecRef(wrapper);
-	return 0;
 }

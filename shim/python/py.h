@@ -102,8 +102,8 @@ void ms_py_leave(uint32_t mask);
 void ms_py_release_locals_dict(ms_pyobj *code, ms_pyobj **slot);
 
 /* Routes (GIL held, interpreter initialised).  The frame hook is readied first (0 when it can go
- * in) and put in by enable; sys.monitoring takes its tool id at install and turns its events on at
- * enable (0 on success; WHY is logged at MEMSHIM_LOG=debug). */
+ * in) and put in by enable; sys.monitoring is readied at install and takes its tool id and turns
+ * its events on at enable (0 on success; WHY is logged at MEMSHIM_LOG=debug). */
 int ms_py_frame_prepare(void);
 int ms_py_frame_enable(const char *why);
 void ms_py_frame_check(void);

@@ -5,7 +5,7 @@
  * arrives with the interpreter ready and the GIL held: the detector is installed there, through a
  * PEP 523 frame hook on 3.8-3.11 (python/frame.c) or sys.monitoring on 3.12+ (python/monitor.c).  Both ask
  * ms_py_classify() once per code object and cache the answer in the code object's co_extra slot.
- * The route is readied there, but the frame hook goes in (the monitoring events go on) only once
+ * The route is readied there, but the frame hook goes in (the monitoring tool id is taken) only once
  * a function some target can name exists (python/watch.c decides, from the audit events that
  * bring code). */
 #include <dlfcn.h>
@@ -38,7 +38,7 @@ struct target {
 static struct target targets[MAX_TARGETS] MS_LARGE;
 static int ntargets;
 
-/* ARMED: the route is ready (3.12+: the tool id held) but its frame hook or events wait until a
+/* ARMED: the route is ready but its frame hook or tool id and events wait until a
  * function a target can name exists (python/watch.c); the targets are live (reported when
  * unmatched) from ARMED on. */
 enum { WAITING, ARMED, INSTALLED, FAILED };
@@ -549,11 +549,9 @@ static void enable_route(const char *why)
 		return;
 	}
 	state = FAILED;
-	if (route_frame)
+	if (route_frame) /* python/monitor.c says why itself */
 		ms_warn("Python stages disabled: another tool's frame evaluation hook took the place memshim's "
 			"was to take");
-	else
-		ms_warn("Python stages disabled: sys.monitoring refused memshim's events");
 }
 
 /* EMBEDDED: started by an import or exec, not by cpython.run_* (EVENT, ARGS). */

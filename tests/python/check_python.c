@@ -440,6 +440,52 @@ START_TEST(monitoring_tool_id_taken)
 }
 END_TEST
 
+/* No sys.monitoring tool id is held, and the module is the program's own, until a function a
+ * target names exists (the Trainer defaults, a target that never matches); then one is. */
+START_TEST(monitoring_tool_id_waits)
+{
+	const char *py = python_at_least(_i, 12, "has no sys.monitoring, tool id");
+	if (!py)
+		return;
+	static const char *const none = "[None, None, None, None, None, None] True\n";
+	const char *specs[] = { NULL, "s=some_function", "late=late_target" };
+	for (int k = 0; k < 3; k++) {
+		struct run r;
+		const char *args[] = { fixture("toolfree.py"), k == 2 ? "exec" : NULL, NULL };
+		run_py(&r, py, args, specs[k], NULL, NULL, 1);
+		RUN_OK(&r);
+		const char *before = strstr(r.out, "before "), *after = strstr(r.out, "after ");
+		ck_assert_msg(before && !strncmp(before + 7, none, strlen(none)), "%s %s: %s", py,
+			      specs[k] ? specs[k] : "(defaults)", r.out);
+		if (k == 2) {
+			ck_assert_msg(after && strstr(after, "'memshim'") && strstr(after, "] False"), "%s: %s", py, r.out);
+			expect_calls(&r, "late", 1);
+		}
+		run_done(&r);
+	}
+	/* CPython's own test of sys.monitoring, bare and under the shim: the same result */
+	struct run bare, shim;
+	const char *args[] = { "-m", "test", "test_monitoring", NULL };
+	run_py(&bare, py, args, NULL, NULL, NULL, 0);
+	if (!strstr(bare.out, "Result: SUCCESS")) {
+		printf("check_python: %s test_monitoring does not pass bare (no test package?), skipped\n", py);
+		run_done(&bare);
+		return;
+	}
+	char total[128] = "";
+	const char *t = strstr(bare.out, "Total tests:");
+	snprintf(total, sizeof total, "%.*s", t ? (int)strcspn(t, "\n") : 0, t ? t : "");
+	for (int k = 0; k < 2; k++) {
+		run_py(&shim, py, args, specs[k], NULL, NULL, 1);
+		ck_assert_msg(shim.status == bare.status && strstr(shim.out, "Result: SUCCESS") && total[0] &&
+			      strstr(shim.out, total), "%s %s: test_monitoring under the shim (bare: %s): %s", py,
+			      specs[k] ? specs[k] : "(defaults)", total, shim.out);
+		run_done(&shim);
+	}
+	run_done(&bare);
+}
+END_TEST
+
 /* Every id memshim could move to is taken: both warnings (moved, then stopped) are printed. */
 START_TEST(monitoring_no_tool_id_left)
 {
@@ -971,6 +1017,7 @@ static Suite *suite(void)
 	tcase_add_loop_test(tc, own_profilers, 0, NPY);
 	tcase_add_loop_test(tc, monitoring_tool_id_taken, 0, NPY);
 	tcase_add_loop_test(tc, monitoring_no_tool_id_left, 0, NPY);
+	tcase_add_loop_test(tc, monitoring_tool_id_waits, 0, NPY);
 	tcase_add_loop_test(tc, other_threads, 0, NPY);
 	tcase_add_loop_test(tc, helper_module, 0, NPY);
 	tcase_add_loop_test(tc, unmatched_targets, 0, NPY);
