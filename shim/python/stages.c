@@ -171,12 +171,20 @@ static void add_to_line(void *ctx, const char *stage, const char *target)
 	l->n++;
 }
 
+/* Messages about targets are given once, by the process the user started: a child (a DataLoader
+ * worker, multiprocessing's resource tracker, forkserver and spawned workers) records its own in
+ * its file, and a forked one would only repeat its parent. */
+static int speaks_for_targets(void)
+{
+	return ms_is_tracked_process() && !ms_proc.is_child;
+}
+
 /* At exit: one line naming every Python target that matched no function that ran (a typo in
  * MEMSHIM_STAGES is otherwise silent). */
 void ms_py_report(void)
 {
 	static struct unmatched_line line MS_LARGE;
-	if (!ms_is_tracked_process() || !names_unmatched())
+	if (!speaks_for_targets() || !names_unmatched())
 		return; /* its page stays untouched */
 	ms_tls_guard++;
 	line.len = 0;
@@ -743,8 +751,8 @@ static int debug_allocator_expected(void)
  * (the Trainer defaults stay quiet, as everywhere). */
 static void warn_old_python(void)
 {
-	if (ms_cfg.spec.is_default || !ms_elf_loaded_symbol("Py_GetVersion"))
-		return; /* quiet for the defaults, or not a Python process */
+	if (ms_cfg.spec.is_default || !ms_elf_loaded_symbol("Py_GetVersion") || ms_proc.is_child)
+		return; /* quiet for the defaults, or not a Python process, or its parent said it */
 	const char *(*version)(void) = (const char *(*)(void))ms_py_sym("Py_GetVersion");
 	load_targets();
 	if (ntargets == 0)

@@ -737,6 +737,45 @@ START_TEST(python_children)
 }
 END_TEST
 
+/* Messages about targets are the parent's: children that never run the target (a fork Pool's
+ * workers, a spawned Process and spawn's resource tracker, the forkserver and its child) print
+ * nothing, and record the target in their own files. */
+START_TEST(children_say_nothing_about_targets)
+{
+	const char *py = python_or_skip(_i);
+	if (!py)
+		return;
+	struct run r;
+	const char *args[] = { fixture("mpquiet.py"), NULL };
+	output_name = "m_%p.json";
+	run_py(&r, py, args, "mw=main_work", NULL, NULL, 1);
+	output_name = "m.json";
+	ck_assert_msg(r.status == 0 && strstr(r.out, "mpquiet ok [0, 0]"), "%s: %d %s %s", py, r.status, r.out, r.err);
+	ck_assert_msg(r.err[0] == '\0', "%s: stderr: %s", py, r.err);
+	int children = 0, recorded = 0;
+	DIR *d = opendir(r.dir);
+	struct dirent *e;
+	while (d && (e = readdir(d))) {
+		char path[512];
+		snprintf(path, sizeof path, "%s/%s", r.dir, e->d_name);
+		json_error_t jerr;
+		json_t *root = strncmp(e->d_name, "m_", 2) == 0 ? json_load_file(path, 0, &jerr) : NULL;
+		if (root && json_is_true(json_object_get(root, "is_child"))) {
+			children++;
+			recorded += json_array_size(json_object_get(root, "unmatched_targets")) == 1;
+		}
+		json_decref(root);
+	}
+	if (d)
+		closedir(d);
+	/* the spawned child, the forkserver and its child, the resource tracker; pool workers ended by
+	 * the pool's terminate() may not get to write theirs */
+	ck_assert_msg(children >= 3 && recorded >= 2, "%s: %d child files, %d recording the target", py, children,
+		      recorded);
+	run_done(&r);
+}
+END_TEST
+
 /* The program's signal dispositions are its own: Ctrl-C raises KeyboardInterrupt, getsignal and
  * restoring an old handler work, forkserver starts; the same output and status as without the shim. */
 START_TEST(signals_as_without_shim)
@@ -1030,6 +1069,7 @@ static Suite *suite(void)
 	tcase_add_loop_test(tc, debug_allocator, 0, NPY);
 	tcase_add_loop_test(tc, deep_recursion, 0, NPY);
 	tcase_add_loop_test(tc, python_children, 0, NPY);
+	tcase_add_loop_test(tc, children_say_nothing_about_targets, 0, NPY);
 	tcase_add_loop_test(tc, signals_as_without_shim, 0, NPY);
 	tcase_add_loop_test(tc, signal_deaths_leave_a_snapshot, 0, NPY);
 	tcase_add_test(tc, old_pythons_warn_once);
