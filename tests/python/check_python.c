@@ -217,7 +217,10 @@ START_TEST(trainer_default_names)
 	if (!py)
 		return;
 	struct run r;
-	run_fixture_ok(&r, py, "trainer.py", NULL, NULL);
+	char pp[PATH_MAX + 32];
+	snprintf(pp, sizeof pp, "PYTHONPATH=%s/hfstub", fixtures);
+	const char *env[] = { pp, NULL };
+	run_fixture_ok(&r, py, "trainer.py", NULL, env);
 	ck_assert_msg(!strstr(r.err, "matched no function"), "%s: the default names warned: %s", py, r.err);
 	expect_out(&r, "trainer ok");
 	expect_stage(&r, "init", 1, 20);
