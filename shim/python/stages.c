@@ -679,14 +679,19 @@ static void watch(const char *event, ms_pyobj *args)
 		enable_route(why);
 }
 
+static void before_hooks_cleared(void);
+
 static int audit_hook(const char *event, ms_pyobj *args, void *data)
 {
+	if (MS_UNLIKELY(event[0] == 'c' && strcmp(event, "cpython._PySys_ClearAuditHooks") == 0)) {
+		if (state == INSTALLED && route_frame)
+			ms_py_frame_check();
+		before_hooks_cleared();
+		return 0;
+	}
 	if (MS_LIKELY(state != WAITING)) {
 		if (state == ARMED)
 			watch(event, args);
-		else if (state == INSTALLED && route_frame && event[0] == 'c' &&
-			 strcmp(event, "cpython._PySys_ClearAuditHooks") == 0)
-			ms_py_frame_check();
 		return 0;
 	}
 	if (!is_start_event(event, args))
@@ -696,55 +701,96 @@ static int audit_hook(const char *event, ms_pyobj *args, void *data)
 	return 0;
 }
 
-/* Whether this Python will switch to its debug memory allocator while initialising (-X dev,
- * PYTHONDEVMODE, PYTHONMALLOC=*debug): the audit hook entry registered now, with the plain
- * allocator, would then be freed by the debug one at exit, which aborts the process.  Reads the
- * options the way CPython does: clustered flags, -W/-X take a value, -c/-m/a script end them,
- * -E/-I make it ignore the environment. */
-static int debug_allocator_expected(void)
+/* ---- the audit hook's entry and Python's debug allocator ----------------------------------
+ * PySys_AddAuditHook, called before the interpreter initialises, takes its list entry from the raw
+ * allocator in place then (plain malloc).  Under Python's debug allocator (-X dev, PYTHONDEVMODE,
+ * PYTHONMALLOC=debug, malloc_debug, pymalloc_debug), which initialisation installs later, the
+ * interpreter frees that entry at exit with the debug allocator's free, which finds no header of
+ * its own and aborts the process ("bad ID: Allocated using API '!', verified using API 'r'").  So
+ * the entry's address and the allocator it came from are noted when it is made, and when the
+ * hooks are about to be cleared under another raw allocator, that allocator's free is wrapped: the
+ * entry goes back to its own allocator, everything else to the current one. */
+typedef struct {
+	void *ctx;
+	void *(*malloc)(void *ctx, size_t n);
+	void *(*calloc)(void *ctx, size_t nelem, size_t elsize);
+	void *(*realloc)(void *ctx, void *p, size_t n);
+	void (*free)(void *ctx, void *p);
+} raw_allocator; /* PyMemAllocatorEx, identical in 3.8-3.13 */
+#define PYMEM_DOMAIN_RAW 0
+
+static raw_allocator entry_alloc, now_alloc; /* the entry's allocator, the one at clearing */
+static void *entry;                           /* our audit hook's list entry */
+static void (*get_allocator)(int domain, raw_allocator *a);
+static void (*set_allocator)(int domain, raw_allocator *a);
+
+static void *noting_malloc(void *ctx, size_t n)
 {
-	static char cmd[16384] MS_LARGE;
-	int truncated;
-	size_t n = ms_process_cmdline(cmd, sizeof cmd - 1, &truncated);
-	cmd[n] = '\0';
-	int dev = 0, ignore_env = 0, done = 0;
-	const char *end = cmd + n;
-	const char *a = cmd + strlen(cmd) + 1; /* past argv[0] */
-	while (a < end && !done) {
-		const char *next = a + strlen(a) + 1;
-		if (a[0] != '-' || a[1] == '\0' || strcmp(a, "--") == 0)
-			break;
-		if (a[1] == '-') {
-			if (strcmp(a, "--check-hash-based-pycs") == 0 && next < end)
-				next += strlen(next) + 1;
-			a = next;
-			continue;
-		}
-		for (const char *c = a + 1; *c; c++) {
-			if (*c == 'c' || *c == 'm') {
-				done = 1;
-				break;
-			}
-			if (*c == 'E' || *c == 'I')
-				ignore_env = 1;
-			if (*c == 'W' || *c == 'X') {
-				const char *value = c[1] ? c + 1 : (next < end ? next : "");
-				if (!c[1] && next < end)
-					next += strlen(next) + 1;
-				if (*c == 'X' && (strcmp(value, "dev") == 0 || strncmp(value, "dev=", 4) == 0))
-					dev = 1;
-				break;
-			}
-		}
-		a = next;
+	void *p = entry_alloc.malloc(entry_alloc.ctx, n);
+	if (!entry)
+		entry = p;
+	return p;
+}
+
+static void *noting_calloc(void *ctx, size_t nelem, size_t elsize)
+{
+	void *p = entry_alloc.calloc(entry_alloc.ctx, nelem, elsize);
+	if (!entry)
+		entry = p;
+	return p;
+}
+
+static void *noting_realloc(void *ctx, void *p, size_t n)
+{
+	return entry_alloc.realloc(entry_alloc.ctx, p, n);
+}
+
+static void noting_free(void *ctx, void *p)
+{
+	entry_alloc.free(entry_alloc.ctx, p);
+}
+
+typedef int (*audit_hook_fn)(const char *, ms_pyobj *, void *);
+
+/* Registers HOOK with ADD, noting where its entry came from; 0 on success. */
+static int add_audit_hook(int (*add)(audit_hook_fn, void *), audit_hook_fn hook)
+{
+	*(void **)&get_allocator = ms_py_sym("PyMem_GetAllocator");
+	*(void **)&set_allocator = ms_py_sym("PyMem_SetAllocator");
+	if (!get_allocator || !set_allocator)
+		return add(hook, NULL);
+	get_allocator(PYMEM_DOMAIN_RAW, &entry_alloc);
+	raw_allocator noting = { NULL, noting_malloc, noting_calloc, noting_realloc, noting_free };
+	set_allocator(PYMEM_DOMAIN_RAW, &noting);
+	int r = add(hook, NULL);
+	set_allocator(PYMEM_DOMAIN_RAW, &entry_alloc);
+	return r;
+}
+
+/* The current allocator's free, but our entry goes back where it came from. */
+static void entry_aware_free(void *ctx, void *p)
+{
+	if (p && p == entry) {
+		entry = NULL;
+		entry_alloc.free(entry_alloc.ctx, p);
+		return;
 	}
-	if (!ignore_env) {
-		const char *devmode = getenv("PYTHONDEVMODE");
-		const char *alloc = getenv("PYTHONMALLOC");
-		if ((devmode && *devmode) || (alloc && strstr(alloc, "debug")))
-			dev = 1;
-	}
-	return dev;
+	now_alloc.free(ctx, p);
+}
+
+/* At "cpython._PySys_ClearAuditHooks", just before the entries are freed. */
+static void before_hooks_cleared(void)
+{
+	if (!entry || !get_allocator)
+		return;
+	get_allocator(PYMEM_DOMAIN_RAW, &now_alloc);
+	if (now_alloc.free == entry_alloc.free && now_alloc.ctx == entry_alloc.ctx)
+		return;
+	/* the same context and functions but free: a thread allocating meanwhile sees either */
+	raw_allocator aware = now_alloc;
+	aware.free = entry_aware_free;
+	set_allocator(PYMEM_DOMAIN_RAW, &aware);
+	ms_debug("python audit hook entry: given back to the allocator that made it");
 }
 
 /* Python 2 to 3.7 have no audit hook to start from: a run that names Python targets hears so once
@@ -767,7 +813,7 @@ static void warn_old_python(void)
 
 void ms_py_init(void)
 {
-	typedef int (*add_hook_fn)(int (*)(const char *, ms_pyobj *, void *), void *);
+	typedef int (*add_hook_fn)(audit_hook_fn, void *);
 	/* probed without dlsym, whose miss allocates (a heap of its own in a program like /bin/true) */
 	add_hook_fn add = (add_hook_fn)ms_elf_loaded_symbol("PySys_AddAuditHook");
 	have_py_tables = add && ms_elf_tables_of(ms_elf_object_of((const void *)add), &py_tables) == 0;
@@ -781,13 +827,6 @@ void ms_py_init(void)
 	load_targets();
 	if (ntargets == 0 && !ms_cfg.sites)
 		return;
-	if (debug_allocator_expected()) {
-		if (ntargets == 0)
-			return; /* call sites get native frames only: nothing the user asked for is lost */
-		ms_warn("Python stages are off: Python's debug memory allocator (-X dev, PYTHONDEVMODE, "
-			"PYTHONMALLOC=...debug) would abort at exit with memshim's audit hook");
-		return;
-	}
-	if (add(audit_hook, NULL) != 0)
+	if (add_audit_hook(add, audit_hook) != 0)
 		ms_warn("Python stages disabled: the audit hook was refused");
 }
