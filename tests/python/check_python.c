@@ -545,6 +545,30 @@ START_TEST(helper_module)
 }
 END_TEST
 
+/* A stage opened before the Trainer's init (a notebook cell): init is one call, the Trainer's, and
+ * before_init the live memory when it began. */
+START_TEST(stage_before_trainer_init)
+{
+	const char *py = python_or_skip(_i);
+	if (!py)
+		return;
+	char pp[2 * PATH_MAX + 32];
+	snprintf(pp, sizeof pp, "PYTHONPATH=%s:%s/hfstub", scripts, fixtures);
+	const char *env[] = { pp, NULL };
+	struct run r;
+	run_fixture_ok(&r, py, "stage_first.py", NULL, env);
+	expect_out(&r, "stage first ok");
+	expect_stage(&r, "prep", 1, 40);
+	expect_stage(&r, "init", 1, 20);
+	double before = (double)json_integer_value(json_object_get(json_object_get(r.root, "metrics"),
+									 "before_init_mem_cpu")) / MIB;
+	ck_assert_msg(before >= 40, "%s: before_init_mem_cpu %.1f MiB, the 40 MiB kept before init missing", py,
+		      before);
+	ck_assert(!json_is_true(json_object_get(stage_entry(&r, "init"), "implicit")));
+	run_done(&r);
+}
+END_TEST
+
 START_TEST(unmatched_targets)
 {
 	const char *py = python_or_skip(_i);
@@ -1067,6 +1091,7 @@ static Suite *suite(void)
 	tcase_add_loop_test(tc, other_threads, 0, NPY);
 	tcase_add_loop_test(tc, helper_module, 0, NPY);
 	tcase_add_loop_test(tc, unmatched_targets, 0, NPY);
+	tcase_add_loop_test(tc, stage_before_trainer_init, 0, NPY);
 	tcase_add_loop_test(tc, lazy_install, 0, NPY);
 	tcase_add_loop_test(tc, no_target_no_hook, 0, NPY);
 	tcase_add_loop_test(tc, defined_before_start, 0, NPY);
