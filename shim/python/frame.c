@@ -134,7 +134,7 @@ static ms_pyobj *hook38(void *frame, int throwflag)
 	uint32_t mask = ms_py_mask(v);
 	if (MS_LIKELY(!mask))
 		return prev38(frame, throwflag);
-	ms_py_enter(mask);
+	ms_py_enter(v);
 	ms_pyobj *r = prev38(frame, throwflag);
 	release_locals_310(frame, v, r);
 	ms_py_leave(mask);
@@ -149,7 +149,7 @@ static ms_pyobj *hook310(void *tstate, void *frame, int throwflag)
 	uint32_t mask = ms_py_mask(v);
 	if (MS_LIKELY(!mask))
 		return prev39(tstate, frame, throwflag);
-	ms_py_enter(mask);
+	ms_py_enter(v);
 	ms_pyobj *r = prev39(tstate, frame, throwflag);
 	release_locals_310(frame, v, r);
 	ms_py_leave(mask);
@@ -187,7 +187,7 @@ static ms_pyobj *hook311(void *tstate, void *frame, int throwflag)
 	/* a generator function's call only builds the generator: its body runs on later frames */
 	if (MS_LIKELY(!mask) || ((v & MS_PY_GENLIKE) && FRAME311_OWNER(frame) == OWNED_BY_THREAD))
 		return prev39(tstate, frame, throwflag);
-	ms_py_enter(mask);
+	ms_py_enter(v);
 	ms_pyobj *r = prev39(tstate, frame, throwflag);
 	release_locals_311(frame, r);
 	ms_py_leave(mask);

@@ -112,15 +112,15 @@ static ms_pyobj *cb_start(ms_pyobj *self, ms_pyobj *const *args, ms_pyssize narg
 		ms_py.IncRef(disable);
 		return disable;
 	}
-	ms_py_enter(mask);
+	ms_py_enter(v);
 	return none();
 }
 
 static ms_pyobj *cb_enter(ms_pyobj *self, ms_pyobj *const *args, ms_pyssize nargs)
 {
-	uint32_t mask = nargs >= 1 ? ms_py_mask(extra_of(args[0])) : 0;
-	if (mask)
-		ms_py_enter(mask);
+	uintptr_t v = nargs >= 1 ? extra_of(args[0]) : 0;
+	if (ms_py_mask(v))
+		ms_py_enter(v);
 	return none();
 }
 

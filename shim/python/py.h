@@ -75,10 +75,12 @@ static inline ms_pyobj *ms_py_type_of(ms_pyobj *o)
 }
 
 /* co_extra values: 0 = not looked at yet; otherwise bit 0 set, bit 1 = generator-like code, stage
- * spec indexes matched in the bits above. */
+ * spec indexes matched in bits 2-33, and from bit 40 one plus the index of the distinct matched
+ * function (module:qualname) it runs. */
 #define MS_PY_SEEN 1u
 #define MS_PY_GENLIKE 2u
 #define MS_PY_SHIFT 2
+#define MS_PY_FUNC_SHIFT 40
 static inline uint32_t ms_py_mask(uintptr_t extra)
 {
 	return (uint32_t)(extra >> MS_PY_SHIFT);
@@ -92,9 +94,10 @@ extern ms_pyssize ms_py_extra_index;
  * (a pending one is preserved).  Returns the stored value. */
 uintptr_t ms_py_classify(ms_pyobj *code, ms_pyobj *frame, ms_pyobj *func, ms_pyobj *globals);
 
-/* Enters / leaves every stage in MASK (spec indexes); leave ignores stages this module did not
- * enter, so a leave can never close a stage someone else opened. */
-void ms_py_enter(uint32_t mask);
+/* Enters every stage of co_extra value V (a call of its function when it opens one of them) /
+ * leaves every stage in MASK (spec indexes); leave ignores stages this module did not enter, so a
+ * leave can never close a stage someone else opened. */
+void ms_py_enter(uintptr_t v);
 void ms_py_leave(uint32_t mask);
 
 /* At a function's return, after its locals were released: its frame's f_locals dict (*SLOT), made
@@ -127,7 +130,13 @@ void ms_py_init(void);
 /* Calls FN for every Python target of MEMSHIM_STAGES that matched no function that ran in this
  * process (nothing for the default names or in a process that runs no Python). */
 void ms_py_each_unmatched(void (*fn)(void *ctx, const char *stage, const char *target), void *ctx);
-/* At exit: one warning naming them. */
+/* Calls FN for each function (module:qualname) a target of STAGE matched, with the calls that
+ * opened the stage, for the targets that matched more than one distinct function (nothing
+ * otherwise). */
+void ms_py_each_ambiguous(const char *stage,
+			  void (*fn)(void *ctx, const char *target, const char *function, uint64_t calls), void *ctx);
+/* At exit: one warning naming the targets that matched nothing, one naming those that matched
+ * several functions. */
 void ms_py_report(void);
 
 /* The C API function or object NAME: from the object that defines the interpreter (an ELF lookup,

@@ -116,9 +116,54 @@ static int is_candidate(const char *co_name)
 	return 0;
 }
 
-static uint32_t match(const char *qual, const char *module)
+/* ---- distinct functions a target matched ------------------------------------------------
+ * A bare name can match functions of several modules (eval=evaluate also ran sympy's evaluate, which
+ * torch imports): each distinct module:qualname gets an entry, and the calls in which it opened a
+ * stage are counted, so the exit line and the file can name them.  Written under the GIL (the
+ * classification), counted with atomics. */
+#define MAX_FUNCS 256
+#define MAX_PAIRS 512
+static struct {
+	char name[192]; /* module:qualname, or the qualified name when the module is unknown */
+	uint64_t calls;
+} funcs[MAX_FUNCS] MS_LARGE;
+static int nfuncs;
+static struct {
+	short target, func;
+} pairs[MAX_PAIRS] MS_LARGE;
+static int npairs;
+
+/* The entry of QUAL in MODULE (NULL: unknown), added when new; -1 when the table is full. */
+static int func_index(const char *qual, const char *module)
+{
+	char name[sizeof funcs[0].name];
+	ms_format(name, sizeof name, "%s%s%s", module ? module : "", module ? ":" : "", qual);
+	for (int i = 0; i < nfuncs; i++)
+		if (strcmp(funcs[i].name, name) == 0)
+			return i;
+	if (nfuncs == MAX_FUNCS)
+		return -1;
+	ms_strlcpy(funcs[nfuncs].name, name, sizeof funcs[0].name);
+	return nfuncs++;
+}
+
+static void pair(int target, int func)
+{
+	for (int i = 0; i < npairs; i++)
+		if (pairs[i].target == target && pairs[i].func == func)
+			return;
+	if (npairs < MAX_PAIRS) {
+		pairs[npairs].target = (short)target;
+		pairs[npairs].func = (short)func;
+		npairs++;
+	}
+}
+
+/* The stages QUAL in MODULE matches; *FUNC its function entry (or -1). */
+static uint32_t match(const char *qual, const char *module, int *func)
 {
 	uint32_t mask = 0;
+	*func = -1;
 	for (int i = 0; i < ntargets; i++) {
 		const struct target *t = &targets[i];
 		if (strcmp(t->qual, qual) != 0)
@@ -128,8 +173,35 @@ static uint32_t match(const char *qual, const char *module)
 			continue;
 		mask |= 1u << t->stage;
 		__atomic_store_n(&targets[i].matched, 1, __ATOMIC_RELAXED);
+		if (*func < 0)
+			*func = func_index(qual, module);
+		if (*func >= 0)
+			pair(i, *func);
 	}
 	return mask;
+}
+
+/* The distinct functions of target I that opened its stage at least once. */
+static int functions_run(int i)
+{
+	int n = 0;
+	for (int k = 0; k < npairs; k++)
+		n += pairs[k].target == i && __atomic_load_n(&funcs[pairs[k].func].calls, __ATOMIC_RELAXED) > 0;
+	return n;
+}
+
+void ms_py_each_ambiguous(const char *stage,
+			  void (*fn)(void *ctx, const char *target, const char *function, uint64_t calls), void *ctx)
+{
+	for (int i = 0; i < ntargets; i++) {
+		if (strcmp(ms_cfg.spec.stage[targets[i].stage].name, stage) != 0 || functions_run(i) < 2)
+			continue;
+		for (int k = 0; k < npairs; k++) {
+			uint64_t calls = __atomic_load_n(&funcs[pairs[k].func].calls, __ATOMIC_RELAXED);
+			if (pairs[k].target == i && calls > 0)
+				fn(ctx, targets[i].text, funcs[pairs[k].func].name, calls);
+		}
+	}
 }
 
 /* ---- targets that matched nothing -------------------------------------------------------- */
@@ -179,12 +251,48 @@ static int speaks_for_targets(void)
 	return ms_is_tracked_process() && !ms_proc.is_child;
 }
 
+/* One line naming each target that matched functions of more than one module:qualname, with
+ * the calls in which each opened the stage, and how to pin one (eval=evaluate also ran sympy's
+ * evaluate, which torch imports). */
+static void report_ambiguous(struct unmatched_line *l)
+{
+	const char *stage = NULL, *example = NULL;
+	l->len = 0;
+	l->n = 0;
+	for (int i = 0; i < ntargets; i++) {
+		if (functions_run(i) < 2)
+			continue;
+		const char *name = ms_cfg.spec.stage[targets[i].stage].name;
+		if (l->len < sizeof l->text)
+			l->len += ms_format(l->text + l->len, sizeof l->text - l->len, "%s%s=%s ran ",
+					    l->n++ ? "; " : "", name, targets[i].text);
+		int listed = 0;
+		for (int k = 0; k < npairs; k++) {
+			const char *function = funcs[pairs[k].func].name;
+			uint64_t calls = __atomic_load_n(&funcs[pairs[k].func].calls, __ATOMIC_RELAXED);
+			if (pairs[k].target != i || calls == 0)
+				continue;
+			if (!example) {
+				stage = name;
+				example = function;
+			}
+			if (l->len < sizeof l->text)
+				l->len += ms_format(l->text + l->len, sizeof l->text - l->len, "%s%s (%llu call%s)",
+						    listed++ ? ", " : "", function, (unsigned long long)calls,
+						    calls == 1 ? "" : "s");
+		}
+	}
+	if (l->n)
+		ms_warn("Python stage target%s matched more than one function: %s; name the one meant as "
+			"module:qualname (e.g. %s=%s)", l->n > 1 ? "s" : "", l->text, stage, example);
+}
+
 /* At exit: one line naming every Python target that matched no function that ran (a typo in
  * MEMSHIM_STAGES is otherwise silent). */
 void ms_py_report(void)
 {
 	static struct unmatched_line line MS_LARGE;
-	if (!speaks_for_targets() || !names_unmatched())
+	if (!speaks_for_targets() || (!names_unmatched() && npairs < 2))
 		return; /* its page stays untouched */
 	ms_tls_guard++;
 	line.len = 0;
@@ -192,6 +300,7 @@ void ms_py_report(void)
 	ms_py_each_unmatched(add_to_line, &line);
 	if (line.n)
 		ms_warn("Python stage target%s that matched no function that ran: %s", line.n > 1 ? "s" : "", line.text);
+	report_ambiguous(&line);
 	ms_tls_guard--;
 }
 
@@ -401,9 +510,12 @@ uintptr_t ms_py_classify(ms_pyobj *code, ms_pyobj *frame, ms_pyobj *func, ms_pyo
 			have_module = text(ms_py.DictGetItemString(globals, "__name__"), module, sizeof module);
 		if (ms_py.ErrOccurred())
 			ms_py.ErrClear();
-		uint32_t mask = have_qual == 0 ? match(qual, have_module == 0 ? module : NULL) : 0;
+		int entry_index = -1;
+		uint32_t mask = have_qual == 0 ? match(qual, have_module == 0 ? module : NULL, &entry_index) : 0;
 		if (mask) {
 			value |= (uintptr_t)mask << MS_PY_SHIFT;
+			if (entry_index >= 0)
+				value |= (uintptr_t)(entry_index + 1) << MS_PY_FUNC_SHIFT;
 			if (attr_long(code, "co_flags", 0) & (0x20 | 0x80 | 0x100 | 0x200))
 				value |= MS_PY_GENLIKE;
 			ms_debug("python stage target found: %s%s%s", have_module == 0 ? module : "",
@@ -443,18 +555,23 @@ static int stage_id(int i)
 	return v > 0 ? v - 1 : -1;
 }
 
-void ms_py_enter(uint32_t mask)
+void ms_py_enter(uintptr_t v)
 {
 	if (MS_UNLIKELY(!ms_active))
 		return; /* e.g. a forked child that is not followed; leaves stay paired by outstanding[] */
 	double now = ms_elapsed();
-	for (int i = 0; mask; i++, mask >>= 1) {
+	int opened = 0;
+	for (uint32_t mask = ms_py_mask(v), i = 0; mask; i++, mask >>= 1) {
 		if (!(mask & 1))
 			continue;
-		int id = stage_id(i);
+		int id = stage_id((int)i);
+		opened |= id >= 0 && ms_stage_depth(id) == 0;
 		if (id >= 0 && ms_stage_enter(id, now) == 0)
 			__atomic_add_fetch(&outstanding[i], 1, __ATOMIC_RELAXED);
 	}
+	unsigned func = (unsigned)(v >> MS_PY_FUNC_SHIFT) & 0xffff;
+	if (opened && func > 0 && func <= MAX_FUNCS)
+		__atomic_add_fetch(&funcs[func - 1].calls, 1, __ATOMIC_RELAXED);
 }
 
 void ms_py_leave(uint32_t mask)
