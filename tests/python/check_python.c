@@ -545,6 +545,39 @@ START_TEST(helper_module)
 }
 END_TEST
 
+/* A bare target that matched functions of two modules: one line at exit naming both with their
+ * calls, the stage's matched_functions in the file, one line under the dump's group. */
+START_TEST(target_matched_several_functions)
+{
+	const char *py = python_or_skip(_i);
+	if (!py)
+		return;
+	struct run r;
+	run_fixture_ok(&r, py, "ambiguous.py", "eval=evaluate,t=Trainer.evaluate,p=ambmod:evaluate", NULL);
+	expect_out(&r, "ambiguous ok");
+	expect_one_warning(&r, "matched more than one function: eval=evaluate ran __main__:evaluate (2 calls), "
+			       "ambmod:evaluate (1 call); name the one meant as module:qualname (e.g. eval=__main__:evaluate)\n");
+	expect_calls(&r, "eval", 3);
+	json_t *m = json_object_get(stage_entry(&r, "eval"), "matched_functions");
+	ck_assert_msg(json_array_size(m) == 2, "%s: matched_functions: %zu", py, json_array_size(m));
+	ck_assert_str_eq(json_string_value(json_object_get(json_array_get(m, 1), "function")), "ambmod:evaluate");
+	ck_assert_int_eq(json_integer_value(json_object_get(json_array_get(m, 0), "calls")), 2);
+	ck_assert_ptr_null(json_object_get(stage_entry(&r, "p"), "matched_functions"));
+	ck_assert_ptr_null(json_object_get(stage_entry(&r, "t"), "matched_functions"));
+	char file[128], fmt[PATH_MAX + 32];
+	snprintf(file, sizeof file, "%s/m.json", r.dir);
+	snprintf(fmt, sizeof fmt, "%s/memshim-format", getenv("BUILD") ? getenv("BUILD") : "build");
+	struct run f;
+	const char *args[] = { file, NULL };
+	run_py(&f, fmt, args, NULL, NULL, NULL, 0);
+	ck_assert_msg(f.status == 0 && strstr(f.out, "  eval=evaluate ran __main__:evaluate (2 calls), ambmod:evaluate "
+						   "(1 call); name the one meant as module:qualname\n"),
+		      "%s: %s %s", py, f.out, f.err);
+	run_done(&f);
+	run_done(&r);
+}
+END_TEST
+
 /* A stage opened before the Trainer's init (a notebook cell): init is one call, the Trainer's, and
  * before_init the live memory when it began. */
 START_TEST(stage_before_trainer_init)
@@ -768,6 +801,33 @@ START_TEST(python_children)
 }
 END_TEST
 
+/* Whether a process still running has DIR in its environment (a helper of the run in DIR that
+ * outlives its parent: multiprocessing's resource tracker and forkserver). */
+static int run_still_going(const char *dir)
+{
+	DIR *d = opendir("/proc");
+	struct dirent *e;
+	int found = 0;
+	while (d && !found && (e = readdir(d))) {
+		if (e->d_name[0] < '0' || e->d_name[0] > '9')
+			continue;
+		char path[300], env[65536];
+		snprintf(path, sizeof path, "/proc/%s/environ", e->d_name);
+		FILE *f = fopen(path, "r");
+		size_t n = f ? fread(env, 1, sizeof env - 1, f) : 0;
+		if (f)
+			fclose(f);
+		for (size_t i = 0; i < n; i++)
+			if (env[i] == '\0')
+				env[i] = '\n';
+		env[n] = '\0';
+		found = strstr(env, dir) != NULL;
+	}
+	if (d)
+		closedir(d);
+	return found;
+}
+
 /* Messages about targets are the parent's: children that never run the target (a fork Pool's
  * workers, a spawned Process and spawn's resource tracker, the forkserver and its child) print
  * nothing, and record the target in their own files. */
@@ -782,6 +842,9 @@ START_TEST(children_say_nothing_about_targets)
 	run_py(&r, py, args, "mw=main_work", NULL, NULL, 1);
 	output_name = "m.json";
 	ck_assert_msg(r.status == 0 && strstr(r.out, "mpquiet ok [0, 0]"), "%s: %d %s %s", py, r.status, r.out, r.err);
+	for (int k = 0; k < 200 && run_still_going(r.dir); k++) /* the helpers end after the parent */
+		usleep(50 * 1000);
+	read_back(r.dir, r.out, sizeof r.out, r.err, sizeof r.err);
 	ck_assert_msg(r.err[0] == '\0', "%s: stderr: %s", py, r.err);
 	int children = 0, recorded = 0;
 	DIR *d = opendir(r.dir);
@@ -801,7 +864,7 @@ START_TEST(children_say_nothing_about_targets)
 		closedir(d);
 	/* the spawned child, the forkserver and its child, the resource tracker; pool workers ended by
 	 * the pool's terminate() may not get to write theirs */
-	ck_assert_msg(children >= 3 && recorded >= 2, "%s: %d child files, %d recording the target", py, children,
+	ck_assert_msg(children >= 4 && recorded >= 3, "%s: %d child files, %d recording the target", py, children,
 		      recorded);
 	run_done(&r);
 }
@@ -1092,6 +1155,7 @@ static Suite *suite(void)
 	tcase_add_loop_test(tc, helper_module, 0, NPY);
 	tcase_add_loop_test(tc, unmatched_targets, 0, NPY);
 	tcase_add_loop_test(tc, stage_before_trainer_init, 0, NPY);
+	tcase_add_loop_test(tc, target_matched_several_functions, 0, NPY);
 	tcase_add_loop_test(tc, lazy_install, 0, NPY);
 	tcase_add_loop_test(tc, no_target_no_hook, 0, NPY);
 	tcase_add_loop_test(tc, defined_before_start, 0, NPY);
