@@ -350,14 +350,14 @@ START_TEST(locals_released_at_return)
 		return;
 	struct run r;
 	run_fixture_ok(&r, py, "locals.py", "d=drops,s=stores,ret=returns_it,x=raises,rec=rec,loc=with_locals,"
-		       "tr=traced,w=watched", NULL);
+		       "tr=traced,w=watched,pk=peeked,kf=kept_frame", NULL);
 	expect_out(&r, "locals ok"); /* the trace function and the 3.12+ tool saw the locals */
 	static const struct {
 		const char *stage;
 		double alloc, peaked;
 	} want[] = {
 		{ "d", 0, 64 }, { "s", 10, 30 }, { "ret", 20, 0 }, { "x", 16, 0 },
-		{ "rec", 0, 20 }, { "loc", 0, 12 }, { "tr", 0, 6 },
+		{ "rec", 0, 20 }, { "loc", 0, 12 }, { "tr", 0, 6 }, { "pk", 0, 7 }, { "kf", 9, 0 },
 	};
 	for (size_t k = 0; k < sizeof want / sizeof *want; k++) {
 		expect_stage(&r, want[k].stage, 1, want[k].alloc);
