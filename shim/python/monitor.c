@@ -181,36 +181,50 @@ static void check_code_layout(ms_pyobj *code)
 }
 
 /* Whether a tool that runs after memshim watches CODE's returns. */
-static int later_tool_sees_return(ms_pyobj *code)
+static ms_pyobj *fn_get_tool, *fn_get_events, *fn_get_local_events; /* sys.monitoring's, kept */
+
+/* FN(ID[, CODE]) as a C long, or -1 (no exception left). */
+static long call_long(ms_pyobj *fn, long id, ms_pyobj *code, int *is_none)
 {
-	int seen = 0;
-	for (int id = 0; id < tool && !seen; id++) {
-		ms_pyobj *ido = ms_py.LongFromLong(id);
-		ms_pyobj *f = ido ? ms_py.GetAttrString(mon, "get_tool") : NULL;
-		ms_pyobj *name = f ? ms_py.CallFunctionObjArgs(f, ido, NULL) : NULL;
-		if (f)
-			ms_py.DecRef(f);
-		if (name && name != ms_py.None) {
-			ms_pyobj *g = ms_py.GetAttrString(mon, "get_events");
-			ms_pyobj *l = ms_py.GetAttrString(mon, "get_local_events");
-			ms_pyobj *ge = g ? ms_py.CallFunctionObjArgs(g, ido, NULL) : NULL;
-			ms_pyobj *le = l ? ms_py.CallFunctionObjArgs(l, ido, code, NULL) : NULL;
-			long events = (ge ? ms_py.LongAsLong(ge) : -1) | (le ? ms_py.LongAsLong(le) : -1);
-			seen = events == -1 || (events & ev_return);
-			ms_pyobj *objs[] = { g, l, ge, le };
-			for (int i = 0; i < 4; i++)
-				if (objs[i])
-					ms_py.DecRef(objs[i]);
-		}
-		seen |= !name;
-		if (name)
-			ms_py.DecRef(name);
-		if (ido)
-			ms_py.DecRef(ido);
-	}
+	ms_pyobj *args[2] = { ms_py.LongFromLong(id), code };
+	ms_pyobj *r = fn && args[0] ? vectorcall(fn, args, code ? 2 : 1, NULL) : NULL;
+	long v = -1;
+	if (is_none)
+		*is_none = r == ms_py.None;
+	else if (r)
+		v = ms_py.LongAsLong(r);
+	if (r)
+		ms_py.DecRef(r);
+	else
+		v = -2;
+	if (args[0])
+		ms_py.DecRef(args[0]);
 	if (ms_py.ErrOccurred())
 		ms_py.ErrClear();
-	return seen;
+	return v;
+}
+
+static int later_tool_sees_return(ms_pyobj *code)
+{
+	if (!fn_get_tool) {
+		fn_get_tool = ms_py.GetAttrString(mon, "get_tool");
+		fn_get_events = ms_py.GetAttrString(mon, "get_events");
+		fn_get_local_events = ms_py.GetAttrString(mon, "get_local_events");
+		if (ms_py.ErrOccurred())
+			ms_py.ErrClear();
+	}
+	for (int id = 0; id < tool; id++) {
+		int idle = 0;
+		if (call_long(fn_get_tool, id, NULL, &idle) == -2)
+			return 1; /* cannot tell: leave the locals */
+		if (idle)
+			continue;
+		long global = call_long(fn_get_events, id, NULL, NULL);
+		long local = call_long(fn_get_local_events, id, code, NULL);
+		if (global < 0 || local < 0 || ((global | local) & ev_return))
+			return 1;
+	}
+	return 0;
 }
 
 static void release_locals(ms_pyobj *code)
