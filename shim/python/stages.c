@@ -243,12 +243,35 @@ static void add_to_line(void *ctx, const char *stage, const char *target)
 	l->n++;
 }
 
-/* Messages about targets are given once, by the process the user started: a child (a DataLoader
- * worker, multiprocessing's resource tracker, forkserver and spawned workers) records its own in
- * its file, and a forked one would only repeat its parent. */
+/* Messages about targets are given once, by the first Python process of the run: the one the user
+ * started, or the first one a shell script or another program started.  It tells the Python
+ * processes it starts (spawned workers, multiprocessing's resource tracker and forkserver, ranks
+ * under a Python launcher) through MEMSHIM_PY_ROOT_PID; they record theirs in their files only, and
+ * a forked child (another pid) would only repeat its parent.  0: no Python target named (the
+ * Trainer defaults): the process the user started speaks. */
+static pid_t speaker_pid;
+
+static void decide_speaker(void)
+{
+	if (ms_cfg.spec.is_default)
+		return;
+	const char *v = getenv("MEMSHIM_PY_ROOT_PID");
+	long pid = v ? strtol(v, NULL, 10) : 0;
+	if (pid > 0 && pid != (long)ms_proc.pid) {
+		speaker_pid = (pid_t)pid;
+		return;
+	}
+	char own[24];
+	ms_format(own, sizeof own, "%d", (int)ms_proc.pid);
+	setenv("MEMSHIM_PY_ROOT_PID", own, 1);
+	speaker_pid = ms_proc.pid;
+}
+
 static int speaks_for_targets(void)
 {
-	return ms_is_tracked_process() && !ms_proc.is_child;
+	if (!ms_is_tracked_process())
+		return 0;
+	return speaker_pid ? ms_proc.pid == speaker_pid : !ms_proc.is_child;
 }
 
 /* One line naming each target that matched functions of more than one module:qualname, with
@@ -914,12 +937,15 @@ static void before_hooks_cleared(void)
  * (the Trainer defaults stay quiet, as everywhere). */
 static void warn_old_python(void)
 {
-	if (ms_cfg.spec.is_default || !ms_elf_loaded_symbol("Py_GetVersion") || ms_proc.is_child)
-		return; /* quiet for the defaults, or not a Python process, or its parent said it */
+	if (ms_cfg.spec.is_default || !ms_elf_loaded_symbol("Py_GetVersion"))
+		return; /* quiet for the defaults, or not a Python process */
 	const char *(*version)(void) = (const char *(*)(void))ms_py_sym("Py_GetVersion");
 	load_targets();
 	if (ntargets == 0)
 		return;
+	decide_speaker();
+	if (!speaks_for_targets())
+		return; /* the Python process that started this one said it */
 	const char *v = version ? version() : NULL;
 	char shown[32] = "";
 	if (v)
@@ -942,6 +968,8 @@ void ms_py_init(void)
 	if (py_initialized && py_initialized())
 		return; /* loaded into a running interpreter: no safe point to hook in from here */
 	load_targets();
+	if (ntargets)
+		decide_speaker();
 	if (ntargets == 0 && !ms_cfg.sites)
 		return;
 	if (add_audit_hook(add, audit_hook) != 0)

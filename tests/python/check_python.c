@@ -867,6 +867,21 @@ START_TEST(children_say_nothing_about_targets)
 	ck_assert_msg(children >= 4 && recorded >= 3, "%s: %d child files, %d recording the target", py, children,
 		      recorded);
 	run_done(&r);
+	/* started by a shell: the first Python process names a target that matched nothing, once */
+	char cmd[2 * PATH_MAX];
+	snprintf(cmd, sizeof cmd, "%s %s; true", py, fixture("mpquiet.py"));
+	const char *sh[] = { "-c", cmd, NULL };
+	output_name = "m_%p.json";
+	run_py(&r, "/bin/sh", sh, "mw=main_work,x=no_such_function", NULL, NULL, 1);
+	output_name = "m.json";
+	for (int k = 0; k < 200 && run_still_going(r.dir); k++)
+		usleep(50 * 1000);
+	read_back(r.dir, r.out, sizeof r.out, r.err, sizeof r.err);
+	ck_assert_msg(r.status == 0 && strstr(r.out, "mpquiet ok"), "%s: %d %s %s", py, r.status, r.out, r.err);
+	ck_assert_msg(count_lines(r.err, "memshim:") == 1 &&
+		      strstr(r.err, "memshim: Python stage target that matched no function that ran: x=no_such_function\n"),
+		      "%s under a shell: %s", py, r.err);
+	run_done(&r);
 }
 END_TEST
 
