@@ -1,9 +1,11 @@
 #!/usr/bin/env python3
 """memshim's demo: a small real PyTorch CPU training run, shaped like Hugging Face's Trainer.
 
-Run it under memshim (`make demo`, or `scripts/memshim run -- /usr/bin/python3 examples/train.py`).
-The default stage names need no MEMSHIM_STAGES: Trainer.__init__ -> init, Trainer.train -> train,
-Trainer.evaluate -> eval (also the evaluation nested in the middle of train), Trainer.predict -> test.
+The default stage names bind transformers' Trainer only (`make demo` runs that one), so this class
+is named: scripts/memshim run --stages
+"init=Trainer.__init__,train=Trainer.train,eval=Trainer.evaluate,test=Trainer.predict" --
+/usr/bin/python3 examples/train.py (Trainer.evaluate -> eval is also the evaluation nested in the
+middle of train).
 """
 import sys
 import time

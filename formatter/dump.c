@@ -49,6 +49,30 @@ static void mf_print_calls_hint(FILE *out, json_t *metrics, json_t *stage)
 	free(cpu), free(gpu);
 }
 
+/* "  eval=evaluate ran __main__:evaluate (2 calls), sympy.core.parameters:evaluate (1 call); name
+ * the one meant as module:qualname": a target that matched functions of several modules. */
+static void mf_print_functions(FILE *out, json_t *stage)
+{
+	size_t i;
+	json_t *e;
+	const char *target = NULL;
+	json_array_foreach(stage ? json_object_get(stage, "matched_functions") : NULL, i, e) {
+		const char *t = json_string_value(json_object_get(e, "target"));
+		const char *fn = json_string_value(json_object_get(e, "function"));
+		long long calls = (long long)json_integer_value(json_object_get(e, "calls"));
+		if (!t || !fn)
+			continue;
+		if (target && !strcmp(target, t))
+			fputs(", ", out);
+		else
+			fprintf(out, "%s%s=%s ran ", target ? "; " : "  ", json_string_value(json_object_get(stage, "name")), t);
+		fprintf(out, "%s (%lld call%s)", fn, calls, calls == 1 ? "" : "s");
+		target = t;
+	}
+	if (target)
+		fputs("; name the one meant as module:qualname\n", out);
+}
+
 static json_t *mf_stage_named(json_t *stages, const char *name)
 {
 	size_t i;
@@ -75,6 +99,7 @@ int mf_print_group(FILE *out, json_t *metrics, json_t *stages, const struct mf_g
 	mf_table_print(out, &t, "  ");
 	mf_table_free(&t);
 	mf_print_calls_hint(out, metrics, mf_stage_named(stages, g->name));
+	mf_print_functions(out, mf_stage_named(stages, g->name));
 	if (g->open) {
 		char *line = mf_open_line(g->open, 1);
 		fprintf(out, "  %s\n", line);

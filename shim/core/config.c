@@ -11,9 +11,12 @@
 struct ms_config ms_cfg = { .log_level = MS_LOG_WARN, .follow_children = 1, .timeline = 1, .sites = 1,
 			     .sites_rate = 524288 };
 
+/* transformers' Trainer only (and subclasses, which run its methods): another framework's class
+ * named Trainer (Lightning's) binds when named */
 const char ms_default_stages[] =
-	"init=Trainer.__init__,train=Trainer.train|Trainer._inner_training_loop,"
-	"eval=Trainer.evaluate,test=Trainer.predict";
+	"init=transformers.trainer:Trainer.__init__,"
+	"train=transformers.trainer:Trainer.train|transformers.trainer:Trainer._inner_training_loop,"
+	"eval=transformers.trainer:Trainer.evaluate,test=transformers.trainer:Trainer.predict";
 
 enum kind { K_BOOL, K_LOG, K_PATH, K_DIR, K_INTERVAL, K_BYTES, K_STAGES };
 

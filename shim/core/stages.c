@@ -190,6 +190,20 @@ static void settle_implicit_init(int id, const int64_t live[MS_NCOMP], double no
 	finish_call(init, live, now, 0);
 }
 
+/* The implicit init was ended by another stage (a memshim.stage() opened first) and init itself
+ * begins now: that call is init, as the Trainer reports it, and before_init the live memory now;
+ * the implicit span (load to that first stage) is not counted as a call of it. */
+static void forget_implicit_call(int id)
+{
+	struct ms_stage *s = &ms_st.stage[id];
+	s->implicit = 0;
+	s->calls = 0;
+	s->dropped = 0;
+	s->max_cpu_needed = s->max_gpu_needed = 0;
+	s->max_cpu_call = s->max_gpu_call = 0;
+	ms_st.before_init_set = 0;
+}
+
 int ms_stages_held_here(void)
 {
 	return lock_held;
@@ -226,6 +240,8 @@ int ms_stage_enter(int id, double now)
 		}
 	}
 	if ((*depth)++ == 0) {
+		if (ms_st.stage[id].implicit)
+			forget_implicit_call(id);
 		boundary(live);
 		start_call(id, live, now);
 		ms_st.open[ms_st.nopen++] = id;

@@ -147,6 +147,33 @@ static void write_history(struct ms_json *w, const struct ms_stage *s, int gpu)
 	ms_json_uint(w, "history_dropped", s->dropped);
 }
 
+struct functions_ctx {
+	struct ms_json *w;
+	int opened;
+};
+
+static void write_function_one(void *ctx, const char *target, const char *function, uint64_t calls)
+{
+	struct functions_ctx *c = ctx;
+	if (!c->opened++)
+		ms_json_array(c->w, "matched_functions");
+	ms_json_object(c->w, NULL);
+	ms_json_string(c->w, "target", target);
+	ms_json_string(c->w, "function", function);
+	ms_json_uint(c->w, "calls", calls);
+	ms_json_end_object(c->w);
+}
+
+/* A Python target of the stage that matched functions of several modules: each, with its calls. */
+static void write_matched_functions(struct ms_json *w, const char *stage)
+{
+	struct functions_ctx c = { w, 0 };
+	if (!in_handler) /* the Python detector's state is read without a lock: not from a handler */
+		ms_py_each_ambiguous(stage, write_function_one, &c);
+	if (c.opened)
+		ms_json_end_array(w);
+}
+
 static void write_stage(struct ms_json *w, const struct ms_stage *s, int id, int gpu)
 {
 	int open = snap.depth[id] > 0;
@@ -172,6 +199,7 @@ static void write_stage(struct ms_json *w, const struct ms_stage *s, int id, int
 	}
 	ms_json_end_object(w);
 	write_history(w, s, gpu);
+	write_matched_functions(w, s->name);
 	ms_report_sites_stage(w, id, sp);
 	ms_json_end_object(w);
 }

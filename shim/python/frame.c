@@ -4,9 +4,15 @@
  * exit are paired by the C call itself.  Cheaper than a profile function (which on 3.11 turns off
  * the specialising interpreter) and independent of sys.setprofile / cProfile.
  *
+ * A returning function's locals are released before its stages are left (python/py.h, "what the
+ * call left behind"): its caller would release them right after the hook returns, with nothing in
+ * between (3.8-3.10: the frame object's deallocation; 3.11: _PyEvalFrameClearAndPop).
+ *
  * Layouts relied on (checked against each version's headers): the code object is the fifth
  * pointer of both PyFrameObject (3.8-3.10) and _PyInterpreterFrame (3.11); in 3.11 f_func and
- * f_globals are the first two pointers and the owner byte is at offset 69. */
+ * f_globals are the first two pointers, frame_obj the sixth, stacktop the int at offset 64, the
+ * owner byte at offset 69, localsplus at 72, and co_nlocalsplus the int at offset 76 of the code
+ * object. */
 #include <dlfcn.h>
 #include <errno.h>
 #include <pthread.h>
@@ -40,7 +46,13 @@ static int enabled; /* the hook went in (ms_py_frame_enable) */
 #define FRAME311_FUNC(f) (((ms_pyobj **)(f))[0])
 #define FRAME311_GLOBALS(f) (((ms_pyobj **)(f))[1])
 #define FRAME311_OWNER(f) (((const char *)(f))[69])
+#define FRAME311_OBJ(f) (((ms_pyobj **)(f))[5])
+#define FRAME311_LOCALS_DICT(f) (&((ms_pyobj **)(f))[3])
+#define FRAME311_STACKTOP(f) (*(const int *)((const char *)(f) + 64))
+#define FRAME311_LOCALS(f) ((ms_pyobj **)((char *)(f) + 72))
+#define CODE311_NLOCALSPLUS(c) (*(const int *)((const char *)(c) + 76))
 #define OWNED_BY_THREAD 0
+#define REFCNT(o) (*(const ms_pyssize *)(o))
 
 /* The cached classification of CODE, classifying it on first sight. */
 static inline uintptr_t lookup(ms_pyobj *code, ms_pyobj *frame, ms_pyobj *func, ms_pyobj *globals)
@@ -96,15 +108,35 @@ static inline int stack_low(void)
 	return 1;
 }
 
+/* 3.8-3.10: the frame of a function that returned (R) holds its locals until its caller drops it,
+ * right after the hook returns; when that reference is the only one (no traceback, generator or
+ * sys._getframe() holds it), frame.clear() releases them now, as the deallocation would. */
+static void release_locals_310(ms_pyobj *frame, uintptr_t v, ms_pyobj *r)
+{
+	if (!r || (v & MS_PY_GENLIKE) || REFCNT(frame) != 1)
+		return;
+	ms_pyobj *clear = ms_py.GetAttrString(frame, "clear");
+	ms_pyobj *done = clear ? ms_py.CallFunctionObjArgs(clear, NULL) : NULL;
+	if (!done)
+		ms_py.ErrClear(); /* R is a value: no exception was pending */
+	else
+		ms_py.DecRef(done);
+	if (clear)
+		ms_py.DecRef(clear);
+	ms_py_release_locals_dict(FRAME_CODE(frame), &((ms_pyobj **)frame)[7]); /* f_locals */
+}
+
 static ms_pyobj *hook38(void *frame, int throwflag)
 {
 	if (MS_UNLIKELY(stack_low()))
 		return prev38(frame, throwflag);
-	uint32_t mask = ms_py_mask(lookup(FRAME_CODE(frame), frame, NULL, NULL));
+	uintptr_t v = lookup(FRAME_CODE(frame), frame, NULL, NULL);
+	uint32_t mask = ms_py_mask(v);
 	if (MS_LIKELY(!mask))
 		return prev38(frame, throwflag);
-	ms_py_enter(mask);
+	ms_py_enter(v);
 	ms_pyobj *r = prev38(frame, throwflag);
+	release_locals_310(frame, v, r);
 	ms_py_leave(mask);
 	return r;
 }
@@ -113,13 +145,37 @@ static ms_pyobj *hook310(void *tstate, void *frame, int throwflag)
 {
 	if (MS_UNLIKELY(stack_low()))
 		return prev39(tstate, frame, throwflag);
-	uint32_t mask = ms_py_mask(lookup(FRAME_CODE(frame), frame, NULL, NULL));
+	uintptr_t v = lookup(FRAME_CODE(frame), frame, NULL, NULL);
+	uint32_t mask = ms_py_mask(v);
 	if (MS_LIKELY(!mask))
 		return prev39(tstate, frame, throwflag);
-	ms_py_enter(mask);
+	ms_py_enter(v);
 	ms_pyobj *r = prev39(tstate, frame, throwflag);
+	release_locals_310(frame, v, r);
 	ms_py_leave(mask);
 	return r;
+}
+
+/* 3.11: a function frame that returned (R) keeps its locals in localsplus until its caller clears
+ * it (_PyEvalFrameClearAndPop, right after the hook returns; the frame is already unlinked from the
+ * thread's current frame).  Released here in the same way, unless a frame object that someone
+ * else holds (a traceback, sys._getframe()) will take them over.  The stack is empty at a return:
+ * stacktop equals co_nlocalsplus, which checks the layout. */
+static void release_locals_311(void *frame, ms_pyobj *r)
+{
+	ms_pyobj *fo = FRAME311_OBJ(frame);
+	int n = FRAME311_STACKTOP(frame);
+	if (!r || FRAME311_OWNER(frame) != OWNED_BY_THREAD || (fo && REFCNT(fo) != 1) || n <= 0 ||
+	    n != CODE311_NLOCALSPLUS(FRAME_CODE(frame)))
+		return;
+	ms_pyobj **slot = FRAME311_LOCALS(frame);
+	for (int i = 0; i < n; i++) {
+		ms_pyobj *o = slot[i];
+		slot[i] = NULL;
+		if (o)
+			ms_py.DecRef(o);
+	}
+	ms_py_release_locals_dict(FRAME_CODE(frame), FRAME311_LOCALS_DICT(frame));
 }
 
 static ms_pyobj *hook311(void *tstate, void *frame, int throwflag)
@@ -131,8 +187,9 @@ static ms_pyobj *hook311(void *tstate, void *frame, int throwflag)
 	/* a generator function's call only builds the generator: its body runs on later frames */
 	if (MS_LIKELY(!mask) || ((v & MS_PY_GENLIKE) && FRAME311_OWNER(frame) == OWNED_BY_THREAD))
 		return prev39(tstate, frame, throwflag);
-	ms_py_enter(mask);
+	ms_py_enter(v);
 	ms_pyobj *r = prev39(tstate, frame, throwflag);
+	release_locals_311(frame, r);
 	ms_py_leave(mask);
 	return r;
 }

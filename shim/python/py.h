@@ -75,10 +75,12 @@ static inline ms_pyobj *ms_py_type_of(ms_pyobj *o)
 }
 
 /* co_extra values: 0 = not looked at yet; otherwise bit 0 set, bit 1 = generator-like code, stage
- * spec indexes matched in the bits above. */
+ * spec indexes matched in bits 2-33, and from bit 40 one plus the index of the distinct matched
+ * function (module:qualname) it runs. */
 #define MS_PY_SEEN 1u
 #define MS_PY_GENLIKE 2u
 #define MS_PY_SHIFT 2
+#define MS_PY_FUNC_SHIFT 40
 static inline uint32_t ms_py_mask(uintptr_t extra)
 {
 	return (uint32_t)(extra >> MS_PY_SHIFT);
@@ -92,14 +94,19 @@ extern ms_pyssize ms_py_extra_index;
  * (a pending one is preserved).  Returns the stored value. */
 uintptr_t ms_py_classify(ms_pyobj *code, ms_pyobj *frame, ms_pyobj *func, ms_pyobj *globals);
 
-/* Enters / leaves every stage in MASK (spec indexes); leave ignores stages this module did not
- * enter, so a leave can never close a stage someone else opened. */
-void ms_py_enter(uint32_t mask);
+/* Enters every stage of co_extra value V (a call of its function when it opens one of them) /
+ * leaves every stage in MASK (spec indexes); leave ignores stages this module did not enter, so a
+ * leave can never close a stage someone else opened. */
+void ms_py_enter(uintptr_t v);
 void ms_py_leave(uint32_t mask);
 
+/* At a function's return, after its locals were released: its frame's f_locals dict (*SLOT), made
+ * by locals() or a debugger on 3.8-3.12 and holding the same values, when nothing else holds it. */
+void ms_py_release_locals_dict(ms_pyobj *code, ms_pyobj **slot);
+
 /* Routes (GIL held, interpreter initialised).  The frame hook is readied first (0 when it can go
- * in) and put in by enable; sys.monitoring takes its tool id at install and turns its events on at
- * enable (0 on success; WHY is logged at MEMSHIM_LOG=debug). */
+ * in) and put in by enable; sys.monitoring is readied at install and takes its tool id and turns
+ * its events on at enable (0 on success; WHY is logged at MEMSHIM_LOG=debug). */
 int ms_py_frame_prepare(void);
 int ms_py_frame_enable(const char *why);
 void ms_py_frame_check(void);
@@ -123,7 +130,13 @@ void ms_py_init(void);
 /* Calls FN for every Python target of MEMSHIM_STAGES that matched no function that ran in this
  * process (nothing for the default names or in a process that runs no Python). */
 void ms_py_each_unmatched(void (*fn)(void *ctx, const char *stage, const char *target), void *ctx);
-/* At exit: one warning naming them. */
+/* Calls FN for each function (module:qualname) a target of STAGE matched, with the calls that
+ * opened the stage, for the targets that matched more than one distinct function (nothing
+ * otherwise). */
+void ms_py_each_ambiguous(const char *stage,
+			  void (*fn)(void *ctx, const char *target, const char *function, uint64_t calls), void *ctx);
+/* At exit: one warning naming the targets that matched nothing, one naming those that matched
+ * several functions. */
 void ms_py_report(void);
 
 /* The C API function or object NAME: from the object that defines the interpreter (an ELF lookup,
@@ -140,6 +153,8 @@ struct ms_py_frame {
 int ms_py_stack_install(void);
 /* Whether Python stacks can be read (a known layout was installed). */
 int ms_py_stack_ready(void);
+/* The calling thread's innermost interpreter frame (GIL held), or NULL when no layout is known. */
+void *ms_py_current_frame(void);
 /* Lines by (code object, instruction position), direct-mapped: a sample's frames are mostly the
  * previous sample's.  The caller keeps one per thread (never in TLS: static TLS is scarce for a
  * library loaded late). */

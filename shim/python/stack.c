@@ -77,6 +77,12 @@ static const void *top_frame(const void *ts)
 	return f;
 }
 
+void *ms_py_current_frame(void)
+{
+	void *ts = ms_py_stack_ready() ? this_tstate() : NULL;
+	return ts ? (void *)top_frame(ts) : NULL;
+}
+
 static long varint(const unsigned char **p, const unsigned char *end)
 {
 	if (*p >= end)

@@ -5,7 +5,7 @@
  * arrives with the interpreter ready and the GIL held: the detector is installed there, through a
  * PEP 523 frame hook on 3.8-3.11 (python/frame.c) or sys.monitoring on 3.12+ (python/monitor.c).  Both ask
  * ms_py_classify() once per code object and cache the answer in the code object's co_extra slot.
- * The route is readied there, but the frame hook goes in (the monitoring events go on) only once
+ * The route is readied there, but the frame hook goes in (the monitoring tool id is taken) only once
  * a function some target can name exists (python/watch.c decides, from the audit events that
  * bring code). */
 #include <dlfcn.h>
@@ -38,7 +38,7 @@ struct target {
 static struct target targets[MAX_TARGETS] MS_LARGE;
 static int ntargets;
 
-/* ARMED: the route is ready (3.12+: the tool id held) but its frame hook or events wait until a
+/* ARMED: the route is ready but its frame hook or tool id and events wait until a
  * function a target can name exists (python/watch.c); the targets are live (reported when
  * unmatched) from ARMED on. */
 enum { WAITING, ARMED, INSTALLED, FAILED };
@@ -116,9 +116,54 @@ static int is_candidate(const char *co_name)
 	return 0;
 }
 
-static uint32_t match(const char *qual, const char *module)
+/* ---- distinct functions a target matched ------------------------------------------------
+ * A bare name can match functions of several modules (eval=evaluate also ran sympy's evaluate, which
+ * torch imports): each distinct module:qualname gets an entry, and the calls in which it opened a
+ * stage are counted, so the exit line and the file can name them.  Written under the GIL (the
+ * classification), counted with atomics. */
+#define MAX_FUNCS 256
+#define MAX_PAIRS 512
+static struct {
+	char name[192]; /* module:qualname, or the qualified name when the module is unknown */
+	uint64_t calls;
+} funcs[MAX_FUNCS] MS_LARGE;
+static int nfuncs;
+static struct {
+	short target, func;
+} pairs[MAX_PAIRS] MS_LARGE;
+static int npairs;
+
+/* The entry of QUAL in MODULE (NULL: unknown), added when new; -1 when the table is full. */
+static int func_index(const char *qual, const char *module)
+{
+	char name[sizeof funcs[0].name];
+	ms_format(name, sizeof name, "%s%s%s", module ? module : "", module ? ":" : "", qual);
+	for (int i = 0; i < nfuncs; i++)
+		if (strcmp(funcs[i].name, name) == 0)
+			return i;
+	if (nfuncs == MAX_FUNCS)
+		return -1;
+	ms_strlcpy(funcs[nfuncs].name, name, sizeof funcs[0].name);
+	return nfuncs++;
+}
+
+static void pair(int target, int func)
+{
+	for (int i = 0; i < npairs; i++)
+		if (pairs[i].target == target && pairs[i].func == func)
+			return;
+	if (npairs < MAX_PAIRS) {
+		pairs[npairs].target = (short)target;
+		pairs[npairs].func = (short)func;
+		npairs++;
+	}
+}
+
+/* The stages QUAL in MODULE matches; *FUNC its function entry (or -1). */
+static uint32_t match(const char *qual, const char *module, int *func)
 {
 	uint32_t mask = 0;
+	*func = -1;
 	for (int i = 0; i < ntargets; i++) {
 		const struct target *t = &targets[i];
 		if (strcmp(t->qual, qual) != 0)
@@ -128,8 +173,35 @@ static uint32_t match(const char *qual, const char *module)
 			continue;
 		mask |= 1u << t->stage;
 		__atomic_store_n(&targets[i].matched, 1, __ATOMIC_RELAXED);
+		if (*func < 0)
+			*func = func_index(qual, module);
+		if (*func >= 0)
+			pair(i, *func);
 	}
 	return mask;
+}
+
+/* The distinct functions of target I that opened its stage at least once. */
+static int functions_run(int i)
+{
+	int n = 0;
+	for (int k = 0; k < npairs; k++)
+		n += pairs[k].target == i && __atomic_load_n(&funcs[pairs[k].func].calls, __ATOMIC_RELAXED) > 0;
+	return n;
+}
+
+void ms_py_each_ambiguous(const char *stage,
+			  void (*fn)(void *ctx, const char *target, const char *function, uint64_t calls), void *ctx)
+{
+	for (int i = 0; i < ntargets; i++) {
+		if (strcmp(ms_cfg.spec.stage[targets[i].stage].name, stage) != 0 || functions_run(i) < 2)
+			continue;
+		for (int k = 0; k < npairs; k++) {
+			uint64_t calls = __atomic_load_n(&funcs[pairs[k].func].calls, __ATOMIC_RELAXED);
+			if (pairs[k].target == i && calls > 0)
+				fn(ctx, targets[i].text, funcs[pairs[k].func].name, calls);
+		}
+	}
 }
 
 /* ---- targets that matched nothing -------------------------------------------------------- */
@@ -171,12 +243,79 @@ static void add_to_line(void *ctx, const char *stage, const char *target)
 	l->n++;
 }
 
+/* Messages about targets are given once, by the first Python process of the run: the one the user
+ * started, or the first one a shell script or another program started.  It tells the Python
+ * processes it starts (spawned workers, multiprocessing's resource tracker and forkserver, ranks
+ * under a Python launcher) through MEMSHIM_PY_ROOT_PID; they record theirs in their files only, and
+ * a forked child (another pid) would only repeat its parent.  0: no Python target named (the
+ * Trainer defaults): the process the user started speaks. */
+static pid_t speaker_pid;
+
+static void decide_speaker(void)
+{
+	if (ms_cfg.spec.is_default)
+		return;
+	const char *v = getenv("MEMSHIM_PY_ROOT_PID");
+	long pid = v ? strtol(v, NULL, 10) : 0;
+	if (pid > 0 && pid != (long)ms_proc.pid) {
+		speaker_pid = (pid_t)pid;
+		return;
+	}
+	char own[24];
+	ms_format(own, sizeof own, "%d", (int)ms_proc.pid);
+	setenv("MEMSHIM_PY_ROOT_PID", own, 1);
+	speaker_pid = ms_proc.pid;
+}
+
+static int speaks_for_targets(void)
+{
+	if (!ms_is_tracked_process())
+		return 0;
+	return speaker_pid ? ms_proc.pid == speaker_pid : !ms_proc.is_child;
+}
+
+/* One line naming each target that matched functions of more than one module:qualname, with
+ * the calls in which each opened the stage, and how to pin one (eval=evaluate also ran sympy's
+ * evaluate, which torch imports). */
+static void report_ambiguous(struct unmatched_line *l)
+{
+	const char *stage = NULL, *example = NULL;
+	l->len = 0;
+	l->n = 0;
+	for (int i = 0; i < ntargets; i++) {
+		if (functions_run(i) < 2)
+			continue;
+		const char *name = ms_cfg.spec.stage[targets[i].stage].name;
+		if (l->len < sizeof l->text)
+			l->len += ms_format(l->text + l->len, sizeof l->text - l->len, "%s%s=%s ran ",
+					    l->n++ ? "; " : "", name, targets[i].text);
+		int listed = 0;
+		for (int k = 0; k < npairs; k++) {
+			const char *function = funcs[pairs[k].func].name;
+			uint64_t calls = __atomic_load_n(&funcs[pairs[k].func].calls, __ATOMIC_RELAXED);
+			if (pairs[k].target != i || calls == 0)
+				continue;
+			if (!example) {
+				stage = name;
+				example = function;
+			}
+			if (l->len < sizeof l->text)
+				l->len += ms_format(l->text + l->len, sizeof l->text - l->len, "%s%s (%llu call%s)",
+						    listed++ ? ", " : "", function, (unsigned long long)calls,
+						    calls == 1 ? "" : "s");
+		}
+	}
+	if (l->n)
+		ms_warn("Python stage target%s matched more than one function: %s; name the one meant as "
+			"module:qualname (e.g. %s=%s)", l->n > 1 ? "s" : "", l->text, stage, example);
+}
+
 /* At exit: one line naming every Python target that matched no function that ran (a typo in
  * MEMSHIM_STAGES is otherwise silent). */
 void ms_py_report(void)
 {
 	static struct unmatched_line line MS_LARGE;
-	if (!ms_is_tracked_process() || !names_unmatched())
+	if (!speaks_for_targets() || (!names_unmatched() && npairs < 2))
 		return; /* its page stays untouched */
 	ms_tls_guard++;
 	line.len = 0;
@@ -184,6 +323,7 @@ void ms_py_report(void)
 	ms_py_each_unmatched(add_to_line, &line);
 	if (line.n)
 		ms_warn("Python stage target%s that matched no function that ran: %s", line.n > 1 ? "s" : "", line.text);
+	report_ambiguous(&line);
 	ms_tls_guard--;
 }
 
@@ -393,9 +533,12 @@ uintptr_t ms_py_classify(ms_pyobj *code, ms_pyobj *frame, ms_pyobj *func, ms_pyo
 			have_module = text(ms_py.DictGetItemString(globals, "__name__"), module, sizeof module);
 		if (ms_py.ErrOccurred())
 			ms_py.ErrClear();
-		uint32_t mask = have_qual == 0 ? match(qual, have_module == 0 ? module : NULL) : 0;
+		int entry_index = -1;
+		uint32_t mask = have_qual == 0 ? match(qual, have_module == 0 ? module : NULL, &entry_index) : 0;
 		if (mask) {
 			value |= (uintptr_t)mask << MS_PY_SHIFT;
+			if (entry_index >= 0)
+				value |= (uintptr_t)(entry_index + 1) << MS_PY_FUNC_SHIFT;
 			if (attr_long(code, "co_flags", 0) & (0x20 | 0x80 | 0x100 | 0x200))
 				value |= MS_PY_GENLIKE;
 			ms_debug("python stage target found: %s%s%s", have_module == 0 ? module : "",
@@ -408,6 +551,16 @@ uintptr_t ms_py_classify(ms_pyobj *code, ms_pyobj *frame, ms_pyobj *func, ms_pyo
 		ms_py.ErrClear();
 	ms_py.ErrRestore(et, ev, etb);
 	return value;
+}
+
+void ms_py_release_locals_dict(ms_pyobj *code, ms_pyobj **slot)
+{
+	ms_pyobj *d = *slot;
+	/* a class body's or module's namespace is held elsewhere too; only a function's is a copy */
+	if (!d || *(const ms_pyssize *)d != 1 || !(attr_long(code, "co_flags", 0) & 0x1 /* CO_OPTIMIZED */))
+		return;
+	*slot = NULL;
+	ms_py.DecRef(d);
 }
 
 /* ---- entering and leaving stages ------------------------------------------------------- */
@@ -425,18 +578,23 @@ static int stage_id(int i)
 	return v > 0 ? v - 1 : -1;
 }
 
-void ms_py_enter(uint32_t mask)
+void ms_py_enter(uintptr_t v)
 {
 	if (MS_UNLIKELY(!ms_active))
 		return; /* e.g. a forked child that is not followed; leaves stay paired by outstanding[] */
 	double now = ms_elapsed();
-	for (int i = 0; mask; i++, mask >>= 1) {
+	int opened = 0;
+	for (uint32_t mask = ms_py_mask(v), i = 0; mask; i++, mask >>= 1) {
 		if (!(mask & 1))
 			continue;
-		int id = stage_id(i);
+		int id = stage_id((int)i);
+		opened |= id >= 0 && ms_stage_depth(id) == 0;
 		if (id >= 0 && ms_stage_enter(id, now) == 0)
 			__atomic_add_fetch(&outstanding[i], 1, __ATOMIC_RELAXED);
 	}
+	unsigned func = (unsigned)(v >> MS_PY_FUNC_SHIFT) & 0xffff;
+	if (opened && func > 0 && func <= MAX_FUNCS)
+		__atomic_add_fetch(&funcs[func - 1].calls, 1, __ATOMIC_RELAXED);
 }
 
 void ms_py_leave(uint32_t mask)
@@ -539,11 +697,9 @@ static void enable_route(const char *why)
 		return;
 	}
 	state = FAILED;
-	if (route_frame)
+	if (route_frame) /* python/monitor.c says why itself */
 		ms_warn("Python stages disabled: another tool's frame evaluation hook took the place memshim's "
 			"was to take");
-	else
-		ms_warn("Python stages disabled: sys.monitoring refused memshim's events");
 }
 
 /* EMBEDDED: started by an import or exec, not by cpython.run_* (EVENT, ARGS). */
@@ -562,8 +718,8 @@ static void install(const char *event, ms_pyobj *args, int embedded)
 		state = FAILED;
 		return;
 	}
-	if (ms_cfg.sites)
-		ms_py_stack_install();
+	if (ms_cfg.sites || (ntargets && ms_py.minor >= 12))
+		ms_py_stack_install(); /* 3.12+: a returning function's frame (python/monitor.c) */
 	if (ntargets == 0) {
 		state = INSTALLED; /* only call sites wanted the interpreter */
 		return;
@@ -663,14 +819,19 @@ static void watch(const char *event, ms_pyobj *args)
 		enable_route(why);
 }
 
+static void before_hooks_cleared(void);
+
 static int audit_hook(const char *event, ms_pyobj *args, void *data)
 {
+	if (MS_UNLIKELY(event[0] == 'c' && strcmp(event, "cpython._PySys_ClearAuditHooks") == 0)) {
+		if (state == INSTALLED && route_frame)
+			ms_py_frame_check();
+		before_hooks_cleared();
+		return 0;
+	}
 	if (MS_LIKELY(state != WAITING)) {
 		if (state == ARMED)
 			watch(event, args);
-		else if (state == INSTALLED && route_frame && event[0] == 'c' &&
-			 strcmp(event, "cpython._PySys_ClearAuditHooks") == 0)
-			ms_py_frame_check();
 		return 0;
 	}
 	if (!is_start_event(event, args))
@@ -680,55 +841,96 @@ static int audit_hook(const char *event, ms_pyobj *args, void *data)
 	return 0;
 }
 
-/* Whether this Python will switch to its debug memory allocator while initialising (-X dev,
- * PYTHONDEVMODE, PYTHONMALLOC=*debug): the audit hook entry registered now, with the plain
- * allocator, would then be freed by the debug one at exit, which aborts the process.  Reads the
- * options the way CPython does: clustered flags, -W/-X take a value, -c/-m/a script end them,
- * -E/-I make it ignore the environment. */
-static int debug_allocator_expected(void)
+/* ---- the audit hook's entry and Python's debug allocator ----------------------------------
+ * PySys_AddAuditHook, called before the interpreter initialises, takes its list entry from the raw
+ * allocator in place then (plain malloc).  Under Python's debug allocator (-X dev, PYTHONDEVMODE,
+ * PYTHONMALLOC=debug, malloc_debug, pymalloc_debug), which initialisation installs later, the
+ * interpreter frees that entry at exit with the debug allocator's free, which finds no header of
+ * its own and aborts the process ("bad ID: Allocated using API '!', verified using API 'r'").  So
+ * the entry's address and the allocator it came from are noted when it is made, and when the
+ * hooks are about to be cleared under another raw allocator, that allocator's free is wrapped: the
+ * entry goes back to its own allocator, everything else to the current one. */
+typedef struct {
+	void *ctx;
+	void *(*malloc)(void *ctx, size_t n);
+	void *(*calloc)(void *ctx, size_t nelem, size_t elsize);
+	void *(*realloc)(void *ctx, void *p, size_t n);
+	void (*free)(void *ctx, void *p);
+} raw_allocator; /* PyMemAllocatorEx, identical in 3.8-3.13 */
+#define PYMEM_DOMAIN_RAW 0
+
+static raw_allocator entry_alloc, now_alloc; /* the entry's allocator, the one at clearing */
+static void *entry;                           /* our audit hook's list entry */
+static void (*get_allocator)(int domain, raw_allocator *a);
+static void (*set_allocator)(int domain, raw_allocator *a);
+
+static void *noting_malloc(void *ctx, size_t n)
 {
-	static char cmd[16384] MS_LARGE;
-	int truncated;
-	size_t n = ms_process_cmdline(cmd, sizeof cmd - 1, &truncated);
-	cmd[n] = '\0';
-	int dev = 0, ignore_env = 0, done = 0;
-	const char *end = cmd + n;
-	const char *a = cmd + strlen(cmd) + 1; /* past argv[0] */
-	while (a < end && !done) {
-		const char *next = a + strlen(a) + 1;
-		if (a[0] != '-' || a[1] == '\0' || strcmp(a, "--") == 0)
-			break;
-		if (a[1] == '-') {
-			if (strcmp(a, "--check-hash-based-pycs") == 0 && next < end)
-				next += strlen(next) + 1;
-			a = next;
-			continue;
-		}
-		for (const char *c = a + 1; *c; c++) {
-			if (*c == 'c' || *c == 'm') {
-				done = 1;
-				break;
-			}
-			if (*c == 'E' || *c == 'I')
-				ignore_env = 1;
-			if (*c == 'W' || *c == 'X') {
-				const char *value = c[1] ? c + 1 : (next < end ? next : "");
-				if (!c[1] && next < end)
-					next += strlen(next) + 1;
-				if (*c == 'X' && (strcmp(value, "dev") == 0 || strncmp(value, "dev=", 4) == 0))
-					dev = 1;
-				break;
-			}
-		}
-		a = next;
+	void *p = entry_alloc.malloc(entry_alloc.ctx, n);
+	if (!entry)
+		entry = p;
+	return p;
+}
+
+static void *noting_calloc(void *ctx, size_t nelem, size_t elsize)
+{
+	void *p = entry_alloc.calloc(entry_alloc.ctx, nelem, elsize);
+	if (!entry)
+		entry = p;
+	return p;
+}
+
+static void *noting_realloc(void *ctx, void *p, size_t n)
+{
+	return entry_alloc.realloc(entry_alloc.ctx, p, n);
+}
+
+static void noting_free(void *ctx, void *p)
+{
+	entry_alloc.free(entry_alloc.ctx, p);
+}
+
+typedef int (*audit_hook_fn)(const char *, ms_pyobj *, void *);
+
+/* Registers HOOK with ADD, noting where its entry came from; 0 on success. */
+static int add_audit_hook(int (*add)(audit_hook_fn, void *), audit_hook_fn hook)
+{
+	*(void **)&get_allocator = ms_py_sym("PyMem_GetAllocator");
+	*(void **)&set_allocator = ms_py_sym("PyMem_SetAllocator");
+	if (!get_allocator || !set_allocator)
+		return add(hook, NULL);
+	get_allocator(PYMEM_DOMAIN_RAW, &entry_alloc);
+	raw_allocator noting = { NULL, noting_malloc, noting_calloc, noting_realloc, noting_free };
+	set_allocator(PYMEM_DOMAIN_RAW, &noting);
+	int r = add(hook, NULL);
+	set_allocator(PYMEM_DOMAIN_RAW, &entry_alloc);
+	return r;
+}
+
+/* The current allocator's free, but our entry goes back where it came from. */
+static void entry_aware_free(void *ctx, void *p)
+{
+	if (p && p == entry) {
+		entry = NULL;
+		entry_alloc.free(entry_alloc.ctx, p);
+		return;
 	}
-	if (!ignore_env) {
-		const char *devmode = getenv("PYTHONDEVMODE");
-		const char *alloc = getenv("PYTHONMALLOC");
-		if ((devmode && *devmode) || (alloc && strstr(alloc, "debug")))
-			dev = 1;
-	}
-	return dev;
+	now_alloc.free(ctx, p);
+}
+
+/* At "cpython._PySys_ClearAuditHooks", just before the entries are freed. */
+static void before_hooks_cleared(void)
+{
+	if (!entry || !get_allocator)
+		return;
+	get_allocator(PYMEM_DOMAIN_RAW, &now_alloc);
+	if (now_alloc.free == entry_alloc.free && now_alloc.ctx == entry_alloc.ctx)
+		return;
+	/* the same context and functions but free: a thread allocating meanwhile sees either */
+	raw_allocator aware = now_alloc;
+	aware.free = entry_aware_free;
+	set_allocator(PYMEM_DOMAIN_RAW, &aware);
+	ms_debug("python audit hook entry: given back to the allocator that made it");
 }
 
 /* Python 2 to 3.7 have no audit hook to start from: a run that names Python targets hears so once
@@ -741,6 +943,9 @@ static void warn_old_python(void)
 	load_targets();
 	if (ntargets == 0)
 		return;
+	decide_speaker();
+	if (!speaks_for_targets())
+		return; /* the Python process that started this one said it */
 	const char *v = version ? version() : NULL;
 	char shown[32] = "";
 	if (v)
@@ -751,7 +956,7 @@ static void warn_old_python(void)
 
 void ms_py_init(void)
 {
-	typedef int (*add_hook_fn)(int (*)(const char *, ms_pyobj *, void *), void *);
+	typedef int (*add_hook_fn)(audit_hook_fn, void *);
 	/* probed without dlsym, whose miss allocates (a heap of its own in a program like /bin/true) */
 	add_hook_fn add = (add_hook_fn)ms_elf_loaded_symbol("PySys_AddAuditHook");
 	have_py_tables = add && ms_elf_tables_of(ms_elf_object_of((const void *)add), &py_tables) == 0;
@@ -763,15 +968,10 @@ void ms_py_init(void)
 	if (py_initialized && py_initialized())
 		return; /* loaded into a running interpreter: no safe point to hook in from here */
 	load_targets();
+	if (ntargets)
+		decide_speaker();
 	if (ntargets == 0 && !ms_cfg.sites)
 		return;
-	if (debug_allocator_expected()) {
-		if (ntargets == 0)
-			return; /* call sites get native frames only: nothing the user asked for is lost */
-		ms_warn("Python stages are off: Python's debug memory allocator (-X dev, PYTHONDEVMODE, "
-			"PYTHONMALLOC=...debug) would abort at exit with memshim's audit hook");
-		return;
-	}
-	if (add(audit_hook, NULL) != 0)
+	if (add_audit_hook(add, audit_hook) != 0)
 		ms_warn("Python stages disabled: the audit hook was refused");
 }

@@ -217,7 +217,10 @@ START_TEST(trainer_default_names)
 	if (!py)
 		return;
 	struct run r;
-	run_fixture_ok(&r, py, "trainer.py", NULL, NULL);
+	char pp[PATH_MAX + 32];
+	snprintf(pp, sizeof pp, "PYTHONPATH=%s/hfstub", fixtures);
+	const char *env[] = { pp, NULL };
+	run_fixture_ok(&r, py, "trainer.py", NULL, env);
 	ck_assert_msg(!strstr(r.err, "matched no function"), "%s: the default names warned: %s", py, r.err);
 	expect_out(&r, "trainer ok");
 	expect_stage(&r, "init", 1, 20);
@@ -338,6 +341,34 @@ START_TEST(argument_dropped_in_stage)
 }
 END_TEST
 
+/* A stage ends once its function's frame is gone: locals released at the return are peaked, not
+ * left behind; what the function stored elsewhere, returned, or left in a traceback stays. */
+START_TEST(locals_released_at_return)
+{
+	const char *py = python_or_skip(_i);
+	if (!py)
+		return;
+	struct run r;
+	run_fixture_ok(&r, py, "locals.py", "d=drops,s=stores,ret=returns_it,x=raises,rec=rec,loc=with_locals,"
+		       "tr=traced,w=watched,pk=peeked,kf=kept_frame", NULL);
+	expect_out(&r, "locals ok"); /* the trace function and the 3.12+ tool saw the locals */
+	static const struct {
+		const char *stage;
+		double alloc, peaked;
+	} want[] = {
+		{ "d", 0, 64 }, { "s", 10, 30 }, { "ret", 20, 0 }, { "x", 16, 0 },
+		{ "rec", 0, 20 }, { "loc", 0, 12 }, { "tr", 0, 6 }, { "pk", 0, 7 }, { "kf", 9, 0 },
+	};
+	for (size_t k = 0; k < sizeof want / sizeof *want; k++) {
+		expect_stage(&r, want[k].stage, 1, want[k].alloc);
+		expect_mib(&r, want[k].stage, "peaked", want[k].peaked);
+	}
+	/* 3.12+: a tool called after memshim watches that return, so the locals stay for it */
+	expect_stage(&r, "w", 1, minor_of(py) >= 12 ? 8 : 0);
+	run_done(&r);
+}
+END_TEST
+
 START_TEST(sys_exit_in_stage)
 {
 	const char *py = python_or_skip(_i);
@@ -412,6 +443,52 @@ START_TEST(monitoring_tool_id_taken)
 }
 END_TEST
 
+/* No sys.monitoring tool id is held, and the module is the program's own, until a function a
+ * target names exists (the Trainer defaults, a target that never matches); then one is. */
+START_TEST(monitoring_tool_id_waits)
+{
+	const char *py = python_at_least(_i, 12, "has no sys.monitoring, tool id");
+	if (!py)
+		return;
+	static const char *const none = "[None, None, None, None, None, None] True\n";
+	const char *specs[] = { NULL, "s=some_function", "late=late_target" };
+	for (int k = 0; k < 3; k++) {
+		struct run r;
+		const char *args[] = { fixture("toolfree.py"), k == 2 ? "exec" : NULL, NULL };
+		run_py(&r, py, args, specs[k], NULL, NULL, 1);
+		RUN_OK(&r);
+		const char *before = strstr(r.out, "before "), *after = strstr(r.out, "after ");
+		ck_assert_msg(before && !strncmp(before + 7, none, strlen(none)), "%s %s: %s", py,
+			      specs[k] ? specs[k] : "(defaults)", r.out);
+		if (k == 2) {
+			ck_assert_msg(after && strstr(after, "'memshim'") && strstr(after, "] False"), "%s: %s", py, r.out);
+			expect_calls(&r, "late", 1);
+		}
+		run_done(&r);
+	}
+	/* CPython's own test of sys.monitoring, bare and under the shim: the same result */
+	struct run bare, shim;
+	const char *args[] = { "-m", "test", "test_monitoring", NULL };
+	run_py(&bare, py, args, NULL, NULL, NULL, 0);
+	if (!strstr(bare.out, "Result: SUCCESS")) {
+		printf("check_python: %s test_monitoring does not pass bare (no test package?), skipped\n", py);
+		run_done(&bare);
+		return;
+	}
+	char total[128] = "";
+	const char *t = strstr(bare.out, "Total tests:");
+	snprintf(total, sizeof total, "%.*s", t ? (int)strcspn(t, "\n") : 0, t ? t : "");
+	for (int k = 0; k < 2; k++) {
+		run_py(&shim, py, args, specs[k], NULL, NULL, 1);
+		ck_assert_msg(shim.status == bare.status && strstr(shim.out, "Result: SUCCESS") && total[0] &&
+			      strstr(shim.out, total), "%s %s: test_monitoring under the shim (bare: %s): %s", py,
+			      specs[k] ? specs[k] : "(defaults)", total, shim.out);
+		run_done(&shim);
+	}
+	run_done(&bare);
+}
+END_TEST
+
 /* Every id memshim could move to is taken: both warnings (moved, then stopped) are printed. */
 START_TEST(monitoring_no_tool_id_left)
 {
@@ -464,6 +541,63 @@ START_TEST(helper_module)
 	ck_assert_msg(r.status == 0 && strstr(r.out, "helper ok False"), "%s: %s %s", py, r.out, r.err);
 	ck_assert_msg(strstr(r.out, "bad name refused\nnot active: libmemshim.so is not preloaded\n"), "%s: %s", py,
 		      r.out);
+	run_done(&r);
+}
+END_TEST
+
+/* A bare target that matched functions of two modules: one line at exit naming both with their
+ * calls, the stage's matched_functions in the file, one line under the dump's group. */
+START_TEST(target_matched_several_functions)
+{
+	const char *py = python_or_skip(_i);
+	if (!py)
+		return;
+	struct run r;
+	run_fixture_ok(&r, py, "ambiguous.py", "eval=evaluate,t=Trainer.evaluate,p=ambmod:evaluate", NULL);
+	expect_out(&r, "ambiguous ok");
+	expect_one_warning(&r, "matched more than one function: eval=evaluate ran __main__:evaluate (2 calls), "
+			       "ambmod:evaluate (1 call); name the one meant as module:qualname (e.g. eval=__main__:evaluate)\n");
+	expect_calls(&r, "eval", 3);
+	json_t *m = json_object_get(stage_entry(&r, "eval"), "matched_functions");
+	ck_assert_msg(json_array_size(m) == 2, "%s: matched_functions: %zu", py, json_array_size(m));
+	ck_assert_str_eq(json_string_value(json_object_get(json_array_get(m, 1), "function")), "ambmod:evaluate");
+	ck_assert_int_eq(json_integer_value(json_object_get(json_array_get(m, 0), "calls")), 2);
+	ck_assert_ptr_null(json_object_get(stage_entry(&r, "p"), "matched_functions"));
+	ck_assert_ptr_null(json_object_get(stage_entry(&r, "t"), "matched_functions"));
+	char file[128], fmt[PATH_MAX + 32];
+	snprintf(file, sizeof file, "%s/m.json", r.dir);
+	snprintf(fmt, sizeof fmt, "%s/memshim-format", getenv("BUILD") ? getenv("BUILD") : "build");
+	struct run f;
+	const char *args[] = { file, NULL };
+	run_py(&f, fmt, args, NULL, NULL, NULL, 0);
+	ck_assert_msg(f.status == 0 && strstr(f.out, "  eval=evaluate ran __main__:evaluate (2 calls), ambmod:evaluate "
+						   "(1 call); name the one meant as module:qualname\n"),
+		      "%s: %s %s", py, f.out, f.err);
+	run_done(&f);
+	run_done(&r);
+}
+END_TEST
+
+/* A stage opened before the Trainer's init (a notebook cell): init is one call, the Trainer's, and
+ * before_init the live memory when it began. */
+START_TEST(stage_before_trainer_init)
+{
+	const char *py = python_or_skip(_i);
+	if (!py)
+		return;
+	char pp[2 * PATH_MAX + 32];
+	snprintf(pp, sizeof pp, "PYTHONPATH=%s:%s/hfstub", scripts, fixtures);
+	const char *env[] = { pp, NULL };
+	struct run r;
+	run_fixture_ok(&r, py, "stage_first.py", NULL, env);
+	expect_out(&r, "stage first ok");
+	expect_stage(&r, "prep", 1, 40);
+	expect_stage(&r, "init", 1, 20);
+	double before = (double)json_integer_value(json_object_get(json_object_get(r.root, "metrics"),
+									 "before_init_mem_cpu")) / MIB;
+	ck_assert_msg(before >= 40, "%s: before_init_mem_cpu %.1f MiB, the 40 MiB kept before init missing", py,
+		      before);
+	ck_assert(!json_is_true(json_object_get(stage_entry(&r, "init"), "implicit")));
 	run_done(&r);
 }
 END_TEST
@@ -570,27 +704,31 @@ START_TEST(embedded_interpreter)
 }
 END_TEST
 
-/* Python's debug allocator would abort at exit on the audit hook registered before it was set up:
- * memshim stays out (one warning) and the program runs normally. */
+/* Python's development mode and debug allocators: the audit hook's entry, made before the debug
+ * allocator was set up, must not reach its free (that aborts the process at exit); stages work. */
 START_TEST(debug_allocator)
 {
 	const char *py = python_or_skip(_i);
 	if (!py)
 		return;
-	struct run r;
-	const char *args[] = { "-X", "dev", "-c", "def f():\n    pass\nf()\nprint('dev ok')", NULL };
-	run_py(&r, py, args, "f=f", NULL, NULL, 1);
-	RUN_OK(&r);
-	expect_out(&r, "dev ok");
-	expect_one_warning(&r, "debug memory allocator");
-	expect_absent(&r, "f");
-	run_done(&r);
-	const char *env[] = { "PYTHONMALLOC=malloc_debug", NULL };
-	const char *args2[] = { "-c", "print('dev ok')", NULL };
-	run_py(&r, py, args2, "f=f", env, NULL, 1);
-	RUN_OK(&r);
-	ck_assert_msg(count_lines(r.err, "memshim:") == 1, "%s: %s", py, r.err);
-	run_done(&r);
+	static const char *const modes[][2] = {
+		{ "-X", "dev" }, { "PYTHONDEVMODE=1", NULL }, { "PYTHONMALLOC=debug", NULL },
+		{ "PYTHONMALLOC=malloc_debug", NULL }, { "PYTHONMALLOC=pymalloc_debug", NULL },
+	};
+	for (size_t k = 0; k < sizeof modes / sizeof *modes; k++) {
+		int opt = modes[k][0][0] == '-';
+		const char *env[] = { opt ? NULL : modes[k][0], NULL };
+		const char *code = "k=[]\ndef f():\n    k.append(bytearray(3<<20))\nf()\nprint('dev ok')";
+		const char *args[] = { opt ? "-X" : "-c", opt ? "dev" : code, opt ? "-c" : NULL, opt ? code : NULL, NULL };
+		struct run r;
+		run_py(&r, py, args, "f=f", env, NULL, 1);
+		ck_assert_msg(r.status == 0 && r.root, "%s %s %s: exit %d: %s", py, modes[k][0], modes[k][1] ? modes[k][1] : "",
+			      r.status, r.err);
+		expect_out(&r, "dev ok");
+		ck_assert_msg(count_lines(r.err, "memshim:") == 0, "%s %s: %s", py, modes[k][0], r.err);
+		expect_stage(&r, "f", 1, 3);
+		run_done(&r);
+	}
 }
 END_TEST
 
@@ -660,6 +798,90 @@ START_TEST(python_children)
 			      modes[m], parents, children);
 		run_done(&r);
 	}
+}
+END_TEST
+
+/* Whether a process still running has DIR in its environment (a helper of the run in DIR that
+ * outlives its parent: multiprocessing's resource tracker and forkserver). */
+static int run_still_going(const char *dir)
+{
+	DIR *d = opendir("/proc");
+	struct dirent *e;
+	int found = 0;
+	while (d && !found && (e = readdir(d))) {
+		if (e->d_name[0] < '0' || e->d_name[0] > '9')
+			continue;
+		char path[300], env[65536];
+		snprintf(path, sizeof path, "/proc/%s/environ", e->d_name);
+		FILE *f = fopen(path, "r");
+		size_t n = f ? fread(env, 1, sizeof env - 1, f) : 0;
+		if (f)
+			fclose(f);
+		for (size_t i = 0; i < n; i++)
+			if (env[i] == '\0')
+				env[i] = '\n';
+		env[n] = '\0';
+		found = strstr(env, dir) != NULL;
+	}
+	if (d)
+		closedir(d);
+	return found;
+}
+
+/* Messages about targets are the parent's: children that never run the target (a fork Pool's
+ * workers, a spawned Process and spawn's resource tracker, the forkserver and its child) print
+ * nothing, and record the target in their own files. */
+START_TEST(children_say_nothing_about_targets)
+{
+	const char *py = python_or_skip(_i);
+	if (!py)
+		return;
+	struct run r;
+	const char *args[] = { fixture("mpquiet.py"), NULL };
+	output_name = "m_%p.json";
+	run_py(&r, py, args, "mw=main_work", NULL, NULL, 1);
+	output_name = "m.json";
+	ck_assert_msg(r.status == 0 && strstr(r.out, "mpquiet ok [0, 0]"), "%s: %d %s %s", py, r.status, r.out, r.err);
+	for (int k = 0; k < 200 && run_still_going(r.dir); k++) /* the helpers end after the parent */
+		usleep(50 * 1000);
+	read_back(r.dir, r.out, sizeof r.out, r.err, sizeof r.err);
+	ck_assert_msg(r.err[0] == '\0', "%s: stderr: %s", py, r.err);
+	int children = 0, recorded = 0;
+	DIR *d = opendir(r.dir);
+	struct dirent *e;
+	while (d && (e = readdir(d))) {
+		char path[512];
+		snprintf(path, sizeof path, "%s/%s", r.dir, e->d_name);
+		json_error_t jerr;
+		json_t *root = strncmp(e->d_name, "m_", 2) == 0 ? json_load_file(path, 0, &jerr) : NULL;
+		if (root && json_is_true(json_object_get(root, "is_child"))) {
+			children++;
+			recorded += json_array_size(json_object_get(root, "unmatched_targets")) == 1;
+		}
+		json_decref(root);
+	}
+	if (d)
+		closedir(d);
+	/* the spawned child, the forkserver and its child, the resource tracker; pool workers ended by
+	 * the pool's terminate() may not get to write theirs */
+	ck_assert_msg(children >= 4 && recorded >= 3, "%s: %d child files, %d recording the target", py, children,
+		      recorded);
+	run_done(&r);
+	/* started by a shell: the first Python process names a target that matched nothing, once */
+	char cmd[2 * PATH_MAX];
+	snprintf(cmd, sizeof cmd, "%s %s; true", py, fixture("mpquiet.py"));
+	const char *sh[] = { "-c", cmd, NULL };
+	output_name = "m_%p.json";
+	run_py(&r, "/bin/sh", sh, "mw=main_work,x=no_such_function", NULL, NULL, 1);
+	output_name = "m.json";
+	for (int k = 0; k < 200 && run_still_going(r.dir); k++)
+		usleep(50 * 1000);
+	read_back(r.dir, r.out, sizeof r.out, r.err, sizeof r.err);
+	ck_assert_msg(r.status == 0 && strstr(r.out, "mpquiet ok"), "%s: %d %s %s", py, r.status, r.out, r.err);
+	ck_assert_msg(count_lines(r.err, "memshim:") == 1 &&
+		      strstr(r.err, "memshim: Python stage target that matched no function that ran: x=no_such_function\n"),
+		      "%s under a shell: %s", py, r.err);
+	run_done(&r);
 }
 END_TEST
 
@@ -940,13 +1162,17 @@ static Suite *suite(void)
 	tcase_add_loop_test(tc, coroutines, 0, NPY);
 	tcase_add_loop_test(tc, exits_by_exception, 0, NPY);
 	tcase_add_loop_test(tc, argument_dropped_in_stage, 0, NPY);
+	tcase_add_loop_test(tc, locals_released_at_return, 0, NPY);
 	tcase_add_loop_test(tc, run_module_and_command, 0, NPY);
 	tcase_add_loop_test(tc, own_profilers, 0, NPY);
 	tcase_add_loop_test(tc, monitoring_tool_id_taken, 0, NPY);
 	tcase_add_loop_test(tc, monitoring_no_tool_id_left, 0, NPY);
+	tcase_add_loop_test(tc, monitoring_tool_id_waits, 0, NPY);
 	tcase_add_loop_test(tc, other_threads, 0, NPY);
 	tcase_add_loop_test(tc, helper_module, 0, NPY);
 	tcase_add_loop_test(tc, unmatched_targets, 0, NPY);
+	tcase_add_loop_test(tc, stage_before_trainer_init, 0, NPY);
+	tcase_add_loop_test(tc, target_matched_several_functions, 0, NPY);
 	tcase_add_loop_test(tc, lazy_install, 0, NPY);
 	tcase_add_loop_test(tc, no_target_no_hook, 0, NPY);
 	tcase_add_loop_test(tc, defined_before_start, 0, NPY);
@@ -956,6 +1182,7 @@ static Suite *suite(void)
 	tcase_add_loop_test(tc, debug_allocator, 0, NPY);
 	tcase_add_loop_test(tc, deep_recursion, 0, NPY);
 	tcase_add_loop_test(tc, python_children, 0, NPY);
+	tcase_add_loop_test(tc, children_say_nothing_about_targets, 0, NPY);
 	tcase_add_loop_test(tc, signals_as_without_shim, 0, NPY);
 	tcase_add_loop_test(tc, signal_deaths_leave_a_snapshot, 0, NPY);
 	tcase_add_test(tc, old_pythons_warn_once);

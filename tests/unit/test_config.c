@@ -46,7 +46,7 @@ START_TEST(defaults_when_unset)
 	ck_assert_int_eq(cfg.spec.nstages, 4);
 	ck_assert_str_eq(cfg.spec.stage[1].name, "train");
 	ck_assert_int_eq(cfg.spec.stage[1].ntargets, 2);
-	ck_assert_str_eq(cfg.spec.stage[1].targets[1], "Trainer._inner_training_loop");
+	ck_assert_str_eq(cfg.spec.stage[1].targets[1], "transformers.trainer:Trainer._inner_training_loop");
 	ck_assert(cfg.output[0] == '/');
 	ck_assert(strstr(cfg.output, "/memshim_metrics.json") != NULL);
 }
