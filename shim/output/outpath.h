@@ -13,7 +13,19 @@ enum ms_out_how {
 	MS_OUT_REFUSED,  /* a symlink the kernel would not follow for us: LINK, owned by LINK_OWNER */
 };
 
+/* The walk in progress (one per struct ms_outpath: callers on other threads never share it). */
+struct ms_outpath_walk {
+	int dirfd;
+	int links;
+	char todo[MS_PATH_MAX];   /* what is left to walk */
+	char target[MS_PATH_MAX]; /* a link's text */
+	char spliced[MS_PATH_MAX];
+	char shown[MS_PATH_MAX];  /* the directories walked so far, for the warning */
+};
+
 struct ms_outpath {
+	int parent_only;         /* set by the caller: stop at the last name, whatever it is (a
+				  * directory the caller opens itself with O_NOFOLLOW) */
 	enum ms_out_how how;
 	int dirfd;               /* O_PATH descriptor of the directory holding the file, or -1 */
 	int follow;              /* in place through /proc: open REST following its links */
@@ -21,6 +33,7 @@ struct ms_outpath {
 	char rest[MS_PATH_MAX];  /* in place through /proc: what is left of the path from DIRFD */
 	char link[MS_PATH_MAX];  /* refused: the link, as the walk reached it */
 	uid_t link_owner;
+	struct ms_outpath_walk wk;
 };
 
 /* TMPL (MEMSHIM_OUTPUT) into OUT of SIZE bytes: %p the pid, %r the rank and %l the local rank
@@ -30,7 +43,8 @@ struct ms_outpath {
 int ms_outpath_expand(char *out, size_t size, const char *tmpl);
 
 /* Walks PATH into OUT.  Returns 0, or -errno (ELOOP after 40 links, ENOENT for a missing directory,
- * EISDIR for a directory).  Async-signal-safe, no allocation; close OUT->dirfd when done. */
+ * EISDIR for a directory).  Async-signal-safe, no allocation; close OUT->dirfd when done.  With
+ * OUT->parent_only the last name is not looked at: OUT->name in OUT->dirfd, how MS_OUT_REPLACE. */
 int ms_outpath_walk(struct ms_outpath *out, const char *path);
 
 #endif
