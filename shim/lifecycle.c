@@ -14,6 +14,7 @@
 #include "cuda/cuda.h"
 #include "intercept/hooks.h"
 #include "native/native.h"
+#include "output/live.h"
 #include "output/report.h"
 #include "output/snapshots.h"
 #include "python/py.h"
@@ -64,6 +65,7 @@ static void finish(const char *reason)
 	ms_tls_guard++;
 	ms_stages_close_all(ms_elapsed());
 	ms_report_write(reason, 0, 1);
+	ms_live_finish(); /* the final file is there: the live record goes */
 	ms_tls_guard--;
 }
 

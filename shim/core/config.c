@@ -9,7 +9,7 @@
 #include "core/ms.h"
 
 struct ms_config ms_cfg = { .log_level = MS_LOG_WARN, .follow_children = 1, .timeline = 1, .sites = 1,
-			     .sites_rate = 524288 };
+			     .sites_rate = 524288, .live = 1 };
 
 /* transformers' Trainer only (and subclasses, which run its methods): another framework's class
  * named Trainer (Lightning's) binds when named */
@@ -38,6 +38,8 @@ static const struct setting settings[] = {
 	{ "MEMSHIM_TIMELINE", K_BOOL, "1", AT(timeline) },
 	{ "MEMSHIM_SITES", K_BOOL, "1", AT(sites) },
 	{ "MEMSHIM_SITES_RATE", K_BYTES, "524288", AT(sites_rate) },
+	{ "MEMSHIM_LIVE", K_BOOL, "1", AT(live) },
+	{ "MEMSHIM_LIVE_DIR", K_DIR, "", AT(live_dir) },
 	{ "MEMSHIM_STAGES", K_STAGES, ms_default_stages, AT(spec) },
 };
 
@@ -196,7 +198,7 @@ static void spec_reset(struct ms_spec *spec)
  * to or may skip). */
 static void config_reset(struct ms_config *cfg)
 {
-	cfg->disabled = cfg->log_level = cfg->follow_children = cfg->timeline = cfg->sites = 0;
+	cfg->disabled = cfg->log_level = cfg->follow_children = cfg->timeline = cfg->sites = cfg->live = 0;
 	cfg->output[0] = cfg->children_dir[0] = '\0';
 	cfg->snapshot_interval = 0;
 	cfg->sites_rate = 0;

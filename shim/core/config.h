@@ -36,8 +36,10 @@ struct ms_config {
 	int sites;               /* MEMSHIM_SITES: peak call sites sampled */
 	long sites_rate;         /* MEMSHIM_SITES_RATE: mean bytes between samples */
 	double snapshot_interval;/* MEMSHIM_SNAPSHOT_INTERVAL: seconds, 0 off, MS_SNAPSHOT_AUTO */
+	int live;                /* MEMSHIM_LIVE: the live record (output/live.c) */
 	char output[MS_PATH_MAX];/* MEMSHIM_OUTPUT, made absolute, %p not yet expanded */
 	char children_dir[MS_PATH_MAX]; /* MEMSHIM_CHILDREN_DIR, made absolute, or "" */
+	char live_dir[MS_PATH_MAX];/* MEMSHIM_LIVE_DIR made absolute; empty: the default place */
 	struct ms_spec spec;     /* MEMSHIM_STAGES */
 };
 

@@ -40,6 +40,8 @@ static const struct row rows[] = {
 	{ "MEMSHIM_SNAPSHOT_INTERVAL", { 0, 1, 1, 1, 1, 1 } },
 	{ "MEMSHIM_SITES", { 0, 1, 1, 1, 1, 1 } },
 	{ "MEMSHIM_SITES_RATE", { 0, 1, 1, 1, 1, 1 } },
+	{ "MEMSHIM_LIVE", { 0, 1, 1, 1, 1, 1 } },
+	{ "MEMSHIM_LIVE_DIR", { 0, 0, 0, 0, 0, 1 } },
 };
 
 START_TEST(each_row_of_the_table)
@@ -59,7 +61,10 @@ START_TEST(each_row_of_the_table)
 		ck_assert(cfg.snapshot_interval == MS_SNAPSHOT_AUTO);
 		ck_assert_int_eq(cfg.sites, 1);
 		ck_assert_int_eq(cfg.sites_rate, 524288);
+		ck_assert_int_eq(cfg.live, 1);
 		ck_assert(cfg.output[0] == '/');
+		if (!strcmp(row->name, "MEMSHIM_LIVE_DIR"))
+			ck_assert(v == 0 || v == NVALUES - 1 ? cfg.live_dir[0] == '\0' : cfg.live_dir[0] == '/');
 		if (!strcmp(row->name, "MEMSHIM_STAGES")) {
 			ck_assert_int_eq(cfg.spec.nstages, 0); /* set but nothing valid: no stages */
 			ck_assert(!cfg.spec.is_default);

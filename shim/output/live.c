@@ -1,0 +1,418 @@
+/* The live record (see live.h and live_record.h).  No thread, no timer, nothing on the allocation
+ * path: the record is written where the shim already leaves it, at stage boundaries (the whole
+ * record, from a copy of the stage engine) and at the timeline's points (live, peaks and the open
+ * stages' numbers so far: a few hundred plain stores).  A sequence counter around each update lets
+ * readers in other processes take a consistent copy.  One writer at a time: a thread that finds
+ * the record busy leaves its update pending and the writer does it before it lets go (no waiting,
+ * no lock a forked child could inherit held).
+ *
+ * Created lazily, as the default snapshot policy decides (output/snapshots.c): at the first stage
+ * other than init, or once the process is 2 s old and holds 64 MiB; short and small processes (build
+ * tools under an inherited LD_PRELOAD) never create one.  The directory is the user's own, mode
+ * 0700: MEMSHIM_LIVE_DIR, else $XDG_RUNTIME_DIR/memshim, else /dev/shm/memshim-<uid>, reached with
+ * the metrics file's symlink rules (output/outpath.c) and opened with O_NOFOLLOW; files are 0600
+ * and their blocks are written before the mapping is, so a full file system fails the creation
+ * (one warning), never a store into the mapping (SIGBUS).  The record is removed after the final
+ * metrics file; a killed process leaves it for memshim-format --recover and memshim top. */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+#include "core/config.h"
+#include "core/counters.h"
+#include "core/ms.h"
+#include "core/process.h"
+#include "core/stages.h"
+#include "core/timeline.h"
+#include "intercept/hooks.h"
+#include "output/live.h"
+#include "output/live_record.h"
+#include "output/outpath.h"
+#include "output/report.h"
+
+_Static_assert(MS_LIVE_COMPS == (int)MS_NCOMP && MS_LIVE_DEV0 == (int)MS_DEV0 && MS_LIVE_STAGES == MS_MAX_STAGES &&
+	       MS_LIVE_NAME == MS_STAGE_NAME_MAX && MS_LIVE_RSS == (int)MS_RSS && MS_LIVE_GPU == (int)MS_GPU &&
+	       MS_LIVE_RESERVE == (int)MS_RESERVE,
+	       "the live record follows core/counters.h and core/stages.h");
+
+#define WORTH_AGE 2.0                        /* as the default snapshot policy */
+#define WORTH_BYTES ((int64_t)64 << 20)
+#define LIGHT 1                              /* live, peaks, open stages so far */
+#define FULL 2                               /* everything, from a copy of the stage engine */
+
+enum { NOT_YET, ON, OFF };
+static int state = OFF;                      /* OFF until init; OFF for good after a failure */
+static int real_stage;                       /* a stage other than init began (in this process) */
+static int busy, pending;
+static int failed;
+static struct ms_live_record *rec;
+static dev_t rec_dev;
+static ino_t rec_ino;
+static char rec_dir[MS_PATH_MAX] MS_LARGE;   /* where the record is, to remove it at exit */
+static char rec_name[64];
+static void (*next_moved)(double t);         /* the observer that was there (the snapshot policy) */
+static struct ms_stages engine MS_PAGE_ALIGNED MS_LARGE;
+static struct ms_outpath where MS_LARGE;     /* its own walk: the report writer may walk at once */
+static char zeros[4096] MS_LARGE;            /* never written: read, it is the kernel's zero page */
+
+static int64_t held(void)
+{
+	return ms_live(MS_CPU) + ms_live(MS_GPU) + ms_live(MS_MANAGED) + ms_live(MS_PINNED);
+}
+
+static int worth_it(double now)
+{
+	return __atomic_load_n(&real_stage, __ATOMIC_RELAXED) || (now >= WORTH_AGE && held() >= WORTH_BYTES);
+}
+
+/* ---- creating the record ---------------------------------------------------------------------- */
+
+static const char *why_text(int e)
+{
+	switch (e) {
+	case ENOENT: return "no such file or directory";
+	case EACCES: return "permission denied";
+	case EPERM: return "operation not permitted";
+	case EROFS: return "read-only file system";
+	case ENOSPC: return "no space left on device";
+	case EDQUOT: return "disk quota exceeded";
+	case ENOTDIR: return "a path component is not a directory";
+	case ELOOP: return "a symbolic link (not followed)";
+	case ENAMETOOLONG: return "name too long";
+	default: return "system error";
+	}
+}
+
+static int give_up(const char *dir, const char *why, int e)
+{
+	__atomic_store_n(&state, OFF, __ATOMIC_RELAXED);
+	failed = 1; /* forked children do not try (and warn) again */
+	if (e)
+		ms_warn("cannot create the live record in %s: %s (errno %d); the run goes on without it", dir, why, e);
+	else
+		ms_warn("cannot create the live record in %s: %s; the run goes on without it", dir, why);
+	return -1;
+}
+
+/* The directory records go to: MEMSHIM_LIVE_DIR, $XDG_RUNTIME_DIR/memshim or /dev/shm/memshim-<uid>. */
+static void record_dir(char *out, size_t size)
+{
+	const char *xdg = getenv("XDG_RUNTIME_DIR");
+	if (ms_cfg.live_dir[0])
+		ms_strlcpy(out, ms_cfg.live_dir, size);
+	else if (xdg && xdg[0] == '/')
+		ms_format(out, size, "%s/memshim", xdg);
+	else
+		ms_format(out, size, "/dev/shm/memshim-%u", (unsigned)getuid());
+}
+
+/* DIR opened (O_PATH), created 0700 when missing: never through a link in its last name or one the
+ * kernel's protected_symlinks rule would not follow on the way, only ours and only private.  QUIET
+ * (at exit): no warning, no directory created. */
+static int open_dir(const char *dir, int quiet)
+{
+	where.parent_only = 1;
+	int rc = ms_outpath_walk(&where, dir);
+	if (rc < 0 || where.how == MS_OUT_REFUSED)
+		return quiet ? -1
+		       : rc < 0 ? give_up(dir, why_text(-rc), -rc)
+		       : give_up(dir, "not following a symlink on the way in a sticky world-writable directory", 0);
+	int fd = (int)openat(where.dirfd, where.name, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	if (fd < 0 && errno == ENOENT && !quiet && (mkdirat(where.dirfd, where.name, 0700) == 0 || errno == EEXIST))
+		fd = (int)openat(where.dirfd, where.name, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	int e = errno;
+	close(where.dirfd);
+	if (fd < 0)
+		return quiet ? -1 : give_up(dir, e == ENOTDIR || e == ELOOP ? "a symlink or not a directory" : why_text(e), e);
+	struct stat st;
+	if (fstat(fd, &st) < 0 || st.st_uid != geteuid() || (st.st_mode & 077)) {
+		close(fd);
+		return quiet ? -1 : give_up(dir, "not a directory of this user with mode 0700", 0);
+	}
+	return fd;
+}
+
+/* Every block of FD written (tmpfs and disks alike), so stores into the mapping never need one. */
+static int fill(int fd, size_t size)
+{
+	for (size_t off = 0; off < size;) {
+		size_t n = size - off < sizeof zeros ? size - off : sizeof zeros;
+		ssize_t w = pwrite(fd, zeros, n, (off_t)off);
+		if (w < 0 && errno == EINTR)
+			continue;
+		if (w <= 0)
+			return w < 0 ? errno : ENOSPC;
+		off += (size_t)w;
+	}
+	return 0;
+}
+
+/* The launcher's rank numbers, as the report reads them (output/report.c). */
+static void ranks(struct ms_live_record *r)
+{
+	static const char *const src[][4] = {
+		{ "torchrun", "RANK", "LOCAL_RANK", "WORLD_SIZE" },
+		{ "openmpi", "OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_LOCAL_RANK", "OMPI_COMM_WORLD_SIZE" },
+		{ "pmix", "PMIX_RANK", "MPI_LOCALRANKID", "PMI_SIZE" },
+		{ "pmi", "PMI_RANK", "MPI_LOCALRANKID", "PMI_SIZE" },
+		{ "slurm", "SLURM_PROCID", "SLURM_LOCALID", "SLURM_NTASKS" },
+	};
+	r->rank = r->local_rank = r->world_size = -1;
+	for (size_t i = 0; i < sizeof src / sizeof *src; i++) {
+		if (ms_decimal(getenv(src[i][1])) < 0)
+			continue;
+		r->rank = (int32_t)ms_decimal(getenv(src[i][1]));
+		r->local_rank = (int32_t)ms_decimal(getenv(src[i][2]));
+		r->world_size = (int32_t)ms_decimal(getenv(src[i][3]));
+		ms_strlcpy(r->rank_source, src[i][0], sizeof r->rank_source);
+		return;
+	}
+}
+
+/* What does not change while the process runs. */
+static void identity(struct ms_live_record *r)
+{
+	r->version = MS_LIVE_VERSION;
+	r->size = sizeof *r;
+	r->state = MS_LIVE_RUNNING;
+	r->uid = getuid();
+	r->pid = ms_proc.pid;
+	r->ppid = ms_proc.ppid;
+	r->root_pid = ms_proc.root_pid;
+	r->is_child = ms_proc.is_child;
+	r->forked = ms_proc.forked;
+	r->start_unix = ms_proc.start_unix;
+	r->timeline = ms_cfg.timeline;
+	ranks(r);
+	int truncated;
+	r->argv_len = (uint32_t)ms_process_cmdline(r->argv, sizeof r->argv, &truncated);
+	r->argv_truncated = (uint32_t)truncated;
+	ms_report_path(r->output, sizeof r->output);
+	ms_counters_inherited(r->inherited);
+	__atomic_store_n(&r->magic, MS_LIVE_MAGIC, __ATOMIC_RELEASE); /* last: a reader sees all or none */
+}
+
+static int map_record(int dfd, int fd, const char *dir)
+{
+	struct stat st;
+	int e = fill(fd, sizeof *rec);
+	if (e || fstat(fd, &st) < 0) {
+		unlinkat(dfd, rec_name, 0);
+		return give_up(dir, why_text(e ? e : errno), e ? e : errno);
+	}
+	long p = syscall(SYS_mmap, NULL, sizeof *rec, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	if (p < 0 && p > -4096) {
+		unlinkat(dfd, rec_name, 0);
+		return give_up(dir, why_text((int)-p), (int)-p);
+	}
+	rec_dev = st.st_dev;
+	rec_ino = st.st_ino;
+	identity((struct ms_live_record *)p);
+	__atomic_store_n(&rec, (struct ms_live_record *)p, __ATOMIC_RELEASE);
+	return 0;
+}
+
+/* Creates and maps the record; the caller holds BUSY.  0, or -1 after one warning (then never again). */
+static int create(void)
+{
+	record_dir(rec_dir, sizeof rec_dir);
+	ms_format(rec_name, sizeof rec_name, "%d.%lld%s", (int)ms_proc.pid,
+		  (long long)(ms_proc.start_unix * 1000), MS_LIVE_SUFFIX);
+	int dfd = open_dir(rec_dir, 0);
+	if (dfd < 0)
+		return -1;
+	int fd = (int)openat(dfd, rec_name, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+	int rc = fd < 0 ? give_up(rec_dir, why_text(errno), errno) : map_record(dfd, fd, rec_dir);
+	if (fd >= 0)
+		close(fd);
+	close(dfd);
+	return rc;
+}
+
+/* ---- updates ---------------------------------------------------------------------------------- */
+
+static void begin_write(void)
+{
+	__atomic_store_n(&rec->seq, rec->seq + 1, __ATOMIC_RELAXED);
+	__atomic_thread_fence(__ATOMIC_RELEASE); /* the odd count is seen before any store below */
+}
+
+static void end_write(double t)
+{
+	rec->elapsed = t;
+	rec->update_unix = ms_proc.start_unix + t;
+	rec->updates++;
+	__atomic_store_n(&rec->seq, rec->seq + 1, __ATOMIC_RELEASE);
+}
+
+static void live_values(int64_t live[MS_NCOMP])
+{
+	ms_cpu_live(&live[MS_CPU], &live[MS_MALLOC], &live[MS_MMAP], &live[MS_RESERVE]);
+	for (int c = MS_GPU; c < MS_NCOMP; c++)
+		if (c != MS_RESERVE)
+			live[c] = ms_live((enum ms_comp)c);
+}
+
+/* Live memory moved: live, peaks, and the open stages' end and peak so far. */
+static void light(double t)
+{
+	int64_t live[MS_NCOMP], peaks[MS_NCOMP];
+	live_values(live);
+	ms_counters_process_peaks(peaks);
+	begin_write();
+	memcpy(rec->live, live, sizeof rec->live);
+	memcpy(rec->peak, peaks, sizeof rec->peak);
+	rec->gpu_used = (uint32_t)ms_gpu_used();
+	rec->devices_used = ms_gpu_devices_used();
+	for (int i = 0; i < rec->nopen && i < MS_LIVE_STAGES; i++) {
+		struct ms_live_span *sp = &rec->stage[rec->open[i] & (MS_LIVE_STAGES - 1)].cur;
+		for (int c = 0; c < MS_NCOMP; c++) {
+			sp->end[c] = live[c];
+			if (live[c] > sp->peak[c])
+				sp->peak[c] = live[c];
+		}
+		sp->runtime = t - sp->start;
+	}
+	end_write(t);
+}
+
+static void span_of(struct ms_live_span *out, const struct ms_span *in)
+{
+	memcpy(out->begin, in->begin, sizeof out->begin);
+	memcpy(out->end, in->end, sizeof out->end);
+	memcpy(out->peak, in->peak, sizeof out->peak);
+	out->start = in->start;
+	out->runtime = in->runtime;
+	out->gpu_failed_bytes = in->gpu_failed_bytes;
+	out->gpu_failed_allocs = in->gpu_failed_allocs;
+	out->closed_at_exit = (uint32_t)in->closed_at_exit;
+}
+
+static void stage_of(struct ms_live_stage *out, const struct ms_stage *in, int depth)
+{
+	ms_strlcpy(out->name, in->name, sizeof out->name);
+	out->calls = in->calls;
+	out->depth = depth;
+	out->first_order = in->first_order;
+	out->implicit = in->implicit;
+	out->max_cpu_needed = in->max_cpu_needed;
+	out->max_gpu_needed = in->max_gpu_needed;
+	out->max_cpu_call = in->max_cpu_call;
+	out->max_gpu_call = in->max_gpu_call;
+	if (depth > 0)
+		span_of(&out->cur, &in->cur);
+	if (in->calls > 0)
+		span_of(&out->last, &in->last);
+}
+
+/* A boundary: the whole record from a copy of the engine (open stages' numbers so far). */
+static void full(double t)
+{
+	struct rusage ru;
+	ms_stages_copy(&engine, t);
+	int64_t rss = getrusage(RUSAGE_SELF, &ru) == 0 ? (int64_t)ru.ru_maxrss * 1024 : 0;
+	begin_write();
+	rec->nstages = engine.nstages;
+	for (int i = 0; i < engine.nstages; i++)
+		stage_of(&rec->stage[i], &engine.stage[i], engine.depth[i]);
+	rec->nopen = engine.nopen;
+	memcpy(rec->open, engine.open, sizeof rec->open);
+	rec->before_init_set = engine.before_init_set;
+	memcpy(rec->before_init, engine.before_init, sizeof rec->before_init);
+	rec->rss_peak = rss;
+	rec->mmap_untracked = ms_mmap_untracked();
+	end_write(t);
+	light(t); /* live and process peaks as the copy left them */
+}
+
+/* Asks for an update of KIND; whoever holds the record does every pending one before letting go. */
+static void request(int kind, double t)
+{
+	__atomic_or_fetch(&pending, kind, __ATOMIC_RELAXED);
+	for (int round = 0; round < 4 && __atomic_load_n(&pending, __ATOMIC_RELAXED); round++) {
+		if (__atomic_exchange_n(&busy, 1, __ATOMIC_ACQUIRE))
+			return; /* the holder sees PENDING before it lets go */
+		int k = __atomic_exchange_n(&pending, 0, __ATOMIC_ACQ_REL);
+		int ok = __atomic_load_n(&state, __ATOMIC_RELAXED) == ON || (k & FULL && create() == 0);
+		if (ok && __atomic_load_n(&state, __ATOMIC_RELAXED) != OFF) {
+			__atomic_store_n(&state, ON, __ATOMIC_RELAXED);
+			if ((k & FULL) && !ms_stages_held_here()) /* never from a handler inside the engine */
+				full(ms_elapsed());
+			else
+				light(t);
+			if ((k & FULL) && ms_stages_held_here())
+				__atomic_or_fetch(&pending, FULL, __ATOMIC_RELAXED);
+		}
+		__atomic_store_n(&busy, 0, __ATOMIC_RELEASE);
+	}
+}
+
+/* The timeline recorded a point because live memory moved (on the allocating thread). */
+static void moved(double t)
+{
+	if (next_moved)
+		next_moved(t);
+	int s = __atomic_load_n(&state, __ATOMIC_RELAXED);
+	if (s == ON)
+		request(LIGHT, t);
+	else if (s == NOT_YET && worth_it(t) && ms_is_tracked_process())
+		request(FULL, t); /* creates it */
+}
+
+void ms_live_boundary(int stage, int end)
+{
+	int s = __atomic_load_n(&state, __ATOMIC_RELAXED);
+	if (s == OFF)
+		return;
+	if (!end && stage >= 0 && !__atomic_load_n(&real_stage, __ATOMIC_RELAXED) &&
+	    strcmp(ms_stages_peek()->stage[stage].name, "init") != 0)
+		__atomic_store_n(&real_stage, 1, __ATOMIC_RELAXED);
+	double t = ms_elapsed();
+	if (s == ON || (worth_it(t) && ms_is_tracked_process()))
+		request(FULL, t);
+}
+
+void ms_live_init(void)
+{
+	if (!ms_cfg.live)
+		return;
+	state = NOT_YET;
+	next_moved = __atomic_load_n(&ms_timeline_moved_observer, __ATOMIC_RELAXED);
+	__atomic_store_n(&ms_timeline_moved_observer, moved, __ATOMIC_RELAXED);
+}
+
+void ms_live_fork_child(int tracking)
+{
+	if (rec)
+		syscall(SYS_munmap, rec, sizeof *rec); /* the parent's: never written by the child */
+	rec = NULL;
+	busy = pending = 0;
+	real_stage = 0; /* judged on its own, as the snapshot policy judges it */
+	state = tracking && ms_cfg.live && !failed ? NOT_YET : OFF;
+}
+
+/* Removes the record if it is still the file this process created. */
+void ms_live_finish(void)
+{
+	if (__atomic_exchange_n(&state, OFF, __ATOMIC_ACQ_REL) != ON || !rec)
+		return;
+	for (int tries = 0; __atomic_exchange_n(&busy, 1, __ATOMIC_ACQUIRE); tries++)
+		if (tries > 1000)
+			return; /* a writer stuck (a handler's thread): the record stays, marked running */
+	begin_write();
+	rec->state = MS_LIVE_ENDED;
+	end_write(ms_elapsed());
+	__atomic_store_n(&busy, 0, __ATOMIC_RELEASE);
+	int dfd = open_dir(rec_dir, 1);
+	struct stat st;
+	if (dfd >= 0 && fstatat(dfd, rec_name, &st, AT_SYMLINK_NOFOLLOW) == 0 && st.st_dev == rec_dev &&
+	    st.st_ino == rec_ino)
+		unlinkat(dfd, rec_name, 0);
+	if (dfd >= 0)
+		close(dfd);
+}

@@ -1,0 +1,19 @@
+/* The live record of this process (issue 25; layout in output/live_record.h): a small file mapped
+ * MAP_SHARED and updated in place at stage boundaries and timeline points, so a process killed
+ * with SIGKILL leaves its numbers up to the kill, and `memshim top` sees running processes. */
+#ifndef MS_LIVE_H
+#define MS_LIVE_H
+
+/* At start: follows the timeline's points (after the snapshot policy) when MEMSHIM_LIVE is on. */
+void ms_live_init(void);
+
+/* After a stage boundary: creates the record at the first stage other than init, then updates it. */
+void ms_live_boundary(int stage, int end);
+
+/* A forked child: lets go of its parent's record; when TRACKING it gets its own later. */
+void ms_live_fork_child(int tracking);
+
+/* After the final metrics file (exit or _exit): removes the record. */
+void ms_live_finish(void);
+
+#endif
