@@ -1,5 +1,6 @@
 /* Command line of memshim-format: options, loading every file, then one of dump, merge or diff. */
 #include "mf.h"
+#include "live.h"
 #include "plot/plot.h"
 
 #include <stdlib.h>
@@ -15,6 +16,7 @@ static const char mf_usage[] =
 	"       memshim-format --compare HF_RESULTS.json FILE\n"
 	"       memshim-format --sites [--stage NAME] [--top N] [--depth N] [--all] FILE...\n"
 	"       memshim-format --flame FILE.svg|FILE.png [--stage NAME] [--gpu] [--size WxH] FILE...\n"
+	"       memshim-format --recover RECORD -o FILE [--keep]\n"
 	"Prints memshim metrics files as the Hugging Face Trainer memory-metrics dump, or draws them.\n"
 	"  --stage NAME     only that stage's group\n"
 	"  --calls          per stage, min/max over its calls\n"
@@ -46,6 +48,8 @@ static const char mf_usage[] =
 	"                   or .png), callers at the bottom, widths in bytes: the --stage, else\n"
 	"                   the stage with the largest peak, of the process that peaked highest\n"
 	"  --gpu            --flame: the GPU sites rather than the CPU ones\n"
+	"  --recover R      writes live record R (a killed or running process; a FILE argument may\n"
+	"                   also be a live record) as a metrics file: -o FILE, - for stdout\n"
 	"  --version        prints memshim-format's version\n"
 	"Exit status: 0 ok, 1 --diff found a regression, 2 bad input or usage.\n";
 
@@ -492,6 +496,9 @@ static int mf_run(const struct mf_args *a, FILE *out, FILE *err)
 
 int mf_main(int argc, char **argv, FILE *out, FILE *err)
 {
+	for (int i = 1; i < argc; i++)
+		if (!strcmp(argv[i], "--recover")) /* a mode of its own (formatter/live.c) */
+			return mf_recover_main(argc, argv, out, err);
 	struct mf_args a;
 	int rc = mf_parse_args(argc, argv, &a, out, err);
 	if (rc == MF_OK)

@@ -168,8 +168,11 @@ void mf_print_status(FILE *out, const struct mf_file *f)
 		return;
 	}
 	char *open = mf_open_stages(f->stages);
+	const char *state = json_string_value(json_object_get(json_object_get(f->root, "live_record"), "state"));
 	fprintf(out, "memshim: %s: incomplete metrics (a snapshot", f->path);
-	if (f->reason && f->signal)
+	if (state) /* a live record (formatter/live.c): its process's state says more than a reason */
+		fprintf(out, " from a live record: process %s", state);
+	else if (f->reason && f->signal)
 		fprintf(out, ", reason: %s %lld", f->reason, f->signal);
 	else if (f->reason)
 		fprintf(out, ", reason: %s", f->reason);

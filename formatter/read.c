@@ -1,5 +1,6 @@
 /* Loading and validating a metrics file: every problem becomes one message naming the file. */
 #include "mf.h"
+#include "live.h"
 
 #include <errno.h>
 #include <stdarg.h>
@@ -182,6 +183,8 @@ int mf_load(const char *path, struct mf_file *f, FILE *err)
 	char *buf = mf_slurp(path, &len, err);
 	if (!buf)
 		return -1;
+	if (mf_live_magic(buf, len)) /* a live record (formatter/live.c) */
+		return free(buf), mf_live_load(path, f, err);
 	json_t *root = mf_parse(path, buf, len, err);
 	free(buf);
 	if (!root)
