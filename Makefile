@@ -48,6 +48,7 @@ include formatter/formatter.mk
 include tests/common/common.mk
 include tests/unit/unit.mk
 include tests/preload/preload.mk
+include tests/live/live.mk
 include tests/sites/sites.mk
 include tests/formatter/formatter-tests.mk
 include tests/gpu/gpu.mk

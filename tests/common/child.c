@@ -76,6 +76,8 @@ char **py_env(struct py_env *e, const char *lib, const char *dir, const char *ou
 	if (lib)
 		e->vars[n++] = e->preload;
 	e->vars[n++] = e->output;
+	snprintf(e->live, sizeof e->live, "MEMSHIM_LIVE_DIR=%s/live", dir); /* killed runs' records */
+	e->vars[n++] = e->live;
 	n = append(e->vars, n, more);
 	n = append(e->vars, n, extra);
 	e->vars[n] = NULL;

@@ -25,6 +25,7 @@ struct py_env {
 	char *vars[1100];
 	char preload[PATH_MAX + 16];
 	char output[PATH_MAX + 64];
+	char live[PATH_MAX + 32];
 };
 
 /* This process's environment minus MEMSHIM_*, LD_PRELOAD and PYTHON*, then LD_PRELOAD=LIB (none

@@ -30,15 +30,17 @@ const char *built(const char *relative)
 static char **child_env(const struct run *r, const char *const *env)
 {
 	static char *out[1024];
-	static char preload[PATH_MAX + 16], output[PATH_MAX + 32];
+	static char preload[PATH_MAX + 16], output[PATH_MAX + 32], live[PATH_MAX + 32];
 	int n = 0;
 	for (char **e = environ; *e && n < 1000; e++)
 		if (strncmp(*e, "MEMSHIM_", 8) && strncmp(*e, "LD_PRELOAD=", 11))
 			out[n++] = *e;
 	snprintf(preload, sizeof preload, "LD_PRELOAD=%s", built("libmemshim.so"));
 	snprintf(output, sizeof output, "MEMSHIM_OUTPUT=%s/m.json", r->dir);
+	snprintf(live, sizeof live, "MEMSHIM_LIVE_DIR=%s/live", r->dir); /* killed fixtures' records */
 	out[n++] = preload;
 	out[n++] = output;
+	out[n++] = live;
 	for (; env && *env && n < 1020; env++) {
 		const char *eq = strchr(*env, '=');
 		size_t klen = eq ? (size_t)(eq - *env) : strlen(*env);

@@ -1,0 +1,538 @@
+/* Integration: the live record (issue 25).  A fixture climbs inside a stage and is killed with
+ * SIGKILL; the record it leaves is recovered into a metrics file that shows the climb.  Records
+ * appear only where worth it, go at a normal exit, are per process after fork, and are created
+ * only in a private directory of the user's own (symlinks, modes, read-only and full file systems). */
+#include <check.h>
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <jansson.h>
+#include <limits.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mount.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+#include "child.h"
+#include "suite.h"
+
+#define NOBODY 65534
+#define MIB (1024 * 1024)
+
+extern char **environ;
+
+static char dir[256], live_dir[PATH_MAX], ready[PATH_MAX];
+
+static const char *built(const char *relative)
+{
+	static char paths[8][PATH_MAX];
+	static int next;
+	const char *b = getenv("BUILD") ? getenv("BUILD") : "build";
+	char joined[PATH_MAX];
+	snprintf(joined, sizeof joined, "%s/%s", b, relative);
+	char *out = paths[next++ % 8];
+	if (!realpath(joined, out))
+		snprintf(out, PATH_MAX, "%s", joined);
+	return out;
+}
+
+static void fresh_dir(void)
+{
+	snprintf(dir, sizeof dir, "/tmp/memshim-live.XXXXXX");
+	ck_assert_ptr_nonnull(mkdtemp(dir));
+	snprintf(live_dir, sizeof live_dir, "%s/live", dir);
+	snprintf(ready, sizeof ready, "%s/ready", dir);
+}
+
+/* This environment minus MEMSHIM_* and LD_PRELOAD, then the shim, MEMSHIM_OUTPUT=dir/m.json,
+ * MEMSHIM_LIVE_DIR=LIVE (NULL: not set) and EXTRA (may be NULL). */
+static char **shim_env(const char *live, const char *extra)
+{
+	static char *vars[1100];
+	static char preload[PATH_MAX + 16], output[PATH_MAX + 32], livevar[PATH_MAX + 32];
+	int n = 0;
+	for (char **e = environ; *e && n < 1000; e++)
+		if (strncmp(*e, "MEMSHIM_", 8) && strncmp(*e, "LD_PRELOAD=", 11))
+			vars[n++] = *e;
+	snprintf(preload, sizeof preload, "LD_PRELOAD=%s", built("libmemshim.so"));
+	snprintf(output, sizeof output, "MEMSHIM_OUTPUT=%s/m.json", dir);
+	snprintf(livevar, sizeof livevar, "MEMSHIM_LIVE_DIR=%s", live ? live : "");
+	vars[n++] = preload;
+	vars[n++] = output;
+	if (live)
+		vars[n++] = livevar;
+	if (extra)
+		vars[n++] = (char *)extra;
+	vars[n] = NULL;
+	return vars;
+}
+
+static pid_t spawn_fixture(const char *mode, char **envp)
+{
+	const char *argv[] = { built("live/live_fixture"), mode, ready, NULL };
+	pid_t pid = spawn_redirected(dir, argv, envp, NULL);
+	ck_assert_int_gt(pid, 0);
+	return pid;
+}
+
+static void pause_ms(long ms)
+{
+	struct timespec ts = { ms / 1000, (ms % 1000) * 1000000 };
+	nanosleep(&ts, NULL);
+}
+
+/* Waits up to 20 s for PATH to exist. */
+static void wait_for(const char *path)
+{
+	for (int i = 0; i < 2000 && access(path, F_OK) != 0; i++)
+		pause_ms(10);
+	ck_assert_msg(access(path, F_OK) == 0, "%s never appeared", path);
+}
+
+static int wait_status(pid_t pid)
+{
+	int st = 0;
+	ck_assert_int_eq(waitpid(pid, &st, 0), pid);
+	return st;
+}
+
+/* Runs a tool with ARGV, its stdout and stderr into OUT (SIZE bytes); returns its exit code. */
+static int run_tool(const char *const *argv, char *out, size_t size)
+{
+	char sub[PATH_MAX + 8], err[1 << 14];
+	snprintf(sub, sizeof sub, "%s/tool", dir);
+	mkdir(sub, 0755);
+	char **envp = shim_env(NULL, NULL);
+	for (int i = 0; envp[i]; i++) /* the tools themselves run bare */
+		if (!strncmp(envp[i], "LD_PRELOAD=", 11))
+			envp[i] = "LD_PRELOAD=";
+	pid_t pid = spawn_redirected(sub, argv, envp, NULL);
+	ck_assert_int_gt(pid, 0);
+	int code = exit_code(wait_status(pid));
+	read_back(sub, out, size, err, sizeof err);
+	size_t n = strlen(out);
+	snprintf(out + n, size - n, "%s", err);
+	return code;
+}
+
+/* The records in DIR (names ending in .live) into NAMES; returns how many. */
+static int records(const char *in, char names[][PATH_MAX], int max)
+{
+	DIR *d = opendir(in);
+	int n = 0;
+	struct dirent *e;
+	while (d && (e = readdir(d))) {
+		size_t len = strlen(e->d_name);
+		if (len > 5 && !strcmp(e->d_name + len - 5, ".live") && n < max)
+			snprintf(names[n++], PATH_MAX, "%s/%s", in, e->d_name);
+	}
+	if (d)
+		closedir(d);
+	return n;
+}
+
+static mode_t mode_of(const char *path)
+{
+	struct stat st;
+	ck_assert_msg(lstat(path, &st) == 0, "%s: %s", path, strerror(errno));
+	return st.st_mode & 07777;
+}
+
+/* The record at PATH recovered into DIR/NAME, parsed. */
+static json_t *recover(const char *path, const char *name, char *out, size_t size)
+{
+	char file[PATH_MAX + 64];
+	snprintf(file, sizeof file, "%s/%s", dir, name);
+	const char *argv[] = { built("memshim-format"), "--recover", path, "-o", file, NULL };
+	int code = run_tool(argv, out, size);
+	ck_assert_msg(code == 0, "--recover failed (%d): %s", code, out);
+	json_error_t je;
+	json_t *root = json_load_file(file, 0, &je);
+	ck_assert_msg(root != NULL, "%s: %s", file, je.text);
+	return root;
+}
+
+static json_t *stage_named(json_t *root, const char *name)
+{
+	size_t i;
+	json_t *s;
+	json_array_foreach(json_object_get(root, "stages"), i, s)
+		if (!strcmp(json_string_value(json_object_get(s, "name")), name))
+			return s;
+	return NULL;
+}
+
+static long long so_far(json_t *root, const char *stage, const char *member)
+{
+	json_t *s = stage_named(root, stage);
+	ck_assert_msg(s != NULL, "no stage %s", stage);
+	ck_assert(json_is_true(json_object_get(s, "open")));
+	return json_integer_value(json_object_get(json_object_get(s, "cpu"), member));
+}
+
+static int memshim_lines(const char *text)
+{
+	int n = 0;
+	for (const char *p = text; (p = strstr(p, "memshim:")); p++)
+		n++;
+	return n;
+}
+
+/* The issue's fixture: 40 then 30 MiB in "train", SIGKILL 1.5 s after the climb.  The snapshot
+ * file shows the stage at its start; the record shows the climb. */
+START_TEST(a_killed_climb_is_recovered_from_its_record)
+{
+	char out[1 << 15], names[4][PATH_MAX];
+	fresh_dir();
+	pid_t pid = spawn_fixture("climb", shim_env(live_dir, NULL));
+	wait_for(ready);
+	pause_ms(1500);
+	kill(pid, SIGKILL);
+	ck_assert_int_eq(exit_code(wait_status(pid)), 128 + SIGKILL);
+	ck_assert_int_eq(records(live_dir, names, 4), 1);
+	ck_assert_int_eq(mode_of(live_dir), 0700);
+	ck_assert_int_eq(mode_of(names[0]), 0600);
+	json_t *root = recover(names[0], "recovered.json", out, sizeof out);
+	ck_assert_msg(strstr(out, "gone") && strstr(out, "record removed"), "%s", out);
+	ck_assert_int_eq(records(live_dir, names, 4), 0); /* read: removed */
+	ck_assert_str_eq(json_string_value(json_object_get(root, "reason")), "recovered");
+	ck_assert_int_eq(json_integer_value(json_object_get(root, "pid")), pid);
+	ck_assert(json_is_false(json_object_get(root, "complete")));
+	long long alloc = so_far(root, "train", "alloc_delta");
+	ck_assert_msg(alloc >= 70LL * MIB && alloc < 71LL * MIB, "train alloc so far %lld", alloc);
+	json_decref(root);
+
+	/* the dump, as a user reads it */
+	char file[PATH_MAX + 32];
+	snprintf(file, sizeof file, "%s/recovered.json", dir);
+	const char *argv[] = { built("memshim-format"), file, NULL };
+	ck_assert_int_eq(run_tool(argv, out, sizeof out), 0);
+	ck_assert_msg(strstr(out, "train_mem_cpu_alloc_delta  =   70MB"), "%s", out);
+	ck_assert_msg(strstr(out, "from a live record: process killed"), "%s", out);
+}
+END_TEST
+
+/* memshim-format reads a record directly, marked as one, and keeps it (only --recover removes). */
+START_TEST(memshim_format_reads_a_record_of_a_running_process)
+{
+	char out[1 << 15], names[4][PATH_MAX];
+	fresh_dir();
+	pid_t pid = spawn_fixture("climb", shim_env(live_dir, NULL));
+	wait_for(ready);
+	ck_assert_int_eq(records(live_dir, names, 4), 1);
+	const char *argv[] = { built("memshim-format"), names[0], NULL };
+	int code = run_tool(argv, out, sizeof out);
+	json_t *root = recover(names[0], "live.json", out + strlen(out), sizeof out - strlen(out));
+	kill(pid, SIGKILL);
+	wait_status(pid);
+	ck_assert_int_eq(code, 0);
+	ck_assert_msg(strstr(out, "from a live record: process running"), "%s", out);
+	ck_assert_msg(strstr(out, "train_mem_cpu_alloc_delta  =   70MB"), "%s", out);
+	ck_assert_str_eq(json_string_value(json_object_get(root, "reason")), "live");
+	ck_assert_int_eq(records(live_dir, names, 4), 1); /* a running process keeps its record */
+	json_decref(root);
+}
+END_TEST
+
+START_TEST(a_normal_exit_removes_the_record)
+{
+	char names[4][PATH_MAX], out[1 << 14], err[1 << 14];
+	fresh_dir();
+	pid_t pid = spawn_fixture("exit", shim_env(live_dir, NULL));
+	ck_assert_int_eq(exit_code(wait_status(pid)), 0);
+	read_back(dir, out, sizeof out, err, sizeof err);
+	ck_assert_int_eq(mode_of(live_dir), 0700); /* it was created */
+	ck_assert_int_eq(records(live_dir, names, 4), 0);
+	ck_assert_str_eq(err, "");
+}
+END_TEST
+
+/* A short, small process (a build tool under an inherited LD_PRELOAD) creates nothing at all,
+ * where a process that opens a stage does. */
+START_TEST(only_a_process_worth_it_creates_a_record)
+{
+	fresh_dir();
+	const char *argv[] = { built("live/live_fixture"), "small", NULL };
+	pid_t pid = spawn_redirected(dir, argv, shim_env(live_dir, NULL), NULL);
+	ck_assert_int_eq(exit_code(wait_status(pid)), 0);
+	ck_assert_int_ne(access(live_dir, F_OK), 0);
+	pid = spawn_fixture("exit", shim_env(live_dir, NULL));
+	ck_assert_int_eq(exit_code(wait_status(pid)), 0);
+	ck_assert_int_eq(access(live_dir, F_OK), 0);
+}
+END_TEST
+
+START_TEST(memshim_live_0_creates_no_record)
+{
+	char names[2][PATH_MAX];
+	fresh_dir();
+	for (int off = 1; off >= 0; off--) {
+		pid_t pid = spawn_fixture("climb", shim_env(live_dir, off ? "MEMSHIM_LIVE=0" : NULL));
+		wait_for(ready);
+		kill(pid, SIGKILL);
+		wait_status(pid);
+		unlink(ready);
+		ck_assert_int_eq(records(live_dir, names, 2), !off);
+	}
+}
+END_TEST
+
+/* A forked child writes its own record, never its parent's. */
+START_TEST(a_forked_child_has_its_own_record)
+{
+	char names[4][PATH_MAX], out[1 << 15];
+	fresh_dir();
+	pid_t pid = spawn_fixture("fork", shim_env(live_dir, NULL));
+	char parent_ready[PATH_MAX + 32];
+	snprintf(parent_ready, sizeof parent_ready, "%s.%d", ready, (int)pid);
+	wait_for(parent_ready);
+	int child = 0;
+	for (int i = 0; i < 2000 && !child; i++) { /* the child's ready file names its pid */
+		DIR *d = opendir(dir);
+		struct dirent *e;
+		while (d && (e = readdir(d)))
+			if (!strncmp(e->d_name, "ready.", 6) && atoi(e->d_name + 6) != pid)
+				child = atoi(e->d_name + 6);
+		if (d)
+			closedir(d);
+		if (!child)
+			pause_ms(10);
+	}
+	ck_assert_int_gt(child, 0);
+	pause_ms(200);
+	kill(child, SIGKILL);
+	kill(pid, SIGKILL);
+	wait_status(pid);
+	ck_assert_int_eq(records(live_dir, names, 4), 2);
+	int seen = 0;
+	for (int i = 0; i < 2; i++) {
+		json_t *root = recover(names[i], i ? "b.json" : "a.json", out, sizeof out);
+		long long p = json_integer_value(json_object_get(root, "pid"));
+		if (p == pid) {
+			ck_assert_ptr_null(stage_named(root, "work"));
+			long long alloc = so_far(root, "train", "alloc_delta");
+			ck_assert_msg(alloc >= 40LL * MIB && alloc < 41LL * MIB, "parent train %lld", alloc);
+			seen |= 1;
+		} else {
+			ck_assert_int_eq(p, child);
+			ck_assert(json_is_true(json_object_get(root, "forked")));
+			long long alloc = so_far(root, "work", "alloc_delta");
+			ck_assert_msg(alloc >= 20LL * MIB && alloc < 21LL * MIB, "child work %lld", alloc);
+			seen |= 2;
+		}
+		json_decref(root);
+	}
+	ck_assert_int_eq(seen, 3);
+}
+END_TEST
+
+/* Runs the exit fixture with MEMSHIM_LIVE_DIR=LIVE: it must succeed with exactly one warning
+ * naming the live record (returned in ERR). */
+static void refused(const char *live, char *err, size_t size)
+{
+	char out[1 << 14];
+	pid_t pid = spawn_fixture("exit", shim_env(live, NULL));
+	ck_assert_int_eq(exit_code(wait_status(pid)), 0);
+	read_back(dir, out, sizeof out, err, size);
+	ck_assert_msg(strstr(err, "memshim: cannot create the live record in ") != NULL, "stderr: %s", err);
+	ck_assert_msg(strstr(err, "the run goes on without it"), "stderr: %s", err);
+	ck_assert_int_eq(memshim_lines(err), 1);
+}
+
+START_TEST(a_symlinked_record_directory_is_refused)
+{
+	char real[PATH_MAX + 8], link[PATH_MAX + 8], err[1 << 14], names[2][PATH_MAX];
+	fresh_dir();
+	snprintf(real, sizeof real, "%s/real", dir);
+	snprintf(link, sizeof link, "%s/link", dir);
+	ck_assert_int_eq(mkdir(real, 0700), 0);
+	ck_assert_int_eq(symlink(real, link), 0);
+	refused(link, err, sizeof err);
+	ck_assert_msg(strstr(err, "a symlink or not a directory"), "%s", err);
+	ck_assert_int_eq(records(real, names, 2), 0);
+}
+END_TEST
+
+/* Another user's link in a sticky world-writable directory (as /dev/shm): the metrics file's rule. */
+START_TEST(another_users_link_in_a_sticky_directory_is_refused)
+{
+	char sticky[300], real[300], link[320], live[340], err[1 << 14];
+	if (geteuid() != 0) {
+		printf("another_users_link_in_a_sticky_directory_is_refused: skipped, needs root for lchown\n");
+		return;
+	}
+	fresh_dir();
+	snprintf(sticky, sizeof sticky, "%s/shm", dir);
+	snprintf(real, sizeof real, "%s/theirs", dir);
+	snprintf(link, sizeof link, "%s/link", sticky);
+	snprintf(live, sizeof live, "%s/memshim-0", link);
+	ck_assert_int_eq(mkdir(sticky, 0777), 0);
+	ck_assert_int_eq(chmod(sticky, 01777), 0);
+	ck_assert_int_eq(mkdir(real, 0777), 0);
+	ck_assert_int_eq(symlink(real, link), 0);
+	ck_assert_int_eq(lchown(link, NOBODY, NOBODY), 0);
+	refused(live, err, sizeof err);
+	ck_assert_msg(strstr(err, "not following a symlink"), "%s", err);
+	ck_assert_int_ne(access(live, F_OK), 0);
+}
+END_TEST
+
+START_TEST(a_directory_open_to_others_is_refused)
+{
+	char err[1 << 14];
+	fresh_dir();
+	ck_assert_int_eq(mkdir(live_dir, 0755), 0);
+	ck_assert_int_eq(chmod(live_dir, 0755), 0);
+	refused(live_dir, err, sizeof err);
+	ck_assert_msg(strstr(err, "not a directory of this user with mode 0700"), "%s", err);
+}
+END_TEST
+
+START_TEST(a_directory_of_another_user_is_refused)
+{
+	char err[1 << 14];
+	if (geteuid() != 0) {
+		printf("a_directory_of_another_user_is_refused: skipped, needs root for chown\n");
+		return;
+	}
+	fresh_dir();
+	ck_assert_int_eq(mkdir(live_dir, 0700), 0);
+	ck_assert_int_eq(chown(live_dir, NOBODY, NOBODY), 0);
+	refused(live_dir, err, sizeof err);
+	ck_assert_msg(strstr(err, "not a directory of this user with mode 0700"), "%s", err);
+}
+END_TEST
+
+/* A read-only file system (a read-only tmpfs: root writes through mode bits) costs the record only. */
+START_TEST(a_read_only_file_system_costs_only_the_record)
+{
+	char ro[PATH_MAX + 8], live[PATH_MAX + 16], err[1 << 14];
+	fresh_dir();
+	snprintf(ro, sizeof ro, "%s/ro", dir);
+	snprintf(live, sizeof live, "%s/live", ro);
+	ck_assert_int_eq(mkdir(ro, 0755), 0);
+	if (mount("memshim-test", ro, "tmpfs", MS_RDONLY, "size=64k") != 0) {
+		printf("a_read_only_file_system_costs_only_the_record: skipped, cannot mount (%s)\n", strerror(errno));
+		return;
+	}
+	refused(live, err, sizeof err);
+	umount(ro);
+	ck_assert_msg(strstr(err, "read-only file system (errno 30)"), "%s", err);
+}
+END_TEST
+
+/* A full file system: the record's blocks are written before it is mapped, so the creation fails
+ * (one warning) and no store into the mapping can raise SIGBUS. */
+START_TEST(a_full_file_system_costs_only_the_record)
+{
+	char full[PATH_MAX + 8], live[PATH_MAX + 16], filler[PATH_MAX + 32], err[1 << 14], names[2][PATH_MAX];
+	static char block[4096];
+	fresh_dir();
+	snprintf(full, sizeof full, "%s/full", dir);
+	snprintf(live, sizeof live, "%s/live", full);
+	ck_assert_int_eq(mkdir(full, 0755), 0);
+	if (mount("memshim-test", full, "tmpfs", 0, "size=64k") != 0) {
+		printf("a_full_file_system_costs_only_the_record: skipped, cannot mount (%s)\n", strerror(errno));
+		return;
+	}
+	ck_assert_int_eq(mkdir(live, 0700), 0);
+	snprintf(filler, sizeof filler, "%s/filler", full);
+	int fd = open(filler, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+	while (fd >= 0 && write(fd, block, sizeof block) > 0)
+		;
+	close(fd);
+	unlink(filler); /* room for a few pages, not for a record */
+	fd = open(filler, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+	for (int i = 0; i < 8 && fd >= 0; i++)
+		ck_assert_int_eq(write(fd, block, sizeof block), (ssize_t)sizeof block);
+	close(fd);
+	refused(live, err, sizeof err);
+	int left = records(live, names, 2);
+	umount(full);
+	ck_assert_msg(strstr(err, "no space left on device (errno 28)"), "%s", err);
+	ck_assert_int_eq(left, 0); /* the partial file was removed */
+}
+END_TEST
+
+/* Writes a record-like file of SIZE bytes at PATH with MAGIC and VERSION. */
+static void fake_record(const char *path, size_t size, int version)
+{
+	unsigned char buf[128 * 1024] = { 0 };
+	const char magic[] = "MSMLIVE1";
+	ck_assert(size <= sizeof buf);
+	memcpy(buf, magic, 8);
+	memcpy(buf + 8, &version, 4);
+	int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+	ck_assert_int_ge(fd, 0);
+	ck_assert_int_eq(write(fd, buf, size), (ssize_t)size);
+	close(fd);
+}
+
+static void bad_record(const char *path, const char *want)
+{
+	char out[1 << 14], file[PATH_MAX + 16];
+	snprintf(file, sizeof file, "%s/x.json", dir);
+	const char *argv[] = { built("memshim-format"), path, NULL };
+	ck_assert_int_eq(run_tool(argv, out, sizeof out), 2);
+	ck_assert_msg(strstr(out, want), "want \"%s\" in: %s", want, out);
+	const char *rec[] = { built("memshim-format"), "--recover", path, "-o", file, NULL };
+	ck_assert_int_eq(run_tool(rec, out, sizeof out), 2);
+	ck_assert_msg(strstr(out, want), "want \"%s\" in: %s", want, out);
+	ck_assert_int_ne(access(file, F_OK), 0);
+}
+
+/* Bad records get one clear line, and another user's record is never read. */
+START_TEST(bad_records_get_a_clear_line)
+{
+	char path[PATH_MAX + 16], names[2][PATH_MAX], out[1 << 15];
+	fresh_dir();
+	snprintf(path, sizeof path, "%s/short.live", dir);
+	fake_record(path, 4096, 1);
+	bad_record(path, "truncated live record (4096 of ");
+	snprintf(path, sizeof path, "%s/v9.live", dir);
+	fake_record(path, 100 * 1024, 9);
+	bad_record(path, "live record version 9; this memshim-format reads version 1");
+
+	pid_t pid = spawn_fixture("climb", shim_env(live_dir, NULL));
+	wait_for(ready);
+	kill(pid, SIGKILL);
+	wait_status(pid);
+	ck_assert_int_eq(records(live_dir, names, 2), 1);
+	snprintf(path, sizeof path, "%s/other.live", dir);
+	const char *cp[] = { "/bin/cp", names[0], path, NULL };
+	ck_assert_int_eq(run_tool(cp, out, sizeof out), 0);
+	if (geteuid() == 0) {
+		ck_assert_int_eq(chown(path, NOBODY, NOBODY), 0);
+		bad_record(path, "live record of another user (uid 65534): not read");
+	}
+}
+END_TEST
+
+int main(void)
+{
+	Suite *s = suite_create("live");
+	TCase *tc = tcase_create("record");
+	tcase_set_timeout(tc, 60);
+	tcase_add_test(tc, a_killed_climb_is_recovered_from_its_record);
+	tcase_add_test(tc, memshim_format_reads_a_record_of_a_running_process);
+	tcase_add_test(tc, a_normal_exit_removes_the_record);
+	tcase_add_test(tc, only_a_process_worth_it_creates_a_record);
+	tcase_add_test(tc, memshim_live_0_creates_no_record);
+	tcase_add_test(tc, a_forked_child_has_its_own_record);
+	suite_add_tcase(s, tc);
+	TCase *safety = tcase_create("safety");
+	tcase_set_timeout(safety, 60);
+	tcase_add_test(safety, a_symlinked_record_directory_is_refused);
+	tcase_add_test(safety, another_users_link_in_a_sticky_directory_is_refused);
+	tcase_add_test(safety, a_directory_open_to_others_is_refused);
+	tcase_add_test(safety, a_directory_of_another_user_is_refused);
+	tcase_add_test(safety, a_read_only_file_system_costs_only_the_record);
+	tcase_add_test(safety, a_full_file_system_costs_only_the_record);
+	tcase_add_test(safety, bad_records_get_a_clear_line);
+	suite_add_tcase(s, safety);
+	return run_suite(s);
+}
