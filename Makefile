@@ -45,6 +45,7 @@ $(VENV_OLD_TF)/.requirements: requirements-transformers-4.46.txt $(VENV)/.requir
 
 include shim/shim.mk
 include formatter/formatter.mk
+include top/top.mk
 include tests/common/common.mk
 include tests/unit/unit.mk
 include tests/preload/preload.mk

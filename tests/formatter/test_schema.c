@@ -136,7 +136,7 @@ START_TEST(test_real_files)
 	snprintf(path, sizeof path, "%s/fx.py", dir);
 	t_write(path, fixture, strlen(fixture));
 	snprintf(listpath, sizeof listpath, "%s/files.txt", dir);
-	const char *env = "MEMSHIM_STAGES=train=train,eval=evaluate MEMSHIM_LOG=quiet";
+	const char *env = "MEMSHIM_STAGES=train=train,eval=evaluate MEMSHIM_LOG=quiet MEMSHIM_LIVE_DIR=live";
 	snprintf(cmd, sizeof cmd, "cd '%s' && LD_PRELOAD='%s' %s RANK=1 LOCAL_RANK=1 WORLD_SIZE=2 "
 		 "MEMSHIM_OUTPUT=run.json /usr/bin/python3 fx.py; "
 		 "LD_PRELOAD='%s' %s MEMSHIM_OUTPUT=term.json /usr/bin/python3 fx.py term; "
@@ -153,6 +153,10 @@ START_TEST(test_real_files)
 			 "MEMSHIM_OUTPUT=gpu-oom.json '%s/fx_linked' oom", dir, lib, gpu, gpu, lib, gpu, gpu);
 		sh(cmd);
 	}
+	/* the live records the killed runs left, recovered (memshim-format --recover) */
+	snprintf(cmd, sizeof cmd, "cd '%s' && for r in live/*.live; do '%s' --recover \"$r\" --keep "
+		 "-o \"recovered-${r##*/}.json\" >/dev/null; done", dir, getenv("MF_FORMAT_BIN"));
+	sh(cmd);
 	json_t *schema = load_schema();
 	FILE *list = fopen(listpath, "w");
 	ck_assert_ptr_nonnull(list);
@@ -162,6 +166,7 @@ START_TEST(test_real_files)
 	ck_assert_int_eq(check_real(schema, dir, "kill.json", list), 1);
 	ck_assert_int_eq(check_real(schema, dir, "live.json", list), 1);
 	ck_assert_int_eq(check_real(schema, dir, "quiet.json", list), 1);
+	ck_assert_int_eq(check_real(schema, dir, "recovered-*.json", list), 2); /* term and kill */
 	if (gpu && *gpu)
 		ck_assert_int_eq(check_real(schema, dir, "gpu-*.json", list), 4);
 	fclose(list);
