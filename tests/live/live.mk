@@ -12,7 +12,7 @@ $(BUILD)/live/test_%: tests/live/test_%.c $(COMMON_CHILD)
 		$(CHECK_LIBS) $(JANSSON_LIBS)
 
 .PHONY: check-live
-check-live: $(BUILD)/libmemshim.so $(FMT_BIN) $(LIVE_FIXTURES) $(LIVE_SUITES)
+check-live: $(BUILD)/libmemshim.so $(FMT_BIN) $(TOP_BIN) $(LIVE_FIXTURES) $(LIVE_SUITES)
 	@for t in $(LIVE_SUITES); do BUILD=$(BUILD) $$t || exit 1; done
 
 CHECK_TARGETS += check-live

@@ -182,6 +182,31 @@ static int memshim_lines(const char *text)
 	return n;
 }
 
+/* The row of PID in `memshim top --once LIVE_DIR`, with STATE and the open STAGE; --json agrees. */
+static void top_lists(pid_t pid, const char *state, const char *stage)
+{
+	char out[1 << 15], want[64];
+	const char *argv[] = { built("memshim-top"), "--once", live_dir, NULL };
+	ck_assert_int_eq(run_tool(argv, out, sizeof out), 0);
+	snprintf(want, sizeof want, "\n%d ", (int)pid);
+	const char *row = strstr(out, want);
+	ck_assert_msg(row != NULL, "no row for pid %d in:\n%s", (int)pid, out);
+	const char *end = strchr(row + 1, '\n');
+	char line[4096];
+	snprintf(line, sizeof line, "%.*s", (int)(end ? end - row : (long)strlen(row)), row);
+	ck_assert_msg(strstr(line, state) && strstr(line, stage) && strstr(line, "live_fixture climb"),
+		      "row: %s", line);
+	const char *json[] = { built("memshim-top"), "--json", live_dir, NULL };
+	ck_assert_int_eq(run_tool(json, out, sizeof out), 0);
+	json_error_t je;
+	json_t *rows = json_loads(out, 0, &je), *r = json_array_get(rows, 0);
+	ck_assert_msg(rows && json_array_size(rows) == 1, "%s", out);
+	ck_assert_int_eq(json_integer_value(json_object_get(r, "pid")), pid);
+	ck_assert_str_eq(json_string_value(json_object_get(r, "state")), state);
+	ck_assert_str_eq(json_string_value(json_array_get(json_object_get(r, "open_stages"), 0)), stage);
+	json_decref(rows);
+}
+
 /* The issue's fixture: 40 then 30 MiB in "train", SIGKILL 1.5 s after the climb.  The snapshot
  * file shows the stage at its start; the record shows the climb. */
 START_TEST(a_killed_climb_is_recovered_from_its_record)
@@ -190,9 +215,11 @@ START_TEST(a_killed_climb_is_recovered_from_its_record)
 	fresh_dir();
 	pid_t pid = spawn_fixture("climb", shim_env(live_dir, NULL));
 	wait_for(ready);
+	top_lists(pid, "running", "train");
 	pause_ms(1500);
 	kill(pid, SIGKILL);
 	ck_assert_int_eq(exit_code(wait_status(pid)), 128 + SIGKILL);
+	top_lists(pid, "killed", "train");
 	ck_assert_int_eq(records(live_dir, names, 4), 1);
 	ck_assert_int_eq(mode_of(live_dir), 0700);
 	ck_assert_int_eq(mode_of(names[0]), 0600);
@@ -512,6 +539,75 @@ START_TEST(bad_records_get_a_clear_line)
 }
 END_TEST
 
+/* tmux: run ARGS (a shell command) in a detached session NAME of 200 x 40. */
+static int tmux(const char *args, char *out, size_t size)
+{
+	const char *argv[] = { "/bin/sh", "-c", args, NULL };
+	return run_tool(argv, out, size);
+}
+
+/* The curses view in a terminal (tmux): rows of a running and a killed process, sorting by pid
+ * with a key, and q quits. */
+START_TEST(the_curses_view_shows_running_and_killed_processes)
+{
+	char out[1 << 15], cmd[8192], session[64], want[64];
+	if (access("/usr/bin/tmux", X_OK) != 0) {
+		printf("the_curses_view_shows_running_and_killed_processes: skipped, no tmux\n");
+		return;
+	}
+	fresh_dir();
+	pid_t dead = spawn_fixture("climb", shim_env(live_dir, NULL));
+	wait_for(ready);
+	kill(dead, SIGKILL);
+	wait_status(dead);
+	unlink(ready);
+	pid_t pid = spawn_fixture("climb", shim_env(live_dir, NULL));
+	wait_for(ready);
+	snprintf(session, sizeof session, "memshim-top-test-%d", (int)getpid());
+	snprintf(cmd, sizeof cmd, "tmux -L %s new-session -d -s %s -x 200 -y 40 'TERM=xterm %s %s'", session,
+		 session, built("memshim-top"), live_dir);
+	ck_assert_int_eq(tmux(cmd, out, sizeof out), 0);
+	char capture[600];
+	snprintf(capture, sizeof capture, "tmux -L %s capture-pane -p -t %s", session, session);
+	int found = 0;
+	for (int i = 0; i < 100 && !found; i++) { /* the first frame */
+		pause_ms(100);
+		tmux(capture, out, sizeof out);
+		snprintf(want, sizeof want, "%d ", (int)pid);
+		found = strstr(out, want) && strstr(out, "killed") && strstr(out, "running");
+	}
+	ck_assert_msg(found, "screen:\n%s", out);
+	ck_assert_msg(strstr(out, "train") && strstr(out, "70M/70M") && strstr(out, "sorted by cpu"), "%s", out);
+	snprintf(cmd, sizeof cmd, "tmux -L %s send-keys -t %s p", session, session);
+	ck_assert_int_eq(tmux(cmd, out, sizeof out), 0);
+	for (int i = 0; i < 50 && !strstr(out, "sorted by pid"); i++) {
+		pause_ms(100);
+		tmux(capture, out, sizeof out);
+	}
+	ck_assert_msg(strstr(out, "sorted by pid"), "%s", out);
+	const char *first = strstr(out, "\n") ? strstr(out, "PID") : NULL; /* smaller pid first */
+	char a[32], b[32];
+	snprintf(a, sizeof a, "\n%d ", (int)(dead < pid ? dead : pid));
+	snprintf(b, sizeof b, "\n%d ", (int)(dead < pid ? pid : dead));
+	ck_assert(first && strstr(first, a) && strstr(first, b) && strstr(first, a) < strstr(first, b));
+	snprintf(cmd, sizeof cmd, "tmux -L %s send-keys -t %s q", session, session);
+	ck_assert_int_eq(tmux(cmd, out, sizeof out), 0);
+	int gone = 0;
+	snprintf(cmd, sizeof cmd, "tmux -L %s has-session -t %s 2>/dev/null", session, session);
+	for (int i = 0; i < 50 && !gone; i++) {
+		pause_ms(100);
+		gone = tmux(cmd, out, sizeof out) != 0;
+	}
+	kill(pid, SIGKILL);
+	wait_status(pid);
+	if (!gone) {
+		snprintf(cmd, sizeof cmd, "tmux -L %s kill-server", session);
+		tmux(cmd, out, sizeof out);
+	}
+	ck_assert_msg(gone, "q did not end memshim top");
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("live");
@@ -534,5 +630,9 @@ int main(void)
 	tcase_add_test(safety, a_full_file_system_costs_only_the_record);
 	tcase_add_test(safety, bad_records_get_a_clear_line);
 	suite_add_tcase(s, safety);
+	TCase *top = tcase_create("top");
+	tcase_set_timeout(top, 60);
+	tcase_add_test(top, the_curses_view_shows_running_and_killed_processes);
+	suite_add_tcase(s, top);
 	return run_suite(s);
 }
