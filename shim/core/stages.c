@@ -365,6 +365,22 @@ static void copy_used(struct ms_stages *out)
 	}
 }
 
+uint64_t ms_stages_copy_brief(struct ms_stages *out, uint64_t want)
+{
+	int locked = lock_or_refuse() == 0;
+	uint64_t copied = 0;
+	for (int i = 0; i < ms_st.nstages && i < MS_MAX_STAGES; i++) {
+		if (!((want >> i) & 1) && ms_st.depth[i] == 0 && out->depth[i] == 0 && i < out->nstages)
+			continue;
+		memcpy(&out->stage[i], &ms_st.stage[i], offsetof(struct ms_stage, history));
+		copied |= UINT64_C(1) << i;
+	}
+	memcpy(out, &ms_st, offsetof(struct ms_stages, stage));
+	if (locked)
+		stages_unlock();
+	return copied;
+}
+
 static int try_lock_bounded(void)
 {
 	if (lock_held)

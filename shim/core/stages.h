@@ -123,6 +123,14 @@ void ms_stages_copy_nowait(struct ms_stages *out, double now);
  * snapshots); OUT must be static storage (the struct is large). */
 void ms_stages_copy(struct ms_stages *out, double now);
 
+/* What changed since the caller's previous copy into OUT, cheap enough for every boundary (the
+ * live record, output/live.c): the small fields, and without their calls' history the stages in
+ * WANT (bit i: stage i), the open ones, those open in OUT and those new since (the others, the
+ * history and the GPU events are left as they were).  Open stages' spans are as of their last
+ * boundary.  Under the lock, or without it in a handler that interrupted it.  Returns the stages
+ * copied (bit i: stage i). */
+uint64_t ms_stages_copy_brief(struct ms_stages *out, uint64_t want);
+
 /* The engine's state as it is, unlocked, and a fresh engine: for single-threaded unit tests and
  * fuzzers (the shim reads through ms_stages_copy and the accessors above). */
 const struct ms_stages *ms_stages_peek(void);

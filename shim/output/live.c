@@ -44,11 +44,14 @@ _Static_assert(MS_LIVE_COMPS == (int)MS_NCOMP && MS_LIVE_DEV0 == (int)MS_DEV0 &&
 #define WORTH_BYTES ((int64_t)64 << 20)
 #define LIGHT 1                              /* live, peaks, open stages so far */
 #define FULL 2                               /* everything, from a copy of the stage engine */
+#define EXACT_GAP 0.1                        /* seconds between exact process peaks and getrusage */
 
 enum { NOT_YET, ON, OFF };
 static int state = OFF;                      /* OFF until init; OFF for good after a failure */
 static int real_stage;                       /* a stage other than init began (in this process) */
 static int busy, pending;
+static uint64_t want_stages;                 /* bit i: stage i crossed a boundary since the last update */
+static double next_exact;                    /* ms_elapsed() of the next exact() */
 static int failed;
 static struct ms_live_record *rec;
 static dev_t rec_dev;
@@ -250,28 +253,38 @@ static void end_write(double t)
 	__atomic_store_n(&rec->seq, rec->seq + 1, __ATOMIC_RELEASE);
 }
 
-static void live_values(int64_t live[MS_NCOMP])
-{
-	ms_cpu_live(&live[MS_CPU], &live[MS_MALLOC], &live[MS_MMAP], &live[MS_RESERVE]);
-	for (int c = MS_GPU; c < MS_NCOMP; c++)
-		if (c != MS_RESERVE)
-			live[c] = ms_live((enum ms_comp)c);
-}
+/* The components written at every update: the CPU ones, and the GPU ones once a GPU is used. */
+static const int cpu_comps[] = { MS_CPU, MS_MALLOC, MS_MMAP, MS_RESERVE, MS_RSS };
+static const int all_comps[] = { MS_CPU, MS_MALLOC, MS_MMAP, MS_RESERVE, MS_RSS, MS_GPU, MS_MANAGED, MS_PINNED,
+	MS_DEV0, MS_DEV0 + 1, MS_DEV0 + 2, MS_DEV0 + 3, MS_DEV0 + 4, MS_DEV0 + 5, MS_DEV0 + 6, MS_DEV0 + 7,
+	MS_DEV0 + 8, MS_DEV0 + 9, MS_DEV0 + 10, MS_DEV0 + 11, MS_DEV0 + 12, MS_DEV0 + 13, MS_DEV0 + 14,
+	MS_DEV0 + 15 };
+_Static_assert(sizeof all_comps / sizeof *all_comps == MS_NCOMP, "every component once");
 
-/* Live memory moved: live, peaks, and the open stages' end and peak so far. */
+/* Live memory moved (or a boundary): live, and from it the process peaks and the open stages' end
+ * and peak so far (within one timeline step of the exact peaks, which boundaries bring). */
 static void light(double t)
 {
-	int64_t live[MS_NCOMP], peaks[MS_NCOMP];
-	live_values(live);
-	ms_counters_process_peaks(peaks);
+	int gpu = ms_gpu_used();
+	const int *comps = gpu ? all_comps : cpu_comps;
+	int n = gpu ? MS_NCOMP : (int)(sizeof cpu_comps / sizeof *cpu_comps);
+	int64_t live[MS_NCOMP];
+	ms_cpu_live(&live[MS_CPU], &live[MS_MALLOC], &live[MS_MMAP], &live[MS_RESERVE]);
+	for (int k = 4; k < n; k++)
+		live[comps[k]] = ms_live((enum ms_comp)comps[k]);
 	begin_write();
-	memcpy(rec->live, live, sizeof rec->live);
-	memcpy(rec->peak, peaks, sizeof rec->peak);
-	rec->gpu_used = (uint32_t)ms_gpu_used();
+	for (int k = 0; k < n; k++) {
+		int c = comps[k];
+		rec->live[c] = live[c];
+		if (live[c] > rec->peak[c])
+			rec->peak[c] = live[c];
+	}
+	rec->gpu_used = (uint32_t)gpu;
 	rec->devices_used = ms_gpu_devices_used();
 	for (int i = 0; i < rec->nopen && i < MS_LIVE_STAGES; i++) {
 		struct ms_live_span *sp = &rec->stage[rec->open[i] & (MS_LIVE_STAGES - 1)].cur;
-		for (int c = 0; c < MS_NCOMP; c++) {
+		for (int k = 0; k < n; k++) {
+			int c = comps[k];
 			sp->end[c] = live[c];
 			if (live[c] > sp->peak[c])
 				sp->peak[c] = live[c];
@@ -310,24 +323,44 @@ static void stage_of(struct ms_live_stage *out, const struct ms_stage *in, int d
 		span_of(&out->last, &in->last);
 }
 
-/* A boundary: the whole record from a copy of the engine (open stages' numbers so far). */
-static void full(double t)
+/* Read with a system call or a pass over every counter: at most every EXACT_GAP seconds (stage
+ * boundaries may come every microsecond), and when the record is new. */
+static void exact(double t)
 {
 	struct rusage ru;
-	ms_stages_copy(&engine, t);
-	int64_t rss = getrusage(RUSAGE_SELF, &ru) == 0 ? (int64_t)ru.ru_maxrss * 1024 : 0;
+	int64_t peaks[MS_NCOMP];
+	if (t < next_exact)
+		return;
+	next_exact = t + EXACT_GAP;
+	ms_counters_process_peaks(peaks);
+	for (int c = 0; c < MS_NCOMP; c++)
+		if (peaks[c] > rec->peak[c])
+			rec->peak[c] = peaks[c];
+	if (getrusage(RUSAGE_SELF, &ru) == 0)
+		rec->rss_peak = (int64_t)ru.ru_maxrss * 1024;
+	rec->mmap_untracked = ms_mmap_untracked();
+}
+
+/* A boundary: the stages that changed from a brief copy of the engine (exact peaks of the open
+ * ones as of this boundary), then what light() writes. */
+static void full(double t, int all)
+{
+	uint64_t want = __atomic_exchange_n(&want_stages, 0, __ATOMIC_ACQ_REL);
+	uint64_t copied = ms_stages_copy_brief(&engine, all ? ~UINT64_C(0) : want);
+	if (all)
+		next_exact = 0;
 	begin_write();
 	rec->nstages = engine.nstages;
 	for (int i = 0; i < engine.nstages; i++)
-		stage_of(&rec->stage[i], &engine.stage[i], engine.depth[i]);
+		if ((copied >> i) & 1)
+			stage_of(&rec->stage[i], &engine.stage[i], engine.depth[i]);
 	rec->nopen = engine.nopen;
 	memcpy(rec->open, engine.open, sizeof rec->open);
 	rec->before_init_set = engine.before_init_set;
 	memcpy(rec->before_init, engine.before_init, sizeof rec->before_init);
-	rec->rss_peak = rss;
-	rec->mmap_untracked = ms_mmap_untracked();
+	exact(t);
 	end_write(t);
-	light(t); /* live and process peaks as the copy left them */
+	light(t);
 }
 
 /* Asks for an update of KIND; whoever holds the record does every pending one before letting go. */
@@ -338,11 +371,12 @@ static void request(int kind, double t)
 		if (__atomic_exchange_n(&busy, 1, __ATOMIC_ACQUIRE))
 			return; /* the holder sees PENDING before it lets go */
 		int k = __atomic_exchange_n(&pending, 0, __ATOMIC_ACQ_REL);
-		int ok = __atomic_load_n(&state, __ATOMIC_RELAXED) == ON || (k & FULL && create() == 0);
+		int fresh = __atomic_load_n(&state, __ATOMIC_RELAXED) != ON;
+		int ok = !fresh || (k & FULL && create() == 0);
 		if (ok && __atomic_load_n(&state, __ATOMIC_RELAXED) != OFF) {
 			__atomic_store_n(&state, ON, __ATOMIC_RELAXED);
 			if ((k & FULL) && !ms_stages_held_here()) /* never from a handler inside the engine */
-				full(ms_elapsed());
+				full(ms_elapsed(), fresh);
 			else
 				light(t);
 			if ((k & FULL) && ms_stages_held_here())
@@ -373,6 +407,8 @@ void ms_live_boundary(int stage, int end)
 	    strcmp(ms_stages_peek()->stage[stage].name, "init") != 0)
 		__atomic_store_n(&real_stage, 1, __ATOMIC_RELAXED);
 	double t = ms_elapsed();
+	if (stage >= 0 && stage < MS_LIVE_STAGES)
+		__atomic_or_fetch(&want_stages, UINT64_C(1) << stage, __ATOMIC_RELAXED);
 	if (s == ON || (worth_it(t) && ms_is_tracked_process()))
 		request(FULL, t);
 }
@@ -392,6 +428,7 @@ void ms_live_fork_child(int tracking)
 		syscall(SYS_munmap, rec, sizeof *rec); /* the parent's: never written by the child */
 	rec = NULL;
 	busy = pending = 0;
+	want_stages = 0;
 	real_stage = 0; /* judged on its own, as the snapshot policy judges it */
 	state = tracking && ms_cfg.live && !failed ? NOT_YET : OFF;
 }

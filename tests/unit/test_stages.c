@@ -206,6 +206,34 @@ START_TEST(snapshot_copy_reports_open_stage_so_far)
 }
 END_TEST
 
+/* The live record's copy: what changed since the caller's previous copy, without history. */
+START_TEST(brief_copy_takes_what_changed)
+{
+	static struct ms_stages copy;
+	memset(&copy, 0, sizeof copy);
+	reset();
+	int a = ms_stage_id("a"), b = ms_stage_id("b");
+	ck_assert(ms_stages_copy_brief(&copy, 0) == 3); /* new since the previous copy */
+	ck_assert(ms_stages_copy_brief(&copy, 0) == 0); /* nothing changed */
+	ms_stage_enter(a, 1);
+	ms_cpu_add(MS_MALLOC, 6 * MiB);
+	ms_stage_enter(b, 2);
+	ck_assert(ms_stages_copy_brief(&copy, 0) == 3); /* both open */
+	ck_assert_int_eq(copy.nopen, 2);
+	ck_assert_int_eq(copy.stage[b].cur.begin[MS_CPU], 6 * MiB);
+	ms_stage_leave(b, 3);
+	ck_assert(ms_stages_copy_brief(&copy, 0) == 3); /* a open, b closed since the last copy */
+	ck_assert_int_eq(copy.stage[b].calls, 1);
+	ms_stage_leave(a, 4);
+	ck_assert(ms_stages_copy_brief(&copy, 0) == 1); /* a closed; b unchanged */
+	ck_assert_int_eq(copy.nopen, 0);
+	ck_assert_int_eq(copy.stage[a].calls, 1);
+	ck_assert_int_eq(copy.stage[a].last.peak[MS_CPU], 6 * MiB);
+	ck_assert(ms_stages_copy_brief(&copy, 2) == 2); /* asked for */
+	ms_cpu_add(MS_MALLOC, -6 * MiB);
+}
+END_TEST
+
 static int thread_stage;
 
 static void *worker(void *arg)
@@ -254,6 +282,7 @@ int main(void)
 	tcase_add_test(tc, gpu_failures_go_to_open_stages_and_events);
 	tcase_add_test(tc, child_reset_starts_from_live_memory);
 	tcase_add_test(tc, snapshot_copy_reports_open_stage_so_far);
+	tcase_add_test(tc, brief_copy_takes_what_changed);
 	tcase_add_test(tc, threads_entering_one_stage_stay_consistent);
 	suite_add_tcase(s, tc);
 	return run_suite(s);
