@@ -13,6 +13,6 @@ $(BUILD)/live/test_%: tests/live/test_%.c $(COMMON_CHILD)
 
 .PHONY: check-live
 check-live: $(BUILD)/libmemshim.so $(FMT_BIN) $(TOP_BIN) $(LIVE_FIXTURES) $(LIVE_SUITES)
-	@for t in $(LIVE_SUITES); do BUILD=$(BUILD) $$t || exit 1; done
+	@for t in $(LIVE_SUITES); do BUILD=$(BUILD) LIVE_ROOT=$(CURDIR) $$t || exit 1; done
 
 CHECK_TARGETS += check-live

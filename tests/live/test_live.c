@@ -608,6 +608,69 @@ START_TEST(the_curses_view_shows_running_and_killed_processes)
 }
 END_TEST
 
+/* A 2-rank torchrun job (the project's venv): both ranks' rows while they run, both recovered
+ * after a SIGKILL with their climb. */
+START_TEST(a_killed_torchrun_job_is_recovered_rank_by_rank)
+{
+	char torchrun[PATH_MAX], out[1 << 16], names[4][PATH_MAX], ready1[PATH_MAX + 8], extra[64];
+	const char *root = getenv("LIVE_ROOT") ? getenv("LIVE_ROOT") : ".";
+	snprintf(torchrun, sizeof torchrun, "%s/.venv/bin/torchrun", root);
+	if (access(torchrun, X_OK) != 0) {
+		printf("a_killed_torchrun_job_is_recovered_rank_by_rank: skipped, no %s\n", torchrun);
+		return;
+	}
+	fresh_dir();
+	char job[PATH_MAX], rdy[PATH_MAX + 8];
+	snprintf(job, sizeof job, "%s/tests/live/fixtures/rank_job.py", root);
+	snprintf(rdy, sizeof rdy, "%s.0", ready);
+	snprintf(ready1, sizeof ready1, "%s.1", ready);
+	snprintf(extra, sizeof extra, "MEMSHIM_STAGES=train=__main__:train");
+	char port[32];
+	snprintf(port, sizeof port, "%d", 20000 + getpid() % 20000);
+	const char *argv[] = { torchrun, "--nproc_per_node", "2", "--master_port", port, job, ready, NULL };
+	pid_t launcher = spawn_redirected(dir, argv, shim_env(live_dir, extra), NULL);
+	ck_assert_int_gt(launcher, 0);
+	wait_for(rdy);
+	wait_for(ready1);
+	const char *top[] = { built("memshim-top"), "--json", "--sort", "rank", live_dir, NULL };
+	ck_assert_int_eq(run_tool(top, out, sizeof out), 0);
+	json_error_t je;
+	json_t *rows = json_loads(out, 0, &je);
+	ck_assert_msg(rows != NULL, "%s", out);
+	pid_t ranks[2] = { 0, 0 };
+	size_t i;
+	json_t *r;
+	json_array_foreach(rows, i, r) {
+		json_t *rank = json_object_get(r, "rank");
+		if (!json_is_integer(rank))
+			continue; /* the launcher */
+		ck_assert_str_eq(json_string_value(json_object_get(r, "state")), "running");
+		ck_assert_str_eq(json_string_value(json_array_get(json_object_get(r, "open_stages"), 0)), "train");
+		ranks[json_integer_value(rank) & 1] = (pid_t)json_integer_value(json_object_get(r, "pid"));
+	}
+	json_decref(rows);
+	ck_assert_msg(ranks[0] > 0 && ranks[1] > 0, "both ranks listed: %s", out);
+	pause_ms(1500);
+	kill(ranks[0], SIGKILL);
+	kill(ranks[1], SIGKILL);
+	wait_status(launcher); /* torchrun ends once its workers are gone */
+	int n = records(live_dir, names, 4);
+	int recovered = 0;
+	for (int k = 0; k < n; k++) {
+		json_t *root_doc = recover(names[k], k ? "r1.json" : "r0.json", out, sizeof out);
+		long long pid = json_integer_value(json_object_get(root_doc, "pid"));
+		if (pid == ranks[0] || pid == ranks[1]) {
+			long long alloc = so_far(root_doc, "train", "alloc_delta");
+			ck_assert_msg(alloc >= 70LL * MIB && alloc < 71LL * MIB, "rank pid %lld train %lld", pid, alloc);
+			ck_assert(json_is_integer(json_object_get(json_object_get(root_doc, "rank"), "rank")));
+			recovered++;
+		}
+		json_decref(root_doc);
+	}
+	ck_assert_int_eq(recovered, 2);
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("live");
@@ -633,6 +696,7 @@ int main(void)
 	TCase *top = tcase_create("top");
 	tcase_set_timeout(top, 60);
 	tcase_add_test(top, the_curses_view_shows_running_and_killed_processes);
+	tcase_add_test(top, a_killed_torchrun_job_is_recovered_rank_by_rank);
 	suite_add_tcase(s, top);
 	return run_suite(s);
 }
