@@ -35,9 +35,13 @@
 #include "output/outpath.h"
 #include "output/report.h"
 
-_Static_assert(MS_LIVE_COMPS == (int)MS_NCOMP && MS_LIVE_DEV0 == (int)MS_DEV0 && MS_LIVE_STAGES == MS_MAX_STAGES &&
-	       MS_LIVE_NAME == MS_STAGE_NAME_MAX && MS_LIVE_RSS == (int)MS_RSS && MS_LIVE_GPU == (int)MS_GPU &&
-	       MS_LIVE_RESERVE == (int)MS_RESERVE,
+/* The record's tables are the engine's and the counters' (its readers index them alike). */
+#define COUNT(array) (sizeof (array) / sizeof *(array))
+_Static_assert(COUNT(((struct ms_live_record *)0)->live) == COUNT(((struct ms_stages *)0)->before_init) &&
+	       COUNT(((struct ms_live_record *)0)->stage) == COUNT(((struct ms_stages *)0)->stage) &&
+	       sizeof ((struct ms_live_stage *)0)->name == sizeof ((struct ms_stage *)0)->name &&
+	       MS_LIVE_DEV0 == (int)MS_DEV0 && MS_LIVE_RSS == (int)MS_RSS && MS_LIVE_GPU == (int)MS_GPU &&
+	       MS_LIVE_RESERVE == (int)MS_RESERVE && MS_LIVE_MANAGED == (int)MS_MANAGED,
 	       "the live record follows core/counters.h and core/stages.h");
 
 #define WORTH_AGE 2.0                        /* as the default snapshot policy */
@@ -209,9 +213,9 @@ static int map_record(int dfd, int fd, const char *dir)
 		return give_up(dir, why_text(e ? e : errno), e ? e : errno);
 	}
 	long p = syscall(SYS_mmap, NULL, sizeof *rec, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
-	if (p < 0 && p > -4096) {
+	if (p == 0 || (p < 0 && p > -4096)) {
 		unlinkat(dfd, rec_name, 0);
-		return give_up(dir, why_text((int)-p), (int)-p);
+		return give_up(dir, why_text(p ? (int)-p : ENOMEM), p ? (int)-p : ENOMEM);
 	}
 	rec_dev = st.st_dev;
 	rec_ino = st.st_ino;
