@@ -22,6 +22,7 @@
 #include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
+#include <time.h>
 #include <unistd.h>
 #include "core/config.h"
 #include "core/counters.h"
@@ -377,16 +378,19 @@ static void request(int kind, double t)
 		int k = __atomic_exchange_n(&pending, 0, __ATOMIC_ACQ_REL);
 		int fresh = __atomic_load_n(&state, __ATOMIC_RELAXED) != ON;
 		int ok = !fresh || (k & FULL && create() == 0);
+		int later = (k & FULL) && ms_stages_held_here(); /* a handler inside the engine: not now */
 		if (ok && __atomic_load_n(&state, __ATOMIC_RELAXED) != OFF) {
 			__atomic_store_n(&state, ON, __ATOMIC_RELAXED);
-			if ((k & FULL) && !ms_stages_held_here()) /* never from a handler inside the engine */
+			if ((k & FULL) && !later)
 				full(ms_elapsed(), fresh);
 			else
 				light(t);
-			if ((k & FULL) && ms_stages_held_here())
-				__atomic_or_fetch(&pending, FULL, __ATOMIC_RELAXED);
 		}
+		if (later)
+			__atomic_or_fetch(&pending, FULL, __ATOMIC_RELAXED);
 		__atomic_store_n(&busy, 0, __ATOMIC_RELEASE);
+		if (later)
+			return; /* the next boundary or point does it */
 	}
 }
 
@@ -442,9 +446,12 @@ void ms_live_finish(void)
 {
 	if (__atomic_exchange_n(&state, OFF, __ATOMIC_ACQ_REL) != ON || !rec)
 		return;
-	for (int tries = 0; __atomic_exchange_n(&busy, 1, __ATOMIC_ACQUIRE); tries++)
+	for (int tries = 0; __atomic_exchange_n(&busy, 1, __ATOMIC_ACQUIRE); tries++) {
+		struct timespec pause = { 0, 100000 };
 		if (tries > 1000)
-			return; /* a writer stuck (a handler's thread): the record stays, marked running */
+			return; /* a writer stuck (this thread, under a handler): the record stays */
+		nanosleep(&pause, NULL);
+	}
 	begin_write();
 	rec->state = MS_LIVE_ENDED;
 	end_write(ms_elapsed());
