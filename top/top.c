@@ -378,11 +378,21 @@ static void print_json(FILE *out, const struct rows *rs)
 
 /* ---- the curses view ------------------------------------------------------------------------- */
 
+/* One row at the cursor, cut at the screen's right edge (a long command never wraps). */
 static void draw_line(const size_t *w, const char *const *c)
 {
-	for (int k = 0; k < NCOLS - 1; k++)
-		printw("%s%*s  ", c[k], (int)(w[k] - mf_width(c[k])), "");
-	printw("%s", c[NCOLS - 1]);
+	char *line = mf_xstrdup("");
+	for (int k = 0; k < NCOLS; k++) {
+		int pad = k < NCOLS - 1 ? (int)(w[k] - mf_width(c[k])) + 2 : 0;
+		char *s = mf_xasprintf("%s%s%*s", line, c[k], pad, "");
+		free(line);
+		line = s;
+	}
+	int y, x;
+	getyx(stdscr, y, x);
+	(void)y;
+	addnstr(line, COLS > x ? COLS - x : 0);
+	free(line);
 }
 
 static void draw(const struct top *t, const struct rows *rs)
