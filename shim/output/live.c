@@ -277,6 +277,13 @@ static void light(double t)
 	ms_cpu_live(&live[MS_CPU], &live[MS_MALLOC], &live[MS_MMAP], &live[MS_RESERVE]);
 	for (int k = 4; k < n; k++)
 		live[comps[k]] = ms_live((enum ms_comp)comps[k]);
+	if (gpu) { /* a device's point comes before its bytes reach the total (counters.c) */
+		int64_t sum = 0;
+		for (int d = 0; d < MS_MAX_DEVICES; d++)
+			sum += live[MS_DEV0 + d];
+		if (sum > live[MS_GPU])
+			live[MS_GPU] = sum;
+	}
 	begin_write();
 	for (int k = 0; k < n; k++) {
 		int c = comps[k];

@@ -2,6 +2,16 @@
 LIVE_FIXTURES := $(BUILD)/live/live_fixture
 LIVE_SUITES := $(BUILD)/live/test_live
 
+# With device memory: linked against the stand-in driver (tests/gpu/gpu.mk), where CUDA's headers are.
+LIVE_CUDA_INCLUDE := $(or $(CUDA_INCLUDE),/usr/local/cuda/include)
+ifneq ($(wildcard $(LIVE_CUDA_INCLUDE)/cuda.h),)
+LIVE_FIXTURES += $(BUILD)/live/live_gpu
+endif
+
+$(BUILD)/live/live_gpu: tests/live/fixtures/live_gpu.c $(BUILD)/gpu/libcuda.so
+	@mkdir -p $(@D)
+	$(CC) $(BASEFLAGS) -O1 -g -I$(LIVE_CUDA_INCLUDE) -o $@ $< -L$(BUILD)/gpu -lcuda -Wl,-rpath,$(abspath $(BUILD)/gpu)
+
 $(BUILD)/live/%: tests/live/fixtures/%.c
 	@mkdir -p $(@D)
 	$(CC) $(BASEFLAGS) -O1 -g -o $@ $<

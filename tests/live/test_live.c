@@ -608,6 +608,36 @@ START_TEST(the_curses_view_shows_running_and_killed_processes)
 }
 END_TEST
 
+/* Device memory (the stand-in driver): per device in memshim top, and in the recovered file. */
+START_TEST(device_memory_per_device_in_top_and_the_record)
+{
+	char out[1 << 15], names[2][PATH_MAX];
+	if (access(built("live/live_gpu"), X_OK) != 0) {
+		printf("device_memory_per_device_in_top_and_the_record: skipped, no CUDA headers\n");
+		return;
+	}
+	fresh_dir();
+	const char *argv[] = { built("live/live_gpu"), ready, NULL };
+	pid_t pid = spawn_redirected(dir, argv, shim_env(live_dir, NULL), NULL);
+	wait_for(ready);
+	const char *top[] = { built("memshim-top"), "--once", live_dir, NULL };
+	ck_assert_int_eq(run_tool(top, out, sizeof out), 0);
+	ck_assert_msg(strstr(out, "0:8.0M/8.0M 1:12M/12M"), "%s", out);
+	kill(pid, SIGKILL);
+	wait_status(pid);
+	ck_assert_int_eq(records(live_dir, names, 2), 1);
+	json_t *root = recover(names[0], "gpu.json", out, sizeof out);
+	json_t *gpu = json_object_get(stage_named(root, "train"), "gpu");
+	ck_assert_int_eq(json_integer_value(json_object_get(gpu, "alloc_delta")), 20 * MIB);
+	json_t *devs = json_object_get(gpu, "devices");
+	ck_assert_int_eq(json_array_size(devs), 2);
+	ck_assert_int_eq(json_integer_value(json_object_get(json_array_get(devs, 1), "alloc_delta")), 12 * MIB);
+	ck_assert_int_eq(json_integer_value(json_object_get(json_object_get(root, "metrics"), "process_mem_gpu_peak")),
+			 20 * MIB);
+	json_decref(root);
+}
+END_TEST
+
 /* A 2-rank torchrun job (the project's venv): both ranks' rows while they run, both recovered
  * after a SIGKILL with their climb. */
 START_TEST(a_killed_torchrun_job_is_recovered_rank_by_rank)
@@ -697,6 +727,7 @@ int main(void)
 	tcase_set_timeout(top, 60);
 	tcase_add_test(top, the_curses_view_shows_running_and_killed_processes);
 	tcase_add_test(top, a_killed_torchrun_job_is_recovered_rank_by_rank);
+	tcase_add_test(top, device_memory_per_device_in_top_and_the_record);
 	suite_add_tcase(s, top);
 	return run_suite(s);
 }
