@@ -365,6 +365,8 @@ static void mf_identity(json_t *d, const struct ms_live_record *r, int alive)
 			mf_set_int(rank, "local_rank", r->local_rank);
 		if (r->world_size >= 0)
 			mf_set_int(rank, "world_size", r->world_size);
+		if (r->node_rank >= 0)
+			mf_set_int(rank, "node_rank", r->node_rank);
 		mf_set(rank, "source", json_stringn(r->rank_source, strnlen(r->rank_source, sizeof r->rank_source)));
 		mf_set(d, "rank", rank);
 	}

@@ -160,26 +160,18 @@ static int fill(int fd, size_t size)
 	return 0;
 }
 
-/* The launcher's rank numbers, as the report reads them (output/report.c). */
+/* The launcher's rank numbers (core/process.c read them at start). */
 static void ranks(struct ms_live_record *r)
 {
-	static const char *const src[][4] = {
-		{ "torchrun", "RANK", "LOCAL_RANK", "WORLD_SIZE" },
-		{ "openmpi", "OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_LOCAL_RANK", "OMPI_COMM_WORLD_SIZE" },
-		{ "pmix", "PMIX_RANK", "MPI_LOCALRANKID", "PMI_SIZE" },
-		{ "pmi", "PMI_RANK", "MPI_LOCALRANKID", "PMI_SIZE" },
-		{ "slurm", "SLURM_PROCID", "SLURM_LOCALID", "SLURM_NTASKS" },
-	};
-	r->rank = r->local_rank = r->world_size = -1;
-	for (size_t i = 0; i < sizeof src / sizeof *src; i++) {
-		if (ms_decimal(getenv(src[i][1])) < 0)
-			continue;
-		r->rank = (int32_t)ms_decimal(getenv(src[i][1]));
-		r->local_rank = (int32_t)ms_decimal(getenv(src[i][2]));
-		r->world_size = (int32_t)ms_decimal(getenv(src[i][3]));
-		ms_strlcpy(r->rank_source, src[i][0], sizeof r->rank_source);
+	const struct ms_rank *k = &ms_proc.rank;
+	r->rank = r->local_rank = r->world_size = r->node_rank = -1;
+	if (k->rank < 0)
 		return;
-	}
+	r->rank = (int32_t)k->rank;
+	r->local_rank = (int32_t)k->local_rank;
+	r->world_size = (int32_t)k->world_size;
+	r->node_rank = (int32_t)k->node_rank;
+	ms_strlcpy(r->rank_source, k->source ? k->source : "", sizeof r->rank_source);
 }
 
 /* What does not change while the process runs. */

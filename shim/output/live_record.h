@@ -62,7 +62,8 @@ struct ms_live_record {
 	uint32_t uid;                /* the writer's real uid */
 	int32_t pid, ppid, root_pid;
 	int32_t is_child, forked;
-	int32_t rank, local_rank, world_size; /* -1 when no launcher set them */
+	int32_t rank, local_rank, world_size, node_rank; /* -1 when no launcher gave them */
+	int32_t pad;
 	char rank_source[16];
 	double start_unix;           /* when the process (or forked child) started */
 	double elapsed;              /* seconds since then at the last update */
