@@ -170,7 +170,10 @@ void mf_print_status(FILE *out, const struct mf_file *f)
 	char *open = mf_open_stages(f->stages);
 	const char *state = json_string_value(json_object_get(json_object_get(f->root, "live_record"), "state"));
 	fprintf(out, "memshim: %s: incomplete metrics (a snapshot", f->path);
-	if (state) /* a live record (formatter/live.c): its process's state says more than a reason */
+	json_t *live_sig = json_object_get(json_object_get(f->root, "live_record"), "signal");
+	if (state && json_is_integer(live_sig)) /* a live record (formatter/live.c) */
+		fprintf(out, " from a live record: process ended by signal %lld", (long long)json_integer_value(live_sig));
+	else if (state)
 		fprintf(out, " from a live record: process %s", state);
 	else if (f->reason && f->signal)
 		fprintf(out, ", reason: %s %lld", f->reason, f->signal);

@@ -394,7 +394,10 @@ json_t *mf_live_json(const struct ms_live_record *r, const char *path, int alive
 	mf_above_inherited(r, live);
 	mf_identity(d, r, alive);
 	mf_set(about, "path", json_string(path));
-	mf_set(about, "state", json_string(alive ? "running" : r->state == MS_LIVE_ENDED ? "ended" : "killed"));
+	mf_set(about, "state", json_string(alive ? "running" : r->state == MS_LIVE_ENDED ? "ended"
+					   : r->state == MS_LIVE_SIGNALED ? "signal" : "killed"));
+	if (!alive && r->state == MS_LIVE_SIGNALED)
+		mf_set_int(about, "signal", r->signal);
 	mf_set_int(about, "updates", (int64_t)r->updates);
 	mf_set(about, "torn", json_boolean(torn));
 	mf_set(about, "timeline", json_boolean(r->timeline));

@@ -251,6 +251,11 @@ static char *gpu(const struct ms_live_record *r)
 
 static const char *state(const struct row *w)
 {
+	static char sig[32];
+	if (!w->alive && w->r->state == MS_LIVE_SIGNALED) {
+		snprintf(sig, sizeof sig, "signal %d", w->r->signal);
+		return sig;
+	}
 	return w->alive ? "running" : w->r->state == MS_LIVE_ENDED ? "ended" : "killed";
 }
 

@@ -440,6 +440,19 @@ void ms_live_fork_child(int tracking)
 	state = tracking && ms_cfg.live && !failed ? NOT_YET : OFF;
 }
 
+void ms_live_signal(int sig)
+{
+	struct ms_live_record *r = __atomic_load_n(&rec, __ATOMIC_ACQUIRE);
+	if (!r || __atomic_load_n(&state, __ATOMIC_RELAXED) != ON || !ms_is_tracked_process())
+		return;
+	if (!__atomic_exchange_n(&busy, 1, __ATOMIC_ACQUIRE)) { /* else this thread or another writes */
+		light(ms_elapsed());
+		__atomic_store_n(&busy, 0, __ATOMIC_RELEASE);
+	}
+	__atomic_store_n(&r->signal, sig, __ATOMIC_RELAXED); /* single words: no sequence needed */
+	__atomic_store_n(&r->state, MS_LIVE_SIGNALED, __ATOMIC_RELEASE);
+}
+
 /* Removes the record if it is still the file this process created. */
 void ms_live_finish(void)
 {

@@ -13,6 +13,10 @@ void ms_live_boundary(int stage, int end);
 /* A forked child: lets go of its parent's record; when TRACKING it gets its own later. */
 void ms_live_fork_child(int tracking);
 
+/* A fatal signal (default action) is ending the process: a last update if no other is in
+ * progress, and the record marked with SIG.  Async-signal-safe. */
+void ms_live_signal(int sig);
+
 /* After the final metrics file (exit or _exit): removes the record. */
 void ms_live_finish(void);
 

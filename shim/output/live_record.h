@@ -27,6 +27,7 @@ enum {
 enum ms_live_state {
 	MS_LIVE_RUNNING = 1, /* the process runs, or was killed (readers look for the pid) */
 	MS_LIVE_ENDED = 2,   /* it wrote its final metrics file (the record is being removed) */
+	MS_LIVE_SIGNALED = 3, /* a fatal signal with the default action ended it (SIGNAL) */
 };
 
 /* One call of a stage: the running one while open (numbers so far), else the last finished. */
@@ -63,7 +64,7 @@ struct ms_live_record {
 	int32_t pid, ppid, root_pid;
 	int32_t is_child, forked;
 	int32_t rank, local_rank, world_size, node_rank; /* -1 when no launcher gave them */
-	int32_t pad;
+	int32_t signal;              /* MS_LIVE_SIGNALED: the signal */
 	char rank_source[16];
 	double start_unix;           /* when the process (or forked child) started */
 	double elapsed;              /* seconds since then at the last update */

@@ -21,6 +21,7 @@
 #include "core/stages.h"
 #include "core/timeline.h"
 #include "intercept/signal.h"
+#include "output/live.h"
 #include "output/report.h"
 #include "output/snapshots.h"
 
@@ -48,8 +49,10 @@ static void set_next_due(double v)
 /* A fatal signal is about to end the process: a last snapshot, never waiting long for locks. */
 static void last_snapshot(int sig)
 {
-	if (ms_is_tracked_process())
+	if (ms_is_tracked_process()) {
+		ms_live_signal(sig); /* first: the record says so even if the file cannot be written */
 		ms_report_signal(sig);
+	}
 }
 
 static void *snapshot_loop(void *arg)

@@ -243,6 +243,27 @@ START_TEST(a_killed_climb_is_recovered_from_its_record)
 }
 END_TEST
 
+/* A fatal signal with the default action (SIGTERM): the record is marked with it. */
+START_TEST(a_fatal_signal_marks_the_record)
+{
+	char out[1 << 15], names[2][PATH_MAX];
+	fresh_dir();
+	pid_t pid = spawn_fixture("climb", shim_env(live_dir, NULL));
+	wait_for(ready);
+	kill(pid, SIGTERM);
+	ck_assert_int_eq(exit_code(wait_status(pid)), 128 + SIGTERM);
+	top_lists(pid, "signal 15", "train");
+	ck_assert_int_eq(records(live_dir, names, 2), 1);
+	json_t *root = recover(names[0], "term.json", out, sizeof out);
+	json_t *about = json_object_get(root, "live_record");
+	ck_assert_str_eq(json_string_value(json_object_get(about, "state")), "signal");
+	ck_assert_int_eq(json_integer_value(json_object_get(about, "signal")), SIGTERM);
+	long long alloc = so_far(root, "train", "alloc_delta");
+	ck_assert_msg(alloc >= 70LL * MIB && alloc < 71LL * MIB, "train alloc so far %lld", alloc);
+	json_decref(root);
+}
+END_TEST
+
 /* memshim-format reads a record directly, marked as one, and keeps it (only --recover removes). */
 START_TEST(memshim_format_reads_a_record_of_a_running_process)
 {
@@ -708,6 +729,7 @@ int main(void)
 	tcase_set_timeout(tc, 60);
 	tcase_add_test(tc, a_killed_climb_is_recovered_from_its_record);
 	tcase_add_test(tc, memshim_format_reads_a_record_of_a_running_process);
+	tcase_add_test(tc, a_fatal_signal_marks_the_record);
 	tcase_add_test(tc, a_normal_exit_removes_the_record);
 	tcase_add_test(tc, only_a_process_worth_it_creates_a_record);
 	tcase_add_test(tc, memshim_live_0_creates_no_record);
