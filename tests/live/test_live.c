@@ -560,6 +560,39 @@ START_TEST(bad_records_get_a_clear_line)
 }
 END_TEST
 
+/* memshim top RUN_DIR: only the processes writing their metrics file under RUN_DIR, read from the
+ * records directory in MEMSHIM_LIVE_DIR (as a user's default place would be). */
+START_TEST(top_on_a_run_directory_lists_that_run_only)
+{
+	char out[1 << 15], cmd[PATH_MAX * 2], other[PATH_MAX], other_out[PATH_MAX + 32], want[64];
+	fresh_dir();
+	snprintf(other, sizeof other, "/tmp/memshim-live-other.XXXXXX");
+	ck_assert_ptr_nonnull(mkdtemp(other));
+	pid_t mine = spawn_fixture("climb", shim_env(live_dir, NULL));
+	wait_for(ready);
+	unlink(ready);
+	snprintf(other_out, sizeof other_out, "MEMSHIM_OUTPUT=%s/m.json", other);
+	char **envp = shim_env(live_dir, NULL);
+	for (int i = 0; envp[i]; i++) /* the second run writes its file elsewhere */
+		if (!strncmp(envp[i], "MEMSHIM_OUTPUT=", 15))
+			envp[i] = other_out;
+	pid_t theirs = spawn_fixture("climb", envp);
+	wait_for(ready);
+	snprintf(cmd, sizeof cmd, "MEMSHIM_LIVE_DIR='%s' '%s' --once '%s'", live_dir, built("memshim-top"), dir);
+	const char *argv[] = { "/bin/sh", "-c", cmd, NULL };
+	int code = run_tool(argv, out, sizeof out);
+	kill(mine, SIGKILL);
+	kill(theirs, SIGKILL);
+	wait_status(mine);
+	wait_status(theirs);
+	ck_assert_int_eq(code, 0);
+	snprintf(want, sizeof want, "\n%d ", (int)mine);
+	ck_assert_msg(strstr(out, want), "pid %d missing:\n%s", (int)mine, out);
+	snprintf(want, sizeof want, "\n%d ", (int)theirs);
+	ck_assert_msg(!strstr(out, want), "pid %d of another run listed:\n%s", (int)theirs, out);
+}
+END_TEST
+
 /* tmux: run ARGS (a shell command) in a detached session NAME of 200 x 40. */
 static int tmux(const char *args, char *out, size_t size)
 {
@@ -748,6 +781,7 @@ int main(void)
 	TCase *top = tcase_create("top");
 	tcase_set_timeout(top, 60);
 	tcase_add_test(top, the_curses_view_shows_running_and_killed_processes);
+	tcase_add_test(top, top_on_a_run_directory_lists_that_run_only);
 	tcase_add_test(top, a_killed_torchrun_job_is_recovered_rank_by_rank);
 	tcase_add_test(top, device_memory_per_device_in_top_and_the_record);
 	suite_add_tcase(s, top);
