@@ -6,6 +6,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <math.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
@@ -66,7 +67,7 @@ int mf_live_read(const char *path, struct ms_live_record *out, int *torn, FILE *
 {
 	char msg[200];
 	struct stat st;
-	int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
+	int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
 	if (fd < 0) {
 		snprintf(msg, sizeof msg, "cannot open: %s", strerror(errno));
 		return mf_live_fail(err, path, msg);
@@ -155,13 +156,41 @@ static void mf_set_int(json_t *o, const char *key, int64_t v)
 	mf_set(o, key, json_integer((json_int_t)v));
 }
 
+/* A - B wrapping, never undefined: a damaged record may hold any numbers. */
+static int64_t mf_sub(int64_t a, int64_t b)
+{
+	return (int64_t)((uint64_t)a - (uint64_t)b);
+}
+
+/* N bytes of text from the record as a JSON string: what is not UTF-8 (a damaged record, a file
+ * name in another encoding) reads as '?' byte by byte. */
+json_t *mf_live_text(const char *s, size_t n)
+{
+	json_t *v = json_stringn(s, n);
+	if (v)
+		return v;
+	char *copy = mf_xmalloc(n + 1);
+	for (size_t i = 0; i < n; i++)
+		copy[i] = (s[i] > 0 && s[i] < 0x7f) ? s[i] : '?';
+	copy[n] = '\0';
+	v = json_stringn(copy, n);
+	free(copy);
+	return v;
+}
+
+/* Seconds; a damaged record's NaN or infinity (which JSON cannot hold) reads as 0. */
+static json_t *mf_secs(double v)
+{
+	return json_real(isfinite(v) ? v : 0.0);
+}
+
 static json_t *mf_delta(const struct ms_live_span *sp, int c)
 {
 	json_t *o = json_object();
-	int64_t peaked = sp->peak[c] - sp->end[c];
+	int64_t peaked = mf_sub(sp->peak[c], sp->end[c]);
 	mf_set_int(o, "begin", sp->begin[c]);
 	mf_set_int(o, "end", sp->end[c]);
-	mf_set_int(o, "alloc_delta", sp->end[c] - sp->begin[c]);
+	mf_set_int(o, "alloc_delta", mf_sub(sp->end[c], sp->begin[c]));
 	mf_set_int(o, "peaked_delta", peaked > 0 ? peaked : 0);
 	mf_set_int(o, "peak", sp->peak[c]);
 	return o;
@@ -219,13 +248,13 @@ static json_t *mf_stage_json(const struct ms_live_record *r, const struct ms_liv
 	const struct ms_live_span *sp = open ? &st->cur : &st->last;
 	struct mf_src src = { sp, NULL, NULL };
 	json_t *o = json_object(), *rss = json_object(), *need = json_object();
-	mf_set(o, "name", json_stringn(st->name, strnlen(st->name, sizeof st->name)));
+	mf_set(o, "name", mf_live_text(st->name, strnlen(st->name, sizeof st->name)));
 	mf_set(o, "implicit", json_boolean(st->implicit));
 	mf_set_int(o, "calls", (int64_t)st->calls);
 	mf_set(o, "open", json_boolean(open));
 	mf_set(o, "closed_at_exit", json_boolean(!open && sp->closed_at_exit));
-	mf_set(o, "start", json_real(sp->start));
-	mf_set(o, "runtime", json_real(sp->runtime));
+	mf_set(o, "start", mf_secs(sp->start));
+	mf_set(o, "runtime", mf_secs(sp->runtime));
 	mf_set(o, "cpu", mf_cpu_tree(&src));
 	mf_set_int(rss, "begin", sp->begin[MS_LIVE_RSS]);
 	mf_set_int(rss, "end", sp->end[MS_LIVE_RSS]);
@@ -256,18 +285,21 @@ static void mf_flat(json_t *m, const char *stage, const char *suffix, json_t *v)
 static void mf_flat_stage(json_t *m, const struct ms_live_record *r, const struct ms_live_stage *st)
 {
 	const struct ms_live_span *sp = &st->last;
-	int64_t cpu_peaked = sp->peak[MS_LIVE_CPU] - sp->end[MS_LIVE_CPU];
-	int64_t gpu_peaked = sp->peak[MS_LIVE_GPU] - sp->end[MS_LIVE_GPU];
+	int64_t cpu_peaked = mf_sub(sp->peak[MS_LIVE_CPU], sp->end[MS_LIVE_CPU]);
+	int64_t gpu_peaked = mf_sub(sp->peak[MS_LIVE_GPU], sp->end[MS_LIVE_GPU]);
 	char name[MS_LIVE_NAME + 1];
 	snprintf(name, sizeof name, "%.*s", MS_LIVE_NAME, st->name);
-	mf_flat(m, name, "mem_cpu_alloc_delta", json_integer(sp->end[MS_LIVE_CPU] - sp->begin[MS_LIVE_CPU]));
+	for (char *p = name; *p; p++) /* names are [A-Za-z0-9_]+; a damaged record's are not keys */
+		if (!((*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') || (*p >= '0' && *p <= '9') || *p == '_'))
+			*p = '?';
+	mf_flat(m, name, "mem_cpu_alloc_delta", json_integer(mf_sub(sp->end[MS_LIVE_CPU], sp->begin[MS_LIVE_CPU])));
 	mf_flat(m, name, "mem_cpu_peaked_delta", json_integer(cpu_peaked > 0 ? cpu_peaked : 0));
 	if (r->gpu_used) {
-		mf_flat(m, name, "mem_gpu_alloc_delta", json_integer(sp->end[MS_LIVE_GPU] - sp->begin[MS_LIVE_GPU]));
+		mf_flat(m, name, "mem_gpu_alloc_delta", json_integer(mf_sub(sp->end[MS_LIVE_GPU], sp->begin[MS_LIVE_GPU])));
 		mf_flat(m, name, "mem_gpu_peaked_delta", json_integer(gpu_peaked > 0 ? gpu_peaked : 0));
 		mf_flat(m, name, "mem_gpu_failed_allocs", json_integer(sp->gpu_failed_allocs));
 	}
-	mf_flat(m, name, "runtime", json_real(sp->runtime));
+	mf_flat(m, name, "runtime", mf_secs(sp->runtime));
 	mf_flat(m, name, "calls", json_integer((json_int_t)st->calls));
 }
 
@@ -277,7 +309,7 @@ static void mf_above_inherited(const struct ms_live_record *r, int64_t *v)
 	static const int parts[] = { MS_LIVE_CPU, MS_LIVE_MALLOC, MS_LIVE_MMAP, MS_LIVE_RESERVE };
 	for (size_t i = 0; r->forked && i < sizeof parts / sizeof *parts; i++) {
 		int c = parts[i];
-		v[c] = v[c] > r->inherited[c] ? v[c] - r->inherited[c] : 0;
+		v[c] = v[c] > r->inherited[c] ? mf_sub(v[c], r->inherited[c]) : 0;
 	}
 }
 
@@ -288,7 +320,7 @@ static json_t *mf_metrics(const struct ms_live_record *r, const int *ids, int n,
 		if (r->stage[ids[i]].calls > 0)
 			mf_flat_stage(m, r, &r->stage[ids[i]]);
 	int64_t inherited = r->forked ? r->inherited[MS_LIVE_CPU] : 0;
-	int64_t before = r->before_init_set ? r->before_init[MS_LIVE_CPU] - inherited : 0;
+	int64_t before = r->before_init_set ? mf_sub(r->before_init[MS_LIVE_CPU], inherited) : 0;
 	mf_set_int(m, "before_init_mem_cpu", before > 0 ? before : 0);
 	if (r->forked)
 		mf_set_int(m, "inherited_mem_cpu", inherited);
@@ -350,14 +382,14 @@ static void mf_identity(json_t *d, const struct ms_live_record *r, int alive)
 	size_t len = r->argv_len < sizeof r->argv ? r->argv_len : sizeof r->argv;
 	for (size_t i = 0; i < len;) {
 		size_t n = strnlen(r->argv + i, len - i);
-		json_array_append_new(argv, json_stringn(r->argv + i, n));
+		json_array_append_new(argv, mf_live_text(r->argv + i, n));
 		i += n + 1;
 	}
 	mf_set(d, "argv", argv);
 	mf_set(d, "argv_truncated", json_boolean(r->argv_truncated));
-	mf_set(d, "start_time", json_real(r->start_unix));
-	mf_set(d, "end_time", json_real(r->update_unix));
-	mf_set(d, "elapsed", json_real(r->elapsed));
+	mf_set(d, "start_time", mf_secs(r->start_unix));
+	mf_set(d, "end_time", mf_secs(r->update_unix));
+	mf_set(d, "elapsed", mf_secs(r->elapsed));
 	if (r->rank >= 0) {
 		json_t *rank = json_object();
 		mf_set_int(rank, "rank", r->rank);
@@ -367,7 +399,7 @@ static void mf_identity(json_t *d, const struct ms_live_record *r, int alive)
 			mf_set_int(rank, "world_size", r->world_size);
 		if (r->node_rank >= 0)
 			mf_set_int(rank, "node_rank", r->node_rank);
-		mf_set(rank, "source", json_stringn(r->rank_source, strnlen(r->rank_source, sizeof r->rank_source)));
+		mf_set(rank, "source", mf_live_text(r->rank_source, strnlen(r->rank_source, sizeof r->rank_source)));
 		mf_set(d, "rank", rank);
 	}
 }
@@ -393,7 +425,7 @@ json_t *mf_live_json(const struct ms_live_record *r, const char *path, int alive
 	mf_above_inherited(r, peaks);
 	mf_above_inherited(r, live);
 	mf_identity(d, r, alive);
-	mf_set(about, "path", json_string(path));
+	mf_set(about, "path", mf_live_text(path, strlen(path)));
 	mf_set(about, "state", json_string(alive ? "running" : r->state == MS_LIVE_ENDED ? "ended"
 					   : r->state == MS_LIVE_SIGNALED ? "signal" : "killed"));
 	if (!alive && r->state == MS_LIVE_SIGNALED)
@@ -401,7 +433,7 @@ json_t *mf_live_json(const struct ms_live_record *r, const char *path, int alive
 	mf_set_int(about, "updates", (int64_t)r->updates);
 	mf_set(about, "torn", json_boolean(torn));
 	mf_set(about, "timeline", json_boolean(r->timeline));
-	mf_set(about, "output", json_stringn(r->output, strnlen(r->output, sizeof r->output)));
+	mf_set(about, "output", mf_live_text(r->output, strnlen(r->output, sizeof r->output)));
 	mf_set(d, "live_record", about);
 	mf_set(d, "gpu_used", json_boolean(r->gpu_used));
 	mf_set(d, "metrics", mf_metrics(r, ids, n, peaks));

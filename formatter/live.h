@@ -28,6 +28,9 @@ json_t *mf_live_json(const struct ms_live_record *r, const char *path, int alive
 struct mf_file;
 int mf_live_load(const char *path, struct mf_file *f, FILE *err);
 
+/* N bytes of a record's text as a JSON string; bytes that are not UTF-8 read as '?'. */
+json_t *mf_live_text(const char *s, size_t n);
+
 /* The default directory of this user's records: $XDG_RUNTIME_DIR/memshim, else
  * /dev/shm/memshim-<uid> (what the shim uses without MEMSHIM_LIVE_DIR); malloc'd. */
 char *mf_live_default_dir(void);

@@ -183,9 +183,13 @@ static char *bytes(int64_t v)
 
 static char *duration(double s)
 {
-	long v = s < 0 ? 0 : (long)s;
+	if (!(s >= 0)) /* negative or NaN: a clock or a record gone wrong */
+		s = 0;
+	if (s > 1e9)
+		s = 1e9;
+	long v = (long)s;
 	if (v < 60)
-		return mf_xasprintf("%.1fs", s < 0 ? 0.0 : s);
+		return mf_xasprintf("%.1fs", s);
 	if (v < 3600)
 		return mf_xasprintf("%ldm%02lds", v / 60, v % 60);
 	return mf_xasprintf("%ldh%02ldm", v / 3600, v % 3600 / 60);
@@ -333,12 +337,12 @@ static json_t *row_json(const struct row *w, double now)
 	size_t len = r->argv_len < sizeof r->argv ? r->argv_len : sizeof r->argv;
 	for (size_t i = 0; i < len;) {
 		size_t n = strnlen(r->argv + i, len - i);
-		json_array_append_new(argv, json_stringn(r->argv + i, n));
+		json_array_append_new(argv, mf_live_text(r->argv + i, n));
 		i += n + 1;
 	}
 	for (int i = 0; i < r->nopen && i < MS_LIVE_STAGES; i++)
 		if (r->open[i] >= 0 && r->open[i] < MS_LIVE_STAGES)
-			json_array_append_new(st, json_stringn(r->stage[r->open[i]].name,
+			json_array_append_new(st, mf_live_text(r->stage[r->open[i]].name,
 							       strnlen(r->stage[r->open[i]].name, MS_LIVE_NAME)));
 	json_object_set_new(o, "pid", json_integer(r->pid));
 	json_object_set_new(o, "rank", r->rank >= 0 ? json_integer(r->rank) : json_null());
@@ -364,8 +368,8 @@ static json_t *row_json(const struct row *w, double now)
 	json_object_set_new(o, "start_time", json_real(r->start_unix));
 	json_object_set_new(o, "runtime", json_real(runtime(w, now)));
 	json_object_set_new(o, "updated", json_real(r->update_unix));
-	json_object_set_new(o, "record", json_string(w->path));
-	json_object_set_new(o, "output", json_stringn(r->output, strnlen(r->output, sizeof r->output)));
+	json_object_set_new(o, "record", mf_live_text(w->path, strlen(w->path)));
+	json_object_set_new(o, "output", mf_live_text(r->output, strnlen(r->output, sizeof r->output)));
 	json_object_set_new(o, "torn", json_boolean(w->torn));
 	return o;
 }

@@ -19,6 +19,7 @@
 #include <unistd.h>
 #include "child.h"
 #include "suite.h"
+#include "../../shim/output/live_record.h"
 
 #define NOBODY 65534
 #define MIB (1024 * 1024)
@@ -557,6 +558,28 @@ START_TEST(bad_records_get_a_clear_line)
 		ck_assert_int_eq(chown(path, NOBODY, NOBODY), 0);
 		bad_record(path, "live record of another user (uid 65534): not read");
 	}
+
+	/* damaged numbers and text (what fuzzing found): read, never undefined or "out of memory" */
+	static struct ms_live_record rec;
+	int fd = open(names[0], O_RDONLY);
+	ck_assert_int_eq(read(fd, &rec, sizeof rec), (ssize_t)sizeof rec);
+	close(fd);
+	rec.stage[1].cur.begin[MS_LIVE_CPU] = INT64_MIN;
+	rec.stage[1].cur.peak[MS_LIVE_CPU] = INT64_MIN;
+	rec.stage[1].cur.start = 0.0 / 0.0;
+	memset(rec.stage[1].name, 0xff, 8);
+	memset(rec.argv, 0xfe, 16);
+	rec.inherited[MS_LIVE_CPU] = INT64_MIN;
+	rec.forked = 1;
+	snprintf(path, sizeof path, "%s/damaged.live", dir);
+	fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+	ck_assert_int_eq(write(fd, &rec, sizeof rec), (ssize_t)sizeof rec);
+	close(fd);
+	const char *dump[] = { built("memshim-format"), path, NULL };
+	ck_assert_int_eq(run_tool(dump, out, sizeof out), 0);
+	ck_assert_msg(strstr(out, "?????????_mem_cpu_alloc_delta") || strstr(out, "(open) metrics"), "%s", out);
+	const char *top[] = { built("memshim-top"), "--json", dir, NULL };
+	ck_assert_int_eq(run_tool(top, out, sizeof out), 0);
 }
 END_TEST
 
