@@ -17,6 +17,7 @@ static const char mf_usage[] =
 	"       memshim-format --sites [--stage NAME] [--top N] [--depth N] [--all] FILE...\n"
 	"       memshim-format --flame FILE.svg|FILE.png [--stage NAME] [--gpu] [--size WxH] FILE...\n"
 	"       memshim-format --recover RECORD -o FILE [--keep]\n"
+	"       memshim-format --recover-under DIR\n"
 	"Prints memshim metrics files as the Hugging Face Trainer memory-metrics dump, or draws them.\n"
 	"  --stage NAME     only that stage's group\n"
 	"  --calls          per stage, min/max over its calls\n"
@@ -50,6 +51,8 @@ static const char mf_usage[] =
 	"  --gpu            --flame: the GPU sites rather than the CPU ones\n"
 	"  --recover R      writes live record R (a killed or running process; a FILE argument may\n"
 	"                   also be a live record) as a metrics file: -o FILE, - for stdout\n"
+	"  --recover-under DIR  every record of a process gone whose metrics file is under DIR and\n"
+	"                   not complete, written out as that file (memshim run after a kill)\n"
 	"  --version        prints memshim-format's version\n"
 	"Exit status: 0 ok, 1 --diff found a regression, 2 bad input or usage.\n";
 
@@ -496,9 +499,12 @@ static int mf_run(const struct mf_args *a, FILE *out, FILE *err)
 
 int mf_main(int argc, char **argv, FILE *out, FILE *err)
 {
-	for (int i = 1; i < argc; i++)
-		if (!strcmp(argv[i], "--recover")) /* a mode of its own (formatter/live.c) */
+	for (int i = 1; i < argc; i++) { /* modes of their own (formatter/live.c) */
+		if (!strcmp(argv[i], "--recover"))
 			return mf_recover_main(argc, argv, out, err);
+		if (!strcmp(argv[i], "--recover-under"))
+			return mf_recover_under_main(argc, argv, out, err);
+	}
 	struct mf_args a;
 	int rc = mf_parse_args(argc, argv, &a, out, err);
 	if (rc == MF_OK)

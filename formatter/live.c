@@ -4,7 +4,9 @@
 #include "mf.h"
 #include "live.h"
 
+#include <dirent.h>
 #include <errno.h>
+#include <limits.h>
 #include <fcntl.h>
 #include <math.h>
 #include <signal.h>
@@ -525,4 +527,72 @@ int mf_recover_main(int argc, char **argv, FILE *out, FILE *err)
 	}
 	free(r);
 	return rc;
+}
+
+/* ---- --recover-under: what `memshim run` does after its command died by a signal --------------- */
+
+/* Whether the metrics file at PATH is complete (then a killed record of its process is older). */
+static int mf_file_complete(const char *path)
+{
+	json_error_t jerr;
+	json_t *root = json_load_file(path, 0, &jerr);
+	int complete = root && json_is_true(json_object_get(root, "complete"));
+	json_decref(root);
+	return complete;
+}
+
+/* The record at PATH, of a process gone whose metrics file is under DIR and not complete, written
+ * out as that file; returns 1 when it was. */
+static int mf_recover_one(const char *path, const char *dir, FILE *out, FILE *err)
+{
+	struct ms_live_record *r = mf_xmalloc(sizeof *r);
+	int torn = 0, done = 0;
+	if (mf_live_read(path, r, &torn, NULL) == 0 && !mf_live_alive(r)) {
+		char output[sizeof r->output + 1];
+		snprintf(output, sizeof output, "%.*s", (int)strnlen(r->output, sizeof r->output), r->output);
+		size_t n = strlen(dir);
+		int under = !strncmp(output, dir, n) && (output[n] == '/' || (n && dir[n - 1] == '/'));
+		if (under && !mf_file_complete(output)) {
+			json_t *doc = mf_live_json(r, path, 0, torn);
+			if (mf_write_doc(doc, output, out, err) == MF_OK) {
+				fprintf(err, "memshim: pid %d ended without writing its file: recovered %s from its live record\n",
+					r->pid, output);
+				unlink(path);
+				done = 1;
+			}
+			json_decref(doc);
+		}
+	}
+	free(r);
+	return done;
+}
+
+int mf_recover_under_main(int argc, char **argv, FILE *out, FILE *err)
+{
+	if (argc != 3 || strcmp(argv[1], "--recover-under"))
+		return fputs("usage: memshim-format --recover-under DIR\n", err), MF_BAD;
+	char dir[PATH_MAX];
+	if (!realpath(argv[2], dir))
+		return fprintf(err, "memshim-format: %s: %s\n", argv[2], strerror(errno)), MF_BAD;
+	char *dirs[2] = { NULL, mf_live_default_dir() };
+	const char *env = getenv("MEMSHIM_LIVE_DIR");
+	if (env && *env)
+		dirs[0] = mf_xasprintf("%s", env);
+	for (int i = 0; i < 2; i++) {
+		DIR *d = dirs[i] ? opendir(dirs[i]) : NULL;
+		struct dirent *e;
+		size_t sl = strlen(MS_LIVE_SUFFIX);
+		while (d && (e = readdir(d))) {
+			size_t len = strlen(e->d_name);
+			if (len <= sl || strcmp(e->d_name + len - sl, MS_LIVE_SUFFIX))
+				continue;
+			char *path = mf_xasprintf("%s/%s", dirs[i], e->d_name);
+			mf_recover_one(path, dir, out, err);
+			free(path);
+		}
+		if (d)
+			closedir(d);
+		free(dirs[i]);
+	}
+	return MF_OK;
 }

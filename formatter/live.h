@@ -37,5 +37,9 @@ char *mf_live_default_dir(void);
 
 /* memshim-format --recover RECORD -o FILE [--keep]. */
 int mf_recover_main(int argc, char **argv, FILE *out, FILE *err);
+/* memshim-format --recover-under DIR: every record of this user's (MEMSHIM_LIVE_DIR and the default
+ * directory) whose process is gone and whose metrics file is under DIR and not complete is written
+ * out as that file, one line each on ERR (`memshim run` after its command died by a signal). */
+int mf_recover_under_main(int argc, char **argv, FILE *out, FILE *err);
 
 #endif

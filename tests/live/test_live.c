@@ -249,6 +249,35 @@ START_TEST(a_killed_climb_is_recovered_from_its_record)
 }
 END_TEST
 
+/* `memshim run` whose command died by a signal writes the files its killed processes could not,
+ * from their records, and its dump shows the climb (issue 25 item 2). */
+START_TEST(memshim_run_recovers_a_killed_run)
+{
+	char out[1 << 15], script[4 * PATH_MAX], output[PATH_MAX + 16];
+	fresh_dir();
+	snprintf(output, sizeof output, "%s/m.json", dir);
+	snprintf(script, sizeof script,
+		 "%s climb %s & p=$!; while [ ! -e %s ]; do sleep 0.05; done; sleep 1.5; kill -9 $p; wait $p",
+		 built("live/live_fixture"), ready, ready);
+	char wrapper[PATH_MAX];
+	snprintf(wrapper, sizeof wrapper, "%s/../scripts/memshim", built("."));
+	const char *argv[] = { wrapper, "run", "--output", output, "--", "/bin/sh", "-c", script, NULL };
+	char **envp = shim_env(live_dir, NULL);
+	for (char **e = envp; *e; e++) /* memshim run preloads the library itself */
+		if (!strncmp(*e, "LD_PRELOAD=", 11))
+			*e = "MEMSHIM_LOG=warn";
+	pid_t pid = spawn_redirected(dir, argv, envp, NULL);
+	ck_assert_int_gt(pid, 0);
+	ck_assert_int_eq(exit_code(wait_status(pid)), 128 + SIGKILL);
+	read_back(dir, out, sizeof out, out + sizeof out / 2, sizeof out / 2);
+	const char *text = out + sizeof out / 2;
+	ck_assert_msg(strstr(text, "recovered") && strstr(text, "from its live record"), "%s", text);
+	ck_assert_msg(strstr(text, "train_mem_cpu_alloc_delta  =   70MB"), "%s", text);
+	char names[4][PATH_MAX];
+	ck_assert_int_eq(records(live_dir, names, 4), 0); /* recovered: removed */
+}
+END_TEST
+
 /* A fatal signal with the default action (SIGTERM): the record is marked with it. */
 START_TEST(a_fatal_signal_marks_the_record)
 {
@@ -789,6 +818,7 @@ int main(void)
 	TCase *tc = tcase_create("record");
 	tcase_set_timeout(tc, 60);
 	tcase_add_test(tc, a_killed_climb_is_recovered_from_its_record);
+	tcase_add_test(tc, memshim_run_recovers_a_killed_run);
 	tcase_add_test(tc, memshim_format_reads_a_record_of_a_running_process);
 	tcase_add_test(tc, a_fatal_signal_marks_the_record);
 	tcase_add_test(tc, a_normal_exit_removes_the_record);
