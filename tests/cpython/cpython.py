@@ -1,0 +1,535 @@
+#!/usr/bin/env python3
+"""CPython's own regression tests, bare and under the shim: per-test outcomes must be the same.
+
+memshim promises a program behaves the same with and without it. This runs a selection of
+CPython's regression test modules (selection.txt) with `python -m test` on every installed
+interpreter that ships its `test` package, in three modes:
+
+  bare   no library;
+  shim   LD_PRELOAD=libmemshim.so with every setting at its default (MEMSHIM_OUTPUT unset: the
+         files land in the run's own directory, where the regrtest process starts);
+  stage  LD_PRELOAD with a stage whose target every test runs (MEMSHIM_STAGES=s=TestCase.run),
+         MEMSHIM_OUTPUT in the run's directory.
+
+Each test's outcome (ok, failure, error, skipped, expected failure, unexpected success; from
+regrtest's --junit-xml, and from the FAIL:/ERROR: headers -W prints, which name failing subtests
+the XML leaves unnamed) and each module's result (passed, failed, env changed, skipped, ...) is
+compared with the bare run. A difference is run a second time in both modes (the differing tests
+alone, or the module when only its result differed); one that differs again is reported with the
+test's name and fails the run, one that agrees the second time is listed as flaky. Tests that
+cannot be compared (exclude.txt) are not run, and are listed with their reason.
+
+Everything a run writes (the tests' working directories, TMPDIR, metrics files, logs) is under one
+directory per run, removed when everything agreed (--keep keeps it).
+"""
+import argparse
+import concurrent.futures
+import fnmatch
+import glob
+import json
+import os
+import re
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+import xml.etree.ElementTree as ET
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+MODES = ("bare", "shim", "stage")
+STAGE_SPEC = "s=TestCase.run"
+METRICS_GLOB = "memshim_metrics.json*"
+MAX_SHOWN = 10      # differences printed per interpreter, mode and module (all in report.json)
+
+
+def parse_versions(spec):
+    """'3.12-' / '3.8' / 'all' -> predicate on a (major, minor) tuple."""
+    if spec == "all":
+        return lambda v: True
+    lo, dash, hi = spec.partition("-")
+    lo_v = tuple(int(x) for x in lo.split(".")) if lo else (0, 0)
+    if not dash:
+        return lambda v: v[:2] == lo_v
+    hi_v = tuple(int(x) for x in hi.split(".")) if hi else (99, 99)
+    return lambda v: lo_v <= v[:2] <= hi_v
+
+
+def read_table(name):
+    rows = []
+    with open(os.path.join(HERE, name)) as f:
+        for line in f:
+            line = line.strip()
+            if line and not line.startswith("#"):
+                rows.append(line.split(None, 3))
+    return rows
+
+
+def selection(which, version, only):
+    mods = []
+    for module, sets, versions, _why in read_table("selection.txt"):
+        if which in sets.split(",") and parse_versions(versions)(version):
+            if not only or module in only:
+                mods.append(module)
+    return mods
+
+
+def exclusions(version):
+    return [(pat, why) for versions, pat, why in read_table("exclude.txt")
+            if parse_versions(versions)(version)]
+
+
+class Python:
+    def __init__(self, path, version, testdir):
+        self.path, self.version, self.testdir = path, version, testdir
+        self.name = "%s (%s)" % (".".join(map(str, version)), path)
+        self.tag = ".".join(map(str, version)) + ("-" + path.strip("/").replace("/", "_")
+                                                   if not path.startswith("/root/.pyenv/") else "")
+
+    def has_module(self, module):
+        base = os.path.join(self.testdir, module)
+        return os.path.isdir(base) or os.path.exists(base + ".py")
+
+
+def find_pythons(paths):
+    """Every given interpreter, 3.8 or newer, whose test package has regrtest (deduplicated)."""
+    found, seen = [], set()
+    for path in paths:
+        if not os.path.exists(path) or os.path.realpath(path) in seen:
+            continue
+        probe = ("import sys, os, test.libregrtest, test.support;"
+                 "print(*sys.version_info[:3]); print(os.path.dirname(test.support.__file__))")
+        try:
+            out = subprocess.run([path, "-c", probe], stdout=subprocess.PIPE,
+                                 stderr=subprocess.DEVNULL, env=clean_env(), timeout=60,
+                                 universal_newlines=True)
+        except (OSError, subprocess.TimeoutExpired):
+            continue
+        lines = out.stdout.split("\n")
+        if out.returncode != 0 or len(lines) < 2:
+            continue
+        version = tuple(int(x) for x in lines[0].split())
+        testdir = os.path.dirname(lines[1])
+        if version < (3, 8) or not os.path.exists(os.path.join(testdir, "test_signal.py")):
+            continue
+        seen.add(os.path.realpath(path))
+        found.append(Python(path, version, testdir))
+    return found
+
+
+def default_pythons():
+    return sorted(glob.glob("/root/.pyenv/versions/3.*/bin/python"),
+                  key=lambda p: [int(x) for x in re.findall(r"\d+", p.split("/")[-3])]) + \
+        ["/usr/bin/python3"]
+
+
+def clean_env():
+    """The environment without the shim's settings or anything that changes Python's start."""
+    env = {k: v for k, v in os.environ.items()
+           if not k.startswith(("MEMSHIM_", "PYTHON")) and k != "LD_PRELOAD"}
+    return env
+
+
+class Job:
+    """One `python -m test` run: an interpreter, a mode, modules, optional test ids to match."""
+
+    def __init__(self, py, mode, modules, args, rundir, label, match=(), ignore=()):
+        self.py, self.mode, self.modules, self.args = py, mode, modules, args
+        self.match, self.ignore = list(match), list(ignore)
+        self.dir = os.path.join(rundir, py.tag, label, mode)
+        self.wall = None
+        self.rc = None
+        self.timed_out = False
+
+    def env(self, lib):
+        env = clean_env()
+        env["TMPDIR"] = os.path.join(self.dir, "tmp")
+        if self.mode != "bare":
+            env["LD_PRELOAD"] = lib
+        if self.mode == "stage":
+            env["MEMSHIM_STAGES"] = STAGE_SPEC
+            env["MEMSHIM_OUTPUT"] = os.path.join(self.dir, "metrics", "memshim_metrics.json")
+        return env
+
+    def command(self):
+        cmd = [self.py.path, "-m", "test", "-W", "--junit-xml", os.path.join(self.dir, "junit.xml"),
+               "--tempdir", os.path.join(self.dir, "work"), "--fail-env-changed"]
+        cmd += ["-j", str(self.args.workers if len(self.modules) > 1 else 1)]
+        cmd += ["--timeout", str(self.args.timeout)]
+        for pat in self.match:
+            cmd += ["-m", pat]
+        for pat in self.ignore:
+            cmd += ["-i", pat]
+        return cmd + self.modules
+
+    def run(self, lib):
+        for sub in ("tmp", "work", "metrics"):
+            os.makedirs(os.path.join(self.dir, sub), exist_ok=True)
+        start = time.monotonic()
+        with open(os.path.join(self.dir, "log.txt"), "w") as log:
+            proc = subprocess.Popen(self.command(), cwd=self.dir, env=self.env(lib), stdout=log,
+                                    stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+                                    start_new_session=True)
+            try:
+                self.rc = proc.wait(timeout=self.args.timeout * 2 + 120)
+            except subprocess.TimeoutExpired:
+                self.timed_out = True
+                os.killpg(proc.pid, signal.SIGKILL)
+                self.rc = proc.wait()
+        self.wall = time.monotonic() - start
+        return self
+
+    # --- results -------------------------------------------------------------------------------
+
+    def test_outcomes(self):
+        """test id -> outcome."""
+        out = {}
+        try:
+            root = ET.parse(os.path.join(self.dir, "junit.xml")).getroot()
+        except (OSError, ET.ParseError):
+            root = None
+        if root is not None:
+            for case in root.iter("testcase"):
+                name = case.get("name")
+                if name:
+                    out[name] = junit_outcome(case)
+        for test_id, kind, sub in failure_headers(os.path.join(self.dir, "log.txt")):
+            if out.get(test_id, "ok") == "ok":
+                out[test_id] = kind + (" (subtest)" if sub else "")
+        return out
+
+    def module_outcomes(self):
+        """module -> outcome, from regrtest's summary; modules it never reported: 'no result'."""
+        with open(os.path.join(self.dir, "log.txt"), errors="replace") as f:
+            text = f.read()
+        res, done = parse_summary(text)
+        for m in self.modules:
+            if not any(k == m or k.startswith(m + ".") for k in res):
+                res[m] = "passed" if done else "no result (rc %s%s)" % (
+                    self.rc, ", killed after timeout" if self.timed_out else "")
+        return res
+
+    def metrics_files(self):
+        where = os.path.join(self.dir, "metrics" if self.mode == "stage" else "")
+        return glob.glob(os.path.join(where, METRICS_GLOB))
+
+    def stray_metrics_files(self):
+        """Metrics files anywhere but where this mode's settings put them."""
+        stray = []
+        for sub in ("work", "tmp"):
+            for root, _dirs, files in os.walk(os.path.join(self.dir, sub)):
+                stray += [os.path.join(root, f) for f in files if fnmatch.fnmatch(f, METRICS_GLOB)]
+        if self.mode == "stage":
+            stray += glob.glob(os.path.join(self.dir, METRICS_GLOB))
+        return stray
+
+
+def junit_outcome(case):
+    tags = {c.tag for c in case}
+    for tag, outcome in (("error", "error"), ("failure", "failure"), ("skipped", "skipped"),
+                         ("outcome", "unexpected success"), ("output", "expected failure")):
+        if tag in tags:
+            return outcome
+    return "ok"
+
+
+HEADER = re.compile(r"^(FAIL|ERROR|UNEXPECTED SUCCESS): (\S+) \(([\w.]+)\)(.*)$")
+
+
+def failure_headers(path):
+    """unittest's error list headers: 'FAIL: test_x (mod.Class.test_x) (i=1)' (3.11+) or
+    'FAIL: test_x (mod.Class)' (3.8-3.10), as (test id, outcome, is a subtest)."""
+    kinds = {"FAIL": "failure", "ERROR": "error", "UNEXPECTED SUCCESS": "unexpected success"}
+    try:
+        f = open(path, errors="replace")
+    except OSError:
+        return
+    with f:
+        for line in f:
+            m = HEADER.match(line.rstrip("\n"))
+            if not m:
+                continue
+            method, where, rest = m.group(2), m.group(3), m.group(4).strip()
+            test_id = where if where.endswith("." + method) else where + "." + method
+            yield test_id, kinds[m.group(1)], bool(rest)
+
+
+SECTION = re.compile(r"^(?:All )?\d+ (?:tests?|test files?) (.+?):$")
+
+
+def parse_summary(text):
+    """regrtest's end summary: '2 tests failed:' followed by indented module names."""
+    res, category = {}, None
+    done = "== Tests result" in text or re.search(r"^Total duration", text, re.M) is not None
+    tail = text[text.rfind("== Tests result"):] if "== Tests result" in text else text
+    for line in tail.split("\n"):
+        m = SECTION.match(line)
+        if m:
+            category = normalise_category(m.group(1))
+            continue
+        if category and line.startswith("    ") and line.strip():
+            for name in line.split():
+                res[name] = category
+        elif not line.startswith("    "):
+            category = None
+    return res, done
+
+
+def normalise_category(text):
+    if "environment" in text:
+        return "env changed"
+    if text.startswith("skipped"):
+        return "skipped"
+    return text
+
+
+# --- the run -----------------------------------------------------------------------------------
+
+class Runner:
+    def __init__(self, args):
+        self.args = args
+        self.lib = os.path.abspath(args.lib)
+        self.rundir = args.out or tempfile.mkdtemp(prefix="memshim-cpython-")
+        os.makedirs(self.rundir, exist_ok=True)
+        self.lock = threading.Lock()
+        self.report = {"differences": [], "flaky": [], "excluded": [], "problems": [],
+                       "walls": []}
+
+    def say(self, *a):
+        with self.lock:
+            print(*a, flush=True)
+
+    def jobs_for(self, py, modules, label_prefix=""):
+        ignore = [pat for pat, _why in exclusions(py.version)]
+        groups = [[m] for m in modules] if self.args.per_module else [modules]
+        jobs = []
+        for group in groups:
+            label = label_prefix + (group[0] if len(group) == 1 else "all")
+            jobs.append([Job(py, mode, group, self.args, self.rundir, label, ignore=ignore)
+                         for mode in self.args.modes])
+        return jobs
+
+    def run_jobs(self, jobs):
+        with concurrent.futures.ThreadPoolExecutor(self.args.jobs) as pool:
+            for job in pool.map(lambda j: j.run(self.lib), jobs):
+                self.say("  %-7s %-5s %-45s %6.1fs rc=%s%s" % (
+                    job.py.tag, job.mode, " ".join(job.modules)[:45], job.wall, job.rc,
+                    " (killed)" if job.timed_out else ""))
+
+    def main(self):
+        pythons = find_pythons(self.args.python or default_pythons())
+        if not pythons:
+            print("cpython: no interpreter with its test package found", file=sys.stderr)
+            return 1
+        groups = []
+        for py in pythons:
+            mods = [m for m in selection(self.args.set, py.version, self.args.module)
+                    if py.has_module(m)]
+            missing = [m for m in selection(self.args.set, py.version, self.args.module)
+                       if not py.has_module(m)]
+            if missing:
+                self.report["problems"].append("%s has no %s" % (py.name, " ".join(missing)))
+            for pat, why in exclusions(py.version):
+                self.report["excluded"].append("%s: %s (%s)" % (py.tag, pat, why))
+            groups += self.jobs_for(py, mods)
+        self.say("cpython: %d interpreters (%s), modes %s, run directory %s" % (
+            len(pythons), ", ".join(p.tag for p in pythons), ",".join(self.args.modes),
+            self.rundir))
+        start = time.monotonic()
+        # The modes of one group run side by side, so they see the same load.
+        self.run_jobs([j for g in groups for j in g])
+        for g in groups:
+            self.check_shim_ran(g)
+            self.compare(g)
+        self.print_walls(groups)
+        return self.finish(time.monotonic() - start)
+
+    def check_shim_ran(self, group):
+        """A shim run that wrote no metrics file compared nothing: say so."""
+        for job in group:
+            if job.mode == "bare":
+                continue
+            files = job.metrics_files()
+            if not files:
+                self.report["problems"].append("%s %s %s: no metrics file written" % (
+                    job.py.tag, job.mode, " ".join(job.modules)))
+            elif job.mode == "stage" and not any(stage_called(f) for f in files):
+                self.report["problems"].append(
+                    "%s stage %s: stage s (%s) never called in %d metrics files" % (
+                        job.py.tag, " ".join(job.modules), STAGE_SPEC, len(files)))
+            for path in job.stray_metrics_files():
+                self.report["differences"].append({
+                    "python": job.py.tag, "mode": job.mode, "module": " ".join(job.modules),
+                    "test": "-", "bare": "-", "shim": "metrics file left at %s" % path,
+                    "log": job.dir})
+
+    def compare(self, group):
+        bare = group[0]
+        assert bare.mode == "bare"
+        b_tests, b_mods = bare.test_outcomes(), bare.module_outcomes()
+        for job in group[1:]:
+            tests, mods = job.test_outcomes(), job.module_outcomes()
+            diff_tests = sorted(t for t in set(b_tests) | set(tests)
+                                if b_tests.get(t, "absent") != tests.get(t, "absent"))
+            diff_mods = sorted(m for m in set(b_mods) | set(mods)
+                               if b_mods.get(m, "absent") != mods.get(m, "absent"))
+            if not diff_tests and not diff_mods:
+                continue
+            self.recheck(bare, job, diff_tests, diff_mods,
+                         (b_tests, tests), (b_mods, mods))
+
+    def recheck(self, bare, job, diff_tests, diff_mods, first_tests, first_mods):
+        """Run what differed once more in both modes: a difference only if it differs again."""
+        py = job.py
+        by_module = {}
+        for t in diff_tests:
+            by_module.setdefault(owner_module(t, job.modules), []).append(t)
+        # A module whose result differs with no test to name is run again whole.
+        for m in diff_mods:
+            top = m.split(".")[0]
+            if not by_module.get(top):
+                by_module[top] = []
+        for module, tests in sorted(by_module.items()):
+            match = sorted({base_id(t) for t in tests})
+            label = "rerun-%s-%s" % (job.mode, module)
+            ignore = [pat for pat, _why in exclusions(py.version)]
+            pair = [Job(py, mode, [module], self.args, self.rundir, label, match=match,
+                        ignore=ignore) for mode in ("bare", job.mode)]
+            self.say("  rerunning %s %s in bare and %s: %s" % (
+                py.tag, module, job.mode, shorten(match) if match else "the whole module"))
+            self.run_jobs(pair)
+            r_b, r_s = pair[0].test_outcomes(), pair[1].test_outcomes()
+            rm_b, rm_s = pair[0].module_outcomes(), pair[1].module_outcomes()
+            for t in tests:
+                first = (first_tests[0].get(t, "absent"), first_tests[1].get(t, "absent"))
+                again = (r_b.get(t, "absent"), r_s.get(t, "absent"))
+                self.record(py, job, module, t, first, again, pair[1].dir)
+            for m in diff_mods:
+                if m.split(".")[0] != module:
+                    continue
+                first = (first_mods[0].get(m, "absent"), first_mods[1].get(m, "absent"))
+                again = (rm_b.get(m, rm_b.get(module, "absent")),
+                         rm_s.get(m, rm_s.get(module, "absent")))
+                if match:   # a run of some tests only says nothing about the module's result
+                    again = first
+                self.record(py, job, module, "(module result)", first, again, pair[1].dir)
+
+    def record(self, py, job, module, test, first, again, logdir):
+        entry = {"python": py.tag, "mode": job.mode, "module": module, "test": test,
+                 "bare": first[0], "shim": first[1], "rerun": list(again), "log": logdir}
+        if again[0] != again[1]:
+            self.report["differences"].append(entry)
+        else:
+            self.report["flaky"].append(entry)
+
+    def print_walls(self, groups):
+        rows = []
+        for g in groups:
+            if len(g[0].modules) != 1:
+                continue
+            walls = {j.mode: j.wall for j in g}
+            rows.append({"python": g[0].py.tag, "module": g[0].modules[0], "walls": walls})
+        self.report["walls"] = rows
+        if not rows:
+            return
+        self.say("cpython: wall time per module (s), and against bare")
+        for r in rows:
+            w = r["walls"]
+            b = w.get("bare") or 0
+            self.say("  %-8s %-40s " % (r["python"], r["module"]) + "  ".join(
+                "%s %7.1f%s" % (m, w[m], (" (%.2fx)" % (w[m] / b)) if m != "bare" and b else "")
+                for m in self.args.modes if m in w))
+
+    def finish(self, elapsed):
+        rep = self.report
+        with open(os.path.join(self.rundir, "report.json"), "w") as f:
+            json.dump(rep, f, indent=1)
+        for p in rep["problems"]:
+            self.say("cpython: note: " + p)
+        for e in rep["excluded"]:
+            self.say("cpython: excluded: " + e)
+        for e in rep["flaky"]:
+            self.say("cpython: flaky (agreed when run again): %(python)s %(mode)s %(module)s "
+                     "%(test)s: bare %(bare)s, %(mode)s %(shim)s" % e)
+        shown = {}
+        for e in rep["differences"]:
+            key = (e["python"], e["mode"], e["module"])
+            shown[key] = shown.get(key, 0) + 1
+            if shown[key] == MAX_SHOWN + 1:
+                more = sum(1 for d in rep["differences"]
+                           if (d["python"], d["mode"], d["module"]) == key) - MAX_SHOWN
+                self.say("cpython: DIFFERENCE %s %s %s: %d more tests (report.json)" % (
+                    key + (more,)))
+            if shown[key] > MAX_SHOWN:
+                continue
+            self.say("cpython: DIFFERENCE %(python)s %(mode)s %(module)s %(test)s: bare %(bare)s, "
+                     "%(mode)s %(shim)s (again: %(rerun)s); logs %(log)s" % e
+                     if "rerun" in e else
+                     "cpython: DIFFERENCE %(python)s %(mode)s %(module)s: %(shim)s" % e)
+        bad = rep["differences"] or any("no metrics file" in p or "never called" in p
+                                        for p in rep["problems"])
+        self.say("cpython: %s in %.0f s (report %s)" % (
+            "%d differences" % len(rep["differences"]) if rep["differences"] else
+            ("the shim did not run" if bad else "every test agreed"), elapsed,
+            os.path.join(self.rundir, "report.json")))
+        if not bad and not self.args.keep:
+            shutil.rmtree(self.rundir, ignore_errors=True)
+        return 1 if bad else 0
+
+
+def shorten(names, n=5):
+    return ", ".join(names[:n]) + (" and %d more" % (len(names) - n) if len(names) > n else "")
+
+
+def owner_module(test_id, modules):
+    parts = test_id.split(".")
+    name = parts[1] if parts[0] == "test" and len(parts) > 1 else parts[0]
+    return name if name in modules or len(modules) != 1 else modules[0]
+
+
+def base_id(test_id):
+    return test_id.split(" ")[0]
+
+
+def stage_called(path):
+    try:
+        with open(path) as f:
+            data = json.load(f)
+    except (OSError, ValueError):
+        return False
+    stages = data.get("stages")
+    if isinstance(stages, dict):
+        s = stages.get("s") or {}
+        return (s.get("calls") or 0) > 0
+    if isinstance(stages, list):
+        return any(s.get("name") == "s" and (s.get("calls") or 0) > 0 for s in stages)
+    return False
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--lib", default="build/libmemshim.so")
+    ap.add_argument("--set", choices=("fast", "full"), default="fast")
+    ap.add_argument("--python", action="append", help="interpreter (repeatable; default: all)")
+    ap.add_argument("--module", action="append", help="only this module (repeatable)")
+    ap.add_argument("--modes", default=",".join(MODES),
+                    type=lambda s: [m for m in s.split(",") if m])
+    ap.add_argument("--jobs", type=int, default=2, help="regrtest runs at once")
+    ap.add_argument("--workers", type=int, default=4, help="regrtest -j in a multi-module run")
+    ap.add_argument("--per-module", action="store_true",
+                    help="one regrtest run per module (wall time per module)")
+    ap.add_argument("--timeout", type=int, default=300, help="regrtest --timeout per test file")
+    ap.add_argument("--out", help="run directory (default: a new one under $TMPDIR)")
+    ap.add_argument("--keep", action="store_true", help="keep the run directory")
+    args = ap.parse_args()
+    if args.modes[0] != "bare" or any(m not in MODES for m in args.modes):
+        ap.error("--modes: bare first, then shim and/or stage")
+    if not os.path.exists(args.lib):
+        ap.error("%s not found (make build/libmemshim.so)" % args.lib)
+    return Runner(args).main()
+
+
+if __name__ == "__main__":
+    sys.exit(main())
