@@ -57,19 +57,19 @@ def parse_versions(spec):
     return lambda v: lo_v <= v[:2] <= hi_v
 
 
-def read_table(name):
+def read_table(name, columns):
     rows = []
     with open(os.path.join(HERE, name)) as f:
         for line in f:
             line = line.strip()
             if line and not line.startswith("#"):
-                rows.append(line.split(None, 3))
+                rows.append(line.split(None, columns - 1))
     return rows
 
 
 def selection(which, version, only):
     mods = []
-    for module, sets, versions, _why in read_table("selection.txt"):
+    for module, sets, versions, _why in read_table("selection.txt", 4):
         if which in sets.split(",") and parse_versions(versions)(version):
             if not only or module in only:
                 mods.append(module)
@@ -77,7 +77,7 @@ def selection(which, version, only):
 
 
 def exclusions(version):
-    return [(pat, why) for versions, pat, why in read_table("exclude.txt")
+    return [(pat, why) for versions, pat, why in read_table("exclude.txt", 3)
             if parse_versions(versions)(version)]
 
 
