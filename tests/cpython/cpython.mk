@@ -12,6 +12,7 @@ check-cpython: $(BUILD)/libmemshim.so
 	@$(CPYTHON_RUN) --set fast $(CPYTHON_ARGS)
 
 check-cpython-full: $(BUILD)/libmemshim.so
-	@$(CPYTHON_RUN) --set full --per-module $(addprefix --python ,$(CPYTHON_FULL_PYTHONS)) $(CPYTHON_ARGS)
+	@$(CPYTHON_RUN) --set full --per-module --jobs 3 --use network,subprocess \
+		$(addprefix --python ,$(CPYTHON_FULL_PYTHONS)) $(CPYTHON_ARGS)
 
 CHECK_TARGETS += check-cpython

@@ -41,6 +41,12 @@ import xml.etree.ElementTree as ET
 HERE = os.path.dirname(os.path.abspath(__file__))
 MODES = ("bare", "shim", "stage")
 STAGE_SPEC = "s=TestCase.run"
+EXTRA_DIR = os.path.join(HERE, "extra")
+# Modules some installs leave out (pyenv's 3.11.7 and 3.12.1), run from EXTRA_DIR under these names
+# when the interpreter has test/_test_multiprocessing.py.
+EXTRA = {"test_multiprocessing_fork": "test_mp_fork",
+         "test_multiprocessing_spawn": "test_mp_spawn",
+         "test_multiprocessing_forkserver": "test_mp_forkserver"}
 METRICS_GLOB = "memshim_metrics.json*"
 MAX_SHOWN = 10      # differences printed per interpreter, mode and module (all in report.json)
 
@@ -88,9 +94,15 @@ class Python:
         self.tag = ".".join(map(str, version)) + ("-" + path.strip("/").replace("/", "_")
                                                    if not path.startswith("/root/.pyenv/") else "")
 
-    def has_module(self, module):
+    def source(self, module):
+        """(regrtest's name for MODULE, the --testdir to give) or None when this Python lacks it."""
         base = os.path.join(self.testdir, module)
-        return os.path.isdir(base) or os.path.exists(base + ".py")
+        if os.path.isdir(base) or os.path.exists(base + ".py"):
+            return module, None
+        if module in EXTRA and os.path.exists(os.path.join(self.testdir,
+                                                           "_test_multiprocessing.py")):
+            return EXTRA[module], EXTRA_DIR
+        return None
 
 
 def find_pythons(paths):
@@ -135,8 +147,9 @@ def clean_env():
 class Job:
     """One `python -m test` run: an interpreter, a mode, modules, optional test ids to match."""
 
-    def __init__(self, py, mode, modules, args, rundir, label, match=(), ignore=()):
+    def __init__(self, py, mode, modules, args, rundir, label, match=(), ignore=(), testdir=None):
         self.py, self.mode, self.modules, self.args = py, mode, modules, args
+        self.testdir = testdir
         self.match, self.ignore = list(match), list(ignore)
         self.dir = os.path.join(rundir, py.tag, label, mode)
         self.wall = None
@@ -158,6 +171,10 @@ class Job:
                "--tempdir", os.path.join(self.dir, "work"), "--fail-env-changed"]
         cmd += ["-j", str(self.args.workers if len(self.modules) > 1 else 1)]
         cmd += ["--timeout", str(self.args.timeout)]
+        if self.args.use:
+            cmd += ["-u", self.args.use]
+        if self.testdir:
+            cmd += ["--testdir", self.testdir]
         for pat in self.match:
             cmd += ["-m", pat]
         for pat in self.ignore:
@@ -301,14 +318,21 @@ class Runner:
         with self.lock:
             print(*a, flush=True)
 
-    def jobs_for(self, py, modules, label_prefix=""):
+    def jobs_for(self, py, modules):
+        """[[a job per mode] per group]: a group per module (--per-module), else one group of the
+        standard modules and one per module run from EXTRA_DIR."""
         ignore = [pat for pat, _why in exclusions(py.version)]
-        groups = [[m] for m in modules] if self.args.per_module else [modules]
+        where = {m: py.source(m) for m in modules}
+        std = [where[m][0] for m in modules if where[m][1] is None]
+        extra = [where[m][0] for m in modules if where[m][1] is not None]
+        groups = [[m] for m in std] if self.args.per_module else ([std] if std else [])
+        groups += [[m] for m in extra]
         jobs = []
         for group in groups:
-            label = label_prefix + (group[0] if len(group) == 1 else "all")
-            jobs.append([Job(py, mode, group, self.args, self.rundir, label, ignore=ignore)
-                         for mode in self.args.modes])
+            label = group[0] if len(group) == 1 else "all"
+            testdir = EXTRA_DIR if group[0] in extra else None
+            jobs.append([Job(py, mode, group, self.args, self.rundir, label, ignore=ignore,
+                             testdir=testdir) for mode in self.args.modes])
         return jobs
 
     def run_jobs(self, jobs):
@@ -326,9 +350,9 @@ class Runner:
         groups = []
         for py in pythons:
             mods = [m for m in selection(self.args.set, py.version, self.args.module)
-                    if py.has_module(m)]
+                    if py.source(m)]
             missing = [m for m in selection(self.args.set, py.version, self.args.module)
-                       if not py.has_module(m)]
+                       if not py.source(m)]
             if missing:
                 self.report["problems"].append("%s has no %s" % (py.name, " ".join(missing)))
             for pat, why in exclusions(py.version):
@@ -396,7 +420,7 @@ class Runner:
             label = "rerun-%s-%s" % (job.mode, module)
             ignore = [pat for pat, _why in exclusions(py.version)]
             pair = [Job(py, mode, [module], self.args, self.rundir, label, match=match,
-                        ignore=ignore) for mode in ("bare", job.mode)]
+                        ignore=ignore, testdir=job.testdir) for mode in ("bare", job.mode)]
             self.say("  rerunning %s %s in bare and %s: %s" % (
                 py.tag, module, job.mode, shorten(match) if match else "the whole module"))
             self.run_jobs(pair)
@@ -521,6 +545,7 @@ def main():
     ap.add_argument("--per-module", action="store_true",
                     help="one regrtest run per module (wall time per module)")
     ap.add_argument("--timeout", type=int, default=300, help="regrtest --timeout per test file")
+    ap.add_argument("--use", default="", help="regrtest -u resources (e.g. network,subprocess)")
     ap.add_argument("--out", help="run directory (default: a new one under $TMPDIR)")
     ap.add_argument("--keep", action="store_true", help="keep the run directory")
     args = ap.parse_args()
