@@ -9,7 +9,7 @@ CPYTHON_ARGS ?=
 
 .PHONY: check-cpython check-cpython-full
 check-cpython: $(BUILD)/libmemshim.so
-	@$(CPYTHON_RUN) --set fast $(CPYTHON_ARGS)
+	@$(CPYTHON_RUN) --set fast --jobs 6 $(CPYTHON_ARGS)
 
 check-cpython-full: $(BUILD)/libmemshim.so
 	@$(CPYTHON_RUN) --set full --per-module --jobs 3 --use network,subprocess \

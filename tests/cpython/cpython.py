@@ -74,11 +74,14 @@ def read_table(name, columns):
 
 
 def selection(which, version, only):
-    mods = []
+    """{module: test id glob or None} of set WHICH (`fast=GLOB` in the sets column: only those
+    tests of the module in that set)."""
+    mods = {}
     for module, sets, versions, _why in read_table("selection.txt", 4):
-        if which in sets.split(",") and parse_versions(versions)(version):
-            if not only or module in only:
-                mods.append(module)
+        for entry in sets.split(","):
+            name, _eq, match = entry.partition("=")
+            if name == which and parse_versions(versions)(version) and (not only or module in only):
+                mods[module] = match or None
     return mods
 
 
@@ -320,19 +323,20 @@ class Runner:
 
     def jobs_for(self, py, modules):
         """[[a job per mode] per group]: a group per module (--per-module), else one group of the
-        standard modules and one per module run from EXTRA_DIR."""
+        standard modules and one per module run from EXTRA_DIR or with a test id glob."""
         ignore = [pat for pat, _why in exclusions(py.version)]
         where = {m: py.source(m) for m in modules}
-        std = [where[m][0] for m in modules if where[m][1] is None]
-        extra = [where[m][0] for m in modules if where[m][1] is not None]
-        groups = [[m] for m in std] if self.args.per_module else ([std] if std else [])
-        groups += [[m] for m in extra]
+        alone = [m for m in modules if where[m][1] is not None or modules[m]]
+        std = [where[m][0] for m in modules if m not in alone]
+        groups = [([m], m) for m in std] if self.args.per_module else ([(std, None)] if std else [])
+        groups += [([where[m][0]], m) for m in alone]
         jobs = []
-        for group in groups:
-            label = group[0] if len(group) == 1 else "all"
-            testdir = EXTRA_DIR if group[0] in extra else None
-            jobs.append([Job(py, mode, group, self.args, self.rundir, label, ignore=ignore,
-                             testdir=testdir) for mode in self.args.modes])
+        for names, module in groups:
+            label = names[0] if len(names) == 1 else "all"
+            testdir = where[module][1] if module else None
+            match = [modules[module]] if module and modules[module] else []
+            jobs.append([Job(py, mode, names, self.args, self.rundir, label, ignore=ignore,
+                             testdir=testdir, match=match) for mode in self.args.modes])
         return jobs
 
     def run_jobs(self, jobs):
@@ -349,10 +353,9 @@ class Runner:
             return 1
         groups = []
         for py in pythons:
-            mods = [m for m in selection(self.args.set, py.version, self.args.module)
-                    if py.source(m)]
-            missing = [m for m in selection(self.args.set, py.version, self.args.module)
-                       if not py.source(m)]
+            chosen = selection(self.args.set, py.version, self.args.module)
+            mods = {m: match for m, match in chosen.items() if py.source(m)}
+            missing = [m for m in chosen if not py.source(m)]
             if missing:
                 self.report["problems"].append("%s has no %s" % (py.name, " ".join(missing)))
             for pat, why in exclusions(py.version):
@@ -364,9 +367,12 @@ class Runner:
         start = time.monotonic()
         # The modes of one group run side by side, so they see the same load.
         self.run_jobs([j for g in groups for j in g])
+        plans = []
         for g in groups:
             self.check_shim_ran(g)
-            self.compare(g)
+            plans += self.compare(g)
+        if plans:
+            self.recheck(plans)
         self.print_walls(groups)
         return self.finish(time.monotonic() - start)
 
@@ -390,55 +396,64 @@ class Runner:
                     "log": job.dir})
 
     def compare(self, group):
+        """Reruns to make of what differs from bare in GROUP (see recheck)."""
         bare = group[0]
         assert bare.mode == "bare"
         b_tests, b_mods = bare.test_outcomes(), bare.module_outcomes()
+        plans = []
         for job in group[1:]:
             tests, mods = job.test_outcomes(), job.module_outcomes()
             diff_tests = sorted(t for t in set(b_tests) | set(tests)
                                 if b_tests.get(t, "absent") != tests.get(t, "absent"))
             diff_mods = sorted(m for m in set(b_mods) | set(mods)
                                if b_mods.get(m, "absent") != mods.get(m, "absent"))
-            if not diff_tests and not diff_mods:
-                continue
-            self.recheck(bare, job, diff_tests, diff_mods,
-                         (b_tests, tests), (b_mods, mods))
+            if diff_tests or diff_mods:
+                plans += self.plan_recheck(job, diff_tests, diff_mods, (b_tests, tests),
+                                           (b_mods, mods))
+        return plans
 
-    def recheck(self, bare, job, diff_tests, diff_mods, first_tests, first_mods):
-        """Run what differed once more in both modes: a difference only if it differs again."""
+    def plan_recheck(self, job, diff_tests, diff_mods, first_tests, first_mods):
+        """A pair of runs (bare, JOB's mode) per module: its differing tests alone, or the whole
+        module when only its result differed."""
         py = job.py
         by_module = {}
         for t in diff_tests:
             by_module.setdefault(owner_module(t, job.modules), []).append(t)
-        # A module whose result differs with no test to name is run again whole.
         for m in diff_mods:
-            top = m.split(".")[0]
-            if not by_module.get(top):
-                by_module[top] = []
+            by_module.setdefault(m.split(".")[0], [])
+        plans = []
         for module, tests in sorted(by_module.items()):
-            match = sorted({base_id(t) for t in tests})
+            match = sorted({base_id(t) for t in tests}) or list(job.match)
             label = "rerun-%s-%s" % (job.mode, module)
             ignore = [pat for pat, _why in exclusions(py.version)]
             pair = [Job(py, mode, [module], self.args, self.rundir, label, match=match,
                         ignore=ignore, testdir=job.testdir) for mode in ("bare", job.mode)]
+            mods = [m for m in diff_mods if m.split(".")[0] == module]
+            plans.append((job, module, tests, mods, first_tests, first_mods, pair, bool(tests)))
             self.say("  rerunning %s %s in bare and %s: %s" % (
                 py.tag, module, job.mode, shorten(match) if match else "the whole module"))
-            self.run_jobs(pair)
+        return plans
+
+    def recheck(self, plans):
+        """Runs every planned pair at once, then keeps as differences what differs again."""
+        self.run_jobs([j for plan in plans for j in plan[6]])
+        for job, module, tests, mods, first_tests, first_mods, pair, some in plans:
             r_b, r_s = pair[0].test_outcomes(), pair[1].test_outcomes()
             rm_b, rm_s = pair[0].module_outcomes(), pair[1].module_outcomes()
+            agreed = True
             for t in tests:
                 first = (first_tests[0].get(t, "absent"), first_tests[1].get(t, "absent"))
                 again = (r_b.get(t, "absent"), r_s.get(t, "absent"))
-                self.record(py, job, module, t, first, again, pair[1].dir)
-            for m in diff_mods:
-                if m.split(".")[0] != module:
-                    continue
+                agreed = agreed and again[0] == again[1]
+                self.record(job.py, job, module, t, first, again, pair[1].dir)
+            for m in mods:
                 first = (first_mods[0].get(m, "absent"), first_mods[1].get(m, "absent"))
-                again = (rm_b.get(m, rm_b.get(module, "absent")),
-                         rm_s.get(m, rm_s.get(module, "absent")))
-                if match:   # a run of some tests only says nothing about the module's result
-                    again = first
-                self.record(py, job, module, "(module result)", first, again, pair[1].dir)
+                if some:  # a run of some tests says nothing of the module's result: theirs does
+                    again = (first[0], first[0]) if agreed else first
+                else:
+                    again = (rm_b.get(m, rm_b.get(module, "absent")),
+                             rm_s.get(m, rm_s.get(module, "absent")))
+                self.record(job.py, job, module, "(module result)", first, again, pair[1].dir)
 
     def record(self, py, job, module, test, first, again, logdir):
         entry = {"python": py.tag, "mode": job.mode, "module": module, "test": test,
@@ -450,7 +465,7 @@ class Runner:
 
     def print_walls(self, groups):
         rows = []
-        for g in groups:
+        for g in groups if self.args.per_module else []:
             if len(g[0].modules) != 1:
                 continue
             walls = {j.mode: j.wall for j in g}
