@@ -149,6 +149,11 @@ def clean_env():
 
 class Job:
     """One `python -m test` run: an interpreter, a mode, modules, optional test ids to match."""
+    # TMPDIR: short, under /tmp (a forkserver's AF_UNIX socket path, TMPDIR/test_python_*/pymp-*/
+    # listener-*, must fit in 108 bytes, or the forkserver tests fail bare and under the shim alike)
+    tmp_root = None
+    tmp_count = 0
+    tmp_lock = threading.Lock()
 
     def __init__(self, py, mode, modules, args, rundir, label, match=(), ignore=(), testdir=None):
         self.py, self.mode, self.modules, self.args = py, mode, modules, args
@@ -158,10 +163,15 @@ class Job:
         self.wall = None
         self.rc = None
         self.timed_out = False
+        with Job.tmp_lock:
+            if Job.tmp_root is None:
+                Job.tmp_root = tempfile.mkdtemp(prefix="mscpy", dir="/tmp")
+            Job.tmp_count += 1
+            self.tmp = os.path.join(Job.tmp_root, str(Job.tmp_count))
 
     def env(self, lib):
         env = clean_env()
-        env["TMPDIR"] = os.path.join(self.dir, "tmp")
+        env["TMPDIR"] = self.tmp
         if self.mode != "bare":
             env["LD_PRELOAD"] = lib
         if self.mode == "stage":
@@ -185,8 +195,9 @@ class Job:
         return cmd + self.modules
 
     def run(self, lib):
-        for sub in ("tmp", "work", "metrics"):
+        for sub in ("work", "metrics"):
             os.makedirs(os.path.join(self.dir, sub), exist_ok=True)
+        os.makedirs(self.tmp, exist_ok=True)
         start = time.monotonic()
         with open(os.path.join(self.dir, "log.txt"), "w") as log:
             proc = subprocess.Popen(self.command(), cwd=self.dir, env=self.env(lib), stdout=log,
@@ -195,9 +206,14 @@ class Job:
             try:
                 self.rc = proc.wait(timeout=self.args.timeout * 2 + 120)
             except subprocess.TimeoutExpired:
+                # regrtest's workers are in sessions of their own: SIGINT makes it stop them
                 self.timed_out = True
-                os.killpg(proc.pid, signal.SIGKILL)
-                self.rc = proc.wait()
+                os.killpg(proc.pid, signal.SIGINT)
+                try:
+                    self.rc = proc.wait(timeout=60)
+                except subprocess.TimeoutExpired:
+                    os.killpg(proc.pid, signal.SIGKILL)
+                    self.rc = proc.wait()
         self.wall = time.monotonic() - start
         return self
 
@@ -238,8 +254,8 @@ class Job:
     def stray_metrics_files(self):
         """Metrics files anywhere but where this mode's settings put them."""
         stray = []
-        for sub in ("work", "tmp"):
-            for root, _dirs, files in os.walk(os.path.join(self.dir, sub)):
+        for where in (os.path.join(self.dir, "work"), self.tmp):
+            for root, _dirs, files in os.walk(where):
                 stray += [os.path.join(root, f) for f in files if fnmatch.fnmatch(f, METRICS_GLOB)]
         if self.mode == "stage":
             stray += glob.glob(os.path.join(self.dir, METRICS_GLOB))
@@ -515,6 +531,8 @@ class Runner:
             os.path.join(self.rundir, "report.json")))
         if not bad and not self.args.keep:
             shutil.rmtree(self.rundir, ignore_errors=True)
+            if Job.tmp_root:
+                shutil.rmtree(Job.tmp_root, ignore_errors=True)
         return 1 if bad else 0
 
 
