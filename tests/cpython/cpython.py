@@ -12,9 +12,10 @@ interpreter that ships its `test` package, in three modes:
          MEMSHIM_OUTPUT in the run's directory.
 
 Each test's outcome (ok, failure, error, skipped, expected failure, unexpected success; from
-regrtest's --junit-xml, and from the FAIL:/ERROR: headers -W prints, which name failing subtests
-the XML leaves unnamed) and each module's result (passed, failed, env changed, skipped, ...) is
-compared with the bare run. A difference is run a second time in both modes (the differing tests
+regrtest's --junit-xml, and from the FAIL:/ERROR: headers unittest prints, which name failing
+subtests the XML leaves unnamed) and each module's result (passed, failed, env changed, skipped,
+...) is compared with the bare run. Any line of memshim's own in the output (-v shows every test's
+output) is a difference too, even where no test looks at it. A difference is run a second time in both modes (the differing tests
 alone, or the module when only its result differed); one that differs again is reported with the
 test's name and fails the run, one that agrees the second time is listed as flaky. Tests that
 cannot be compared (exclude.txt) are not run, and are listed with their reason.
@@ -180,7 +181,7 @@ class Job:
         return env
 
     def command(self):
-        cmd = [self.py.path, "-m", "test", "-W", "--junit-xml", os.path.join(self.dir, "junit.xml"),
+        cmd = [self.py.path, "-m", "test", "-v", "--junit-xml", os.path.join(self.dir, "junit.xml"),
                "--tempdir", os.path.join(self.dir, "work"), "--fail-env-changed"]
         cmd += ["-j", str(self.args.workers if len(self.modules) > 1 else 1)]
         cmd += ["--timeout", str(self.args.timeout)]
@@ -247,6 +248,20 @@ class Job:
                     self.rc, ", killed after timeout" if self.timed_out else "")
         return res
 
+    def messages(self):
+        """memshim's own lines in the run's output (-v: every test's output is there), each with
+        the test running when it came ('-' before the first)."""
+        found, current = [], "-"
+        with open(os.path.join(self.dir, "log.txt"), errors="replace") as f:
+            for line in f:
+                m = RUNNING.match(line)
+                if m:
+                    method, where = m.group(1), m.group(2)
+                    current = where if where.endswith("." + method) else where + "." + method
+                if "memshim:" in line:
+                    found.append((current, line[line.index("memshim:"):].rstrip()))
+        return found
+
     def metrics_files(self):
         where = os.path.join(self.dir, "metrics" if self.mode == "stage" else "")
         return glob.glob(os.path.join(where, METRICS_GLOB))
@@ -271,6 +286,7 @@ def junit_outcome(case):
     return "ok"
 
 
+RUNNING = re.compile(r"^(\w+) \(([\w.]+)\).*\.\.\. ")
 HEADER = re.compile(r"^(FAIL|ERROR|UNEXPECTED SUCCESS): (\S+) \(([\w.]+)\)(.*)$")
 
 
@@ -405,6 +421,14 @@ class Runner:
                 self.report["problems"].append(
                     "%s stage %s: stage s (%s) never called in %d metrics files" % (
                         job.py.tag, " ".join(job.modules), STAGE_SPEC, len(files)))
+            seen = {}
+            for test, msg in job.messages():
+                seen.setdefault((test, re.sub(r"\d+", "N", msg)), []).append(msg)
+            for (test, _kind), msgs in sorted(seen.items()):
+                self.report["differences"].append({
+                    "python": job.py.tag, "mode": job.mode, "module": " ".join(job.modules),
+                    "test": test, "bare": "-", "log": job.dir,
+                    "shim": "%d line(s) from memshim in the output: %s" % (len(msgs), msgs[0])})
             for path in job.stray_metrics_files():
                 self.report["differences"].append({
                     "python": job.py.tag, "mode": job.mode, "module": " ".join(job.modules),
@@ -522,7 +546,7 @@ class Runner:
             self.say("cpython: DIFFERENCE %(python)s %(mode)s %(module)s %(test)s: bare %(bare)s, "
                      "%(mode)s %(shim)s (again: %(rerun)s); logs %(log)s" % e
                      if "rerun" in e else
-                     "cpython: DIFFERENCE %(python)s %(mode)s %(module)s: %(shim)s" % e)
+                     "cpython: DIFFERENCE %(python)s %(mode)s %(module)s %(test)s: %(shim)s" % e)
         bad = rep["differences"] or any("no metrics file" in p or "never called" in p
                                         for p in rep["problems"])
         self.say("cpython: %s in %.0f s (report %s)" % (
