@@ -496,9 +496,11 @@ class Runner:
                 self.record(job.py, job, module, "(module result)", first, again, pair[1].dir)
 
     def record(self, py, job, module, test, first, again, logdir):
+        """A difference when the second runs differ again the same way (one side's outcome as
+        the first time): a hang under the shim first and bare the second time is flaky."""
         entry = {"python": py.tag, "mode": job.mode, "module": module, "test": test,
                  "bare": first[0], "shim": first[1], "rerun": list(again), "log": logdir}
-        if again[0] != again[1]:
+        if again[0] != again[1] and (again[0] == first[0] or again[1] == first[1]):
             self.report["differences"].append(entry)
         else:
             self.report["flaky"].append(entry)
