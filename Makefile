@@ -55,6 +55,7 @@ include tests/formatter/formatter-tests.mk
 include tests/gpu/gpu.mk
 include tests/python/python.mk
 include tests/hf/hf.mk
+include tests/cpython/cpython.mk
 -include tests/native/native.mk
 include tests/fuzz/fuzz.mk
 include tests/lint/lint.mk

@@ -12,3 +12,10 @@ bench-python-ir: $(BUILD)/libmemshim.so
 	$(PYTHON) bench/python/bench_ir.py $(BUILD)/libmemshim.so --fib 22
 
 BENCH_TARGETS += bench-python bench-python-ir
+
+# What a child process costs: fork + _exit, fork Pools and Processes, spawn, forkserver, against bare.
+.PHONY: bench-fork
+bench-fork: $(BUILD)/libmemshim.so
+	$(PYTHON) bench/python/bench_fork.py $(BUILD)/libmemshim.so --rounds 5
+
+BENCH_TARGETS += bench-fork

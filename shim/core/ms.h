@@ -3,8 +3,10 @@
 #ifndef MS_H
 #define MS_H
 
+#include <errno.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 #include <sys/mman.h>
 #include <sys/syscall.h>
 #include <unistd.h>
@@ -80,6 +82,23 @@ static inline void *ms_raw_map(size_t len)
 	if (len >= ((size_t)2 << 20)) /* sparse tables: never a 2 MiB page zeroed for a few entries */
 		syscall(SYS_madvise, p, len, MADV_NOHUGEPAGE);
 	return (void *)p;
+}
+
+/* Zeroes LEN bytes at P of private anonymous memory (an ms_raw_map mapping, or an MS_LARGE table:
+ * .lbss lies past the file's last page).  Whole pages are dropped (MADV_DONTNEED: they read as zero
+ * again), so a forked child that clears a table it shares with its parent copies and faults in no
+ * page; the ends, or everything when madvise refuses (locked pages), are written.  errno is kept. */
+static inline void ms_zero(void *p, size_t len)
+{
+	uintptr_t a = (uintptr_t)p, lo = (a + 4095) & ~(uintptr_t)4095, hi = (a + len) & ~(uintptr_t)4095;
+	int saved = errno;
+	if (hi <= lo || syscall(SYS_madvise, lo, hi - lo, MADV_DONTNEED) != 0) {
+		memset(p, 0, len);
+	} else {
+		memset(p, 0, lo - a);
+		memset((void *)hi, 0, a + len - hi);
+	}
+	errno = saved;
 }
 
 /* Formats like ms_log into BUF (always NUL-terminated); returns the length written. */

@@ -602,11 +602,12 @@ void ms_sites_fork_child(int tracking)
 		on = 0;
 		return;
 	}
-	memset(live, 0, LIVE_SLOTS * sizeof *live);
-	memset(ms_sites_filter, 0, sizeof ms_sites_filter);
-	memset(per_stack, 0, STACK_IDS * sizeof *per_stack);
-	memset(cur, 0, sizeof cur);
-	memset(last, 0, sizeof last);
+	/* dropped, not written: a write copies each page the parent touched (~1 ms per child) */
+	ms_zero(live, LIVE_SLOTS * sizeof *live);
+	ms_zero(ms_sites_filter, sizeof ms_sites_filter);
+	ms_zero(per_stack, STACK_IDS * sizeof *per_stack);
+	ms_zero(cur, sizeof cur);
+	ms_zero(last, sizeof last);
 	shared.nlive = 0;
 	nopen = 0;
 	shared.samples = shared.gpu_allocs = shared.samples_dropped = 0;

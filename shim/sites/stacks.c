@@ -134,7 +134,7 @@ int ms_sites_stacks_init(void)
 
 static void index_reset(struct index *x)
 {
-	memset(x->slot, 0, x->size * sizeof *x->slot);
+	ms_zero(x->slot, x->size * sizeof *x->slot);
 	x->size = INDEX_FIRST;
 }
 
@@ -162,7 +162,7 @@ static void index_room(struct index *x, uint32_t count, uint64_t (*hash)(int32_t
 void ms_sites_stacks_reset(void)
 {
 	__atomic_add_fetch(&epoch, 1, __ATOMIC_RELAXED);
-	memset(code_cache, 0, sizeof code_cache);
+	ms_zero(code_cache, sizeof code_cache);
 	index_reset(&stack_index);
 	index_reset(&string_index);
 	nstacks = nstrings = frames_used = chars_used = 0;

@@ -298,13 +298,12 @@ static void program_path(char *out, size_t size)
 void ms_sites_symbolise(const int32_t *ids, int n)
 {
 	ms_sites_symbolise_done();
+	if (n <= 0) /* no site (a child that sampled nothing since its fork): nothing mapped or read */
+		return;
 	addrs_cap = (size_t)n * MS_SITES_MAX_FRAMES + 1;
 	addrs = ms_raw_map(addrs_cap * sizeof *addrs);
-	names = ms_raw_map(NAME_POOL);
-	if (!addrs || !names) {
-		ms_sites_symbolise_done();
+	if (!addrs)
 		return;
-	}
 	uint64_t frames[MS_SITES_MAX_FRAMES];
 	for (int i = 0; i < n; i++) {
 		int nf = ms_sites_stack_frames(ids[i], frames, MS_SITES_MAX_FRAMES);
@@ -318,6 +317,13 @@ void ms_sites_symbolise(const int32_t *ids, int n)
 		if (u == 0 || addrs[u - 1].ip != addrs[i].ip)
 			addrs[u++] = addrs[i];
 	naddrs = u;
+	if (!naddrs) /* Python frames only: named from the interpreter's objects, no symbol table */
+		return;
+	names = ms_raw_map(NAME_POOL);
+	if (!names) {
+		ms_sites_symbolise_done();
+		return;
+	}
 	program_path(exe, sizeof exe);
 	nobjs = 0;
 	paths_used = 0;
