@@ -595,9 +595,16 @@ int ms_report_check_output(void)
 	return 1;
 }
 
+/* One line for the process the user started; a child's trouble (another uid, its parent's directory
+ * removed before it ended) stays off the program's stderr, where it would change the program's
+ * output (issue 29): MEMSHIM_LOG=debug shows it. */
 static int fail(const char *path, int e)
 {
-	if (!__atomic_exchange_n(&warned, 1, __ATOMIC_RELAXED))
+	if (__atomic_exchange_n(&warned, 1, __ATOMIC_RELAXED))
+		return -1;
+	if (ms_proc.is_child)
+		ms_debug("cannot write metrics file %s: %s (errno %d)", path, errno_text(e), e);
+	else
 		ms_warn("cannot write metrics file %s: %s (errno %d)", path, errno_text(e), e);
 	return -1;
 }
