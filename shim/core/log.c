@@ -170,3 +170,25 @@ void ms_log(int level, const char *fmt, ...)
 		syscall(SYS_write, 2, buf, n);
 	errno = saved;
 }
+
+/* The words for the errno values file writers meet (no strerror: it may allocate, or lock). */
+const char *ms_errno_text(int e)
+{
+	switch (e) {
+	case ENOENT: return "no such file or directory";
+	case EACCES: return "permission denied";
+	case EPERM: return "operation not permitted";
+	case EROFS: return "read-only file system";
+	case ENOSPC: return "no space left on device";
+	case ENOTDIR: return "a path component is not a directory";
+	case EISDIR: return "is a directory";
+	case ENXIO: return "FIFO has no reader";
+	case ENAMETOOLONG: return "name too long";
+	case ELOOP: return "a symbolic link (not followed), or too many";
+	case EEXIST: return "file exists";
+	case EDQUOT: return "disk quota exceeded";
+	case EFBIG: return "file too large";
+	case EIO: return "I/O error";
+	default: return "system error"; /* the errno number follows in the message */
+	}
+}

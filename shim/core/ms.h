@@ -35,6 +35,8 @@ void ms_log(int level, const char *fmt, ...) __attribute__((format(printf, 2, 3)
 /* Remembers which file fd 2 is (constructor): later messages go there only while fd 2 is still that
  * file, and nowhere when fd 2 was closed. */
 void ms_log_bind_stderr(void);
+/* A short text for errno E as the shim's messages say it ("system error" for the rest). */
+const char *ms_errno_text(int e);
 #define ms_warn(...) ms_log(MS_LOG_WARN, __VA_ARGS__)
 #define ms_debug(...) ms_log(MS_LOG_DEBUG, __VA_ARGS__)
 

@@ -80,21 +80,6 @@ static int worth_it(double now)
 
 /* ---- creating the record ---------------------------------------------------------------------- */
 
-static const char *why_text(int e)
-{
-	switch (e) {
-	case ENOENT: return "no such file or directory";
-	case EACCES: return "permission denied";
-	case EPERM: return "operation not permitted";
-	case EROFS: return "read-only file system";
-	case ENOSPC: return "no space left on device";
-	case EDQUOT: return "disk quota exceeded";
-	case ENOTDIR: return "a path component is not a directory";
-	case ELOOP: return "a symbolic link (not followed)";
-	case ENAMETOOLONG: return "name too long";
-	default: return "system error";
-	}
-}
 
 static int give_up(const char *dir, const char *why, int e)
 {
@@ -128,7 +113,7 @@ static int open_dir(const char *dir, int quiet)
 	int rc = ms_outpath_walk(&where, dir);
 	if (rc < 0 || where.how == MS_OUT_REFUSED)
 		return quiet ? -1
-		       : rc < 0 ? give_up(dir, why_text(-rc), -rc)
+		       : rc < 0 ? give_up(dir, ms_errno_text(-rc), -rc)
 		       : give_up(dir, "not following a symlink on the way in a sticky world-writable directory", 0);
 	int fd = (int)openat(where.dirfd, where.name, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 	if (fd < 0 && errno == ENOENT && !quiet && (mkdirat(where.dirfd, where.name, 0700) == 0 || errno == EEXIST))
@@ -136,7 +121,7 @@ static int open_dir(const char *dir, int quiet)
 	int e = errno;
 	close(where.dirfd);
 	if (fd < 0)
-		return quiet ? -1 : give_up(dir, e == ENOTDIR || e == ELOOP ? "a symlink or not a directory" : why_text(e), e);
+		return quiet ? -1 : give_up(dir, e == ENOTDIR || e == ELOOP ? "a symlink or not a directory" : ms_errno_text(e), e);
 	struct stat st;
 	if (fstat(fd, &st) < 0 || st.st_uid != geteuid() || (st.st_mode & 077)) {
 		close(fd);
@@ -203,12 +188,12 @@ static int map_record(int dfd, int fd, const char *dir)
 	int e = fill(fd, sizeof *rec);
 	if (e || fstat(fd, &st) < 0) {
 		unlinkat(dfd, rec_name, 0);
-		return give_up(dir, why_text(e ? e : errno), e ? e : errno);
+		return give_up(dir, ms_errno_text(e ? e : errno), e ? e : errno);
 	}
 	long p = syscall(SYS_mmap, NULL, sizeof *rec, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
 	if (p == 0 || (p < 0 && p > -4096)) {
 		unlinkat(dfd, rec_name, 0);
-		return give_up(dir, why_text(p ? (int)-p : ENOMEM), p ? (int)-p : ENOMEM);
+		return give_up(dir, ms_errno_text(p ? (int)-p : ENOMEM), p ? (int)-p : ENOMEM);
 	}
 	rec_dev = st.st_dev;
 	rec_ino = st.st_ino;
@@ -227,7 +212,7 @@ static int create(void)
 	if (dfd < 0)
 		return -1;
 	int fd = (int)openat(dfd, rec_name, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
-	int rc = fd < 0 ? give_up(rec_dir, why_text(errno), errno) : map_record(dfd, fd, rec_dir);
+	int rc = fd < 0 ? give_up(rec_dir, ms_errno_text(errno), errno) : map_record(dfd, fd, rec_dir);
 	if (fd >= 0)
 		close(fd);
 	close(dfd);

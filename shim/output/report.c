@@ -547,26 +547,6 @@ static void write_document(struct ms_json *w, const char *reason, int sig, int c
 	ms_json_end_object(w);
 }
 
-static const char *errno_text(int e)
-{
-	switch (e) {
-	case ENOENT: return "no such file or directory";
-	case EACCES: return "permission denied";
-	case EPERM: return "operation not permitted";
-	case EROFS: return "read-only file system";
-	case ENOSPC: return "no space left on device";
-	case ENOTDIR: return "a path component is not a directory";
-	case EISDIR: return "is a directory";
-	case ENXIO: return "FIFO has no reader";
-	case ENAMETOOLONG: return "name too long";
-	case ELOOP: return "too many symbolic links, or one swapped in";
-	case EEXIST: return "file exists";
-	case EDQUOT: return "disk quota exceeded";
-	case EFBIG: return "file too large";
-	case EIO: return "I/O error";
-	default: return "system error"; /* the errno number follows in the message */
-	}
-}
 
 static int warned;
 
@@ -590,7 +570,7 @@ int ms_report_check_output(void)
 	if (ms_format(fallback, sizeof fallback, "%s/%s", tmp, slash + 1) >= sizeof fallback - 1 ||
 	    syscall(SYS_faccessat, AT_FDCWD, tmp, W_OK | X_OK) != 0)
 		return 0; /* nowhere better: the warning comes when the file cannot be written */
-	ms_warn("cannot write metrics file %s: %s (%s); writing %s instead", out, dir, errno_text(e), fallback);
+	ms_warn("cannot write metrics file %s: %s (%s); writing %s instead", out, dir, ms_errno_text(e), fallback);
 	ms_strlcpy(ms_cfg.output, fallback, sizeof ms_cfg.output);
 	return 1;
 }
@@ -603,9 +583,9 @@ static int fail(const char *path, int e)
 	if (__atomic_exchange_n(&warned, 1, __ATOMIC_RELAXED))
 		return -1;
 	if (ms_proc.is_child)
-		ms_debug("cannot write metrics file %s: %s (errno %d)", path, errno_text(e), e);
+		ms_debug("cannot write metrics file %s: %s (errno %d)", path, ms_errno_text(e), e);
 	else
-		ms_warn("cannot write metrics file %s: %s (errno %d)", path, errno_text(e), e);
+		ms_warn("cannot write metrics file %s: %s (errno %d)", path, ms_errno_text(e), e);
 	return -1;
 }
 
