@@ -18,7 +18,7 @@ static const char mf_cmp_legend[] =
 	"  Hugging Face: CPU = change of the process's RSS (a thread polls it; pages the allocator\n"
 	"    keeps count, short peaks between polls are missed); GPU = torch.cuda.memory_allocated\n"
 	"    (tensors only).\n"
-	"  memshim: CPU = exact live bytes of malloc + anonymous mmap (virtual size, touched or not);\n"
+	"  memshim: CPU = exact live bytes of malloc + anonymous mmap (reservations: touched pages);\n"
 	"    GPU = what the driver handed out (the caching allocator's reserve, cuBLAS/cuDNN\n"
 	"    workspaces, NCCL buffers).\n";
 
