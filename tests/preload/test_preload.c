@@ -1,5 +1,6 @@
 /* Integration: fixture programs under LD_PRELOAD, asserting on the metrics file they leave. */
 #include <check.h>
+#include <fcntl.h>
 #include <dirent.h>
 #include <errno.h>
 #include <signal.h>
@@ -652,9 +653,15 @@ START_TEST(a_fifo_is_written_in_place)
 		fclose(out);
 		_exit(0);
 	}
+	/* a write end of our own, opened once the reader has the FIFO open: the shim, which opens it
+	 * non-blocking, always finds the reader there (it found none under load: ENXIO, and the reader
+	 * then waited for ever); closed after the run so the reader sees the end */
+	int hold = open(fifo, O_WRONLY | O_CLOEXEC);
+	ck_assert_int_ge(hold, 0);
 	const char *env[] = { env0, NULL };
 	const char *argv[] = { built("preload/alloc_fixture"), "simple", NULL };
 	ck_assert_int_eq(run_under_shim(&r, argv, env), 0);
+	close(hold);
 	int st;
 	waitpid(reader, &st, 0);
 	struct stat sb;
