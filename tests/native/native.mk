@@ -56,3 +56,17 @@ check-native: $(BUILD)/libmemshim.so $(NATIVE_FIXTURES) $(NATIVE_SUITES)
 	@for t in $(NATIVE_SUITES); do BUILD=$(BUILD) $$t || exit 1; done
 
 CHECK_TARGETS += check-native
+
+# The GOT rewriter (native/got.c) on one library built lazily bound, with -z now and with -fno-plt.
+GOT_LIBS := $(NATIVE_DIR)/libngotcall-lazy.so $(NATIVE_DIR)/libngotcall-now.so $(NATIVE_DIR)/libngotcall-noplt.so
+$(NATIVE_DIR)/libngotcall-lazy.so: tests/native/fixtures/libngotcall.c $(NATIVE_DIR)/libngotdef.so
+	$(CC) -g -shared -fPIC -o $@ $< -L$(NATIVE_DIR) -lngotdef -Wl,-z,lazy,-z,relro,-rpath,'$$ORIGIN'
+$(NATIVE_DIR)/libngotcall-now.so: tests/native/fixtures/libngotcall.c $(NATIVE_DIR)/libngotdef.so
+	$(CC) -g -shared -fPIC -o $@ $< -L$(NATIVE_DIR) -lngotdef -Wl,-z,now,-z,relro,-rpath,'$$ORIGIN'
+$(NATIVE_DIR)/libngotcall-noplt.so: tests/native/fixtures/libngotcall.c $(NATIVE_DIR)/libngotdef.so
+	$(CC) -g -shared -fPIC -fno-plt -o $@ $< -L$(NATIVE_DIR) -lngotdef -Wl,-z,now,-z,relro,-rpath,'$$ORIGIN'
+
+$(NATIVE_DIR)/test_got: tests/native/test_got.c shim/native/got.c $(GOT_LIBS)
+	@mkdir -p $(@D)
+	$(CC) $(BASEFLAGS) $(CFLAGS) $(SANFLAGS) $(CHECK_CFLAGS) -Ishim -o $@ $(filter %.c,$^) $(CHECK_LIBS) -ldl
+NATIVE_SUITES += $(NATIVE_DIR)/test_got

@@ -1,0 +1,35 @@
+/* Calls through the GOT of one loaded object (native/got.c): found by symbol name, rewritten in
+ * place.  No allocation, no locks, no stdio: usable from a constructor and from hooks. */
+#ifndef MS_NATIVE_GOT_H
+#define MS_NATIVE_GOT_H
+
+#include <elf.h>
+#include <stddef.h>
+#include <stdint.h>
+
+/* What one object's dynamic section says about its relocations. */
+struct ms_got_object {
+	uintptr_t base;
+	const Elf64_Sym *syms;
+	const char *strs;
+	const Elf64_Rela *jmprel, *rela; /* PLT relocations, other dynamic relocations */
+	size_t njmprel, nrela;
+	int plt_is_rela;
+	uintptr_t relro_lo, relro_hi; /* pages read-only once relocated */
+};
+
+/* Fills O for the object loaded at BASE (dynamic section DYN, program headers PH): 0, or -1 when it
+ * has no dynamic symbol table. */
+int ms_got_object_at(uintptr_t base, const Elf64_Dyn *dyn, const Elf64_Phdr *ph, int phnum,
+		     struct ms_got_object *o);
+
+typedef void (*ms_got_visit)(const struct ms_got_object *o, uintptr_t *slot, void *arg);
+/* Calls VISIT for every jump slot and GLOB_DAT slot of O that names the function NAME; returns
+ * their number. */
+int ms_got_slots(const struct ms_got_object *o, const char *name, ms_got_visit visit, void *arg);
+
+/* Stores VALUE in SLOT of O (a RELRO page made writable for the store): 0, or -1 when it could not
+ * be made writable (errno set). */
+int ms_got_write(const struct ms_got_object *o, uintptr_t *slot, uintptr_t value);
+
+#endif
