@@ -6,6 +6,8 @@
  * function pointers) are left alone.  A slot inside the object's RELRO segment (-z now, BIND_NOW:
  * read-only once relocated) is made writable for the one store and read-only again. */
 #include <elf.h>
+#include <errno.h>
+#include <sys/uio.h>
 #include <link.h>
 #include <stdint.h>
 #include <sys/mman.h>
@@ -46,6 +48,7 @@ int ms_got_object_at(uintptr_t base, const Elf64_Dyn *dyn, const Elf64_Phdr *ph,
 		case DT_PLTREL: o->plt_is_rela = d->d_un.d_val == DT_RELA; break;
 		case DT_RELA: o->rela = (const Elf64_Rela *)dyn_addr(base, d->d_un.d_ptr); break;
 		case DT_RELASZ: o->nrela = d->d_un.d_val / sizeof(Elf64_Rela); break;
+		case DT_RELACOUNT: o->nrelative = d->d_un.d_val; break;
 		default: break;
 		}
 	if (!o->plt_is_rela)
@@ -82,18 +85,34 @@ static int visit_table(const struct ms_got_object *o, const Elf64_Rela *r, size_
 
 int ms_got_slots(const struct ms_got_object *o, const char *name, ms_got_visit visit, void *arg)
 {
+	size_t skip = o->nrelative < o->nrela ? o->nrelative : o->nrela; /* most of a big object's */
 	return visit_table(o, o->jmprel, o->njmprel, name, visit, arg) +
-	       visit_table(o, o->rela, o->nrela, name, visit, arg);
+	       visit_table(o, o->rela ? o->rela + skip : NULL, o->nrela - skip, name, visit, arg);
+}
+
+/* Writes VALUE at SLOT through the kernel, which honours the page's protection: 1 when written, 0
+ * when the page is read-only, -1 when the call is not available (a sandbox refusing it). */
+static int write_if_writable(uintptr_t *slot, uintptr_t value)
+{
+	struct iovec local = { &value, sizeof value }, remote = { slot, sizeof value };
+	long n = syscall(SYS_process_vm_writev, (long)getpid(), &local, 1UL, &remote, 1UL, 0UL);
+	if (n == (long)sizeof value)
+		return 1;
+	return errno == EFAULT ? 0 : -1;
 }
 
 int ms_got_write(const struct ms_got_object *o, uintptr_t *slot, uintptr_t value)
 {
 	uintptr_t page = (uintptr_t)slot & ~(uintptr_t)(PAGE - 1);
-	int relro = page >= o->relro_lo && page < o->relro_hi;
-	if (relro && syscall(SYS_mprotect, page, PAGE, PROT_READ | PROT_WRITE) != 0)
+	if (page < o->relro_lo || page >= o->relro_hi) {
+		__atomic_store_n(slot, value, __ATOMIC_RELEASE);
+		return 0;
+	}
+	if (write_if_writable(slot, value) == 1)
+		return 0; /* not protected yet: the dynamic linker protects it when done */
+	if (syscall(SYS_mprotect, page, PAGE, PROT_READ | PROT_WRITE) != 0)
 		return -1;
 	__atomic_store_n(slot, value, __ATOMIC_RELEASE);
-	if (relro)
-		syscall(SYS_mprotect, page, PAGE, PROT_READ);
+	syscall(SYS_mprotect, page, PAGE, PROT_READ);
 	return 0;
 }

@@ -13,7 +13,7 @@ struct ms_got_object {
 	const Elf64_Sym *syms;
 	const char *strs;
 	const Elf64_Rela *jmprel, *rela; /* PLT relocations, other dynamic relocations */
-	size_t njmprel, nrela;
+	size_t njmprel, nrela, nrelative; /* the first NRELATIVE of RELA are R_X86_64_RELATIVE */
 	int plt_is_rela;
 	uintptr_t relro_lo, relro_hi; /* pages read-only once relocated */
 };
@@ -28,8 +28,9 @@ typedef void (*ms_got_visit)(const struct ms_got_object *o, uintptr_t *slot, voi
  * their number. */
 int ms_got_slots(const struct ms_got_object *o, const char *name, ms_got_visit visit, void *arg);
 
-/* Stores VALUE in SLOT of O (a RELRO page made writable for the store): 0, or -1 when it could not
- * be made writable (errno set). */
+/* Stores VALUE in SLOT of O: 0, or -1 (errno set).  A page the dynamic linker has made read-only
+ * (RELRO, once the object is relocated) is made writable for the store and read-only again; a page
+ * still writable is written as it is, so an object another thread is relocating keeps its pages. */
 int ms_got_write(const struct ms_got_object *o, uintptr_t *slot, uintptr_t value);
 
 #endif

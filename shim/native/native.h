@@ -130,6 +130,10 @@ void ms_syms_fork_child(void);
  * wrapper's return-address slot (see intercept/hooks.h). */
 void ms_native_check(uintptr_t *slot);
 
+/* A call of a target bound through the GOT (native/plt.c) begins: the frame whose return address
+ * is in SLOT gets a trampoline and opens stage SPEC (an index into ms_cfg.spec). */
+void ms_native_enter_call(int spec, uintptr_t *slot);
+
 /* Called by the trampoline: the function that returned into trampoline BLOCK+6 has left; returns
  * the address to continue at. */
 uintptr_t ms_native_tramp_fire(uintptr_t block_ret);
@@ -168,5 +172,17 @@ struct ms_native_stats {
 	uint64_t fast, medium, slow, fired, unwound, longjmps, adopted;
 };
 extern struct ms_native_stats ms_native_stats;
+
+/* ---- calls bound through the GOT (native/plt.c) ----------------------------------------------- */
+
+#define MS_PLT_MAX_TARGETS 128 /* native targets (native/stages.c reads at most this many) */
+
+/* Rewrites the GOT slots that call a plain-named target in every loaded object from the
+ * FIRST_OBJECT-th on (dl_iterate_phdr's order); returns the number of objects now loaded. */
+int ms_plt_bind(int first_object);
+/* Whether some slot calls target T (index into ms_native_targets) through our entry. */
+int ms_plt_bound(int t);
+/* What dlsym should return for FOUND: our entry when FOUND is a bound function, else FOUND. */
+void *ms_plt_dlsym(void *found);
 
 #endif

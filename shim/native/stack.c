@@ -692,6 +692,40 @@ void ms_native_check(uintptr_t *slot)
 		check_chains(s, slot);
 }
 
+/* ---- entering: a call bound through the GOT --------------------------------------------------- */
+
+void ms_native_enter_call(int spec, uintptr_t *slot)
+{
+	struct tstate *s = state();
+	if (!s || s->busy || s->unwinding)
+		return; /* a signal handler inside this file, or an exception in flight: not seen */
+	s->busy = 1;
+	flush_deferred(s);
+	while (s->n > 0 && s->f[s->n - 1].slot <= (uintptr_t)slot)
+		pop_stale(s); /* below the caller's stack pointer: gone */
+	if (s->n < MAX_FRAMES) {
+		if (s->watch_at == s->n - 1)
+			unwatch(s); /* the new frame is the innermost: it needs no marker above it */
+		struct frame *f = &s->f[s->n];
+		f->slot = (uintptr_t)slot;
+		f->ra = *slot;
+		f->stage = spec;
+		set_tramp(f, -1);
+		int t = ms_pool_take();
+		if (t < 0 || enter(spec) < 0) {
+			ms_pool_give(t);
+			f->stage = -1;
+		} else {
+			ms_pool_set_ra(t, f->ra);
+			store(f->slot, ms_tramp_addr(t));
+			set_tramp(f, t);
+		}
+		set_n(s, s->n + 1);
+		STAT(entered);
+	}
+	s->busy = 0;
+}
+
 /* ---- leaving: return, unwinding, longjmp, thread exit ---------------------------------------- */
 
 /* Frame K has gone (returned or unwound): everything above it went before it. */

@@ -23,7 +23,7 @@
 #include "intercept/hooks.h"
 #include "native/native.h"
 
-#define MAX_NATIVE_TARGETS 128
+#define MAX_NATIVE_TARGETS MS_PLT_MAX_TARGETS
 
 static struct ms_target targets[MAX_NATIVE_TARGETS] MS_LARGE;
 static unsigned char python_owned[MAX_NATIVE_TARGETS];

@@ -1,0 +1,253 @@
+/* Native stages bound to the call itself: every GOT slot through which a loaded object calls a
+ * target function (native/got.c finds them) is rewritten to an entry of ours.  The entry saves the
+ * argument registers, opens the stage with the caller's return address replaced by a trampoline
+ * (native/stack.c, the same frames the stack check keeps, so a return, a longjmp, an exception or
+ * thread exit closes it as for a frame found on the stack), and jumps to the real function with
+ * the stack as the caller left it.  So a call that never allocates is counted, and allocations
+ * inside need no look at the stack.
+ *
+ * One entry per (stage, real function) pair: calls of a name the dynamic linker bound to
+ * different definitions in different objects keep going where they went.  dlsym of a bound name
+ * returns the entry (ms_plt_dlsym), so pointers the program looks up enter the stage too. */
+#include <dlfcn.h>
+#include <errno.h>
+#include <link.h>
+#include <string.h>
+#include "core/ms.h"
+#include "intercept/elf.h"
+#include "intercept/hooks.h"
+#include "native/got.h"
+#include "native/native.h"
+
+#define MS_PLT_ENTRIES 256 /* entries in the asm block below */
+#define MS_PLT_ENTRY_SIZE 16
+
+struct binding {
+	int spec;       /* stage index in ms_cfg.spec */
+	int target;     /* index into ms_native_targets */
+	uintptr_t real; /* the function the slots held */
+};
+
+static struct binding bindings[MS_PLT_ENTRIES] MS_LARGE;
+static int nbindings;
+static unsigned char bound_by_plt[MS_PLT_MAX_TARGETS];
+extern char ms_plt_entries[];
+
+__asm__(
+"	.pushsection .text.ms_plt,\"ax\",@progbits\n"
+"	.p2align 4\n"
+"	.globl ms_plt_entries\n"
+"	.hidden ms_plt_entries\n"
+"ms_plt_entries:\n"
+"	.set .Lms_plt_i, 0\n"
+"	.rept 256\n"
+"	.p2align 4\n"
+"	movl $.Lms_plt_i, %r11d\n"
+"	jmp ms_plt_common\n"
+"	.set .Lms_plt_i, .Lms_plt_i + 1\n"
+"	.endr\n"
+
+/* Entered as the target itself would be: arguments in rdi..r9, xmm0..7, al (varargs), r10 (static
+ * chain) and on the stack above the return address at (%rsp).  ms_plt_enter gets the entry's index
+ * and the address of that return-address slot, and returns the function to continue at. */
+"	.p2align 4\n"
+"ms_plt_common:\n"
+"	.cfi_startproc\n"
+"	pushq %rdi\n"
+"	.cfi_adjust_cfa_offset 8\n"
+"	pushq %rsi\n"
+"	.cfi_adjust_cfa_offset 8\n"
+"	pushq %rdx\n"
+"	.cfi_adjust_cfa_offset 8\n"
+"	pushq %rcx\n"
+"	.cfi_adjust_cfa_offset 8\n"
+"	pushq %r8\n"
+"	.cfi_adjust_cfa_offset 8\n"
+"	pushq %r9\n"
+"	.cfi_adjust_cfa_offset 8\n"
+"	pushq %rax\n"
+"	.cfi_adjust_cfa_offset 8\n"
+"	pushq %r10\n"
+"	.cfi_adjust_cfa_offset 8\n"
+"	subq $136, %rsp\n"             /* eight xmm registers, and 16-byte alignment for the call */
+"	.cfi_adjust_cfa_offset 136\n"
+"	movdqu %xmm0, 0(%rsp)\n"
+"	movdqu %xmm1, 16(%rsp)\n"
+"	movdqu %xmm2, 32(%rsp)\n"
+"	movdqu %xmm3, 48(%rsp)\n"
+"	movdqu %xmm4, 64(%rsp)\n"
+"	movdqu %xmm5, 80(%rsp)\n"
+"	movdqu %xmm6, 96(%rsp)\n"
+"	movdqu %xmm7, 112(%rsp)\n"
+"	movl %r11d, %edi\n"
+"	leaq 200(%rsp), %rsi\n"        /* 136 + 8 pushes: the return-address slot */
+"	call ms_plt_enter\n"
+"	movq %rax, %r11\n"
+"	movdqu 0(%rsp), %xmm0\n"
+"	movdqu 16(%rsp), %xmm1\n"
+"	movdqu 32(%rsp), %xmm2\n"
+"	movdqu 48(%rsp), %xmm3\n"
+"	movdqu 64(%rsp), %xmm4\n"
+"	movdqu 80(%rsp), %xmm5\n"
+"	movdqu 96(%rsp), %xmm6\n"
+"	movdqu 112(%rsp), %xmm7\n"
+"	addq $136, %rsp\n"
+"	.cfi_adjust_cfa_offset -136\n"
+"	popq %r10\n"
+"	.cfi_adjust_cfa_offset -8\n"
+"	popq %rax\n"
+"	.cfi_adjust_cfa_offset -8\n"
+"	popq %r9\n"
+"	.cfi_adjust_cfa_offset -8\n"
+"	popq %r8\n"
+"	.cfi_adjust_cfa_offset -8\n"
+"	popq %rcx\n"
+"	.cfi_adjust_cfa_offset -8\n"
+"	popq %rdx\n"
+"	.cfi_adjust_cfa_offset -8\n"
+"	popq %rsi\n"
+"	.cfi_adjust_cfa_offset -8\n"
+"	popq %rdi\n"
+"	.cfi_adjust_cfa_offset -8\n"
+"	jmp *%r11\n"
+"	.cfi_endproc\n"
+"	.popsection\n"
+);
+
+static uintptr_t entry_addr(int i)
+{
+	return (uintptr_t)ms_plt_entries + (uintptr_t)i * MS_PLT_ENTRY_SIZE;
+}
+
+static int entry_index(uintptr_t addr)
+{
+	uintptr_t off = addr - (uintptr_t)ms_plt_entries;
+	if (off >= (uintptr_t)MS_PLT_ENTRIES * MS_PLT_ENTRY_SIZE || off % MS_PLT_ENTRY_SIZE)
+		return -1;
+	return (int)(off / MS_PLT_ENTRY_SIZE);
+}
+
+__attribute__((visibility("hidden"), used)) uintptr_t ms_plt_enter(int i, uintptr_t *slot);
+uintptr_t ms_plt_enter(int i, uintptr_t *slot)
+{
+	const struct binding *b = &bindings[i];
+	if (ms_tls_guard)
+		return b->real; /* a call from inside the shim (a hook of ours called the target) */
+	int saved = errno;
+	ms_tls_guard++;
+	ms_native_enter_call(b->spec, slot);
+	ms_tls_guard--;
+	errno = saved;
+	return b->real;
+}
+
+/* The entry for (SPEC, REAL), made when missing; -1 when all are taken. */
+static int binding_for(int target, uintptr_t real)
+{
+	int spec = ms_native_targets[target].spec_stage;
+	for (int i = 0; i < nbindings; i++)
+		if (bindings[i].spec == spec && bindings[i].real == real)
+			return i;
+	if (nbindings == MS_PLT_ENTRIES)
+		return -1;
+	bindings[nbindings] = (struct binding){ .spec = spec, .target = target, .real = real };
+	return nbindings++;
+}
+
+struct scan {
+	const struct link_map *map; /* the object whose slots are read */
+	int target;
+	int bound;
+};
+
+/* What a slot's call reaches: what it holds once bound; a lazily bound slot still points into its
+ * own object (the PLT's resolver path): then the name as the dynamic linker would find it. */
+static uintptr_t real_target(const struct scan *sc, uintptr_t held)
+{
+	if (ms_elf_object_of((const void *)held) != sc->map)
+		return held;
+	const struct ms_target *t = &ms_native_targets[sc->target];
+	return (uintptr_t)ms_elf_loaded_symbol(t->name);
+}
+
+static int target_accepts(const struct ms_target *t, uintptr_t real)
+{
+	if (!real || !t->object)
+		return real != 0;
+	Dl_info info;
+	return dladdr((const void *)real, &info) && info.dli_fname && ms_target_object_matches(t, info.dli_fname);
+}
+
+static void bind_slot(const struct ms_got_object *o, uintptr_t *slot, void *arg)
+{
+	struct scan *sc = arg;
+	uintptr_t held = __atomic_load_n(slot, __ATOMIC_ACQUIRE);
+	if (entry_index(held) >= 0) {
+		sc->bound++; /* done before (objects are read again after a dlopen) */
+		return;
+	}
+	uintptr_t real = real_target(sc, held);
+	const struct ms_target *t = &ms_native_targets[sc->target];
+	if (!target_accepts(t, real))
+		return;
+	int i = binding_for(sc->target, real);
+	if (i >= 0 && ms_got_write(o, slot, entry_addr(i)) == 0)
+		sc->bound++;
+}
+
+static int self_object(const struct link_map *map)
+{
+	return map == ms_elf_object_of((const void *)ms_plt_enter);
+}
+
+struct walk {
+	int first_object; /* objects before this one in the list were read already */
+	int index;
+};
+
+static int bind_object(struct dl_phdr_info *info, size_t size, void *arg)
+{
+	(void)size;
+	struct walk *w = arg;
+	if (w->index++ < w->first_object)
+		return 0;
+	const Elf64_Dyn *dyn = NULL;
+	for (int i = 0; i < info->dlpi_phnum; i++)
+		if (info->dlpi_phdr[i].p_type == PT_DYNAMIC)
+			dyn = (const Elf64_Dyn *)(info->dlpi_addr + info->dlpi_phdr[i].p_vaddr);
+	struct ms_got_object o;
+	if (!dyn || ms_got_object_at(info->dlpi_addr, dyn, info->dlpi_phdr, info->dlpi_phnum, &o) < 0)
+		return 0;
+	const struct link_map *map = ms_elf_object_of(dyn);
+	if (!map || self_object(map))
+		return 0;
+	for (int t = 0; t < ms_native_ntargets && t < MS_PLT_MAX_TARGETS; t++) {
+		if (ms_native_targets[t].kind != MS_TK_PLAIN)
+			continue;
+		struct scan sc = { .map = map, .target = t };
+		ms_got_slots(&o, ms_native_targets[t].name, bind_slot, &sc);
+		if (sc.bound)
+			bound_by_plt[t] = 1;
+	}
+	return 0;
+}
+
+int ms_plt_bind(int first_object)
+{
+	struct walk w = { .first_object = first_object };
+	dl_iterate_phdr(bind_object, &w);
+	return w.index;
+}
+
+int ms_plt_bound(int target)
+{
+	return target >= 0 && target < MS_PLT_MAX_TARGETS && bound_by_plt[target];
+}
+
+void *ms_plt_dlsym(void *found)
+{
+	for (int i = 0; found && i < nbindings; i++)
+		if (bindings[i].real == (uintptr_t)found)
+			return (void *)entry_addr(i);
+	return found;
+}
