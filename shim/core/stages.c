@@ -224,6 +224,13 @@ int ms_stage_depth(int id)
 	return __atomic_load_n(&ms_st.depth[id], __ATOMIC_RELAXED);
 }
 
+uint64_t ms_stage_calls(int id)
+{
+	if (id < 0 || id >= MS_MAX_STAGES)
+		return 0;
+	return __atomic_load_n(&ms_st.stage[id].calls, __ATOMIC_RELAXED);
+}
+
 int ms_stage_enter(int id, double now)
 {
 	ms_refresh(MS_REFRESH_BOUNDARY);

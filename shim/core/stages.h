@@ -78,6 +78,8 @@ int ms_stage_find(const char *name);
 /* Open nesting depth of stage ID now (0: not open), read without the lock: for a decision made
  * right after the caller's own enter or leave (cuda/pools.c samples outermost calls only). */
 int ms_stage_depth(int id);
+/* Completed calls of stage ID so far (0 for an unknown ID). */
+uint64_t ms_stage_calls(int id);
 /* Open stages other than the implicit init (no lock: a signal handler's estimate). */
 int ms_stages_explicit_open(void);
 

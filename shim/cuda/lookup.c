@@ -183,6 +183,12 @@ static __attribute__((noinline)) void *driver_dlsym(void *handle, const char *na
 EXPORT __attribute__((optimize("O2", "optimize-sibling-calls"))) void *dlsym(void *handle, const char *name)
 {
 	int idx = ms_tls_guard || handle == RTLD_NEXT || handle == RTLD_DEFAULT ? -1 : hook_index(name);
+	void *(*native)(void *, const char *) = __atomic_load_n(&ms_on_dlsym, __ATOMIC_ACQUIRE);
+	if (MS_UNLIKELY(native != NULL) && idx < 0 && !ms_tls_guard && handle != RTLD_NEXT) {
+		void *answer = native(handle, name);
+		if (answer != MS_DLSYM_PASS)
+			return answer;
+	}
 	if (MS_LIKELY(idx < 0))
 		return ms_libc_dlsym()(handle, name);
 	return driver_dlsym(handle, name, idx);

@@ -12,6 +12,7 @@
 unsigned ms_dlclose_calls;
 void (*ms_on_dlopen)(uintptr_t *slot);
 void (*ms_after_dlclose)(void);
+void *(*ms_on_dlsym)(void *handle, const char *name);
 
 /* Tells the hook (the wrapper's frame is gone before the real function runs: a tail call). */
 #define BEFORE_DLOPEN() do { \

@@ -125,5 +125,11 @@ extern unsigned ms_dlclose_calls;
 extern void (*ms_on_dlopen)(uintptr_t *slot);
 /* dl.c: called by the dlclose wrapper, once set, after the real dlclose returned. */
 extern void (*ms_after_dlclose)(void);
+/* dl.c: asked by the dlsym wrapper, once set, for every lookup but RTLD_NEXT's: what to answer, or
+ * MS_DLSYM_PASS to let the real dlsym answer the program's caller.  Set by native stages bound
+ * through the GOT (the objects a dlopen loaded are bound before their functions are handed out,
+ * and a bound function's name is answered with its entry). */
+#define MS_DLSYM_PASS ((void *)-1)
+extern void *(*ms_on_dlsym)(void *handle, const char *name);
 
 #endif

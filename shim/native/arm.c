@@ -66,8 +66,10 @@ static void while_dlopen(uintptr_t *slot)
 	ms_tls_guard++;
 	int ended = returned(slot);
 	ms_syms_refresh(); /* before a call counts as ended: every object it loaded is listed by now */
-	if (ended)
+	if (ended) {
 		__atomic_sub_fetch(&calls_open, ended, __ATOMIC_ACQ_REL);
+		ms_plt_bind(); /* the objects it loaded are relocated now: their calls are bound */
+	}
 	rearm();
 	ms_tls_guard--;
 	errno = saved;
@@ -77,6 +79,11 @@ static void while_dlopen(uintptr_t *slot)
 
 static void on_dlopen(uintptr_t *slot)
 {
+	int saved = errno;
+	ms_tls_guard++;
+	ms_plt_bind(); /* what an earlier dlopen loaded, if nothing allocated since it returned */
+	ms_tls_guard--;
+	errno = saved;
 	if (__atomic_load_n(&ms_before_count, __ATOMIC_ACQUIRE) == ms_native_check || dl.n == MAX_NESTED)
 		return; /* the check re-reads by itself at the first return address it never saw */
 	dl.c[dl.n] = (struct call){ (uintptr_t)slot, *slot };
@@ -90,6 +97,7 @@ static void after_dlclose(void)
 	int saved = errno;
 	ms_tls_guard++;
 	ms_syms_refresh();
+	ms_plt_forget_unloaded();
 	rearm();
 	ms_tls_guard--;
 	errno = saved;

@@ -169,19 +169,28 @@ void ms_native_report(void);
 
 /* Counters kept for the report and the benchmarks (debug log at exit). */
 struct ms_native_stats {
-	uint64_t fast, medium, slow, fired, unwound, longjmps, adopted;
+	uint64_t fast, medium, slow, fired, unwound, longjmps, adopted, entered;
 };
 extern struct ms_native_stats ms_native_stats;
+
+/* Every native target (Python names left out) with its stage and how it was bound: "plt" (its
+ * calls through the GOT), "stack" (found in a symbol table, seen from the stack) or "none". */
+void ms_native_each_target(void (*fn)(void *ctx, const char *target, const char *stage, const char *bound),
+			   void *ctx);
 
 /* ---- calls bound through the GOT (native/plt.c) ----------------------------------------------- */
 
 #define MS_PLT_MAX_TARGETS 128 /* native targets (native/stages.c reads at most this many) */
 
-/* Rewrites the GOT slots that call a plain-named target in every loaded object from the
- * FIRST_OBJECT-th on (dl_iterate_phdr's order); returns the number of objects now loaded. */
-int ms_plt_bind(int first_object);
+/* Rewrites the GOT slots that call a plain-named target in every loaded object, when objects were
+ * loaded since the last time (slots of an object not yet relocated are left for the next time). */
+void ms_plt_bind(void);
+/* Unloaded functions no longer stand behind an entry (their addresses may be reused). */
+void ms_plt_forget_unloaded(void);
 /* Whether some slot calls target T (index into ms_native_targets) through our entry. */
 int ms_plt_bound(int t);
+/* From now on dlsym binds what a dlopen loaded and answers bound names with their entries. */
+void ms_plt_watch_dlsym(void);
 /* What dlsym should return for FOUND: our entry when FOUND is a bound function, else FOUND. */
 void *ms_plt_dlsym(void *found);
 

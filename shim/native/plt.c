@@ -26,10 +26,12 @@ struct binding {
 	int spec;       /* stage index in ms_cfg.spec */
 	int target;     /* index into ms_native_targets */
 	uintptr_t real; /* the function the slots held */
+	int unloaded;   /* its object is gone: dlsym no longer maps the address to this entry */
 };
 
 static struct binding bindings[MS_PLT_ENTRIES] MS_LARGE;
 static int nbindings;
+static int unrelocated; /* slots met in an object still being loaded: read it again next time */
 static unsigned char bound_by_plt[MS_PLT_MAX_TARGETS];
 extern char ms_plt_entries[];
 
@@ -146,12 +148,25 @@ static int binding_for(int target, uintptr_t real)
 {
 	int spec = ms_native_targets[target].spec_stage;
 	for (int i = 0; i < nbindings; i++)
-		if (bindings[i].spec == spec && bindings[i].real == real)
+		if (bindings[i].spec == spec && bindings[i].real == real && !bindings[i].unloaded)
 			return i;
 	if (nbindings == MS_PLT_ENTRIES)
 		return -1;
 	bindings[nbindings] = (struct binding){ .spec = spec, .target = target, .real = real };
-	return nbindings++;
+	__atomic_store_n(&nbindings, nbindings + 1, __ATOMIC_RELEASE);
+	return nbindings - 1;
+}
+
+static int same_name(const char *a, const char *b)
+{
+	while (*a && *a == *b)
+		a++, b++;
+	return *a == *b;
+}
+
+static int self_object(const struct link_map *map)
+{
+	return map == ms_elf_object_of((const void *)ms_plt_enter);
 }
 
 struct scan {
@@ -164,7 +179,14 @@ struct scan {
  * own object (the PLT's resolver path): then the name as the dynamic linker would find it. */
 static uintptr_t real_target(const struct scan *sc, uintptr_t held)
 {
-	if (ms_elf_object_of((const void *)held) != sc->map)
+	const struct link_map *m = ms_elf_object_of((const void *)held);
+	if (!m) {
+		unrelocated = 1; /* not relocated yet: an object another thread is loading */
+		return 0;
+	}
+	if (self_object(m))
+		return 0; /* one of our own wrappers (a target named like a hooked function) */
+	if (m != sc->map)
 		return held;
 	const struct ms_target *t = &ms_native_targets[sc->target];
 	return (uintptr_t)ms_elf_loaded_symbol(t->name);
@@ -195,22 +217,9 @@ static void bind_slot(const struct ms_got_object *o, uintptr_t *slot, void *arg)
 		sc->bound++;
 }
 
-static int self_object(const struct link_map *map)
-{
-	return map == ms_elf_object_of((const void *)ms_plt_enter);
-}
-
-struct walk {
-	int first_object; /* objects before this one in the list were read already */
-	int index;
-};
-
 static int bind_object(struct dl_phdr_info *info, size_t size, void *arg)
 {
-	(void)size;
-	struct walk *w = arg;
-	if (w->index++ < w->first_object)
-		return 0;
+	(void)size, (void)arg;
 	const Elf64_Dyn *dyn = NULL;
 	for (int i = 0; i < info->dlpi_phnum; i++)
 		if (info->dlpi_phdr[i].p_type == PT_DYNAMIC)
@@ -226,17 +235,40 @@ static int bind_object(struct dl_phdr_info *info, size_t size, void *arg)
 			continue;
 		struct scan sc = { .map = map, .target = t };
 		ms_got_slots(&o, ms_native_targets[t].name, bind_slot, &sc);
-		if (sc.bound)
+		if (sc.bound) {
 			bound_by_plt[t] = 1;
+			ms_native_targets[t].found = 1;
+		}
 	}
 	return 0;
 }
 
-int ms_plt_bind(int first_object)
+static int read_adds(struct dl_phdr_info *info, size_t size, void *arg)
 {
-	struct walk w = { .first_object = first_object };
-	dl_iterate_phdr(bind_object, &w);
-	return w.index;
+	(void)size;
+	*(unsigned long long *)arg = info->dlpi_adds;
+	return 1;
+}
+
+void ms_plt_bind(void)
+{
+	static unsigned long long bound_adds = ~0ULL;
+	static int busy;
+	unsigned long long adds = 0;
+	dl_iterate_phdr(read_adds, &adds);
+	if (adds == __atomic_load_n(&bound_adds, __ATOMIC_ACQUIRE) || __atomic_exchange_n(&busy, 1, __ATOMIC_ACQUIRE))
+		return; /* nothing new, or another thread is binding (it or the next call sees the rest) */
+	unrelocated = 0;
+	dl_iterate_phdr(bind_object, NULL);
+	__atomic_store_n(&bound_adds, unrelocated ? ~0ULL : adds, __ATOMIC_RELEASE);
+	__atomic_store_n(&busy, 0, __ATOMIC_RELEASE);
+}
+
+void ms_plt_forget_unloaded(void)
+{
+	for (int i = 0; i < nbindings; i++)
+		if (!ms_elf_object_of((const void *)bindings[i].real))
+			bindings[i].unloaded = 1; /* its callers went with it; the address may be reused */
 }
 
 int ms_plt_bound(int target)
@@ -244,10 +276,31 @@ int ms_plt_bound(int target)
 	return target >= 0 && target < MS_PLT_MAX_TARGETS && bound_by_plt[target];
 }
 
+/* The dlsym hook: binds what a dlopen loaded, then answers a bound function's name with its entry
+ * (looked up from here: the program's caller matters only to RTLD_NEXT, never asked here). */
+static void *on_dlsym(void *handle, const char *name)
+{
+	int saved = errno;
+	ms_tls_guard++;
+	ms_plt_bind();
+	void *answer = MS_DLSYM_PASS;
+	for (int i = 0; i < nbindings && answer == MS_DLSYM_PASS; i++)
+		if (!bindings[i].unloaded && same_name(ms_native_targets[bindings[i].target].name, name))
+			answer = ms_plt_dlsym(ms_real_dlsym(handle, name));
+	ms_tls_guard--;
+	errno = saved;
+	return answer;
+}
+
+void ms_plt_watch_dlsym(void)
+{
+	__atomic_store_n(&ms_on_dlsym, on_dlsym, __ATOMIC_RELEASE);
+}
+
 void *ms_plt_dlsym(void *found)
 {
-	for (int i = 0; found && i < nbindings; i++)
-		if (bindings[i].real == (uintptr_t)found)
+	for (int i = 0; found && i < __atomic_load_n(&nbindings, __ATOMIC_ACQUIRE); i++)
+		if (bindings[i].real == (uintptr_t)found && !bindings[i].unloaded)
 			return (void *)entry_addr(i);
 	return found;
 }

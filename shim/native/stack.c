@@ -82,6 +82,7 @@ struct tstate {
 	unsigned adoptions; /* so far (short-lived frames taken in come back: each needs more hits) */
 	int adopt_in;       /* chain hits left before the next one is adopted */
 	unsigned unloads_seen; /* ms_dlclose_calls at the last walk */
+	uintptr_t stack_top;   /* highest address of this thread's stack */
 	int ndeferred;
 	int deferred[MAX_DEFERRED]; /* trampolines to give back once the unwinder has read them */
 	struct frame f[MAX_FRAMES];
@@ -189,6 +190,16 @@ static void set_n(struct tstate *s, int n)
 	s->top = n > 0 ? &s->f[n - 1] : &s->none;
 }
 
+/* glibc keeps a thread's descriptor at the top of its stack (its own or one the program gave it);
+ * the program's first thread starts below __libc_stack_end. */
+extern void *__libc_stack_end;
+static uintptr_t stack_top(void)
+{
+	if (syscall(SYS_gettid) == syscall(SYS_getpid))
+		return (uintptr_t)__libc_stack_end;
+	return (uintptr_t)pthread_self();
+}
+
 static struct tstate *state(void)
 {
 	struct tstate *s = ts;
@@ -200,6 +211,7 @@ static struct tstate *state(void)
 	s->watch = s->watch_at = -1;
 	s->adopt_in = ADOPT_HITS;
 	s->top = &s->none; /* n is 0 in the fresh mapping */
+	s->stack_top = stack_top();
 	ts = s;
 	pthread_setspecific(state_key, s); /* low key index: no allocation */
 	return s;
@@ -811,7 +823,8 @@ void ms_native_discard_below(uintptr_t target_sp)
 {
 	struct tstate *s = ts;
 	uintptr_t here = (uintptr_t)__builtin_frame_address(0);
-	if (!s || s->busy || target_sp <= here || (s->n > 0 && target_sp > s->f[0].slot))
+	if (!s || s->busy || target_sp <= here ||
+	    (target_sp > s->stack_top && (s->n == 0 || target_sp > s->f[0].slot)))
 		return; /* not a jump up this thread's stack (another stack: leave everything) */
 	int saved = errno;
 	ms_tls_guard++;

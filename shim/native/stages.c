@@ -20,6 +20,7 @@
 #include "core/config.h"
 #include "core/ms.h"
 #include "core/process.h"
+#include "core/stages.h"
 #include "intercept/hooks.h"
 #include "native/native.h"
 
@@ -57,6 +58,32 @@ static int load_targets(void)
 	return n;
 }
 
+static const char *bound_by(int i)
+{
+	if (ms_plt_bound(i))
+		return "plt";
+	return targets[i].found ? "stack" : "none";
+}
+
+void ms_native_each_target(void (*fn)(void *ctx, const char *target, const char *stage, const char *bound),
+			   void *ctx)
+{
+	for (int i = 0; loaded && i < ms_native_ntargets; i++)
+		if (!python_owned[i])
+			fn(ctx, targets[i].text, ms_cfg.spec.stage[targets[i].spec_stage].name, bound_by(i));
+}
+
+/* A target seen only from the stack whose stage never ran: its calls (if any) allocated nothing. */
+static void warn_unseen(const struct ms_target *t)
+{
+	int id = ms_stage_find(ms_cfg.spec.stage[t->spec_stage].name);
+	if (id >= 0 && ms_stage_calls(id) > 0)
+		return;
+	ms_warn("native stage %s: '%s' has no call through a library's GOT (a function of the program, "
+		"static, or called directly inside its library), so it is seen from the stack only when it "
+		"allocates or frees; no such call was seen", ms_cfg.spec.stage[t->spec_stage].name, t->text);
+}
+
 void ms_native_report(void)
 {
 	if (!loaded || !ms_is_tracked_process())
@@ -73,6 +100,8 @@ void ms_native_report(void)
 	ms_syms_stripped(stripped, sizeof stripped);
 	for (int i = 0; i < ms_native_ntargets; i++) {
 		const struct ms_target *t = &targets[i];
+		if (t->found && !ms_plt_bound(i) && !python_owned[i] && !ms_proc.is_child && !ms_proc.forked)
+			warn_unseen(t); /* the run's first process speaks for it */
 		if (t->found || python_owned[i] || quiet)
 			continue;
 		ms_warn("native stage %s: '%s' was not found in any loaded object%s%s%s",
@@ -97,7 +126,7 @@ static int worth_checking(void)
 		if (python && !t->found && !t->object && t->kind == MS_TK_PLAIN)
 			python_owned[i] = 1;
 		else
-			worth = 1;
+			worth = 1; /* bound to its calls or checked on the stack; either way dlopen is watched */
 	}
 	return worth;
 }
@@ -112,6 +141,7 @@ void ms_native_init(void)
 		ms_warn("native stages disabled: the trampolines were not linked as expected");
 	if (ok) {
 		ms_jmp_init();
+		ms_plt_bind();   /* first: a target bound to its calls needs no stack check */
 		ms_syms_resolve();
 		ok = worth_checking();
 	}
@@ -120,6 +150,7 @@ void ms_native_init(void)
 	if (!ok)
 		return;
 	watching = 1;
+	ms_plt_watch_dlsym();
 	ms_arm_init(); /* the stack check runs only while a target is loaded */
 }
 

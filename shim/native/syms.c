@@ -94,7 +94,7 @@ static void match_symbol(const char *name, uintptr_t addr, size_t size, const ch
 		return;
 	for (int i = 0; i < ms_native_ntargets; i++) {
 		struct ms_target *t = &ms_native_targets[i];
-		if (t->stage < 0 || !ms_target_object_matches(t, path) || !ms_target_matches(t, name))
+		if (t->stage < 0 || ms_plt_bound(i) || !ms_target_object_matches(t, path) || !ms_target_matches(t, name))
 			continue;
 		if (add_range(addr, addr + (size ? size : 1), t->stage, base) == 0)
 			t->found = 1;

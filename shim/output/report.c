@@ -21,6 +21,7 @@
 #include "core/timeline.h"
 #include "cuda/cuda.h"
 #include "intercept/hooks.h"
+#include "native/native.h"
 #include "python/py.h"
 #include "output/outpath.h"
 #include "output/report.h"
@@ -505,6 +506,24 @@ static void write_unmatched(struct ms_json *w)
 	ms_json_end_array(w);
 }
 
+static void write_native_one(void *ctx, const char *target, const char *stage, const char *bound)
+{
+	struct ms_json *w = ctx;
+	ms_json_object(w, NULL);
+	ms_json_string(w, "target", target);
+	ms_json_string(w, "stage", stage);
+	ms_json_string(w, "bound", bound);
+	ms_json_end_object(w);
+}
+
+/* Native targets and the mechanism each was bound by (doc/native.md says what each can see). */
+static void write_native_targets(struct ms_json *w)
+{
+	ms_json_array(w, "native_targets");
+	ms_native_each_target(write_native_one, w);
+	ms_json_end_array(w);
+}
+
 /* The whole document into W, initialised by the caller for a file or a buffer. */
 static void write_document(struct ms_json *w, const char *reason, int sig, int complete)
 {
@@ -537,6 +556,7 @@ static void write_document(struct ms_json *w, const char *reason, int sig, int c
 		ms_report_sites_end();
 	}
 	write_unmatched(w);
+	write_native_targets(w);
 	if (gpu)
 		write_gpu_events(w);
 	if (gpu)

@@ -1,0 +1,192 @@
+/* Native stages bound to the call through the GOT (issue 26): every call counted, allocating or
+ * not, frees-only calls negative, exact through -z now, dlopen, dlsym, the library's own PLT,
+ * longjmp, C++ exceptions and fork; which mechanism bound each target is in the file. */
+#include <check.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/wait.h>
+#include "suite.h"
+#include "harness.h"
+
+static struct run r;
+static int64_t keep, temp, park;
+
+static json_t *run_plt(const char *prog, const char *stages, const char *a1, const char *a2, const char *a3)
+{
+	char spec[256];
+	snprintf(spec, sizeof spec, "MEMSHIM_STAGES=%s", stages);
+	const char *env[] = { spec, NULL };
+	const char *argv[] = { built(prog), a1, a2, a3, NULL };
+	ck_assert_int_eq(run_under_shim(&r, argv, env), 0);
+	ck_assert_msg(WIFEXITED(r.status) && WEXITSTATUS(r.status) == 0, "%s exited with %d: %s", prog, r.status, r.err);
+	long k = 0, t = 0, p = 0;
+	ck_assert_msg(sscanf(r.out, "keep=%ld temp=%ld park=%ld", &k, &t, &p) >= 2, "fixture output: %s", r.out);
+	keep = k, temp = t, park = p;
+	json_t *m = load_metrics(&r, "m.json");
+	ck_assert_ptr_nonnull(m);
+	return m;
+}
+
+static void expect(json_t *m, const char *key, int64_t want)
+{
+	int64_t got = metric(m, key);
+	ck_assert_msg(got == want, "%s = %lld, expected %lld", key, (long long)got, (long long)want);
+}
+
+static int64_t call_of(json_t *m, const char *stage, int call, const char *key)
+{
+	json_t *h = json_array_get(json_object_get(stage_of(m, stage), "history"), (size_t)call);
+	ck_assert_ptr_nonnull(h);
+	return json_integer_value(json_object_get(h, key));
+}
+
+/* The native_targets entry for TARGET says it was bound by BOUND ("plt" or "stack"). */
+static void expect_bound(json_t *m, const char *target, const char *bound)
+{
+	json_t *list = json_object_get(m, "native_targets"), *t;
+	size_t i;
+	ck_assert_msg(json_is_array(list), "no native_targets in the file");
+	json_array_foreach(list, i, t) {
+		if (strcmp(json_string_value(json_object_get(t, "target")), target))
+			continue;
+		ck_assert_str_eq(json_string_value(json_object_get(t, "bound")), bound);
+		return;
+	}
+	ck_abort_msg("%s not in native_targets", target);
+}
+
+static const char *const programs[] = { "native/nplt", "native/nplt-now" };
+
+START_TEST(calls_that_never_allocate_are_counted)
+{
+	json_t *m = run_plt(programs[_i], "c=plt_compute", "compute", "500", NULL);
+	expect(m, "c_calls", 500);
+	expect(m, "c_mem_cpu_alloc_delta", 0);
+	expect(m, "c_mem_cpu_peaked_delta", 0);
+	expect_bound(m, "plt_compute", "plt");
+	ck_assert_str_eq(r.err, "");
+	json_decref(m);
+}
+END_TEST
+
+START_TEST(a_call_that_only_frees_is_negative)
+{
+	json_t *m = run_plt(programs[_i], "f=plt_release", "release", "1", NULL);
+	expect(m, "f_calls", 1);
+	expect(m, "f_mem_cpu_alloc_delta", -park);
+	expect(m, "f_mem_cpu_peaked_delta", park);
+	json_decref(m);
+}
+END_TEST
+
+START_TEST(back_to_back_calls_are_exact)
+{
+	json_t *m = run_plt(programs[_i], "w=plt_work", "work", "5", NULL);
+	expect(m, "w_calls", 5);
+	for (int i = 0; i < 5; i++) {
+		ck_assert_int_eq(call_of(m, "w", i, "cpu_alloc_delta"), keep);
+		ck_assert_int_eq(call_of(m, "w", i, "cpu_peaked_delta"), temp);
+	}
+	expect_bound(m, "plt_work", "plt");
+	json_decref(m);
+}
+END_TEST
+
+/* plt_work calls plt_compute through the library's own PLT: those calls count beside the
+ * program's own. */
+START_TEST(calls_inside_the_defining_library_count)
+{
+	json_t *m = run_plt("native/nplt", "w=plt_work,c=plt_compute", "work", "4", NULL);
+	expect(m, "w_calls", 4);
+	expect(m, "c_calls", 4);
+	json_decref(m);
+}
+END_TEST
+
+START_TEST(longjmp_out_of_a_bound_call_closes_it)
+{
+	json_t *m = run_plt(programs[_i], "j=plt_jump", "jump", "4", NULL);
+	expect(m, "j_calls", 4);
+	for (int i = 0; i < 4; i++) {
+		ck_assert_int_eq(call_of(m, "j", i, "cpu_alloc_delta"), keep);
+		ck_assert_int_eq(call_of(m, "j", i, "cpu_peaked_delta"), temp);
+	}
+	json_decref(m);
+}
+END_TEST
+
+START_TEST(fork_inside_a_bound_call)
+{
+	json_t *m = run_plt("native/nplt", "k=plt_fork", "fork", "1", NULL);
+	expect(m, "k_calls", 1);
+	expect(m, "k_mem_cpu_alloc_delta", keep);
+	json_decref(m);
+}
+END_TEST
+
+START_TEST(cxx_exception_through_a_bound_call)
+{
+	char spec[] = "MEMSHIM_STAGES=t=plt_thrower";
+	const char *env[] = { spec, NULL };
+	const char *argv[] = { built("native/npltxx"), "3", NULL };
+	ck_assert_int_eq(run_under_shim(&r, argv, env), 0);
+	ck_assert_msg(WIFEXITED(r.status) && WEXITSTATUS(r.status) == 0, "npltxx: %d %s", r.status, r.err);
+	ck_assert_ptr_nonnull(strstr(r.out, "caught=3"));
+	json_t *m = load_metrics(&r, "m.json");
+	ck_assert_ptr_nonnull(m);
+	expect(m, "t_calls", 4);
+	expect_bound(m, "plt_thrower", "plt");
+	json_decref(m);
+}
+END_TEST
+
+/* A library loaded later calls the target through its own GOT, bound once dlopen returned. */
+START_TEST(calls_from_a_library_loaded_later)
+{
+	json_t *m = run_plt("native/nplt", "w=plt_work", "dlopen", "3", built("native/libnpltdl.so"));
+	expect(m, "w_calls", 3);
+	json_decref(m);
+}
+END_TEST
+
+START_TEST(a_pointer_from_dlsym_enters_the_stage)
+{
+	json_t *m = run_plt("native/nplt", "c=plt_compute", "dlsym", "7", NULL);
+	expect(m, "c_calls", 7);
+	json_decref(m);
+}
+END_TEST
+
+/* A function of the program itself has no GOT slot: the stack finds it, and the file says so. */
+START_TEST(a_static_function_is_bound_by_the_stack)
+{
+	char spec[] = "MEMSHIM_STAGES=t=train_epoch";
+	const char *env[] = { spec, NULL };
+	const char *argv[] = { built("native/nstages"), "loop", "2", NULL };
+	ck_assert_int_eq(run_under_shim(&r, argv, env), 0);
+	json_t *m = load_metrics(&r, "m.json");
+	ck_assert_ptr_nonnull(m);
+	expect(m, "t_calls", 2);
+	expect_bound(m, "train_epoch", "stack");
+	json_decref(m);
+}
+END_TEST
+
+int main(void)
+{
+	Suite *s = suite_create("native plt");
+	TCase *tc = tcase_create("plt");
+	tcase_set_timeout(tc, 30);
+	tcase_add_loop_test(tc, calls_that_never_allocate_are_counted, 0, 2);
+	tcase_add_loop_test(tc, a_call_that_only_frees_is_negative, 0, 2);
+	tcase_add_loop_test(tc, back_to_back_calls_are_exact, 0, 2);
+	tcase_add_test(tc, calls_inside_the_defining_library_count);
+	tcase_add_loop_test(tc, longjmp_out_of_a_bound_call_closes_it, 0, 2);
+	tcase_add_test(tc, fork_inside_a_bound_call);
+	tcase_add_test(tc, cxx_exception_through_a_bound_call);
+	tcase_add_test(tc, calls_from_a_library_loaded_later);
+	tcase_add_test(tc, a_pointer_from_dlsym_enters_the_stage);
+	tcase_add_test(tc, a_static_function_is_bound_by_the_stack);
+	suite_add_tcase(s, tc);
+	return run_suite(s);
+}
