@@ -38,3 +38,29 @@ row "nchurn: train=never_called (loop outside)" "train=never_called" "$B/bench/n
 hbase=$(loop "" "$B/bench/native/nchurn" helper)
 row "nchurn helper: train=churn_epoch" "train=churn_epoch" "$B/bench/native/nchurn" "$hbase" helper
 row "nchurn helper: train=never_called" "train=never_called" "$B/bench/native/nchurn" "$hbase" helper
+
+# Issue 26: targets called through the PLT, bound to their calls (no stack walk per allocation).
+# whole RUN: instructions of the whole process (the start included: the same in both runs).
+whole() { ir "$@"; }
+prow() { # LABEL STAGES BASE PROG ARGS...
+	local n; n=$(whole "$2" "${@:4}")
+	awk -v l="$1" -v n="$n" -v b="$3" 'BEGIN {printf "%-44s %12d Ir %6.3fx\n", l, n, n / b}'
+}
+echo "== targets called through the PLT (whole process, instructions)"
+calls=${STEP_CALLS:-3000}
+sbase=$(whole "" "$B/bench/native/stepcall" "$calls")
+prow "stepcall: no stages" "" "$sbase" "$B/bench/native/stepcall" "$calls"
+prow "stepcall: s=step_work (target <= 1.10x)" "s=step_work" "$sbase" "$B/bench/native/stepcall" "$calls"
+prow "stepcall: x=no_such_function (target 1.0x)" "x=no_such_function" "$sbase" "$B/bench/native/stepcall" "$calls"
+if command -v sqlite3 >/dev/null; then
+	rows=${SQLITE_ROWS:-300000}
+	{ echo "begin; create table t(a integer primary key, b text, c real);"
+	  awk -v n="$rows" 'BEGIN {for (i = 0; i < n; i++) printf "insert into t(b, c) values(\x27row%dx%d\x27, %d.5);\n", i, i * 7, i}'
+	  echo "commit; select count(*) from t;"; } > "$tmp/rows.sql"
+	sq() { rm -f "$tmp/r.db"; ir "$1" sqlite3 "$tmp/r.db" < "$tmp/rows.sql"; }
+	qbase=$(sq "")
+	for spec in "step=sqlite3_step" "exec=sqlite3_exec" "x=no_such_function"; do
+		n=$(sq "$spec")
+		awk -v l="sqlite3 $rows rows: $spec" -v n="$n" -v b="$qbase" 'BEGIN {printf "%-44s %12d Ir %6.3fx\n", l, n, n / b}'
+	done
+fi

@@ -20,9 +20,17 @@ bench-native: $(BUILD)/libmemshim.so $(BUILD)/bench/native/nchurn
 	@echo "== native: every allocation is its own stage call (train=one_op, 2M stage calls)"
 	@MEMSHIM_STAGES=train=one_op $(NATIVE_RATIO) 1 2000000 calls
 
-# The same in instructions (callgrind, deterministic): a native stage on the churn loop vs no stages.
+# Issue 26's library fixture: step_work (128 malloc/free pairs) called through the PLT.
+$(BUILD)/bench/native/libstepwork.so: bench/native/libstepwork.c
+	@mkdir -p $(@D)
+	$(CC) $(BASEFLAGS) -O2 -g -shared -fPIC -o $@ $<
+$(BUILD)/bench/native/stepcall: bench/native/stepcall.c $(BUILD)/bench/native/libstepwork.so
+	$(CC) $(BASEFLAGS) -O2 -g -o $@ $< -L$(@D) -lstepwork -Wl,-rpath,'$$ORIGIN'
+
+# The same in instructions (callgrind, deterministic): a native stage on the churn loop vs no stages,
+# the library fixture and sqlite3 (when installed) with their targets bound through the GOT.
 .PHONY: bench-native-ir
-bench-native-ir: $(BUILD)/libmemshim.so $(BUILD)/bench/churn $(BUILD)/bench/native/nchurn
+bench-native-ir: $(BUILD)/libmemshim.so $(BUILD)/bench/churn $(BUILD)/bench/native/nchurn $(BUILD)/bench/native/stepcall
 	@bench/native/ir.sh $(BUILD) 200000
 
 BENCH_TARGETS += bench-native bench-native-ir

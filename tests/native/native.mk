@@ -88,3 +88,13 @@ $(NATIVE_DIR)/test_plt: tests/native/test_plt.c $(HARNESS) $(PLT_FIXTURES)
 	$(CC) $(BASEFLAGS) $(CFLAGS) $(CHECK_CFLAGS) $(JANSSON_CFLAGS) -Itests/preload $(TEST_COMMON_INC) -o $@ \
 		$(filter %.c %.o,$^) $(CHECK_LIBS) $(JANSSON_LIBS)
 NATIVE_SUITES += $(NATIVE_DIR)/test_plt
+
+# Real programs (sqlite3, xz) with a second preloaded library counting the same calls.
+$(NATIVE_DIR)/libcountcalls.so: tests/native/fixtures/libcountcalls.c
+	@mkdir -p $(@D)
+	$(CC) -O2 -shared -fPIC -o $@ $< -ldl
+$(NATIVE_DIR)/test_real: tests/native/test_real.c $(HARNESS) $(NATIVE_DIR)/libcountcalls.so
+	@mkdir -p $(@D)
+	$(CC) $(BASEFLAGS) $(CFLAGS) $(CHECK_CFLAGS) $(JANSSON_CFLAGS) -Itests/preload $(TEST_COMMON_INC) -o $@ \
+		$(filter %.c %.o,$^) $(CHECK_LIBS) $(JANSSON_LIBS)
+NATIVE_SUITES += $(NATIVE_DIR)/test_real
