@@ -102,7 +102,11 @@ static void start_call(int id, const int64_t live[MS_NCOMP], double now)
 	memcpy(s->cur.begin, live, sizeof s->cur.begin);
 	memcpy(s->cur.peak, live, sizeof s->cur.peak);
 	s->cur.start = now;
-	ms_timeline_boundary(id, 1, now);
+	s->cur.quiet = s->calls >= MS_QUIET_AFTER && now - s->last_loud < MS_QUIET_GAP;
+	if (!s->cur.quiet) {
+		s->last_loud = now;
+		ms_timeline_boundary(id, 1, now);
+	}
 	if (s->first_order < 0)
 		s->first_order = ms_st.order_next++;
 	if (strcmp(s->name, "init") == 0 && !ms_st.before_init_set) {
@@ -162,7 +166,8 @@ static void finish_call(int id, const int64_t live[MS_NCOMP], double now, int at
 	}
 	cur->runtime = now - cur->start;
 	cur->closed_at_exit = at_exit;
-	ms_timeline_boundary(id, 0, now);
+	if (!cur->quiet || at_exit)
+		ms_timeline_boundary(id, 0, now);
 	s->last = *cur;
 	s->calls++;
 	record_history(s, cur);
@@ -253,8 +258,9 @@ int ms_stage_enter(int id, double now)
 		start_call(id, live, now);
 		ms_st.open[ms_st.nopen++] = id;
 	}
+	int quiet = ms_st.stage[id].cur.quiet;
 	stages_unlock();
-	if (ms_stage_observer)
+	if (ms_stage_observer && !quiet)
 		ms_stage_observer(id, 0);
 	return 0;
 }
@@ -266,6 +272,7 @@ int ms_stage_leave(int id, double now)
 		return -1;
 	int rc = 0;
 	int *depth = &ms_st.depth[id];
+	int quiet = ms_st.stage[id].cur.quiet;
 	if (*depth == 0) {
 		rc = -1;
 	} else if (--*depth == 0) {
@@ -274,7 +281,7 @@ int ms_stage_leave(int id, double now)
 		finish_call(id, live, now, 0);
 	}
 	stages_unlock();
-	if (ms_stage_observer && rc == 0)
+	if (ms_stage_observer && rc == 0 && !quiet)
 		ms_stage_observer(id, 1);
 	return rc;
 }

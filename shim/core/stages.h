@@ -10,6 +10,12 @@
 #define MS_MAX_STAGES 64    /* distinct stage names */
 #define MS_HISTORY 128       /* calls kept in detail per stage; later ones only counted */
 #define MS_MAX_GPU_EVENTS 256
+/* A stage called often and fast (a native function bound to its calls, a pytest loop) has most of
+ * its calls quiet: counted exactly, but without a timeline point or a call to the boundary observer
+ * (live record, call sites, snapshots).  After this many calls, a call beginning within this many
+ * seconds of the last loud one is quiet. */
+#define MS_QUIET_AFTER 64
+#define MS_QUIET_GAP 0.010
 
 /* Numbers of one completed (or, while open, running) call of a stage, per component. */
 struct ms_span {
@@ -21,6 +27,7 @@ struct ms_span {
 	uint32_t gpu_failed_allocs;
 	int64_t gpu_failed_bytes;
 	int closed_at_exit;
+	int quiet;      /* see MS_QUIET_AFTER */
 };
 
 /* Compact per-call history entry. */
@@ -36,6 +43,7 @@ struct ms_stage {
 	int implicit;        /* the implicit init stage */
 	int first_order;     /* order of first begin; -1 before */
 	uint64_t calls;      /* completed calls */
+	double last_loud;    /* start of the last call that was not quiet */
 	struct ms_span cur;  /* the call in progress when depth > 0 */
 	struct ms_span last; /* the last completed call */
 	uint64_t dropped;    /* completed calls not kept in history */
