@@ -187,6 +187,7 @@ int main(void)
 	tcase_add_test(tc, calls_from_a_library_loaded_later);
 	tcase_add_test(tc, a_pointer_from_dlsym_enters_the_stage);
 	tcase_add_test(tc, a_static_function_is_bound_by_the_stack);
+	tcase_add_test(tc, ld_bind_now);
 	suite_add_tcase(s, tc);
 	return run_suite(s);
 }
