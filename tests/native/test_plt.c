@@ -157,6 +157,21 @@ START_TEST(a_pointer_from_dlsym_enters_the_stage)
 }
 END_TEST
 
+/* LD_BIND_NOW: every slot resolved (and protected) before the shim binds it. */
+START_TEST(ld_bind_now)
+{
+	char spec[] = "MEMSHIM_STAGES=c=plt_compute", now[] = "LD_BIND_NOW=1";
+	const char *env[] = { spec, now, NULL };
+	const char *argv[] = { built("native/nplt"), "compute", "300", NULL };
+	ck_assert_int_eq(run_under_shim(&r, argv, env), 0);
+	ck_assert(WIFEXITED(r.status) && WEXITSTATUS(r.status) == 0);
+	json_t *m = load_metrics(&r, "m.json");
+	ck_assert_ptr_nonnull(m);
+	expect(m, "c_calls", 300);
+	json_decref(m);
+}
+END_TEST
+
 /* A function of the program itself has no GOT slot: the stack finds it, and the file says so. */
 START_TEST(a_static_function_is_bound_by_the_stack)
 {
