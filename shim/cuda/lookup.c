@@ -17,12 +17,12 @@
 static const char *const hook_name[H_COUNT] = {
 #define MS_CUDA_HOOK(name) #name,
 #define MS_CUDA_HELPER(name)
-#include "cuda/hooks.def"
+#include "cuda/driver.def"
 #undef MS_CUDA_HELPER
 #undef MS_CUDA_HOOK
 #define MS_CUDA_HOOK(name)
 #define MS_CUDA_HELPER(name) #name,
-#include "cuda/hooks.def"
+#include "cuda/driver.def"
 #undef MS_CUDA_HELPER
 #undef MS_CUDA_HOOK
 };

@@ -1,4 +1,4 @@
-/* The intercept layer: the real function behind every wrapper of intercept/hooks.def, the one
+/* The intercept layer: the real function behind every wrapper of intercept/libc.def, the one
  * resolver that finds real functions (resolve.c), and what the wrappers offer the layers above.
  * These wrappers never call up into those layers: a layer that wants to hear from them sets one of
  * the hooks below (or, for fatal signals, ms_signals_cover in intercept/signal.h). */
@@ -21,7 +21,7 @@
 #define MS_HOOK_OPTIONAL MS_HOOK
 #define MS_HOOK_LAZY MS_HOOK
 #define MS_HOOK_RESOLVER(ret, name, params, args)
-#include "intercept/hooks.def"
+#include "intercept/libc.def"
 #undef MS_HOOK_RESOLVER
 #undef MS_HOOK_LAZY
 #undef MS_HOOK_OPTIONAL
