@@ -1,7 +1,8 @@
 /* The intercept layer: the real function behind every wrapper of intercept/libc.def, the one
  * resolver that finds real functions (resolve.c), and what the wrappers offer the layers above.
  * These wrappers never call up into those layers: a layer that wants to hear from them sets one of
- * the hooks below (or, for fatal signals, ms_signals_cover in intercept/signal.h). */
+ * the hooks below (or, for fatal signals, ms_signals_cover in intercept/signal.h; for call-site
+ * samples, ms_set_sampler in intercept/sample.h), or claims dlsym names (MS_DLSYM_CLAIM). */
 #ifndef MS_HOOKS_H
 #define MS_HOOKS_H
 
