@@ -18,7 +18,8 @@ static void take_none(void *p, int64_t usable, uintptr_t sp, uintptr_t rbp)
 	ms_sample_rest();
 }
 
-/* Read by the stub below (one indirect jump, on the sampled path only). */
+/* Read by the stub below (one indirect jump, on the sampled path only); not static, so the
+ * assembly can name it (hidden like every symbol of ours). */
 ms_sample_take_fn ms_sample_take_hook = take_none;
 static ms_sample_forget_fn forget_hook;
 
