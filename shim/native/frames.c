@@ -1,8 +1,9 @@
 /* Native stage detection on the stack.
  *
  * Each thread keeps the frames it has already seen ("known" frames, outermost first), found by
- * unwinding (native/cfi.c, or libunwind where that gives up).  A known frame of a target function has its return address replaced
- * by a trampoline from the pool: the stage opens when the frame is first seen (at an allocation
+ * unwinding (the cursor of native/unwinder.c: the quick unwinder, or libunwind where that gives
+ * up).  A known frame of a target function has its return address replaced by a trampoline from
+ * the pool: the stage opens when the frame is first seen (at an allocation
  * inside the call) and closes exactly when the function returns, unwinds (exception, forced
  * unwind) or is jumped over (longjmp).  The innermost known frame always carries a trampoline too
  * (the thread's "watch" marker when it is not a stage frame), so a frame leaving the stack is
@@ -11,15 +12,9 @@
  * can be on the stack.  Only new frames above the innermost known one are ever unwound.
  *
  * Everything here runs inside allocation hooks or trampolines: per-thread state in raw mappings,
- * no locks (the stage engine's own short lock aside), errno preserved.
- *
- * libunwind (the fallback for frames the quick unwinder does not understand) is loaded with dlopen
- * when native stages are configured, not linked: every other process would pay for loading it and
- * its dependencies at start. */
-#define UNW_LOCAL_ONLY
+ * no locks (the stage engine's own short lock aside), errno preserved. */
 #include <dlfcn.h>
 #include <errno.h>
-#include <libunwind.h>
 #include <pthread.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -98,16 +93,6 @@ static uintptr_t off_ip[NOFF] MS_LARGE;
 static uintptr_t off_val[NOFF] MS_LARGE;
 static uintptr_t (*get_ip)(void *ctx);
 static int get_ip_looked;
-
-/* libunwind's local-only functions, once loaded (ms_stack_init); without them a frame the quick
- * unwinder does not understand ends the look (the allocation is counted where it stands). */
-static struct {
-	int (*getcontext)(unw_context_t *);
-	int (*init_local)(unw_cursor_t *, unw_context_t *);
-	int (*step)(unw_cursor_t *);
-	int (*get_reg)(unw_cursor_t *, unw_regnum_t, unw_word_t *);
-	int (*is_signal_frame)(unw_cursor_t *);
-} unw;
 
 /* Counted only for MEMSHIM_LOG=debug: a shared counter would be contended by every thread. */
 #define STAT(field) do { \
@@ -362,85 +347,40 @@ struct chain {
  * shim was entered by a tail call from a known frame (nothing new can be on the stack). */
 static int walk(struct tstate *s, int quick, struct chain *ch)
 {
-	unw_context_t uc;
-	unw_cursor_t cur;
-	uintptr_t r[3], ip, sp, rbp = 0, slot = 0, prev_sp;
+	struct ms_unw_space space;
+	struct ms_cursor c;
 	ms_cfi_new_ip = 0;
-	if (quick) {
-		ms_native_regs(r);
-		sp = r[0];
-		rbp = r[1];
-		ip = r[2];
-	} else {
-		unw_word_t v;
-		if (!unw.getcontext || unw.getcontext(&uc) < 0 || unw.init_local(&cur, &uc) < 0)
-			return -1;
-		unw.get_reg(&cur, UNW_REG_IP, &v);
-		ip = v;
-		unw.get_reg(&cur, UNW_REG_SP, &v);
-		sp = v;
-	}
+	if (ms_cursor_here(&c, quick ? NULL : &space) < 0)
+		return -1;
 	ch->nc = 0;
 	ch->match = -1;
 	ch->signal = 0;
 	/* the shim's own frames first: their sizes are learnt for the quick path */
-	for (int d = 0; in_self(ip) && ms_tramp_index(ip) < 0; d++) {
-		uintptr_t here = ip;
-		prev_sp = sp;
-		if (d > 32)
+	for (int d = 0; in_self(c.raw) && c.tramp < 0; d++) {
+		uintptr_t here = c.ip, prev_sp = c.sp;
+		if (d > 32 || ms_cursor_step(&c) != 1)
 			return -1;
-		if (quick) {
-			if (ms_cfi_step(&ip, &sp, &rbp, &slot) != 1)
-				return -1;
-		} else {
-			unw_word_t v;
-			if (unw.step(&cur) <= 0)
-				return -1;
-			unw.get_reg(&cur, UNW_REG_IP, &v);
-			ip = v;
-			unw.get_reg(&cur, UNW_REG_SP, &v);
-			sp = v;
-			slot = sp - 8;
-		}
-		if (d > 0 || quick)
-			off_learn(here, sp - prev_sp);
+		off_learn(here, c.sp - prev_sp);
 	}
-	if (ms_tramp_index(ip) >= 0)
+	if (c.tramp >= 0)
 		return 1; /* a tail call from a frame we know: the shim returns straight through its trampoline */
-	ch->entry_slot = slot;
-	ch->entry_ip = ip;
+	ch->entry_slot = c.slot;
+	ch->entry_ip = c.raw;
 	int j = s->n - 1;
 	for (int depth = 0; depth < MAX_SCAN; depth++) {
-		uintptr_t here = ip;
-		if (quick) {
-			int got = ms_cfi_step(&ip, &sp, &rbp, &slot);
-			if (got < 0)
-				return -1;
-			if (got == 2)
-				ch->signal = 1;
-			if (got != 1)
-				break;
-		} else {
-			unw_word_t v;
-			if (unw.is_signal_frame(&cur) > 0) {
-				ch->signal = 1;
-				break;
-			}
-			if (unw.step(&cur) <= 0)
-				break; /* the outermost frame */
-			unw.get_reg(&cur, UNW_REG_IP, &v);
-			ip = v;
-			unw.get_reg(&cur, UNW_REG_SP, &v);
-			sp = v;
-			slot = sp - 8;
-			if (load(slot) != ip)
-				break; /* not a plain return-address slot */
-		}
-		while (j >= 0 && s->f[j].slot < slot)
+		uintptr_t here = c.ip;
+		int got = ms_cursor_step(&c);
+		if (got < 0)
+			return -1;
+		if (got == 2)
+			ch->signal = 1;
+		if (got != 1)
+			break;
+		while (j >= 0 && s->f[j].slot < c.slot)
 			j--;
-		if (j >= 0 && s->f[j].slot == slot) {
+		if (j >= 0 && s->f[j].slot == c.slot) {
 			const struct frame *f = &s->f[j];
-			if (ip == (f->tramp >= 0 ? ms_tramp_addr(f->tramp) : f->ra)) {
+			if (c.raw == (f->tramp >= 0 ? ms_tramp_addr(f->tramp) : f->ra)) {
 				ch->match = j;
 				break;
 			}
@@ -448,8 +388,8 @@ static int walk(struct tstate *s, int quick, struct chain *ch)
 		}
 		if (ch->nc == MAX_FRAMES)
 			break;
-		s->c[ch->nc++] = (struct cand){ slot, ip, here };
-		if (ms_tramp_index(ip) >= 0)
+		s->c[ch->nc++] = (struct cand){ c.slot, c.raw, here };
+		if (c.tramp >= 0)
 			break; /* a trampoline we do not know: nothing below can be read reliably */
 	}
 	ch->keep = j + 1;
@@ -846,39 +786,8 @@ static void thread_gone(void *arg)
 	syscall(SYS_munmap, s, sizeof *s);
 }
 
-#define UNW_NAME2(f) #f
-#define UNW_NAME(f) UNW_NAME2(f) /* the symbol libunwind's header maps F to (_ULx86_64_step) */
-
-/* Loads libunwind and publishes its functions only when every one was found. */
-static void load_libunwind(void)
-{
-	void *h = dlopen("libunwind.so.8", RTLD_NOW | RTLD_LOCAL);
-	if (!h)
-		h = dlopen("libunwind.so", RTLD_NOW | RTLD_LOCAL);
-	if (!h) {
-		ms_debug("native stages: libunwind not found: frames the quick unwinder does not read end a look");
-		return;
-	}
-	void *f[5] = { ms_real_dlsym(h, UNW_NAME(unw_tdep_getcontext)), ms_real_dlsym(h, UNW_NAME(unw_init_local)),
-		       ms_real_dlsym(h, UNW_NAME(unw_step)), ms_real_dlsym(h, UNW_NAME(unw_get_reg)),
-		       ms_real_dlsym(h, UNW_NAME(unw_is_signal_frame)) };
-	int (*policy)(unw_addr_space_t, unw_caching_policy_t) =
-		(int (*)(unw_addr_space_t, unw_caching_policy_t))ms_real_dlsym(h, UNW_NAME(unw_set_caching_policy));
-	unw_addr_space_t *space = (unw_addr_space_t *)ms_real_dlsym(h, UNW_NAME(unw_local_addr_space));
-	for (int i = 0; i < 5; i++)
-		if (!f[i])
-			return;
-	if (policy && space)
-		policy(*space, UNW_CACHE_PER_THREAD);
-	*(void **)&unw.init_local = f[1];
-	*(void **)&unw.step = f[2];
-	*(void **)&unw.get_reg = f[3];
-	*(void **)&unw.is_signal_frame = f[4];
-	__atomic_store_n((void **)&unw.getcontext, f[0], __ATOMIC_RELEASE); /* the one walk() tests */
-}
-
 int ms_stack_init(void)
 {
-	load_libunwind();
+	ms_unwinder_init();
 	return pthread_key_create(&state_key, thread_gone) == 0 ? 0 : -1;
 }
