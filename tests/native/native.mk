@@ -5,7 +5,7 @@ NATIVE_FIXTURES := $(NATIVE_DIR)/nstages $(NATIVE_DIR)/nstages-rdynamic $(NATIVE
 	$(NATIVE_DIR)/nstages-stripped $(NATIVE_DIR)/nstages-rdynamic-stripped $(NATIVE_DIR)/ncxx \
 	$(NATIVE_DIR)/libnstage.so $(NATIVE_DIR)/libnplugin.so $(NATIVE_DIR)/nstress \
 	$(NATIVE_DIR)/libnorigin.so $(NATIVE_DIR)/nsub/libnsibling.so $(NATIVE_DIR)/libnctor.so
-NATIVE_SUITES := $(NATIVE_DIR)/test_names $(NATIVE_DIR)/test_native
+NATIVE_SUITES := $(NATIVE_DIR)/test_names $(NATIVE_DIR)/test_cfi $(NATIVE_DIR)/test_native
 NATIVE_FIXTURE_LINK := -L$(NATIVE_DIR) -lnstage -Wl,-rpath,'$$ORIGIN' -ldl -lpthread
 
 $(NATIVE_DIR)/lib%.so: tests/native/fixtures/lib%.c
@@ -45,6 +45,14 @@ $(NATIVE_DIR)/test_names: tests/native/test_names.c shim/native/names.c $(SHIM_C
 	@mkdir -p $(@D)
 	$(CC) $(BASEFLAGS) $(CFLAGS) $(SANFLAGS) $(CHECK_CFLAGS) -Ishim $(TEST_COMMON_INC) -o $@ \
 		$(filter %.c %.o %.a,$^) $(CHECK_LIBS)
+
+# The quick unwinder and the cursor without a preload: the trampolines linked in, libunwind as the
+# reference; frame pointers so a test can find its own return-address slot.
+NATIVE_UNWIND_SRCS := shim/native/cfi.c shim/native/unwinder.c shim/native/tramp.c shim/native/pool.c
+$(NATIVE_DIR)/test_cfi: tests/native/test_cfi.c $(NATIVE_UNWIND_SRCS) $(SHIM_CORE_LIB)
+	@mkdir -p $(@D)
+	$(CC) $(BASEFLAGS) $(CFLAGS) -fno-omit-frame-pointer $(CHECK_CFLAGS) -Ishim $(TEST_COMMON_INC) -o $@ \
+		$(filter %.c %.o %.a,$^) $(CHECK_LIBS) -lunwind -ldl
 
 $(NATIVE_DIR)/test_native: tests/native/test_native.c $(HARNESS)
 	@mkdir -p $(@D)
