@@ -118,11 +118,30 @@ static inline __attribute__((always_inline)) int ms_cursor_here(struct ms_cursor
 	return 0;
 }
 
+/* C's frame returns to RAW: a trampoline stands for the return address it holds. */
+static inline void ms_cursor_arrive(struct ms_cursor *c, uintptr_t raw)
+{
+	c->raw = raw;
+	c->tramp = ms_tramp_index(raw);
+	c->ip = __builtin_expect(c->tramp >= 0, 0) ? ms_pool_ra(c->tramp) : raw;
+}
+
+/* A step with libunwind (ms_cursor_step's slow path). */
+int ms_cursor_full_step(struct ms_cursor *c);
+
 /* One frame up: 1 (C is now the caller's frame); 0 at the outermost frame (or, with libunwind,
  * where it gives up or the return address is not in a plain slot); 2 when C's frame is a signal
  * handler's return (not stepped: the frames below were interrupted); -1 when the quick unwinder
- * does not understand the frame. */
-int ms_cursor_step(struct ms_cursor *c);
+ * does not understand the frame.  Inlined: call-site sampling steps once per frame. */
+static inline int ms_cursor_step(struct ms_cursor *c)
+{
+	if (__builtin_expect(c->full != NULL, 0))
+		return ms_cursor_full_step(c);
+	int got = ms_cfi_step(&c->ip, &c->sp, &c->rbp, &c->slot);
+	if (got == 1)
+		ms_cursor_arrive(c, c->ip);
+	return got;
+}
 /* Loads libunwind (dlopen: only processes with native stages pay for it); without it a walk that
  * asks for it fails. */
 void ms_unwinder_init(void);

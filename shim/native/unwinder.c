@@ -33,21 +33,13 @@ static uintptr_t load(uintptr_t addr)
 	return *(volatile uintptr_t *)addr;
 }
 
-/* C's frame returns to RAW, read from SLOT: a trampoline stands for the return address it holds. */
-static void arrive(struct ms_cursor *c, uintptr_t raw, uintptr_t slot)
-{
-	c->raw = raw;
-	c->slot = slot;
-	c->tramp = ms_tramp_index(raw);
-	c->ip = c->tramp >= 0 ? ms_pool_ra(c->tramp) : raw;
-}
-
 void ms_cursor_at(struct ms_cursor *c, const uintptr_t start[3])
 {
 	c->sp = start[0];
 	c->rbp = start[1];
 	c->full = NULL;
-	arrive(c, start[2], start[0] - 8);
+	c->slot = start[0] - 8;
+	ms_cursor_arrive(c, start[2]);
 }
 
 /* libunwind's idea of IP and SP for C's frame. */
@@ -70,13 +62,14 @@ int ms_cursor_full_init(struct ms_cursor *c, struct ms_unw_space *space)
 	c->sp = sp;
 	c->rbp = 0;
 	c->full = cur;
-	arrive(c, ip, sp - 8);
+	c->slot = sp - 8;
+	ms_cursor_arrive(c, ip);
 	return 0;
 }
 
 /* A step with libunwind.  A trampoline's frame (its own unwind entry, between the function that
  * returned into it and that function's caller) is passed on the way: C stood for it already. */
-static int full_step(struct ms_cursor *c)
+int ms_cursor_full_step(struct ms_cursor *c)
 {
 	unw_cursor_t *cur = c->full;
 	if (unw.is_signal_frame(cur) > 0)
@@ -88,19 +81,9 @@ static int full_step(struct ms_cursor *c)
 	if (load(sp - 8) != ip)
 		return 0; /* not a plain return-address slot */
 	c->sp = sp;
-	arrive(c, ip, sp - 8);
+	c->slot = sp - 8;
+	ms_cursor_arrive(c, ip);
 	return 1;
-}
-
-int ms_cursor_step(struct ms_cursor *c)
-{
-	if (MS_UNLIKELY(c->full != NULL))
-		return full_step(c);
-	uintptr_t slot;
-	int got = ms_cfi_step(&c->ip, &c->sp, &c->rbp, &slot);
-	if (got == 1)
-		arrive(c, c->ip, slot);
-	return got;
 }
 
 #define UNW_NAME2(f) #f
