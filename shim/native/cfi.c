@@ -74,7 +74,8 @@ struct cfi_obj {
 	const unsigned char *hdr;  /* .eh_frame_hdr */
 };
 
-/* The rule cache: a small table first, a big one mapped when the small one is half full.  Return
+/* The rule cache: a small table first, a big one mapped when the small one is half full (lookups
+ * then go to the big one alone, which took the small one's rules).  Return
  * addresses spread over all of a table's pages: the big one alone took a Python start some 50
  * faults (twice per page read before written), or 65 us to map with its pages in place. */
 struct rule_slot {
@@ -83,7 +84,6 @@ struct rule_slot {
 };
 static struct rule_slot small_rules[NRULES_SMALL] __attribute__((aligned(4096))) MS_LARGE;
 static unsigned nsmall; /* rules in small_rules (lock_word held) */
-static struct rule_slot *rules;
 static struct cfi_obj objs[MAX_CFI_OBJS] MS_LARGE;
 static int nobjs;
 static int lock_word;
@@ -627,17 +627,26 @@ int ms_cfi_rule_at(uintptr_t pc, struct ms_cfi_rule *r)
 	return fde ? ms_cfi_fde_rule(fde, pc, r) : -1;
 }
 
-static unsigned rule_home(uintptr_t ip, unsigned size)
+/* The table lookups use: the small one, then the big one once mapped (the small one's rules
+ * copied in first).  Its size follows from which it is: one load, never a torn pair. */
+static struct rule_slot *active = small_rules;
+
+static unsigned table_mask(const struct rule_slot *t)
 {
-	return (unsigned)((ip * 0x9e3779b97f4a7c15ULL) >> 40) % size;
+	return t == small_rules ? NRULES_SMALL - 1 : NRULES - 1;
 }
 
-/* The slot of IP in table T of SIZE slots, or of the empty slot ending its probes; NULL when 16
- * probes found neither. */
-static struct rule_slot *probe(struct rule_slot *t, unsigned size, uintptr_t ip)
+static unsigned rule_home(uintptr_t ip, unsigned mask)
 {
-	unsigned h = rule_home(ip, size);
-	for (int k = 0; k < 16; k++, h = (h + 1) % size) {
+	return (unsigned)((ip * 0x9e3779b97f4a7c15ULL) >> 40) & mask;
+}
+
+/* The slot of IP in table T, or of the empty slot ending its probes; NULL when 16 probes found
+ * neither. */
+static inline struct rule_slot *probe(struct rule_slot *t, uintptr_t ip)
+{
+	unsigned mask = table_mask(t), h = rule_home(ip, mask);
+	for (int k = 0; k < 16; k++, h = (h + 1) & mask) {
 		uintptr_t v = __atomic_load_n(&t[h].ip, __ATOMIC_ACQUIRE);
 		if (v == ip || v == 0)
 			return &t[h];
@@ -645,31 +654,36 @@ static struct rule_slot *probe(struct rule_slot *t, unsigned size, uintptr_t ip)
 	return NULL;
 }
 
-/* Where a new rule goes (lock_word held): the small table while it is under half full, then the
- * big one, mapped at its first use; NULL when there is no room. */
-static struct rule_slot *slot_for_new(uintptr_t ip)
+/* Maps the big table, copies the small one's rules into it and makes it the one looked up
+ * (lock_word held); NULL when it cannot be mapped. */
+static struct rule_slot *grow(void)
 {
-	if (nsmall < NRULES_SMALL / 2) {
-		struct rule_slot *e = probe(small_rules, NRULES_SMALL, ip);
-		if (e && !__atomic_load_n(&e->ip, __ATOMIC_RELAXED))
-			nsmall++;
-		if (e)
-			return e;
+	struct rule_slot *big = ms_raw_map(NRULES * sizeof *big);
+	if (!big)
+		return NULL;
+	for (unsigned i = 0; i < NRULES_SMALL; i++) {
+		uintptr_t ip = __atomic_load_n(&small_rules[i].ip, __ATOMIC_RELAXED);
+		struct rule_slot *e = ip ? probe(big, ip) : NULL;
+		if (e && !e->ip)
+			*e = small_rules[i];
 	}
-	if (!rules) {
-		struct rule_slot *big = ms_raw_map(NRULES * sizeof *rules);
-		if (!big)
-			return NULL;
-		__atomic_store_n(&rules, big, __ATOMIC_RELEASE);
-	}
-	return probe(rules, NRULES, ip);
+	__atomic_store_n(&active, big, __ATOMIC_RELEASE);
+	return big;
 }
 
-/* The slot holding IP in table T of SIZE slots, or NULL. */
-static struct rule_slot *find(struct rule_slot *t, unsigned size, uintptr_t ip)
+/* Where a new rule goes (lock_word held): the small table while it is under half full, then the
+ * big one; NULL when there is no room. */
+static struct rule_slot *slot_for_new(uintptr_t ip)
 {
-	struct rule_slot *e = probe(t, size, ip);
-	return e && __atomic_load_n(&e->ip, __ATOMIC_ACQUIRE) == ip ? e : NULL;
+	struct rule_slot *t = active;
+	if (t == small_rules && nsmall >= NRULES_SMALL / 2 && !(t = grow()))
+		return NULL;
+	struct rule_slot *e = probe(t, ip);
+	if (!e && t == small_rules && (t = grow())) /* 16 probes full: a crowded corner */
+		e = probe(t, ip);
+	if (e && t == small_rules && !e->ip)
+		nsmall++;
+	return e;
 }
 
 void ms_cfi_prepare(void)
@@ -678,26 +692,13 @@ void ms_cfi_prepare(void)
 		ms_touch((char *)small_rules + off);
 }
 
-/* IP's cached rule into *R: 1 when cached (valid or not), 0 when not seen. */
-static int cached(uintptr_t ip, struct ms_cfi_rule *r)
+/* Reads and caches the rule of a return address never seen (or not cacheable): 0, or -1 when it
+ * is not understood or another thread is reading unwind data (the caller falls back). */
+static __attribute__((noinline)) int rule_uncached(uintptr_t ip, struct ms_cfi_rule *r)
 {
-	struct rule_slot *big = __atomic_load_n(&rules, __ATOMIC_ACQUIRE);
-	struct rule_slot *e = find(small_rules, NRULES_SMALL, ip);
-	if (!e && big)
-		e = find(big, NRULES, ip);
-	if (!e)
-		return 0;
-	*r = unpack(__atomic_load_n(&e->word, __ATOMIC_RELAXED));
-	return 1;
-}
-
-static int rule_for(uintptr_t ip, struct ms_cfi_rule *r)
-{
-	if (cached(ip, r))
-		return r->valid ? 0 : -1;
 	ms_cfi_new_ip = 1; /* never seen: it may belong to an object loaded since the last look */
 	if (__atomic_exchange_n(&lock_word, 1, __ATOMIC_ACQUIRE))
-		return -1; /* another thread is reading unwind data: let the caller fall back */
+		return -1;
 	struct ms_cfi_rule got;
 	int ok = ms_cfi_rule_at(ip - 1, &got) == 0; /* the call is at IP - 1 */
 	if (!ok)
@@ -710,6 +711,16 @@ static int rule_for(uintptr_t ip, struct ms_cfi_rule *r)
 	__atomic_store_n(&lock_word, 0, __ATOMIC_RELEASE);
 	*r = got;
 	return ok ? 0 : -1;
+}
+
+/* IP's rule: one probe sequence in the table looked up, the slow way only for a new address. */
+static inline int rule_for(uintptr_t ip, struct ms_cfi_rule *r)
+{
+	struct rule_slot *e = probe(__atomic_load_n(&active, __ATOMIC_ACQUIRE), ip);
+	if (MS_UNLIKELY(!e || __atomic_load_n(&e->ip, __ATOMIC_ACQUIRE) != ip))
+		return rule_uncached(ip, r);
+	*r = unpack(__atomic_load_n(&e->word, __ATOMIC_RELAXED));
+	return r->valid ? 0 : -1;
 }
 
 /* One frame up: from the state (IP a return address, SP, RBP) of a frame to its caller's.
@@ -740,14 +751,15 @@ static void clear_rules(struct rule_slot *t, unsigned size)
 		__atomic_store_n(&t[i].ip, 0, __ATOMIC_RELAXED);
 }
 
-/* Forgets the cached rules (objects were unloaded: their addresses may be reused). */
+/* Forgets the cached rules (objects were unloaded: their addresses may be reused).  The table
+ * looked up stays the same: the big one, once there is one. */
 void ms_cfi_forget(void)
 {
 	if (__atomic_exchange_n(&lock_word, 1, __ATOMIC_ACQUIRE))
 		return;
 	clear_rules(small_rules, NRULES_SMALL);
-	if (rules)
-		clear_rules(rules, NRULES);
+	if (active != small_rules)
+		clear_rules(active, NRULES);
 	nsmall = 0;
 	nobjs = 0;
 	__atomic_store_n(&lock_word, 0, __ATOMIC_RELEASE);
