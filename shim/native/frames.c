@@ -9,7 +9,11 @@
  * (the thread's "watch" marker when it is not a stage frame), so a frame leaving the stack is
  * always noticed, and an allocation made again from the innermost known frame at a call site seen
  * before (same return-address slot and return address) is decided with a few loads: nothing new
- * can be on the stack.  Only new frames above the innermost known one are ever unwound.
+ * can be on the stack.  Only new frames above the innermost known one are ever unwound, and the
+ * frames of a library's call tree, rebuilt at the same places call after call, are not taken in:
+ * the way from each call site up to the innermost known frame is remembered as a chain (its
+ * slots and return addresses, one load each to confirm), so a target called once per statement
+ * or per request costs one walk and two trampoline firings per call, not a walk per allocation.
  *
  * Everything here runs inside allocation hooks or trampolines: per-thread state in raw mappings,
  * no locks (the stage engine's own short lock aside), errno preserved. */
@@ -52,17 +56,20 @@ struct cand {
 	uintptr_t slot, ra, ip;
 };
 
-#define NCHAINS 4 /* short chains of new frames remembered per thread */
+#define CHAIN_SETS 64 /* chains of new frames remembered per thread, by where they call the shim, */
+#define CHAIN_WAYS 8  /* ...several for each place (a function called from several callers) */
+#define CHAIN_MAX 16 /* frames in one (a longer way up keeps its outer frames instead) */
 
-/* A call into the shim from a frame not taken in (too short-lived to be worth a trampoline): from
- * ENTRY_SLOT with return address ENTRY_IP, through N frames (return-address slots and what they
- * held) that are no target's, up to the innermost known frame, whose slot was TOP_SLOT.  While
- * every slot still holds its return address, the same call needs no walk. */
+/* A call into the shim from frames not taken in (too short-lived to be worth a trampoline each:
+ * a library's call tree under a frame that lasts, rebuilt at the same places call after call):
+ * from ENTRY_SLOT with return address ENTRY_IP, through N frames (return-address slots and what
+ * they held) that are no target's, up to the innermost known frame, whose slot was TOP_SLOT.
+ * While every slot still holds its return address, the same call needs no walk. */
 struct chain_key {
 	uintptr_t top_slot, entry_slot, entry_ip;
 	unsigned unloads;  /* ms_dlclose_calls when it was made */
 	int n;
-	uintptr_t slot[ADOPT_AFTER], ra[ADOPT_AFTER];
+	uintptr_t slot[CHAIN_MAX], ra[CHAIN_MAX];
 };
 
 struct tstate {
@@ -81,8 +88,8 @@ struct tstate {
 	int deferred[MAX_DEFERRED]; /* trampolines to give back once the unwinder has read them */
 	struct frame f[MAX_FRAMES];
 	struct cand c[MAX_FRAMES];
-	struct chain_key chains[NCHAINS];
-	unsigned nchains;
+	struct chain_key chains[CHAIN_SETS][CHAIN_WAYS];
+	unsigned chain_victim; /* the way a new chain takes when its set is full */
 };
 
 struct ms_native_stats ms_native_stats;
@@ -399,18 +406,62 @@ static int walk(struct tstate *s, int quick, struct chain *ch)
 	return 0;
 }
 
-static void add_chain(struct tstate *s, const struct chain *ch)
+/* The set of chains remembered for calls into the shim from SLOT with return address IP. */
+static struct chain_key *chain_set(struct tstate *s, uintptr_t slot, uintptr_t ip, uintptr_t top_slot)
 {
-	struct chain_key *k = &s->chains[s->nchains++ % NCHAINS];
-	k->top_slot = s->f[s->n - 1].slot;
+	_Static_assert(CHAIN_SETS == 64, "the hash's top 6 bits");
+	uint64_t h = (ip ^ (slot ^ top_slot) << 9) * 0x9e3779b97f4a7c15ULL;
+	return s->chains[h >> 58];
+}
+
+/* Whether chain K leads from SLOT and IP to the innermost known frame at TOP_SLOT, every one of
+ * its frames still in place. */
+static int chain_holds(const struct chain_key *k, uintptr_t slot, uintptr_t ip, uintptr_t top_slot, unsigned unloads)
+{
+	if (k->entry_ip != ip || k->entry_slot != slot || k->top_slot != top_slot || k->unloads != unloads)
+		return 0;
+	for (int j = 0; j < k->n; j++)
+		if (load(k->slot[j]) != k->ra[j])
+			return 0;
+	return 1;
+}
+
+/* Remembers the call of CH through its N innermost new frames, up to the innermost known frame:
+ * in a free way of its set, else in the next one round. */
+static void add_chain(struct tstate *s, const struct chain *ch, int n)
+{
+	uintptr_t top_slot = s->f[s->n - 1].slot;
+	struct chain_key *set = chain_set(s, ch->entry_slot, ch->entry_ip, top_slot), *k = NULL;
+	for (int w = 0; w < CHAIN_WAYS; w++)
+		if (chain_holds(&set[w], ch->entry_slot, ch->entry_ip, top_slot, s->unloads_seen))
+			return; /* remembered already (a target's frame taken in again) */
+	for (int w = 0; w < CHAIN_WAYS && !k; w++)
+		if (!set[w].entry_slot)
+			k = &set[w];
+	if (!k)
+		k = &set[s->chain_victim++ % CHAIN_WAYS];
+	k->top_slot = top_slot;
 	k->entry_slot = ch->entry_slot;
 	k->entry_ip = ch->entry_ip;
 	k->unloads = s->unloads_seen;
-	k->n = ch->nc;
-	for (int j = 0; j < ch->nc; j++) {
+	k->n = n;
+	for (int j = 0; j < n; j++) {
 		k->slot[j] = s->c[j].slot;
 		k->ra[j] = s->c[j].ra;
 	}
+}
+
+/* Chain K was used again: 1, or 0 when its frames are to be taken in (see chain_seen). */
+static int chain_hit(struct tstate *s, struct chain_key *k)
+{
+	if (MS_LIKELY(--s->adopt_in > 0))
+		return 1;
+	k->entry_slot = 0;
+	s->adopt = 1;
+	if (s->adoptions < ADOPT_BACKOFF)
+		s->adoptions++;
+	s->adopt_in = ADOPT_HITS << s->adoptions;
+	return 0;
 }
 
 /* Whether a call from SLOT with return address IP comes through a chain remembered for the
@@ -424,25 +475,10 @@ static int chain_seen(struct tstate *s, uintptr_t slot, uintptr_t ip)
 	if (top->tramp < 0 || load(top->slot) != top->watched)
 		return 0;
 	unsigned unloads = __atomic_load_n(&ms_dlclose_calls, __ATOMIC_ACQUIRE);
-	for (int i = 0; i < NCHAINS; i++) {
-		struct chain_key *k = &s->chains[i];
-		if (k->entry_slot != slot || k->entry_ip != ip || k->top_slot != top->slot || k->unloads != unloads)
-			continue;
-		int j = 0;
-		while (j < k->n && load(k->slot[j]) == k->ra[j])
-			j++;
-		if (j < k->n)
-			continue;
-		if (MS_LIKELY(--s->adopt_in > 0))
-			return 1;
-		k->entry_slot = 0;
-		s->nchains = (unsigned)i; /* the next chain remembered takes its place */
-		s->adopt = 1;
-		if (s->adoptions < ADOPT_BACKOFF)
-			s->adoptions++;
-		s->adopt_in = ADOPT_HITS << s->adoptions;
-		return 0;
-	}
+	struct chain_key *set = chain_set(s, slot, ip, top->slot);
+	for (int w = 0; w < CHAIN_WAYS; w++)
+		if (chain_holds(&set[w], slot, ip, top->slot, unloads))
+			return chain_hit(s, &set[w]);
 	return 0;
 }
 
@@ -465,14 +501,29 @@ static int nothing_new(struct tstate *s, const struct chain *ch)
 	return 1;
 }
 
+/* The innermost of the new frames that is a target function's, or -1. */
+static int innermost_target(const struct tstate *s, const struct chain *ch)
+{
+	for (int k = 0; k < ch->nc; k++)
+		if (ms_syms_stage_at(s->c[k].ip - 1) >= 0)
+			return k;
+	return -1;
+}
+
 /* Takes in what the walk found: known frames no longer there go, new frames come in (outermost
- * first; target frames get their trampolines and open their stages). */
+ * first, down to the innermost target frame; target frames get their trampolines and open their
+ * stages). */
 static void apply(struct tstate *s, const struct chain *ch)
 {
 	while (s->n > ch->keep)
 		pop_stale(s);
-	for (int k = ch->nc - 1; k >= 0 && s->n < MAX_FRAMES; k--)
+	int last = innermost_target(s, ch);
+	for (int k = ch->nc - 1; k >= (last > 0 ? last : 0) && s->n < MAX_FRAMES; k--)
 		push(s, &s->c[k]);
+	/* the frames a target function called are left out (they come and go call after call): its
+	 * trampoline watches them, and the way up to it is remembered */
+	if (last > 0 && last <= CHAIN_MAX && s->n > 0 && s->f[s->n - 1].slot == s->c[last].slot)
+		add_chain(s, ch, last);
 }
 
 #ifdef MS_NATIVE_VERIFY
@@ -536,8 +587,8 @@ static void look(struct tstate *s)
 		} else if (adopt) { /* a hot chain: all its frames, and this call, are known from now on */
 			STAT(adopted);
 			take_in(s, &ch, 0);
-		} else if (ch.nc <= ADOPT_AFTER) {
-			add_chain(s, &ch);
+		} else if (ch.nc <= CHAIN_MAX) {
+			add_chain(s, &ch, ch.nc);
 		} else { /* a long way up: take in all but the innermost (short-lived) frames */
 			take_in(s, &ch, ADOPT_AFTER - 1);
 		}
