@@ -7,7 +7,7 @@ NATIVE_FIXTURES := $(NATIVE_DIR)/nstages $(NATIVE_DIR)/nstages-rdynamic $(NATIVE
 	$(NATIVE_DIR)/libnorigin.so $(NATIVE_DIR)/nsub/libnsibling.so $(NATIVE_DIR)/libnctor.so \
 	$(NATIVE_DIR)/nstatement
 NATIVE_SUITES := $(NATIVE_DIR)/test_names $(NATIVE_DIR)/test_cfi $(NATIVE_DIR)/test_native \
-	$(NATIVE_DIR)/test_native_cost
+	$(NATIVE_DIR)/test_jump $(NATIVE_DIR)/test_native_cost
 NATIVE_FIXTURE_LINK := -L$(NATIVE_DIR) -lnstage -Wl,-rpath,'$$ORIGIN' -ldl -lpthread
 
 $(NATIVE_DIR)/lib%.so: tests/native/fixtures/lib%.c
@@ -60,12 +60,7 @@ $(NATIVE_DIR)/test_cfi: tests/native/test_cfi.c $(NATIVE_UNWIND_SRCS) $(SHIM_COR
 	$(CC) $(BASEFLAGS) $(CFLAGS) -fno-omit-frame-pointer $(CHECK_CFLAGS) -Ishim $(TEST_COMMON_INC) -o $@ \
 		$(filter %.c %.o %.a,$^) $(CHECK_LIBS) -lunwind -ldl
 
-$(NATIVE_DIR)/test_native_cost: tests/native/test_native_cost.c $(HARNESS)
-	@mkdir -p $(@D)
-	$(CC) $(BASEFLAGS) $(CFLAGS) $(CHECK_CFLAGS) $(JANSSON_CFLAGS) -Itests/preload $(TEST_COMMON_INC) -o $@ $(filter %.c %.o,$^) \
-		$(CHECK_LIBS) $(JANSSON_LIBS)
-
-$(NATIVE_DIR)/test_native: tests/native/test_native.c $(HARNESS)
+$(NATIVE_DIR)/test_native $(NATIVE_DIR)/test_jump $(NATIVE_DIR)/test_native_cost: $(NATIVE_DIR)/%: tests/native/%.c $(HARNESS)
 	@mkdir -p $(@D)
 	$(CC) $(BASEFLAGS) $(CFLAGS) $(CHECK_CFLAGS) $(JANSSON_CFLAGS) -Itests/preload $(TEST_COMMON_INC) -o $@ $(filter %.c %.o,$^) \
 		$(CHECK_LIBS) $(JANSSON_LIBS)
