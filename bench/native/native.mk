@@ -33,4 +33,9 @@ $(BUILD)/bench/native/stepcall: bench/native/stepcall.c $(BUILD)/bench/native/li
 bench-native-ir: $(BUILD)/libmemshim.so $(BUILD)/bench/churn $(BUILD)/bench/native/nchurn $(BUILD)/bench/native/stepcall
 	@bench/native/ir.sh $(BUILD) 200000
 
-BENCH_TARGETS += bench-native bench-native-ir
+# A stack-detected stage on a real program: the sqlite3 shell building a table (issue 26).
+.PHONY: bench-native-sqlite
+bench-native-sqlite: $(BUILD)/libmemshim.so
+	@bench/native/sqlite.sh $(BUILD) $(or $(SQLITE_ROWS),10000)
+
+BENCH_TARGETS += bench-native bench-native-ir bench-native-sqlite
