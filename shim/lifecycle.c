@@ -14,6 +14,7 @@
 #include "cuda/cuda.h"
 #include "intercept/hooks.h"
 #include "native/native.h"
+#include "output/identity.h"
 #include "output/live.h"
 #include "output/report.h"
 #include "output/snapshots.h"
@@ -172,7 +173,7 @@ __attribute__((constructor)) static void ms_init(int argc, char **argv, char **e
 		stop_tracking();
 		return;
 	}
-	if ((!ms_proc.is_child || ms_proc.own_output) && ms_report_check_output())
+	if ((!ms_proc.is_child || ms_proc.own_output) && ms_identity_check_output())
 		ms_process_export_output();
 	__register_atfork(fork_prepare, fork_parent, fork_child, &__dso_handle);
 	__cxa_atexit(at_exit, NULL, &__dso_handle);

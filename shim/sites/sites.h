@@ -1,7 +1,7 @@
 /* Call sites live at each stage's peak (issue 16): sampled CPU allocations, every GPU allocation,
  * their stacks interned in bounded tables, and per open stage call a copy of "bytes live per
  * stack" taken as that call's peak rises.  The hot path is sites/hot.h; this header is for the
- * lifecycle (subsystems.def) and the report writer (output/sites.c).
+ * lifecycle (subsystems.def) and the report writer (output/peak_sites.c).
  *
  * Memory bound (all raw mappings made at start, pages touched as used, never the wrapped malloc):
  * stacks 16384 x 64 frames (a 256 Ki-word frame pool), strings 32768 / 2 MiB, sampled live blocks
