@@ -118,11 +118,6 @@ static void fork_child(void)
 			subsystems[i].fork_child(tracking);
 }
 
-static const char *env(const char *name)
-{
-	return secure_getenv(name);
-}
-
 /* The linker's bounds of our zero-initialised data (.bss, then the MS_LARGE tables). */
 extern char __bss_start[] __attribute__((visibility("hidden")));
 extern char _end[] __attribute__((visibility("hidden")));
@@ -149,6 +144,9 @@ __attribute__((constructor)) static void ms_init(int argc, char **argv, char **e
 		stop_tracking();
 		return;
 	}
+	ms_tls_guard++;
+	ms_config_start(); /* every variable read once, here (LD_PRELOAD for the next test) */
+	ms_tls_guard--;
 	if (ms_loaded_late()) {
 		ms_warn("libmemshim.so was loaded after the program started (dlopen or ctypes): calls are "
 			"already bound, nothing is counted; preload it (LD_PRELOAD, memshim run, memshim kernel "
@@ -161,9 +159,6 @@ __attribute__((constructor)) static void ms_init(int argc, char **argv, char **e
 		stop_tracking();
 		return;
 	}
-	ms_tls_guard++;
-	ms_config_load(&ms_cfg, env);
-	ms_tls_guard--;
 	if (ms_cfg.disabled) {
 		stop_tracking();
 		return;

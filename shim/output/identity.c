@@ -1,7 +1,6 @@
 /* Who writes the metrics file and where (see identity.h). */
 #include <errno.h>
 #include <fcntl.h>
-#include <stdlib.h>
 #include <string.h>
 #include <sys/syscall.h>
 #include <sys/utsname.h>
@@ -72,7 +71,7 @@ int ms_identity_expand(char *out, size_t size, const char *tmpl)
 
 void ms_identity_output_path(char *out, size_t size)
 {
-	int own = ms_identity_expand(out, size, ms_cfg.output);
+	int own = ms_identity_expand(out, size, ms_proc.output);
 	size_t n = strlen(out);
 	if (ms_proc.is_child && !ms_proc.own_output && !own)
 		ms_format(out + n, size - n, ".%d", (int)ms_proc.pid);
@@ -83,7 +82,7 @@ void ms_identity_output_path(char *out, size_t size)
 int ms_identity_check_output(void)
 {
 	char dir[MS_PATH_MAX], fallback[MS_PATH_MAX];
-	const char *out = ms_cfg.output, *slash = strrchr(out, '/');
+	const char *out = ms_proc.output, *slash = strrchr(out, '/');
 	if (!slash || strchr(out, '%') || (size_t)(slash - out) >= sizeof dir)
 		return 0; /* a placeholder in it: judged per process when the file is written */
 	size_t len = (size_t)(slash - out);
@@ -92,13 +91,13 @@ int ms_identity_check_output(void)
 	if (!len || syscall(SYS_faccessat, AT_FDCWD, dir, W_OK | X_OK) == 0)
 		return 0;
 	int e = errno;
-	const char *tmp = getenv("TMPDIR");
+	const char *tmp = ms_setting_text("TMPDIR");
 	if (!tmp || tmp[0] != '/')
 		tmp = "/tmp";
 	if (ms_format(fallback, sizeof fallback, "%s/%s", tmp, slash + 1) >= sizeof fallback - 1 ||
 	    syscall(SYS_faccessat, AT_FDCWD, tmp, W_OK | X_OK) != 0)
 		return 0; /* nowhere better: the warning comes when the file cannot be written */
 	ms_warn("cannot write metrics file %s: %s (%s); writing %s instead", out, dir, ms_errno_text(e), fallback);
-	ms_strlcpy(ms_cfg.output, fallback, sizeof ms_cfg.output);
+	ms_process_set_output(fallback);
 	return 1;
 }

@@ -96,7 +96,7 @@ static int give_up(const char *dir, const char *why, int e)
 /* The directory records go to: MEMSHIM_LIVE_DIR, $XDG_RUNTIME_DIR/memshim or /dev/shm/memshim-<uid>. */
 static void record_dir(char *out, size_t size)
 {
-	const char *xdg = getenv("XDG_RUNTIME_DIR");
+	const char *xdg = ms_setting_text("XDG_RUNTIME_DIR");
 	if (ms_cfg.live_dir[0])
 		ms_strlcpy(out, ms_cfg.live_dir, size);
 	else if (xdg && xdg[0] == '/')
