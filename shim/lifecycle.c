@@ -15,6 +15,7 @@
 #include "intercept/hooks.h"
 #include "native/native.h"
 #include "output/identity.h"
+#include "output/labels.h"
 #include "output/live.h"
 #include "output/report.h"
 #include "output/snapshots.h"

@@ -22,6 +22,13 @@ extern "C" {
  * Returns 0, or -1 when NAME is invalid or the stage table is full. */
 int memshim_stage_begin(const char *name);
 
+/* Opens stage NAME as memshim_stage_begin does and labels the call it opens with LABEL (any text;
+ * its first 255 bytes are kept): when that call ends, its numbers are kept under the label in the
+ * metrics file's "labelled_calls" (a test's name, a request id, a batch number), however many calls
+ * the stage has.  When NAME is already open, the begin only deepens it and LABEL is not used; with
+ * LABEL NULL it is memshim_stage_begin.  Returns as memshim_stage_begin. */
+int memshim_stage_begin_labelled(const char *name, const char *label);
+
 /* Closes stage NAME.  Returns 0, or -1 for an end without a matching begin (never aborts). */
 int memshim_stage_end(const char *name);
 

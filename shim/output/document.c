@@ -432,6 +432,59 @@ static void write_unmatched(struct ms_json *w, const struct ms_doc *d)
 	ms_json_end_array(w);
 }
 
+/* "alloc_delta" and "peaked_delta" of component C of SP under KEY (the object left open). */
+static void write_needed(struct ms_json *w, const char *key, const struct ms_span *sp, int c)
+{
+	int64_t peaked = sp->peak[c] - sp->end[c];
+	ms_json_object(w, key);
+	ms_json_int(w, "alloc_delta", sp->end[c] - sp->begin[c]);
+	ms_json_int(w, "peaked_delta", peaked > 0 ? peaked : 0);
+}
+
+static void write_labelled_call(struct ms_json *w, const struct ms_doc *d, const struct ms_labelled_call *c)
+{
+	const struct ms_span *sp = &c->span;
+	static const char *const cpu_names[] = { "cpu", "malloc", "mmap" };
+	ms_json_object(w, NULL);
+	ms_json_string(w, "stage", c->stage < d->stages->nstages ? d->stages->stage[c->stage].name : "?");
+	ms_json_string(w, "label", c->label);
+	ms_json_uint(w, "call", c->call);
+	ms_json_double(w, "start", sp->start);
+	ms_json_double(w, "runtime", sp->runtime);
+	for (int comp = MS_CPU; comp <= MS_MMAP; comp++) {
+		write_needed(w, cpu_names[comp], sp, comp);
+		ms_json_end_object(w);
+	}
+	if (d->gpu) {
+		write_needed(w, "gpu", sp, MS_GPU);
+		ms_json_uint(w, "failed_allocs", sp->gpu_failed_allocs);
+		ms_json_array(w, "devices");
+		for (int dev = 0; dev < MS_MAX_DEVICES; dev++) {
+			if (!(d->devices & (1u << dev)))
+				continue;
+			write_needed(w, NULL, sp, MS_DEV0 + dev);
+			ms_json_int(w, "device", dev);
+			ms_json_end_object(w);
+		}
+		ms_json_end_array(w);
+		ms_json_end_object(w);
+	}
+	ms_json_end_object(w);
+}
+
+/* The calls memshim_stage_begin_labelled named, in the order they ended; only when there are some. */
+static void write_labelled(struct ms_json *w, const struct ms_doc *d)
+{
+	if (!d->labelled || (!d->nlabelled && !d->labelled_dropped))
+		return;
+	ms_json_array(w, "labelled_calls");
+	for (uint32_t i = 0; i < d->nlabelled; i++)
+		if (__atomic_load_n(&d->labelled[i].ready, __ATOMIC_ACQUIRE) == d->labelled_generation)
+			write_labelled_call(w, d, &d->labelled[i]);
+	ms_json_end_array(w);
+	ms_json_uint(w, "labelled_calls_dropped", d->labelled_dropped);
+}
+
 void ms_document_write(struct ms_json *w, const struct ms_doc *d)
 {
 	int ids[MS_MAX_STAGES];
@@ -447,6 +500,7 @@ void ms_document_write(struct ms_json *w, const struct ms_doc *d)
 	if (d->sites_summary)
 		d->sites_summary(w);
 	write_unmatched(w, d);
+	write_labelled(w, d);
 	if (d->gpu) {
 		write_gpu_events(w, d->stages);
 		write_gpu_pools(w, d);

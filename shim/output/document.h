@@ -12,6 +12,7 @@
 #include "core/stages.h"
 #include "core/timeline.h"
 #include "cuda/cuda.h"
+#include "output/labels.h"
 
 /* Called once per item by the iterators below. */
 typedef void (*ms_doc_target_fn)(void *ctx, const char *stage, const char *target);
@@ -39,6 +40,10 @@ struct ms_doc {
 	uint64_t gpu_untracked_allocs;
 	int64_t gpu_untracked_bytes;
 	const struct ms_timeline *timeline; /* NULL: MEMSHIM_TIMELINE off */
+	const struct ms_labelled_call *labelled; /* NLABELLED entries, those whose ready is
+						  * LABELLED_GENERATION written ("labelled_calls") */
+	uint32_t nlabelled, labelled_generation;
+	uint64_t labelled_dropped;
 	/* What other layers add; each may be NULL (then the keys are empty or absent). */
 	void (*each_unmatched)(ms_doc_target_fn fn, void *ctx);            /* python/ */
 	void (*each_ambiguous)(const char *stage, ms_doc_function_fn fn, void *ctx);

@@ -26,6 +26,7 @@
 #include "python/py.h"
 #include "output/document.h"
 #include "output/identity.h"
+#include "output/labels.h"
 #include "output/outpath.h"
 #include "output/peak_sites.h"
 #include "output/report.h"
@@ -118,6 +119,7 @@ static int gather(struct ms_doc *d, const char *reason, int sig, int complete)
 		ms_timeline_copy(&tl_snap, in_handler);
 		d->timeline = &tl_snap;
 	}
+	d->labelled = ms_labels_table(&d->nlabelled, &d->labelled_dropped, &d->labelled_generation);
 	int ids[MS_MAX_STAGES];
 	return ms_peak_sites_begin(ids, ms_document_order(&snap, ids), in_handler);
 }

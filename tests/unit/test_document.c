@@ -218,6 +218,45 @@ START_TEST(child_timeline_and_layers)
 }
 END_TEST
 
+/* Labelled calls: in the order they ended, skipping slots not yet published (or of another
+ * generation), with GPU devices as the process used them. */
+START_TEST(labelled_calls)
+{
+	static struct ms_labelled_call calls[3];
+	fill_state();
+	memset(calls, 0, sizeof calls);
+	calls[0] = (struct ms_labelled_call){ .ready = 2, .stage = 0, .call = 1 };
+	span(&calls[0].span, MS_CPU, 100, 200, 1200);
+	span(&calls[0].span, MS_DEV0 + 1, 0, 0, 4096);
+	strcpy(calls[0].label, "tests/t.py::test_a[1]");
+	calls[1] = calls[0];
+	calls[1].ready = 1; /* a slot being written (the previous generation's): skipped */
+	calls[2] = calls[0];
+	calls[2].call = 2;
+	strcpy(calls[2].label, "b");
+	doc.labelled = calls;
+	doc.nlabelled = 3;
+	doc.labelled_generation = 2;
+	doc.labelled_dropped = 5;
+	json_t *root = written();
+	ck_assert_int_eq((int)json_array_size(at(root, "labelled_calls")), 2);
+	expect_str(root, "labelled_calls/0/label", "tests/t.py::test_a[1]");
+	expect_str(root, "labelled_calls/0/stage", "train");
+	expect_int(root, "labelled_calls/0/cpu/alloc_delta", 100);
+	expect_int(root, "labelled_calls/0/cpu/peaked_delta", 1000);
+	expect_int(root, "labelled_calls/0/gpu/devices/0/device", 1);
+	expect_int(root, "labelled_calls/0/gpu/devices/0/peaked_delta", 4096);
+	expect_int(root, "labelled_calls/1/call", 2);
+	expect_int(root, "labelled_calls_dropped", 5);
+	json_decref(root);
+	doc.nlabelled = 0;
+	doc.labelled_dropped = 0;
+	root = written();
+	ck_assert_ptr_null(at(root, "labelled_calls")); /* none: the file as it was */
+	json_decref(root);
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("document");
@@ -226,6 +265,7 @@ int main(void)
 	tcase_add_test(tc, stage_numbers);
 	tcase_add_test(tc, cpu_only);
 	tcase_add_test(tc, child_timeline_and_layers);
+	tcase_add_test(tc, labelled_calls);
 	suite_add_tcase(s, tc);
 	return run_suite(s);
 }
