@@ -124,10 +124,14 @@ static int gather(struct ms_doc *d, const char *reason, int sig, int complete)
 	return ms_peak_sites_begin(ids, ms_document_order(&snap, ids), in_handler);
 }
 
-/* The whole document into W, initialised by the caller for a file or a buffer. */
+/* The whole document into W, initialised by the caller for a file or a buffer; the labelled calls
+ * go into files only (a program that labels every call would pay for all of them each time it asks
+ * memshim_metrics_json for its numbers: pytest --memshim after each phase of each test). */
 static void write_document(struct ms_json *w, const char *reason, int sig, int complete)
 {
 	int sites = gather(&doc, reason, sig, complete);
+	if (w->to_memory)
+		doc.labelled = NULL;
 	ms_document_write(w, &doc);
 	if (sites)
 		ms_peak_sites_end();
