@@ -303,7 +303,7 @@ void ms_config_start(void)
 const char *ms_config_text(const struct ms_config *cfg, const char *name)
 {
 	for (size_t i = 0; i < sizeof settings / sizeof *settings; i++)
-		if (settings[i].kind == K_TEXT && !strcmp(settings[i].name, name))
+		if (settings[i].kind == K_TEXT && settings[i].name[0] == name[0] && !strcmp(settings[i].name, name))
 			return settings[i].offset < MS_TEXT_SETTINGS ? cfg->text[settings[i].offset] : NULL;
 	return NULL;
 }
