@@ -23,7 +23,6 @@
 #define LIVE_BITS_MAX 19
 #define LIVE_SLOTS (1u << live_bits)
 #define MAX_LIVE ((1u << LIVE_BITS_MAX) / 2)
-#define MAX_DRAWS 4096 /* samples counted one by one in a single block; beyond, its size is its weight */
 
 struct live {
 	uint64_t addr; /* 0: empty */
@@ -88,6 +87,28 @@ static double ln(double x)
 	}
 	double s = (m - 1) / (m + 1), s2 = s * s;
 	return e * 0.6931471805599453 + 2 * s * (1 + s2 * (1.0 / 3 + s2 * (1.0 / 5 + s2 * (1.0 / 7 + s2 / 9))));
+}
+
+/* 1 - e^-X for X >= 0 without libm (the shim links none): X halved below 1/64, a short series,
+ * then doubled back with 1 - e^-2y = q (2 - q) where q = 1 - e^-y. */
+static double one_minus_exp_neg(double x)
+{
+	if (x > 40)
+		return 1;
+	int k = 0;
+	for (; x > 0.015625; k++)
+		x *= 0.5;
+	double q = x * (1 - x * (0.5 - x * (1.0 / 6 - x * (1.0 / 24 - x / 120))));
+	while (k-- > 0)
+		q = q * (2 - q);
+	return q;
+}
+
+/* The bytes a sampled block of USABLE bytes stands for. */
+static int64_t weight_of(int64_t usable)
+{
+	double p = one_minus_exp_neg((double)usable / (double)rate);
+	return p > 0 ? (int64_t)((double)usable / p + 0.5) : rate;
 }
 
 static uint64_t next_random(void)
@@ -467,17 +488,11 @@ static void take(void *p, int64_t usable, uintptr_t sp, uintptr_t rbp)
 	}
 	if (MS_UNLIKELY(!rng)) /* this thread's first allocation: it starts with a drawn budget */
 		ms_sample_left += draw();
-	int64_t k = 0;
-	while (ms_sample_left < 0 && k < MAX_DRAWS) {
-		ms_sample_left += draw();
-		k++;
-	}
-	int64_t weight = k * rate;
-	if (ms_sample_left < 0) { /* a block of thousands of samples: its own size is the estimate */
-		ms_sample_left = draw();
-		weight = usable;
-	}
-	if (!k || !p || enter() < 0)
+	int sampled = ms_sample_left < 0; /* the next sample point fell inside this block */
+	if (sampled)
+		ms_sample_left = draw(); /* memoryless: the next point is a fresh draw from the block's end */
+	int64_t weight = weight_of(usable);
+	if (!sampled || !p || enter() < 0)
 		return;
 	if (!on && !turn_on()) {
 		leave();
