@@ -273,6 +273,7 @@ void mf_dump_file(FILE *out, const struct mf_file *f, const struct mf_opts *o)
 	}
 	if (o->calls)
 		mf_print_calls(out, f->stages, o->stage);
+	mf_print_labelled(out, f, o->stage, o->calls);
 	mf_groups_free(&gs);
 }
 

@@ -149,6 +149,9 @@ int mf_has_stage(const struct mf_file *f, const char *stage);
 
 /* calls.c: --calls tables. */
 void mf_print_calls(FILE *out, json_t *stages, const char *only_stage);
+/* The file's labelled calls (of ONLY_STAGE when given), those that needed most CPU memory first:
+ * ten of them, or ALL. */
+void mf_print_labelled(FILE *out, const struct mf_file *f, const char *only_stage, int all);
 
 /* sites.c: the call sites live at the stages' peaks (stages[].peak_sites, peak_sites_gpu). */
 enum { MF_SITES_TOP = 10, MF_SITES_DEPTH = 5, MF_SITES_MAX = 1000 };

@@ -4,6 +4,7 @@
 #include "core/ms.h"
 #include "core/process.h"
 #include "core/stages.h"
+#include "output/labels.h"
 #include "output/report.h"
 
 static int warned_invalid;
@@ -28,15 +29,32 @@ EXPORT int memshim_stage_begin(const char *name)
 	return rc;
 }
 
+EXPORT int memshim_stage_begin_labelled(const char *name, const char *label)
+{
+	if (!ms_active)
+		return 0;
+	int saved = errno;
+	int id = lookup(name);
+	int rc = id < 0 ? -1 : ms_stage_enter(id, ms_elapsed());
+	if (rc == 0 && label && ms_stage_depth(id) == 1) /* this begin opened the call */
+		ms_labels_open(id, label);
+	errno = saved;
+	return rc;
+}
+
 EXPORT int memshim_stage_end(const char *name)
 {
 	if (!ms_active)
 		return 0;
 	int saved = errno;
 	int id = ms_stage_find(name);
-	int rc = id < 0 ? -1 : ms_stage_leave(id, ms_elapsed());
+	struct ms_span closed;
+	uint64_t call;
+	int rc = id < 0 ? -1 : ms_stage_leave_span(id, ms_elapsed(), &closed, &call);
+	if (rc == 1)
+		ms_labels_close(id, &closed, call);
 	errno = saved;
-	return rc;
+	return rc < 0 ? -1 : 0;
 }
 
 EXPORT int memshim_snapshot(void)

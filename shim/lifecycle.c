@@ -14,6 +14,8 @@
 #include "cuda/cuda.h"
 #include "intercept/hooks.h"
 #include "native/native.h"
+#include "output/identity.h"
+#include "output/labels.h"
 #include "output/live.h"
 #include "output/report.h"
 #include "output/snapshots.h"
@@ -117,11 +119,6 @@ static void fork_child(void)
 			subsystems[i].fork_child(tracking);
 }
 
-static const char *env(const char *name)
-{
-	return secure_getenv(name);
-}
-
 /* The linker's bounds of our zero-initialised data (.bss, then the MS_LARGE tables). */
 extern char __bss_start[] __attribute__((visibility("hidden")));
 extern char _end[] __attribute__((visibility("hidden")));
@@ -148,6 +145,9 @@ __attribute__((constructor)) static void ms_init(int argc, char **argv, char **e
 		stop_tracking();
 		return;
 	}
+	ms_tls_guard++;
+	ms_config_start(); /* every variable read once, here (LD_PRELOAD for the next test) */
+	ms_tls_guard--;
 	if (ms_loaded_late()) {
 		ms_warn("libmemshim.so was loaded after the program started (dlopen or ctypes): calls are "
 			"already bound, nothing is counted; preload it (LD_PRELOAD, memshim run, memshim kernel "
@@ -160,9 +160,6 @@ __attribute__((constructor)) static void ms_init(int argc, char **argv, char **e
 		stop_tracking();
 		return;
 	}
-	ms_tls_guard++;
-	ms_config_load(&ms_cfg, env);
-	ms_tls_guard--;
 	if (ms_cfg.disabled) {
 		stop_tracking();
 		return;
@@ -172,7 +169,7 @@ __attribute__((constructor)) static void ms_init(int argc, char **argv, char **e
 		stop_tracking();
 		return;
 	}
-	if ((!ms_proc.is_child || ms_proc.own_output) && ms_report_check_output())
+	if ((!ms_proc.is_child || ms_proc.own_output) && ms_identity_check_output())
 		ms_process_export_output();
 	__register_atfork(fork_prepare, fork_parent, fork_child, &__dso_handle);
 	__cxa_atexit(at_exit, NULL, &__dso_handle);

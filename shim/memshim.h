@@ -22,6 +22,13 @@ extern "C" {
  * Returns 0, or -1 when NAME is invalid or the stage table is full. */
 int memshim_stage_begin(const char *name);
 
+/* Opens stage NAME as memshim_stage_begin does and labels the call it opens with LABEL (any text;
+ * its first 255 bytes are kept): when that call ends, its numbers are kept under the label in the
+ * metrics file's "labelled_calls" (a test's name, a request id, a batch number), however many calls
+ * the stage has (the file and its snapshots have them, memshim_metrics_json does not).  When NAME is already open, the begin only deepens it and LABEL is not used; with
+ * LABEL NULL it is memshim_stage_begin.  Returns as memshim_stage_begin. */
+int memshim_stage_begin_labelled(const char *name, const char *label);
+
 /* Closes stage NAME.  Returns 0, or -1 for an end without a matching begin (never aborts). */
 int memshim_stage_end(const char *name);
 
@@ -33,7 +40,8 @@ int memshim_snapshot(void);
  * "live"; completed calls, and open stages with their numbers so far), NUL-terminated when SIZE > 0.
  * Returns the document's full length: when that is SIZE or more, the copy was cut short, so call
  * again with a buffer of at least the returned length + 1 (BUF NULL, SIZE 0 only asks the length).
- * Returns -1 when the library is not tracking this process (not preloaded, disabled, stepped aside). */
+ * Returns -1 when the library is not tracking this process (not preloaded, disabled, stepped aside).
+ * The labelled calls (memshim_stage_begin_labelled) are left out: the metrics file has them. */
 long memshim_metrics_json(char *buf, size_t size);
 
 /* 1 when the library is preloaded and tracking this process, else 0. */

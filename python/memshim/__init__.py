@@ -54,6 +54,11 @@ def _load():
         f.restype = ctypes.c_int
     api[2].argtypes = []
     api[2].restype = ctypes.c_int
+    labelled = getattr(lib, "memshim_stage_begin_labelled", None)
+    if labelled is not None:
+        labelled.argtypes = [ctypes.c_char_p, ctypes.c_char_p]
+        labelled.restype = ctypes.c_int
+    api += (labelled,)
     live = getattr(lib, "memshim_metrics_json", None), getattr(lib, "memshim_active", None)
     if live[0] is not None:
         live[0].argtypes = [ctypes.c_char_p, ctypes.c_size_t]
@@ -125,9 +130,13 @@ def _check(name):
     return name.encode()
 
 
-def begin(name):
-    """Opens stage NAME; returns 0, or -1 (table full, library absent)."""
-    return _api[0](_check(name)) if _api else (_check(name), -1)[1]
+def begin(name, label=None):
+    """Opens stage NAME; returns 0, or -1 (table full, library absent).  LABEL (text) names the call
+    this begin opens: its numbers go into the metrics file's "labelled_calls" under it."""
+    encoded = _check(name)
+    if label is not None and _api and _api[3] is not None:
+        return _api[3](encoded, str(label).encode("utf-8", "replace"))
+    return _api[0](encoded) if _api else -1
 
 
 def end(name):
@@ -141,14 +150,16 @@ def snapshot():
 
 
 class stage:
-    """Context manager and decorator: the block (or each call) is one call of stage NAME."""
+    """Context manager and decorator: the block (or each call) is one call of stage NAME (labelled
+    LABEL in the metrics file's "labelled_calls" when given)."""
 
-    def __init__(self, name):
+    def __init__(self, name, label=None):
         _check(name)
         self.name = name
+        self.label = label
 
     def __enter__(self):
-        begin(self.name)
+        begin(self.name, self.label)
         return self
 
     def __exit__(self, *exc):

@@ -6,8 +6,9 @@
     @pytest.mark.memshim_limit(cpu="20MB", gpu="1GB")
     def test_step(): ...                  # fails when its call needed more (gpu: on any one device)
 
-A test's phases are calls of the stages `pytest_setup`, `pytest_call` and `pytest_teardown` (so the
-metrics file holds them, each call in `history`); what a phase *needed* is its alloc + peaked delta
+A test's phases are calls of the stages `pytest_setup`, `pytest_call` and `pytest_teardown`, each
+call labelled with the test's node id, so the metrics file holds every test's numbers by node id in
+`labelled_calls` (`memshim-format` lists them); what a phase *needed* is its alloc + peaked delta
 (the memory above what it started with, whether it kept it or not).  The numbers also go into each
 report's user_properties (`memshim_call_mem_cpu_alloc_delta`, ...: junit XML, pytest-xdist).  Sizes
 are bytes or a number with a binary suffix (`512K`, `20MB`, `1.5GiB`: MB is 2**20, as memshim's
@@ -190,7 +191,7 @@ class _Measure:
             yield
             return
         name = STAGES[phase]
-        memshim.begin(name)
+        memshim.begin(name, label=item.nodeid)  # the file keeps this call's numbers by node id
         try:
             yield
         finally:

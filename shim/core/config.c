@@ -1,5 +1,6 @@
-/* The one table of settings and their parsers.  Each bad value gets one warning naming it, and
- * its default is used. */
+/* The one table of settings and their parsers: every environment variable the shim reads.  Each
+ * bad value of a user's setting gets one warning naming it, and its default is used; the text rows
+ * are kept as they are (their readers judge them, as before). */
 #include <limits.h>
 #include <math.h>
 #include <stdlib.h>
@@ -18,13 +19,13 @@ const char ms_default_stages[] =
 	"train=transformers.trainer:Trainer.train|transformers.trainer:Trainer._inner_training_loop,"
 	"eval=transformers.trainer:Trainer.evaluate,test=transformers.trainer:Trainer.predict";
 
-enum kind { K_BOOL, K_LOG, K_PATH, K_DIR, K_INTERVAL, K_BYTES, K_STAGES };
+enum kind { K_BOOL, K_LOG, K_PATH, K_DIR, K_INTERVAL, K_BYTES, K_STAGES, K_TEXT };
 
 struct setting {
 	const char *name;
 	enum kind kind;
 	const char *fallback; /* applied when unset or bad */
-	size_t offset;
+	size_t offset;        /* K_TEXT: the slot in text[] */
 };
 
 #define AT(field) offsetof(struct ms_config, field)
@@ -41,6 +42,40 @@ static const struct setting settings[] = {
 	{ "MEMSHIM_LIVE", K_BOOL, "1", AT(live) },
 	{ "MEMSHIM_LIVE_DIR", K_DIR, "", AT(live_dir) },
 	{ "MEMSHIM_STAGES", K_STAGES, ms_default_stages, AT(spec) },
+	/* As text: the user's MEMSHIM_OUTPUT as typed (an exec'd child compares it with its root's) */
+	{ "MEMSHIM_OUTPUT", K_TEXT, NULL, 0 },
+	/* Set by the shim for the processes it starts (core/process.c, python/stages.c) */
+	{ "MEMSHIM_ROOT_PID", K_TEXT, NULL, 1 },
+	{ "MEMSHIM_ROOT_OUTPUT", K_TEXT, NULL, 2 },
+	{ "MEMSHIM_ROOT_OUTPUT_SETTING", K_TEXT, NULL, 3 },
+	{ "MEMSHIM_ROOT_OUTPUT_PID", K_TEXT, NULL, 4 },
+	{ "MEMSHIM_RANK_HELD", K_TEXT, NULL, 5 },
+	{ "MEMSHIM_PY_ROOT_PID", K_TEXT, NULL, 6 },
+	/* The launchers' ranks (core/process.c, doc/python.md#ranks) */
+	{ "RANK", K_TEXT, NULL, 7 },
+	{ "LOCAL_RANK", K_TEXT, NULL, 8 },
+	{ "WORLD_SIZE", K_TEXT, NULL, 9 },
+	{ "GROUP_RANK", K_TEXT, NULL, 10 },
+	{ "NODE_RANK", K_TEXT, NULL, 11 },
+	{ "LOCAL_WORLD_SIZE", K_TEXT, NULL, 12 },
+	{ "PMI_RANK", K_TEXT, NULL, 13 },
+	{ "MPI_LOCALRANKID", K_TEXT, NULL, 14 },
+	{ "PMI_SIZE", K_TEXT, NULL, 15 },
+	{ "OMPI_COMM_WORLD_RANK", K_TEXT, NULL, 16 },
+	{ "OMPI_COMM_WORLD_LOCAL_RANK", K_TEXT, NULL, 17 },
+	{ "OMPI_COMM_WORLD_SIZE", K_TEXT, NULL, 18 },
+	{ "MV2_COMM_WORLD_RANK", K_TEXT, NULL, 19 },
+	{ "MV2_COMM_WORLD_LOCAL_RANK", K_TEXT, NULL, 20 },
+	{ "MV2_COMM_WORLD_SIZE", K_TEXT, NULL, 21 },
+	{ "PMIX_RANK", K_TEXT, NULL, 22 },
+	{ "SLURM_PROCID", K_TEXT, NULL, 23 },
+	{ "SLURM_LOCALID", K_TEXT, NULL, 24 },
+	{ "SLURM_NTASKS", K_TEXT, NULL, 25 },
+	{ "SLURM_NODEID", K_TEXT, NULL, 26 },
+	/* The system's */
+	{ "TMPDIR", K_TEXT, NULL, 27 },            /* output/identity.c: the fallback directory */
+	{ "XDG_RUNTIME_DIR", K_TEXT, NULL, 28 },   /* output/live.c: the live record's default place */
+	{ "LD_PRELOAD", K_TEXT, NULL, 29 },        /* intercept/resolve.c: preloaded, or loaded late */
 };
 
 /* Case-insensitive in ASCII, whatever the locale: the words are ASCII (and every process parses
@@ -151,6 +186,23 @@ static int parse_dir(const char *v, char *out)
 	return parse_path(v, out);
 }
 
+/* V into text slot SLOT: copied into the pool, so a later setenv, putenv'd buffer or a
+ * setproctitle that reuses the environment's memory changes nothing the shim reads. */
+static void keep_text(struct ms_config *cfg, size_t slot, const char *v)
+{
+	size_t n = strlen(v) + 1;
+	if (slot >= MS_TEXT_SETTINGS)
+		return; /* a row numbered past text[]: never filled (test_settings_text finds it) */
+	if (n > sizeof cfg->text_pool - cfg->text_used) {
+		cfg->text[slot] = v; /* no room: the environment's own string */
+		return;
+	}
+	char *copy = cfg->text_pool + cfg->text_used;
+	memcpy(copy, v, n);
+	cfg->text_used += n;
+	cfg->text[slot] = copy;
+}
+
 static int apply(const struct setting *s, struct ms_config *cfg, const char *v)
 {
 	void *field = (char *)cfg + s->offset;
@@ -170,6 +222,9 @@ static int apply(const struct setting *s, struct ms_config *cfg, const char *v)
 	case K_STAGES:
 		ms_spec_parse(field, v);
 		return 0; /* bad entries were warned about one by one */
+	case K_TEXT:
+		keep_text(cfg, s->offset, v);
+		return 0;
 	}
 	return -1;
 }
@@ -203,18 +258,22 @@ static void config_reset(struct ms_config *cfg)
 	cfg->snapshot_interval = 0;
 	cfg->sites_rate = 0;
 	spec_reset(&cfg->spec);
+	memset(cfg->text, 0, sizeof cfg->text);
+	cfg->text_used = 0;
 }
 
 void ms_config_load(struct ms_config *cfg, ms_getenv_fn get)
 {
 	config_reset(cfg);
 	for (size_t i = 0; i < sizeof settings / sizeof *settings; i++)
-		apply(&settings[i], cfg, settings[i].fallback);
+		if (settings[i].fallback)
+			apply(&settings[i], cfg, settings[i].fallback);
 	/* MEMSHIM_LOG first (the table's order) so later warnings honour it */
 	for (size_t i = 0; i < sizeof settings / sizeof *settings; i++) {
 		const struct setting *s = &settings[i];
 		const char *v = get(s->name);
-		if (!v || (!*v && s->kind != K_STAGES)) /* empty is unset, but an empty stage list is none */
+		/* empty is unset, but an empty stage list is none, and a text is kept as it is */
+		if (!v || (!*v && s->kind != K_STAGES && s->kind != K_TEXT))
 			continue;
 		if (s->kind == K_STAGES)
 			spec_reset(&cfg->spec);
@@ -228,6 +287,30 @@ void ms_config_load(struct ms_config *cfg, ms_getenv_fn get)
 			ms_cfg.log_level = cfg->log_level; /* ms_log reads the global */
 	}
 	cfg->spec.is_default = get("MEMSHIM_STAGES") == NULL;
+}
+
+/* The one read of the environment: secure_getenv, so a setuid program's is never trusted. */
+static const char *environment(const char *name)
+{
+	return secure_getenv(name);
+}
+
+void ms_config_start(void)
+{
+	ms_config_load(&ms_cfg, environment);
+}
+
+const char *ms_config_text(const struct ms_config *cfg, const char *name)
+{
+	for (size_t i = 0; i < sizeof settings / sizeof *settings; i++)
+		if (settings[i].kind == K_TEXT && settings[i].name[0] == name[0] && !strcmp(settings[i].name, name))
+			return settings[i].offset < MS_TEXT_SETTINGS ? cfg->text[settings[i].offset] : NULL;
+	return NULL;
+}
+
+const char *ms_setting_text(const char *name)
+{
+	return ms_config_text(&ms_cfg, name);
 }
 
 int ms_target_names_object(const char *text, size_t n)

@@ -1,5 +1,8 @@
-/* The one table of settings (config.c) and the MEMSHIM_STAGES parser.  Pure logic: environment
- * reading goes through a getter the caller supplies, warnings through ms_log. */
+/* The one table of settings (config.c) and the MEMSHIM_STAGES parser.  Every environment variable
+ * the shim reads is a row of that table, read once at start (ms_config_start, secure_getenv) into
+ * ms_cfg, which the shim only reads afterwards, its text rows through ms_setting_text
+ * (tools/settings_lint.sh fails on any other read of the environment).  Pure logic otherwise:
+ * tests load their own tables through a getter, warnings go through ms_log. */
 #ifndef MS_CONFIG_H
 #define MS_CONFIG_H
 
@@ -11,6 +14,8 @@
 #define MS_SPEC_MAX_TARGETS 16   /* per stage */
 #define MS_SPEC_POOL 8192        /* bytes for all target strings */
 #define MS_SNAPSHOT_AUTO (-1.0)  /* snapshots when memory moved or a stage changed (no thread) */
+#define MS_TEXT_SETTINGS 32      /* variables kept as text (the table's K_TEXT rows) */
+#define MS_TEXT_POOL 16384       /* bytes for their copies */
 
 struct ms_spec_stage {
 	char name[64];
@@ -41,6 +46,13 @@ struct ms_config {
 	char children_dir[MS_PATH_MAX]; /* MEMSHIM_CHILDREN_DIR, made absolute, or "" */
 	char live_dir[MS_PATH_MAX];/* MEMSHIM_LIVE_DIR made absolute; empty: the default place */
 	struct ms_spec spec;     /* MEMSHIM_STAGES */
+	/* The variables kept as text, as they were at start (NULL: unset; "" stays ""): the ones the
+	 * shim hands its children (core/process.c, python/stages.c), the launchers' rank variables and
+	 * the system's (TMPDIR, XDG_RUNTIME_DIR, LD_PRELOAD).  Read with ms_setting_text. */
+	const char *text[MS_TEXT_SETTINGS];
+	size_t text_used;
+	char text_pool[MS_TEXT_POOL]; /* their copies; a value that does not fit points into the
+				       * environment as it was at start */
 };
 
 extern struct ms_config ms_cfg;
@@ -52,6 +64,15 @@ typedef const char *(*ms_getenv_fn)(const char *name);
 
 /* Fills CFG from the environment through GET; every bad value gets one warning and its default. */
 void ms_config_load(struct ms_config *cfg, ms_getenv_fn get);
+/* Loads ms_cfg from the process's environment (lifecycle.c, once at start; a forked child keeps
+ * its parent's): the only read of the environment in the shim. */
+void ms_config_start(void);
+
+/* The text variable NAME as it was when ms_cfg was loaded, or NULL when it was unset or is not a
+ * text row of the table.  An ms_getenv_fn: core/process.c reads the launchers' ranks through it. */
+const char *ms_setting_text(const char *name);
+/* The same from CFG (tests load their own). */
+const char *ms_config_text(const struct ms_config *cfg, const char *name);
 
 /* Parses TEXT into SPEC; bad entries get one warning each and are skipped.  Returns the number of
  * bad entries. */

@@ -1,4 +1,6 @@
-/* Identity and clock of the tracked process (see process.h), and the per-thread guard. */
+/* Identity and clock of the tracked process (see process.h), and the per-thread guard.  The
+ * variables a tracked process hands its exec'd children are set here and read, like every other,
+ * from the settings table (core/config.c) as they were at start. */
 #include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
@@ -89,10 +91,10 @@ static void children_dir(void)
 	char path[MS_PATH_MAX];
 	if (!ms_cfg.children_dir[0])
 		return;
-	const char *slash = strrchr(ms_cfg.output, '/');
-	const char *base = slash ? slash + 1 : ms_cfg.output;
+	const char *slash = strrchr(ms_proc.output, '/');
+	const char *base = slash ? slash + 1 : ms_proc.output;
 	if (ms_format(path, sizeof path, "%s/%s", ms_cfg.children_dir, base) + 1 < sizeof path)
-		ms_strlcpy(ms_cfg.output, path, sizeof ms_cfg.output);
+		ms_strlcpy(ms_proc.output, path, sizeof ms_proc.output);
 }
 
 void ms_process_forked(void)
@@ -109,7 +111,7 @@ void ms_process_forked(void)
 
 static long env_pid(const char *name)
 {
-	return ms_decimal(getenv(name));
+	return ms_decimal(ms_setting_text(name));
 }
 
 /* One launcher's variables: the global rank, local rank and world size as it names them. */
@@ -174,11 +176,6 @@ void ms_rank_detect(struct ms_rank *r, ms_getenv_fn get)
 	}
 }
 
-static const char *plain_getenv(const char *name)
-{
-	return getenv(name);
-}
-
 /* "torchrun/1/0": a tracked process with a rank tells its children which one it held, so a child
  * that inherited the same variables (a DataLoader worker, a helper it runs) is not taken for a
  * rank of its own. */
@@ -186,11 +183,11 @@ static void rank_identify(void)
 {
 	char held[96];
 	const struct ms_rank *r = &ms_proc.rank;
-	ms_rank_detect(&ms_proc.rank, plain_getenv);
+	ms_rank_detect(&ms_proc.rank, ms_setting_text);
 	if (r->rank < 0)
 		return;
 	ms_format(held, sizeof held, "%s/%ld/%ld", r->source, r->rank, r->local_rank);
-	const char *before = getenv("MEMSHIM_RANK_HELD");
+	const char *before = ms_setting_text("MEMSHIM_RANK_HELD");
 	ms_proc.rank.own = !before || strcmp(before, held) != 0;
 	if (ms_proc.rank.own)
 		setenv("MEMSHIM_RANK_HELD", held, 1);
@@ -201,9 +198,9 @@ static void rank_identify(void)
 void ms_process_export_output(void)
 {
 	char pid[24];
-	const char *setting = getenv("MEMSHIM_OUTPUT");
+	const char *setting = ms_setting_text("MEMSHIM_OUTPUT");
 	ms_format(pid, sizeof pid, "%d", (int)ms_proc.pid);
-	setenv("MEMSHIM_ROOT_OUTPUT", ms_cfg.output, 1);
+	setenv("MEMSHIM_ROOT_OUTPUT", ms_proc.output, 1);
 	setenv("MEMSHIM_ROOT_OUTPUT_SETTING", setting ? setting : "", 1);
 	setenv("MEMSHIM_ROOT_OUTPUT_PID", pid, 1);
 }
@@ -211,13 +208,19 @@ void ms_process_export_output(void)
 /* A child that set MEMSHIM_OUTPUT to another value than the exporter saw chose its own file. */
 static int own_setting(void)
 {
-	const char *seen = getenv("MEMSHIM_ROOT_OUTPUT_SETTING");
-	const char *mine = getenv("MEMSHIM_OUTPUT");
+	const char *seen = ms_setting_text("MEMSHIM_ROOT_OUTPUT_SETTING");
+	const char *mine = ms_setting_text("MEMSHIM_OUTPUT");
 	return seen && mine && *mine && strcmp(seen, mine) != 0;
+}
+
+void ms_process_set_output(const char *path)
+{
+	ms_strlcpy(ms_proc.output, path, sizeof ms_proc.output);
 }
 
 void ms_process_identify(void)
 {
+	ms_process_set_output(ms_cfg.output);
 	rank_identify();
 	long root_pid = env_pid("MEMSHIM_ROOT_PID");
 	if (root_pid <= 0 || root_pid == ms_proc.pid) {
@@ -235,9 +238,9 @@ void ms_process_identify(void)
 		ms_process_export_output(); /* its own exec'd children derive their names from its file */
 		return;
 	}
-	const char *out = getenv("MEMSHIM_ROOT_OUTPUT");
-	if (out && out[0] == '/' && strlen(out) < sizeof ms_cfg.output)
-		ms_strlcpy(ms_cfg.output, out, sizeof ms_cfg.output);
+	const char *out = ms_setting_text("MEMSHIM_ROOT_OUTPUT");
+	if (out && out[0] == '/' && strlen(out) < sizeof ms_proc.output)
+		ms_process_set_output(out);
 	/* the process that owns the file exec'd itself in place: it keeps writing the file as is */
 	ms_proc.own_output = env_pid("MEMSHIM_ROOT_OUTPUT_PID") == ms_proc.pid;
 	if (!ms_proc.own_output)

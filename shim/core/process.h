@@ -24,6 +24,11 @@ struct ms_process {
 	double start_unix;
 	char *const *argv; /* the program's arguments as the constructor got them, or NULL */
 	struct ms_rank rank;
+	/* Where this process writes, placeholders not yet expanded: MEMSHIM_OUTPUT (ms_cfg.output),
+	 * or the run's root's file for an exec'd child, in MEMSHIM_CHILDREN_DIR for a child that
+	 * writes its parent's name, in $TMPDIR when its directory could not take it (output/
+	 * identity.c).  ms_cfg keeps the user's setting. */
+	char output[MS_PATH_MAX];
 };
 
 extern struct ms_process ms_proc;
@@ -51,11 +56,15 @@ void ms_process_args(int argc, char *const *argv, char *const *envp);
  * Returns the length; *TRUNCATED when they did not all fit. */
 size_t ms_process_cmdline(char *buf, size_t size, int *truncated);
 /* Exec'd children inherit the identity of the first tracked process of the run, and where it
- * writes (MEMSHIM_ROOT_*, exported here for them); reads the environment and ms_cfg.output. */
+ * writes (MEMSHIM_ROOT_*, exported here for them; read from the settings table, as they were at
+ * start); sets ms_proc.output from ms_cfg.output or the root's file. */
 void ms_process_identify(void);
+/* Where this process writes from now on (at start: output/identity.c's fallback directory); call
+ * ms_process_export_output after it so exec'd children follow. */
+void ms_process_set_output(const char *path);
 /* Tells exec'd children where this process writes (after its output changed). */
 void ms_process_export_output(void);
-/* The rank the launchers' variables give, read through GET (the environment, or a test's table). */
+/* The rank the launchers' variables give, read through GET (ms_setting_text, or a test's table). */
 void ms_rank_detect(struct ms_rank *r, ms_getenv_fn get);
 /* A forked child that goes on tracking: its own clock, pid and parent. */
 void ms_process_forked(void);

@@ -265,7 +265,7 @@ int ms_stage_enter(int id, double now)
 	return 0;
 }
 
-int ms_stage_leave(int id, double now)
+int ms_stage_leave_span(int id, double now, struct ms_span *closed, uint64_t *call)
 {
 	ms_refresh(MS_REFRESH_BOUNDARY);
 	if (id < 0 || id >= MS_MAX_STAGES || lock_or_refuse() < 0)
@@ -279,11 +279,21 @@ int ms_stage_leave(int id, double now)
 		int64_t live[MS_NCOMP];
 		boundary(live);
 		finish_call(id, live, now, 0);
+		rc = 1;
+		if (closed) /* under the lock: no other thread's call of it in between */
+			*closed = ms_st.stage[id].last;
+		if (call)
+			*call = ms_st.stage[id].calls;
 	}
 	stages_unlock();
-	if (ms_stage_observer && rc == 0 && !quiet)
+	if (ms_stage_observer && rc >= 0 && !quiet)
 		ms_stage_observer(id, 1);
 	return rc;
+}
+
+int ms_stage_leave(int id, double now)
+{
+	return ms_stage_leave_span(id, now, NULL, NULL) < 0 ? -1 : 0;
 }
 
 void ms_stages_begin_implicit_init(double now)

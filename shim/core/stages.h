@@ -98,6 +98,9 @@ int ms_stages_held_here(void);
  * Both take the engine lock; safe from any thread. */
 int ms_stage_enter(int id, double now);
 int ms_stage_leave(int id, double now);
+/* Leave, telling whether it closed the call (1; its numbers into *CLOSED and its 1-based index into
+ * *CALL, either may be NULL) or only made it shallower (0); -1 as leave. */
+int ms_stage_leave_span(int id, double now, struct ms_span *closed, uint64_t *call);
 
 /* Starts the implicit init stage (library load, or a forked child's start). */
 void ms_stages_begin_implicit_init(double now);

@@ -11,6 +11,7 @@
 #include <string.h>
 #include <unistd.h>
 #define MS_REAL_STORAGE /* the ms_real_ pointers are defined here */
+#include "core/config.h"
 #include "core/ms.h"
 #include "core/process.h"
 #include "intercept/elf.h"
@@ -70,7 +71,7 @@ int ms_loaded_late(void)
 	/* the program's own allocator comes first even when we are preloaded (rustc) */
 	if (ms_elf_object_of(bound) == _r_debug.r_map)
 		return 0;
-	const char *preload = getenv("LD_PRELOAD");
+	const char *preload = ms_setting_text("LD_PRELOAD");
 	return !preload || !strstr(preload, "memshim");
 }
 

@@ -33,6 +33,7 @@
 #include "intercept/hooks.h"
 #include "output/live.h"
 #include "output/live_record.h"
+#include "output/identity.h"
 #include "output/outpath.h"
 #include "output/report.h"
 
@@ -95,7 +96,7 @@ static int give_up(const char *dir, const char *why, int e)
 /* The directory records go to: MEMSHIM_LIVE_DIR, $XDG_RUNTIME_DIR/memshim or /dev/shm/memshim-<uid>. */
 static void record_dir(char *out, size_t size)
 {
-	const char *xdg = getenv("XDG_RUNTIME_DIR");
+	const char *xdg = ms_setting_text("XDG_RUNTIME_DIR");
 	if (ms_cfg.live_dir[0])
 		ms_strlcpy(out, ms_cfg.live_dir, size);
 	else if (xdg && xdg[0] == '/')
@@ -177,7 +178,7 @@ static void identity(struct ms_live_record *r)
 	int truncated;
 	r->argv_len = (uint32_t)ms_process_cmdline(r->argv, sizeof r->argv, &truncated);
 	r->argv_truncated = (uint32_t)truncated;
-	ms_report_path(r->output, sizeof r->output);
+	ms_identity_output_path(r->output, sizeof r->output);
 	ms_counters_inherited(r->inherited);
 	__atomic_store_n(&r->magic, MS_LIVE_MAGIC, __ATOMIC_RELEASE); /* last: a reader sees all or none */
 }

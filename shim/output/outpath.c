@@ -1,4 +1,4 @@
-/* Expanding the output path's placeholders, and walking it (see outpath.h).  Holding a descriptor of each directory on the way means
+/* Walking the output path (see outpath.h).  Holding a descriptor of each directory on the way means
  * a link swapped in after the check is never followed: every step opens with O_NOFOLLOW. */
 #include <errno.h>
 #include <fcntl.h>
@@ -6,53 +6,10 @@
 #include <sys/stat.h>
 #include <sys/statfs.h>
 #include <sys/syscall.h>
-#include <sys/utsname.h>
 #include <unistd.h>
 #include <linux/openat2.h>
 #include "core/ms.h"
-#include "core/process.h"
 #include "output/outpath.h"
-
-/* One placeholder C into OUT; *OWN becomes 1 when what it wrote is this process's alone. */
-static size_t expand_one(char c, char *out, size_t size, int *own)
-{
-	struct utsname u;
-	const struct ms_rank *r = &ms_proc.rank;
-	long v = c == 'r' ? r->rank : r->local_rank;
-	switch (c) {
-	case 'p':
-		*own = 1;
-		return ms_format(out, size, "%d", (int)ms_proc.pid);
-	case 'r':
-	case 'l':
-		if (v >= 0) {
-			*own |= r->own && r->rank >= 0;
-			return ms_format(out, size, "%ld", v);
-		}
-		*own = 1;
-		return ms_format(out, size, "pid%d", (int)ms_proc.pid);
-	case 'h':
-		return ms_format(out, size, "%s", syscall(SYS_uname, &u) == 0 ? u.nodename : "host");
-	default:
-		return ms_format(out, size, "%%");
-	}
-}
-
-int ms_outpath_expand(char *out, size_t size, const char *tmpl)
-{
-	size_t n = 0;
-	int own = 0;
-	for (; *tmpl && n + 1 < size; tmpl++) {
-		if (tmpl[0] == '%' && tmpl[1] && strchr("prlh%", tmpl[1])) {
-			n += expand_one(tmpl[1], out + n, size - n, &own);
-			tmpl++;
-		} else {
-			out[n++] = *tmpl;
-		}
-	}
-	out[n < size ? n : size - 1] = '\0';
-	return own;
-}
 
 #define MAX_LINKS 40           /* the kernel's MAXSYMLINKS */
 #define PROC_SUPER_MAGIC 0x9fa0 /* linux/magic.h */

@@ -36,12 +36,6 @@ struct ms_outpath {
 	struct ms_outpath_walk wk;
 };
 
-/* TMPL (MEMSHIM_OUTPUT) into OUT of SIZE bytes: %p the pid, %r the rank and %l the local rank
- * (struct ms_rank; "pid<N>" where the launcher gave none), %h the host name, %% a '%'.  Returns 1
- * when the name is this process's alone (%p; %r or %l of a rank of its own, or "pid<N>"), so a
- * child needs no ".<pid>" after it.  Async-signal-safe. */
-int ms_outpath_expand(char *out, size_t size, const char *tmpl);
-
 /* Walks PATH into OUT.  Returns 0, or -errno (ELOOP after 40 links, ENOENT for a missing directory,
  * EISDIR for a directory).  Async-signal-safe, no allocation; close OUT->dirfd when done.  With
  * OUT->parent_only the last name is not looked at: OUT->name in OUT->dirfd, how MS_OUT_REPLACE. */

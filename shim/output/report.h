@@ -1,15 +1,9 @@
-/* The metrics file: JSON assembled from the stage engine and counters (doc/metrics-format.md). */
+/* The metrics file (doc/metrics-format.md): its one writer, the file's atomic replacement and the
+ * writer's lock across fork; the JSON is output/document.c's, the path output/identity.c's. */
 #ifndef MS_REPORT_H
 #define MS_REPORT_H
 
 #include <stddef.h>
-
-/* Captures argv (at start). */
-void ms_report_init(void);
-
-/* At start: falls back to $TMPDIR (or /tmp) when the output directory cannot take the file (one
- * warning); returns 1 when the output moved. */
-int ms_report_check_output(void);
 
 /* Writes the metrics file.  REASON: exit, _exit, snapshot, signal; SIG only for signal.
  * Returns 0, or -1 after one warning naming the path. */
@@ -33,9 +27,5 @@ void ms_report_fork_prepare(void);
 void ms_report_fork_parent(void);
 /* A forked child that goes on TRACKING writes its own file from scratch. */
 void ms_report_fork_child(int tracking);
-
-/* The output path of this process: placeholders expanded (output/outpath.c), ".<pid>" appended
- * for children that write a path inherited from their parent unless it names them already. */
-void ms_report_path(char *out, size_t size);
 
 #endif

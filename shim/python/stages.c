@@ -255,7 +255,7 @@ static void decide_speaker(void)
 {
 	if (ms_cfg.spec.is_default)
 		return;
-	const char *v = getenv("MEMSHIM_PY_ROOT_PID");
+	const char *v = ms_setting_text("MEMSHIM_PY_ROOT_PID");
 	long pid = v ? strtol(v, NULL, 10) : 0;
 	if (pid > 0 && pid != (long)ms_proc.pid) {
 		speaker_pid = (pid_t)pid;

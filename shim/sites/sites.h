@@ -3,7 +3,7 @@
  * stack" taken as that call's peak rises.  The hot path (the countdown and the filter of sampled
  * blocks) is intercept/sample.h's: init registers this sampler there, and with cuda/ for device
  * allocations; this header is for the lifecycle (subsystems.def) and the report writer
- * (output/sites.c).
+ * (output/peak_sites.c).
  *
  * Memory bound (all raw mappings made at start, pages touched as used, never the wrapped malloc):
  * stacks 16384 x 64 frames (a 256 Ki-word frame pool), strings 32768 / 2 MiB, sampled live blocks

@@ -9,10 +9,12 @@ check-wheel: wheel $(FMT_BIN)
 		MEMSHIM_RAW_WHEEL=$$(ls $(WHEEL_BUILD)/raw/memshim-$(MEMSHIM_VERSION)-*.whl) \
 		MEMSHIM_SYSTEM_FORMAT=$(abspath $(FMT_BIN)) $(PACKAGING_PYTEST) tests/packaging/test_wheel.py
 
-# pytest --memshim: budgets, the re-run under the library, xdist, GPU budgets on the stand-in driver.
+# pytest --memshim: budgets, the re-run under the library, xdist, GPU budgets on the stand-in driver,
+# each test by node id in the metrics file (labelled calls).
 .PHONY: check-pytest-plugin
-check-pytest-plugin: $(BUILD)/libmemshim.so $(GPU_DIR)/libcuda.so.1 $(TOOLS_VENV)/.requirements
-	@MEMSHIM_STANDIN_CUDA=$(abspath $(GPU_DIR)/libcuda.so.1) $(PACKAGING_PYTEST) tests/packaging/test_pytest_plugin.py
+check-pytest-plugin: $(BUILD)/libmemshim.so $(GPU_DIR)/libcuda.so.1 $(TOOLS_VENV)/.requirements $(FMT_BIN)
+	@MEMSHIM_STANDIN_CUDA=$(abspath $(GPU_DIR)/libcuda.so.1) MEMSHIM_FORMAT=$(abspath $(FMT_BIN)) \
+		$(PACKAGING_PYTEST) tests/packaging/test_pytest_plugin.py tests/packaging/test_pytest_labels.py
 
 CHECK_TARGETS += check-wheel check-pytest-plugin
 

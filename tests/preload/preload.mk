@@ -1,10 +1,10 @@
 # Integration suites: fixture programs run under LD_PRELOAD, metrics files parsed with jansson.
 PRELOAD_FIXTURES := $(BUILD)/preload/alloc_fixture $(BUILD)/preload/output_fixture \
 	$(BUILD)/preload/reliab_fixture $(BUILD)/preload/own_malloc $(BUILD)/preload/reserve_fixture \
-	$(BUILD)/preload/fork_fixture \
+	$(BUILD)/preload/fork_fixture $(BUILD)/preload/labels_fixture \
 	$(BUILD)/preload/sanitized_tsan $(BUILD)/preload/sanitized_asan
 PRELOAD_SUITES := $(BUILD)/preload/test_preload $(BUILD)/preload/test_output $(BUILD)/preload/test_reliability \
-	$(BUILD)/preload/test_reserve $(BUILD)/preload/test_fork
+	$(BUILD)/preload/test_reserve $(BUILD)/preload/test_fork $(BUILD)/preload/test_labels
 
 $(BUILD)/preload/%: tests/preload/fixtures/%.c
 	@mkdir -p $(@D)

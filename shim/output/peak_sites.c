@@ -1,18 +1,17 @@
-/* Writes the call sites live at each stage's peak (see output/sites.h).  The copies are taken
+/* Writes the call sites live at each stage's peak (see output/peak_sites.h).  The copies are taken
  * once per file, before any stage is written, so the symbols of all of them are read in one
  * pass. */
 #include <string.h>
 #include "core/ms.h"
-#include "output/sites.h"
+#include "output/peak_sites.h"
 #include "sites/sites.h"
 
 static struct ms_sites_copy copies[MS_MAX_STAGES] MS_LARGE;
 static int have[MS_MAX_STAGES];
 static int active;
 
-int ms_report_sites_begin(const struct ms_stages *st, const int *ids, int n, int in_handler)
+int ms_peak_sites_begin(const int *ids, int n, int in_handler)
 {
-	(void)st;
 	active = ms_sites_enabled();
 	memset(have, 0, sizeof have);
 	if (!active || !ms_sites_on()) /* no sample yet: empty lists, nothing to copy or name */
@@ -57,7 +56,7 @@ static void write_list(struct ms_json *w, const char *key, const struct ms_sites
 	ms_json_end_array(w);
 }
 
-void ms_report_sites_stage(struct ms_json *w, int id, const struct ms_span *sp)
+void ms_peak_sites_stage(struct ms_json *w, int id, const struct ms_span *sp)
 {
 	if (!active || id < 0 || id >= MS_MAX_STAGES)
 		return;
@@ -70,7 +69,7 @@ void ms_report_sites_stage(struct ms_json *w, int id, const struct ms_span *sp)
 	ms_json_int(w, "peak_sites_gpu_lag", gpu_lag > 0 ? gpu_lag : 0);
 }
 
-void ms_report_sites_summary(struct ms_json *w)
+void ms_peak_sites_summary(struct ms_json *w)
 {
 	if (!active)
 		return;
@@ -89,7 +88,7 @@ void ms_report_sites_summary(struct ms_json *w)
 	ms_json_end_object(w);
 }
 
-void ms_report_sites_end(void)
+void ms_peak_sites_end(void)
 {
 	if (active && ms_sites_on())
 		ms_sites_symbolise_done();

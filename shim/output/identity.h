@@ -1,0 +1,30 @@
+/* Who writes the metrics file and where: the program's arguments, the output path's placeholders
+ * (%p the pid, %r/%l the rank core/process.c derived, %h the host) and the directory checked at
+ * start.  The rank itself is core/process.c's: every layer reads it from ms_proc. */
+#ifndef MS_IDENTITY_H
+#define MS_IDENTITY_H
+
+#include <stddef.h>
+
+/* Captures the program's arguments (at start; a forked child keeps its parent's). */
+void ms_identity_init(void);
+
+/* The arguments, each ending in NUL: *LEN bytes at the returned address; *TRUNCATED when they did
+ * not all fit. */
+const char *ms_identity_argv(size_t *len, int *truncated);
+
+/* TMPL (MEMSHIM_OUTPUT) into OUT of SIZE bytes: %p the pid, %r the rank and %l the local rank
+ * (struct ms_rank; "pid<N>" where the launcher gave none), %h the host name, %% a '%'.  Returns 1
+ * when the name is this process's alone (%p; %r or %l of a rank of its own, or "pid<N>"), so a
+ * child needs no ".<pid>" after it.  Async-signal-safe. */
+int ms_identity_expand(char *out, size_t size, const char *tmpl);
+
+/* The output path of this process: placeholders expanded, ".<pid>" appended for children that
+ * write a path inherited from their parent unless it names them already. */
+void ms_identity_output_path(char *out, size_t size);
+
+/* At start: falls back to $TMPDIR (or /tmp) when the output directory cannot take the file (one
+ * warning); returns 1 when the output moved. */
+int ms_identity_check_output(void);
+
+#endif

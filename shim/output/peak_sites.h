@@ -1,0 +1,19 @@
+/* The call-site keys of the metrics file (doc/metrics-format.md, "peak_sites"): the sites live at
+ * each stage's peak, written into the document (output/document.c) through these functions. */
+#ifndef MS_PEAK_SITES_H
+#define MS_PEAK_SITES_H
+
+#include "core/json.h"
+#include "core/stages.h"
+
+/* Before the document: takes each stage's copy (IDS[0..N)) and names their native frames (not
+ * from a signal handler, IN_HANDLER: addresses only).  0 when sampling is off: write nothing. */
+int ms_peak_sites_begin(const int *ids, int n, int in_handler);
+/* Inside stage ID's object: peak_sites, peak_sites_gpu and their lags against the call's span SP. */
+void ms_peak_sites_stage(struct ms_json *w, int id, const struct ms_span *sp);
+/* The top-level "sites" object. */
+void ms_peak_sites_summary(struct ms_json *w);
+/* Releases what begin mapped. */
+void ms_peak_sites_end(void);
+
+#endif

@@ -1,0 +1,271 @@
+/* The metrics document (shim/output/document.c): a state fed in by hand, the JSON compared key by
+ * key with what doc/metrics-format.md says that state writes. */
+#include <check.h>
+#include <jansson.h>
+#include <stdio.h>
+#include <string.h>
+#include "suite.h"
+#include "output/document.h"
+
+static struct ms_stages st;
+static struct ms_timeline tl;
+static struct ms_process proc;
+static struct ms_doc doc;
+static struct ms_json w;
+static char out[1 << 16];
+
+static void span(struct ms_span *sp, int c, int64_t begin, int64_t end, int64_t peak)
+{
+	sp->begin[c] = begin;
+	sp->end[c] = end;
+	sp->peak[c] = peak;
+}
+
+/* Stage "train": one call done (+3000 kept, peaked 500 above); stage "eval" open; a GPU on device 1. */
+static void fill_state(void)
+{
+	memset(&st, 0, sizeof st);
+	memset(&tl, 0, sizeof tl);
+	memset(&doc, 0, sizeof doc);
+	proc = (struct ms_process){ .pid = 42, .ppid = 1, .root_pid = 42, .start_unix = 100.0,
+				    .rank = { .source = "torchrun", .rank = 3, .local_rank = 1, .world_size = 8,
+					      .node_rank = -1 } };
+	st.nstages = 2;
+	st.order_next = 2;
+	struct ms_stage *t = &st.stage[0], *e = &st.stage[1];
+	strcpy(t->name, "train");
+	t->used = 1;
+	t->first_order = 1; /* began second: written second */
+	t->calls = 1;
+	span(&t->last, MS_CPU, 1000, 4000, 4500);
+	span(&t->last, MS_GPU, 0, 2048, 4096);
+	span(&t->last, MS_DEV0 + 1, 0, 2048, 4096);
+	t->last.start = 1.5;
+	t->last.runtime = 2.0;
+	t->max_cpu_needed = 3500;
+	t->max_cpu_call = 1;
+	t->history[0] = (struct ms_call){ .start = 1.5, .runtime = 2.0, .cpu_alloc = 3000, .cpu_peaked = 500,
+					  .gpu_alloc = 2048, .gpu_peaked = 2048 };
+	strcpy(e->name, "eval");
+	e->used = 1;
+	e->first_order = 0;
+	st.depth[1] = 1;
+	span(&e->cur, MS_CPU, 4000, 3000, 5000);
+	e->cur.start = 4.0;
+	doc = (struct ms_doc){ .reason = "exit", .complete = 1, .end_unix = 110.25, .proc = &proc,
+			       .argv = "prog\0--flag", .argv_len = 12, .stages = &st, .gpu = 1, .devices = 1u << 1,
+			       .rss_peak = 1 << 20, .mmap_untracked = 2 };
+	doc.peaks[MS_CPU] = 5000;
+	doc.peaks[MS_GPU] = 4096;
+	doc.peaks[MS_DEV0 + 1] = 4096;
+	doc.live[MS_CPU] = 3000;
+	doc.live[MS_RSS] = 1 << 19;
+}
+
+static json_t *written(void)
+{
+	ms_json_init_memory(&w, out, sizeof out);
+	ms_document_write(&w, &doc);
+	ck_assert_int_eq(ms_json_finish(&w), 0);
+	ck_assert_uint_lt(w.mem_len, sizeof out);
+	json_error_t err;
+	json_t *root = json_loads(out, 0, &err);
+	ck_assert_msg(root != NULL, "parse error: %s", err.text);
+	return root;
+}
+
+/* The member at PATH ("stages/1/cpu/alloc_delta"), or NULL. */
+static json_t *at(json_t *v, const char *path)
+{
+	char buf[256], *save = NULL;
+	snprintf(buf, sizeof buf, "%s", path);
+	for (char *k = strtok_r(buf, "/", &save); k && v; k = strtok_r(NULL, "/", &save))
+		v = json_is_array(v) ? json_array_get(v, (size_t)strtoul(k, NULL, 10)) : json_object_get(v, k);
+	return v;
+}
+
+static void expect_int(json_t *root, const char *path, json_int_t want)
+{
+	json_t *v = at(root, path);
+	ck_assert_msg(json_is_integer(v), "%s: not an integer", path);
+	ck_assert_msg(json_integer_value(v) == want, "%s: %lld, want %lld", path, (long long)json_integer_value(v),
+		      (long long)want);
+}
+
+static void expect_str(json_t *root, const char *path, const char *want)
+{
+	json_t *v = at(root, path);
+	ck_assert_msg(json_is_string(v), "%s: not a string", path);
+	ck_assert_str_eq(json_string_value(v), want);
+}
+
+START_TEST(identity_and_order)
+{
+	fill_state();
+	json_t *root = written();
+	static const char *const top[] = { "format", "version", "complete", "reason", "pid", "ppid", "root_pid",
+					   "is_child", "forked", "argv", "argv_truncated", "start_time", "end_time",
+					   "elapsed", "rank", "gpu_used", "metrics", "stages", "unmatched_targets",
+					   "gpu_events", "gpu_events_dropped", "process" };
+	const char *p = out;
+	for (size_t i = 0; i < sizeof top / sizeof *top; i++) { /* in this order, as the format says */
+		char key[64];
+		snprintf(key, sizeof key, "\n  \"%s\":", top[i]);
+		const char *q = strstr(p, key);
+		ck_assert_msg(q != NULL, "top-level key %s missing or out of order", top[i]);
+		p = q;
+	}
+	ck_assert_int_eq((int)json_object_size(root), (int)(sizeof top / sizeof *top));
+	expect_str(root, "format", "memshim-metrics");
+	expect_str(root, "argv/1", "--flag");
+	expect_int(root, "rank/rank", 3);
+	expect_int(root, "rank/local_rank", 1);
+	ck_assert_ptr_null(at(root, "rank/node_rank"));
+	ck_assert(json_real_value(at(root, "elapsed")) == 10.25);
+	expect_str(root, "stages/0/name", "eval"); /* first begun first */
+	expect_str(root, "stages/1/name", "train");
+	json_decref(root);
+}
+END_TEST
+
+START_TEST(stage_numbers)
+{
+	fill_state();
+	json_t *root = written();
+	expect_int(root, "metrics/train_mem_cpu_alloc_delta", 3000);
+	expect_int(root, "metrics/train_mem_cpu_peaked_delta", 500);
+	expect_int(root, "metrics/train_mem_gpu_alloc_delta", 2048);
+	expect_int(root, "metrics/train_mem_gpu_peaked_delta", 2048);
+	expect_int(root, "metrics/train_calls", 1);
+	ck_assert_ptr_null(at(root, "metrics/eval_calls")); /* no completed call: no flat keys */
+	expect_int(root, "metrics/process_mem_cpu_peak", 5000);
+	expect_int(root, "metrics/process_mem_rss_peak", 1 << 20);
+	ck_assert(json_is_true(at(root, "stages/0/open")));
+	expect_int(root, "stages/0/cpu/alloc_delta", -1000);
+	expect_int(root, "stages/0/cpu/peaked_delta", 2000);
+	expect_int(root, "stages/1/cpu/begin", 1000);
+	expect_int(root, "stages/1/cpu/peak", 4500);
+	expect_int(root, "stages/1/gpu/devices/0/device", 1);
+	expect_int(root, "stages/1/gpu/devices/0/peaked_delta", 2048);
+	ck_assert_int_eq((int)json_array_size(at(root, "stages/1/gpu/devices")), 1);
+	expect_int(root, "stages/1/max_needed/cpu", 3500);
+	expect_int(root, "stages/1/history/0/cpu_peaked_delta", 500);
+	expect_int(root, "stages/1/history/0/gpu_alloc_delta", 2048);
+	expect_int(root, "process/cpu/live", 3000);
+	expect_int(root, "process/rss/live", 1 << 19);
+	expect_int(root, "process/gpu/devices/0/peak", 4096);
+	expect_int(root, "process/mmap_untracked", 2);
+	ck_assert_ptr_null(at(root, "timeline")); /* off */
+	ck_assert_ptr_null(at(root, "process/inherited"));
+	json_decref(root);
+}
+END_TEST
+
+/* No GPU: no GPU key anywhere. */
+START_TEST(cpu_only)
+{
+	fill_state();
+	doc.gpu = 0;
+	json_t *root = written();
+	ck_assert(json_is_false(at(root, "gpu_used")));
+	ck_assert_ptr_null(at(root, "metrics/train_mem_gpu_alloc_delta"));
+	ck_assert_ptr_null(at(root, "stages/1/gpu"));
+	ck_assert_ptr_null(at(root, "stages/1/history/0/gpu_alloc_delta"));
+	ck_assert_ptr_null(at(root, "process/gpu"));
+	ck_assert_ptr_null(at(root, "gpu_events"));
+	json_decref(root);
+}
+END_TEST
+
+static void unmatched(ms_doc_target_fn fn, void *ctx)
+{
+	fn(ctx, "train", "mod:Nope.train");
+}
+
+static void sites_summary(struct ms_json *jw)
+{
+	ms_json_object(jw, "sites");
+	ms_json_int(jw, "rate", 7);
+	ms_json_end_object(jw);
+}
+
+/* A forked child's inherited memory, the timeline and what other layers add. */
+START_TEST(child_timeline_and_layers)
+{
+	fill_state();
+	proc.forked = proc.is_child = 1;
+	doc.inherited[MS_CPU] = 800;
+	st.before_init_set = 1;
+	st.before_init[MS_CPU] = 1000;
+	ms_timeline_append(&tl, MS_CPU, 0.5, 100);
+	ms_timeline_append(&tl, MS_DEV0 + 1, 0.5, 200);
+	tl.events[0] = (struct ms_timeline_event){ .t = 0.5, .stage = 0, .begin = 1 };
+	tl.nevents = 1;
+	doc.timeline = &tl;
+	doc.each_unmatched = unmatched;
+	doc.sites_summary = sites_summary;
+	json_t *root = written();
+	expect_int(root, "metrics/inherited_mem_cpu", 800);
+	expect_int(root, "metrics/before_init_mem_cpu", 200);
+	expect_int(root, "process/inherited/cpu", 800);
+	expect_str(root, "unmatched_targets/0/target", "mod:Nope.train");
+	expect_int(root, "sites/rate", 7);
+	expect_str(root, "timeline/series/1/component", "gpu");
+	expect_int(root, "timeline/series/1/device", 1);
+	expect_int(root, "timeline/series/0/points/0/1", 100);
+	expect_str(root, "timeline/events/0/stage", "train");
+	json_decref(root);
+}
+END_TEST
+
+/* Labelled calls: in the order they ended, skipping slots not yet published (or of another
+ * generation), with GPU devices as the process used them. */
+START_TEST(labelled_calls)
+{
+	static struct ms_labelled_call calls[3];
+	fill_state();
+	memset(calls, 0, sizeof calls);
+	calls[0] = (struct ms_labelled_call){ .ready = 2, .stage = 0, .call = 1 };
+	span(&calls[0].span, MS_CPU, 100, 200, 1200);
+	span(&calls[0].span, MS_DEV0 + 1, 0, 0, 4096);
+	strcpy(calls[0].label, "tests/t.py::test_a[1]");
+	calls[1] = calls[0];
+	calls[1].ready = 1; /* a slot being written (the previous generation's): skipped */
+	calls[2] = calls[0];
+	calls[2].call = 2;
+	strcpy(calls[2].label, "b");
+	doc.labelled = calls;
+	doc.nlabelled = 3;
+	doc.labelled_generation = 2;
+	doc.labelled_dropped = 5;
+	json_t *root = written();
+	ck_assert_int_eq((int)json_array_size(at(root, "labelled_calls")), 2);
+	expect_str(root, "labelled_calls/0/label", "tests/t.py::test_a[1]");
+	expect_str(root, "labelled_calls/0/stage", "train");
+	expect_int(root, "labelled_calls/0/cpu/alloc_delta", 100);
+	expect_int(root, "labelled_calls/0/cpu/peaked_delta", 1000);
+	expect_int(root, "labelled_calls/0/gpu/devices/0/device", 1);
+	expect_int(root, "labelled_calls/0/gpu/devices/0/peaked_delta", 4096);
+	expect_int(root, "labelled_calls/1/call", 2);
+	expect_int(root, "labelled_calls_dropped", 5);
+	json_decref(root);
+	doc.nlabelled = 0;
+	doc.labelled_dropped = 0;
+	root = written();
+	ck_assert_ptr_null(at(root, "labelled_calls")); /* none: the file as it was */
+	json_decref(root);
+}
+END_TEST
+
+int main(void)
+{
+	Suite *s = suite_create("document");
+	TCase *tc = tcase_create("layout");
+	tcase_add_test(tc, identity_and_order);
+	tcase_add_test(tc, stage_numbers);
+	tcase_add_test(tc, cpu_only);
+	tcase_add_test(tc, child_timeline_and_layers);
+	tcase_add_test(tc, labelled_calls);
+	suite_add_tcase(s, tc);
+	return run_suite(s);
+}
