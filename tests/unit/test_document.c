@@ -105,7 +105,7 @@ START_TEST(identity_and_order)
 	json_t *root = written();
 	static const char *const top[] = { "format", "version", "complete", "reason", "pid", "ppid", "root_pid",
 					   "is_child", "forked", "argv", "argv_truncated", "start_time", "end_time",
-					   "elapsed", "rank", "gpu_used", "metrics", "stages", "unmatched_targets",
+					   "elapsed", "rank", "gpu_used", "metrics", "stages", "unmatched_targets", "native_targets",
 					   "gpu_events", "gpu_events_dropped", "process" };
 	const char *p = out;
 	for (size_t i = 0; i < sizeof top / sizeof *top; i++) { /* in this order, as the format says */
