@@ -40,6 +40,7 @@ static const struct setting settings[] = {
 	{ "MEMSHIM_SITES", K_BOOL, "1", AT(sites) },
 	{ "MEMSHIM_SITES_RATE", K_BYTES, "524288", AT(sites_rate) },
 	{ "MEMSHIM_LIVE", K_BOOL, "1", AT(live) },
+	{ "MEMSHIM_NATIVE_PLT", K_BOOL, "1", AT(native_plt) },
 	{ "MEMSHIM_LIVE_DIR", K_DIR, "", AT(live_dir) },
 	{ "MEMSHIM_STAGES", K_STAGES, ms_default_stages, AT(spec) },
 	/* As text: the user's MEMSHIM_OUTPUT as typed (an exec'd child compares it with its root's) */

@@ -42,6 +42,7 @@ struct ms_config {
 	long sites_rate;         /* MEMSHIM_SITES_RATE: mean bytes between samples */
 	double snapshot_interval;/* MEMSHIM_SNAPSHOT_INTERVAL: seconds, 0 off, MS_SNAPSHOT_AUTO */
 	int live;                /* MEMSHIM_LIVE: the live record (output/live.c) */
+	int native_plt;          /* MEMSHIM_NATIVE_PLT: native targets bound to their calls (GOT) */
 	char output[MS_PATH_MAX];/* MEMSHIM_OUTPUT, made absolute, %p not yet expanded */
 	char children_dir[MS_PATH_MAX]; /* MEMSHIM_CHILDREN_DIR, made absolute, or "" */
 	char live_dir[MS_PATH_MAX];/* MEMSHIM_LIVE_DIR made absolute; empty: the default place */

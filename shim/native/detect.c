@@ -79,9 +79,10 @@ static void warn_unseen(const struct ms_target *t)
 	int id = ms_stage_find(ms_cfg.spec.stage[t->spec_stage].name);
 	if (id >= 0 && ms_stage_calls(id) > 0)
 		return;
-	ms_warn("native stage %s: '%s' has no call through a library's GOT (a function of the program, "
-		"static, or called directly inside its library), so it is seen from the stack only when it "
-		"allocates or frees; no such call was seen", ms_cfg.spec.stage[t->spec_stage].name, t->text);
+	ms_warn("native stage %s: '%s' is seen from the stack only (%s), so only calls that allocate or "
+		"free are seen; no such call was seen", ms_cfg.spec.stage[t->spec_stage].name, t->text,
+		ms_cfg.native_plt ? "no library calls it through its GOT: a function of the program, static, or "
+				    "called directly inside its library" : "MEMSHIM_NATIVE_PLT=0");
 }
 
 void ms_native_report(void)
@@ -141,7 +142,7 @@ void ms_native_init(void)
 		ms_warn("native stages disabled: the trampolines were not linked as expected");
 	if (ok) {
 		ms_jmp_init();
-		ms_plt_bind();   /* first: a target bound to its calls needs no stack check */
+		ms_plt_init();   /* first: a target bound to its calls needs no stack check */
 		ms_syms_resolve();
 		ok = worth_checking();
 	}
@@ -150,7 +151,6 @@ void ms_native_init(void)
 	if (!ok)
 		return;
 	watching = 1;
-	ms_plt_watch_dlsym();
 	ms_arm_init(); /* the stack check runs only while a target is loaded */
 }
 

@@ -279,8 +279,9 @@ void ms_plt_bind(void);
 void ms_plt_forget_unloaded(void);
 /* Whether some slot calls target T (index into ms_native_targets) through our entry. */
 int ms_plt_bound(int t);
-/* From now on dlsym binds what a dlopen loaded and answers bound names with their entries. */
-void ms_plt_watch_dlsym(void);
+/* Binds the targets' calls in the objects loaded now (unless MEMSHIM_NATIVE_PLT=0); from then on
+ * dlopen'd objects are bound too and dlsym answers bound names with their entries. */
+void ms_plt_init(void);
 /* What dlsym should return for FOUND: our entry when FOUND is a bound function, else FOUND. */
 void *ms_plt_dlsym(void *found);
 

@@ -13,6 +13,7 @@
 #include <errno.h>
 #include <link.h>
 #include <string.h>
+#include "core/config.h"
 #include "core/ms.h"
 #include "intercept/elf.h"
 #include "intercept/hooks.h"
@@ -31,6 +32,7 @@ struct binding {
 
 static struct binding bindings[MS_PLT_ENTRIES] MS_LARGE;
 static int nbindings;
+static int enabled;     /* MEMSHIM_NATIVE_PLT and native targets to bind */
 static int unrelocated; /* slots met in an object still being loaded: read it again next time */
 static unsigned char bound_by_plt[MS_PLT_MAX_TARGETS];
 extern char ms_plt_entries[];
@@ -255,6 +257,8 @@ void ms_plt_bind(void)
 	static unsigned long long bound_adds = ~0ULL;
 	static int busy;
 	unsigned long long adds = 0;
+	if (!__atomic_load_n(&enabled, __ATOMIC_ACQUIRE))
+		return;
 	dl_iterate_phdr(read_adds, &adds);
 	if (adds == __atomic_load_n(&bound_adds, __ATOMIC_ACQUIRE) || __atomic_exchange_n(&busy, 1, __ATOMIC_ACQUIRE))
 		return; /* nothing new, or another thread is binding (it or the next call sees the rest) */
@@ -292,8 +296,12 @@ static void *on_dlsym(void *handle, const char *name)
 	return answer;
 }
 
-void ms_plt_watch_dlsym(void)
+void ms_plt_init(void)
 {
+	if (!ms_cfg.native_plt)
+		return;
+	__atomic_store_n(&enabled, 1, __ATOMIC_RELEASE);
+	ms_plt_bind();
 	__atomic_store_n(&ms_on_dlsym, on_dlsym, __ATOMIC_RELEASE);
 }
 

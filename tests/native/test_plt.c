@@ -172,6 +172,24 @@ START_TEST(ld_bind_now)
 }
 END_TEST
 
+/* MEMSHIM_NATIVE_PLT=0: the stack only, so a call that never allocates is not seen. */
+START_TEST(native_plt_off_leaves_the_stack)
+{
+	char spec[] = "MEMSHIM_STAGES=w=plt_work,c=plt_compute", off[] = "MEMSHIM_NATIVE_PLT=0";
+	const char *env[] = { spec, off, NULL };
+	const char *argv[] = { built("native/nplt"), "work", "3", NULL };
+	ck_assert_int_eq(run_under_shim(&r, argv, env), 0);
+	ck_assert(WIFEXITED(r.status) && WEXITSTATUS(r.status) == 0);
+	json_t *m = load_metrics(&r, "m.json");
+	ck_assert_ptr_nonnull(m);
+	expect(m, "w_calls", 3);
+	ck_assert(!has_metric(m, "c_calls"));
+	expect_bound(m, "plt_work", "stack");
+	ck_assert_ptr_nonnull(strstr(r.err, "'plt_compute' is seen from the stack only (MEMSHIM_NATIVE_PLT=0)"));
+	json_decref(m);
+}
+END_TEST
+
 /* A function of the program itself has no GOT slot: the stack finds it, and the file says so. */
 START_TEST(a_static_function_is_bound_by_the_stack)
 {
@@ -203,6 +221,7 @@ int main(void)
 	tcase_add_test(tc, a_pointer_from_dlsym_enters_the_stage);
 	tcase_add_test(tc, a_static_function_is_bound_by_the_stack);
 	tcase_add_test(tc, ld_bind_now);
+	tcase_add_test(tc, native_plt_off_leaves_the_stack);
 	suite_add_tcase(s, tc);
 	return run_suite(s);
 }
