@@ -84,15 +84,6 @@ const char *ms_py_load_api(void)
 	NEED(TupleGetItem, "PyTuple_GetItem");
 	NEED(ListSize, "PyList_Size");
 	NEED(ListGetItem, "PyList_GetItem");
-	if (ms_py.minor >= 12) {
-		NEED(RequestCodeExtraIndex, "PyUnstable_Eval_RequestCodeExtraIndex");
-		NEED(CodeGetExtra, "PyUnstable_Code_GetExtra");
-		NEED(CodeSetExtra, "PyUnstable_Code_SetExtra");
-	} else {
-		NEED(RequestCodeExtraIndex, "_PyEval_RequestCodeExtraIndex");
-		NEED(CodeGetExtra, "_PyCode_GetExtra");
-		NEED(CodeSetExtra, "_PyCode_SetExtra");
-	}
 	NEED(None, "_Py_NoneStruct");
 	NEED(CodeType, "PyCode_Type");
 	NEED(FunctionType, "PyFunction_Type");

@@ -6,8 +6,6 @@
 #include "core/ms.h"
 #include "python/py.h"
 
-ms_pyssize ms_py_extra_index = -1;
-
 /* Whether V is a plain function (or a classmethod/staticmethod around one) running CODE.  Only
  * built-in types are inspected, so no user code (__getattr__, descriptors) runs. */
 static int runs_code(ms_pyobj *v, ms_pyobj *code)
@@ -170,8 +168,7 @@ uintptr_t ms_py_classify(ms_pyobj *code, ms_pyobj *frame, ms_pyobj *func, ms_pyo
 		ms_py_decref(own_globals);
 	}
 	ms_py_decref(name);
-	if (ms_py.CodeSetExtra(code, ms_py_extra_index, (void *)value) < 0)
-		ms_py.ErrClear();
+	ms_py_code_put(code, value);
 	ms_py.ErrRestore(et, ev, etb);
 	return value;
 }

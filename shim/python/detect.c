@@ -65,20 +65,19 @@ static void install(const char *event, ms_pyobj *args, int embedded)
 		set_state(FAILED);
 		return;
 	}
-	if (ms_cfg.sites || (ntargets && ms_py.minor >= 12))
-		ms_py_stack_install(); /* 3.12+: a returning function's frame (python/monitor.c) */
+	if (ms_cfg.sites || ntargets) {
+		/* code objects' identity (python/codes.c); 3.12+: a returning function's frame */
+		ms_py_stack_install();
+		ms_py_codes_init();
+	}
 	if (ntargets == 0) {
 		set_state(INSTALLED); /* only call sites wanted the interpreter */
 		return;
 	}
 	ms_pyobj *et, *ev, *etb;
 	ms_py.ErrFetch(&et, &ev, &etb);
-	ms_py_extra_index = ms_py.RequestCodeExtraIndex(NULL);
 	int r = -1;
-	if (ms_py_extra_index < 0) {
-		ms_py.ErrClear();
-		ms_warn("Python stages disabled: no free code object extra slot");
-	} else if (ms_py.minor >= 12) {
+	if (ms_py.minor >= 12) {
 		r = ms_py_monitor_install();
 	} else {
 		r = ms_py_frame_prepare();

@@ -35,11 +35,7 @@ static ms_pyobj *none(void)
 
 static inline uintptr_t extra_of(ms_pyobj *code)
 {
-	void *extra = NULL;
-	if (ms_py_type_of(code) != ms_py.CodeType)
-		return 0;
-	ms_py.CodeGetExtra(code, ms_py_extra_index, &extra); /* cannot fail on a code object */
-	return (uintptr_t)extra;
+	return ms_py_type_of(code) == ms_py.CodeType ? ms_py_code_get(code) : 0;
 }
 
 /* Calls sys.monitoring.NAME(args...) and drops the result; 0 on success. */
@@ -104,8 +100,7 @@ static ms_pyobj *cb_start(ms_pyobj *self, ms_pyobj *const *args, ms_pyssize narg
 				ms_py.ErrClear();
 				ms_py_warn_once(2, "could not follow a matched Python function's exits; its stage is skipped");
 				v = MS_PY_SEEN;
-				if (ms_py.CodeSetExtra(code, ms_py_extra_index, (void *)v) < 0)
-					ms_py.ErrClear();
+				ms_py_code_put(code, v);
 			}
 		}
 	}

@@ -1,6 +1,7 @@
 /* Python stage detection.  The files of python/, each calling only those listed before it:
  *   capi.c      the C API table (found with dlsym at run time: nothing links libpython), safe calls
  *   stack.c     the calling thread's Python frames, read directly (call sites)
+ *   codes.c     what each code object is, in a table of memshim's own keyed by the code object
  *   targets.c   the Python targets of MEMSHIM_STAGES: matching, stages entered/left, exit report
  *   classify.c  which target a code object is, asked once per code object
  *   watch.c     whether code a target can name exists yet (from the audit events that bring code)
@@ -60,9 +61,6 @@ struct ms_pyapi {
 	ms_pyobj *(*TupleGetItem)(ms_pyobj *t, ms_pyssize i);          /* borrowed */
 	ms_pyssize (*ListSize)(ms_pyobj *l);
 	ms_pyobj *(*ListGetItem)(ms_pyobj *l, ms_pyssize i);           /* borrowed */
-	ms_pyssize (*RequestCodeExtraIndex)(void *freefunc);
-	int (*CodeGetExtra)(ms_pyobj *code, ms_pyssize index, void **extra);
-	int (*CodeSetExtra)(ms_pyobj *code, ms_pyssize index, void *extra);
 	ms_pyobj *None;
 	ms_pyobj *False;
 	ms_pyobj *CodeType;
@@ -102,9 +100,9 @@ static inline ms_pyobj *ms_py_type_of(ms_pyobj *o)
 	return ((ms_pyobj **)o)[1];
 }
 
-/* co_extra values: 0 = not looked at yet; otherwise bit 0 set, bit 1 = generator-like code, stage
- * spec indexes matched in bits 2-33, and from bit 40 one plus the index of the distinct matched
- * function (module:qualname) it runs. */
+/* What a code object is (its classification): 0 = not looked at yet; otherwise bit 0 set, bit 1 =
+ * generator-like code, stage spec indexes matched in bits 2-33, and from bit 40 one plus the index
+ * of the distinct matched function (module:qualname) it runs. */
 #define MS_PY_SEEN 1u
 #define MS_PY_GENLIKE 2u
 #define MS_PY_SHIFT 2
@@ -114,7 +112,6 @@ static inline uint32_t ms_py_mask(uintptr_t extra)
 	return (uint32_t)(extra >> MS_PY_SHIFT);
 }
 
-extern ms_pyssize ms_py_extra_index;
 
 /* ---- python/targets.c ---------------------------------------------------------------------- */
 
@@ -154,9 +151,19 @@ void ms_py_each_ambiguous(const char *stage,
  * several functions. */
 void ms_py_report(void);
 
+/* ---- python/codes.c ------------------------------------------------------------------------ */
+
+/* Reads the code object layout (after ms_py_stack_install). */
+void ms_py_codes_init(void);
+/* CODE's classification, 0 when not known (never classified, or another code object that lived
+ * at its address). */
+uintptr_t ms_py_code_get(const void *code);
+/* Records CODE's classification. */
+void ms_py_code_put(const void *code, uintptr_t value);
+
 /* ---- python/classify.c --------------------------------------------------------------------- */
 
-/* Decides what CODE is and records it in its co_extra slot.  Names come from the arguments
+/* Decides what CODE is and records it (python/codes.c).  Names come from the arguments
  * available to the caller's route; FRAME is a PyFrameObject (3.8-3.10) or NULL, FUNC the function
  * (3.11) or NULL, GLOBALS the frame's globals (borrowed) or NULL.  Never leaves an exception set
  * (a pending one is preserved).  Returns the stored value. */
@@ -222,5 +229,8 @@ int ms_py_stack_read(struct ms_py_frame *out, int max, struct ms_py_line_cache *
 void ms_py_code_names(const void *code, char *func, size_t fsize, char *file, size_t lsize);
 /* The str objects of a code object's name and file (identity only: a cache key). */
 void ms_py_code_keys(const void *code, const void **name, const void **file);
+/* The offsets of co_name, co_filename (objects) and co_firstlineno (int) in this version's code
+ * objects; 0, or -1 when no layout is known. */
+int ms_py_code_layout(size_t *name, size_t *file, size_t *first_line);
 
 #endif

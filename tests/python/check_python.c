@@ -1151,6 +1151,24 @@ START_TEST(compiled_main)
 }
 END_TEST
 
+/* ---- what the program can see of memshim (issue 29) ------------------------------------------ */
+
+/* A program's code-object extra index is the one it gets without memshim (0), and the slot stays
+ * empty on the functions memshim matched: memshim keeps what it knows of code objects in a table
+ * of its own (a slot taken by memshim made CPython's test_code crash at exit). */
+START_TEST(code_extra_left_to_the_program)
+{
+	const char *py = python_or_skip(_i);
+	if (!py)
+		return;
+	struct run r;
+	run_fixture_ok(&r, py, "coextra.py", "w=work", NULL);
+	expect_out(&r, "index 0, work's slot 0 empty");
+	expect_calls(&r, "w", 1);
+	run_done(&r);
+}
+END_TEST
+
 static Suite *suite(void)
 {
 	Suite *s = suite_create("python");
@@ -1187,6 +1205,7 @@ static Suite *suite(void)
 	tcase_add_loop_test(tc, signal_deaths_leave_a_snapshot, 0, NPY);
 	tcase_add_test(tc, old_pythons_warn_once);
 	tcase_add_loop_test(tc, fork_sees_no_extra_thread, 0, NPY);
+	tcase_add_loop_test(tc, code_extra_left_to_the_program, 0, NPY);
 	suite_add_tcase(s, tc);
 	TCase *tt = tcase_create("torch");
 	tcase_set_timeout(tt, 120);
