@@ -27,6 +27,9 @@ enum { WAITING, ARMED, INSTALLED, FAILED };
 static int state = WAITING;
 static int ntargets;
 static int route_frame; /* installed through python/frame.c: check it at finalisation */
+/* 3.12+ until the whole-program route is needed: the code each exec event brings is searched for
+ * the code objects a target can name, which alone get events (python/monitor.c). */
+static int route_local;
 static int (*py_initialized)(void);
 
 /* The targets are live (named at exit when unmatched) while the route is armed or installed. */
@@ -39,6 +42,7 @@ static void set_state(int s)
 /* Puts the frame hook in, or turns the monitoring events on (state ARMED, GIL held). */
 static void enable_route(const char *why)
 {
+	route_local = 0;
 	if ((route_frame ? ms_py_frame_enable(why) : ms_py_monitor_enable(why)) == 0) {
 		set_state(INSTALLED);
 		return;
@@ -83,6 +87,7 @@ static void install(const char *event, ms_pyobj *args, int embedded)
 		r = ms_py_frame_prepare();
 		route_frame = r == 0;
 	}
+	route_local = r == 0 && !route_frame;
 	set_state(r == 0 ? ARMED : FAILED);
 	ms_debug("python stage detection %s (Python 3.%d)", r != 0 ? "failed" : "armed", ms_py.minor);
 	if (state == ARMED) {
@@ -145,7 +150,19 @@ static int is_start_event(const char *event, ms_pyobj *args)
 	return 0;
 }
 
-/* While ARMED: does this event bring a function a target can name?  Events raised while this
+/* 3.12+: a code object a target can name, before it runs: it gets memshim's events. */
+static void watch_code(ms_pyobj *code)
+{
+	if (state == FAILED)
+		return;
+	if (ms_py_monitor_watch(code) != 0)
+		set_state(FAILED);
+	else if (state == ARMED)
+		set_state(INSTALLED);
+}
+
+/* While ARMED (or on 3.12+ while code objects are watched one by one): does this event bring a
+ * function a target can name?  Events raised while this
  * thread looks are its own (a finalizer run by a collection); other threads may still come in
  * while a finalizer lets go of the GIL, hence the state check after. */
 static void watch(const char *event, ms_pyobj *args)
@@ -156,12 +173,12 @@ static void watch(const char *event, ms_pyobj *args)
 	watching = 1;
 	ms_pyobj *et, *ev, *etb;
 	ms_py.ErrFetch(&et, &ev, &etb);
-	const char *why = ms_py_watch_event(event, args);
+	const char *why = ms_py_watch_event(event, args, route_local ? watch_code : NULL);
 	if (ms_py.ErrOccurred())
 		ms_py.ErrClear();
 	ms_py.ErrRestore(et, ev, etb);
 	watching = 0;
-	if (why && state == ARMED)
+	if (why && (state == ARMED || (state == INSTALLED && route_local)))
 		enable_route(why);
 }
 
@@ -176,7 +193,7 @@ static int audit_hook(const char *event, ms_pyobj *args, void *data)
 		return 0;
 	}
 	if (MS_LIKELY(state != WAITING)) {
-		if (state == ARMED)
+		if (state == ARMED || (route_local && state == INSTALLED))
 			watch(event, args);
 		return 0;
 	}

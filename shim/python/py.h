@@ -177,9 +177,11 @@ void ms_py_release_locals_dict(ms_pyobj *code, ms_pyobj **slot);
 
 /* Until the frame hook goes in: at the start event, whether a function some target can name
  * already exists (the reason, or NULL: wait); then for each audit event, the same question about
- * the code it brings. */
+ * the code it brings.  With EACH (3.12+), every code object of the event's code that a target can
+ * name exactly (its co_qualname) is given to EACH instead, and a reason is returned only for code
+ * that cannot be searched before it runs (the whole-program route is needed then). */
 const char *ms_py_watch_start(const char *event, ms_pyobj *args);
-const char *ms_py_watch_event(const char *event, ms_pyobj *args);
+const char *ms_py_watch_event(const char *event, ms_pyobj *args, void (*each)(ms_pyobj *code));
 
 /* ---- python/frame.c, python/monitor.c: the routes ----------------------------------------- */
 
@@ -191,6 +193,9 @@ int ms_py_frame_enable(const char *why);
 void ms_py_frame_check(void);
 int ms_py_monitor_install(void);
 int ms_py_monitor_enable(const char *why);
+/* 3.12+: CODE (a code object a target can name, before it runs) gets memshim's local events, the
+ * tool id taken with the first; 0 on success (-1: no id, stages are off; warned). */
+int ms_py_monitor_watch(ms_pyobj *code);
 
 /* ---- python/detect.c ----------------------------------------------------------------------- */
 
