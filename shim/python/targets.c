@@ -5,6 +5,8 @@
  * that matched several functions) by the one process of the run that speaks for them.  Calls
  * nothing else in python/ (the bootstrap says when the targets are live). */
 #include <dlfcn.h>
+#include <errno.h>
+#include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -138,6 +140,8 @@ static void pair(int target, int func)
 	}
 }
 
+static void tell_speaker(int target);
+
 /* The stages QUAL in MODULE matches; *FUNC its function entry (or -1). */
 uint32_t ms_py_match(const char *qual, const char *module, int *func)
 {
@@ -151,7 +155,8 @@ uint32_t ms_py_match(const char *qual, const char *module, int *func)
 				  memcmp(module, t->module, t->module_len) != 0))
 			continue;
 		mask |= 1u << t->stage;
-		__atomic_store_n(&targets[i].matched, 1, __ATOMIC_RELAXED);
+		if (!__atomic_exchange_n(&targets[i].matched, 1, __ATOMIC_RELAXED))
+			tell_speaker(i);
 		if (*func < 0)
 			*func = func_index(qual, module);
 		if (*func >= 0)
@@ -234,6 +239,66 @@ static void add_to_line(void *ctx, const char *stage, const char *target)
  * Trainer defaults): the process the user started speaks. */
 static pid_t speaker_pid;
 
+/* What the other processes of the run matched (issue 29: regrtest's workers run the tests, its
+ * main process does not): a file of one byte per target, /dev/shm/memshim-py-<uid>-<speaker pid>,
+ * made by the speaker (and closed at once: the program sees no new descriptor), written by every
+ * other Python process at the first match of each target, read and removed by the speaker at exit.
+ * Only names it made itself are trusted (O_EXCL, O_NOFOLLOW, 0600).  Without /dev/shm, each
+ * process knows only its own matches, as before. */
+static char shared[64];
+static int shared_made;
+
+static void shared_name(pid_t speaker)
+{
+	ms_format(shared, sizeof shared, "/dev/shm/memshim-py-%u-%d", (unsigned)getuid(), (int)speaker);
+}
+
+static void make_shared(void)
+{
+	shared_name(ms_proc.pid);
+	for (int tries = 0; tries < 2 && !shared_made; tries++) {
+		int fd = open(shared, O_CREAT | O_EXCL | O_RDWR | O_NOFOLLOW | O_CLOEXEC, 0600);
+		if (fd >= 0) {
+			close(fd);
+			shared_made = 1;
+		} else if (errno == EEXIST) {
+			unlink(shared); /* left by a killed run whose pid this one took */
+		} else {
+			break;
+		}
+	}
+}
+
+static void tell_speaker(int target)
+{
+	if (!speaker_pid || ms_proc.pid == speaker_pid || !shared[0])
+		return;
+	int saved = errno;
+	int fd = open(shared, O_WRONLY | O_NOFOLLOW | O_CLOEXEC);
+	if (fd >= 0) {
+		char one = 1;
+		if (pwrite(fd, &one, 1, target) != 1)
+			ms_debug("python targets: could not tell the run's first process about a match");
+		close(fd);
+	}
+	errno = saved;
+}
+
+/* Which targets another process of the run matched (ELSEWHERE[i] 1); the file is removed. */
+static void read_shared(unsigned char *elsewhere, int n)
+{
+	if (!shared_made || ms_proc.pid != speaker_pid)
+		return; /* not made, or a forked copy of the speaker */
+	int fd = open(shared, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+	if (fd >= 0) {
+		if (pread(fd, elsewhere, (size_t)n, 0) < 0)
+			ms_debug("python targets: could not read what the run's other processes matched");
+		close(fd);
+	}
+	unlink(shared);
+	shared_made = 0;
+}
+
 void ms_py_targets_decide_speaker(void)
 {
 	if (ms_cfg.spec.is_default)
@@ -242,12 +307,14 @@ void ms_py_targets_decide_speaker(void)
 	long pid = v ? strtol(v, NULL, 10) : 0;
 	if (pid > 0 && pid != (long)ms_proc.pid) {
 		speaker_pid = (pid_t)pid;
+		shared_name(speaker_pid);
 		return;
 	}
 	char own[24];
 	ms_format(own, sizeof own, "%d", (int)ms_proc.pid);
 	setenv("MEMSHIM_PY_ROOT_PID", own, 1);
 	speaker_pid = ms_proc.pid;
+	make_shared();
 }
 
 int ms_py_speaks_for_targets(void)
@@ -293,17 +360,24 @@ static void report_ambiguous(struct unmatched_line *l)
 			"module:qualname (e.g. %s=%s)", l->n > 1 ? "s" : "", l->text, stage, example);
 }
 
-/* At exit: one line naming every Python target that matched no function that ran (a typo in
- * MEMSHIM_STAGES is otherwise silent). */
+/* At exit: one line naming every Python target that matched no function that ran in any Python
+ * process of the run (a typo in MEMSHIM_STAGES is otherwise silent). */
 void ms_py_report(void)
 {
 	static struct unmatched_line line MS_LARGE;
-	if (!ms_py_speaks_for_targets() || (!names_unmatched() && npairs < 2))
+	if (!ms_py_speaks_for_targets() || (!names_unmatched() && npairs < 2)) {
+		if (shared_made && ms_proc.pid == speaker_pid)
+			unlink(shared);
 		return; /* its page stays untouched */
+	}
 	ms_tls_guard++;
 	line.len = 0;
 	line.n = 0;
-	ms_py_each_unmatched(add_to_line, &line);
+	static unsigned char elsewhere[MAX_TARGETS] MS_LARGE;
+	read_shared(elsewhere, ntargets);
+	for (int i = 0; names_unmatched() && i < ntargets; i++)
+		if (!__atomic_load_n(&targets[i].matched, __ATOMIC_RELAXED) && !elsewhere[i] && !native_name(&targets[i]))
+			add_to_line(&line, ms_cfg.spec.stage[targets[i].stage].name, targets[i].text);
 	if (line.n)
 		ms_warn("Python stage target%s that matched no function that ran: %s", line.n > 1 ? "s" : "", line.text);
 	report_ambiguous(&line);

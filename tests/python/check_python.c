@@ -1199,6 +1199,40 @@ START_TEST(debugger_line_as_without_shim)
 }
 END_TEST
 
+/* How many /dev/shm/memshim-py-* files there are (each run's first process removes its own). */
+static int shared_files(void)
+{
+	int n = 0;
+	DIR *d = opendir("/dev/shm");
+	struct dirent *e;
+	while (d && (e = readdir(d)))
+		n += strncmp(e->d_name, "memshim-py-", 11) == 0;
+	if (d)
+		closedir(d);
+	return n;
+}
+
+/* A target only the children ran (regrtest's workers run the tests, its main process does not): the
+ * first process names only the target that matched in no process of the run, and leaves no file. */
+START_TEST(children_matches_count_for_the_run)
+{
+	const char *py = python_or_skip(_i);
+	if (!py)
+		return;
+	int before = shared_files();
+	struct run r;
+	const char *args[] = { fixture("kidsonly.py"), NULL };
+	output_name = "m_%p.json";
+	run_py(&r, py, args, "cw=child_work,x=never_defined", NULL, NULL, 1);
+	output_name = "m.json";
+	ck_assert_msg(r.status == 0 && strstr(r.out, "kidsonly ok [0, 0]"), "%s: %d %s %s", py, r.status, r.out, r.err);
+	ck_assert_msg(count_lines(r.err, "memshim:") == 1 && strstr(r.err, "matched no function that ran: x=never_defined\n"),
+		      "%s: expected one line naming x only: %s", py, r.err);
+	ck_assert_msg(shared_files() == before, "%s: a /dev/shm/memshim-py-* file was left", py);
+	run_done(&r);
+}
+END_TEST
+
 static Suite *suite(void)
 {
 	Suite *s = suite_create("python");
@@ -1237,6 +1271,7 @@ static Suite *suite(void)
 	tcase_add_loop_test(tc, fork_sees_no_extra_thread, 0, NPY);
 	tcase_add_loop_test(tc, code_extra_left_to_the_program, 0, NPY);
 	tcase_add_loop_test(tc, debugger_line_as_without_shim, 0, NPY);
+	tcase_add_loop_test(tc, children_matches_count_for_the_run, 0, NPY);
 	suite_add_tcase(s, tc);
 	TCase *tt = tcase_create("torch");
 	tcase_set_timeout(tt, 120);
