@@ -25,6 +25,9 @@ static int global_start;
 static ms_pyobj *mon;      /* sys.monitoring */
 static ms_pyobj *disable;  /* sys.monitoring.DISABLE */
 static ms_pyobj *watched;  /* code objects with local events (kept alive: their events, our table) */
+/* Watched code objects not called yet, and whether any matched: while neither, no target can
+ * match (the watched names ran in other modules) and the tool id is given back. */
+static int waiting, matched_any;
 
 /* sys.monitoring's functions memshim calls (the originals) and shows the program wrapped. */
 enum { F_USE, F_FREE, F_CLEAR, F_GET_TOOL, F_GET_EVENTS, F_SET_EVENTS, F_GET_LOCAL, F_SET_LOCAL,
@@ -108,7 +111,9 @@ static ms_pyobj *cb_start(ms_pyobj *self, ms_pyobj *const *args, ms_pyssize narg
 	ms_pyobj *code = args[0];
 	uintptr_t v = extra_of(code);
 	if (!v && ms_py_type_of(code) == ms_py.CodeType) {
+		waiting -= !global_start && waiting > 0;
 		v = ms_py_classify(code, NULL, NULL, ms_py.EvalGetGlobals());
+		matched_any |= ms_py_mask(v) != 0;
 		/* this very frame's return/yield fire too: the instrumentation is in place at once */
 		if (ms_py_mask(v) && global_start &&
 		    (set_local(tool, code, LOCAL_EVENTS) != 0 || list_append(watched, code) != 0)) {
@@ -117,8 +122,14 @@ static ms_pyobj *cb_start(ms_pyobj *self, ms_pyobj *const *args, ms_pyssize narg
 			v = MS_PY_SEEN;
 			ms_py_code_put(code, v);
 		}
-		if (!ms_py_mask(v) && !global_start)
+		if (!ms_py_mask(v) && !global_start) {
 			set_local(tool, code, 0); /* a watched name in another module: nothing more to see */
+			if (!waiting && !matched_any) {
+				stop_tool();
+				ms_debug("python monitoring: no watched function can match now: tool id given back");
+				return none(); /* no DISABLE for an id no longer held */
+			}
+		}
 	}
 	uint32_t mask = ms_py_mask(v);
 	if (!mask) {
@@ -376,6 +387,10 @@ int ms_py_monitor_watch(ms_pyobj *code)
 	uintptr_t v = extra_of(code);
 	if (global_start || (v && !ms_py_mask(v)))
 		return 0; /* seen anyway, or known to match nothing */
+	ms_pyssize n = ms_py.ListSize(watched);
+	for (ms_pyssize i = 0; i < n; i++)
+		if (ms_py.ListGetItem(watched, i) == code)
+			return 0; /* the same code run again (exec of one code object) */
 	if (take_tool() != 0)
 		return -1;
 	if (set_local(tool, code, LOCAL_EVENTS) != 0 || list_append(watched, code) != 0) {
@@ -383,6 +398,7 @@ int ms_py_monitor_watch(ms_pyobj *code)
 		ms_py_warn_once(2, "could not follow a matched Python function's exits; its stage is skipped");
 		return 0;
 	}
+	waiting += !v;
 	char qual[256] = "?";
 	ms_py_attr_text(code, "co_qualname", qual, sizeof qual);
 	ms_debug("python monitoring events on the function %s (Python 3.%d, tool id %d)", qual, ms_py.minor, tool);

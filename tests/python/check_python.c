@@ -1199,6 +1199,20 @@ START_TEST(debugger_line_as_without_shim)
 }
 END_TEST
 
+/* 3.12+: the tool id is given back once no watched function can match (its name ran in another
+ * module): the original get_tool, kept before memshim took the id, shows it free again. */
+START_TEST(monitoring_tool_id_given_back)
+{
+	const char *py = python_at_least(_i, 12, "has no sys.monitoring, tool id");
+	if (!py)
+		return;
+	struct run r;
+	run_fixture_ok(&r, py, "toolback.py", "w=othermod:work", NULL);
+	expect_out(&r, "held True after [None, None, None, None, None, None]");
+	run_done(&r);
+}
+END_TEST
+
 /* How many /dev/shm/memshim-py-* files there are (each run's first process removes its own). */
 static int shared_files(void)
 {
@@ -1272,6 +1286,7 @@ static Suite *suite(void)
 	tcase_add_loop_test(tc, code_extra_left_to_the_program, 0, NPY);
 	tcase_add_loop_test(tc, debugger_line_as_without_shim, 0, NPY);
 	tcase_add_loop_test(tc, children_matches_count_for_the_run, 0, NPY);
+	tcase_add_loop_test(tc, monitoring_tool_id_given_back, 0, NPY);
 	suite_add_tcase(s, tc);
 	TCase *tt = tcase_create("torch");
 	tcase_set_timeout(tt, 120);
