@@ -579,10 +579,13 @@ static void wrap_functions(void)
 	if (wrapped)
 		return;
 	wrapped = 1;
+	void *builtin = ms_py_sym("PyCFunction_Type");
 	for (int f = 0; f < NF; f++) {
 		if (!orig[f])
 			continue;
-		const struct ms_pymethoddef *def = ((struct ms_pymethoddef *const *)orig[f])[2];
+		/* another tool may have put a function of its own there: its documentation is not ours to read */
+		const struct ms_pymethoddef *def =
+			ms_py_type_of(orig[f]) == builtin ? ((struct ms_pymethoddef *const *)orig[f])[2] : NULL;
 		wrapper_defs[f] = (struct ms_pymethoddef){ .name = fn_names[f], .meth = (void *)wrappers[f],
 							   .flags = MS_METH_FASTCALL, .doc = def ? def->doc : NULL };
 		ms_pyobj *module = ms_py_attr(orig[f], "__module__");
