@@ -1,7 +1,7 @@
 /* Which function a code object runs: its qualified name (3.11+: co_qualname; 3.8-3.10 rebuilt
  * from the frame, the globals or the function objects that run it) and its module (the globals'
  * __name__), matched against the targets (python/targets.c) once per code object; the answer is
- * kept for the detectors (python/frame.c, python/monitor.c) to read on every call. */
+ * kept for the detectors (python/evalhook.c, python/monitor.c) to read on every call. */
 #include <string.h>
 #include "core/ms.h"
 #include "python/py.h"

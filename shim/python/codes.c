@@ -4,7 +4,7 @@
  *
  * The table holds no reference: a code object may die and a new one take its address.  So an entry
  * also holds the code's name, file and first line (read directly from the code object, python/
- * stack.c's layout), and a lookup that finds another name, file or line there is a miss: the new
+ * frames.c's layout), and a lookup that finds another name, file or line there is a miss: the new
  * code object is classified again.  A code object that came back with the same name, file and line
  * is the same function (its answer holds).  The table is a cache: when a probe run is full, the
  * first entry of the run is replaced, and the code it held is classified again if it runs.

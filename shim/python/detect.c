@@ -4,7 +4,7 @@
  * The library constructor registers a C audit hook (safe before Py_Initialize).  The first
  * cpython.run_* event (or, for embedded interpreters, the first import/exec once initialised)
  * arrives with the interpreter ready and the GIL held: the detector is installed there, through a
- * PEP 523 frame hook on 3.8-3.11 (python/frame.c) or sys.monitoring on 3.12+ (python/monitor.c).  Both ask
+ * PEP 523 frame hook on 3.8-3.11 (python/evalhook.c) or sys.monitoring on 3.12+ (python/monitor.c).  Both ask
  * ms_py_classify() (python/classify.c) once per code object and keep the answer.
  * The route is readied there, but the frame hook goes in (the monitoring tool id is taken) only once
  * a function some target can name exists (python/watch.c decides, from the audit events that
@@ -26,7 +26,7 @@
 enum { WAITING, ARMED, INSTALLED, FAILED };
 static int state = WAITING;
 static int ntargets;
-static int route_frame; /* installed through python/frame.c: check it at finalisation */
+static int route_frame; /* installed through python/evalhook.c: check it at finalisation */
 /* 3.12+ until the whole-program route is needed: the code each exec event brings is searched for
  * the code objects a target can name, which alone get events (python/monitor.c). */
 static int route_local;

@@ -1,11 +1,11 @@
 /* Python stage detection.  The files of python/, each calling only those listed before it:
  *   capi.c      the C API table (found with dlsym at run time: nothing links libpython), safe calls
- *   stack.c     the calling thread's Python frames, read directly (call sites)
+ *   frames.c    the calling thread's Python frames, read directly (call sites)
  *   codes.c     what each code object is, in a table of memshim's own keyed by the code object
  *   targets.c   the Python targets of MEMSHIM_STAGES: matching, stages entered/left, exit report
  *   classify.c  which target a code object is, asked once per code object
  *   watch.c     whether code a target can name exists yet (from the audit events that bring code)
- *   frame.c     the PEP 523 frame hook (Python 3.8-3.11)
+ *   evalhook.c  the PEP 523 frame evaluation hook (Python 3.8-3.11)
  *   monitor.c   sys.monitoring (Python 3.12+)
  *   detect.c    the bootstrap: an audit hook that readies and installs a route */
 #ifndef MS_PY_H
@@ -183,7 +183,7 @@ void ms_py_release_locals_dict(ms_pyobj *code, ms_pyobj **slot);
 const char *ms_py_watch_start(const char *event, ms_pyobj *args);
 const char *ms_py_watch_event(const char *event, ms_pyobj *args, void (*each)(ms_pyobj *code));
 
-/* ---- python/frame.c, python/monitor.c: the routes ----------------------------------------- */
+/* ---- python/evalhook.c, python/monitor.c: the routes ----------------------------------------- */
 
 /* GIL held, interpreter initialised.  The frame hook is readied first (0 when it can go in) and
  * put in by enable; sys.monitoring is readied at install and takes its tool id and turns its
@@ -203,7 +203,7 @@ int ms_py_monitor_watch(ms_pyobj *code);
  * interpreter runs. */
 void ms_py_init(void);
 
-/* ---- the calling thread's Python stack (python/stack.c), for call sites ---------------------- */
+/* ---- the calling thread's Python stack (python/frames.c), for call sites ---------------------- */
 
 struct ms_py_frame {
 	const void *code; /* the code object: valid only while the frame runs */
