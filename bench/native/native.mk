@@ -25,4 +25,9 @@ bench-native: $(BUILD)/libmemshim.so $(BUILD)/bench/native/nchurn
 bench-native-ir: $(BUILD)/libmemshim.so $(BUILD)/bench/churn $(BUILD)/bench/native/nchurn
 	@bench/native/ir.sh $(BUILD) 200000
 
-BENCH_TARGETS += bench-native bench-native-ir
+# A stack-detected stage on a real program: the sqlite3 shell building a table (issue 26).
+.PHONY: bench-native-sqlite
+bench-native-sqlite: $(BUILD)/libmemshim.so
+	@bench/native/sqlite.sh $(BUILD) $(or $(SQLITE_ROWS),10000)
+
+BENCH_TARGETS += bench-native bench-native-ir bench-native-sqlite

@@ -62,7 +62,7 @@ int ms_spec_parse(struct ms_spec *spec, const char *text);
 int ms_stage_name_valid(const char *name);
 
 /* Whether the N bytes before a target's ':' name a native object ("lib.so", a path): the target is
- * then native only (native/stages.c), never a Python "module:qualname". */
+ * then native only (native/detect.c), never a Python "module:qualname". */
 int ms_target_names_object(const char *text, size_t n);
 
 /* Index of the spec stage named NAME, or -1. */

@@ -14,21 +14,68 @@
 #define MAX_CFI_OBJS 2048
 #define STATE_DEPTH 8
 
+/* DWARF register numbers (x86-64 psABI) of the three registers the quick unwinder follows. */
 enum { REG_RBP = 6, REG_RSP = 7, REG_RIP = 16 };
 
-/* A cached rule, packed in one word: valid, cfa register, rbp saved, outermost, signal frame,
- * offsets. */
-struct rule {
-	int valid, cfa_rbp, rbp_saved, outermost, signal;
-	int32_t cfa_off, rbp_off;
+/* Call frame instructions (DWARF 5, 6.4.2; GNU_args_size is the GCC extension).  The three "high"
+ * ones carry their operand in the opcode's low 6 bits. */
+enum cfa_op {
+	DW_CFA_nop = 0x00,
+	DW_CFA_set_loc = 0x01,
+	DW_CFA_advance_loc1 = 0x02,
+	DW_CFA_advance_loc2 = 0x03,
+	DW_CFA_advance_loc4 = 0x04,
+	DW_CFA_offset_extended = 0x05,
+	DW_CFA_restore_extended = 0x06,
+	DW_CFA_undefined = 0x07,
+	DW_CFA_same_value = 0x08,
+	DW_CFA_register = 0x09,
+	DW_CFA_remember_state = 0x0a,
+	DW_CFA_restore_state = 0x0b,
+	DW_CFA_def_cfa = 0x0c,
+	DW_CFA_def_cfa_register = 0x0d,
+	DW_CFA_def_cfa_offset = 0x0e,
+	DW_CFA_def_cfa_expression = 0x0f,
+	DW_CFA_expression = 0x10,
+	DW_CFA_offset_extended_sf = 0x11,
+	DW_CFA_def_cfa_sf = 0x12,
+	DW_CFA_def_cfa_offset_sf = 0x13,
+	DW_CFA_val_offset = 0x14,
+	DW_CFA_val_offset_sf = 0x15,
+	DW_CFA_val_expression = 0x16,
+	DW_CFA_GNU_args_size = 0x2e,
+	DW_CFA_advance_loc = 0x40,
+	DW_CFA_offset = 0x80,
+	DW_CFA_restore = 0xc0,
 };
+#define DW_CFA_HIGH_MASK 0xc0
+
+/* Pointer encodings of .eh_frame and .eh_frame_hdr (LSB 4.1, "DWARF Exception Header Encoding"). */
+enum eh_pe {
+	DW_EH_PE_absptr = 0x00,
+	DW_EH_PE_uleb128 = 0x01,
+	DW_EH_PE_udata2 = 0x02,
+	DW_EH_PE_udata4 = 0x03,
+	DW_EH_PE_udata8 = 0x04,
+	DW_EH_PE_sleb128 = 0x09,
+	DW_EH_PE_sdata2 = 0x0a,
+	DW_EH_PE_sdata4 = 0x0b,
+	DW_EH_PE_sdata8 = 0x0c,
+	DW_EH_PE_pcrel = 0x10,
+	DW_EH_PE_datarel = 0x30,
+	DW_EH_PE_indirect = 0x80,
+	DW_EH_PE_omit = 0xff,
+};
+#define DW_EH_PE_FORMAT 0x0f
+#define DW_EH_PE_APPLY 0x70
 
 struct cfi_obj {
 	uintptr_t lo, hi;          /* executable segment */
 	const unsigned char *hdr;  /* .eh_frame_hdr */
 };
 
-/* The rule cache: a small table first, a big one mapped when the small one is half full.  Return
+/* The rule cache: a small table first, a big one mapped when the small one is half full (lookups
+ * then go to the big one alone, which took the small one's rules).  Return
  * addresses spread over all of a table's pages: the big one alone took a Python start some 50
  * faults (twice per page read before written), or 65 us to map with its pages in place. */
 struct rule_slot {
@@ -37,13 +84,14 @@ struct rule_slot {
 };
 static struct rule_slot small_rules[NRULES_SMALL] __attribute__((aligned(4096))) MS_LARGE;
 static unsigned nsmall; /* rules in small_rules (lock_word held) */
-static struct rule_slot *rules;
 static struct cfi_obj objs[MAX_CFI_OBJS] MS_LARGE;
 static int nobjs;
 static int lock_word;
 __thread int ms_cfi_new_ip __attribute__((tls_model("initial-exec")));
 
-static uint64_t pack(const struct rule *r)
+/* A rule packed in one cache word: valid, cfa register, rbp saved, outermost, signal frame, then
+ * the two offsets (16 bits each: compute refuses larger ones). */
+static uint64_t pack(const struct ms_cfi_rule *r)
 {
 	return 1ULL | (uint64_t)(r->cfa_rbp & 1) << 1 | (uint64_t)(r->rbp_saved & 1) << 2 |
 	       (uint64_t)(r->outermost & 1) << 3 | (uint64_t)(r->signal & 1) << 4 |
@@ -51,11 +99,17 @@ static uint64_t pack(const struct rule *r)
 	       (uint64_t)(uint16_t)(int16_t)r->rbp_off << 32;
 }
 
-static struct rule unpack(uint64_t w)
+static struct ms_cfi_rule unpack(uint64_t w)
 {
-	struct rule r = { (int)(w & 1), (int)(w >> 1 & 1), (int)(w >> 2 & 1), (int)(w >> 3 & 1),
-			  (int)(w >> 4 & 1), (int16_t)(uint16_t)(w >> 16), (int16_t)(uint16_t)(w >> 32) };
-	return r;
+	return (struct ms_cfi_rule){
+		.valid = (int)(w & 1),
+		.cfa_rbp = (int)(w >> 1 & 1),
+		.rbp_saved = (int)(w >> 2 & 1),
+		.outermost = (int)(w >> 3 & 1),
+		.signal = (int)(w >> 4 & 1),
+		.cfa_off = (int16_t)(uint16_t)(w >> 16),
+		.rbp_off = (int16_t)(uint16_t)(w >> 32),
+	};
 }
 
 /* ---- reading DWARF ------------------------------------------------------------------------- */
@@ -93,65 +147,53 @@ static int64_t sleb(const unsigned char **p, const unsigned char *end)
 	return (int64_t)v;
 }
 
-/* Reads a pointer in ENC (absptr/udata/sdata 2,4,8; pcrel or absolute); -1 for others. */
+/* Reads a fixed-size little-endian integer of SIZE bytes (sign-extended when SIGNED); -1 when the
+ * bytes run past END. */
+static int fixed(const unsigned char **p, const unsigned char *end, unsigned size, int is_signed, int64_t *v)
+{
+	if (end - *p < (ptrdiff_t)size)
+		return -1;
+	uint64_t u = 0;
+	memcpy(&u, *p, size); /* little-endian: the low bytes */
+	*p += size;
+	if (is_signed && size < 8 && (u >> (8 * size - 1) & 1))
+		u |= ~(uint64_t)0 << (8 * size);
+	*v = (int64_t)u;
+	return 0;
+}
+
+/* Reads a pointer in ENC (absptr/udata/sdata 2,4,8, uleb/sleb; pcrel or absolute); -1 for others. */
 static int read_enc(const unsigned char **p, const unsigned char *end, unsigned char enc, uintptr_t *out)
 {
 	const unsigned char *at = *p;
 	int64_t v;
-	if (enc == 0xff)
+	int bad = 0;
+	if (enc == DW_EH_PE_omit)
 		return -1;
-	switch (enc & 0x0f) {
-	case 0x00: case 0x04: case 0x0c: {
-		if (end - at < 8)
-			return -1;
-		uint64_t u;
-		memcpy(&u, at, 8);
-		v = (int64_t)u;
-		*p += 8;
+	switch (enc & DW_EH_PE_FORMAT) {
+	case DW_EH_PE_absptr: case DW_EH_PE_udata8: case DW_EH_PE_sdata8:
+		bad = fixed(p, end, 8, 0, &v);
 		break;
-	}
-	case 0x03: case 0x0b: {
-		if (end - at < 4)
-			return -1;
-		if ((enc & 0x0f) == 0x03) {
-			uint32_t u;
-			memcpy(&u, at, 4);
-			v = u;
-		} else {
-			int32_t s;
-			memcpy(&s, at, 4);
-			v = s;
-		}
-		*p += 4;
+	case DW_EH_PE_udata4: case DW_EH_PE_sdata4:
+		bad = fixed(p, end, 4, (enc & DW_EH_PE_FORMAT) == DW_EH_PE_sdata4, &v);
 		break;
-	}
-	case 0x02: case 0x0a: {
-		if (end - at < 2)
-			return -1;
-		if ((enc & 0x0f) == 0x02) {
-			uint16_t u;
-			memcpy(&u, at, 2);
-			v = u;
-		} else {
-			int16_t s;
-			memcpy(&s, at, 2);
-			v = s;
-		}
-		*p += 2;
+	case DW_EH_PE_udata2: case DW_EH_PE_sdata2:
+		bad = fixed(p, end, 2, (enc & DW_EH_PE_FORMAT) == DW_EH_PE_sdata2, &v);
 		break;
-	}
-	case 0x01:
+	case DW_EH_PE_uleb128:
 		v = (int64_t)uleb(p, end);
 		break;
-	case 0x09:
+	case DW_EH_PE_sleb128:
 		v = sleb(p, end);
 		break;
 	default:
 		return -1;
 	}
-	if ((enc & 0x70) == 0x10)
+	if (bad)
+		return -1;
+	if ((enc & DW_EH_PE_APPLY) == DW_EH_PE_pcrel)
 		v += (int64_t)(uintptr_t)at;
-	else if ((enc & 0x70) != 0)
+	else if ((enc & DW_EH_PE_APPLY) != 0)
 		return -1;
 	*out = (uintptr_t)v;
 	return 0;
@@ -166,6 +208,28 @@ struct cie {
 	const unsigned char *insns, *end;
 };
 
+/* Reads the augmentation data of a "z" CIE: the FDE pointer encoding, signal frames. */
+static int parse_augmentation(const char *aug, const unsigned char *p, const unsigned char *end, struct cie *cie)
+{
+	for (const char *a = aug + 1; *a && p < end; a++) {
+		if (*a == 'R') {
+			cie->fde_enc = *p++;
+		} else if (*a == 'L') {
+			p++;
+		} else if (*a == 'P') {
+			uintptr_t ignored;
+			unsigned char enc = *p++;
+			if (read_enc(&p, end, enc & ~DW_EH_PE_indirect, &ignored) < 0)
+				return -1;
+		} else if (*a == 'S') {
+			cie->signal = 1;
+		} else {
+			break;
+		}
+	}
+	return 0;
+}
+
 static int parse_cie(const unsigned char *c, struct cie *cie)
 {
 	uint32_t len;
@@ -178,32 +242,15 @@ static int parse_cie(const unsigned char *c, struct cie *cie)
 	p += strnlen(aug, (size_t)(end - p)) + 1;
 	if (p > end)
 		return -1;
-	cie->code_align = uleb(&p, end);
+	*cie = (struct cie){ .code_align = uleb(&p, end) };
 	cie->data_align = sleb(&p, end);
 	cie->ra_reg = version == 1 ? *p++ : uleb(&p, end);
-	cie->fde_enc = 0;
 	cie->has_z = aug[0] == 'z';
-	cie->signal = 0;
 	if (cie->has_z) {
 		uint64_t n = uleb(&p, end);
-		const unsigned char *aug_end = p + n;
-		for (const char *a = aug + 1; *a && p < end; a++) {
-			if (*a == 'R') {
-				cie->fde_enc = *p++;
-			} else if (*a == 'L') {
-				p++;
-			} else if (*a == 'P') {
-				uintptr_t ignored;
-				unsigned char enc = *p++;
-				if (read_enc(&p, end, enc & 0x7f, &ignored) < 0)
-					return -1;
-			} else if (*a == 'S') {
-				cie->signal = 1;
-			} else {
-				break;
-			}
-		}
-		p = aug_end;
+		if (parse_augmentation(aug, p, end, cie) < 0)
+			return -1;
+		p += n;
 	} else if (aug[0]) {
 		return -1;
 	}
@@ -212,182 +259,236 @@ static int parse_cie(const unsigned char *c, struct cie *cie)
 	return p <= end ? 0 : -1;
 }
 
-struct regs_state {
-	int64_t cfa_off;
-	int64_t rbp_off;
-	int64_t rip_off;
-	int cfa_reg;
-	int rbp_how;  /* 0 same, 1 saved at CFA + off, -1 unknown */
-	int rip_how;  /* 1 saved at CFA + off, 2 undefined, -1 unknown */
+/* How a register of the caller is found: as in the callee (same value), saved at CFA + offset,
+ * undefined (the return address column of the outermost frame), or some way the quick unwinder
+ * does not follow.  UNKNOWN: no rule yet (the return address before the CIE sets one). */
+enum how { HOW_UNKNOWN = -1, HOW_SAME, HOW_AT_CFA, HOW_UNDEFINED, HOW_OTHER };
+
+struct reg_rule {
+	int how;
+	int64_t off; /* HOW_AT_CFA: from the CFA */
 };
 
-/* Runs CFA instructions [P, END) while the location is <= PC; -1 on anything not understood. */
-static int run(const unsigned char *p, const unsigned char *end, const struct cie *cie, uintptr_t *loc,
-	       uintptr_t pc, struct regs_state *st, const struct regs_state *initial, unsigned char enc)
+struct regs_state {
+	int cfa_reg;
+	int64_t cfa_off;
+	struct reg_rule rbp, rip;
+};
+
+/* REG's rule becomes RULE: 0, or -1 when the frame can no longer be followed (rsp, rbp or the
+ * return address recovered some way the quick unwinder does not read).  Other registers are never
+ * needed, and rsp is always the CFA. */
+static int set_rule(struct regs_state *st, uint64_t reg, struct reg_rule rule)
 {
-	struct regs_state stack[STATE_DEPTH];
-	int depth = 0;
-	while (p < end) {
-		unsigned char op = *p++;
-		uint64_t reg, off;
-		uintptr_t adv = 0;
-		switch (op & 0xc0) {
-		case 0x40:
-			adv = (op & 0x3f) * cie->code_align;
-			break;
-		case 0x80:
-			reg = op & 0x3f;
-			off = uleb(&p, end);
-			if (reg == REG_RBP) {
-				st->rbp_how = 1;
-				st->rbp_off = (int64_t)off * cie->data_align;
-			} else if (reg == REG_RIP) {
-				st->rip_how = 1;
-				st->rip_off = (int64_t)off * cie->data_align;
-			}
-			continue;
-		case 0xc0:
-			reg = op & 0x3f;
-			if (reg == REG_RBP) {
-				st->rbp_how = initial->rbp_how;
-				st->rbp_off = initial->rbp_off;
-			} else if (reg == REG_RIP) {
-				st->rip_how = initial->rip_how;
-				st->rip_off = initial->rip_off;
-			}
-			continue;
-		default:
-			switch (op) {
-			case 0x00:
-				continue;
-			case 0x02:
-				if (p >= end)
-					return -1;
-				adv = *p++ * cie->code_align;
-				break;
-			case 0x03: {
-				uint16_t v;
-				if (end - p < 2)
-					return -1;
-				memcpy(&v, p, 2);
-				p += 2;
-				adv = v * cie->code_align;
-				break;
-			}
-			case 0x04: {
-				uint32_t v;
-				if (end - p < 4)
-					return -1;
-				memcpy(&v, p, 4);
-				p += 4;
-				adv = v * cie->code_align;
-				break;
-			}
-			case 0x01: {
-				uintptr_t to;
-				if (read_enc(&p, end, enc, &to) < 0)
-					return -1;
-				if (to > pc)
-					return 0;
-				*loc = to;
-				continue;
-			}
-			case 0x05: case 0x11:
-				reg = uleb(&p, end);
-				{
-					int64_t o = op == 0x05 ? (int64_t)uleb(&p, end) : sleb(&p, end);
-					if (reg == REG_RBP) {
-						st->rbp_how = 1;
-						st->rbp_off = o * cie->data_align;
-					} else if (reg == REG_RIP) {
-						st->rip_how = 1;
-						st->rip_off = o * cie->data_align;
-					}
-				}
-				continue;
-			case 0x06:
-				reg = uleb(&p, end);
-				if (reg == REG_RBP) {
-					st->rbp_how = initial->rbp_how;
-					st->rbp_off = initial->rbp_off;
-				} else if (reg == REG_RIP) {
-					st->rip_how = initial->rip_how;
-					st->rip_off = initial->rip_off;
-				}
-				continue;
-			case 0x07:
-				reg = uleb(&p, end);
-				if (reg == REG_RIP)
-					st->rip_how = 2;
-				else if (reg == REG_RBP || reg == REG_RSP)
-					return -1;
-				continue;
-			case 0x08:
-				reg = uleb(&p, end);
-				if (reg == REG_RBP)
-					st->rbp_how = 0;
-				else if (reg == REG_RIP)
-					return -1;
-				continue;
-			case 0x09:
-				reg = uleb(&p, end);
-				uleb(&p, end);
-				if (reg == REG_RBP || reg == REG_RIP || reg == REG_RSP)
-					return -1;
-				continue;
-			case 0x0a:
-				if (depth == STATE_DEPTH)
-					return -1;
-				stack[depth++] = *st;
-				continue;
-			case 0x0b:
-				if (depth == 0)
-					return -1;
-				*st = stack[--depth];
-				continue;
-			case 0x0c:
-				st->cfa_reg = (int)uleb(&p, end);
-				st->cfa_off = (int64_t)uleb(&p, end);
-				continue;
-			case 0x0d:
-				st->cfa_reg = (int)uleb(&p, end);
-				continue;
-			case 0x0e:
-				st->cfa_off = (int64_t)uleb(&p, end);
-				continue;
-			case 0x12:
-				st->cfa_reg = (int)uleb(&p, end);
-				st->cfa_off = sleb(&p, end) * cie->data_align;
-				continue;
-			case 0x13:
-				st->cfa_off = sleb(&p, end) * cie->data_align;
-				continue;
-			case 0x10: case 0x16:
-				reg = uleb(&p, end);
-				off = uleb(&p, end);
-				if (reg == REG_RBP || reg == REG_RIP || reg == REG_RSP || off > (uint64_t)(end - p))
-					return -1;
-				p += off;
-				continue;
-			case 0x14: case 0x15:
-				reg = uleb(&p, end);
-				if (op == 0x14)
-					uleb(&p, end);
-				else
-					sleb(&p, end);
-				if (reg == REG_RBP || reg == REG_RIP || reg == REG_RSP)
-					return -1;
-				continue;
-			case 0x2e:
-				uleb(&p, end);
-				continue;
-			default: /* def_cfa_expression and everything rarer */
-				return -1;
-			}
-		}
-		if (*loc + adv > pc)
-			return 0;
-		*loc += adv;
+	switch (reg) {
+	case REG_RBP:
+		if (rule.how != HOW_SAME && rule.how != HOW_AT_CFA)
+			return -1;
+		st->rbp = rule;
+		return 0;
+	case REG_RIP:
+		if (rule.how != HOW_AT_CFA && rule.how != HOW_UNDEFINED)
+			return -1;
+		st->rip = rule;
+		return 0;
+	case REG_RSP:
+		return rule.how == HOW_SAME || rule.how == HOW_AT_CFA ? 0 : -1;
+	default:
+		return 0;
+	}
+}
+
+/* REG's rule becomes the one the CIE's instructions left (DW_CFA_restore). */
+static void restore_rule(struct regs_state *st, const struct regs_state *initial, uint64_t reg)
+{
+	if (reg == REG_RBP)
+		st->rbp = initial->rbp;
+	else if (reg == REG_RIP)
+		st->rip = initial->rip;
+}
+
+/* A CFA program being run up to the instruction at PC. */
+struct program {
+	const unsigned char *p, *end;
+	const struct cie *cie;
+	uintptr_t loc, pc;              /* location reached; the instruction whose rule is wanted */
+	struct regs_state *st;
+	const struct regs_state *initial; /* after the CIE's instructions (the FDE's DW_CFA_restore) */
+	struct regs_state saved[STATE_DEPTH];
+	int depth;
+};
+
+enum { RUN_ON = 0, RUN_DONE = 1, RUN_FAIL = -1 };
+
+/* Moves the location by DELTA code units: RUN_DONE once it would pass PC. */
+static int advance(struct program *pr, uint64_t delta)
+{
+	uintptr_t adv = delta * pr->cie->code_align;
+	if (pr->loc + adv > pr->pc)
+		return RUN_DONE;
+	pr->loc += adv;
+	return RUN_ON;
+}
+
+static int advance_fixed(struct program *pr, unsigned size)
+{
+	int64_t v;
+	if (fixed(&pr->p, pr->end, size, 0, &v) < 0)
+		return RUN_FAIL;
+	return advance(pr, (uint64_t)v);
+}
+
+static int set_loc(struct program *pr)
+{
+	uintptr_t to;
+	if (read_enc(&pr->p, pr->end, pr->cie->fde_enc, &to) < 0)
+		return RUN_FAIL;
+	if (to > pr->pc)
+		return RUN_DONE;
+	pr->loc = to;
+	return RUN_ON;
+}
+
+/* Rule REG = saved at CFA + FACTORED * data alignment. */
+static int saved_at(struct program *pr, uint64_t reg, int64_t factored)
+{
+	struct reg_rule rule = { .how = HOW_AT_CFA, .off = factored * pr->cie->data_align };
+	return set_rule(pr->st, reg, rule) < 0 ? RUN_FAIL : RUN_ON;
+}
+
+/* Rule REG = HOW, after skipping its operand of SKIP uleb/sleb numbers or a block (-1). */
+static int other_rule(struct program *pr, int how, int skip)
+{
+	uint64_t reg = uleb(&pr->p, pr->end);
+	if (skip < 0) {
+		uint64_t len = uleb(&pr->p, pr->end);
+		if (len > (uint64_t)(pr->end - pr->p))
+			return RUN_FAIL;
+		pr->p += len;
+	}
+	while (skip-- > 0)
+		uleb(&pr->p, pr->end); /* a sleb's bytes are skipped the same way */
+	return set_rule(pr->st, reg, (struct reg_rule){ .how = how }) < 0 ? RUN_FAIL : RUN_ON;
+}
+
+static int remember_state(struct program *pr)
+{
+	if (pr->depth == STATE_DEPTH)
+		return RUN_FAIL;
+	pr->saved[pr->depth++] = *pr->st;
+	return RUN_ON;
+}
+
+static int restore_state(struct program *pr)
+{
+	if (pr->depth == 0)
+		return RUN_FAIL;
+	*pr->st = pr->saved[--pr->depth];
+	return RUN_ON;
+}
+
+/* The instructions with their operand in the opcode (advance_loc, offset, restore). */
+static int high_op(struct program *pr, unsigned char op)
+{
+	uint64_t low = op & ~DW_CFA_HIGH_MASK;
+	switch (op & DW_CFA_HIGH_MASK) {
+	case DW_CFA_advance_loc:
+		return advance(pr, low);
+	case DW_CFA_offset:
+		return saved_at(pr, low, (int64_t)uleb(&pr->p, pr->end));
+	default: /* DW_CFA_restore */
+		restore_rule(pr->st, pr->initial, low);
+		return RUN_ON;
+	}
+}
+
+/* Instructions that define the CFA. */
+static int cfa_op(struct program *pr, unsigned char op)
+{
+	struct regs_state *st = pr->st;
+	switch (op) {
+	case DW_CFA_def_cfa:
+		st->cfa_reg = (int)uleb(&pr->p, pr->end);
+		st->cfa_off = (int64_t)uleb(&pr->p, pr->end);
+		return RUN_ON;
+	case DW_CFA_def_cfa_sf:
+		st->cfa_reg = (int)uleb(&pr->p, pr->end);
+		st->cfa_off = sleb(&pr->p, pr->end) * pr->cie->data_align;
+		return RUN_ON;
+	case DW_CFA_def_cfa_register:
+		st->cfa_reg = (int)uleb(&pr->p, pr->end);
+		return RUN_ON;
+	case DW_CFA_def_cfa_offset:
+		st->cfa_off = (int64_t)uleb(&pr->p, pr->end);
+		return RUN_ON;
+	case DW_CFA_def_cfa_offset_sf:
+		st->cfa_off = sleb(&pr->p, pr->end) * pr->cie->data_align;
+		return RUN_ON;
+	default: /* DW_CFA_def_cfa_expression: not followed */
+		return RUN_FAIL;
+	}
+}
+
+/* One instruction: RUN_ON, RUN_DONE once the location passes PC, RUN_FAIL when not understood. */
+static int one_op(struct program *pr)
+{
+	unsigned char op = *pr->p++;
+	if (op & DW_CFA_HIGH_MASK)
+		return high_op(pr, op);
+	uint64_t reg;
+	switch (op) {
+	case DW_CFA_nop:
+		return RUN_ON;
+	case DW_CFA_set_loc:
+		return set_loc(pr);
+	case DW_CFA_advance_loc1:
+		return advance_fixed(pr, 1);
+	case DW_CFA_advance_loc2:
+		return advance_fixed(pr, 2);
+	case DW_CFA_advance_loc4:
+		return advance_fixed(pr, 4);
+	case DW_CFA_offset_extended:
+		reg = uleb(&pr->p, pr->end);
+		return saved_at(pr, reg, (int64_t)uleb(&pr->p, pr->end));
+	case DW_CFA_offset_extended_sf:
+		reg = uleb(&pr->p, pr->end);
+		return saved_at(pr, reg, sleb(&pr->p, pr->end));
+	case DW_CFA_restore_extended:
+		restore_rule(pr->st, pr->initial, uleb(&pr->p, pr->end));
+		return RUN_ON;
+	case DW_CFA_undefined:
+		return other_rule(pr, HOW_UNDEFINED, 0);
+	case DW_CFA_same_value:
+		return other_rule(pr, HOW_SAME, 0);
+	case DW_CFA_register:
+	case DW_CFA_val_offset:
+	case DW_CFA_val_offset_sf:
+		return other_rule(pr, HOW_OTHER, 1);
+	case DW_CFA_expression:
+	case DW_CFA_val_expression:
+		return other_rule(pr, HOW_OTHER, -1);
+	case DW_CFA_remember_state:
+		return remember_state(pr);
+	case DW_CFA_restore_state:
+		return restore_state(pr);
+	case DW_CFA_GNU_args_size:
+		uleb(&pr->p, pr->end);
+		return RUN_ON;
+	default:
+		return cfa_op(pr, op);
+	}
+}
+
+/* Runs the CFA instructions [P, END) from location START while it is <= PC, updating *ST; INITIAL
+ * is what DW_CFA_restore goes back to.  -1 on anything not understood. */
+static int run(const unsigned char *p, const unsigned char *end, const struct cie *cie, uintptr_t start,
+	       uintptr_t pc, struct regs_state *st, const struct regs_state *initial)
+{
+	struct program pr = { .p = p, .end = end, .cie = cie, .loc = start, .pc = pc, .st = st, .initial = initial };
+	while (pr.p < pr.end) {
+		int got = one_op(&pr);
+		if (got != RUN_ON)
+			return got == RUN_FAIL ? -1 : 0;
 	}
 	return 0;
 }
@@ -433,7 +534,7 @@ static int32_t s32(const unsigned char *p)
 
 static const unsigned char *find_fde(const unsigned char *hdr, uintptr_t pc)
 {
-	if (hdr[0] != 1 || hdr[2] != 0x03 || hdr[3] != 0x3b)
+	if (hdr[0] != 1 /* version */ || hdr[2] != DW_EH_PE_udata4 || hdr[3] != (DW_EH_PE_datarel | DW_EH_PE_sdata4))
 		return NULL;
 	const unsigned char *p = hdr + 4;
 	uintptr_t ignored;
@@ -456,14 +557,31 @@ static const unsigned char *find_fde(const unsigned char *hdr, uintptr_t pc)
 	return hdr + s32(table + 8 * (size_t)lo + 4);
 }
 
-/* Computes the rule for return address IP (the call is at IP - 1). */
-static int compute(uintptr_t ip, struct rule *r)
+/* The rule of a frame state ST once its program has run: -1 when not one the quick unwinder
+ * follows (CFA from another register, offsets past 16 bits, the return address elsewhere). */
+static int rule_of_state(const struct regs_state *st, struct ms_cfi_rule *r)
 {
-	uintptr_t pc = ip - 1;
-	const unsigned char *hdr = hdr_for(pc);
-	const unsigned char *fde = hdr ? find_fde(hdr, pc) : NULL;
-	if (!fde)
+	if ((st->cfa_reg != REG_RSP && st->cfa_reg != REG_RBP) || st->rbp.how < 0 || st->cfa_off > 32767 ||
+	    st->cfa_off < -32768 || st->rbp.off > 32767 || st->rbp.off < -32768)
 		return -1;
+	if (st->rip.how == HOW_UNDEFINED) {
+		*r = (struct ms_cfi_rule){ .valid = 1, .outermost = 1 };
+		return 0;
+	}
+	if (st->rip.how != HOW_AT_CFA || st->rip.off != -8)
+		return -1;
+	*r = (struct ms_cfi_rule){
+		.valid = 1,
+		.cfa_rbp = st->cfa_reg == REG_RBP,
+		.rbp_saved = st->rbp.how == HOW_AT_CFA,
+		.cfa_off = (int32_t)st->cfa_off,
+		.rbp_off = (int32_t)st->rbp.off,
+	};
+	return 0;
+}
+
+int ms_cfi_fde_rule(const unsigned char *fde, uintptr_t pc, struct ms_cfi_rule *r)
+{
 	uint32_t len;
 	memcpy(&len, fde, 4);
 	if (len == 0 || len == 0xffffffff)
@@ -473,12 +591,13 @@ static int compute(uintptr_t ip, struct rule *r)
 	if (parse_cie(cie_ptr, &cie) < 0 || cie.ra_reg != REG_RIP)
 		return -1;
 	if (cie.signal) { /* a signal handler's return: the caller stops here */
-		*r = (struct rule){ 1, 0, 0, 0, 1, 0, 0 };
+		*r = (struct ms_cfi_rule){ .valid = 1, .signal = 1 };
 		return 0;
 	}
 	const unsigned char *p = fde + 8, *end = fde + 4 + len;
 	uintptr_t start, range;
-	if (read_enc(&p, end, cie.fde_enc, &start) < 0 || read_enc(&p, end, cie.fde_enc & 0x0f, &range) < 0)
+	if (read_enc(&p, end, cie.fde_enc, &start) < 0 ||
+	    read_enc(&p, end, cie.fde_enc & DW_EH_PE_FORMAT, &range) < 0)
 		return -1;
 	if (pc < start || pc >= start + range)
 		return -1;
@@ -486,39 +605,48 @@ static int compute(uintptr_t ip, struct rule *r)
 		uint64_t n = uleb(&p, end);
 		p += n;
 	}
-	struct regs_state st = { .cfa_reg = REG_RSP, .cfa_off = 8, .rbp_how = 0, .rbp_off = 0, .rip_how = -1, .rip_off = 0 }, initial;
-	uintptr_t loc = start;
-	if (run(cie.insns, cie.end, &cie, &loc, pc, &st, &st, cie.fde_enc) < 0)
+	/* before the CIE's instructions: the state at a call's target (CFA = rsp + 8, rbp kept) */
+	struct regs_state st = {
+		.cfa_reg = REG_RSP,
+		.cfa_off = 8,
+		.rbp = { .how = HOW_SAME },
+		.rip = { .how = HOW_UNKNOWN },
+	};
+	if (run(cie.insns, cie.end, &cie, start, pc, &st, &st) < 0)
 		return -1;
-	initial = st;
-	loc = start;
-	if (p > end || run(p, end, &cie, &loc, pc, &st, &initial, cie.fde_enc) < 0)
+	struct regs_state initial = st;
+	if (p > end || run(p, end, &cie, start, pc, &st, &initial) < 0)
 		return -1;
-	if ((st.cfa_reg != REG_RSP && st.cfa_reg != REG_RBP) || st.rbp_how < 0 || st.cfa_off > 32767 ||
-	    st.cfa_off < -32768 || st.rbp_off > 32767 || st.rbp_off < -32768)
-		return -1;
-	if (st.rip_how == 2) {
-		*r = (struct rule){ 1, 0, 0, 1, 0, 0, 0 };
-		return 0;
-	}
-	if (st.rip_how != 1 || st.rip_off != -8)
-		return -1;
-	*r = (struct rule){ 1, st.cfa_reg == REG_RBP, st.rbp_how == 1, 0, 0, (int32_t)st.cfa_off,
-			    (int32_t)st.rbp_off };
-	return 0;
+	return rule_of_state(&st, r);
 }
 
-static unsigned rule_home(uintptr_t ip, unsigned size)
+int ms_cfi_rule_at(uintptr_t pc, struct ms_cfi_rule *r)
 {
-	return (unsigned)((ip * 0x9e3779b97f4a7c15ULL) >> 40) % size;
+	const unsigned char *hdr = hdr_for(pc);
+	const unsigned char *fde = hdr ? find_fde(hdr, pc) : NULL;
+	return fde ? ms_cfi_fde_rule(fde, pc, r) : -1;
 }
 
-/* The slot of IP in table T of SIZE slots, or of the empty slot ending its probes; NULL when 16
- * probes found neither. */
-static struct rule_slot *probe(struct rule_slot *t, unsigned size, uintptr_t ip)
+/* The table lookups use: the small one, then the big one once mapped (the small one's rules
+ * copied in first).  Its size follows from which it is: one load, never a torn pair. */
+static struct rule_slot *active = small_rules;
+
+static unsigned table_mask(const struct rule_slot *t)
 {
-	unsigned h = rule_home(ip, size);
-	for (int k = 0; k < 16; k++, h = (h + 1) % size) {
+	return t == small_rules ? NRULES_SMALL - 1 : NRULES - 1;
+}
+
+static unsigned rule_home(uintptr_t ip, unsigned mask)
+{
+	return (unsigned)((ip * 0x9e3779b97f4a7c15ULL) >> 40) & mask;
+}
+
+/* The slot of IP in table T, or of the empty slot ending its probes; NULL when 16 probes found
+ * neither. */
+static inline struct rule_slot *probe(struct rule_slot *t, uintptr_t ip)
+{
+	unsigned mask = table_mask(t), h = rule_home(ip, mask);
+	for (int k = 0; k < 16; k++, h = (h + 1) & mask) {
 		uintptr_t v = __atomic_load_n(&t[h].ip, __ATOMIC_ACQUIRE);
 		if (v == ip || v == 0)
 			return &t[h];
@@ -526,31 +654,36 @@ static struct rule_slot *probe(struct rule_slot *t, unsigned size, uintptr_t ip)
 	return NULL;
 }
 
-/* Where a new rule goes (lock_word held): the small table while it is under half full, then the
- * big one, mapped at its first use; NULL when there is no room. */
-static struct rule_slot *slot_for_new(uintptr_t ip)
+/* Maps the big table, copies the small one's rules into it and makes it the one looked up
+ * (lock_word held); NULL when it cannot be mapped. */
+static struct rule_slot *grow(void)
 {
-	if (nsmall < NRULES_SMALL / 2) {
-		struct rule_slot *e = probe(small_rules, NRULES_SMALL, ip);
-		if (e && !__atomic_load_n(&e->ip, __ATOMIC_RELAXED))
-			nsmall++;
-		if (e)
-			return e;
+	struct rule_slot *big = ms_raw_map(NRULES * sizeof *big);
+	if (!big)
+		return NULL;
+	for (unsigned i = 0; i < NRULES_SMALL; i++) {
+		uintptr_t ip = __atomic_load_n(&small_rules[i].ip, __ATOMIC_RELAXED);
+		struct rule_slot *e = ip ? probe(big, ip) : NULL;
+		if (e && !e->ip)
+			*e = small_rules[i];
 	}
-	if (!rules) {
-		struct rule_slot *big = ms_raw_map(NRULES * sizeof *rules);
-		if (!big)
-			return NULL;
-		__atomic_store_n(&rules, big, __ATOMIC_RELEASE);
-	}
-	return probe(rules, NRULES, ip);
+	__atomic_store_n(&active, big, __ATOMIC_RELEASE);
+	return big;
 }
 
-/* The slot holding IP in table T of SIZE slots, or NULL. */
-static struct rule_slot *find(struct rule_slot *t, unsigned size, uintptr_t ip)
+/* Where a new rule goes (lock_word held): the small table while it is under half full, then the
+ * big one; NULL when there is no room. */
+static struct rule_slot *slot_for_new(uintptr_t ip)
 {
-	struct rule_slot *e = probe(t, size, ip);
-	return e && __atomic_load_n(&e->ip, __ATOMIC_ACQUIRE) == ip ? e : NULL;
+	struct rule_slot *t = active;
+	if (t == small_rules && nsmall >= NRULES_SMALL / 2 && !(t = grow()))
+		return NULL;
+	struct rule_slot *e = probe(t, ip);
+	if (!e && t == small_rules && (t = grow())) /* 16 probes full: a crowded corner */
+		e = probe(t, ip);
+	if (e && t == small_rules && !e->ip)
+		nsmall++;
+	return e;
 }
 
 void ms_cfi_prepare(void)
@@ -559,28 +692,15 @@ void ms_cfi_prepare(void)
 		ms_touch((char *)small_rules + off);
 }
 
-/* IP's cached rule into *R: 1 when cached (valid or not), 0 when not seen. */
-static int cached(uintptr_t ip, struct rule *r)
+/* Reads and caches the rule of a return address never seen (or not cacheable): 0, or -1 when it
+ * is not understood or another thread is reading unwind data (the caller falls back). */
+static __attribute__((noinline)) int rule_uncached(uintptr_t ip, struct ms_cfi_rule *r)
 {
-	struct rule_slot *big = __atomic_load_n(&rules, __ATOMIC_ACQUIRE);
-	struct rule_slot *e = find(small_rules, NRULES_SMALL, ip);
-	if (!e && big)
-		e = find(big, NRULES, ip);
-	if (!e)
-		return 0;
-	*r = unpack(__atomic_load_n(&e->word, __ATOMIC_RELAXED));
-	return 1;
-}
-
-static int rule_for(uintptr_t ip, struct rule *r)
-{
-	if (cached(ip, r))
-		return r->valid ? 0 : -1;
 	ms_cfi_new_ip = 1; /* never seen: it may belong to an object loaded since the last look */
 	if (__atomic_exchange_n(&lock_word, 1, __ATOMIC_ACQUIRE))
-		return -1; /* another thread is reading unwind data: let the caller fall back */
-	struct rule got;
-	int ok = compute(ip, &got) == 0;
+		return -1;
+	struct ms_cfi_rule got;
+	int ok = ms_cfi_rule_at(ip - 1, &got) == 0; /* the call is at IP - 1 */
 	if (!ok)
 		memset(&got, 0, sizeof got);
 	struct rule_slot *e = slot_for_new(ip);
@@ -593,11 +713,21 @@ static int rule_for(uintptr_t ip, struct rule *r)
 	return ok ? 0 : -1;
 }
 
+/* IP's rule: one probe sequence in the table looked up, the slow way only for a new address. */
+static inline int rule_for(uintptr_t ip, struct ms_cfi_rule *r)
+{
+	struct rule_slot *e = probe(__atomic_load_n(&active, __ATOMIC_ACQUIRE), ip);
+	if (MS_UNLIKELY(!e || __atomic_load_n(&e->ip, __ATOMIC_ACQUIRE) != ip))
+		return rule_uncached(ip, r);
+	*r = unpack(__atomic_load_n(&e->word, __ATOMIC_RELAXED));
+	return r->valid ? 0 : -1;
+}
+
 /* One frame up: from the state (IP a return address, SP, RBP) of a frame to its caller's.
  * Returns 1 on success, 0 at the outermost frame, -1 when the rule is not known. */
 int ms_cfi_step(uintptr_t *ip, uintptr_t *sp, uintptr_t *rbp, uintptr_t *slot)
 {
-	struct rule r;
+	struct ms_cfi_rule r;
 	if (rule_for(*ip, &r) < 0)
 		return -1;
 	if (r.outermost)
@@ -621,14 +751,15 @@ static void clear_rules(struct rule_slot *t, unsigned size)
 		__atomic_store_n(&t[i].ip, 0, __ATOMIC_RELAXED);
 }
 
-/* Forgets the cached rules (objects were unloaded: their addresses may be reused). */
+/* Forgets the cached rules (objects were unloaded: their addresses may be reused).  The table
+ * looked up stays the same: the big one, once there is one. */
 void ms_cfi_forget(void)
 {
 	if (__atomic_exchange_n(&lock_word, 1, __ATOMIC_ACQUIRE))
 		return;
 	clear_rules(small_rules, NRULES_SMALL);
-	if (rules)
-		clear_rules(rules, NRULES);
+	if (active != small_rules)
+		clear_rules(active, NRULES);
 	nsmall = 0;
 	nobjs = 0;
 	__atomic_store_n(&lock_word, 0, __ATOMIC_RELEASE);

@@ -1,7 +1,8 @@
-/* Native stages (C/C++ functions named in MEMSHIM_STAGES): shared declarations of the native_*.c
+/* Native stages (C/C++ functions named in MEMSHIM_STAGES): shared declarations of the native/
  * files.  Targets are resolved to address ranges (native/syms.c); allocations look at the stack
- * (native/stack.c); a frame of a target function gets its return address replaced by one of the
- * trampolines (native/tramp.c, native/pool.c), which closes the stage when the function returns. */
+ * (native/frames.c, walking with the cursor of native/unwinder.c); a frame of a target function
+ * gets its return address replaced by one of the trampolines (native/tramp.c, native/pool.c),
+ * which closes the stage when the function returns. */
 #ifndef MS_NATIVE_H
 #define MS_NATIVE_H
 
@@ -45,6 +46,14 @@ void ms_native_regs(uintptr_t out[3]);
 
 /* ---- quick unwinder (native/cfi.c) ----------------------------------------------------------- */
 
+/* The unwind rule of one frame, as far as the quick unwinder follows them: CFA = rsp or rbp +
+ * cfa_off, the return address at CFA - 8, rbp saved at CFA + rbp_off or kept; or the outermost
+ * frame (the return address undefined), or a signal handler's return. */
+struct ms_cfi_rule {
+	int valid, cfa_rbp, rbp_saved, outermost, signal;
+	int32_t cfa_off, rbp_off;
+};
+
 /* One frame up from (IP a return address, SP, RBP): 1 and the caller's values with *SLOT where IP
  * was read from; 0 at the outermost frame; 2 when IP is a signal handler's return (the frames
  * below were interrupted); -1 when the frame's unwind rule is not understood. */
@@ -57,6 +66,85 @@ void ms_cfi_forget(void);
  * twice). */
 void ms_cfi_prepare(void);
 void ms_cfi_fork_child(void);
+/* The rule at instruction PC, read from .eh_frame entry FDE (and the CIE it points to): 0, or -1
+ * when PC is outside it or the rule is one the quick unwinder does not follow.  For tests. */
+int ms_cfi_fde_rule(const unsigned char *fde, uintptr_t pc, struct ms_cfi_rule *r);
+/* The same for PC in any loaded object, uncached; not thread-safe (ms_cfi_step's cache takes a
+ * lock around it).  For tests. */
+int ms_cfi_rule_at(uintptr_t pc, struct ms_cfi_rule *r);
+
+/* ---- the unwinder cursor (native/unwinder.c) ------------------------------------------------- */
+
+/* One frame of a walk up the stack.  The frame's return address was read from SLOT; where a
+ * native stage's trampoline took it over, RAW is the trampoline and IP the return address it
+ * stands for (stepping on goes on from IP, as if the trampoline were not there). */
+struct ms_cursor {
+	uintptr_t ip;    /* return address of the frame (never a trampoline) */
+	uintptr_t raw;   /* what SLOT holds: IP, or the trampoline standing for it */
+	int tramp;       /* that trampoline's index, -1 */
+	uintptr_t slot;  /* where RAW was read */
+	uintptr_t sp;    /* the stack pointer once the frame has returned (its CFA) */
+	uintptr_t rbp;   /* quick walks only */
+	void *full;      /* libunwind's cursor when the walk uses it, else NULL */
+};
+
+/* Room for libunwind's context and cursor, for a walk that uses it (sizes checked at build). */
+struct ms_unw_space {
+	_Alignas(16) unsigned char context[1024];
+	_Alignas(16) unsigned char cursor[1024];
+};
+
+/* Starts a quick walk at the frame whose registers are START: its stack pointer once it has
+ * returned, rbp, its return address (see ms_native_regs). */
+void ms_cursor_at(struct ms_cursor *c, const uintptr_t start[3]);
+/* libunwind's getcontext (NULL until loaded), and the cursor's start from a context it filled. */
+extern int (*ms_unw_getcontext)(void *context);
+int ms_cursor_full_init(struct ms_cursor *c, struct ms_unw_space *space);
+
+/* Starts a walk at the caller's own frame: with the quick unwinder, or with libunwind in SPACE
+ * (-1 when libunwind is not loaded).  Inlined: the registers must be the caller's, not those of a
+ * frame gone by the time the walk steps. */
+static inline __attribute__((always_inline)) int ms_cursor_here(struct ms_cursor *c, struct ms_unw_space *space)
+{
+	if (space) {
+		int (*getcontext)(void *) = __atomic_load_n(&ms_unw_getcontext, __ATOMIC_ACQUIRE);
+		if (!getcontext || getcontext(space->context) < 0)
+			return -1;
+		return ms_cursor_full_init(c, space);
+	}
+	uintptr_t r[3];
+	ms_native_regs(r);
+	ms_cursor_at(c, r);
+	return 0;
+}
+
+/* C's frame returns to RAW: a trampoline stands for the return address it holds. */
+static inline void ms_cursor_arrive(struct ms_cursor *c, uintptr_t raw)
+{
+	c->raw = raw;
+	c->tramp = ms_tramp_index(raw);
+	c->ip = __builtin_expect(c->tramp >= 0, 0) ? ms_pool_ra(c->tramp) : raw;
+}
+
+/* A step with libunwind (ms_cursor_step's slow path). */
+int ms_cursor_full_step(struct ms_cursor *c);
+
+/* One frame up: 1 (C is now the caller's frame); 0 at the outermost frame (or, with libunwind,
+ * where it gives up or the return address is not in a plain slot); 2 when C's frame is a signal
+ * handler's return (not stepped: the frames below were interrupted); -1 when the quick unwinder
+ * does not understand the frame.  Inlined: call-site sampling steps once per frame. */
+static inline int ms_cursor_step(struct ms_cursor *c)
+{
+	if (__builtin_expect(c->full != NULL, 0))
+		return ms_cursor_full_step(c);
+	int got = ms_cfi_step(&c->ip, &c->sp, &c->rbp, &c->slot);
+	if (got == 1)
+		ms_cursor_arrive(c, c->ip);
+	return got;
+}
+/* Loads libunwind (dlopen: only processes with native stages pay for it); without it a walk that
+ * asks for it fails. */
+void ms_unwinder_init(void);
 
 /* ---- targets (native/names.c) ---------------------------------------------------------------- */
 
@@ -123,7 +211,7 @@ extern uintptr_t ms_self_lo, ms_self_hi;
 /* A forked child: locks a thread that no longer exists may have held are free again. */
 void ms_syms_fork_child(void);
 
-/* ---- stack (native/stack.c) ------------------------------------------------------------------ */
+/* ---- known frames (native/frames.c) ---------------------------------------------------------- */
 
 /* Set as intercept's ms_before_count while a target is loaded: looks at the stack before an
  * allocation or free is counted, opening the stages of target functions found there.  SLOT is the
@@ -133,9 +221,10 @@ void ms_native_check(uintptr_t *slot);
 /* Called by the trampoline: the function that returned into trampoline BLOCK+6 has left; returns
  * the address to continue at. */
 uintptr_t ms_native_tramp_fire(uintptr_t block_ret);
-/* Frames at addresses below SP are being discarded (longjmp): close their stages. */
+/* Frames at addresses below SP are being discarded (longjmp): close their stages (intercept's
+ * ms_before_jump, set by native/jmp.c). */
 void ms_native_discard_below(uintptr_t sp);
-/* An exception starts unwinding this thread / was caught (native/unwind.c). */
+/* An exception starts unwinding this thread / was caught (intercept's ms_on_unwind_begin/end). */
 void ms_native_unwind_begin(void);
 void ms_native_unwind_end(void);
 /* Sets up the per-thread state key; 0 when usable. */
@@ -148,12 +237,13 @@ void ms_arm_init(void);
 /* A forked child: only this thread's dlopen calls can still be under way. */
 void ms_arm_fork_child(void);
 
-/* ---- longjmp (native/jmp.c) ------------------------------------------------------------------ */
+/* ---- frames left without returning (native/jmp.c) ---------------------------------------------- */
 
-/* Looks the real longjmp family up at start (a longjmp out of a signal handler must not). */
+/* Looks the real longjmp family up at start (a longjmp out of a signal handler must not), and sets
+ * intercept's jump and unwind hooks to the functions above. */
 void ms_jmp_init(void);
 
-/* ---- the detector (native/stages.c) ---------------------------------------------------------- */
+/* ---- the detector (native/detect.c) ---------------------------------------------------------- */
 
 /* At start: reads the native targets of MEMSHIM_STAGES and, when there are any, turns the stack
  * check on. */

@@ -1,4 +1,4 @@
-/* Stacks of sampled allocations: read (the project's CFI unwinder, the interpreter's frames) and
+/* Stacks of sampled allocations: read (native/unwinder.c's cursor, the interpreter's frames) and
  * interned into bounded tables in raw mappings.  Reading takes no lock and allocates nothing;
  * interning runs under the sites lock (sample.c).  A full table refuses new entries (counted). */
 #include <link.h>
@@ -186,8 +186,6 @@ static int in_self(uintptr_t ip)
 	return ip >= self_lo && ip < self_hi && ms_tramp_index(ip) < 0;
 }
 
-/* Native return addresses from the caller of the shim outwards (trampolines of native stages stand
- * for the return address they replaced). */
 /* The thread's last native chain: the return-address slot and value of each frame.  A walk whose
  * first frame has the same slot and return address, and whose later slots still hold the same
  * return addresses, is the same chain (each frame's position follows from the one below it), so
@@ -247,37 +245,34 @@ static int same_chain(uint64_t *out, int max, uintptr_t slot, uintptr_t ip)
 	return c->n;
 }
 
+/* Native return addresses from the caller of the shim outwards (the cursor gives the return
+ * address a native stage's trampoline stands for). */
 static int native_frames(uint64_t *out, int max, int stop_in_python, const uintptr_t *start, int *hit)
 {
 	*hit = 0;
-	uintptr_t r[3];
+	struct ms_cursor c;
 	if (start)
-		memcpy(r, start, sizeof r);
+		ms_cursor_at(&c, start);
 	else
-		ms_native_regs(r);
-	uintptr_t sp = r[0], rbp = r[1], ip = r[2], slot = r[0] - 8;
+		ms_cursor_here(&c, NULL);
 	uintptr_t slots[MS_SITES_MAX_FRAMES], raws[MS_SITES_MAX_FRAMES];
 	int n = 0, cacheable = !stop_in_python;
 	for (int d = 0; d < max + 48 && n < max; d++) {
-		uintptr_t raw = ip;
-		int t = ms_tramp_index(ip);
-		if (t >= 0)
-			ip = ms_pool_ra(t);
-		if (stop_in_python && ip >= py_lo && ip < py_hi)
+		if (stop_in_python && c.ip >= py_lo && c.ip < py_hi)
 			break;
-		if (!(n == 0 && in_self(ip))) {
+		if (!(n == 0 && in_self(c.ip))) {
 			if (n == 0 && cacheable) {
-				int got = same_chain(out, max, slot, ip);
+				int got = same_chain(out, max, c.slot, c.ip);
 				if (got) {
 					*hit = 1;
 					return got;
 				}
 			}
-			slots[n] = slot;
-			raws[n] = raw;
-			out[n++] = ip;
+			slots[n] = c.slot;
+			raws[n] = c.raw;
+			out[n++] = c.ip;
 		}
-		if (ms_cfi_step(&ip, &sp, &rbp, &slot) != 1 || ip < 4096)
+		if (ms_cursor_step(&c) != 1 || c.ip < 4096)
 			break;
 	}
 	if (cacheable && caches && n <= MS_SITES_MAX_FRAMES) {

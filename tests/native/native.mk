@@ -4,8 +4,10 @@ NATIVE_DIR := $(BUILD)/native
 NATIVE_FIXTURES := $(NATIVE_DIR)/nstages $(NATIVE_DIR)/nstages-rdynamic $(NATIVE_DIR)/nstages-O2 \
 	$(NATIVE_DIR)/nstages-stripped $(NATIVE_DIR)/nstages-rdynamic-stripped $(NATIVE_DIR)/ncxx \
 	$(NATIVE_DIR)/libnstage.so $(NATIVE_DIR)/libnplugin.so $(NATIVE_DIR)/nstress \
-	$(NATIVE_DIR)/libnorigin.so $(NATIVE_DIR)/nsub/libnsibling.so $(NATIVE_DIR)/libnctor.so
-NATIVE_SUITES := $(NATIVE_DIR)/test_names $(NATIVE_DIR)/test_native
+	$(NATIVE_DIR)/libnorigin.so $(NATIVE_DIR)/nsub/libnsibling.so $(NATIVE_DIR)/libnctor.so \
+	$(NATIVE_DIR)/nstatement
+NATIVE_SUITES := $(NATIVE_DIR)/test_names $(NATIVE_DIR)/test_cfi $(NATIVE_DIR)/test_native \
+	$(NATIVE_DIR)/test_jump $(NATIVE_DIR)/test_native_cost
 NATIVE_FIXTURE_LINK := -L$(NATIVE_DIR) -lnstage -Wl,-rpath,'$$ORIGIN' -ldl -lpthread
 
 $(NATIVE_DIR)/lib%.so: tests/native/fixtures/lib%.c
@@ -37,6 +39,10 @@ $(NATIVE_DIR)/nstress: tests/native/fixtures/nstress.c
 	@mkdir -p $(@D)
 	$(CC) -g -O1 -o $@ $< -lpthread
 
+$(NATIVE_DIR)/nstatement: tests/native/fixtures/nstatement.c
+	@mkdir -p $(@D)
+	$(CC) -g -O1 -o $@ $<
+
 $(NATIVE_DIR)/ncxx: tests/native/fixtures/ncxx.cc
 	@mkdir -p $(@D)
 	$(CXX) -g -o $@ $<
@@ -46,7 +52,15 @@ $(NATIVE_DIR)/test_names: tests/native/test_names.c shim/native/names.c $(SHIM_C
 	$(CC) $(BASEFLAGS) $(CFLAGS) $(SANFLAGS) $(CHECK_CFLAGS) -Ishim $(TEST_COMMON_INC) -o $@ \
 		$(filter %.c %.o %.a,$^) $(CHECK_LIBS)
 
-$(NATIVE_DIR)/test_native: tests/native/test_native.c $(HARNESS)
+# The quick unwinder and the cursor without a preload: the trampolines linked in, libunwind as the
+# reference; frame pointers so a test can find its own return-address slot.
+NATIVE_UNWIND_SRCS := shim/native/cfi.c shim/native/unwinder.c shim/native/tramp.c shim/native/pool.c
+$(NATIVE_DIR)/test_cfi: tests/native/test_cfi.c $(NATIVE_UNWIND_SRCS) $(SHIM_CORE_LIB)
+	@mkdir -p $(@D)
+	$(CC) $(BASEFLAGS) $(CFLAGS) -fno-omit-frame-pointer $(CHECK_CFLAGS) -Ishim $(TEST_COMMON_INC) -o $@ \
+		$(filter %.c %.o %.a,$^) $(CHECK_LIBS) -lunwind -ldl
+
+$(NATIVE_DIR)/test_native $(NATIVE_DIR)/test_jump $(NATIVE_DIR)/test_native_cost: $(NATIVE_DIR)/%: tests/native/%.c $(HARNESS)
 	@mkdir -p $(@D)
 	$(CC) $(BASEFLAGS) $(CFLAGS) $(CHECK_CFLAGS) $(JANSSON_CFLAGS) -Itests/preload $(TEST_COMMON_INC) -o $@ $(filter %.c %.o,$^) \
 		$(CHECK_LIBS) $(JANSSON_LIBS)

@@ -171,6 +171,26 @@ START_TEST(error_bound_holds_over_20_runs)
 }
 END_TEST
 
+/* Blocks far larger than the rate are sampled at their true size (weighed by 1 - exp(-s/R)):
+ * single 60/30/10 MiB blocks read their shares within 2 points in every run. */
+START_TEST(single_large_blocks_are_exact_in_every_run)
+{
+	for (int i = 0; i < 10; i++) {
+		json_t *root = run_fixture("single", NULL);
+		json_t *work = stage_of(root, "work");
+		ck_assert_ptr_nonnull(work);
+		double a = site_bytes(work, "peak_sites", "alloc_one_sixty"),
+		       b = site_bytes(work, "peak_sites", "alloc_one_thirty"),
+		       c = site_bytes(work, "peak_sites", "alloc_one_ten"), sum = a + b + c;
+		ck_assert(sum > 0);
+		ck_assert_msg(fabs(a / sum - 0.6) < 0.02 && fabs(b / sum - 0.3) < 0.02 && fabs(c / sum - 0.1) < 0.02,
+			      "run %d: shares %.3f %.3f %.3f", i, a / sum, b / sum, c / sum);
+		ck_assert_msg(c >= 10.0 * MiB && c < 10.0 * MiB + 8192, "run %d: the 10 MiB block reads %.0f", i, c); /* its usable size */
+		json_decref(root);
+	}
+}
+END_TEST
+
 START_TEST(sites_off_writes_no_site_keys)
 {
 	const char *env[] = { "MEMSHIM_SITES=0", NULL };
@@ -457,6 +477,7 @@ static Suite *suite(void)
 	tcase_add_test(tc, each_stage_has_its_own_peak);
 	tcase_add_test(tc, samples_through_a_native_stage_name_their_callers);
 	tcase_add_test(tc, error_bound_holds_over_20_runs);
+	tcase_add_test(tc, single_large_blocks_are_exact_in_every_run);
 	tcase_add_test(tc, sites_off_writes_no_site_keys);
 	tcase_add_test(tc, many_stacks_grow_the_tables_and_are_found_again);
 	tcase_add_test(tc, a_program_run_through_a_link_is_named_as_its_file);

@@ -1,5 +1,5 @@
 /* Native stages: reads the targets of MEMSHIM_STAGES that name C/C++ functions, resolves them,
- * lets native/arm.c turn the stack check (ms_native_check, native/stack.c) on while one is loaded
+ * lets native/arm.c turn the stack check (ms_native_check, native/frames.c) on while one is loaded
  * and, at exit, warns once about every target found nowhere.
  *
  * Which targets are native (the rest is left to the Python detector, without warnings here):

@@ -1,25 +1,24 @@
 /* Native stage detection on the stack.
  *
  * Each thread keeps the frames it has already seen ("known" frames, outermost first), found by
- * unwinding (native/cfi.c, or libunwind where that gives up).  A known frame of a target function has its return address replaced
- * by a trampoline from the pool: the stage opens when the frame is first seen (at an allocation
+ * unwinding (the cursor of native/unwinder.c: the quick unwinder, or libunwind where that gives
+ * up).  A known frame of a target function has its return address replaced by a trampoline from
+ * the pool: the stage opens when the frame is first seen (at an allocation
  * inside the call) and closes exactly when the function returns, unwinds (exception, forced
  * unwind) or is jumped over (longjmp).  The innermost known frame always carries a trampoline too
  * (the thread's "watch" marker when it is not a stage frame), so a frame leaving the stack is
  * always noticed, and an allocation made again from the innermost known frame at a call site seen
  * before (same return-address slot and return address) is decided with a few loads: nothing new
- * can be on the stack.  Only new frames above the innermost known one are ever unwound.
+ * can be on the stack.  Only new frames above the innermost known one are ever unwound, and the
+ * frames of a library's call tree, rebuilt at the same places call after call, are not taken in:
+ * the way from each call site up to the innermost known frame is remembered as a chain (its
+ * slots and return addresses, one load each to confirm), so a target called once per statement
+ * or per request costs one walk and two trampoline firings per call, not a walk per allocation.
  *
  * Everything here runs inside allocation hooks or trampolines: per-thread state in raw mappings,
- * no locks (the stage engine's own short lock aside), errno preserved.
- *
- * libunwind (the fallback for frames the quick unwinder does not understand) is loaded with dlopen
- * when native stages are configured, not linked: every other process would pay for loading it and
- * its dependencies at start. */
-#define UNW_LOCAL_ONLY
+ * no locks (the stage engine's own short lock aside), errno preserved. */
 #include <dlfcn.h>
 #include <errno.h>
-#include <libunwind.h>
 #include <pthread.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -57,17 +56,20 @@ struct cand {
 	uintptr_t slot, ra, ip;
 };
 
-#define NCHAINS 4 /* short chains of new frames remembered per thread */
+#define CHAIN_SETS 64 /* chains of new frames remembered per thread, by where they call the shim, */
+#define CHAIN_WAYS 8  /* ...several for each place (a function called from several callers) */
+#define CHAIN_MAX 16 /* frames in one (a longer way up keeps its outer frames instead) */
 
-/* A call into the shim from a frame not taken in (too short-lived to be worth a trampoline): from
- * ENTRY_SLOT with return address ENTRY_IP, through N frames (return-address slots and what they
- * held) that are no target's, up to the innermost known frame, whose slot was TOP_SLOT.  While
- * every slot still holds its return address, the same call needs no walk. */
+/* A call into the shim from frames not taken in (too short-lived to be worth a trampoline each:
+ * a library's call tree under a frame that lasts, rebuilt at the same places call after call):
+ * from ENTRY_SLOT with return address ENTRY_IP, through N frames (return-address slots and what
+ * they held) that are no target's, up to the innermost known frame, whose slot was TOP_SLOT.
+ * While every slot still holds its return address, the same call needs no walk. */
 struct chain_key {
 	uintptr_t top_slot, entry_slot, entry_ip;
 	unsigned unloads;  /* ms_dlclose_calls when it was made */
 	int n;
-	uintptr_t slot[ADOPT_AFTER], ra[ADOPT_AFTER];
+	uintptr_t slot[CHAIN_MAX], ra[CHAIN_MAX];
 };
 
 struct tstate {
@@ -86,8 +88,8 @@ struct tstate {
 	int deferred[MAX_DEFERRED]; /* trampolines to give back once the unwinder has read them */
 	struct frame f[MAX_FRAMES];
 	struct cand c[MAX_FRAMES];
-	struct chain_key chains[NCHAINS];
-	unsigned nchains;
+	struct chain_key chains[CHAIN_SETS][CHAIN_WAYS];
+	unsigned chain_victim; /* the way a new chain takes when its set is full */
 };
 
 struct ms_native_stats ms_native_stats;
@@ -98,16 +100,6 @@ static uintptr_t off_ip[NOFF] MS_LARGE;
 static uintptr_t off_val[NOFF] MS_LARGE;
 static uintptr_t (*get_ip)(void *ctx);
 static int get_ip_looked;
-
-/* libunwind's local-only functions, once loaded (ms_stack_init); without them a frame the quick
- * unwinder does not understand ends the look (the allocation is counted where it stands). */
-static struct {
-	int (*getcontext)(unw_context_t *);
-	int (*init_local)(unw_cursor_t *, unw_context_t *);
-	int (*step)(unw_cursor_t *);
-	int (*get_reg)(unw_cursor_t *, unw_regnum_t, unw_word_t *);
-	int (*is_signal_frame)(unw_cursor_t *);
-} unw;
 
 /* Counted only for MEMSHIM_LOG=debug: a shared counter would be contended by every thread. */
 #define STAT(field) do { \
@@ -362,85 +354,40 @@ struct chain {
  * shim was entered by a tail call from a known frame (nothing new can be on the stack). */
 static int walk(struct tstate *s, int quick, struct chain *ch)
 {
-	unw_context_t uc;
-	unw_cursor_t cur;
-	uintptr_t r[3], ip, sp, rbp = 0, slot = 0, prev_sp;
+	struct ms_unw_space space;
+	struct ms_cursor c;
 	ms_cfi_new_ip = 0;
-	if (quick) {
-		ms_native_regs(r);
-		sp = r[0];
-		rbp = r[1];
-		ip = r[2];
-	} else {
-		unw_word_t v;
-		if (!unw.getcontext || unw.getcontext(&uc) < 0 || unw.init_local(&cur, &uc) < 0)
-			return -1;
-		unw.get_reg(&cur, UNW_REG_IP, &v);
-		ip = v;
-		unw.get_reg(&cur, UNW_REG_SP, &v);
-		sp = v;
-	}
+	if (ms_cursor_here(&c, quick ? NULL : &space) < 0)
+		return -1;
 	ch->nc = 0;
 	ch->match = -1;
 	ch->signal = 0;
 	/* the shim's own frames first: their sizes are learnt for the quick path */
-	for (int d = 0; in_self(ip) && ms_tramp_index(ip) < 0; d++) {
-		uintptr_t here = ip;
-		prev_sp = sp;
-		if (d > 32)
+	for (int d = 0; in_self(c.raw) && c.tramp < 0; d++) {
+		uintptr_t here = c.ip, prev_sp = c.sp;
+		if (d > 32 || ms_cursor_step(&c) != 1)
 			return -1;
-		if (quick) {
-			if (ms_cfi_step(&ip, &sp, &rbp, &slot) != 1)
-				return -1;
-		} else {
-			unw_word_t v;
-			if (unw.step(&cur) <= 0)
-				return -1;
-			unw.get_reg(&cur, UNW_REG_IP, &v);
-			ip = v;
-			unw.get_reg(&cur, UNW_REG_SP, &v);
-			sp = v;
-			slot = sp - 8;
-		}
-		if (d > 0 || quick)
-			off_learn(here, sp - prev_sp);
+		off_learn(here, c.sp - prev_sp);
 	}
-	if (ms_tramp_index(ip) >= 0)
+	if (c.tramp >= 0)
 		return 1; /* a tail call from a frame we know: the shim returns straight through its trampoline */
-	ch->entry_slot = slot;
-	ch->entry_ip = ip;
+	ch->entry_slot = c.slot;
+	ch->entry_ip = c.raw;
 	int j = s->n - 1;
 	for (int depth = 0; depth < MAX_SCAN; depth++) {
-		uintptr_t here = ip;
-		if (quick) {
-			int got = ms_cfi_step(&ip, &sp, &rbp, &slot);
-			if (got < 0)
-				return -1;
-			if (got == 2)
-				ch->signal = 1;
-			if (got != 1)
-				break;
-		} else {
-			unw_word_t v;
-			if (unw.is_signal_frame(&cur) > 0) {
-				ch->signal = 1;
-				break;
-			}
-			if (unw.step(&cur) <= 0)
-				break; /* the outermost frame */
-			unw.get_reg(&cur, UNW_REG_IP, &v);
-			ip = v;
-			unw.get_reg(&cur, UNW_REG_SP, &v);
-			sp = v;
-			slot = sp - 8;
-			if (load(slot) != ip)
-				break; /* not a plain return-address slot */
-		}
-		while (j >= 0 && s->f[j].slot < slot)
+		uintptr_t here = c.ip;
+		int got = ms_cursor_step(&c);
+		if (got < 0)
+			return -1;
+		if (got == 2)
+			ch->signal = 1;
+		if (got != 1)
+			break;
+		while (j >= 0 && s->f[j].slot < c.slot)
 			j--;
-		if (j >= 0 && s->f[j].slot == slot) {
+		if (j >= 0 && s->f[j].slot == c.slot) {
 			const struct frame *f = &s->f[j];
-			if (ip == (f->tramp >= 0 ? ms_tramp_addr(f->tramp) : f->ra)) {
+			if (c.raw == (f->tramp >= 0 ? ms_tramp_addr(f->tramp) : f->ra)) {
 				ch->match = j;
 				break;
 			}
@@ -448,8 +395,8 @@ static int walk(struct tstate *s, int quick, struct chain *ch)
 		}
 		if (ch->nc == MAX_FRAMES)
 			break;
-		s->c[ch->nc++] = (struct cand){ slot, ip, here };
-		if (ms_tramp_index(ip) >= 0)
+		s->c[ch->nc++] = (struct cand){ c.slot, c.raw, here };
+		if (c.tramp >= 0)
 			break; /* a trampoline we do not know: nothing below can be read reliably */
 	}
 	ch->keep = j + 1;
@@ -459,18 +406,62 @@ static int walk(struct tstate *s, int quick, struct chain *ch)
 	return 0;
 }
 
-static void add_chain(struct tstate *s, const struct chain *ch)
+/* The set of chains remembered for calls into the shim from SLOT with return address IP. */
+static struct chain_key *chain_set(struct tstate *s, uintptr_t slot, uintptr_t ip, uintptr_t top_slot)
 {
-	struct chain_key *k = &s->chains[s->nchains++ % NCHAINS];
-	k->top_slot = s->f[s->n - 1].slot;
+	_Static_assert(CHAIN_SETS == 64, "the hash's top 6 bits");
+	uint64_t h = (ip ^ (slot ^ top_slot) << 9) * 0x9e3779b97f4a7c15ULL;
+	return s->chains[h >> 58];
+}
+
+/* Whether chain K leads from SLOT and IP to the innermost known frame at TOP_SLOT, every one of
+ * its frames still in place. */
+static int chain_holds(const struct chain_key *k, uintptr_t slot, uintptr_t ip, uintptr_t top_slot, unsigned unloads)
+{
+	if (k->entry_ip != ip || k->entry_slot != slot || k->top_slot != top_slot || k->unloads != unloads)
+		return 0;
+	for (int j = 0; j < k->n; j++)
+		if (load(k->slot[j]) != k->ra[j])
+			return 0;
+	return 1;
+}
+
+/* Remembers the call of CH through its N innermost new frames, up to the innermost known frame:
+ * in a free way of its set, else in the next one round. */
+static void add_chain(struct tstate *s, const struct chain *ch, int n)
+{
+	uintptr_t top_slot = s->f[s->n - 1].slot;
+	struct chain_key *set = chain_set(s, ch->entry_slot, ch->entry_ip, top_slot), *k = NULL;
+	for (int w = 0; w < CHAIN_WAYS; w++)
+		if (chain_holds(&set[w], ch->entry_slot, ch->entry_ip, top_slot, s->unloads_seen))
+			return; /* remembered already (a target's frame taken in again) */
+	for (int w = 0; w < CHAIN_WAYS && !k; w++)
+		if (!set[w].entry_slot)
+			k = &set[w];
+	if (!k)
+		k = &set[s->chain_victim++ % CHAIN_WAYS];
+	k->top_slot = top_slot;
 	k->entry_slot = ch->entry_slot;
 	k->entry_ip = ch->entry_ip;
 	k->unloads = s->unloads_seen;
-	k->n = ch->nc;
-	for (int j = 0; j < ch->nc; j++) {
+	k->n = n;
+	for (int j = 0; j < n; j++) {
 		k->slot[j] = s->c[j].slot;
 		k->ra[j] = s->c[j].ra;
 	}
+}
+
+/* Chain K was used again: 1, or 0 when its frames are to be taken in (see chain_seen). */
+static int chain_hit(struct tstate *s, struct chain_key *k)
+{
+	if (MS_LIKELY(--s->adopt_in > 0))
+		return 1;
+	k->entry_slot = 0;
+	s->adopt = 1;
+	if (s->adoptions < ADOPT_BACKOFF)
+		s->adoptions++;
+	s->adopt_in = ADOPT_HITS << s->adoptions;
+	return 0;
 }
 
 /* Whether a call from SLOT with return address IP comes through a chain remembered for the
@@ -484,25 +475,10 @@ static int chain_seen(struct tstate *s, uintptr_t slot, uintptr_t ip)
 	if (top->tramp < 0 || load(top->slot) != top->watched)
 		return 0;
 	unsigned unloads = __atomic_load_n(&ms_dlclose_calls, __ATOMIC_ACQUIRE);
-	for (int i = 0; i < NCHAINS; i++) {
-		struct chain_key *k = &s->chains[i];
-		if (k->entry_slot != slot || k->entry_ip != ip || k->top_slot != top->slot || k->unloads != unloads)
-			continue;
-		int j = 0;
-		while (j < k->n && load(k->slot[j]) == k->ra[j])
-			j++;
-		if (j < k->n)
-			continue;
-		if (MS_LIKELY(--s->adopt_in > 0))
-			return 1;
-		k->entry_slot = 0;
-		s->nchains = (unsigned)i; /* the next chain remembered takes its place */
-		s->adopt = 1;
-		if (s->adoptions < ADOPT_BACKOFF)
-			s->adoptions++;
-		s->adopt_in = ADOPT_HITS << s->adoptions;
-		return 0;
-	}
+	struct chain_key *set = chain_set(s, slot, ip, top->slot);
+	for (int w = 0; w < CHAIN_WAYS; w++)
+		if (chain_holds(&set[w], slot, ip, top->slot, unloads))
+			return chain_hit(s, &set[w]);
 	return 0;
 }
 
@@ -525,14 +501,29 @@ static int nothing_new(struct tstate *s, const struct chain *ch)
 	return 1;
 }
 
+/* The innermost of the new frames that is a target function's, or -1. */
+static int innermost_target(const struct tstate *s, const struct chain *ch)
+{
+	for (int k = 0; k < ch->nc; k++)
+		if (ms_syms_stage_at(s->c[k].ip - 1) >= 0)
+			return k;
+	return -1;
+}
+
 /* Takes in what the walk found: known frames no longer there go, new frames come in (outermost
- * first; target frames get their trampolines and open their stages). */
+ * first, down to the innermost target frame; target frames get their trampolines and open their
+ * stages). */
 static void apply(struct tstate *s, const struct chain *ch)
 {
 	while (s->n > ch->keep)
 		pop_stale(s);
-	for (int k = ch->nc - 1; k >= 0 && s->n < MAX_FRAMES; k--)
+	int last = innermost_target(s, ch);
+	for (int k = ch->nc - 1; k >= (last > 0 ? last : 0) && s->n < MAX_FRAMES; k--)
 		push(s, &s->c[k]);
+	/* the frames a target function called are left out (they come and go call after call): its
+	 * trampoline watches them, and the way up to it is remembered */
+	if (last > 0 && last <= CHAIN_MAX && s->n > 0 && s->f[s->n - 1].slot == s->c[last].slot)
+		add_chain(s, ch, last);
 }
 
 #ifdef MS_NATIVE_VERIFY
@@ -596,8 +587,8 @@ static void look(struct tstate *s)
 		} else if (adopt) { /* a hot chain: all its frames, and this call, are known from now on */
 			STAT(adopted);
 			take_in(s, &ch, 0);
-		} else if (ch.nc <= ADOPT_AFTER) {
-			add_chain(s, &ch);
+		} else if (ch.nc <= CHAIN_MAX) {
+			add_chain(s, &ch, ch.nc);
 		} else { /* a long way up: take in all but the innermost (short-lived) frames */
 			take_in(s, &ch, ADOPT_AFTER - 1);
 		}
@@ -846,39 +837,8 @@ static void thread_gone(void *arg)
 	syscall(SYS_munmap, s, sizeof *s);
 }
 
-#define UNW_NAME2(f) #f
-#define UNW_NAME(f) UNW_NAME2(f) /* the symbol libunwind's header maps F to (_ULx86_64_step) */
-
-/* Loads libunwind and publishes its functions only when every one was found. */
-static void load_libunwind(void)
-{
-	void *h = dlopen("libunwind.so.8", RTLD_NOW | RTLD_LOCAL);
-	if (!h)
-		h = dlopen("libunwind.so", RTLD_NOW | RTLD_LOCAL);
-	if (!h) {
-		ms_debug("native stages: libunwind not found: frames the quick unwinder does not read end a look");
-		return;
-	}
-	void *f[5] = { ms_real_dlsym(h, UNW_NAME(unw_tdep_getcontext)), ms_real_dlsym(h, UNW_NAME(unw_init_local)),
-		       ms_real_dlsym(h, UNW_NAME(unw_step)), ms_real_dlsym(h, UNW_NAME(unw_get_reg)),
-		       ms_real_dlsym(h, UNW_NAME(unw_is_signal_frame)) };
-	int (*policy)(unw_addr_space_t, unw_caching_policy_t) =
-		(int (*)(unw_addr_space_t, unw_caching_policy_t))ms_real_dlsym(h, UNW_NAME(unw_set_caching_policy));
-	unw_addr_space_t *space = (unw_addr_space_t *)ms_real_dlsym(h, UNW_NAME(unw_local_addr_space));
-	for (int i = 0; i < 5; i++)
-		if (!f[i])
-			return;
-	if (policy && space)
-		policy(*space, UNW_CACHE_PER_THREAD);
-	*(void **)&unw.init_local = f[1];
-	*(void **)&unw.step = f[2];
-	*(void **)&unw.get_reg = f[3];
-	*(void **)&unw.is_signal_frame = f[4];
-	__atomic_store_n((void **)&unw.getcontext, f[0], __ATOMIC_RELEASE); /* the one walk() tests */
-}
-
 int ms_stack_init(void)
 {
-	load_libunwind();
+	ms_unwinder_init();
 	return pthread_key_create(&state_key, thread_gone) == 0 ? 0 : -1;
 }

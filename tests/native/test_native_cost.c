@@ -1,0 +1,61 @@
+/* Native stages: what a stack-detected stage costs, counted (never timed).  A target called once
+ * per "statement" under a library call tree rebuilt at the same places every time (the sqlite3
+ * shell's sqlite3_step, issue 26): the stack is walked about once per call, not once per
+ * allocation, and the trampolines fire about twice per call, not once per frame of the tree.
+ * The counts come from the debug line the shim prints at exit. */
+#include <check.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/wait.h>
+#include "suite.h"
+#include "harness.h"
+
+#define STATEMENTS 2000
+
+static struct run r;
+
+struct stats {
+	unsigned long quick, full, fired;
+};
+
+static struct stats run_statements(void)
+{
+	char n[16];
+	snprintf(n, sizeof n, "%d", STATEMENTS);
+	const char *env[] = { "MEMSHIM_STAGES=s=stmt_step", "MEMSHIM_LOG=debug", NULL };
+	const char *argv[] = { built("native/nstatement"), n, NULL };
+	ck_assert_int_eq(run_under_shim(&r, argv, env), 0);
+	ck_assert_msg(WIFEXITED(r.status) && WEXITSTATUS(r.status) == 0, "exit %d: %s", r.status, r.err);
+	struct stats st = { 0, 0, 0 };
+	const char *line = strstr(r.err, "native stages: ");
+	ck_assert_msg(line && sscanf(line, "native stages: %lu quick walks, %lu full looks, %lu trampolines fired",
+				     &st.quick, &st.full, &st.fired) == 3, "%s", r.err);
+	return st;
+}
+
+START_TEST(a_target_called_per_statement_costs_one_walk_per_call)
+{
+	struct stats st = run_statements();
+	json_t *m = load_metrics(&r, "m.json");
+	ck_assert_ptr_nonnull(m);
+	ck_assert_int_eq(metric(m, "s_calls"), STATEMENTS);
+	ck_assert_int_eq(metric(m, "s_mem_cpu_alloc_delta"), 0); /* it frees what it allocates */
+	json_decref(m);
+	/* each call is found by one full look (a new target frame); the 16 allocations and frees of
+	 * each statement's trees are decided from remembered chains (14000 walks before) */
+	ck_assert_msg(st.full <= STATEMENTS + 16, "%lu full looks", st.full);
+	ck_assert_msg(st.quick < STATEMENTS / 10, "%lu quick walks", st.quick);
+	/* the stage's trampoline and the marker's: not one per frame of the trees (78000 before) */
+	ck_assert_msg(st.fired <= 3 * STATEMENTS, "%lu trampolines fired", st.fired);
+}
+END_TEST
+
+int main(void)
+{
+	Suite *s = suite_create("native cost");
+	TCase *tc = tcase_create("counts");
+	tcase_set_timeout(tc, 60);
+	tcase_add_test(tc, a_target_called_per_statement_costs_one_walk_per_call);
+	suite_add_tcase(s, tc);
+	return run_suite(s);
+}
