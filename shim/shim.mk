@@ -5,7 +5,7 @@
 # report) first and together, so a short process faults in few 64 KiB stretches of code (each a
 # page fault that maps 16 pages, some 4 us here); CUDA, native stages, the frame hook after.
 SHIM_EVERY_PROCESS := $(wildcard shim/*.c shim/core/*.c shim/intercept/*.c shim/output/*.c) \
-	shim/python/stages.c shim/native/detect.c shim/sites/sample.c
+	shim/python/detect.c shim/python/targets.c shim/native/detect.c shim/sites/sample.c
 SHIM_SRCS := $(SHIM_EVERY_PROCESS) $(filter-out $(SHIM_EVERY_PROCESS),$(wildcard shim/*/*.c))
 SHIM_OBJS := $(SHIM_SRCS:shim/%.c=$(BUILD)/shim/%.o)
 SHIM_CORE_SRCS := $(wildcard shim/core/*.c)

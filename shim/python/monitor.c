@@ -1,23 +1,42 @@
-/* Python 3.12+: sys.monitoring.  PY_START is enabled globally and answered with DISABLE for code
- * objects that match no target, so they cost nothing afterwards; matched code objects get local
- * PY_RETURN / PY_YIELD / PY_RESUME events, and PY_UNWIND / PY_THROW (global-only events) close and
- * reopen them on exceptions.  Sees every thread.  A tool id is taken only once a function some
- * target can name exists (python/watch.c): before that the program sees sys.monitoring exactly as
- * without memshim.  If the program then asks for the tool id memshim holds, memshim moves to
- * another free id first (warning once), so the program's request succeeds. */
+/* Python 3.12+: sys.monitoring.  Only the code objects a target can name get memshim's events:
+ * python/watch.c finds them in the code each "exec" audit event brings (its co_qualname is a
+ * target's), before it runs, and ms_py_monitor_watch gives them local PY_START / PY_RETURN /
+ * PY_YIELD / PY_RESUME events; at their first call the module is checked (python/classify.c), and
+ * a code object that matches no target loses its events.  PY_UNWIND and PY_THROW (global-only
+ * events, no instrumentation) close and reopen stages on exceptions.  Where the code cannot be
+ * found before it runs (a compiled main program, an embedded interpreter, code built at run time,
+ * functions defined before the program started), ms_py_monitor_enable turns PY_START on globally
+ * instead, answered with DISABLE for code objects that match no target.  Sees every thread.
+ *
+ * A tool id is taken only with the first such code object: before that the program sees
+ * sys.monitoring exactly as without memshim.  From then on the program's calls of sys.monitoring
+ * see memshim's id as free: get_tool, get_events, get_local_events and _all_events answer for it
+ * as for an unused id, and any call that would use or change it (use_tool_id, set_events, register_callback,
+ * ...) first moves memshim to another free id (warning once), so the program's call does what it
+ * would do without memshim. */
 #include <dlfcn.h>
 #include "core/ms.h"
 #include "intercept/hooks.h"
 #include "python/py.h"
 
 static int tool = -1;
-/* Set once a function some target can name exists: the tool id is taken and the events go on then
- * (PY_START on every code object costs each call a little, +3% on fib). */
-static int events_on;
+/* PY_START on every code object (ms_py_monitor_enable: +3% on fib), else only on the watched ones. */
+static int global_start;
 static ms_pyobj *mon;      /* sys.monitoring */
 static ms_pyobj *disable;  /* sys.monitoring.DISABLE */
-static ms_pyobj *matched;  /* list of matched code objects (kept alive: their local events) */
-static ms_pyobj *orig_use_tool_id;
+static ms_pyobj *watched;  /* code objects with local events (kept alive: their events, our table) */
+/* Watched code objects not called yet, and whether any matched: while neither, no target can
+ * match (the watched names ran in other modules) and the tool id is given back. */
+static int waiting, matched_any;
+
+/* sys.monitoring's functions memshim calls (the originals) and shows the program wrapped. */
+enum { F_USE, F_FREE, F_CLEAR, F_GET_TOOL, F_GET_EVENTS, F_SET_EVENTS, F_GET_LOCAL, F_SET_LOCAL,
+       F_REGISTER, F_ALL, NF };
+static const char *const fn_names[NF] = { "use_tool_id", "free_tool_id", "clear_tool_id", "get_tool",
+					  "get_events", "set_events", "get_local_events",
+					  "set_local_events", "register_callback", "_all_events" };
+static ms_pyobj *orig[NF];
+static int wrapped;
 static long ev_start, ev_resume, ev_return, ev_yield, ev_unwind, ev_throw;
 static ms_pyobj *(*list_new)(ms_pyssize n);
 static int (*list_append)(ms_pyobj *l, ms_pyobj *o);
@@ -35,20 +54,13 @@ static ms_pyobj *none(void)
 
 static inline uintptr_t extra_of(ms_pyobj *code)
 {
-	void *extra = NULL;
-	if (ms_py_type_of(code) != ms_py.CodeType)
-		return 0;
-	ms_py.CodeGetExtra(code, ms_py_extra_index, &extra); /* cannot fail on a code object */
-	return (uintptr_t)extra;
+	return ms_py_type_of(code) == ms_py.CodeType ? ms_py_code_get(code) : 0;
 }
 
-/* Calls sys.monitoring.NAME(args...) and drops the result; 0 on success. */
-static int call(const char *name, ms_pyobj *a, ms_pyobj *b, ms_pyobj *c)
+/* Calls sys.monitoring's original function F(args...) and drops the result; 0 on success. */
+static int call(int f, ms_pyobj *a, ms_pyobj *b, ms_pyobj *c)
 {
-	ms_pyobj *f = ms_py.GetAttrString(mon, name);
-	ms_pyobj *r = f ? ms_py.CallFunctionObjArgs(f, a, b, c, NULL) : NULL;
-	if (f)
-		ms_py.DecRef(f);
+	ms_pyobj *r = orig[f] ? ms_py.CallFunctionObjArgs(orig[f], a, b, c, NULL) : NULL;
 	if (!r) {
 		ms_py.ErrClear();
 		return -1;
@@ -58,7 +70,7 @@ static int call(const char *name, ms_pyobj *a, ms_pyobj *b, ms_pyobj *c)
 }
 
 /* The same with integer arguments (C, when given, is an object). */
-static int call_ints(const char *name, long a, int nb, long b, ms_pyobj *c)
+static int call_ints(int name, long a, int nb, long b, ms_pyobj *c)
 {
 	ms_pyobj *ao = ms_py.LongFromLong(a);
 	ms_pyobj *bo = nb ? ms_py.LongFromLong(b) : NULL;
@@ -78,7 +90,7 @@ static int set_local(int id, ms_pyobj *code, long events)
 {
 	ms_pyobj *ido = ms_py.LongFromLong(id);
 	ms_pyobj *evo = ms_py.LongFromLong(events);
-	int r = ido && evo ? call("set_local_events", ido, code, evo) : -1;
+	int r = ido && evo ? call(F_SET_LOCAL, ido, code, evo) : -1;
 	if (!ido || !evo)
 		ms_py.ErrClear();
 	if (ido)
@@ -88,7 +100,9 @@ static int set_local(int id, ms_pyobj *code, long events)
 	return r;
 }
 
-#define LOCAL_EVENTS (ev_return | ev_yield | ev_resume)
+#define LOCAL_EVENTS (ev_start | ev_return | ev_yield | ev_resume)
+
+static void stop_tool(void);
 
 static ms_pyobj *cb_start(ms_pyobj *self, ms_pyobj *const *args, ms_pyssize nargs)
 {
@@ -97,15 +111,23 @@ static ms_pyobj *cb_start(ms_pyobj *self, ms_pyobj *const *args, ms_pyssize narg
 	ms_pyobj *code = args[0];
 	uintptr_t v = extra_of(code);
 	if (!v && ms_py_type_of(code) == ms_py.CodeType) {
+		waiting -= !global_start && waiting > 0;
 		v = ms_py_classify(code, NULL, NULL, ms_py.EvalGetGlobals());
-		if (ms_py_mask(v)) {
-			/* this very frame's return/yield fire too: the instrumentation is in place at once */
-			if (set_local(tool, code, LOCAL_EVENTS) != 0 || list_append(matched, code) != 0) {
-				ms_py.ErrClear();
-				ms_py_warn_once(2, "could not follow a matched Python function's exits; its stage is skipped");
-				v = MS_PY_SEEN;
-				if (ms_py.CodeSetExtra(code, ms_py_extra_index, (void *)v) < 0)
-					ms_py.ErrClear();
+		matched_any |= ms_py_mask(v) != 0;
+		/* this very frame's return/yield fire too: the instrumentation is in place at once */
+		if (ms_py_mask(v) && global_start &&
+		    (set_local(tool, code, LOCAL_EVENTS) != 0 || list_append(watched, code) != 0)) {
+			ms_py.ErrClear();
+			ms_py_warn_once(2, "could not follow a matched Python function's exits; its stage is skipped");
+			v = MS_PY_SEEN;
+			ms_py_code_put(code, v);
+		}
+		if (!ms_py_mask(v) && !global_start) {
+			set_local(tool, code, 0); /* a watched name in another module: nothing more to see */
+			if (!waiting && !matched_any) {
+				stop_tool();
+				ms_debug("python monitoring: no watched function can match now: tool id given back");
+				return none(); /* no DISABLE for an id no longer held */
 			}
 		}
 	}
@@ -183,7 +205,7 @@ static void check_code_layout(ms_pyobj *code)
 }
 
 /* Whether a tool that runs after memshim watches CODE's returns. */
-static ms_pyobj *fn_get_tool, *fn_get_events, *fn_get_local_events; /* sys.monitoring's, kept */
+static ms_pyobj *fn_get_tool, *fn_get_events, *fn_get_local_events; /* sys.monitoring's originals */
 
 /* FN(ID[, CODE]) as a C long, or -1 (no exception left). */
 static long call_long(ms_pyobj *fn, long id, ms_pyobj *code, int *is_none)
@@ -209,11 +231,9 @@ static long call_long(ms_pyobj *fn, long id, ms_pyobj *code, int *is_none)
 static int later_tool_sees_return(ms_pyobj *code)
 {
 	if (!fn_get_tool) {
-		fn_get_tool = ms_py.GetAttrString(mon, "get_tool");
-		fn_get_events = ms_py.GetAttrString(mon, "get_events");
-		fn_get_local_events = ms_py.GetAttrString(mon, "get_local_events");
-		if (ms_py.ErrOccurred())
-			ms_py.ErrClear();
+		fn_get_tool = orig[F_GET_TOOL];
+		fn_get_events = orig[F_GET_EVENTS];
+		fn_get_local_events = orig[F_GET_LOCAL];
 	}
 	for (int id = 0; id < tool; id++) {
 		int idle = 0;
@@ -277,21 +297,16 @@ static ms_pyobj *fn_start, *fn_enter, *fn_leave, *fn_return;
 static int tool_free(int id)
 {
 	ms_pyobj *ido = ms_py.LongFromLong(id);
-	ms_pyobj *f = ido ? ms_py.GetAttrString(mon, "get_tool") : NULL;
-	ms_pyobj *r = f ? ms_py.CallFunctionObjArgs(f, ido, NULL) : NULL;
+	ms_pyobj *r = ido && orig[F_GET_TOOL] ? ms_py.CallFunctionObjArgs(orig[F_GET_TOOL], ido, NULL) : NULL;
 	int free_ = r == ms_py.None;
 	if (!r)
 		ms_py.ErrClear();
 	if (r)
 		ms_py.DecRef(r);
-	if (f)
-		ms_py.DecRef(f);
 	if (ido)
 		ms_py.DecRef(ido);
 	return free_;
 }
-
-static void stop_tool(void);
 
 /* Takes a free tool id and turns the events on; 0 on success, -1 when no id is free, -2 when
  * sys.monitoring refused a call. */
@@ -305,7 +320,7 @@ static int start_tool(int avoid)
 		return -1;
 	ms_pyobj *name = ms_py.UnicodeFromString("memshim");
 	ms_pyobj *ido = ms_py.LongFromLong(id);
-	int ok = name && ido && call("use_tool_id", ido, name, NULL) == 0;
+	int ok = name && ido && call(F_USE, ido, name, NULL) == 0;
 	if (name)
 		ms_py.DecRef(name);
 	if (ido)
@@ -315,26 +330,29 @@ static int start_tool(int avoid)
 		return -2;
 	}
 	tool = id;
-	ok = call_ints("register_callback", id, 1, ev_start, fn_start) == 0 &&
-	     call_ints("register_callback", id, 1, ev_resume, fn_enter) == 0 &&
-	     call_ints("register_callback", id, 1, ev_throw, fn_enter) == 0 &&
-	     call_ints("register_callback", id, 1, ev_return, fn_return) == 0 &&
-	     call_ints("register_callback", id, 1, ev_yield, fn_leave) == 0 &&
-	     call_ints("register_callback", id, 1, ev_unwind, fn_leave) == 0;
-	ms_pyssize n = ok ? ms_py.ListSize(matched) : 0;
-	for (ms_pyssize i = 0; i < n && ok; i++)
-		ok = set_local(id, ms_py.ListGetItem(matched, i), LOCAL_EVENTS) == 0;
-	ok = ok && (!events_on || call_ints("set_events", id, 1, ev_start | ev_unwind | ev_throw, NULL) == 0);
+	ok = call_ints(F_REGISTER, id, 1, ev_start, fn_start) == 0 &&
+	     call_ints(F_REGISTER, id, 1, ev_resume, fn_enter) == 0 &&
+	     call_ints(F_REGISTER, id, 1, ev_throw, fn_enter) == 0 &&
+	     call_ints(F_REGISTER, id, 1, ev_return, fn_return) == 0 &&
+	     call_ints(F_REGISTER, id, 1, ev_yield, fn_leave) == 0 &&
+	     call_ints(F_REGISTER, id, 1, ev_unwind, fn_leave) == 0;
+	ms_pyssize n = ok ? ms_py.ListSize(watched) : 0;
+	for (ms_pyssize i = 0; i < n && ok; i++) {
+		ms_pyobj *code = ms_py.ListGetItem(watched, i);
+		uintptr_t v = extra_of(code);
+		ok = set_local(id, code, !v || ms_py_mask(v) ? LOCAL_EVENTS : 0) == 0;
+	}
+	ok = ok && call_ints(F_SET_EVENTS, id, 1, (global_start ? ev_start : 0) | ev_unwind | ev_throw, NULL) == 0;
 	return ok ? 0 : -2;
 }
 
-static void wrap_use_tool_id(void);
+static void wrap_functions(void);
 
-int ms_py_monitor_enable(const char *why)
+/* Takes a tool id with the events of this moment (nothing when one is held); 0 on success. */
+static int take_tool(void)
 {
-	if (events_on)
+	if (tool >= 0)
 		return 0;
-	events_on = 1;
 	int r = start_tool(-1);
 	if (r != 0) {
 		stop_tool();
@@ -344,8 +362,46 @@ int ms_py_monitor_enable(const char *why)
 			ms_warn("Python stages disabled: sys.monitoring refused memshim's events");
 		return -1;
 	}
-	wrap_use_tool_id();
+	wrap_functions();
+	return 0;
+}
+
+int ms_py_monitor_enable(const char *why)
+{
+	if (global_start)
+		return 0;
+	global_start = 1;
+	if (tool >= 0 && call_ints(F_SET_EVENTS, tool, 1, ev_start | ev_unwind | ev_throw, NULL) != 0) {
+		stop_tool();
+		ms_warn("Python stages disabled: sys.monitoring refused memshim's events");
+		return -1;
+	}
+	if (take_tool() != 0)
+		return -1;
 	ms_debug("python monitoring events on (Python 3.%d, tool id %d): %s", ms_py.minor, tool, why);
+	return 0;
+}
+
+int ms_py_monitor_watch(ms_pyobj *code)
+{
+	uintptr_t v = extra_of(code);
+	if (global_start || (v && !ms_py_mask(v)))
+		return 0; /* seen anyway, or known to match nothing */
+	ms_pyssize n = ms_py.ListSize(watched);
+	for (ms_pyssize i = 0; i < n; i++)
+		if (ms_py.ListGetItem(watched, i) == code)
+			return 0; /* the same code run again (exec of one code object) */
+	if (take_tool() != 0)
+		return -1;
+	if (set_local(tool, code, LOCAL_EVENTS) != 0 || list_append(watched, code) != 0) {
+		ms_py.ErrClear();
+		ms_py_warn_once(2, "could not follow a matched Python function's exits; its stage is skipped");
+		return 0;
+	}
+	waiting += !v;
+	char qual[256] = "?";
+	ms_py_attr_text(code, "co_qualname", qual, sizeof qual);
+	ms_debug("python monitoring events on the function %s (Python 3.%d, tool id %d)", qual, ms_py.minor, tool);
 	return 0;
 }
 
@@ -356,45 +412,116 @@ static void stop_tool(void)
 	if (id < 0)
 		return;
 	tool = -1;
-	call_ints("set_events", id, 1, 0, NULL);
-	ms_pyssize n = ms_py.ListSize(matched);
+	call_ints(F_SET_EVENTS, id, 1, 0, NULL);
+	ms_pyssize n = ms_py.ListSize(watched);
 	for (ms_pyssize i = 0; i < n; i++)
-		set_local(id, ms_py.ListGetItem(matched, i), 0);
+		set_local(id, ms_py.ListGetItem(watched, i), 0);
 	const long evs[] = { ev_start, ev_resume, ev_throw, ev_return, ev_yield, ev_unwind };
 	for (size_t i = 0; i < sizeof evs / sizeof *evs; i++)
-		call_ints("register_callback", id, 1, evs[i], ms_py.None);
-	call_ints("free_tool_id", id, 0, 0, NULL);
+		call_ints(F_REGISTER, id, 1, evs[i], ms_py.None);
+	call_ints(F_FREE, id, 0, 0, NULL);
 	if (ms_py.ErrOccurred())
 		ms_py.ErrClear();
 }
 
-/* sys.monitoring.use_tool_id as the program sees it: memshim's id is handed over first. */
-static ms_pyobj *use_tool_id(ms_pyobj *self, ms_pyobj *const *args, ms_pyssize nargs)
+/* The program names memshim's id to use or change it: memshim moves to another free id first. */
+static void move_away(void)
 {
+	int old = tool;
+	stop_tool();
+	if (start_tool(old) == 0) {
+		ms_py_warn_once(3, "the program took sys.monitoring tool id memshim used; memshim moved to another id");
+	} else {
+		stop_tool(); /* a half-started tool would hold an id with nothing behind it */
+		ms_py_warn_once(5, "the program took sys.monitoring tool id memshim used and none is free: "
+				   "Python stages are no longer detected");
+	}
+}
+
+/* Whether O is memshim's tool id (no exception left). */
+static int is_our_id(ms_pyobj *o)
+{
+	long id = ms_py.LongAsLong(o);
+	if (id == -1 && ms_py.ErrOccurred())
+		ms_py.ErrClear();
+	return tool >= 0 && id == tool;
+}
+
+/* _all_events() without memshim's id: {event name: tools} with its bit cleared, events that only it
+ * has left out.  ALL is the original's answer (consumed). */
+static ms_pyobj *all_events_without_us(ms_pyobj *all)
+{
+	static ms_pyobj *(*dict_new)(void);
+	static int (*dict_set)(ms_pyobj *d, ms_pyobj *k, ms_pyobj *v);
+	if (!dict_new) {
+		*(void **)&dict_new = ms_py_sym("PyDict_New");
+		*(void **)&dict_set = ms_py_sym("PyDict_SetItem");
+	}
+	ms_pyobj *out = all && dict_new && dict_set ? dict_new() : NULL;
+	if (!out)
+		return all;
+	ms_pyssize pos = 0;
+	ms_pyobj *key, *value;
+	while (ms_py.DictNext(all, &pos, &key, &value)) {
+		long tools = ms_py.LongAsLong(value) & ~(1L << tool);
+		ms_pyobj *v = tools > 0 ? ms_py.LongFromLong(tools) : NULL;
+		if (v && dict_set(out, key, v) != 0)
+			ms_py.ErrClear();
+		ms_py_decref(v);
+		if (ms_py.ErrOccurred())
+			ms_py.ErrClear();
+	}
+	ms_py.DecRef(all);
+	return out;
+}
+
+/* sys.monitoring's function F as the program sees it: memshim's id reads as an unused one, and a
+ * call that uses or changes it moves memshim away first. */
+static ms_pyobj *as_without_memshim(int f, ms_pyobj *const *args, ms_pyssize nargs)
+{
+	if (f == F_ALL && tool >= 0)
+		return all_events_without_us(vectorcall(orig[f], args, (size_t)nargs, NULL));
 	if (nargs >= 1 && tool >= 0) {
 		ms_pyobj *et, *ev, *etb;
 		ms_py.ErrFetch(&et, &ev, &etb);
-		long id = ms_py.LongAsLong(args[0]);
-		if (id == -1 && ms_py.ErrOccurred())
-			ms_py.ErrClear();
-		if (id == tool) {
-			int old = tool;
-			stop_tool();
-			if (start_tool(old) == 0) {
-				ms_py_warn_once(3, "the program took sys.monitoring tool id memshim used; memshim moved to another id");
-			} else {
-				stop_tool(); /* a half-started tool would hold an id with nothing behind it */
-				ms_py_warn_once(5, "the program took sys.monitoring tool id memshim used and none is free: "
-						   "Python stages are no longer detected");
-			}
-		}
+		int ours = is_our_id(args[0]);
 		ms_py.ErrRestore(et, ev, etb);
+		if (ours && f == F_GET_TOOL && nargs == 1)
+			return none();
+		if (ours && ((f == F_GET_EVENTS && nargs == 1) ||
+			     (f == F_GET_LOCAL && nargs == 2 && ms_py_type_of(args[1]) == ms_py.CodeType)))
+			return ms_py.LongFromLong(0);
+		if (ours && f != F_GET_TOOL && f != F_GET_EVENTS && f != F_GET_LOCAL && f != F_ALL) {
+			ms_py.ErrFetch(&et, &ev, &etb);
+			move_away();
+			ms_py.ErrRestore(et, ev, etb);
+		}
 	}
-	return vectorcall(orig_use_tool_id, args, (size_t)nargs, NULL);
+	return vectorcall(orig[f], args, (size_t)nargs, NULL);
 }
 
-static struct ms_pymethoddef def_use = { "use_tool_id", (void *)use_tool_id, MS_METH_FASTCALL,
-					 "use_tool_id(tool_id, name, /) (memshim hands its own id over first)" };
+/* One entry per function: SELF is sys.monitoring, as for the originals. */
+#define WRAPPER(f)                                                                                    \
+	static ms_pyobj *wrapper_##f(ms_pyobj *self, ms_pyobj *const *args, ms_pyssize nargs)       \
+	{                                                                                             \
+		return as_without_memshim(f, args, nargs);                                            \
+	}
+WRAPPER(F_USE)
+WRAPPER(F_FREE)
+WRAPPER(F_CLEAR)
+WRAPPER(F_GET_TOOL)
+WRAPPER(F_GET_EVENTS)
+WRAPPER(F_SET_EVENTS)
+WRAPPER(F_GET_LOCAL)
+WRAPPER(F_SET_LOCAL)
+WRAPPER(F_REGISTER)
+WRAPPER(F_ALL)
+static const ms_pyfastcall wrappers[NF] = { wrapper_F_USE, wrapper_F_FREE, wrapper_F_CLEAR, wrapper_F_GET_TOOL,
+					    wrapper_F_GET_EVENTS, wrapper_F_SET_EVENTS, wrapper_F_GET_LOCAL,
+					    wrapper_F_SET_LOCAL, wrapper_F_REGISTER, wrapper_F_ALL };
+
+/* The wrappers' definitions: the originals' names and documentation, memshim's functions. */
+static struct ms_pymethoddef wrapper_defs[NF];
 
 static long event(ms_pyobj *events, const char *name)
 {
@@ -427,12 +554,16 @@ int ms_py_monitor_install(void)
 		ev_throw = event(events, "PY_THROW");
 		ms_py.DecRef(events);
 	}
-	matched = list_new ? list_new(0) : NULL;
+	watched = list_new ? list_new(0) : NULL;
+	for (int f = 0; mon && f < NF; f++)
+		orig[f] = ms_py.GetAttrString(mon, fn_names[f]); /* clear_tool_id: 3.13+ */
+	ms_py.ErrClear();
 	fn_start = ms_py.CFunctionNewEx(&def_start, NULL, NULL);
 	fn_enter = ms_py.CFunctionNewEx(&def_enter, NULL, NULL);
 	fn_leave = ms_py.CFunctionNewEx(&def_leave, NULL, NULL);
 	fn_return = ms_py.CFunctionNewEx(&def_return, NULL, NULL);
-	if (!list_append || !vectorcall || !disable || !matched || !fn_start || !fn_enter || !fn_leave || !fn_return ||
+	if (!list_append || !vectorcall || !disable || !watched || !orig[F_USE] || !orig[F_FREE] ||
+	    !orig[F_GET_TOOL] || !orig[F_SET_EVENTS] || !orig[F_SET_LOCAL] || !orig[F_REGISTER] || !fn_start || !fn_enter || !fn_leave || !fn_return ||
 	    !ev_start || !ev_resume || !ev_return || !ev_yield || !ev_unwind || !ev_throw) {
 		ms_py.ErrClear();
 		ms_warn("Python stages disabled: sys.monitoring is not usable here");
@@ -441,16 +572,28 @@ int ms_py_monitor_install(void)
 	return 0;
 }
 
-/* sys.monitoring.use_tool_id is replaced while memshim holds an id, so the program's request for it
- * hands it over first. */
-static void wrap_use_tool_id(void)
+/* sys.monitoring's functions are replaced once memshim takes an id (python/py.h's layout of a
+ * built-in function: its PyMethodDef is the third word), each keeping its name and documentation. */
+static void wrap_functions(void)
 {
-	if (orig_use_tool_id)
+	if (wrapped)
 		return;
-	orig_use_tool_id = ms_py.GetAttrString(mon, "use_tool_id");
-	ms_pyobj *wrapper = orig_use_tool_id ? ms_py.CFunctionNewEx(&def_use, NULL, NULL) : NULL;
-	if (!wrapper || ms_py.SetAttrString(mon, "use_tool_id", wrapper) != 0)
-		ms_py.ErrClear(); /* detection still works; a clash would then be the program's ValueError */
-	if (wrapper)
-		ms_py.DecRef(wrapper);
+	wrapped = 1;
+	void *builtin = ms_py_sym("PyCFunction_Type");
+	for (int f = 0; f < NF; f++) {
+		if (!orig[f])
+			continue;
+		/* another tool may have put a function of its own there: its documentation is not ours to read */
+		const struct ms_pymethoddef *def =
+			ms_py_type_of(orig[f]) == builtin ? ((struct ms_pymethoddef *const *)orig[f])[2] : NULL;
+		wrapper_defs[f] = (struct ms_pymethoddef){ .name = fn_names[f], .meth = (void *)wrappers[f],
+							   .flags = MS_METH_FASTCALL, .doc = def ? def->doc : NULL };
+		ms_pyobj *module = ms_py_attr(orig[f], "__module__");
+		ms_pyobj *w = ms_py.CFunctionNewEx(&wrapper_defs[f], mon, module);
+		ms_py_decref(module);
+		if (!w || ms_py.SetAttrString(mon, fn_names[f], w) != 0)
+			ms_py.ErrClear(); /* detection still works; the program would see memshim's id */
+		if (w)
+			ms_py.DecRef(w);
+	}
 }

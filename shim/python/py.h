@@ -1,6 +1,13 @@
-/* Python stage detection, shared between python/stages.c (bootstrap, targets, naming), python/frame.c
- * (PEP 523 frame hook, Python 3.8-3.11) and python/monitor.c (sys.monitoring, Python 3.12+).
- * Nothing here links libpython: the C API is a table of pointers found with dlsym at run time. */
+/* Python stage detection.  The files of python/, each calling only those listed before it:
+ *   capi.c      the C API table (found with dlsym at run time: nothing links libpython), safe calls
+ *   frames.c    the calling thread's Python frames, read directly (call sites)
+ *   codes.c     what each code object is, in a table of memshim's own keyed by the code object
+ *   targets.c   the Python targets of MEMSHIM_STAGES: matching, stages entered/left, exit report
+ *   classify.c  which target a code object is, asked once per code object
+ *   watch.c     whether code a target can name exists yet (from the audit events that bring code)
+ *   evalhook.c  the PEP 523 frame evaluation hook (Python 3.8-3.11)
+ *   monitor.c   sys.monitoring (Python 3.12+)
+ *   detect.c    the bootstrap: an audit hook that readies and installs a route */
 #ifndef MS_PY_H
 #define MS_PY_H
 
@@ -54,9 +61,6 @@ struct ms_pyapi {
 	ms_pyobj *(*TupleGetItem)(ms_pyobj *t, ms_pyssize i);          /* borrowed */
 	ms_pyssize (*ListSize)(ms_pyobj *l);
 	ms_pyobj *(*ListGetItem)(ms_pyobj *l, ms_pyssize i);           /* borrowed */
-	ms_pyssize (*RequestCodeExtraIndex)(void *freefunc);
-	int (*CodeGetExtra)(ms_pyobj *code, ms_pyssize index, void **extra);
-	int (*CodeSetExtra)(ms_pyobj *code, ms_pyssize index, void *extra);
 	ms_pyobj *None;
 	ms_pyobj *False;
 	ms_pyobj *CodeType;
@@ -68,15 +72,37 @@ struct ms_pyapi {
 };
 extern struct ms_pyapi ms_py;
 
+/* ---- python/capi.c ------------------------------------------------------------------------- */
+
+/* The C API function or object NAME: from the object that defines the interpreter (an ELF lookup,
+ * found at start), else dlsym's global search; NULL when missing. */
+void *ms_py_sym(const char *name);
+/* Notes the object that defines SYMBOL (a C API function) as the interpreter's; 0 when found. */
+int ms_py_capi_locate(const void *symbol);
+/* Fills ms_py (once); returns the name of a missing symbol, or NULL. */
+const char *ms_py_load_api(void);
+/* Drops a reference (NULL: nothing). */
+void ms_py_decref(ms_pyobj *o);
+/* A new reference to attribute NAME of O (NULL: NULL), or NULL with no exception left behind. */
+ms_pyobj *ms_py_attr(ms_pyobj *o, const char *name);
+/* Integer attribute NAME of O, or FALLBACK (no exception left). */
+long ms_py_attr_long(ms_pyobj *o, const char *name, long fallback);
+/* Copies the text of string O into BUF; 0 on success (no exception left). */
+int ms_py_text(ms_pyobj *o, char *buf, size_t size);
+/* The text of string attribute NAME of O into BUF; 0 on success. */
+int ms_py_attr_text(ms_pyobj *o, const char *name, char *buf, size_t size);
+/* A warning printed at most once per KEY (small integer below 16). */
+void ms_py_warn_once(int key, const char *what);
+
 static inline ms_pyobj *ms_py_type_of(ms_pyobj *o)
 {
 	/* ob_type follows the 8-byte refcount in every non-debug 3.x build */
 	return ((ms_pyobj **)o)[1];
 }
 
-/* co_extra values: 0 = not looked at yet; otherwise bit 0 set, bit 1 = generator-like code, stage
- * spec indexes matched in bits 2-33, and from bit 40 one plus the index of the distinct matched
- * function (module:qualname) it runs. */
+/* What a code object is (its classification): 0 = not looked at yet; otherwise bit 0 set, bit 1 =
+ * generator-like code, stage spec indexes matched in bits 2-33, and from bit 40 one plus the index
+ * of the distinct matched function (module:qualname) it runs. */
 #define MS_PY_SEEN 1u
 #define MS_PY_GENLIKE 2u
 #define MS_PY_SHIFT 2
@@ -86,47 +112,33 @@ static inline uint32_t ms_py_mask(uintptr_t extra)
 	return (uint32_t)(extra >> MS_PY_SHIFT);
 }
 
-extern ms_pyssize ms_py_extra_index;
 
-/* Decides what CODE is and records it in its co_extra slot.  Names come from the arguments
- * available to the caller's route; FRAME is a PyFrameObject (3.8-3.10) or NULL, FUNC the function
- * (3.11) or NULL, GLOBALS the frame's globals (borrowed) or NULL.  Never leaves an exception set
- * (a pending one is preserved).  Returns the stored value. */
-uintptr_t ms_py_classify(ms_pyobj *code, ms_pyobj *frame, ms_pyobj *func, ms_pyobj *globals);
+/* ---- python/targets.c ---------------------------------------------------------------------- */
 
-/* Enters every stage of co_extra value V (a call of its function when it opens one of them) /
+/* Reads the Python targets of MEMSHIM_STAGES (once); returns how many there are. */
+int ms_py_targets_load(void);
+/* Python target I of MEMSHIM_STAGES (0-based): its qualified name, or NULL past the last; *MODULE
+ * is its module (NULL: any module, else *MODULE_LEN bytes), *LAST the name's last component. */
+const char *ms_py_target(int i, const char **module, size_t *module_len, const char **last);
+/* Whether a target's last name component is CO_NAME. */
+int ms_py_is_candidate(const char *co_name);
+/* The spec stages (mask of indexes) whose targets name QUAL in MODULE (NULL: unknown), marking
+ * them matched; *FUNC the distinct function's entry, or -1. */
+uint32_t ms_py_match(const char *qual, const char *module, int *func);
+
+/* Enters every stage of classification V (a call of its function when it opens one of them) /
  * leaves every stage in MASK (spec indexes); leave ignores stages this module did not enter, so a
  * leave can never close a stage someone else opened. */
 void ms_py_enter(uintptr_t v);
 void ms_py_leave(uint32_t mask);
 
-/* At a function's return, after its locals were released: its frame's f_locals dict (*SLOT), made
- * by locals() or a debugger on 3.8-3.12 and holding the same values, when nothing else holds it. */
-void ms_py_release_locals_dict(ms_pyobj *code, ms_pyobj **slot);
-
-/* Routes (GIL held, interpreter initialised).  The frame hook is readied first (0 when it can go
- * in) and put in by enable; sys.monitoring is readied at install and takes its tool id and turns
- * its events on at enable (0 on success; WHY is logged at MEMSHIM_LOG=debug). */
-int ms_py_frame_prepare(void);
-int ms_py_frame_enable(const char *why);
-void ms_py_frame_check(void);
-int ms_py_monitor_install(void);
-int ms_py_monitor_enable(const char *why);
-
-/* Python target I of MEMSHIM_STAGES (0-based): its qualified name, or NULL past the last; *MODULE
- * is its module (NULL: any module, else *MODULE_LEN bytes), *LAST the name's last component. */
-const char *ms_py_target(int i, const char **module, size_t *module_len, const char **last);
-
-/* Until the frame hook goes in (python/watch.c): at the start event, whether a function some
- * target can name already exists (the reason, or NULL: wait); then for each audit event, the
- * same question about the code it brings. */
-const char *ms_py_watch_start(const char *event, ms_pyobj *args);
-const char *ms_py_watch_event(const char *event, ms_pyobj *args);
-
-/* At start (stages.c): in a Python process, registers the audit hook that installs a route once
- * the interpreter runs. */
-void ms_py_init(void);
-
+/* Whether targets that matched nothing are named at exit (set by the bootstrap: the route is armed
+ * or installed). */
+void ms_py_targets_live(int on);
+/* Decides which process of the run speaks about targets (MEMSHIM_PY_ROOT_PID), and whether this
+ * one does. */
+void ms_py_targets_decide_speaker(void);
+int ms_py_speaks_for_targets(void);
 /* Calls FN for every Python target of MEMSHIM_STAGES that matched no function that ran in this
  * process (nothing for the default names or in a process that runs no Python). */
 void ms_py_each_unmatched(void (*fn)(void *ctx, const char *stage, const char *target), void *ctx);
@@ -139,11 +151,59 @@ void ms_py_each_ambiguous(const char *stage,
  * several functions. */
 void ms_py_report(void);
 
-/* The C API function or object NAME: from the object that defines the interpreter (an ELF lookup,
- * found at start), else dlsym's global search; NULL when missing. */
-void *ms_py_sym(const char *name);
+/* ---- python/codes.c ------------------------------------------------------------------------ */
 
-/* ---- the calling thread's Python stack (python/stack.c), for call sites ---------------------- */
+/* Reads the code object layout (after ms_py_stack_install). */
+void ms_py_codes_init(void);
+/* CODE's classification, 0 when not known (never classified, or another code object that lived
+ * at its address). */
+uintptr_t ms_py_code_get(const void *code);
+/* Records CODE's classification. */
+void ms_py_code_put(const void *code, uintptr_t value);
+
+/* ---- python/classify.c --------------------------------------------------------------------- */
+
+/* Decides what CODE is and records it (python/codes.c).  Names come from the arguments
+ * available to the caller's route; FRAME is a PyFrameObject (3.8-3.10) or NULL, FUNC the function
+ * (3.11) or NULL, GLOBALS the frame's globals (borrowed) or NULL.  Never leaves an exception set
+ * (a pending one is preserved).  Returns the stored value. */
+uintptr_t ms_py_classify(ms_pyobj *code, ms_pyobj *frame, ms_pyobj *func, ms_pyobj *globals);
+
+/* At a function's return, after its locals were released: its frame's f_locals dict (*SLOT), made
+ * by locals() or a debugger on 3.8-3.12 and holding the same values, when nothing else holds it. */
+void ms_py_release_locals_dict(ms_pyobj *code, ms_pyobj **slot);
+
+/* ---- python/watch.c ------------------------------------------------------------------------ */
+
+/* Until the frame hook goes in: at the start event, whether a function some target can name
+ * already exists (the reason, or NULL: wait); then for each audit event, the same question about
+ * the code it brings.  With EACH (3.12+), every code object of the event's code that a target can
+ * name exactly (its co_qualname) is given to EACH instead, and a reason is returned only for code
+ * that cannot be searched before it runs (the whole-program route is needed then). */
+const char *ms_py_watch_start(const char *event, ms_pyobj *args);
+const char *ms_py_watch_event(const char *event, ms_pyobj *args, void (*each)(ms_pyobj *code));
+
+/* ---- python/evalhook.c, python/monitor.c: the routes ----------------------------------------- */
+
+/* GIL held, interpreter initialised.  The frame hook is readied first (0 when it can go in) and
+ * put in by enable; sys.monitoring is readied at install and takes its tool id and turns its
+ * events on at enable (0 on success; WHY is logged at MEMSHIM_LOG=debug). */
+int ms_py_frame_prepare(void);
+int ms_py_frame_enable(const char *why);
+void ms_py_frame_check(void);
+int ms_py_monitor_install(void);
+int ms_py_monitor_enable(const char *why);
+/* 3.12+: CODE (a code object a target can name, before it runs) gets memshim's local events, the
+ * tool id taken with the first; 0 on success (-1: no id, stages are off; warned). */
+int ms_py_monitor_watch(ms_pyobj *code);
+
+/* ---- python/detect.c ----------------------------------------------------------------------- */
+
+/* At start: in a Python process, registers the audit hook that installs a route once the
+ * interpreter runs. */
+void ms_py_init(void);
+
+/* ---- the calling thread's Python stack (python/frames.c), for call sites ---------------------- */
 
 struct ms_py_frame {
 	const void *code; /* the code object: valid only while the frame runs */
@@ -174,8 +234,8 @@ int ms_py_stack_read(struct ms_py_frame *out, int max, struct ms_py_line_cache *
 void ms_py_code_names(const void *code, char *func, size_t fsize, char *file, size_t lsize);
 /* The str objects of a code object's name and file (identity only: a cache key). */
 void ms_py_code_keys(const void *code, const void **name, const void **file);
-
-/* A warning printed at most once per KEY (small integer below 16). */
-void ms_py_warn_once(int key, const char *what);
+/* The offsets of co_name, co_filename (objects) and co_firstlineno (int) in this version's code
+ * objects; 0, or -1 when no layout is known. */
+int ms_py_code_layout(size_t *name, size_t *file, size_t *first_line);
 
 #endif

@@ -160,6 +160,8 @@ static const char *check_rebuilt(ms_pyobj *code, const char *name, char *prefix,
 
 /* Searches CODE and, depth first, the code objects among its constants.  PREFIX: see above
  * (3.8-3.10 only; "" for the code an event brings: it runs at module level). */
+static void (*each_code)(ms_pyobj *code); /* ms_py_watch_event's EACH, while it searches */
+
 static const char *search(ms_pyobj *code, char *prefix, size_t len, int depth)
 {
 	char name[256], qual[QUAL_MAX];
@@ -172,8 +174,11 @@ static const char *search(ms_pyobj *code, char *prefix, size_t len, int depth)
 	const char *r = NULL;
 	if (ms_py.minor >= 11) {
 		if (named(name, 0) && code_text(code, off_qualname, "co_qualname", qual, sizeof qual) == 0 &&
-		    qual_is(qual, 0))
-			return found("the function", qual);
+		    qual_is(qual, 0)) {
+			if (!each_code)
+				return found("the function", qual);
+			each_code(code); /* and on: every one of them is wanted */
+		}
 	} else if (depth > 0 && (r = check_rebuilt(code, name, prefix, len))) {
 		return r;
 	}
@@ -293,7 +298,7 @@ const char *ms_py_watch_start(const char *event, ms_pyobj *args)
 	return r;
 }
 
-const char *ms_py_watch_event(const char *event, ms_pyobj *args)
+const char *ms_py_watch_event(const char *event, ms_pyobj *args, void (*each)(ms_pyobj *code))
 {
 	if (event[0] == 'e' && strcmp(event, "exec") == 0) {
 		ms_pyobj *code = args && ms_py.TupleSize(args) > 0 ? ms_py.TupleGetItem(args, 0) : NULL;
@@ -302,7 +307,10 @@ const char *ms_py_watch_event(const char *event, ms_pyobj *args)
 			return NULL;
 		}
 		char prefix[QUAL_MAX] = "";
-		return search(code, prefix, 0, 0);
+		each_code = ms_py.minor >= 11 ? each : NULL;
+		const char *r = search(code, prefix, 0, 0);
+		each_code = NULL;
+		return r;
 	}
 	/* 3.8 raises it for every code object unmarshalled too; there exec follows */
 	if (event[0] == 'c' && ms_py.minor >= 9 && strcmp(event, "code.__new__") == 0 && args &&

@@ -1,10 +1,10 @@
 # CPython's own regression tests, bare and under the shim, per-test outcomes compared
 # (tests/cpython/cpython.py; modules in tests/cpython/selection.txt). `check-cpython` runs the fast
-# set on every installed interpreter that ships its test package, bare and with the default
-# settings (what every program under the library sees); `check-cpython-stage` adds a configured
-# stage matching every test (TestCase.run), whose known differences issue 29 lists (sys.monitoring
-# events on 3.12+, co_extra's free functions, regrtest's workers' targets); `check-cpython-full` the
-# whole selection on 3.11, 3.12 and 3.13, one regrtest run per module, with wall times against bare.
+# set on every installed interpreter that ships its test package, bare, with the default settings
+# (what every program under the library sees) and with a configured stage matching every test
+# (MEMSHIM_STAGES=s=TestCase.run); `check-cpython-stage` is the same run (kept as a name);
+# `check-cpython-full` the whole selection on 3.11, 3.12 and 3.13, one regrtest run per module,
+# with wall times against bare.
 CPYTHON_RUN := $(PYTHON) tests/cpython/cpython.py --lib $(BUILD)/libmemshim.so
 CPYTHON_FULL_PYTHONS ?= $(wildcard /root/.pyenv/versions/3.11.*/bin/python \
 	/root/.pyenv/versions/3.12.*/bin/python /root/.pyenv/versions/3.13.*/bin/python)
@@ -12,7 +12,7 @@ CPYTHON_ARGS ?=
 
 .PHONY: check-cpython check-cpython-full
 check-cpython: $(BUILD)/libmemshim.so
-	@$(CPYTHON_RUN) --set fast --jobs 6 --modes bare,shim $(CPYTHON_ARGS)
+	@$(CPYTHON_RUN) --set fast --jobs 6 --modes bare,shim,stage $(CPYTHON_ARGS)
 
 .PHONY: check-cpython-stage
 check-cpython-stage: $(BUILD)/libmemshim.so

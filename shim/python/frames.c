@@ -210,6 +210,17 @@ static int frame_line(const void *frame, const void *code, struct ms_py_line_cac
 	return line;
 }
 
+int ms_py_code_layout(size_t *name, size_t *file, size_t *first_line)
+{
+	const struct layout *l = __atomic_load_n(&lay, __ATOMIC_ACQUIRE);
+	if (!l)
+		return -1;
+	*name = l->co_name;
+	*file = l->co_filename;
+	*first_line = l->co_firstlineno;
+	return 0;
+}
+
 void ms_py_code_keys(const void *code, const void **name, const void **file)
 {
 	*name = word(code, lay->co_name);

@@ -29,9 +29,6 @@ static void **slot38;  /* 3.8: &interp->eval_frame, found by scanning */
 static void *interp;
 static eval39_fn (*get_eval)(void *interp);
 static void (*set_eval)(void *interp, eval39_fn fn);
-/* Offset of co_extra in PyCodeObject when verified at install (reading it inline is cheaper than
- * calling _PyCode_GetExtra on every frame), else 0. */
-static size_t extra_offset;
 
 /* Every frame evaluated through the hook is a C recursion (on 3.11 the hook also turns off the
  * inlined Python-to-Python calls), so a program recursing far deeper than the default limit could
@@ -59,17 +56,9 @@ static inline uintptr_t lookup(ms_pyobj *code, ms_pyobj *frame, ms_pyobj *func, 
 {
 	if (MS_UNLIKELY(!code || ms_py_type_of(code) != ms_py.CodeType))
 		return MS_PY_SEEN; /* not the layout we expect: stay out of the way */
-	void *extra = NULL;
-	if (MS_LIKELY(extra_offset)) {
-		/* _PyCodeObjectExtra: { Py_ssize_t ce_size; void *ce_extras[]; } */
-		void **ce = *(void ***)((char *)code + extra_offset);
-		if (ce && (ms_pyssize)ce[0] > ms_py_extra_index)
-			extra = ce[1 + ms_py_extra_index];
-	} else {
-		ms_py.CodeGetExtra(code, ms_py_extra_index, &extra); /* cannot fail on a code object */
-	}
-	if (MS_LIKELY(extra != NULL))
-		return (uintptr_t)extra;
+	uintptr_t v = ms_py_code_get(code);
+	if (MS_LIKELY(v != 0))
+		return v;
 	return ms_py_classify(code, frame, func, globals);
 }
 
@@ -194,28 +183,6 @@ static ms_pyobj *hook311(void *tstate, void *frame, int throwflag)
 	return r;
 }
 
-/* Checks the co_extra offset of this version on a scratch code object: empty before, our value
- * after setting it through the API.  PyCode_NewEmpty, not compile(): the first compile() sets up
- * the ast module's types (7.8M instructions on 3.8). */
-static void verify_extra_offset(void)
-{
-	size_t candidate = ms_py.minor == 11 ? 176 : 144;
-	ms_pyobj *(*new_empty)(const char *file, const char *name, int line) = NULL;
-	*(void **)&new_empty = ms_py_sym("PyCode_NewEmpty");
-	ms_pyobj *code = new_empty ? new_empty("<memshim>", "memshim_probe", 1) : NULL;
-	if (code && ms_py_type_of(code) == ms_py.CodeType &&
-	    *(void **)((char *)code + candidate) == NULL &&
-	    ms_py.CodeSetExtra(code, ms_py_extra_index, (void *)(uintptr_t)0x5eed) == 0) {
-		void **ce = *(void ***)((char *)code + candidate);
-		if (ce && (ms_pyssize)ce[0] > ms_py_extra_index && ce[1 + ms_py_extra_index] == (void *)(uintptr_t)0x5eed)
-			extra_offset = candidate;
-	}
-	if (ms_py.ErrOccurred())
-		ms_py.ErrClear();
-	if (code)
-		ms_py.DecRef(code);
-}
-
 /* 3.8 has no setter: the field holds _PyEval_EvalFrameDefault; it must be the only match in the
  * first 2 KiB of the (2.7 KiB) interpreter state.  Finds the slot; 0 on success. */
 static int find_slot38(void)
@@ -244,8 +211,6 @@ int ms_py_frame_prepare(void)
 {
 	if (ms_py.minor < 8 || ms_py.minor > 11)
 		return -1;
-	verify_extra_offset();
-	ms_debug("co_extra read %s", extra_offset ? "inline" : "through _PyCode_GetExtra");
 	if (ms_py.minor == 8) {
 		if (find_slot38() == 0)
 			return 0;

@@ -1,0 +1,434 @@
+/* The Python targets of MEMSHIM_STAGES: read from the settings once (a name that is no Python
+ * name, or "lib.so:symbol", is native/'s), matched against the qualified names and modules of the
+ * functions that run (python/classify.c asks), counted per distinct function they matched, entered
+ * and left as stages of the engine, and reported at exit (targets that matched nothing, targets
+ * that matched several functions) by the one process of the run that speaks for them.  Calls
+ * nothing else in python/ (the bootstrap says when the targets are live). */
+#include <dlfcn.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include "core/config.h"
+#include "core/ms.h"
+#include "core/process.h"
+#include "core/stages.h"
+#include "intercept/hooks.h"
+#include "python/py.h"
+
+/* One target of one spec stage, split into its parts (pointers into ms_cfg.spec's pool). */
+struct target {
+	const char *module; /* NULL: any module */
+	size_t module_len;
+	const char *qual;   /* qualified name */
+	const char *last;   /* its last component (what co_name must be) */
+	const char *text;   /* as written in MEMSHIM_STAGES */
+	int stage;          /* spec index */
+	int matched;        /* a function it names has run in this process */
+};
+
+#define MAX_TARGETS (MS_SPEC_MAX_STAGES * MS_SPEC_MAX_TARGETS)
+static struct target targets[MAX_TARGETS] MS_LARGE;
+static int ntargets;
+
+/* The route is armed or installed: targets that matched nothing are named at exit. */
+static int live;
+
+static int stage_ids[MS_SPEC_MAX_STAGES]; /* engine id + 1; 0 before first use */
+static int outstanding[MS_SPEC_MAX_STAGES]; /* enters not yet left, per spec stage */
+
+/* ---- targets ---------------------------------------------------------------------------- */
+
+static int plausible_python_name(const char *s)
+{
+	/* identifiers, dots and "<locals>"; anything else (paths, spaces) is some other kind of target */
+	if (!*s)
+		return 0;
+	for (; *s; s++)
+		if (!((*s >= 'a' && *s <= 'z') || (*s >= 'A' && *s <= 'Z') || (*s >= '0' && *s <= '9') ||
+		      *s == '_' || *s == '.' || *s == '<' || *s == '>' || (unsigned char)*s >= 0x80))
+			return 0;
+	return 1;
+}
+
+int ms_py_targets_load(void)
+{
+	const struct ms_spec *spec = &ms_cfg.spec;
+	for (int i = 0; i < spec->nstages && i < 32; i++) {
+		for (int j = 0; j < spec->stage[i].ntargets && ntargets < MAX_TARGETS; j++) {
+			const char *t = spec->stage[i].targets[j];
+			const char *colon = strchr(t, ':');
+			struct target *tg = &targets[ntargets];
+			tg->module = colon ? t : NULL;
+			tg->module_len = colon ? (size_t)(colon - t) : 0;
+			tg->qual = colon ? colon + 1 : t;
+			if (!plausible_python_name(tg->qual) ||
+			    (colon && (tg->module_len == 0 || ms_target_names_object(t, tg->module_len))))
+				continue; /* not a Python name, or "lib.so:symbol": a native target */
+			const char *dot = strrchr(tg->qual, '.');
+			tg->last = dot ? dot + 1 : tg->qual;
+			if (!*tg->last)
+				continue;
+			tg->stage = i;
+			tg->text = t;
+			tg->matched = 0;
+			ntargets++;
+		}
+	}
+	return ntargets;
+}
+
+const char *ms_py_target(int i, const char **module, size_t *module_len, const char **last)
+{
+	if (i < 0 || i >= ntargets)
+		return NULL;
+	*module = targets[i].module;
+	*module_len = targets[i].module_len;
+	*last = targets[i].last;
+	return targets[i].qual;
+}
+
+int ms_py_is_candidate(const char *co_name)
+{
+	for (int i = 0; i < ntargets; i++)
+		if (strcmp(targets[i].last, co_name) == 0)
+			return 1;
+	return 0;
+}
+
+/* ---- distinct functions a target matched ------------------------------------------------
+ * A bare name can match functions of several modules (eval=evaluate also ran sympy's evaluate, which
+ * torch imports): each distinct module:qualname gets an entry, and the calls in which it opened a
+ * stage are counted, so the exit line and the file can name them.  Written under the GIL (the
+ * classification), counted with atomics. */
+#define MAX_FUNCS 256
+#define MAX_PAIRS 512
+static struct {
+	char name[192]; /* module:qualname, or the qualified name when the module is unknown */
+	uint64_t calls;
+} funcs[MAX_FUNCS] MS_LARGE;
+static int nfuncs;
+static struct {
+	short target, func;
+} pairs[MAX_PAIRS] MS_LARGE;
+static int npairs;
+
+/* The entry of QUAL in MODULE (NULL: unknown), added when new; -1 when the table is full. */
+static int func_index(const char *qual, const char *module)
+{
+	char name[sizeof funcs[0].name];
+	ms_format(name, sizeof name, "%s%s%s", module ? module : "", module ? ":" : "", qual);
+	for (int i = 0; i < nfuncs; i++)
+		if (strcmp(funcs[i].name, name) == 0)
+			return i;
+	if (nfuncs == MAX_FUNCS)
+		return -1;
+	ms_strlcpy(funcs[nfuncs].name, name, sizeof funcs[0].name);
+	return nfuncs++;
+}
+
+static void pair(int target, int func)
+{
+	for (int i = 0; i < npairs; i++)
+		if (pairs[i].target == target && pairs[i].func == func)
+			return;
+	if (npairs < MAX_PAIRS) {
+		pairs[npairs].target = (short)target;
+		pairs[npairs].func = (short)func;
+		npairs++;
+	}
+}
+
+static void tell_speaker(int target);
+
+/* The stages QUAL in MODULE matches; *FUNC its function entry (or -1). */
+uint32_t ms_py_match(const char *qual, const char *module, int *func)
+{
+	uint32_t mask = 0;
+	*func = -1;
+	for (int i = 0; i < ntargets; i++) {
+		const struct target *t = &targets[i];
+		if (strcmp(t->qual, qual) != 0)
+			continue;
+		if (t->module && (!module || strlen(module) != t->module_len ||
+				  memcmp(module, t->module, t->module_len) != 0))
+			continue;
+		mask |= 1u << t->stage;
+		if (!__atomic_exchange_n(&targets[i].matched, 1, __ATOMIC_RELAXED))
+			tell_speaker(i);
+		if (*func < 0)
+			*func = func_index(qual, module);
+		if (*func >= 0)
+			pair(i, *func);
+	}
+	return mask;
+}
+
+/* The distinct functions of target I that opened its stage at least once. */
+static int functions_run(int i)
+{
+	int n = 0;
+	for (int k = 0; k < npairs; k++)
+		n += pairs[k].target == i && __atomic_load_n(&funcs[pairs[k].func].calls, __ATOMIC_RELAXED) > 0;
+	return n;
+}
+
+void ms_py_each_ambiguous(const char *stage,
+			  void (*fn)(void *ctx, const char *target, const char *function, uint64_t calls), void *ctx)
+{
+	for (int i = 0; i < ntargets; i++) {
+		if (strcmp(ms_cfg.spec.stage[targets[i].stage].name, stage) != 0 || functions_run(i) < 2)
+			continue;
+		for (int k = 0; k < npairs; k++) {
+			uint64_t calls = __atomic_load_n(&funcs[pairs[k].func].calls, __ATOMIC_RELAXED);
+			if (pairs[k].target == i && calls > 0)
+				fn(ctx, targets[i].text, funcs[pairs[k].func].name, calls);
+		}
+	}
+}
+
+/* ---- targets that matched nothing -------------------------------------------------------- */
+
+/* A plain identifier the dynamic linker knows is a native function (the native detector's). */
+static int native_name(const struct target *t)
+{
+	return !t->module && !strchr(t->qual, '.') && ms_real_dlsym(RTLD_DEFAULT, t->qual) != NULL;
+}
+
+/* Whether targets that matched nothing are named at exit: not in a program without Python, nor for
+ * the Trainer's default names (absent in most scripts). */
+static int names_unmatched(void)
+{
+	return __atomic_load_n(&live, __ATOMIC_ACQUIRE) && !ms_cfg.spec.is_default;
+}
+
+void ms_py_targets_live(int on)
+{
+	__atomic_store_n(&live, on, __ATOMIC_RELEASE);
+}
+
+void ms_py_each_unmatched(void (*fn)(void *ctx, const char *stage, const char *target), void *ctx)
+{
+	if (!names_unmatched())
+		return;
+	for (int i = 0; i < ntargets; i++)
+		if (!__atomic_load_n(&targets[i].matched, __ATOMIC_RELAXED) && !native_name(&targets[i]))
+			fn(ctx, ms_cfg.spec.stage[targets[i].stage].name, targets[i].text);
+}
+
+struct unmatched_line {
+	char text[1024];
+	size_t len;
+	int n;
+};
+
+static void add_to_line(void *ctx, const char *stage, const char *target)
+{
+	struct unmatched_line *l = ctx;
+	if (l->len < sizeof l->text)
+		l->len += ms_format(l->text + l->len, sizeof l->text - l->len, "%s%s=%s", l->n ? ", " : "", stage, target);
+	l->n++;
+}
+
+/* Messages about targets are given once, by the first Python process of the run: the one the user
+ * started, or the first one a shell script or another program started.  It tells the Python
+ * processes it starts (spawned workers, multiprocessing's resource tracker and forkserver, ranks
+ * under a Python launcher) through MEMSHIM_PY_ROOT_PID; they record theirs in their files only, and
+ * a forked child (another pid) would only repeat its parent.  0: no Python target named (the
+ * Trainer defaults): the process the user started speaks. */
+static pid_t speaker_pid;
+
+/* What the other processes of the run matched (issue 29: regrtest's workers run the tests, its
+ * main process does not): a file of one byte per target, /dev/shm/memshim-py-<uid>-<speaker pid>,
+ * made by the speaker (and closed at once: the program sees no new descriptor), written by every
+ * other Python process at the first match of each target, read and removed by the speaker at exit.
+ * Only names it made itself are trusted (O_EXCL, O_NOFOLLOW, 0600).  Without /dev/shm, each
+ * process knows only its own matches, as before. */
+static char shared[64];
+static int shared_made;
+
+static void shared_name(pid_t speaker)
+{
+	ms_format(shared, sizeof shared, "/dev/shm/memshim-py-%u-%d", (unsigned)getuid(), (int)speaker);
+}
+
+static void make_shared(void)
+{
+	shared_name(ms_proc.pid);
+	for (int tries = 0; tries < 2 && !shared_made; tries++) {
+		int fd = open(shared, O_CREAT | O_EXCL | O_RDWR | O_NOFOLLOW | O_CLOEXEC, 0600);
+		if (fd >= 0) {
+			close(fd);
+			shared_made = 1;
+		} else if (errno == EEXIST) {
+			unlink(shared); /* left by a killed run whose pid this one took */
+		} else {
+			break;
+		}
+	}
+}
+
+static void tell_speaker(int target)
+{
+	if (!speaker_pid || ms_proc.pid == speaker_pid || !shared[0])
+		return;
+	int saved = errno;
+	int fd = open(shared, O_WRONLY | O_NOFOLLOW | O_CLOEXEC);
+	if (fd >= 0) {
+		char one = 1;
+		if (pwrite(fd, &one, 1, target) != 1)
+			ms_debug("python targets: could not tell the run's first process about a match");
+		close(fd);
+	}
+	errno = saved;
+}
+
+/* Which targets another process of the run matched (ELSEWHERE[i] 1); the file is removed. */
+static void read_shared(unsigned char *elsewhere, int n)
+{
+	if (!shared_made || ms_proc.pid != speaker_pid)
+		return; /* not made, or a forked copy of the speaker */
+	int fd = open(shared, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+	if (fd >= 0) {
+		if (pread(fd, elsewhere, (size_t)n, 0) < 0)
+			ms_debug("python targets: could not read what the run's other processes matched");
+		close(fd);
+	}
+	unlink(shared);
+	shared_made = 0;
+}
+
+void ms_py_targets_decide_speaker(void)
+{
+	if (ms_cfg.spec.is_default)
+		return;
+	const char *v = ms_setting_text("MEMSHIM_PY_ROOT_PID");
+	long pid = v ? strtol(v, NULL, 10) : 0;
+	if (pid > 0 && pid != (long)ms_proc.pid) {
+		speaker_pid = (pid_t)pid;
+		shared_name(speaker_pid);
+		return;
+	}
+	char own[24];
+	ms_format(own, sizeof own, "%d", (int)ms_proc.pid);
+	setenv("MEMSHIM_PY_ROOT_PID", own, 1);
+	speaker_pid = ms_proc.pid;
+	make_shared();
+}
+
+int ms_py_speaks_for_targets(void)
+{
+	if (!ms_is_tracked_process())
+		return 0;
+	return speaker_pid ? ms_proc.pid == speaker_pid : !ms_proc.is_child;
+}
+
+/* One line naming each target that matched functions of more than one module:qualname, with
+ * the calls in which each opened the stage, and how to pin one (eval=evaluate also ran sympy's
+ * evaluate, which torch imports). */
+static void report_ambiguous(struct unmatched_line *l)
+{
+	const char *stage = NULL, *example = NULL;
+	l->len = 0;
+	l->n = 0;
+	for (int i = 0; i < ntargets; i++) {
+		if (functions_run(i) < 2)
+			continue;
+		const char *name = ms_cfg.spec.stage[targets[i].stage].name;
+		if (l->len < sizeof l->text)
+			l->len += ms_format(l->text + l->len, sizeof l->text - l->len, "%s%s=%s ran ",
+					    l->n++ ? "; " : "", name, targets[i].text);
+		int listed = 0;
+		for (int k = 0; k < npairs; k++) {
+			const char *function = funcs[pairs[k].func].name;
+			uint64_t calls = __atomic_load_n(&funcs[pairs[k].func].calls, __ATOMIC_RELAXED);
+			if (pairs[k].target != i || calls == 0)
+				continue;
+			if (!example) {
+				stage = name;
+				example = function;
+			}
+			if (l->len < sizeof l->text)
+				l->len += ms_format(l->text + l->len, sizeof l->text - l->len, "%s%s (%llu call%s)",
+						    listed++ ? ", " : "", function, (unsigned long long)calls,
+						    calls == 1 ? "" : "s");
+		}
+	}
+	if (l->n)
+		ms_warn("Python stage target%s matched more than one function: %s; name the one meant as "
+			"module:qualname (e.g. %s=%s)", l->n > 1 ? "s" : "", l->text, stage, example);
+}
+
+/* At exit: one line naming every Python target that matched no function that ran in any Python
+ * process of the run (a typo in MEMSHIM_STAGES is otherwise silent). */
+void ms_py_report(void)
+{
+	static struct unmatched_line line MS_LARGE;
+	if (!ms_py_speaks_for_targets() || (!names_unmatched() && npairs < 2)) {
+		if (shared_made && ms_proc.pid == speaker_pid)
+			unlink(shared);
+		return; /* its page stays untouched */
+	}
+	ms_tls_guard++;
+	line.len = 0;
+	line.n = 0;
+	static unsigned char elsewhere[MAX_TARGETS] MS_LARGE;
+	read_shared(elsewhere, ntargets);
+	for (int i = 0; names_unmatched() && i < ntargets; i++)
+		if (!__atomic_load_n(&targets[i].matched, __ATOMIC_RELAXED) && !elsewhere[i] && !native_name(&targets[i]))
+			add_to_line(&line, ms_cfg.spec.stage[targets[i].stage].name, targets[i].text);
+	if (line.n)
+		ms_warn("Python stage target%s that matched no function that ran: %s", line.n > 1 ? "s" : "", line.text);
+	report_ambiguous(&line);
+	ms_tls_guard--;
+}
+
+/* ---- entering and leaving stages ------------------------------------------------------- */
+
+static int stage_id(int i)
+{
+	int v = __atomic_load_n(&stage_ids[i], __ATOMIC_RELAXED);
+	if (v == 0) {
+		int id = ms_stage_id(ms_cfg.spec.stage[i].name);
+		if (id == MS_STAGE_BUSY) /* a signal handler on a thread inside the engine: next time */
+			return -1;
+		v = id < 0 ? -1 : id + 1; /* the table is full: remember the failure */
+		__atomic_store_n(&stage_ids[i], v, __ATOMIC_RELAXED);
+	}
+	return v > 0 ? v - 1 : -1;
+}
+
+void ms_py_enter(uintptr_t v)
+{
+	if (MS_UNLIKELY(!ms_active))
+		return; /* e.g. a forked child that is not followed; leaves stay paired by outstanding[] */
+	double now = ms_elapsed();
+	int opened = 0;
+	for (uint32_t mask = ms_py_mask(v), i = 0; mask; i++, mask >>= 1) {
+		if (!(mask & 1))
+			continue;
+		int id = stage_id((int)i);
+		opened |= id >= 0 && ms_stage_depth(id) == 0;
+		if (id >= 0 && ms_stage_enter(id, now) == 0)
+			__atomic_add_fetch(&outstanding[i], 1, __ATOMIC_RELAXED);
+	}
+	unsigned func = (unsigned)(v >> MS_PY_FUNC_SHIFT) & 0xffff;
+	if (opened && func > 0 && func <= MAX_FUNCS)
+		__atomic_add_fetch(&funcs[func - 1].calls, 1, __ATOMIC_RELAXED);
+}
+
+void ms_py_leave(uint32_t mask)
+{
+	double now = ms_elapsed();
+	for (int i = 31; i >= 0; i--) {
+		if (!(mask & (1u << i)))
+			continue;
+		int n = __atomic_load_n(&outstanding[i], __ATOMIC_RELAXED);
+		while (n > 0 && !__atomic_compare_exchange_n(&outstanding[i], &n, n - 1, 0,
+							     __ATOMIC_RELAXED, __ATOMIC_RELAXED))
+			;
+		if (n > 0)
+			ms_stage_leave(stage_id(i), now);
+	}
+}
