@@ -31,5 +31,6 @@ Suite *plotodd_suite(void);
 Suite *cli_suite(void);
 Suite *schema_suite(void);
 Suite *flame_suite(void);
+Suite *options_suite(void);
 
 #endif
