@@ -201,7 +201,7 @@ struct mf_args {
 	char **files;
 	int nfiles;
 	int sep;                /* --diff: files before a "--" that follows a file, else -1 */
-	const struct mf_option **given; /* every option given, in order */
+	size_t *given;          /* every option given, in order: its index in mf_options */
 	int ngiven;
 };
 

@@ -209,7 +209,7 @@ static int mf_set_value(struct mf_opts *o, const struct mf_option *op, const cha
 			*(const char **)field = v;
 		return MF_OK;
 	case MF_COUNT:
-		return mf_parse_count(v, field) ? mf_usage_error(err, op->bad, v) : MF_OK;
+		return field && !mf_parse_count(v, field) ? MF_OK : mf_usage_error(err, op->bad, v);
 	case MF_SIZE:
 		return mf_parse_size(v, &o->plot_w, &o->plot_h) ? mf_usage_error(err, op->bad, v) : MF_OK;
 	case MF_THRESHOLD:
@@ -237,7 +237,7 @@ static int mf_take_option(int argc, char **argv, int *i, struct mf_args *a, FILE
 		return mf_print_help(out), -1;
 	if (op->kind == MF_SHOW_VERSION)
 		return fprintf(out, "memshim-format %s\n", mf_version()), -1;
-	a->given[a->ngiven++] = op;
+	a->given[a->ngiven++] = (size_t)(op - mf_options);
 	if (op->selects && a->o.mode == MF_DUMP) /* the first mode given is the mode */
 		a->o.mode = mf_option_mode(op);
 	if (op->kind != MF_FLAG && !v)
@@ -318,7 +318,7 @@ static int mf_check_modes(const struct mf_args *a, FILE *err)
 {
 	enum mf_mode m = a->o.mode;
 	for (int i = 0; i < a->ngiven; i++) {
-		const struct mf_option *op = a->given[i];
+		const struct mf_option *op = &mf_options[a->given[i]];
 		if (!(op->modes & (1u << m)))
 			return mf_conflict(err, op, m);
 		if (m == MF_DUMP && a->o.auto_merge && !(op->modes & M(MERGE))) {
@@ -348,7 +348,7 @@ static int mf_check_operands(const struct mf_args *a, FILE *err)
 static int mf_check_picture(const struct mf_args *a, FILE *err)
 {
 	for (int i = 0; i < a->ngiven; i++) {
-		const struct mf_option *op = a->given[i];
+		const struct mf_option *op = &mf_options[a->given[i]];
 		if (op->kind != MF_PICTURE || mf_plot_kind(a->o.mode_arg))
 			continue;
 		char *what = mf_xasprintf("%s wants a file name ending in .svg or .png", op->name);
