@@ -19,7 +19,8 @@ const struct mf_mode_def mf_modes[MF_NMODES] = {
 /* In the order --help lists them. */
 const struct mf_option mf_options[] = {
 	{ .name = "--stage", .arg = "NAME", .kind = MF_TEXT, .field = F(stage),
-	  .modes = M(DUMP) | M(MERGE) | M(DIFF) | M(CSV) | M(SITES) | M(FLAME),
+	  .modes = M(DUMP) | M(MERGE) | M(DIFF) | M(CSV) | M(SITES) | M(FLAME) | M(SPEEDSCOPE) |
+		   M(PPROF),
 	  .help = "only that stage's group" },
 	{ .name = "--calls", .kind = MF_FLAG, .field = F(calls), .modes = M(DUMP),
 	  .help = "per stage, min/max over its calls" },
@@ -27,7 +28,7 @@ const struct mf_option mf_options[] = {
 	  .modes = M(DUMP) | M(MERGE),
 	  .help = "also write {stage}_results.json and update all_results.json in DIR" },
 	{ .name = "--all", .kind = MF_FLAG, .field = F(all),
-	  .modes = M(DUMP) | M(MERGE) | M(PLOT) | M(SITES),
+	  .modes = M(DUMP) | M(MERGE) | M(PLOT) | M(SITES) | M(SPEEDSCOPE) | M(PPROF),
 	  .help = "every process: no launcher or shell is summarised in one line, and\n"
 		  "--merge merges every file, not only the ranks" },
 	{ .name = "--merge", .kind = MF_FLAG, .field = MF_NO_FIELD, .modes = M(MERGE), .selects = 1,
@@ -76,8 +77,18 @@ const struct mf_option mf_options[] = {
 	  .help = "draws the call sites at a stage's peak as a flame graph into OUT (.svg\n"
 		  "or .png), callers at the bottom, widths in bytes: the --stage, else\n"
 		  "the stage with the largest peak, of the process that peaked highest" },
-	{ .name = "--gpu", .kind = MF_FLAG, .field = F(flame_gpu), .modes = M(FLAME),
-	  .help = "--flame: the GPU sites rather than the CPU ones" },
+	{ .name = "--gpu", .kind = MF_FLAG, .field = F(flame_gpu),
+	  .modes = M(FLAME) | M(SPEEDSCOPE) | M(PPROF),
+	  .help = "--flame: the GPU sites rather than the CPU ones (also --speedscope,\n"
+		  "--pprof)" },
+	{ .name = "--speedscope", .arg = "OUT", .kind = MF_TEXT, .field = F(mode_arg),
+	  .modes = M(SPEEDSCOPE), .selects = 1,
+	  .help = "writes the call sites at the stages' peaks as speedscope's JSON into\n"
+		  "OUT: one profile per process and stage, weights in bytes" },
+	{ .name = "--pprof", .arg = "OUT", .kind = MF_TEXT, .field = F(mode_arg), .modes = M(PPROF),
+	  .selects = 1,
+	  .help = "the same as pprof's profile.proto, gzipped (pprof -http, speedscope,\n"
+		  "IDEs): samples labelled with their stage and process" },
 	/* These two read the whole command line themselves (formatter/live.c): mf_main looks for
 	 * them first. */
 	{ .name = "--recover", .arg = "R", .kind = MF_OWN, .field = MF_NO_FIELD, .modes = M(RECOVER),

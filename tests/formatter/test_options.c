@@ -119,10 +119,10 @@ START_TEST(test_conflicts_name_both)
 	REFUSED("--plot x.svg --stage train f.json", "--stage", "--plot");
 	REFUSED("--compare hf.json --all f.json", "--all", "--compare");
 	REFUSED("--flame x.svg --top 3 f.json", "--top only applies to --sites, not to --flame");
-	REFUSED("--gpu f.json", "--gpu only applies to --flame");
+	REFUSED("--gpu f.json", "--gpu only applies to --flame, --speedscope and --pprof");
 	REFUSED("--size 300x300 f.json", "--size only applies to --plot and --flame");
-	REFUSED("--all --diff a.json b.json", "--all only applies to the dump, --merge, --plot and "
-		"--sites, not to --diff");
+	REFUSED("--all --diff a.json b.json", "--all only applies to the dump, --merge, --plot, "
+		"--sites, --speedscope and --pprof, not to --diff");
 	REFUSED("--auto-merge --calls f.json", "--calls does not combine with --auto-merge");
 }
 END_TEST

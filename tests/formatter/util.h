@@ -32,5 +32,6 @@ Suite *cli_suite(void);
 Suite *schema_suite(void);
 Suite *flame_suite(void);
 Suite *options_suite(void);
+Suite *export_suite(void);
 
 #endif
