@@ -266,8 +266,7 @@ static void mf_gzip(const struct mf_pb *in, struct mf_pb *out)
 
 /* ---- writing ------------------------------------------------------------------------------- */
 
-/* DATA into PATH through a temporary file beside it; one line on ERR when it cannot be. */
-static int mf_write_whole(FILE *err, const char *path, const void *data, size_t n)
+int mf_write_whole(FILE *err, const char *path, const void *data, size_t n)
 {
 	char *tmp = mf_xasprintf("%s.tmp.%d", path, (int)getpid());
 	FILE *fp = fopen(tmp, "wb");

@@ -349,6 +349,13 @@ struct mf_paths {
 int mf_paths_add(struct mf_paths *ps, const char *path, FILE *err);
 void mf_paths_free(struct mf_paths *ps);
 
+/* export.c: DATA into PATH through a temporary file beside it (whole or not at all); one line on
+ * ERR when it cannot be written. */
+int mf_write_whole(FILE *err, const char *path, const void *data, size_t n);
+/* flame_html.c: --flame OUT.html, every stage's sites in one interactive page. */
+int mf_html_name(const char *path);     /* PATH ends in .html (any case) */
+int mf_flame_html(FILE *err, const struct mf_set *s, const struct mf_opts *o);
+
 /* version.c: "MAJOR.MINOR" from shim/memshim.h. */
 const char *mf_version(void);
 

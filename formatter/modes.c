@@ -123,8 +123,11 @@ int mf_run_sites(const struct mf_run *r, FILE *out, FILE *err)
 	return MF_OK;
 }
 
+/* A picture of one stage, or with OUT.html a page of every stage. */
 int mf_run_flame(const struct mf_run *r, FILE *out, FILE *err)
 {
+	if (mf_html_name(r->o->mode_arg))
+		return mf_flame_html(err, &r->side[0], r->o);
 	return mf_flame(err, r->side[0].f, r->side[0].n, r->o);
 }
 

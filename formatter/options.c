@@ -76,7 +76,8 @@ const struct mf_option mf_options[] = {
 	  .selects = 1,
 	  .help = "draws the call sites at a stage's peak as a flame graph into OUT (.svg\n"
 		  "or .png), callers at the bottom, widths in bytes: the --stage, else\n"
-		  "the stage with the largest peak, of the process that peaked highest" },
+		  "the stage with the largest peak, of the process that peaked highest;\n"
+		  "OUT.html: one page of every stage with zoom, search and tooltips" },
 	{ .name = "--gpu", .kind = MF_FLAG, .field = F(flame_gpu),
 	  .modes = M(FLAME) | M(SPEEDSCOPE) | M(PPROF),
 	  .help = "--flame: the GPU sites rather than the CPU ones (also --speedscope,\n"
@@ -360,9 +361,11 @@ static int mf_check_picture(const struct mf_args *a, FILE *err)
 {
 	for (int i = 0; i < a->ngiven; i++) {
 		const struct mf_option *op = &mf_options[a->given[i]];
-		if (op->kind != MF_PICTURE || mf_plot_kind(a->o.mode_arg))
+		int page = op->modes == M(FLAME); /* --flame also writes a page */
+		if (op->kind != MF_PICTURE || mf_plot_kind(a->o.mode_arg) || (page && mf_html_name(a->o.mode_arg)))
 			continue;
-		char *what = mf_xasprintf("%s wants a file name ending in .svg or .png", op->name);
+		char *what = mf_xasprintf("%s wants a file name ending in .svg%s .png%s", op->name,
+					  page ? "," : " or", page ? " or .html" : "");
 		mf_usage_error(err, what, a->o.mode_arg);
 		free(what);
 		return MF_BAD;

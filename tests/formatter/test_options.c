@@ -139,7 +139,8 @@ START_TEST(test_bad_forms)
 	REFUSED("--plot x.svg --size 100x300 f.json", "bad size", ": 100x300");
 	REFUSED("--diff --threshold 5% --threshold 1MB a.json b.json", "--threshold given twice");
 	REFUSED("--diff --threshold 5parsecs a.json b.json", "bad threshold", ": 5parsecs");
-	REFUSED("--flame x.txt f.json", "--flame wants a file name ending in .svg or .png: x.txt");
+	REFUSED("--flame x.txt f.json", "--flame wants a file name ending in .svg, .png or .html: x.txt");
+	REFUSED("--plot x.html f.json", "--plot wants a file name ending in .svg or .png: x.html");
 	REFUSED("--diff a.json", "--diff takes OLD NEW");
 	REFUSED("--diff a.json --", "--diff: no NEW file after --");
 	REFUSED("--compare hf.json a.json b.json", "--compare takes one metrics file");

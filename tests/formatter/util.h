@@ -33,5 +33,6 @@ Suite *schema_suite(void);
 Suite *flame_suite(void);
 Suite *options_suite(void);
 Suite *export_suite(void);
+Suite *flame_html_suite(void);
 
 #endif
