@@ -1,5 +1,6 @@
-/* The CUDA layer as the rest of the shim sees it: memory pools sampled at stage boundaries and the
- * numbers the report writes (output/report.c). */
+/* The CUDA layer as the rest of the shim sees it: memory pools sampled at stage boundaries, the
+ * numbers the report writes (output/report.c), and the observer a layer above sets to hear of every
+ * device allocation (sites/: their stacks). */
 #ifndef MS_CUDA_H
 #define MS_CUDA_H
 
@@ -28,5 +29,9 @@ int ms_cuda_pools_copy(struct ms_pool_sample out[MS_CUDA_MAX_POOLS]);
 
 /* Successful allocations the full pointer table could not hold, and their bytes (wrappers.c). */
 void ms_cuda_untracked(uint64_t *allocs, int64_t *bytes);
+
+/* Every device allocation (DPTR, BYTES) and free is told to ALLOC and RELEASE from now on, after it
+ * was counted, outside any lock of ours (wrappers.c; sites/sample.c sets them at start). */
+void ms_cuda_set_observer(void (*alloc)(uint64_t dptr, int64_t bytes), void (*release)(uint64_t dptr));
 
 #endif

@@ -1,4 +1,4 @@
-/* Between the CUDA files: the driver functions by index (cuda/hooks.def), their real functions
+/* Between the CUDA files: the driver functions by index (cuda/driver.def), their real functions
  * (lookup.c), and the memory pool table (pools.c). */
 #ifndef MS_CUDA_DRIVER_H
 #define MS_CUDA_DRIVER_H
@@ -10,14 +10,14 @@
 enum {
 #define MS_CUDA_HOOK(name) H_##name,
 #define MS_CUDA_HELPER(name)
-#include "cuda/hooks.def"
+#include "cuda/driver.def"
 #undef MS_CUDA_HELPER
 #undef MS_CUDA_HOOK
 	H_NHOOKS,
 	H_LAST_HOOK = H_NHOOKS - 1, /* the helpers are numbered from H_NHOOKS on */
 #define MS_CUDA_HOOK(name)
 #define MS_CUDA_HELPER(name) H_##name,
-#include "cuda/hooks.def"
+#include "cuda/driver.def"
 #undef MS_CUDA_HELPER
 #undef MS_CUDA_HOOK
 	H_COUNT

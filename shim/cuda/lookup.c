@@ -1,7 +1,8 @@
 /* Finding the driver's functions.  The driver is never loaded by us: real functions come from the
  * library the program loaded (RTLD_NOLOAD, RTLD_NEXT, or the pointers dlsym and cuGetProcAddress
- * hand out), through the shim's one resolver (intercept/resolve.c).  dlsym and cuGetProcAddress
- * are wrapped here so that they hand out our wrappers for exactly the driver functions we wrap. */
+ * hand out), through the shim's one resolver (intercept/resolve.c).  dlsym (claimed from
+ * intercept/dl.c's wrapper) and cuGetProcAddress (wrapped here) hand out our wrappers for exactly
+ * the driver functions we wrap. */
 #include <dlfcn.h>
 #include <errno.h>
 #include <string.h>
@@ -16,12 +17,12 @@
 static const char *const hook_name[H_COUNT] = {
 #define MS_CUDA_HOOK(name) #name,
 #define MS_CUDA_HELPER(name)
-#include "cuda/hooks.def"
+#include "cuda/driver.def"
 #undef MS_CUDA_HELPER
 #undef MS_CUDA_HOOK
 #define MS_CUDA_HOOK(name)
 #define MS_CUDA_HELPER(name) #name,
-#include "cuda/hooks.def"
+#include "cuda/driver.def"
 #undef MS_CUDA_HELPER
 #undef MS_CUDA_HOOK
 };
@@ -170,23 +171,14 @@ static __attribute__((noinline)) void *driver_dlsym(void *handle, const char *na
 	return hook_wrapper(idx);
 }
 
-/* dlsym(handle, ...) searches only that library, so a program (or the CUDA runtime) asking libcuda
- * for a driver function would bypass the preload.  Only the exact names of driver functions we
- * wrap, asked of a real library handle, are changed; everything else is a tail call into the real
- * dlsym, so it still sees the caller's return address (RTLD_NEXT and RTLD_DEFAULT stay relative to
- * the caller).  The pseudo-handles are never answered from here: the real dlsym would search
- * relative to the shim instead, and a tool preloaded after it that looks up its next cuMemAlloc_v2
- * would get the shim's wrapper, which calls the tool's own function: a loop.  They need no help
- * either: RTLD_DEFAULT already finds the preloaded wrappers first.  The pass-through must stay a
- * tail call in every build (-O0, sanitizers): the real dlsym reads its caller's address (the
- * helpers stay out of line, so the pass-through is a few instructions). */
-EXPORT __attribute__((optimize("O2", "optimize-sibling-calls"))) void *dlsym(void *handle, const char *name)
+/* intercept/dl.c's dlsym asks this for a real library handle: the exact names of driver functions
+ * we wrap get our wrapper (driver_dlsym), every other name passes through. */
+static void *claim_dlsym(void *handle, const char *name)
 {
-	int idx = ms_tls_guard || handle == RTLD_NEXT || handle == RTLD_DEFAULT ? -1 : hook_index(name);
-	if (MS_LIKELY(idx < 0))
-		return ms_libc_dlsym()(handle, name);
-	return driver_dlsym(handle, name, idx);
+	int idx = hook_index(name);
+	return idx < 0 ? MS_DLSYM_PASS : driver_dlsym(handle, name, idx);
 }
+MS_DLSYM_CLAIM(claim_dlsym);
 
 /* Our wrapper when P is exactly a real driver function we wrap, else P. */
 static void *substitute(void *p)

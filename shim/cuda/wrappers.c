@@ -10,7 +10,29 @@
 #include "cuda/driver.h"
 #include "cuda/table.h"
 #include "intercept/hooks.h"
-#include "sites/hot.h"
+
+static void (*observe_alloc)(uint64_t dptr, int64_t bytes);
+static void (*observe_free)(uint64_t dptr);
+
+void ms_cuda_set_observer(void (*alloc)(uint64_t dptr, int64_t bytes), void (*release)(uint64_t dptr))
+{
+	__atomic_store_n(&observe_alloc, alloc, __ATOMIC_RELEASE);
+	__atomic_store_n(&observe_free, release, __ATOMIC_RELEASE);
+}
+
+/* Tells the observer of device allocation KEY of BYTES (SIGN 1) or its free (-1). */
+static void observe(uint64_t key, int64_t bytes, int sign)
+{
+	if (sign > 0) {
+		void (*f)(uint64_t, int64_t) = __atomic_load_n(&observe_alloc, __ATOMIC_ACQUIRE);
+		if (f)
+			f(key, bytes);
+	} else {
+		void (*f)(uint64_t) = __atomic_load_n(&observe_free, __ATOMIC_ACQUIRE);
+		if (f)
+			f(key);
+	}
+}
 
 static uint64_t untracked_allocs;  /* successful allocations the full table could not hold */
 static int64_t untracked_bytes;
@@ -71,10 +93,7 @@ static void count(const struct ms_centry *e, int sign)
 	int64_t bytes = sign * e->size;
 	if (e->kind == MS_CK_DEVICE || (e->kind == MS_CK_VMM && e->device >= 0)) {
 		ms_gpu_add(e->device, bytes);
-		if (sign > 0) /* every device allocation's stack, unsampled */
-			ms_sites_gpu_alloc(e->key, bytes);
-		else
-			ms_sites_gpu_free(e->key);
+		observe(e->key, bytes, sign); /* every device allocation, unsampled */
 	} else if (e->kind == MS_CK_MANAGED)
 		ms_gpu_side_add(MS_MANAGED, bytes);
 	else /* host, registered, VMM on the host */

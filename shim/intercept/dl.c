@@ -1,10 +1,12 @@
-/* dlopen, dlmopen, dlclose: told to the native stage detector, which keeps its stack check off
- * until a target function is loaded (ms_on_dlopen, ms_after_dlclose).  dlclose is also counted, so
- * the next look at the stack re-reads the set of loaded objects (an object loaded later at the same
- * addresses must not be taken for the old one).  dlopen depends on its caller (the calling object's
- * RUNPATH and $ORIGIN, its namespace): its wrappers tail-call the real function, which so sees the
- * program's return address, and nothing runs after it.  The shim's own dlclose calls go to the real
- * one, uncounted.  (The dlsym wrapper is cuda/lookup.c's: it exists for the driver functions.) */
+/* The dynamic loader's wrappers.  dlopen, dlmopen, dlclose: told to the native stage detector,
+ * which keeps its stack check off until a target function is loaded (ms_on_dlopen,
+ * ms_after_dlclose).  dlclose is also counted, so the next look at the stack re-reads the set of
+ * loaded objects (an object loaded later at the same addresses must not be taken for the old one).
+ * dlopen depends on its caller (the calling object's RUNPATH and $ORIGIN, its namespace): its
+ * wrappers tail-call the real function, which so sees the program's return address, and nothing
+ * runs after it.  The shim's own dlclose calls go to the real one, uncounted.  dlsym hands a name
+ * asked of a real library to the layers' claims (MS_DLSYM_CLAIM: the CUDA driver functions, so
+ * that a program asking libcuda for one gets the shim's wrapper) and passes everything else on. */
 #include <dlfcn.h>
 #include "core/ms.h"
 #include "intercept/hooks.h"
@@ -44,4 +46,38 @@ EXPORT int dlclose(void *handle)
 	if (hook)
 		hook();
 	return rc;
+}
+
+/* The claims, put in their section by the linker (MS_DLSYM_CLAIM): in place from load, before any
+ * constructor runs (other libraries' run before ours, and may already look driver functions up). */
+extern const ms_dlsym_claim_fn __start_ms_dlsym_claims[] __attribute__((visibility("hidden")));
+extern const ms_dlsym_claim_fn __stop_ms_dlsym_claims[] __attribute__((visibility("hidden")));
+
+/* The answer of the first claim that takes NAME, else MS_DLSYM_PASS. */
+static __attribute__((noinline)) void *claimed(void *handle, const char *name)
+{
+	for (const ms_dlsym_claim_fn *c = __start_ms_dlsym_claims; c < __stop_ms_dlsym_claims; c++) {
+		void *p = (*c)(handle, name);
+		if (p != MS_DLSYM_PASS)
+			return p;
+	}
+	return MS_DLSYM_PASS;
+}
+
+/* dlsym(handle, ...) searches only that library, so a program (or the CUDA runtime) asking libcuda
+ * for a driver function would bypass the preload.  Only names a claim takes, asked of a real
+ * library handle, are changed; everything else is a tail call into the real dlsym, so it still
+ * sees the caller's return address (RTLD_NEXT and RTLD_DEFAULT stay relative to the caller).  The
+ * pseudo-handles are never answered from here: the real dlsym would search relative to the shim
+ * instead, and a tool preloaded after it that looks up its next cuMemAlloc_v2 would get the shim's
+ * wrapper, which calls the tool's own function: a loop.  They need no help either: RTLD_DEFAULT
+ * already finds the preloaded wrappers first.  The pass-through must stay a tail call in every
+ * build (-O0, sanitizers): the real dlsym reads its caller's address (the claims stay out of line,
+ * so the pass-through is a few instructions). */
+EXPORT __attribute__((optimize("O2", "optimize-sibling-calls"))) void *dlsym(void *handle, const char *name)
+{
+	void *p = ms_tls_guard || handle == RTLD_NEXT || handle == RTLD_DEFAULT ? MS_DLSYM_PASS : claimed(handle, name);
+	if (MS_LIKELY(p == MS_DLSYM_PASS))
+		return ms_libc_dlsym()(handle, name);
+	return p;
 }

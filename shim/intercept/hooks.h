@@ -1,7 +1,8 @@
-/* The intercept layer: the real function behind every wrapper of intercept/hooks.def, the one
+/* The intercept layer: the real function behind every wrapper of intercept/libc.def, the one
  * resolver that finds real functions (resolve.c), and what the wrappers offer the layers above.
  * These wrappers never call up into those layers: a layer that wants to hear from them sets one of
- * the hooks below (or, for fatal signals, ms_signals_cover in intercept/signal.h). */
+ * the hooks below (or, for fatal signals, ms_signals_cover in intercept/signal.h; for call-site
+ * samples, ms_set_sampler in intercept/sample.h), or claims dlsym names (MS_DLSYM_CLAIM). */
 #ifndef MS_HOOKS_H
 #define MS_HOOKS_H
 
@@ -21,7 +22,7 @@
 #define MS_HOOK_OPTIONAL MS_HOOK
 #define MS_HOOK_LAZY MS_HOOK
 #define MS_HOOK_RESOLVER(ret, name, params, args)
-#include "intercept/hooks.def"
+#include "intercept/libc.def"
 #undef MS_HOOK_RESOLVER
 #undef MS_HOOK_LAZY
 #undef MS_HOOK_OPTIONAL
@@ -125,5 +126,28 @@ extern unsigned ms_dlclose_calls;
 extern void (*ms_on_dlopen)(uintptr_t *slot);
 /* dl.c: called by the dlclose wrapper, once set, after the real dlclose returned. */
 extern void (*ms_after_dlclose)(void);
+
+/* dl.c: a layer above that must answer dlsym for some names (cuda/: the driver functions it wraps)
+ * claims them with MS_DLSYM_CLAIM(fn) at file scope: the linker lists every claim in one section,
+ * so they are in place from load, before any constructor runs (other libraries' constructors run
+ * before ours and may look driver functions up).  The dlsym wrapper asks FN(handle, name) only for
+ * a real library handle, outside the shim's own lookups; FN answers for dlsym, or MS_DLSYM_PASS
+ * when NAME is not its (the real dlsym then answers, called as a tail call).  Never an address a
+ * lookup may return: at worst the real dlsym is asked again. */
+typedef void *(*ms_dlsym_claim_fn)(void *handle, const char *name);
+#define MS_DLSYM_PASS ((void *)-1)
+#define MS_DLSYM_CLAIM(fn) \
+	static const ms_dlsym_claim_fn ms_dlsym_claim_##fn __attribute__((used, section("ms_dlsym_claims"))) = fn
+
+/* jump.c: frames left without returning, told to the native stage detector once it sets these:
+ * before a longjmp-family jump, with the stack pointer it jumps to (the frames below are
+ * discarded); around a C++ exception in flight, from the throw (_Unwind_RaiseException,
+ * _Unwind_Resume_or_Rethrow) to the catch (__cxa_begin_catch), or to the raise's return when no
+ * handler was found. */
+extern void (*ms_before_jump)(uintptr_t target_sp);
+extern void (*ms_on_unwind_begin)(void);
+extern void (*ms_on_unwind_end)(void);
+/* Looks the longjmp family up now: a longjmp out of a signal handler must not have to. */
+void ms_jump_resolve(void);
 
 #endif

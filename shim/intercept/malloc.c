@@ -8,7 +8,7 @@
 #include "core/ms.h"
 #include "core/process.h"
 #include "intercept/hooks.h"
-#include "sites/hot.h"
+#include "intercept/sample.h"
 
 /* Not declared by every C library's headers. */
 void cfree(void *ptr);
@@ -72,13 +72,13 @@ static inline int glibc_would_reject(const void *p, uint64_t head)
 static __attribute__((noinline)) void *new_past_gate(void *p, uint64_t result, uint64_t usable)
 {
 	ms_cpu_slow(result);
-	ms_sites_alloc(p, (int64_t)usable);
+	ms_sample_alloc(p, (int64_t)usable);
 	return p;
 }
 
 static __attribute__((noinline)) void *new_sampled(void *p, uint64_t usable)
 {
-	ms_sites_sample(p, (int64_t)usable);
+	ms_sample_take(p, (int64_t)usable);
 	return p;
 }
 
@@ -99,7 +99,7 @@ static inline __attribute__((always_inline)) void *fast_new(void *p, int check)
 	uint64_t r = ms_cpu_word_add((int64_t)n);
 	if (ms_cpu_grew_past(r))
 		return new_past_gate(p, r, n);
-	if (MS_UNLIKELY((ms_sites_left -= (int64_t)n) < 0))
+	if (MS_UNLIKELY((ms_sample_left -= (int64_t)n) < 0))
 		return new_sampled(p, n);
 	return p;
 }
@@ -111,7 +111,7 @@ static inline __attribute__((always_inline)) int fast_free(void *ptr, int check)
 {
 	if (check)
 		ms_before_counting();
-	if (ms_bootstrap_owns(ptr) || !ptr || MS_UNLIKELY(ms_sites_maybe_sampled(ptr)))
+	if (ms_bootstrap_owns(ptr) || !ptr || MS_UNLIKELY(ms_sample_maybe(ptr)))
 		return 0;
 	uint64_t head = glibc_head(ptr);
 	if (MS_UNLIKELY(glibc_would_reject(ptr, head)))
@@ -127,7 +127,7 @@ static inline __attribute__((always_inline)) int fast_free(void *ptr, int check)
 /* The fast path's realloc of a block it can read: 1 and *OUT set when done, else 0. */
 static inline __attribute__((always_inline)) int fast_realloc(void *ptr, size_t size, int check, void **out)
 {
-	if (ms_bootstrap_owns(ptr) || !ptr || MS_UNLIKELY(ms_sites_maybe_sampled(ptr)))
+	if (ms_bootstrap_owns(ptr) || !ptr || MS_UNLIKELY(ms_sample_maybe(ptr)))
 		return 0;
 	uint64_t head = glibc_head(ptr);
 	if (MS_UNLIKELY(glibc_would_reject(ptr, head)))
@@ -139,7 +139,7 @@ static inline __attribute__((always_inline)) int fast_realloc(void *ptr, size_t 
 	if (q) {
 		int64_t n = (int64_t)glibc_usable(glibc_head(q));
 		ms_cpu_add(MS_MALLOC, n - old);
-		ms_sites_alloc(q, n);
+		ms_sample_alloc(q, n);
 	} else if (size == 0) {
 		ms_cpu_shrink((uint64_t)old);
 	}
@@ -153,7 +153,7 @@ static inline __attribute__((always_inline)) void count(void *p)
 	ms_before_counting();
 	int64_t n = (int64_t)malloc_usable_size(p);
 	ms_cpu_add(MS_MALLOC, n);
-	ms_sites_alloc(p, n);
+	ms_sample_alloc(p, n);
 }
 
 /* Usable bytes of a block about to be freed or resized (0: not countable). */
@@ -235,7 +235,7 @@ static inline __attribute__((always_inline)) void uncount(void *p)
 {
 	int64_t n = usable_before_release(p);
 	if (n) {
-		ms_sites_free(p);
+		ms_sample_free(p);
 		ms_before_counting();
 		ms_cpu_add(MS_MALLOC, -n);
 	}
@@ -319,7 +319,7 @@ static void count_resize(void *ptr, int64_t old, void *q, size_t size)
 	if (q) {
 		int64_t n = (int64_t)malloc_usable_size(q);
 		ms_cpu_add(MS_MALLOC, n - old);
-		ms_sites_alloc(q, n);
+		ms_sample_alloc(q, n);
 	} else if (ptr && size == 0)
 		ms_cpu_add(MS_MALLOC, -old);
 }
@@ -334,7 +334,7 @@ static __attribute__((noinline)) void *realloc_general(void *ptr, size_t size)
 	int countable = COUNTABLE();
 	int64_t old = ptr && countable ? usable_before_release(ptr) : 0;
 	if (old)
-		ms_sites_free(ptr); /* before the block can go to another thread */
+		ms_sample_free(ptr); /* before the block can go to another thread */
 	GUARDED(q = ms_real_realloc(ptr, size));
 	if (countable)
 		count_resize(ptr, old, q, size);
@@ -373,7 +373,7 @@ EXPORT void *reallocarray(void *ptr, size_t n, size_t size)
 	int countable = COUNTABLE();
 	int64_t old = ptr && countable ? usable_before_release(ptr) : 0;
 	if (old)
-		ms_sites_free(ptr);
+		ms_sample_free(ptr);
 	void *q;
 	GUARDED(q = ms_real_reallocarray(ptr, n, size));
 	if (countable)

@@ -22,7 +22,7 @@
 #include "core/ranges.h"
 #include "core/spin.h"
 #include "intercept/hooks.h"
-#include "sites/hot.h"
+#include "intercept/sample.h"
 
 #define PAGE 4096UL
 #define MAX_RANGES (1UL << 20)
@@ -393,7 +393,7 @@ static void *wrap_mmap(void *(*real)(void *, size_t, int, int, int, off_t), void
 	if (fixed)
 		table_unlock();
 	if (p != MAP_FAILED && !fixed && anonymous_private(flags) && prot != PROT_NONE && !is_reservation(len, prot, flags))
-		ms_sites_alloc(p, (int64_t)page_up(len)); /* outside the table lock (lock order) */
+		ms_sample_alloc(p, (int64_t)page_up(len)); /* outside the table lock (lock order) */
 	errno = saved;
 	return p;
 }
@@ -419,7 +419,7 @@ EXPORT int munmap(void *addr, size_t len)
 {
 	if (passes_through())
 		return call_munmap(addr, len);
-	ms_sites_free(addr); /* a sampled mapping is known by its start */
+	ms_sample_free(addr); /* a sampled mapping is known by its start */
 	table_lock();
 	uint64_t dropped = resident_before_drop((uintptr_t)addr, (uintptr_t)addr + page_up(len));
 	ms_tls_guard++;

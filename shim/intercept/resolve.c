@@ -94,7 +94,7 @@ void ms_resolve(void)
 #define MS_HOOK_RESOLVER(ret, name, params, args)
 #define MS_HOOK(ret, name, params, args) ret (*name##_found) params = real_dlsym ? (ret (*) params)real_dlsym(RTLD_NEXT, #name) : NULL;
 #define MS_HOOK_OPTIONAL(ret, name, params, args) ret (*name##_found) params = NULL;
-#include "intercept/hooks.def"
+#include "intercept/libc.def"
 #undef MS_HOOK_OPTIONAL
 #undef MS_HOOK
 	const struct link_map *allocator = ms_elf_object_of((const void *)malloc_found);
@@ -103,12 +103,12 @@ void ms_resolve(void)
 		__atomic_store_n(&ms_counting, 0, __ATOMIC_RELEASE); /* before any wrapper can count */
 #define MS_HOOK(ret, name, params, args)
 #define MS_HOOK_OPTIONAL(ret, name, params, args) name##_found = (ret (*) params)ms_elf_own_symbol(allocator, #name);
-#include "intercept/hooks.def"
+#include "intercept/libc.def"
 #undef MS_HOOK_OPTIONAL
 #undef MS_HOOK
 #define MS_HOOK(ret, name, params, args) __atomic_store_n(&ms_real_##name, name##_found, __ATOMIC_RELEASE);
 #define MS_HOOK_OPTIONAL MS_HOOK
-#include "intercept/hooks.def"
+#include "intercept/libc.def"
 #undef MS_HOOK_OPTIONAL
 #undef MS_HOOK
 #undef MS_HOOK_RESOLVER

@@ -133,9 +133,10 @@ void ms_native_check(uintptr_t *slot);
 /* Called by the trampoline: the function that returned into trampoline BLOCK+6 has left; returns
  * the address to continue at. */
 uintptr_t ms_native_tramp_fire(uintptr_t block_ret);
-/* Frames at addresses below SP are being discarded (longjmp): close their stages. */
+/* Frames at addresses below SP are being discarded (longjmp): close their stages (intercept's
+ * ms_before_jump, set by native/jmp.c). */
 void ms_native_discard_below(uintptr_t sp);
-/* An exception starts unwinding this thread / was caught (native/unwind.c). */
+/* An exception starts unwinding this thread / was caught (intercept's ms_on_unwind_begin/end). */
 void ms_native_unwind_begin(void);
 void ms_native_unwind_end(void);
 /* Sets up the per-thread state key; 0 when usable. */
@@ -148,9 +149,10 @@ void ms_arm_init(void);
 /* A forked child: only this thread's dlopen calls can still be under way. */
 void ms_arm_fork_child(void);
 
-/* ---- longjmp (native/jmp.c) ------------------------------------------------------------------ */
+/* ---- frames left without returning (native/jmp.c) ---------------------------------------------- */
 
-/* Looks the real longjmp family up at start (a longjmp out of a signal handler must not). */
+/* Looks the real longjmp family up at start (a longjmp out of a signal handler must not), and sets
+ * intercept's jump and unwind hooks to the functions above. */
 void ms_jmp_init(void);
 
 /* ---- the detector (native/stages.c) ---------------------------------------------------------- */

@@ -14,8 +14,9 @@
 #include "core/counters.h"
 #include "core/spin.h"
 #include "core/stages.h"
+#include "cuda/cuda.h"
+#include "intercept/sample.h"
 #include "python/py.h"
-#include "sites/hot.h"
 #include "sites/sites.h"
 
 #define LIVE_BITS_FIRST 7 /* 128 slots (3 KiB, a page) at first: the table doubles as samples stay live */
@@ -23,9 +24,6 @@
 #define LIVE_SLOTS (1u << live_bits)
 #define MAX_LIVE ((1u << LIVE_BITS_MAX) / 2)
 #define MAX_DRAWS 4096 /* samples counted one by one in a single block; beyond, its size is its weight */
-
-__thread int64_t ms_sites_left MS_TLS;
-uint64_t ms_sites_filter[(1u << MS_SITES_FILTER_BITS) / 64] __attribute__((aligned(4096))) MS_LARGE;
 
 struct live {
 	uint64_t addr; /* 0: empty */
@@ -121,7 +119,7 @@ static int64_t draw(void)
 /* The home slot: leading bits of the same mix as the filter's hash (see hash_still_live). */
 static uint32_t slot_of(uint64_t addr)
 {
-	return (uint32_t)(ms_sites_mix(addr) >> (64 - live_bits));
+	return (uint32_t)(ms_sample_mix(addr) >> (64 - live_bits));
 }
 
 static void live_put(const struct live *e)
@@ -158,7 +156,7 @@ static int live_grow(void)
  * the hot path only reads the bit). */
 static void filter_set(unsigned h, int set)
 {
-	uint64_t *word = &ms_sites_filter[h / 64], bit = UINT64_C(1) << (h % 64);
+	uint64_t *word = &ms_sample_filter[h / 64], bit = UINT64_C(1) << (h % 64);
 	uint64_t old = __atomic_load_n(word, __ATOMIC_RELAXED);
 	__atomic_store_n(word, set ? old | bit : old & ~bit, __ATOMIC_RELAXED);
 }
@@ -168,13 +166,13 @@ static void filter_set(unsigned h, int set)
  * slots, and linear probing keeps each in the run of full slots that starts at its home. */
 static int hash_still_live(unsigned h)
 {
-	int shift = (int)live_bits - MS_SITES_FILTER_BITS;
+	int shift = (int)live_bits - MS_SAMPLE_FILTER_BITS;
 	uint32_t first = shift >= 0 ? h << shift : h >> -shift, span = shift > 0 ? 1u << shift : 1;
 	for (uint32_t k = 0; k < LIVE_SLOTS; k++) {
 		const struct live *e = &live[(first + k) & (LIVE_SLOTS - 1)];
 		if (!e->addr && k + 1 >= span)
 			return 0; /* past every home of the span: their runs end here */
-		if (e->addr && !e->gpu && ms_sites_hash(e->addr) == h)
+		if (e->addr && !e->gpu && ms_sample_hash(e->addr) == h)
 			return 1;
 	}
 	return 0;
@@ -193,7 +191,7 @@ static int live_insert(uint64_t addr, int32_t stack, int gpu, int64_t weight)
 	live[i] = (struct live){ addr, stack, gpu, weight };
 	shared.nlive++;
 	if (!gpu)
-		filter_set(ms_sites_hash(addr), 1);
+		filter_set(ms_sample_hash(addr), 1);
 	return 0;
 }
 
@@ -224,8 +222,8 @@ static int live_remove(uint64_t addr, int gpu, struct live *out)
 	}
 done:
 	shared.nlive--;
-	if (!gpu && !hash_still_live(ms_sites_hash(addr)))
-		filter_set(ms_sites_hash(addr), 0);
+	if (!gpu && !hash_still_live(ms_sample_hash(addr)))
+		filter_set(ms_sample_hash(addr), 0);
 	return 0;
 }
 
@@ -411,7 +409,7 @@ static void prefetch_slot(uint64_t addr)
 {
 	const struct live *t = __atomic_load_n(&live, __ATOMIC_RELAXED);
 	unsigned bits = __atomic_load_n(&live_bits, __ATOMIC_RELAXED);
-	__builtin_prefetch((const char *)t + (ms_sites_mix(addr) >> (64 - bits)) * sizeof *t, 1);
+	__builtin_prefetch((const char *)t + (ms_sample_mix(addr) >> (64 - bits)) * sizeof *t, 1);
 }
 
 /* Records block ADDR of WEIGHT bytes with the calling thread's stack. */
@@ -441,22 +439,6 @@ static void record(uint64_t addr, int64_t weight, int gpu, const uintptr_t *star
 	ms_spin_unlock(&shared.lock, &lock_mine);
 }
 
-/* ms_sites_sample(p, usable): an entry that passes the caller's stack pointer after return and
- * rbp on to the C function, so the stack walk starts at the wrapper instead of stepping through
- * the sampling code's own frames. */
-__asm__(".pushsection .text\n"
-	".globl ms_sites_sample\n"
-	".hidden ms_sites_sample\n"
-	".type ms_sites_sample, @function\n"
-	"ms_sites_sample:\n"
-	"	.cfi_startproc\n"
-	"	leaq 8(%rsp), %rdx\n"
-	"	movq %rbp, %rcx\n"
-	"	jmp ms_sites_sample_at\n"
-	"	.cfi_endproc\n"
-	".size ms_sites_sample, .-ms_sites_sample\n"
-	".popsection\n");
-
 /* Maps the tables and picks up the open stages, once (the first sample or device allocation). */
 static int turn_on(void)
 {
@@ -476,22 +458,23 @@ static int turn_on(void)
 	return on;
 }
 
-void ms_sites_sample_at(void *p, int64_t usable, uintptr_t sp, uintptr_t rbp)
+/* The countdown ran out (intercept's ms_sample_take): SP and RBP are the wrapper's. */
+static void take(void *p, int64_t usable, uintptr_t sp, uintptr_t rbp)
 {
 	if (!wanted) { /* off, or not started yet: look again in a while unless it is off for good */
-		ms_sites_left = ms_cfg.sites && !ms_cfg.disabled ? 1 << 20 : INT64_MAX / 2;
+		ms_sample_rest();
 		return;
 	}
 	if (MS_UNLIKELY(!rng)) /* this thread's first allocation: it starts with a drawn budget */
-		ms_sites_left += draw();
+		ms_sample_left += draw();
 	int64_t k = 0;
-	while (ms_sites_left < 0 && k < MAX_DRAWS) {
-		ms_sites_left += draw();
+	while (ms_sample_left < 0 && k < MAX_DRAWS) {
+		ms_sample_left += draw();
 		k++;
 	}
 	int64_t weight = k * rate;
-	if (ms_sites_left < 0) { /* a block of thousands of samples: its own size is the estimate */
-		ms_sites_left = draw();
+	if (ms_sample_left < 0) { /* a block of thousands of samples: its own size is the estimate */
+		ms_sample_left = draw();
 		weight = usable;
 	}
 	if (!k || !p || enter() < 0)
@@ -517,7 +500,8 @@ static void take_out(uint64_t addr, int gpu)
 	ms_spin_unlock(&shared.lock, &lock_mine);
 }
 
-void ms_sites_forget(void *p)
+/* A block whose filter bit is set is released (intercept's ms_sample_forget). */
+static void forget(void *p)
 {
 	if (!on || enter() < 0)
 		return; /* a handler freeing inside our lock: the block stays counted (rare) */
@@ -535,7 +519,8 @@ void ms_sites_cpu_high(int64_t now)
 	leave();
 }
 
-void ms_sites_gpu_alloc(uint64_t dptr, int64_t bytes)
+/* Every device allocation and free (cuda/'s observer, unsampled). */
+static void gpu_alloc(uint64_t dptr, int64_t bytes)
 {
 	if (!wanted || !dptr || bytes <= 0 || enter() < 0)
 		return;
@@ -549,7 +534,7 @@ void ms_sites_gpu_alloc(uint64_t dptr, int64_t bytes)
 	leave();
 }
 
-void ms_sites_gpu_free(uint64_t dptr)
+static void gpu_free(uint64_t dptr)
 {
 	if (!on || !dptr || enter() < 0)
 		return;
@@ -565,6 +550,8 @@ void ms_sites_init(void)
 		return;
 	rate = ms_cfg.sites_rate > 0 ? ms_cfg.sites_rate : 524288;
 	__atomic_store_n(&wanted, 1, __ATOMIC_RELEASE); /* the tables come with the first sample */
+	ms_set_sampler(take, forget); /* the wrappers below call up only through these */
+	ms_cuda_set_observer(gpu_alloc, gpu_free);
 }
 
 void ms_sites_boundary(int stage, int end)
@@ -604,7 +591,7 @@ void ms_sites_fork_child(int tracking)
 	}
 	/* dropped, not written: a write copies each page the parent touched (~1 ms per child) */
 	ms_zero(live, LIVE_SLOTS * sizeof *live);
-	ms_zero(ms_sites_filter, sizeof ms_sites_filter);
+	ms_zero(ms_sample_filter, sizeof ms_sample_filter);
 	ms_zero(per_stack, STACK_IDS * sizeof *per_stack);
 	ms_zero(cur, sizeof cur);
 	ms_zero(last, sizeof last);

@@ -1,7 +1,9 @@
 /* Call sites live at each stage's peak (issue 16): sampled CPU allocations, every GPU allocation,
  * their stacks interned in bounded tables, and per open stage call a copy of "bytes live per
- * stack" taken as that call's peak rises.  The hot path is sites/hot.h; this header is for the
- * lifecycle (subsystems.def) and the report writer (output/sites.c).
+ * stack" taken as that call's peak rises.  The hot path (the countdown and the filter of sampled
+ * blocks) is intercept/sample.h's: init registers this sampler there, and with cuda/ for device
+ * allocations; this header is for the lifecycle (subsystems.def) and the report writer
+ * (output/sites.c).
  *
  * Memory bound (all raw mappings made at start, pages touched as used, never the wrapped malloc):
  * stacks 16384 x 64 frames (a 256 Ki-word frame pool), strings 32768 / 2 MiB, sampled live blocks
@@ -44,6 +46,10 @@ void ms_sites_fork_prepare(void);
 void ms_sites_fork_parent(void);
 void ms_sites_fork_child(int tracking);
 void ms_sites_boundary(int stage, int end);
+
+/* Optional: the CPU counter reached a new high NOW (a hot path that detects new highs may call it to
+ * tighten the copy at a stage's peak; samples call it themselves). */
+void ms_sites_cpu_high(int64_t now);
 
 /* Whether sampling is on (MEMSHIM_SITES). */
 int ms_sites_on(void);
@@ -88,8 +94,6 @@ int ms_sites_capture(uint64_t *frames, int max, const uintptr_t *start, int32_t 
  * when this walk is remembered for the next one (ms_sites_capture_known gives it its id once
  * interned); -1 otherwise. */
 void ms_sites_capture_known(int32_t id);
-/* The C side of ms_sites_sample (sites/hot.h), entered with the wrapper's SP and RBP. */
-void ms_sites_sample_at(void *p, int64_t usable, uintptr_t sp, uintptr_t rbp);
 /* Number of stacks interned / refused because a table was full. */
 uint32_t ms_sites_nstacks(void);
 uint64_t ms_sites_stacks_dropped(void);

@@ -4,7 +4,7 @@ GPU_DIR := $(BUILD)/gpu
 CUDA_INCLUDE ?= /usr/local/cuda/include
 GPU_CUDA_INC := -I$(CUDA_INCLUDE)
 GPU_FIXTURES := $(GPU_DIR)/fx_linked $(GPU_DIR)/fx_dl $(GPU_DIR)/fx_nocuda $(GPU_DIR)/libfx_next.so
-GPU_SUITES := $(GPU_DIR)/test_table $(GPU_DIR)/test_gpu
+GPU_SUITES := $(GPU_DIR)/test_table $(GPU_DIR)/test_gpu $(GPU_DIR)/test_boundary_order
 
 # -Bsymbolic: the pointers the stand-in hands out are its own functions, as the real driver's are.
 $(GPU_DIR)/libcuda.so.1: tests/gpu/standin/libcuda.c
@@ -31,7 +31,7 @@ $(GPU_DIR)/test_table: tests/gpu/test_table.c shim/cuda/table.c shim/cuda/table.
 	$(CC) $(BASEFLAGS) $(CFLAGS) $(SANFLAGS) $(CHECK_CFLAGS) -Ishim -o $@ tests/gpu/test_table.c \
 		shim/cuda/table.c $(CHECK_LIBS) -lpthread
 
-$(GPU_DIR)/test_gpu: tests/gpu/test_gpu.c
+$(GPU_DIR)/test_gpu $(GPU_DIR)/test_boundary_order: $(GPU_DIR)/%: tests/gpu/%.c
 	@mkdir -p $(@D)
 	$(CC) $(BASEFLAGS) $(CFLAGS) $(CHECK_CFLAGS) $(JANSSON_CFLAGS) $(TEST_COMMON_INC) -o $@ $< $(CHECK_LIBS) $(JANSSON_LIBS)
 

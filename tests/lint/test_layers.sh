@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # tools/layers.py on throwaway trees of objects: a clean one passes; an upward call, an upward
-# include, a sibling call, a cycle across folders and a stale exception each fail it.
+# include, a sibling call, a cycle across folders (through a listed exception, or between folders of
+# no layer) and a stale exception each fail it.
 set -u
 cd "$(dirname "$0")/../.."
 tool=$PWD/tools/layers.py
@@ -44,6 +45,11 @@ sib=$(tree sib 'shim/cuda/a.c=int ms_native_thing(void);\nint ms_cuda_thing(void
 expect 1 "a sibling call" "$sib"
 printf 'shim/core/low.o ms_high  # seeded\n' > "$tmp/up.allow"
 expect 0 "an upward call listed as an exception" "$up" "$tmp/up.allow"
+printf 'shim/core/low.o ms_high  # seeded\n' > "$tmp/cyc.allow"
+cyc=$(tree cyc 'shim/core/low.c=int ms_high(void);\nint ms_low(void) { return 1; }\nint ms_low_calls_up(void) { return ms_high(); }' 'shim/output/high.c=int ms_low(void);\nint ms_high(void) { return ms_low(); }')
+expect 1 "a cycle across folders through a listed exception" "$cyc" "$tmp/cyc.allow"
+odd=$(tree odd 'shim/extra/a.c=int ms_b(void);\nint ms_a(void) { return ms_b(); }' 'shim/other/b.c=int ms_a(void);\nint ms_b(void) { return ms_a(); }')
+expect 1 "a cycle across folders of no layer" "$odd"
 printf 'shim/core/low.o ms_gone  # seeded, never used\n' > "$tmp/stale.allow"
 expect 1 "a stale exception" "$clean" "$tmp/stale.allow"
 printf 'shim/core/low.o ms_high  # no reason\n' | sed 's/  #.*//' > "$tmp/bad.allow"

@@ -5,7 +5,7 @@ NATIVE_FIXTURES := $(NATIVE_DIR)/nstages $(NATIVE_DIR)/nstages-rdynamic $(NATIVE
 	$(NATIVE_DIR)/nstages-stripped $(NATIVE_DIR)/nstages-rdynamic-stripped $(NATIVE_DIR)/ncxx \
 	$(NATIVE_DIR)/libnstage.so $(NATIVE_DIR)/libnplugin.so $(NATIVE_DIR)/nstress \
 	$(NATIVE_DIR)/libnorigin.so $(NATIVE_DIR)/nsub/libnsibling.so $(NATIVE_DIR)/libnctor.so
-NATIVE_SUITES := $(NATIVE_DIR)/test_names $(NATIVE_DIR)/test_native
+NATIVE_SUITES := $(NATIVE_DIR)/test_names $(NATIVE_DIR)/test_native $(NATIVE_DIR)/test_jump
 NATIVE_FIXTURE_LINK := -L$(NATIVE_DIR) -lnstage -Wl,-rpath,'$$ORIGIN' -ldl -lpthread
 
 $(NATIVE_DIR)/lib%.so: tests/native/fixtures/lib%.c
@@ -46,7 +46,7 @@ $(NATIVE_DIR)/test_names: tests/native/test_names.c shim/native/names.c $(SHIM_C
 	$(CC) $(BASEFLAGS) $(CFLAGS) $(SANFLAGS) $(CHECK_CFLAGS) -Ishim $(TEST_COMMON_INC) -o $@ \
 		$(filter %.c %.o %.a,$^) $(CHECK_LIBS)
 
-$(NATIVE_DIR)/test_native: tests/native/test_native.c $(HARNESS)
+$(NATIVE_DIR)/test_native $(NATIVE_DIR)/test_jump: $(NATIVE_DIR)/%: tests/native/%.c $(HARNESS)
 	@mkdir -p $(@D)
 	$(CC) $(BASEFLAGS) $(CFLAGS) $(CHECK_CFLAGS) $(JANSSON_CFLAGS) -Itests/preload $(TEST_COMMON_INC) -o $@ $(filter %.c %.o,$^) \
 		$(CHECK_LIBS) $(JANSSON_LIBS)
