@@ -257,20 +257,6 @@ int mf_diff(FILE *out, struct mf_file *oldf, struct mf_file *newf,
 	return rc;
 }
 
-/* The processes of one run that are compared: its ranks, else its one process that is not minor. */
-static size_t mf_run_set(struct mf_file *files, size_t n, int *keep)
-{
-	size_t k = 0;
-	if (mf_count_ranks(files, n)) {
-		for (size_t i = 0; i < n; i++)
-			k += (size_t)(keep[i] = mf_own_rank(&files[i], files, n));
-		return k;
-	}
-	for (size_t i = 0; i < n; i++)
-		k += (size_t)(keep[i] = n == 1 || !mf_is_minor(&files[i], files, n));
-	return k;
-}
-
 static struct mf_file *mf_rank_file(struct mf_file *files, size_t n, const int *keep, long long r)
 {
 	for (size_t i = 0; i < n; i++)
@@ -282,7 +268,7 @@ static struct mf_file *mf_rank_file(struct mf_file *files, size_t n, const int *
 /* The largest value of every numeric key over the ranks (as written: numbers so far of open
  * stages are left out), with every stage name, as one file. */
 static void mf_max_file(struct mf_file *files, size_t n, const int *keep, const char *label,
-			struct mf_file *out)
+			struct mf_file *out, FILE *err)
 {
 	json_t *max = json_object(), *stages = json_array(), *names = json_object();
 	for (size_t i = 0; i < n; i++) {
@@ -310,7 +296,7 @@ static void mf_max_file(struct mf_file *files, size_t n, const int *keep, const 
 	json_decref(names);
 	json_t *root = json_pack("{s:s, s:i, s:i, s:o, s:o}", "format", "memshim-metrics", "version",
 				 MF_VERSION, "pid", 0, "metrics", max, "stages", stages);
-	if (!root || mf_load_json(label, root, out, stderr))
+	if (!root || mf_load_json(label, root, out, err))
 		mf_oom();
 }
 
@@ -345,18 +331,19 @@ static char *mf_side_text(struct mf_file *files, size_t n, size_t used, int rank
 			    ranked ? (used == 1 ? "rank" : "ranks") : "compared");
 }
 
-int mf_diff_runs(FILE *out, struct mf_file *oldf, size_t nold, struct mf_file *newf, size_t nnew,
+int mf_diff_runs(FILE *out, const struct mf_set *olds, const struct mf_set *news,
 		 const struct mf_opts *o, FILE *err)
 {
-	int *ko = mf_xmalloc(nold * sizeof *ko), *kn = mf_xmalloc(nnew * sizeof *kn);
-	size_t uo = mf_run_set(oldf, nold, ko), un = mf_run_set(newf, nnew, kn);
+	struct mf_file *oldf = olds->f, *newf = news->f;
+	size_t nold = olds->n, nnew = news->n;
+	const int *ko = olds->keep, *kn = news->keep;
+	size_t uo = nold - olds->left_out, un = nnew - news->left_out;
 	int ro = mf_count_ranks(oldf, nold) > 0, rn = mf_count_ranks(newf, nnew) > 0, bad = 0;
 	char *regressions = NULL;
 	if (ro != rn || (!ro && (uo != 1 || un != 1))) {
 		fprintf(err, "memshim-format: --diff: cannot match the processes of the two runs (%s); "
 			"compare ranks with ranks, or one file with one file\n",
 			ro != rn ? "one has ranks, the other none" : "no ranks and several processes");
-		free(ko), free(kn);
 		return MF_BAD;
 	}
 	char *so = mf_side_text(oldf, nold, uo, ro), *sn = mf_side_text(newf, nnew, un, rn);
@@ -392,8 +379,8 @@ int mf_diff_runs(FILE *out, struct mf_file *oldf, size_t nold, struct mf_file *n
 		bad += mf_lone_ranks(out, oldf, nold, ko, newf, nnew, kn, 1, o, &regressions);
 		mf_lone_ranks(out, newf, nnew, kn, oldf, nold, ko, 0, o, &regressions);
 		struct mf_file mo, mn;
-		mf_max_file(oldf, nold, ko, "max over old ranks", &mo);
-		mf_max_file(newf, nnew, kn, "max over new ranks", &mn);
+		mf_max_file(oldf, nold, ko, "max over old ranks", &mo, err);
+		mf_max_file(newf, nnew, kn, "max over new ranks", &mn, err);
 		fprintf(out, "\n==> max over ranks: old %zu, new %zu <==\n", uo, un);
 		bad += mf_diff_pair(out, &mo, &mn, o, "max ", 0, &regressions);
 		mf_file_free(&mo);
@@ -401,6 +388,5 @@ int mf_diff_runs(FILE *out, struct mf_file *oldf, size_t nold, struct mf_file *n
 	}
 	int rc = mf_diff_verdict(out, bad, regressions, o);
 	free(regressions);
-	free(ko), free(kn);
 	return rc;
 }

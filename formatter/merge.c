@@ -80,27 +80,14 @@ static void mf_merge_group(FILE *out, struct mf_file *files, size_t n, const str
 	mf_table_free(&t);
 }
 
-/* The files to merge: the ranks when there are any, else every process but the minor ones;
- * with --all every file. Returns how many are left out. */
-static size_t mf_merge_set(struct mf_file *files, size_t n, int all, int *keep)
-{
-	size_t ranks = mf_count_ranks(files, n), out = 0;
-	if (all || !ranks)
-		return mf_hide_minor(files, n, all, keep);
-	for (size_t i = 0; i < n; i++) {
-		keep[i] = mf_own_rank(&files[i], files, n);
-		out += (size_t)!keep[i];
-	}
-	return out;
-}
-
-void mf_merge(FILE *out, struct mf_file *files, size_t n, const struct mf_opts *o)
+void mf_merge(FILE *out, const struct mf_set *s, const struct mf_opts *o)
 {
 	struct mf_groups u;
-	int *keep = mf_xmalloc(n * sizeof *keep);
-	size_t left_out = mf_merge_set(files, n, o->all, keep), m = 0;
+	struct mf_file *files = s->f;
+	const int *keep = s->keep;
+	size_t n = s->n, left_out = s->left_out, m = 0;
 	size_t ranks = mf_count_ranks(files, n);
-	struct mf_file *set = mf_xmalloc(n * sizeof *set);
+	struct mf_file *set = mf_xmalloc((n ? n : 1) * sizeof *set);
 	for (size_t i = 0; i < n; i++) {
 		if (!keep[i])
 			continue;
@@ -124,5 +111,4 @@ void mf_merge(FILE *out, struct mf_file *files, size_t n, const struct mf_opts *
 			mf_merge_group(out, set, m, &u.g[j]);
 	mf_groups_free(&u);
 	free(set);
-	free(keep);
 }

@@ -117,13 +117,31 @@ char *mf_xasprintf(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 int mf_num(json_t *v, double *out);   /* 1 when V is a number */
 char *mf_proc_label(const struct mf_file *f); /* "rank 1" or "pid 4242" */
 
-/* dump.c */
+/* options.c: the modes (modes.def) and the options of the command line, one table each. */
+enum mf_mode {
+#define MF_MODE(id, name, pick, run, synopsis) MF_##id,
+#include "modes.def"
+#undef MF_MODE
+	MF_NMODES
+};
+
+/* Which of a run's files a mode shows (select.c). */
+enum mf_pick {
+	MF_PICK_EVERY,          /* every file */
+	MF_PICK_SHOWN,          /* all but the launchers, shells and small forked workers (--all: every) */
+	MF_PICK_RANKS,          /* the ranks when there are any (--all: every), else as SHOWN */
+	MF_PICK_COMPARED,       /* --diff: the ranks, else the one process that is not minor */
+	MF_PICK_TOP_RANK,       /* the rank with call sites that peaked highest, else as SHOWN */
+	MF_PICK_OWN,            /* no files: the mode reads its own arguments */
+};
+
 struct mf_opts {
+	enum mf_mode mode;      /* MF_DUMP unless an option selects another */
+	const char *mode_arg;   /* --plot, --flame: the picture to write; --compare: HF's file */
 	const char *stage;      /* --stage, or NULL */
-	int calls, merge, diff;
+	int calls;              /* --calls */
 	int all;                /* --all: no process is left out or summarised */
 	int auto_merge;         /* --auto-merge: --merge when the files hold two or more ranks */
-	int csv;                /* --csv */
 	const char *json_dir;
 	struct mf_threshold {
 		double pct;     /* growth must exceed this % of |old| (< 0: no percent part) */
@@ -131,14 +149,103 @@ struct mf_opts {
 	} threshold;            /* --threshold 5%,1MB */
 	const char *threshold_text;
 	int allow_missing;      /* --allow-missing: a stage gone from NEW is no regression */
-	const char *plot;       /* --plot FILE.svg|FILE.png, or NULL */
-	const char *compare;    /* --compare HF.json, or NULL */
 	int plot_w, plot_h;     /* --size, 0 for the default */
-	int sites;              /* --sites */
-	const char *flame;      /* --flame FILE.svg|FILE.png, or NULL */
 	int flame_gpu;          /* --gpu: the flame graph of the GPU sites */
 	int depth, top;         /* --depth, --top (0: the default) */
 };
+
+/* How a value is read (the option table's kinds). */
+enum mf_kind {
+	MF_FLAG,                /* no value: sets an int field to 1 (or only selects its mode) */
+	MF_TEXT,                /* any non-empty text */
+	MF_PICTURE,             /* a file name ending in .svg or .png */
+	MF_COUNT,               /* a whole number from 1 to MF_SITES_MAX */
+	MF_SIZE,                /* WxH, each MF_PLOT_MIN to MF_PLOT_MAX: plot_w and plot_h */
+	MF_THRESHOLD,           /* 5%,1MB (mf_parse_threshold), at most once */
+	MF_OWN,                 /* selects a mode that reads the whole command line itself */
+	MF_SHOW_HELP,           /* prints --help and stops */
+	MF_SHOW_VERSION,        /* prints the version and stops */
+};
+
+#define MF_MODE_BIT(id) (1u << MF_##id)
+#define MF_NO_FIELD ((size_t)-1)
+
+/* One option: what it reads, where it goes, which modes take it, and its --help entry. */
+struct mf_option {
+	const char *name;       /* "--stage" */
+	const char *alias;      /* "-h", or NULL */
+	const char *arg;        /* what --help shows after the name ("NAME"), or NULL */
+	enum mf_kind kind;
+	size_t field;           /* offsetof(struct mf_opts, ...), or MF_NO_FIELD */
+	unsigned modes;         /* MF_MODE_BIT of each mode that takes it */
+	int selects;            /* it selects its one mode (--merge, --plot OUT) */
+	const char *bad;        /* the usage error of a bad value (MF_COUNT, MF_SIZE, MF_THRESHOLD) */
+	const char *help;       /* --help text, lines after the first indented; NULL: not listed */
+};
+extern const struct mf_option mf_options[];
+extern const size_t mf_noptions;
+
+struct mf_run;
+/* One mode: its name in messages, which files it shows, what prints it, its usage lines. */
+struct mf_mode_def {
+	const char *name;
+	enum mf_pick pick;
+	int (*run)(const struct mf_run *r, FILE *out, FILE *err);
+	const char *synopsis;
+};
+extern const struct mf_mode_def mf_modes[MF_NMODES];
+
+/* The command line as parsed. */
+struct mf_args {
+	struct mf_opts o;
+	char **files;
+	int nfiles;
+	int sep;                /* --diff: files before a "--" that follows a file, else -1 */
+	size_t *given;          /* every option given, in order: its index in mf_options */
+	int ngiven;
+};
+
+/* Fills A (free it with mf_args_free, also on failure); MF_OK, MF_BAD after one usage error on
+ * ERR, or -1 when --help or --version printed to OUT and nothing is left to do. */
+int mf_parse_args(int argc, char **argv, struct mf_args *a, FILE *out, FILE *err);
+/* What the tables rule out: an option given to a mode that does not take it (one error naming
+ * both), then the mode's operands; sets the default threshold. MF_OK or MF_BAD. */
+int mf_check_args(struct mf_args *a, FILE *err);
+void mf_args_free(struct mf_args *a);
+/* The option named exactly S (or its alias), or NULL. */
+const struct mf_option *mf_option_named(const char *s);
+/* The mode OP selects (MF_DUMP for one that selects none). */
+enum mf_mode mf_option_mode(const struct mf_option *op);
+/* The --help text, made from the two tables. */
+void mf_print_help(FILE *out);
+int mf_usage_error(FILE *err, const char *what, const char *arg);
+
+/* One side of a run through the pipeline: its files, sorted, and which of them the mode shows. */
+struct mf_set {
+	struct mf_file *f;
+	size_t n;
+	int *keep;              /* keep[i]: f[i] is shown */
+	size_t left_out;        /* how many are not */
+	enum mf_pick how;       /* the selection made (MF_PICK_TOP_RANK falls back to SHOWN) */
+};
+
+/* What a mode's run function gets: the options, the files read and selected (side[1]: --diff's
+ * NEW), or for a mode that reads its own arguments the command line. */
+struct mf_run {
+	const struct mf_opts *o;
+	struct mf_set side[2];
+	size_t nsides;
+	enum mf_mode mode;      /* the mode run: --auto-merge makes the dump a --merge */
+	int argc;
+	char **argv;
+};
+
+/* modes.c: each mode's run function (modes.def). */
+#define MF_MODE(id, name, pick, run, synopsis) int run(const struct mf_run *r, FILE *out, FILE *err);
+#include "modes.def"
+#undef MF_MODE
+
+/* dump.c */
 void mf_print_status(FILE *out, const struct mf_file *f);
 /* One group; STAGES gives the hint when the stage's last call (its flat keys) is not its largest. */
 int mf_print_group(FILE *out, json_t *metrics, json_t *stages, const struct mf_group *g, int first);
@@ -216,13 +323,17 @@ size_t mf_hide_minor(const struct mf_file *files, size_t n, int all, int *keep);
  * another); HOW follows "--all" ("shows them"). */
 void mf_print_hidden(FILE *out, const struct mf_file *files, size_t n, const int *keep,
 		     size_t hidden, const char *how);
+/* The one selection of every mode: S->keep and S->left_out as HOW says (ALL: --all), S->how the
+ * selection made. */
+void mf_select(struct mf_set *s, enum mf_pick how, int all);
 
 /* merge.c, diff.c, results.c */
-void mf_merge(FILE *out, struct mf_file *files, size_t n, const struct mf_opts *o);
+/* One table per stage over the files S keeps (S->how MF_PICK_RANKS or SHOWN). */
+void mf_merge(FILE *out, const struct mf_set *s, const struct mf_opts *o);
 int mf_diff(FILE *out, struct mf_file *oldf, struct mf_file *newf,
 	    const struct mf_opts *o);
 /* Several files on a side (a multi-rank run): rank by rank, then the max over the ranks. */
-int mf_diff_runs(FILE *out, struct mf_file *oldf, size_t nold, struct mf_file *newf, size_t nnew,
+int mf_diff_runs(FILE *out, const struct mf_set *olds, const struct mf_set *news,
 		 const struct mf_opts *o, FILE *err);
 /* "5%", "1MB" or both, comma-separated ("5%,1MB": growth must exceed both); 0 or -1. */
 int mf_parse_threshold(const char *text, struct mf_threshold *t);
@@ -240,6 +351,13 @@ struct mf_paths {
 };
 int mf_paths_add(struct mf_paths *ps, const char *path, FILE *err);
 void mf_paths_free(struct mf_paths *ps);
+
+/* export.c: DATA into PATH through a temporary file beside it (whole or not at all); one line on
+ * ERR when it cannot be written. */
+int mf_write_whole(FILE *err, const char *path, const void *data, size_t n);
+/* flame_html.c: --flame OUT.html, every stage's sites in one interactive page. */
+int mf_html_name(const char *path);     /* PATH ends in .html (any case) */
+int mf_flame_html(FILE *err, const struct mf_set *s, const struct mf_opts *o);
 
 /* version.c: "MAJOR.MINOR" from shim/memshim.h. */
 const char *mf_version(void);

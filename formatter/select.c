@@ -1,4 +1,5 @@
-/* Which processes of a run matter: ranks, and the launchers and shells around them. */
+/* Which processes of a run matter: ranks, and the launchers and shells around them; the one
+ * selection every mode makes (mf_select). */
 #include "mf.h"
 
 #include <math.h>
@@ -215,4 +216,71 @@ void mf_print_hidden(FILE *out, const struct mf_file *files, size_t n, const int
 	}
 	mf_print_forks(out, files, n, keep, how);
 	free(shown);
+}
+
+/* --merge: the ranks when there are any (with --all every file), else the processes shown. */
+static size_t mf_pick_ranks(const struct mf_file *files, size_t n, int all, int *keep)
+{
+	size_t out = 0;
+	if (all || !mf_count_ranks(files, n))
+		return mf_hide_minor(files, n, all, keep);
+	for (size_t i = 0; i < n; i++) {
+		keep[i] = mf_own_rank(&files[i], files, n);
+		out += (size_t)!keep[i];
+	}
+	return out;
+}
+
+/* --diff: a run's ranks, else its processes that are not minor (a lone file always). */
+static size_t mf_pick_compared(const struct mf_file *files, size_t n, int *keep)
+{
+	size_t out = 0, ranks = mf_count_ranks(files, n);
+	for (size_t i = 0; i < n; i++) {
+		keep[i] = ranks ? mf_own_rank(&files[i], files, n) : n == 1 || !mf_is_minor(&files[i], files, n);
+		out += (size_t)!keep[i];
+	}
+	return out;
+}
+
+/* The rank with the highest CPU peak that has call sites (the first on ties), or -1. */
+static long mf_highest_rank(const struct mf_file *files, size_t n)
+{
+	long best = -1;
+	double bv = -1, x;
+	for (size_t i = 0; i < n; i++) {
+		if (!mf_own_rank(&files[i], files, n) || !mf_file_has_sites(&files[i]))
+			continue;
+		if (!mf_num(json_object_get(files[i].file_metrics, "process_mem_cpu_peak"), &x))
+			x = 0;
+		if (best < 0 || x > bv)
+			best = (long)i, bv = x;
+	}
+	return best;
+}
+
+void mf_select(struct mf_set *s, enum mf_pick how, int all)
+{
+	long one = how == MF_PICK_TOP_RANK ? mf_highest_rank(s->f, s->n) : -1;
+	s->keep = mf_xrealloc(s->keep, (s->n ? s->n : 1) * sizeof *s->keep);
+	s->how = how == MF_PICK_TOP_RANK && one < 0 ? MF_PICK_SHOWN : how;
+	s->left_out = 0;
+	switch (s->how) {
+	case MF_PICK_SHOWN:
+		s->left_out = mf_hide_minor(s->f, s->n, all, s->keep);
+		break;
+	case MF_PICK_RANKS:
+		s->left_out = mf_pick_ranks(s->f, s->n, all, s->keep);
+		break;
+	case MF_PICK_COMPARED:
+		s->left_out = mf_pick_compared(s->f, s->n, s->keep);
+		break;
+	case MF_PICK_TOP_RANK:
+		for (size_t i = 0; i < s->n; i++)
+			s->keep[i] = (long)i == one;
+		s->left_out = s->n - 1;
+		break;
+	default: /* MF_PICK_EVERY, and MF_PICK_OWN, which has no files */
+		for (size_t i = 0; i < s->n; i++)
+			s->keep[i] = 1;
+	}
 }

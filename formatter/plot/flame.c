@@ -246,7 +246,7 @@ int mf_flame(FILE *err, struct mf_file *files, size_t n, const struct mf_opts *o
 	double want = MF_FL_HEAD + MF_FL_FOOT + (double)p.rows * MF_FL_ROW;
 	int w = o->plot_w ? o->plot_w : MF_FL_W;
 	int h = o->plot_h ? o->plot_h : (int)fmax(MF_PLOT_MIN, fmin(MF_PLOT_MAX, want));
-	int rc = mf_picture(err, o->flame, w, h, mf_flame_draw, &p);
+	int rc = mf_picture(err, o->mode_arg, w, h, mf_flame_draw, &p);
 	mf_flame_free(&p.root);
 	mf_sites_free(&p.s);
 	return rc;

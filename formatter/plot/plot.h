@@ -168,7 +168,7 @@ void mf_flame_tree(const struct mf_sites *s, struct mf_fnode *root);
 void mf_flame_free(struct mf_fnode *n);
 int mf_flame_depth(const struct mf_fnode *n); /* rows, the root's included */
 /* The flame graph of O->stage (default: the stage with the largest peak) of the process that
- * peaked highest there, O->flame_gpu for the GPU sites, into O->flame. */
+ * peaked highest there, O->flame_gpu for the GPU sites, into O->mode_arg. */
 int mf_flame(FILE *err, struct mf_file *files, size_t n, const struct mf_opts *o);
 
 #endif

@@ -14,6 +14,12 @@ FMT_FAKE_OTHER := $(BUILD)/tests/formatter/fake/libother.so
 CHECK_TARGETS += check-formatter
 .PHONY: check-formatter
 
+# The --pprof test parses the file with Google's protobuf runtime, in a venv of its own (made, or
+# remade when its requirements change, by the suite).
+PROTO_VENV ?= .venv-proto
+$(PROTO_VENV)/.requirements: tests/formatter/requirements-proto.txt tools/setup-venv.sh
+	@tools/setup-venv.sh $(PROTO_VENV) tests/formatter/requirements-proto.txt
+
 $(FMT_TEST_DIR)/%.o: tests/formatter/%.c
 	@mkdir -p $(@D)
 	$(CC) $(BASEFLAGS) $(CFLAGS) $(SANFLAGS) -Iformatter $(CHECK_CFLAGS) $(JANSSON_CFLAGS) $(CAIRO_CFLAGS) \
@@ -38,7 +44,8 @@ FMT_GPU_FX := $(if $(wildcard $(or $(CUDA_INCLUDE),/usr/local/cuda/include)/cuda
 # The install test runs make install/uninstall into a temporary DESTDIR with this BUILD; the
 # schema test runs the real library on small programs.
 check-formatter: $(FMT_TEST_BIN) $(FMT_BIN) $(FMT_FAKE_SHIM) $(FMT_FAKE_OTHER) $(BUILD)/libmemshim.so \
-		$(FMT_GPU_FX)
+		$(FMT_GPU_FX) $(PROTO_VENV)/.requirements
+	MF_PROTO_PY=$(abspath $(PROTO_VENV))/bin/python \
 	MF_GOLDEN=tests/formatter/golden MF_PLOT_IN=tests/formatter/plot MF_SCRIPT=scripts/memshim MF_FORMAT_BIN=$(abspath $(FMT_BIN)) \
 	MF_FAKE_SHIM=$(abspath $(FMT_FAKE_SHIM)) MF_FAKE_OTHER=$(abspath $(FMT_FAKE_OTHER)) \
 	MF_MAKE_ROOT=$(CURDIR) MF_BUILD=$(BUILD) MF_SHIM_LIB=$(abspath $(BUILD)/libmemshim.so) \

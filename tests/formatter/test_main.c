@@ -30,6 +30,9 @@ int main(void)
 	srunner_add_suite(sr, cli_suite());
 	srunner_add_suite(sr, schema_suite());
 	srunner_add_suite(sr, flame_suite());
+	srunner_add_suite(sr, options_suite());
+	srunner_add_suite(sr, export_suite());
+	srunner_add_suite(sr, flame_html_suite());
 	srunner_run_all(sr, CK_NORMAL);
 	int failed = srunner_ntests_failed(sr);
 	srunner_free(sr);

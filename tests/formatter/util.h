@@ -31,5 +31,8 @@ Suite *plotodd_suite(void);
 Suite *cli_suite(void);
 Suite *schema_suite(void);
 Suite *flame_suite(void);
+Suite *options_suite(void);
+Suite *export_suite(void);
+Suite *flame_html_suite(void);
 
 #endif

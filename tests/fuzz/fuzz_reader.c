@@ -26,7 +26,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		mf_dump_file(sink, &f, &o);
 		o.calls = 1;
 		mf_dump_file(sink, &f, &o);
-		mf_merge(sink, &f, 1, &o);
+		int keep = 1;
+		struct mf_set one = { .f = &f, .n = 1, .keep = &keep, .how = MF_PICK_RANKS };
+		mf_merge(sink, &one, &o);
 		o.calls = 0;
 		o.threshold_text = "5%,1MB";
 		mf_parse_threshold(o.threshold_text, &o.threshold);
