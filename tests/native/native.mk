@@ -48,7 +48,7 @@ $(NATIVE_DIR)/test_names: tests/native/test_names.c shim/native/names.c $(SHIM_C
 
 $(NATIVE_DIR)/test_native: tests/native/test_native.c $(HARNESS)
 	@mkdir -p $(@D)
-	$(CC) $(BASEFLAGS) $(CFLAGS) $(CHECK_CFLAGS) $(JANSSON_CFLAGS) -Itests/preload $(TEST_COMMON_INC) -o $@ $(filter %.c %.o,$^) \
+	$(CC) $(BASEFLAGS) $(CFLAGS) $(CHECK_CFLAGS) $(JANSSON_CFLAGS) $(TEST_COMMON_INC) -o $@ $(filter %.c %.o,$^) \
 		$(CHECK_LIBS) $(JANSSON_LIBS)
 
 .PHONY: check-native
