@@ -1,5 +1,5 @@
 # Python stages: fixture scripts under LD_PRELOAD on every installed interpreter (Check + jansson).
-PYTHON_SUITES := $(BUILD)/python/check_python
+PYTHON_SUITES := $(BUILD)/python/test_python
 # An embedded interpreter (tests the start without cpython.run_* events), when a pyenv 3.12/3.13
 # with python3-config is present; the suite skips that test otherwise.
 PY_EMBED_CONFIG := $(firstword $(wildcard /root/.pyenv/versions/3.1[23].*/bin/python3-config))
@@ -8,7 +8,7 @@ ifneq ($(PY_EMBED_CONFIG),)
 PYTHON_EXTRA += $(BUILD)/python/embed
 endif
 
-$(BUILD)/python/check_python: tests/python/check_python.c $(COMMON_CHILD)
+$(BUILD)/python/test_python: tests/python/test_python.c $(COMMON_CHILD)
 	@mkdir -p $(@D)
 	$(CC) $(BASEFLAGS) $(CFLAGS) $(CHECK_CFLAGS) $(JANSSON_CFLAGS) $(TEST_COMMON_INC) -o $@ $(filter %.c %.o %.a,$^) \
 		$(CHECK_LIBS) $(JANSSON_LIBS) -lm
