@@ -95,7 +95,7 @@ static const char *fixture(const char *name)
 static const char *python_or_skip(int i)
 {
 	if (access(pythons[i], X_OK) != 0) {
-		printf("check_python: %s not installed, skipped\n", pythons[i]);
+		printf("test_python: %s not installed, skipped\n", pythons[i]);
 		return NULL;
 	}
 	return pythons[i];
@@ -114,7 +114,7 @@ static const char *python_at_least(int i, int minor, const char *why)
 {
 	const char *py = python_or_skip(i);
 	if (py && minor_of(py) < minor) {
-		printf("check_python: %s %s test skipped\n", py, why);
+		printf("test_python: %s %s test skipped\n", py, why);
 		return NULL;
 	}
 	return py;
@@ -471,7 +471,7 @@ START_TEST(monitoring_tool_id_waits)
 	const char *args[] = { "-m", "test", "test_monitoring", NULL };
 	run_py(&bare, py, args, NULL, NULL, NULL, 0);
 	if (!strstr(bare.out, "Result: SUCCESS")) {
-		printf("check_python: %s test_monitoring does not pass bare (no test package?), skipped\n", py);
+		printf("test_python: %s test_monitoring does not pass bare (no test package?), skipped\n", py);
 		run_done(&bare);
 		return;
 	}
@@ -636,7 +636,7 @@ START_TEST(torch_training)
 	int have = r.status == 0;
 	run_done(&r);
 	if (!have) {
-		printf("check_python: python3-torch not importable by %s, torch test skipped\n", py);
+		printf("test_python: python3-torch not importable by %s, torch test skipped\n", py);
 		return;
 	}
 	const char *env[] = { "OMP_NUM_THREADS=1", NULL };
@@ -672,7 +672,7 @@ START_TEST(frame_hook_replaced)
 	if (!py)
 		return;
 	if (minor_of(py) < 9 || minor_of(py) > 11) {
-		printf("check_python: %s does not use the frame evaluation hook route, test skipped\n", py);
+		printf("test_python: %s does not use the frame evaluation hook route, test skipped\n", py);
 		return;
 	}
 	struct run r;
@@ -690,7 +690,7 @@ START_TEST(embedded_interpreter)
 	const char *build = getenv("BUILD") ? getenv("BUILD") : "build";
 	snprintf(embed, sizeof embed, "%s/python/embed", build);
 	if (access(embed, X_OK) != 0) {
-		printf("check_python: no embedding Python was found at build time, embed test skipped\n");
+		printf("test_python: no embedding Python was found at build time, embed test skipped\n");
 		return;
 	}
 	char abs_embed[PATH_MAX];
@@ -968,7 +968,7 @@ START_TEST(old_pythons_warn_once)
 		run_done(&r);
 	}
 	if (!tested)
-		printf("check_python: no Python older than 3.8 installed, old_pythons_warn_once skipped\n");
+		printf("test_python: no Python older than 3.8 installed, old_pythons_warn_once skipped\n");
 }
 END_TEST
 
