@@ -69,20 +69,32 @@ include tests/packaging/packaging-tests.mk
 
 build-all: $(ALL_TARGETS)
 
-# Installs missing Debian packages first, then runs every suite in a fresh make (so pkg-config
-# sees what was just installed).
+# Installs missing Debian packages first, then builds and runs every suite in a fresh make (so
+# pkg-config sees what was just installed).  The suites run CHECK_JOBS at a time: most of their
+# time goes to waiting on the programs they run, and each one's output is printed whole when it
+# ends (--output-sync).  CHECK_JOBS=1 runs them one after another.
+CHECK_JOBS ?= 4
+CHECK_PARALLEL = --no-print-directory -j$(CHECK_JOBS) $(if $(filter-out 1,$(CHECK_JOBS)),--output-sync=target)
 check: deps
-	@$(MAKE) --no-print-directory check-run
+	@$(MAKE) $(CHECK_PARALLEL) build-all
+	@$(MAKE) $(CHECK_PARALLEL) check-run
 
-check-run: $(CHECK_TARGETS) check-sanitize check-fuzz lint
+# The longest first (as measured on 2 cores), so that the short ones fill the time beside them.
+CHECK_SLOWEST := check-cpython check-hf lint check-valgrind check-asan check-fuzz check-wheel check-python \
+	check-tsan
+check-run: $(CHECK_SLOWEST) $(filter-out $(CHECK_SLOWEST),$(CHECK_TARGETS)) check-sanitize
 	@echo "memshim: all test suites passed"
 
 # The pure suites and the formatter again under AddressSanitizer+UBSan and ThreadSanitizer, and the
-# formatter under valgrind memcheck, each in its own build directory.
-.PHONY: check-sanitize lint
-check-sanitize:
+# formatter under valgrind memcheck, each in its own build directory (three targets: under
+# `make check` they run side by side).
+.PHONY: check-sanitize check-asan check-tsan check-valgrind lint
+check-sanitize: check-asan check-tsan check-valgrind
+check-asan:
 	@$(MAKE) --no-print-directory BUILD=$(BUILD)/asan SANITIZE=address,undefined check-unit check-formatter
+check-tsan:
 	@$(MAKE) --no-print-directory BUILD=$(BUILD)/tsan SANITIZE=thread check-unit
+check-valgrind: $(BUILD)/memshim-format
 	@tools/valgrind-formatter.sh $(BUILD)/memshim-format
 
 lint: $(BUILD)/libmemshim.so

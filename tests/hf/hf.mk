@@ -1,8 +1,8 @@
 # The real Hugging Face Trainer under the shim, in the project's Python environment (.venv), and the
 # stage binding once more on an older transformers line.
-HF_SUITES := $(BUILD)/hf/check_hf
+HF_SUITES := $(BUILD)/hf/test_hf
 
-$(BUILD)/hf/check_hf: tests/hf/check_hf.c $(COMMON_CHILD)
+$(BUILD)/hf/test_hf: tests/hf/test_hf.c $(COMMON_CHILD)
 	@mkdir -p $(@D)
 	$(CC) $(BASEFLAGS) $(CFLAGS) $(CHECK_CFLAGS) $(JANSSON_CFLAGS) $(TEST_COMMON_INC) -o $@ $(filter %.c %.o %.a,$^) \
 		$(CHECK_LIBS) $(JANSSON_LIBS)

@@ -16,7 +16,7 @@ $(BUILD)/live/%: tests/live/fixtures/%.c
 	@mkdir -p $(@D)
 	$(CC) $(BASEFLAGS) -O1 -g -o $@ $<
 
-$(BUILD)/live/test_%: tests/live/test_%.c $(COMMON_CHILD)
+$(BUILD)/live/test_%: tests/live/test_%.c $(HARNESS)
 	@mkdir -p $(@D)
 	$(CC) $(BASEFLAGS) $(CFLAGS) $(CHECK_CFLAGS) $(JANSSON_CFLAGS) $(TEST_COMMON_INC) -o $@ $(filter %.c %.o,$^) \
 		$(CHECK_LIBS) $(JANSSON_LIBS)

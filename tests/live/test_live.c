@@ -18,28 +18,15 @@
 #include <time.h>
 #include <unistd.h>
 #include "child.h"
+#include "harness.h"
 #include "suite.h"
 #include "../../shim/output/live_record.h"
 
 #define NOBODY 65534
 #define MIB (1024 * 1024)
 
-extern char **environ;
 
 static char dir[256], live_dir[PATH_MAX], ready[PATH_MAX];
-
-static const char *built(const char *relative)
-{
-	static char paths[8][PATH_MAX];
-	static int next;
-	const char *b = getenv("BUILD") ? getenv("BUILD") : "build";
-	char joined[PATH_MAX];
-	snprintf(joined, sizeof joined, "%s/%s", b, relative);
-	char *out = paths[next++ % 8];
-	if (!realpath(joined, out))
-		snprintf(out, PATH_MAX, "%s", joined);
-	return out;
-}
 
 static void fresh_dir(void)
 {
@@ -49,27 +36,14 @@ static void fresh_dir(void)
 	snprintf(ready, sizeof ready, "%s/ready", dir);
 }
 
-/* This environment minus MEMSHIM_* and LD_PRELOAD, then the shim, MEMSHIM_OUTPUT=dir/m.json,
- * MEMSHIM_LIVE_DIR=LIVE (NULL: not set) and EXTRA (may be NULL). */
-static char **shim_env(const char *live, const char *extra)
+/* The harness's environment for a run in DIR with MEMSHIM_LIVE_DIR=LIVE (NULL: not set) and EXTRA
+ * (may be NULL). */
+static char **live_env(const char *live, const char *extra)
 {
-	static char *vars[1100];
-	static char preload[PATH_MAX + 16], output[PATH_MAX + 32], livevar[PATH_MAX + 32];
-	int n = 0;
-	for (char **e = environ; *e && n < 1000; e++)
-		if (strncmp(*e, "MEMSHIM_", 8) && strncmp(*e, "LD_PRELOAD=", 11))
-			vars[n++] = *e;
-	snprintf(preload, sizeof preload, "LD_PRELOAD=%s", built("libmemshim.so"));
-	snprintf(output, sizeof output, "MEMSHIM_OUTPUT=%s/m.json", dir);
+	static char livevar[PATH_MAX + 32];
 	snprintf(livevar, sizeof livevar, "MEMSHIM_LIVE_DIR=%s", live ? live : "");
-	vars[n++] = preload;
-	vars[n++] = output;
-	if (live)
-		vars[n++] = livevar;
-	if (extra)
-		vars[n++] = (char *)extra;
-	vars[n] = NULL;
-	return vars;
+	const char *env[] = { live ? livevar : "MEMSHIM_LIVE_DIR", extra, NULL };
+	return shim_env(dir, env);
 }
 
 static pid_t spawn_fixture(const char *mode, char **envp)
@@ -112,7 +86,7 @@ static int run_tool(const char *const *argv, char *out, size_t size)
 	char sub[PATH_MAX + 8], err[1 << 14];
 	snprintf(sub, sizeof sub, "%s/tool", dir);
 	mkdir(sub, 0755);
-	char **envp = shim_env(NULL, NULL);
+	char **envp = live_env(NULL, NULL);
 	for (int i = 0; envp[i]; i++) /* the tools themselves run bare */
 		if (!strncmp(envp[i], "LD_PRELOAD=", 11))
 			envp[i] = "LD_PRELOAD=";
@@ -162,30 +136,12 @@ static json_t *recover(const char *path, const char *name, char *out, size_t siz
 	return root;
 }
 
-static json_t *stage_named(json_t *root, const char *name)
-{
-	size_t i;
-	json_t *s;
-	json_array_foreach(json_object_get(root, "stages"), i, s)
-		if (!strcmp(json_string_value(json_object_get(s, "name")), name))
-			return s;
-	return NULL;
-}
-
 static long long so_far(json_t *root, const char *stage, const char *member)
 {
-	json_t *s = stage_named(root, stage);
+	json_t *s = stage_of(root, stage);
 	ck_assert_msg(s != NULL, "no stage %s", stage);
 	ck_assert(json_is_true(json_object_get(s, "open")));
 	return json_integer_value(json_object_get(json_object_get(s, "cpu"), member));
-}
-
-static int memshim_lines(const char *text)
-{
-	int n = 0;
-	for (const char *p = text; (p = strstr(p, "memshim:")); p++)
-		n++;
-	return n;
 }
 
 /* The row of PID in `memshim top --once LIVE_DIR`, with STATE and the open STAGE; --json agrees. */
@@ -219,7 +175,7 @@ START_TEST(a_killed_climb_is_recovered_from_its_record)
 {
 	char out[1 << 15], names[4][PATH_MAX];
 	fresh_dir();
-	pid_t pid = spawn_fixture("climb", shim_env(live_dir, NULL));
+	pid_t pid = spawn_fixture("climb", live_env(live_dir, NULL));
 	wait_for(ready);
 	top_lists(pid, "running", "train");
 	pause_ms(1500);
@@ -249,6 +205,18 @@ START_TEST(a_killed_climb_is_recovered_from_its_record)
 }
 END_TEST
 
+/* Whether the dump TEXT has the line "KEY = VALUE", however its columns are padded (their widths
+ * follow the other values, e.g. a runtime of 0.323 or 0.3231). */
+static int dump_shows(const char *text, const char *key, const char *value)
+{
+	for (const char *p = text; (p = strstr(p, key)); p++) {
+		const char *v = p + strlen(key) + strspn(p + strlen(key), " ");
+		if (*v == '=' && !strncmp(v + 1 + strspn(v + 1, " "), value, strlen(value)))
+			return 1;
+	}
+	return 0;
+}
+
 /* `memshim run` whose command died by a signal writes the files its killed processes could not,
  * from their records, and its dump shows the climb (issue 25 item 2). */
 START_TEST(memshim_run_recovers_a_killed_run)
@@ -262,7 +230,7 @@ START_TEST(memshim_run_recovers_a_killed_run)
 	char wrapper[PATH_MAX];
 	snprintf(wrapper, sizeof wrapper, "%s/../scripts/memshim", built("."));
 	const char *argv[] = { wrapper, "run", "--output", output, "--", "/bin/sh", "-c", script, NULL };
-	char **envp = shim_env(live_dir, NULL);
+	char **envp = live_env(live_dir, NULL);
 	for (char **e = envp; *e; e++) /* memshim run preloads the library itself */
 		if (!strncmp(*e, "LD_PRELOAD=", 11))
 			*e = "MEMSHIM_LOG=warn";
@@ -272,7 +240,7 @@ START_TEST(memshim_run_recovers_a_killed_run)
 	read_back(dir, out, sizeof out, out + sizeof out / 2, sizeof out / 2);
 	const char *text = out + sizeof out / 2;
 	ck_assert_msg(strstr(text, "recovered") && strstr(text, "from its live record"), "%s", text);
-	ck_assert_msg(strstr(text, "train_mem_cpu_alloc_delta  =   70MB"), "%s", text);
+	ck_assert_msg(dump_shows(text, "train_mem_cpu_alloc_delta", "70MB"), "%s", text);
 	char names[4][PATH_MAX];
 	ck_assert_int_eq(records(live_dir, names, 4), 0); /* recovered: removed */
 }
@@ -283,7 +251,7 @@ START_TEST(a_fatal_signal_marks_the_record)
 {
 	char out[1 << 15], names[2][PATH_MAX];
 	fresh_dir();
-	pid_t pid = spawn_fixture("climb", shim_env(live_dir, NULL));
+	pid_t pid = spawn_fixture("climb", live_env(live_dir, NULL));
 	wait_for(ready);
 	kill(pid, SIGTERM);
 	ck_assert_int_eq(exit_code(wait_status(pid)), 128 + SIGTERM);
@@ -304,7 +272,7 @@ START_TEST(memshim_format_reads_a_record_of_a_running_process)
 {
 	char out[1 << 15], names[4][PATH_MAX];
 	fresh_dir();
-	pid_t pid = spawn_fixture("climb", shim_env(live_dir, NULL));
+	pid_t pid = spawn_fixture("climb", live_env(live_dir, NULL));
 	wait_for(ready);
 	ck_assert_int_eq(records(live_dir, names, 4), 1);
 	const char *argv[] = { built("memshim-format"), names[0], NULL };
@@ -325,7 +293,7 @@ START_TEST(a_normal_exit_removes_the_record)
 {
 	char names[4][PATH_MAX], out[1 << 14], err[1 << 14];
 	fresh_dir();
-	pid_t pid = spawn_fixture("exit", shim_env(live_dir, NULL));
+	pid_t pid = spawn_fixture("exit", live_env(live_dir, NULL));
 	ck_assert_int_eq(exit_code(wait_status(pid)), 0);
 	read_back(dir, out, sizeof out, err, sizeof err);
 	ck_assert_int_eq(mode_of(live_dir), 0700); /* it was created */
@@ -340,10 +308,10 @@ START_TEST(only_a_process_worth_it_creates_a_record)
 {
 	fresh_dir();
 	const char *argv[] = { built("live/live_fixture"), "small", NULL };
-	pid_t pid = spawn_redirected(dir, argv, shim_env(live_dir, NULL), NULL);
+	pid_t pid = spawn_redirected(dir, argv, live_env(live_dir, NULL), NULL);
 	ck_assert_int_eq(exit_code(wait_status(pid)), 0);
 	ck_assert_int_ne(access(live_dir, F_OK), 0);
-	pid = spawn_fixture("exit", shim_env(live_dir, NULL));
+	pid = spawn_fixture("exit", live_env(live_dir, NULL));
 	ck_assert_int_eq(exit_code(wait_status(pid)), 0);
 	ck_assert_int_eq(access(live_dir, F_OK), 0);
 }
@@ -354,7 +322,7 @@ START_TEST(memshim_live_0_creates_no_record)
 	char names[2][PATH_MAX];
 	fresh_dir();
 	for (int off = 1; off >= 0; off--) {
-		pid_t pid = spawn_fixture("climb", shim_env(live_dir, off ? "MEMSHIM_LIVE=0" : NULL));
+		pid_t pid = spawn_fixture("climb", live_env(live_dir, off ? "MEMSHIM_LIVE=0" : NULL));
 		wait_for(ready);
 		kill(pid, SIGKILL);
 		wait_status(pid);
@@ -369,7 +337,7 @@ START_TEST(a_forked_child_has_its_own_record)
 {
 	char names[4][PATH_MAX], out[1 << 15];
 	fresh_dir();
-	pid_t pid = spawn_fixture("fork", shim_env(live_dir, NULL));
+	pid_t pid = spawn_fixture("fork", live_env(live_dir, NULL));
 	char parent_ready[PATH_MAX + 32];
 	snprintf(parent_ready, sizeof parent_ready, "%s.%d", ready, (int)pid);
 	wait_for(parent_ready);
@@ -396,7 +364,7 @@ START_TEST(a_forked_child_has_its_own_record)
 		json_t *root = recover(names[i], i ? "b.json" : "a.json", out, sizeof out);
 		long long p = json_integer_value(json_object_get(root, "pid"));
 		if (p == pid) {
-			ck_assert_ptr_null(stage_named(root, "work"));
+			ck_assert_ptr_null(stage_of(root, "work"));
 			long long alloc = so_far(root, "train", "alloc_delta");
 			ck_assert_msg(alloc >= 40LL * MIB && alloc < 41LL * MIB, "parent train %lld", alloc);
 			seen |= 1;
@@ -418,7 +386,7 @@ END_TEST
 static void refused(const char *live, char *err, size_t size)
 {
 	char out[1 << 14];
-	pid_t pid = spawn_fixture("exit", shim_env(live, NULL));
+	pid_t pid = spawn_fixture("exit", live_env(live, NULL));
 	ck_assert_int_eq(exit_code(wait_status(pid)), 0);
 	read_back(dir, out, sizeof out, err, size);
 	ck_assert_msg(strstr(err, "memshim: cannot create the live record in ") != NULL, "stderr: %s", err);
@@ -580,7 +548,7 @@ START_TEST(bad_records_get_a_clear_line)
 	fake_record(path, 100 * 1024, 9);
 	bad_record(path, "live record version 9; this memshim-format reads version 1");
 
-	pid_t pid = spawn_fixture("climb", shim_env(live_dir, NULL));
+	pid_t pid = spawn_fixture("climb", live_env(live_dir, NULL));
 	wait_for(ready);
 	kill(pid, SIGKILL);
 	wait_status(pid);
@@ -625,11 +593,11 @@ START_TEST(top_on_a_run_directory_lists_that_run_only)
 	fresh_dir();
 	snprintf(other, sizeof other, "/tmp/memshim-live-other.XXXXXX");
 	ck_assert_ptr_nonnull(mkdtemp(other));
-	pid_t mine = spawn_fixture("climb", shim_env(live_dir, NULL));
+	pid_t mine = spawn_fixture("climb", live_env(live_dir, NULL));
 	wait_for(ready);
 	unlink(ready);
 	snprintf(other_out, sizeof other_out, "MEMSHIM_OUTPUT=%s/m.json", other);
-	char **envp = shim_env(live_dir, NULL);
+	char **envp = live_env(live_dir, NULL);
 	for (int i = 0; envp[i]; i++) /* the second run writes its file elsewhere */
 		if (!strncmp(envp[i], "MEMSHIM_OUTPUT=", 15))
 			envp[i] = other_out;
@@ -667,12 +635,12 @@ START_TEST(the_curses_view_shows_running_and_killed_processes)
 		return;
 	}
 	fresh_dir();
-	pid_t dead = spawn_fixture("climb", shim_env(live_dir, NULL));
+	pid_t dead = spawn_fixture("climb", live_env(live_dir, NULL));
 	wait_for(ready);
 	kill(dead, SIGKILL);
 	wait_status(dead);
 	unlink(ready);
-	pid_t pid = spawn_fixture("climb", shim_env(live_dir, NULL));
+	pid_t pid = spawn_fixture("climb", live_env(live_dir, NULL));
 	wait_for(ready);
 	snprintf(session, sizeof session, "memshim-top-test-%d", (int)getpid());
 	snprintf(cmd, sizeof cmd, "tmux -L %s new-session -d -s %s -x 200 -y 40 'TERM=xterm %s %s'", session,
@@ -729,7 +697,7 @@ START_TEST(device_memory_per_device_in_top_and_the_record)
 	}
 	fresh_dir();
 	const char *argv[] = { built("live/live_gpu"), ready, NULL };
-	pid_t pid = spawn_redirected(dir, argv, shim_env(live_dir, NULL), NULL);
+	pid_t pid = spawn_redirected(dir, argv, live_env(live_dir, NULL), NULL);
 	wait_for(ready);
 	const char *top[] = { built("memshim-top"), "--once", live_dir, NULL };
 	ck_assert_int_eq(run_tool(top, out, sizeof out), 0);
@@ -738,7 +706,7 @@ START_TEST(device_memory_per_device_in_top_and_the_record)
 	wait_status(pid);
 	ck_assert_int_eq(records(live_dir, names, 2), 1);
 	json_t *root = recover(names[0], "gpu.json", out, sizeof out);
-	json_t *gpu = json_object_get(stage_named(root, "train"), "gpu");
+	json_t *gpu = json_object_get(stage_of(root, "train"), "gpu");
 	ck_assert_int_eq(json_integer_value(json_object_get(gpu, "alloc_delta")), 20 * MIB);
 	json_t *devs = json_object_get(gpu, "devices");
 	ck_assert_int_eq(json_array_size(devs), 2);
@@ -769,7 +737,7 @@ START_TEST(a_killed_torchrun_job_is_recovered_rank_by_rank)
 	char port[32];
 	snprintf(port, sizeof port, "%d", 20000 + getpid() % 20000);
 	const char *argv[] = { torchrun, "--nproc_per_node", "2", "--master_port", port, job, ready, NULL };
-	pid_t launcher = spawn_redirected(dir, argv, shim_env(live_dir, extra), NULL);
+	pid_t launcher = spawn_redirected(dir, argv, live_env(live_dir, extra), NULL);
 	ck_assert_int_gt(launcher, 0);
 	wait_long(rdy, 120); /* two interpreters importing torch on a busy machine */
 	wait_long(ready1, 120);

@@ -62,7 +62,7 @@ $(NATIVE_DIR)/test_cfi: tests/native/test_cfi.c $(NATIVE_UNWIND_SRCS) $(SHIM_COR
 
 $(NATIVE_DIR)/test_native $(NATIVE_DIR)/test_jump $(NATIVE_DIR)/test_native_cost: $(NATIVE_DIR)/%: tests/native/%.c $(HARNESS)
 	@mkdir -p $(@D)
-	$(CC) $(BASEFLAGS) $(CFLAGS) $(CHECK_CFLAGS) $(JANSSON_CFLAGS) -Itests/preload $(TEST_COMMON_INC) -o $@ $(filter %.c %.o,$^) \
+	$(CC) $(BASEFLAGS) $(CFLAGS) $(CHECK_CFLAGS) $(JANSSON_CFLAGS) $(TEST_COMMON_INC) -o $@ $(filter %.c %.o,$^) \
 		$(CHECK_LIBS) $(JANSSON_LIBS)
 
 .PHONY: check-native

@@ -3,8 +3,10 @@ PRELOAD_FIXTURES := $(BUILD)/preload/alloc_fixture $(BUILD)/preload/output_fixtu
 	$(BUILD)/preload/reliab_fixture $(BUILD)/preload/own_malloc $(BUILD)/preload/reserve_fixture \
 	$(BUILD)/preload/fork_fixture $(BUILD)/preload/labels_fixture \
 	$(BUILD)/preload/sanitized_tsan $(BUILD)/preload/sanitized_asan
-PRELOAD_SUITES := $(BUILD)/preload/test_preload $(BUILD)/preload/test_output $(BUILD)/preload/test_reliability \
-	$(BUILD)/preload/test_reserve $(BUILD)/preload/test_fork $(BUILD)/preload/test_labels
+# One suite per feature: the malloc family, anonymous mappings and reservations, fork and exec,
+# signals and snapshots, start to exit, the metrics file and where it goes, real programs.
+PRELOAD_SUITES := $(addprefix $(BUILD)/preload/test_,malloc mmap fork_exec signals lifecycle output_files \
+	output_paths reliability labels)
 
 $(BUILD)/preload/%: tests/preload/fixtures/%.c
 	@mkdir -p $(@D)
@@ -28,16 +30,9 @@ $(BUILD)/preload/early_lib.so: tests/preload/fixtures/early_lib.c
 	@mkdir -p $(@D)
 	$(CC) $(BASEFLAGS) -O1 -g -shared -fPIC -o $@ $<
 
-# Suites that link harness.o link the shared child helpers with it.
-HARNESS := $(BUILD)/preload/harness.o $(COMMON_CHILD)
-
-$(BUILD)/preload/harness.o: tests/preload/harness.c
-	@mkdir -p $(@D)
-	$(CC) $(BASEFLAGS) $(CFLAGS) $(CHECK_CFLAGS) $(JANSSON_CFLAGS) $(TEST_COMMON_INC) -c $< -o $@
-
 $(BUILD)/preload/test_%: tests/preload/test_%.c $(HARNESS)
 	@mkdir -p $(@D)
-	$(CC) $(BASEFLAGS) $(CFLAGS) $(CHECK_CFLAGS) $(JANSSON_CFLAGS) -Itests/preload $(TEST_COMMON_INC) -o $@ $(filter %.c %.o %.a,$^) \
+	$(CC) $(BASEFLAGS) $(CFLAGS) $(CHECK_CFLAGS) $(JANSSON_CFLAGS) $(TEST_COMMON_INC) -o $@ $(filter %.c %.o %.a,$^) \
 		$(CHECK_LIBS) $(JANSSON_LIBS)
 
 .PHONY: check-preload

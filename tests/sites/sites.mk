@@ -15,7 +15,7 @@ $(BUILD)/sites/sites_signal: tests/sites/fixtures/sites_signal.c $(BUILD)/sites/
 
 $(BUILD)/sites/test_sites: tests/sites/test_sites.c $(HARNESS)
 	@mkdir -p $(@D)
-	$(CC) $(BASEFLAGS) $(CFLAGS) $(CHECK_CFLAGS) $(JANSSON_CFLAGS) -Itests/preload $(TEST_COMMON_INC) -o $@ $(filter %.c %.o %.a,$^) \
+	$(CC) $(BASEFLAGS) $(CFLAGS) $(CHECK_CFLAGS) $(JANSSON_CFLAGS) $(TEST_COMMON_INC) -o $@ $(filter %.c %.o %.a,$^) \
 		$(CHECK_LIBS) $(JANSSON_LIBS) -lm
 
 .PHONY: check-sites

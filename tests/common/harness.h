@@ -1,9 +1,11 @@
-/* Runs fixture programs under the shim and reads their metrics files (integration suites). */
+/* Runs fixture programs under the shim and reads their metrics files (the integration suites:
+ * preload, live, sites, native). */
 #ifndef MS_HARNESS_H
 #define MS_HARNESS_H
 
 #include <jansson.h>
 #include <stdint.h>
+#include <sys/types.h>
 
 struct run {
 	int status;           /* wait status */
@@ -15,6 +17,20 @@ struct run {
 /* Runs ARGV with LD_PRELOAD set to the built library, MEMSHIM_OUTPUT=dir/m.json and the "NAME=value"
  * entries of ENV (NULL-terminated; "NAME" alone unsets).  Returns 0 when it could run. */
 int run_under_shim(struct run *r, const char *const *argv, const char *const *env);
+
+/* This environment minus MEMSHIM_* and LD_PRELOAD, then LD_PRELOAD=the built library,
+ * MEMSHIM_OUTPUT=DIR/m.json, MEMSHIM_LIVE_DIR=DIR/live and the entries of ENV as run_under_shim
+ * takes them.  The array is static: valid until the next call. */
+char **shim_env(const char *dir, const char *const *env);
+
+/* Runs the built program PROGRAM (a path under the build directory) with the NULL-terminated ARGS
+ * as run_under_shim does (fails the test when it cannot run).  Returns the parsed metrics file
+ * dir/m.json, or NULL. */
+json_t *run_built(struct run *r, const char *program, const char *const *args, const char *const *env);
+
+/* Fails the test (naming WHAT) unless R exited normally with STATUS and M is its metrics file;
+ * returns M. */
+json_t *exited_with_file(const struct run *r, json_t *m, int status, const char *what);
 
 /* When positive, run_under_shim kills a program still running after this many seconds (a hang then
  * fails the test instead of stalling the suite); its status is then SIGKILL's. */
@@ -29,6 +45,18 @@ int has_metric(json_t *root, const char *key);
 
 /* The stages[] entry called NAME, or NULL. */
 json_t *stage_of(json_t *root, const char *name);
+
+/* The integer OBJECT.A.B (0 when missing). */
+int64_t member(json_t *object, const char *a, const char *b);
+
+/* Fails the test unless LO <= V <= HI (WHAT names V). */
+void assert_between(int64_t v, int64_t lo, int64_t hi, const char *what);
+
+/* How many times "memshim:" occurs in TEXT (the shim's warning lines). */
+int memshim_lines(const char *text);
+
+/* A fresh directory /tmp/memshim-out.XXXXXX into DIR (SIZE bytes) with MODE, owned by OWNER. */
+void make_dir(char *dir, size_t size, mode_t mode, uid_t owner);
 
 /* Path of a built artefact under the build directory (BUILD env, default "build"). */
 const char *built(const char *relative);

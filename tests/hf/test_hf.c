@@ -301,7 +301,7 @@ END_TEST
 START_TEST(older_transformers_line)
 {
 	if (access(old_py, X_OK) != 0) {
-		fprintf(stderr, "check_hf: %s missing, older transformers test skipped\n", old_py);
+		fprintf(stderr, "test_hf: %s missing, older transformers test skipped\n", old_py);
 		return;
 	}
 	struct run r;

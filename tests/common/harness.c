@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 #include "child.h"
@@ -26,8 +27,7 @@ const char *built(const char *relative)
 	return out;
 }
 
-/* Copies the environment minus MEMSHIM_* and LD_PRELOAD, then applies the overrides. */
-static char **child_env(const struct run *r, const char *const *env)
+char **shim_env(const char *dir, const char *const *env)
 {
 	static char *out[1024];
 	static char preload[PATH_MAX + 16], output[PATH_MAX + 32], live[PATH_MAX + 32];
@@ -36,8 +36,8 @@ static char **child_env(const struct run *r, const char *const *env)
 		if (strncmp(*e, "MEMSHIM_", 8) && strncmp(*e, "LD_PRELOAD=", 11))
 			out[n++] = *e;
 	snprintf(preload, sizeof preload, "LD_PRELOAD=%s", built("libmemshim.so"));
-	snprintf(output, sizeof output, "MEMSHIM_OUTPUT=%s/m.json", r->dir);
-	snprintf(live, sizeof live, "MEMSHIM_LIVE_DIR=%s/live", r->dir); /* killed fixtures' records */
+	snprintf(output, sizeof output, "MEMSHIM_OUTPUT=%s/m.json", dir);
+	snprintf(live, sizeof live, "MEMSHIM_LIVE_DIR=%s/live", dir); /* killed fixtures' records */
 	out[n++] = preload;
 	out[n++] = output;
 	out[n++] = live;
@@ -77,12 +77,29 @@ int run_under_shim(struct run *r, const char *const *argv, const char *const *en
 	snprintf(r->dir, sizeof r->dir, "/tmp/memshim-test.XXXXXX");
 	if (!mkdtemp(r->dir))
 		return -1;
-	char **envp = child_env(r, env);
+	char **envp = shim_env(r->dir, env);
 	pid_t pid = spawn_redirected(r->dir, argv, envp, NULL);
 	if (pid < 0 || wait_bounded(pid, &r->status) < 0)
 		return -1;
 	read_back(r->dir, r->out, sizeof r->out, r->err, sizeof r->err);
 	return 0;
+}
+
+json_t *run_built(struct run *r, const char *program, const char *const *args, const char *const *env)
+{
+	const char *argv[16] = { built(program) };
+	for (int i = 0; args && args[i] && i < 14; i++)
+		argv[i + 1] = args[i];
+	ck_assert_int_eq(run_under_shim(r, argv, env), 0);
+	return load_metrics(r, "m.json");
+}
+
+json_t *exited_with_file(const struct run *r, json_t *m, int status, const char *what)
+{
+	ck_assert_ptr_nonnull(m);
+	ck_assert_msg(WIFEXITED(r->status) && WEXITSTATUS(r->status) == status, "%s: wait status %d, stderr: %s",
+		      what, r->status, r->err);
+	return m;
 }
 
 json_t *load_metrics(const struct run *r, const char *name)
@@ -126,4 +143,31 @@ int count_files(const char *dir, const char *prefix, char *first, size_t size)
 	if (d)
 		closedir(d);
 	return n;
+}
+
+int64_t member(json_t *object, const char *a, const char *b)
+{
+	return json_integer_value(json_object_get(json_object_get(object, a), b));
+}
+
+void assert_between(int64_t v, int64_t lo, int64_t hi, const char *what)
+{
+	ck_assert_msg(v >= lo && v <= hi, "%s = %lld, expected %lld..%lld", what, (long long)v,
+		      (long long)lo, (long long)hi);
+}
+
+int memshim_lines(const char *text)
+{
+	int n = 0;
+	for (const char *p = text; (p = strstr(p, "memshim:")); p++)
+		n++;
+	return n;
+}
+
+void make_dir(char *dir, size_t size, mode_t mode, uid_t owner)
+{
+	snprintf(dir, size, "/tmp/memshim-out.XXXXXX");
+	ck_assert_ptr_nonnull(mkdtemp(dir));
+	ck_assert_int_eq(chmod(dir, mode), 0);
+	ck_assert_int_eq(chown(dir, owner, owner), 0);
 }

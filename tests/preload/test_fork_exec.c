@@ -1,0 +1,219 @@
+/* Integration: children.  Forked, vfork'd, posix_spawn'd and exec'd children write files of their
+ * own (m.json.<pid>) and leave the parent's intact, an exec in place keeps the main file, a fork
+ * while threads are inside hooks never hangs; and forked workers report what they added, not the
+ * memory they share with their parent (issue 30: a DataLoader worker of a 355 MB trainer read
+ * 355 MB as its own peak). */
+
+#include <check.h>
+#include <dirent.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/wait.h>
+#include "suite.h"
+#include "harness.h"
+
+#define MiB ((int64_t)1 << 20)
+
+static struct run r;
+
+/* alloc_fixture MODE under the shim; its metrics file or NULL. */
+static json_t *run_mode(const char *mode, const char *const *env)
+{
+	const char *args[] = { mode, NULL };
+	return run_built(&r, "preload/alloc_fixture", args, env);
+}
+
+/* As run_mode, for a run that must exit normally with STATUS and leave a metrics file. */
+static json_t *run_mode_exited(const char *mode, const char *const *env, int status)
+{
+	return exited_with_file(&r, run_mode(mode, env), status, mode);
+}
+
+/* A hang fails the test instead of stalling the suite. */
+static void bounded(void)
+{
+	harness_timeout = 60;
+}
+
+START_TEST(forked_child_writes_its_own_file_and_parent_is_intact)
+{
+	json_t *m = run_mode("fork", NULL);
+	ck_assert_ptr_nonnull(m);
+	int child = 0, st = -1;
+	ck_assert_int_eq(sscanf(r.out, "child %d status %d", &child, &st), 2);
+	ck_assert_int_eq(st, 0);
+	assert_between(metric(m, "parent_work_mem_cpu_alloc_delta"), 6 * MiB, 6 * MiB + 16384, "parent");
+	ck_assert(!has_metric(m, "child_work_mem_cpu_alloc_delta"));
+	ck_assert(json_is_false(json_object_get(m, "is_child")));
+	char name[64];
+	snprintf(name, sizeof name, "m.json.%d", child);
+	json_t *c = load_metrics(&r, name);
+	ck_assert_msg(c != NULL, "child file %s missing", name);
+	ck_assert(json_is_true(json_object_get(c, "is_child")));
+	ck_assert(json_is_true(json_object_get(c, "forked")));
+	ck_assert_int_eq(json_integer_value(json_object_get(c, "pid")), child);
+	assert_between(metric(c, "child_work_mem_cpu_alloc_delta"), 3 * MiB, 3 * MiB + 8192, "child");
+	/* open at fork: in the child it starts at the fork and is closed at the child's exit */
+	json_t *pw = stage_of(c, "parent_work");
+	ck_assert(json_is_true(json_object_get(pw, "closed_at_exit")));
+	assert_between(member(pw, "cpu", "alloc_delta"), 3 * MiB, 3 * MiB + 16384, "parent_work in child");
+	assert_between(metric(c, "before_init_mem_cpu"), 0, 0, "child before_init");
+	json_decref(c);
+	json_decref(m);
+}
+END_TEST
+
+START_TEST(fork_while_threads_are_inside_hooks_never_hangs)
+{
+	json_t *m = run_mode_exited("forkstress", NULL, 0);
+	assert_between(metric(m, "stress_mem_cpu_alloc_delta"), -65536, 65536, "stress alloc_delta");
+	ck_assert_int_eq(count_files(r.dir, "m.json.", NULL, 0), 100);
+	DIR *d = opendir(r.dir);
+	struct dirent *e;
+	int valid = 0;
+	while ((e = readdir(d)))
+		if (!strncmp(e->d_name, "m.json.", 7)) {
+			json_t *c = load_metrics(&r, e->d_name);
+			valid += c && json_is_true(json_object_get(c, "forked")) && has_metric(c, "in_child_calls");
+			json_decref(c);
+		}
+	closedir(d);
+	ck_assert_int_eq(valid, 100);
+	json_decref(m);
+}
+END_TEST
+
+START_TEST(exec_child_writes_its_own_file)
+{
+	json_t *m = run_mode("exec", NULL);
+	ck_assert_ptr_nonnull(m);
+	int child = 0, st = -1;
+	ck_assert_int_eq(sscanf(r.out, "child %d status %d", &child, &st), 2);
+	char name[64];
+	snprintf(name, sizeof name, "m.json.%d", child);
+	json_t *c = load_metrics(&r, name);
+	ck_assert_msg(c != NULL, "exec'd child file %s missing", name);
+	ck_assert(json_is_true(json_object_get(c, "is_child")));
+	ck_assert(json_is_false(json_object_get(c, "forked")));
+	ck_assert_int_eq(json_integer_value(json_object_get(c, "root_pid")),
+			 json_integer_value(json_object_get(m, "pid")));
+	assert_between(metric(c, "simple_mem_cpu_alloc_delta"), 2 * MiB, 2 * MiB + 8192, "exec child");
+	json_decref(c);
+	json_decref(m);
+}
+END_TEST
+
+START_TEST(follow_children_off_leaves_no_child_files)
+{
+	const char *env[] = { "MEMSHIM_FOLLOW_CHILDREN=0", NULL };
+	json_t *m = run_mode("fork", env);
+	ck_assert_ptr_nonnull(m);
+	json_decref(m);
+	ck_assert_int_eq(count_files(r.dir, "m.json.", NULL, 0), 0);
+	m = run_mode("exec", env);
+	ck_assert_ptr_nonnull(m);
+	json_decref(m);
+	ck_assert_int_eq(count_files(r.dir, "m.json.", NULL, 0), 0);
+}
+END_TEST
+
+static json_t *spawn_run(const char *how)
+{
+	const char *argv[] = { built("preload/alloc_fixture"), "spawn", how, NULL };
+	ck_assert_int_eq(run_under_shim(&r, argv, NULL), 0);
+	return load_metrics(&r, "m.json");
+}
+
+START_TEST(vfork_and_posix_spawn_children_report_on_their_own)
+{
+	static const char *const hows[] = { "vfork", "posix_spawn" };
+	for (int i = 0; i < 2; i++) {
+		json_t *m = spawn_run(hows[i]);
+		ck_assert_msg(m != NULL, "%s: parent file missing", hows[i]);
+		ck_assert_int_eq(WEXITSTATUS(r.status), 0);
+		ck_assert(json_is_false(json_object_get(m, "is_child")));
+		ck_assert(!has_metric(m, "simple_calls")); /* the child never wrote into the parent's file */
+		int child = 0, st = -1;
+		ck_assert_int_eq(sscanf(r.out, "child %d status %d", &child, &st), 2);
+		ck_assert_int_eq(st, 0);
+		char name[64];
+		snprintf(name, sizeof name, "m.json.%d", child);
+		json_t *c = load_metrics(&r, name);
+		ck_assert_msg(c != NULL, "%s: child file missing", hows[i]);
+		ck_assert(json_is_true(json_object_get(c, "is_child")));
+		assert_between(metric(c, "simple_mem_cpu_alloc_delta"), 2 * MiB, 2 * MiB + 8192, hows[i]);
+		json_decref(c);
+		json_decref(m);
+	}
+}
+END_TEST
+
+START_TEST(exec_in_place_keeps_the_main_file)
+{
+	json_t *m = spawn_run("execve");
+	ck_assert_ptr_nonnull(m);
+	ck_assert_int_eq(WEXITSTATUS(r.status), 0);
+	ck_assert(json_is_false(json_object_get(m, "is_child")));
+	ck_assert_int_eq(metric(m, "simple_calls"), 1);
+	ck_assert_int_eq(count_files(r.dir, "m.json.", NULL, 0), 0);
+	json_decref(m);
+}
+END_TEST
+
+START_TEST(a_forked_worker_reports_what_it_added)
+{
+	const char *argv[] = { built("preload/fork_fixture"), NULL };
+	ck_assert_int_eq(run_under_shim(&r, argv, NULL), 0);
+	ck_assert_msg(WIFEXITED(r.status) && WEXITSTATUS(r.status) == 0, "status %#x %s", r.status, r.err);
+	ck_assert_str_eq(r.out, "workers ok\n");
+	ck_assert_str_eq(r.err, "");
+	json_t *parent = load_metrics(&r, "m.json");
+	ck_assert_ptr_nonnull(parent);
+	ck_assert_int_ge(metric(parent, "process_mem_cpu_peak"), 96 * MiB);
+	ck_assert_ptr_null(json_object_get(json_object_get(parent, "metrics"), "inherited_mem_cpu"));
+	json_decref(parent);
+
+	DIR *d = opendir(r.dir);
+	ck_assert_ptr_nonnull(d);
+	struct dirent *e;
+	int children = 0;
+	while ((e = readdir(d))) {
+		if (strncmp(e->d_name, "m.json.", 7) != 0)
+			continue;
+		json_t *child = load_metrics(&r, e->d_name);
+		ck_assert_ptr_nonnull(child);
+		ck_assert(json_is_true(json_object_get(child, "forked")));
+		int64_t inherited = metric(child, "inherited_mem_cpu");
+		ck_assert_msg(inherited >= 96 * MiB && inherited < 98 * MiB, "inherited %lld", (long long)inherited);
+		int64_t peak = metric(child, "process_mem_cpu_peak");
+		ck_assert_msg(peak >= 8 * MiB && peak < 9 * MiB, "child peak %lld (what it added)", (long long)peak);
+		ck_assert_int_lt(metric(child, "before_init_mem_cpu"), MiB);
+		json_t *proc = json_object_get(child, "process");
+		ck_assert_int_eq(json_integer_value(json_object_get(json_object_get(proc, "inherited"), "cpu")), inherited);
+		ck_assert_int_eq(json_integer_value(json_object_get(json_object_get(proc, "cpu"), "peak")), peak);
+		json_decref(child);
+		children++;
+	}
+	closedir(d);
+	ck_assert_int_eq(children, 2);
+}
+END_TEST
+
+int main(void)
+{
+	Suite *s = suite_create("fork and exec");
+	TCase *tc1 = tcase_create("fixtures");
+	tcase_set_timeout(tc1, 120);
+	tcase_add_test(tc1, forked_child_writes_its_own_file_and_parent_is_intact);
+	tcase_add_test(tc1, fork_while_threads_are_inside_hooks_never_hangs);
+	tcase_add_test(tc1, exec_child_writes_its_own_file);
+	tcase_add_test(tc1, follow_children_off_leaves_no_child_files);
+	tcase_add_test(tc1, vfork_and_posix_spawn_children_report_on_their_own);
+	tcase_add_test(tc1, exec_in_place_keeps_the_main_file);
+	suite_add_tcase(s, tc1);
+	TCase *tc2 = tcase_create("workers");
+	tcase_add_checked_fixture(tc2, bounded, NULL);
+	tcase_add_test(tc2, a_forked_worker_reports_what_it_added);
+	suite_add_tcase(s, tc2);
+	return run_suite(s);
+}

@@ -1,0 +1,176 @@
+/* Integration: anonymous mappings.  Partial unmaps, remaps and MAP_FIXED counted exactly
+ * (alloc_fixture), and reservations counted by the pages the program touched, not by what it
+ * mapped (reserve_fixture): an arena of 1 GiB of which 8 MiB are used reads 8 MiB (issue 30), its
+ * highs are never lost when pages go back (madvise, munmap), and the kernel's own RSS figures sit
+ * beside the counts. */
+
+#include <check.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/wait.h>
+#include "suite.h"
+#include "harness.h"
+
+#define MiB ((int64_t)1 << 20)
+#define SLACK (MiB / 2) /* the C library's own start-up allocations */
+
+static struct run r;
+
+/* alloc_fixture MODE under the shim; its metrics file or NULL. */
+static json_t *run_mode(const char *mode, const char *const *env)
+{
+	const char *args[] = { mode, NULL };
+	return run_built(&r, "preload/alloc_fixture", args, env);
+}
+
+/* As run_mode, for a run that must exit normally with STATUS and leave a metrics file. */
+static json_t *run_mode_exited(const char *mode, const char *const *env, int status)
+{
+	return exited_with_file(&r, run_mode(mode, env), status, mode);
+}
+
+/* reserve_fixture MODE under the shim: exited 0, quiet, with its metrics file. */
+static json_t *run_reserve(const char *mode)
+{
+	const char *args[] = { mode, NULL };
+	json_t *m = run_built(&r, "preload/reserve_fixture", args, NULL);
+	ck_assert_msg(WIFEXITED(r.status) && WEXITSTATUS(r.status) == 0, "status %#x: %s %s", r.status, r.out, r.err);
+	ck_assert_str_eq(r.err, "");
+	ck_assert_ptr_nonnull(m);
+	return m;
+}
+
+/* A hang fails the test instead of stalling the suite. */
+static void bounded(void)
+{
+	harness_timeout = 60;
+}
+
+START_TEST(anonymous_mappings_partial_unmaps_and_remaps)
+{
+	json_t *m = run_mode_exited("mmap", NULL, 0);
+	ck_assert_int_eq(metric(m, "map_mem_cpu_alloc_delta"), 8 * MiB);
+	ck_assert_int_eq(metric(m, "unmap_middle_mem_cpu_alloc_delta"), -2 * MiB);
+	ck_assert_int_eq(metric(m, "remap_grow_mem_cpu_alloc_delta"), 3 * MiB);
+	ck_assert_int_eq(metric(m, "remap_shrink_mem_cpu_alloc_delta"), -5 * MiB);
+	ck_assert_int_eq(metric(m, "not_counted_mem_cpu_alloc_delta"), 0);
+	ck_assert_int_eq(metric(m, "not_counted_mem_cpu_peaked_delta"), 0);
+	ck_assert_int_eq(metric(m, "fixed_over_mem_cpu_alloc_delta"), -MiB);
+	ck_assert_int_eq(metric(m, "unmap_all_mem_cpu_alloc_delta"), -3 * MiB);
+	json_t *s = stage_of(m, "map");
+	ck_assert_int_eq(member(json_object_get(s, "cpu"), "mmap", "alloc_delta"), 8 * MiB);
+	ck_assert_int_eq(member(json_object_get(s, "cpu"), "malloc", "alloc_delta"), 0);
+	ck_assert_int_eq(metric(m, "process_mem_cpu_mmap_peak"), 9 * MiB); /* 6 MiB head + 3 MiB tail */
+	ck_assert_int_eq(json_integer_value(json_object_get(json_object_get(json_object_get(m, "process"),
+		"mmap"), "live")), 0);
+	json_decref(m);
+}
+END_TEST
+
+static void assert_near(int64_t got, int64_t want, const char *what)
+{
+	ck_assert_msg(got >= want - SLACK && got <= want + SLACK, "%s: %lld, expected %lld", what, (long long)got,
+		      (long long)want);
+}
+
+static int64_t reservations(json_t *m, const char *stage, const char *key)
+{
+	json_t *s = stage_of(m, stage);
+	ck_assert_ptr_nonnull(s);
+	json_t *v = json_object_get(json_object_get(json_object_get(s, "cpu"), "reservations"), key);
+	ck_assert_ptr_nonnull(v);
+	return json_integer_value(v);
+}
+
+START_TEST(an_arena_counts_what_was_touched)
+{
+	json_t *m = run_reserve("arena");
+	assert_near(metric(m, "train_mem_cpu_alloc_delta"), 8 * MiB, "train alloc");
+	assert_near(metric(m, "process_mem_cpu_peak"), 8 * MiB, "process peak");
+	assert_near(metric(m, "process_mem_cpu_reservations_peak"), 8 * MiB, "reservations peak");
+	ck_assert_int_eq(reservations(m, "train", "alloc_delta"), 8 * MiB);
+	ck_assert_int_lt(metric(m, "process_mem_cpu_mmap_peak"), MiB);
+	/* the kernel's view beside it: everything counted is resident */
+	ck_assert_int_ge(metric(m, "process_mem_rss_peak"), metric(m, "process_mem_cpu_peak"));
+	json_t *rss = json_object_get(stage_of(m, "train"), "rss");
+	ck_assert_int_ge(json_integer_value(json_object_get(rss, "end")) - json_integer_value(json_object_get(rss, "begin")),
+			 8 * MiB - SLACK);
+	json_decref(m);
+}
+END_TEST
+
+START_TEST(pages_given_back_with_madvise_keep_their_high)
+{
+	json_t *m = run_reserve("drop");
+	assert_near(metric(m, "drop_mem_cpu_alloc_delta"), 0, "drop alloc");
+	assert_near(metric(m, "drop_mem_cpu_peaked_delta"), 16 * MiB, "drop peaked");
+	ck_assert_int_eq(reservations(m, "drop", "peaked_delta"), 16 * MiB);
+	json_decref(m);
+}
+END_TEST
+
+START_TEST(an_unmapped_reservation_keeps_its_high)
+{
+	json_t *m = run_reserve("unmap");
+	assert_near(metric(m, "unmap_mem_cpu_alloc_delta"), 0, "unmap alloc");
+	assert_near(metric(m, "unmap_mem_cpu_peaked_delta"), 16 * MiB, "unmap peaked");
+	json_decref(m);
+}
+END_TEST
+
+START_TEST(a_large_plain_mapping_counts_its_touched_pages)
+{
+	json_t *m = run_reserve("big");
+	assert_near(metric(m, "touch_mem_cpu_alloc_delta"), 20 * MiB, "touch alloc");
+	ck_assert_int_lt(metric(m, "before_init_mem_cpu") + metric(m, "init_mem_cpu_alloc_delta"), MiB);
+	json_decref(m);
+}
+END_TEST
+
+START_TEST(a_populated_reservation_counts_at_once)
+{
+	json_t *m = run_reserve("populate");
+	assert_near(metric(m, "pop_mem_cpu_alloc_delta"), 32 * MiB, "pop alloc");
+	json_decref(m);
+}
+END_TEST
+
+START_TEST(a_moved_reservation_keeps_its_pages)
+{
+	json_t *m = run_reserve("grow");
+	assert_near(metric(m, "grow_mem_cpu_alloc_delta"), 16 * MiB, "grow alloc");
+	json_decref(m);
+}
+END_TEST
+
+START_TEST(madvise_errors_are_the_kernels)
+{
+	const char *argv[] = { built("preload/reserve_fixture"), "badadvice", NULL };
+	const char *bare_env[] = { "LD_PRELOAD", NULL };
+	struct run bare;
+	ck_assert_int_eq(run_under_shim(&bare, argv, bare_env), 0);
+	json_decref(run_reserve("badadvice"));
+	ck_assert_str_eq(r.out, bare.out);
+	ck_assert_ptr_nonnull(strstr(r.out, "-1 22 -1 22"));
+}
+END_TEST
+
+int main(void)
+{
+	Suite *s = suite_create("mmap");
+	TCase *tc1 = tcase_create("anonymous");
+	tcase_set_timeout(tc1, 120);
+	tcase_add_test(tc1, anonymous_mappings_partial_unmaps_and_remaps);
+	suite_add_tcase(s, tc1);
+	TCase *tc2 = tcase_create("touched pages");
+	tcase_add_checked_fixture(tc2, bounded, NULL);
+	tcase_add_test(tc2, an_arena_counts_what_was_touched);
+	tcase_add_test(tc2, pages_given_back_with_madvise_keep_their_high);
+	tcase_add_test(tc2, an_unmapped_reservation_keeps_its_high);
+	tcase_add_test(tc2, a_large_plain_mapping_counts_its_touched_pages);
+	tcase_add_test(tc2, a_populated_reservation_counts_at_once);
+	tcase_add_test(tc2, a_moved_reservation_keeps_its_pages);
+	tcase_add_test(tc2, madvise_errors_are_the_kernels);
+	suite_add_tcase(s, tc2);
+	return run_suite(s);
+}

@@ -1,0 +1,234 @@
+/* Integration: where the metrics files go.  Children with their own output or the inherited one
+ * (".<pid>"), MEMSHIM_CHILDREN_DIR, %p, %r, %l and %h in MEMSHIM_OUTPUT, a template naming the rank
+ * taken as given, and an output directory that cannot take the file falling back to $TMPDIR. */
+
+#include <check.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+#include "suite.h"
+#include "harness.h"
+
+static struct run r;
+
+/* alloc_fixture MODE under the shim; its metrics file or NULL. */
+static json_t *run_mode(const char *mode, const char *const *env)
+{
+	const char *args[] = { mode, NULL };
+	return run_built(&r, "preload/alloc_fixture", args, env);
+}
+
+/* The pid on the stdout line "PREFIX <pid> status <status>", whose status must be 0. */
+static int child_pid(const char *prefix)
+{
+	const char *line = r.out;
+	while (line && strncmp(line, prefix, strlen(prefix)) != 0)
+		line = (line = strchr(line, '\n')) ? line + 1 : NULL;
+	int pid = 0, st = -1;
+	ck_assert_msg(line && sscanf(line + strlen(prefix), " %d status %d", &pid, &st) == 2, "stdout: %s", r.out);
+	ck_assert_int_eq(st, 0);
+	return pid;
+}
+
+START_TEST(a_child_with_its_own_output_writes_there)
+{
+	char dir[64], own[96];
+	make_dir(dir, sizeof dir, 0755, 0);
+	snprintf(own, sizeof own, "%s/child.json", dir);
+	const char *argv[] = { built("preload/output_fixture"), "child_output", own, NULL };
+	ck_assert_int_eq(run_under_shim(&r, argv, NULL), 0);
+	int child = child_pid("child");
+	json_error_t err;
+	json_t *c = json_load_file(own, 0, &err);
+	ck_assert_msg(c != NULL, "no file at the child's own path %s", own);
+	ck_assert_int_eq(json_integer_value(json_object_get(c, "pid")), child);
+	ck_assert(json_is_true(json_object_get(c, "is_child")));
+	json_t *m = load_metrics(&r, "m.json");
+	ck_assert_ptr_nonnull(m);
+	ck_assert_int_eq(json_integer_value(json_object_get(c, "root_pid")),
+			 json_integer_value(json_object_get(m, "pid")));
+	ck_assert_int_eq(count_files(r.dir, "m.json.", NULL, 0), 0);
+	json_decref(c);
+	json_decref(m);
+}
+END_TEST
+
+/* Its own children add ".<pid>" to its path; an exec in place keeps its path. */
+START_TEST(a_child_with_its_own_output_is_the_root_of_its_descendants)
+{
+	char dir[64], own[96], name[64];
+	make_dir(dir, sizeof dir, 0755, 0);
+	snprintf(own, sizeof own, "%s/child.json", dir);
+	const char *argv[] = { built("preload/output_fixture"), "child_output", own, "family", NULL };
+	ck_assert_int_eq(run_under_shim(&r, argv, NULL), 0);
+	int child = child_pid("child"), grandchild = child_pid("grandchild");
+	json_error_t err;
+	json_t *c = json_load_file(own, 0, &err);
+	ck_assert_msg(c != NULL, "no file at %s after the exec in place", own);
+	ck_assert_int_eq(json_integer_value(json_object_get(c, "pid")), child);
+	json_decref(c);
+	snprintf(name, sizeof name, "child.json.%d", grandchild);
+	ck_assert_int_eq(count_files(dir, name, NULL, 0), 1);
+	ck_assert_int_eq(count_files(dir, "child.json.", NULL, 0), 1);
+	ck_assert_int_eq(count_files(r.dir, "m.json.", NULL, 0), 0);
+}
+END_TEST
+
+START_TEST(a_child_with_the_inherited_output_adds_its_pid)
+{
+	char dir[64], name[64];
+	make_dir(dir, sizeof dir, 0755, 0);
+	setenv("BUILD", built("."), 1); /* absolute, for the chdir */
+	ck_assert_int_eq(chdir(dir), 0); /* the child runs in "/": the root's directory counts */
+	const char *argv[] = { built("preload/output_fixture"), "child_output", "", NULL };
+	const char *env[] = { "MEMSHIM_OUTPUT=relative.json", NULL };
+	ck_assert_int_eq(run_under_shim(&r, argv, env), 0);
+	int child = child_pid("child");
+	snprintf(name, sizeof name, "relative.json.%d", child);
+	ck_assert_int_eq(count_files(dir, name, NULL, 0), 1);
+	ck_assert_int_eq(count_files(dir, "relative.json", NULL, 0), 2);
+}
+END_TEST
+
+/* MEMSHIM_CHILDREN_DIR: children that write their parent's name (forked or exec'd, ".<pid>" or
+ * their own %p) write it there; the process that owns the name keeps it where it is. */
+START_TEST(children_write_into_the_children_dir)
+{
+	char dir[] = "/tmp/memshim-kids.XXXXXX", kids[64], out[128], kdir[128], name[64];
+	ck_assert_ptr_nonnull(mkdtemp(dir));
+	snprintf(kids, sizeof kids, "%s/kids", dir);
+	ck_assert_int_eq(mkdir(kids, 0755), 0);
+	snprintf(kdir, sizeof kdir, "MEMSHIM_CHILDREN_DIR=%s", kids);
+	snprintf(out, sizeof out, "MEMSHIM_OUTPUT=%s/m.json", dir);
+	const char *env[] = { out, kdir, NULL };
+	const char *sh[] = { "/bin/sh", "-c", "/bin/true; /bin/true", NULL };
+	struct run x;
+	ck_assert_int_eq(run_under_shim(&x, sh, env), 0);
+	ck_assert_int_eq(count_files(dir, "m.json", NULL, 0), 1);
+	ck_assert_int_eq(count_files(kids, "m.json.", NULL, 0), 2);
+	/* a forked child (no exec), and a %p name */
+	snprintf(out, sizeof out, "MEMSHIM_OUTPUT=%s/k_%%p.json", dir);
+	const char *fork_argv[] = { built("preload/alloc_fixture"), "fork", NULL };
+	ck_assert_int_eq(run_under_shim(&x, fork_argv, env), 0);
+	int child = atoi(strstr(x.out, "child ") + 6);
+	snprintf(name, sizeof name, "k_%d.json", child);
+	ck_assert_int_eq(count_files(kids, name, NULL, 0), 1);
+	ck_assert_int_eq(count_files(dir, "k_", NULL, 0), 1); /* the parent's own */
+}
+END_TEST
+
+START_TEST(pid_in_output_path_is_expanded)
+{
+	static char env0[400];
+	snprintf(env0, sizeof env0, "MEMSHIM_OUTPUT=%s", "/tmp/memshim-pid-test-%p.json");
+	const char *env[] = { env0, NULL };
+	run_mode("fork", env);
+	int child = 0, st;
+	ck_assert_int_eq(sscanf(r.out, "child %d status %d", &child, &st), 2);
+	char path[128];
+	snprintf(path, sizeof path, "/tmp/memshim-pid-test-%d.json", child);
+	ck_assert_int_eq(access(path, R_OK), 0);
+	unlink(path);
+}
+END_TEST
+
+/* %r, %l and %h in MEMSHIM_OUTPUT: the launcher's rank and local rank and the host name; a process
+ * without a rank gets "pid<N>" there, so its file name stays its own. */
+START_TEST(rank_and_host_placeholders)
+{
+	char dir[] = "/tmp/memshim-ranks.XXXXXX", out[200], host[256], path[600];
+	ck_assert_ptr_nonnull(mkdtemp(dir));
+	snprintf(out, sizeof out, "MEMSHIM_OUTPUT=%s/m_%%r_%%l_%%h.json", dir);
+	gethostname(host, sizeof host);
+	const char *argv[] = { built("preload/alloc_fixture"), "simple", NULL };
+	const char *ranked[] = { out, "RANK=3", "LOCAL_RANK=1", "WORLD_SIZE=4", NULL };
+	struct run x;
+	ck_assert_int_eq(run_under_shim(&x, argv, ranked), 0);
+	snprintf(path, sizeof path, "%s/m_3_1_%s.json", dir, host);
+	ck_assert_msg(access(path, F_OK) == 0, "no %s", path);
+	const char *unranked[] = { out, "RANK", "LOCAL_RANK", NULL };
+	ck_assert_int_eq(run_under_shim(&x, argv, unranked), 0);
+	char name[300];
+	snprintf(name, sizeof name, "m_pid");
+	ck_assert_int_eq(count_files(dir, name, NULL, 0), 1);
+}
+END_TEST
+
+/* A template that names the rank or the pid is taken as given by the ranks (children of a launcher
+ * that has none): m_0.json, not m_0.json.<pid>.  A process that inherited its parent's rank (a
+ * forked worker, a helper the rank runs) adds ".<pid>", so it never replaces the rank's file. */
+START_TEST(a_template_naming_the_rank_is_taken_as_given)
+{
+	char dir[] = "/tmp/memshim-ranks.XXXXXX", out[200], name[64];
+	ck_assert_ptr_nonnull(mkdtemp(dir));
+	snprintf(out, sizeof out, "MEMSHIM_OUTPUT=%s/m_%%r.json", dir);
+	const char *argv[] = { "/bin/sh", "-c", "RANK=0 /bin/sh -c '/bin/true; echo $$'; "
+			       "LOCAL_RANK=1 NODE_RANK=0 WORLD_SIZE=2 /bin/true", NULL };
+	const char *env[] = { out, "RANK", "LOCAL_RANK", "MEMSHIM_RANK_HELD", NULL };
+	struct run x;
+	ck_assert_int_eq(run_under_shim(&x, argv, env), 0);
+	int rank0 = atoi(x.out);
+	ck_assert_int_gt(rank0, 0);
+	ck_assert_int_eq(count_files(dir, "m_0.json", NULL, 0), 2); /* the rank's, its helper's */
+	snprintf(name, sizeof name, "%s/m_0.json", dir);
+	json_error_t err;
+	json_t *m = json_load_file(name, 0, &err);
+	ck_assert_msg(m != NULL, "no m_0.json: %s", err.text);
+	ck_assert_int_eq(json_integer_value(json_object_get(m, "pid")), rank0);
+	json_decref(m);
+	/* Lightning's ddp child: LOCAL_RANK and NODE_RANK, no RANK */
+	snprintf(name, sizeof name, "%s/m_1.json", dir);
+	m = json_load_file(name, 0, &err);
+	ck_assert_msg(m != NULL, "no m_1.json: %s", err.text);
+	json_t *rank = json_object_get(m, "rank");
+	ck_assert_int_eq(json_integer_value(json_object_get(rank, "rank")), 1);
+	ck_assert_int_eq(json_integer_value(json_object_get(rank, "node_rank")), 0);
+	ck_assert_str_eq(json_string_value(json_object_get(rank, "source")), "lightning");
+	json_decref(m);
+	ck_assert_int_eq(count_files(dir, "m_pid", NULL, 0), 1); /* the shell: no rank */
+	ck_assert_int_eq(count_files(dir, "m_", NULL, 0), 4);
+}
+END_TEST
+
+/* An output directory that cannot take the file is reported at start, and the file goes to
+ * $TMPDIR under the same name instead of being lost at exit. */
+START_TEST(bad_output_directory_falls_back_at_start)
+{
+	char tmp[] = "/tmp/memshim-fallback.XXXXXX", tmpdir[64], path[128];
+	ck_assert_ptr_nonnull(mkdtemp(tmp));
+	snprintf(tmpdir, sizeof tmpdir, "TMPDIR=%s", tmp);
+	const char *argv[] = { built("preload/alloc_fixture"), "simple", NULL };
+	const char *env[] = { "MEMSHIM_OUTPUT=/nonexistent-memshim-dir/run.json", tmpdir, NULL };
+	struct run x;
+	ck_assert_int_eq(run_under_shim(&x, argv, env), 0);
+	ck_assert(WIFEXITED(x.status) && WEXITSTATUS(x.status) == 0);
+	snprintf(path, sizeof path, "writing %s/run.json instead", tmp);
+	ck_assert_msg(strstr(x.err, path) && strstr(x.err, "/nonexistent-memshim-dir"), "%s", x.err);
+	ck_assert_ptr_eq(strstr(strstr(x.err, "memshim:") + 1, "memshim:"), NULL); /* one line */
+	snprintf(path, sizeof path, "%s/run.json", tmp);
+	ck_assert_msg(access(path, F_OK) == 0, "no %s", path);
+}
+END_TEST
+
+int main(void)
+{
+	Suite *s = suite_create("output paths");
+	TCase *tc1 = tcase_create("children");
+	tcase_set_timeout(tc1, 120);
+	tcase_add_test(tc1, a_child_with_its_own_output_writes_there);
+	tcase_add_test(tc1, a_child_with_its_own_output_is_the_root_of_its_descendants);
+	tcase_add_test(tc1, a_child_with_the_inherited_output_adds_its_pid);
+	tcase_add_test(tc1, children_write_into_the_children_dir);
+	suite_add_tcase(s, tc1);
+	TCase *tc2 = tcase_create("templates");
+	tcase_set_timeout(tc2, 120);
+	tcase_add_test(tc2, pid_in_output_path_is_expanded);
+	tcase_add_test(tc2, rank_and_host_placeholders);
+	tcase_add_test(tc2, a_template_naming_the_rank_is_taken_as_given);
+	tcase_add_test(tc2, bad_output_directory_falls_back_at_start);
+	suite_add_tcase(s, tc2);
+	return run_suite(s);
+}
