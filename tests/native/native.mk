@@ -112,3 +112,6 @@ $(NATIVE_DIR)/test_real: tests/native/test_real.c $(HARNESS) $(NATIVE_DIR)/libco
 	$(CC) $(BASEFLAGS) $(CFLAGS) $(CHECK_CFLAGS) $(JANSSON_CFLAGS) -Itests/preload $(TEST_COMMON_INC) -o $@ \
 		$(filter %.c %.o,$^) $(CHECK_LIBS) $(JANSSON_LIBS)
 NATIVE_SUITES += $(NATIVE_DIR)/test_real
+
+# The suites added above are prerequisites too (a rule takes its prerequisites as they are then).
+check-native: $(NATIVE_SUITES) $(PLT_FIXTURES)
