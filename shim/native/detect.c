@@ -73,18 +73,6 @@ void ms_native_each_target(void (*fn)(void *ctx, const char *target, const char 
 			fn(ctx, targets[i].text, ms_cfg.spec.stage[targets[i].spec_stage].name, bound_by(i));
 }
 
-/* A target seen only from the stack whose stage never ran: its calls (if any) allocated nothing. */
-static void warn_unseen(const struct ms_target *t)
-{
-	int id = ms_stage_find(ms_cfg.spec.stage[t->spec_stage].name);
-	if (id >= 0 && ms_stage_calls(id) > 0)
-		return;
-	ms_warn("native stage %s: '%s' is seen from the stack only (%s), so only calls that allocate or "
-		"free are seen; no such call was seen", ms_cfg.spec.stage[t->spec_stage].name, t->text,
-		ms_cfg.native_plt ? "no library calls it through its GOT: a function of the program, static, or "
-				    "called directly inside its library" : "MEMSHIM_NATIVE_PLT=0");
-}
-
 void ms_native_report(void)
 {
 	if (!loaded || !ms_is_tracked_process())
@@ -101,8 +89,6 @@ void ms_native_report(void)
 	ms_syms_stripped(stripped, sizeof stripped);
 	for (int i = 0; i < ms_native_ntargets; i++) {
 		const struct ms_target *t = &targets[i];
-		if (t->found && !ms_plt_bound(i) && !python_owned[i] && !ms_proc.is_child && !ms_proc.forked)
-			warn_unseen(t); /* the run's first process speaks for it */
 		if (t->found || python_owned[i] || quiet)
 			continue;
 		ms_warn("native stage %s: '%s' was not found in any loaded object%s%s%s",
