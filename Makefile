@@ -73,7 +73,7 @@ build-all: $(ALL_TARGETS)
 # pkg-config sees what was just installed).  The suites run CHECK_JOBS at a time: most of their
 # time goes to waiting on the programs they run, and each one's output is printed whole when it
 # ends (--output-sync).  CHECK_JOBS=1 runs them one after another.
-CHECK_JOBS ?= 4
+CHECK_JOBS ?= 2
 CHECK_PARALLEL = --no-print-directory -j$(CHECK_JOBS) $(if $(filter-out 1,$(CHECK_JOBS)),--output-sync=target)
 check: deps
 	@$(MAKE) $(CHECK_PARALLEL) build-all
