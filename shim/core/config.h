@@ -1,5 +1,5 @@
 /* The one table of settings (config.c) and the MEMSHIM_STAGES parser.  Every environment variable
- * the shim reads is a row of that table, read once at start (ms_config_start, secure_getenv) into
+ * the shim reads is a row of that table, read once at start (ms_config_start: one pass over environ, none when AT_SECURE) into
  * ms_cfg, which the shim only reads afterwards, its text rows through ms_setting_text
  * (tools/settings_lint.sh fails on any other read of the environment).  Pure logic otherwise:
  * tests load their own tables through a getter, warnings go through ms_log. */

@@ -11,6 +11,7 @@
 #include <unistd.h>
 #include "suite.h"
 #include "harness.h"
+#include "child.h"
 
 static struct run r;
 
@@ -213,6 +214,39 @@ START_TEST(bad_output_directory_falls_back_at_start)
 }
 END_TEST
 
+/* The settings are read in one pass over the environment at start: a name that only begins or
+ * ends like a setting is not it, and of two entries of one name the first counts (as getenv). */
+START_TEST(the_first_exact_name_in_the_environment_counts)
+{
+	char dir[] = "/tmp/memshim-env.XXXXXX", shorter[96], longer[96], second[96], path[128];
+	ck_assert_ptr_nonnull(mkdtemp(dir));
+	snprintf(shorter, sizeof shorter, "MEMSHIM_OUTPU=%s/shorter.json", dir);
+	snprintf(longer, sizeof longer, "MEMSHIM_OUTPUTS=%s/longer.json", dir);
+	snprintf(second, sizeof second, "MEMSHIM_OUTPUT=%s/second.json", dir);
+	char **base = shim_env(dir, NULL), *envp[1030] = { shorter, longer };
+	int n = 2;
+	for (; *base && n < 1026; base++)
+		envp[n++] = *base;
+	envp[n++] = second;
+	envp[n] = NULL;
+	const char *argv[] = { built("preload/alloc_fixture"), "simple", NULL };
+	pid_t pid = spawn_redirected(dir, argv, envp, NULL);
+	int status = -1;
+	ck_assert_int_eq(waitpid(pid, &status, 0), pid);
+	ck_assert_int_eq(exit_code(status), 0);
+	static const char *const expect[][2] = { { "m.json", "" }, { "second.json", "no " },
+						 { "shorter.json", "no " }, { "longer.json", "no " } };
+	for (size_t i = 0; i < sizeof expect / sizeof *expect; i++) {
+		snprintf(path, sizeof path, "%s/%s", dir, expect[i][0]);
+		ck_assert_msg((access(path, F_OK) == 0) == !*expect[i][1], "%sfile %s expected", expect[i][1], path);
+		unlink(path);
+	}
+	char cmd[160];
+	snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
+	ck_assert_int_eq(system(cmd), 0);
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("output paths");
@@ -229,6 +263,7 @@ int main(void)
 	tcase_add_test(tc2, rank_and_host_placeholders);
 	tcase_add_test(tc2, a_template_naming_the_rank_is_taken_as_given);
 	tcase_add_test(tc2, bad_output_directory_falls_back_at_start);
+	tcase_add_test(tc2, the_first_exact_name_in_the_environment_counts);
 	suite_add_tcase(s, tc2);
 	return run_suite(s);
 }
