@@ -270,19 +270,28 @@ void ms_gpu_side_add(enum ms_comp comp, int64_t bytes)
 	ms_counter_add(comp, bytes);
 }
 
-/* Live of every component, the CPU ones as one consistent set. */
-static void live_all(int64_t live[MS_NCOMP])
+int ms_counters_used(void)
 {
-	for (int c = MS_MMAP + 1; c < MS_NCOMP; c++)
+	uint32_t d = ms_gpu_devices_used();
+	return d ? MS_DEV0 + 32 - __builtin_clz(d) : MS_DEV0;
+}
+
+/* Live of every component, the CPU ones as one consistent set; N components in use, the rest 0. */
+static void live_all(int64_t live[MS_NCOMP], int n)
+{
+	for (int c = MS_MMAP + 1; c < n; c++)
 		live[c] = __atomic_load_n(&ms_counters[c].live, __ATOMIC_RELAXED);
+	memset(live + n, 0, sizeof *live * (size_t)(MS_NCOMP - n));
 	ms_cpu_live(&live[MS_CPU], &live[MS_MALLOC], &live[MS_MMAP], &live[MS_RESERVE]);
 }
 
 void ms_counters_cut_window(int64_t peaks[MS_NCOMP], int64_t live[MS_NCOMP])
 {
+	int n = ms_counters_used(); /* a device never used has 0 everywhere: nothing to cut */
 	lower_begin(); /* adds during the cut take the slow path: none is missed by the new window */
-	live_all(live);
-	for (int c = 0; c < MS_NCOMP; c++) {
+	live_all(live, n);
+	memset(peaks + n, 0, sizeof *peaks * (size_t)(MS_NCOMP - n));
+	for (int c = 0; c < n; c++) {
 		struct ms_counter *k = &ms_counters[c];
 		int64_t now = live[c];
 		int64_t old = __atomic_exchange_n(&k->win_peak, now, __ATOMIC_RELAXED);
@@ -297,7 +306,7 @@ void ms_counters_cut_window(int64_t peaks[MS_NCOMP], int64_t live[MS_NCOMP])
 void ms_counters_process_peaks(int64_t peaks[MS_NCOMP])
 {
 	int64_t live[MS_NCOMP];
-	live_all(live);
+	live_all(live, MS_NCOMP);
 	for (int c = 0; c < MS_NCOMP; c++) {
 		int64_t win = __atomic_load_n(&ms_counters[c].win_peak, __ATOMIC_RELAXED);
 		int64_t now = live[c];
@@ -312,7 +321,7 @@ void ms_counters_reset_peaks(void)
 {
 	int64_t live[MS_NCOMP];
 	lower_begin();
-	live_all(live);
+	live_all(live, MS_NCOMP);
 	for (int c = 0; c < MS_NCOMP; c++) {
 		__atomic_store_n(&ms_counters[c].win_peak, live[c], __ATOMIC_RELAXED);
 		closed_peaks[c] = live[c];

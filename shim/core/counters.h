@@ -170,6 +170,9 @@ int ms_gpu_used(void);
 void ms_gpu_mark_used(void);
 /* Bit mask of devices that had memory counted. */
 uint32_t ms_gpu_devices_used(void);
+/* Components that may be non-zero: those below MS_DEV0 and the devices up to the highest used (a
+ * loop over components at each stage boundary can stop there). */
+int ms_counters_used(void);
 
 /* Live bytes of COMP now. */
 int64_t ms_live(enum ms_comp comp);

@@ -87,9 +87,10 @@ static void boundary(int64_t live[MS_NCOMP])
 {
 	int64_t peaks[MS_NCOMP];
 	ms_counters_cut_window(peaks, live);
+	int n = ms_counters_used();
 	for (int i = 0; i < ms_st.nopen; i++) {
 		struct ms_span *cur = &ms_st.stage[ms_st.open[i]].cur;
-		for (int c = 0; c < MS_NCOMP; c++)
+		for (int c = 0; c < n; c++)
 			if (peaks[c] > cur->peak[c])
 				cur->peak[c] = peaks[c];
 	}
@@ -158,7 +159,7 @@ static void finish_call(int id, const int64_t live[MS_NCOMP], double now, int at
 	struct ms_stage *s = &ms_st.stage[id];
 	struct ms_span *cur = &s->cur;
 	memcpy(cur->end, live, sizeof cur->end);
-	for (int c = 0; c < MS_NCOMP; c++) {
+	for (int c = 0, n = ms_counters_used(); c < n; c++) {
 		if (cur->begin[c] > cur->peak[c])
 			cur->peak[c] = cur->begin[c];
 		if (cur->end[c] > cur->peak[c])
