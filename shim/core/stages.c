@@ -171,6 +171,7 @@ static void finish_call(int id, const int64_t live[MS_NCOMP], double now, int at
 		ms_timeline_boundary(id, 0, now);
 	s->last = *cur;
 	s->calls++;
+	s->runtime_total += cur->runtime;
 	record_history(s, cur);
 	remove_open(id);
 	if (implicit_id() == id)
@@ -205,6 +206,7 @@ static void forget_implicit_call(int id)
 	s->implicit = 0;
 	s->calls = 0;
 	s->dropped = 0;
+	s->runtime_total = 0;
 	s->max_cpu_needed = s->max_gpu_needed = 0;
 	s->max_cpu_call = s->max_gpu_call = 0;
 	ms_st.before_init_set = 0;
@@ -368,6 +370,7 @@ void ms_stages_reset_for_child(double now)
 	for (int i = 0; i < ms_st.nstages; i++) {
 		struct ms_stage *s = &ms_st.stage[i];
 		s->calls = s->dropped = 0;
+		s->runtime_total = 0;
 		s->max_cpu_needed = s->max_gpu_needed = 0;
 		s->max_cpu_call = s->max_gpu_call = 0;
 		s->first_order = -1;

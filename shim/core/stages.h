@@ -43,6 +43,7 @@ struct ms_stage {
 	int implicit;        /* the implicit init stage */
 	int first_order;     /* order of first begin; -1 before */
 	uint64_t calls;      /* completed calls */
+	double runtime_total; /* seconds of all completed calls */
 	double last_loud;    /* start of the last call that was not quiet */
 	struct ms_span cur;  /* the call in progress when depth > 0 */
 	struct ms_span last; /* the last completed call */

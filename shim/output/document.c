@@ -138,6 +138,7 @@ static void write_stage(struct ms_json *w, const struct ms_doc *d, int id)
 	ms_json_bool(w, "closed_at_exit", !open && sp->closed_at_exit);
 	ms_json_double(w, "start", sp->start);
 	ms_json_double(w, "runtime", sp->runtime);
+	ms_json_double(w, "runtime_total", s->runtime_total);
 	write_cpu(w, sp);
 	write_rss(w, sp);
 	if (gpu)

@@ -2,6 +2,7 @@
  * not, frees-only calls negative, exact through -z now, dlopen, dlsym, the library's own PLT,
  * longjmp, C++ exceptions and fork; which mechanism bound each target is in the file. */
 #include <check.h>
+#include <math.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/wait.h>
@@ -83,10 +84,16 @@ START_TEST(back_to_back_calls_are_exact)
 {
 	json_t *m = run_plt(programs[_i], "w=plt_work", "work", "5", NULL);
 	expect(m, "w_calls", 5);
+	double sum = 0;
 	for (int i = 0; i < 5; i++) {
 		ck_assert_int_eq(call_of(m, "w", i, "cpu_alloc_delta"), keep);
 		ck_assert_int_eq(call_of(m, "w", i, "cpu_peaked_delta"), temp);
+		json_t *h = json_array_get(json_object_get(stage_of(m, "w"), "history"), (size_t)i);
+		sum += json_number_value(json_object_get(h, "runtime"));
 	}
+	/* runtime is the last call's; runtime_total all five (the history's runtimes, as written) */
+	double total = json_number_value(json_object_get(stage_of(m, "w"), "runtime_total"));
+	ck_assert_msg(total > 0 && fabs(total - sum) <= 1e-5, "runtime_total %g, calls' sum %g", total, sum);
 	expect_bound(m, "plt_work", "plt");
 	json_decref(m);
 }

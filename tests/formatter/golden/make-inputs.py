@@ -101,6 +101,13 @@ def calls():
     st = [stage("train", calls=300, hist=hist, dropped=172,
                 needed={"cpu": 7 * M, "cpu_call": 250, "gpu": 0, "gpu_call": 0})]
     write("calls.json", doc(m, st))
+    # Since 2026-12-05 a stage has runtime_total: the dump says what all calls took.
+    st[0]["runtime_total"] = 36.5
+    code = stage("code", calls=8243, runtime=0.000033, hist=hist[:1], dropped=8242)
+    code["runtime_total"] = 24.93
+    m.update({"code_mem_cpu_alloc_delta": 0, "code_mem_cpu_peaked_delta": 0, "code_runtime": 0.000033,
+              "code_calls": 8243})
+    write("calls-total.json", doc(m, st + [code]))
     ghist = [{"call": i, "start": i * 1.0, "runtime": 0.25 * i, "cpu_alloc_delta": i * M,
               "cpu_peaked_delta": 0, "gpu_alloc_delta": (3 - i) * 256 * M,
               "gpu_peaked_delta": i * 512 * M} for i in (1, 2, 3)]
