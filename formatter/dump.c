@@ -230,6 +230,11 @@ static void mf_print_unmatched(FILE *out, const struct mf_file *f)
 	}
 	if (n)
 		fputs("\n\n", out);
+	json_t *lost = json_object_get(f->root, "python_hook_lost");
+	if (json_is_integer(lost) && json_integer_value(lost) > 0)
+		fprintf(out, "memshim: another tool held Python's frame evaluation hook %lld time%s and gave it back: "
+			"Python stages that began while it held it were not seen\n\n",
+			(long long)json_integer_value(lost), json_integer_value(lost) == 1 ? "" : "s");
 }
 
 void mf_print_header(FILE *out, const struct mf_file *f)

@@ -450,6 +450,8 @@ static void write_unmatched(struct ms_json *w, const struct ms_doc *d)
 	if (d->each_unmatched)
 		d->each_unmatched(write_unmatched_one, w);
 	ms_json_end_array(w);
+	if (d->python_hook_lost) /* stages that began while another tool held it were not seen */
+		ms_json_uint(w, "python_hook_lost", d->python_hook_lost);
 }
 
 /* "alloc_delta" and "peaked_delta" of component C of SP under KEY (the object left open). */

@@ -51,6 +51,7 @@ struct ms_doc {
 	void (*each_unmatched)(ms_doc_target_fn fn, void *ctx);            /* python/ */
 	void (*each_ambiguous)(const char *stage, ms_doc_function_fn fn, void *ctx);
 	void (*each_native)(ms_doc_native_fn fn, void *ctx);               /* native/ */
+	unsigned python_hook_lost; /* python/: times another tool held the frame hook (0: key absent) */
 	void (*stage_sites)(struct ms_json *w, int id, const struct ms_span *sp); /* output/peak_sites.c */
 	void (*sites_summary)(struct ms_json *w);
 };

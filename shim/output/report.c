@@ -121,6 +121,7 @@ static int gather(struct ms_doc *d, const char *reason, int sig, int complete)
 		ms_timeline_copy(&tl_snap, in_handler);
 		d->timeline = &tl_snap;
 	}
+	d->python_hook_lost = ms_py_frame_hook_lost();
 	d->labelled = ms_labels_table(&d->nlabelled, &d->labelled_dropped, &d->labelled_generation);
 	int ids[MS_MAX_STAGES];
 	return ms_peak_sites_begin(ids, ms_document_order(&snap, ids), in_handler);

@@ -95,6 +95,19 @@ const char *ms_py_load_api(void)
 	return NULL;
 }
 
+int ms_py_in_main_interpreter(void)
+{
+	static void *(*get)(void);
+	static void *(*main_interp)(void);
+	static int looked;
+	if (!looked) { /* GIL held: one thread at a time */
+		*(void **)&get = ms_py_sym(ms_py.minor == 8 ? "_PyInterpreterState_Get" : "PyInterpreterState_Get");
+		*(void **)&main_interp = ms_py_sym("PyInterpreterState_Main");
+		looked = 1;
+	}
+	return !get || !main_interp || get() == main_interp();
+}
+
 void ms_py_decref(ms_pyobj *o)
 {
 	if (o)

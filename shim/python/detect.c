@@ -193,8 +193,10 @@ static int audit_hook(const char *event, ms_pyobj *args, void *data)
 		return 0;
 	}
 	if (MS_LIKELY(state != WAITING)) {
-		if (state == ARMED || (route_local && state == INSTALLED))
+		if ((state == ARMED || (route_local && state == INSTALLED)) && ms_py_in_main_interpreter())
 			watch(event, args);
+		else if (state == INSTALLED && route_frame && ms_py_in_main_interpreter())
+			ms_py_frame_reclaim();
 		return 0;
 	}
 	if (!is_start_event(event, args))

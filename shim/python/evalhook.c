@@ -38,6 +38,13 @@ static __thread uintptr_t stack_floor MS_TLS;
 static __thread uintptr_t stack_lo MS_TLS; /* the stack's real end, below the floor */
 static int stopped_deep;
 static int enabled; /* the hook went in (ms_py_frame_enable) */
+static void *default_eval; /* _PyEval_EvalFrameDefault (3.9-3.11) */
+static unsigned lost; /* times another tool held the hook and gave it back (ms_py_frame_reclaim) */
+
+unsigned ms_py_frame_hook_lost(void)
+{
+	return __atomic_load_n(&lost, __ATOMIC_RELAXED);
+}
 
 #define FRAME_CODE(f) (((ms_pyobj **)(f))[4])
 #define FRAME311_FUNC(f) (((ms_pyobj **)(f))[0])
@@ -127,6 +134,7 @@ static ms_pyobj *hook38(void *frame, int throwflag)
 	ms_pyobj *r = prev38(frame, throwflag);
 	release_locals_310(frame, v, r);
 	ms_py_leave(mask);
+	ms_py_frame_reclaim(); /* a tool that set the default back inside the call */
 	return r;
 }
 
@@ -142,6 +150,7 @@ static ms_pyobj *hook310(void *tstate, void *frame, int throwflag)
 	ms_pyobj *r = prev39(tstate, frame, throwflag);
 	release_locals_310(frame, v, r);
 	ms_py_leave(mask);
+	ms_py_frame_reclaim(); /* a tool that set the default back inside the call */
 	return r;
 }
 
@@ -180,6 +189,7 @@ static ms_pyobj *hook311(void *tstate, void *frame, int throwflag)
 	ms_pyobj *r = prev39(tstate, frame, throwflag);
 	release_locals_311(frame, r);
 	ms_py_leave(mask);
+	ms_py_frame_reclaim(); /* a tool that set the default back inside the call */
 	return r;
 }
 
@@ -218,6 +228,7 @@ int ms_py_frame_prepare(void)
 		return -1;
 	}
 	void *(*get_interp)(void) = (void *(*)(void))ms_py_sym("PyInterpreterState_Get");
+	default_eval = ms_py_sym("_PyEval_EvalFrameDefault");
 	*(void **)&set_eval = ms_py_sym("_PyInterpreterState_SetEvalFrameFunc");
 	*(void **)&get_eval = ms_py_sym("_PyInterpreterState_GetEvalFrameFunc");
 	if (!get_interp || !set_eval || !get_eval || !(interp = get_interp())) {
@@ -264,6 +275,29 @@ static void deep_recursion(void)
 		set_eval(interp, prev39);
 	ms_py_warn_once(4, "Python recursion went deeper than the C stack allows with memshim's frame "
 			   "hook: Python stage detection stopped here (open stages still close)");
+}
+
+/* An audit event of the main interpreter (GIL held): a tool that put its own hook in and later the
+ * default back (a PEP 523 test, a debugger detaching) gave the place up, so memshim's goes back in;
+ * stages that began while the other tool held it were not seen. */
+void ms_py_frame_reclaim(void)
+{
+	if (!enabled || stopped_deep)
+		return;
+	if (ms_py.minor == 8) {
+		if (slot38 && __atomic_load_n(slot38, __ATOMIC_ACQUIRE) == (void *)prev38) {
+			__atomic_store_n(slot38, (void *)hook38, __ATOMIC_RELEASE);
+			__atomic_add_fetch(&lost, 1, __ATOMIC_RELAXED);
+		}
+		return;
+	}
+	eval39_fn now = get_eval(interp), ours = ms_py.minor == 11 ? hook311 : hook310;
+	if (now == ours || (now && (void *)now != default_eval))
+		return; /* ours, or the other tool still holds it */
+	prev39 = (eval39_fn)default_eval;
+	set_eval(interp, ours);
+	__atomic_add_fetch(&lost, 1, __ATOMIC_RELAXED);
+	ms_debug("python frame hook: another tool gave the default back; memshim's is in again");
 }
 
 /* At interpreter finalisation: was the hook replaced by another tool since?  Then stages after

@@ -191,6 +191,13 @@ const char *ms_py_watch_event(const char *event, ms_pyobj *args, void (*each)(ms
 int ms_py_frame_prepare(void);
 int ms_py_frame_enable(const char *why);
 void ms_py_frame_check(void);
+/* The frame hook back in when another tool set the default evaluator (GIL held, main interpreter). */
+void ms_py_frame_reclaim(void);
+/* How often another tool held the frame hook and gave it back (stages begun then were missed). */
+unsigned ms_py_frame_hook_lost(void);
+/* Whether the calling thread runs the main interpreter (1 when that cannot be told): Python stages
+ * follow the main interpreter only (a subinterpreter has its own sys.monitoring and frame hook). */
+int ms_py_in_main_interpreter(void);
 int ms_py_monitor_install(void);
 int ms_py_monitor_enable(const char *why);
 /* 3.12+: CODE (a code object a target can name, before it runs) gets memshim's local events, the

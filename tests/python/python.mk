@@ -3,7 +3,7 @@ PYTHON_SUITES := $(BUILD)/python/test_python
 # An embedded interpreter (tests the start without cpython.run_* events), when a pyenv 3.12/3.13
 # with python3-config is present; the suite skips that test otherwise.
 PY_EMBED_CONFIG := $(firstword $(wildcard /root/.pyenv/versions/3.1[23].*/bin/python3-config))
-PYTHON_EXTRA :=
+PYTHON_EXTRA := $(BUILD)/python/libotherhook.so
 ifneq ($(PY_EMBED_CONFIG),)
 PYTHON_EXTRA += $(BUILD)/python/embed
 endif
@@ -12,6 +12,11 @@ $(BUILD)/python/test_python: tests/python/test_python.c $(COMMON_CHILD)
 	@mkdir -p $(@D)
 	$(CC) $(BASEFLAGS) $(CFLAGS) $(CHECK_CFLAGS) $(JANSSON_CFLAGS) $(TEST_COMMON_INC) -o $@ $(filter %.c %.o %.a,$^) \
 		$(CHECK_LIBS) $(JANSSON_LIBS) -lm
+
+# Another tool's frame evaluation hook (python/fixtures/replaced_hook.py loads it).
+$(BUILD)/python/libotherhook.so: tests/python/fixtures/otherhook.c
+	@mkdir -p $(@D)
+	$(CC) $(BASEFLAGS) -O1 -g -shared -fPIC -o $@ $< -ldl
 
 $(BUILD)/python/embed: tests/python/fixtures/embed.c
 	@mkdir -p $(@D)

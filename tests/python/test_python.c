@@ -82,6 +82,8 @@ static void run_done(struct run *r)
 	json_decref(r->root);
 }
 
+static char otherhook[PATH_MAX]; /* the other tool's frame hook (fixtures/otherhook.c) */
+
 static const char *fixture(const char *name)
 {
 	static char paths[4][2 * PATH_MAX];
@@ -678,10 +680,37 @@ START_TEST(frame_hook_replaced)
 		return;
 	}
 	struct run r;
-	run_fixture_ok(&r, py, "replaced_hook.py", "work=work", NULL);
-	expect_out(&r, "replaced ok");
+	const char *args[] = { fixture("replaced_hook.py"), otherhook, "keep", NULL };
+	run_py(&r, py, args, "work=work", NULL, NULL, 1);
+	RUN_OK(&r);
+	expect_out(&r, "replaced ok, the other hook evaluated some frames");
 	expect_stage(&r, "work", 1, 4); /* the call after the replacement is not seen */
 	expect_one_warning(&r, "frame evaluation hook");
+	ck_assert_ptr_null(json_object_get(r.root, "python_hook_lost"));
+	run_done(&r);
+}
+END_TEST
+
+/* A tool that puts the default evaluator back gives the hook up (CPython's own PEP 523 test does
+ * it, a debugger detaching would): memshim's goes back in, and the file says stages may have been
+ * missed in between, on no stream of the program's. */
+START_TEST(frame_hook_given_back)
+{
+	const char *py = python_or_skip(_i);
+	if (!py)
+		return;
+	if (minor_of(py) < 9 || minor_of(py) > 11) {
+		printf("test_python: %s does not use the frame evaluation hook route, test skipped\n", py);
+		return;
+	}
+	struct run r;
+	const char *args[] = { fixture("replaced_hook.py"), otherhook, "give-back", NULL };
+	run_py(&r, py, args, "work=work", NULL, NULL, 1);
+	RUN_OK(&r);
+	expect_out(&r, "replaced ok, the other hook evaluated some frames");
+	expect_calls(&r, "work", 2); /* before and after, not while the other tool held it */
+	ck_assert_msg(!strstr(r.err, "memshim:"), "%s: %s", py, r.err);
+	ck_assert_int_eq(json_integer_value(json_object_get(r.root, "python_hook_lost")), 1);
 	run_done(&r);
 }
 END_TEST
@@ -1263,6 +1292,7 @@ static Suite *suite(void)
 	tcase_add_loop_test(tc, defined_before_start, 0, NPY);
 	tcase_add_loop_test(tc, compiled_main, 0, NPY);
 	tcase_add_loop_test(tc, frame_hook_replaced, 0, NPY);
+	tcase_add_loop_test(tc, frame_hook_given_back, 0, NPY);
 	tcase_add_test(tc, embedded_interpreter);
 	tcase_add_loop_test(tc, debug_allocator, 0, NPY);
 	tcase_add_loop_test(tc, deep_recursion, 0, NPY);
@@ -1297,6 +1327,8 @@ int main(void)
 	snprintf(rel, sizeof rel, "%s/libmemshim.so", build);
 	absolute(lib, rel);
 	absolute(fixtures, "tests/python/fixtures");
+	snprintf(rel, sizeof rel, "%s/python/libotherhook.so", build);
+	absolute(otherhook, rel);
 	absolute(scripts, "python");
 	return run_suite(suite());
 }

@@ -58,6 +58,8 @@ def seed():
           stage("eval", start=3.0, runtime=3.9266, cpu=(0, 4096)),
           stage("test", start=7.0, runtime=5.1136)]
     write("seed.json", doc(m, st, gpu_used=True))
+    # Since 2026-12-05: another tool held Python's frame hook twice and gave it back.
+    write("hook-lost.json", doc(m, st, gpu_used=True, python_hook_lost=2))
 
 
 def widths():
