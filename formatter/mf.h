@@ -152,7 +152,12 @@ struct mf_opts {
 	int plot_w, plot_h;     /* --size, 0 for the default */
 	int flame_gpu;          /* --gpu: the flame graph of the GPU sites */
 	int depth, top;         /* --depth, --top (0: the default) */
+	int by;                 /* --by: enum mf_by */
+	int native;             /* --native: every frame as recorded, no Python-first folding */
 };
+
+/* --by: how --sites groups the sites (by the innermost Python frame, else the innermost frame). */
+enum mf_by { MF_BY_NONE, MF_BY_LINE, MF_BY_FUNCTION, MF_BY_FILE };
 
 /* How a value is read (the option table's kinds). */
 enum mf_kind {
@@ -160,6 +165,7 @@ enum mf_kind {
 	MF_TEXT,                /* any non-empty text */
 	MF_PICTURE,             /* a file name ending in .svg or .png */
 	MF_COUNT,               /* a whole number from 1 to MF_SITES_MAX */
+	MF_CHOICE,              /* one of the option's choices: its index + 1 in an int field */
 	MF_SIZE,                /* WxH, each MF_PLOT_MIN to MF_PLOT_MAX: plot_w and plot_h */
 	MF_THRESHOLD,           /* 5%,1MB (mf_parse_threshold), at most once */
 	MF_OWN,                 /* selects a mode that reads the whole command line itself */
@@ -179,7 +185,8 @@ struct mf_option {
 	size_t field;           /* offsetof(struct mf_opts, ...), or MF_NO_FIELD */
 	unsigned modes;         /* MF_MODE_BIT of each mode that takes it */
 	int selects;            /* it selects its one mode (--merge, --plot OUT) */
-	const char *bad;        /* the usage error of a bad value (MF_COUNT, MF_SIZE, MF_THRESHOLD) */
+	const char *bad;        /* the usage error of a bad value (MF_COUNT, MF_CHOICE, MF_SIZE, ...) */
+	const char *const *choices; /* MF_CHOICE: the values it takes, NULL-terminated */
 	const char *help;       /* --help text, lines after the first indented; NULL: not listed */
 };
 extern const struct mf_option mf_options[];
@@ -267,17 +274,42 @@ struct mf_site {
 	long long samples;      /* -1 when the file does not say */
 	json_t *frames;         /* borrowed: innermost first; NULL when the entry has none */
 	size_t order;           /* its index in the file */
+	double exact;           /* exact_bytes: the part counted at true size, -1 when not said */
+	long long others;       /* the closing entry: the stacks it stands for; -1 for a site */
 };
+/* Which list of a stage: what the stage added (peak_sites), or what it inherited (_before). */
+enum mf_view { MF_ADDED, MF_BEFORE };
 struct mf_sites {
-	struct mf_site *s;      /* owned, largest first */
+	struct mf_site *s;      /* owned, largest first, the closing entry (if any) last */
 	size_t n;
-	double total;           /* the bytes of all sites */
+	size_t named;           /* the sites before the closing entry */
+	double total;           /* the bytes of all entries */
+	double exact;           /* their exact_bytes */
+	int exact_known;        /* some entry says its exact_bytes */
 	long long samples;      /* their samples (GPU: allocations) */
 	int present;            /* the stage has the list */
+	int split;              /* the stage has the _before list: peak_sites is only what it added */
 	double lag;             /* how far the list may lag the peak, -1 when not said */
 };
-/* STAGE's CPU (GPU != 0: GPU) sites; entries that are not sites are left out. */
+/* STAGE's CPU (GPU != 0: GPU) sites that the stage added (an older file: all live at the peak);
+ * entries that are not sites are left out. */
 void mf_sites_get(json_t *stage, int gpu, struct mf_sites *out);
+/* The same for either list. */
+void mf_sites_view(json_t *stage, int gpu, enum mf_view view, struct mf_sites *out);
+/* frames.c: what --sites shows of a site's frames. */
+int mf_frame_is_python(const char *frame);     /* "func (/path/file.py:12)" */
+char *mf_clean_frame(const char *frame);       /* demangled and printable (malloc'd) */
+/* The lines --sites shows for S, innermost first (*LINES and each line malloc'd): with Python
+ * frames (and not NATIVE), the innermost one, "[native: ...]" for the frames it called, then its
+ * Python callers; else every frame. Returns how many. */
+size_t mf_site_lines(const struct mf_site *s, int native, char ***lines);
+int mf_site_python_first(const struct mf_site *s, int native); /* S shows a Python frame first */
+/* The group --by BY puts S in: its innermost Python frame's line, "func (file)" or file; a
+ * native-only stack (or NATIVE) by its innermost frame: as shown, "function (object)" or object. */
+char *mf_site_key(const struct mf_site *s, enum mf_by by, int native);
+/* The stage's need of CPU (GPU) memory, which the added view's shares are of: alloc_delta + peaked_delta, or
+ * -1 when the stage does not say or it is not positive. */
+double mf_stage_need(json_t *stage, int gpu);
 void mf_sites_free(struct mf_sites *s);
 size_t mf_site_nframes(const struct mf_site *s);
 const char *mf_site_frame(const struct mf_site *s, size_t i); /* "?" for what is not a string */

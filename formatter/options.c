@@ -16,6 +16,9 @@ const struct mf_mode_def mf_modes[MF_NMODES] = {
 #define F(field) offsetof(struct mf_opts, field)
 #define M(id) MF_MODE_BIT(id)
 
+/* --by's values, in enum mf_by's order after MF_BY_NONE. */
+static const char *const mf_by_names[] = { "line", "function", "file", NULL };
+
 /* In the order --help lists them. */
 const struct mf_option mf_options[] = {
 	{ .name = "--stage", .arg = "NAME", .kind = MF_TEXT, .field = F(stage),
@@ -30,7 +33,8 @@ const struct mf_option mf_options[] = {
 	{ .name = "--all", .kind = MF_FLAG, .field = F(all),
 	  .modes = M(DUMP) | M(MERGE) | M(PLOT) | M(SITES) | M(SPEEDSCOPE) | M(PPROF),
 	  .help = "every process: no launcher or shell is summarised in one line, and\n"
-		  "--merge merges every file, not only the ranks" },
+		  "--merge merges every file, not only the ranks; --sites: also what\n"
+		  "was live from before each stage" },
 	{ .name = "--merge", .kind = MF_FLAG, .field = MF_NO_FIELD, .modes = M(MERGE), .selects = 1,
 	  .help = "one table per stage over the ranks (else the processes): min, max,\n"
 		  "mean, sum, who had the max" },
@@ -63,15 +67,23 @@ const struct mf_option mf_options[] = {
 	  .help = "Hugging Face's own memory metrics (all_results.json or a\n"
 		  "{split}_results.json of the same run) beside memshim's, key by key" },
 	{ .name = "--sites", .kind = MF_FLAG, .field = MF_NO_FIELD, .modes = M(SITES), .selects = 1,
-	  .help = "per stage, the call sites live at its peak (CPU, then GPU) as sampled\n"
-		  "by the shim: bytes, share of the sampled total, the allocating frame\n"
-		  "and its callers" },
+	  .help = "per stage, the call sites of what it added that were live at its\n"
+		  "peak (CPU, then GPU): bytes, share of the stage's need, the\n"
+		  "allocating Python line, the native frames it called in one line,\n"
+		  "then its callers" },
 	{ .name = "--top", .arg = "N", .kind = MF_COUNT, .field = F(top), .modes = M(SITES),
 	  .bad = "bad --top (want 1 to 1000 sites)",
 	  .help = "--sites: the N largest sites of each list (default 10)" },
 	{ .name = "--depth", .arg = "N", .kind = MF_COUNT, .field = F(depth), .modes = M(SITES),
 	  .bad = "bad --depth (want 1 to 1000 frames)",
-	  .help = "--sites: N frames of each site, innermost first (default 5)" },
+	  .help = "--sites: N lines of each site, innermost first (default 5)" },
+	{ .name = "--by", .arg = "WHAT", .kind = MF_CHOICE, .field = F(by), .modes = M(SITES),
+	  .choices = mf_by_names, .bad = "bad --by (want line, function or file)",
+	  .help = "--sites: one row per allocating Python line, function or file (a\n"
+		  "native-only stack: its innermost frame's), bytes summed" },
+	{ .name = "--native", .kind = MF_FLAG, .field = F(native), .modes = M(SITES),
+	  .help = "--sites: every frame as recorded, native ones unfolded, innermost\n"
+		  "first" },
 	{ .name = "--flame", .arg = "OUT", .kind = MF_PICTURE, .field = F(mode_arg), .modes = M(FLAME),
 	  .selects = 1,
 	  .help = "draws the call sites at a stage's peak as a flame graph into OUT (.svg\n"
@@ -222,6 +234,11 @@ static int mf_set_value(struct mf_opts *o, const struct mf_option *op, const cha
 		return MF_OK;
 	case MF_COUNT:
 		return field && !mf_parse_count(v, field) ? MF_OK : mf_usage_error(err, op->bad, v);
+	case MF_CHOICE:
+		for (int k = 0; field && op->choices[k]; k++)
+			if (!strcmp(v, op->choices[k]))
+				return *(int *)field = k + 1, MF_OK;
+		return mf_usage_error(err, op->bad, v);
 	case MF_SIZE:
 		return mf_parse_size(v, &o->plot_w, &o->plot_h) ? mf_usage_error(err, op->bad, v) : MF_OK;
 	case MF_THRESHOLD:

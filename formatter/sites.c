@@ -6,40 +6,90 @@
 #include <stdlib.h>
 #include <string.h>
 
-static const char *const mf_site_keys[2][2] = { { "peak_sites", "peak_sites_lag" },
-						{ "peak_sites_gpu", "peak_sites_gpu_lag" } };
+/* [gpu][view]: the list, then the key of its lag. */
+static const char *const mf_site_keys[2][2] = { { "peak_sites", "peak_sites_before" },
+						{ "peak_sites_gpu", "peak_sites_gpu_before" } };
+static const char *const mf_lag_keys[2] = { "peak_sites_lag", "peak_sites_gpu_lag" };
 
 static int mf_site_cmp(const void *a, const void *b)
 {
 	const struct mf_site *x = a, *y = b;
+	if ((x->others >= 0) != (y->others >= 0)) /* the closing entry last */
+		return x->others >= 0 ? 1 : -1;
 	if (x->bytes != y->bytes)
 		return x->bytes < y->bytes ? 1 : -1;
 	return x->order < y->order ? -1 : x->order > y->order; /* stable: the file's order on ties */
 }
 
-void mf_sites_get(json_t *stage, int gpu, struct mf_sites *out)
+/* The stacks a closing entry stands for ("other_stacks", or its one frame "(N other stacks)"),
+ * or -1 for a site. */
+static long long mf_closing_count(json_t *e, json_t *frames)
 {
-	json_t *list = json_object_get(stage, mf_site_keys[gpu != 0][0]), *e;
-	json_t *lag = json_object_get(stage, mf_site_keys[gpu != 0][1]);
+	json_t *n = json_object_get(e, "other_stacks");
+	const char *f = json_string_value(json_array_get(frames, 0));
+	long long k;
+	char tail;
+	if (json_is_integer(n) && json_integer_value(n) >= 0)
+		return json_integer_value(n);
+	if (json_array_size(frames) == 1 && f && sscanf(f, "(%lld other stacks%c", &k, &tail) == 2 &&
+	    tail == ')' && k >= 0)
+		return k;
+	return -1;
+}
+
+static void mf_site_read(json_t *e, size_t i, struct mf_sites *out)
+{
+	struct mf_site st = { 0, -1, NULL, i, -1, -1 };
+	json_t *n = json_object_get(e, "samples"), *fr = json_object_get(e, "frames");
+	/* entries that are not sites are passed over: readers ignore what they do not know */
+	if (!mf_num(json_object_get(e, "bytes"), &st.bytes) || st.bytes < 0)
+		return;
+	st.samples = json_is_integer(n) && json_integer_value(n) >= 0 ? json_integer_value(n) : -1;
+	st.frames = json_is_array(fr) ? fr : NULL;
+	if (mf_num(json_object_get(e, "exact_bytes"), &st.exact) && st.exact >= 0) {
+		st.exact = st.exact < st.bytes ? st.exact : st.bytes;
+		out->exact += st.exact;
+		out->exact_known = 1;
+	} else {
+		st.exact = -1;
+	}
+	st.others = mf_closing_count(e, st.frames);
+	out->s[out->n++] = st;
+	out->named += st.others < 0;
+	out->total += st.bytes;
+	out->samples += st.samples > 0 ? st.samples : 0;
+}
+
+void mf_sites_view(json_t *stage, int gpu, enum mf_view view, struct mf_sites *out)
+{
+	json_t *list = json_object_get(stage, mf_site_keys[gpu != 0][view]), *e;
+	json_t *lag = json_object_get(stage, mf_lag_keys[gpu != 0]);
 	size_t i;
 	memset(out, 0, sizeof *out);
 	out->present = json_is_array(list);
+	out->split = json_is_array(json_object_get(stage, mf_site_keys[gpu != 0][MF_BEFORE]));
 	out->lag = json_is_number(lag) && json_number_value(lag) >= 0 ? json_number_value(lag) : -1;
 	out->s = mf_xmalloc((json_array_size(list) ? json_array_size(list) : 1) * sizeof *out->s);
 	json_array_foreach(list, i, e) {
-		struct mf_site st = { 0, -1, NULL, i };
-		json_t *n = json_object_get(e, "samples"), *fr = json_object_get(e, "frames");
-		/* entries that are not sites are passed over: readers ignore what they do not know */
-		if (!mf_num(json_object_get(e, "bytes"), &st.bytes) || st.bytes < 0)
-			continue;
-		st.samples = json_is_integer(n) && json_integer_value(n) >= 0 ? json_integer_value(n) : -1;
-		st.frames = json_is_array(fr) ? fr : NULL;
-		out->s[out->n++] = st;
-		out->total += st.bytes;
-		out->samples += st.samples > 0 ? st.samples : 0;
+		mf_site_read(e, i, out);
 	}
 	if (out->n)
 		qsort(out->s, out->n, sizeof *out->s, mf_site_cmp);
+}
+
+void mf_sites_get(json_t *stage, int gpu, struct mf_sites *out)
+{
+	mf_sites_view(stage, gpu, MF_ADDED, out);
+}
+
+double mf_stage_need(json_t *stage, int gpu)
+{
+	json_t *comp = json_object_get(stage, gpu ? "gpu" : "cpu");
+	double alloc, peaked;
+	if (!mf_num(json_object_get(comp, "alloc_delta"), &alloc) ||
+	    !mf_num(json_object_get(comp, "peaked_delta"), &peaked) || alloc + peaked <= 0)
+		return -1;
+	return alloc + peaked;
 }
 
 void mf_sites_free(struct mf_sites *s)
@@ -103,9 +153,10 @@ char *mf_sites_about(const struct mf_file *f, json_t *stage, int gpu, const stru
 	json_t *sites = json_object_get(f->root, "sites");
 	double rate = 0;
 	char *how, *lag;
-	if (gpu) {
-		how = mf_xasprintf("every allocation recorded, %lld allocation%s at the peak", s->samples,
-				   s->samples == 1 ? "" : "s");
+	const char *mode = json_string_value(json_object_get(sites, "mode"));
+	if (gpu || (mode && !strcmp(mode, "exact"))) {
+		how = mf_xasprintf("every allocation recorded%s, %lld allocation%s at the peak",
+				   gpu ? "" : " (MEMSHIM_SITES=exact)", s->samples, s->samples == 1 ? "" : "s");
 	} else if (mf_num(json_object_get(sites, "rate"), &rate) && rate > 0) {
 		char *r = mf_fmt_bytes(rate);
 		how = mf_xasprintf("sampled every %s on average, %lld sample%s at the peak", r,
@@ -141,70 +192,223 @@ static void mf_text_row(struct mf_table *t, char *c0, char *c1, char *c2, char *
 	mf_table_row(t, cells);
 }
 
-/* FRAME demangled and made printable (malloc'd). */
-static char *mf_clean_frame(const char *frame)
+static char *mf_samples_cell(long long samples)
 {
-	char *shown = mf_frame_display(frame), *clean = mf_clean_text(shown);
-	free(shown);
-	return clean;
+	return samples >= 0 ? mf_xasprintf("%lld", samples) : mf_xstrdup("?");
 }
 
-/* One site: its innermost frame on the row, then up to DEPTH - 1 callers indented below. */
-static void mf_site_rows(struct mf_table *t, const struct mf_site *s, size_t rank, double total,
-			 size_t depth)
+/* One site: its lines (frames.c) up to DEPTH, the first on the row, the rest indented below. */
+static void mf_site_rows(struct mf_table *t, const struct mf_site *s, size_t rank, double base,
+			 size_t depth, int native)
 {
-	size_t nf = mf_site_nframes(s), shown = nf < depth ? nf : depth;
-	char *samples = s->samples >= 0 ? mf_xasprintf("%lld", s->samples) : mf_xstrdup("?");
-	char *first = nf ? mf_clean_frame(mf_site_frame(s, 0)) : mf_xstrdup("(no frames)");
-	mf_text_row(t, mf_xasprintf("%zu", rank), mf_mb(s->bytes), mf_share(s->bytes, total), samples,
-		    first);
+	char **lines;
+	size_t n = mf_site_lines(s, native, &lines), shown = n < depth ? n : depth;
+	mf_text_row(t, mf_xasprintf("%zu", rank), mf_mb(s->bytes), mf_share(s->bytes, base),
+		    mf_samples_cell(s->samples), lines[0]);
 	for (size_t i = 1; i < shown; i++) {
-		char *clean = mf_clean_frame(mf_site_frame(s, i));
-		mf_text_row(t, NULL, NULL, NULL, NULL, mf_xasprintf("  %s", clean));
-		free(clean);
+		mf_text_row(t, NULL, NULL, NULL, NULL, mf_xasprintf("  %s", lines[i]));
+		free(lines[i]);
 	}
-	if (nf > shown)
-		mf_text_row(t, NULL, NULL, NULL, NULL, mf_xasprintf("  … %zu more frame%s", nf - shown,
-								    nf - shown == 1 ? "" : "s"));
+	for (size_t i = shown > 1 ? shown : 1; i < n; i++)
+		free(lines[i]);
+	if (n > shown) {
+		const char *what = mf_site_python_first(s, native) ? "line" : "frame";
+		mf_text_row(t, NULL, NULL, NULL, NULL, mf_xasprintf("  … %zu more %s%s", n - shown, what,
+								    n - shown == 1 ? "" : "s"));
+	}
+	free(lines);
 }
 
-/* One device's list: the line that says how it was measured, then the table. */
+/* The closing entry: every stack the file did not keep apart, in one row. */
+static void mf_closing_row(struct mf_table *t, const struct mf_sites *s, double base)
+{
+	if (s->named == s->n)
+		return;
+	const struct mf_site *c = &s->s[s->n - 1];
+	mf_text_row(t, mf_xstrdup("+"), mf_mb(c->bytes), mf_share(c->bytes, base),
+		    mf_samples_cell(c->samples), mf_xasprintf("%lld other stack%s together (each smaller "
+		    "than the sites above; their frames are not kept)", c->others, c->others == 1 ? "" : "s"));
+}
+
+/* The named sites past --top, in one row. */
+static void mf_rest_row(struct mf_table *t, const struct mf_sites *s, size_t top, double base)
+{
+	double rest = 0;
+	long long samples = 0;
+	if (s->named <= top)
+		return;
+	for (size_t i = top; i < s->named; i++) {
+		rest += s->s[i].bytes;
+		samples += s->s[i].samples > 0 ? s->s[i].samples : 0;
+	}
+	size_t more = s->named - top, all = s->named <= MF_SITES_MAX ? s->named : MF_SITES_MAX;
+	mf_text_row(t, mf_xstrdup("…"), mf_mb(rest), mf_share(rest, base), mf_samples_cell(samples),
+		    mf_xasprintf("%zu more site%s (--top %zu shows %s)", more, more == 1 ? "" : "s", all,
+				 s->named <= MF_SITES_MAX ? "them" : "more"));
+}
+
+/* --by: the named sites summed per key, largest first. */
+struct mf_group_row {
+	char *key;
+	struct mf_site sum;
+	size_t stacks;
+};
+
+static int mf_group_row_cmp(const void *a, const void *b)
+{
+	const struct mf_group_row *x = a, *y = b;
+	if (x->sum.bytes != y->sum.bytes)
+		return x->sum.bytes < y->sum.bytes ? 1 : -1;
+	return x->sum.order < y->sum.order ? -1 : x->sum.order > y->sum.order;
+}
+
+static size_t mf_group_sites(const struct mf_sites *s, const struct mf_opts *o, struct mf_group_row *g)
+{
+	size_t n = 0;
+	for (size_t i = 0; i < s->named; i++) {
+		char *key = mf_site_key(&s->s[i], (enum mf_by)o->by, o->native);
+		size_t k = 0;
+		while (k < n && strcmp(g[k].key, key))
+			k++;
+		if (k == n)
+			g[n++] = (struct mf_group_row){ key, { 0, 0, NULL, i, -1, -1 }, 0 };
+		else
+			free(key);
+		g[k].sum.bytes += s->s[i].bytes;
+		g[k].sum.samples += s->s[i].samples > 0 ? s->s[i].samples : 0;
+		g[k].stacks++;
+	}
+	qsort(g, n, sizeof *g, mf_group_row_cmp);
+	return n;
+}
+
+static void mf_group_rows(struct mf_table *t, const struct mf_sites *s, const struct mf_opts *o,
+			  double base)
+{
+	struct mf_group_row *g = mf_xmalloc((s->named ? s->named : 1) * sizeof *g);
+	size_t n = mf_group_sites(s, o, g), top = o->top > 0 ? (size_t)o->top : MF_SITES_TOP;
+	struct mf_sites rest = { .s = NULL, .named = n };
+	for (size_t i = 0; i < n; i++) {
+		if (i < top)
+			mf_text_row(t, mf_xasprintf("%zu", i + 1), mf_mb(g[i].sum.bytes),
+				    mf_share(g[i].sum.bytes, base), mf_samples_cell(g[i].sum.samples),
+				    g[i].stacks > 1 ? mf_xasprintf("%s  (%zu stacks)", g[i].key, g[i].stacks) :
+				    mf_xstrdup(g[i].key));
+		free(g[i].key);
+	}
+	if (n > top) { /* the groups past --top, summed as the sites are */
+		rest.s = mf_xmalloc(n * sizeof *rest.s);
+		for (size_t i = 0; i < n; i++)
+			rest.s[i] = g[i].sum;
+		mf_rest_row(t, &rest, top, base);
+		free(rest.s);
+	}
+	free(g);
+}
+
+/* "added by the stage, live at its peak: 150MB in 12 sites" and what the shares are of; then how
+ * much of it is exact. *BASE: the bytes the shares are of. */
+static void mf_print_view_head(FILE *out, json_t *stage, int gpu, enum mf_view view,
+			       const struct mf_sites *s, double *base)
+{
+	static const char *const what[] = { "added by the stage, live at its peak",
+					    "live from before the stage, still live at its peak" };
+	double need = mf_stage_need(stage, gpu), peak = mf_stage_peak(stage, gpu);
+	char *listed = mf_mb(s->total), *of;
+	if (view == MF_ADDED && s->split && need > 0) {
+		char *mb = mf_mb(need);
+		of = mf_xasprintf("shares are of its need, %s (alloc_delta + peaked_delta)", mb);
+		free(mb), *base = need;
+	} else if (peak > 0 && (view == MF_BEFORE || !s->split)) {
+		char *mb = mf_mb(peak);
+		of = mf_xasprintf("shares are of the peak, %s", mb);
+		free(mb), *base = peak;
+	} else {
+		of = mf_xstrdup("shares are of the bytes listed"), *base = s->total;
+	}
+	long long others = s->named < s->n ? s->s[s->n - 1].others : -1;
+	char *more = others >= 0 ? mf_xasprintf(" and %lld other stack%s", others, others == 1 ? "" :
+						"s") : mf_xstrdup("");
+	fprintf(out, "  %s: %s in %zu site%s%s; %s\n", s->split ? what[view] : "everything live at "
+		"the peak (an older file: it does not tell what the stage added)", listed, s->named,
+		s->named == 1 ? "" : "s", more, of);
+	free(more);
+	free(listed), free(of);
+	if (!s->exact_known)
+		return;
+	if (s->exact >= s->total) {
+		fputs("  all of it exact: every block counted at its size\n", out);
+		return;
+	}
+	char *exact = mf_mb(s->exact), *est = mf_mb(s->total - s->exact);
+	fprintf(out, "  %s exact (blocks counted at their size), %s sampled (estimated)\n", exact, est);
+	free(exact), free(est);
+}
+
+/* One list of a stage: what it is and what its shares are of, then its table. */
+static void mf_print_view(FILE *out, json_t *stage, int gpu, enum mf_view view,
+			  const struct mf_sites *s, const struct mf_opts *o)
+{
+	struct mf_table t;
+	size_t top = o->top > 0 ? (size_t)o->top : MF_SITES_TOP;
+	size_t depth = o->depth > 0 ? (size_t)o->depth : MF_SITES_DEPTH;
+	double base;
+	mf_print_view_head(out, stage, gpu, view, s, &base);
+	mf_table_init(&t, 5, mf_sites_align, mf_sites_seps);
+	static const char *const by[] = { "", "line", "function", "file" };
+	mf_text_row(&t, mf_xstrdup("#"), mf_xstrdup("bytes"), mf_xstrdup("share"),
+		    mf_xstrdup(gpu ? "allocs" : "samples"), o->by ? mf_xasprintf("sites grouped by %s",
+		    by[o->by]) : mf_xstrdup("site, then its callers"));
+	if (o->by) {
+		mf_group_rows(&t, s, o, base);
+	} else {
+		for (size_t i = 0; i < s->named && i < top; i++)
+			mf_site_rows(&t, &s->s[i], i + 1, base, depth, o->native);
+		mf_rest_row(&t, s, top, base);
+	}
+	mf_closing_row(&t, s, base);
+	mf_table_print(out, &t, "  ");
+	mf_table_free(&t);
+}
+
+/* What was live from before the stage: its table (--all), else one line saying what it holds. */
+static void mf_print_before(FILE *out, json_t *stage, int gpu, const struct mf_opts *o)
+{
+	struct mf_sites b;
+	mf_sites_view(stage, gpu, MF_BEFORE, &b);
+	if (o->all && b.n) {
+		fputc('\n', out);
+		mf_print_view(out, stage, gpu, MF_BEFORE, &b, o);
+	} else if (o->all) {
+		fputs("  nothing from before the stage was live at its peak\n", out);
+	} else if (b.n) {
+		char *mb = mf_mb(b.total);
+		fprintf(out, "  --all also shows the %s live from before the stage\n", mb);
+		free(mb);
+	}
+	mf_sites_free(&b);
+}
+
+/* One device's lists: the line that says how it was measured, then the table of what the stage
+ * added (an older file: of all that was live), then what it inherited. */
 static void mf_print_site_list(FILE *out, const struct mf_file *f, json_t *stage, int gpu,
 			       const struct mf_opts *o)
 {
 	struct mf_sites s;
-	struct mf_table t;
-	size_t top = o->top > 0 ? (size_t)o->top : MF_SITES_TOP;
-	size_t depth = o->depth > 0 ? (size_t)o->depth : MF_SITES_DEPTH;
 	mf_sites_get(stage, gpu, &s);
 	if (!s.n) {
 		char *peak = mf_peak_text(stage, gpu);
-		fprintf(out, "  %s: no %s allocation was live at the peak\n", peak,
-			gpu ? "recorded" : "sampled");
+		fprintf(out, "  %s: no %s allocation%s was live at the peak\n", peak,
+			gpu ? "recorded" : "sampled", s.split ? " made in the stage" : "");
 		free(peak);
-		mf_sites_free(&s);
-		return;
+	} else {
+		char *about = mf_sites_about(f, stage, gpu, &s);
+		fprintf(out, "  %s\n", about);
+		free(about);
+		mf_print_view(out, stage, gpu, MF_ADDED, &s, o);
 	}
-	char *about = mf_sites_about(f, stage, gpu, &s);
-	fprintf(out, "  %s\n", about);
-	free(about);
-	mf_table_init(&t, 5, mf_sites_align, mf_sites_seps);
-	mf_text_row(&t, mf_xstrdup("#"), mf_xstrdup("bytes"), mf_xstrdup("share"),
-		    mf_xstrdup(gpu ? "allocs" : "samples"), mf_xstrdup("site, then its callers"));
-	for (size_t i = 0; i < s.n && i < top; i++)
-		mf_site_rows(&t, &s.s[i], i + 1, s.total, depth);
-	mf_table_print(out, &t, "  ");
-	mf_table_free(&t);
-	if (s.n > top) {
-		double rest = 0;
-		for (size_t i = top; i < s.n; i++)
-			rest += s.s[i].bytes;
-		char *mb = mf_mb(rest), *pct = mf_share(rest, s.total);
-		fprintf(out, "  … %zu more site%s: %s, %s (--top %zu shows %s)\n", s.n - top,
-			s.n - top == 1 ? "" : "s", mb, pct, s.n <= MF_SITES_MAX ? s.n : MF_SITES_MAX,
-			s.n <= MF_SITES_MAX ? "them" : "more");
-		free(mb), free(pct);
-	}
+	if (s.split)
+		mf_print_before(out, stage, gpu, o);
 	mf_sites_free(&s);
 }
 

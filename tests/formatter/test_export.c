@@ -122,6 +122,35 @@ START_TEST(test_pprof_parses)
 }
 END_TEST
 
+/* A file with issue 24's lists: the exports take what each stage added, the closing entry
+ * included (one frame, "(7 other stacks)"), never what was live from before it. */
+START_TEST(test_speedscope_added)
+{
+	char *dir = t_tmpdir(), in[4200];
+	snprintf(in, sizeof in, "%s/in/sites-added.json", t_golden());
+	char *args[] = { in, "--stage", "train", NULL };
+	char *path = t_draw("--speedscope", dir, "added.json", args);
+	json_t *doc = json_load_file(path, 0, NULL);
+	ck_assert_ptr_nonnull(doc);
+	json_t *frames = json_object_get(json_object_get(doc, "shared"), "frames");
+	json_t *p = json_array_get(json_object_get(doc, "profiles"), 0);
+	json_t *samples = json_object_get(p, "samples"), *weights = json_object_get(p, "weights");
+	ck_assert_uint_eq(json_array_size(json_object_get(doc, "profiles")), 1);
+	ck_assert_uint_eq(json_array_size(samples), 6);
+	/* 2 + 30 + 10 + 3 + 1 + 1.5 MiB; the 64 MiB from before the stage is not in it */
+	ck_assert_int_eq(json_integer_value(json_object_get(p, "endValue")), 49807360);
+	json_t *last = json_array_get(samples, 5);
+	ck_assert_uint_eq(json_array_size(last), 1);
+	ck_assert_str_eq(json_string_value(json_object_get(json_array_get(frames,
+		json_integer_value(json_array_get(last, 0))), "name")), "(7 other stacks)");
+	ck_assert_int_eq(json_integer_value(json_array_get(weights, 5)), 1572864);
+	json_decref(doc);
+	free(path);
+	t_rmtree(dir);
+	free(dir);
+}
+END_TEST
+
 /* No sites: one line, exit 2 and no file; a path that cannot be written: the same. */
 START_TEST(test_export_errors)
 {
@@ -151,6 +180,7 @@ Suite *export_suite(void)
 	tcase_set_timeout(tc, 60);
 	tcase_add_test(tc, test_speedscope);
 	tcase_add_test(tc, test_pprof_parses);
+	tcase_add_test(tc, test_speedscope_added);
 	tcase_add_test(tc, test_export_errors);
 	suite_add_tcase(s, tc);
 	return s;

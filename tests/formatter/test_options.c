@@ -63,6 +63,15 @@ START_TEST(test_values_land)
 	ck_assert_int_eq(a.o.depth, 7);
 	ck_assert_int_eq(a.o.auto_merge, 1);
 	ck_assert_int_eq(a.nfiles, 2);
+	ck_assert_int_eq(a.o.by, MF_BY_NONE);
+	done(&a);
+
+	parse_ok("--sites --by=function --native f.json", &a);
+	ck_assert_int_eq(a.o.by, MF_BY_FUNCTION);
+	ck_assert_int_eq(a.o.native, 1);
+	done(&a);
+	parse_ok("--sites --by file f.json", &a);
+	ck_assert_int_eq(a.o.by, MF_BY_FILE);
 	done(&a);
 
 	parse_ok("--flame x.SVG --gpu --size 300x400 f.json", &a);
@@ -136,6 +145,9 @@ START_TEST(test_bad_forms)
 	REFUSED("f.json --depth", "missing value for: --depth");
 	REFUSED("--sites --depth 0 f.json", "bad --depth", ": 0");
 	REFUSED("--sites --top 1001 f.json", "bad --top", ": 1001");
+	REFUSED("--sites --by module f.json", "bad --by (want line, function or file)", ": module");
+	REFUSED("--flame x.svg --by line f.json", "--by only applies to --sites, not to --flame");
+	REFUSED("--native f.json", "--native only applies to --sites");
 	REFUSED("--plot x.svg --size 100x300 f.json", "bad size", ": 100x300");
 	REFUSED("--diff --threshold 5% --threshold 1MB a.json b.json", "--threshold given twice");
 	REFUSED("--diff --threshold 5parsecs a.json b.json", "bad threshold", ": 5parsecs");
@@ -154,6 +166,7 @@ static const char *good_value(const struct mf_option *op)
 	switch (op->kind) {
 	case MF_PICTURE: return " p.svg";
 	case MF_COUNT: return " 3";
+	case MF_CHOICE: return " line";
 	case MF_SIZE: return " 300x300";
 	case MF_THRESHOLD: return " 5%";
 	case MF_TEXT: return " v";

@@ -34,5 +34,6 @@ Suite *flame_suite(void);
 Suite *options_suite(void);
 Suite *export_suite(void);
 Suite *flame_html_suite(void);
+Suite *frames_suite(void);
 
 #endif

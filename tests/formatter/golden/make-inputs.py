@@ -349,6 +349,71 @@ def sites():
                                            is_child=True, rank=rank, sites=sites_r, **extra))
 
 
+def xsite(mib, frames, exact_mib=0, others=None, samples=None):
+    """An entry as the shim writes it since issue 24: exact_bytes, locations (not read here)."""
+    e = site(mib, frames, samples)
+    e["exact_bytes"] = int(exact_mib * M)
+    e["locations"] = [None if "(/" in f or f.startswith("(") else [0, 4096 + k]
+                      for k, f in enumerate(frames)]
+    if others is not None:
+        e["other_stacks"] = others
+    return e
+
+
+def sites_added():
+    """Issue 24's lists: what each stage added (peak_sites) apart from what it inherited
+    (peak_sites_before), a closing entry for the stacks not kept, exact_bytes; a PyTorch-like stack
+    whose user line sits under native frames. train needed 42 MiB (40 + 2) while 64 MiB from
+    before stayed live; eval added nothing."""
+    interp = ["_PyEval_EvalFrameDefault+0x1d2 (libpython3.11.so.1.0)",
+              "_PyFunction_Vectorcall+0x6c (libpython3.11.so.1.0)"]
+    outer = ["main (/home/u/train.py:60)"] + interp[:1] + [
+        "<module> (/home/u/train.py:70)", "Py_RunMain+0x9e (libpython3.11.so.1.0)",
+        "__libc_start_call_main+0x7a (libc.so.6)"]
+    step40 = ["train_step (/home/u/train.py:40)"] + interp
+    torch = ["_ZN3c109alloc_cpuEm+0x1f (libc10.so)", "_ZN2at6detail9empty_cpuEv+0x2a (libtorch_cpu.so)",
+             "_ZN2at6native5zerosEv+0x51 (libtorch_cpu.so)", "0x7f3a12c0f0 (libtorch_cpu.so)"]
+    train = [xsite(2, ["_ZN3c109alloc_cpuEm+0x1f (libc10.so)", "forward (/home/u/model.py:14)"] +
+                   step40 + outer, 0),
+             xsite(30, torch + ["forward (/home/u/model.py:12)"] + interp + step40 + outer, 30),
+             xsite(10, ["PyDataMem_UserNEW+0x5a (_multiarray_umath.cpython-311-x86_64-linux-gnu.so)",
+                        "alloc_b (/home/u/data.py:25)", "build (/home/u/data.py:41)",
+                        "train_step (/home/u/train.py:41)"] + outer, 10),
+             xsite(3, ["_ZN3c109alloc_cpuEm+0x1f (libc10.so)", "forward (/home/u/model.py:12)"] +
+                   step40 + outer, 0),
+             xsite(1, ["0x7f3a12c0aa (libfoo.so)", "run_big+0x1a (libfoo.so)"], 0),
+             xsite(1.5, ["(7 other stacks)"], 0, others=7)]
+    blas = xsite(64, ["blas_thread_init+0x6e (libopenblas.so.0)", "gotoblas_init+0x3c (libopenblas.so.0)",
+                      "_dl_init+0x82 (ld-linux-x86-64.so.2)"], 64)
+    gpu = [xsite(512, ["cuMemAlloc_v2 (libcuda.so.1)", "forward (/home/u/model.py:12)"] + step40, 512,
+                 samples=4)]
+    m = {"train_mem_cpu_alloc_delta": 40 * M, "train_mem_cpu_peaked_delta": 2 * M,
+         "train_mem_gpu_alloc_delta": 512 * M, "train_mem_gpu_peaked_delta": 256 * M,
+         "train_runtime": 4.5, "train_calls": 1, "eval_mem_cpu_alloc_delta": 0,
+         "eval_mem_cpu_peaked_delta": 0, "eval_runtime": 0.25, "eval_calls": 1,
+         "process_mem_cpu_peak": 136 * M, "process_mem_gpu_peak": 768 * M}
+    tr = stage("train", start=0.5, runtime=4.5, cpu=(40 * M, 2 * M))
+    tr["cpu"].update(begin=94 * M, end=134 * M, peak=136 * M)
+    tr["gpu"] = dict(span(512 * M, 256 * M), failed_allocs=0)
+    tr.update(peak_sites=train, peak_sites_before=[blas], peak_sites_lag=0, peak_sites_gpu=gpu,
+              peak_sites_gpu_before=[], peak_sites_gpu_lag=0)
+    ev = stage("eval", start=5.0, runtime=0.25)
+    ev["cpu"].update(begin=134 * M, end=134 * M, peak=134 * M)
+    ev.update(peak_sites=[], peak_sites_before=[blas], peak_sites_lag=0)
+    objects = [{"path": "/usr/lib/libc10.so", "build_id": "4f2a"}, {"path": "/usr/lib/libfoo.so",
+                                                                       "build_id": None}]
+    write("sites-added.json", doc(m, [tr, ev], gpu_used=True,
+                                  sites=dict(SITES, mode="sampled", objects=objects)))
+    ex = stage("exact", runtime=1.0, cpu=(10 * M, 0))
+    ex.update(peak_sites=[xsite(6, ["alloc_c (/home/u/c.py:3)"], 6),
+                          xsite(4, ["alloc_d (/home/u/c.py:9)"], 4)], peak_sites_before=[],
+              peak_sites_lag=0)
+    write("sites-exact.json", doc({"exact_runtime": 1.0, "exact_calls": 1,
+                                   "exact_mem_cpu_alloc_delta": 10 * M,
+                                   "exact_mem_cpu_peaked_delta": 0}, [ex],
+                                  sites=dict(SITES, mode="exact", objects=[])))
+
+
 def sites_odd():
     """Site lists a reader must survive (not schema-valid, so kept out of in/): entries that are
     not sites, out of order, odd frames, odd lags, no peaks."""
@@ -388,5 +453,5 @@ def calls_close():
 if __name__ == "__main__":
     os.makedirs(os.path.join(HERE, "in"), exist_ok=True)
     for f in (seed, widths, snapshot, calls, ranks, diffs, small, bad, died, launchers, runs,
-              csv_odd, sites, sites_odd, calls_close):
+              csv_odd, sites, sites_added, sites_odd, calls_close):
         f()

@@ -1,0 +1,177 @@
+/* What --sites shows of a site's frames: the user's line first. A stack with Python frames shows
+ * its innermost Python frame, the native frames it called folded into one line, then its Python
+ * callers (the interpreter's own frames between them left out); --native shows every frame as
+ * recorded. Also the keys --by groups sites under. */
+#include "mf.h"
+#include "plot/plot.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+enum { MF_FOLD_NAMES = 3 }; /* native names on the folded line before "… N more" */
+
+/* "func (/path/file.py:12)": a name, " (", a path, ':', digits, ')'. */
+int mf_frame_is_python(const char *frame)
+{
+	size_t n = strlen(frame);
+	const char *open = strstr(frame, " (");
+	if (n < 5 || frame[n - 1] != ')' || !open || frame[n - 2] < '0' || frame[n - 2] > '9')
+		return 0;
+	const char *p = frame + n - 2;
+	while (p > open && *p >= '0' && *p <= '9')
+		p--;
+	return *p == ':' && p > open + 2 && strncmp(frame, "0x", 2) && !strstr(frame, "+0x");
+}
+
+/* FRAME demangled and made printable (malloc'd). */
+char *mf_clean_frame(const char *frame)
+{
+	char *shown = mf_frame_display(frame), *clean = mf_clean_text(shown);
+	free(shown);
+	return clean;
+}
+
+/* Where " (object)" or " (file:line)" starts in FRAME, or NULL. */
+static const char *mf_frame_where(const char *frame)
+{
+	size_t n = strlen(frame);
+	if (!n || frame[n - 1] != ')')
+		return NULL;
+	const char *at = NULL;
+	for (const char *p = strstr(frame, " ("); p; p = strstr(p + 1, " ("))
+		at = p;
+	return at;
+}
+
+/* A native frame's function alone: demangled, without its parameters, offset and object
+ * ("c10::alloc_cpu"); an address without a symbol stays as recorded (malloc'd). */
+static char *mf_native_name(const char *frame)
+{
+	char *shown = mf_clean_frame(frame);
+	if (!strncmp(shown, "0x", 2))
+		return shown;
+	const char *where = mf_frame_where(shown), *off = strstr(shown, "+0x");
+	size_t n = where ? (size_t)(where - shown) : strlen(shown);
+	if (off && (size_t)(off - shown) < n)
+		n = (size_t)(off - shown);
+	if (n && shown[n - 1] == ')') /* the parameters: back to the '(' that opens them */
+		for (size_t k = n, depth = 0; k-- > 0;) {
+			depth += shown[k] == ')';
+			depth -= shown[k] == '(';
+			if (!depth) {
+				n = k ? k : n;
+				break;
+			}
+		}
+	shown[n] = '\0';
+	return shown;
+}
+
+/* "[native: a <- b <- c <- … 4 more]" for frames FROM..TO-1 (malloc'd). */
+static char *mf_fold_native(const struct mf_site *s, size_t from, size_t to)
+{
+	char *line = mf_xstrdup("[native: ");
+	for (size_t k = from; k < to; k++) {
+		char *name = k - from < MF_FOLD_NAMES ? mf_native_name(mf_site_frame(s, k)) :
+			mf_xasprintf("… %zu more", to - k);
+		char *next = mf_xasprintf("%s%s%s", line, k > from ? " <- " : "", name);
+		free(line), free(name);
+		line = next;
+		if (k - from >= MF_FOLD_NAMES)
+			break;
+	}
+	char *done = mf_xasprintf("%s]", line);
+	free(line);
+	return done;
+}
+
+/* The innermost Python frame of S, or -1. */
+static long mf_first_python(const struct mf_site *s)
+{
+	for (size_t k = 0; k < mf_site_nframes(s); k++)
+		if (mf_frame_is_python(mf_site_frame(s, k)))
+			return (long)k;
+	return -1;
+}
+
+size_t mf_site_lines(const struct mf_site *s, int native, char ***lines)
+{
+	size_t nf = mf_site_nframes(s), n = 0;
+	long py = native ? -1 : mf_first_python(s);
+	*lines = mf_xmalloc((nf ? nf : 1) * sizeof **lines);
+	if (!nf) {
+		(*lines)[n++] = mf_xstrdup("(no frames)");
+		return n;
+	}
+	if (py < 0) {
+		for (size_t k = 0; k < nf; k++)
+			(*lines)[n++] = mf_clean_frame(mf_site_frame(s, k));
+		return n;
+	}
+	(*lines)[n++] = mf_clean_frame(mf_site_frame(s, (size_t)py));
+	if (py > 0)
+		(*lines)[n++] = mf_fold_native(s, 0, (size_t)py);
+	for (size_t k = (size_t)py + 1; k < nf; k++)
+		if (mf_frame_is_python(mf_site_frame(s, k)))
+			(*lines)[n++] = mf_clean_frame(mf_site_frame(s, k));
+	return n;
+}
+
+int mf_site_python_first(const struct mf_site *s, int native)
+{
+	return !native && mf_first_python(s) >= 0;
+}
+
+/* FRAME's text inside its last " (...)": the object, or "file:line" (malloc'd); FRAME when none. */
+static char *mf_frame_place(const char *frame)
+{
+	const char *where = mf_frame_where(frame);
+	if (!where)
+		return mf_xstrdup(frame);
+	return mf_xasprintf("%.*s", (int)(strlen(where) - 3), where + 2);
+}
+
+/* A Python frame under BY: "func (file:12)", "func (file)" or "file" (malloc'd). */
+static char *mf_python_key(const char *frame, enum mf_by by)
+{
+	char *clean = mf_clean_frame(frame), *place = mf_frame_place(clean), *key;
+	char *colon = strrchr(place, ':');
+	if (colon)
+		*colon = '\0';
+	if (by == MF_BY_FILE)
+		key = mf_xstrdup(place);
+	else if (by == MF_BY_FUNCTION)
+		key = mf_xasprintf("%.*s (%s)", (int)(mf_frame_where(clean) - clean), clean, place);
+	else
+		key = mf_xstrdup(clean);
+	free(clean), free(place);
+	return key;
+}
+
+/* A native frame under BY: as shown, "function (object)" or "object" (malloc'd). */
+static char *mf_native_key(const char *frame, enum mf_by by)
+{
+	char *clean = mf_clean_frame(frame), *key;
+	if (by == MF_BY_LINE || !mf_frame_where(clean))
+		return clean;
+	char *place = mf_frame_place(clean);
+	if (by == MF_BY_FILE || !strncmp(clean, "0x", 2)) {
+		key = by == MF_BY_FILE ? mf_xstrdup(place) : mf_xstrdup(clean);
+	} else {
+		char *name = mf_native_name(frame);
+		key = mf_xasprintf("%s (%s)", name, place);
+		free(name);
+	}
+	free(clean), free(place);
+	return key;
+}
+
+char *mf_site_key(const struct mf_site *s, enum mf_by by, int native)
+{
+	long py = native ? -1 : mf_first_python(s);
+	if (!mf_site_nframes(s))
+		return mf_xstrdup("(no frames)");
+	if (py >= 0)
+		return mf_python_key(mf_site_frame(s, (size_t)py), by);
+	return mf_native_key(mf_site_frame(s, 0), by);
+}

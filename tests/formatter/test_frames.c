@@ -1,0 +1,93 @@
+/* What --sites shows of a stack (formatter/frames.c): which frames are Python, the user's line
+ * first with the native frames it called folded into one line, and the keys --by groups under. */
+#include "util.h"
+#include "mf.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+static struct mf_site make(json_t **frames, const char *const *names)
+{
+	*frames = json_array();
+	for (; *names; names++)
+		json_array_append_new(*frames, json_string(*names));
+	return (struct mf_site){ 1, 1, *frames, 0, -1, -1 };
+}
+
+START_TEST(test_is_python)
+{
+	ck_assert(mf_frame_is_python("forward (/home/u/model.py:12)"));
+	ck_assert(mf_frame_is_python("<module> (x.py:1)"));
+	ck_assert(!mf_frame_is_python("dlopen+0x48 (libc.so.6)"));
+	ck_assert(!mf_frame_is_python("_PyEval_EvalFrameDefault+0x1d2 (libpython3.11.so.1.0)"));
+	ck_assert(!mf_frame_is_python("0x7f3a12c0aa (libfoo.so)"));
+	ck_assert(!mf_frame_is_python("cuMemAlloc_v2 (libcuda.so.1)"));
+	ck_assert(!mf_frame_is_python("(7 other stacks)"));
+	ck_assert(!mf_frame_is_python("f (:12)"));
+}
+END_TEST
+
+static const char *const torch[] = { "_ZN3c109alloc_cpuEm+0x1f (libc10.so)",
+	"_ZN2at6detail9empty_cpuEv+0x2a (libtorch_cpu.so)", "forward (/m.py:12)",
+	"_PyEval_EvalFrameDefault+0x1d2 (libpython3.11.so.1.0)", "step (/t.py:40)",
+	"Py_RunMain+0x9e (libpython3.11.so.1.0)", NULL };
+
+START_TEST(test_lines)
+{
+	json_t *fr;
+	struct mf_site s = make(&fr, torch);
+	char **lines;
+	size_t n = mf_site_lines(&s, 0, &lines);
+	ck_assert_uint_eq(n, 3);
+	ck_assert_str_eq(lines[0], "forward (/m.py:12)");
+	ck_assert_str_eq(lines[1], "[native: c10::alloc_cpu <- at::detail::empty_cpu]");
+	ck_assert_str_eq(lines[2], "step (/t.py:40)");
+	ck_assert(mf_site_python_first(&s, 0));
+	for (size_t i = 0; i < n; i++)
+		free(lines[i]);
+	free(lines);
+	n = mf_site_lines(&s, 1, &lines); /* --native: as recorded, demangled */
+	ck_assert_uint_eq(n, 6);
+	ck_assert_str_eq(lines[0], "c10::alloc_cpu(unsigned long)+0x1f (libc10.so)");
+	ck_assert_str_eq(lines[3], "_PyEval_EvalFrameDefault+0x1d2 (libpython3.11.so.1.0)");
+	ck_assert(!mf_site_python_first(&s, 1));
+	for (size_t i = 0; i < n; i++)
+		free(lines[i]);
+	free(lines);
+	json_decref(fr);
+}
+END_TEST
+
+START_TEST(test_keys)
+{
+	static const char *const native[] = { "run_big+0x1a (libfoo.so)", "main+0x9 (prog)", NULL };
+	json_t *a, *b;
+	struct mf_site s = make(&a, torch), t = make(&b, native);
+	const struct { const struct mf_site *s; enum mf_by by; int native; const char *key; } c[] = {
+		{ &s, MF_BY_LINE, 0, "forward (/m.py:12)" },
+		{ &s, MF_BY_FUNCTION, 0, "forward (/m.py)" },
+		{ &s, MF_BY_FILE, 0, "/m.py" },
+		{ &s, MF_BY_FUNCTION, 1, "c10::alloc_cpu (libc10.so)" },
+		{ &t, MF_BY_LINE, 0, "run_big+0x1a (libfoo.so)" },
+		{ &t, MF_BY_FUNCTION, 0, "run_big (libfoo.so)" },
+		{ &t, MF_BY_FILE, 0, "libfoo.so" },
+	};
+	for (size_t i = 0; i < sizeof c / sizeof c[0]; i++) {
+		char *k = mf_site_key(c[i].s, c[i].by, c[i].native);
+		ck_assert_msg(!strcmp(k, c[i].key), "case %zu: %s, want %s", i, k, c[i].key);
+		free(k);
+	}
+	json_decref(a), json_decref(b);
+}
+END_TEST
+
+Suite *frames_suite(void)
+{
+	Suite *s = suite_create("frames");
+	TCase *tc = tcase_create("frames");
+	tcase_add_test(tc, test_is_python);
+	tcase_add_test(tc, test_lines);
+	tcase_add_test(tc, test_keys);
+	suite_add_tcase(s, tc);
+	return s;
+}
