@@ -71,13 +71,14 @@ static char *mf_native_name(const char *frame)
 static char *mf_fold_native(const struct mf_site *s, size_t from, size_t to)
 {
 	char *line = mf_xstrdup("[native: ");
+	size_t named = to - from <= MF_FOLD_NAMES + 1 ? to - from : MF_FOLD_NAMES; /* never "… 1 more" */
 	for (size_t k = from; k < to; k++) {
-		char *name = k - from < MF_FOLD_NAMES ? mf_native_name(mf_site_frame(s, k)) :
+		char *name = k - from < named ? mf_native_name(mf_site_frame(s, k)) :
 			mf_xasprintf("… %zu more", to - k);
 		char *next = mf_xasprintf("%s%s%s", line, k > from ? " <- " : "", name);
 		free(line), free(name);
 		line = next;
-		if (k - from >= MF_FOLD_NAMES)
+		if (k - from >= named)
 			break;
 	}
 	char *done = mf_xasprintf("%s]", line);

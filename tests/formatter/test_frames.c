@@ -58,6 +58,28 @@ START_TEST(test_lines)
 }
 END_TEST
 
+/* Three native names, then "… N more"; four are all shown rather than "… 1 more". */
+START_TEST(test_fold_length)
+{
+	static const char *const four[] = { "a+0x1 (l.so)", "b+0x1 (l.so)", "c+0x1 (l.so)",
+		"0x7f01 (l.so)", "f (/m.py:1)", NULL };
+	static const char *const five[] = { "a+0x1 (l.so)", "b+0x1 (l.so)", "c+0x1 (l.so)",
+		"d+0x1 (l.so)", "e+0x1 (l.so)", "f (/m.py:1)", NULL };
+	json_t *fa, *fb;
+	struct mf_site s4 = make(&fa, four), s5 = make(&fb, five);
+	char **l4, **l5;
+	size_t n4 = mf_site_lines(&s4, 0, &l4), n5 = mf_site_lines(&s5, 0, &l5);
+	ck_assert_uint_eq(n4, 2);
+	ck_assert_uint_eq(n5, 2);
+	ck_assert_str_eq(l4[1], "[native: a <- b <- c <- 0x7f01 (l.so)]");
+	ck_assert_str_eq(l5[1], "[native: a <- b <- c <- … 2 more]");
+	for (size_t i = 0; i < 2; i++)
+		free(l4[i]), free(l5[i]);
+	free(l4), free(l5);
+	json_decref(fa), json_decref(fb);
+}
+END_TEST
+
 START_TEST(test_keys)
 {
 	static const char *const native[] = { "run_big+0x1a (libfoo.so)", "main+0x9 (prog)", NULL };
@@ -87,6 +109,7 @@ Suite *frames_suite(void)
 	TCase *tc = tcase_create("frames");
 	tcase_add_test(tc, test_is_python);
 	tcase_add_test(tc, test_lines);
+	tcase_add_test(tc, test_fold_length);
 	tcase_add_test(tc, test_keys);
 	suite_add_tcase(s, tc);
 	return s;

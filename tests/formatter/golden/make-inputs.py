@@ -372,7 +372,8 @@ def sites_added():
         "__libc_start_call_main+0x7a (libc.so.6)"]
     step40 = ["train_step (/home/u/train.py:40)"] + interp
     torch = ["_ZN3c109alloc_cpuEm+0x1f (libc10.so)", "_ZN2at6detail9empty_cpuEv+0x2a (libtorch_cpu.so)",
-             "_ZN2at6native5zerosEv+0x51 (libtorch_cpu.so)", "0x7f3a12c0f0 (libtorch_cpu.so)"]
+             "_ZN2at6native5zerosEv+0x51 (libtorch_cpu.so)", "_ZN2at4_ops5zeros4callEv+0x33 (libtorch_cpu.so)",
+             "0x7f3a12c0f0 (libtorch_cpu.so)"]
     train = [xsite(2, ["_ZN3c109alloc_cpuEm+0x1f (libc10.so)", "forward (/home/u/model.py:14)"] +
                    step40 + outer, 0),
              xsite(30, torch + ["forward (/home/u/model.py:12)"] + interp + step40 + outer, 30),
