@@ -197,6 +197,10 @@ struct chain {
 	int n;
 	int32_t id;      /* its interned stack when it had no Python frames, else -1 */
 	uint32_t epoch;  /* of the stack table the id belongs to */
+	/* Walked up to the interpreter (a thread running Python: its native frames only), and the slot
+	 * of the interpreter's frame it stopped at (0: it stopped for another reason). */
+	int to_python;
+	uintptr_t python_slot;
 	/* Where the walk started (the sampler's registers: sp, rbp, return address) and the slots of
 	 * the shim's own frames above that, so a sample from the same place finds the chain without
 	 * a step (known_chain); nown 0 when the walk cannot be found that way. */
@@ -237,16 +241,23 @@ static struct thread_caches *thread_caches(void)
 
 #define last_chain (*(caches ? &caches->last_chain : &no_chain))
 
-static int same_chain(uint64_t *out, int max, uintptr_t slot, uintptr_t ip)
+static int in_python(uintptr_t ip)
+{
+	return ip >= py_lo && ip < py_hi;
+}
+
+static int same_chain(uint64_t *out, int max, uintptr_t slot, uintptr_t ip, int to_python)
 {
 	const struct chain *c = &last_chain;
-	if (!caches || c->n == 0 || c->n > max || c->slot[0] != slot || c->ip[0] != ip)
+	if (!caches || c->n == 0 || c->n > max || c->to_python != to_python || c->slot[0] != slot || c->ip[0] != ip)
 		return 0;
 	for (int k = 1; k < c->n; k++) {
 		uintptr_t v = *(const uintptr_t *)c->slot[k];
 		if (v != c->raw[k] || (v != c->ip[k] && ms_pool_ra(ms_tramp_index(v)) != c->ip[k]))
 			return 0;
 	}
+	if (c->python_slot && !in_python(*(const uintptr_t *)c->python_slot))
+		return 0; /* the frame above the chain is no longer the interpreter's: the walk goes on */
 	for (int k = 0; k < c->n; k++)
 		out[k] = c->ip[k];
 	return c->n;
@@ -268,7 +279,7 @@ static inline int slots_hold(const uintptr_t *slot, const uintptr_t *raw, const 
 static int32_t known_chain(const uintptr_t *start)
 {
 	const struct chain *c = &last_chain;
-	if (!caches || !start || c->nown == 0 || c->id < 0 || c->start[0] != start[0] || c->start[2] != start[2] ||
+	if (!caches || !start || c->nown == 0 || c->id < 0 || c->to_python || c->start[0] != start[0] || c->start[2] != start[2] ||
 	    (c->rbp_matters && c->start[1] != start[1]) || c->epoch != __atomic_load_n(&epoch, __ATOMIC_RELAXED))
 		return -1;
 	if (!slots_hold(c->own_slot + 1, c->own_raw + 1, c->own_raw + 1, c->nown - 1) || !slots_hold(c->slot, c->raw, c->ip, c->n))
@@ -302,10 +313,13 @@ static int native_frames(uint64_t *out, int max, int stop_in_python, const uintp
 		ms_cursor_here(&c, NULL);
 	uintptr_t slots[MS_SITES_MAX_FRAMES], raws[MS_SITES_MAX_FRAMES];
 	uintptr_t own_slots[MAX_OWN], own_raws[MAX_OWN];
-	int n = 0, cacheable = !stop_in_python, nown = 0, rbp_matters = 0;
+	int n = 0, nown = 0, rbp_matters = 0;
+	uintptr_t python_slot = 0;
 	for (int d = 0; d < max + 48 && n < max; d++) {
-		if (stop_in_python && c.ip >= py_lo && c.ip < py_hi)
+		if (stop_in_python && in_python(c.ip)) {
+			python_slot = c.slot;
 			break;
+		}
 		if (n == 0 && in_self(c.ip)) {
 			if (nown < MAX_OWN) {
 				own_slots[nown] = c.slot;
@@ -314,8 +328,8 @@ static int native_frames(uint64_t *out, int max, int stop_in_python, const uintp
 			nown++;
 			rbp_matters |= ms_cfi_cfa_from_rbp(c.ip);
 		} else {
-			if (n == 0 && cacheable) {
-				int got = same_chain(out, max, c.slot, c.ip);
+			if (n == 0) {
+				int got = same_chain(out, max, c.slot, c.ip, stop_in_python);
 				if (got) {
 					*hit = 1;
 					if (start && nown <= MAX_OWN)
@@ -330,11 +344,13 @@ static int native_frames(uint64_t *out, int max, int stop_in_python, const uintp
 		if (ms_cursor_step(&c) != 1 || c.ip < 4096)
 			break;
 	}
-	if (cacheable && caches && n <= MS_SITES_MAX_FRAMES) {
+	if (caches && n <= MS_SITES_MAX_FRAMES) {
 		last_chain.n = 0; /* a handler sampling meanwhile never sees a half-written chain as whole */
 		last_chain.id = -1;
 		last_chain.nown = 0;
 		__atomic_signal_fence(__ATOMIC_SEQ_CST);
+		last_chain.to_python = stop_in_python;
+		last_chain.python_slot = python_slot;
 		for (int k = 0; k < n; k++) {
 			last_chain.slot[k] = slots[k];
 			last_chain.raw[k] = raws[k];
