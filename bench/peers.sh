@@ -48,7 +48,7 @@ run() {
 	case $tool in
 	memshim) report=$tmp/out/ms.json ;;
 	heaptrack) heaptrack_print -f "$tmp"/out/ht.* --print-peaks 1 --print-allocators 0 --print-temporary 0 \
-		--print-leaks 0 --print-histogram 0 >"$tmp/out/ht.txt" 2>/dev/null && report=$tmp/out/ht.txt ;;
+		--print-leaks 0 >"$tmp/out/ht.txt" 2>/dev/null && report=$tmp/out/ht.txt ;;
 	memray) report=$tmp/out/mr.bin ;;
 	fil) report=$(ls "$tmp"/out/fil/*/peak-memory.prof 2>/dev/null | head -1) ;;
 	esac

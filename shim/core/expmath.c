@@ -1,4 +1,4 @@
-/* 1 - e^-x in about 30 instructions (see expmath.h): every sample weighs its block with it. */
+/* 1 - e^-x in about 50 instructions (see expmath.h): every sample weighs its block with it. */
 #include <stdint.h>
 #include <string.h>
 #include "core/expmath.h"
