@@ -41,7 +41,12 @@ $(BUILD)/bench/larson: bench/workloads/larson.c
 bench-table: $(BUILD)/libmemshim.so $(BUILD)/bench/churn $(BUILD)/bench/larson
 	@BUILD=$(abspath $(BUILD)) bench/run.sh
 
-BENCH_TARGETS += bench-table bench-selfmem bench-start
+# Call sites against memray, Fil and heaptrack on known 60/30/10 MiB shares (also in bench-table).
+.PHONY: bench-peers
+bench-peers: $(BUILD)/libmemshim.so $(BUILD)/sites/sites_fixture
+	@BUILD=$(abspath $(BUILD)) bench/peers.sh
+
+BENCH_TARGETS += bench-table bench-selfmem bench-start bench-peers
 # `make bench`: the peer table and the shim's own memory (under 10 minutes on 2 cores);
 # `make bench-all` adds each subsystem's own benchmarks (Python versions, native stages, CUDA pairs).
 .PHONY: bench-all

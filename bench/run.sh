@@ -11,6 +11,7 @@ PY311=${PY311:-/root/.pyenv/versions/3.11.7/bin/python}
 PY312=${PY312:-/root/.pyenv/versions/3.12.1/bin/python}
 DEBPY=/usr/bin/python3
 VENVPY=${VENVPY:-$here/../.venv/bin/python}
+FIL=${FIL:-$here/../.venv-tools/bin/fil-profile} # Fil (filprofiler, packaging/requirements-tools.txt)
 OUT=${BENCH_OUT:-$here/results.md}
 tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
 W=$here/workloads/workload.py
@@ -21,7 +22,7 @@ now_us() { echo $(( $(date +%s%N) / 1000 )); }
 run() {
 	local tool=$1; shift
 	local t0 t1 rc=0
-	rm -f "$tmp/ms.json" "$tmp"/ht.* "$tmp/massif.out"
+	rm -rf "$tmp/ms.json" "$tmp"/ht.* "$tmp/massif.out" "$tmp/fil"
 	t0=$(now_us)
 	case $tool in
 	bare) "$@" >"$tmp/stdout" 2>/dev/null || rc=$? ;;
@@ -31,6 +32,7 @@ run() {
 	massif) timeout 120 valgrind --tool=massif --pages-as-heap=no --massif-out-file="$tmp/massif.out" "$@" >"$tmp/stdout" 2>/dev/null || rc=$? ;;
 	rss-sampler) "$@" rss >"$tmp/stdout" 2>/dev/null || rc=$? ;;
 	memray) "$VENVPY" -m memray run -q -o "$tmp/mr.bin" --force "${@:2}" >"$tmp/stdout" 2>/dev/null || rc=$? ;;
+	fil) "$FIL" --no-browser -o "$tmp/fil" run "${@:2}" >"$tmp/stdout" 2>/dev/null || rc=$? ;;
 	esac
 	t1=$(now_us)
 	echo $((t1 - t0)) >>"$tmp/time.$tool"
@@ -45,6 +47,7 @@ peak_of() {
 	massif) awk -F= '/^mem_heap_B=/ {if ($2 + 0 > max) max = $2 + 0} END {print max}' "$tmp/massif.out" ;;
 	memray) "$VENVPY" -m memray stats --json -o "$tmp/mr.json" --force "$tmp/mr.bin" >/dev/null 2>&1 &&
 		"$DEBPY" -c 'import json,sys; print(json.load(open(sys.argv[1]))["metadata"]["peak_memory"])' "$tmp/mr.json" ;;
+	fil) awk '{s += $NF} END {print s}' "$tmp"/fil/*/peak-memory.prof ;;
 	rss-sampler) "$DEBPY" -c 'import json,sys; m=json.loads(open(sys.argv[1]).read().strip().splitlines()[-1]); print(m["work_mem_cpu_alloc_delta"] + m["work_mem_cpu_peaked_delta"])' "$tmp/stdout" ;;
 	esac
 }
@@ -65,7 +68,7 @@ workload() {
 	done
 	local base; base=$(median "$tmp/time.bare")
 	local row="| $name | $(awk -v b="$base" 'BEGIN {printf "%.2f", b / 1e6}')"
-	for tool in memshim memshim+stages heaptrack massif rss-sampler memray; do
+	for tool in memshim memshim+stages heaptrack massif rss-sampler memray fil; do
 		if [ -f "$tmp/time.$tool" ]; then
 			row+=" | $(awk -v m="$(median "$tmp/time.$tool")" -v b="$base" 'BEGIN {printf "%.2fx", m / b}')"
 		else
@@ -77,7 +80,7 @@ workload() {
 	ht=$(cat "$tmp/peak.heaptrack" 2>/dev/null)
 	row+=" | $(mib "$ms") | $(mib "$(awk '{print $2}' "$tmp/peak.memshim" 2>/dev/null)") | $(mib "$ht")"
 	row+=" | $(mib "$(cat "$tmp/peak.massif" 2>/dev/null)") | $(mib "$(cat "$tmp/peak.rss-sampler" 2>/dev/null)")"
-	row+=" | $(mib "$(cat "$tmp/peak.memray" 2>/dev/null)")"
+	row+=" | $(mib "$(cat "$tmp/peak.memray" 2>/dev/null)") | $(mib "$(cat "$tmp/peak.fil" 2>/dev/null)")"
 	if [ -n "$ms" ] && [ -n "$ht" ]; then
 		row+=" | $(awk -v a="$ms" -v b="$ht" 'BEGIN {printf "%+.1f%%", (a - b) * 100 / b}')"
 	else
@@ -106,6 +109,8 @@ main() {
 		# memray runs in the project venv, whose interpreter is this one
 		[ "$v" = 3.11 ] && [ -x "$VENVPY" ] && [ "$("$VENVPY" -c 'import sys; print(sys.executable)' 2>/dev/null)" ] &&
 			"$VENVPY" -c 'import memray' 2>/dev/null && peers+=" memray"
+		# Fil runs in the tools venv, whose interpreter is this one
+		[ "$v" = 3.11 ] && [ -x "$FIL" ] && peers+=" fil"
 		workload "Python $v fib (call-heavy)" "$peers" "work=run_stage" "$py" "$W" fib
 		workload "Python $v dicts and lists" "$peers" "work=run_stage" "$py" "$W" alloc
 	done
@@ -116,14 +121,16 @@ main() {
 	workload "xz -6" "memshim heaptrack" "" xz -6 -k -c "$tmp/xz.in"
 	workload "Python: 50 MB of bytes" "memshim heaptrack rss-sampler" "" "$DEBPY" "$W" bytes
 	[ -x "$VENVPY" ] && "$here/trainer.sh" >"$tmp/trainer.md"
+	BUILD=$B "$here/peers.sh" >"$tmp/peers.md"
 	{
 		echo "Measured $(date -u +%Y-%m-%d) on $(nproc) cores, $(awk '/MemTotal/ {printf "%.0f GiB", $2/1048576}' /proc/meminfo),"
 		echo "$(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //'); $PAIRS alternating rounds, median."
 		echo
-		echo "| workload | bare s | memshim | memshim + stages | heaptrack | massif | sampled RSS | memray | memshim malloc peak | memshim cpu peak | heaptrack peak | massif peak | sampled RSS stage need | memray peak | malloc peak vs heaptrack |"
-		echo "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"
+		echo "| workload | bare s | memshim | memshim + stages | heaptrack | massif | sampled RSS | memray | Fil | memshim malloc peak | memshim cpu peak | heaptrack peak | massif peak | sampled RSS stage need | memray peak | Fil peak | malloc peak vs heaptrack |"
+		echo "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"
 		cat "$tmp/rows"
 		[ -s "$tmp/trainer.md" ] && { echo; cat "$tmp/trainer.md"; }
+		[ -s "$tmp/peers.md" ] && { echo; cat "$tmp/peers.md"; }
 	} >"$OUT"
 	cat "$OUT"
 }

@@ -218,6 +218,8 @@ void ms_cpu_fork_child(void)
 int64_t ms_live(enum ms_comp comp)
 {
 	int64_t v[MS_RESERVE + 1];
+	if (comp == MS_CPU) /* the word alone: no ring to read (call sites ask at every sample) */
+		return cpu_of(__atomic_load_n(&ms_cpu.word, __ATOMIC_SEQ_CST));
 	if (comp <= MS_MMAP || comp == MS_RESERVE) {
 		ms_cpu_live(&v[MS_CPU], &v[MS_MALLOC], &v[MS_MMAP], &v[MS_RESERVE]);
 		return v[comp];

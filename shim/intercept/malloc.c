@@ -88,6 +88,10 @@ static __attribute__((noinline)) void free_below_gate(void *ptr, uint64_t result
 	ms_real_free(ptr);
 }
 
+/* The fast path's free of a block that may have been sampled: the sampler forgets it first (before
+ * another thread can be given its address), then it is uncounted and freed as on the fast path. */
+static __attribute__((noinline)) void free_sampled(void *ptr);
+
 /* The fast path's count of a new block P (CHECK: the native stage check first). */
 static inline __attribute__((always_inline)) void *fast_new(void *p, int check)
 {
@@ -105,14 +109,18 @@ static inline __attribute__((always_inline)) void *fast_new(void *p, int check)
 }
 
 /* The fast path's free: 1 when done, 0 when the general path must take PTR (NULL, a bootstrap
- * block, a pointer glibc will reject, a block that may have been sampled).  CHECK comes first,
- * so only PTR is kept across its call (the general path checks again: a rare second look). */
+ * block, a pointer glibc will reject).  CHECK comes first, so only PTR is kept across its call
+ * (the general path checks again: a rare second look). */
 static inline __attribute__((always_inline)) int fast_free(void *ptr, int check)
 {
 	if (check)
 		ms_before_counting();
-	if (ms_bootstrap_owns(ptr) || !ptr || MS_UNLIKELY(ms_sample_maybe(ptr)))
+	if (ms_bootstrap_owns(ptr) || !ptr)
 		return 0;
+	if (MS_UNLIKELY(ms_sample_maybe(ptr))) {
+		free_sampled(ptr);
+		return 1;
+	}
 	uint64_t head = glibc_head(ptr);
 	if (MS_UNLIKELY(glibc_would_reject(ptr, head)))
 		return 0;
@@ -250,6 +258,21 @@ static __attribute__((noinline)) void release(void *ptr, void (*real)(void *))
 	if (COUNTABLE())
 		uncount(ptr);
 	GUARDED(real ? real(ptr) : ms_real_free(ptr));
+}
+
+static __attribute__((noinline)) void free_sampled(void *ptr)
+{
+	uint64_t head = glibc_head(ptr);
+	if (MS_UNLIKELY(glibc_would_reject(ptr, head))) {
+		release(ptr, NULL);
+		return;
+	}
+	ms_sample_forget(ptr);
+	uint64_t r = ms_cpu_word_add(-(int64_t)glibc_usable(head));
+	if (ms_cpu_shrank_below(r))
+		free_below_gate(ptr, r);
+	else
+		ms_real_free(ptr);
 }
 
 static __attribute__((noinline)) void free_other(void *ptr, int mode, int guard)

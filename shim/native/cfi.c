@@ -745,6 +745,12 @@ int ms_cfi_step(uintptr_t *ip, uintptr_t *sp, uintptr_t *rbp, uintptr_t *slot)
 	return 1;
 }
 
+int ms_cfi_cfa_from_rbp(uintptr_t ip)
+{
+	struct ms_cfi_rule r;
+	return rule_for(ip, &r) < 0 || r.cfa_rbp;
+}
+
 static void clear_rules(struct rule_slot *t, unsigned size)
 {
 	for (unsigned i = 0; i < size; i++)

@@ -58,6 +58,8 @@ struct ms_cfi_rule {
  * was read from; 0 at the outermost frame; 2 when IP is a signal handler's return (the frames
  * below were interrupted); -1 when the frame's unwind rule is not understood. */
 int ms_cfi_step(uintptr_t *ip, uintptr_t *sp, uintptr_t *rbp, uintptr_t *slot);
+/* 1 when the frame returning to IP finds its caller from rbp, or its rule is not known. */
+int ms_cfi_cfa_from_rbp(uintptr_t ip);
 /* Set by ms_cfi_step when it met a return address it had never seen (cleared by the caller). */
 extern __thread int ms_cfi_new_ip __attribute__((tls_model("initial-exec")));
 /* Forgets cached rules (objects were unloaded). */

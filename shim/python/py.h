@@ -225,7 +225,7 @@ void *ms_py_current_frame(void);
 /* Lines by (code object, instruction position), direct-mapped: a sample's frames are mostly the
  * previous sample's.  The caller keeps one per thread (never in TLS: static TLS is scarce for a
  * library loaded late). */
-#define MS_PY_LINE_CACHE 128
+#define MS_PY_LINE_CACHE 2048
 struct ms_py_line_cache {
 	struct {
 		const void *code, *table;

@@ -12,6 +12,7 @@
 #include <unistd.h>
 #include "core/config.h"
 #include "core/counters.h"
+#include "core/expmath.h"
 #include "core/spin.h"
 #include "core/stages.h"
 #include "cuda/cuda.h"
@@ -89,25 +90,10 @@ static double ln(double x)
 	return e * 0.6931471805599453 + 2 * s * (1 + s2 * (1.0 / 3 + s2 * (1.0 / 5 + s2 * (1.0 / 7 + s2 / 9))));
 }
 
-/* 1 - e^-X for X >= 0 without libm (the shim links none): X halved below 1/64, a short series,
- * then doubled back with 1 - e^-2y = q (2 - q) where q = 1 - e^-y. */
-static double one_minus_exp_neg(double x)
-{
-	if (x > 40)
-		return 1;
-	int k = 0;
-	for (; x > 0.015625; k++)
-		x *= 0.5;
-	double q = x * (1 - x * (0.5 - x * (1.0 / 6 - x * (1.0 / 24 - x / 120))));
-	while (k-- > 0)
-		q = q * (2 - q);
-	return q;
-}
-
 /* The bytes a sampled block of USABLE bytes stands for. */
 static int64_t weight_of(int64_t usable)
 {
-	double p = one_minus_exp_neg((double)usable / (double)rate);
+	double p = ms_one_minus_exp_neg((double)usable / (double)rate);
 	return p > 0 ? (int64_t)((double)usable / p + 0.5) : rate;
 }
 

@@ -192,10 +192,21 @@ static int in_self(uintptr_t ip)
  * it is taken from here with one load per frame instead of one unwinding step.  A slot a native
  * stage's trampoline took over holds the trampoline (RAW); the frame is the same while the
  * trampoline still stands for the same return address (IP). */
+#define MAX_OWN 4 /* the shim's own frames a walk from a sampler's registers steps through */
 struct chain {
 	int n;
 	int32_t id;      /* its interned stack when it had no Python frames, else -1 */
 	uint32_t epoch;  /* of the stack table the id belongs to */
+	/* Walked up to the interpreter (a thread running Python: its native frames only), and the slot
+	 * of the interpreter's frame it stopped at (0: it stopped for another reason). */
+	int to_python;
+	uintptr_t python_slot;
+	/* Where the walk started (the sampler's registers: sp, rbp, return address) and the slots of
+	 * the shim's own frames above that, so a sample from the same place finds the chain without
+	 * a step (known_chain); nown 0 when the walk cannot be found that way. */
+	uintptr_t start[3];
+	int nown, rbp_matters;
+	uintptr_t own_slot[MAX_OWN], own_raw[MAX_OWN];
 	uintptr_t slot[MS_SITES_MAX_FRAMES], raw[MS_SITES_MAX_FRAMES], ip[MS_SITES_MAX_FRAMES];
 };
 
@@ -230,19 +241,64 @@ static struct thread_caches *thread_caches(void)
 
 #define last_chain (*(caches ? &caches->last_chain : &no_chain))
 
-static int same_chain(uint64_t *out, int max, uintptr_t slot, uintptr_t ip)
+static int in_python(uintptr_t ip)
+{
+	return ip >= py_lo && ip < py_hi;
+}
+
+static int same_chain(uint64_t *out, int max, uintptr_t slot, uintptr_t ip, int to_python)
 {
 	const struct chain *c = &last_chain;
-	if (!caches || c->n == 0 || c->n > max || c->slot[0] != slot || c->ip[0] != ip)
+	if (!caches || c->n == 0 || c->n > max || c->to_python != to_python || c->slot[0] != slot || c->ip[0] != ip)
 		return 0;
 	for (int k = 1; k < c->n; k++) {
 		uintptr_t v = *(const uintptr_t *)c->slot[k];
 		if (v != c->raw[k] || (v != c->ip[k] && ms_pool_ra(ms_tramp_index(v)) != c->ip[k]))
 			return 0;
 	}
+	if (c->python_slot && !in_python(*(const uintptr_t *)c->python_slot))
+		return 0; /* the frame above the chain is no longer the interpreter's: the walk goes on */
 	for (int k = 0; k < c->n; k++)
 		out[k] = c->ip[k];
 	return c->n;
+}
+
+/* Whether slot values RAW (the return addresses IP, or trampolines standing for them) are still
+ * in SLOT[0..N): one load per frame. */
+static inline int slots_hold(const uintptr_t *slot, const uintptr_t *raw, const uintptr_t *ip, int n)
+{
+	for (int k = 0; k < n; k++)
+		if (*(const uintptr_t *)slot[k] != raw[k] || (MS_UNLIKELY(raw[k] != ip[k]) && ms_pool_ra(ms_tramp_index(raw[k])) != ip[k]))
+			return 0;
+	return 1;
+}
+
+/* The id of the thread's last native-only stack when a walk from START would find it again
+ * without a step: the same registers at the start (rbp only where one of the shim's frames finds
+ * its caller by it), the shim's own frames and the chain still in their slots.  -1 otherwise. */
+static int32_t known_chain(const uintptr_t *start)
+{
+	const struct chain *c = &last_chain;
+	if (!caches || !start || c->nown == 0 || c->id < 0 || c->to_python || c->start[0] != start[0] || c->start[2] != start[2] ||
+	    (c->rbp_matters && c->start[1] != start[1]) || c->epoch != __atomic_load_n(&epoch, __ATOMIC_RELAXED))
+		return -1;
+	if (!slots_hold(c->own_slot + 1, c->own_raw + 1, c->own_raw + 1, c->nown - 1) || !slots_hold(c->slot, c->raw, c->ip, c->n))
+		return -1;
+	return c->id;
+}
+
+/* The last chain was reached from START through the shim's own frames OWN_SLOT/OWN_RAW. */
+static void remember_start(const uintptr_t *start, const uintptr_t *own_slot, const uintptr_t *own_raw, int nown,
+			   int rbp_matters)
+{
+	last_chain.nown = 0; /* a handler sampling meanwhile never matches a half-written start */
+	__atomic_signal_fence(__ATOMIC_SEQ_CST);
+	memcpy(last_chain.start, start, sizeof last_chain.start);
+	memcpy(last_chain.own_slot, own_slot, (size_t)nown * sizeof *own_slot);
+	memcpy(last_chain.own_raw, own_raw, (size_t)nown * sizeof *own_raw);
+	last_chain.rbp_matters = rbp_matters;
+	__atomic_signal_fence(__ATOMIC_SEQ_CST);
+	last_chain.nown = nown;
 }
 
 /* Native return addresses from the caller of the shim outwards (the cursor gives the return
@@ -256,15 +312,28 @@ static int native_frames(uint64_t *out, int max, int stop_in_python, const uintp
 	else
 		ms_cursor_here(&c, NULL);
 	uintptr_t slots[MS_SITES_MAX_FRAMES], raws[MS_SITES_MAX_FRAMES];
-	int n = 0, cacheable = !stop_in_python;
+	uintptr_t own_slots[MAX_OWN], own_raws[MAX_OWN];
+	int n = 0, nown = 0, rbp_matters = 0;
+	uintptr_t python_slot = 0;
 	for (int d = 0; d < max + 48 && n < max; d++) {
-		if (stop_in_python && c.ip >= py_lo && c.ip < py_hi)
+		if (stop_in_python && in_python(c.ip)) {
+			python_slot = c.slot;
 			break;
-		if (!(n == 0 && in_self(c.ip))) {
-			if (n == 0 && cacheable) {
-				int got = same_chain(out, max, c.slot, c.ip);
+		}
+		if (n == 0 && in_self(c.ip)) {
+			if (nown < MAX_OWN) {
+				own_slots[nown] = c.slot;
+				own_raws[nown] = c.raw;
+			}
+			nown++;
+			rbp_matters |= ms_cfi_cfa_from_rbp(c.ip);
+		} else {
+			if (n == 0) {
+				int got = same_chain(out, max, c.slot, c.ip, stop_in_python);
 				if (got) {
 					*hit = 1;
+					if (start && nown <= MAX_OWN)
+						remember_start(start, own_slots, own_raws, nown, rbp_matters);
 					return got;
 				}
 			}
@@ -275,10 +344,13 @@ static int native_frames(uint64_t *out, int max, int stop_in_python, const uintp
 		if (ms_cursor_step(&c) != 1 || c.ip < 4096)
 			break;
 	}
-	if (cacheable && caches && n <= MS_SITES_MAX_FRAMES) {
+	if (caches && n <= MS_SITES_MAX_FRAMES) {
 		last_chain.n = 0; /* a handler sampling meanwhile never sees a half-written chain as whole */
 		last_chain.id = -1;
+		last_chain.nown = 0;
 		__atomic_signal_fence(__ATOMIC_SEQ_CST);
+		last_chain.to_python = stop_in_python;
+		last_chain.python_slot = python_slot;
 		for (int k = 0; k < n; k++) {
 			last_chain.slot[k] = slots[k];
 			last_chain.raw[k] = raws[k];
@@ -286,6 +358,8 @@ static int native_frames(uint64_t *out, int max, int stop_in_python, const uintp
 		}
 		__atomic_signal_fence(__ATOMIC_SEQ_CST);
 		last_chain.n = n;
+		if (start && nown <= MAX_OWN)
+			remember_start(start, own_slots, own_raws, nown, rbp_matters);
 		*hit = 2; /* stored: its id may be remembered once interned */
 	}
 	return n;
@@ -299,7 +373,8 @@ void ms_sites_capture_known(int32_t id)
 	last_chain.epoch = __atomic_load_n(&epoch, __ATOMIC_RELAXED);
 }
 
-int ms_sites_capture(uint64_t *frames, int max, const uintptr_t *start, int32_t *known)
+/* ms_sites_capture without the known chain looked for first. */
+static __attribute__((noinline)) int capture_walk(uint64_t *frames, int max, const uintptr_t *start, int32_t *known)
 {
 	*known = -1;
 	struct ms_py_frame py[MS_SITES_MAX_FRAMES];
@@ -323,6 +398,17 @@ int ms_sites_capture(uint64_t *frames, int max, const uintptr_t *start, int32_t 
 		frames[max + n] = (uint64_t)(py[i].line > 0 ? py[i].line : 0);
 	}
 	return n;
+}
+
+int ms_sites_capture(uint64_t *frames, int max, const uintptr_t *start, int32_t *known)
+{
+	/* a thread running no Python, sampled where it was sampled last: one load per frame */
+	int32_t id = !ms_py_stack_ready() ? known_chain(start) : -1;
+	if (id >= 0) {
+		*known = id;
+		return last_chain.n; /* FRAMES are not read for a known stack */
+	}
+	return capture_walk(frames, max, start, known);
 }
 
 /* ---- interning ----------------------------------------------------------------------------- */

@@ -1,0 +1,30 @@
+/* 1 - e^-x in about 50 instructions (see expmath.h): every sample weighs its block with it. */
+#include <stdint.h>
+#include <string.h>
+#include "core/expmath.h"
+
+/* 2^-N for N in 0..1022. */
+static double two_to_minus(int n)
+{
+	uint64_t bits = (uint64_t)(1023 - n) << 52;
+	double d;
+	memcpy(&d, &bits, sizeof d);
+	return d;
+}
+
+double ms_one_minus_exp_neg(double x)
+{
+	if (!(x > 0))
+		return 0;
+	if (x < 0.015625) /* the series: no cancellation, error x^6/720 relative to x */
+		return x * (1 - x * (0.5 - x * (1.0 / 6 - x * (1.0 / 24 - x * (1.0 / 120)))));
+	if (x > 40)
+		return 1;
+	/* e^-x = 2^-n 2^-f (x log2 e = n + f, 0 <= f < 1), and 2^-f = 2^-1/2 e^-t, |t| <= ln2 / 2 */
+	double y = x * 1.4426950408889634;
+	int n = (int)y;
+	double t = (y - n - 0.5) * 0.6931471805599453;
+	double e = 1 - t * (1 - t * (1.0 / 2 - t * (1.0 / 6 - t * (1.0 / 24 - t * (1.0 / 120 - t * (1.0 / 720 -
+		   t * (1.0 / 5040 - t * (1.0 / 40320 - t * (1.0 / 362880)))))))));
+	return 1 - 0.7071067811865476 * e * two_to_minus(n);
+}
