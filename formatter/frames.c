@@ -67,39 +67,95 @@ static char *mf_native_name(const char *frame)
 	return shown;
 }
 
-/* "[native: a <- b <- c <- … 4 more]" for frames FROM..TO-1 (malloc'd). */
+/* A Python frame's function alone ("backward"; malloc'd). */
+static char *mf_python_name(const char *frame)
+{
+	const char *where = mf_frame_where(frame);
+	return mf_xasprintf("%.*s", (int)(where ? where - frame : (long)strlen(frame)), frame);
+}
+
+/* "[native: a <- b <- c <- … 4 more]" for the native frames among FROM..TO-1 (malloc'd), or NULL
+ * when there is none. */
 static char *mf_fold_native(const struct mf_site *s, size_t from, size_t to)
 {
+	size_t total = 0, done_names = 0;
+	for (size_t k = from; k < to; k++)
+		total += !mf_frame_is_python(mf_site_frame(s, k));
+	if (!total)
+		return NULL;
+	size_t named = total <= MF_FOLD_NAMES + 1 ? total : MF_FOLD_NAMES; /* never "… 1 more" */
 	char *line = mf_xstrdup("[native: ");
-	size_t named = to - from <= MF_FOLD_NAMES + 1 ? to - from : MF_FOLD_NAMES; /* never "… 1 more" */
-	for (size_t k = from; k < to; k++) {
-		char *name = k - from < named ? mf_native_name(mf_site_frame(s, k)) :
-			mf_xasprintf("… %zu more", to - k);
-		char *next = mf_xasprintf("%s%s%s", line, k > from ? " <- " : "", name);
+	for (size_t k = from; k < to && done_names <= named; k++) {
+		if (mf_frame_is_python(mf_site_frame(s, k)))
+			continue;
+		char *name = done_names < named ? mf_native_name(mf_site_frame(s, k)) :
+			mf_xasprintf("… %zu more", total - done_names);
+		char *next = mf_xasprintf("%s%s%s", line, done_names ? " <- " : "", name);
 		free(line), free(name);
 		line = next;
-		if (k - from >= named)
-			break;
+		done_names++;
 	}
 	char *done = mf_xasprintf("%s]", line);
 	free(line);
 	return done;
 }
 
-/* The innermost Python frame of S, or -1. */
+/* A Python frame in an installed library or the standard library, not the user's own code. */
+static int mf_frame_is_library(const char *frame)
+{
+	const char *where = mf_frame_where(frame);
+	return where && (strstr(where, "/site-packages/") || strstr(where, "/dist-packages/") ||
+			 strstr(where, "/lib/python3") || strstr(where, "(<frozen "));
+}
+
+/* The innermost Python frame of S that is the user's own code, else the innermost Python frame,
+ * or -1 (with no Python frame). */
 static long mf_first_python(const struct mf_site *s)
 {
-	for (size_t k = 0; k < mf_site_nframes(s); k++)
-		if (mf_frame_is_python(mf_site_frame(s, k)))
+	long first = -1;
+	for (size_t k = 0; k < mf_site_nframes(s); k++) {
+		const char *f = mf_site_frame(s, k);
+		if (!mf_frame_is_python(f))
+			continue;
+		if (first < 0)
+			first = (long)k;
+		if (!mf_frame_is_library(f))
 			return (long)k;
-	return -1;
+	}
+	return first;
+}
+
+/* "[library: _engine_run_backward (torch/autograd/graph.py:979) <- backward <- … 2 more]": the
+ * Python frames of installed libraries FROM..TO-1 inside the user's line (malloc'd), or NULL. */
+static char *mf_fold_library(const struct mf_site *s, size_t from, size_t to)
+{
+	char *line = NULL;
+	size_t shown = 0, left = 0;
+	for (size_t k = from; k < to; k++)
+		left += mf_frame_is_python(mf_site_frame(s, k));
+	for (size_t k = from; k < to && left; k++) {
+		if (!mf_frame_is_python(mf_site_frame(s, k)))
+			continue;
+		char *name = shown == MF_FOLD_NAMES && left > 1 ? mf_xasprintf("… %zu more", left) :
+			shown ? mf_python_name(mf_site_frame(s, k)) : mf_clean_frame(mf_site_frame(s, k));
+		char *next = mf_xasprintf("%s%s%s", line ? line : "[library: ", shown ? " <- " : "", name);
+		free(line), free(name);
+		line = next, left--;
+		if (shown++ == MF_FOLD_NAMES)
+			break;
+	}
+	if (!line)
+		return NULL;
+	char *done = mf_xasprintf("%s]", line);
+	free(line);
+	return done;
 }
 
 size_t mf_site_lines(const struct mf_site *s, int native, char ***lines)
 {
 	size_t nf = mf_site_nframes(s), n = 0;
 	long py = native ? -1 : mf_first_python(s);
-	*lines = mf_xmalloc((nf ? nf : 1) * sizeof **lines);
+	*lines = mf_xmalloc((nf + 2) * sizeof **lines); /* the user's line, two folded lines, callers */
 	if (!nf) {
 		(*lines)[n++] = mf_xstrdup("(no frames)");
 		return n;
@@ -110,8 +166,12 @@ size_t mf_site_lines(const struct mf_site *s, int native, char ***lines)
 		return n;
 	}
 	(*lines)[n++] = mf_clean_frame(mf_site_frame(s, (size_t)py));
-	if (py > 0)
-		(*lines)[n++] = mf_fold_native(s, 0, (size_t)py);
+	char *library = mf_fold_library(s, 0, (size_t)py);
+	if (library)
+		(*lines)[n++] = library;
+	char *native_line = mf_fold_native(s, 0, (size_t)py); /* also those under the library's frames */
+	if (native_line)
+		(*lines)[n++] = native_line;
 	for (size_t k = (size_t)py + 1; k < nf; k++)
 		if (mf_frame_is_python(mf_site_frame(s, k)))
 			(*lines)[n++] = mf_clean_frame(mf_site_frame(s, k));

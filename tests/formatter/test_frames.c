@@ -59,6 +59,37 @@ START_TEST(test_lines)
 END_TEST
 
 /* Three native names, then "… N more"; four are all shown rather than "… 1 more". */
+/* Python frames of installed libraries inside the user's call fold into one line below it; the
+ * line shown first is the user's own, and --by keys follow it. */
+static const char *const library[] = { "_ZN3c109alloc_cpuEm+0x1f (libc10.so)",
+	"run_backward (/v/lib/python3.11/site-packages/torch/autograd/graph.py:979)",
+	"_PyEval_EvalFrameDefault+0x1d2 (libpython3.11.so.1.0)",
+	"backward (/v/lib/python3.11/site-packages/torch/_tensor.py:623)",
+	"_find_and_load (<frozen importlib._bootstrap>:1176)", "train (/home/u/t.py:22)",
+	"<module> (/home/u/t.py:30)", NULL };
+
+START_TEST(test_library_frames_fold)
+{
+	json_t *fr;
+	struct mf_site s = make(&fr, library);
+	char **lines;
+	size_t n = mf_site_lines(&s, 0, &lines);
+	ck_assert_uint_eq(n, 4);
+	ck_assert_str_eq(lines[0], "train (/home/u/t.py:22)");
+	ck_assert_str_eq(lines[1], "[library: run_backward (/v/lib/python3.11/site-packages/torch/autograd/graph.py:979) "
+				   "<- backward <- _find_and_load]");
+	ck_assert_str_eq(lines[2], "[native: c10::alloc_cpu <- _PyEval_EvalFrameDefault]");
+	ck_assert_str_eq(lines[3], "<module> (/home/u/t.py:30)");
+	for (size_t i = 0; i < n; i++)
+		free(lines[i]);
+	free(lines);
+	char *key = mf_site_key(&s, MF_BY_FUNCTION, 0);
+	ck_assert_str_eq(key, "train (/home/u/t.py)");
+	free(key);
+	json_decref(fr);
+}
+END_TEST
+
 START_TEST(test_fold_length)
 {
 	static const char *const four[] = { "a+0x1 (l.so)", "b+0x1 (l.so)", "c+0x1 (l.so)",
@@ -109,6 +140,7 @@ Suite *frames_suite(void)
 	TCase *tc = tcase_create("frames");
 	tcase_add_test(tc, test_is_python);
 	tcase_add_test(tc, test_lines);
+	tcase_add_test(tc, test_library_frames_fold);
 	tcase_add_test(tc, test_fold_length);
 	tcase_add_test(tc, test_keys);
 	suite_add_tcase(s, tc);

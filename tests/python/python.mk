@@ -25,7 +25,7 @@ $(BUILD)/python/embed: tests/python/fixtures/embed.c
 		$$($(PY_EMBED_CONFIG) --ldflags --embed)
 
 .PHONY: check-python
-check-python: $(BUILD)/libmemshim.so $(PYTHON_SUITES) $(PYTHON_EXTRA)
-	@for t in $(PYTHON_SUITES); do BUILD=$(BUILD) $$t || exit 1; done
+check-python: $(BUILD)/libmemshim.so $(PYTHON_SUITES) $(PYTHON_EXTRA) $(VENV)/.requirements
+	@for t in $(PYTHON_SUITES); do BUILD=$(BUILD) VENV=$(abspath $(VENV)) $$t || exit 1; done
 
 CHECK_TARGETS += check-python

@@ -582,6 +582,60 @@ START_TEST(target_matched_several_functions)
 }
 END_TEST
 
+/* Issue 24's known answer on real PyTorch (the project venv's): an MLP's training stage (Adam,
+ * backward) with 64 MiB made before it still live.  Its call sites are what it added (the 64 MiB is
+ * in the before list), they cover its need, and memshim-format shows the script's own line first. */
+START_TEST(torch_sites_lead_with_the_script)
+{
+	char py[PATH_MAX];
+	snprintf(py, sizeof py, "%s/bin/python", getenv("VENV") ? getenv("VENV") : ".venv");
+	struct run r;
+	const char *check[] = { "-c", "import torch", NULL };
+	run_py(&r, py, check, NULL, NULL, NULL, 0);
+	int have = r.status == 0;
+	run_done(&r);
+	if (!have) {
+		printf("test_python: python3-torch not importable by %s, torch sites test skipped\n", py);
+		return;
+	}
+	const char *env[] = { "OMP_NUM_THREADS=1", NULL };
+	const char *args[] = { fixture("sites_mlp.py"), NULL };
+	run_py(&r, py, args, "train=train_loop", env, NULL, 1);
+	RUN_OK(&r);
+	json_t *train = stage_entry(&r, "train"), *e;
+	json_t *cpu = json_object_get(train, "cpu");
+	double need = (double)(json_integer_value(json_object_get(cpu, "alloc_delta")) +
+			       json_integer_value(json_object_get(cpu, "peaked_delta")));
+	double added = 0, before_big = 0;
+	size_t i;
+	json_array_foreach(json_object_get(train, "peak_sites"), i, e) {
+		added += (double)json_integer_value(json_object_get(e, "bytes"));
+		ck_assert_msg(json_integer_value(json_object_get(e, "bytes")) < 48 * MIB,
+			      "%s: a site of %lld bytes in what train added (the 64 MiB is from before)", py,
+			      (long long)json_integer_value(json_object_get(e, "bytes")));
+	}
+	json_array_foreach(json_object_get(train, "peak_sites_before"), i, e)
+		if (json_integer_value(json_object_get(e, "bytes")) >= before_big)
+			before_big = (double)json_integer_value(json_object_get(e, "bytes"));
+	ck_assert_msg(need > 90 * MIB, "%s: train needed %.1f MiB", py, need / MIB);
+	ck_assert_msg(added >= 0.8 * need, "%s: sites %.1f MiB of a need of %.1f MiB", py, added / MIB, need / MIB);
+	ck_assert_msg(before_big >= 48 * MIB, "%s: largest site from before %.1f MiB", py, before_big / MIB);
+	char file[128], fmt[PATH_MAX + 32];
+	snprintf(file, sizeof file, "%s/m.json", r.dir);
+	snprintf(fmt, sizeof fmt, "%s/memshim-format", getenv("BUILD") ? getenv("BUILD") : "build");
+	struct run f;
+	const char *fargs[] = { "--sites", "--stage", "train", "--top", "3", file, NULL };
+	run_py(&f, fmt, fargs, NULL, NULL, NULL, 0);
+	const char *row = strstr(f.out, "\n  1 ");
+	const char *eol = row ? strchr(row + 1, '\n') : NULL;
+	const char *line = row ? strstr(row, "sites_mlp.py:") : NULL;
+	ck_assert_msg(f.status == 0 && line && eol && line < eol, "%s: the first site is not the script's line:\n%s%s",
+		      py, f.out, f.err);
+	run_done(&f);
+	run_done(&r);
+}
+END_TEST
+
 /* A stage opened before the Trainer's init (a notebook cell): init is one call, the Trainer's, and
  * before_init the live memory when it began. */
 START_TEST(stage_before_trainer_init)
@@ -1293,6 +1347,7 @@ static Suite *suite(void)
 	tcase_add_loop_test(tc, compiled_main, 0, NPY);
 	tcase_add_loop_test(tc, frame_hook_replaced, 0, NPY);
 	tcase_add_loop_test(tc, frame_hook_given_back, 0, NPY);
+	tcase_add_test(tc, torch_sites_lead_with_the_script);
 	tcase_add_test(tc, embedded_interpreter);
 	tcase_add_loop_test(tc, debug_allocator, 0, NPY);
 	tcase_add_loop_test(tc, deep_recursion, 0, NPY);
