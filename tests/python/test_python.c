@@ -717,20 +717,29 @@ START_TEST(torch_training)
 }
 END_TEST
 
-START_TEST(frame_hook_replaced)
+/* replaced_hook.py on interpreter I with MODE ("keep" or "give-back") into R; 0 when I is not
+ * installed or does not use the frame hook route (3.9-3.11). */
+static int run_replaced_hook(struct run *r, int i, const char *mode)
 {
-	const char *py = python_or_skip(_i);
+	const char *py = python_or_skip(i);
 	if (!py)
-		return;
+		return 0;
 	if (minor_of(py) < 9 || minor_of(py) > 11) {
 		printf("test_python: %s does not use the frame evaluation hook route, test skipped\n", py);
-		return;
+		return 0;
 	}
+	const char *args[] = { fixture("replaced_hook.py"), otherhook, mode, NULL };
+	run_py(r, py, args, "work=work", NULL, NULL, 1);
+	RUN_OK(r);
+	expect_out(r, "replaced ok, the other hook evaluated some frames");
+	return 1;
+}
+
+START_TEST(frame_hook_replaced)
+{
 	struct run r;
-	const char *args[] = { fixture("replaced_hook.py"), otherhook, "keep", NULL };
-	run_py(&r, py, args, "work=work", NULL, NULL, 1);
-	RUN_OK(&r);
-	expect_out(&r, "replaced ok, the other hook evaluated some frames");
+	if (!run_replaced_hook(&r, _i, "keep"))
+		return;
 	expect_stage(&r, "work", 1, 4); /* the call after the replacement is not seen */
 	expect_one_warning(&r, "frame evaluation hook");
 	ck_assert_ptr_null(json_object_get(r.root, "python_hook_lost"));
@@ -743,20 +752,11 @@ END_TEST
  * missed in between, on no stream of the program's. */
 START_TEST(frame_hook_given_back)
 {
-	const char *py = python_or_skip(_i);
-	if (!py)
-		return;
-	if (minor_of(py) < 9 || minor_of(py) > 11) {
-		printf("test_python: %s does not use the frame evaluation hook route, test skipped\n", py);
-		return;
-	}
 	struct run r;
-	const char *args[] = { fixture("replaced_hook.py"), otherhook, "give-back", NULL };
-	run_py(&r, py, args, "work=work", NULL, NULL, 1);
-	RUN_OK(&r);
-	expect_out(&r, "replaced ok, the other hook evaluated some frames");
+	if (!run_replaced_hook(&r, _i, "give-back"))
+		return;
 	expect_calls(&r, "work", 2); /* before and after, not while the other tool held it */
-	ck_assert_msg(!strstr(r.err, "memshim:"), "%s: %s", py, r.err);
+	ck_assert_msg(!strstr(r.err, "memshim:"), "%s: %s", r.python, r.err);
 	ck_assert_int_eq(json_integer_value(json_object_get(r.root, "python_hook_lost")), 1);
 	run_done(&r);
 }
