@@ -1,4 +1,5 @@
-/* Writes the call sites live at each stage's peak (see output/peak_sites.h).  The copies are taken
+/* Writes the call sites live at each stage's peak, what the call added and what it found live (see
+ * output/peak_sites.h).  The copies are taken
  * once per file, before any stage is written, so the symbols of all of them are read in one
  * pass. */
 #include <string.h>
@@ -10,13 +11,20 @@ static struct ms_sites_copy copies[MS_MAX_STAGES] MS_LARGE;
 static int have[MS_MAX_STAGES];
 static int active;
 
+static int list_stacks(const struct ms_sites_list *l, int32_t *out)
+{
+	for (int k = 0; k < l->n; k++)
+		out[k] = l->e[k].stack;
+	return l->n;
+}
+
 int ms_peak_sites_begin(const int *ids, int n, int in_handler)
 {
 	active = ms_sites_enabled();
 	memset(have, 0, sizeof have);
 	if (!active || !ms_sites_on()) /* no sample yet: empty lists, nothing to copy or name */
 		return active;
-	static int32_t stacks[MS_MAX_STAGES * 2 * MS_SITES_TOP] MS_LARGE;
+	static int32_t stacks[MS_MAX_STAGES * 4 * MS_SITES_TOP] MS_LARGE;
 	int ns = 0;
 	for (int i = 0; i < n; i++) {
 		int id = ids[i];
@@ -25,27 +33,47 @@ int ms_peak_sites_begin(const int *ids, int n, int in_handler)
 		have[id] = ms_sites_stage_copy(id, &copies[id], in_handler);
 		if (!have[id])
 			continue;
-		for (int k = 0; k < copies[id].ncpu; k++)
-			stacks[ns++] = copies[id].cpu[k].stack;
-		for (int k = 0; k < copies[id].ngpu; k++)
-			stacks[ns++] = copies[id].gpu[k].stack;
+		for (int side = 0; side < 2; side++) {
+			ns += list_stacks(&copies[id].added[side], stacks + ns);
+			ns += list_stacks(&copies[id].before[side], stacks + ns);
+		}
 	}
 	if (!in_handler)
 		ms_sites_symbolise(stacks, ns);
 	return 1;
 }
 
-static void write_list(struct ms_json *w, const char *key, const struct ms_sites_entry *e, int n)
+static void write_counts(struct ms_json *w, const struct ms_sites_entry *e)
+{
+	ms_json_int(w, "bytes", e->bytes);
+	ms_json_int(w, "samples", e->samples);
+	ms_json_int(w, "exact_bytes", e->exact);
+}
+
+/* The closing entry: every stack past the list's, so that the list sums to all sampled bytes. */
+static void write_rest(struct ms_json *w, const struct ms_sites_entry *rest)
+{
+	char text[64];
+	ms_format(text, sizeof text, "(%d other stacks)", rest->stack);
+	ms_json_object(w, NULL);
+	write_counts(w, rest);
+	ms_json_array(w, "frames");
+	ms_json_string(w, NULL, text);
+	ms_json_end_array(w);
+	ms_json_int(w, "other_stacks", rest->stack);
+	ms_json_end_object(w);
+}
+
+static void write_list(struct ms_json *w, const char *key, const struct ms_sites_list *l)
 {
 	uint64_t frames[MS_SITES_MAX_FRAMES];
 	char text[640];
 	ms_json_array(w, key);
-	for (int i = 0; i < n; i++) {
+	for (int i = 0; l && i < l->n; i++) {
 		ms_json_object(w, NULL);
-		ms_json_int(w, "bytes", e[i].bytes);
-		ms_json_int(w, "samples", e[i].samples);
+		write_counts(w, &l->e[i]);
 		ms_json_array(w, "frames");
-		int nf = ms_sites_stack_frames(e[i].stack, frames, MS_SITES_MAX_FRAMES);
+		int nf = ms_sites_stack_frames(l->e[i].stack, frames, MS_SITES_MAX_FRAMES);
 		for (int f = 0; f < nf; f++) {
 			ms_sites_frame_text(frames[f], text, sizeof text);
 			ms_json_string(w, NULL, text);
@@ -53,6 +81,8 @@ static void write_list(struct ms_json *w, const char *key, const struct ms_sites
 		ms_json_end_array(w);
 		ms_json_end_object(w);
 	}
+	if (l && l->rest.stack > 0)
+		write_rest(w, &l->rest);
 	ms_json_end_array(w);
 }
 
@@ -62,8 +92,10 @@ void ms_peak_sites_stage(struct ms_json *w, int id, const struct ms_span *sp)
 		return;
 	const struct ms_sites_copy *c = &copies[id];
 	int ok = have[id];
-	write_list(w, "peak_sites", c->cpu, ok ? c->ncpu : 0);
-	write_list(w, "peak_sites_gpu", c->gpu, ok ? c->ngpu : 0);
+	write_list(w, "peak_sites", ok ? &c->added[0] : NULL);
+	write_list(w, "peak_sites_before", ok ? &c->before[0] : NULL);
+	write_list(w, "peak_sites_gpu", ok ? &c->added[1] : NULL);
+	write_list(w, "peak_sites_gpu_before", ok ? &c->before[1] : NULL);
 	int64_t lag = ok ? sp->peak[MS_CPU] - c->cpu_at : 0, gpu_lag = ok ? sp->peak[MS_GPU] - c->gpu_at : 0;
 	ms_json_int(w, "peak_sites_lag", lag > 0 ? lag : 0);
 	ms_json_int(w, "peak_sites_gpu_lag", gpu_lag > 0 ? gpu_lag : 0);

@@ -9,7 +9,8 @@
 /* Before the document: takes each stage's copy (IDS[0..N)) and names their native frames (not
  * from a signal handler, IN_HANDLER: addresses only).  0 when sampling is off: write nothing. */
 int ms_peak_sites_begin(const int *ids, int n, int in_handler);
-/* Inside stage ID's object: peak_sites, peak_sites_gpu and their lags against the call's span SP. */
+/* Inside stage ID's object: peak_sites and peak_sites_gpu (what the call added), their _before
+ * lists (what was live from before it) and the lags against the call's span SP. */
 void ms_peak_sites_stage(struct ms_json *w, int id, const struct ms_span *sp);
 /* The top-level "sites" object. */
 void ms_peak_sites_summary(struct ms_json *w);

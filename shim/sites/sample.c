@@ -3,7 +3,10 @@
  * has the same chance and a sample stands for R bytes.  A sampled block goes into the live table
  * (address -> stack, weight) and adds its weight to its stack's live bytes; its free takes it out.
  * Each open stage call keeps a copy of the largest stacks' live bytes, refreshed when the CPU (or
- * GPU) live rises more than 2% above the live at the last copy.  One spin lock guards the tables;
+ * GPU) live rises more than 2% above the live at the last copy.  A copy splits them into what the
+ * call added and what was live from before its begin: every block records the boundary generation
+ * it was sampled in, and a copy sums the blocks born since the call's begin from the live table
+ * (copies are few: at most one per 2% of growth), so samples and frees do no more work.  One spin lock guards the tables;
  * a thread that finds itself already inside (a signal handler) skips the sample. */
 #include <errno.h>
 #include <string.h>
@@ -20,7 +23,7 @@
 #include "python/py.h"
 #include "sites/sites.h"
 
-#define LIVE_BITS_FIRST 7 /* 128 slots (3 KiB, a page) at first: the table doubles as samples stay live */
+#define LIVE_BITS_FIRST 7 /* 128 slots (4 KiB, a page) at first: the table doubles as samples stay live */
 #define LIVE_BITS_MAX 19
 #define LIVE_SLOTS (1u << live_bits)
 #define MAX_LIVE ((1u << LIVE_BITS_MAX) / 2)
@@ -28,9 +31,15 @@
 struct live {
 	uint64_t addr; /* 0: empty */
 	int32_t stack;
-	int32_t gpu;
+	uint8_t gpu;
+	uint8_t exact; /* counted at its true size (every device block; CPU: >= EXACT_RATES x rate) */
 	int64_t weight;
+	uint64_t born; /* the boundary generation it was sampled in */
 };
+
+/* A CPU block this many times the rate is sampled with probability 1 - e^-14 > 1 - 1e-6 and
+ * stands for its own size: exact. */
+#define EXACT_RATES 14
 
 static int on;     /* the tables are mapped and samples are taken */
 static int wanted; /* MEMSHIM_SITES: on at the first sample or device allocation (a process that
@@ -43,6 +52,16 @@ static unsigned live_bits = LIVE_BITS_FIRST;
 static struct per_stack {
 	int64_t bytes[2], points[2];
 } *per_stack;
+/* Per stack id: the CPU bytes of its exact blocks (apart, so a small sample touches no more). */
+static int64_t *cpu_exact;
+/* Per stack id, one side at a time: what blocks born since a call's begin hold (a copy's scratch,
+ * all zero between copies). */
+static struct tally {
+	int64_t bytes, points, exact;
+} *added_tally;
+static int64_t exact_from = INT64_MAX; /* usable bytes from which a CPU block is exact */
+/* Bumped at each call's begin; a block born at a generation >= a call's since was sampled in it. */
+static uint64_t boundary_gen, newest_born;
 
 static struct ms_sites_copy cur[MS_MAX_STAGES] MS_LARGE, last[MS_MAX_STAGES] MS_LARGE;
 static int64_t cpu_next = INT64_MAX, gpu_next = INT64_MAX; /* lowest refresh threshold of open calls */
@@ -185,7 +204,7 @@ static int hash_still_live(unsigned h)
 	return 0;
 }
 
-static int live_insert(uint64_t addr, int32_t stack, int gpu, int64_t weight)
+static int live_insert(uint64_t addr, int32_t stack, int gpu, int exact, int64_t weight)
 {
 	if (shared.nlive >= MAX_LIVE || live_grow() < 0)
 		return -1;
@@ -195,7 +214,8 @@ static int live_insert(uint64_t addr, int32_t stack, int gpu, int64_t weight)
 		i = (i + 1) & (LIVE_SLOTS - 1);
 	if (live[i].addr == addr) /* a block we never saw freed (a free in a handler): replace it */
 		return -1;
-	live[i] = (struct live){ addr, stack, gpu, weight };
+	live[i] = (struct live){ addr, stack, (uint8_t)gpu, (uint8_t)exact, weight, boundary_gen };
+	newest_born = boundary_gen;
 	shared.nlive++;
 	if (!gpu)
 		filter_set(ms_sample_hash(addr), 1);
@@ -236,23 +256,101 @@ done:
 
 /* ---- peak copies --------------------------------------------------------------------------- */
 
-/* The MS_SITES_TOP stacks with most live bytes on SIDE (0 CPU, 1 GPU) into E. */
-static int top(int side, struct ms_sites_entry *e)
+/* Samples a block of WEIGHT stands for: one per RATE bytes (a GPU allocation is one). */
+static int64_t points(int64_t weight, int gpu)
 {
-	uint32_t n = ms_sites_nstacks();
-	int k = 0;
-	for (uint32_t id = 0; id < n; id++) {
-		int64_t b = per_stack[id].bytes[side];
-		if (b <= 0 || (k == MS_SITES_TOP && b <= e[k - 1].bytes))
-			continue;
-		int at = k < MS_SITES_TOP ? k++ : k - 1;
-		while (at > 0 && e[at - 1].bytes < b) {
-			e[at] = e[at - 1];
+	int64_t k = gpu ? 1 : weight / rate;
+	return k > 0 ? k : 1;
+}
+
+/* Counts stack entry E into list L: among the MS_SITES_TOP largest, or in the rest (as is the
+ * entry it pushes out). */
+static void offer(struct ms_sites_list *l, struct ms_sites_entry e)
+{
+	if (e.bytes <= 0)
+		return;
+	struct ms_sites_entry out = e;
+	int at = l->n, pushed = 0;
+	if (at < MS_SITES_TOP) {
+		l->n++;
+	} else if (e.bytes > l->e[--at].bytes) {
+		out = l->e[at];
+		pushed = 1;
+	} else {
+		at = -1; /* not among the largest */
+	}
+	if (at >= 0) {
+		while (at > 0 && l->e[at - 1].bytes < e.bytes) {
+			l->e[at] = l->e[at - 1];
 			at--;
 		}
-		e[at] = (struct ms_sites_entry){ (int32_t)id, b, per_stack[id].points[side] };
+		l->e[at] = e;
+		if (!pushed)
+			return;
 	}
-	return k;
+	l->rest.stack++;
+	l->rest.bytes += out.bytes;
+	l->rest.samples += out.samples;
+	l->rest.exact += out.exact;
+}
+
+static void list_clear(struct ms_sites_list *l)
+{
+	l->n = 0;
+	l->rest = (struct ms_sites_entry){ 0, 0, 0, 0 };
+}
+
+/* Stack ID's live bytes on SIDE (0 CPU, 1 GPU), less those of T (blocks born since a begin). */
+static struct ms_sites_entry stack_entry(uint32_t id, int side, const struct tally *t)
+{
+	const struct per_stack *p = &per_stack[id];
+	int64_t exact = side ? p->bytes[1] : cpu_exact[id];
+	return (struct ms_sites_entry){ (int32_t)id, p->bytes[side] - t->bytes, p->points[side] - t->points, exact - t->exact };
+}
+
+/* Every stack with live bytes on SIDE into L. */
+static void list_all(int side, struct ms_sites_list *l)
+{
+	static const struct tally none;
+	uint32_t n = ms_sites_nstacks();
+	list_clear(l);
+	for (uint32_t id = 0; id < n; id++)
+		if (per_stack[id].bytes[side] > 0)
+			offer(l, stack_entry(id, side, &none));
+}
+
+/* Blocks on SIDE born at generation SINCE or later, summed per stack into added_tally. */
+static void tally_since(int side, uint64_t since)
+{
+	for (uint32_t i = 0; i < LIVE_SLOTS; i++) {
+		const struct live *e = &live[i];
+		if (!e->addr || e->gpu != side || e->born < since)
+			continue;
+		struct tally *t = &added_tally[e->stack];
+		t->bytes += e->weight;
+		t->points += points(e->weight, side);
+		t->exact += e->exact ? e->weight : 0;
+	}
+}
+
+/* SIDE's stacks split into what blocks born since SINCE hold (ADDED) and the rest (BEFORE); the
+ * scratch tally is left zero again. */
+static void list_split(int side, uint64_t since, struct ms_sites_list *added, struct ms_sites_list *before)
+{
+	static const struct tally none;
+	uint32_t n = ms_sites_nstacks();
+	tally_since(side, since);
+	list_clear(added);
+	list_clear(before);
+	for (uint32_t id = 0; id < n; id++) {
+		struct tally *t = &added_tally[id];
+		if (per_stack[id].bytes[side] > 0)
+			offer(before, stack_entry(id, side, t));
+		if (t->bytes) {
+			offer(added, (struct ms_sites_entry){ (int32_t)id, t->bytes, t->points, t->exact });
+			*t = none;
+		}
+	}
 }
 
 static int64_t threshold(int64_t at)
@@ -260,38 +358,44 @@ static int64_t threshold(int64_t at)
 	return at + (int64_t)((double)at * MS_SITES_LAG);
 }
 
-/* The last top list of each side (0 CPU, 1 GPU) and the table generation it was made at: a copy
- * while nothing was sampled or freed since reuses it (stage boundaries come far more often than
- * samples). */
+/* The last list of every stack of each side (0 CPU, 1 GPU) and the table generation it was made
+ * at: the copy at a call's begin (all of it from before) reuses it while nothing was sampled or
+ * freed since (stage boundaries come far more often than samples). */
 static struct latest {
 	uint64_t gen;
-	int n;
-	struct ms_sites_entry e[MS_SITES_TOP];
+	struct ms_sites_list all;
 } latest[2] MS_LARGE;
 
-/* Side GPU's top list into OUT (N entries), remade only when its table changed. */
-static void copy_side(int gpu, int *n, struct ms_sites_entry *out)
+/* Side SIDE of call copy C, remade only when its table changed since C's last copy. */
+static void copy_side(struct ms_sites_copy *c, int side)
 {
-	struct latest *l = &latest[gpu];
-	ms_touch(l); /* a fresh page: written before it is read */
-	if (l->gen != shared.gen[gpu]) {
-		l->n = top(gpu, l->e);
-		l->gen = shared.gen[gpu];
+	if (c->gen[side] == shared.gen[side])
+		return;
+	c->gen[side] = shared.gen[side];
+	if (newest_born < c->since) { /* nothing sampled in the call is live: all of it from before */
+		struct latest *l = &latest[side];
+		ms_touch(l); /* a fresh page: written before it is read */
+		if (l->gen != shared.gen[side]) {
+			list_all(side, &l->all);
+			l->gen = shared.gen[side];
+		}
+		list_clear(&c->added[side]);
+		c->before[side] = l->all;
+		return;
 	}
-	*n = l->n;
-	memcpy(out, l->e, (size_t)l->n * sizeof *out);
+	list_split(side, c->since, &c->added[side], &c->before[side]);
 }
 
 static void copy_cpu(struct ms_sites_copy *c, int64_t now)
 {
 	c->cpu_at = now;
-	copy_side(0, &c->ncpu, c->cpu);
+	copy_side(c, 0);
 }
 
 static void copy_gpu(struct ms_sites_copy *c, int64_t now)
 {
 	c->gpu_at = now;
-	copy_side(1, &c->ngpu, c->gpu);
+	copy_side(c, 1);
 }
 
 /* Stage ids with an open call, so boundaries and refreshes look at those only. */
@@ -327,6 +431,8 @@ static void refresh(int64_t cpu_now, int64_t gpu_now)
 static void start_call(int id, int64_t cpu_now, int64_t gpu_now)
 {
 	cur[id].valid = 1;
+	cur[id].since = ++boundary_gen;
+	cur[id].gen[0] = cur[id].gen[1] = 0; /* table generations start at 1: both sides are copied */
 	copy_cpu(&cur[id], cpu_now);
 	copy_gpu(&cur[id], gpu_now);
 	open_ids[nopen++] = id;
@@ -381,19 +487,14 @@ static void leave(void)
 	busy = 0;
 }
 
-/* Samples a block of WEIGHT stands for: one per RATE bytes (a GPU allocation is one). */
-static int64_t points(int64_t weight, int gpu)
-{
-	int64_t k = gpu ? 1 : weight / rate;
-	return k > 0 ? k : 1;
-}
-
-/* A block of WEIGHT bytes of stack ID came (SIGN 1) or went (-1) on side GPU (lock held: every
- * reader holds it too). */
-static void stack_moved(int32_t id, int gpu, int64_t weight, int sign)
+/* A block of WEIGHT bytes of stack ID (EXACT: counted at its true size) came (SIGN 1) or went (-1)
+ * on side GPU (lock held: every reader holds it too). */
+static void stack_moved(int32_t id, int gpu, int exact, int64_t weight, int sign)
 {
 	int side = gpu != 0;
 	per_stack[id].bytes[side] += sign * weight;
+	if (exact && !gpu)
+		cpu_exact[id] += sign * weight;
 	per_stack[id].points[side] += sign * points(weight, gpu);
 	shared.gen[side]++;
 }
@@ -419,8 +520,8 @@ static void prefetch_slot(uint64_t addr)
 	__builtin_prefetch((const char *)t + (ms_sample_mix(addr) >> (64 - bits)) * sizeof *t, 1);
 }
 
-/* Records block ADDR of WEIGHT bytes with the calling thread's stack. */
-static void record(uint64_t addr, int64_t weight, int gpu, const uintptr_t *start)
+/* Records block ADDR of WEIGHT bytes (EXACT: its true size) with the calling thread's stack. */
+static void record(uint64_t addr, int64_t weight, int gpu, int exact, const uintptr_t *start)
 {
 	uint64_t frames[2 * MS_SITES_MAX_FRAMES];
 	int32_t id;
@@ -433,8 +534,8 @@ static void record(uint64_t addr, int64_t weight, int gpu, const uintptr_t *star
 		if (id >= 0 && remember)
 			ms_sites_capture_known(id);
 	}
-	if (id >= 0 && live_insert(addr, id, gpu, weight) == 0) {
-		stack_moved(id, gpu, weight, 1);
+	if (id >= 0 && live_insert(addr, id, gpu, exact, weight) == 0) {
+		stack_moved(id, gpu, exact, weight, 1);
 	} else {
 		shared.samples_dropped++;
 	}
@@ -453,7 +554,9 @@ static int turn_on(void)
 	if (!on && wanted) {
 		__atomic_store_n(&live, ms_raw_map(LIVE_SLOTS * sizeof *live), __ATOMIC_RELAXED);
 		per_stack = ms_raw_map(STACK_IDS * sizeof *per_stack);
-		if (live && per_stack && ms_sites_stacks_init() == 0) {
+		cpu_exact = ms_raw_map(STACK_IDS * sizeof *cpu_exact);
+		added_tally = ms_raw_map(STACK_IDS * sizeof *added_tally);
+		if (live && per_stack && cpu_exact && added_tally && ms_sites_stacks_init() == 0) {
 			sync_stages(-1);
 			__atomic_store_n(&on, 1, __ATOMIC_RELEASE);
 		} else {
@@ -477,7 +580,8 @@ static void take(void *p, int64_t usable, uintptr_t sp, uintptr_t rbp)
 	int sampled = ms_sample_left < 0; /* the next sample point fell inside this block */
 	if (sampled)
 		ms_sample_left = draw(); /* memoryless: the next point is a fresh draw from the block's end */
-	int64_t weight = weight_of(usable);
+	int exact = usable >= exact_from;
+	int64_t weight = exact ? usable : weight_of(usable);
 	if (!sampled || !p || enter() < 0)
 		return;
 	if (!on && !turn_on()) {
@@ -486,7 +590,7 @@ static void take(void *p, int64_t usable, uintptr_t sp, uintptr_t rbp)
 	}
 	int saved = errno;
 	uintptr_t start[3] = { sp, rbp, *(const uintptr_t *)(sp - 8) };
-	record((uint64_t)(uintptr_t)p, weight, 0, start);
+	record((uint64_t)(uintptr_t)p, weight, 0, exact, start);
 	errno = saved;
 	leave();
 }
@@ -496,7 +600,7 @@ static void take_out(uint64_t addr, int gpu)
 	struct live e;
 	ms_spin_lock(&shared.lock, &lock_mine);
 	if (live_remove(addr, gpu, &e) == 0) {
-		stack_moved(e.stack, gpu, e.weight, -1);
+		stack_moved(e.stack, gpu, e.exact, e.weight, -1);
 	}
 	ms_spin_unlock(&shared.lock, &lock_mine);
 }
@@ -530,7 +634,7 @@ static void gpu_alloc(uint64_t dptr, int64_t bytes)
 		return;
 	}
 	int saved = errno;
-	record(dptr, bytes, 1, NULL);
+	record(dptr, bytes, 1, 1, NULL);
 	errno = saved;
 	leave();
 }
@@ -550,6 +654,7 @@ void ms_sites_init(void)
 	if (!ms_cfg.sites)
 		return;
 	rate = ms_cfg.sites_rate > 0 ? ms_cfg.sites_rate : 524288;
+	exact_from = rate <= INT64_MAX / EXACT_RATES ? EXACT_RATES * rate : INT64_MAX;
 	__atomic_store_n(&wanted, 1, __ATOMIC_RELEASE); /* the tables come with the first sample */
 	ms_set_sampler(take, forget); /* the wrappers below call up only through these */
 	ms_cuda_set_observer(gpu_alloc, gpu_free);
@@ -594,6 +699,7 @@ void ms_sites_fork_child(int tracking)
 	ms_zero(live, LIVE_SLOTS * sizeof *live);
 	ms_zero(ms_sample_filter, sizeof ms_sample_filter);
 	ms_zero(per_stack, STACK_IDS * sizeof *per_stack);
+	ms_zero(cpu_exact, STACK_IDS * sizeof *cpu_exact);
 	ms_zero(cur, sizeof cur);
 	ms_zero(last, sizeof last);
 	shared.nlive = 0;

@@ -8,8 +8,8 @@
  * Memory bound (all raw mappings made at start, pages touched as used, never the wrapped malloc):
  * stacks 16384 x 64 frames (a 256 Ki-word frame pool), strings 32768 / 2 MiB, sampled live blocks
  * 262144 (about 128 GiB live at the default rate; more are counted as dropped), and per stage
- * (64) two copies (open call, last call) of the 50 largest CPU and GPU stacks: about 15 MiB of
- * address space in all, of which a small program touches well under 1 MiB. */
+ * (64) two copies (open call, last call) of the 50 largest CPU and GPU stacks, added and from
+ * before: about 20 MiB of address space in all, of which a small program touches well under 1 MiB. */
 #ifndef MS_SITES_H
 #define MS_SITES_H
 
@@ -21,17 +21,28 @@
 #define MS_SITES_LAG 0.02      /* a copy is refreshed when the peak rises this much above it */
 
 struct ms_sites_entry {
-	int32_t stack;
-	int64_t bytes;   /* estimated bytes live (CPU: samples x rate; GPU: exact) */
+	int32_t stack;   /* in a list's rest: the number of stacks it stands for */
+	int64_t bytes;   /* estimated bytes live (CPU: sampled weights; GPU: exact) */
 	int64_t samples; /* live samples (GPU: allocations) */
+	int64_t exact;   /* the part of bytes from blocks counted at their true size */
 };
 
-/* The stacks live at one stage call's peak, as of the last copy. */
+/* The MS_SITES_TOP largest stacks of one kind, and the sum of every other stack's (REST), so that
+ * the list and its rest add up to every sampled byte of that kind. */
+struct ms_sites_list {
+	int n;
+	struct ms_sites_entry e[MS_SITES_TOP];
+	struct ms_sites_entry rest;
+};
+
+/* The stacks live at one stage call's peak, as of the last copy: per side (0 CPU, 1 GPU) what the
+ * call added (blocks sampled after its begin) and what was live from before it. */
 struct ms_sites_copy {
 	int valid;
+	uint64_t since;          /* the boundary generation of the call's begin */
+	uint64_t gen[2];         /* each side's table generation at its last copy */
 	int64_t cpu_at, gpu_at; /* CPU / GPU live when each side was copied */
-	int ncpu, ngpu;
-	struct ms_sites_entry cpu[MS_SITES_TOP], gpu[MS_SITES_TOP];
+	struct ms_sites_list added[2], before[2];
 };
 
 struct ms_sites_stats {

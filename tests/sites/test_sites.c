@@ -191,6 +191,82 @@ START_TEST(single_large_blocks_are_exact_in_every_run)
 }
 END_TEST
 
+/* Bytes of the sites in LIST whose innermost frame starts with PREFIX, and their exact part. */
+static double site_exact(json_t *stage, const char *list, const char *prefix)
+{
+	json_t *l = json_object_get(stage, list), *e;
+	size_t i;
+	double sum = 0;
+	json_array_foreach(l, i, e) {
+		const char *f0 = json_string_value(json_array_get(json_object_get(e, "frames"), 0));
+		ck_assert_msg(json_is_integer(json_object_get(e, "exact_bytes")), "an entry of %s without exact_bytes", list);
+		if (f0 && !strncmp(f0, prefix, strlen(prefix)))
+			sum += (double)json_integer_value(json_object_get(e, "exact_bytes"));
+	}
+	return sum;
+}
+
+/* A block of N MiB read as it is (its usable size: a page or two over). */
+static void assert_block(double got, double mib, const char *what)
+{
+	ck_assert_msg(got >= mib * MiB && got < mib * MiB + 8192, "%s: %.0f bytes, not one %.0f MiB block", what, got, mib);
+}
+
+/* peak_sites holds what a call added, peak_sites_before what it found live: 60 MiB made before
+ * "outer", which adds 30 MiB, inside it "inner" 10 MiB; "again"'s last call adds 20 MiB of
+ * alloc_one_ten and finds its first call's 20 MiB of alloc_one_thirty. */
+START_TEST(sites_split_what_a_call_added_from_what_it_found)
+{
+	json_t *root = run_fixture("added", NULL);
+	json_t *outer = stage_of(root, "outer"), *inner = stage_of(root, "inner"), *again = stage_of(root, "again");
+	ck_assert_ptr_nonnull(outer);
+	ck_assert_ptr_nonnull(inner);
+	ck_assert_ptr_nonnull(again);
+	assert_block(site_bytes(outer, "peak_sites", "alloc_one_thirty+"), 30, "outer adds thirty");
+	assert_block(site_bytes(outer, "peak_sites", "alloc_one_ten+"), 10, "outer adds inner's ten");
+	ck_assert_msg(site_bytes(outer, "peak_sites", "alloc_sixty+") == 0, "outer's added sites hold older memory");
+	assert_within(site_bytes(outer, "peak_sites_before", "alloc_sixty+"), 60 * MiB, lag_of(outer), "outer before");
+	ck_assert(site_bytes(outer, "peak_sites_before", "alloc_one_") == 0);
+	assert_block(site_bytes(inner, "peak_sites", "alloc_one_ten+"), 10, "inner adds ten");
+	ck_assert(site_bytes(inner, "peak_sites", "alloc_one_thirty+") == 0 && site_bytes(inner, "peak_sites", "alloc_sixty+") == 0);
+	assert_block(site_bytes(inner, "peak_sites_before", "alloc_one_thirty+"), 30, "inner finds outer's thirty");
+	assert_within(site_bytes(inner, "peak_sites_before", "alloc_sixty+"), 60 * MiB, lag_of(inner), "inner before");
+	assert_block(site_bytes(again, "peak_sites", "alloc_one_ten+"), 20, "again's last call adds");
+	ck_assert(site_bytes(again, "peak_sites", "alloc_one_thirty+") == 0);
+	assert_block(site_bytes(again, "peak_sites_before", "alloc_one_thirty+"), 20, "again's first call's block");
+	/* exact_bytes: the large blocks all of theirs, the small sampled ones none */
+	ck_assert(site_exact(outer, "peak_sites", "alloc_one_thirty+") == site_bytes(outer, "peak_sites", "alloc_one_thirty+"));
+	ck_assert(site_exact(outer, "peak_sites_before", "alloc_sixty+") == 0);
+	json_decref(root);
+}
+END_TEST
+
+/* Past 50 stacks, one closing entry stands for the rest: each list sums to every sampled byte (at
+ * rate 1, every block: 1568 of one size, two per stack). */
+START_TEST(a_closing_entry_makes_the_list_sum_to_the_total)
+{
+	const char *env[] = { "MEMSHIM_SITES_RATE=1", NULL };
+	json_t *root = run_fixture("many", env);
+	json_t *l = json_object_get(stage_of(root, "work"), "peak_sites"), *e;
+	ck_assert_int_eq(json_array_size(l), 51);
+	size_t i;
+	double sum = 0;
+	json_array_foreach(l, i, e)
+		sum += (double)json_integer_value(json_object_get(e, "bytes"));
+	json_t *last = json_array_get(l, 50);
+	json_int_t others = json_integer_value(json_object_get(last, "other_stacks"));
+	char text[64];
+	snprintf(text, sizeof text, "(%lld other stacks)", (long long)others);
+	ck_assert_str_eq(json_string_value(json_array_get(json_object_get(last, "frames"), 0)), text);
+	ck_assert_int_eq(json_array_size(json_object_get(last, "frames")), 1);
+	ck_assert_msg(others >= 784 - 50 && others < 784 - 50 + 64, "%lld other stacks", (long long)others);
+	double block = (double)json_integer_value(json_object_get(json_array_get(l, 0), "bytes")) / 2;
+	ck_assert_msg(sum == 2 * 28 * 28 * block, "the list sums to %.0f, the blocks to %.0f", sum, 2 * 28 * 28 * block);
+	ck_assert(json_is_integer(json_object_get(last, "exact_bytes")) && json_is_integer(json_object_get(last, "samples")));
+	json_decref(root);
+}
+END_TEST
+
 START_TEST(sites_off_writes_no_site_keys)
 {
 	const char *env[] = { "MEMSHIM_SITES=0", NULL };
@@ -202,6 +278,7 @@ START_TEST(sites_off_writes_no_site_keys)
 	json_array_foreach(stages, i, st) {
 		ck_assert_ptr_null(json_object_get(st, "peak_sites"));
 		ck_assert_ptr_null(json_object_get(st, "peak_sites_gpu"));
+		ck_assert_ptr_null(json_object_get(st, "peak_sites_before"));
 		ck_assert_ptr_null(json_object_get(st, "peak_sites_lag"));
 	}
 	ck_assert_ptr_null(strstr(r.err, "memshim:"));
@@ -241,6 +318,8 @@ START_TEST(many_stacks_grow_the_tables_and_are_found_again)
 	ck_assert_int_gt(json_array_size(l), 10);
 	size_t i;
 	json_array_foreach(l, i, e) { /* the top sites are the leaf's, each through its own depths */
+		if (json_object_get(e, "other_stacks"))
+			continue; /* the closing entry */
 		json_t *frames = json_object_get(e, "frames");
 		const char *f0 = json_string_value(json_array_get(frames, 0));
 		ck_assert_msg(f0 && !strncmp(f0, "leaf_block+", 11), "site %zu starts at %s", i, f0 ? f0 : "?");
@@ -381,6 +460,36 @@ START_TEST(python_frames_name_functions_and_lines)
 }
 END_TEST
 
+/* A stage holding 30/10 MiB from two functions while 64 MiB made before it stays live: the added
+ * sites name the two, the 64 MiB is in peak_sites_before. */
+START_TEST(python_stage_sites_are_what_it_added)
+{
+	const char *py = pythons[_i];
+	if (access(py, X_OK) != 0)
+		return;
+	char script[1024];
+	ck_assert_ptr_nonnull(realpath("tests/sites/fixtures/sites_added.py", script));
+	const char *argv[] = { py, script, NULL };
+	const char *env[] = { "MEMSHIM_STAGES=work=run_work", NULL };
+	ck_assert_int_eq(run_under_shim(&r, argv, env), 0);
+	ck_assert_msg(WIFEXITED(r.status) && WEXITSTATUS(r.status) == 0, "%s: %s", py, r.err);
+	json_t *root = load_metrics(&r, "m.json");
+	ck_assert_ptr_nonnull(root);
+	json_t *work = stage_of(root, "work");
+	ck_assert_ptr_nonnull(work);
+	char thirty[1200], ten[1200], before[1200];
+	snprintf(thirty, sizeof thirty, "alloc_thirty (%s:", script);
+	snprintf(ten, sizeof ten, "alloc_ten (%s:", script);
+	snprintf(before, sizeof before, "alloc_before (%s:", script);
+	assert_within(site_bytes(work, "peak_sites", thirty), 30 * MiB, lag_of(work), thirty);
+	assert_within(site_bytes(work, "peak_sites", ten), 10 * MiB, lag_of(work), ten);
+	ck_assert_msg(site_bytes(work, "peak_sites", before) == 0, "%s: the 64 MiB from before is in peak_sites", py);
+	assert_within(site_bytes(work, "peak_sites_before", before), 64 * MiB, lag_of(work), before);
+	ck_assert(site_bytes(work, "peak_sites_before", thirty) == 0);
+	json_decref(root);
+}
+END_TEST
+
 /* Objects in pymalloc arenas (mapped by Python itself) are attributed to the function that made
  * them: anonymous mmap is sampled too. */
 START_TEST(python_small_objects_through_arenas)
@@ -430,9 +539,13 @@ START_TEST(gpu_sites_with_the_standin_driver)
 	ck_assert_int_eq(json_integer_value(json_object_get(json_array_get(l, 2), "bytes")), 10240);
 	ck_assert(site_bytes(alloc, "peak_sites_gpu", "linked+0x") == (3 << 20) + (1 << 20) + 10240);
 	ck_assert_int_eq(json_integer_value(json_object_get(alloc, "peak_sites_gpu_lag")), 0);
-	/* "free" peaks at its start: the 1 MiB block was freed before */
-	ck_assert_int_eq(json_array_size(json_object_get(fr, "peak_sites_gpu")), 2);
-	ck_assert(site_bytes(fr, "peak_sites_gpu", "linked+0x") == (3 << 20) + 10240);
+	ck_assert(site_exact(alloc, "peak_sites_gpu", "linked+0x") == (3 << 20) + (1 << 20) + 10240);
+	ck_assert_int_eq(json_array_size(json_object_get(alloc, "peak_sites_gpu_before")), 0);
+	/* "free" peaks at its start, with what "alloc" left (the 1 MiB block was freed before): it
+	 * added nothing */
+	ck_assert_int_eq(json_array_size(json_object_get(fr, "peak_sites_gpu")), 0);
+	ck_assert_int_eq(json_array_size(json_object_get(fr, "peak_sites_gpu_before")), 2);
+	ck_assert(site_bytes(fr, "peak_sites_gpu_before", "linked+0x") == (3 << 20) + 10240);
 	json_t *sites = json_object_get(root, "sites");
 	ck_assert_int_eq(json_integer_value(json_object_get(sites, "gpu_allocations")), 3);
 	json_decref(root);
@@ -478,6 +591,8 @@ static Suite *suite(void)
 	tcase_add_test(tc, samples_through_a_native_stage_name_their_callers);
 	tcase_add_test(tc, error_bound_holds_over_20_runs);
 	tcase_add_test(tc, single_large_blocks_are_exact_in_every_run);
+	tcase_add_test(tc, sites_split_what_a_call_added_from_what_it_found);
+	tcase_add_test(tc, a_closing_entry_makes_the_list_sum_to_the_total);
 	tcase_add_test(tc, sites_off_writes_no_site_keys);
 	tcase_add_test(tc, many_stacks_grow_the_tables_and_are_found_again);
 	tcase_add_test(tc, a_program_run_through_a_link_is_named_as_its_file);
@@ -487,6 +602,7 @@ static Suite *suite(void)
 	tcase_add_test(tc, a_forked_child_copies_no_table_page);
 	tcase_add_test(tc, signal_handler_allocates_while_sampling);
 	tcase_add_loop_test(tc, python_frames_name_functions_and_lines, 0, (int)(sizeof pythons / sizeof *pythons));
+	tcase_add_loop_test(tc, python_stage_sites_are_what_it_added, 0, (int)(sizeof pythons / sizeof *pythons));
 	tcase_add_loop_test(tc, python_small_objects_through_arenas, 0, (int)(sizeof pythons / sizeof *pythons));
 	tcase_add_test(tc, gpu_sites_with_the_standin_driver);
 	suite_add_tcase(s, tc);
