@@ -14,6 +14,14 @@ static int64_t closed_peaks[MS_NCOMP];
 static int64_t inherited_live[MS_NCOMP];
 static int gpu_used;
 static uint32_t devices_used;
+/* Components whose counters ever moved (bit per ms_comp): a cut exchanges only their windows. */
+static uint32_t moved = (1u << MS_CPU) | (1u << MS_MALLOC);
+
+static void mark_moved(uint32_t bits)
+{
+	if ((__atomic_load_n(&moved, __ATOMIC_RELAXED) & bits) != bits)
+		__atomic_fetch_or(&moved, bits, __ATOMIC_RELAXED);
+}
 
 /* ---- the CPU word (see counters.h) ------------------------------------------------------------- */
 
@@ -88,6 +96,17 @@ static int64_t load_peak(enum ms_comp c)
 	return __atomic_load_n(&ms_counters[c].win_peak, __ATOMIC_RELAXED);
 }
 
+/* ms_raise_peak returning the peak it leaves (at least VALUE). */
+static int64_t raise_peak_to(int64_t *peak, int64_t value)
+{
+	int64_t seen = __atomic_load_n(peak, __ATOMIC_RELAXED);
+	while (value > seen) {
+		if (__atomic_compare_exchange_n(peak, &seen, value, 1, __ATOMIC_RELAXED, __ATOMIC_RELAXED))
+			return value;
+	}
+	return seen;
+}
+
 static uint64_t gate_hi_for(uint64_t mm)
 {
 	int64_t limit = load_peak(MS_CPU);
@@ -147,8 +166,37 @@ static void lower_end(void)
 	}
 }
 
+/* The common case, a new high of the current epoch while nothing lowers the gate: the mmap bytes
+ * are the current ones (no ring read) and gate_lo is already right (every lowering's end sets it).
+ * 0 when it does not apply: the general path then runs. */
+static int slow_current_epoch(uint64_t result)
+{
+	uint64_t old = __atomic_load_n(&ms_cpu.gate_hi, __ATOMIC_SEQ_CST); /* before the lowering check */
+	uint64_t mm = __atomic_load_n(&mmap_now, __ATOMIC_SEQ_CST);
+	if (EPOCH_OF(mm) != EPOCH_OF(result) || __atomic_load_n(&lowering, __ATOMIC_SEQ_CST))
+		return 0;
+	int64_t cpu = cpu_of(result), mmap_bytes = mmap_bytes_of(mm);
+	int64_t limit = raise_peak_to(&ms_counters[MS_CPU].win_peak, cpu);
+	int64_t malloc_limit = raise_peak_to(&ms_counters[MS_MALLOC].win_peak, cpu - mmap_bytes) + mmap_bytes;
+	ms_watch_check(MS_CPU, cpu);
+	int64_t watch = __atomic_load_n(&ms_watch_hi[MS_CPU], __ATOMIC_RELAXED);
+	limit = malloc_limit < limit ? malloc_limit : limit;
+	limit = watch < limit ? watch : limit;
+	if (limit <= 0 || limit >= (int64_t)MS_CPU_BIAS) {
+		raise_gates(); /* out of the plain range (a watch at INT64_MAX, a negative malloc peak) */
+		return 1;
+	}
+	uint64_t want = (mm & ~MS_CPU_VALUE_MASK) | ((uint64_t)limit + MS_CPU_BIAS);
+	if (want != old &&
+	    !__atomic_compare_exchange_n(&ms_cpu.gate_hi, &old, want, 0, __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST))
+		raise_gates(); /* the gate moved meanwhile (a watch, a lowering): from the state as it is now */
+	return 1;
+}
+
 void ms_cpu_slow(uint64_t result)
 {
+	if (slow_current_epoch(result))
+		return;
 	int64_t cpu = cpu_of(result);
 	ms_raise_peak(&ms_counters[MS_CPU].win_peak, cpu);
 	ms_raise_peak(&ms_counters[MS_MALLOC].win_peak, cpu - mmap_at(result));
@@ -160,6 +208,7 @@ void ms_cpu_mmap_add(enum ms_comp part, int64_t bytes)
 {
 	if (!bytes)
 		return;
+	mark_moved((1u << MS_MMAP) | (1u << MS_RESERVE));
 	lower_begin();
 	uint64_t old = __atomic_load_n(&mmap_now, __ATOMIC_RELAXED);
 	int64_t mm = mmap_bytes_of(old) + bytes;
@@ -199,6 +248,7 @@ void ms_cpu_live(int64_t *cpu, int64_t *malloc_part, int64_t *mmap_part, int64_t
 void ms_counter_set(enum ms_comp comp, int64_t value)
 {
 	struct ms_counter *c = &ms_counters[comp];
+	mark_moved(1u << comp);
 	__atomic_store_n(&c->live, value, __ATOMIC_RELAXED);
 	ms_raise_peak(&c->win_peak, value);
 }
@@ -239,8 +289,10 @@ void ms_watch_set(enum ms_comp comp, int64_t lo, int64_t hi)
 
 void ms_gpu_mark_used(void)
 {
-	if (!__atomic_load_n(&gpu_used, __ATOMIC_RELAXED))
+	if (!__atomic_load_n(&gpu_used, __ATOMIC_RELAXED)) {
+		mark_moved((1u << MS_GPU) | (1u << MS_MANAGED) | (1u << MS_PINNED));
 		__atomic_store_n(&gpu_used, 1, __ATOMIC_RELAXED);
+	}
 }
 
 int ms_gpu_used(void)
@@ -258,8 +310,10 @@ void ms_gpu_add(int device, int64_t bytes)
 	ms_gpu_mark_used();
 	if (device >= 0 && device < MS_MAX_DEVICES) {
 		uint32_t bit = 1u << device;
-		if (!(__atomic_load_n(&devices_used, __ATOMIC_RELAXED) & bit))
+		if (!(__atomic_load_n(&devices_used, __ATOMIC_RELAXED) & bit)) {
+			mark_moved(1u << (MS_DEV0 + device));
 			__atomic_fetch_or(&devices_used, bit, __ATOMIC_RELAXED);
+		}
 		enum ms_comp dev = (enum ms_comp)(MS_DEV0 + device);
 		ms_watch_check(dev, ms_counter_add(dev, bytes));
 	}
@@ -278,13 +332,29 @@ int ms_counters_used(void)
 	return d ? MS_DEV0 + 32 - __builtin_clz(d) : MS_DEV0;
 }
 
+uint32_t ms_counters_moved(void)
+{
+	return __atomic_load_n(&moved, __ATOMIC_RELAXED);
+}
+
 /* Live of every component, the CPU ones as one consistent set; N components in use, the rest 0. */
 static void live_all(int64_t live[MS_NCOMP], int n)
 {
-	for (int c = MS_MMAP + 1; c < n; c++)
+	const uint32_t cpu_parts = (1u << MS_CPU) | (1u << MS_MALLOC) | (1u << MS_MMAP) | (1u << MS_RESERVE);
+	memset(live, 0, sizeof *live * MS_NCOMP); /* a component that never moved is 0 */
+	uint32_t others = __atomic_load_n(&moved, __ATOMIC_RELAXED) & ~cpu_parts;
+	if (n < 32)
+		others &= (UINT32_C(1) << n) - 1;
+	for (; others; others &= others - 1) {
+		int c = __builtin_ctz(others);
 		live[c] = __atomic_load_n(&ms_counters[c].live, __ATOMIC_RELAXED);
-	memset(live + n, 0, sizeof *live * (size_t)(MS_NCOMP - n));
-	ms_cpu_live(&live[MS_CPU], &live[MS_MALLOC], &live[MS_MMAP], &live[MS_RESERVE]);
+	}
+	uint64_t w = __atomic_load_n(&ms_cpu.word, __ATOMIC_SEQ_CST);
+	int64_t mm = mmap_at(w), rs = reserve_at(w);
+	live[MS_CPU] = cpu_of(w);
+	live[MS_MALLOC] = cpu_of(w) - mm;
+	live[MS_MMAP] = mm - rs;
+	live[MS_RESERVE] = rs;
 }
 
 void ms_counters_cut_window(int64_t peaks[MS_NCOMP], int64_t live[MS_NCOMP])
@@ -292,8 +362,10 @@ void ms_counters_cut_window(int64_t peaks[MS_NCOMP], int64_t live[MS_NCOMP])
 	int n = ms_counters_used(); /* a device never used has 0 everywhere: nothing to cut */
 	lower_begin(); /* adds during the cut take the slow path: none is missed by the new window */
 	live_all(live, n);
-	memset(peaks + n, 0, sizeof *peaks * (size_t)(MS_NCOMP - n));
-	for (int c = 0; c < n; c++) {
+	memcpy(peaks, live, sizeof *peaks * MS_NCOMP); /* a component that never moved: 0 in both */
+	uint32_t cut = __atomic_load_n(&moved, __ATOMIC_RELAXED) & ((UINT32_C(1) << n) - 1);
+	for (; cut; cut &= cut - 1) {
+		int c = __builtin_ctz(cut);
 		struct ms_counter *k = &ms_counters[c];
 		int64_t now = live[c];
 		int64_t old = __atomic_exchange_n(&k->win_peak, now, __ATOMIC_RELAXED);

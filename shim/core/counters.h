@@ -173,6 +173,9 @@ uint32_t ms_gpu_devices_used(void);
 /* Components that may be non-zero: those below MS_DEV0 and the devices up to the highest used (a
  * loop over components at each stage boundary can stop there). */
 int ms_counters_used(void);
+/* The components whose counters ever moved, a bit per ms_comp: the others are 0 everywhere (live,
+ * peaks, every span), so per-call loops can skip them. */
+uint32_t ms_counters_moved(void);
 
 /* Live bytes of COMP now. */
 int64_t ms_live(enum ms_comp comp);

@@ -87,22 +87,29 @@ static void boundary(int64_t live[MS_NCOMP])
 {
 	int64_t peaks[MS_NCOMP];
 	ms_counters_cut_window(peaks, live);
-	int n = ms_counters_used();
+	uint32_t moved = ms_counters_moved();
 	for (int i = 0; i < ms_st.nopen; i++) {
 		struct ms_span *cur = &ms_st.stage[ms_st.open[i]].cur;
-		for (int c = 0; c < n; c++)
+		for (uint32_t m = moved; m; m &= m - 1) {
+			int c = __builtin_ctz(m);
 			if (peaks[c] > cur->peak[c])
 				cur->peak[c] = peaks[c];
+		}
 	}
 }
 
 static void start_call(int id, const int64_t live[MS_NCOMP], double now)
 {
 	struct ms_stage *s = &ms_st.stage[id];
-	memset(&s->cur, 0, sizeof s->cur);
-	memcpy(s->cur.begin, live, sizeof s->cur.begin);
-	memcpy(s->cur.peak, live, sizeof s->cur.peak);
-	s->cur.start = now;
+	struct ms_span *cur = &s->cur; /* every field set: no memset of the whole span per call */
+	memcpy(cur->begin, live, sizeof cur->begin);
+	memcpy(cur->end, live, sizeof cur->end);
+	memcpy(cur->peak, live, sizeof cur->peak);
+	cur->start = now;
+	cur->runtime = 0;
+	cur->gpu_failed_allocs = 0;
+	cur->gpu_failed_bytes = 0;
+	cur->closed_at_exit = 0;
 	s->cur.quiet = s->calls >= MS_QUIET_AFTER && now - s->last_loud < MS_QUIET_GAP;
 	if (!s->cur.quiet) {
 		s->last_loud = now;
@@ -110,7 +117,7 @@ static void start_call(int id, const int64_t live[MS_NCOMP], double now)
 	}
 	if (s->first_order < 0)
 		s->first_order = ms_st.order_next++;
-	if (strcmp(s->name, "init") == 0 && !ms_st.before_init_set) {
+	if (!ms_st.before_init_set && strcmp(s->name, "init") == 0) {
 		memcpy(ms_st.before_init, live, sizeof ms_st.before_init);
 		ms_st.before_init_set = 1;
 	}
@@ -153,13 +160,28 @@ static void record_history(struct ms_stage *s, const struct ms_span *sp)
 	h->gpu_failed_allocs = sp->gpu_failed_allocs;
 }
 
+/* s->last = s->cur, without the device entries while no device was ever used (0 in both spans). */
+static void keep_last(struct ms_stage *s)
+{
+	if (ms_counters_moved() >> MS_DEV0) {
+		s->last = s->cur;
+		return;
+	}
+	const size_t host = sizeof s->cur.begin[0] * MS_DEV0;
+	memcpy(s->last.begin, s->cur.begin, host);
+	memcpy(s->last.end, s->cur.end, host);
+	memcpy(s->last.peak, s->cur.peak, host);
+	memcpy(&s->last.start, &s->cur.start, sizeof s->cur - offsetof(struct ms_span, start));
+}
+
 /* Completes the running call of ID with end values LIVE (the window was just folded). */
 static void finish_call(int id, const int64_t live[MS_NCOMP], double now, int at_exit)
 {
 	struct ms_stage *s = &ms_st.stage[id];
 	struct ms_span *cur = &s->cur;
 	memcpy(cur->end, live, sizeof cur->end);
-	for (int c = 0, n = ms_counters_used(); c < n; c++) {
+	for (uint32_t m = ms_counters_moved(); m; m &= m - 1) {
+		int c = __builtin_ctz(m);
 		if (cur->begin[c] > cur->peak[c])
 			cur->peak[c] = cur->begin[c];
 		if (cur->end[c] > cur->peak[c])
@@ -169,7 +191,7 @@ static void finish_call(int id, const int64_t live[MS_NCOMP], double now, int at
 	cur->closed_at_exit = at_exit;
 	if (!cur->quiet || at_exit)
 		ms_timeline_boundary(id, 0, now);
-	s->last = *cur;
+	keep_last(s);
 	s->calls++;
 	s->runtime_total += cur->runtime;
 	record_history(s, cur);

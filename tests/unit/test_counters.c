@@ -86,6 +86,61 @@ START_TEST(a_cut_covers_the_devices_in_use_and_zeroes_the_rest)
 }
 END_TEST
 
+/* Components that never moved are not exchanged at a cut; one that moves later (the RSS read, page-
+ * locked memory) is cut from its first move on, with the peak it reached before the cut. */
+START_TEST(a_component_first_moved_later_has_its_peak_in_the_cut)
+{
+	int64_t peaks[MS_NCOMP], live[MS_NCOMP];
+	reset();
+	ms_counters_cut_window(peaks, live);
+	ck_assert(peaks[MS_RSS] == 0 && peaks[MS_PINNED] == 0);
+	ms_counter_set(MS_RSS, 5000);
+	ms_counter_set(MS_RSS, 3000);
+	ms_gpu_side_add(MS_PINNED, 8192);
+	ms_gpu_side_add(MS_PINNED, -4096);
+	ck_assert(ms_counters_moved() & (1u << MS_RSS));
+	ms_counters_cut_window(peaks, live);
+	ck_assert_int_eq(peaks[MS_RSS], 5000);
+	ck_assert_int_eq(live[MS_RSS], 3000);
+	ck_assert_int_eq(peaks[MS_PINNED], 8192);
+	ck_assert_int_eq(live[MS_PINNED], 4096);
+	ms_counters_cut_window(peaks, live);
+	ck_assert_int_eq(peaks[MS_RSS], 3000); /* the new window starts at live */
+}
+END_TEST
+
+static int64_t gate_hi_value(void)
+{
+	return (int64_t)((__atomic_load_n(&ms_cpu.gate_hi, __ATOMIC_RELAXED) & MS_CPU_VALUE_MASK) - MS_CPU_BIAS);
+}
+
+/* A new high of the current epoch sets the gate to the new peak itself (the next add up to it stays
+ * on the fast path), or to the timeline's high when that is lower. */
+START_TEST(a_new_high_moves_the_gate_to_it)
+{
+	int64_t peaks[MS_NCOMP], live[MS_NCOMP];
+	reset();
+	ms_cpu_add(MS_MALLOC, 1000);
+	ms_cpu_add(MS_MALLOC, -1000);
+	ms_counters_cut_window(peaks, live);
+	ck_assert_int_eq(gate_hi_value(), 0);
+	ms_cpu_add(MS_MALLOC, 300);
+	ck_assert_int_eq(gate_hi_value(), 300);
+	ms_cpu_add(MS_MALLOC, -300);
+	ms_cpu_add(MS_MALLOC, 200);
+	ck_assert_int_eq(gate_hi_value(), 300);
+	ms_watch_set(MS_CPU, INT64_MIN, 400);
+	ms_cpu_add(MS_MALLOC, 150); /* 350: a new high under the watch */
+	ck_assert_int_eq(gate_hi_value(), 350);
+	ms_cpu_add(MS_MALLOC, 100); /* 450: past the watch, which stays the gate */
+	ck_assert_int_eq(gate_hi_value(), 400);
+	ms_watch_set(MS_CPU, INT64_MIN, INT64_MAX);
+	ms_counters_cut_window(peaks, live);
+	ck_assert_int_eq(peaks[MS_CPU], 450);
+	ck_assert_int_eq(peaks[MS_MALLOC], 450);
+}
+END_TEST
+
 START_TEST(malloc_peak_seen_after_mmap_shrinks)
 {
 	int64_t peaks[MS_NCOMP], live[MS_NCOMP];
@@ -265,6 +320,8 @@ int main(void)
 	tcase_add_test(tc, a_cut_covers_the_devices_in_use_and_zeroes_the_rest);
 	tcase_add_test(tc, eight_threads_return_to_baseline);
 	tcase_add_test(tc, malloc_peak_seen_after_mmap_shrinks);
+	tcase_add_test(tc, a_component_first_moved_later_has_its_peak_in_the_cut);
+	tcase_add_test(tc, a_new_high_moves_the_gate_to_it);
 	tcase_add_test(tc, epochs_wrap_and_the_triple_stays_exact);
 	tcase_add_test(tc, an_add_of_an_older_epoch_is_exact);
 	tcase_add_test(tc, timeline_watch_sees_crossings_both_ways);
