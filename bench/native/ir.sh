@@ -44,7 +44,7 @@ row "nchurn helper: train=never_called" "train=never_called" "$B/bench/native/nc
 whole() { ir "$@"; }
 prow() { # LABEL STAGES BASE PROG ARGS...
 	local n; n=$(whole "$2" "${@:4}")
-	awk -v l="$1" -v n="$n" -v b="$3" 'BEGIN {printf "%-44s %12d Ir %6.3fx\n", l, n, n / b}'
+	awk -v l="$1" -v n="$n" -v b="$3" 'BEGIN {printf "%-44s %12.0f Ir %6.3fx\n", l, n, n / b}'
 }
 echo "== targets called through the PLT (whole process, instructions)"
 calls=${STEP_CALLS:-3000}
@@ -61,6 +61,6 @@ if command -v sqlite3 >/dev/null; then
 	qbase=$(sq "")
 	for spec in "step=sqlite3_step" "exec=sqlite3_exec" "x=no_such_function"; do
 		n=$(sq "$spec")
-		awk -v l="sqlite3 $rows rows: $spec" -v n="$n" -v b="$qbase" 'BEGIN {printf "%-44s %12d Ir %6.3fx\n", l, n, n / b}'
+		awk -v l="sqlite3 $rows rows: $spec" -v n="$n" -v b="$qbase" 'BEGIN {printf "%-44s %12.0f Ir %6.3fx\n", l, n, n / b}'
 	done
 fi

@@ -30,7 +30,7 @@ static void mark_moved(uint32_t bits)
 #define RING 1024 /* mmap changes a stalled add may lag behind and still find its epoch's bytes */
 #define FIRST_EPOCH UINT64_C(0xffff)
 /* Lowered gate values stay below this: far under any biased live value. */
-#define LOWERED_LIMIT (UINT64_C(1) << 40)
+#define LOWERED_LIMIT MS_CPU_LOWERED_LIMIT
 
 struct ms_cpu_word ms_cpu = {
 	.word = (FIRST_EPOCH << MS_CPU_VALUE_BITS) | MS_CPU_BIAS,
@@ -96,15 +96,17 @@ static int64_t load_peak(enum ms_comp c)
 	return __atomic_load_n(&ms_counters[c].win_peak, __ATOMIC_RELAXED);
 }
 
-/* ms_raise_peak returning the peak it leaves (at least VALUE). */
-static int64_t raise_peak_to(int64_t *peak, int64_t value)
+/* A gate that is neither lowered nor clamped may be a CPU high the fast path set (ms_cpu_raise_gate)
+ * and no peak holds yet: whoever replaces or reads the gate for the peaks folds it in first.  Any
+ * other gate came from the peaks (a minimum of them), so folding it changes nothing. */
+static void fold_gate(uint64_t gate)
 {
-	int64_t seen = __atomic_load_n(peak, __ATOMIC_RELAXED);
-	while (value > seen) {
-		if (__atomic_compare_exchange_n(peak, &seen, value, 1, __ATOMIC_RELAXED, __ATOMIC_RELAXED))
-			return value;
-	}
-	return seen;
+	uint64_t v = gate & MS_CPU_VALUE_MASK;
+	if (v < LOWERED_LIMIT || v == MS_CPU_VALUE_MASK)
+		return;
+	int64_t cpu = cpu_of(gate);
+	ms_raise_peak(&ms_counters[MS_CPU].win_peak, cpu);
+	ms_raise_peak(&ms_counters[MS_MALLOC].win_peak, cpu - mmap_at(gate));
 }
 
 static uint64_t gate_hi_for(uint64_t mm)
@@ -133,6 +135,7 @@ static void raise_gates(void)
 		uint64_t old = __atomic_load_n(&ms_cpu.gate_hi, __ATOMIC_SEQ_CST);
 		if (__atomic_load_n(&lowering, __ATOMIC_SEQ_CST))
 			return;
+		fold_gate(old); /* before the peaks it is computed from are read */
 		uint64_t mm = __atomic_load_n(&mmap_now, __ATOMIC_SEQ_CST);
 		uint64_t lo = gate_lo_for(mm);
 		if (__atomic_load_n(&ms_cpu.gate_lo, __ATOMIC_RELAXED) != lo)
@@ -149,7 +152,7 @@ static void store_lowered(void)
 {
 	uint64_t tag = __atomic_add_fetch(&lowered_tag, 1, __ATOMIC_RELAXED) % LOWERED_LIMIT;
 	uint64_t mm = __atomic_load_n(&mmap_now, __ATOMIC_SEQ_CST);
-	__atomic_store_n(&ms_cpu.gate_hi, (mm & ~MS_CPU_VALUE_MASK) | tag, __ATOMIC_SEQ_CST);
+	fold_gate(__atomic_exchange_n(&ms_cpu.gate_hi, (mm & ~MS_CPU_VALUE_MASK) | tag, __ATOMIC_SEQ_CST));
 }
 
 static void lower_begin(void)
@@ -166,42 +169,19 @@ static void lower_end(void)
 	}
 }
 
-/* The common case, a new high of the current epoch while nothing lowers the gate: the mmap bytes
- * are the current ones (no ring read) and gate_lo is already right (every lowering's end sets it).
- * 0 when it does not apply: the general path then runs. */
-static int slow_current_epoch(uint64_t result)
+static __attribute__((noinline)) void slow_general(uint64_t result)
 {
-	uint64_t old = __atomic_load_n(&ms_cpu.gate_hi, __ATOMIC_SEQ_CST); /* before the lowering check */
-	uint64_t mm = __atomic_load_n(&mmap_now, __ATOMIC_SEQ_CST);
-	if (EPOCH_OF(mm) != EPOCH_OF(result) || __atomic_load_n(&lowering, __ATOMIC_SEQ_CST))
-		return 0;
-	int64_t cpu = cpu_of(result), mmap_bytes = mmap_bytes_of(mm);
-	int64_t limit = raise_peak_to(&ms_counters[MS_CPU].win_peak, cpu);
-	int64_t malloc_limit = raise_peak_to(&ms_counters[MS_MALLOC].win_peak, cpu - mmap_bytes) + mmap_bytes;
-	ms_watch_check(MS_CPU, cpu);
-	int64_t watch = __atomic_load_n(&ms_watch_hi[MS_CPU], __ATOMIC_RELAXED);
-	limit = malloc_limit < limit ? malloc_limit : limit;
-	limit = watch < limit ? watch : limit;
-	if (limit <= 0 || limit >= (int64_t)MS_CPU_BIAS) {
-		raise_gates(); /* out of the plain range (a watch at INT64_MAX, a negative malloc peak) */
-		return 1;
-	}
-	uint64_t want = (mm & ~MS_CPU_VALUE_MASK) | ((uint64_t)limit + MS_CPU_BIAS);
-	if (want != old &&
-	    !__atomic_compare_exchange_n(&ms_cpu.gate_hi, &old, want, 0, __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST))
-		raise_gates(); /* the gate moved meanwhile (a watch, a lowering): from the state as it is now */
-	return 1;
-}
-
-void ms_cpu_slow(uint64_t result)
-{
-	if (slow_current_epoch(result))
-		return;
 	int64_t cpu = cpu_of(result);
 	ms_raise_peak(&ms_counters[MS_CPU].win_peak, cpu);
 	ms_raise_peak(&ms_counters[MS_MALLOC].win_peak, cpu - mmap_at(result));
 	ms_watch_check(MS_CPU, cpu);
 	raise_gates();
+}
+
+void ms_cpu_slow(uint64_t result)
+{
+	if (!ms_cpu_raise_gate(result))
+		slow_general(result);
 }
 
 void ms_cpu_mmap_add(enum ms_comp part, int64_t bytes)
@@ -380,6 +360,7 @@ void ms_counters_cut_window(int64_t peaks[MS_NCOMP], int64_t live[MS_NCOMP])
 void ms_counters_process_peaks(int64_t peaks[MS_NCOMP])
 {
 	int64_t live[MS_NCOMP];
+	fold_gate(__atomic_load_n(&ms_cpu.gate_hi, __ATOMIC_SEQ_CST));
 	live_all(live, MS_NCOMP);
 	for (int c = 0; c < MS_NCOMP; c++) {
 		int64_t win = __atomic_load_n(&ms_counters[c].win_peak, __ATOMIC_RELAXED);

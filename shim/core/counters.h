@@ -99,6 +99,29 @@ struct ms_cpu_word {
 } __attribute__((aligned(64)));
 extern struct ms_cpu_word ms_cpu;
 
+/* Gate values below this (in the value bits) are "lowered": every add takes the slow path. */
+#define MS_CPU_LOWERED_LIMIT (UINT64_C(1) << 40)
+
+/* The common new high: of the current epoch, inside the timeline's watch, while no boundary or mmap
+ * change holds the gate lowered.  The gate itself becomes the high, one compare-and-swap; the
+ * peaks take it when the gate is next replaced or read for them (counters.c folds it).  0: the
+ * general path must run. */
+static inline int ms_cpu_raise_gate(uint64_t result)
+{
+	int64_t cpu = (int64_t)((result & MS_CPU_VALUE_MASK) - MS_CPU_BIAS);
+	if (cpu > __atomic_load_n(&ms_watch_hi[MS_CPU], __ATOMIC_RELAXED) ||
+	    cpu < __atomic_load_n(&ms_watch_lo[MS_CPU], __ATOMIC_RELAXED))
+		return 0;
+	uint64_t old = __atomic_load_n(&ms_cpu.gate_hi, __ATOMIC_SEQ_CST);
+	do {
+		if ((old ^ result) >> MS_CPU_VALUE_BITS || (old & MS_CPU_VALUE_MASK) < MS_CPU_LOWERED_LIMIT)
+			return 0; /* another epoch, or lowered */
+		if (result <= old)
+			return 1; /* another thread's high is above it */
+	} while (!__atomic_compare_exchange_n(&ms_cpu.gate_hi, &old, result, 1, __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST));
+	return 1;
+}
+
 /* New highs, timeline crossings, adds of an older epoch: the exact bookkeeping, out of line. */
 void ms_cpu_slow(uint64_t result);
 

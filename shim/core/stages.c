@@ -98,13 +98,29 @@ static void boundary(int64_t live[MS_NCOMP])
 	}
 }
 
+/* No device was ever used: the device entries of every span and live array are 0. */
+static int host_only(void)
+{
+	return !(ms_counters_moved() >> MS_DEV0);
+}
+
+/* DST = SRC per component; HOST: the host components alone (sizes the compiler copies inline). */
+static void copy_comps(int64_t dst[MS_NCOMP], const int64_t src[MS_NCOMP], int host)
+{
+	if (host)
+		memcpy(dst, src, sizeof *dst * MS_DEV0);
+	else
+		memcpy(dst, src, sizeof *dst * MS_NCOMP);
+}
+
 static void start_call(int id, const int64_t live[MS_NCOMP], double now)
 {
 	struct ms_stage *s = &ms_st.stage[id];
 	struct ms_span *cur = &s->cur; /* every field set: no memset of the whole span per call */
-	memcpy(cur->begin, live, sizeof cur->begin);
-	memcpy(cur->end, live, sizeof cur->end);
-	memcpy(cur->peak, live, sizeof cur->peak);
+	int host = host_only();
+	copy_comps(cur->begin, live, host);
+	copy_comps(cur->end, live, host);
+	copy_comps(cur->peak, live, host);
 	cur->start = now;
 	cur->runtime = 0;
 	cur->gpu_failed_allocs = 0;
@@ -160,17 +176,13 @@ static void record_history(struct ms_stage *s, const struct ms_span *sp)
 	h->gpu_failed_allocs = sp->gpu_failed_allocs;
 }
 
-/* s->last = s->cur, without the device entries while no device was ever used (0 in both spans). */
+/* s->last = s->cur, without the device entries while no device was ever used. */
 static void keep_last(struct ms_stage *s)
 {
-	if (ms_counters_moved() >> MS_DEV0) {
-		s->last = s->cur;
-		return;
-	}
-	const size_t host = sizeof s->cur.begin[0] * MS_DEV0;
-	memcpy(s->last.begin, s->cur.begin, host);
-	memcpy(s->last.end, s->cur.end, host);
-	memcpy(s->last.peak, s->cur.peak, host);
+	int host = host_only();
+	copy_comps(s->last.begin, s->cur.begin, host);
+	copy_comps(s->last.end, s->cur.end, host);
+	copy_comps(s->last.peak, s->cur.peak, host);
 	memcpy(&s->last.start, &s->cur.start, sizeof s->cur - offsetof(struct ms_span, start));
 }
 
@@ -179,7 +191,7 @@ static void finish_call(int id, const int64_t live[MS_NCOMP], double now, int at
 {
 	struct ms_stage *s = &ms_st.stage[id];
 	struct ms_span *cur = &s->cur;
-	memcpy(cur->end, live, sizeof cur->end);
+	copy_comps(cur->end, live, host_only());
 	for (uint32_t m = ms_counters_moved(); m; m &= m - 1) {
 		int c = __builtin_ctz(m);
 		if (cur->begin[c] > cur->peak[c])
