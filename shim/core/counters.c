@@ -317,14 +317,15 @@ uint32_t ms_counters_moved(void)
 	return __atomic_load_n(&moved, __ATOMIC_RELAXED);
 }
 
-/* Live of every component, the CPU ones as one consistent set; N components in use, the rest 0. */
+/* Live of the first N components, the CPU ones as one consistent set. */
 static void live_all(int64_t live[MS_NCOMP], int n)
 {
 	const uint32_t cpu_parts = (1u << MS_CPU) | (1u << MS_MALLOC) | (1u << MS_MMAP) | (1u << MS_RESERVE);
-	memset(live, 0, sizeof *live * MS_NCOMP); /* a component that never moved is 0 */
-	uint32_t others = __atomic_load_n(&moved, __ATOMIC_RELAXED) & ~cpu_parts;
-	if (n < 32)
-		others &= (UINT32_C(1) << n) - 1;
+	if (n == MS_DEV0) /* a component that never moved is 0; fixed sizes are written inline */
+		memset(live, 0, sizeof *live * MS_DEV0);
+	else
+		memset(live, 0, sizeof *live * (size_t)n);
+	uint32_t others = __atomic_load_n(&moved, __ATOMIC_RELAXED) & ~cpu_parts & ((UINT32_C(1) << n) - 1);
 	for (; others; others &= others - 1) {
 		int c = __builtin_ctz(others);
 		live[c] = __atomic_load_n(&ms_counters[c].live, __ATOMIC_RELAXED);
@@ -337,12 +338,15 @@ static void live_all(int64_t live[MS_NCOMP], int n)
 	live[MS_RESERVE] = rs;
 }
 
-void ms_counters_cut_window(int64_t peaks[MS_NCOMP], int64_t live[MS_NCOMP])
+int ms_counters_cut_window(int64_t peaks[MS_NCOMP], int64_t live[MS_NCOMP])
 {
 	int n = ms_counters_used(); /* a device never used has 0 everywhere: nothing to cut */
 	lower_begin(); /* adds during the cut take the slow path: none is missed by the new window */
 	live_all(live, n);
-	memcpy(peaks, live, sizeof *peaks * MS_NCOMP); /* a component that never moved: 0 in both */
+	if (n == MS_DEV0)
+		memcpy(peaks, live, sizeof *peaks * MS_DEV0);
+	else
+		memcpy(peaks, live, sizeof *peaks * (size_t)n);
 	uint32_t cut = __atomic_load_n(&moved, __ATOMIC_RELAXED) & ((UINT32_C(1) << n) - 1);
 	for (; cut; cut &= cut - 1) {
 		int c = __builtin_ctz(cut);
@@ -355,6 +359,7 @@ void ms_counters_cut_window(int64_t peaks[MS_NCOMP], int64_t live[MS_NCOMP])
 			closed_peaks[c] = peaks[c];
 	}
 	lower_end();
+	return n;
 }
 
 void ms_counters_process_peaks(int64_t peaks[MS_NCOMP])

@@ -204,8 +204,9 @@ uint32_t ms_counters_moved(void);
 int64_t ms_live(enum ms_comp comp);
 
 /* Closes the current peak window: PEAKS receives each component's highest live since the previous
- * boundary (at least its live now) and a new window starts at the live values, stored in LIVE. */
-void ms_counters_cut_window(int64_t peaks[MS_NCOMP], int64_t live[MS_NCOMP]);
+ * boundary (at least its live now) and a new window starts at the live values, stored in LIVE.
+ * Returns N, the components written (ms_counters_used()): the others are 0 and left unwritten. */
+int ms_counters_cut_window(int64_t peaks[MS_NCOMP], int64_t live[MS_NCOMP]);
 
 /* Highest live of each component over the whole process (all windows so far, current included). */
 void ms_counters_process_peaks(int64_t peaks[MS_NCOMP]);
