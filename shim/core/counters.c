@@ -14,6 +14,14 @@ static int64_t closed_peaks[MS_NCOMP];
 static int64_t inherited_live[MS_NCOMP];
 static int gpu_used;
 static uint32_t devices_used;
+/* Components whose counters ever moved (bit per ms_comp): a cut exchanges only their windows. */
+static uint32_t moved = (1u << MS_CPU) | (1u << MS_MALLOC);
+
+static void mark_moved(uint32_t bits)
+{
+	if ((__atomic_load_n(&moved, __ATOMIC_RELAXED) & bits) != bits)
+		__atomic_fetch_or(&moved, bits, __ATOMIC_RELAXED);
+}
 
 /* ---- the CPU word (see counters.h) ------------------------------------------------------------- */
 
@@ -22,7 +30,7 @@ static uint32_t devices_used;
 #define RING 1024 /* mmap changes a stalled add may lag behind and still find its epoch's bytes */
 #define FIRST_EPOCH UINT64_C(0xffff)
 /* Lowered gate values stay below this: far under any biased live value. */
-#define LOWERED_LIMIT (UINT64_C(1) << 40)
+#define LOWERED_LIMIT MS_CPU_LOWERED_LIMIT
 
 struct ms_cpu_word ms_cpu = {
 	.word = (FIRST_EPOCH << MS_CPU_VALUE_BITS) | MS_CPU_BIAS,
@@ -88,6 +96,19 @@ static int64_t load_peak(enum ms_comp c)
 	return __atomic_load_n(&ms_counters[c].win_peak, __ATOMIC_RELAXED);
 }
 
+/* A gate that is neither lowered nor clamped may be a CPU high the fast path set (ms_cpu_raise_gate)
+ * and no peak holds yet: whoever replaces or reads the gate for the peaks folds it in first.  Any
+ * other gate came from the peaks (a minimum of them), so folding it changes nothing. */
+static void fold_gate(uint64_t gate)
+{
+	uint64_t v = gate & MS_CPU_VALUE_MASK;
+	if (v < LOWERED_LIMIT || v == MS_CPU_VALUE_MASK)
+		return;
+	int64_t cpu = cpu_of(gate);
+	ms_raise_peak(&ms_counters[MS_CPU].win_peak, cpu);
+	ms_raise_peak(&ms_counters[MS_MALLOC].win_peak, cpu - mmap_at(gate));
+}
+
 static uint64_t gate_hi_for(uint64_t mm)
 {
 	int64_t limit = load_peak(MS_CPU);
@@ -114,6 +135,7 @@ static void raise_gates(void)
 		uint64_t old = __atomic_load_n(&ms_cpu.gate_hi, __ATOMIC_SEQ_CST);
 		if (__atomic_load_n(&lowering, __ATOMIC_SEQ_CST))
 			return;
+		fold_gate(old); /* before the peaks it is computed from are read */
 		uint64_t mm = __atomic_load_n(&mmap_now, __ATOMIC_SEQ_CST);
 		uint64_t lo = gate_lo_for(mm);
 		if (__atomic_load_n(&ms_cpu.gate_lo, __ATOMIC_RELAXED) != lo)
@@ -130,7 +152,7 @@ static void store_lowered(void)
 {
 	uint64_t tag = __atomic_add_fetch(&lowered_tag, 1, __ATOMIC_RELAXED) % LOWERED_LIMIT;
 	uint64_t mm = __atomic_load_n(&mmap_now, __ATOMIC_SEQ_CST);
-	__atomic_store_n(&ms_cpu.gate_hi, (mm & ~MS_CPU_VALUE_MASK) | tag, __ATOMIC_SEQ_CST);
+	fold_gate(__atomic_exchange_n(&ms_cpu.gate_hi, (mm & ~MS_CPU_VALUE_MASK) | tag, __ATOMIC_SEQ_CST));
 }
 
 static void lower_begin(void)
@@ -147,7 +169,7 @@ static void lower_end(void)
 	}
 }
 
-void ms_cpu_slow(uint64_t result)
+static __attribute__((noinline)) void slow_general(uint64_t result)
 {
 	int64_t cpu = cpu_of(result);
 	ms_raise_peak(&ms_counters[MS_CPU].win_peak, cpu);
@@ -156,10 +178,17 @@ void ms_cpu_slow(uint64_t result)
 	raise_gates();
 }
 
+void ms_cpu_slow(uint64_t result)
+{
+	if (!ms_cpu_raise_gate(result))
+		slow_general(result);
+}
+
 void ms_cpu_mmap_add(enum ms_comp part, int64_t bytes)
 {
 	if (!bytes)
 		return;
+	mark_moved((1u << MS_MMAP) | (1u << MS_RESERVE));
 	lower_begin();
 	uint64_t old = __atomic_load_n(&mmap_now, __ATOMIC_RELAXED);
 	int64_t mm = mmap_bytes_of(old) + bytes;
@@ -199,6 +228,7 @@ void ms_cpu_live(int64_t *cpu, int64_t *malloc_part, int64_t *mmap_part, int64_t
 void ms_counter_set(enum ms_comp comp, int64_t value)
 {
 	struct ms_counter *c = &ms_counters[comp];
+	mark_moved(1u << comp);
 	__atomic_store_n(&c->live, value, __ATOMIC_RELAXED);
 	ms_raise_peak(&c->win_peak, value);
 }
@@ -239,8 +269,10 @@ void ms_watch_set(enum ms_comp comp, int64_t lo, int64_t hi)
 
 void ms_gpu_mark_used(void)
 {
-	if (!__atomic_load_n(&gpu_used, __ATOMIC_RELAXED))
+	if (!__atomic_load_n(&gpu_used, __ATOMIC_RELAXED)) {
+		mark_moved((1u << MS_GPU) | (1u << MS_MANAGED) | (1u << MS_PINNED));
 		__atomic_store_n(&gpu_used, 1, __ATOMIC_RELAXED);
+	}
 }
 
 int ms_gpu_used(void)
@@ -258,8 +290,10 @@ void ms_gpu_add(int device, int64_t bytes)
 	ms_gpu_mark_used();
 	if (device >= 0 && device < MS_MAX_DEVICES) {
 		uint32_t bit = 1u << device;
-		if (!(__atomic_load_n(&devices_used, __ATOMIC_RELAXED) & bit))
+		if (!(__atomic_load_n(&devices_used, __ATOMIC_RELAXED) & bit)) {
+			mark_moved(1u << (MS_DEV0 + device));
 			__atomic_fetch_or(&devices_used, bit, __ATOMIC_RELAXED);
+		}
 		enum ms_comp dev = (enum ms_comp)(MS_DEV0 + device);
 		ms_watch_check(dev, ms_counter_add(dev, bytes));
 	}
@@ -278,22 +312,44 @@ int ms_counters_used(void)
 	return d ? MS_DEV0 + 32 - __builtin_clz(d) : MS_DEV0;
 }
 
-/* Live of every component, the CPU ones as one consistent set; N components in use, the rest 0. */
-static void live_all(int64_t live[MS_NCOMP], int n)
+uint32_t ms_counters_moved(void)
 {
-	for (int c = MS_MMAP + 1; c < n; c++)
-		live[c] = __atomic_load_n(&ms_counters[c].live, __ATOMIC_RELAXED);
-	memset(live + n, 0, sizeof *live * (size_t)(MS_NCOMP - n));
-	ms_cpu_live(&live[MS_CPU], &live[MS_MALLOC], &live[MS_MMAP], &live[MS_RESERVE]);
+	return __atomic_load_n(&moved, __ATOMIC_RELAXED);
 }
 
-void ms_counters_cut_window(int64_t peaks[MS_NCOMP], int64_t live[MS_NCOMP])
+/* Live of the first N components, the CPU ones as one consistent set. */
+static void live_all(int64_t live[MS_NCOMP], int n)
+{
+	const uint32_t cpu_parts = (1u << MS_CPU) | (1u << MS_MALLOC) | (1u << MS_MMAP) | (1u << MS_RESERVE);
+	if (n == MS_DEV0) /* a component that never moved is 0; fixed sizes are written inline */
+		memset(live, 0, sizeof *live * MS_DEV0);
+	else
+		memset(live, 0, sizeof *live * (size_t)n);
+	uint32_t others = __atomic_load_n(&moved, __ATOMIC_RELAXED) & ~cpu_parts & ((UINT32_C(1) << n) - 1);
+	for (; others; others &= others - 1) {
+		int c = __builtin_ctz(others);
+		live[c] = __atomic_load_n(&ms_counters[c].live, __ATOMIC_RELAXED);
+	}
+	uint64_t w = __atomic_load_n(&ms_cpu.word, __ATOMIC_SEQ_CST);
+	int64_t mm = mmap_at(w), rs = reserve_at(w);
+	live[MS_CPU] = cpu_of(w);
+	live[MS_MALLOC] = cpu_of(w) - mm;
+	live[MS_MMAP] = mm - rs;
+	live[MS_RESERVE] = rs;
+}
+
+int ms_counters_cut_window(int64_t peaks[MS_NCOMP], int64_t live[MS_NCOMP])
 {
 	int n = ms_counters_used(); /* a device never used has 0 everywhere: nothing to cut */
 	lower_begin(); /* adds during the cut take the slow path: none is missed by the new window */
 	live_all(live, n);
-	memset(peaks + n, 0, sizeof *peaks * (size_t)(MS_NCOMP - n));
-	for (int c = 0; c < n; c++) {
+	if (n == MS_DEV0)
+		memcpy(peaks, live, sizeof *peaks * MS_DEV0);
+	else
+		memcpy(peaks, live, sizeof *peaks * (size_t)n);
+	uint32_t cut = __atomic_load_n(&moved, __ATOMIC_RELAXED) & ((UINT32_C(1) << n) - 1);
+	for (; cut; cut &= cut - 1) {
+		int c = __builtin_ctz(cut);
 		struct ms_counter *k = &ms_counters[c];
 		int64_t now = live[c];
 		int64_t old = __atomic_exchange_n(&k->win_peak, now, __ATOMIC_RELAXED);
@@ -303,11 +359,13 @@ void ms_counters_cut_window(int64_t peaks[MS_NCOMP], int64_t live[MS_NCOMP])
 			closed_peaks[c] = peaks[c];
 	}
 	lower_end();
+	return n;
 }
 
 void ms_counters_process_peaks(int64_t peaks[MS_NCOMP])
 {
 	int64_t live[MS_NCOMP];
+	fold_gate(__atomic_load_n(&ms_cpu.gate_hi, __ATOMIC_SEQ_CST));
 	live_all(live, MS_NCOMP);
 	for (int c = 0; c < MS_NCOMP; c++) {
 		int64_t win = __atomic_load_n(&ms_counters[c].win_peak, __ATOMIC_RELAXED);

@@ -99,6 +99,29 @@ struct ms_cpu_word {
 } __attribute__((aligned(64)));
 extern struct ms_cpu_word ms_cpu;
 
+/* Gate values below this (in the value bits) are "lowered": every add takes the slow path. */
+#define MS_CPU_LOWERED_LIMIT (UINT64_C(1) << 40)
+
+/* The common new high: of the current epoch, inside the timeline's watch, while no boundary or mmap
+ * change holds the gate lowered.  The gate itself becomes the high, one compare-and-swap; the
+ * peaks take it when the gate is next replaced or read for them (counters.c folds it).  0: the
+ * general path must run. */
+static inline int ms_cpu_raise_gate(uint64_t result)
+{
+	int64_t cpu = (int64_t)((result & MS_CPU_VALUE_MASK) - MS_CPU_BIAS);
+	if (cpu > __atomic_load_n(&ms_watch_hi[MS_CPU], __ATOMIC_RELAXED) ||
+	    cpu < __atomic_load_n(&ms_watch_lo[MS_CPU], __ATOMIC_RELAXED))
+		return 0;
+	uint64_t old = __atomic_load_n(&ms_cpu.gate_hi, __ATOMIC_SEQ_CST);
+	do {
+		if ((old ^ result) >> MS_CPU_VALUE_BITS || (old & MS_CPU_VALUE_MASK) < MS_CPU_LOWERED_LIMIT)
+			return 0; /* another epoch, or lowered */
+		if (result <= old)
+			return 1; /* another thread's high is above it */
+	} while (!__atomic_compare_exchange_n(&ms_cpu.gate_hi, &old, result, 1, __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST));
+	return 1;
+}
+
 /* New highs, timeline crossings, adds of an older epoch: the exact bookkeeping, out of line. */
 void ms_cpu_slow(uint64_t result);
 
@@ -173,13 +196,17 @@ uint32_t ms_gpu_devices_used(void);
 /* Components that may be non-zero: those below MS_DEV0 and the devices up to the highest used (a
  * loop over components at each stage boundary can stop there). */
 int ms_counters_used(void);
+/* The components whose counters ever moved, a bit per ms_comp: the others are 0 everywhere (live,
+ * peaks, every span), so per-call loops can skip them. */
+uint32_t ms_counters_moved(void);
 
 /* Live bytes of COMP now. */
 int64_t ms_live(enum ms_comp comp);
 
 /* Closes the current peak window: PEAKS receives each component's highest live since the previous
- * boundary (at least its live now) and a new window starts at the live values, stored in LIVE. */
-void ms_counters_cut_window(int64_t peaks[MS_NCOMP], int64_t live[MS_NCOMP]);
+ * boundary (at least its live now) and a new window starts at the live values, stored in LIVE.
+ * Returns N, the components written (ms_counters_used()): the others are 0 and left unwritten. */
+int ms_counters_cut_window(int64_t peaks[MS_NCOMP], int64_t live[MS_NCOMP]);
 
 /* Highest live of each component over the whole process (all windows so far, current included). */
 void ms_counters_process_peaks(int64_t peaks[MS_NCOMP]);

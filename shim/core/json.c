@@ -72,10 +72,16 @@ static void put(struct ms_json *w, const char *s, size_t n)
 		w->len += n;
 		if (n > 16) {
 			memcpy(d, s, n);
-			return;
+		} else if (n >= 8) { /* two fixed-size copies that may overlap: no byte loop, no call */
+			memcpy(d, s, 8);
+			memcpy(d + n - 8, s + n - 8, 8);
+		} else if (n >= 4) {
+			memcpy(d, s, 4);
+			memcpy(d + n - 4, s + n - 4, 4);
+		} else {
+			while (n--)
+				*d++ = *s++;
 		}
-		while (n--)
-			*d++ = *s++;
 		return;
 	}
 	while (n) {
@@ -156,6 +162,24 @@ static void put_escaped(struct ms_json *w, const char *str, size_t n)
 	put(w, "\"", 1);
 }
 
+/* "KEY": in one copy when KEY needs no escape (our keys never do; a label may). */
+static void put_key(struct ms_json *w, const char *key)
+{
+	size_t n = 0;
+	while (key[n] >= 0x20 && key[n] < 0x7f && key[n] != '"' && key[n] != '\\')
+		n++;
+	if (key[n] || n + 4 > sizeof w->buf - w->len) {
+		put_escaped(w, key, n + strlen(key + n));
+		put(w, ": ", 2);
+		return;
+	}
+	char *d = w->buf + w->len;
+	d[0] = '"';
+	memcpy(d + 1, key, n);
+	memcpy(d + 1 + n, "\": ", 3);
+	w->len += n + 4;
+}
+
 /* ",\n" and the indentation of the deepest level: a prefix of it is every separator. */
 #define SPACES "                                "
 _Static_assert(sizeof SPACES - 1 == 2 * (size_t)MS_JSON_DEPTH, "two spaces per level");
@@ -173,10 +197,8 @@ static void member(struct ms_json *w, const char *key)
 	if (w->depth > 0)
 		newline(w, !w->first[w->depth], w->depth);
 	w->first[w->depth] = 0;
-	if (key) {
-		put_escaped(w, key, strlen(key));
-		put(w, ": ", 2);
-	}
+	if (key)
+		put_key(w, key);
 }
 
 static void open_(struct ms_json *w, const char *key, const char *bracket)

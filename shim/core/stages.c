@@ -14,7 +14,9 @@ void (*ms_stage_observer)(int stage, int end);
 static struct ms_spin lock;
 static __thread int lock_held MS_TLS;
 
-static int implicit_wanted; /* MEMSHIM_STAGES does not name init: it runs from the start */
+static int implicit_wanted;
+/* Components the last boundary wrote into its live array (ms_counters_cut_window); read under the lock. */
+static int cut_n = MS_NCOMP; /* MEMSHIM_STAGES does not name init: it runs from the start */
 
 static void stages_lock(void)
 {
@@ -86,23 +88,45 @@ int ms_stage_id(const char *name)
 static void boundary(int64_t live[MS_NCOMP])
 {
 	int64_t peaks[MS_NCOMP];
-	ms_counters_cut_window(peaks, live);
-	int n = ms_counters_used();
+	cut_n = ms_counters_cut_window(peaks, live);
+	uint32_t moved = ms_counters_moved() & ((UINT32_C(1) << cut_n) - 1);
 	for (int i = 0; i < ms_st.nopen; i++) {
 		struct ms_span *cur = &ms_st.stage[ms_st.open[i]].cur;
-		for (int c = 0; c < n; c++)
+		for (uint32_t m = moved; m; m &= m - 1) {
+			int c = __builtin_ctz(m);
 			if (peaks[c] > cur->peak[c])
 				cur->peak[c] = peaks[c];
+		}
 	}
+}
+
+/* No device was ever used: the device entries of every span are 0. */
+static int host_only(void)
+{
+	return !(ms_counters_moved() >> MS_DEV0);
+}
+
+/* DST = SRC over the first N components (the rest are 0 in both); the host ones in a fixed size. */
+static void copy_comps(int64_t dst[MS_NCOMP], const int64_t src[MS_NCOMP], int n)
+{
+	if (n == MS_DEV0)
+		memcpy(dst, src, sizeof *dst * MS_DEV0);
+	else
+		memcpy(dst, src, sizeof *dst * (size_t)n);
 }
 
 static void start_call(int id, const int64_t live[MS_NCOMP], double now)
 {
 	struct ms_stage *s = &ms_st.stage[id];
-	memset(&s->cur, 0, sizeof s->cur);
-	memcpy(s->cur.begin, live, sizeof s->cur.begin);
-	memcpy(s->cur.peak, live, sizeof s->cur.peak);
-	s->cur.start = now;
+	struct ms_span *cur = &s->cur; /* every field set: no memset of the whole span per call */
+	copy_comps(cur->begin, live, cut_n);
+	copy_comps(cur->end, live, cut_n);
+	copy_comps(cur->peak, live, cut_n);
+	cur->start = now;
+	cur->runtime = 0;
+	cur->gpu_failed_allocs = 0;
+	cur->gpu_failed_bytes = 0;
+	cur->closed_at_exit = 0;
 	s->cur.quiet = s->calls >= MS_QUIET_AFTER && now - s->last_loud < MS_QUIET_GAP;
 	if (!s->cur.quiet) {
 		s->last_loud = now;
@@ -110,8 +134,8 @@ static void start_call(int id, const int64_t live[MS_NCOMP], double now)
 	}
 	if (s->first_order < 0)
 		s->first_order = ms_st.order_next++;
-	if (strcmp(s->name, "init") == 0 && !ms_st.before_init_set) {
-		memcpy(ms_st.before_init, live, sizeof ms_st.before_init);
+	if (!ms_st.before_init_set && strcmp(s->name, "init") == 0) {
+		copy_comps(ms_st.before_init, live, cut_n);
 		ms_st.before_init_set = 1;
 	}
 }
@@ -153,13 +177,24 @@ static void record_history(struct ms_stage *s, const struct ms_span *sp)
 	h->gpu_failed_allocs = sp->gpu_failed_allocs;
 }
 
+/* s->last = s->cur, without the device entries while no device was ever used. */
+static void keep_last(struct ms_stage *s)
+{
+	int n = host_only() ? MS_DEV0 : MS_NCOMP;
+	copy_comps(s->last.begin, s->cur.begin, n);
+	copy_comps(s->last.end, s->cur.end, n);
+	copy_comps(s->last.peak, s->cur.peak, n);
+	memcpy(&s->last.start, &s->cur.start, sizeof s->cur - offsetof(struct ms_span, start));
+}
+
 /* Completes the running call of ID with end values LIVE (the window was just folded). */
 static void finish_call(int id, const int64_t live[MS_NCOMP], double now, int at_exit)
 {
 	struct ms_stage *s = &ms_st.stage[id];
 	struct ms_span *cur = &s->cur;
-	memcpy(cur->end, live, sizeof cur->end);
-	for (int c = 0, n = ms_counters_used(); c < n; c++) {
+	copy_comps(cur->end, live, cut_n);
+	for (uint32_t m = ms_counters_moved(); m; m &= m - 1) {
+		int c = __builtin_ctz(m);
 		if (cur->begin[c] > cur->peak[c])
 			cur->peak[c] = cur->begin[c];
 		if (cur->end[c] > cur->peak[c])
@@ -169,7 +204,7 @@ static void finish_call(int id, const int64_t live[MS_NCOMP], double now, int at
 	cur->closed_at_exit = at_exit;
 	if (!cur->quiet || at_exit)
 		ms_timeline_boundary(id, 0, now);
-	s->last = *cur;
+	keep_last(s);
 	s->calls++;
 	s->runtime_total += cur->runtime;
 	record_history(s, cur);
@@ -436,12 +471,13 @@ static void copy_locked_or_not(struct ms_stages *out, double now, int locked)
 	}
 	int64_t live[MS_NCOMP];
 	boundary(live);
+	int n = cut_n;
 	copy_used(out);
 	stages_unlock();
 	for (int i = 0; i < out->nopen; i++) {
 		struct ms_span *cur = &out->stage[out->open[i]].cur;
-		memcpy(cur->end, live, sizeof cur->end);
-		for (int c = 0; c < MS_NCOMP; c++)
+		copy_comps(cur->end, live, n);
+		for (int c = 0; c < n; c++)
 			if (live[c] > cur->peak[c])
 				cur->peak[c] = live[c];
 		cur->runtime = now - cur->start;

@@ -17,7 +17,8 @@
 #define MS_QUIET_AFTER 64
 #define MS_QUIET_GAP 0.010
 
-/* Numbers of one completed (or, while open, running) call of a stage, per component. */
+/* Numbers of one completed (or, while open, running) call of a stage, per component.  The arrays
+ * come first and start_call sets every field (no memset per call): keep both when adding one. */
 struct ms_span {
 	int64_t begin[MS_NCOMP];
 	int64_t end[MS_NCOMP];

@@ -60,29 +60,83 @@ START_TEST(gpu_devices_and_total)
 }
 END_TEST
 
-/* A cut loops only over the components in use: the devices up to the highest used; the others
- * are written as 0 (callers pass uninitialised arrays), and a device first used in a window has
- * its peak in that window's cut. */
-START_TEST(a_cut_covers_the_devices_in_use_and_zeroes_the_rest)
+/* A cut writes only the components in use (the devices up to the highest used) and says how many;
+ * callers pass uninitialised arrays and read no further.  A device first used in a window has its
+ * peak in that window's cut. */
+START_TEST(a_cut_covers_the_devices_in_use_and_says_how_many)
 {
 	int64_t peaks[MS_NCOMP], live[MS_NCOMP];
 	reset();
-	ck_assert_int_eq(ms_counters_used(), MS_DEV0);
 	memset(peaks, 0x5a, sizeof peaks);
 	memset(live, 0x5a, sizeof live);
-	ms_counters_cut_window(peaks, live);
-	for (int c = MS_DEV0; c < MS_NCOMP; c++)
+	ck_assert_int_eq(ms_counters_cut_window(peaks, live), MS_DEV0);
+	for (int c = MS_MMAP; c < MS_DEV0; c++) /* never moved: written as 0 */
 		ck_assert(peaks[c] == 0 && live[c] == 0);
 	ms_gpu_add(3, 7 << 20);
 	ms_gpu_add(3, -(2 << 20));
-	ck_assert_int_eq(ms_counters_used(), MS_DEV0 + 4);
 	memset(peaks, 0x5a, sizeof peaks);
-	ms_counters_cut_window(peaks, live);
+	memset(live, 0x5a, sizeof live);
+	ck_assert_int_eq(ms_counters_cut_window(peaks, live), MS_DEV0 + 4);
 	ck_assert_int_eq(peaks[MS_DEV0 + 3], 7 << 20);
 	ck_assert_int_eq(live[MS_DEV0 + 3], 5 << 20);
-	ck_assert(peaks[MS_DEV0 + 4] == 0 && peaks[MS_NCOMP - 1] == 0 && live[MS_NCOMP - 1] == 0);
-	ms_counters_cut_window(peaks, live);
+	ck_assert(peaks[MS_DEV0] == 0 && live[MS_DEV0 + 2] == 0); /* unused devices below the highest */
+	ck_assert_int_eq(ms_counters_cut_window(peaks, live), MS_DEV0 + 4);
 	ck_assert_int_eq(peaks[MS_DEV0 + 3], 5 << 20); /* the new window starts at live */
+}
+END_TEST
+
+/* Components that never moved are not exchanged at a cut; one that moves later (the RSS read, page-
+ * locked memory) is cut from its first move on, with the peak it reached before the cut. */
+START_TEST(a_component_first_moved_later_has_its_peak_in_the_cut)
+{
+	int64_t peaks[MS_NCOMP], live[MS_NCOMP];
+	reset();
+	ms_counters_cut_window(peaks, live);
+	ck_assert(peaks[MS_RSS] == 0 && peaks[MS_PINNED] == 0);
+	ms_counter_set(MS_RSS, 5000);
+	ms_counter_set(MS_RSS, 3000);
+	ms_gpu_side_add(MS_PINNED, 8192);
+	ms_gpu_side_add(MS_PINNED, -4096);
+	ck_assert(ms_counters_moved() & (1u << MS_RSS));
+	ms_counters_cut_window(peaks, live);
+	ck_assert_int_eq(peaks[MS_RSS], 5000);
+	ck_assert_int_eq(live[MS_RSS], 3000);
+	ck_assert_int_eq(peaks[MS_PINNED], 8192);
+	ck_assert_int_eq(live[MS_PINNED], 4096);
+	ms_counters_cut_window(peaks, live);
+	ck_assert_int_eq(peaks[MS_RSS], 3000); /* the new window starts at live */
+}
+END_TEST
+
+static int64_t gate_hi_value(void)
+{
+	return (int64_t)((__atomic_load_n(&ms_cpu.gate_hi, __ATOMIC_RELAXED) & MS_CPU_VALUE_MASK) - MS_CPU_BIAS);
+}
+
+/* A new high of the current epoch sets the gate to the new peak itself (the next add up to it stays
+ * on the fast path), or to the timeline's high when that is lower. */
+START_TEST(a_new_high_moves_the_gate_to_it)
+{
+	int64_t peaks[MS_NCOMP], live[MS_NCOMP];
+	reset();
+	ms_cpu_add(MS_MALLOC, 1000);
+	ms_cpu_add(MS_MALLOC, -1000);
+	ms_counters_cut_window(peaks, live);
+	ck_assert_int_eq(gate_hi_value(), 0);
+	ms_cpu_add(MS_MALLOC, 300);
+	ck_assert_int_eq(gate_hi_value(), 300);
+	ms_cpu_add(MS_MALLOC, -300);
+	ms_cpu_add(MS_MALLOC, 200);
+	ck_assert_int_eq(gate_hi_value(), 300);
+	ms_watch_set(MS_CPU, INT64_MIN, 400);
+	ms_cpu_add(MS_MALLOC, 150); /* 350: a new high under the watch */
+	ck_assert_int_eq(gate_hi_value(), 350);
+	ms_cpu_add(MS_MALLOC, 100); /* 450: past the watch, which stays the gate */
+	ck_assert_int_eq(gate_hi_value(), 400);
+	ms_watch_set(MS_CPU, INT64_MIN, INT64_MAX);
+	ms_counters_cut_window(peaks, live);
+	ck_assert_int_eq(peaks[MS_CPU], 450);
+	ck_assert_int_eq(peaks[MS_MALLOC], 450);
 }
 END_TEST
 
@@ -262,9 +316,11 @@ int main(void)
 	tcase_add_test(tc, add_and_free_balance);
 	tcase_add_test(tc, window_keeps_the_peak_and_restarts_at_live);
 	tcase_add_test(tc, gpu_devices_and_total);
-	tcase_add_test(tc, a_cut_covers_the_devices_in_use_and_zeroes_the_rest);
+	tcase_add_test(tc, a_cut_covers_the_devices_in_use_and_says_how_many);
 	tcase_add_test(tc, eight_threads_return_to_baseline);
 	tcase_add_test(tc, malloc_peak_seen_after_mmap_shrinks);
+	tcase_add_test(tc, a_component_first_moved_later_has_its_peak_in_the_cut);
+	tcase_add_test(tc, a_new_high_moves_the_gate_to_it);
 	tcase_add_test(tc, epochs_wrap_and_the_triple_stays_exact);
 	tcase_add_test(tc, an_add_of_an_older_epoch_is_exact);
 	tcase_add_test(tc, timeline_watch_sees_crossings_both_ways);

@@ -190,6 +190,33 @@ START_TEST(child_reset_starts_from_live_memory)
 }
 END_TEST
 
+/* Calls made before any device is used copy the host components alone; a device first used inside
+ * a later call has its numbers in that call, and the earlier calls' device entries stay 0. */
+START_TEST(a_device_first_used_in_a_later_call_is_counted_there)
+{
+	reset();
+	int a = ms_stage_id("step");
+	ms_stage_enter(a, 0);
+	ms_cpu_add(MS_MALLOC, 3 * MiB);
+	ms_stage_leave(a, 1);
+	ck_assert_int_eq(ms_st.stage[a].last.peak[MS_DEV0 + 1], 0);
+	ck_assert_int_eq(ms_st.stage[a].last.end[MS_CPU], 3 * MiB);
+	ms_stage_enter(a, 2);
+	ms_gpu_add(1, 8 * MiB);
+	ms_gpu_add(1, -6 * MiB);
+	ms_stage_leave(a, 3);
+	ck_assert_int_eq(alloc_delta(a, MS_DEV0 + 1), 2 * MiB);
+	ck_assert_int_eq(peaked_delta(a, MS_DEV0 + 1), 6 * MiB);
+	ck_assert_int_eq(alloc_delta(a, MS_GPU), 2 * MiB);
+	ms_stage_enter(a, 4);
+	ms_gpu_add(1, 1 * MiB);
+	ms_stage_leave(a, 5);
+	ck_assert_int_eq(ms_st.stage[a].last.begin[MS_DEV0 + 1], 2 * MiB);
+	ck_assert_int_eq(ms_st.stage[a].last.peak[MS_DEV0 + 1], 3 * MiB);
+	ck_assert_int_eq(ms_st.stage[a].last.end[MS_CPU], 3 * MiB);
+}
+END_TEST
+
 START_TEST(snapshot_copy_reports_open_stage_so_far)
 {
 	static struct ms_stages copy;
@@ -282,6 +309,7 @@ int main(void)
 	tcase_add_test(tc, gpu_failures_go_to_open_stages_and_events);
 	tcase_add_test(tc, child_reset_starts_from_live_memory);
 	tcase_add_test(tc, snapshot_copy_reports_open_stage_so_far);
+	tcase_add_test(tc, a_device_first_used_in_a_later_call_is_counted_there);
 	tcase_add_test(tc, brief_copy_takes_what_changed);
 	tcase_add_test(tc, threads_entering_one_stage_stay_consistent);
 	suite_add_tcase(s, tc);
