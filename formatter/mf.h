@@ -304,9 +304,10 @@ char *mf_mb(double bytes);
  * are of. */
 char *mf_sites_summary(json_t *stage, int gpu, enum mf_view view, const struct mf_sites *s,
 		       mf_bytes_fn *fmt, double *base);
-/* "40MB exact (blocks counted at their size), 7MB sampled (estimated)", "all of it exact: ...",
- * or NULL when the entries do not say (malloc'd). */
-char *mf_sites_exact_text(const struct mf_sites *s, mf_bytes_fn *fmt);
+/* "40MB exact (blocks counted at their size), 7MB sampled (estimated)" (SHARES: "40MB exact
+ * (85.1%, blocks ...), 7MB sampled (14.9%, estimated)"), "all of it exact: ...", or NULL when the
+ * entries do not say (malloc'd). */
+char *mf_sites_exact_text(const struct mf_sites *s, mf_bytes_fn *fmt, int shares);
 /* frames.c: what --sites shows of a site's frames. */
 int mf_frame_is_python(const char *frame);     /* "func (/path/file.py:12)" */
 char *mf_clean_frame(const char *frame);       /* demangled and printable (malloc'd) */

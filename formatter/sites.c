@@ -343,16 +343,18 @@ char *mf_sites_summary(json_t *stage, int gpu, enum mf_view view, const struct m
 	return line;
 }
 
-char *mf_sites_exact_text(const struct mf_sites *s, mf_bytes_fn *fmt)
+char *mf_sites_exact_text(const struct mf_sites *s, mf_bytes_fn *fmt, int shares)
 {
 	if (!s->exact_known)
 		return NULL;
 	if (s->exact >= s->total)
 		return mf_xstrdup("all of it exact: every block counted at its size");
 	char *exact = fmt(s->exact), *est = fmt(s->total - s->exact);
-	char *line = mf_xasprintf("%s exact (blocks counted at their size), %s sampled (estimated)",
-				  exact, est);
-	free(exact), free(est);
+	char *pe = shares ? mf_xasprintf("%.1f%%, ", 100 * s->exact / s->total) : mf_xstrdup("");
+	char *ps = shares ? mf_xasprintf("%.1f%%, ", 100 - 100 * s->exact / s->total) : mf_xstrdup("");
+	char *line = mf_xasprintf("%s exact (%sblocks counted at their size), %s sampled (%sestimated)",
+				  exact, pe, est, ps);
+	free(exact), free(est), free(pe), free(ps);
 	return line;
 }
 
@@ -360,7 +362,7 @@ char *mf_sites_exact_text(const struct mf_sites *s, mf_bytes_fn *fmt)
 static void mf_print_view_head(FILE *out, json_t *stage, int gpu, enum mf_view view,
 			       const struct mf_sites *s, double *base)
 {
-	char *head = mf_sites_summary(stage, gpu, view, s, mf_mb, base), *exact = mf_sites_exact_text(s, mf_mb);
+	char *head = mf_sites_summary(stage, gpu, view, s, mf_mb, base), *exact = mf_sites_exact_text(s, mf_mb, 0);
 	fprintf(out, "  %s\n", head);
 	if (exact)
 		fprintf(out, "  %s\n", exact);
