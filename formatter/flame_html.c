@@ -98,18 +98,16 @@ static const char mf_html_head[] =
 	"<script type=\"application/json\" id=\"data\">";
 
 /* Draws with absolutely placed boxes: rows from the bottom, widths in percent of the zoomed frame.
- * Bytes read as the picture and the title print them (mf_fmt_bytes): printf breaks a tie to the
- * even digit where toFixed rounds it up, so fix() does as printf. */
+ * Bytes read as the picture and the title print them (mf_fmt_bytes_cut: digits cut, not rounded). */
 static const char mf_html_tail[] =
 	"</script>\n<script>\n"
 	"'use strict';\n"
 	"const D=JSON.parse(document.getElementById('data').textContent);\n"
 	"const $=id=>document.getElementById(id),ROW=17;\n"
 	"let cur=null,zoom=null,query='';\n"
-	"function fix(v,d){const p=10**d,y=v*p*2;if(Number.isInteger(y)&&y%2){const k=(y-1)/2;"
-	"return((k%2?k+1:k)/p).toFixed(d)}return v.toFixed(d)}\n"
-	"function mb(v){let u=0;while(u<5&&Math.abs(v)>=1000)v/=1024,u++;const a=Math.abs(v);"
-	"return fix(v,u===0||a>=99.95?0:a>=9.995?1:2)+' '+['B','KB','MB','GB','TB','PB'][u]}\n"
+	"function mb(v){let u=0;while(u<5&&Math.abs(v)>=1000)v/=1024,u++;const a=Math.abs(v),"
+	"d=u===0||a>=100?0:a>=10?1:2,t=v.toFixed(d+6);return t.slice(0,t.length-6-!d)+' '+"
+	"['B','KB','MB','GB','TB','PB'][u]}\n"
 	"function hue(n){let h=2166136261;for(const ch of n.split(/\\+0x| \\(/)[0])h=Math.imul(h^ch.charCodeAt(0),"
 	"16777619);const v=((h>>>0)%1000)/1000;return n==='all'?'#d1d1d1':/\\.py:/.test(n)?"
 	"`rgb(${140+89*v|0},${204+38*v|0},${76+51*v|0})`:/^0x/.test(n)?'#b8bcc8':"

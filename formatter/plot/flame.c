@@ -211,7 +211,7 @@ struct mf_flame_frame {
 static void mf_flame_tooltip(FILE *svg, const struct mf_flame_page *p, const struct mf_fnode *nd,
 			     const char *shown)
 {
-	char *bytes = mf_fmt_bytes(nd->bytes);
+	char *bytes = mf_fmt_bytes_cut(nd->bytes);
 	char *tip = mf_xasprintf("%s%s\n%s, %.1f%% %s", shown, nd->label ? "" : ": every stack listed",
 				 bytes, p->base > 0 ? 100 * nd->bytes / p->base : 0.0, p->of);
 	fputs("<g><title>", svg);
@@ -224,7 +224,7 @@ static void mf_flame_tooltip(FILE *svg, const struct mf_flame_page *p, const str
 static void mf_flame_label(const struct mf_canvas *cv, const char *clean, double bytes, double x,
 			   double y, double w)
 {
-	char *b = mf_fmt_bytes(bytes), *text = mf_xasprintf("%s · %s", clean, b);
+	char *b = mf_fmt_bytes_cut(bytes), *text = mf_xasprintf("%s · %s", clean, b);
 	mf_cv_font(cv, MF_INK_LABEL);
 	mf_cv_text(cv, x, y, MF_INK_LABEL, mf_text_w(cv->cr, text) <= w ? text : clean, w);
 	free(b), free(text);
@@ -316,8 +316,8 @@ static int mf_flame_svg(FILE *err, const char *path, const struct mf_flame_page 
 
 void mf_flame_list_lines(json_t *stage, int gpu, const struct mf_sites *s, char **list, char **exact)
 {
-	*list = mf_sites_summary(stage, gpu, MF_ADDED, s, mf_fmt_bytes, NULL);
-	*exact = mf_sites_exact_text(s, mf_fmt_bytes, 1);
+	*list = mf_sites_summary(stage, gpu, MF_ADDED, s, mf_fmt_bytes_cut, NULL);
+	*exact = mf_sites_exact_text(s, mf_fmt_bytes_cut, 1);
 	if (!*exact)
 		*exact = mf_xstrdup(gpu ? "all of it exact: every allocation recorded at its size" :
 				    "how much of it is exact is not said (an older file)");
@@ -327,7 +327,7 @@ char *mf_flame_share_of(json_t *stage, int gpu, const struct mf_sites *s, double
 {
 	enum mf_base kind;
 	*base = mf_sites_base(stage, gpu, MF_ADDED, s, &kind);
-	char *b = mf_fmt_bytes(*base), *of;
+	char *b = mf_fmt_bytes_cut(*base), *of;
 	if (kind == MF_BASE_NEED)
 		of = mf_xasprintf("of the stage's need (%s)", b);
 	else if (kind == MF_BASE_PEAK)

@@ -306,6 +306,22 @@ START_TEST(test_odd_sites)
 }
 END_TEST
 
+/* The flame graph's bytes are cut, not rounded, so they read as --sites's whole MB with decimals. */
+START_TEST(test_bytes_cut)
+{
+	static const struct { double v; const char *s; } c[] = {
+		{ 155.6 * MIB, "155 MB" }, { 47.5 * MIB, "47.5 MB" }, { 9.999 * MIB, "9.99 MB" },
+		{ 1.5 * 1024 * MIB, "1.50 GB" }, { 1023.9 * MIB, "0.99 GB" }, { 512, "512 B" },
+		{ 0.3 * MIB, "307 KB" }, { 0, "0 B" }, { 999.99, "999 B" },
+	};
+	for (size_t i = 0; i < sizeof c / sizeof c[0]; i++) {
+		char *s = mf_fmt_bytes_cut(c[i].v);
+		ck_assert_msg(!strcmp(s, c[i].s), "%.3f bytes: \"%s\", want \"%s\"", c[i].v, s, c[i].s);
+		free(s);
+	}
+}
+END_TEST
+
 /* The tree itself: frames merge from the outermost one, children largest first. */
 START_TEST(test_tree_merges_prefixes)
 {
@@ -380,6 +396,7 @@ Suite *flame_suite(void)
 	tcase_add_test(tc, test_png_and_size);
 	tcase_add_test(tc, test_cannot_write);
 	tcase_add_test(tc, test_odd_sites);
+	tcase_add_test(tc, test_bytes_cut);
 	tcase_add_test(tc, test_tree_merges_prefixes);
 	tcase_add_test(tc, test_tree_bounded);
 	suite_add_tcase(s, tc);
