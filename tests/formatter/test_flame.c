@@ -292,6 +292,23 @@ START_TEST(test_cannot_write)
 }
 END_TEST
 
+/* The SVG written as text fails as cairo's did: one message, exit 2, the partial file removed. */
+START_TEST(test_svg_full_disk)
+{
+	char *out, *err, *link;
+	if (access("/dev/full", W_OK))
+		return;
+	ck_assert_int_ge(asprintf(&link, "%s/full.svg", dir), 0);
+	ck_assert_int_eq(symlink("/dev/full", link), 0);
+	char *argv[] = { "memshim-format", "--flame", link, "in/sites-added.json", NULL };
+	ck_assert_int_eq(t_run(argv, &out, &err), 2);
+	ck_assert_msg(strstr(err, ": cannot write: No space left on device\n") &&
+		      !strchr(err, '\n')[1], "stderr: %s", err);
+	ck_assert_int_ne(access(link, F_OK), 0);
+	free(out), free(err), free(link);
+}
+END_TEST
+
 /* Odd site lists still draw: entries that are not sites are left out, odd frames show as "?". */
 START_TEST(test_odd_sites)
 {
@@ -395,6 +412,7 @@ Suite *flame_suite(void)
 	tcase_add_test(tc, test_choice_of_stage_and_process);
 	tcase_add_test(tc, test_png_and_size);
 	tcase_add_test(tc, test_cannot_write);
+	tcase_add_test(tc, test_svg_full_disk);
 	tcase_add_test(tc, test_odd_sites);
 	tcase_add_test(tc, test_bytes_cut);
 	tcase_add_test(tc, test_tree_merges_prefixes);
