@@ -8,16 +8,14 @@
 #include <string.h>
 #include <unistd.h>
 
-/* The text classes, as the font sizes of plot.h: MF_SVG_TITLE, MF_SVG_PANEL, MF_SVG_SMALL. */
-static const char mf_svg_style[] =
-	"text{font-family:'" MF_PLOT_FONT "',sans-serif;font-size:10.5px;fill:#1a1a1a}"
-	".h{font-size:15px;font-weight:bold}.p{font-size:12px;fill:#4d4d4d}.q{fill:#4d4d4d}";
-
+/* The text classes: a label (no class), h a title, p a panel's line, q a note; plot.h's sizes. */
 void mf_svg_begin(FILE *fp, int w, int h)
 {
 	fprintf(fp, "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<svg xmlns=\"http://www.w3.org/2000/svg\" "
-		"width=\"%d\" height=\"%d\" viewBox=\"0 0 %d %d\">\n<style>%s</style>\n"
-		"<rect width=\"100%%\" height=\"100%%\" fill=\"#fff\"/>\n", w, h, w, h, mf_svg_style);
+		"width=\"%d\" height=\"%d\" viewBox=\"0 0 %d %d\">\n<style>text{font-family:'%s',sans-serif;"
+		"font-size:%gpx;fill:#1a1a1a}.h{font-size:%gpx;font-weight:bold}.p{font-size:%gpx;"
+		"fill:#4d4d4d}.q{fill:#4d4d4d}</style>\n<rect width=\"100%%\" height=\"100%%\" fill=\"#fff\"/>\n",
+		w, h, w, h, MF_PLOT_FONT, MF_FS_SMALL, MF_FS_TITLE, MF_FS_PANEL);
 }
 
 void mf_svg_end(FILE *fp)
