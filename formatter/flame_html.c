@@ -1,8 +1,9 @@
 /* --flame OUT.html: one self-contained page (no network: its script, style and data are inline)
  * holding the flame graph of every stage with sites of every process: a stage picker, click to
  * zoom into a frame, a search that marks the frames matching and sums their bytes, and a tooltip
- * with a frame's bytes and its share of the stage's sites. The data is one JSON document:
- * {"stages": [{"name", "about", "tree": {"n": frame, "v": bytes, "c": [callees]}}], "pick": i}. */
+ * with a frame's bytes and its share of the stage's need (what --sites's shares are of). The data is one JSON document:
+ * {"stages": [{"name", "about", "base": bytes the shares are of, "of": "of the stage's need (42.0 MB)",
+ * "tree": {"n": frame, "v": bytes, "c": [callees]}}], "pick": i}. */
 #include "mf.h"
 #include "plot/plot.h"
 
@@ -27,6 +28,17 @@ static json_t *mf_html_node(const struct mf_fnode *nd)
 	return o;
 }
 
+/* How the sites were taken, then what the graph holds as --sites says it (its sum is the bottom
+ * bar) and how much of it is exact: three lines. */
+static char *mf_html_about(const struct mf_file *f, json_t *stage, int gpu, const struct mf_sites *s)
+{
+	char *about = mf_sites_about(f, stage, gpu, s), *list, *exact;
+	mf_flame_list_lines(stage, gpu, s, &list, &exact);
+	char *text = mf_xasprintf("%s\n%s\n%s", about, list, exact);
+	free(about), free(list), free(exact);
+	return text;
+}
+
 /* Every (file, stage) with sites as one entry; *PICK the one --flame's picture would draw. */
 static json_t *mf_html_stages(const struct mf_set *set, const struct mf_opts *o, size_t *pick)
 {
@@ -44,16 +56,19 @@ static json_t *mf_html_stages(const struct mf_set *set, const struct mf_opts *o,
 			if (s.n) {
 				struct mf_fnode root;
 				double peak = mf_stage_peak(st, o->flame_gpu);
-				char *proc = mf_proc_label(&set->f[i]), *about = mf_sites_about(&set->f[i], st,
+				char *proc = mf_proc_label(&set->f[i]), *about = mf_html_about(&set->f[i], st,
 					o->flame_gpu, &s);
 				char *title = mf_xasprintf("%s · %s · %s", proc, name, o->flame_gpu ? "GPU" : "CPU");
+				double base;
+				char *of = mf_flame_share_of(st, o->flame_gpu, &s, &base);
 				mf_flame_tree(&s, &root);
 				if ((peak >= 0 ? peak : s.total) > best)
 					best = peak >= 0 ? peak : s.total, *pick = json_array_size(stages);
-				json_array_append_new(stages, json_pack("{s:s, s:s, s:o}", "name", title, "about",
-									about, "tree", mf_html_node(&root)));
+				json_array_append_new(stages, json_pack("{s:s, s:s, s:f, s:s, s:o}", "name", title,
+									"about", about, "base", base, "of", of,
+									"tree", mf_html_node(&root)));
 				mf_flame_free(&root);
-				free(proc), free(about), free(title);
+				free(proc), free(about), free(title), free(of);
 			}
 			mf_sites_free(&s);
 		}
@@ -66,7 +81,7 @@ static const char mf_html_head[] =
 	"<title>memshim · call sites at the stages' peaks</title>\n<style>\n"
 	"body{font:13px 'DejaVu Sans',sans-serif;margin:10px;color:#1a1a1a}\n"
 	"#bar{display:flex;gap:10px;align-items:center;margin-bottom:6px}\n"
-	"#about{color:#555;margin:4px 0 8px}\n"
+	"#about{color:#555;margin:4px 0 8px;white-space:pre-line}\n"
 	"#graph{position:relative;width:100%;overflow:hidden;border-top:1px solid #ddd}\n"
 	".f{position:absolute;height:16px;box-sizing:border-box;border:1px solid #fff;overflow:hidden;"
 	"white-space:nowrap;font-size:11px;line-height:14px;padding-left:3px;cursor:pointer}\n"
@@ -82,15 +97,17 @@ static const char mf_html_head[] =
 	"top · click a frame to zoom, the bottom bar to zoom out · Python frames green, native warm</p>\n"
 	"<script type=\"application/json\" id=\"data\">";
 
-/* Draws with absolutely placed boxes: rows from the bottom, widths in percent of the zoomed frame. */
+/* Draws with absolutely placed boxes: rows from the bottom, widths in percent of the zoomed frame.
+ * Bytes read as the picture and the title print them (mf_fmt_bytes_cut: digits cut, not rounded). */
 static const char mf_html_tail[] =
 	"</script>\n<script>\n"
 	"'use strict';\n"
 	"const D=JSON.parse(document.getElementById('data').textContent);\n"
 	"const $=id=>document.getElementById(id),ROW=17;\n"
 	"let cur=null,zoom=null,query='';\n"
-	"function mb(v){return v>=1073741824?(v/1073741824).toFixed(2)+' GB':v>=1048576?"
-	"(v/1048576).toFixed(1)+' MB':v>=1024?(v/1024).toFixed(1)+' KB':Math.round(v)+' B'}\n"
+	"function mb(v){let u=0;while(u<5&&Math.abs(v)>=1000)v/=1024,u++;const a=Math.abs(v),"
+	"d=u===0||a>=100?0:a>=10?1:2,t=v.toFixed(d+6);return t.slice(0,t.length-6-!d)+' '+"
+	"['B','KB','MB','GB','TB','PB'][u]}\n"
 	"function hue(n){let h=2166136261;for(const ch of n.split(/\\+0x| \\(/)[0])h=Math.imul(h^ch.charCodeAt(0),"
 	"16777619);const v=((h>>>0)%1000)/1000;return n==='all'?'#d1d1d1':/\\.py:/.test(n)?"
 	"`rgb(${140+89*v|0},${204+38*v|0},${76+51*v|0})`:/^0x/.test(n)?'#b8bcc8':"
@@ -100,23 +117,22 @@ static const char mf_html_tail[] =
 	"if(r)return r}return null}\n"
 	"function matches(n,q){let s=0;if(n.n.toLowerCase().includes(q))return n.v;for(const c of n.c)"
 	"s+=matches(c,q);return s}\n"
-	"function box(g,n,x,w,row,total,H,alone){if(w<0.05)return;const e=document.createElement('div');"
+	"function box(g,n,x,w,row,H,alone){if(w<0.05)return;const e=document.createElement('div');"
 	"e.className='f'+(query&&n.n.toLowerCase().includes(query)?' hit':'');e.style.left=x+'%';"
 	"e.style.width=w+'%';e.style.top=(H-(row+1)*ROW)+'px';e.style.background=hue(n.n);"
-	"e.textContent=n.n+' · '+mb(n.v);e.title=n.n+'\\n'+mb(n.v)+', '+(100*n.v/total).toFixed(1)+"
-	"'% of the sites';e.onclick=()=>{zoom=n===cur.tree?null:n;draw()};"
-	"e.onmousemove=ev=>tip(ev,n,total);e.onmouseleave=()=>{$('tip').style.display='none'};"
+	"e.textContent=n.n+' · '+mb(n.v);e.title=n.n+'\\n'+share(n.v);"
+	"e.onclick=()=>{zoom=n===cur.tree?null:n;draw()};"
+	"e.onmousemove=ev=>tip(ev,n);e.onmouseleave=()=>{$('tip').style.display='none'};"
 	"g.appendChild(e);if(alone)return;let cx=x;for(const c of n.c){const cw=w*c.v/(n.v||1);"
-	"box(g,c,cx,cw,row+1,total,H);cx+=cw}}\n"
-	"function tip(ev,n,total){const t=$('tip');t.textContent=n.n+' — '+mb(n.v)+', '+"
-	"(100*n.v/total).toFixed(1)+'% of the stage\\'s sites';t.style.display='block';"
+	"box(g,c,cx,cw,row+1,H);cx+=cw}}\n"
+	"function share(v){return mb(v)+', '+(cur.base>0?100*v/cur.base:0).toFixed(1)+'% '+cur.of}\n"
+	"function tip(ev,n){const t=$('tip');t.textContent=n.n+' — '+share(n.v);t.style.display='block';"
 	"t.style.left=Math.min(ev.clientX+12,innerWidth-300)+'px';t.style.top=(ev.clientY+14)+'px'}\n"
 	"function draw(){const g=$('graph'),root=cur.tree,top=zoom||root,chain=zoom?path(root,zoom,[]):[root];"
 	"const H=(depth(top)+chain.length-1)*ROW+2;g.textContent='';g.style.height=H+'px';"
-	"chain.slice(0,-1).forEach((n,i)=>box(g,n,0,100,i,root.v,H,true));"
-	"box(g,top,0,100,chain.length-1,root.v,H);$('about').textContent=cur.about;"
-	"$('found').textContent=query?'matched: '+mb(matches(top,query))+', '+"
-	"(100*matches(top,query)/(root.v||1)).toFixed(1)+'%':''}\n"
+	"chain.slice(0,-1).forEach((n,i)=>box(g,n,0,100,i,H,true));"
+	"box(g,top,0,100,chain.length-1,H);$('about').textContent=cur.about;"
+	"$('found').textContent=query?'matched: '+share(matches(top,query)):''}\n"
 	"D.stages.forEach((s,i)=>{const o=document.createElement('option');o.value=i;o.textContent=s.name;"
 	"$('stage').appendChild(o)});\n"
 	"$('stage').onchange=()=>{cur=D.stages[$('stage').value];zoom=null;draw()};\n"

@@ -74,30 +74,56 @@ static char *mf_python_name(const char *frame)
 	return mf_xasprintf("%.*s", (int)(where ? where - frame : (long)strlen(frame)), frame);
 }
 
+/* A native frame of the interpreter itself: libpython, or a python executable linked statically. */
+static int mf_frame_is_interpreter(const char *frame)
+{
+	const char *where = mf_frame_where(frame);
+	return where && (!strncmp(where, " (libpython", 11) || !strncmp(where, " (python", 8));
+}
+
+/* The native frames FROM..TO-1 the fold names: those the innermost Python frame called (before
+ * it), then any but the interpreter's own frames between the library's Python frames. */
+static size_t mf_fold_nameable(const struct mf_site *s, size_t from, size_t to, size_t *total)
+{
+	size_t n = 0;
+	int above = 0;
+	*total = 0;
+	for (size_t k = from; k < to; k++) {
+		const char *f = mf_site_frame(s, k);
+		int py = mf_frame_is_python(f);
+		above |= py;
+		*total += !py;
+		n += !py && (!above || !mf_frame_is_interpreter(f));
+	}
+	return n;
+}
+
 /* "[native: a <- b <- c <- … 4 more]" for the native frames among FROM..TO-1 (malloc'd), or NULL
- * when there is none. */
+ * when there is none; the interpreter's frames between Python frames are only counted. */
 static char *mf_fold_native(const struct mf_site *s, size_t from, size_t to)
 {
-	size_t total = 0, done_names = 0;
-	for (size_t k = from; k < to; k++)
-		total += !mf_frame_is_python(mf_site_frame(s, k));
+	size_t total, done = 0, nameable = mf_fold_nameable(s, from, to, &total);
 	if (!total)
 		return NULL;
-	size_t named = total <= MF_FOLD_NAMES + 1 ? total : MF_FOLD_NAMES; /* never "… 1 more" */
+	if (!nameable)
+		return mf_xasprintf("[native: %zu frame%s of the interpreter]", total, total == 1 ? "" : "s");
+	size_t named = nameable < total ? (nameable < MF_FOLD_NAMES ? nameable : MF_FOLD_NAMES) :
+		total <= MF_FOLD_NAMES + 1 ? total : MF_FOLD_NAMES; /* never "… 1 more" of nameable ones */
 	char *line = mf_xstrdup("[native: ");
-	for (size_t k = from; k < to && done_names <= named; k++) {
-		if (mf_frame_is_python(mf_site_frame(s, k)))
+	int above = 0;
+	for (size_t k = from; k < to && done < named; k++) {
+		const char *f = mf_site_frame(s, k);
+		above |= mf_frame_is_python(f);
+		if (mf_frame_is_python(f) || (above && mf_frame_is_interpreter(f)))
 			continue;
-		char *name = done_names < named ? mf_native_name(mf_site_frame(s, k)) :
-			mf_xasprintf("… %zu more", total - done_names);
-		char *next = mf_xasprintf("%s%s%s", line, done_names ? " <- " : "", name);
+		char *name = mf_native_name(f), *next = mf_xasprintf("%s%s%s", line, done ? " <- " : "", name);
 		free(line), free(name);
-		line = next;
-		done_names++;
+		line = next, done++;
 	}
-	char *done = mf_xasprintf("%s]", line);
-	free(line);
-	return done;
+	char *more = total > named ? mf_xasprintf(" <- … %zu more", total - named) : mf_xstrdup("");
+	char *all = mf_xasprintf("%s%s]", line, more);
+	free(line), free(more);
+	return all;
 }
 
 /* A Python frame in an installed library or the standard library, not the user's own code. */

@@ -296,6 +296,18 @@ struct mf_sites {
 void mf_sites_get(json_t *stage, int gpu, struct mf_sites *out);
 /* The same for either list. */
 void mf_sites_view(json_t *stage, int gpu, enum mf_view view, struct mf_sites *out);
+/* Bytes as text (malloc'd): "47MB" as the dump prints memory, or "47.0 MB" (plot/scale.c). */
+typedef char *mf_bytes_fn(double bytes);
+char *mf_mb(double bytes);
+/* "added by the stage, live at its peak: 47MB in 5 sites and 7 other stacks; shares are of its
+ * need, 42MB (alloc_delta + peaked_delta)" (malloc'd); *BASE (when not NULL): what the shares
+ * are of. */
+char *mf_sites_summary(json_t *stage, int gpu, enum mf_view view, const struct mf_sites *s,
+		       mf_bytes_fn *fmt, double *base);
+/* "40MB exact (blocks counted at their size), 7MB sampled (estimated)" (SHARES: "40MB exact
+ * (85.1%, blocks ...), 7MB sampled (14.9%, estimated)"), "all of it exact: ...", or NULL when the
+ * entries do not say (malloc'd). */
+char *mf_sites_exact_text(const struct mf_sites *s, mf_bytes_fn *fmt, int shares);
 /* frames.c: what --sites shows of a site's frames. */
 int mf_frame_is_python(const char *frame);     /* "func (/path/file.py:12)" */
 char *mf_clean_frame(const char *frame);       /* demangled and printable (malloc'd) */
@@ -310,6 +322,11 @@ char *mf_site_key(const struct mf_site *s, enum mf_by by, int native);
 /* The stage's need of CPU (GPU) memory, which the added view's shares are of: alloc_delta + peaked_delta, or
  * -1 when the stage does not say or it is not positive. */
 double mf_stage_need(json_t *stage, int gpu);
+/* What a list's shares are of: the stage's need (what it added, when it says), else its peak (an
+ * older file, or what it inherited), else the bytes listed; returns those bytes. */
+enum mf_base { MF_BASE_NEED, MF_BASE_PEAK, MF_BASE_LISTED };
+double mf_sites_base(json_t *stage, int gpu, enum mf_view view, const struct mf_sites *s,
+		     enum mf_base *kind);
 void mf_sites_free(struct mf_sites *s);
 size_t mf_site_nframes(const struct mf_site *s);
 const char *mf_site_frame(const struct mf_site *s, size_t i); /* "?" for what is not a string */

@@ -87,9 +87,10 @@ const struct mf_option mf_options[] = {
 	{ .name = "--flame", .arg = "OUT", .kind = MF_PICTURE, .field = F(mode_arg), .modes = M(FLAME),
 	  .selects = 1,
 	  .help = "draws the call sites at a stage's peak as a flame graph into OUT (.svg\n"
-		  "or .png), callers at the bottom, widths in bytes: the --stage, else\n"
-		  "the stage with the largest peak, of the process that peaked highest;\n"
-		  "OUT.html: one page of every stage with zoom, search and tooltips" },
+		  "with text and a tooltip per frame, or .png), callers at the bottom,\n"
+		  "widths in bytes: the --stage, else the stage with the largest peak, of\n"
+		  "the process that peaked highest; OUT.html: one page of every stage\n"
+		  "with zoom, search and tooltips" },
 	{ .name = "--gpu", .kind = MF_FLAG, .field = F(flame_gpu),
 	  .modes = M(FLAME) | M(SPEEDSCOPE) | M(PPROF),
 	  .help = "--flame: the GPU sites rather than the CPU ones (also --speedscope,\n"

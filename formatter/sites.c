@@ -92,6 +92,17 @@ double mf_stage_need(json_t *stage, int gpu)
 	return alloc + peaked;
 }
 
+double mf_sites_base(json_t *stage, int gpu, enum mf_view view, const struct mf_sites *s,
+		     enum mf_base *kind)
+{
+	double need = mf_stage_need(stage, gpu), peak = mf_stage_peak(stage, gpu);
+	if (view == MF_ADDED && s->split && need > 0)
+		return *kind = MF_BASE_NEED, need;
+	if (peak > 0 && (view == MF_BEFORE || !s->split))
+		return *kind = MF_BASE_PEAK, peak;
+	return *kind = MF_BASE_LISTED, s->total;
+}
+
 void mf_sites_free(struct mf_sites *s)
 {
 	free(s->s);
@@ -129,7 +140,7 @@ double mf_stage_peak(json_t *stage, int gpu)
 	return mf_num(json_object_get(comp, "peak"), &x) && x >= 0 ? x : -1;
 }
 
-static char *mf_mb(double bytes)
+char *mf_mb(double bytes)
 {
 	json_t *v = json_real(bytes);
 	char *s = mf_format_value("x_mem_", v); /* whole MB, as the dump prints memory */
@@ -306,43 +317,56 @@ static void mf_group_rows(struct mf_table *t, const struct mf_sites *s, const st
 	free(g);
 }
 
-/* "added by the stage, live at its peak: 150MB in 12 sites" and what the shares are of; then how
- * much of it is exact. *BASE: the bytes the shares are of. */
-static void mf_print_view_head(FILE *out, json_t *stage, int gpu, enum mf_view view,
-			       const struct mf_sites *s, double *base)
+char *mf_sites_summary(json_t *stage, int gpu, enum mf_view view, const struct mf_sites *s,
+		       mf_bytes_fn *fmt, double *base)
 {
 	static const char *const what[] = { "added by the stage, live at its peak",
 					    "live from before the stage, still live at its peak" };
-	double need = mf_stage_need(stage, gpu), peak = mf_stage_peak(stage, gpu);
-	char *listed = mf_mb(s->total), *of;
-	if (view == MF_ADDED && s->split && need > 0) {
-		char *mb = mf_mb(need);
+	enum mf_base kind;
+	double b = mf_sites_base(stage, gpu, view, s, &kind);
+	char *listed = fmt(s->total), *mb = fmt(b), *of;
+	if (kind == MF_BASE_NEED)
 		of = mf_xasprintf("shares are of its need, %s (alloc_delta + peaked_delta)", mb);
-		free(mb), *base = need;
-	} else if (peak > 0 && (view == MF_BEFORE || !s->split)) {
-		char *mb = mf_mb(peak);
+	else if (kind == MF_BASE_PEAK)
 		of = mf_xasprintf("shares are of the peak, %s", mb);
-		free(mb), *base = peak;
-	} else {
-		of = mf_xstrdup("shares are of the bytes listed"), *base = s->total;
-	}
+	else
+		of = mf_xstrdup("shares are of the bytes listed");
 	long long others = s->named < s->n ? s->s[s->n - 1].others : -1;
 	char *more = others >= 0 ? mf_xasprintf(" and %lld other stack%s", others, others == 1 ? "" :
 						"s") : mf_xstrdup("");
-	fprintf(out, "  %s: %s in %zu site%s%s; %s\n", s->split ? what[view] : "everything live at "
-		"the peak (an older file: it does not tell what the stage added)", listed, s->named,
-		s->named == 1 ? "" : "s", more, of);
-	free(more);
-	free(listed), free(of);
+	char *line = mf_xasprintf("%s: %s in %zu site%s%s; %s", s->split ? what[view] : "everything "
+				  "live at the peak (an older file: it does not tell what the stage added)",
+				  listed, s->named, s->named == 1 ? "" : "s", more, of);
+	free(more), free(listed), free(mb), free(of);
+	if (base)
+		*base = b;
+	return line;
+}
+
+char *mf_sites_exact_text(const struct mf_sites *s, mf_bytes_fn *fmt, int shares)
+{
 	if (!s->exact_known)
-		return;
-	if (s->exact >= s->total) {
-		fputs("  all of it exact: every block counted at its size\n", out);
-		return;
-	}
-	char *exact = mf_mb(s->exact), *est = mf_mb(s->total - s->exact);
-	fprintf(out, "  %s exact (blocks counted at their size), %s sampled (estimated)\n", exact, est);
-	free(exact), free(est);
+		return NULL;
+	if (s->exact >= s->total)
+		return mf_xstrdup("all of it exact: every block counted at its size");
+	char *exact = fmt(s->exact), *est = fmt(s->total - s->exact);
+	char *pe = shares ? mf_xasprintf("%.1f%%, ", 100 * s->exact / s->total) : mf_xstrdup("");
+	char *ps = shares ? mf_xasprintf("%.1f%%, ", 100 - 100 * s->exact / s->total) : mf_xstrdup("");
+	char *line = mf_xasprintf("%s exact (%sblocks counted at their size), %s sampled (%sestimated)",
+				  exact, pe, est, ps);
+	free(exact), free(est), free(pe), free(ps);
+	return line;
+}
+
+/* What the list is and what its shares are of (*BASE: those bytes); then how much is exact. */
+static void mf_print_view_head(FILE *out, json_t *stage, int gpu, enum mf_view view,
+			       const struct mf_sites *s, double *base)
+{
+	char *head = mf_sites_summary(stage, gpu, view, s, mf_mb, base), *exact = mf_sites_exact_text(s, mf_mb, 0);
+	fprintf(out, "  %s\n", head);
+	if (exact)
+		fprintf(out, "  %s\n", exact);
+	free(head), free(exact);
 }
 
 /* One list of a stage: what it is and what its shares are of, then its table. */

@@ -88,6 +88,9 @@ void mf_ticks_bytes(double vmax, struct mf_ticks *t);
 void mf_ticks_time(double tmax, struct mf_ticks *t);
 char *mf_tick_label(const struct mf_ticks *t, double v, int with_unit);
 char *mf_fmt_bytes(double v);               /* "106 MB", "1.23 GB", "512 B" */
+/* The same digits cut, not rounded (155.6 MiB: "155 MB"), so they read as the dump's whole MB
+ * ("155MB") with decimals added: the flame graph's bytes beside --sites's. */
+char *mf_fmt_bytes_cut(double v);
 char *mf_fmt_secs(double s);                /* "6.67 s", "12.5 min" */
 /* At most four points per pixel column (first, lowest, highest, last): every extreme is kept. */
 size_t mf_decimate(const struct mf_pt *in, size_t n, double px_per_s, struct mf_pt *out);
@@ -101,6 +104,8 @@ void mf_font(cairo_t *cr, double size, int bold);
 double mf_text_w(cairo_t *cr, const char *s);
 /* Shows S in at most W pixels (shortened in the middle when wider); returns the width drawn. */
 double mf_text_fit(cairo_t *cr, double x, double y, const char *s, double w);
+/* S as mf_text_fit would show it in the current font (malloc'd), or NULL when nothing fits. */
+char *mf_text_fitted(cairo_t *cr, const char *s, double w);
 
 /* label.c: labels that never overlap one another. */
 struct mf_rect {
@@ -156,6 +161,17 @@ int mf_plot_kind(const char *path);
 typedef void mf_draw_fn(cairo_t *cr, void *arg, int w, int h);
 int mf_picture(FILE *err, const char *path, int w, int h, mf_draw_fn *draw, void *arg);
 
+/* svgdoc.c: SVG written as text (words stay <text>), and a picture's bytes written to a file. */
+void mf_svg_begin(FILE *fp, int w, int h);   /* the head, the text classes, a white page */
+void mf_svg_end(FILE *fp);
+void mf_svg_num(FILE *fp, double v);
+void mf_svg_escaped(FILE *fp, const char *s, int newlines);
+void mf_svg_rect(FILE *fp, double x, double y, double w, double h, struct mf_rgb c);
+/* CLS: "h" (title), "p" (a panel's line), "q" (a note), NULL (a label). */
+void mf_svg_text(FILE *fp, double x, double y, const char *cls, const char *s);
+/* DATA into PATH, as mf_picture writes: one line on ERR and no file left when it fails. */
+int mf_write_picture(FILE *err, const char *path, const char *data, size_t n);
+
 /* flame.c: --flame, a stage's peak call sites as a flame graph (callers at the bottom). */
 struct mf_fnode {
 	const char *label;      /* borrowed from the file; NULL for the root */
@@ -170,5 +186,10 @@ int mf_flame_depth(const struct mf_fnode *n); /* rows, the root's included */
 /* The flame graph of O->stage (default: the stage with the largest peak) of the process that
  * peaked highest there, O->flame_gpu for the GPU sites, into O->mode_arg. */
 int mf_flame(FILE *err, struct mf_file *files, size_t n, const struct mf_opts *o);
+/* What a flame graph of STAGE's list S holds, as --sites says it (the base bar is its sum), and
+ * how much of it is exact (both malloc'd). */
+void mf_flame_list_lines(json_t *stage, int gpu, const struct mf_sites *s, char **list, char **exact);
+/* "of the stage's need (42.0 MB)": what a frame's share is of, those bytes in *BASE (malloc'd). */
+char *mf_flame_share_of(json_t *stage, int gpu, const struct mf_sites *s, double *base);
 
 #endif

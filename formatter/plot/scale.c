@@ -3,6 +3,7 @@
 
 #include <math.h>
 #include <stdlib.h>
+#include <string.h>
 
 /* Binary units, named as the Trainer dump names them (MB is 2^20 bytes). */
 static const char *const mf_byte_units[] = { "B", "KB", "MB", "GB", "TB", "PB" };
@@ -78,6 +79,21 @@ char *mf_fmt_bytes(double v)
 		a /= 1024, v /= 1024, u++;
 	return mf_xasprintf("%.*f %s", u == 0 || a >= 99.95 ? 0 : a >= 9.995 ? 1 : 2, v,
 			    mf_byte_units[u]);
+}
+
+char *mf_fmt_bytes_cut(double v)
+{
+	int u = 0;
+	if (!isfinite(v))
+		return mf_xstrdup("?");
+	while (u < 5 && fabs(v) >= 1000)
+		v /= 1024, u++;
+	int d = u == 0 || fabs(v) >= 100 ? 0 : fabs(v) >= 10 ? 1 : 2;
+	char *s = mf_xasprintf("%.*f", d + 6, v); /* six digits more, cut: no rounding up */
+	s[strlen(s) - 6 - !d] = '\0';
+	char *out = mf_xasprintf("%s %s", s, mf_byte_units[u]);
+	free(s);
+	return out;
 }
 
 char *mf_fmt_secs(double s)

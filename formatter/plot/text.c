@@ -106,7 +106,7 @@ double mf_text_w(cairo_t *cr, const char *s)
 	return e.x_advance;
 }
 
-double mf_text_fit(cairo_t *cr, double x, double y, const char *s, double w)
+char *mf_text_fitted(cairo_t *cr, const char *s, double w)
 {
 	size_t max = mf_cp_count(s);
 	char *t = mf_xstrdup(s);
@@ -115,11 +115,20 @@ double mf_text_fit(cairo_t *cr, double x, double y, const char *s, double w)
 		max = max * 9 / 10 < max - 1 ? max * 9 / 10 : max - 1;
 		t = mf_shorten(s, max);
 	}
-	double tw = mf_text_w(cr, t);
-	if (tw <= w) {
+	if (mf_text_w(cr, t) <= w)
+		return t;
+	free(t);
+	return NULL;
+}
+
+double mf_text_fit(cairo_t *cr, double x, double y, const char *s, double w)
+{
+	char *t = mf_text_fitted(cr, s, w);
+	double tw = t ? mf_text_w(cr, t) : 0;
+	if (t) {
 		cairo_move_to(cr, x, y);
 		cairo_show_text(cr, t);
 	}
 	free(t);
-	return tw <= w ? tw : 0;
+	return tw;
 }

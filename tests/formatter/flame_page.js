@@ -32,6 +32,10 @@ if (els.about.textContent !== want.about) fail('the picked stage is not the one 
 if (els.stage.children.length !== D.stages.length) fail('the stage picker lacks stages');
 const root = named('all · ');
 if (!root || root.style.width !== '100%') fail('no root bar as wide as the graph');
+// the title's second line names the bytes listed, the third how much is exact: the root bar is their sum
+const about = els.about.textContent.split('\n'), listed = (about[1] || '').match(/: ([0-9.]+ [KMGTP]?B) in \d+ sites?/);
+if (!listed || root.textContent !== 'all · ' + listed[1]) fail('the root bar (' + root.textContent + ') is not the bytes listed: ' + about[1]);
+if (!/exact/.test(about[2] || '')) fail('the title does not say how much is exact: ' + about[2]);
 const kidsWidth = boxes().filter(b => b.style.top === (parseFloat(root.style.top) - 17) + 'px')
 	.reduce((s, b) => s + parseFloat(b.style.width), 0);
 if (kidsWidth > 100.0001) fail('the row above the root is wider than it: ' + kidsWidth);
@@ -46,7 +50,8 @@ const label = big.textContent;
 big.onclick();
 if (named(label).style.width !== '100%') fail('a click does not zoom into ' + label);
 named(label).onmousemove({ clientX: 5, clientY: 5 });
-if (!/% of the stage's sites/.test(els.tip.textContent) || els.tip.style.display !== 'block') fail('no tooltip');
+if (!/\d% of the stage's (need|peak) \(/.test(els.tip.textContent) || !els.tip.textContent.endsWith(want.of) ||
+    els.tip.style.display !== 'block') fail('no tooltip with the share of the stage\'s need: ' + els.tip.textContent);
 named('all · ').onclick();
 if (named(label) && named(label).style.width === '100%') fail('the root bar does not zoom out');
 if (D.stages.length > 1) {

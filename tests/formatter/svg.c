@@ -1,5 +1,6 @@
-/* SVG reading for the --plot tests. Cairo draws text as glyph outlines (<symbol> paths used by
- * <use>), so text is decoded by drawing known characters in the plot's fonts and matching outlines. */
+/* SVG reading for the --plot and --flame tests. Cairo draws text as glyph outlines (<symbol> paths
+ * used by <use>), so that text is decoded by drawing known characters in the plot's fonts and
+ * matching outlines; --flame's SVG has <text> elements, <title> tooltips and <rect>s, read as they are. */
 #include "svg.h"
 #include "plot/plot.h"
 
@@ -26,6 +27,13 @@ struct parse {
 	size_t nlines;
 	struct t_box *boxes;
 	size_t nboxes;
+	char *chars;            /* the character data of the <text> or <title> being read */
+	size_t nchars;
+	int in_text, in_title;
+	char **texts, **titles; /* <text> elements and <title>s, in document order */
+	size_t ntexts, ntitles;
+	const char **gtitle;    /* the <title> of each open <g>, innermost last (NULL: none yet) */
+	size_t ng;
 };
 
 static const char *attr(const char **a, const char *name)
@@ -106,10 +114,51 @@ static void on_path(struct parse *p, const char **a)
 	p->lines[p->nlines++] = l;
 }
 
+/* A <rect> of the flame graph (the page's "100%" background is not one). */
+static void on_rect(struct parse *p, const char **a)
+{
+	const char *x = attr(a, "x"), *y = attr(a, "y"), *w = attr(a, "width"), *h = attr(a, "height");
+	const char *fill = attr(a, "fill");
+	unsigned r, g, b;
+	if (!x || !y || !w || !h || strchr(w, '%') || !fill || sscanf(fill, "#%2x%2x%2x", &r, &g, &b) != 3)
+		return;
+	struct t_box box = { atof(x), atof(y), atof(x) + atof(w), atof(y) + atof(h), r / 255.0,
+			     g / 255.0, b / 255.0, p->ng ? p->gtitle[p->ng - 1] : NULL };
+	grow(&p->boxes, p->nboxes, sizeof *p->boxes);
+	p->boxes[p->nboxes++] = box;
+}
+
+static void XMLCALL on_chars(void *ud, const char *s, int len)
+{
+	struct parse *p = ud;
+	if (!p->in_text && !p->in_title)
+		return;
+	p->chars = realloc(p->chars, p->nchars + (size_t)len + 1);
+	memcpy(p->chars + p->nchars, s, (size_t)len);
+	p->nchars += (size_t)len;
+	p->chars[p->nchars] = '\0';
+}
+
+/* The character data read since the element began (malloc'd). */
+static char *take_chars(struct parse *p)
+{
+	char *t = p->chars ? p->chars : strdup("");
+	p->chars = NULL, p->nchars = 0;
+	return t;
+}
+
 static void XMLCALL on_start(void *ud, const char *name, const char **a)
 {
 	struct parse *p = ud;
-	if (!strcmp(name, "symbol")) {
+	if (!strcmp(name, "text") || !strcmp(name, "title")) {
+		free(take_chars(p));
+		p->in_text = !strcmp(name, "text"), p->in_title = !p->in_text;
+	} else if (!strcmp(name, "g")) {
+		grow(&p->gtitle, p->ng, sizeof *p->gtitle);
+		p->gtitle[p->ng++] = NULL;
+	} else if (!strcmp(name, "rect")) {
+		on_rect(p, a);
+	} else if (!strcmp(name, "symbol")) {
 		free(p->symbol_id);
 		p->symbol_id = strdup(attr(a, "id") ? attr(a, "id") : "");
 	} else if (!strcmp(name, "path")) {
@@ -123,6 +172,20 @@ static void XMLCALL on_start(void *ud, const char *name, const char **a)
 static void XMLCALL on_end(void *ud, const char *name)
 {
 	struct parse *p = ud;
+	if (!strcmp(name, "text") && p->in_text) {
+		grow(&p->texts, p->ntexts, sizeof *p->texts);
+		p->texts[p->ntexts++] = take_chars(p);
+		p->in_text = 0;
+	} else if (!strcmp(name, "title") && p->in_title) {
+		grow(&p->titles, p->ntitles, sizeof *p->titles);
+		p->titles[p->ntitles] = take_chars(p);
+		if (p->ng)
+			p->gtitle[p->ng - 1] = p->titles[p->ntitles];
+		p->ntitles++;
+		p->in_title = 0;
+	}
+	if (!strcmp(name, "g") && p->ng)
+		p->ng--;
 	if (!strcmp(name, "symbol")) {
 		free(p->symbol_id);
 		p->symbol_id = NULL;
@@ -141,6 +204,7 @@ static int parse_xml(const char *text, size_t len, struct parse *p, char **error
 	memset(p, 0, sizeof *p);
 	XML_SetUserData(x, p);
 	XML_SetElementHandler(x, on_start, on_end);
+	XML_SetCharacterDataHandler(x, on_chars);
 	int ok = XML_Parse(x, text, (int)len, 1) == XML_STATUS_OK;
 	if (!ok && error && asprintf(error, "line %lu: %s", (unsigned long)XML_GetCurrentLineNumber(x),
 				     XML_ErrorString(XML_GetErrorCode(x))) < 0)
@@ -168,8 +232,12 @@ static void parse_free(struct parse *p)
 	}
 	for (size_t i = 0; i < p->nhrefs; i++)
 		free(p->hrefs[i]);
+	for (size_t i = 0; i < p->ntexts; i++)
+		free(p->texts[i]);
+	for (size_t i = 0; i < p->ntitles; i++)
+		free(p->titles[i]);
 	free(p->ids), free(p->ds), free(p->groups), free(p->hrefs), free(p->lines), free(p->boxes);
-	free(p->symbol_id);
+	free(p->symbol_id), free(p->chars), free(p->texts), free(p->titles), free(p->gtitle);
 }
 
 static cairo_status_t to_memory(void *closure, const unsigned char *data, unsigned int len)
@@ -265,12 +333,17 @@ int t_svg_load(const char *path, struct t_svg *s)
 	free(text);
 	if (rc)
 		return s->texts[0] = error, s->ntexts = 1, -1;
-	s->texts = realloc(s->texts, (p.ngroups + 1) * sizeof *s->texts);
+	s->texts = realloc(s->texts, (p.ntexts + p.ngroups + 1) * sizeof *s->texts);
+	for (size_t i = 0; i < p.ntexts; i++)
+		s->texts[s->ntexts++] = p.texts[i];
+	s->ntext_elements = p.ntexts;
 	for (size_t g = 0; g < p.ngroups; g++)
 		s->texts[s->ntexts++] = decode_group(&p, p.groups[g]);
+	s->has_glyphs = p.ngroups > 0;
+	s->titles = p.titles, s->ntitles = p.ntitles;
 	s->lines = p.lines, s->nlines = p.nlines;
 	s->boxes = p.boxes, s->nboxes = p.nboxes;
-	p.lines = NULL, p.boxes = NULL;
+	p.lines = NULL, p.boxes = NULL, p.titles = NULL, p.ntitles = 0, p.ntexts = 0;
 	parse_free(&p);
 	return 0;
 }
@@ -280,6 +353,9 @@ void t_svg_free(struct t_svg *s)
 	for (size_t i = 0; i < s->ntexts; i++)
 		free(s->texts[i]);
 	free(s->texts);
+	for (size_t i = 0; i < s->ntitles; i++)
+		free(s->titles[i]);
+	free(s->titles);
 	free(s->lines);
 	free(s->boxes);
 	memset(s, 0, sizeof *s);

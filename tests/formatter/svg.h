@@ -1,4 +1,5 @@
-/* Reading memshim-format's SVG back: is it XML, which lines does it stroke, which text does it show. */
+/* Reading memshim-format's SVG back: is it XML, which lines does it stroke, which text does it show
+ * (cairo's glyph outlines decoded, or <text> elements as they are), which tooltips it carries. */
 #ifndef MF_TEST_SVG_H
 #define MF_TEST_SVG_H
 
@@ -9,15 +10,22 @@ struct t_line {
 	size_t points;          /* how many points its path has */
 };
 
-/* A filled path of straight lines (a rectangle of the flame graph): its bounding box and colour. */
+/* A filled path of straight lines, or a <rect> (a rectangle of the flame graph): its bounding box,
+ * colour and the <title> of the <g> around it (NULL when none; owned by the t_svg). */
 struct t_box {
 	double x0, y0, x1, y1;
 	double r, g, b;
+	const char *title;
 };
 
 struct t_svg {
-	char **texts;           /* every shown text, decoded from cairo's glyphs; unknown glyphs are ' ' */
+	char **texts;           /* every shown text: <text> elements, then cairo's glyphs decoded
+				 * (unknown glyphs are ' ') */
 	size_t ntexts;
+	size_t ntext_elements;  /* how many of them were <text> elements */
+	char **titles;          /* every <title>, in document order */
+	size_t ntitles;
+	int has_glyphs;         /* some text was drawn as cairo's glyph outlines */
 	struct t_line *lines;
 	size_t nlines;
 	struct t_box *boxes;    /* in document order */

@@ -4,6 +4,7 @@
 #include "svg.h"
 #include "plot/plot.h"
 
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -108,6 +109,143 @@ START_TEST(test_gpu_sites)
 }
 END_TEST
 
+/* The box whose title starts with PREFIX (the first in document order). */
+static struct t_box titled(const struct t_svg *s, const char *prefix)
+{
+	for (size_t i = 0; i < s->nboxes; i++)
+		if (s->boxes[i].title && !strncmp(s->boxes[i].title, prefix, strlen(prefix)))
+			return s->boxes[i];
+	ck_abort_msg("no box titled \"%s...\"", prefix);
+	return s->boxes[0];
+}
+
+static void has_title(const struct t_svg *s, const char *title)
+{
+	for (size_t i = 0; i < s->ntitles; i++)
+		if (!strcmp(s->titles[i], title))
+			return;
+	for (size_t i = 0; i < s->ntitles && i < 8; i++)
+		fprintf(stderr, "  title: %s\n", s->titles[i]);
+	ck_abort_msg("no tooltip \"%s\"", title);
+}
+
+/* memshim-format ARGS...: its stdout (exit 0). */
+static char *run_ok(char **args)
+{
+	char *out, *err;
+	ck_assert_int_eq(t_run(args, &out, &err), 0);
+	ck_assert_str_eq(err, "");
+	free(err);
+	return out;
+}
+
+/* The SVG is written as text: <text> elements, not cairo's glyph outlines; a <title> tooltip on
+ * every frame with its name, bytes and share of the stage's need, the shares --sites prints. */
+START_TEST(test_svg_text_and_tooltips)
+{
+	char *args[] = { "in/sites-added.json", NULL }, *path = flame("added.svg", args);
+	char *sites[] = { "memshim-format", "--sites", "--stage", "train", "in/sites-added.json", NULL };
+	char *table = run_ok(sites), *text = t_read(path, NULL);
+	struct t_svg s;
+	t_svg_load_ok(path, &s);
+	ck_assert_msg(!s.has_glyphs && !strstr(text, "<symbol") && !strstr(text, "<path"),
+		      "text drawn as glyph outlines");
+	ck_assert_uint_gt(s.ntext_elements, 10);
+	ck_assert_uint_lt(strlen(text), 20000); /* cairo's outlines: 157 KB */
+	ck_assert_uint_gt(s.nboxes, 20);
+	ck_assert_uint_eq(s.ntitles, s.nboxes);
+	for (size_t i = 0; i < s.nboxes; i++)
+		ck_assert_ptr_nonnull(s.boxes[i].title);
+	has_text(&s, "<module> (/home/u/train.py:70) · 45.0 MB", 1); /* markup in names stays text */
+	/* site 1 of --sites: 30MB, 71.4% of the need */
+	ck_assert_ptr_nonnull(strstr(table, "  1   30MB  71.4%       60  forward (/home/u/model.py:12)"));
+	has_title(&s, "forward (/home/u/model.py:12)\n30.0 MB, 71.4% of the stage's need (42.0 MB)");
+	has_title(&s, "c10::alloc_cpu(unsigned long)+0x1f (libc10.so)\n30.0 MB, 71.4% of the stage's need "
+		  "(42.0 MB)");
+	t_svg_free(&s);
+	free(table), free(text), free(path);
+}
+END_TEST
+
+/* The title, the base bar and --sites agree: the base bar is the sum of the list shown (the
+ * closing entry's stacks included), the title names those bytes as --sites does, the need the
+ * shares are of, and how much of it is exact or sampled. */
+START_TEST(test_title_and_base_agree)
+{
+	char *args[] = { "in/sites-added.json", NULL }, *path = flame("added.svg", args);
+	char *sites[] = { "memshim-format", "--sites", "--stage", "train", "in/sites-added.json", NULL };
+	char *table = run_ok(sites);
+	struct t_svg s;
+	t_svg_load_ok(path, &s);
+	/* --sites: 47MB (47.5 MiB) in 5 sites and 7 other stacks, shares of 42MB; 40MB exact, 7MB sampled */
+	ck_assert_ptr_nonnull(strstr(table, "added by the stage, live at its peak: 47MB in 5 sites and 7 "
+				     "other stacks; shares are of its need, 42MB (alloc_delta + peaked_delta)"));
+	ck_assert_ptr_nonnull(strstr(table, "40MB exact (blocks counted at their size), 7MB sampled"));
+	has_text(&s, "added by the stage, live at its peak: 47.5 MB in 5 sites and 7 other stacks; shares "
+		 "are of its need, 42.0 MB (alloc_delta + peaked_delta)", 1);
+	has_text(&s, "40.0 MB exact (84.2%, blocks counted at their size), 7.50 MB sampled (15.8%, "
+		 "estimated)", 1);
+	has_text(&s, "all · 47.5 MB", 1);
+	struct t_box root = titled(&s, "all: every stack listed\n"), row[16];
+	ck_assert_str_eq(root.title, "all: every stack listed\n47.5 MB, 113.1% of the stage's need (42.0 MB)");
+	/* the row above the base: every stack has frames, so its boxes fill the base */
+	size_t n = t_svg_row(&s, root.y0 - (root.y1 - root.y0 + 1), row, 16);
+	double filled = 0, px_per_mib = (root.x1 - root.x0 + 1) / 47.5;
+	for (size_t i = 0; i < n; i++)
+		filled += row[i].x1 - row[i].x0 + 1;
+	ck_assert_msg(filled > root.x1 - root.x0 + 1 - 0.05 && filled < root.x1 - root.x0 + 1 + 0.05,
+		      "the row above the base fills %.2f of its %.2f px", filled, root.x1 - root.x0 + 1);
+	struct t_box other = titled(&s, "(7 other stacks)\n");
+	ck_assert_str_eq(other.title, "(7 other stacks)\n1.50 MB, 3.6% of the stage's need (42.0 MB)");
+	ck_assert(fabs(other.x1 - other.x0 - (1.5 * px_per_mib - 1)) < 0.05);
+	ck_assert(fabs(other.y0 - row[0].y0) < 0.5); /* a box of its own on the base */
+	t_svg_free(&s);
+	free(table), free(path);
+}
+END_TEST
+
+/* An older file: its list is everything live at the peak, the shares are of the peak, and how
+ * much is exact is not said; the GPU's is all exact. */
+START_TEST(test_title_older_file_and_gpu)
+{
+	char *a1[] = { "in/sites.json", NULL }, *p1 = flame("old.svg", a1);
+	char *a2[] = { "--gpu", "in/sites-added.json", NULL }, *p2 = flame("gpu.svg", a2);
+	struct t_svg s;
+	t_svg_load_ok(p1, &s);
+	has_text(&s, "everything live at the peak (an older file: it does not tell what the stage "
+		 "added): 106 MB in 12 sites; shares are of the peak, 192 MB", 1);
+	has_text(&s, "how much of it is exact is not said (an older file)", 1);
+	has_title(&s, "alloc_a (fixture.py:12)\n60.0 MB, 31.2% of the stage's peak (192 MB)");
+	t_svg_free(&s);
+	t_svg_load_ok(p2, &s);
+	has_text(&s, "added by the stage, live at its peak: 512 MB in 1 site; shares are of its need, "
+		 "768 MB (alloc_delta + peaked_delta)", 1);
+	has_text(&s, "all of it exact: every block counted at its size", 1);
+	t_svg_free(&s);
+	free(p1), free(p2);
+}
+END_TEST
+
+/* Names that are markup stay text, in the labels and the tooltips. */
+START_TEST(test_svg_markup_in_names)
+{
+	char in[4200], *text = t_read("in/sites.json", NULL), *at = strstr(text, "alloc_a (fixture.py:12)");
+	char *evil;
+	ck_assert_ptr_nonnull(at);
+	ck_assert_int_ge(asprintf(&evil, "%.*s</text><b a=\\\"x\\\">&amp;</b>%s", (int)(at - text), text,
+				  at + strlen("alloc_a (fixture.py:12)")), 0);
+	snprintf(in, sizeof in, "%s/evil.json", dir);
+	t_write(in, evil, strlen(evil));
+	char *args[] = { in, NULL }, *path = flame("evil.svg", args);
+	struct t_svg s;
+	t_svg_load_ok(path, &s);
+	has_text(&s, "</text><b a=\"x\">&amp;</b> · 60.0 MB", 1);
+	has_title(&s, "</text><b a=\"x\">&amp;</b>\n60.0 MB, 31.2% of the stage's peak (192 MB)");
+	t_svg_free(&s);
+	free(text), free(evil), free(path);
+}
+END_TEST
+
 /* Without --stage, the stage with the largest peak, of the process that peaked highest there. */
 START_TEST(test_choice_of_stage_and_process)
 {
@@ -154,6 +292,23 @@ START_TEST(test_cannot_write)
 }
 END_TEST
 
+/* The SVG written as text fails as cairo's did: one message, exit 2, the partial file removed. */
+START_TEST(test_svg_full_disk)
+{
+	char *out, *err, *link;
+	if (access("/dev/full", W_OK))
+		return;
+	ck_assert_int_ge(asprintf(&link, "%s/full.svg", dir), 0);
+	ck_assert_int_eq(symlink("/dev/full", link), 0);
+	char *argv[] = { "memshim-format", "--flame", link, "in/sites-added.json", NULL };
+	ck_assert_int_eq(t_run(argv, &out, &err), 2);
+	ck_assert_msg(strstr(err, ": cannot write: No space left on device\n") &&
+		      !strchr(err, '\n')[1], "stderr: %s", err);
+	ck_assert_int_ne(access(link, F_OK), 0);
+	free(out), free(err), free(link);
+}
+END_TEST
+
 /* Odd site lists still draw: entries that are not sites are left out, odd frames show as "?". */
 START_TEST(test_odd_sites)
 {
@@ -165,6 +320,22 @@ START_TEST(test_odd_sites)
 	has_text(&s, "CPU peak unknown", 1);
 	t_svg_free(&s);
 	free(path);
+}
+END_TEST
+
+/* The flame graph's bytes are cut, not rounded, so they read as --sites's whole MB with decimals. */
+START_TEST(test_bytes_cut)
+{
+	static const struct { double v; const char *s; } c[] = {
+		{ 155.6 * MIB, "155 MB" }, { 47.5 * MIB, "47.5 MB" }, { 9.999 * MIB, "9.99 MB" },
+		{ 1.5 * 1024 * MIB, "1.50 GB" }, { 1023.9 * MIB, "0.99 GB" }, { 512, "512 B" },
+		{ 0.3 * MIB, "307 KB" }, { 0, "0 B" }, { 999.99, "999 B" },
+	};
+	for (size_t i = 0; i < sizeof c / sizeof c[0]; i++) {
+		char *s = mf_fmt_bytes_cut(c[i].v);
+		ck_assert_msg(!strcmp(s, c[i].s), "%.3f bytes: \"%s\", want \"%s\"", c[i].v, s, c[i].s);
+		free(s);
+	}
 }
 END_TEST
 
@@ -234,10 +405,16 @@ Suite *flame_suite(void)
 	tcase_add_checked_fixture(tc, setup, teardown);
 	tcase_add_test(tc, test_widths_follow_bytes);
 	tcase_add_test(tc, test_gpu_sites);
+	tcase_add_test(tc, test_svg_text_and_tooltips);
+	tcase_add_test(tc, test_title_and_base_agree);
+	tcase_add_test(tc, test_title_older_file_and_gpu);
+	tcase_add_test(tc, test_svg_markup_in_names);
 	tcase_add_test(tc, test_choice_of_stage_and_process);
 	tcase_add_test(tc, test_png_and_size);
 	tcase_add_test(tc, test_cannot_write);
+	tcase_add_test(tc, test_svg_full_disk);
 	tcase_add_test(tc, test_odd_sites);
+	tcase_add_test(tc, test_bytes_cut);
 	tcase_add_test(tc, test_tree_merges_prefixes);
 	tcase_add_test(tc, test_tree_bounded);
 	suite_add_tcase(s, tc);

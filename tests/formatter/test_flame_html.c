@@ -101,6 +101,44 @@ START_TEST(test_page_data)
 }
 END_TEST
 
+/* A stage's entry of the page: its title says what --sites says of the list (its bytes are the
+ * root's), what the shares are of and how much is exact; the closing entry is a frame of its own. */
+START_TEST(test_page_agrees_with_sites)
+{
+	char *dir = t_tmpdir(), in[4200];
+	snprintf(in, sizeof in, "%s/in/sites-added.json", t_golden());
+	char *args[] = { in, NULL }, *path = t_draw("--flame", dir, "added.html", args);
+	json_t *d = page_data(path), *st = json_array_get(json_object_get(d, "stages"), 0), *kid;
+	json_t *tree = json_object_get(st, "tree");
+	size_t i, others = 0;
+	ck_assert_str_eq(json_string_value(json_object_get(st, "name")), "pid 4242 · train · CPU");
+	ck_assert_str_eq(json_string_value(json_object_get(st, "about")), "CPU peak 136MB; sampled every "
+		"512 KB on average, 95 samples at the peak; sites taken at the peak\nadded by the stage, live "
+		"at its peak: 47.5 MB in 5 sites and 7 other stacks; shares are of its need, 42.0 MB "
+		"(alloc_delta + peaked_delta)\n40.0 MB exact (84.2%, blocks counted at their size), 7.50 MB "
+		"sampled (15.8%, estimated)");
+	ck_assert_str_eq(json_string_value(json_object_get(st, "of")), "of the stage's need (42.0 MB)");
+	ck_assert(json_number_value(json_object_get(st, "base")) == 42 * 1048576.0);
+	ck_assert(check_node(tree) == 47.5 * 1048576.0);
+	json_array_foreach(json_object_get(tree, "c"), i, kid)
+		if (!strcmp(json_string_value(json_object_get(kid, "n")), "(7 other stacks)"))
+			others++, ck_assert(json_number_value(json_object_get(kid, "v")) == 1.5 * 1048576.0);
+	ck_assert_uint_eq(others, 1);
+	json_decref(d);
+	const char *node = access("/usr/bin/node", X_OK) == 0 ? "/usr/bin/node" : getenv("MF_NODE");
+	if (node) {
+		char *cmd;
+		ck_assert_int_ge(asprintf(&cmd, "'%s' '%s/../flame_page.js' '%s' '{\"model.py:12\":\"33.0 MB, "
+					  "78.6%% of the stage\"}' >&2", node, t_golden(), path), 0);
+		ck_assert_msg(system(cmd) == 0, "the page's script failed in node: %s", path);
+		free(cmd);
+	}
+	free(path);
+	t_rmtree(dir);
+	free(dir);
+}
+END_TEST
+
 /* Labels that would end a script ("</script>") and odd shapes stay data. */
 START_TEST(test_odd_labels_and_errors)
 {
@@ -144,6 +182,7 @@ Suite *flame_html_suite(void)
 	TCase *tc = tcase_create("flame-html");
 	tcase_set_timeout(tc, 60);
 	tcase_add_test(tc, test_page_data);
+	tcase_add_test(tc, test_page_agrees_with_sites);
 	tcase_add_test(tc, test_odd_labels_and_errors);
 	suite_add_tcase(s, tc);
 	return s;

@@ -78,7 +78,7 @@ START_TEST(test_library_frames_fold)
 	ck_assert_str_eq(lines[0], "train (/home/u/t.py:22)");
 	ck_assert_str_eq(lines[1], "[library: run_backward (/v/lib/python3.11/site-packages/torch/autograd/graph.py:979) "
 				   "<- backward <- _find_and_load]");
-	ck_assert_str_eq(lines[2], "[native: c10::alloc_cpu <- _PyEval_EvalFrameDefault]");
+	ck_assert_str_eq(lines[2], "[native: c10::alloc_cpu <- … 1 more]"); /* the interpreter's: folded */
 	ck_assert_str_eq(lines[3], "<module> (/home/u/t.py:30)");
 	for (size_t i = 0; i < n; i++)
 		free(lines[i]);
@@ -87,6 +87,44 @@ START_TEST(test_library_frames_fold)
 	ck_assert_str_eq(key, "train (/home/u/t.py)");
 	free(key);
 	json_decref(fr);
+}
+END_TEST
+
+/* Between the library's Python frames the interpreter's own frames (libpython, or a python
+ * linked statically) are counted, not named; other native frames there are named after those the
+ * innermost Python frame called; with nothing to name the line says what it holds. */
+START_TEST(test_interpreter_frames_fold)
+{
+	static const char *const backward[] = { "_ZN3c109alloc_cpuEm+0x1f (libc10.so)",
+		"_ZN2at10empty_likeEv+0x2a (libtorch_cpu.so)",
+		"_engine_run_backward (/v/lib/python3.11/site-packages/torch/autograd/graph.py:768)",
+		"_PyEval_EvalFrameDefault+0x1d2 (python3.11)", "PyObject_Call+0x6c (libpython3.11.so.1.0)",
+		"_ZN5torch8autograd6python12PythonEngine7executeEv+0x4d (libtorch_python.so)",
+		"backward (/v/lib/python3.11/site-packages/torch/_tensor.py:521)",
+		"_PyEval_EvalFrameDefault+0x1d2 (python3.11)", "step (/home/u/train.py:44)",
+		"_PyEval_EvalFrameDefault+0x1d2 (python3.11)", "main (/home/u/train.py:60)", NULL };
+	static const char *const pure[] = { "<listcomp> (/usr/lib/python3.11/json/decoder.py:353)",
+		"_PyEval_EvalFrameDefault+0x1d2 (libpython3.11.so.1.0)",
+		"_PyFunction_Vectorcall+0x6c (libpython3.11.so.1.0)",
+		"decode (/usr/lib/python3.11/json/decoder.py:337)", "load (/home/u/cfg.py:9)", NULL };
+	json_t *fa, *fb;
+	struct mf_site a = make(&fa, backward), b = make(&fb, pure);
+	char **la, **lb;
+	size_t na = mf_site_lines(&a, 0, &la), nb = mf_site_lines(&b, 0, &lb);
+	ck_assert_uint_eq(na, 4);
+	ck_assert_str_eq(la[0], "step (/home/u/train.py:44)");
+	ck_assert_str_eq(la[2], "[native: c10::alloc_cpu <- at::empty_like <- "
+			 "torch::autograd::python::PythonEngine::execute <- … 3 more]");
+	ck_assert_str_eq(la[3], "main (/home/u/train.py:60)");
+	ck_assert_uint_eq(nb, 3);
+	ck_assert_str_eq(lb[1], "[library: <listcomp> (/usr/lib/python3.11/json/decoder.py:353) <- decode]");
+	ck_assert_str_eq(lb[2], "[native: 2 frames of the interpreter]");
+	for (size_t i = 0; i < na; i++)
+		free(la[i]);
+	for (size_t i = 0; i < nb; i++)
+		free(lb[i]);
+	free(la), free(lb);
+	json_decref(fa), json_decref(fb);
 }
 END_TEST
 
@@ -141,6 +179,7 @@ Suite *frames_suite(void)
 	tcase_add_test(tc, test_is_python);
 	tcase_add_test(tc, test_lines);
 	tcase_add_test(tc, test_library_frames_fold);
+	tcase_add_test(tc, test_interpreter_frames_fold);
 	tcase_add_test(tc, test_fold_length);
 	tcase_add_test(tc, test_keys);
 	suite_add_tcase(s, tc);

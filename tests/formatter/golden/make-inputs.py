@@ -415,6 +415,37 @@ def sites_added():
                                   sites=dict(SITES, mode="exact", objects=[])))
 
 
+def sites_fold():
+    """The native fold of --sites: between the library's Python frames the interpreter's own
+    frames (libpython, or a python linked statically) are counted, not named."""
+    lib = "/v/lib/python3.11/site-packages/torch/"
+    pyeval, static = ("_PyEval_EvalFrameDefault+0x1d2 (libpython3.11.so.1.0)",
+                      "_PyEval_EvalFrameDefault+0x1d2 (python3.11)")
+    train = [xsite(20, ["_ZN3c109alloc_cpuEm+0x1f (libc10.so)",
+                        "forward (%snn/modules/linear.py:116)" % lib, pyeval,
+                        "PyObject_Call+0x6c (libpython3.11.so.1.0)",
+                        "_call_impl (%snn/modules/module.py:1527)" % lib, pyeval,
+                        "_PyFunction_Vectorcall+0x6c (libpython3.11.so.1.0)",
+                        "forward (/home/u/model.py:12)", pyeval, "train_step (/home/u/train.py:40)",
+                        "Py_RunMain+0x9e (libpython3.11.so.1.0)"], 16),
+             xsite(8, ["_ZN3c109alloc_cpuEm+0x1f (libc10.so)", "_ZN2at10empty_likeEv+0x2a (libtorch_cpu.so)",
+                       "_engine_run_backward (%sautograd/graph.py:768)" % lib, static,
+                       "PyObject_Call+0x6c (python3.11)",
+                       "_ZN5torch8autograd6python12PythonEngine7executeEv+0x4d (libtorch_python.so)",
+                       "backward (%s_tensor.py:521)" % lib, static, "step (/home/u/train.py:44)",
+                       static, "main (/home/u/train.py:60)"], 8),
+             xsite(2, ["<listcomp> (/usr/lib/python3.11/json/decoder.py:353)", pyeval,
+                       "_PyFunction_Vectorcall+0x6c (libpython3.11.so.1.0)",
+                       "decode (/usr/lib/python3.11/json/decoder.py:337)", "load (/home/u/cfg.py:9)"], 0)]
+    m = {"train_mem_cpu_alloc_delta": 30 * M, "train_mem_cpu_peaked_delta": 0, "train_runtime": 2.0,
+         "train_calls": 1, "process_mem_cpu_peak": 40 * M}
+    tr = stage("train", runtime=2.0, cpu=(30 * M, 0))
+    tr["cpu"].update(begin=10 * M, end=40 * M, peak=40 * M)
+    tr.update(peak_sites=train, peak_sites_before=[], peak_sites_lag=0)
+    objects = [{"path": "/usr/lib/libc10.so", "build_id": None}]
+    write("sites-fold.json", doc(m, [tr], sites=dict(SITES, mode="sampled", objects=objects)))
+
+
 def sites_odd():
     """Site lists a reader must survive (not schema-valid, so kept out of in/): entries that are
     not sites, out of order, odd frames, odd lags, no peaks."""
@@ -454,5 +485,5 @@ def calls_close():
 if __name__ == "__main__":
     os.makedirs(os.path.join(HERE, "in"), exist_ok=True)
     for f in (seed, widths, snapshot, calls, ranks, diffs, small, bad, died, launchers, runs,
-              csv_odd, sites, sites_added, sites_odd, calls_close):
+              csv_odd, sites, sites_added, sites_fold, sites_odd, calls_close):
         f()
