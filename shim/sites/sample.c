@@ -7,7 +7,9 @@
  * call added and what was live from before its begin: every block records the boundary generation
  * it was sampled in, and a copy sums the blocks born since the call's begin from the live table
  * (copies are few: at most one per 2% of growth), so samples and frees do no more work.  One spin lock guards the tables;
- * a thread that finds itself already inside (a signal handler) skips the sample. */
+ * a thread that finds itself already inside (a signal handler) skips the sample.
+ * MEMSHIM_SITES=exact records every allocation instead, at its size: the countdown is left at zero,
+ * so each allocation enters take (a stack and the lock each: the cost of exact shares). */
 #include <errno.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -24,9 +26,10 @@
 #include "sites/sites.h"
 
 #define LIVE_BITS_FIRST 7 /* 128 slots (4 KiB, a page) at first: the table doubles as samples stay live */
-#define LIVE_BITS_MAX 19
+#define LIVE_BITS_MAX 19       /* sampled: 262,144 live blocks, about 128 GiB at the default rate */
+#define LIVE_BITS_MAX_EXACT 23 /* exact: 4 Mi live blocks (a 256 MiB table at most, touched as used) */
 #define LIVE_SLOTS (1u << live_bits)
-#define MAX_LIVE ((1u << LIVE_BITS_MAX) / 2)
+#define MAX_LIVE ((1u << live_bits_max) / 2)
 
 struct live {
 	uint64_t addr; /* 0: empty */
@@ -44,9 +47,13 @@ struct live {
 static int on;     /* the tables are mapped and samples are taken */
 static int wanted; /* MEMSHIM_SITES: on at the first sample or device allocation (a process that
 		    * never allocates much maps nothing) */
+static int exact_mode; /* MEMSHIM_SITES=exact: every allocation recorded at its size */
 static int64_t rate;
 static struct live *live;
-static unsigned live_bits = LIVE_BITS_FIRST;
+static unsigned live_bits = LIVE_BITS_FIRST, live_bits_max = LIVE_BITS_MAX;
+/* Per filter hash, the CPU blocks in the live table with that hash: a free clears the filter bit
+ * when the last one goes, without scanning the table. */
+static uint32_t *hash_live;
 /* Per stack id, side 0 CPU and 1 GPU: live bytes of its samples and the samples they count for
  * (one 32-byte record: a sample and its free touch one line). */
 static struct per_stack {
@@ -162,7 +169,7 @@ static int live_grow(void)
 {
 	if (shared.nlive < LIVE_SLOTS / 2)
 		return 0;
-	if (live_bits >= LIVE_BITS_MAX)
+	if (live_bits >= live_bits_max)
 		return -1;
 	struct live *old = live;
 	size_t old_slots = LIVE_SLOTS;
@@ -187,23 +194,6 @@ static void filter_set(unsigned h, int set)
 	__atomic_store_n(word, set ? old | bit : old & ~bit, __ATOMIC_RELAXED);
 }
 
-/* Whether a CPU block with filter hash H is still in the table (lock held).  Home slots and filter
- * hashes are leading bits of one mix, so such blocks have their homes in one aligned span of
- * slots, and linear probing keeps each in the run of full slots that starts at its home. */
-static int hash_still_live(unsigned h)
-{
-	int shift = (int)live_bits - MS_SAMPLE_FILTER_BITS;
-	uint32_t first = shift >= 0 ? h << shift : h >> -shift, span = shift > 0 ? 1u << shift : 1;
-	for (uint32_t k = 0; k < LIVE_SLOTS; k++) {
-		const struct live *e = &live[(first + k) & (LIVE_SLOTS - 1)];
-		if (!e->addr && k + 1 >= span)
-			return 0; /* past every home of the span: their runs end here */
-		if (e->addr && !e->gpu && ms_sample_hash(e->addr) == h)
-			return 1;
-	}
-	return 0;
-}
-
 static int live_insert(uint64_t addr, int32_t stack, int gpu, int exact, int64_t weight)
 {
 	if (shared.nlive >= MAX_LIVE || live_grow() < 0)
@@ -217,8 +207,12 @@ static int live_insert(uint64_t addr, int32_t stack, int gpu, int exact, int64_t
 	live[i] = (struct live){ addr, stack, (uint8_t)gpu, (uint8_t)exact, weight, boundary_gen };
 	newest_born = boundary_gen;
 	shared.nlive++;
-	if (!gpu)
-		filter_set(ms_sample_hash(addr), 1);
+	if (!gpu) {
+		unsigned h = ms_sample_hash(addr);
+		ms_touch(&hash_live[h]); /* a fresh page: written before it is read */
+		if (hash_live[h]++ == 0)
+			filter_set(h, 1);
+	}
 	return 0;
 }
 
@@ -249,17 +243,18 @@ static int live_remove(uint64_t addr, int gpu, struct live *out)
 	}
 done:
 	shared.nlive--;
-	if (!gpu && !hash_still_live(ms_sample_hash(addr)))
+	if (!gpu && --hash_live[ms_sample_hash(addr)] == 0)
 		filter_set(ms_sample_hash(addr), 0);
 	return 0;
 }
 
 /* ---- peak copies --------------------------------------------------------------------------- */
 
-/* Samples a block of WEIGHT stands for: one per RATE bytes (a GPU allocation is one). */
+/* Samples a block of WEIGHT stands for: one per RATE bytes (a GPU allocation, and every block in
+ * exact mode, is one). */
 static int64_t points(int64_t weight, int gpu)
 {
-	int64_t k = gpu ? 1 : weight / rate;
+	int64_t k = gpu || exact_mode ? 1 : weight / rate;
 	return k > 0 ? k : 1;
 }
 
@@ -556,7 +551,8 @@ static int turn_on(void)
 		per_stack = ms_raw_map(STACK_IDS * sizeof *per_stack);
 		cpu_exact = ms_raw_map(STACK_IDS * sizeof *cpu_exact);
 		added_tally = ms_raw_map(STACK_IDS * sizeof *added_tally);
-		if (live && per_stack && cpu_exact && added_tally && ms_sites_stacks_init() == 0) {
+		hash_live = ms_raw_map(sizeof *hash_live << MS_SAMPLE_FILTER_BITS);
+		if (live && per_stack && cpu_exact && added_tally && hash_live && ms_sites_stacks_init() == 0) {
 			sync_stages(-1);
 			__atomic_store_n(&on, 1, __ATOMIC_RELEASE);
 		} else {
@@ -575,13 +571,19 @@ static void take(void *p, int64_t usable, uintptr_t sp, uintptr_t rbp)
 		ms_sample_rest();
 		return;
 	}
-	if (MS_UNLIKELY(!rng)) /* this thread's first allocation: it starts with a drawn budget */
-		ms_sample_left += draw();
-	int sampled = ms_sample_left < 0; /* the next sample point fell inside this block */
-	if (sampled)
-		ms_sample_left = draw(); /* memoryless: the next point is a fresh draw from the block's end */
-	int exact = usable >= exact_from;
-	int64_t weight = exact ? usable : weight_of(usable);
+	int sampled = 1, exact = 1;
+	int64_t weight = usable;
+	if (exact_mode) {
+		ms_sample_left = 0; /* the next allocation comes here too */
+	} else {
+		if (MS_UNLIKELY(!rng)) /* this thread's first allocation: it starts with a drawn budget */
+			ms_sample_left += draw();
+		sampled = ms_sample_left < 0; /* the next sample point fell inside this block */
+		if (sampled)
+			ms_sample_left = draw(); /* memoryless: the next point is a fresh draw from the block's end */
+		exact = usable >= exact_from;
+		weight = exact ? usable : weight_of(usable);
+	}
 	if (!sampled || !p || enter() < 0)
 		return;
 	if (!on && !turn_on()) {
@@ -655,8 +657,13 @@ void ms_sites_init(void)
 		return;
 	rate = ms_cfg.sites_rate > 0 ? ms_cfg.sites_rate : 524288;
 	exact_from = rate <= INT64_MAX / EXACT_RATES ? EXACT_RATES * rate : INT64_MAX;
+	exact_mode = ms_cfg.sites == MS_SITES_EXACT;
+	live_bits_max = exact_mode ? LIVE_BITS_MAX_EXACT : LIVE_BITS_MAX;
 	__atomic_store_n(&wanted, 1, __ATOMIC_RELEASE); /* the tables come with the first sample */
 	ms_set_sampler(take, forget); /* the wrappers below call up only through these */
+	/* this thread's countdown was the resting 1 MiB: a draw from the next allocation instead, so the
+	 * program's first MiB is sampled like the rest (and recorded, in exact mode) */
+	ms_sample_left = 0;
 	ms_cuda_set_observer(gpu_alloc, gpu_free);
 }
 
@@ -700,6 +707,7 @@ void ms_sites_fork_child(int tracking)
 	ms_zero(ms_sample_filter, sizeof ms_sample_filter);
 	ms_zero(per_stack, STACK_IDS * sizeof *per_stack);
 	ms_zero(cpu_exact, STACK_IDS * sizeof *cpu_exact);
+	ms_zero(hash_live, sizeof *hash_live << MS_SAMPLE_FILTER_BITS);
 	ms_zero(cur, sizeof cur);
 	ms_zero(last, sizeof last);
 	shared.nlive = 0;
@@ -716,7 +724,7 @@ void ms_sites_fork_child(int tracking)
 void ms_sites_stats(struct ms_sites_stats *out)
 {
 	*out = (struct ms_sites_stats){ rate, shared.samples, shared.gpu_allocs, ms_sites_nstacks(), ms_sites_stacks_dropped(),
-					shared.samples_dropped, ms_py_stack_ready() };
+					shared.samples_dropped, ms_py_stack_ready(), exact_mode };
 }
 
 int ms_sites_stage_copy(int id, struct ms_sites_copy *out, int nowait)

@@ -49,6 +49,7 @@ struct ms_sites_stats {
 	int64_t rate;
 	uint64_t samples, gpu_allocations, stacks, stacks_dropped, samples_dropped;
 	int python_frames;
+	int exact; /* MEMSHIM_SITES=exact: every CPU allocation recorded at its size */
 };
 
 /* Lifecycle (subsystems.def). */
