@@ -147,9 +147,39 @@ static int64_t draw(void)
 	return d < 1 ? 1 : d > 4e18 ? (int64_t)4e18 : (int64_t)d;
 }
 
+/* A sampled block's weight x / (1 - e^-x) in rates (x = s / R) from a table with linear steps
+ * between entries, built at the first sample: about 45 instructions a sample less than computing
+ * it, and within 2e-5 of it (the sampling's own error is 1 / sqrt(samples)). */
+#define WEIGHT_STEPS 32 /* entries per rate */
+#define WEIGHT_ENTRIES (EXACT_RATES * WEIGHT_STEPS + 1)
+static double weight_table[WEIGHT_ENTRIES] MS_LARGE; /* x / (1 - e^-x) at x = i / WEIGHT_STEPS */
+static double steps_per_byte;
+
+static void build_weight_table(void)
+{
+	double step = 1.0 / WEIGHT_STEPS, decay = 1 - ms_one_minus_exp_neg(step), e = 1;
+	ms_touch(weight_table);
+	weight_table[0] = 1;
+	for (int i = 1; i < WEIGHT_ENTRIES; i++) {
+		e *= decay; /* e^-(i step): powers, not an exponential per entry */
+		weight_table[i] = i * step / (1 - e);
+	}
+	steps_per_byte = WEIGHT_STEPS / (double)rate;
+}
+
+/* The bytes a sampled block of USABLE bytes (below exact_from) stands for, once the table is built. */
+static int64_t weight_fast(int64_t usable)
+{
+	double x = (double)usable * steps_per_byte;
+	int i = (int)x;
+	i = i < WEIGHT_ENTRIES - 1 ? i : WEIGHT_ENTRIES - 2;
+	double f = weight_table[i] + (weight_table[i + 1] - weight_table[i]) * (x - i);
+	return (int64_t)(f * (double)rate + 0.5);
+}
+
 /* ---- the live table ------------------------------------------------------------------------ */
 
-/* The home slot: leading bits of the same mix as the filter's hash (see hash_still_live). */
+/* The home slot: leading bits of the same mix as the filter's hash. */
 static uint32_t slot_of(uint64_t addr)
 {
 	return (uint32_t)(ms_sample_mix(addr) >> (64 - live_bits));
@@ -482,15 +512,15 @@ static void leave(void)
 	busy = 0;
 }
 
-/* A block of WEIGHT bytes of stack ID (EXACT: counted at its true size) came (SIGN 1) or went (-1)
- * on side GPU (lock held: every reader holds it too). */
-static void stack_moved(int32_t id, int gpu, int exact, int64_t weight, int sign)
+/* A block of WEIGHT bytes standing for K samples, of stack ID (EXACT: counted at its true size),
+ * came (SIGN 1) or went (-1) on side GPU (lock held: every reader holds it too). */
+static void stack_moved(int32_t id, int gpu, int exact, int64_t weight, int64_t k, int sign)
 {
 	int side = gpu != 0;
 	per_stack[id].bytes[side] += sign * weight;
 	if (exact && !gpu)
 		cpu_exact[id] += sign * weight;
-	per_stack[id].points[side] += sign * points(weight, gpu);
+	per_stack[id].points[side] += sign * k;
 	shared.gen[side]++;
 }
 
@@ -500,7 +530,8 @@ static void refresh_if_high(void)
 {
 	if (cpu_next == INT64_MAX && gpu_next == INT64_MAX)
 		return;
-	int64_t cpu_now = ms_live(MS_CPU), gpu_now = ms_live(MS_GPU);
+	/* no device allocation yet: no GPU site to copy, and the GPU word is not read */
+	int64_t cpu_now = ms_live(MS_CPU), gpu_now = shared.gpu_allocs ? ms_live(MS_GPU) : 0;
 	if (cpu_now > cpu_next || gpu_now > gpu_next)
 		refresh(cpu_now, gpu_now);
 }
@@ -529,15 +560,16 @@ static void record(uint64_t addr, int64_t weight, int gpu, int exact, const uint
 		if (id >= 0 && remember)
 			ms_sites_capture_known(id);
 	}
+	int64_t k = points(weight, gpu); /* one division for the stack's total and the count */
 	if (id >= 0 && live_insert(addr, id, gpu, exact, weight) == 0) {
-		stack_moved(id, gpu, exact, weight, 1);
+		stack_moved(id, gpu, exact, weight, k, 1);
 	} else {
 		shared.samples_dropped++;
 	}
 	if (gpu)
 		shared.gpu_allocs++;
 	else
-		shared.samples += (uint64_t)points(weight, 0);
+		shared.samples += (uint64_t)k;
 	refresh_if_high();
 	ms_spin_unlock(&shared.lock, &lock_mine);
 }
@@ -553,6 +585,7 @@ static int turn_on(void)
 		added_tally = ms_raw_map(STACK_IDS * sizeof *added_tally);
 		hash_live = ms_raw_map(sizeof *hash_live << MS_SAMPLE_FILTER_BITS);
 		if (live && per_stack && cpu_exact && added_tally && hash_live && ms_sites_stacks_init() == 0) {
+			build_weight_table();
 			sync_stages(-1);
 			__atomic_store_n(&on, 1, __ATOMIC_RELEASE);
 		} else {
@@ -582,7 +615,7 @@ static void take(void *p, int64_t usable, uintptr_t sp, uintptr_t rbp)
 		if (sampled)
 			ms_sample_left = draw(); /* memoryless: the next point is a fresh draw from the block's end */
 		exact = usable >= exact_from;
-		weight = exact ? usable : weight_of(usable);
+		weight = exact ? usable : MS_LIKELY(__atomic_load_n(&on, __ATOMIC_ACQUIRE)) ? weight_fast(usable) : weight_of(usable);
 	}
 	if (!sampled || !p || enter() < 0)
 		return;
@@ -602,7 +635,7 @@ static void take_out(uint64_t addr, int gpu)
 	struct live e;
 	ms_spin_lock(&shared.lock, &lock_mine);
 	if (live_remove(addr, gpu, &e) == 0) {
-		stack_moved(e.stack, gpu, e.exact, e.weight, -1);
+		stack_moved(e.stack, gpu, e.exact, e.weight, points(e.weight, gpu), -1);
 	}
 	ms_spin_unlock(&shared.lock, &lock_mine);
 }
