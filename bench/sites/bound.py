@@ -35,7 +35,8 @@ def fixture_blocks():
 def one_run(lib, fixture, env):
     with tempfile.TemporaryDirectory() as d:
         path = os.path.join(d, "m.json")
-        e = dict(os.environ, LD_PRELOAD=lib, MEMSHIM_OUTPUT=path, MEMSHIM_LIVE="0", **env)
+        e = dict(os.environ, LD_PRELOAD=lib, MEMSHIM_OUTPUT=path, MEMSHIM_LIVE="0")
+        e.update(env)
         subprocess.run([fixture, "shares"], env=e, check=True, stdout=subprocess.DEVNULL)
         doc = json.load(open(path))
     work = next(s for s in doc["stages"] if s["name"] == "work")

@@ -148,9 +148,10 @@ START_TEST(each_stage_has_its_own_peak)
 }
 END_TEST
 
-/* The documented bound holds in every one of 20 runs; the shares' mean is within 5 points: one
- * standard deviation of the 60% share's 20-run mean is about 1.2 points, and over 220 runs the
- * mean came out 1.5 points low (58.5%), so 3 points failed about one suite run in ten. */
+/* The documented bound holds in every one of 20 runs; the shares' mean is within 2.5 points: one
+ * standard deviation of a share's 20-run mean is about 0.55 points (2.4 points a run, 200 runs in
+ * doc/bench.md), and the mean is unbiased since the first MiB is sampled and the fixture's sites
+ * hold exactly 60/30/10 MiB (it was 1.5 points low). */
 START_TEST(error_bound_holds_over_20_runs)
 {
 	double mean[3] = { 0 }, worst = 0;
@@ -167,7 +168,7 @@ START_TEST(error_bound_holds_over_20_runs)
 	}
 	printf("sites: 20 runs, mean shares %.3f %.3f %.3f, worst deviation %.1f points\n", mean[0], mean[1],
 	       mean[2], worst * 100);
-	ck_assert_msg(fabs(mean[0] - 0.6) < 0.05 && fabs(mean[1] - 0.3) < 0.05 && fabs(mean[2] - 0.1) < 0.05,
+	ck_assert_msg(fabs(mean[0] - 0.6) < 0.025 && fabs(mean[1] - 0.3) < 0.025 && fabs(mean[2] - 0.1) < 0.025,
 		      "mean shares %.3f %.3f %.3f", mean[0], mean[1], mean[2]);
 }
 END_TEST
