@@ -20,7 +20,7 @@ const char ms_default_stages[] =
 	"train=transformers.trainer:Trainer.train|transformers.trainer:Trainer._inner_training_loop,"
 	"eval=transformers.trainer:Trainer.evaluate,test=transformers.trainer:Trainer.predict";
 
-enum kind { K_BOOL, K_LOG, K_PATH, K_DIR, K_INTERVAL, K_BYTES, K_STAGES, K_TEXT };
+enum kind { K_BOOL, K_SITES, K_LOG, K_PATH, K_DIR, K_INTERVAL, K_BYTES, K_STAGES, K_TEXT };
 
 struct setting {
 	const char *name;
@@ -38,7 +38,7 @@ static const struct setting settings[] = {
 	{ "MEMSHIM_CHILDREN_DIR", K_DIR, "", AT(children_dir) },
 	{ "MEMSHIM_SNAPSHOT_INTERVAL", K_INTERVAL, "auto", AT(snapshot_interval) },
 	{ "MEMSHIM_TIMELINE", K_BOOL, "1", AT(timeline) },
-	{ "MEMSHIM_SITES", K_BOOL, "1", AT(sites) },
+	{ "MEMSHIM_SITES", K_SITES, "1", AT(sites) },
 	{ "MEMSHIM_SITES_RATE", K_BYTES, "524288", AT(sites_rate) },
 	{ "MEMSHIM_LIVE", K_BOOL, "1", AT(live) },
 	{ "MEMSHIM_NATIVE_PLT", K_BOOL, "1", AT(native_plt) },
@@ -104,6 +104,14 @@ static int parse_bool(const char *v, int *out)
 		if (same_word(v, no[i]))
 			return *out = 0, 0;
 	return -1;
+}
+
+/* MEMSHIM_SITES: a boolean (off, or sampled), or "exact" (every allocation recorded). */
+static int parse_sites(const char *v, int *out)
+{
+	if (same_word(v, "exact"))
+		return *out = MS_SITES_EXACT, 0;
+	return parse_bool(v, out); /* 1 is MS_SITES_SAMPLED */
 }
 
 static int parse_log(const char *v, int *out)
@@ -211,6 +219,8 @@ static int apply(const struct setting *s, struct ms_config *cfg, const char *v)
 	switch (s->kind) {
 	case K_BOOL:
 		return parse_bool(v, field);
+	case K_SITES:
+		return parse_sites(v, field);
 	case K_LOG:
 		return parse_log(v, field);
 	case K_PATH:

@@ -33,12 +33,15 @@ struct ms_spec {
 	char pool[MS_SPEC_POOL];
 };
 
+/* MEMSHIM_SITES: off (0), sampled (1, the default), or every allocation recorded (exact). */
+enum ms_sites_mode { MS_SITES_OFF, MS_SITES_SAMPLED, MS_SITES_EXACT };
+
 struct ms_config {
 	int disabled;            /* MEMSHIM_DISABLE */
 	int log_level;           /* MEMSHIM_LOG: enum ms_log_level */
 	int follow_children;     /* MEMSHIM_FOLLOW_CHILDREN */
 	int timeline;            /* MEMSHIM_TIMELINE */
-	int sites;               /* MEMSHIM_SITES: peak call sites sampled */
+	int sites;               /* MEMSHIM_SITES: enum ms_sites_mode */
 	long sites_rate;         /* MEMSHIM_SITES_RATE: mean bytes between samples */
 	double snapshot_interval;/* MEMSHIM_SNAPSHOT_INTERVAL: seconds, 0 off, MS_SNAPSHOT_AUTO */
 	int live;                /* MEMSHIM_LIVE: the live record (output/live.c) */

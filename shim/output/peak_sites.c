@@ -108,6 +108,7 @@ void ms_peak_sites_summary(struct ms_json *w)
 	struct ms_sites_stats s;
 	ms_sites_stats(&s);
 	ms_json_object(w, "sites");
+	ms_json_string(w, "mode", s.exact ? "exact" : "sampled");
 	ms_json_int(w, "rate", s.rate);
 	ms_json_uint(w, "samples", s.samples);
 	ms_json_uint(w, "gpu_allocations", s.gpu_allocations);

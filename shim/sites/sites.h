@@ -7,7 +7,7 @@
  *
  * Memory bound (all raw mappings made at start, pages touched as used, never the wrapped malloc):
  * stacks 16384 x 64 frames (a 256 Ki-word frame pool), strings 32768 / 2 MiB, sampled live blocks
- * 262144 (about 128 GiB live at the default rate; more are counted as dropped), and per stage
+ * 262144 (about 128 GiB live at the default rate; 4 Mi in exact mode; more are counted as dropped), and per stage
  * (64) two copies (open call, last call) of the 50 largest CPU and GPU stacks, added and from
  * before: about 20 MiB of address space in all, of which a small program touches well under 1 MiB. */
 #ifndef MS_SITES_H
@@ -49,6 +49,7 @@ struct ms_sites_stats {
 	int64_t rate;
 	uint64_t samples, gpu_allocations, stacks, stacks_dropped, samples_dropped;
 	int python_frames;
+	int exact; /* MEMSHIM_SITES=exact: every CPU allocation recorded at its size */
 };
 
 /* Lifecycle (subsystems.def). */

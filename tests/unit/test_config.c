@@ -146,10 +146,17 @@ START_TEST(sites_settings)
 		ck_assert_int_eq(cfg.sites_rate, rates[i].rate);
 		ck_assert_int_eq(cfg.sites, 1);
 	}
-	nenv = 0;
-	set("MEMSHIM_SITES", "0");
-	ck_assert_int_eq(load_capturing(&cfg), 0);
-	ck_assert_int_eq(cfg.sites, 0);
+	static const struct { const char *v; int warn, mode; } modes[] = {
+		{ "0", 0, MS_SITES_OFF }, { "off", 0, MS_SITES_OFF }, { "1", 0, MS_SITES_SAMPLED },
+		{ "yes", 0, MS_SITES_SAMPLED }, { "exact", 0, MS_SITES_EXACT }, { "Exact", 0, MS_SITES_EXACT },
+		{ "exactly", 1, MS_SITES_SAMPLED }, { "exact:train", 1, MS_SITES_SAMPLED }, { "2", 1, MS_SITES_SAMPLED },
+	};
+	for (size_t i = 0; i < sizeof modes / sizeof *modes; i++) {
+		nenv = 0;
+		set("MEMSHIM_SITES", modes[i].v);
+		ck_assert_msg(load_capturing(&cfg) == modes[i].warn, "MEMSHIM_SITES=%s: warnings", modes[i].v);
+		ck_assert_msg(cfg.sites == modes[i].mode, "MEMSHIM_SITES=%s: mode %d", modes[i].v, cfg.sites);
+	}
 }
 END_TEST
 
