@@ -176,7 +176,9 @@ static void put_key(struct ms_json *w, const char *key)
 	char *d = w->buf + w->len;
 	d[0] = '"';
 	memcpy(d + 1, key, n);
-	memcpy(d + 1 + n, "\": ", 3);
+	d[n + 1] = '"';
+	d[n + 2] = ':';
+	d[n + 3] = ' ';
 	w->len += n + 4;
 }
 
