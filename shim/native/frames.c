@@ -56,7 +56,7 @@ struct cand {
 	uintptr_t slot, ra, ip;
 };
 
-#define CHAIN_SETS 64 /* chains of new frames remembered per thread, by where they call the shim, */
+#define CHAIN_SETS 128 /* chains of new frames remembered per thread, by where they call the shim, */
 #define CHAIN_WAYS 8  /* ...several for each place (a function called from several callers) */
 #define CHAIN_MAX 16 /* frames in one (a longer way up keeps its outer frames instead) */
 
@@ -69,6 +69,7 @@ struct chain_key {
 	uintptr_t top_slot, entry_slot, entry_ip;
 	unsigned unloads;  /* ms_dlclose_calls when it was made */
 	int n;
+	int target;        /* a walk that found a target's frame: a hit takes it in as that walk did */
 	uintptr_t slot[CHAIN_MAX], ra[CHAIN_MAX];
 };
 
@@ -78,6 +79,8 @@ struct tstate {
 	int n;             /* known frames */
 	int watch;         /* this thread's marker trampoline, -1 */
 	int watch_at;      /* frame holding it, -1 */
+	uint32_t open;     /* spec stages opened by known frames (a bit while its count is not 0) */
+	uint16_t nopen[MS_SPEC_MAX_STAGES]; /* known frames that opened each */
 	int busy;          /* inside this file (a signal handler allocating must not re-enter) */
 	int unwinding;     /* exceptions in flight: no return address may change (see below) */
 	int adopt;         /* a chain came often: the next look takes in all its frames */
@@ -97,6 +100,7 @@ struct ms_native_stats ms_native_stats;
 static __thread struct tstate *ts MS_TLS;
 static pthread_key_t state_key;
 static int stage_ids[MS_SPEC_MAX_STAGES]; /* engine id + 1 */
+static uint32_t native_stages; /* spec stages with a native target: what a look can open */
 static uintptr_t off_ip[NOFF] MS_LARGE;
 static uintptr_t off_val[NOFF] MS_LARGE;
 static uintptr_t (*get_ip)(void *ctx);
@@ -122,17 +126,30 @@ static int engine_id(int spec)
 }
 
 /* 0 when the stage was entered (refused from a signal handler that interrupted the engine). */
-static int enter(int spec)
+static int enter(struct tstate *s, int spec)
 {
 	int id = engine_id(spec);
-	return id >= 0 ? ms_stage_enter(id, ms_elapsed()) : -1;
+	if (id < 0 || ms_stage_enter(id, ms_elapsed()) < 0)
+		return -1;
+	if (s->nopen[spec]++ == 0)
+		s->open |= 1u << spec;
+	return 0;
 }
 
-static void leave(int spec)
+static void leave(struct tstate *s, int spec)
 {
+	if (spec < MS_SPEC_MAX_STAGES && s->nopen[spec] > 0 && --s->nopen[spec] == 0)
+		s->open &= ~(1u << spec);
 	int id = engine_id(spec);
 	if (id >= 0)
 		ms_stage_leave(id, ms_elapsed());
+}
+
+/* Every stage a look could open is open on this thread already, by a known frame that will close
+ * it (its trampoline): a target frame found now would change nothing, so no look is needed. */
+static inline int all_open(const struct tstate *s)
+{
+	return native_stages && (native_stages & ~s->open) == 0;
 }
 
 /* ---- frame sizes of the shim's own frames (between the hook and the program) ----------------- */
@@ -254,7 +271,7 @@ static void pop_stale(struct tstate *s)
 	if (f->tramp < 0)
 		return;
 	if (f->stage >= 0)
-		leave(f->stage);
+		leave(s, f->stage);
 	int still_there = load(f->slot) == ms_tramp_addr(f->tramp);
 	if (f->tramp == s->watch) {
 		s->watch_at = -1;
@@ -339,7 +356,7 @@ static void push(struct tstate *s, const struct cand *c)
 	set_tramp(f, -1);
 	if (f->stage >= 0) {
 		int t = ms_pool_take();
-		if (t < 0 || enter(f->stage) < 0) {
+		if (t < 0 || enter(s, f->stage) < 0) {
 			ms_pool_give(t);
 			f->stage = -1; /* pool exhausted, or the engine busy below us: this call is not seen */
 		} else {
@@ -421,9 +438,9 @@ static int walk(struct tstate *s, int quick, struct chain *ch)
 /* The set of chains remembered for calls into the shim from SLOT with return address IP. */
 static struct chain_key *chain_set(struct tstate *s, uintptr_t slot, uintptr_t ip, uintptr_t top_slot)
 {
-	_Static_assert(CHAIN_SETS == 64, "the hash's top 6 bits");
+	_Static_assert(CHAIN_SETS == 128, "the hash's top 7 bits");
 	uint64_t h = (ip ^ (slot ^ top_slot) << 9) * 0x9e3779b97f4a7c15ULL;
-	return s->chains[h >> 58];
+	return s->chains[h >> 57];
 }
 
 /* Whether chain K leads from SLOT and IP to the innermost known frame at TOP_SLOT, every one of
@@ -440,7 +457,7 @@ static int chain_holds(const struct chain_key *k, uintptr_t slot, uintptr_t ip, 
 
 /* Remembers the call of CH through its N innermost new frames, up to the innermost known frame:
  * in a free way of its set, else in the next one round. */
-static void add_chain(struct tstate *s, const struct chain *ch, int n)
+static void add_chain(struct tstate *s, const struct chain *ch, int n, int target)
 {
 	uintptr_t top_slot = s->f[s->n - 1].slot;
 	struct chain_key *set = chain_set(s, ch->entry_slot, ch->entry_ip, top_slot), *k = NULL;
@@ -457,6 +474,7 @@ static void add_chain(struct tstate *s, const struct chain *ch, int n)
 	k->entry_ip = ch->entry_ip;
 	k->unloads = s->unloads_seen;
 	k->n = n;
+	k->target = target;
 	for (int j = 0; j < n; j++) {
 		k->slot[j] = s->c[j].slot;
 		k->ra[j] = s->c[j].ra;
@@ -481,6 +499,8 @@ static int chain_hit(struct tstate *s, struct chain_key *k)
  * of the thread's chains, the chain hit is forgotten instead and its frames taken in at the next
  * look (the chain used most is likely a loop's frames, whose calls are then seen in a few loads);
  * a helper called from a loop looks the same but leaves at once, so each adoption waits longer. */
+static int replay(struct tstate *s, const struct chain_key *k);
+
 static int chain_seen(struct tstate *s, uintptr_t slot, uintptr_t ip)
 {
 	const struct frame *top = &s->f[s->n - 1];
@@ -490,7 +510,7 @@ static int chain_seen(struct tstate *s, uintptr_t slot, uintptr_t ip)
 	struct chain_key *set = chain_set(s, slot, ip, top->slot);
 	for (int w = 0; w < CHAIN_WAYS; w++)
 		if (chain_holds(&set[w], slot, ip, top->slot, unloads))
-			return chain_hit(s, &set[w]);
+			return MS_UNLIKELY(set[w].target) ? replay(s, &set[w]) : chain_hit(s, &set[w]);
 	return 0;
 }
 
@@ -535,7 +555,7 @@ static void apply(struct tstate *s, const struct chain *ch)
 	/* the frames a target function called are left out (they come and go call after call): its
 	 * trampoline watches them, and the way up to it is remembered */
 	if (last > 0 && last <= CHAIN_MAX && s->n > 0 && s->f[s->n - 1].slot == s->c[last].slot)
-		add_chain(s, ch, last);
+		add_chain(s, ch, last, 0);
 }
 
 #ifdef MS_NATIVE_VERIFY
@@ -573,6 +593,24 @@ static void take_in(struct tstate *s, const struct chain *ch, int last)
 		add_key(&s->f[s->n - 1], ch->entry_slot, ch->entry_ip);
 }
 
+/* A quick walk that found a target's frame among a few new frames above the innermost known frame
+ * (watched), none of them a trampoline: the next call from the same place through the same frames
+ * can take them in without walking (a target called once per statement: one walk, not one a call). */
+static int replayable(const struct tstate *s, const struct chain *ch)
+{
+	if (s->n == 0 || ch->match != s->n - 1 || ch->nc == 0 || ch->nc > CHAIN_MAX || ch->fresh || ch->signal)
+		return 0;
+	const struct frame *top = &s->f[s->n - 1];
+	if (top->tramp < 0 || load(top->slot) != top->watched)
+		return 0;
+	for (int k = 0; k < ch->nc; k++) /* frames found from rsp alone: same return addresses, same frames */
+		if (ms_tramp_index(s->c[k].ra) >= 0 || ms_cfi_cfa_from_rbp(s->c[k].ip))
+			return 0;
+	return !ms_cfi_cfa_from_rbp(s->c[ch->nc - 1].ra) && innermost_target(s, ch) >= 0;
+}
+
+static void found(struct tstate *s, const struct chain *ch);
+
 /* handler_note: a signal handler changes nothing.  The code it interrupted may be a function that
  * has just returned into its trampoline, before the trampoline read where to go (a window of a few
  * instructions nothing can close); moving that trampoline now would send the return elsewhere.
@@ -600,7 +638,7 @@ static void look(struct tstate *s)
 			STAT(adopted);
 			take_in(s, &ch, 0);
 		} else if (ch.nc <= CHAIN_MAX) {
-			add_chain(s, &ch, ch.nc);
+			add_chain(s, &ch, ch.nc, 0);
 		} else { /* a long way up: take in all but the innermost (short-lived) frames */
 			take_in(s, &ch, ADOPT_AFTER - 1);
 		}
@@ -611,13 +649,45 @@ static void look(struct tstate *s)
 	ms_syms_refresh();
 	if (!quick && (walk(s, 0, &ch) != 0 || ch.signal))
 		return;
+	if (quick && replayable(s, &ch))
+		add_chain(s, &ch, ch.nc, 1);
+	found(s, &ch);
+}
+
+/* Takes in what a walk (or its replay) found. */
+static void found(struct tstate *s, const struct chain *ch)
+{
 	int before = s->n;
-	apply(s, &ch);
-	int entry_is_top = ch.nc ? s->n - before >= 0 && s->n > 0 && s->f[s->n - 1].slot == s->c[0].slot
-				 : ch.match >= 0 && ch.match == s->n - 1;
+	apply(s, ch);
+	int entry_is_top = ch->nc ? s->n - before >= 0 && s->n > 0 && s->f[s->n - 1].slot == s->c[0].slot
+				  : ch->match >= 0 && ch->match == s->n - 1;
 	ensure_watch(s);
-	if (entry_is_top && s->n > 0 && s->f[s->n - 1].slot > ch.entry_slot)
-		add_key(&s->f[s->n - 1], ch.entry_slot, ch.entry_ip);
+	if (entry_is_top && s->n > 0 && s->f[s->n - 1].slot > ch->entry_slot)
+		add_key(&s->f[s->n - 1], ch->entry_slot, ch->entry_ip);
+}
+
+/* A hit of a chain through a target's frame: what the walk that found it did, without walking (its
+ * frames are all in place, so a walk would find the same).  0 when this thread may not change its
+ * frames now (the slow path decides). */
+static __attribute__((noinline)) int replay(struct tstate *s, const struct chain_key *k)
+{
+	if (s->busy || s->unwinding)
+		return 0;
+	int saved = errno;
+	s->busy = 1;
+	ms_tls_guard++;
+	STAT(replayed);
+	struct chain ch = { .nc = k->n, .match = s->n - 1, .keep = s->n, .entry_slot = k->entry_slot,
+			    .entry_ip = k->entry_ip };
+	for (int j = 0; j < k->n; j++) /* each frame's own place is the return address above it */
+		s->c[j] = (struct cand){ k->slot[j], k->ra[j], j ? k->ra[j - 1] : k->entry_ip };
+	flush_deferred(s);
+	ms_syms_refresh();
+	found(s, &ch);
+	ms_tls_guard--;
+	s->busy = 0;
+	errno = saved;
+	return 1;
 }
 
 /* The frame that called into the shim: its return-address slot and return address, found through
@@ -678,6 +748,8 @@ static __attribute__((noinline)) void check_slow(uintptr_t *wrapper_slot)
 /* A call through a short chain of frames seen before, else the slow way. */
 static __attribute__((noinline)) void check_chains(struct tstate *s, uintptr_t *slot)
 {
+	if (all_open(s))
+		return;
 	if (s->n == 0 || !chain_seen(s, (uintptr_t)slot, *slot))
 		check_slow(slot);
 }
@@ -715,7 +787,7 @@ void ms_native_enter_call(int spec, uintptr_t *slot)
 		f->stage = spec;
 		set_tramp(f, -1);
 		int t = ms_pool_take();
-		if (t < 0 || enter(spec) < 0) {
+		if (t < 0 || enter(s, spec) < 0) {
 			ms_pool_give(t);
 			f->stage = -1;
 		} else {
@@ -738,7 +810,7 @@ static void drop_to(struct tstate *s, int k, int t, int unwinding)
 		pop_stale(s);
 	struct frame *f = &s->f[k];
 	if (f->stage >= 0)
-		leave(f->stage);
+		leave(s, f->stage);
 	if (t == s->watch)
 		s->watch_at = -1;
 	else if (unwinding)
@@ -828,7 +900,7 @@ void ms_native_discard_below(uintptr_t target_sp)
 		if (f->tramp < 0)
 			continue;
 		if (f->stage >= 0)
-			leave(f->stage);
+			leave(s, f->stage);
 		if (f->tramp == s->watch)
 			s->watch_at = -1;
 		else
@@ -874,7 +946,7 @@ static void thread_gone(void *arg)
 		if (load(f->slot) == ms_tramp_addr(f->tramp))
 			store(f->slot, f->ra);
 		if (f->stage >= 0)
-			leave(f->stage);
+			leave(s, f->stage);
 		if (f->tramp != s->watch)
 			ms_pool_give(f->tramp);
 	}
@@ -886,6 +958,9 @@ static void thread_gone(void *arg)
 
 int ms_stack_init(void)
 {
+	for (int i = 0; i < ms_native_ntargets; i++)
+		if (ms_native_targets[i].stage >= 0 && ms_native_targets[i].stage < MS_SPEC_MAX_STAGES)
+			native_stages |= 1u << ms_native_targets[i].stage;
 	ms_unwinder_init();
 	return pthread_key_create(&state_key, thread_gone) == 0 ? 0 : -1;
 }

@@ -132,6 +132,20 @@ START_TEST(nested_native_stages)
 }
 END_TEST
 
+/* The leaf allocates from the same place at the same depth inside the stage function and inside
+ * its twin: a remembered way up the stack (a walk replayed, a chain) must tell them apart. */
+START_TEST(same_place_same_depth_in_and_out_of_the_stage)
+{
+	json_t *m = run_fixture(builds[_i], "t=twin_stage", "twins", "30", NULL);
+	ck_assert_int_eq(metric(m, "t_calls"), 10);
+	for (int i = 0; i < 10; i++) {
+		ck_assert_int_eq(history(m, "t", i, "cpu_alloc_delta"), keep);
+		ck_assert_int_eq(history(m, "t", i, "cpu_peaked_delta"), temp);
+	}
+	json_decref(m);
+}
+END_TEST
+
 /* Calls of the stage function from a frame the shim has taken in (it allocated thousands of times
  * outside the stage, directly and through a helper) are each seen, and exact. */
 START_TEST(stage_called_from_a_busy_loop)
@@ -454,6 +468,7 @@ int main(void)
 	tcase_add_test(tc, longjmp_out_of_a_stage_closes_it);
 	tcase_add_test(tc, nested_native_stages);
 	tcase_add_loop_test(tc, stage_called_from_a_busy_loop, 0, sizeof builds / sizeof *builds);
+	tcase_add_loop_test(tc, same_place_same_depth_in_and_out_of_the_stage, 0, sizeof builds / sizeof *builds);
 	tcase_add_loop_test(tc, function_in_a_library_linked_at_start, 0, 2);
 	tcase_add_loop_test(tc, function_in_a_library_loaded_later, 0, 2);
 	tcase_add_loop_test(tc, dlopen_keeps_its_callers_search_path, 0, 3);
