@@ -159,6 +159,13 @@ static char *mf_peak_text(json_t *stage, int gpu)
 	return s;
 }
 
+/* Every allocation is in the lists (GPU; CPU with MEMSHIM_SITES=exact): a row counts allocations. */
+static int mf_every_allocation(const struct mf_file *f, int gpu)
+{
+	const char *mode = json_string_value(json_object_get(json_object_get(f->root, "sites"), "mode"));
+	return gpu || (mode && !strcmp(mode, "exact"));
+}
+
 char *mf_sites_about(const struct mf_file *f, json_t *stage, int gpu, const struct mf_sites *s)
 {
 	json_t *sites = json_object_get(f->root, "sites");
@@ -370,7 +377,7 @@ static void mf_print_view_head(FILE *out, json_t *stage, int gpu, enum mf_view v
 }
 
 /* One list of a stage: what it is and what its shares are of, then its table. */
-static void mf_print_view(FILE *out, json_t *stage, int gpu, enum mf_view view,
+static void mf_print_view(FILE *out, const struct mf_file *f, json_t *stage, int gpu, enum mf_view view,
 			  const struct mf_sites *s, const struct mf_opts *o)
 {
 	struct mf_table t;
@@ -381,7 +388,7 @@ static void mf_print_view(FILE *out, json_t *stage, int gpu, enum mf_view view,
 	mf_table_init(&t, 5, mf_sites_align, mf_sites_seps);
 	static const char *const by[] = { "", "line", "function", "file" };
 	mf_text_row(&t, mf_xstrdup("#"), mf_xstrdup("bytes"), mf_xstrdup("share"),
-		    mf_xstrdup(gpu ? "allocs" : "samples"), o->by ? mf_xasprintf("sites grouped by %s",
+		    mf_xstrdup(mf_every_allocation(f, gpu) ? "allocs" : "samples"), o->by ? mf_xasprintf("sites grouped by %s",
 		    by[o->by]) : mf_xstrdup("site, then its callers"));
 	if (o->by) {
 		mf_group_rows(&t, s, o, base);
@@ -396,13 +403,14 @@ static void mf_print_view(FILE *out, json_t *stage, int gpu, enum mf_view view,
 }
 
 /* What was live from before the stage: its table (--all), else one line saying what it holds. */
-static void mf_print_before(FILE *out, json_t *stage, int gpu, const struct mf_opts *o)
+static void mf_print_before(FILE *out, const struct mf_file *f, json_t *stage, int gpu,
+			    const struct mf_opts *o)
 {
 	struct mf_sites b;
 	mf_sites_view(stage, gpu, MF_BEFORE, &b);
 	if (o->all && b.n) {
 		fputc('\n', out);
-		mf_print_view(out, stage, gpu, MF_BEFORE, &b, o);
+		mf_print_view(out, f, stage, gpu, MF_BEFORE, &b, o);
 	} else if (o->all) {
 		fputs("  nothing from before the stage was live at its peak\n", out);
 	} else if (b.n) {
@@ -423,16 +431,16 @@ static void mf_print_site_list(FILE *out, const struct mf_file *f, json_t *stage
 	if (!s.n) {
 		char *peak = mf_peak_text(stage, gpu);
 		fprintf(out, "  %s: no %s allocation%s was live at the peak\n", peak,
-			gpu ? "recorded" : "sampled", s.split ? " made in the stage" : "");
+			mf_every_allocation(f, gpu) ? "recorded" : "sampled", s.split ? " made in the stage" : "");
 		free(peak);
 	} else {
 		char *about = mf_sites_about(f, stage, gpu, &s);
 		fprintf(out, "  %s\n", about);
 		free(about);
-		mf_print_view(out, stage, gpu, MF_ADDED, &s, o);
+		mf_print_view(out, f, stage, gpu, MF_ADDED, &s, o);
 	}
 	if (s.split)
-		mf_print_before(out, stage, gpu, o);
+		mf_print_before(out, f, stage, gpu, o);
 	mf_sites_free(&s);
 }
 
