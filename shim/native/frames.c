@@ -748,8 +748,6 @@ static __attribute__((noinline)) void check_slow(uintptr_t *wrapper_slot)
 /* A call through a short chain of frames seen before, else the slow way. */
 static __attribute__((noinline)) void check_chains(struct tstate *s, uintptr_t *slot)
 {
-	if (all_open(s))
-		return;
 	if (s->n == 0 || !chain_seen(s, (uintptr_t)slot, *slot))
 		check_slow(slot);
 }
@@ -763,7 +761,9 @@ void ms_native_check(uintptr_t *slot)
 		check_slow(slot);
 		return;
 	}
-	if (!seen_before(s, (uintptr_t)slot, *slot)) /* no frame known: top is none, which never matches */
+	/* every stage open: no look can change a count (and no key is added then, so this comes first);
+	 * no frame known: top is none, which never matches */
+	if (!all_open(s) && !seen_before(s, (uintptr_t)slot, *slot))
 		check_chains(s, slot);
 }
 
