@@ -368,6 +368,49 @@ START_TEST(locations_name_each_native_frame_in_its_file)
 }
 END_TEST
 
+/* The line of the fixture's source that holds MARKER, from the file itself (not a number here). */
+static int marked_line(const char *marker)
+{
+	FILE *f = fopen("tests/sites/fixtures/sites_fixture.c", "r");
+	char text[512];
+	int n = 0, found = 0;
+	ck_assert_ptr_nonnull(f);
+	while (!found && fgets(text, sizeof text, f))
+		found = ++n && strstr(text, marker) != NULL;
+	fclose(f);
+	ck_assert_msg(found, "no %s in the fixture", marker);
+	return n;
+}
+
+/* memshim-format --sites on PROGRAM's run of the shares scenario: its output into OUT. */
+static void format_sites_of(const char *program, char *out, size_t size)
+{
+	const char *argv[] = { built(program), "shares", NULL };
+	ck_assert_int_eq(run_under_shim(&r, argv, NULL), 0);
+	ck_assert_msg(WIFEXITED(r.status) && WEXITSTATUS(r.status) == 0, "fixture failed: %s", r.err);
+	char cmd[1024];
+	snprintf(cmd, sizeof cmd, "'%s' --sites --stage work --top 3 '%s/m.json' 2>&1", built("memshim-format"), r.dir);
+	FILE *p = popen(cmd, "r");
+	ck_assert_ptr_nonnull(p);
+	size_t n = fread(out, 1, size - 1, p);
+	out[n] = '\0';
+	ck_assert_msg(pclose(p) == 0, "memshim-format failed: %s", out);
+}
+
+/* Built with -g, the allocating call shows its source line (the formatter reads the line table at
+ * the address the shim wrote); without debug info the frame is symbol+offset, as before. */
+START_TEST(native_frames_show_their_source_line)
+{
+	static char out[1 << 16];
+	char want[128];
+	format_sites_of("sites/sites_fixture", out, sizeof out);
+	snprintf(want, sizeof want, "alloc_sixty sites_fixture.c:%d (sites_fixture)", marked_line("line-marker: alloc_sixty"));
+	ck_assert_msg(strstr(out, want), "no \"%s\" in:\n%s", want, out);
+	format_sites_of("sites/sites_fixture_nodebug", out, sizeof out);
+	ck_assert_msg(strstr(out, "alloc_sixty+0x") && !strstr(out, "sites_fixture.c:"), "without -g:\n%s", out);
+}
+END_TEST
+
 START_TEST(sites_off_writes_no_site_keys)
 {
 	const char *env[] = { "MEMSHIM_SITES=0", NULL };
@@ -697,6 +740,7 @@ static Suite *suite(void)
 	tcase_add_test(tc, sites_split_what_a_call_added_from_what_it_found);
 	tcase_add_test(tc, a_closing_entry_makes_the_list_sum_to_the_total);
 	tcase_add_test(tc, locations_name_each_native_frame_in_its_file);
+	tcase_add_test(tc, native_frames_show_their_source_line);
 	tcase_add_test(tc, sites_off_writes_no_site_keys);
 	tcase_add_test(tc, many_stacks_grow_the_tables_and_are_found_again);
 	tcase_add_test(tc, a_program_run_through_a_link_is_named_as_its_file);
