@@ -43,7 +43,7 @@ static int mf_build_id_is(Dwfl_Module *mod, const char *want)
 	int n = dwfl_module_build_id(mod, &bits, &at);
 	if (n <= 0 || n > 64)
 		return 0;
-	for (int i = 0; i < n; i++)
+	for (size_t i = 0; i < (size_t)n; i++)
 		snprintf(hex + 2 * i, 3, "%02x", bits[i]);
 	return !strcmp(hex, want);
 }
@@ -191,15 +191,17 @@ static void mf_list_resolve(json_t *list, json_t *objects)
 
 void mf_lines_resolve(struct mf_file *f)
 {
-	json_t *objects = json_object_get(json_object_get(f->root, "sites"), "objects"), *st, *list;
-	size_t i;
-	const char *key;
+	json_t *objects = json_object_get(json_object_get(f->root, "sites"), "objects");
 	if (!json_array_size(objects))
 		return;
-	json_array_foreach(f->stages, i, st)
-		json_object_foreach(st, key, list)
-			if (!strncmp(key, "peak_sites", 10) && json_is_array(list))
+	for (size_t i = 0; i < json_array_size(f->stages); i++) {
+		json_t *st = json_array_get(f->stages, i);
+		for (void *it = json_object_iter(st); it; it = json_object_iter_next(st, it)) {
+			json_t *list = json_object_iter_value(it);
+			if (!strncmp(json_object_iter_key(it), "peak_sites", 10) && json_is_array(list))
 				mf_list_resolve(list, objects);
+		}
+	}
 }
 
 char *mf_frame_without_line(const char *shown)
