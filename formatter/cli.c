@@ -92,6 +92,18 @@ static void mf_run_free(struct mf_run *r)
 	}
 }
 
+/* The modes that show call sites read the native frames' lines (not --no-lines). */
+static void mf_read_lines(const struct mf_run *r)
+{
+	if (r->o->no_lines || (r->mode != MF_SITES && r->mode != MF_FLAME && r->mode != MF_SPEEDSCOPE &&
+			       r->mode != MF_PPROF))
+		return;
+	for (size_t s = 0; s < r->nsides; s++)
+		for (size_t i = 0; i < r->side[s].n; i++)
+			if (r->side[s].keep[i])
+				mf_lines_resolve(&r->side[s].f[i]);
+}
+
 static int mf_pipeline(const struct mf_args *a, FILE *out, FILE *err)
 {
 	struct mf_run r;
@@ -102,9 +114,11 @@ static int mf_pipeline(const struct mf_args *a, FILE *out, FILE *err)
 		rc = mf_stage_known(&r, err);
 	if (rc == MF_OK) {
 		mf_select_all(&r);
+		mf_read_lines(&r);
 		rc = mf_modes[r.mode].run(&r, out, err);
 	}
 	mf_run_free(&r);
+	mf_lines_end();
 	return rc;
 }
 

@@ -45,6 +45,29 @@ static char *mf_export_frame(const struct mf_site *site, size_t k)
 		mf_xstrdup("(no frames)");
 }
 
+/* Frame K as the viewers name it, and its source line apart (FILE NULL when it has none): the
+ * name without " file.c:42", which they show from the file and line themselves (malloc'd). */
+struct mf_export_frame {
+	char *key, *name;       /* key: the frame as shown, one per line */
+	const char *file;
+	long line;
+};
+static void mf_export_frame_of(const struct mf_site *site, size_t k, struct mf_export_frame *x)
+{
+	x->key = mf_export_frame(site, k);
+	x->file = NULL;
+	x->line = 0;
+	if (mf_site_nframes(site) && mf_site_source(site, k, &x->file, &x->line))
+		x->name = mf_frame_without_line(x->key);
+	else
+		x->name = mf_xstrdup(x->key), x->file = NULL;
+}
+
+static void mf_export_frame_free(struct mf_export_frame *x)
+{
+	free(x->key), free(x->name);
+}
+
 static long long mf_weight(double bytes)
 {
 	return (long long)(bytes + 0.5);
@@ -57,14 +80,17 @@ struct mf_speedscope {
 	int gpu;
 };
 
-static json_int_t mf_ss_frame(struct mf_speedscope *d, const char *name)
+static json_int_t mf_ss_frame(struct mf_speedscope *d, const struct mf_export_frame *x)
 {
-	json_t *at = json_object_get(d->index, name);
+	json_t *at = json_object_get(d->index, x->key);
 	if (at)
 		return json_integer_value(at);
 	json_int_t k = (json_int_t)json_array_size(d->frames);
-	json_array_append_new(d->frames, json_pack("{s:s}", "name", name));
-	json_object_set_new(d->index, name, json_integer(k));
+	json_t *frame = json_pack("{s:s}", "name", x->name);
+	if (x->file) /* speedscope shows them beside the name */
+		json_object_set_new(frame, "file", json_string(x->file)), json_object_set_new(frame, "line", json_integer(x->line));
+	json_array_append_new(d->frames, frame);
+	json_object_set_new(d->index, x->key, json_integer(k));
 	return k;
 }
 
@@ -79,9 +105,10 @@ static void mf_ss_profile(void *arg, const struct mf_file *f, const char *stage,
 		size_t nf = mf_site_nframes(site);
 		json_t *stack = json_array();
 		for (size_t k = nf ? nf : 1; k-- > 0;) { /* speedscope: the outermost frame first */
-			char *name = mf_export_frame(site, k);
-			json_array_append_new(stack, json_integer(mf_ss_frame(d, name)));
-			free(name);
+			struct mf_export_frame x;
+			mf_export_frame_of(site, k, &x);
+			json_array_append_new(stack, json_integer(mf_ss_frame(d, &x)));
+			mf_export_frame_free(&x);
 		}
 		json_array_append_new(samples, stack);
 		json_array_append_new(weights, json_integer(mf_weight(site->bytes)));
@@ -176,19 +203,24 @@ static void mf_pp_type(struct mf_pprof *d, unsigned field, const char *type, con
 	mf_pb_msg(&d->out, field, &d->sub);
 }
 
-/* The location (and its function, same id) of NAME. */
-static uint64_t mf_pp_location(struct mf_pprof *d, const char *name)
+/* The location (and its function, same id) of frame X. */
+static uint64_t mf_pp_location(struct mf_pprof *d, const struct mf_export_frame *x)
 {
-	json_t *at = json_object_get(d->frames, name);
+	json_t *at = json_object_get(d->frames, x->key);
 	if (at)
 		return (uint64_t)json_integer_value(at);
-	uint64_t id = json_object_size(d->frames) + 1, s = mf_pp_str(d, name);
-	json_object_set_new(d->frames, name, json_integer((json_int_t)id));
+	uint64_t id = json_object_size(d->frames) + 1, s = mf_pp_str(d, x->name);
+	uint64_t file = x->file ? mf_pp_str(d, x->file) : 0;
+	json_object_set_new(d->frames, x->key, json_integer((json_int_t)id));
 	mf_pb_int(&d->sub, 1, id);          /* Function.id */
 	mf_pb_int(&d->sub, 2, s);           /* .name */
 	mf_pb_int(&d->sub, 3, s);           /* .system_name */
+	if (x->file)
+		mf_pb_int(&d->sub, 4, file); /* .filename */
 	mf_pb_msg(&d->out, PB_FUNCTION, &d->sub);
 	mf_pb_int(&d->tmp, 1, id);          /* Line.function_id */
+	if (x->file)
+		mf_pb_int(&d->tmp, 2, (uint64_t)x->line); /* Line.line */
 	mf_pb_int(&d->sub, 1, id);          /* Location.id */
 	mf_pb_msg(&d->sub, 4, &d->tmp);     /* .line */
 	mf_pb_msg(&d->out, PB_LOCATION, &d->sub);
@@ -214,9 +246,10 @@ static void mf_pp_profile(void *arg, const struct mf_file *f, const char *stage,
 		const struct mf_site *site = &s->s[i];
 		size_t nf = mf_site_nframes(site);
 		for (size_t k = 0; k < (nf ? nf : 1); k++) { /* pprof: the leaf first */
-			char *name = mf_export_frame(site, k);
-			mf_pb_varint(&ids, mf_pp_location(d, name));
-			free(name);
+			struct mf_export_frame x;
+			mf_export_frame_of(site, k, &x);
+			mf_pb_varint(&ids, mf_pp_location(d, &x));
+			mf_export_frame_free(&x);
 		}
 		mf_pb_msg(&sample, 1, &ids);                        /* location_id, packed */
 		mf_pb_varint(&ids, (uint64_t)mf_weight(site->bytes));

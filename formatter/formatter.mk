@@ -8,8 +8,10 @@ FMT_LIB_SRCS := $(filter-out formatter/main.c,$(FMT_SRCS))
 FMT_LIB_OBJS = $(FMT_LIB_SRCS:formatter/%.c=$(FMT_OBJDIR)/%.o)
 CAIRO_CFLAGS := $(shell $(PKG_CONFIG) --cflags cairo 2>/dev/null)
 CAIRO_LIBS := $(shell $(PKG_CONFIG) --libs cairo 2>/dev/null || echo -lcairo)
-FMT_CFLAGS = $(BASEFLAGS) $(CFLAGS) $(SANFLAGS) -Iformatter $(JANSSON_CFLAGS) $(CAIRO_CFLAGS)
-FMT_LIBS = $(JANSSON_LIBS) $(CAIRO_LIBS) -lm
+DW_CFLAGS := $(shell $(PKG_CONFIG) --cflags libdw 2>/dev/null)
+DW_LIBS := $(shell $(PKG_CONFIG) --libs libdw 2>/dev/null || echo -ldw -lelf)
+FMT_CFLAGS = $(BASEFLAGS) $(CFLAGS) $(SANFLAGS) -Iformatter $(JANSSON_CFLAGS) $(CAIRO_CFLAGS) $(DW_CFLAGS)
+FMT_LIBS = $(JANSSON_LIBS) $(CAIRO_LIBS) $(DW_LIBS) -lm
 FMT_BIN := $(BUILD)/memshim-format
 
 ALL_TARGETS += $(FMT_BIN)

@@ -31,8 +31,7 @@ char *mf_clean_frame(const char *frame)
 	return clean;
 }
 
-/* Where " (object)" or " (file:line)" starts in FRAME, or NULL. */
-static const char *mf_frame_where(const char *frame)
+const char *mf_frame_where(const char *frame)
 {
 	size_t n = strlen(frame);
 	if (!n || frame[n - 1] != ')')
@@ -43,17 +42,19 @@ static const char *mf_frame_where(const char *frame)
 	return at;
 }
 
-/* A native frame's function alone: demangled, without its parameters, offset and object
+/* A native frame's function alone: demangled, without its parameters, offset, line and object
  * ("c10::alloc_cpu"); an address without a symbol stays as recorded (malloc'd). */
 static char *mf_native_name(const char *frame)
 {
 	char *shown = mf_clean_frame(frame);
 	if (!strncmp(shown, "0x", 2))
 		return shown;
-	const char *where = mf_frame_where(shown), *off = strstr(shown, "+0x");
+	const char *where = mf_frame_where(shown), *off = strstr(shown, "+0x"), *line = mf_frame_line_at(shown);
 	size_t n = where ? (size_t)(where - shown) : strlen(shown);
 	if (off && (size_t)(off - shown) < n)
 		n = (size_t)(off - shown);
+	if (line && (size_t)(line - shown) < n)
+		n = (size_t)(line - shown);
 	if (n && shown[n - 1] == ')') /* the parameters: back to the '(' that opens them */
 		for (size_t k = n, depth = 0; k-- > 0;) {
 			depth += shown[k] == ')';

@@ -154,6 +154,7 @@ struct mf_opts {
 	int depth, top;         /* --depth, --top (0: the default) */
 	int by;                 /* --by: enum mf_by */
 	int native;             /* --native: every frame as recorded, no Python-first folding */
+	int no_lines;           /* --no-lines: native frames without their source lines */
 };
 
 /* --by: how --sites groups the sites (by the innermost Python frame, else the innermost frame). */
@@ -276,6 +277,7 @@ struct mf_site {
 	size_t order;           /* its index in the file */
 	double exact;           /* exact_bytes: the part counted at true size, -1 when not said */
 	long long others;       /* the closing entry: the stacks it stands for; -1 for a site */
+	json_t *lines;          /* borrowed: [file, line] or null per frame (lines.c), or NULL */
 };
 /* Which list of a stage: what the stage added (peak_sites), or what it inherited (_before). */
 enum mf_view { MF_ADDED, MF_BEFORE };
@@ -311,6 +313,21 @@ char *mf_sites_exact_text(const struct mf_sites *s, mf_bytes_fn *fmt, int shares
 /* frames.c: what --sites shows of a site's frames. */
 int mf_frame_is_python(const char *frame);     /* "func (/path/file.py:12)" */
 char *mf_clean_frame(const char *frame);       /* demangled and printable (malloc'd) */
+const char *mf_frame_where(const char *frame); /* where " (object)" or " (file:line)" starts, or NULL */
+
+/* lines.c: native frames' source lines from the objects' DWARF line tables (elfutils' libdw).
+ * F's frames that have a location and a line become "sym file.c:42 (obj)"; the objects stay open
+ * for the next file until mf_lines_end. */
+void mf_lines_resolve(struct mf_file *f);
+void mf_lines_end(void);
+/* FRAME ("sym+0x1f (obj)" or "0x.. (obj)") shown with its line: "sym file.c:42 (obj)", the file's
+ * base name; an address alone takes FUNCTION's name when there is one (malloc'd). */
+char *mf_frame_with_line(const char *frame, const char *function, const char *file, long line);
+/* Where " file.c:42" starts in a native frame shown with its line, or NULL. */
+const char *mf_frame_line_at(const char *frame);
+char *mf_frame_without_line(const char *shown); /* SHOWN without " file.c:42" (malloc'd) */
+/* Frame K of S's source file (the full path) and line: 1, or 0 when it has none. */
+int mf_site_source(const struct mf_site *s, size_t k, const char **file, long *line);
 /* The lines --sites shows for S, innermost first (*LINES and each line malloc'd): with Python
  * frames (and not NATIVE), the innermost one, "[native: ...]" for the frames it called, then its
  * Python callers; else every frame. Returns how many. */

@@ -84,6 +84,10 @@ const struct mf_option mf_options[] = {
 	{ .name = "--native", .kind = MF_FLAG, .field = F(native), .modes = M(SITES),
 	  .help = "--sites: every frame as recorded, native ones unfolded, innermost\n"
 		  "first" },
+	{ .name = "--no-lines", .kind = MF_FLAG, .field = F(no_lines),
+	  .modes = M(SITES) | M(FLAME) | M(SPEEDSCOPE) | M(PPROF),
+	  .help = "--sites, --flame, --speedscope, --pprof: native frames without the\n"
+		  "source lines of their objects' debug info (symbol+offset only)" },
 	{ .name = "--flame", .arg = "OUT", .kind = MF_PICTURE, .field = F(mode_arg), .modes = M(FLAME),
 	  .selects = 1,
 	  .help = "draws the call sites at a stage's peak as a flame graph into OUT (.svg\n"

@@ -39,13 +39,14 @@ static long long mf_closing_count(json_t *e, json_t *frames)
 
 static void mf_site_read(json_t *e, size_t i, struct mf_sites *out)
 {
-	struct mf_site st = { 0, -1, NULL, i, -1, -1 };
+	struct mf_site st = { 0, -1, NULL, i, -1, -1, NULL };
 	json_t *n = json_object_get(e, "samples"), *fr = json_object_get(e, "frames");
 	/* entries that are not sites are passed over: readers ignore what they do not know */
 	if (!mf_num(json_object_get(e, "bytes"), &st.bytes) || st.bytes < 0)
 		return;
 	st.samples = json_is_integer(n) && json_integer_value(n) >= 0 ? json_integer_value(n) : -1;
 	st.frames = json_is_array(fr) ? fr : NULL;
+	st.lines = json_is_array(json_object_get(e, "mf_lines")) ? json_object_get(e, "mf_lines") : NULL;
 	if (mf_num(json_object_get(e, "exact_bytes"), &st.exact) && st.exact >= 0) {
 		st.exact = st.exact < st.bytes ? st.exact : st.bytes;
 		out->exact += st.exact;
@@ -289,7 +290,7 @@ static size_t mf_group_sites(const struct mf_sites *s, const struct mf_opts *o, 
 		while (k < n && strcmp(g[k].key, key))
 			k++;
 		if (k == n)
-			g[n++] = (struct mf_group_row){ key, { 0, 0, NULL, i, -1, -1 }, 0 };
+			g[n++] = (struct mf_group_row){ key, { 0, 0, NULL, i, -1, -1, NULL }, 0 };
 		else
 			free(key);
 		g[k].sum.bytes += s->s[i].bytes;

@@ -18,6 +18,8 @@ cat >> "$tmp/runs" <<RUNS
 --sites $in/sites.json $in/sites-rank0.json $in/sites-rank1.json $in/seed.json $in/timeout.json
 --sites --auto-merge --top 2 --depth 1 $in/sites-rank0.json $in/sites-rank1.json
 --sites $in/odd/sites-odd.json
+--sites --native $in/sites-lines.json
+--pprof $tmp/lines.pb.gz $in/sites-lines.json
 --flame $tmp/flame.svg $in/sites.json
 --flame $tmp/flame.png --gpu $in/sites.json
 --flame $tmp/odd.svg $in/odd/sites-odd.json

@@ -60,8 +60,30 @@ static void write_rest(struct ms_json *w, const struct ms_sites_entry *rest)
 	ms_json_array(w, "frames");
 	ms_json_string(w, NULL, text);
 	ms_json_end_array(w);
+	ms_json_array(w, "locations");
+	ms_json_null(w, NULL);
+	ms_json_end_array(w);
 	ms_json_int(w, "other_stacks", rest->stack);
 	ms_json_end_object(w);
+}
+
+/* "locations", parallel to the frames: [object, offset in its file] or null (doc/metrics-format.md). */
+static void write_locations(struct ms_json *w, const uint64_t *frames, int nf)
+{
+	ms_json_array(w, "locations");
+	for (int f = 0; f < nf; f++) {
+		int obj;
+		uint64_t offset;
+		if (!ms_sites_frame_location(frames[f], &obj, &offset)) {
+			ms_json_null(w, NULL);
+			continue;
+		}
+		ms_json_array(w, NULL);
+		ms_json_int(w, NULL, obj);
+		ms_json_uint(w, NULL, offset);
+		ms_json_end_array(w);
+	}
+	ms_json_end_array(w);
 }
 
 static void write_list(struct ms_json *w, const char *key, const struct ms_sites_list *l)
@@ -79,6 +101,7 @@ static void write_list(struct ms_json *w, const char *key, const struct ms_sites
 			ms_json_string(w, NULL, text);
 		}
 		ms_json_end_array(w);
+		write_locations(w, frames, nf);
 		ms_json_end_object(w);
 	}
 	if (l && l->rest.stack > 0)
@@ -101,6 +124,24 @@ void ms_peak_sites_stage(struct ms_json *w, int id, const struct ms_span *sp)
 	ms_json_int(w, "peak_sites_gpu_lag", gpu_lag > 0 ? gpu_lag : 0);
 }
 
+/* The objects the locations name, by path and build-id, for the formatter's line tables. */
+static void write_objects(struct ms_json *w)
+{
+	char build_id[160];
+	ms_json_array(w, "objects");
+	for (int k = 0; k < ms_sites_object_count(); k++) {
+		const char *path = ms_sites_object(k, build_id, sizeof build_id);
+		ms_json_object(w, NULL);
+		ms_json_string(w, "path", path);
+		if (build_id[0])
+			ms_json_string(w, "build_id", build_id);
+		else
+			ms_json_null(w, "build_id");
+		ms_json_end_object(w);
+	}
+	ms_json_end_array(w);
+}
+
 void ms_peak_sites_summary(struct ms_json *w)
 {
 	if (!active)
@@ -118,6 +159,7 @@ void ms_peak_sites_summary(struct ms_json *w)
 	ms_json_bool(w, "python_frames", s.python_frames);
 	ms_json_int(w, "max_frames", MS_SITES_MAX_FRAMES);
 	ms_json_double(w, "lag_fraction", MS_SITES_LAG);
+	write_objects(w);
 	ms_json_end_object(w);
 }
 

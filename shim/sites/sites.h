@@ -89,6 +89,14 @@ size_t ms_sites_py_text(uint64_t w, char *buf, size_t size);
  * kept as they are); done releases the tables. */
 void ms_sites_symbolise(const int32_t *ids, int n);
 size_t ms_sites_frame_text(uint64_t w, char *buf, size_t size);
+/* Where native frame W lies: *OBJ its object's index among ms_sites_object's, *OFFSET its address
+ * in the object's file (the return address minus the load bias); 0 for a Python frame or an
+ * address in no object with a path. */
+int ms_sites_frame_location(uint64_t w, int *obj, uint64_t *offset);
+/* The objects locations name: how many, then object K's path, its build-id as hex into BUILD_ID
+ * (empty when it has none). */
+int ms_sites_object_count(void);
+const char *ms_sites_object(int k, char *build_id, size_t size);
 void ms_sites_symbolise_done(void);
 
 /* ---- between the files of sites/ ------------------------------------------------------------ */

@@ -2,7 +2,8 @@
  * tables (.symtab, else .dynsym), read through a private mapping of each file: no dladdr, no
  * allocation (raw mappings, released by ms_sites_symbolise_done).  All addresses of a report are
  * resolved in one pass per object.  C++ names are written mangled: __cxa_demangle allocates through
- * the program's malloc. */
+ * the program's malloc.  Each frame's object and address in its file, and the objects' build-ids
+ * (from their loaded notes), go to the file too: the formatter reads the line tables. */
 #include <elf.h>
 #include <link.h>
 #include <string.h>
@@ -11,6 +12,7 @@
 #include <sys/mman.h>
 #include <sys/syscall.h>
 #include <unistd.h>
+#include "core/elfnote.h"
 #include "core/ms.h"
 #include "intercept/elf.h"
 #include "sites/sites.h"
@@ -24,6 +26,9 @@ struct obj {
 	const char *path; /* in the path pool */
 	uintptr_t lo, hi; /* bounds of its loaded segments */
 	const Elf64_Dyn *dyn;
+	const unsigned char *build_id; /* in its loaded note segment, NULL when it has none */
+	size_t build_id_len;
+	int listed; /* its index in the file's sites.objects, -1 when no location names it */
 };
 
 struct addr {
@@ -42,6 +47,31 @@ static struct addr *addrs;
 static size_t naddrs, addrs_cap;
 static char *names;
 static size_t names_used;
+static int listed[MAX_OBJS] MS_LARGE; /* sites.objects[k] is objs[listed[k]] */
+static int nlisted;
+
+/* Whether [VADDR, VADDR + N) of the object lies in the file-backed part of a loaded segment. */
+static int loaded_from_file(const struct dl_phdr_info *info, uintptr_t vaddr, size_t n)
+{
+	for (int i = 0; i < info->dlpi_phnum; i++) {
+		const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
+		if (ph->p_type == PT_LOAD && vaddr >= ph->p_vaddr && n <= ph->p_filesz &&
+		    vaddr - ph->p_vaddr <= ph->p_filesz - n)
+			return 1;
+	}
+	return 0;
+}
+
+/* The object's GNU build-id, read from its notes where the dynamic linker loaded them. */
+static void find_build_id(const struct dl_phdr_info *info, struct obj *o)
+{
+	for (int i = 0; i < info->dlpi_phnum && !o->build_id; i++) {
+		const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
+		if (ph->p_type == PT_NOTE && loaded_from_file(info, ph->p_vaddr, ph->p_filesz))
+			o->build_id = ms_note_build_id((const unsigned char *)(info->dlpi_addr + ph->p_vaddr),
+						       ph->p_filesz, ph->p_align, &o->build_id_len);
+	}
+}
 
 static int collect(struct dl_phdr_info *info, size_t size, void *arg)
 {
@@ -67,7 +97,8 @@ static int collect(struct dl_phdr_info *info, size_t size, void *arg)
 		hi = a + ph->p_memsz > hi ? a + ph->p_memsz : hi;
 	}
 	memcpy(paths + paths_used, name, n);
-	objs[nobjs++] = (struct obj){ info->dlpi_addr, paths + paths_used, lo, hi, dyn };
+	objs[nobjs] = (struct obj){ info->dlpi_addr, paths + paths_used, lo, hi, dyn, NULL, 0, -1 };
+	find_build_id(info, &objs[nobjs++]);
 	paths_used += n;
 	return 0;
 }
@@ -336,9 +367,13 @@ void ms_sites_symbolise(const int32_t *ids, int n)
 		if (addrs[i].obj >= 0)
 			wanted[addrs[i].obj] = 1;
 	}
+	nlisted = 0;
 	for (int o = 0; o < nobjs; o++)
-		if (wanted[o] && objs[o].path[0] == '/')
+		if (wanted[o] && objs[o].path[0] == '/') {
+			listed[nlisted] = o;
+			objs[o].listed = nlisted++;
 			read_object(o);
+		}
 }
 
 void ms_sites_symbolise_done(void)
@@ -350,6 +385,7 @@ void ms_sites_symbolise_done(void)
 	addrs = NULL;
 	names = NULL;
 	naddrs = names_used = 0;
+	nlisted = 0;
 }
 
 static const char *basename_of(const char *p)
@@ -358,10 +394,9 @@ static const char *basename_of(const char *p)
 	return b ? b + 1 : p;
 }
 
-size_t ms_sites_frame_text(uint64_t w, char *buf, size_t size)
+/* The resolved native frame W, or NULL. */
+static const struct addr *find_addr(uint64_t w)
 {
-	if (ms_sites_frame_is_py(w))
-		return ms_sites_py_text(w, buf, size);
 	size_t a = 0, b = naddrs;
 	while (a < b) {
 		size_t m = a + (b - a) / 2;
@@ -370,8 +405,37 @@ size_t ms_sites_frame_text(uint64_t w, char *buf, size_t size)
 		else
 			b = m;
 	}
-	if (a < naddrs && addrs[a].ip == w) {
-		const struct addr *e = &addrs[a];
+	return a < naddrs && addrs[a].ip == w ? &addrs[a] : NULL;
+}
+
+int ms_sites_frame_location(uint64_t w, int *obj, uint64_t *offset)
+{
+	const struct addr *e = ms_sites_frame_is_py(w) ? NULL : find_addr(w);
+	if (!e || e->obj < 0 || objs[e->obj].listed < 0)
+		return 0;
+	*obj = objs[e->obj].listed;
+	*offset = w - objs[e->obj].base; /* the ELF file's own address: l_addr is the load bias */
+	return 1;
+}
+
+int ms_sites_object_count(void)
+{
+	return nlisted;
+}
+
+const char *ms_sites_object(int k, char *build_id, size_t size)
+{
+	const struct obj *o = &objs[listed[k]];
+	ms_hex(o->build_id, o->build_id ? o->build_id_len : 0, build_id, size);
+	return o->path;
+}
+
+size_t ms_sites_frame_text(uint64_t w, char *buf, size_t size)
+{
+	if (ms_sites_frame_is_py(w))
+		return ms_sites_py_text(w, buf, size);
+	const struct addr *e = find_addr(w);
+	if (e) {
 		const char *obj = e->obj >= 0 ? basename_of(objs[e->obj].path) : "?";
 		if (e->name)
 			return ms_format(buf, size, "%s+0x%lx (%s)", names + e->name - 1, (unsigned long)(w - e->start), obj);

@@ -11,7 +11,7 @@ static struct mf_site make(json_t **frames, const char *const *names)
 	*frames = json_array();
 	for (; *names; names++)
 		json_array_append_new(*frames, json_string(*names));
-	return (struct mf_site){ 1, 1, *frames, 0, -1, -1 };
+	return (struct mf_site){ 1, 1, *frames, 0, -1, -1, NULL };
 }
 
 START_TEST(test_is_python)
@@ -31,6 +31,42 @@ static const char *const torch[] = { "_ZN3c109alloc_cpuEm+0x1f (libc10.so)",
 	"_ZN2at6detail9empty_cpuEv+0x2a (libtorch_cpu.so)", "forward (/m.py:12)",
 	"_PyEval_EvalFrameDefault+0x1d2 (libpython3.11.so.1.0)", "step (/t.py:40)",
 	"Py_RunMain+0x9e (libpython3.11.so.1.0)", NULL };
+
+/* A native frame with its source line: "sym file.c:42 (obj)", the offset dropped, the file's base
+ * name; still native, and its function alone for the fold and --by function. */
+START_TEST(test_frame_lines)
+{
+	char *a = mf_frame_with_line("alloc_sixty+0x47 (sites_fixture)", "alloc_sixty", "/src/t/sites_fixture.c", 44);
+	ck_assert_str_eq(a, "alloc_sixty sites_fixture.c:44 (sites_fixture)");
+	ck_assert(!mf_frame_is_python(a));
+	ck_assert_str_eq(mf_frame_line_at(a), " sites_fixture.c:44 (sites_fixture)");
+	char *b = mf_frame_with_line("0x7f3a12c0aa (libfoo.so.1)", "foo_init", "foo.c", 7);
+	ck_assert_str_eq(b, "foo_init foo.c:7 (libfoo.so.1)");
+	char *c = mf_frame_with_line("0x7f3a12c0aa (libfoo.so.1)", NULL, "foo.c", 7);
+	ck_assert_str_eq(c, "0x7f3a12c0aa foo.c:7 (libfoo.so.1)");
+	char *d = mf_frame_with_line("_ZN3c109alloc_cpuEm+0x1f (libc10.so)", "x", "c10/core/alloc.cpp", 30);
+	char *shown = mf_clean_frame(d), *bare = mf_frame_without_line(shown);
+	ck_assert_str_eq(shown, "c10::alloc_cpu(unsigned long) alloc.cpp:30 (libc10.so)");
+	ck_assert_str_eq(bare, "c10::alloc_cpu(unsigned long) (libc10.so)");
+	/* no line: symbol+offset, an address, a Python frame */
+	ck_assert_ptr_null(mf_frame_line_at("alloc_sixty+0x47 (sites_fixture)"));
+	ck_assert_ptr_null(mf_frame_line_at("0x7f3a12c0aa (libfoo.so.1)"));
+	ck_assert_ptr_null(mf_frame_line_at("forward (/home/u/model.py:12)"));
+	ck_assert_ptr_null(mf_frame_line_at("x.c:12 (obj)"));
+	const char *const stack[] = { d, "forward (/m.py:12)", NULL };
+	json_t *fr;
+	struct mf_site st = make(&fr, stack);
+	char *key = mf_site_key(&st, MF_BY_FUNCTION, 1), **lines;
+	ck_assert_str_eq(key, "c10::alloc_cpu (libc10.so)");
+	size_t n = mf_site_lines(&st, 0, &lines);
+	ck_assert_uint_eq(n, 2);
+	ck_assert_str_eq(lines[1], "[native: c10::alloc_cpu]");
+	for (size_t i = 0; i < n; i++)
+		free(lines[i]);
+	free(lines), free(key), free(a), free(b), free(c), free(d), free(shown), free(bare);
+	json_decref(fr);
+}
+END_TEST
 
 START_TEST(test_lines)
 {
@@ -178,6 +214,7 @@ Suite *frames_suite(void)
 	TCase *tc = tcase_create("frames");
 	tcase_add_test(tc, test_is_python);
 	tcase_add_test(tc, test_lines);
+	tcase_add_test(tc, test_frame_lines);
 	tcase_add_test(tc, test_library_frames_fold);
 	tcase_add_test(tc, test_interpreter_frames_fold);
 	tcase_add_test(tc, test_fold_length);

@@ -13,7 +13,7 @@ $(BUILD)/fuzz/fuzz_stages $(BUILD)/fuzz/fuzz_settings: $(BUILD)/fuzz/%: tests/fu
 $(BUILD)/fuzz/fuzz_reader: tests/fuzz/fuzz_reader.c $(FMT_LIB_SRCS)
 	@mkdir -p $(@D)
 	$(FUZZ_CC) $(FUZZ_FLAGS) -std=gnu11 -D_GNU_SOURCE $(JANSSON_CFLAGS) $(CAIRO_CFLAGS) -Iformatter \
-		-o $@ $^ $(JANSSON_LIBS) $(CAIRO_LIBS) -lm
+		-o $@ $^ $(JANSSON_LIBS) $(CAIRO_LIBS) $(DW_LIBS) -lm
 
 .PHONY: fuzz fuzz-build
 fuzz-build: $(FUZZ_TARGETS:%=$(BUILD)/fuzz/fuzz_%)

@@ -321,7 +321,93 @@ START_TEST(a_closing_entry_makes_the_list_sum_to_the_total)
 	double block = (double)json_integer_value(json_object_get(json_array_get(l, 0), "bytes")) / 2;
 	ck_assert_msg(sum == 2 * 28 * 28 * block, "the list sums to %.0f, the blocks to %.0f", sum, 2 * 28 * 28 * block);
 	ck_assert(json_is_integer(json_object_get(last, "exact_bytes")) && json_is_integer(json_object_get(last, "samples")));
+	json_t *where = json_object_get(last, "locations");
+	ck_assert(json_array_size(where) == 1 && json_is_null(json_array_get(where, 0)));
 	json_decref(root);
+}
+END_TEST
+
+/* The first line COMMAND prints, without its newline, into OUT. */
+static void first_line(const char *command, char *out, size_t size)
+{
+	FILE *p = popen(command, "r");
+	ck_assert_ptr_nonnull(p);
+	out[0] = '\0';
+	if (!fgets(out, (int)size, p))
+		out[0] = '\0';
+	out[strcspn(out, "\n")] = '\0';
+	pclose(p);
+}
+
+/* Each native frame's location is its object (path, build-id as readelf shows it) and its address
+ * in that file: the symbol's value in nm plus the frame's offset from it. */
+START_TEST(locations_name_each_native_frame_in_its_file)
+{
+	json_t *root = run_fixture("shares", NULL);
+	json_t *objects = json_object_get(json_object_get(root, "sites"), "objects");
+	json_t *top = json_array_get(json_object_get(stage_of(root, "work"), "peak_sites"), 0);
+	json_t *frames = json_object_get(top, "frames"), *where = json_object_get(top, "locations");
+	ck_assert_uint_eq(json_array_size(where), json_array_size(frames));
+	const char *f0 = json_string_value(json_array_get(frames, 0));
+	unsigned long off;
+	ck_assert_msg(f0 && sscanf(f0, "alloc_sixty+0x%lx", &off) == 1, "first frame: %s", f0 ? f0 : "?");
+	json_t *loc = json_array_get(where, 0);
+	ck_assert(json_array_size(loc) == 2 && json_is_integer(json_array_get(loc, 1)));
+	json_t *obj = json_array_get(objects, (size_t)json_integer_value(json_array_get(loc, 0)));
+	const char *path = json_string_value(json_object_get(obj, "path"));
+	ck_assert_str_eq(path, built("sites/sites_fixture"));
+	char cmd[1024], line[256];
+	snprintf(cmd, sizeof cmd, "nm '%s' | sed -n 's/ t alloc_sixty$//p'", path);
+	first_line(cmd, line, sizeof line);
+	ck_assert_msg(line[0], "nm found no alloc_sixty");
+	ck_assert_uint_eq((unsigned long)json_integer_value(json_array_get(loc, 1)), strtoul(line, NULL, 16) + off);
+	snprintf(cmd, sizeof cmd, "readelf -n '%s' | sed -n 's/.*Build ID: //p'", path);
+	first_line(cmd, line, sizeof line);
+	ck_assert_str_eq(json_string_value(json_object_get(obj, "build_id")), line);
+	json_decref(root);
+}
+END_TEST
+
+/* The line of the fixture's source that holds MARKER, from the file itself (not a number here). */
+static int marked_line(const char *marker)
+{
+	FILE *f = fopen("tests/sites/fixtures/sites_fixture.c", "r");
+	char text[512];
+	int n = 0, found = 0;
+	ck_assert_ptr_nonnull(f);
+	while (!found && fgets(text, sizeof text, f))
+		found = ++n && strstr(text, marker) != NULL;
+	fclose(f);
+	ck_assert_msg(found, "no %s in the fixture", marker);
+	return n;
+}
+
+/* memshim-format --sites on PROGRAM's run of the shares scenario: its output into OUT. */
+static void format_sites_of(const char *program, char *out, size_t size)
+{
+	const char *argv[] = { built(program), "shares", NULL };
+	ck_assert_int_eq(run_under_shim(&r, argv, NULL), 0);
+	ck_assert_msg(WIFEXITED(r.status) && WEXITSTATUS(r.status) == 0, "fixture failed: %s", r.err);
+	char cmd[1024];
+	snprintf(cmd, sizeof cmd, "'%s' --sites --stage work --top 3 '%s/m.json' 2>&1", built("memshim-format"), r.dir);
+	FILE *p = popen(cmd, "r");
+	ck_assert_ptr_nonnull(p);
+	size_t n = fread(out, 1, size - 1, p);
+	out[n] = '\0';
+	ck_assert_msg(pclose(p) == 0, "memshim-format failed: %s", out);
+}
+
+/* Built with -g, the allocating call shows its source line (the formatter reads the line table at
+ * the address the shim wrote); without debug info the frame is symbol+offset, as before. */
+START_TEST(native_frames_show_their_source_line)
+{
+	static char out[1 << 16];
+	char want[128];
+	format_sites_of("sites/sites_fixture", out, sizeof out);
+	snprintf(want, sizeof want, "alloc_sixty sites_fixture.c:%d (sites_fixture)", marked_line("line-marker: alloc_sixty"));
+	ck_assert_msg(strstr(out, want), "no \"%s\" in:\n%s", want, out);
+	format_sites_of("sites/sites_fixture_nodebug", out, sizeof out);
+	ck_assert_msg(strstr(out, "alloc_sixty+0x") && !strstr(out, "sites_fixture.c:"), "without -g:\n%s", out);
 }
 END_TEST
 
@@ -653,6 +739,8 @@ static Suite *suite(void)
 	tcase_add_test(tc, bad_sites_mode_falls_back_to_sampled);
 	tcase_add_test(tc, sites_split_what_a_call_added_from_what_it_found);
 	tcase_add_test(tc, a_closing_entry_makes_the_list_sum_to_the_total);
+	tcase_add_test(tc, locations_name_each_native_frame_in_its_file);
+	tcase_add_test(tc, native_frames_show_their_source_line);
 	tcase_add_test(tc, sites_off_writes_no_site_keys);
 	tcase_add_test(tc, many_stacks_grow_the_tables_and_are_found_again);
 	tcase_add_test(tc, a_program_run_through_a_link_is_named_as_its_file);

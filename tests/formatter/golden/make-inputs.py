@@ -415,6 +415,25 @@ def sites_added():
                                   sites=dict(SITES, mode="exact", objects=[])))
 
 
+def sites_lines():
+    """Locations the formatter cannot read lines for: an object whose build-id no longer matches
+    (the C library, with its line table where its debug file is installed), one that moved, an
+    object index past the list and offset 0; every frame as written."""
+    train = [xsite(6, ["sh_alloc+0x10 (sh)", "sh_main+0x2a (sh)", "main (/home/u/run.py:3)"], 6),
+             xsite(3, ["0x401000 (gone)", "gone_main+0x11 (gone)"], 0),
+             xsite(1, ["odd_a+0x1 (sh)", "odd_b+0x2 (sh)", "odd_c+0x3 (sh)"], 0)]
+    train[0]["locations"] = [[0, 160330], [0, 160517], None]  # inside __libc_start_main here
+    train[1]["locations"] = [[1, 4096], [1, 4200]]
+    train[2]["locations"] = [[7, 4096], [1, 0], None]
+    m = {"train_mem_cpu_alloc_delta": 10 * M, "train_mem_cpu_peaked_delta": 0, "train_runtime": 1.0,
+         "train_calls": 1}
+    tr = stage("train", runtime=1.0, cpu=(10 * M, 0))
+    tr.update(peak_sites=train, peak_sites_before=[], peak_sites_lag=0)
+    objects = [{"path": "/lib/x86_64-linux-gnu/libc.so.6", "build_id": "00ff"}, {"path": "/nonexistent/memshim/gone",
+                                                         "build_id": None}]
+    write("sites-lines.json", doc(m, [tr], sites=dict(SITES, mode="sampled", objects=objects)))
+
+
 def sites_fold():
     """The native fold of --sites: between the library's Python frames the interpreter's own
     frames (libpython, or a python linked statically) are counted, not named."""
@@ -485,5 +504,5 @@ def calls_close():
 if __name__ == "__main__":
     os.makedirs(os.path.join(HERE, "in"), exist_ok=True)
     for f in (seed, widths, snapshot, calls, ranks, diffs, small, bad, died, launchers, runs,
-              csv_odd, sites, sites_added, sites_fold, sites_odd, calls_close):
+              csv_odd, sites, sites_added, sites_lines, sites_fold, sites_odd, calls_close):
         f()
