@@ -14,6 +14,14 @@ static struct mf_site make(json_t **frames, const char *const *names)
 	return (struct mf_site){ 1, 1, *frames, 0, -1, -1, NULL };
 }
 
+/* Frees the N lines mf_site_lines returned. */
+static void free_lines(char **lines, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		free(lines[i]);
+	free(lines);
+}
+
 START_TEST(test_is_python)
 {
 	ck_assert(mf_frame_is_python("forward (/home/u/model.py:12)"));
@@ -61,9 +69,8 @@ START_TEST(test_frame_lines)
 	size_t n = mf_site_lines(&st, 0, &lines);
 	ck_assert_uint_eq(n, 2);
 	ck_assert_str_eq(lines[1], "[native: c10::alloc_cpu]");
-	for (size_t i = 0; i < n; i++)
-		free(lines[i]);
-	free(lines), free(key), free(a), free(b), free(c), free(d), free(shown), free(bare);
+	free_lines(lines, n);
+	free(key), free(a), free(b), free(c), free(d), free(shown), free(bare);
 	json_decref(fr);
 }
 END_TEST
@@ -79,22 +86,17 @@ START_TEST(test_lines)
 	ck_assert_str_eq(lines[1], "[native: c10::alloc_cpu <- at::detail::empty_cpu]");
 	ck_assert_str_eq(lines[2], "step (/t.py:40)");
 	ck_assert(mf_site_python_first(&s, 0));
-	for (size_t i = 0; i < n; i++)
-		free(lines[i]);
-	free(lines);
+	free_lines(lines, n);
 	n = mf_site_lines(&s, 1, &lines); /* --native: as recorded, demangled */
 	ck_assert_uint_eq(n, 6);
 	ck_assert_str_eq(lines[0], "c10::alloc_cpu(unsigned long)+0x1f (libc10.so)");
 	ck_assert_str_eq(lines[3], "_PyEval_EvalFrameDefault+0x1d2 (libpython3.11.so.1.0)");
 	ck_assert(!mf_site_python_first(&s, 1));
-	for (size_t i = 0; i < n; i++)
-		free(lines[i]);
-	free(lines);
+	free_lines(lines, n);
 	json_decref(fr);
 }
 END_TEST
 
-/* Three native names, then "… N more"; four are all shown rather than "… 1 more". */
 /* Python frames of installed libraries inside the user's call fold into one line below it; the
  * line shown first is the user's own, and --by keys follow it. */
 static const char *const library[] = { "_ZN3c109alloc_cpuEm+0x1f (libc10.so)",
@@ -116,9 +118,7 @@ START_TEST(test_library_frames_fold)
 				   "<- backward <- _find_and_load]");
 	ck_assert_str_eq(lines[2], "[native: c10::alloc_cpu <- … 1 more]"); /* the interpreter's: folded */
 	ck_assert_str_eq(lines[3], "<module> (/home/u/t.py:30)");
-	for (size_t i = 0; i < n; i++)
-		free(lines[i]);
-	free(lines);
+	free_lines(lines, n);
 	char *key = mf_site_key(&s, MF_BY_FUNCTION, 0);
 	ck_assert_str_eq(key, "train (/home/u/t.py)");
 	free(key);
@@ -155,15 +155,12 @@ START_TEST(test_interpreter_frames_fold)
 	ck_assert_uint_eq(nb, 3);
 	ck_assert_str_eq(lb[1], "[library: <listcomp> (/usr/lib/python3.11/json/decoder.py:353) <- decode]");
 	ck_assert_str_eq(lb[2], "[native: 2 frames of the interpreter]");
-	for (size_t i = 0; i < na; i++)
-		free(la[i]);
-	for (size_t i = 0; i < nb; i++)
-		free(lb[i]);
-	free(la), free(lb);
+	free_lines(la, na), free_lines(lb, nb);
 	json_decref(fa), json_decref(fb);
 }
 END_TEST
 
+/* Three native names, then "… N more"; four are all shown rather than "… 1 more". */
 START_TEST(test_fold_length)
 {
 	static const char *const four[] = { "a+0x1 (l.so)", "b+0x1 (l.so)", "c+0x1 (l.so)",
@@ -178,9 +175,7 @@ START_TEST(test_fold_length)
 	ck_assert_uint_eq(n5, 2);
 	ck_assert_str_eq(l4[1], "[native: a <- b <- c <- 0x7f01 (l.so)]");
 	ck_assert_str_eq(l5[1], "[native: a <- b <- c <- … 2 more]");
-	for (size_t i = 0; i < 2; i++)
-		free(l4[i]), free(l5[i]);
-	free(l4), free(l5);
+	free_lines(l4, n4), free_lines(l5, n5);
 	json_decref(fa), json_decref(fb);
 }
 END_TEST

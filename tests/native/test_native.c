@@ -69,6 +69,15 @@ static int64_t history(json_t *m, const char *stage, int call, const char *key)
 	return json_integer_value(json_object_get(h, key));
 }
 
+/* Each of the first CALLS calls of STAGE kept KEEP and peaked TEMP above it. */
+static void expect_each_call(json_t *m, const char *stage, int calls)
+{
+	for (int i = 0; i < calls; i++) {
+		ck_assert_int_eq(history(m, stage, i, "cpu_alloc_delta"), keep);
+		ck_assert_int_eq(history(m, stage, i, "cpu_peaked_delta"), temp);
+	}
+}
+
 static int count(const char *hay, const char *needle)
 {
 	int n = 0;
@@ -85,10 +94,7 @@ START_TEST(back_to_back_calls_are_exact)
 {
 	json_t *m = run_fixture(builds[_i], "train=train_epoch", "loop", "5", NULL);
 	expect_stage_peak(m, "train", 5, keep, temp);
-	for (int i = 0; i < 5; i++) {
-		ck_assert_int_eq(history(m, "train", i, "cpu_alloc_delta"), keep);
-		ck_assert_int_eq(history(m, "train", i, "cpu_peaked_delta"), temp);
-	}
+	expect_each_call(m, "train", 5);
 	ck_assert_str_eq(r.err, "");
 	json_decref(m);
 }
@@ -138,10 +144,7 @@ START_TEST(same_place_same_depth_in_and_out_of_the_stage)
 {
 	json_t *m = run_fixture(builds[_i], "t=twin_stage", "twins", "30", NULL);
 	ck_assert_int_eq(metric(m, "t_calls"), 10);
-	for (int i = 0; i < 10; i++) {
-		ck_assert_int_eq(history(m, "t", i, "cpu_alloc_delta"), keep);
-		ck_assert_int_eq(history(m, "t", i, "cpu_peaked_delta"), temp);
-	}
+	expect_each_call(m, "t", 10);
 	json_decref(m);
 }
 END_TEST
@@ -152,10 +155,7 @@ START_TEST(stage_called_from_a_busy_loop)
 {
 	json_t *m = run_fixture(builds[_i], "train=train_epoch", "busy", "6", NULL);
 	ck_assert_int_eq(metric(m, "train_calls"), 6);
-	for (int i = 0; i < 6; i++) {
-		ck_assert_int_eq(history(m, "train", i, "cpu_alloc_delta"), keep);
-		ck_assert_int_eq(history(m, "train", i, "cpu_peaked_delta"), temp);
-	}
+	expect_each_call(m, "train", 6);
 	json_decref(m);
 }
 END_TEST

@@ -582,6 +582,19 @@ START_TEST(target_matched_several_functions)
 }
 END_TEST
 
+/* Whether PYTHON imports torch; says why a test is skipped when not. */
+static int torch_or_skip(const char *python, const char *test)
+{
+	struct run r;
+	const char *check[] = { "-c", "import torch", NULL };
+	run_py(&r, python, check, NULL, NULL, NULL, 0);
+	int have = r.status == 0;
+	run_done(&r);
+	if (!have)
+		printf("test_python: python3-torch not importable by %s, %s skipped\n", python, test);
+	return have;
+}
+
 /* Issue 24's known answer on real PyTorch (the project venv's): an MLP's training stage (Adam,
  * backward) with 64 MiB made before it still live.  Its call sites cover its need and memshim-format
  * shows the script's own line first; the 64 MiB is in what it found (peak_sites_before), not in
@@ -590,15 +603,9 @@ START_TEST(torch_sites_lead_with_the_script)
 {
 	char py[PATH_MAX];
 	snprintf(py, sizeof py, "%s/bin/python", getenv("VENV") ? getenv("VENV") : ".venv");
-	struct run r;
-	const char *check[] = { "-c", "import torch", NULL };
-	run_py(&r, py, check, NULL, NULL, NULL, 0);
-	int have = r.status == 0;
-	run_done(&r);
-	if (!have) {
-		printf("test_python: python3-torch not importable by %s, torch sites test skipped\n", py);
+	if (!torch_or_skip(py, "torch sites test"))
 		return;
-	}
+	struct run r;
 	const char *env[] = { "OMP_NUM_THREADS=1", NULL };
 	const char *args[] = { fixture("sites_mlp.py"), NULL };
 	run_py(&r, py, args, "train=train_loop", env, NULL, 1);
@@ -689,15 +696,9 @@ END_TEST
 START_TEST(torch_training)
 {
 	const char *py = "/usr/bin/python3";
-	struct run r;
-	const char *check[] = { "-c", "import torch", NULL };
-	run_py(&r, py, check, NULL, NULL, NULL, 0);
-	int have = r.status == 0;
-	run_done(&r);
-	if (!have) {
-		printf("test_python: python3-torch not importable by %s, torch test skipped\n", py);
+	if (!torch_or_skip(py, "torch test"))
 		return;
-	}
+	struct run r;
 	const char *env[] = { "OMP_NUM_THREADS=1", NULL };
 	const char *args[] = { fixture("torch_train.py"), NULL };
 	run_py(&r, py, args, "init=Model.__init__,train=train,eval=evaluate", env, NULL, 1);
