@@ -127,6 +127,7 @@ static void start_call(int id, const int64_t live[MS_NCOMP], double now)
 	cur->gpu_failed_allocs = 0;
 	cur->gpu_failed_bytes = 0;
 	cur->closed_at_exit = 0;
+	__atomic_store_n(&s->begins, s->begins + 1, __ATOMIC_RELAXED);
 	s->cur.quiet = s->calls >= MS_QUIET_AFTER && now - s->last_loud < MS_QUIET_GAP;
 	if (!s->cur.quiet) {
 		s->last_loud = now;
@@ -274,22 +275,26 @@ uint64_t ms_stage_calls(int id)
 	return __atomic_load_n(&ms_st.stage[id].calls, __ATOMIC_RELAXED);
 }
 
+uint64_t ms_stage_begins(int id)
+{
+	if (id < 0 || id >= MS_MAX_STAGES)
+		return 0;
+	return __atomic_load_n(&ms_st.stage[id].begins, __ATOMIC_RELAXED);
+}
+
 int ms_stage_enter(int id, double now)
 {
 	ms_refresh(MS_REFRESH_BOUNDARY);
 	if (id < 0 || id >= MS_MAX_STAGES || lock_or_refuse() < 0)
 		return -1;
 	int64_t live[MS_NCOMP];
-	int *depth = &ms_st.depth[id];
+	int *depth = &ms_st.depth[id], took_over = 0;
 	if (implicit_id() >= 0 && (id != implicit_id() || *depth > 0)) {
 		boundary(live);
 		settle_implicit_init(id, live, now);
-		if (*depth > 0) { /* the explicit init took over the implicit one */
-			stages_unlock();
-			return 0;
-		}
+		took_over = *depth > 0; /* the explicit init took over the implicit one: a new call */
 	}
-	if ((*depth)++ == 0) {
+	if (!took_over && (*depth)++ == 0) {
 		if (ms_st.stage[id].implicit)
 			forget_implicit_call(id);
 		boundary(live);

@@ -44,6 +44,7 @@ struct ms_stage {
 	int implicit;        /* the implicit init stage */
 	int first_order;     /* order of first begin; -1 before */
 	uint64_t calls;      /* completed calls */
+	uint64_t begins;     /* calls begun, the implicit init's take-over included (read atomically) */
 	double runtime_total; /* seconds of all completed calls */
 	double last_loud;    /* start of the last call that was not quiet */
 	struct ms_span cur;  /* the call in progress when depth > 0 */
@@ -90,6 +91,8 @@ int ms_stage_find(const char *name);
 int ms_stage_depth(int id);
 /* Completed calls of stage ID so far (0 for an unknown ID). */
 uint64_t ms_stage_calls(int id);
+/* How many calls of stage ID have begun: a changed count while it stays open is a new call. */
+uint64_t ms_stage_begins(int id);
 /* Open stages other than the implicit init (no lock: a signal handler's estimate). */
 int ms_stages_explicit_open(void);
 

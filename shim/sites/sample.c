@@ -457,6 +457,7 @@ static void start_call(int id, int64_t cpu_now, int64_t gpu_now)
 {
 	cur[id].valid = 1;
 	cur[id].since = ++boundary_gen;
+	cur[id].begins = ms_stage_begins(id);
 	cur[id].gen[0] = cur[id].gen[1] = 0; /* table generations start at 1: both sides are copied */
 	copy_cpu(&cur[id], cpu_now);
 	copy_gpu(&cur[id], gpu_now);
@@ -481,9 +482,15 @@ static void end_call(int k, int64_t cpu_now, int64_t gpu_now)
 static void sync_stages(int stage)
 {
 	int64_t cpu_now = ms_live(MS_CPU), gpu_now = ms_live(MS_GPU);
-	for (int k = nopen; k-- > 0;)
-		if (ms_stage_depth(open_ids[k]) == 0)
+	for (int k = nopen; k-- > 0;) {
+		int id = open_ids[k];
+		if (ms_stage_depth(id) == 0) {
 			end_call(k, cpu_now, gpu_now);
+		} else if (cur[id].begins != ms_stage_begins(id)) { /* a new call began unseen */
+			end_call(k, cpu_now, gpu_now);
+			start_call(id, cpu_now, gpu_now);
+		}
+	}
 	/* depth first: copies of stages not open are never read, so their pages stay unfaulted */
 	for (int id = stage < 0 ? 0 : stage; id < (stage < 0 ? MS_MAX_STAGES : stage + 1); id++)
 		if (id < MS_MAX_STAGES && ms_stage_depth(id) > 0) {

@@ -40,6 +40,7 @@ struct ms_sites_list {
 struct ms_sites_copy {
 	int valid;
 	uint64_t since;          /* the boundary generation of the call's begin */
+	uint64_t begins;         /* the engine's count of the stage's begun calls: which call it is */
 	uint64_t gen[2];         /* each side's table generation at its last copy */
 	int64_t cpu_at, gpu_at; /* CPU / GPU live when each side was copied */
 	struct ms_sites_list added[2], before[2];

@@ -638,6 +638,34 @@ START_TEST(python_stage_sites_are_what_it_added)
 }
 END_TEST
 
+/* With the default stage names the implicit init (from the start) is taken over by the Trainer's
+ * __init__: its sites are what __init__ added, the 64 MiB made before in peak_sites_before. */
+START_TEST(python_init_taking_over_splits_at_its_begin)
+{
+	const char *py = pythons[_i];
+	if (access(py, X_OK) != 0)
+		return;
+	char script[1024], stub[1200];
+	ck_assert_ptr_nonnull(realpath("tests/sites/fixtures/sites_init.py", script));
+	ck_assert_ptr_nonnull(realpath("tests/python/fixtures/hfstub", stub + 11));
+	memcpy(stub, "PYTHONPATH=", 11);
+	const char *argv[] = { py, script, NULL };
+	const char *env[] = { stub, NULL };
+	ck_assert_int_eq(run_under_shim(&r, argv, env), 0);
+	ck_assert_msg(WIFEXITED(r.status) && WEXITSTATUS(r.status) == 0, "%s: %s", py, r.err);
+	json_t *root = load_metrics(&r, "m.json");
+	ck_assert_ptr_nonnull(root);
+	json_t *init = stage_of(root, "init");
+	ck_assert_ptr_nonnull(init);
+	char before[1200];
+	snprintf(before, sizeof before, "alloc_before (%s:", script);
+	ck_assert_msg(site_bytes(init, "peak_sites", before) == 0, "%s: the 64 MiB from before is in init's peak_sites", py);
+	assert_within(site_bytes(init, "peak_sites_before", before), 64 * MiB, lag_of(init), before);
+	assert_within(site_bytes(init, "peak_sites", "__init__ ("), 20 * MiB, lag_of(init), "__init__");
+	json_decref(root);
+}
+END_TEST
+
 /* Objects in pymalloc arenas (mapped by Python itself) are attributed to the function that made
  * them: anonymous mmap is sampled too. */
 START_TEST(python_small_objects_through_arenas)
@@ -748,6 +776,7 @@ static Suite *suite(void)
 	tcase_add_test(tc, a_forked_child_copies_no_table_page);
 	tcase_add_test(tc, signal_handler_allocates_while_sampling);
 	tcase_add_loop_test(tc, python_frames_name_functions_and_lines, 0, (int)(sizeof pythons / sizeof *pythons));
+	tcase_add_loop_test(tc, python_init_taking_over_splits_at_its_begin, 0, (int)(sizeof pythons / sizeof *pythons));
 	tcase_add_loop_test(tc, python_stage_sites_are_what_it_added, 0, (int)(sizeof pythons / sizeof *pythons));
 	tcase_add_loop_test(tc, python_small_objects_through_arenas, 0, (int)(sizeof pythons / sizeof *pythons));
 	tcase_add_test(tc, gpu_sites_with_the_standin_driver);
