@@ -216,14 +216,18 @@ static char *mf_samples_cell(long long samples)
 	return samples >= 0 ? mf_xasprintf("%lld", samples) : mf_xstrdup("?");
 }
 
-/* One site: its lines (frames.c) up to DEPTH, the first on the row, the rest indented below. */
-static void mf_site_rows(struct mf_table *t, const struct mf_site *s, size_t rank, double base,
-			 size_t depth, int native)
+/* One site (STACKS stacks that show the same): its lines (frames.c) up to DEPTH, the first on
+ * the row, the rest indented below. */
+static void mf_site_rows(struct mf_table *t, const struct mf_site *s, size_t stacks, size_t rank,
+			 double base, size_t depth, int native)
 {
 	char **lines;
 	size_t n = mf_site_lines(s, native, &lines), shown = n < depth ? n : depth;
+	char *first = stacks > 1 ? mf_xasprintf("%s  (%zu stacks)", lines[0], stacks) : lines[0];
+	if (first != lines[0])
+		free(lines[0]);
 	mf_text_row(t, mf_xasprintf("%zu", rank), mf_mb(s->bytes), mf_share(s->bytes, base),
-		    mf_samples_cell(s->samples), lines[0]);
+		    mf_samples_cell(s->samples), first);
 	for (size_t i = 1; i < shown; i++) {
 		mf_text_row(t, NULL, NULL, NULL, NULL, mf_xasprintf("  %s", lines[i]));
 		free(lines[i]);
@@ -266,10 +270,11 @@ static void mf_rest_row(struct mf_table *t, const struct mf_sites *s, size_t top
 				 s->named <= MF_SITES_MAX ? "them" : "more"));
 }
 
-/* --by: the named sites summed per key, largest first. */
+/* The named sites summed per key, largest first: --by's key, or else what the site shows at
+ * DEPTH (stacks that differ only below what is shown are one row to their user). */
 struct mf_group_row {
 	char *key;
-	struct mf_site sum;
+	struct mf_site sum; /* the first site of the key, its bytes and samples the key's sums */
 	size_t stacks;
 };
 
@@ -281,38 +286,64 @@ static int mf_group_row_cmp(const void *a, const void *b)
 	return x->sum.order < y->sum.order ? -1 : x->sum.order > y->sum.order;
 }
 
-static size_t mf_group_sites(const struct mf_sites *s, const struct mf_opts *o, struct mf_group_row *g)
+/* What site S shows at DEPTH, as one string. */
+static char *mf_shown_key(const struct mf_site *s, size_t depth, int native)
+{
+	char **lines;
+	size_t n = mf_site_lines(s, native, &lines), shown = n < depth ? n : depth, len = 24;
+	for (size_t i = 0; i < shown; i++)
+		len += strlen(lines[i]) + 1;
+	char *key = mf_xmalloc(len), *at = key;
+	for (size_t i = 0; i < n; i++) {
+		if (i < shown)
+			at += sprintf(at, "%s\n", lines[i]);
+		free(lines[i]);
+	}
+	sprintf(at, "%zu", n - shown);
+	free(lines);
+	return key;
+}
+
+static size_t mf_group_sites(const struct mf_sites *s, const struct mf_opts *o, size_t depth,
+			     struct mf_group_row *g)
 {
 	size_t n = 0;
 	for (size_t i = 0; i < s->named; i++) {
-		char *key = mf_site_key(&s->s[i], (enum mf_by)o->by, o->native);
+		char *key = o->by ? mf_site_key(&s->s[i], (enum mf_by)o->by, o->native) :
+				    mf_shown_key(&s->s[i], depth, o->native);
 		size_t k = 0;
 		while (k < n && strcmp(g[k].key, key))
 			k++;
-		if (k == n)
-			g[n++] = (struct mf_group_row){ key, { 0, 0, NULL, i, -1, -1, NULL }, 0 };
-		else
-			free(key);
+		if (k == n) {
+			g[n++] = (struct mf_group_row){ key, s->s[i], 1 };
+			continue;
+		}
+		free(key);
+		long long more = s->s[i].samples, *sum = &g[k].sum.samples;
+		*sum = more < 0 ? *sum : *sum < 0 ? more : *sum + more; /* "?" only when no site says */
 		g[k].sum.bytes += s->s[i].bytes;
-		g[k].sum.samples += s->s[i].samples > 0 ? s->s[i].samples : 0;
 		g[k].stacks++;
 	}
 	qsort(g, n, sizeof *g, mf_group_row_cmp);
 	return n;
 }
 
+/* The rows of the named sites: per --by key, else per site as shown. */
 static void mf_group_rows(struct mf_table *t, const struct mf_sites *s, const struct mf_opts *o,
 			  double base)
 {
 	struct mf_group_row *g = mf_xmalloc((s->named ? s->named : 1) * sizeof *g);
-	size_t n = mf_group_sites(s, o, g), top = o->top > 0 ? (size_t)o->top : MF_SITES_TOP;
+	size_t depth = o->depth > 0 ? (size_t)o->depth : MF_SITES_DEPTH;
+	size_t n = mf_group_sites(s, o, depth, g), top = o->top > 0 ? (size_t)o->top : MF_SITES_TOP;
 	struct mf_sites rest = { .s = NULL, .named = n };
 	for (size_t i = 0; i < n; i++) {
-		if (i < top)
+		if (i < top && o->by)
 			mf_text_row(t, mf_xasprintf("%zu", i + 1), mf_mb(g[i].sum.bytes),
 				    mf_share(g[i].sum.bytes, base), mf_samples_cell(g[i].sum.samples),
 				    g[i].stacks > 1 ? mf_xasprintf("%s  (%zu stacks)", g[i].key, g[i].stacks) :
 				    mf_xstrdup(g[i].key));
+		else if (i < top)
+			mf_site_rows(t, &g[i].sum, g[i].stacks, i + 1, base, depth, o->native);
 		free(g[i].key);
 	}
 	if (n > top) { /* the groups past --top, summed as the sites are */
@@ -382,8 +413,6 @@ static void mf_print_view(FILE *out, const struct mf_file *f, json_t *stage, int
 			  const struct mf_sites *s, const struct mf_opts *o)
 {
 	struct mf_table t;
-	size_t top = o->top > 0 ? (size_t)o->top : MF_SITES_TOP;
-	size_t depth = o->depth > 0 ? (size_t)o->depth : MF_SITES_DEPTH;
 	double base;
 	mf_print_view_head(out, stage, gpu, view, s, &base);
 	mf_table_init(&t, 5, mf_sites_align, mf_sites_seps);
@@ -391,13 +420,7 @@ static void mf_print_view(FILE *out, const struct mf_file *f, json_t *stage, int
 	mf_text_row(&t, mf_xstrdup("#"), mf_xstrdup("bytes"), mf_xstrdup("share"),
 		    mf_xstrdup(mf_every_allocation(f, gpu) ? "allocs" : "samples"), o->by ? mf_xasprintf("sites grouped by %s",
 		    by[o->by]) : mf_xstrdup("site, then its callers"));
-	if (o->by) {
-		mf_group_rows(&t, s, o, base);
-	} else {
-		for (size_t i = 0; i < s->named && i < top; i++)
-			mf_site_rows(&t, &s->s[i], i + 1, base, depth, o->native);
-		mf_rest_row(&t, s, top, base);
-	}
+	mf_group_rows(&t, s, o, base);
 	mf_closing_row(&t, s, base);
 	mf_table_print(out, &t, "  ");
 	mf_table_free(&t);
