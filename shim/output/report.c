@@ -249,11 +249,39 @@ static int write_to(const char *path, const char *reason, int sig, int complete)
 }
 
 static int writing, finished_final;
+static sigset_t writer_mask; /* the holder's signal mask before it took the writer */
+
+/* Takes the writer now or returns -1.  Signals sent to the process wait while it is held: a handler
+ * ending the process on this thread (ours, or the program's calling _exit) would otherwise wait for
+ * the writer its own thread holds, and the file it cut short would be lost. */
+static int try_writer(void)
+{
+	static const int synchronous[] = { SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGTRAP, SIGSYS };
+	sigset_t async, old;
+	sigfillset(&async);
+	for (size_t i = 0; i < sizeof synchronous / sizeof *synchronous; i++)
+		sigdelset(&async, synchronous[i]);
+	pthread_sigmask(SIG_BLOCK, &async, &old);
+	if (__atomic_exchange_n(&writing, 1, __ATOMIC_ACQUIRE)) {
+		pthread_sigmask(SIG_SETMASK, &old, NULL);
+		return -1;
+	}
+	writer_mask = old;
+	return 0;
+}
+
+/* Gives the writer back; a signal that waited is taken now. */
+static void release_writer(void)
+{
+	sigset_t mask = writer_mask;
+	__atomic_store_n(&writing, 0, __ATOMIC_RELEASE);
+	pthread_sigmask(SIG_SETMASK, &mask, NULL);
+}
 
 /* One writer at a time: the final file waits for a snapshot in progress; a handler waits ~100 ms. */
 static int acquire_writer(int from_handler)
 {
-	for (long tries = 0; __atomic_exchange_n(&writing, 1, __ATOMIC_ACQUIRE); tries++) {
+	for (long tries = 0; try_writer() < 0; tries++) {
 		if (from_handler && tries > 1000)
 			return -1;
 		struct timespec pause = { 0, 100000 };
@@ -276,7 +304,7 @@ static int write_held(const char *reason, int sig, int complete, int from_handle
 		__atomic_store_n(&finished_final, 1, __ATOMIC_RELEASE);
 	in_handler = 0;
 	ms_tls_guard--;
-	__atomic_store_n(&writing, 0, __ATOMIC_RELEASE);
+	release_writer();
 	errno = saved;
 	return rc;
 }
@@ -290,7 +318,7 @@ static int write_file(const char *reason, int sig, int complete, int from_handle
 
 int ms_report_try_snapshot(void)
 {
-	if (__atomic_load_n(&finished_final, __ATOMIC_ACQUIRE) || __atomic_exchange_n(&writing, 1, __ATOMIC_ACQUIRE))
+	if (__atomic_load_n(&finished_final, __ATOMIC_ACQUIRE) || try_writer() < 0)
 		return -1;
 	replace_only = 1;
 	int rc = write_held("snapshot", 0, 0, 1);
@@ -309,7 +337,7 @@ long ms_report_to_buffer(char *buf, size_t size)
 	write_document(&w, "live", 0, 0);
 	long rc = ms_json_finish(&w) < 0 ? -1 : (long)w.mem_len;
 	ms_tls_guard--;
-	__atomic_store_n(&writing, 0, __ATOMIC_RELEASE);
+	release_writer();
 	errno = saved;
 	return rc;
 }
@@ -353,12 +381,14 @@ void ms_report_fork_prepare(void)
 void ms_report_fork_parent(void)
 {
 	if (held_for_fork)
-		__atomic_store_n(&writing, 0, __ATOMIC_RELEASE);
+		release_writer();
 	held_for_fork = 0;
 }
 
 void ms_report_fork_child(int tracking)
 {
+	if (held_for_fork)
+		pthread_sigmask(SIG_SETMASK, &writer_mask, NULL); /* the forking thread's, as before fork */
 	held_for_fork = 0;
 	writing = 0;
 	if (!tracking)

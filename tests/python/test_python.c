@@ -840,6 +840,44 @@ START_TEST(deep_recursion)
 }
 END_TEST
 
+/* Workers terminated by their pool while they write their last file on the way out (a signal
+ * handler then waited for the writer its own thread held, and the file was lost): every worker's
+ * file is complete and their calls add up to the tasks.  Three rounds: the race is timing's. */
+START_TEST(pool_workers_terminated_leave_complete_files)
+{
+	const char *py = python_or_skip(_i);
+	if (!py)
+		return;
+	for (int round = 0; round < 3; round++) {
+		struct run r;
+		const char *args[] = { fixture("pool_exit.py"), NULL };
+		output_name = "m_%p.json";
+		run_py(&r, py, args, "work=work", NULL, NULL, 1);
+		output_name = "m.json";
+		ck_assert_msg(r.status == 0 && strstr(r.out, "pool ok 210"), "%s: %d %s %s", py, r.status, r.out, r.err);
+		long calls = 0;
+		DIR *d = opendir(r.dir);
+		struct dirent *e;
+		while (d && (e = readdir(d))) {
+			char path[512];
+			json_error_t jerr;
+			snprintf(path, sizeof path, "%s/%s", r.dir, e->d_name);
+			json_t *root = strncmp(e->d_name, "m_", 2) ? NULL : json_load_file(path, 0, &jerr);
+			json_t *n = json_object_get(json_object_get(root, "metrics"), "work_calls");
+			if (n)
+				ck_assert_msg(json_is_true(json_object_get(root, "complete")), "%s: %s is %s", py,
+					      e->d_name, json_string_value(json_object_get(root, "reason")));
+			calls += (long)json_integer_value(n);
+			json_decref(root);
+		}
+		if (d)
+			closedir(d);
+		ck_assert_msg(calls == 20, "%s: the workers' files count %ld calls of 20", py, calls);
+		run_done(&r);
+	}
+}
+END_TEST
+
 START_TEST(python_children)
 {
 	const char *py = python_or_skip(_i);
@@ -1364,6 +1402,10 @@ static Suite *suite(void)
 	tcase_add_loop_test(tc, children_matches_count_for_the_run, 0, NPY);
 	tcase_add_loop_test(tc, monitoring_tool_id_given_back, 0, NPY);
 	suite_add_tcase(s, tc);
+	TCase *tp = tcase_create("pool");
+	tcase_set_timeout(tp, 120);
+	tcase_add_loop_test(tp, pool_workers_terminated_leave_complete_files, 0, NPY);
+	suite_add_tcase(s, tp);
 	TCase *tt = tcase_create("torch");
 	tcase_set_timeout(tt, 120);
 	tcase_add_test(tt, torch_training);
