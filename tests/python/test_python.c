@@ -66,6 +66,14 @@ static void run_py(struct run *r, const char *python, const char *const *args, c
 	r->root = json_load_file(m, 0, &jerr);
 }
 
+/* run_py for a program with children: each process writes its own file, m_<pid>.json. */
+static void run_py_children(struct run *r, const char *python, const char *const *args, const char *stages)
+{
+	output_name = "m_%p.json";
+	run_py(r, python, args, stages, NULL, NULL, 1);
+	output_name = "m.json";
+}
+
 static void run_done(struct run *r)
 {
 	char path[512];
@@ -851,9 +859,7 @@ START_TEST(pool_workers_terminated_leave_complete_files)
 	for (int round = 0; round < 3; round++) {
 		struct run r;
 		const char *args[] = { fixture("pool_exit.py"), NULL };
-		output_name = "m_%p.json";
-		run_py(&r, py, args, "work=work", NULL, NULL, 1);
-		output_name = "m.json";
+		run_py_children(&r, py, args, "work=work");
 		ck_assert_msg(r.status == 0 && strstr(r.out, "pool ok 210"), "%s: %d %s %s", py, r.status, r.out, r.err);
 		long calls = 0;
 		DIR *d = opendir(r.dir);
@@ -887,9 +893,7 @@ START_TEST(python_children)
 	for (int m = 0; m < 2; m++) {
 		struct run r;
 		const char *args[] = { fixture("children.py"), modes[m], NULL };
-		output_name = "m_%p.json";
-		run_py(&r, py, args, "cw=child_work", NULL, NULL, 1);
-		output_name = "m.json";
+		run_py_children(&r, py, args, "cw=child_work");
 		ck_assert_msg(r.status == 0 && strstr(r.out, "mp ok 0"), "%s %s: %d %s %s", py, modes[m], r.status,
 			      r.out, r.err);
 		int parents = 0, children = 0;
@@ -963,9 +967,7 @@ START_TEST(children_say_nothing_about_targets)
 		return;
 	struct run r;
 	const char *args[] = { fixture("mpquiet.py"), NULL };
-	output_name = "m_%p.json";
-	run_py(&r, py, args, "mw=main_work", NULL, NULL, 1);
-	output_name = "m.json";
+	run_py_children(&r, py, args, "mw=main_work");
 	ck_assert_msg(r.status == 0 && strstr(r.out, "mpquiet ok [0, 0]"), "%s: %d %s %s", py, r.status, r.out, r.err);
 	for (int k = 0; k < 200 && run_still_going(r.dir); k++) /* the helpers end after the parent */
 		usleep(50 * 1000);
@@ -996,9 +998,7 @@ START_TEST(children_say_nothing_about_targets)
 	char cmd[2 * PATH_MAX];
 	snprintf(cmd, sizeof cmd, "%s %s; true", py, fixture("mpquiet.py"));
 	const char *sh[] = { "-c", cmd, NULL };
-	output_name = "m_%p.json";
-	run_py(&r, "/bin/sh", sh, "mw=main_work,x=no_such_function", NULL, NULL, 1);
-	output_name = "m.json";
+	run_py_children(&r, "/bin/sh", sh, "mw=main_work,x=no_such_function");
 	for (int k = 0; k < 200 && run_still_going(r.dir); k++)
 		usleep(50 * 1000);
 	read_back(r.dir, r.out, sizeof r.out, r.err, sizeof r.err);
@@ -1345,9 +1345,7 @@ START_TEST(children_matches_count_for_the_run)
 		return;
 	struct run r;
 	const char *args[] = { fixture("kidsonly.py"), NULL };
-	output_name = "m_%p.json";
-	run_py(&r, py, args, "cw=child_work,x=never_defined", NULL, NULL, 1);
-	output_name = "m.json";
+	run_py_children(&r, py, args, "cw=child_work,x=never_defined");
 	ck_assert_msg(r.status == 0 && strstr(r.out, "kidsonly ok [0, 0]"), "%s: %d %s %s", py, r.status, r.out, r.err);
 	ck_assert_msg(count_lines(r.err, "memshim:") == 1 && strstr(r.err, "matched no function that ran: x=never_defined\n"),
 		      "%s: expected one line naming x only: %s", py, r.err);

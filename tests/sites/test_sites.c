@@ -571,15 +571,16 @@ static const char *const pythons[] = {
 	"/usr/bin/python3",
 };
 
-/* Runs Python PY on tests/sites/fixtures/FIXTURE with the stage work=run_work; SCRIPT gets the
+static const char *const work_stage[] = { "MEMSHIM_STAGES=work=run_work", NULL };
+
+/* Runs Python PY on tests/sites/fixtures/FIXTURE with ENV (e.g. work_stage); SCRIPT gets the
  * script's absolute path; returns the metrics file (the run must exit 0). */
-static json_t *run_py_fixture(const char *py, const char *fixture, char *script)
+static json_t *run_py_fixture(const char *py, const char *fixture, const char *const *env, char *script)
 {
 	char rel[256];
 	snprintf(rel, sizeof rel, "tests/sites/fixtures/%s", fixture);
 	ck_assert_ptr_nonnull(realpath(rel, script));
 	const char *argv[] = { py, script, NULL };
-	const char *env[] = { "MEMSHIM_STAGES=work=run_work", NULL };
 	ck_assert_int_eq(run_under_shim(&r, argv, env), 0);
 	ck_assert_msg(WIFEXITED(r.status) && WEXITSTATUS(r.status) == 0, "%s: %s", py, r.err);
 	json_t *root = load_metrics(&r, "m.json");
@@ -594,7 +595,7 @@ START_TEST(python_frames_name_functions_and_lines)
 	if (access(py, X_OK) != 0)
 		return; /* not installed here */
 	char script[1024];
-	json_t *root = run_py_fixture(py, "sites_fixture.py", script);
+	json_t *root = run_py_fixture(py, "sites_fixture.py", work_stage, script);
 	ck_assert_msg(!strstr(r.err, "memshim:"), "%s: %s", py, r.err);
 	ck_assert(json_is_true(json_object_get(json_object_get(root, "sites"), "python_frames")));
 	json_t *work = stage_of(root, "work");
@@ -622,7 +623,7 @@ START_TEST(python_stage_sites_are_what_it_added)
 	if (access(py, X_OK) != 0)
 		return;
 	char script[1024];
-	json_t *root = run_py_fixture(py, "sites_added.py", script);
+	json_t *root = run_py_fixture(py, "sites_added.py", work_stage, script);
 	json_t *work = stage_of(root, "work");
 	ck_assert_ptr_nonnull(work);
 	char thirty[1200], ten[1200], before[1200];
@@ -646,15 +647,10 @@ START_TEST(python_init_taking_over_splits_at_its_begin)
 	if (access(py, X_OK) != 0)
 		return;
 	char script[1024], stub[1200];
-	ck_assert_ptr_nonnull(realpath("tests/sites/fixtures/sites_init.py", script));
 	ck_assert_ptr_nonnull(realpath("tests/python/fixtures/hfstub", stub + 11));
 	memcpy(stub, "PYTHONPATH=", 11);
-	const char *argv[] = { py, script, NULL };
-	const char *env[] = { stub, NULL };
-	ck_assert_int_eq(run_under_shim(&r, argv, env), 0);
-	ck_assert_msg(WIFEXITED(r.status) && WEXITSTATUS(r.status) == 0, "%s: %s", py, r.err);
-	json_t *root = load_metrics(&r, "m.json");
-	ck_assert_ptr_nonnull(root);
+	const char *env[] = { stub, NULL }; /* the default stage names: MEMSHIM_STAGES unset */
+	json_t *root = run_py_fixture(py, "sites_init.py", env, script);
 	json_t *init = stage_of(root, "init");
 	ck_assert_ptr_nonnull(init);
 	char before[1200];
@@ -674,7 +670,7 @@ START_TEST(python_small_objects_through_arenas)
 	if (access(py, X_OK) != 0)
 		return;
 	char script[1024];
-	json_t *root = run_py_fixture(py, "sites_pyobj.py", script);
+	json_t *root = run_py_fixture(py, "sites_pyobj.py", work_stage, script);
 	json_t *work = stage_of(root, "work");
 	ck_assert_ptr_nonnull(work);
 	char name[1200];
