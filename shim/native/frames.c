@@ -66,11 +66,19 @@ struct cand {
  * they held) that are no target's, up to the innermost known frame, whose slot was TOP_SLOT.
  * While every slot still holds its return address, the same call needs no walk. */
 struct chain_key {
-	uintptr_t top_slot, entry_slot, entry_ip;
+	uintptr_t entry_ip, entry_slot, top_slot;
 	unsigned unloads;  /* ms_dlclose_calls when it was made */
 	int n;
 	int target;        /* a walk that found a target's frame: a hit takes it in as that walk did */
-	uintptr_t slot[CHAIN_MAX], ra[CHAIN_MAX];
+	struct chain_frame {
+		uintptr_t slot, ra;
+	} fr[CHAIN_MAX];   /* the last N, innermost first (the unrolled check starts at CHAIN_MAX - N) */
+};
+
+/* The chains of one hash: a tag byte per way (0: free) finds the candidates in a few instructions. */
+struct chain_set {
+	uint64_t tags;
+	struct chain_key way[CHAIN_WAYS];
 };
 
 struct tstate {
@@ -92,7 +100,7 @@ struct tstate {
 	int deferred[MAX_DEFERRED]; /* trampolines to give back once the unwinder has read them */
 	struct frame f[MAX_FRAMES];
 	struct cand c[MAX_FRAMES];
-	struct chain_key chains[CHAIN_SETS][CHAIN_WAYS];
+	struct chain_set chains[CHAIN_SETS];
 	unsigned chain_victim; /* the way a new chain takes when its set is full */
 };
 
@@ -435,24 +443,69 @@ static int walk(struct tstate *s, int quick, struct chain *ch)
 	return 0;
 }
 
-/* The set of chains remembered for calls into the shim from SLOT with return address IP. */
-static struct chain_key *chain_set(struct tstate *s, uintptr_t slot, uintptr_t ip, uintptr_t top_slot)
+/* Where the chains of calls from SLOT with return address IP under the known frame at TOP_SLOT
+ * are kept: their set, and the tag byte (never 0) their ways carry. */
+static inline struct chain_set *chain_set(struct tstate *s, uintptr_t slot, uintptr_t ip, uintptr_t top_slot,
+					   uint64_t *tag)
 {
 	_Static_assert(CHAIN_SETS == 128, "the hash's top 7 bits");
 	uint64_t h = (ip ^ (slot ^ top_slot) << 9) * 0x9e3779b97f4a7c15ULL;
-	return s->chains[h >> 57];
+	*tag = (uint8_t)(h >> 32) | 1u;
+	return &s->chains[h >> 57];
+}
+
+/* Ways of SET whose tag byte is TAG, a bit 7 of their byte each (a byte above a match may be set
+ * too: every candidate is checked in full). */
+static inline uint64_t chain_candidates(const struct chain_set *set, uint64_t tag)
+{
+	const uint64_t ones = 0x0101010101010101ULL;
+	uint64_t x = set->tags ^ tag * ones;
+	return (x - ones) & ~x & (ones << 7);
+}
+
+/* Whether every frame of chain K still holds its return address, innermost first (chains of one
+ * call site and known frame part where their callers do): one load and compare a frame, unrolled
+ * (this is most of a check through a library's call tree). */
+static inline __attribute__((always_inline)) int chain_frames_hold(const struct chain_key *k)
+{
+	_Static_assert(CHAIN_MAX == 16, "one case per frame below");
+	const struct chain_frame *f = k->fr;
+#define ONE(i) if (load(f[i].slot) != f[i].ra) return 0; __attribute__((fallthrough))
+	switch (k->n) {
+	case 16: ONE(0); case 15: ONE(1); case 14: ONE(2); case 13: ONE(3);
+	case 12: ONE(4); case 11: ONE(5); case 10: ONE(6); case 9: ONE(7);
+	case 8: ONE(8); case 7: ONE(9); case 6: ONE(10); case 5: ONE(11);
+	case 4: ONE(12); case 3: ONE(13); case 2: ONE(14); case 1: ONE(15);
+	default: break;
+	}
+#undef ONE
+	return 1;
 }
 
 /* Whether chain K leads from SLOT and IP to the innermost known frame at TOP_SLOT, every one of
  * its frames still in place. */
-static int chain_holds(const struct chain_key *k, uintptr_t slot, uintptr_t ip, uintptr_t top_slot, unsigned unloads)
+static inline __attribute__((always_inline)) int chain_holds(const struct chain_key *k, uintptr_t slot, uintptr_t ip,
+							    uintptr_t top_slot, unsigned unloads)
 {
-	if (k->entry_ip != ip || k->entry_slot != slot || k->top_slot != top_slot || k->unloads != unloads)
-		return 0;
-	for (int j = 0; j < k->n; j++)
-		if (load(k->slot[j]) != k->ra[j])
-			return 0;
-	return 1;
+	return k->entry_ip == ip && k->entry_slot == slot && k->top_slot == top_slot && k->unloads == unloads &&
+	       chain_frames_hold(k);
+}
+
+/* The way of SET (tag TAG) holding the chain from SLOT and IP up to TOP_SLOT, intact, or NULL. */
+static inline __attribute__((always_inline)) struct chain_key *chain_find(struct chain_set *set, uint64_t tag, uintptr_t slot, uintptr_t ip,
+					   uintptr_t top_slot, unsigned unloads)
+{
+	for (uint64_t m = chain_candidates(set, tag); m; m &= m - 1) {
+		struct chain_key *k = &set->way[__builtin_ctzll(m) >> 3];
+		if (chain_holds(k, slot, ip, top_slot, unloads))
+			return k;
+	}
+	return NULL;
+}
+
+static void chain_forget(struct chain_set *set, const struct chain_key *k)
+{
+	set->tags &= ~(0xffULL << 8 * (k - set->way));
 }
 
 /* Remembers the call of CH through its N innermost new frames, up to the innermost known frame:
@@ -460,33 +513,33 @@ static int chain_holds(const struct chain_key *k, uintptr_t slot, uintptr_t ip, 
 static void add_chain(struct tstate *s, const struct chain *ch, int n, int target)
 {
 	uintptr_t top_slot = s->f[s->n - 1].slot;
-	struct chain_key *set = chain_set(s, ch->entry_slot, ch->entry_ip, top_slot), *k = NULL;
-	for (int w = 0; w < CHAIN_WAYS; w++)
-		if (chain_holds(&set[w], ch->entry_slot, ch->entry_ip, top_slot, s->unloads_seen))
-			return; /* remembered already (a target's frame taken in again) */
-	for (int w = 0; w < CHAIN_WAYS && !k; w++)
-		if (!set[w].entry_slot)
-			k = &set[w];
-	if (!k)
-		k = &set[s->chain_victim++ % CHAIN_WAYS];
+	uint64_t tag;
+	struct chain_set *set = chain_set(s, ch->entry_slot, ch->entry_ip, top_slot, &tag);
+	if (chain_find(set, tag, ch->entry_slot, ch->entry_ip, top_slot, s->unloads_seen))
+		return; /* remembered already (a target's frame taken in again) */
+	int w = 0;
+	while (w < CHAIN_WAYS && (set->tags >> 8 * w & 0xff))
+		w++;
+	if (w == CHAIN_WAYS)
+		w = (int)(s->chain_victim++ % CHAIN_WAYS);
+	struct chain_key *k = &set->way[w];
 	k->top_slot = top_slot;
 	k->entry_slot = ch->entry_slot;
 	k->entry_ip = ch->entry_ip;
 	k->unloads = s->unloads_seen;
 	k->n = n;
 	k->target = target;
-	for (int j = 0; j < n; j++) {
-		k->slot[j] = s->c[j].slot;
-		k->ra[j] = s->c[j].ra;
-	}
+	for (int j = 0; j < n; j++)
+		k->fr[CHAIN_MAX - n + j] = (struct chain_frame){ s->c[j].slot, s->c[j].ra };
+	set->tags = (set->tags & ~(0xffULL << 8 * w)) | tag << 8 * w;
 }
 
-/* Chain K was used again: 1, or 0 when its frames are to be taken in (see chain_seen). */
-static int chain_hit(struct tstate *s, struct chain_key *k)
+/* Chain K of SET was used again: 1, or 0 when its frames are to be taken in (see chain_seen). */
+static inline int chain_hit(struct tstate *s, struct chain_set *set, struct chain_key *k)
 {
 	if (MS_LIKELY(--s->adopt_in > 0))
 		return 1;
-	k->entry_slot = 0;
+	chain_forget(set, k);
 	s->adopt = 1;
 	if (s->adoptions < ADOPT_BACKOFF)
 		s->adoptions++;
@@ -501,17 +554,18 @@ static int chain_hit(struct tstate *s, struct chain_key *k)
  * a helper called from a loop looks the same but leaves at once, so each adoption waits longer. */
 static int replay(struct tstate *s, const struct chain_key *k);
 
-static int chain_seen(struct tstate *s, uintptr_t slot, uintptr_t ip)
+static inline __attribute__((always_inline)) int chain_seen(struct tstate *s, uintptr_t slot, uintptr_t ip)
 {
-	const struct frame *top = &s->f[s->n - 1];
-	if (top->tramp < 0 || load(top->slot) != top->watched)
+	const struct frame *top = s->top; /* n > 0 */
+	if (load(top->slot) != top->watched)
+		return 0; /* watched is 0 without a trampoline */
+	uint64_t tag;
+	struct chain_set *set = chain_set(s, slot, ip, top->slot, &tag);
+	struct chain_key *k = chain_find(set, tag, slot, ip, top->slot,
+					 __atomic_load_n(&ms_dlclose_calls, __ATOMIC_ACQUIRE));
+	if (!k)
 		return 0;
-	unsigned unloads = __atomic_load_n(&ms_dlclose_calls, __ATOMIC_ACQUIRE);
-	struct chain_key *set = chain_set(s, slot, ip, top->slot);
-	for (int w = 0; w < CHAIN_WAYS; w++)
-		if (chain_holds(&set[w], slot, ip, top->slot, unloads))
-			return MS_UNLIKELY(set[w].target) ? replay(s, &set[w]) : chain_hit(s, &set[w]);
-	return 0;
+	return MS_UNLIKELY(k->target) ? replay(s, k) : chain_hit(s, set, k);
 }
 
 /* The walk ended on the innermost known frame, still watched, through no frame of a target. */
@@ -679,8 +733,9 @@ static __attribute__((noinline)) int replay(struct tstate *s, const struct chain
 	STAT(replayed);
 	struct chain ch = { .nc = k->n, .match = s->n - 1, .keep = s->n, .entry_slot = k->entry_slot,
 			    .entry_ip = k->entry_ip };
+	const struct chain_frame *fr = &k->fr[CHAIN_MAX - k->n];
 	for (int j = 0; j < k->n; j++) /* each frame's own place is the return address above it */
-		s->c[j] = (struct cand){ k->slot[j], k->ra[j], j ? k->ra[j - 1] : k->entry_ip };
+		s->c[j] = (struct cand){ fr[j].slot, fr[j].ra, j ? fr[j - 1].ra : k->entry_ip };
 	flush_deferred(s);
 	ms_syms_refresh();
 	found(s, &ch);
@@ -745,7 +800,7 @@ static __attribute__((noinline)) void check_slow(uintptr_t *wrapper_slot)
 	errno = saved;
 }
 
-/* A call through a short chain of frames seen before, else the slow way. */
+/* A call through a chain of frames seen before, else the slow way. */
 static __attribute__((noinline)) void check_chains(struct tstate *s, uintptr_t *slot)
 {
 	if (s->n == 0 || !chain_seen(s, (uintptr_t)slot, *slot))
