@@ -78,6 +78,10 @@ struct chain_key {
 /* The chains of one hash: a tag byte per way (0: free) finds the candidates in a few instructions. */
 struct chain_set {
 	uint64_t tags;
+	/* the way hit last, and the way hit after each: calls repeat in the same order (a library's
+	 * statements, one like the other), so the chain that comes next is tried first, before the
+	 * others of its place (sqlite3Malloc's callers: 7 at one depth) */
+	uint8_t last, next[CHAIN_WAYS];
 	struct chain_key way[CHAIN_WAYS];
 };
 
@@ -534,38 +538,66 @@ static void add_chain(struct tstate *s, const struct chain *ch, int n, int targe
 	set->tags = (set->tags & ~(0xffULL << 8 * w)) | tag << 8 * w;
 }
 
-/* Chain K of SET was used again: 1, or 0 when its frames are to be taken in (see chain_seen). */
-static inline int chain_hit(struct tstate *s, struct chain_set *set, struct chain_key *k)
+/* Chain K was hit ADOPT_HITS times since the last adoption: it is forgotten, and the next look
+ * takes its frames in (see chain_seen). */
+static void adopt_chain(struct tstate *s, struct chain_key *k)
 {
-	if (MS_LIKELY(--s->adopt_in > 0))
-		return 1;
+	struct chain_set *set = &s->chains[((char *)k - (char *)s->chains) / sizeof *set];
 	chain_forget(set, k);
 	s->adopt = 1;
 	if (s->adoptions < ADOPT_BACKOFF)
 		s->adoptions++;
 	s->adopt_in = ADOPT_HITS << s->adoptions;
-	return 0;
+}
+
+/* The chain by which a call from SLOT with return address IP comes up to the innermost known frame
+ * (n > 0, still watched), every frame of it still in place; NULL when none. */
+static inline __attribute__((always_inline)) struct chain_key *chain_lookup(struct tstate *s, uintptr_t slot,
+									    uintptr_t ip)
+{
+	const struct frame *top = s->top;
+	if (load(top->slot) != top->watched)
+		return NULL; /* watched is 0 without a trampoline */
+	uint64_t tag;
+	unsigned unloads = __atomic_load_n(&ms_dlclose_calls, __ATOMIC_ACQUIRE);
+	struct chain_set *set = chain_set(s, slot, ip, top->slot, &tag);
+	uint64_t m = chain_candidates(set, tag);
+	unsigned w = set->next[set->last]; /* the way expected next first */
+	struct chain_key *k = &set->way[w];
+	if (!(m >> (8 * w + 7) & 1) || !chain_holds(k, slot, ip, top->slot, unloads)) {
+		for (m &= ~(0x80ULL << 8 * w); m; m &= m - 1) {
+			w = (unsigned)__builtin_ctzll(m) >> 3;
+			k = &set->way[w];
+			if (chain_holds(k, slot, ip, top->slot, unloads))
+				break;
+		}
+		if (!m)
+			return NULL;
+		set->next[set->last] = (uint8_t)w;
+	}
+	set->last = (uint8_t)w;
+	return k;
 }
 
 /* Whether a call from SLOT with return address IP comes through a chain remembered for the
  * innermost known frame (still watched), every frame of it still in place.  Every ADOPT_HITS hits
  * of the thread's chains, the chain hit is forgotten instead and its frames taken in at the next
  * look (the chain used most is likely a loop's frames, whose calls are then seen in a few loads);
- * a helper called from a loop looks the same but leaves at once, so each adoption waits longer. */
+ * a helper called from a loop looks the same but leaves at once, so each adoption waits longer.
+ * A chain through a target's frame is replayed. */
 static int replay(struct tstate *s, const struct chain_key *k);
 
-static inline __attribute__((always_inline)) int chain_seen(struct tstate *s, uintptr_t slot, uintptr_t ip)
+static int chain_seen(struct tstate *s, uintptr_t slot, uintptr_t ip)
 {
-	const struct frame *top = s->top; /* n > 0 */
-	if (load(top->slot) != top->watched)
-		return 0; /* watched is 0 without a trampoline */
-	uint64_t tag;
-	struct chain_set *set = chain_set(s, slot, ip, top->slot, &tag);
-	struct chain_key *k = chain_find(set, tag, slot, ip, top->slot,
-					 __atomic_load_n(&ms_dlclose_calls, __ATOMIC_ACQUIRE));
+	struct chain_key *k = chain_lookup(s, slot, ip);
 	if (!k)
 		return 0;
-	return MS_UNLIKELY(k->target) ? replay(s, k) : chain_hit(s, set, k);
+	if (MS_UNLIKELY(k->target))
+		return replay(s, k);
+	if (MS_LIKELY(--s->adopt_in > 0))
+		return 1;
+	adopt_chain(s, k);
+	return 0;
 }
 
 /* The walk ended on the innermost known frame, still watched, through no frame of a target. */
@@ -604,8 +636,12 @@ static void apply(struct tstate *s, const struct chain *ch)
 	while (s->n > ch->keep)
 		pop_stale(s);
 	int last = innermost_target(s, ch);
+	/* with a target found, only the target frames are taken in: the frames between them are their
+	 * callers, gone only after them (each would cost a firing of the marker as it leaves, once a
+	 * statement for a target called from a short-lived caller) */
 	for (int k = ch->nc - 1; k >= (last > 0 ? last : 0) && s->n < MAX_FRAMES; k--)
-		push(s, &s->c[k]);
+		if (last < 0 || ms_syms_stage_at(s->c[k].ip - 1) >= 0)
+			push(s, &s->c[k]);
 	/* the frames a target function called are left out (they come and go call after call): its
 	 * trampoline watches them, and the way up to it is remembered */
 	if (last > 0 && last <= CHAIN_MAX && s->n > 0 && s->f[s->n - 1].slot == s->c[last].slot)
@@ -801,10 +837,22 @@ static __attribute__((noinline)) void check_slow(uintptr_t *wrapper_slot)
 }
 
 /* A call through a chain of frames seen before, else the slow way. */
+static __attribute__((noinline)) void check_chains_after(struct tstate *s, uintptr_t *slot, struct chain_key *k)
+{
+	if (k && k->target && replay(s, k))
+		return;
+	if (k && !k->target)
+		adopt_chain(s, k); /* its ADOPT_HITS-th hit */
+	check_slow(slot);
+}
+
+/* A call through a chain of frames seen before (no call on the way: a leaf), else the slow way. */
 static __attribute__((noinline)) void check_chains(struct tstate *s, uintptr_t *slot)
 {
-	if (s->n == 0 || !chain_seen(s, (uintptr_t)slot, *slot))
-		check_slow(slot);
+	struct chain_key *k = s->n > 0 ? chain_lookup(s, (uintptr_t)slot, *slot) : NULL;
+	if (MS_LIKELY(k && !k->target && --s->adopt_in > 0))
+		return;
+	check_chains_after(s, slot, k);
 }
 
 /* The common case in a few loads (no frame of its own): the wrapper was called again from a place
