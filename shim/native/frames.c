@@ -773,8 +773,8 @@ static __attribute__((noinline)) int replay(struct tstate *s, const struct chain
 	for (int j = 0; j < k->n; j++) /* each frame's own place is the return address above it */
 		s->c[j] = (struct cand){ fr[j].slot, fr[j].ra, j ? fr[j - 1].ra : k->entry_ip };
 	flush_deferred(s);
-	ms_syms_refresh();
-	found(s, &ch);
+	found(s, &ch); /* no re-read of the loaded objects: the frames are the walk's, read since (no
+			* dlclose: the chain's unloads), and a later dlopen cannot make them a target's */
 	ms_tls_guard--;
 	s->busy = 0;
 	errno = saved;
