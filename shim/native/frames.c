@@ -70,6 +70,7 @@ struct chain_key {
 	unsigned unloads;  /* ms_dlclose_calls when it was made */
 	int n;
 	int target;        /* a walk that found a target's frame: a hit takes it in as that walk did */
+	struct chain_key *succ; /* the chain hit after this one, last time (checked first next time) */
 	struct chain_frame {
 		uintptr_t slot, ra;
 	} fr[CHAIN_MAX];   /* the last N, innermost first (the unrolled check starts at CHAIN_MAX - N) */
@@ -106,6 +107,8 @@ struct tstate {
 	struct cand c[MAX_FRAMES];
 	struct chain_set chains[CHAIN_SETS];
 	unsigned chain_victim; /* the way a new chain takes when its set is full */
+	struct chain_key *hit;    /* the chain hit last */
+	struct chain_key *expect; /* and the one that followed it last time */
 };
 
 struct ms_native_stats ms_native_stats;
@@ -507,8 +510,9 @@ static inline __attribute__((always_inline)) struct chain_key *chain_find(struct
 	return NULL;
 }
 
-static void chain_forget(struct chain_set *set, const struct chain_key *k)
+static void chain_forget(struct chain_set *set, struct chain_key *k)
 {
+	k->entry_slot = 0; /* no expectation meets it either */
 	set->tags &= ~(0xffULL << 8 * (k - set->way));
 }
 
@@ -533,6 +537,7 @@ static void add_chain(struct tstate *s, const struct chain *ch, int n, int targe
 	k->unloads = s->unloads_seen;
 	k->n = n;
 	k->target = target;
+	k->succ = NULL;
 	for (int j = 0; j < n; j++)
 		k->fr[CHAIN_MAX - n + j] = (struct chain_frame){ s->c[j].slot, s->c[j].ra };
 	set->tags = (set->tags & ~(0xffULL << 8 * w)) | tag << 8 * w;
@@ -558,12 +563,13 @@ static inline __attribute__((always_inline)) struct chain_key *chain_lookup(stru
 	const struct frame *top = s->top;
 	if (load(top->slot) != top->watched)
 		return NULL; /* watched is 0 without a trampoline */
-	uint64_t tag;
 	unsigned unloads = __atomic_load_n(&ms_dlclose_calls, __ATOMIC_ACQUIRE);
+	uint64_t tag;
+	struct chain_key *k;
 	struct chain_set *set = chain_set(s, slot, ip, top->slot, &tag);
 	uint64_t m = chain_candidates(set, tag);
-	unsigned w = set->next[set->last]; /* the way expected next first */
-	struct chain_key *k = &set->way[w];
+	unsigned w = set->next[set->last]; /* the way expected next in this set first */
+	k = &set->way[w];
 	if (!(m >> (8 * w + 7) & 1) || !chain_holds(k, slot, ip, top->slot, unloads)) {
 		for (m &= ~(0x80ULL << 8 * w); m; m &= m - 1) {
 			w = (unsigned)__builtin_ctzll(m) >> 3;
@@ -576,6 +582,10 @@ static inline __attribute__((always_inline)) struct chain_key *chain_lookup(stru
 		set->next[set->last] = (uint8_t)w;
 	}
 	set->last = (uint8_t)w;
+	if (s->hit)
+		s->hit->succ = k;
+	s->hit = k;
+	s->expect = k->succ;
 	return k;
 }
 
@@ -587,9 +597,28 @@ static inline __attribute__((always_inline)) struct chain_key *chain_lookup(stru
  * A chain through a target's frame is replayed. */
 static int replay(struct tstate *s, const struct chain_key *k);
 
+/* Calls repeat in the same order (a library's statements, one like the other): the chain that
+ * followed the last one hit is tried first, without a look-up.  It, if every frame of it holds. */
+static inline __attribute__((always_inline)) struct chain_key *chain_expected(struct tstate *s, uintptr_t slot,
+									      uintptr_t ip)
+{
+	const struct frame *top = s->top;
+	struct chain_key *k = s->expect;
+	return k && load(top->slot) == top->watched &&
+			       chain_holds(k, slot, ip, top->slot, __atomic_load_n(&ms_dlclose_calls, __ATOMIC_ACQUIRE))
+		       ? k
+		       : NULL;
+}
+
 static int chain_seen(struct tstate *s, uintptr_t slot, uintptr_t ip)
 {
-	struct chain_key *k = chain_lookup(s, slot, ip);
+	struct chain_key *k = chain_expected(s, slot, ip);
+	if (k) {
+		s->hit = k;
+		s->expect = k->succ;
+	} else {
+		k = chain_lookup(s, slot, ip);
+	}
 	if (!k)
 		return 0;
 	if (MS_UNLIKELY(k->target))
@@ -846,13 +875,26 @@ static __attribute__((noinline)) void check_chains_after(struct tstate *s, uintp
 	check_slow(slot);
 }
 
-/* A call through a chain of frames seen before (no call on the way: a leaf), else the slow way. */
-static __attribute__((noinline)) void check_chains(struct tstate *s, uintptr_t *slot)
+/* A call through a chain of frames seen before, looked up (no call on the way), else the slow way. */
+static __attribute__((noinline)) void check_chains_lookup(struct tstate *s, uintptr_t *slot)
 {
 	struct chain_key *k = s->n > 0 ? chain_lookup(s, (uintptr_t)slot, *slot) : NULL;
 	if (MS_LIKELY(k && !k->target && --s->adopt_in > 0))
 		return;
 	check_chains_after(s, slot, k);
+}
+
+/* A call through the chain expected next (a few registers: no frame), else through any chain. */
+static __attribute__((noinline)) void check_chains(struct tstate *s, uintptr_t *slot)
+{
+	struct chain_key *k = s->n > 0 ? chain_expected(s, (uintptr_t)slot, *slot) : NULL;
+	if (MS_LIKELY(k && !k->target && s->adopt_in > 1)) {
+		s->adopt_in--;
+		s->hit = k;
+		s->expect = k->succ;
+		return;
+	}
+	check_chains_lookup(s, slot);
 }
 
 /* The common case in a few loads (no frame of its own): the wrapper was called again from a place
