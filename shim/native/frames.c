@@ -71,6 +71,7 @@ struct chain_key {
 	int n;
 	int target;        /* a walk that found a target's frame: a hit takes it in as that walk did */
 	struct chain_key *succ; /* the chain hit after this one, last time (checked first next time) */
+	struct chain_key *succ2; /* and the one before that, if another (checked second) */
 	struct chain_frame {
 		uintptr_t slot, ra;
 	} fr[CHAIN_MAX];   /* the last N, innermost first (the unrolled check starts at CHAIN_MAX - N) */
@@ -537,7 +538,7 @@ static void add_chain(struct tstate *s, const struct chain *ch, int n, int targe
 	k->unloads = s->unloads_seen;
 	k->n = n;
 	k->target = target;
-	k->succ = NULL;
+	k->succ = k->succ2 = NULL;
 	for (int j = 0; j < n; j++)
 		k->fr[CHAIN_MAX - n + j] = (struct chain_frame){ s->c[j].slot, s->c[j].ra };
 	set->tags = (set->tags & ~(0xffULL << 8 * w)) | tag << 8 * w;
@@ -564,8 +565,15 @@ static inline __attribute__((always_inline)) struct chain_key *chain_lookup(stru
 	if (load(top->slot) != top->watched)
 		return NULL; /* watched is 0 without a trampoline */
 	unsigned unloads = __atomic_load_n(&ms_dlclose_calls, __ATOMIC_ACQUIRE);
+	struct chain_key *k = s->hit ? s->hit->succ2 : NULL;
+	if (k && chain_holds(k, slot, ip, top->slot, unloads)) { /* the other way the calls went */
+		s->hit->succ2 = s->hit->succ;
+		s->hit->succ = k;
+		s->hit = k;
+		s->expect = k->succ;
+		return k;
+	}
 	uint64_t tag;
-	struct chain_key *k;
 	struct chain_set *set = chain_set(s, slot, ip, top->slot, &tag);
 	uint64_t m = chain_candidates(set, tag);
 	unsigned w = set->next[set->last]; /* the way expected next in this set first */
@@ -582,8 +590,10 @@ static inline __attribute__((always_inline)) struct chain_key *chain_lookup(stru
 		set->next[set->last] = (uint8_t)w;
 	}
 	set->last = (uint8_t)w;
-	if (s->hit)
+	if (s->hit && s->hit->succ != k) {
+		s->hit->succ2 = s->hit->succ;
 		s->hit->succ = k;
+	}
 	s->hit = k;
 	s->expect = k->succ;
 	return k;
