@@ -69,7 +69,8 @@ struct chain_key {
 	uintptr_t entry_ip, entry_slot, top_slot;
 	unsigned unloads;  /* ms_dlclose_calls when it was made */
 	int n;
-	int target;        /* a walk that found a target's frame: a hit takes it in as that walk did */
+	uint32_t target;   /* a walk that found a target's frame: which of the frames are targets' (a
+			    * hit takes them in as that walk did) */
 	struct chain_key *succ; /* the chain hit after this one, last time (checked first next time) */
 	struct chain_key *succ2; /* and the one before that, if another (checked second) */
 	struct chain_frame {
@@ -391,6 +392,8 @@ struct chain {
 	int keep;          /* known frames [0, keep) are still believed to be on the stack */
 	int fresh;         /* met a return address never seen, or objects were unloaded */
 	int signal;        /* ended at a signal frame: this is a signal handler running */
+	int targets_known; /* a replay: TARGETS has bit k set when c[k] is a target's frame */
+	uint32_t targets;
 	uintptr_t entry_slot, entry_ip;
 };
 
@@ -407,6 +410,7 @@ static int walk(struct tstate *s, int quick, struct chain *ch)
 	ch->nc = 0;
 	ch->match = -1;
 	ch->signal = 0;
+	ch->targets_known = 0;
 	/* the shim's own frames first: their sizes are learnt for the quick path */
 	for (int d = 0; in_self(c.raw) && c.tramp < 0; d++) {
 		uintptr_t here = c.ip, prev_sp = c.sp;
@@ -519,7 +523,7 @@ static void chain_forget(struct chain_set *set, struct chain_key *k)
 
 /* Remembers the call of CH through its N innermost new frames, up to the innermost known frame:
  * in a free way of its set, else in the next one round. */
-static void add_chain(struct tstate *s, const struct chain *ch, int n, int target)
+static void add_chain(struct tstate *s, const struct chain *ch, int n, uint32_t target)
 {
 	uintptr_t top_slot = s->f[s->n - 1].slot;
 	uint64_t tag;
@@ -658,6 +662,16 @@ static int nothing_new(struct tstate *s, const struct chain *ch)
 	return 1;
 }
 
+/* Which of the new frames (at most 32) are target functions': bit k for c[k]. */
+static uint32_t target_frames(const struct tstate *s, const struct chain *ch)
+{
+	uint32_t mask = 0;
+	for (int k = 0; k < ch->nc && k < 32; k++)
+		if (ms_syms_stage_at(s->c[k].ip - 1) >= 0)
+			mask |= 1u << k;
+	return mask;
+}
+
 /* The innermost of the new frames that is a target function's, or -1. */
 static int innermost_target(const struct tstate *s, const struct chain *ch)
 {
@@ -674,16 +688,17 @@ static void apply(struct tstate *s, const struct chain *ch)
 {
 	while (s->n > ch->keep)
 		pop_stale(s);
-	int last = innermost_target(s, ch);
+	int last = ch->targets_known ? __builtin_ctz(ch->targets) : innermost_target(s, ch);
 	/* with a target found, only the target frames are taken in: the frames between them are their
 	 * callers, gone only after them (each would cost a firing of the marker as it leaves, once a
 	 * statement for a target called from a short-lived caller) */
 	for (int k = ch->nc - 1; k >= (last > 0 ? last : 0) && s->n < MAX_FRAMES; k--)
-		if (last < 0 || ms_syms_stage_at(s->c[k].ip - 1) >= 0)
+		if (last < 0 || (ch->targets_known ? ch->targets >> k & 1 : ms_syms_stage_at(s->c[k].ip - 1) >= 0))
 			push(s, &s->c[k]);
 	/* the frames a target function called are left out (they come and go call after call): its
-	 * trampoline watches them, and the way up to it is remembered */
-	if (last > 0 && last <= CHAIN_MAX && s->n > 0 && s->f[s->n - 1].slot == s->c[last].slot)
+	 * trampoline watches them, and the way up to it is remembered (unless every stage is open now:
+	 * the checks in there are one compare) */
+	if (last > 0 && last <= CHAIN_MAX && s->n > 0 && s->f[s->n - 1].slot == s->c[last].slot && !all_open(s))
 		add_chain(s, ch, last, 0);
 }
 
@@ -779,7 +794,7 @@ static void look(struct tstate *s)
 	if (!quick && (walk(s, 0, &ch) != 0 || ch.signal))
 		return;
 	if (quick && replayable(s, &ch))
-		add_chain(s, &ch, ch.nc, 1);
+		add_chain(s, &ch, ch.nc, target_frames(s, &ch));
 	found(s, &ch);
 }
 
@@ -806,8 +821,8 @@ static __attribute__((noinline)) int replay(struct tstate *s, const struct chain
 	s->busy = 1;
 	ms_tls_guard++;
 	STAT(replayed);
-	struct chain ch = { .nc = k->n, .match = s->n - 1, .keep = s->n, .entry_slot = k->entry_slot,
-			    .entry_ip = k->entry_ip };
+	struct chain ch = { .nc = k->n, .match = s->n - 1, .keep = s->n, .targets_known = 1, .targets = k->target,
+			    .entry_slot = k->entry_slot, .entry_ip = k->entry_ip };
 	const struct chain_frame *fr = &k->fr[CHAIN_MAX - k->n];
 	for (int j = 0; j < k->n; j++) /* each frame's own place is the return address above it */
 		s->c[j] = (struct cand){ fr[j].slot, fr[j].ra, j ? fr[j - 1].ra : k->entry_ip };
