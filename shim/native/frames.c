@@ -912,21 +912,8 @@ static __attribute__((noinline)) void check_chains_lookup(struct tstate *s, uint
 	check_chains_after(s, slot, k);
 }
 
-/* A call through the chain expected next (a few registers: no frame), else through any chain. */
-static __attribute__((noinline)) void check_chains(struct tstate *s, uintptr_t *slot)
-{
-	struct chain_key *k = s->n > 0 ? chain_expected(s, (uintptr_t)slot, *slot) : NULL;
-	if (MS_LIKELY(k && !k->target && s->adopt_in > 1)) {
-		s->adopt_in--;
-		s->hit = k;
-		s->expect = k->succ;
-		return;
-	}
-	check_chains_lookup(s, slot);
-}
-
 /* The common case in a few loads (no frame of its own): the wrapper was called again from a place
- * seen before. */
+ * seen before, or through the chain of frames expected next; else through any chain, or slowly. */
 void ms_native_check(uintptr_t *slot)
 {
 	struct tstate *s = ts;
@@ -936,8 +923,16 @@ void ms_native_check(uintptr_t *slot)
 	}
 	/* every stage open: no look can change a count (and no key is added then, so this comes first);
 	 * no frame known: top is none, which never matches */
-	if (!all_open(s) && !seen_before(s, (uintptr_t)slot, *slot))
-		check_chains(s, slot);
+	if (all_open(s) || seen_before(s, (uintptr_t)slot, *slot))
+		return;
+	struct chain_key *k = s->n > 0 ? chain_expected(s, (uintptr_t)slot, *slot) : NULL;
+	if (MS_LIKELY(k && !k->target && s->adopt_in > 1)) {
+		s->adopt_in--;
+		s->hit = k;
+		s->expect = k->succ;
+		return;
+	}
+	check_chains_lookup(s, slot);
 }
 
 /* ---- entering: a call bound through the GOT --------------------------------------------------- */
