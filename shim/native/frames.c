@@ -904,8 +904,8 @@ static __attribute__((noinline)) void check_chains_after(struct tstate *s, uintp
 }
 
 /* A call through a chain of frames seen before, looked up (no call on the way), else the slow way. */
-static __attribute__((noinline)) void check_chains_lookup(struct tstate *s, uintptr_t *slot)
-{
+static __attribute__((noinline)) void check_chains_lookup(uintptr_t *slot, struct tstate *s)
+{ /* SLOT first: it stays where ms_native_check received it */
 	struct chain_key *k = s->n > 0 ? chain_lookup(s, (uintptr_t)slot, *slot) : NULL;
 	if (MS_LIKELY(k && !k->target && --s->adopt_in > 0))
 		return;
@@ -932,7 +932,7 @@ void ms_native_check(uintptr_t *slot)
 		s->expect = k->succ;
 		return;
 	}
-	check_chains_lookup(s, slot);
+	check_chains_lookup(slot, s);
 }
 
 /* ---- entering: a call bound through the GOT --------------------------------------------------- */
