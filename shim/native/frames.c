@@ -12,8 +12,11 @@
  * can be on the stack.  Only new frames above the innermost known one are ever unwound, and the
  * frames of a library's call tree, rebuilt at the same places call after call, are not taken in:
  * the way from each call site up to the innermost known frame is remembered as a chain (its
- * slots and return addresses, one load each to confirm), so a target called once per statement
- * or per request costs one walk and two trampoline firings per call, not a walk per allocation.
+ * slots and return addresses, one load each to confirm; calls repeat in the same order, so the
+ * chain that followed the last one hit is tried first), so a target called once per statement or
+ * per request costs one replayed walk and one trampoline firing per call, not a walk per
+ * allocation (of the frames between a target's and the known ones, only targets' are taken in:
+ * known frames need not be contiguous, the ones in between are callers of a known frame).
  *
  * Everything here runs inside allocation hooks or trampolines: per-thread state in raw mappings,
  * no locks (the stage engine's own short lock aside), errno preserved. */
@@ -66,11 +69,26 @@ struct cand {
  * they held) that are no target's, up to the innermost known frame, whose slot was TOP_SLOT.
  * While every slot still holds its return address, the same call needs no walk. */
 struct chain_key {
-	uintptr_t top_slot, entry_slot, entry_ip;
+	uintptr_t entry_ip, entry_slot, top_slot;
 	unsigned unloads;  /* ms_dlclose_calls when it was made */
 	int n;
-	int target;        /* a walk that found a target's frame: a hit takes it in as that walk did */
-	uintptr_t slot[CHAIN_MAX], ra[CHAIN_MAX];
+	uint32_t target;   /* a walk that found a target's frame: which of the frames are targets' (a
+			    * hit takes them in as that walk did) */
+	struct chain_key *succ; /* the chain hit after this one, last time (checked first next time) */
+	struct chain_key *succ2; /* and the one before that, if another (checked second) */
+	struct chain_frame {
+		uintptr_t slot, ra;
+	} fr[CHAIN_MAX];   /* the last N, innermost first (the unrolled check starts at CHAIN_MAX - N) */
+};
+
+/* The chains of one hash: a tag byte per way (0: free) finds the candidates in a few instructions. */
+struct chain_set {
+	uint64_t tags;
+	/* the way hit last, and the way hit after each: calls repeat in the same order (a library's
+	 * statements, one like the other), so the chain that comes next is tried first, before the
+	 * others of its place (sqlite3Malloc's callers: 7 at one depth) */
+	uint8_t last, next[CHAIN_WAYS];
+	struct chain_key way[CHAIN_WAYS];
 };
 
 struct tstate {
@@ -92,8 +110,10 @@ struct tstate {
 	int deferred[MAX_DEFERRED]; /* trampolines to give back once the unwinder has read them */
 	struct frame f[MAX_FRAMES];
 	struct cand c[MAX_FRAMES];
-	struct chain_key chains[CHAIN_SETS][CHAIN_WAYS];
+	struct chain_set chains[CHAIN_SETS];
 	unsigned chain_victim; /* the way a new chain takes when its set is full */
+	struct chain_key *hit;    /* the chain hit last */
+	struct chain_key *expect; /* and the one that followed it last time */
 };
 
 struct ms_native_stats ms_native_stats;
@@ -375,6 +395,8 @@ struct chain {
 	int keep;          /* known frames [0, keep) are still believed to be on the stack */
 	int fresh;         /* met a return address never seen, or objects were unloaded */
 	int signal;        /* ended at a signal frame: this is a signal handler running */
+	int targets_known; /* a replay: TARGETS has bit k set when c[k] is a target's frame */
+	uint32_t targets;
 	uintptr_t entry_slot, entry_ip;
 };
 
@@ -391,6 +413,7 @@ static int walk(struct tstate *s, int quick, struct chain *ch)
 	ch->nc = 0;
 	ch->match = -1;
 	ch->signal = 0;
+	ch->targets_known = 0;
 	/* the shim's own frames first: their sizes are learnt for the quick path */
 	for (int d = 0; in_self(c.raw) && c.tramp < 0; d++) {
 		uintptr_t here = c.ip, prev_sp = c.sp;
@@ -435,82 +458,191 @@ static int walk(struct tstate *s, int quick, struct chain *ch)
 	return 0;
 }
 
-/* The set of chains remembered for calls into the shim from SLOT with return address IP. */
-static struct chain_key *chain_set(struct tstate *s, uintptr_t slot, uintptr_t ip, uintptr_t top_slot)
+/* Where the chains of calls from SLOT with return address IP under the known frame at TOP_SLOT
+ * are kept: their set, and the tag byte (never 0) their ways carry. */
+static inline struct chain_set *chain_set(struct tstate *s, uintptr_t slot, uintptr_t ip, uintptr_t top_slot,
+					   uint64_t *tag)
 {
 	_Static_assert(CHAIN_SETS == 128, "the hash's top 7 bits");
 	uint64_t h = (ip ^ (slot ^ top_slot) << 9) * 0x9e3779b97f4a7c15ULL;
-	return s->chains[h >> 57];
+	*tag = (uint8_t)(h >> 32) | 1u;
+	return &s->chains[h >> 57];
+}
+
+/* Ways of SET whose tag byte is TAG, a bit 7 of their byte each (a byte above a match may be set
+ * too: every candidate is checked in full). */
+static inline uint64_t chain_candidates(const struct chain_set *set, uint64_t tag)
+{
+	const uint64_t ones = 0x0101010101010101ULL;
+	uint64_t x = set->tags ^ tag * ones;
+	return (x - ones) & ~x & (ones << 7);
+}
+
+/* Whether every frame of chain K still holds its return address, innermost first (chains of one
+ * call site and known frame part where their callers do): one load and compare a frame, unrolled
+ * (this is most of a check through a library's call tree). */
+static inline __attribute__((always_inline)) int chain_frames_hold(const struct chain_key *k)
+{
+	_Static_assert(CHAIN_MAX == 16, "one case per frame below");
+	const struct chain_frame *f = k->fr;
+#define ONE(i) if (load(f[i].slot) != f[i].ra) return 0; __attribute__((fallthrough))
+	switch (k->n) {
+	case 16: ONE(0); case 15: ONE(1); case 14: ONE(2); case 13: ONE(3);
+	case 12: ONE(4); case 11: ONE(5); case 10: ONE(6); case 9: ONE(7);
+	case 8: ONE(8); case 7: ONE(9); case 6: ONE(10); case 5: ONE(11);
+	case 4: ONE(12); case 3: ONE(13); case 2: ONE(14); case 1: ONE(15);
+	default: break;
+	}
+#undef ONE
+	return 1;
 }
 
 /* Whether chain K leads from SLOT and IP to the innermost known frame at TOP_SLOT, every one of
  * its frames still in place. */
-static int chain_holds(const struct chain_key *k, uintptr_t slot, uintptr_t ip, uintptr_t top_slot, unsigned unloads)
+static inline __attribute__((always_inline)) int chain_holds(const struct chain_key *k, uintptr_t slot, uintptr_t ip,
+							    uintptr_t top_slot, unsigned unloads)
 {
-	if (k->entry_ip != ip || k->entry_slot != slot || k->top_slot != top_slot || k->unloads != unloads)
-		return 0;
-	for (int j = 0; j < k->n; j++)
-		if (load(k->slot[j]) != k->ra[j])
-			return 0;
-	return 1;
+	return k->entry_ip == ip && k->entry_slot == slot && k->top_slot == top_slot && k->unloads == unloads &&
+	       chain_frames_hold(k);
+}
+
+/* The way of SET (tag TAG) holding the chain from SLOT and IP up to TOP_SLOT, intact, or NULL. */
+static inline __attribute__((always_inline)) struct chain_key *chain_find(struct chain_set *set, uint64_t tag, uintptr_t slot, uintptr_t ip,
+					   uintptr_t top_slot, unsigned unloads)
+{
+	for (uint64_t m = chain_candidates(set, tag); m; m &= m - 1) {
+		struct chain_key *k = &set->way[__builtin_ctzll(m) >> 3];
+		if (chain_holds(k, slot, ip, top_slot, unloads))
+			return k;
+	}
+	return NULL;
+}
+
+static void chain_forget(struct chain_set *set, struct chain_key *k)
+{
+	k->entry_slot = 0; /* no expectation meets it either */
+	set->tags &= ~(0xffULL << 8 * (k - set->way));
 }
 
 /* Remembers the call of CH through its N innermost new frames, up to the innermost known frame:
  * in a free way of its set, else in the next one round. */
-static void add_chain(struct tstate *s, const struct chain *ch, int n, int target)
+static void add_chain(struct tstate *s, const struct chain *ch, int n, uint32_t target)
 {
 	uintptr_t top_slot = s->f[s->n - 1].slot;
-	struct chain_key *set = chain_set(s, ch->entry_slot, ch->entry_ip, top_slot), *k = NULL;
-	for (int w = 0; w < CHAIN_WAYS; w++)
-		if (chain_holds(&set[w], ch->entry_slot, ch->entry_ip, top_slot, s->unloads_seen))
-			return; /* remembered already (a target's frame taken in again) */
-	for (int w = 0; w < CHAIN_WAYS && !k; w++)
-		if (!set[w].entry_slot)
-			k = &set[w];
-	if (!k)
-		k = &set[s->chain_victim++ % CHAIN_WAYS];
+	uint64_t tag;
+	struct chain_set *set = chain_set(s, ch->entry_slot, ch->entry_ip, top_slot, &tag);
+	if (chain_find(set, tag, ch->entry_slot, ch->entry_ip, top_slot, s->unloads_seen))
+		return; /* remembered already (a target's frame taken in again) */
+	int w = 0;
+	while (w < CHAIN_WAYS && (set->tags >> 8 * w & 0xff))
+		w++;
+	if (w == CHAIN_WAYS)
+		w = (int)(s->chain_victim++ % CHAIN_WAYS);
+	struct chain_key *k = &set->way[w];
 	k->top_slot = top_slot;
 	k->entry_slot = ch->entry_slot;
 	k->entry_ip = ch->entry_ip;
 	k->unloads = s->unloads_seen;
 	k->n = n;
 	k->target = target;
-	for (int j = 0; j < n; j++) {
-		k->slot[j] = s->c[j].slot;
-		k->ra[j] = s->c[j].ra;
-	}
+	k->succ = k->succ2 = NULL;
+	for (int j = 0; j < n; j++)
+		k->fr[CHAIN_MAX - n + j] = (struct chain_frame){ s->c[j].slot, s->c[j].ra };
+	set->tags = (set->tags & ~(0xffULL << 8 * w)) | tag << 8 * w;
 }
 
-/* Chain K was used again: 1, or 0 when its frames are to be taken in (see chain_seen). */
-static int chain_hit(struct tstate *s, struct chain_key *k)
+/* Chain K was hit ADOPT_HITS times since the last adoption: it is forgotten, and the next look
+ * takes its frames in (see chain_seen). */
+static void adopt_chain(struct tstate *s, struct chain_key *k)
 {
-	if (MS_LIKELY(--s->adopt_in > 0))
-		return 1;
-	k->entry_slot = 0;
+	struct chain_set *set = &s->chains[((char *)k - (char *)s->chains) / sizeof *set];
+	chain_forget(set, k);
 	s->adopt = 1;
 	if (s->adoptions < ADOPT_BACKOFF)
 		s->adoptions++;
 	s->adopt_in = ADOPT_HITS << s->adoptions;
-	return 0;
+}
+
+/* The chain by which a call from SLOT with return address IP comes up to the innermost known frame
+ * (n > 0, still watched), every frame of it still in place; NULL when none. */
+static inline __attribute__((always_inline)) struct chain_key *chain_lookup(struct tstate *s, uintptr_t slot,
+									    uintptr_t ip)
+{
+	const struct frame *top = s->top;
+	if (load(top->slot) != top->watched)
+		return NULL; /* watched is 0 without a trampoline */
+	unsigned unloads = __atomic_load_n(&ms_dlclose_calls, __ATOMIC_ACQUIRE);
+	struct chain_key *k = s->hit ? s->hit->succ2 : NULL;
+	if (k && chain_holds(k, slot, ip, top->slot, unloads)) { /* the other way the calls went */
+		s->hit->succ2 = s->hit->succ;
+		s->hit->succ = k;
+		s->hit = k;
+		s->expect = k->succ;
+		return k;
+	}
+	uint64_t tag;
+	struct chain_set *set = chain_set(s, slot, ip, top->slot, &tag);
+	uint64_t m = chain_candidates(set, tag);
+	unsigned w = set->next[set->last]; /* the way expected next in this set first */
+	k = &set->way[w];
+	if (!(m >> (8 * w + 7) & 1) || !chain_holds(k, slot, ip, top->slot, unloads)) {
+		for (m &= ~(0x80ULL << 8 * w); m; m &= m - 1) {
+			w = (unsigned)__builtin_ctzll(m) >> 3;
+			k = &set->way[w];
+			if (chain_holds(k, slot, ip, top->slot, unloads))
+				break;
+		}
+		if (!m)
+			return NULL;
+		set->next[set->last] = (uint8_t)w;
+	}
+	set->last = (uint8_t)w;
+	if (s->hit && s->hit->succ != k) {
+		s->hit->succ2 = s->hit->succ;
+		s->hit->succ = k;
+	}
+	s->hit = k;
+	s->expect = k->succ;
+	return k;
 }
 
 /* Whether a call from SLOT with return address IP comes through a chain remembered for the
  * innermost known frame (still watched), every frame of it still in place.  Every ADOPT_HITS hits
  * of the thread's chains, the chain hit is forgotten instead and its frames taken in at the next
  * look (the chain used most is likely a loop's frames, whose calls are then seen in a few loads);
- * a helper called from a loop looks the same but leaves at once, so each adoption waits longer. */
+ * a helper called from a loop looks the same but leaves at once, so each adoption waits longer.
+ * A chain through a target's frame is replayed. */
 static int replay(struct tstate *s, const struct chain_key *k);
+
+/* Calls repeat in the same order (a library's statements, one like the other): the chain that
+ * followed the last one hit is tried first, without a look-up.  It, if every frame of it holds. */
+static inline __attribute__((always_inline)) struct chain_key *chain_expected(struct tstate *s, uintptr_t slot,
+									      uintptr_t ip)
+{
+	const struct frame *top = s->top;
+	struct chain_key *k = s->expect;
+	return k && load(top->slot) == top->watched &&
+			       chain_holds(k, slot, ip, top->slot, __atomic_load_n(&ms_dlclose_calls, __ATOMIC_ACQUIRE))
+		       ? k
+		       : NULL;
+}
 
 static int chain_seen(struct tstate *s, uintptr_t slot, uintptr_t ip)
 {
-	const struct frame *top = &s->f[s->n - 1];
-	if (top->tramp < 0 || load(top->slot) != top->watched)
+	struct chain_key *k = chain_expected(s, slot, ip);
+	if (k) {
+		s->hit = k;
+		s->expect = k->succ;
+	} else {
+		k = chain_lookup(s, slot, ip);
+	}
+	if (!k)
 		return 0;
-	unsigned unloads = __atomic_load_n(&ms_dlclose_calls, __ATOMIC_ACQUIRE);
-	struct chain_key *set = chain_set(s, slot, ip, top->slot);
-	for (int w = 0; w < CHAIN_WAYS; w++)
-		if (chain_holds(&set[w], slot, ip, top->slot, unloads))
-			return MS_UNLIKELY(set[w].target) ? replay(s, &set[w]) : chain_hit(s, &set[w]);
+	if (MS_UNLIKELY(k->target))
+		return replay(s, k);
+	if (MS_LIKELY(--s->adopt_in > 0))
+		return 1;
+	adopt_chain(s, k);
 	return 0;
 }
 
@@ -533,6 +665,16 @@ static int nothing_new(struct tstate *s, const struct chain *ch)
 	return 1;
 }
 
+/* Which of the new frames (at most 32) are target functions': bit k for c[k]. */
+static uint32_t target_frames(const struct tstate *s, const struct chain *ch)
+{
+	uint32_t mask = 0;
+	for (int k = 0; k < ch->nc && k < 32; k++)
+		if (ms_syms_stage_at(s->c[k].ip - 1) >= 0)
+			mask |= 1u << k;
+	return mask;
+}
+
 /* The innermost of the new frames that is a target function's, or -1. */
 static int innermost_target(const struct tstate *s, const struct chain *ch)
 {
@@ -549,12 +691,17 @@ static void apply(struct tstate *s, const struct chain *ch)
 {
 	while (s->n > ch->keep)
 		pop_stale(s);
-	int last = innermost_target(s, ch);
+	int last = ch->targets_known ? __builtin_ctz(ch->targets) : innermost_target(s, ch);
+	/* with a target found, only the target frames are taken in: the frames between them are their
+	 * callers, gone only after them (each would cost a firing of the marker as it leaves, once a
+	 * statement for a target called from a short-lived caller) */
 	for (int k = ch->nc - 1; k >= (last > 0 ? last : 0) && s->n < MAX_FRAMES; k--)
-		push(s, &s->c[k]);
+		if (last < 0 || (ch->targets_known ? ch->targets >> k & 1 : ms_syms_stage_at(s->c[k].ip - 1) >= 0))
+			push(s, &s->c[k]);
 	/* the frames a target function called are left out (they come and go call after call): its
-	 * trampoline watches them, and the way up to it is remembered */
-	if (last > 0 && last <= CHAIN_MAX && s->n > 0 && s->f[s->n - 1].slot == s->c[last].slot)
+	 * trampoline watches them, and the way up to it is remembered (unless every stage is open now:
+	 * the checks in there are one compare) */
+	if (last > 0 && last <= CHAIN_MAX && s->n > 0 && s->f[s->n - 1].slot == s->c[last].slot && !all_open(s))
 		add_chain(s, ch, last, 0);
 }
 
@@ -650,7 +797,7 @@ static void look(struct tstate *s)
 	if (!quick && (walk(s, 0, &ch) != 0 || ch.signal))
 		return;
 	if (quick && replayable(s, &ch))
-		add_chain(s, &ch, ch.nc, 1);
+		add_chain(s, &ch, ch.nc, target_frames(s, &ch));
 	found(s, &ch);
 }
 
@@ -677,13 +824,14 @@ static __attribute__((noinline)) int replay(struct tstate *s, const struct chain
 	s->busy = 1;
 	ms_tls_guard++;
 	STAT(replayed);
-	struct chain ch = { .nc = k->n, .match = s->n - 1, .keep = s->n, .entry_slot = k->entry_slot,
-			    .entry_ip = k->entry_ip };
+	struct chain ch = { .nc = k->n, .match = s->n - 1, .keep = s->n, .targets_known = 1, .targets = k->target,
+			    .entry_slot = k->entry_slot, .entry_ip = k->entry_ip };
+	const struct chain_frame *fr = &k->fr[CHAIN_MAX - k->n];
 	for (int j = 0; j < k->n; j++) /* each frame's own place is the return address above it */
-		s->c[j] = (struct cand){ k->slot[j], k->ra[j], j ? k->ra[j - 1] : k->entry_ip };
+		s->c[j] = (struct cand){ fr[j].slot, fr[j].ra, j ? fr[j - 1].ra : k->entry_ip };
 	flush_deferred(s);
-	ms_syms_refresh();
-	found(s, &ch);
+	found(s, &ch); /* no re-read of the loaded objects: the frames are the walk's, read since (no
+			* dlclose: the chain's unloads), and a later dlopen cannot make them a target's */
 	ms_tls_guard--;
 	s->busy = 0;
 	errno = saved;
@@ -745,15 +893,27 @@ static __attribute__((noinline)) void check_slow(uintptr_t *wrapper_slot)
 	errno = saved;
 }
 
-/* A call through a short chain of frames seen before, else the slow way. */
-static __attribute__((noinline)) void check_chains(struct tstate *s, uintptr_t *slot)
+/* A call through a chain of frames seen before, else the slow way. */
+static __attribute__((noinline)) void check_chains_after(struct tstate *s, uintptr_t *slot, struct chain_key *k)
 {
-	if (s->n == 0 || !chain_seen(s, (uintptr_t)slot, *slot))
-		check_slow(slot);
+	if (k && k->target && replay(s, k))
+		return;
+	if (k && !k->target)
+		adopt_chain(s, k); /* its ADOPT_HITS-th hit */
+	check_slow(slot);
+}
+
+/* A call through a chain of frames seen before, looked up (no call on the way), else the slow way. */
+static __attribute__((noinline)) void check_chains_lookup(uintptr_t *slot, struct tstate *s)
+{ /* SLOT first: it stays where ms_native_check received it */
+	struct chain_key *k = s->n > 0 ? chain_lookup(s, (uintptr_t)slot, *slot) : NULL;
+	if (MS_LIKELY(k && !k->target && --s->adopt_in > 0))
+		return;
+	check_chains_after(s, slot, k);
 }
 
 /* The common case in a few loads (no frame of its own): the wrapper was called again from a place
- * seen before. */
+ * seen before, or through the chain of frames expected next; else through any chain, or slowly. */
 void ms_native_check(uintptr_t *slot)
 {
 	struct tstate *s = ts;
@@ -763,8 +923,16 @@ void ms_native_check(uintptr_t *slot)
 	}
 	/* every stage open: no look can change a count (and no key is added then, so this comes first);
 	 * no frame known: top is none, which never matches */
-	if (!all_open(s) && !seen_before(s, (uintptr_t)slot, *slot))
-		check_chains(s, slot);
+	if (all_open(s) || seen_before(s, (uintptr_t)slot, *slot))
+		return;
+	struct chain_key *k = s->n > 0 ? chain_expected(s, (uintptr_t)slot, *slot) : NULL;
+	if (MS_LIKELY(k && !k->target && s->adopt_in > 1)) {
+		s->adopt_in--;
+		s->hit = k;
+		s->expect = k->succ;
+		return;
+	}
+	check_chains_lookup(slot, s);
 }
 
 /* ---- entering: a call bound through the GOT --------------------------------------------------- */

@@ -100,6 +100,29 @@ START_TEST(back_to_back_calls_are_exact)
 }
 END_TEST
 
+/* Of the frames between a stage function and the last frame known, only the stage functions' are
+ * taken in: what the others allocate before and after each call, and after a longjmp out of the
+ * stage into one of them, stays outside the stage, call after call; a stage function among them
+ * (o) is seen as well. */
+START_TEST(frames_between_the_stage_and_the_known_ones)
+{
+	json_t *m = run_fixture(builds[_i], "train=train_epoch,j=jumps_home,o=between_outer", "between", "40", NULL);
+	ck_assert_int_eq(metric(m, "o_calls"), 40);
+	ck_assert_int_eq(metric(m, "train_calls"), 20);
+	ck_assert_int_eq(metric(m, "j_calls"), 20);
+	for (int i = 0; i < 20; i++) {
+		ck_assert_int_eq(history(m, "train", i, "cpu_alloc_delta"), keep);
+		ck_assert_int_eq(history(m, "train", i, "cpu_peaked_delta"), temp);
+		ck_assert_int_eq(history(m, "j", i, "cpu_alloc_delta"), keep);
+		ck_assert_int_eq(history(m, "j", i, "cpu_peaked_delta"), temp);
+	}
+	for (int i = 0; i < 40; i++)
+		ck_assert_int_eq(history(m, "o", i, "cpu_alloc_delta"), keep);
+	ck_assert_int_eq(stage_int(m, "j", "closed_at_exit"), 0);
+	json_decref(m);
+}
+END_TEST
+
 START_TEST(only_calls_that_allocate_count)
 {
 	json_t *m = run_fixture("native/nstages", "s=sometimes", "sometimes", "7", NULL);
@@ -463,6 +486,7 @@ int main(void)
 	TCase *tc = tcase_create("native");
 	tcase_set_timeout(tc, 30);
 	tcase_add_loop_test(tc, back_to_back_calls_are_exact, 0, sizeof builds / sizeof *builds);
+	tcase_add_loop_test(tc, frames_between_the_stage_and_the_known_ones, 0, sizeof builds / sizeof *builds);
 	tcase_add_test(tc, only_calls_that_allocate_count);
 	tcase_add_test(tc, recursion_is_one_call);
 	tcase_add_test(tc, longjmp_out_of_a_stage_closes_it);

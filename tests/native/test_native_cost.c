@@ -1,7 +1,7 @@
 /* Native stages: what a stack-detected stage costs, counted (never timed).  A target called once
  * per "statement" under a library call tree rebuilt at the same places every time (the sqlite3
  * shell's sqlite3_step, issue 26): the stack is walked about once per call, not once per
- * allocation, and the trampolines fire about twice per call, not once per frame of the tree.
+ * allocation, and the trampolines fire about once per call, not once per frame of the tree.
  * The counts come from the debug line the shim prints at exit. */
 #include <check.h>
 #include <stdio.h>
@@ -45,8 +45,9 @@ START_TEST(a_target_called_per_statement_costs_one_walk_per_call)
 	 * each statement's trees are decided from remembered chains (14000 walks before) */
 	ck_assert_msg(st.full <= STATEMENTS + 16, "%lu full looks", st.full);
 	ck_assert_msg(st.quick < STATEMENTS / 10, "%lu quick walks", st.quick);
-	/* the stage's trampoline and the marker's: not one per frame of the trees (78000 before) */
-	ck_assert_msg(st.fired <= 3 * STATEMENTS, "%lu trampolines fired", st.fired);
+	/* the stage's trampoline: not the marker's on the frames between it and the known ones too
+	 * (4041 before), nor one per frame of the trees (78000 before that) */
+	ck_assert_msg(st.fired <= STATEMENTS + STATEMENTS / 4, "%lu trampolines fired", st.fired);
 }
 END_TEST
 
