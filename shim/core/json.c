@@ -90,10 +90,9 @@ static inline __attribute__((always_inline)) void copy_short(char *d, const char
 	} else if (n >= 4) {
 		memcpy(d, s, 4);
 		memcpy(d + n - 4, s + n - 4, 4);
-	} else if (n) {
-		d[0] = s[0]; /* 1 to 3 bytes: the first, the middle and the last */
-		d[n / 2] = s[n / 2];
-		d[n - 1] = s[n - 1];
+	} else {
+		for (size_t i = 0; i < n; i++) /* 0 to 3 bytes */
+			d[i] = s[i];
 	}
 }
 
