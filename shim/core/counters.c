@@ -338,7 +338,7 @@ static void live_all(int64_t live[MS_NCOMP], int n)
 	live[MS_RESERVE] = rs;
 }
 
-int ms_counters_cut_window(int64_t peaks[MS_NCOMP], int64_t live[MS_NCOMP])
+int ms_counters_cut_window(int64_t peaks[MS_NCOMP], int64_t live[MS_NCOMP], int open_after)
 {
 	int n = ms_counters_used(); /* a device never used has 0 everywhere: nothing to cut */
 	lower_begin(); /* adds during the cut take the slow path: none is missed by the new window */
@@ -357,6 +357,8 @@ int ms_counters_cut_window(int64_t peaks[MS_NCOMP], int64_t live[MS_NCOMP])
 		peaks[c] = old > now ? old : now;
 		if (peaks[c] > closed_peaks[c])
 			closed_peaks[c] = peaks[c];
+		if (!open_after) /* only the process peak reads this window: adds below it stay fast */
+			ms_raise_peak(&k->win_peak, closed_peaks[c]);
 	}
 	lower_end();
 	return n;

@@ -23,7 +23,7 @@ enum ms_comp {
 
 struct ms_counter {
 	int64_t live;     /* bytes live now (unused for MS_CPU, MS_MALLOC, MS_MMAP: see ms_cpu) */
-	int64_t win_peak; /* highest live since the last stage boundary */
+	int64_t win_peak; /* highest live since the last stage boundary (or more: ms_counters_cut_window) */
 };
 
 /* The counters of CPU components share one cache line: malloc updates touch only it. */
@@ -205,8 +205,11 @@ int64_t ms_live(enum ms_comp comp);
 
 /* Closes the current peak window: PEAKS receives each component's highest live since the previous
  * boundary (at least its live now) and a new window starts at the live values, stored in LIVE.
+ * OPEN_AFTER 0 (no stage is open after this boundary): only the process peaks read the new window,
+ * so it starts at them instead, and adds below them stay on the fast path, as before any stage
+ * (PEAKS of the next cut may then be up to the process peak: fold them into no stage).
  * Returns N, the components written (ms_counters_used()): the others are 0 and left unwritten. */
-int ms_counters_cut_window(int64_t peaks[MS_NCOMP], int64_t live[MS_NCOMP]);
+int ms_counters_cut_window(int64_t peaks[MS_NCOMP], int64_t live[MS_NCOMP], int open_after);
 
 /* Highest live of each component over the whole process (all windows so far, current included). */
 void ms_counters_process_peaks(int64_t peaks[MS_NCOMP]);

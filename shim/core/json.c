@@ -4,6 +4,7 @@
 #include <string.h>
 #include <unistd.h>
 #include "core/json.h"
+#include "core/ms.h"
 
 void ms_json_init(struct ms_json *w, int fd)
 {
@@ -65,25 +66,9 @@ static __attribute__((noinline)) void flush(struct ms_json *w)
 	w->len = 0;
 }
 
-static void put(struct ms_json *w, const char *s, size_t n)
+/* Bytes that do not fit in one piece: flushed as the buffer fills. */
+static __attribute__((noinline)) void put_long(struct ms_json *w, const char *s, size_t n)
 {
-	if (n <= sizeof w->buf - w->len) { /* the usual case: a few bytes, inline (a report is ~150 members) */
-		char *d = w->buf + w->len;
-		w->len += n;
-		if (n > 16) {
-			memcpy(d, s, n);
-		} else if (n >= 8) { /* two fixed-size copies that may overlap: no byte loop, no call */
-			memcpy(d, s, 8);
-			memcpy(d + n - 8, s + n - 8, 8);
-		} else if (n >= 4) {
-			memcpy(d, s, 4);
-			memcpy(d + n - 4, s + n - 4, 4);
-		} else {
-			while (n--)
-				*d++ = *s++;
-		}
-		return;
-	}
 	while (n) {
 		if (w->len == sizeof w->buf)
 			flush(w);
@@ -96,20 +81,65 @@ static void put(struct ms_json *w, const char *s, size_t n)
 	}
 }
 
-static void puts_(struct ms_json *w, const char *s)
+/* N <= 16 bytes from S to D in fixed-size copies that may overlap: no byte loop, no call. */
+static inline __attribute__((always_inline)) void copy_short(char *d, const char *s, size_t n)
+{
+	if (n >= 8) {
+		memcpy(d, s, 8);
+		memcpy(d + n - 8, s + n - 8, 8);
+	} else if (n >= 4) {
+		memcpy(d, s, 4);
+		memcpy(d + n - 4, s + n - 4, 4);
+	} else {
+		for (size_t i = 0; i < n; i++) /* 0 to 3 bytes */
+			d[i] = s[i];
+	}
+}
+
+/* The usual case inline: a few bytes (a report is mostly short members). */
+static inline __attribute__((always_inline)) void put(struct ms_json *w, const char *s, size_t n)
+{
+	if (MS_UNLIKELY(n > 16 || n > sizeof w->buf - w->len)) {
+		put_long(w, s, n);
+		return;
+	}
+	copy_short(w->buf + w->len, s, n);
+	w->len += n;
+}
+
+static inline __attribute__((always_inline)) void puts_(struct ms_json *w, const char *s)
 {
 	put(w, s, strlen(s));
+}
+
+/* "00".."99": two digits per division (a report is mostly numbers: the timeline's points). */
+static const char digit_pairs[] = "00010203040506070809101112131415161718192021222324252627282930313233343536373839"
+				  "40414243444546474849505152535455565758596061626364656667686970717273747576777879"
+				  "8081828384858687888990919293949596979899";
+
+/* The decimal digits of V, ending at END; returns where they start (at most 20 bytes before). */
+static char *u64_digits(char *end, uint64_t v)
+{
+	while (v >= 100) {
+		uint64_t q = v / 100;
+		end -= 2;
+		memcpy(end, digit_pairs + 2 * (v - q * 100), 2);
+		v = q;
+	}
+	if (v >= 10) {
+		end -= 2;
+		memcpy(end, digit_pairs + 2 * v, 2);
+	} else {
+		*--end = (char)('0' + v);
+	}
+	return end;
 }
 
 static void put_u64(struct ms_json *w, uint64_t v)
 {
 	char d[24];
-	int n = 0;
-	do {
-		d[sizeof d - 1 - n++] = (char)('0' + v % 10);
-		v /= 10;
-	} while (v);
-	put(w, d + sizeof d - n, (size_t)n);
+	char *start = u64_digits(d + sizeof d, v);
+	put(w, start, (size_t)(d + sizeof d - start));
 }
 
 static int utf8_len(const unsigned char *s, size_t n)
@@ -128,17 +158,28 @@ static int utf8_len(const unsigned char *s, size_t n)
 	return len;
 }
 
+/* Bytes a string (PLAIN_IN_STRING) or a key written in one copy (PLAIN_IN_KEY) takes as they are:
+ * ASCII from the space up, but the quote and the backslash (and DEL in a key). */
+#define PLAIN_IN_STRING 1
+#define PLAIN_IN_KEY 2
+static const unsigned char plain[256] = {
+	[0x20 ... 0x21] = PLAIN_IN_STRING | PLAIN_IN_KEY, /* 0x22 the quote */
+	[0x23 ... 0x5b] = PLAIN_IN_STRING | PLAIN_IN_KEY, /* 0x5c the backslash */
+	[0x5d ... 0x7e] = PLAIN_IN_STRING | PLAIN_IN_KEY,
+	[0x7f] = PLAIN_IN_STRING,
+};
+
 static void put_escaped(struct ms_json *w, const char *str, size_t n)
 {
 	const unsigned char *s = (const unsigned char *)str;
 	put(w, "\"", 1);
 	for (size_t i = 0; i < n;) {
-		size_t plain = i; /* a run of printable ASCII needing no escape goes in one piece */
-		while (plain < n && s[plain] >= 0x20 && s[plain] < 0x80 && s[plain] != '"' && s[plain] != '\\')
-			plain++;
-		if (plain > i) {
-			put(w, (const char *)s + i, plain - i);
-			i = plain;
+		size_t run = i; /* a run of printable ASCII needing no escape goes in one piece */
+		while (run < n && (plain[s[run]] & PLAIN_IN_STRING))
+			run++;
+		if (run > i) {
+			put(w, (const char *)s + i, run - i);
+			i = run;
 			continue;
 		}
 		unsigned c = s[i];
@@ -166,7 +207,7 @@ static void put_escaped(struct ms_json *w, const char *str, size_t n)
 static void put_key(struct ms_json *w, const char *key)
 {
 	size_t n = 0;
-	while (key[n] >= 0x20 && key[n] < 0x7f && key[n] != '"' && key[n] != '\\')
+	while (plain[(unsigned char)key[n]] & PLAIN_IN_KEY)
 		n++;
 	if (key[n] || n + 4 > sizeof w->buf - w->len) {
 		put_escaped(w, key, n + strlen(key + n));
@@ -175,7 +216,10 @@ static void put_key(struct ms_json *w, const char *key)
 	}
 	char *d = w->buf + w->len;
 	d[0] = '"';
-	memcpy(d + 1, key, n);
+	if (n <= 16)
+		copy_short(d + 1, key, n);
+	else
+		memcpy(d + 1, key, n);
 	d[n + 1] = '"';
 	d[n + 2] = ':';
 	d[n + 3] = ' ';
@@ -203,10 +247,10 @@ static void member(struct ms_json *w, const char *key)
 		put_key(w, key);
 }
 
-static void open_(struct ms_json *w, const char *key, const char *bracket)
+static void open_(struct ms_json *w, const char *key, char bracket)
 {
 	member(w, key);
-	puts_(w, bracket);
+	put(w, &bracket, 1);
 	if (w->depth + 1 >= MS_JSON_DEPTH) {
 		w->err = EIO;
 		return;
@@ -214,7 +258,7 @@ static void open_(struct ms_json *w, const char *key, const char *bracket)
 	w->first[++w->depth] = 1;
 }
 
-static void close_(struct ms_json *w, const char *bracket)
+static void close_(struct ms_json *w, char bracket)
 {
 	if (w->depth == 0) {
 		w->err = EIO;
@@ -224,13 +268,13 @@ static void close_(struct ms_json *w, const char *bracket)
 	w->depth--;
 	if (!empty)
 		newline(w, 0, w->depth);
-	puts_(w, bracket);
+	put(w, &bracket, 1);
 }
 
-void ms_json_object(struct ms_json *w, const char *key) { open_(w, key, "{"); }
-void ms_json_array(struct ms_json *w, const char *key) { open_(w, key, "["); }
-void ms_json_end_object(struct ms_json *w) { close_(w, "}"); }
-void ms_json_end_array(struct ms_json *w) { close_(w, "]"); }
+void ms_json_object(struct ms_json *w, const char *key) { open_(w, key, '{'); }
+void ms_json_array(struct ms_json *w, const char *key) { open_(w, key, '['); }
+void ms_json_end_object(struct ms_json *w) { close_(w, '}'); }
+void ms_json_end_array(struct ms_json *w) { close_(w, ']'); }
 
 void ms_json_uint(struct ms_json *w, const char *key, uint64_t value)
 {
@@ -255,20 +299,24 @@ static void put_double(struct ms_json *w, double value)
 		puts_(w, "null");
 		return;
 	}
-	if (value < 0) {
-		put(w, "-", 1);
+	char d[32];
+	char *frac = d + sizeof d - 7; /* ".ffffff" */
+	int neg = value < 0;
+	if (neg)
 		value = -value;
-	}
 	uint64_t micros = (uint64_t)(value * 1e6 + 0.5);
-	put_u64(w, micros / 1000000);
-	char frac[8] = ".000000";
 	uint64_t f = micros % 1000000;
-	for (int i = 6; i >= 1; i--, f /= 10)
-		frac[i] = (char)('0' + f % 10);
+	frac[0] = '.';
+	memcpy(frac + 1, digit_pairs + 2 * (f / 10000), 2);
+	memcpy(frac + 3, digit_pairs + 2 * (f / 100 % 100), 2);
+	memcpy(frac + 5, digit_pairs + 2 * (f % 100), 2);
 	int n = 7;
 	while (n > 2 && frac[n - 1] == '0')
 		n--;
-	put(w, frac, (size_t)n);
+	char *start = u64_digits(frac, micros / 1000000);
+	if (neg)
+		*--start = '-';
+	put(w, start, (size_t)(frac + n - start));
 }
 
 void ms_json_int(struct ms_json *w, const char *key, int64_t value)

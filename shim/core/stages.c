@@ -84,11 +84,12 @@ int ms_stage_id(const char *name)
 	return id;
 }
 
-/* Closes the peak window and folds it into every open stage; LIVE gets the live values. */
-static void boundary(int64_t live[MS_NCOMP])
+/* Closes the peak window and folds it into every open stage; LIVE gets the live values.  OPEN_AFTER:
+ * a stage is open once the caller is done (else the new window need not be exact: counters.h). */
+static void boundary(int64_t live[MS_NCOMP], int open_after)
 {
 	int64_t peaks[MS_NCOMP];
-	cut_n = ms_counters_cut_window(peaks, live);
+	cut_n = ms_counters_cut_window(peaks, live, open_after);
 	uint32_t moved = ms_counters_moved() & ((UINT32_C(1) << cut_n) - 1);
 	for (int i = 0; i < ms_st.nopen; i++) {
 		struct ms_span *cur = &ms_st.stage[ms_st.open[i]].cur;
@@ -290,14 +291,14 @@ int ms_stage_enter(int id, double now)
 	int64_t live[MS_NCOMP];
 	int *depth = &ms_st.depth[id], took_over = 0;
 	if (implicit_id() >= 0 && (id != implicit_id() || *depth > 0)) {
-		boundary(live);
+		boundary(live, 1);
 		settle_implicit_init(id, live, now);
 		took_over = *depth > 0; /* the explicit init took over the implicit one: a new call */
 	}
 	if (!took_over && (*depth)++ == 0) {
 		if (ms_st.stage[id].implicit)
 			forget_implicit_call(id);
-		boundary(live);
+		boundary(live, 1);
 		start_call(id, live, now);
 		ms_st.open[ms_st.nopen++] = id;
 	}
@@ -320,7 +321,7 @@ int ms_stage_leave_span(int id, double now, struct ms_span *closed, uint64_t *ca
 		rc = -1;
 	} else if (--*depth == 0) {
 		int64_t live[MS_NCOMP];
-		boundary(live);
+		boundary(live, ms_st.nopen > 1);
 		finish_call(id, live, now, 0);
 		rc = 1;
 		if (closed) /* under the lock: no other thread's call of it in between */
@@ -346,7 +347,7 @@ void ms_stages_begin_implicit_init(double now)
 		return;
 	if (ms_st.depth[id] == 0 && ms_st.nopen == 0) {
 		int64_t live[MS_NCOMP];
-		boundary(live);
+		boundary(live, 1);
 		ms_st.stage[id].implicit = 1;
 		ms_st.depth[id] = 1;
 		start_call(id, live, now);
@@ -361,7 +362,7 @@ static void close_all_locked(double now)
 	if (ms_st.nopen == 0)
 		return;
 	int64_t live[MS_NCOMP];
-	boundary(live);
+	boundary(live, 0);
 	while (ms_st.nopen > 0) {
 		int id = ms_st.open[ms_st.nopen - 1];
 		ms_st.depth[id] = 0;
@@ -403,7 +404,7 @@ void ms_stages_reset_for_child(double now)
 {
 	int64_t live[MS_NCOMP];
 	ms_counters_reset_peaks();
-	boundary(live);
+	boundary(live, ms_st.nopen > 0);
 	ms_st.order_next = 0;
 	ms_st.before_init_set = 0;
 	ms_st.ngpu_events = ms_st.gpu_events_dropped = 0;
@@ -475,7 +476,7 @@ static void copy_locked_or_not(struct ms_stages *out, double now, int locked)
 		return;
 	}
 	int64_t live[MS_NCOMP];
-	boundary(live);
+	boundary(live, ms_st.nopen > 0);
 	int n = cut_n;
 	copy_used(out);
 	stages_unlock();

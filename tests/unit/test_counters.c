@@ -30,12 +30,12 @@ START_TEST(window_keeps_the_peak_and_restarts_at_live)
 	reset();
 	ms_cpu_add(MS_MALLOC, 1000);
 	ms_cpu_add(MS_MALLOC, -700);
-	ms_counters_cut_window(peaks, live);
+	ms_counters_cut_window(peaks, live, 1);
 	ck_assert_int_eq(peaks[MS_CPU], 1000);
 	ck_assert_int_eq(peaks[MS_MALLOC], 1000);
 	ck_assert_int_eq(live[MS_CPU], 300);
 	ms_cpu_add(MS_MALLOC, 50);
-	ms_counters_cut_window(peaks, live);
+	ms_counters_cut_window(peaks, live, 1);
 	ck_assert_int_eq(peaks[MS_CPU], 350);
 	ms_counters_process_peaks(peaks);
 	ck_assert_int_eq(peaks[MS_CPU], 1000);
@@ -69,18 +69,18 @@ START_TEST(a_cut_covers_the_devices_in_use_and_says_how_many)
 	reset();
 	memset(peaks, 0x5a, sizeof peaks);
 	memset(live, 0x5a, sizeof live);
-	ck_assert_int_eq(ms_counters_cut_window(peaks, live), MS_DEV0);
+	ck_assert_int_eq(ms_counters_cut_window(peaks, live, 1), MS_DEV0);
 	for (int c = MS_MMAP; c < MS_DEV0; c++) /* never moved: written as 0 */
 		ck_assert(peaks[c] == 0 && live[c] == 0);
 	ms_gpu_add(3, 7 << 20);
 	ms_gpu_add(3, -(2 << 20));
 	memset(peaks, 0x5a, sizeof peaks);
 	memset(live, 0x5a, sizeof live);
-	ck_assert_int_eq(ms_counters_cut_window(peaks, live), MS_DEV0 + 4);
+	ck_assert_int_eq(ms_counters_cut_window(peaks, live, 1), MS_DEV0 + 4);
 	ck_assert_int_eq(peaks[MS_DEV0 + 3], 7 << 20);
 	ck_assert_int_eq(live[MS_DEV0 + 3], 5 << 20);
 	ck_assert(peaks[MS_DEV0] == 0 && live[MS_DEV0 + 2] == 0); /* unused devices below the highest */
-	ck_assert_int_eq(ms_counters_cut_window(peaks, live), MS_DEV0 + 4);
+	ck_assert_int_eq(ms_counters_cut_window(peaks, live, 1), MS_DEV0 + 4);
 	ck_assert_int_eq(peaks[MS_DEV0 + 3], 5 << 20); /* the new window starts at live */
 }
 END_TEST
@@ -91,20 +91,54 @@ START_TEST(a_component_first_moved_later_has_its_peak_in_the_cut)
 {
 	int64_t peaks[MS_NCOMP], live[MS_NCOMP];
 	reset();
-	ms_counters_cut_window(peaks, live);
+	ms_counters_cut_window(peaks, live, 1);
 	ck_assert(peaks[MS_RSS] == 0 && peaks[MS_PINNED] == 0);
 	ms_counter_set(MS_RSS, 5000);
 	ms_counter_set(MS_RSS, 3000);
 	ms_gpu_side_add(MS_PINNED, 8192);
 	ms_gpu_side_add(MS_PINNED, -4096);
 	ck_assert(ms_counters_moved() & (1u << MS_RSS));
-	ms_counters_cut_window(peaks, live);
+	ms_counters_cut_window(peaks, live, 1);
 	ck_assert_int_eq(peaks[MS_RSS], 5000);
 	ck_assert_int_eq(live[MS_RSS], 3000);
 	ck_assert_int_eq(peaks[MS_PINNED], 8192);
 	ck_assert_int_eq(live[MS_PINNED], 4096);
-	ms_counters_cut_window(peaks, live);
+	ms_counters_cut_window(peaks, live, 1);
 	ck_assert_int_eq(peaks[MS_RSS], 3000); /* the new window starts at live */
+}
+END_TEST
+
+static int64_t gate_hi_value(void);
+
+/* A cut with no stage open after it: the new window starts at the process peak, so adds below it
+ * leave the gate alone (no slow path), the process peak stays exact, and the next cut with a stage
+ * open after it starts an exact window again. */
+START_TEST(a_window_no_stage_reads_starts_at_the_process_peak)
+{
+	int64_t peaks[MS_NCOMP], live[MS_NCOMP];
+	reset();
+	ms_cpu_add(MS_MALLOC, 1000);
+	ms_cpu_add(MS_MALLOC, -700);
+	ms_counters_cut_window(peaks, live, 0);
+	ck_assert_int_eq(peaks[MS_CPU], 1000);
+	ck_assert_int_eq(live[MS_CPU], 300);
+	ck_assert_int_eq(gate_hi_value(), 1000);
+	ms_cpu_add(MS_MALLOC, 400); /* 700: below the process peak, the gate does not move */
+	ck_assert_int_eq(gate_hi_value(), 1000);
+	ms_counters_process_peaks(peaks);
+	ck_assert_int_eq(peaks[MS_CPU], 1000);
+	ck_assert_int_eq(peaks[MS_MALLOC], 1000);
+	ms_counters_cut_window(peaks, live, 1); /* a stage begins: its window is exact */
+	ck_assert_int_eq(live[MS_CPU], 700);
+	ck_assert_int_eq(gate_hi_value(), 700);
+	ms_cpu_add(MS_MALLOC, 100);
+	ms_cpu_add(MS_MALLOC, -300);
+	ms_counters_cut_window(peaks, live, 0);
+	ck_assert_int_eq(peaks[MS_CPU], 800);
+	ck_assert_int_eq(peaks[MS_MALLOC], 800);
+	ms_cpu_add(MS_MALLOC, 900); /* 1400: a new process peak */
+	ms_counters_process_peaks(peaks);
+	ck_assert_int_eq(peaks[MS_CPU], 1400);
 }
 END_TEST
 
@@ -121,7 +155,7 @@ START_TEST(a_new_high_moves_the_gate_to_it)
 	reset();
 	ms_cpu_add(MS_MALLOC, 1000);
 	ms_cpu_add(MS_MALLOC, -1000);
-	ms_counters_cut_window(peaks, live);
+	ms_counters_cut_window(peaks, live, 1);
 	ck_assert_int_eq(gate_hi_value(), 0);
 	ms_cpu_add(MS_MALLOC, 300);
 	ck_assert_int_eq(gate_hi_value(), 300);
@@ -134,7 +168,7 @@ START_TEST(a_new_high_moves_the_gate_to_it)
 	ms_cpu_add(MS_MALLOC, 100); /* 450: past the watch, which stays the gate */
 	ck_assert_int_eq(gate_hi_value(), 400);
 	ms_watch_set(MS_CPU, INT64_MIN, INT64_MAX);
-	ms_counters_cut_window(peaks, live);
+	ms_counters_cut_window(peaks, live, 1);
 	ck_assert_int_eq(peaks[MS_CPU], 450);
 	ck_assert_int_eq(peaks[MS_MALLOC], 450);
 }
@@ -149,7 +183,7 @@ START_TEST(malloc_peak_seen_after_mmap_shrinks)
 	ms_cpu_add(MS_MALLOC, -50);
 	ms_cpu_add(MS_MMAP, -4096);
 	ms_cpu_add(MS_MALLOC, 60); /* malloc 110: a malloc high while the total is far below its own */
-	ms_counters_cut_window(peaks, live);
+	ms_counters_cut_window(peaks, live, 1);
 	ck_assert_int_eq(peaks[MS_CPU], 4196);
 	ck_assert_int_eq(peaks[MS_MALLOC], 110);
 	ck_assert_int_eq(peaks[MS_MMAP], 4096);
@@ -167,7 +201,7 @@ START_TEST(epochs_wrap_and_the_triple_stays_exact)
 		ms_cpu_add(MS_MMAP, i % 2 ? -8192 : 8192);
 		ms_cpu_add(MS_MALLOC, i % 3 ? 16 : -8);
 	}
-	ms_counters_cut_window(peaks, live);
+	ms_counters_cut_window(peaks, live, 1);
 	int64_t malloc_live = 16 * (70000 - 23334) - 8 * 23334;
 	ck_assert_int_eq(live[MS_MALLOC], malloc_live);
 	ck_assert_int_eq(live[MS_MMAP], 0);
@@ -191,7 +225,7 @@ START_TEST(an_add_of_an_older_epoch_is_exact)
 	ms_cpu_add(MS_MMAP, 8192);                                                  /* ... a change ... */
 	ck_assert_uint_gt(stalled, __atomic_load_n(&ms_cpu.gate_hi, __ATOMIC_RELAXED)); /* ... its compare */
 	ms_cpu_slow(stalled);
-	ms_counters_cut_window(peaks, live);
+	ms_counters_cut_window(peaks, live, 1);
 	ck_assert_int_eq(peaks[MS_MALLOC], 1500);
 	ck_assert_int_eq(peaks[MS_CPU], 1500 + 8192);
 	ck_assert_int_eq(live[MS_MALLOC], 1500);
@@ -274,7 +308,7 @@ START_TEST(threads_mapping_and_windows_stay_consistent)
 	for (int i = 0; i < 4; i++)
 		pthread_create(&t[i], NULL, churn, (void *)(uintptr_t)(i + 1));
 	for (int w = 0; w < 2000; w++) {
-		ms_counters_cut_window(peaks, live);
+		ms_counters_cut_window(peaks, live, 1);
 		ck_assert_int_ge(peaks[MS_CPU], live[MS_CPU]);
 		ck_assert_int_ge(peaks[MS_MALLOC], live[MS_MALLOC]);
 		ck_assert_int_eq(live[MS_CPU], live[MS_MALLOC] + live[MS_MMAP]);
@@ -284,7 +318,7 @@ START_TEST(threads_mapping_and_windows_stay_consistent)
 		pthread_join(t[i], NULL);
 	__atomic_store_n(&stop_mapping, 1, __ATOMIC_RELAXED);
 	pthread_join(m, NULL);
-	ms_counters_cut_window(peaks, live);
+	ms_counters_cut_window(peaks, live, 1);
 	ck_assert_int_eq(live[MS_MALLOC], 0);
 	ck_assert(live[MS_CPU] == live[MS_MMAP]);
 	ck_assert_int_le(peaks[MS_MALLOC], 4 * 64 * 4112);
@@ -321,6 +355,7 @@ int main(void)
 	tcase_add_test(tc, malloc_peak_seen_after_mmap_shrinks);
 	tcase_add_test(tc, a_component_first_moved_later_has_its_peak_in_the_cut);
 	tcase_add_test(tc, a_new_high_moves_the_gate_to_it);
+	tcase_add_test(tc, a_window_no_stage_reads_starts_at_the_process_peak);
 	tcase_add_test(tc, epochs_wrap_and_the_triple_stays_exact);
 	tcase_add_test(tc, an_add_of_an_older_epoch_is_exact);
 	tcase_add_test(tc, timeline_watch_sees_crossings_both_ways);

@@ -96,6 +96,35 @@ START_TEST(pairs_are_one_line_each)
 }
 END_TEST
 
+/* Numbers as text, digit by digit: every digit pair, the microseconds rounded and their trailing
+ * zeros dropped (one kept), signs, the null past 9e15. */
+START_TEST(numbers_are_written_exactly)
+{
+	char mem[512];
+	ms_json_init_memory(&w, mem, sizeof mem);
+	ms_json_array(&w, NULL);
+	ms_json_uint(&w, NULL, 0);
+	ms_json_uint(&w, NULL, 9);
+	ms_json_uint(&w, NULL, 10);
+	ms_json_uint(&w, NULL, 1203456789012345678ULL);
+	ms_json_uint(&w, NULL, UINT64_MAX);
+	ms_json_int(&w, NULL, -100);
+	ms_json_double(&w, NULL, 1234567.000123);
+	ms_json_double(&w, NULL, 0.1);
+	ms_json_double(&w, NULL, 100.0);
+	ms_json_double(&w, NULL, -0.5);
+	ms_json_double(&w, NULL, 98.0654329);
+	ms_json_double(&w, NULL, 0.9999996);
+	ms_json_double(&w, NULL, 12345678.5);
+	ms_json_double(&w, NULL, -1e16);
+	ms_json_end_array(&w);
+	ck_assert_int_eq(ms_json_finish(&w), 0);
+	ck_assert_str_eq(mem, "[\n  0,\n  9,\n  10,\n  1203456789012345678,\n  18446744073709551615,\n  -100,\n"
+			      "  1234567.000123,\n  0.1,\n  100.0,\n  -0.5,\n  98.065433,\n  1.0,\n"
+			      "  12345678.5,\n  null\n]\n");
+}
+END_TEST
+
 START_TEST(large_documents_flush_through_the_buffer)
 {
 	FILE *tmp = tmpfile();
@@ -166,6 +195,7 @@ int main(void)
 	tcase_add_test(tc, values_round_trip);
 	tcase_add_test(tc, strings_are_escaped_and_valid_utf8);
 	tcase_add_test(tc, pairs_are_one_line_each);
+	tcase_add_test(tc, numbers_are_written_exactly);
 	tcase_add_test(tc, large_documents_flush_through_the_buffer);
 	tcase_add_test(tc, write_errors_and_unbalanced_nesting_are_reported);
 	tcase_add_test(tc, memory_sink_counts_the_whole_document);

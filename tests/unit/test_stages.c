@@ -90,6 +90,38 @@ START_TEST(repeats_keep_last_call_history_and_max)
 }
 END_TEST
 
+/* While no stage is open the counters' window starts at the process peak (no slow path below it): a
+ * high reached between calls counts toward the process peak only, and the next call starts exact. */
+START_TEST(a_high_between_calls_is_in_no_call)
+{
+	int64_t peaks[MS_NCOMP];
+	reset();
+	int s = ms_stage_id("step"), outer = ms_stage_id("outer");
+	ms_stage_enter(s, 0);
+	ms_cpu_add(MS_MALLOC, 8 * MiB);
+	ms_cpu_add(MS_MALLOC, -8 * MiB);
+	ms_stage_leave(s, 1);
+	ms_cpu_add(MS_MALLOC, 20 * MiB);
+	ms_cpu_add(MS_MALLOC, -16 * MiB);
+	ms_stage_enter(s, 2);
+	ms_cpu_add(MS_MALLOC, 2 * MiB);
+	ms_cpu_add(MS_MALLOC, -6 * MiB);
+	ms_stage_leave(s, 3);
+	ck_assert_int_eq(ms_st.stage[s].history[0].cpu_peaked, 8 * MiB);
+	ck_assert_int_eq(ms_st.stage[s].history[1].cpu_alloc, -4 * MiB);
+	ck_assert_int_eq(ms_st.stage[s].history[1].cpu_peaked, 6 * MiB);
+	ms_counters_process_peaks(peaks);
+	ck_assert_int_eq(peaks[MS_CPU], 20 * MiB);
+	ms_stage_enter(outer, 4); /* a stage still open after a call ends keeps its window exact */
+	ms_stage_enter(s, 5);
+	ms_stage_leave(s, 6);
+	ms_cpu_add(MS_MALLOC, 3 * MiB);
+	ms_cpu_add(MS_MALLOC, -3 * MiB);
+	ms_stage_leave(outer, 7);
+	ck_assert_int_eq(peaked_delta(outer, MS_CPU), 3 * MiB);
+}
+END_TEST
+
 START_TEST(recursion_is_one_call_and_unmatched_end_fails)
 {
 	reset();
@@ -302,6 +334,7 @@ int main(void)
 	tcase_add_test(tc, nested_stage_peaks_count_toward_parents);
 	tcase_add_test(tc, overlapping_stages_keep_their_own_numbers);
 	tcase_add_test(tc, repeats_keep_last_call_history_and_max);
+	tcase_add_test(tc, a_high_between_calls_is_in_no_call);
 	tcase_add_test(tc, recursion_is_one_call_and_unmatched_end_fails);
 	tcase_add_test(tc, implicit_init_ends_at_first_stage);
 	tcase_add_test(tc, explicit_init_takes_over_the_implicit_one);
