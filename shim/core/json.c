@@ -304,8 +304,10 @@ static void put_double(struct ms_json *w, double value)
 	int neg = value < 0;
 	if (neg)
 		value = -value;
-	uint64_t micros = (uint64_t)(value * 1e6 + 0.5);
-	uint64_t f = micros % 1000000;
+	uint64_t whole = (uint64_t)value; /* apart: whole seconds x 1e6 overflows past 1.8e13 */
+	uint64_t f = (uint64_t)((value - (double)whole) * 1e6 + 0.5);
+	if (f >= 1000000)
+		whole++, f -= 1000000;
 	frac[0] = '.';
 	memcpy(frac + 1, digit_pairs + 2 * (f / 10000), 2);
 	memcpy(frac + 3, digit_pairs + 2 * (f / 100 % 100), 2);
@@ -313,7 +315,7 @@ static void put_double(struct ms_json *w, double value)
 	int n = 7;
 	while (n > 2 && frac[n - 1] == '0')
 		n--;
-	char *start = u64_digits(frac, micros / 1000000);
+	char *start = u64_digits(frac, whole);
 	if (neg)
 		*--start = '-';
 	put(w, start, (size_t)(frac + n - start));

@@ -117,11 +117,13 @@ START_TEST(numbers_are_written_exactly)
 	ms_json_double(&w, NULL, 0.9999996);
 	ms_json_double(&w, NULL, 12345678.5);
 	ms_json_double(&w, NULL, -1e16);
+	ms_json_double(&w, NULL, 2e13 + 0.25);
+	ms_json_double(&w, NULL, -8.5e15);
 	ms_json_end_array(&w);
 	ck_assert_int_eq(ms_json_finish(&w), 0);
 	ck_assert_str_eq(mem, "[\n  0,\n  9,\n  10,\n  1203456789012345678,\n  18446744073709551615,\n  -100,\n"
 			      "  1234567.000123,\n  0.1,\n  100.0,\n  -0.5,\n  98.065433,\n  1.0,\n"
-			      "  12345678.5,\n  null\n]\n");
+			      "  12345678.5,\n  null,\n  20000000000000.25,\n  -8500000000000000.0\n]\n");
 }
 END_TEST
 
