@@ -83,8 +83,8 @@ int ms_identity_check_output(void)
 {
 	char dir[MS_PATH_MAX], fallback[MS_PATH_MAX];
 	const char *out = ms_proc.output, *slash = strrchr(out, '/');
-	if (!slash || strchr(out, '%') || (size_t)(slash - out) >= sizeof dir)
-		return 0; /* a placeholder in it: judged per process when the file is written */
+	if (!slash || memchr(out, '%', (size_t)(slash - out)) || (size_t)(slash - out) >= sizeof dir)
+		return 0; /* a placeholder in the directory: judged per process when the file is written */
 	size_t len = (size_t)(slash - out);
 	memcpy(dir, out, len);
 	dir[len] = '\0';
