@@ -415,6 +415,44 @@ static void warn_entry(const char *b, const char *e, const char *why)
 	ms_warn("MEMSHIM_STAGES entry \"%s\" ignored: %s", shown, why);
 }
 
+static int name_char(unsigned char c)
+{
+	return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_' || c == '.' ||
+	       c == ':' || c == '<' || c == '>' || c == '~' || c == '$' || c >= 0x80;
+}
+
+/* Whether [B, E) can be a target of any detector: [object:]name, the name a Python qualname or a
+ * C/C++ symbol (a parameter list after it, an operator's own characters); what no detector takes
+ * (a ';' for a separator, a space or '-' in a name) would otherwise be dropped without a word. */
+static int target_plausible(const char *b, const char *e)
+{
+	const char *name = b;
+	for (const char *p = b; p < e; p++)
+		if (*p == ':' && (p + 1 == e || p[1] != ':') && (p == b || p[-1] != ':')) {
+			if (p == b)
+				return 0; /* an empty object */
+			name = p + 1; /* the object (a path, a file name, a module) before it */
+			break;
+		}
+	for (const char *p = b; p < name; p++)
+		if (*p == ' ' || *p == ';' || *p == '=')
+			return 0;
+	const char *paren = memchr(name, '(', (size_t)(e - name)), *end = paren ? paren : e;
+	size_t n = (size_t)(end - name);
+	const char *op = n >= 8 ? memmem(name, n, "operator", 8) : NULL;
+	if (op)
+		end = op; /* "operator()", "operator new", "operator<<": its own characters */
+	if (name == end && !op)
+		return 0;
+	for (const char *p = name; p < end; p++)
+		if (!name_char((unsigned char)*p))
+			return 0;
+	for (const char *p = paren ? paren : e; p < e; p++)
+		if (*p == ';' || *p == '=')
+			return 0;
+	return 1;
+}
+
 /* Adds the targets in [B, E) separated by '|' to stage ST; returns an error text or NULL. */
 static const char *add_targets(struct ms_spec *spec, struct ms_spec_stage *st, const char *b, const char *e)
 {
@@ -424,6 +462,8 @@ static const char *add_targets(struct ms_spec *spec, struct ms_spec_stage *st, c
 		const char *tb = trim(b, &te);
 		if (tb == te)
 			return "empty target";
+		if (!target_plausible(tb, te))
+			return "a target is a Python name or a C/C++ symbol, optionally object:name (entries are separated by ',', targets by '|')";
 		if (st->ntargets == MS_SPEC_MAX_TARGETS)
 			return "too many targets";
 		const char *t = pool_add(spec, tb, (size_t)(te - tb));

@@ -91,6 +91,24 @@ START_TEST(each_bad_stage_entry_warns_once_and_the_rest_is_used)
 }
 END_TEST
 
+/* A target no detector takes (a ';' for a separator, a space or '-' in a name, an empty object)
+ * warns; every form the detectors take is kept. */
+START_TEST(targets_no_detector_takes_warn)
+{
+	nenv = 0;
+	set("MEMSHIM_STAGES", "a=train;,b=train eval,c=train-x,d=:f,e=g;h=i");
+	ck_assert_int_eq(load_capturing(&cfg), 5);
+	ck_assert(strstr(captured, "\"a=train;\" ignored: a target is a Python name or a C/C++ symbol") != NULL);
+	ck_assert_int_eq(cfg.spec.nstages, 0);
+	nenv = 0;
+	set("MEMSHIM_STAGES", "a=Trainer.train|mod.sub:Class.<locals>.f,b=ns::T::run(int) const,c=/usr/lib/libfoo-1.2.so:f,"
+			      "d=libsqlite3.so.0:sqlite3_step,e=A::~A|~A|ns::A::operator()|operator new,f=_ZN2ns1fEv");
+	ck_assert_int_eq(load_capturing(&cfg), 0);
+	ck_assert_int_eq(cfg.spec.nstages, 6);
+	ck_assert_int_eq(cfg.spec.stage[4].ntargets, 4);
+}
+END_TEST
+
 START_TEST(snapshot_interval_auto_off_and_seconds)
 {
 	static const struct { const char *v; double want; } cases[] = {
@@ -193,6 +211,7 @@ int main(void)
 	tcase_add_test(tc, defaults_when_unset);
 	tcase_add_test(tc, good_values_are_used);
 	tcase_add_test(tc, each_bad_stage_entry_warns_once_and_the_rest_is_used);
+	tcase_add_test(tc, targets_no_detector_takes_warn);
 	tcase_add_test(tc, bad_values_fall_back_with_one_warning_each);
 	tcase_add_test(tc, snapshot_interval_auto_off_and_seconds);
 	tcase_add_test(tc, sites_settings);
