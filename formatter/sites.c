@@ -242,15 +242,23 @@ static void mf_site_rows(struct mf_table *t, const struct mf_site *s, size_t sta
 	free(lines);
 }
 
+/* Blocks the shim recorded without their stack (its stack table was full), in the closing entries. */
+static long long mf_unkept(const struct mf_file *f)
+{
+	json_t *u = json_object_get(json_object_get(f->root, "sites"), "unkept");
+	return json_is_integer(u) ? (long long)json_integer_value(u) : 0;
+}
+
 /* The closing entry: every stack the file did not keep apart, in one row. */
-static void mf_closing_row(struct mf_table *t, const struct mf_sites *s, double base)
+static void mf_closing_row(struct mf_table *t, const struct mf_sites *s, double base, long long unkept)
 {
 	if (s->named == s->n)
 		return;
 	const struct mf_site *c = &s->s[s->n - 1];
 	mf_text_row(t, mf_xstrdup("+"), mf_mb(c->bytes), mf_share(c->bytes, base),
-		    mf_samples_cell(c->samples), mf_xasprintf("%lld other stack%s together (each smaller "
-		    "than the sites above; their frames are not kept)", c->others, c->others == 1 ? "" : "s"));
+		    mf_samples_cell(c->samples), mf_xasprintf("%lld other stack%s together (%s; their frames are not "
+		    "kept)", c->others, c->others == 1 ? "" : "s", unkept > 0 ? "among them the blocks whose stack the "
+		    "full stack table could not keep" : "each smaller than the sites above"));
 }
 
 /* The named sites past --top, in one row. */
@@ -421,7 +429,7 @@ static void mf_print_view(FILE *out, const struct mf_file *f, json_t *stage, int
 		    mf_xstrdup(mf_every_allocation(f, gpu) ? "allocs" : "samples"), o->by ? mf_xasprintf("sites grouped by %s",
 		    by[o->by]) : mf_xstrdup("site, then its callers"));
 	mf_group_rows(&t, s, o, base);
-	mf_closing_row(&t, s, base);
+	mf_closing_row(&t, s, base, mf_unkept(f));
 	mf_table_print(out, &t, "  ");
 	mf_table_free(&t);
 }
@@ -493,7 +501,16 @@ static void mf_print_dropped(FILE *out, const struct mf_file *f)
 	long long ns = json_is_integer(sd) ? (long long)json_integer_value(sd) : 0;
 	long long nd = json_is_integer(d) ? (long long)json_integer_value(d) : 0;
 	double rate;
-	if (ns > 0 && mf_num(json_object_get(sites, "rate"), &rate) && rate > 0) {
+	long long nu = mf_unkept(f);
+	if (nu > 0) /* recorded, so counted: only their frames are missing */
+		fprintf(out, "\nmemshim: the stack table was full: %lld %s%s recorded without %s stack; %s bytes are "
+			"in the closing rows (+)\n", nu, mf_every_allocation(f, 0) ? "allocation" : "sample",
+			nu == 1 ? " was" : "s were", nu == 1 ? "its" : "their", nu == 1 ? "its" : "their");
+	if (ns > 0 && mf_every_allocation(f, 0)) { /* allocations of any size: no bound to give */
+		fprintf(out, "\nmemshim: %lld allocation%s not recorded (the shim's stack or live-block table "
+			"was full): the sites above miss %s bytes\n", ns, ns == 1 ? " was" : "s were",
+			ns == 1 ? "its" : "their");
+	} else if (ns > 0 && mf_num(json_object_get(sites, "rate"), &rate) && rate > 0) {
 		char *b = mf_fmt_bytes((double)ns * rate);
 		fprintf(out, "\nmemshim: %lld sample%s not recorded (the shim's stack or sample table was "
 			"full): the sites above miss up to about %s\n", ns, ns == 1 ? " was" : "s were", b);
@@ -502,7 +519,7 @@ static void mf_print_dropped(FILE *out, const struct mf_file *f)
 		fprintf(out, "\nmemshim: %lld sample%s not recorded (the shim's stack or sample table was "
 			"full): the sites above miss %s bytes\n", ns, ns == 1 ? " was" : "s were",
 			ns == 1 ? "its" : "their");
-	} else if (nd > 0) {
+	} else if (nd > 0 && nu == 0) { /* an older file: the samples of stacks not kept were dropped */
 		fprintf(out, "\nmemshim: the stack table was full: %lld sampled stack%s not kept; the "
 			"sites above miss %s bytes\n", nd, nd == 1 ? " was" : "s were",
 			nd == 1 ? "its" : "their");

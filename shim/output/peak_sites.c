@@ -156,6 +156,7 @@ void ms_peak_sites_summary(struct ms_json *w)
 	ms_json_uint(w, "stacks", s.stacks);
 	ms_json_uint(w, "stacks_dropped", s.stacks_dropped);
 	ms_json_uint(w, "samples_dropped", s.samples_dropped);
+	ms_json_uint(w, "unkept", s.unkept);
 	ms_json_bool(w, "python_frames", s.python_frames);
 	ms_json_int(w, "max_frames", MS_SITES_MAX_FRAMES);
 	ms_json_double(w, "lag_fraction", MS_SITES_LAG);

@@ -78,14 +78,17 @@ static int64_t cpu_next = INT64_MAX, gpu_next = INT64_MAX; /* lowest refresh thr
 static struct {
 	struct ms_spin lock;
 	uint32_t nlive;
-	uint64_t samples, gpu_allocs, samples_dropped;
+	uint64_t samples, gpu_allocs, samples_dropped, unkept;
 	uint64_t gen[2]; /* of each side's stack totals (see latest) */
 } shared __attribute__((aligned(64))) = { .gen = { 1, 1 } };
 static __thread int lock_mine MS_TLS;
 static __thread int busy MS_TLS;
 static __thread uint64_t rng MS_TLS;
 
-#define STACK_IDS ((size_t)16384)
+/* Stack ids the tables take (stacks.c interns no more); the last one is never interned: blocks
+ * whose stack the tables could not keep count under it, in the lists' closing entry. */
+#define STACK_IDS ((size_t)(exact_mode ? MS_SITES_STACKS_EXACT : MS_SITES_STACKS_SAMPLED))
+#define UNKEPT_ID ((int32_t)STACK_IDS - 1)
 
 int ms_sites_enabled(void)
 {
@@ -296,7 +299,9 @@ static void offer(struct ms_sites_list *l, struct ms_sites_entry e)
 		return;
 	struct ms_sites_entry out = e;
 	int at = l->n, pushed = 0;
-	if (at < MS_SITES_TOP) {
+	if (e.stack == UNKEPT_ID) {
+		at = -1; /* frames not kept: only ever in the closing entry */
+	} else if (at < MS_SITES_TOP) {
 		l->n++;
 	} else if (e.bytes > l->e[--at].bytes) {
 		out = l->e[at];
@@ -342,6 +347,8 @@ static void list_all(int side, struct ms_sites_list *l)
 	for (uint32_t id = 0; id < n; id++)
 		if (per_stack[id].bytes[side] > 0)
 			offer(l, stack_entry(id, side, &none));
+	if (per_stack[UNKEPT_ID].bytes[side] > 0)
+		offer(l, stack_entry((uint32_t)UNKEPT_ID, side, &none));
 }
 
 /* Blocks on SIDE born at generation SINCE or later, summed per stack into added_tally. */
@@ -360,22 +367,27 @@ static void tally_since(int side, uint64_t since)
 
 /* SIDE's stacks split into what blocks born since SINCE hold (ADDED) and the rest (BEFORE); the
  * scratch tally is left zero again. */
-static void list_split(int side, uint64_t since, struct ms_sites_list *added, struct ms_sites_list *before)
+static void split_stack(uint32_t id, int side, struct ms_sites_list *added, struct ms_sites_list *before)
 {
 	static const struct tally none;
+	struct tally *t = &added_tally[id];
+	if (per_stack[id].bytes[side] > 0)
+		offer(before, stack_entry(id, side, t));
+	if (t->bytes) {
+		offer(added, (struct ms_sites_entry){ (int32_t)id, t->bytes, t->points, t->exact });
+		*t = none;
+	}
+}
+
+static void list_split(int side, uint64_t since, struct ms_sites_list *added, struct ms_sites_list *before)
+{
 	uint32_t n = ms_sites_nstacks();
 	tally_since(side, since);
 	list_clear(added);
 	list_clear(before);
-	for (uint32_t id = 0; id < n; id++) {
-		struct tally *t = &added_tally[id];
-		if (per_stack[id].bytes[side] > 0)
-			offer(before, stack_entry(id, side, t));
-		if (t->bytes) {
-			offer(added, (struct ms_sites_entry){ (int32_t)id, t->bytes, t->points, t->exact });
-			*t = none;
-		}
-	}
+	for (uint32_t id = 0; id < n; id++)
+		split_stack(id, side, added, before);
+	split_stack((uint32_t)UNKEPT_ID, side, added, before);
 }
 
 static int64_t threshold(int64_t at)
@@ -566,6 +578,8 @@ static void record(uint64_t addr, int64_t weight, int gpu, int exact, const uint
 		id = ms_sites_capture_locked(frames, n);
 		if (id >= 0 && remember)
 			ms_sites_capture_known(id);
+		else if (id < 0)
+			id = UNKEPT_ID, shared.unkept++; /* its bytes still count, in the closing entry */
 	}
 	int64_t k = points(weight, gpu); /* one division for the stack's total and the count */
 	if (id >= 0 && live_insert(addr, id, gpu, exact, weight) == 0) {
@@ -591,7 +605,7 @@ static int turn_on(void)
 		cpu_exact = ms_raw_map(STACK_IDS * sizeof *cpu_exact);
 		added_tally = ms_raw_map(STACK_IDS * sizeof *added_tally);
 		hash_live = ms_raw_map(sizeof *hash_live << MS_SAMPLE_FILTER_BITS);
-		if (live && per_stack && cpu_exact && added_tally && hash_live && ms_sites_stacks_init() == 0) {
+		if (live && per_stack && cpu_exact && added_tally && hash_live && ms_sites_stacks_init(exact_mode) == 0) {
 			build_weight_table();
 			sync_stages(-1);
 			__atomic_store_n(&on, 1, __ATOMIC_RELEASE);
@@ -752,7 +766,7 @@ void ms_sites_fork_child(int tracking)
 	ms_zero(last, sizeof last);
 	shared.nlive = 0;
 	nopen = 0;
-	shared.samples = shared.gpu_allocs = shared.samples_dropped = 0;
+	shared.samples = shared.gpu_allocs = shared.samples_dropped = shared.unkept = 0;
 	shared.gen[0]++;
 	shared.gen[1]++;
 	ms_sites_stacks_reset();
@@ -763,8 +777,10 @@ void ms_sites_fork_child(int tracking)
 
 void ms_sites_stats(struct ms_sites_stats *out)
 {
-	*out = (struct ms_sites_stats){ rate, shared.samples, shared.gpu_allocs, ms_sites_nstacks(), ms_sites_stacks_dropped(),
-					shared.samples_dropped, ms_py_stack_ready(), exact_mode };
+	*out = (struct ms_sites_stats){ .rate = rate, .samples = shared.samples, .gpu_allocations = shared.gpu_allocs,
+					.stacks = ms_sites_nstacks(), .stacks_dropped = ms_sites_stacks_dropped(),
+					.samples_dropped = shared.samples_dropped, .unkept = shared.unkept,
+					.python_frames = ms_py_stack_ready(), .exact = exact_mode };
 }
 
 int ms_sites_stage_copy(int id, struct ms_sites_copy *out, int nowait)

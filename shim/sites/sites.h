@@ -49,6 +49,7 @@ struct ms_sites_copy {
 struct ms_sites_stats {
 	int64_t rate;
 	uint64_t samples, gpu_allocations, stacks, stacks_dropped, samples_dropped;
+	uint64_t unkept; /* blocks recorded without their stack (a table full): in the closing entries */
 	int python_frames;
 	int exact; /* MEMSHIM_SITES=exact: every CPU allocation recorded at its size */
 };
@@ -102,8 +103,13 @@ void ms_sites_symbolise_done(void);
 
 /* ---- between the files of sites/ ------------------------------------------------------------ */
 
-/* Tables in raw mappings (stacks.c); -1 when they could not be mapped. */
-int ms_sites_stacks_init(void);
+/* Stack ids, sampled and in exact mode; the last is never interned (sample.c counts the blocks
+ * whose stack was not kept under it). */
+#define MS_SITES_STACKS_SAMPLED 16384u
+#define MS_SITES_STACKS_EXACT 65536u
+
+/* Tables in raw mappings (stacks.c), exact mode's larger; -1 when they could not be mapped. */
+int ms_sites_stacks_init(int exact);
 /* The calling thread's stack (native, and Python when it runs Python) interned: its id, or -1 when
  * the table is full.  Call with the sites lock held. */
 int32_t ms_sites_capture_locked(const uint64_t *frames, int n);

@@ -12,12 +12,15 @@
 #include "python/py.h"
 #include "sites/sites.h"
 
-#define MAX_STACKS 16384u
-#define STACK_SLOTS ((size_t)2 * MAX_STACKS)
-#define FRAME_POOL (256u << 10) /* words */
-#define MAX_STRINGS 32768u
-#define STRING_SLOTS ((size_t)2 * MAX_STRINGS)
-#define STRING_POOL (2u << 20)
+/* Table sizes, sampled and exact (every allocation's stack: PyTorch's imports alone fill the
+ * sampled frame pool); address space, touched only as used. */
+static const struct sizes {
+	uint32_t stacks, frame_words, strings, string_bytes;
+} mode_sizes[2] = {
+	{ MS_SITES_STACKS_SAMPLED, 256u << 10, 32768u, 2u << 20 },
+	{ MS_SITES_STACKS_EXACT, 2u << 20, 131072u, 8u << 20 },
+};
+static struct sizes cap;
 #define NATIVE_BEFORE_PY 16 /* native frames kept above the interpreter when Python runs */
 
 /* Python frame word: bit 63, function string id (19 bits), file id (19 bits), line (24 bits). */
@@ -110,10 +113,12 @@ static void *carve(char **at, size_t bytes)
 	return p;
 }
 
-int ms_sites_stacks_init(void)
+int ms_sites_stacks_init(int exact)
 {
-	size_t sizes[] = { MAX_STACKS * sizeof *stacks, STACK_SLOTS * sizeof(int32_t), FRAME_POOL * sizeof *frame_pool,
-			   MAX_STRINGS * sizeof *strings, STRING_SLOTS * sizeof(int32_t), STRING_POOL };
+	cap = mode_sizes[exact != 0];
+	size_t stack_slots = (size_t)2 * cap.stacks, string_slots = (size_t)2 * cap.strings;
+	size_t sizes[] = { cap.stacks * sizeof *stacks, stack_slots * sizeof(int32_t), cap.frame_words * sizeof *frame_pool,
+			   cap.strings * sizeof *strings, string_slots * sizeof(int32_t), cap.string_bytes };
 	size_t total = 0;
 	for (size_t i = 0; i < sizeof sizes / sizeof *sizes; i++)
 		total += (sizes[i] + 4095) & ~(size_t)4095;
@@ -121,10 +126,10 @@ int ms_sites_stacks_init(void)
 	if (!at)
 		return -1;
 	stacks = carve(&at, sizes[0]);
-	stack_index = (struct index){ carve(&at, sizes[1]), INDEX_FIRST, STACK_SLOTS };
+	stack_index = (struct index){ carve(&at, sizes[1]), INDEX_FIRST, (uint32_t)stack_slots };
 	frame_pool = carve(&at, sizes[2]);
 	strings = carve(&at, sizes[3]);
-	string_index = (struct index){ carve(&at, sizes[4]), INDEX_FIRST, STRING_SLOTS };
+	string_index = (struct index){ carve(&at, sizes[4]), INDEX_FIRST, (uint32_t)string_slots };
 	string_pool = carve(&at, sizes[5]);
 	range_of((uintptr_t)ms_sites_stacks_init, &self_lo, &self_hi);
 	ms_cfi_prepare();
@@ -443,7 +448,7 @@ static int32_t intern_string(const char *s)
 	for (uint32_t k = 0, i = index_home(x, h); k < x->size; k++, i = (i + 1) & (x->size - 1)) {
 		int32_t v = x->slot[i];
 		if (!v) {
-			if (nstrings == MAX_STRINGS || chars_used + n + 1 > STRING_POOL)
+			if (nstrings == cap.strings || chars_used + n + 1 > cap.string_bytes)
 				return -1;
 			int32_t id = (int32_t)nstrings++;
 			memcpy(string_pool + chars_used, s, n + 1);
@@ -521,7 +526,7 @@ int32_t ms_sites_capture_locked(const uint64_t *raw, int n)
 	for (uint32_t k = 0, i = index_home(x, h); k < x->size; k++, i = (i + 1) & (x->size - 1)) {
 		int32_t v = x->slot[i];
 		if (!v) {
-			if (nstacks == MAX_STACKS || frames_used + (uint32_t)n > FRAME_POOL) {
+			if (nstacks == cap.stacks - 1 || frames_used + (uint32_t)n > cap.frame_words) { /* the last id is sample.c's */
 				dropped++;
 				return -1;
 			}

@@ -413,6 +413,11 @@ def sites_added():
                                    "exact_mem_cpu_alloc_delta": 10 * M,
                                    "exact_mem_cpu_peaked_delta": 0}, [ex],
                                   sites=dict(SITES, mode="exact", objects=[])))
+    write("sites-exact-dropped.json", doc({"exact_runtime": 1.0, "exact_calls": 1,
+                                           "exact_mem_cpu_alloc_delta": 10 * M,
+                                           "exact_mem_cpu_peaked_delta": 0}, [ex],
+                                          sites=dict(SITES, mode="exact", objects=[], samples_dropped=1560697,
+                                                     stacks_dropped=1560697)))
 
 
 def sites_lines():
