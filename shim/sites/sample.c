@@ -299,11 +299,9 @@ static void offer(struct ms_sites_list *l, struct ms_sites_entry e)
 		return;
 	struct ms_sites_entry out = e;
 	int at = l->n, pushed = 0;
-	if (e.stack == UNKEPT_ID) {
-		at = -1; /* frames not kept: only ever in the closing entry */
-	} else if (at < MS_SITES_TOP) {
+	if (e.stack != UNKEPT_ID && at < MS_SITES_TOP) { /* frames not kept: only ever in the closing entry */
 		l->n++;
-	} else if (e.bytes > l->e[--at].bytes) {
+	} else if (e.stack != UNKEPT_ID && e.bytes > l->e[--at].bytes) {
 		out = l->e[at];
 		pushed = 1;
 	} else {
