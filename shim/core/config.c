@@ -132,8 +132,8 @@ static int parse_interval(const char *v, double *out)
 		return *out = 0, 0;
 	char *end;
 	double d = strtod(v, &end);
-	if (end == v || *end || !isfinite(d) || d < 0 || d > 86400.0 * 365)
-		return -1;
+	if (end == v || *end || !isfinite(d) || d < 0 || d > 86400.0 * 365 || (d > 0 && d < 0.1))
+		return -1; /* below 0.1 s the thread would do little else than rewrite the file */
 	*out = d;
 	return 0;
 }
@@ -305,6 +305,11 @@ void ms_config_load(struct ms_config *cfg, ms_getenv_fn get)
 _Static_assert(N_SETTINGS < 255, "a row number fits the scan's unsigned char chains");
 _Static_assert(sizeof "OMPI_COMM_WORLD_LOCAL_RANK" < 255, "a name's length fits too");
 static const char *environ_value[N_SETTINGS]; /* each row's value, found by one pass at start */
+#define MAX_UNKNOWN 4
+static const char *unknown[MAX_UNKNOWN]; /* MEMSHIM_ names that are no setting (the first few) */
+static size_t unknown_len[MAX_UNKNOWN];
+static int nunknown;
+static const char *environment(const char *name);
 
 /* The one read of the environment: one pass over it for every row, an entry compared only with
  * the rows of its first letter and its name's length (43 getenv calls were 16K instructions a
@@ -322,9 +327,58 @@ static void environ_scan(void)
 	for (char **e = environ; *e; e++) {
 		const char *equals = strchr(*e, '=');
 		size_t n = equals ? (size_t)(equals - *e) : 0;
+		int known = 0;
 		for (unsigned r = first[(unsigned char)**e & 127]; r && n; r = next[r - 1])
-			if (length[r - 1] == n && !memcmp(*e, settings[r - 1].name, n) && !environ_value[r - 1])
-				environ_value[r - 1] = equals + 1; /* the first, as getenv */
+			if (length[r - 1] == n && !memcmp(*e, settings[r - 1].name, n)) {
+				known = 1;
+				if (!environ_value[r - 1])
+					environ_value[r - 1] = equals + 1; /* the first, as getenv */
+			}
+		if (!known && n > 8 && !strncmp(*e, "MEMSHIM_", 8) && strncmp(*e, "MEMSHIM_PYTEST_", 15) &&
+		    nunknown < MAX_UNKNOWN)
+			unknown[nunknown] = *e, unknown_len[nunknown++] = n;
+	}
+}
+
+/* Edits (insert, delete, replace) from A[0, N) to B, or a large number past 3. */
+static int edits(const char *a, size_t n, const char *b)
+{
+	size_t m = strlen(b);
+	int row[64];
+	if (n >= 63 || m >= 63)
+		return 99;
+	for (size_t j = 0; j <= m; j++)
+		row[j] = (int)j;
+	for (size_t i = 1; i <= n; i++) {
+		int diag = row[0];
+		row[0] = (int)i;
+		for (size_t j = 1; j <= m; j++) {
+			int up = row[j], best = diag + (a[i - 1] != b[j - 1]);
+			best = up + 1 < best ? up + 1 : best;
+			best = row[j - 1] + 1 < best ? row[j - 1] + 1 : best;
+			diag = up;
+			row[j] = best;
+		}
+	}
+	return row[m];
+}
+
+/* MEMSHIM_ names no row reads (a misspelt MEMSHIM_STAGE falls back to the defaults without it),
+ * once per run: by its first process, whose children inherit the same environment. */
+static void warn_unknown(void)
+{
+	if (environment("MEMSHIM_ROOT_PID"))
+		return;
+	for (int u = 0; u < nunknown; u++) {
+		const char *near = NULL;
+		int most = unknown_len[u] - 8 <= 4 ? 1 : 2; /* MEMSHIM_FOO is no MEMSHIM_LOG */
+		for (size_t i = 0; i < N_SETTINGS && !near; i++)
+			if (settings[i].kind != K_TEXT && edits(unknown[u], unknown_len[u], settings[i].name) <= most)
+				near = settings[i].name;
+		char name[64];
+		ms_strlcpy(name, unknown[u], unknown_len[u] + 1 < sizeof name ? unknown_len[u] + 1 : sizeof name);
+		ms_warn("unknown setting %s ignored%s%s%s", name, near ? " (did you mean " : "", near ? near : "",
+			near ? "?)" : "");
 	}
 }
 
@@ -344,6 +398,7 @@ void ms_config_start(void)
 {
 	environ_scan();
 	ms_config_load(&ms_cfg, environment);
+	warn_unknown();
 }
 
 const char *ms_config_text(const struct ms_config *cfg, const char *name)

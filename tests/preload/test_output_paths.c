@@ -216,6 +216,21 @@ START_TEST(bad_output_directory_falls_back_at_start)
 }
 END_TEST
 
+/* A MEMSHIM_ name that is no setting (a misspelt MEMSHIM_STAGE would leave the defaults) gets one
+ * warning with the setting it is closest to; the pytest plugin's own variable none. */
+START_TEST(unknown_settings_are_named)
+{
+	const char *argv[] = { built("preload/alloc_fixture"), "simple", NULL };
+	const char *env[] = { "MEMSHIM_STAGE=train=train_epoch", "MEMSHIM_PYTEST_REEXEC=1", NULL };
+	struct run x;
+	ck_assert_int_eq(run_under_shim(&x, argv, env), 0);
+	ck_assert(WIFEXITED(x.status) && WEXITSTATUS(x.status) == 0);
+	ck_assert_msg(strstr(x.err, "memshim: unknown setting MEMSHIM_STAGE ignored (did you mean MEMSHIM_STAGES?)\n"),
+		      "%s", x.err);
+	ck_assert_ptr_eq(strstr(strstr(x.err, "memshim:") + 1, "memshim:"), NULL); /* one line */
+}
+END_TEST
+
 /* The settings are read in one pass over the environment at start: a name that only begins or
  * ends like a setting is not it, and of two entries of one name the first counts (as getenv). */
 START_TEST(the_first_exact_name_in_the_environment_counts)
@@ -265,6 +280,7 @@ int main(void)
 	tcase_add_test(tc2, rank_and_host_placeholders);
 	tcase_add_test(tc2, a_template_naming_the_rank_is_taken_as_given);
 	tcase_add_loop_test(tc2, bad_output_directory_falls_back_at_start, 0, 2);
+	tcase_add_test(tc2, unknown_settings_are_named);
 	tcase_add_test(tc2, the_first_exact_name_in_the_environment_counts);
 	suite_add_tcase(s, tc2);
 	return run_suite(s);

@@ -133,7 +133,7 @@ START_TEST(bad_values_fall_back_with_one_warning_each)
 	set("MEMSHIM_DISABLE", "maybe");
 	set("MEMSHIM_LOG", "loud");
 	set("MEMSHIM_FOLLOW_CHILDREN", "\xc3\xa9");
-	set("MEMSHIM_SNAPSHOT_INTERVAL", "-3");
+	set("MEMSHIM_SNAPSHOT_INTERVAL", "1e-9");
 	set("MEMSHIM_OUTPUT", huge);
 	set("MEMSHIM_TIMELINE", "");
 	ck_assert_int_eq(load_capturing(&cfg), 5);
