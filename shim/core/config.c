@@ -132,8 +132,8 @@ static int parse_interval(const char *v, double *out)
 		return *out = 0, 0;
 	char *end;
 	double d = strtod(v, &end);
-	if (end == v || *end || !isfinite(d) || d < 0 || d > 86400.0 * 365 || (d > 0 && d < 0.1))
-		return -1; /* below 0.1 s the thread would do little else than rewrite the file */
+	if (end == v || *end || !isfinite(d) || d < 0 || d > 86400.0 * 365 || (d > 0 && d < 0.01))
+		return -1; /* below 0.01 s the thread would do little else than rewrite the file */
 	*out = d;
 	return 0;
 }
