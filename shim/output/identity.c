@@ -83,6 +83,13 @@ int ms_identity_check_output(void)
 {
 	char dir[MS_PATH_MAX], fallback[MS_PATH_MAX];
 	const char *out = ms_proc.output, *slash = strrchr(out, '/');
+	for (const char *p = strchr(out, '%'); p; p = strchr(p + 2, '%')) {
+		if (!p[1] || !strchr("prlh%", p[1])) { /* written as it is, which may not be what was meant */
+			ms_warn("MEMSHIM_OUTPUT %s: %%%c is no placeholder (%%p, %%r, %%l, %%h, %%%%); kept as written", out,
+				p[1] ? p[1] : ' ');
+			break;
+		}
+	}
 	if (!slash || memchr(out, '%', (size_t)(slash - out)) || (size_t)(slash - out) >= sizeof dir)
 		return 0; /* a placeholder in the directory: judged per process when the file is written */
 	size_t len = (size_t)(slash - out);

@@ -231,6 +231,22 @@ START_TEST(unknown_settings_are_named)
 }
 END_TEST
 
+/* A '%' that is no placeholder is kept as written, with one warning saying so. */
+START_TEST(an_unknown_placeholder_is_named)
+{
+	char dir[] = "/tmp/memshim-pct.XXXXXX", output[96], path[128];
+	ck_assert_ptr_nonnull(mkdtemp(dir));
+	snprintf(output, sizeof output, "MEMSHIM_OUTPUT=%s/m_%%q.json", dir);
+	const char *argv[] = { built("preload/alloc_fixture"), "simple", NULL };
+	const char *env[] = { output, NULL };
+	struct run x;
+	ck_assert_int_eq(run_under_shim(&x, argv, env), 0);
+	ck_assert_msg(strstr(x.err, "%q is no placeholder (%p, %r, %l, %h, %%); kept as written"), "%s", x.err);
+	snprintf(path, sizeof path, "%s/m_%%q.json", dir);
+	ck_assert_msg(access(path, F_OK) == 0, "no %s", path);
+}
+END_TEST
+
 /* The settings are read in one pass over the environment at start: a name that only begins or
  * ends like a setting is not it, and of two entries of one name the first counts (as getenv). */
 START_TEST(the_first_exact_name_in_the_environment_counts)
@@ -281,6 +297,7 @@ int main(void)
 	tcase_add_test(tc2, a_template_naming_the_rank_is_taken_as_given);
 	tcase_add_loop_test(tc2, bad_output_directory_falls_back_at_start, 0, 2);
 	tcase_add_test(tc2, unknown_settings_are_named);
+	tcase_add_test(tc2, an_unknown_placeholder_is_named);
 	tcase_add_test(tc2, the_first_exact_name_in_the_environment_counts);
 	suite_add_tcase(s, tc2);
 	return run_suite(s);
