@@ -86,6 +86,8 @@ int mf_run_plot(const struct mf_run *r, FILE *out, FILE *err)
 	int rc = mf_plot(err, shown, m, r->o->mode_arg, r->o->plot_w ? r->o->plot_w : MF_PLOT_W,
 			 r->o->plot_h ? r->o->plot_h : (int)(h < MF_PLOT_MAX ? h : MF_PLOT_MAX));
 	free(shown);
+	if (rc == MF_OK) /* the files without a panel are named, as the dump names them */
+		mf_print_hidden(out, s->f, s->n, s->keep, s->left_out, "draws them");
 	return rc;
 }
 
