@@ -8,15 +8,17 @@
         ...
 
     @memshim.stage("step")
-    def step(): ...
+    def step(): ...              # also async def (one call per await of it) and generators (per stretch)
 
 The library must be preloaded (LD_PRELOAD, `memshim run -- python ...`, or a kernel from `memshim
 kernel install` in notebooks): loading it later with ctypes counts nothing, because the program's
 calls are already bound.  Without it, metrics() and report() raise NotActive, stage() does nothing
-and active() is False.  Stage names are [A-Za-z0-9_]+, at most 63 characters (else ValueError).
+(begin() and end() return 0, as the C API's) and active() is False.  Stage names are
+[A-Za-z0-9_]+, at most 63 characters (else ValueError).
 """
 import ctypes
 import functools
+import inspect
 import json
 import os
 import re
@@ -131,17 +133,21 @@ def _check(name):
 
 
 def begin(name, label=None):
-    """Opens stage NAME; returns 0, or -1 (table full, library absent).  LABEL (text) names the call
-    this begin opens: its numbers go into the metrics file's "labelled_calls" under it."""
+    """Opens stage NAME; returns 0, or -1 (the stage table full).  LABEL (text) names the call this
+    begin opens: its numbers go into the metrics file's "labelled_calls" under it.  Not tracking
+    (library absent, disabled): does nothing and returns 0, as memshim_stage_begin."""
     encoded = _check(name)
-    if label is not None and _api and _api[3] is not None:
+    if not _api:
+        return 0
+    if label is not None and _api[3] is not None:
         return _api[3](encoded, str(label).encode("utf-8", "replace"))
-    return _api[0](encoded) if _api else -1
+    return _api[0](encoded)
 
 
 def end(name):
-    """Closes stage NAME; returns 0, or -1 for an end without a begin (or library absent)."""
-    return _api[1](_check(name)) if _api else (_check(name), -1)[1]
+    """Closes stage NAME; returns 0, or -1 for an end without a begin.  Not tracking: returns 0."""
+    encoded = _check(name)
+    return _api[1](encoded) if _api else 0
 
 
 def snapshot():
@@ -151,7 +157,14 @@ def snapshot():
 
 class stage:
     """Context manager and decorator: the block (or each call) is one call of stage NAME (labelled
-    LABEL in the metrics file's "labelled_calls" when given)."""
+    LABEL in the metrics file's "labelled_calls" when given).
+
+    On an `async def` function each call is one call of the stage, from the call until the awaited
+    coroutine returns or raises, its awaits included: what other tasks and threads allocate while it
+    is open counts, as for every stage.  On a generator function (or an async generator function)
+    each stretch the generator runs is one call, as MEMSHIM_STAGES counts a generator target: from
+    each next()/send()/throw() (asend()/athrow(), its awaits included) to the next yield, or the end;
+    close() of a suspended generator runs its cleanup in one more call."""
 
     def __init__(self, name, label=None):
         _check(name)
@@ -167,8 +180,65 @@ class stage:
         return False
 
     def __call__(self, func):
-        @functools.wraps(func)
-        def wrapper(*args, **kwargs):
+        if inspect.isasyncgenfunction(func):
+            wrapper = self._async_generator(func)
+        elif inspect.iscoroutinefunction(func):
+            wrapper = self._coroutine(func)
+        elif inspect.isgeneratorfunction(func):
+            wrapper = self._generator(func)
+        else:
+            def wrapper(*args, **kwargs):
+                with self:
+                    return func(*args, **kwargs)
+        return functools.wraps(func)(wrapper)
+
+    def _coroutine(self, func):
+        async def wrapper(*args, **kwargs):
             with self:
-                return func(*args, **kwargs)
+                return await func(*args, **kwargs)
+        return wrapper
+
+    def _generator(self, func):
+        def wrapper(*args, **kwargs):
+            return (yield from self._stretches(func(*args, **kwargs)))
+        return wrapper
+
+    def _stretches(self, gen):
+        """Runs GEN as `yield from` would, each stretch inside the stage."""
+        sent, thrown = None, None
+        while True:
+            try:
+                with self:
+                    item = gen.send(sent) if thrown is None else gen.throw(thrown)
+            except StopIteration as stop:
+                return stop.value
+            sent, thrown = None, None
+            try:
+                sent = yield item
+            except GeneratorExit:  # closed while suspended at a yield: its cleanup is a stretch too
+                with self:
+                    gen.close()
+                raise
+            except BaseException as exc:  # thrown in by the consumer: on to GEN
+                thrown = exc
+
+    def _async_generator(self, func):
+        async def wrapper(*args, **kwargs):
+            agen = func(*args, **kwargs)
+            sent, thrown = None, None
+            while True:
+                try:
+                    with self:
+                        item = await (agen.asend(sent) if thrown is None else agen.athrow(thrown))
+                except StopAsyncIteration:
+                    return
+                sent, thrown = None, None
+                try:
+                    sent = yield item
+                except GeneratorExit:  # aclose() while suspended at a yield: its cleanup is a stretch too
+                    with self:
+                        await agen.aclose()
+                    raise
+                except BaseException as exc:  # thrown in by the consumer: on to the generator
+                    thrown = exc
         return wrapper

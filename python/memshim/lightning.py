@@ -10,7 +10,7 @@ metrics file's flat keys: `fit_mem_cpu_alloc_delta`, `fit_mem_cpu_peaked_delta`,
 training, validation and test epoch end (so far, the stage being open), hence to every logger and
 to what `trainer.validate()` / `trainer.test()` return; at the end of fit and predict, where
 Lightning allows no `log`, the final numbers go to each of `trainer.loggers` directly.  The last
-numbers of each stage, exact, are in `callback.metrics`.
+numbers of each stage, exact, are in `callback.metrics`; loggers get them as floats, at every point.
 
 When torch.distributed is initialised (ddp), every rank's numbers are gathered at each of those
 points on the job's own process group (memshim.ranks): `KEY_max`, `KEY_max_rank` (which rank had
@@ -35,6 +35,11 @@ STAGES = ("fit", "validate", "test", "predict")
 # Lightning advises sync_dist=True for every key logged per epoch under ddp; ours are per rank on
 # purpose (the gathered keys say the rest): that advice, for our keys only, is not shown.
 _SYNC_ADVICE = r"It is recommended to use `self\.log\('(%s)_(mem_|runtime)" % "|".join(STAGES)
+
+
+def _floats(numbers):
+    """What loggers get: floats, at every point (callback.metrics keeps the exact ints)."""
+    return {k: float(v) for k, v in numbers.items()}
 
 
 class MemshimCallback(Callback):
@@ -80,13 +85,13 @@ class MemshimCallback(Callback):
         return out
 
     def _log(self, pl_module, stage):
-        numbers = self._numbers(stage)
+        numbers = _floats(self._numbers(stage))
         if numbers:
-            pl_module.log_dict({k: float(v) for k, v in numbers.items()}, on_step=False, on_epoch=True,
-                               sync_dist=False, rank_zero_only=ranks.distributed())
+            pl_module.log_dict(numbers, on_step=False, on_epoch=True, sync_dist=False,
+                               rank_zero_only=ranks.distributed())
 
     def _to_loggers(self, trainer, stage):
-        numbers = self._numbers(stage)
+        numbers = _floats(self._numbers(stage))
         if numbers:
             for logger in trainer.loggers:
                 logger.log_metrics(numbers, step=trainer.global_step)

@@ -1,6 +1,6 @@
 # The wheel (make wheel) in a clean venv and in a root with glibc alone, the pytest plugin, the
-# Lightning callback and the gather across ranks; driven by pytest from the tools venv
-# (packaging/requirements-tools.txt), the Lightning runs in the project venv.
+# Lightning callback and the gather across ranks, the explicit API; driven by pytest from the tools
+# venv (packaging/requirements-tools.txt), the Lightning runs in the project venv.
 PACKAGING_PYTEST = $(TOOLS_PY) -m pytest -q -p no:cacheprovider
 
 .PHONY: check-wheel
@@ -26,3 +26,13 @@ check-lightning: $(BUILD)/libmemshim.so $(TOOLS_VENV)/.requirements $(VENV)/.req
 		$(PACKAGING_PYTEST) tests/packaging/test_lightning.py
 
 CHECK_TARGETS += check-lightning
+
+# The package's explicit API from the checkout: memshim.stage on plain, async def, generator and
+# async generator functions on every installed Python, preloaded and not; `memshim --help`'s
+# default stages against shim/core/config.c.
+.PHONY: check-python-api
+check-python-api: $(BUILD)/libmemshim.so $(TOOLS_VENV)/.requirements $(VENV)/.requirements
+	@MEMSHIM_LIB=$(abspath $(BUILD)/libmemshim.so) MEMSHIM_VENV_PY=$(VENV_PY) \
+		$(PACKAGING_PYTEST) tests/packaging/test_api.py
+
+CHECK_TARGETS += check-python-api

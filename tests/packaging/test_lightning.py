@@ -56,6 +56,9 @@ def test_callback_logs_each_stage_and_pinned_stages_bind(tmp_path):
     assert keys["predict_mem_cpu_peaked_delta"] == res["callback"]["predict_mem_cpu_peaked_delta"]
     assert "test_mem_cpu_peaked_delta" in res["test"][0] and "validate_runtime" in res["validate"][0]
     assert "_max_rank" not in " ".join(keys)  # one process: nothing gathered
+    # Loggers get floats at every point, the end of fit and predict (logged directly) included.
+    ours = [k for r in res["logged"] for k in r["not_floats"] if "_mem_" in k or "_runtime" in k]
+    assert ours == [], ours
     doc = json.load(open(str(tmp_path / "m.json")))
     calls = {s["name"]: s["calls"] for s in doc["stages"]}
     assert calls["fit"] == 1 and calls["predict"] == 1 and calls["test"] == 1

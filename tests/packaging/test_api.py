@@ -1,0 +1,75 @@
+"""The memshim package's explicit API from a checkout (python/ on PYTHONPATH): memshim.stage as a
+decorator on plain, async def, generator and async generator functions, on each Python the
+machine has, with the library preloaded and without; begin/end without the library; the default
+stages `memshim --help` shows against the shim's own (shim/core/config.c)."""
+import json
+import os
+import re
+import subprocess
+
+import pytest
+
+ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
+LIB = os.environ.get("MEMSHIM_LIB") or os.path.join(ROOT, "build", "libmemshim.so")
+FIXTURES = os.path.join(os.path.dirname(__file__), "fixtures")
+MIB = 1 << 20
+PYTHONS = ["/root/.pyenv/versions/%s/bin/python" % v for v in ("3.8.18", "3.9.18", "3.10.13", "3.11.7", "3.12.1",
+                                                               "3.13.0")]
+PYTHONS.append(os.environ.get("MEMSHIM_VENV_PY") or os.path.join(ROOT, ".venv", "bin", "python"))
+
+# Each stage's calls, MiB kept per call, as fixtures/stage_kinds.py makes them: a generator's
+# stretches (next/send/throw to the next yield or the end) and close() of a suspended one.
+CALLS = {"plain": [1], "coro": [7], "coro_raises": [1], "gen": [3, 2, 1, 0], "gen_thrown": [2, 4, 0],
+         "gen_closed": [2, 5], "agen": [2, 1, 0], "agen_closed": [1, 6]}
+SEEN = {"kinds": [True, True, True, True], "names": ["plain", "coro", "gen", "agen"],
+        "wrapped": ["coro", "gen", "agen"], "plain": 1, "coro": 7, "coro_raises": "'inside'",
+        "gen": [[3, 2, 1], ["a", "b", "c"]], "gen_thrown": [1, -1], "gen_closed": 1, "agen": [2, 1, "stop"],
+        "agen_closed": 1, "begin_end": [0, 0]}
+
+
+def run(tmp_path, python, preload):
+    env = {k: v for k, v in os.environ.items() if not k.startswith("MEMSHIM_") and k != "LD_PRELOAD"}
+    env.update(PYTHONPATH=os.path.join(ROOT, "python"), MEMSHIM_OUTPUT=str(tmp_path / "m.json"))
+    if preload:
+        env["LD_PRELOAD"] = LIB
+    r = subprocess.run([python, os.path.join(FIXTURES, "stage_kinds.py")], cwd=str(tmp_path), env=env,
+                       stdout=subprocess.PIPE, stderr=subprocess.PIPE, universal_newlines=True, timeout=120)
+    assert r.returncode == 0, r.stdout + r.stderr
+    return json.loads(r.stdout)
+
+
+@pytest.mark.parametrize("python", PYTHONS, ids=lambda p: p.split("/")[-3])
+def test_decorator_measures_each_kind_of_function(tmp_path, python):
+    if not os.path.exists(python):
+        pytest.skip("no " + python)
+    seen = run(tmp_path, python, preload=True)
+    assert seen.pop("active") is True
+    assert seen == SEEN
+    stages = {s["name"]: s for s in json.load(open(str(tmp_path / "m.json")))["stages"]}
+    for name, mib in CALLS.items():
+        s = stages[name]
+        kept = [int(round(float(h["cpu_alloc_delta"]) / MIB)) for h in s["history"]]
+        assert (s["calls"], kept) == (len(mib), mib), name
+        assert not s.get("open"), name
+    assert stages["api"]["calls"] == 1
+
+
+@pytest.mark.parametrize("python", PYTHONS[:1] + PYTHONS[-1:], ids=lambda p: p.split("/")[-3])
+def test_without_the_library_the_program_runs_the_same(tmp_path, python):
+    if not os.path.exists(python):
+        pytest.skip("no " + python)
+    seen = run(tmp_path, python, preload=False)
+    assert seen.pop("active") is False
+    assert seen == SEEN  # begin() and end() return 0, as memshim_stage_begin/_end when not tracking
+    assert not os.path.exists(str(tmp_path / "m.json"))
+
+
+def test_help_shows_the_shims_default_stages():
+    source = open(os.path.join(ROOT, "shim", "core", "config.c")).read()
+    body = re.search(r"ms_default_stages\[\]\s*=\s*((?:\s*\"[^\"]*\")+)\s*;", source).group(1)
+    default = "".join(re.findall(r"\"([^\"]*)\"", body))
+    assert default.startswith("init=transformers.trainer:Trainer.__init__,")
+    shown = subprocess.run(["sh", os.path.join(ROOT, "scripts", "memshim"), "--help"], stdout=subprocess.PIPE,
+                           universal_newlines=True).stdout
+    after = shown.split("Default: the Hugging Face Trainer's", 1)[1].split("\n--output", 1)[0]
+    assert default in "".join(after.split()), after
