@@ -64,14 +64,24 @@ EXPORT int memshim_snapshot(void)
 	return ms_report_write("snapshot", 0, 0);
 }
 
-EXPORT long memshim_metrics_json(char *buf, size_t size)
+static long metrics_json(char *buf, size_t size, int brief)
 {
 	if (!ms_active || (!buf && size))
 		return -1;
 	int saved = errno;
-	long n = ms_report_to_buffer(buf, size);
+	long n = ms_report_to_buffer(buf, size, brief);
 	errno = saved;
 	return n;
+}
+
+EXPORT long memshim_metrics_json(char *buf, size_t size)
+{
+	return metrics_json(buf, size, 0);
+}
+
+EXPORT long memshim_metrics_json_brief(char *buf, size_t size)
+{
+	return metrics_json(buf, size, 1);
 }
 
 EXPORT int memshim_active(void)

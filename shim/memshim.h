@@ -44,6 +44,11 @@ int memshim_snapshot(void);
  * The labelled calls (memshim_stage_begin_labelled) are left out: the metrics file has them. */
 long memshim_metrics_json(char *buf, size_t size);
 
+/* As memshim_metrics_json, without the timeline and the call sites: the numbers alone, a few KB
+ * where the whole document may be megabytes (asking while a stage is open counts what the program
+ * does with the copy: parsing a megabyte of JSON in Python peaks ~5 MB). */
+long memshim_metrics_json_brief(char *buf, size_t size);
+
 /* 1 when the library is preloaded and tracking this process, else 0. */
 int memshim_active(void);
 

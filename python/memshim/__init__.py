@@ -61,10 +61,13 @@ def _load():
         labelled.argtypes = [ctypes.c_char_p, ctypes.c_char_p]
         labelled.restype = ctypes.c_int
     api += (labelled,)
-    live = getattr(lib, "memshim_metrics_json", None), getattr(lib, "memshim_active", None)
-    if live[0] is not None:
-        live[0].argtypes = [ctypes.c_char_p, ctypes.c_size_t]
-        live[0].restype = ctypes.c_long
+    live = (getattr(lib, "memshim_metrics_json", None), getattr(lib, "memshim_active", None),
+            getattr(lib, "memshim_metrics_json_brief", None))  # the brief one: libraries from 12-2026 on
+    for fn in (live[0], live[2]):
+        if fn is not None:
+            fn.argtypes = [ctypes.c_char_p, ctypes.c_size_t]
+            fn.restype = ctypes.c_long
+    if live[1] is not None:
         live[1].argtypes = []
         live[1].restype = ctypes.c_int
     return api, live
@@ -89,12 +92,16 @@ def _not_active():
 def report():
     """The whole metrics document so far, as the metrics file would hold it now ("reason": "live",
     "complete": False; open stages have "open": True and their numbers so far)."""
+    return _document(_live[0] if _live else None)
+
+
+def _document(fetch):
     if not active():
         raise _not_active()
     size = 1 << 16
     while True:
         buf = ctypes.create_string_buffer(size)
-        n = _live[0](buf, size)
+        n = fetch(buf, size)
         if n < 0:
             raise _not_active()
         if n < size:
@@ -117,8 +124,9 @@ def _open_stage_keys(stage):
 
 def metrics():
     """The flat metrics so far, with the metrics file's keys: completed calls of every stage, and
-    open stages as they stand (their current call's numbers so far)."""
-    doc = report()
+    open stages as they stand (their current call's numbers so far).  Read from the document without
+    its timeline and call sites, so that asking inside a stage adds kilobytes to it, not megabytes."""
+    doc = _document((_live[2] or _live[0]) if _live else None)
     flat = dict(doc.get("metrics", {}))
     for s in doc.get("stages", []):
         if s.get("open"):

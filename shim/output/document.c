@@ -151,7 +151,8 @@ static void write_stage(struct ms_json *w, const struct ms_doc *d, int id)
 		ms_json_uint(w, "gpu_call", s->max_gpu_call);
 	}
 	ms_json_end_object(w);
-	write_history(w, s, gpu);
+	if (!d->brief)
+		write_history(w, s, gpu);
 	write_matched_functions(w, d, s->name);
 	if (d->stage_sites)
 		d->stage_sites(w, id, sp);

@@ -52,6 +52,7 @@ struct ms_doc {
 	void (*each_ambiguous)(const char *stage, ms_doc_function_fn fn, void *ctx);
 	void (*each_native)(ms_doc_native_fn fn, void *ctx);               /* native/ */
 	unsigned python_hook_lost; /* python/: times another tool held the frame hook (0: key absent) */
+	int brief;                /* the numbers alone: no call history (memshim_metrics_json_brief) */
 	void (*stage_sites)(struct ms_json *w, int id, const struct ms_span *sp); /* output/peak_sites.c */
 	void (*sites_summary)(struct ms_json *w);
 };

@@ -101,7 +101,7 @@ static void gpu_into(struct ms_doc *d)
 /* The state of the document from the engine, counters, CUDA and Python layers; then the call sites
  * at the stages' peaks.  Returns 1 when the sites were taken (release them with
  * ms_peak_sites_end). */
-static int gather(struct ms_doc *d, const char *reason, int sig, int complete)
+static int gather(struct ms_doc *d, const char *reason, int sig, int complete, int brief)
 {
 	struct timespec ts;
 	clock_gettime(CLOCK_REALTIME, &ts);
@@ -117,22 +117,31 @@ static int gather(struct ms_doc *d, const char *reason, int sig, int complete)
 		ms_stages_copy(&snap, ms_elapsed());
 	counters_into(d);
 	gpu_into(d);
-	if (ms_cfg.timeline) {
+	if (ms_cfg.timeline && !brief) {
 		ms_timeline_copy(&tl_snap, in_handler);
 		d->timeline = &tl_snap;
 	}
 	d->python_hook_lost = ms_py_frame_hook_lost();
 	d->labelled = ms_labels_table(&d->nlabelled, &d->labelled_dropped, &d->labelled_generation);
 	int ids[MS_MAX_STAGES];
+	if (brief) { /* the numbers alone: no timeline, history, call sites or labelled calls */
+		d->brief = 1;
+		d->stage_sites = NULL;
+		d->sites_summary = NULL;
+		d->labelled = NULL;
+		return 0;
+	}
 	return ms_peak_sites_begin(ids, ms_document_order(&snap, ids), in_handler);
 }
 
 /* The whole document into W, initialised by the caller for a file or a buffer; the labelled calls
  * go into files only (a program that labels every call would pay for all of them each time it asks
- * memshim_metrics_json for its numbers: pytest --memshim after each phase of each test). */
-static void write_document(struct ms_json *w, const char *reason, int sig, int complete)
+ * memshim_metrics_json for its numbers: pytest --memshim after each phase of each test).  BRIEF:
+ * the numbers without the timeline and call sites (a stage open while the program asks would
+ * otherwise count the parsing of a megabyte of them). */
+static void write_document(struct ms_json *w, const char *reason, int sig, int complete, int brief)
 {
-	int sites = gather(&doc, reason, sig, complete);
+	int sites = gather(&doc, reason, sig, complete, brief);
 	if (w->to_memory)
 		doc.labelled = NULL;
 	ms_document_write(w, &doc);
@@ -190,7 +199,7 @@ static int write_in_place(const char *path, const char *reason, int sig, int com
 	if (fl >= 0)
 		fcntl(fd, F_SETFL, fl & ~O_NONBLOCK);
 	ms_json_init(&w, fd);
-	write_document(&w, reason, sig, complete);
+	write_document(&w, reason, sig, complete, 0);
 	int e = finish(&w, fd);
 	return e ? fail(path, e) : 0;
 }
@@ -221,7 +230,7 @@ static int write_replacing(const char *path, const char *reason, int sig, int co
 	if (fd < 0)
 		return fail(path, errno);
 	ms_json_init(&w, fd);
-	write_document(&w, reason, sig, complete);
+	write_document(&w, reason, sig, complete, 0);
 	int e = finish(&w, fd);
 	if (!e && renameat(where.dirfd, tmp, where.dirfd, where.name) < 0)
 		e = errno;
@@ -326,7 +335,7 @@ int ms_report_try_snapshot(void)
 	return rc;
 }
 
-long ms_report_to_buffer(char *buf, size_t size)
+long ms_report_to_buffer(char *buf, size_t size, int brief)
 {
 	static struct ms_json w MS_LARGE;
 	if (acquire_writer(0) < 0)
@@ -334,7 +343,7 @@ long ms_report_to_buffer(char *buf, size_t size)
 	int saved = errno;
 	ms_tls_guard++;
 	ms_json_init_memory(&w, buf, size);
-	write_document(&w, "live", 0, 0);
+	write_document(&w, "live", 0, 0, brief);
 	long rc = ms_json_finish(&w) < 0 ? -1 : (long)w.mem_len;
 	ms_tls_guard--;
 	release_writer();

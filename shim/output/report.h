@@ -10,8 +10,9 @@
 int ms_report_write(const char *reason, int sig, int complete);
 
 /* The metrics so far as the file's JSON ("reason": "live", open stages as they stand) into BUF,
- * NUL-terminated when SIZE > 0; returns the whole length (more than SIZE - 1: it was cut). */
-long ms_report_to_buffer(char *buf, size_t size);
+ * NUL-terminated when SIZE > 0; returns the whole length (more than SIZE - 1: it was cut).  BRIEF:
+ * without the timeline, call sites and labelled calls. */
+long ms_report_to_buffer(char *buf, size_t size, int brief);
 
 /* A snapshot from wherever memory moved: gives up at once when another file is being written or
  * the final file was, and reads the engine as a handler does.  0, or -1 (nothing written). */
