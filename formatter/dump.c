@@ -237,6 +237,20 @@ static void mf_print_unmatched(FILE *out, const struct mf_file *f)
 			(long long)json_integer_value(lost), json_integer_value(lost) == 1 ? "" : "s");
 }
 
+/* A run where no stage began shows only init, from load to exit: say where stages come from. */
+static void mf_print_no_stage(FILE *out, const struct mf_file *f)
+{
+	size_t i;
+	json_t *s;
+	if (f->forked || !json_array_size(f->stages) || json_array_size(json_object_get(f->root, "unmatched_targets")))
+		return;
+	json_array_foreach(f->stages, i, s)
+		if (!json_is_true(json_object_get(s, "implicit")) || !json_is_true(json_object_get(s, "closed_at_exit")))
+			return;
+	fputs("memshim: no stage began, so init is the whole run; stages come from MEMSHIM_STAGES (unset: Hugging "
+	      "Face Trainer's methods), e.g. memshim run --stages fit=Trainer.fit -- python script.py\n\n", out);
+}
+
 void mf_print_header(FILE *out, const struct mf_file *f)
 {
 	fprintf(out, "==> %s: pid %lld", f->path, f->pid);
@@ -273,6 +287,7 @@ void mf_dump_file(FILE *out, const struct mf_file *f, const struct mf_opts *o)
 	}
 	mf_print_unreturned(out, f);
 	mf_print_unmatched(out, f);
+	mf_print_no_stage(out, f);
 	if (o->stage) {
 		const struct mf_group *g = mf_pick(&gs, o->stage);
 		if (g)
