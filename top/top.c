@@ -1,7 +1,8 @@
 /* memshim-top (`memshim top`): this user's running memshim processes on this host, one row per
  * process (a rank is a process), read from their live records (shim/output/live_record.h through
  * formatter/live.c): open stages, CPU and GPU live and peak, runtime, the age of the last update.
- * Processes killed with SIGKILL keep their record and stay, marked, with their last numbers.
+ * Processes killed with SIGKILL keep their record and stay, marked, with their last numbers, after
+ * the running ones; those gone for over an hour are counted, not listed, unless asked (--all, DIR).
  * A curses view refreshed every second; --once prints one table, --json one JSON document. */
 #include "mf.h"
 #include "live.h"
@@ -16,18 +17,24 @@
 #include <unistd.h>
 
 static const char top_usage[] =
-	"usage: memshim top [--once | --json] [--sort KEY] [DIR...]\n"
+	"usage: memshim top [--once | --json] [--sort KEY] [--all] [DIR...]\n"
 	"Shows this user's running memshim processes on this host from their live records: pid,\n"
 	"rank, command, open stages (outermost first), CPU and GPU memory live and peak (GPU per\n"
 	"device), runtime and the time since the last update.  Processes killed with SIGKILL are\n"
-	"kept, marked \"killed\", with their last numbers (memshim-format --recover RECORD -o FILE\n"
-	"writes one out).  Records are read from $MEMSHIM_LIVE_DIR, $XDG_RUNTIME_DIR/memshim or\n"
+	"kept, marked \"killed\", with their last numbers, listed after the running ones; those\n"
+	"gone for over an hour are only counted unless --all or a DIR is given (memshim-format\n"
+	"--recover RECORD -o FILE writes one out; removing the record forgets it).  Records are read from $MEMSHIM_LIVE_DIR, $XDG_RUNTIME_DIR/memshim or\n"
 	"/dev/shm/memshim-<uid>; each DIR adds the records in DIR (a MEMSHIM_LIVE_DIR) and shows only\n"
 	"records in DIR or of processes writing their metrics file under DIR (a run directory).\n"
 	"  --once       prints one table and exits\n"
 	"  --json       prints one JSON array (one object per process) and exits\n"
 	"  --sort KEY   cpu (live CPU, the default), peak, gpu, pid, rank, time, update\n"
-	"Keys in the live view: c p P g r t u sort as above (p: pid, P: peak), R reverses, q quits.\n";
+	"  --all        also lists processes gone for over an hour\n"
+	"Keys in the live view: c p P g r t u sort as above (p: pid, P: peak), R reverses, a shows\n"
+	"all, q quits.\n";
+
+/* A gone process's record is listed for this long after its last update (longer with --all). */
+#define GONE_LISTED_S 3600.0
 
 enum key { K_CPU, K_PEAK, K_GPU, K_PID, K_RANK, K_TIME, K_UPDATE };
 static const char *const key_names[] = { "cpu", "peak", "gpu", "pid", "rank", "time", "update" };
@@ -42,6 +49,7 @@ struct rows {
 	struct row *v;
 	size_t n, cap;
 	size_t bad;          /* records that could not be read */
+	size_t hidden;       /* records of processes gone for over GONE_LISTED_S, not listed */
 };
 
 struct top {
@@ -51,6 +59,7 @@ struct top {
 	size_t nruns;
 	enum key sort;
 	int reverse;
+	int all;             /* --all: list every gone process, however old */
 };
 
 static double now_unix(void)
@@ -87,6 +96,12 @@ static int seen(const struct rows *rs, const char *path)
 	return 0;
 }
 
+/* A gone process stays listed for an hour, or always with --all or when a run directory is named. */
+static int listed_when_gone(const struct top *t, const struct ms_live_record *r)
+{
+	return t->all || t->nruns || now_unix() - r->update_unix <= GONE_LISTED_S;
+}
+
 static void read_dir(const struct top *t, const char *dir, struct rows *rs, FILE *err)
 {
 	DIR *d = opendir(dir);
@@ -99,14 +114,16 @@ static void read_dir(const struct top *t, const char *dir, struct rows *rs, FILE
 		struct ms_live_record *r = mf_xmalloc(sizeof *r);
 		int torn = 0, ok = !seen(rs, path) && mf_live_read(path, r, &torn, err) == 0;
 		rs->bad += !ok && !seen(rs, path);
-		if (!ok || !wanted(t, dir, r->output)) {
+		int alive = ok && mf_live_alive(r), old = ok && !alive && !listed_when_gone(t, r);
+		rs->hidden += ok && old && wanted(t, dir, r->output);
+		if (!ok || old || !wanted(t, dir, r->output)) {
 			free(path);
 			free(r);
 			continue;
 		}
 		if (rs->n == rs->cap)
 			rs->v = mf_xrealloc(rs->v, (rs->cap = rs->cap ? rs->cap * 2 : 16) * sizeof *rs->v);
-		rs->v[rs->n++] = (struct row){ path, r, mf_live_alive(r), torn };
+		rs->v[rs->n++] = (struct row){ path, r, alive, torn };
 	}
 	if (d)
 		closedir(d);
@@ -139,12 +156,14 @@ static int cmp_num(double a, double b)
 	return a < b ? -1 : a > b;
 }
 
-/* Largest first for memory and time, smallest first for pid and rank. */
+/* Running processes first; then largest first for memory and time, smallest first for pid and rank. */
 static int by_key(const void *pa, const void *pb)
 {
 	const struct row *a = pa, *b = pb;
 	double now = now_unix();
 	int c = 0;
+	if (a->alive != b->alive)
+		return b->alive - a->alive;
 	switch (sorting->sort) {
 	case K_CPU: c = cmp_num((double)b->r->live[MS_LIVE_CPU], (double)a->r->live[MS_LIVE_CPU]); break;
 	case K_PEAK: c = cmp_num((double)b->r->peak[MS_LIVE_CPU], (double)a->r->peak[MS_LIVE_CPU]); break;
@@ -320,6 +339,8 @@ static void print_table(FILE *out, const struct rows *rs)
 	free(all);
 	if (!rs->n)
 		fprintf(out, "(no memshim process with a live record)\n");
+	if (rs->hidden)
+		fprintf(out, "(%zu more of processes gone for over an hour: memshim top --all lists them)\n", rs->hidden);
 }
 
 static json_t *comp(int64_t live, int64_t peak)
@@ -419,8 +440,11 @@ static void draw(const struct top *t, const struct rows *rs)
 				w[k] = mf_width(all[i][k]);
 	}
 	erase();
-	mvprintw(0, 0, "memshim top: %zu process%s (%zu killed)%s, sorted by %s%s; q quits, c p P g r t u "
-		 "sort, R reverses", rs->n, rs->n == 1 ? "" : "es", killed,
+	char more[64] = "";
+	if (rs->hidden)
+		snprintf(more, sizeof more, "; %zu more gone over an hour ago", rs->hidden);
+	mvprintw(0, 0, "memshim top: %zu process%s (%zu gone%s)%s, sorted by %s%s; q quits, c p P g r t u sort, "
+		 "R reverses, a lists all", rs->n, rs->n == 1 ? "" : "es", killed, more,
 		 rs->bad ? " + unreadable records" : "", key_names[t->sort], t->reverse ? " (reversed)" : "");
 	attron(A_REVERSE);
 	move(2, 0);
@@ -458,6 +482,7 @@ static int key(struct top *t, int ch)
 	case 't': t->sort = K_TIME; break;
 	case 'u': t->sort = K_UPDATE; break;
 	case 'R': t->reverse = !t->reverse; break;
+	case 'a': t->all = !t->all; break;
 	default: break;
 	}
 	return 0;
@@ -509,6 +534,8 @@ int main(int argc, char **argv)
 			once = 1;
 		else if (!strcmp(a, "--json"))
 			as_json = 1;
+		else if (!strcmp(a, "--all"))
+			t.all = 1;
 		else if (!strcmp(a, "-h") || !strcmp(a, "--help"))
 			return fputs(top_usage, stdout), MF_OK;
 		else if (!strcmp(a, "--sort") && i + 1 < argc) {

@@ -19,19 +19,21 @@ static char build_dir[PATH_MAX];
 /* Runs build/gpu/fx_linked SCENARIO under the shim with the stand-in driver; its file, or NULL. */
 static json_t *run_killed(const char *scenario, char *dir, int *status)
 {
-	char exe[PATH_MAX + 32], lib[PATH_MAX + 32], libdir[PATH_MAX + 32], out[PATH_MAX + 32];
+	char exe[PATH_MAX + 32], lib[PATH_MAX + 32], libdir[PATH_MAX + 32], out[PATH_MAX + 32], live[PATH_MAX + 32];
 	snprintf(dir, PATH_MAX, "/tmp/memshim-gpu-order-XXXXXX");
 	ck_assert_ptr_nonnull(mkdtemp(dir));
 	snprintf(exe, sizeof exe, "%s/gpu/fx_linked", build_dir);
 	snprintf(lib, sizeof lib, "%s/libmemshim.so", build_dir);
 	snprintf(libdir, sizeof libdir, "%s/gpu", build_dir);
 	snprintf(out, sizeof out, "%s/m.json", dir);
+	snprintf(live, sizeof live, "%s/live", dir); /* the killed run's record stays in the test's directory */
 	pid_t pid = fork();
 	ck_assert_int_ge(pid, 0);
 	if (pid == 0) {
 		setenv("LD_PRELOAD", lib, 1);
 		setenv("LD_LIBRARY_PATH", libdir, 1);
 		setenv("MEMSHIM_OUTPUT", out, 1);
+		setenv("MEMSHIM_LIVE_DIR", live, 1);
 		unsetenv("MEMSHIM_DISABLE");
 		unsetenv("MEMSHIM_SNAPSHOT_INTERVAL");
 		execl(exe, exe, scenario, (char *)NULL);

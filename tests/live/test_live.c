@@ -40,7 +40,7 @@ static void fresh_dir(void)
  * (may be NULL). */
 static char **live_env(const char *live, const char *extra)
 {
-	static char livevar[PATH_MAX + 32];
+	static char livevar[PATH_MAX + 64];
 	snprintf(livevar, sizeof livevar, "MEMSHIM_LIVE_DIR=%s", live ? live : "");
 	const char *env[] = { live ? livevar : "MEMSHIM_LIVE_DIR", extra, NULL };
 	return shim_env(dir, env);
@@ -168,6 +168,58 @@ static void top_lists(pid_t pid, const char *state, const char *stage)
 	ck_assert_str_eq(json_string_value(json_array_get(json_object_get(r, "open_stages"), 0)), stage);
 	json_decref(rows);
 }
+
+/* Sets the last update of the record at PATH to AGO seconds before now (an old killed run). */
+static void age_record(const char *path, double ago)
+{
+	struct ms_live_record r;
+	int fd = open(path, O_RDWR);
+	ck_assert_int_ge(fd, 0);
+	ck_assert_int_eq(pread(fd, &r, sizeof r, 0), (ssize_t)sizeof r);
+	r.update_unix = (double)time(NULL) - ago;
+	ck_assert_int_eq(pwrite(fd, &r, sizeof r, 0), (ssize_t)sizeof r);
+	close(fd);
+}
+
+/* Where ROW_PID's row starts in OUT (a `memshim top --once` table), or NULL. */
+static const char *row_of(const char *out, pid_t pid)
+{
+	char want[32];
+	snprintf(want, sizeof want, "\n%d ", (int)pid);
+	return strstr(out, want);
+}
+
+/* `memshim top` without a run directory: the running first, a process gone for over an hour
+ * counted under the table, not listed, unless --all. */
+START_TEST(top_lists_the_running_first_and_counts_old_gone_ones)
+{
+	char out[1 << 15], names[4][PATH_MAX], runtime[PATH_MAX + 32], env_live[PATH_MAX + 32];
+	fresh_dir();
+	snprintf(runtime, sizeof runtime, "XDG_RUNTIME_DIR=%s", dir); /* top's default directory: DIR/memshim */
+	snprintf(env_live, sizeof env_live, "%s/memshim", dir);
+	pid_t old = spawn_fixture("climb", live_env(env_live, NULL));
+	wait_for(ready);
+	kill(old, SIGKILL);
+	wait_status(old);
+	ck_assert_int_eq(records(env_live, names, 4), 1);
+	age_record(names[0], 7200);
+	unlink(ready);
+	pid_t running = spawn_fixture("climb", live_env(env_live, NULL));
+	wait_for(ready);
+	const char *once[] = { "/usr/bin/env", "-u", "MEMSHIM_LIVE_DIR", runtime, built("memshim-top"), "--once", NULL };
+	ck_assert_int_eq(run_tool(once, out, sizeof out), 0);
+	ck_assert_msg(row_of(out, running) && !row_of(out, old), "%s", out);
+	ck_assert_msg(strstr(out, "(1 more of processes gone for over an hour: memshim top --all lists them)"), "%s", out);
+	const char *all[] = { "/usr/bin/env", "-u", "MEMSHIM_LIVE_DIR", runtime, built("memshim-top"), "--once", "--all",
+			      "--sort", "pid", NULL };
+	ck_assert_int_eq(run_tool(all, out, sizeof out), 0);
+	const char *r = row_of(out, running), *k = row_of(out, old);
+	ck_assert_msg(r && k && r < k && !strstr(out, "more of processes gone"), "%s", out);
+	ck_assert_msg(strstr(k, "killed"), "%s", out);
+	kill(running, SIGKILL);
+	wait_status(running);
+}
+END_TEST
 
 /* The issue's fixture: 40 then 30 MiB in "train", SIGKILL 1.5 s after the climb.  The snapshot
  * file shows the stage at its start; the record shows the climb. */
@@ -625,8 +677,8 @@ static int tmux(const char *args, char *out, size_t size)
 	return run_tool(argv, out, size);
 }
 
-/* The curses view in a terminal (tmux): rows of a running and a killed process, sorting by pid
- * with a key, and q quits. */
+/* The curses view in a terminal (tmux): rows of a running and a killed process (the running first),
+ * sorting by pid with a key, and q quits. */
 START_TEST(the_curses_view_shows_running_and_killed_processes)
 {
 	char out[1 << 15], cmd[8192], session[64], want[64];
@@ -664,11 +716,11 @@ START_TEST(the_curses_view_shows_running_and_killed_processes)
 		tmux(capture, out, sizeof out);
 	}
 	ck_assert_msg(strstr(out, "sorted by pid"), "%s", out);
-	const char *first = strstr(out, "\n") ? strstr(out, "PID") : NULL; /* smaller pid first */
+	const char *first = strstr(out, "\n") ? strstr(out, "PID") : NULL; /* the running first, whatever the key */
 	char a[32], b[32];
-	snprintf(a, sizeof a, "\n%d ", (int)(dead < pid ? dead : pid));
-	snprintf(b, sizeof b, "\n%d ", (int)(dead < pid ? pid : dead));
-	ck_assert(first && strstr(first, a) && strstr(first, b) && strstr(first, a) < strstr(first, b));
+	snprintf(a, sizeof a, "\n%d ", (int)pid);
+	snprintf(b, sizeof b, "\n%d ", (int)dead);
+	ck_assert_msg(first && strstr(first, a) && strstr(first, b) && strstr(first, a) < strstr(first, b), "%s", out);
 	snprintf(cmd, sizeof cmd, "tmux -L %s send-keys -t %s q", session, session);
 	ck_assert_int_eq(tmux(cmd, out, sizeof out), 0);
 	int gone = 0;
@@ -786,6 +838,7 @@ int main(void)
 	TCase *tc = tcase_create("record");
 	tcase_set_timeout(tc, 60);
 	tcase_add_test(tc, a_killed_climb_is_recovered_from_its_record);
+	tcase_add_test(tc, top_lists_the_running_first_and_counts_old_gone_ones);
 	tcase_add_test(tc, memshim_run_recovers_a_killed_run);
 	tcase_add_test(tc, memshim_format_reads_a_record_of_a_running_process);
 	tcase_add_test(tc, a_fatal_signal_marks_the_record);

@@ -25,8 +25,9 @@ PINNED = ",".join("l%s=%s%s" % (s, TRAINER, s) for s in ("fit", "validate", "tes
 
 def run(tmp_path, argv, preload=True, **env):
     e = {k: v for k, v in os.environ.items() if not k.startswith("MEMSHIM_") and k != "LD_PRELOAD"}
+    # MEMSHIM_LIVE_DIR: a rank that torch's teardown aborts leaves its record here, not in the user's
     e.update(PYTHONPATH=os.path.join(ROOT, "python"), MEMSHIM_OUTPUT=str(tmp_path / "m.json"),
-             PYTHONWARNINGS="default", **env)
+             MEMSHIM_LIVE_DIR=str(tmp_path / "live"), PYTHONWARNINGS="default", **env)
     if preload:
         e["LD_PRELOAD"] = LIB
     return subprocess.run(argv, cwd=str(tmp_path), env=e, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
