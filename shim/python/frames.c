@@ -102,13 +102,25 @@ static long svarint(const unsigned char **p, const unsigned char *end)
 	return v & 1 ? -(v >> 1) : v >> 1;
 }
 
-/* 3.11+: the location table (PEP 657); UNIT is the code unit index of the instruction. */
-static int line_311(const unsigned char *t, long n, int line, long unit)
+/* A walk's state: W is where it starts (the table's start, or where an earlier walk stopped) and,
+ * on return, the entry the position was found in (its start), for the next walk to resume from. */
+static void walk_stop(struct ms_py_line_walk *w, long off, long addr, int line, int found)
 {
-	const unsigned char *p = t, *end = t + n;
-	long addr = 0;
-	int found = line;
+	w->off = off;
+	w->addr = addr;
+	w->line = line;
+	w->found = found;
+}
+
+/* 3.11+: the location table (PEP 657); UNIT is the code unit index of the instruction. */
+static int line_311(const unsigned char *t, long n, long unit, struct ms_py_line_walk *w)
+{
+	const unsigned char *p = t + w->off, *end = t + n;
+	long addr = w->addr;
+	int line = w->line, found = w->found;
 	while (p < end) {
+		const unsigned char *entry = p;
+		int line0 = line;
 		unsigned char b = *p++;
 		if (!(b & 128))
 			break;
@@ -130,8 +142,10 @@ static int line_311(const unsigned char *t, long n, int line, long unit)
 		} else {
 			p += 1;
 		}
-		if (unit < addr + len)
+		if (unit < addr + len) {
+			walk_stop(w, entry - t, addr, line0, found);
 			return has ? line : found;
+		}
 		if (has)
 			found = line;
 		addr += len;
@@ -139,36 +153,46 @@ static int line_311(const unsigned char *t, long n, int line, long unit)
 	return found;
 }
 
-/* 3.10: (byte delta, line delta) pairs; 3.8-3.9: lnotab (address increment, line increment). */
-static int line_310(const unsigned char *t, long n, int line, long byte)
+/* 3.10: (byte delta, line delta) pairs. */
+static int line_310(const unsigned char *t, long n, long byte, struct ms_py_line_walk *w)
 {
-	long addr = 0;
-	for (long i = 0; i + 1 < n; i += 2) {
+	long addr = w->addr;
+	int line = w->line;
+	for (long i = w->off; i + 1 < n; i += 2) {
 		long end = addr + t[i];
 		signed char d = (signed char)t[i + 1];
+		int line0 = line;
 		if (d != -128)
 			line += d;
-		if (byte >= addr && byte < end)
+		if (byte >= addr && byte < end) {
+			walk_stop(w, i, addr, line0, line0);
 			return line;
+		}
 		addr = end;
 	}
 	return line;
 }
 
-static int line_38(const unsigned char *t, long n, int line, long byte)
+/* 3.8-3.9: lnotab (address increment, line increment). */
+static int line_38(const unsigned char *t, long n, long byte, struct ms_py_line_walk *w)
 {
-	long addr = 0;
-	for (long i = 0; i + 1 < n; i += 2) {
-		addr += t[i];
-		if (addr > byte)
+	long addr = w->addr;
+	int line = w->line;
+	for (long i = w->off; i + 1 < n; i += 2) {
+		if (addr + t[i] > byte) {
+			walk_stop(w, i, addr, line, line);
 			break;
+		}
+		addr += t[i];
 		line += (signed char)t[i + 1];
 	}
 	return line;
 }
 
-/* The line FRAME (of CODE) is at; its first line when the table cannot be read. */
-static int frame_line_uncached(const void *frame, const void *code)
+/* The line FRAME (of CODE) is at; its first line when the table cannot be read.  WALK (may be
+ * NULL) is where an earlier walk of this thread stopped in some code object: resumed when it is
+ * this code's and not past the position. */
+static int frame_line_uncached(const void *frame, const void *code, struct ms_py_line_walk *walk)
 {
 	int first = *(const int *)((const char *)code + lay->co_firstlineno);
 	const void *table = word(code, lay->co_lines);
@@ -178,15 +202,24 @@ static int frame_line_uncached(const void *frame, const void *code)
 	const unsigned char *t = (const unsigned char *)table + BYTES_DATA;
 	if (n < 0 || n > (1L << 24))
 		return first;
+	long pos;
 	if (lay->minor >= 11) {
 		const char *instr = word(frame, lay->fr_instr);
 		const char *base = (const char *)code + lay->co_code;
-		return instr >= base ? line_311(t, n, first, (instr - base) / 2) : first;
+		if (instr < base)
+			return first;
+		pos = (instr - base) / 2;
+	} else {
+		int lasti = *(const int *)((const char *)frame + lay->fr_instr);
+		if (lasti < 0)
+			return first;
+		pos = lay->minor == 10 ? (long)lasti * 2 : lasti;
 	}
-	int lasti = *(const int *)((const char *)frame + lay->fr_instr);
-	if (lasti < 0)
-		return first;
-	return lay->minor == 10 ? line_310(t, n, first, (long)lasti * 2) : line_38(t, n, first, lasti);
+	struct ms_py_line_walk fresh = { code, table, 0, 0, first, first };
+	if (!walk || walk->code != code || walk->table != table || walk->addr > pos || walk->off < 0 || walk->off >= n)
+		walk = walk ? (*walk = fresh, walk) : &fresh;
+	return lay->minor >= 11 ? line_311(t, n, pos, walk) : lay->minor == 10 ? line_310(t, n, pos, walk)
+									      : line_38(t, n, pos, walk);
 }
 
 /* The line of FRAME, through CACHE when there is one.  The code object's line table is checked
@@ -197,12 +230,13 @@ static int frame_line(const void *frame, const void *code, struct ms_py_line_cac
 					 : *(const int *)((const char *)frame + lay->fr_instr);
 	const void *table = word(code, lay->co_lines);
 	if (!cache)
-		return frame_line_uncached(frame, code);
+		return frame_line_uncached(frame, code, NULL);
 	uintptr_t h = ((uintptr_t)code ^ (uintptr_t)pos * 0x9e3779b97f4a7c15ULL) >> 4;
 	__typeof__(cache->e[0]) *e = &cache->e[(h ^ (h >> 17)) % MS_PY_LINE_CACHE];
 	if (e->code == code && e->pos == pos && e->table == table)
 		return e->line;
-	int line = frame_line_uncached(frame, code);
+	uintptr_t c = (uintptr_t)code >> 4;
+	int line = frame_line_uncached(frame, code, &cache->walk[(c ^ (c >> 7)) % MS_PY_LINE_WALKS]);
 	e->code = code;
 	e->table = table;
 	e->pos = pos;

@@ -226,12 +226,21 @@ void *ms_py_current_frame(void);
  * previous sample's.  The caller keeps one per thread (never in TLS: static TLS is scarce for a
  * library loaded late). */
 #define MS_PY_LINE_CACHE 2048
+/* Where the last walk of a code object's line table stopped: a later position in the same code
+ * resumes there, so a long function run top to bottom is walked once, not once per sample. */
+#define MS_PY_LINE_WALKS 64
+struct ms_py_line_walk {
+	const void *code, *table;
+	long off, addr; /* the table entry's byte offset and the instruction position it starts at */
+	int line, found; /* the line before that entry, and the last line with a location */
+};
 struct ms_py_line_cache {
 	struct {
 		const void *code, *table;
 		intptr_t pos;
 		int line;
 	} e[MS_PY_LINE_CACHE];
+	struct ms_py_line_walk walk[MS_PY_LINE_WALKS];
 };
 /* The calling thread's Python frames, innermost first, into OUT (at most MAX); 0 outside Python.
  * Reads the interpreter's frames directly: no GIL, no allocation, signal-safe.  CACHE may be NULL. */

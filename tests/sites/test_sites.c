@@ -689,6 +689,51 @@ START_TEST(blocks_whose_stack_is_not_kept_still_count)
 }
 END_TEST
 
+/* The bytes of the sites of STAGE whose first frame is exactly FRAME. */
+static double site_at(json_t *stage, const char *frame)
+{
+	json_t *e;
+	size_t i;
+	double sum = 0;
+	json_array_foreach(json_object_get(stage, "peak_sites"), i, e)
+		if (!strcmp(json_string_value(json_array_get(json_object_get(e, "frames"), 0)), frame))
+			sum += (double)json_integer_value(json_object_get(e, "bytes"));
+	return sum;
+}
+
+/* sites_long.py under PY with ENV: each allocating line of run_work named with its bytes. */
+static void long_function_lines(const char *py, const char *const *env)
+{
+	char script[1024];
+	json_t *root = run_py_fixture(py, "sites_long.py", env, script);
+	json_t *work = stage_of(root, "work");
+	ck_assert_ptr_nonnull(work);
+	static const struct { int line, blocks; } want[] = { { 700, 1 }, { 1800, 1 }, { 2900, 1 }, { 3002, 1 }, { 3003, 1 }, { 3004, 2 } };
+	double named = 0;
+	for (size_t k = 0; k < sizeof want / sizeof *want; k++) {
+		char frame[64];
+		snprintf(frame, sizeof frame, "run_work (generated.py:%d)", want[k].line);
+		double got = site_at(work, frame), truth = (double)want[k].blocks * 8 * MiB;
+		ck_assert_msg(got >= truth && got <= truth + want[k].blocks * 64 * 1024.0, "%s: %s %.3f MiB", py, frame,
+			      got / MiB);
+		named += got;
+	}
+	double all = site_bytes(work, "peak_sites", "run_work (generated.py:");
+	ck_assert_msg(all - named < MiB, "%s: %.1f MiB at other lines of run_work", py, (all - named) / MiB);
+	json_decref(root);
+}
+
+/* A 3,000-line generated function: each 8 MiB block named at its own line, top to bottom and in a
+ * loop that jumps back (a walk of the line table resumed where the last one stopped, or not). */
+START_TEST(python_lines_of_a_long_function)
+{
+	const char *py = pythons[_i];
+	if (access(py, X_OK) != 0)
+		return;
+	long_function_lines(py, work_stage);
+}
+END_TEST
+
 /* Objects in pymalloc arenas (mapped by Python itself) are attributed to the function that made
  * them: anonymous mmap is sampled too. */
 START_TEST(python_small_objects_through_arenas)
@@ -803,6 +848,7 @@ static Suite *suite(void)
 	tcase_add_loop_test(tc, python_init_taking_over_splits_at_its_begin, 0, (int)(sizeof pythons / sizeof *pythons));
 	tcase_add_loop_test(tc, python_stage_sites_are_what_it_added, 0, (int)(sizeof pythons / sizeof *pythons));
 	tcase_add_loop_test(tc, python_small_objects_through_arenas, 0, (int)(sizeof pythons / sizeof *pythons));
+	tcase_add_loop_test(tc, python_lines_of_a_long_function, 0, (int)(sizeof pythons / sizeof *pythons));
 	tcase_add_test(tc, gpu_sites_with_the_standin_driver);
 	suite_add_tcase(s, tc);
 	return s;
