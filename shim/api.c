@@ -13,7 +13,7 @@ static int lookup(const char *name)
 {
 	int id = ms_stage_id(name);
 	if (id == -1 && !__atomic_exchange_n(&warned_invalid, 1, __ATOMIC_RELAXED))
-		ms_warn("stage name \"%s\" is not valid ([A-Za-z0-9_]+, at most 63) or too many stages",
+		ms_warn("stage name \"%s\" is not valid ([A-Za-z0-9_]+, at most 63, not \"process\") or too many stages",
 			name ? name : "(null)");
 	return id;
 }

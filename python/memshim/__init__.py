@@ -14,7 +14,7 @@ The library must be preloaded (LD_PRELOAD, `memshim run -- python ...`, or a ker
 kernel install` in notebooks): loading it later with ctypes counts nothing, because the program's
 calls are already bound.  Without it, metrics() and report() raise NotActive, stage() does nothing
 (begin() and end() return 0, as the C API's) and active() is False.  Stage names are
-[A-Za-z0-9_]+, at most 63 characters (else ValueError).
+[A-Za-z0-9_]+, at most 63 characters, not "process" (else ValueError).
 """
 import ctypes
 import functools
@@ -135,8 +135,9 @@ def metrics():
 
 
 def _check(name):
-    if not isinstance(name, str) or not _NAME.match(name):
-        raise ValueError("memshim stage name %r: want [A-Za-z0-9_]+, at most 63 characters" % (name,))
+    if not isinstance(name, str) or not _NAME.match(name) or name == "process":
+        raise ValueError("memshim stage name %r: want [A-Za-z0-9_]+, at most 63 characters, not 'process' "
+                         "(the process-wide metrics' prefix)" % (name,))
     return name.encode()
 
 

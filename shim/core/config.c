@@ -429,7 +429,7 @@ int ms_stage_name_valid(const char *name)
 		if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_'))
 			return 0;
 	}
-	return 1;
+	return strcmp(name, "process") != 0;
 }
 
 int ms_spec_find(const struct ms_spec *spec, const char *name)
@@ -545,7 +545,7 @@ static const char *parse_entry(struct ms_spec *spec, const char *b, const char *
 	memcpy(name, nb, (size_t)(ne - nb));
 	name[ne - nb] = '\0';
 	if (!ms_stage_name_valid(name))
-		return "stage names are [A-Za-z0-9_]+";
+		return "stage names are [A-Za-z0-9_]+, not \"process\" (the process-wide metrics' prefix)";
 	int idx = ms_spec_find(spec, name);
 	if (idx < 0) {
 		if (spec->nstages == MS_SPEC_MAX_STAGES)

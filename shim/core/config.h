@@ -82,8 +82,9 @@ const char *ms_config_text(const struct ms_config *cfg, const char *name);
  * bad entries. */
 int ms_spec_parse(struct ms_spec *spec, const char *text);
 
-/* Whether NAME may name a stage ([A-Za-z0-9_]+, short enough): the same rule for MEMSHIM_STAGES and
- * the API. */
+/* Whether NAME may name a stage ([A-Za-z0-9_]+, short enough, not "process": the prefix of the
+ * process-wide metrics, which a stage's keys would join): the same rule for MEMSHIM_STAGES and the
+ * API. */
 int ms_stage_name_valid(const char *name);
 
 /* Whether the N bytes before a target's ':' name a native object ("lib.so", a path): the target is

@@ -543,7 +543,7 @@ START_TEST(helper_module)
 	run_py(&r, py, args, NULL, env, NULL, 1);
 	RUN_OK(&r);
 	expect_out(&r, "helper ok True");
-	ck_assert_msg(strstr(r.out, "bad name refused\nlive open alloc MiB 5\nwarmup alloc MiB 3 calls 2\n"
+	ck_assert_msg(strstr(r.out, "bad name refused\nprocess refused\nlive open alloc MiB 5\nwarmup alloc MiB 3 calls 2\n"
 				    "live calls 1 reason live\n"), "%s: %s", py, r.out);
 	expect_stage(&r, "warmup", 1, 3);
 	expect_stage(&r, "decorated", 2, 2);
@@ -551,7 +551,7 @@ START_TEST(helper_module)
 	/* without the library the module does nothing and the program runs the same */
 	run_py(&r, py, args, NULL, env, NULL, 0);
 	ck_assert_msg(r.status == 0 && strstr(r.out, "helper ok False"), "%s: %s %s", py, r.out, r.err);
-	ck_assert_msg(strstr(r.out, "bad name refused\nnot active: libmemshim.so is not preloaded\n"), "%s: %s", py,
+	ck_assert_msg(strstr(r.out, "bad name refused\nprocess refused\nnot active: libmemshim.so is not preloaded\n"), "%s: %s", py,
 		      r.out);
 	run_done(&r);
 }

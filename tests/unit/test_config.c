@@ -81,13 +81,16 @@ END_TEST
 START_TEST(each_bad_stage_entry_warns_once_and_the_rest_is_used)
 {
 	nenv = 0;
-	set("MEMSHIM_STAGES", "ok=f,bad name=g,=h,noequals,empty=,x=a||b,,fine=z");
-	ck_assert_int_eq(load_capturing(&cfg), 5);
+	set("MEMSHIM_STAGES", "ok=f,process=p,bad name=g,=h,noequals,empty=,x=a||b,,fine=z,processing=q");
+	ck_assert_int_eq(load_capturing(&cfg), 6);
 	ck_assert(strstr(captured, "\"bad name=g\"") != NULL);
+	ck_assert(strstr(captured, "\"process=p\" ignored: stage names are [A-Za-z0-9_]+, not \"process\"") != NULL);
 	ck_assert(strstr(captured, "\"noequals\"") != NULL);
-	ck_assert_int_eq(cfg.spec.nstages, 2);
+	ck_assert_int_eq(cfg.spec.nstages, 3);
 	ck_assert_str_eq(cfg.spec.stage[0].name, "ok");
 	ck_assert_str_eq(cfg.spec.stage[1].name, "fine");
+	ck_assert_str_eq(cfg.spec.stage[2].name, "processing");
+	ck_assert(!ms_stage_name_valid("process") && ms_stage_name_valid("processing") && ms_stage_name_valid("Process"));
 }
 END_TEST
 
