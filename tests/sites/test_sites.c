@@ -938,6 +938,33 @@ START_TEST(bad_exact_stage_falls_back_to_sampled)
 }
 END_TEST
 
+/* A Python stage named in exact:work: what it added (bytearrays of 64 KiB - 1 MiB, each site's last
+ * one past its total by under 1 MiB) is recorded at its size, what it found stays sampled. */
+START_TEST(python_exact_stage_records_what_it_added)
+{
+	const char *py = pythons[_i];
+	if (access(py, X_OK) != 0)
+		return;
+	char script[1024];
+	const char *env[] = { "MEMSHIM_STAGES=work=run_work", "MEMSHIM_SITES=exact:work", NULL };
+	json_t *root = run_py_fixture(py, "sites_added.py", env, script);
+	assert_exact_stages(root, "work");
+	json_t *work = stage_of(root, "work");
+	char thirty[1200], ten[1200], before[1200];
+	snprintf(thirty, sizeof thirty, "alloc_thirty (%s:", script);
+	snprintf(ten, sizeof ten, "alloc_ten (%s:", script);
+	snprintf(before, sizeof before, "alloc_before (%s:", script);
+	for (int k = 0; k < 2; k++) {
+		const char *site = k ? ten : thirty;
+		double got = site_bytes(work, "peak_sites", site), truth = (k ? 10 : 30) * MiB;
+		ck_assert_msg(site_exact(work, "peak_sites", site) == got, "%s: %s not all exact", py, site);
+		ck_assert_msg(got >= truth && got < truth + 2 * MiB, "%s: %s reads %.0f bytes", py, site, got);
+	}
+	assert_sampled(work, "peak_sites_before", before);
+	json_decref(root);
+}
+END_TEST
+
 static Suite *suite(void)
 {
 	Suite *s = suite_create("sites");
@@ -957,6 +984,7 @@ static Suite *suite(void)
 	tcase_add_test(tc, exact_stage_sees_every_quick_call);
 	tcase_add_test(tc, exact_stage_in_a_forked_child);
 	tcase_add_test(tc, bad_exact_stage_falls_back_to_sampled);
+	tcase_add_loop_test(tc, python_exact_stage_records_what_it_added, 0, (int)(sizeof pythons / sizeof *pythons));
 	tcase_add_test(tc, sites_split_what_a_call_added_from_what_it_found);
 	tcase_add_test(tc, a_closing_entry_makes_the_list_sum_to_the_total);
 	tcase_add_test(tc, locations_name_each_native_frame_in_its_file);
