@@ -181,8 +181,8 @@ static int mf_every_allocation(const struct mf_file *f, json_t *stage, int gpu, 
 	return gpu || (mode && !strcmp(mode, "exact")) || (view == MF_ADDED && mf_exact_stage(f, stage));
 }
 
-/* What one record of the CPU lists is: an allocation (exact mode), a sample, or either (exact
- * stages: their allocations, samples elsewhere), then "block". */
+/* What one record of the CPU lists is: "allocation" (exact mode), "sample", or "block" with exact
+ * stages (an allocation inside them, a sample elsewhere). */
 static const char *mf_cpu_record(const struct mf_file *f)
 {
 	json_t *sites = json_object_get(f->root, "sites");
