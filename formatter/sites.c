@@ -160,11 +160,36 @@ static char *mf_peak_text(json_t *stage, int gpu)
 	return s;
 }
 
-/* Every allocation is in the lists (GPU; CPU with MEMSHIM_SITES=exact): a row counts allocations. */
-static int mf_every_allocation(const struct mf_file *f, int gpu)
+/* Whether the file names STAGE in sites.exact_stages (MEMSHIM_SITES=exact:STAGE,...: every CPU
+ * allocation made while one of them was open was recorded at its size). */
+static int mf_exact_stage(const struct mf_file *f, json_t *stage)
+{
+	json_t *names = json_object_get(json_object_get(f->root, "sites"), "exact_stages"), *e;
+	const char *name = json_string_value(json_object_get(stage, "name"));
+	size_t i;
+	json_array_foreach(names, i, e)
+		if (name && json_is_string(e) && !strcmp(json_string_value(e), name))
+			return 1;
+	return 0;
+}
+
+/* Every allocation is in the list (GPU; CPU with MEMSHIM_SITES=exact, or what an exact stage
+ * added): a row counts allocations. */
+static int mf_every_allocation(const struct mf_file *f, json_t *stage, int gpu, enum mf_view view)
 {
 	const char *mode = json_string_value(json_object_get(json_object_get(f->root, "sites"), "mode"));
-	return gpu || (mode && !strcmp(mode, "exact"));
+	return gpu || (mode && !strcmp(mode, "exact")) || (view == MF_ADDED && mf_exact_stage(f, stage));
+}
+
+/* What one record of the CPU lists is: "allocation" (exact mode), "sample", or "block" with exact
+ * stages (an allocation inside them, a sample elsewhere). */
+static const char *mf_cpu_record(const struct mf_file *f)
+{
+	json_t *sites = json_object_get(f->root, "sites");
+	const char *mode = json_string_value(json_object_get(sites, "mode"));
+	if (mode && !strcmp(mode, "exact"))
+		return "allocation";
+	return json_array_size(json_object_get(sites, "exact_stages")) ? "block" : "sample";
 }
 
 char *mf_sites_about(const struct mf_file *f, json_t *stage, int gpu, const struct mf_sites *s)
@@ -176,6 +201,10 @@ char *mf_sites_about(const struct mf_file *f, json_t *stage, int gpu, const stru
 	if (gpu || (mode && !strcmp(mode, "exact"))) {
 		how = mf_xasprintf("every allocation recorded%s, %lld allocation%s at the peak",
 				   gpu ? "" : " (MEMSHIM_SITES=exact)", s->samples, s->samples == 1 ? "" : "s");
+	} else if (mf_exact_stage(f, stage)) {
+		how = mf_xasprintf("every allocation recorded (an exact stage: MEMSHIM_SITES=exact:%s), %lld "
+				   "allocation%s at the peak", json_string_value(json_object_get(stage, "name")),
+				   s->samples, s->samples == 1 ? "" : "s");
 	} else if (mf_num(json_object_get(sites, "rate"), &rate) && rate > 0) {
 		char *r = mf_fmt_bytes(rate);
 		how = mf_xasprintf("sampled every %s on average, %lld sample%s at the peak", r,
@@ -426,7 +455,7 @@ static void mf_print_view(FILE *out, const struct mf_file *f, json_t *stage, int
 	mf_table_init(&t, 5, mf_sites_align, mf_sites_seps);
 	static const char *const by[] = { "", "line", "function", "file" };
 	mf_text_row(&t, mf_xstrdup("#"), mf_xstrdup("bytes"), mf_xstrdup("share"),
-		    mf_xstrdup(mf_every_allocation(f, gpu) ? "allocs" : "samples"), o->by ? mf_xasprintf("sites grouped by %s",
+		    mf_xstrdup(mf_every_allocation(f, stage, gpu, view) ? "allocs" : "samples"), o->by ? mf_xasprintf("sites grouped by %s",
 		    by[o->by]) : mf_xstrdup("site, then its callers"));
 	mf_group_rows(&t, s, o, base);
 	mf_closing_row(&t, s, base, mf_unkept(f));
@@ -463,7 +492,8 @@ static void mf_print_site_list(FILE *out, const struct mf_file *f, json_t *stage
 	if (!s.n) {
 		char *peak = mf_peak_text(stage, gpu);
 		fprintf(out, "  %s: no %s allocation%s was live at the peak\n", peak,
-			mf_every_allocation(f, gpu) ? "recorded" : "sampled", s.split ? " made in the stage" : "");
+			mf_every_allocation(f, stage, gpu, MF_ADDED) ? "recorded" : "sampled",
+			s.split ? " made in the stage" : "");
 		free(peak);
 	} else {
 		char *about = mf_sites_about(f, stage, gpu, &s);
@@ -504,11 +534,11 @@ static void mf_print_dropped(FILE *out, const struct mf_file *f)
 	long long nu = mf_unkept(f);
 	if (nu > 0) /* recorded, so counted: only their frames are missing */
 		fprintf(out, "\nmemshim: the stack table was full: %lld %s%s recorded without %s stack; %s bytes are "
-			"in the closing rows (+)\n", nu, mf_every_allocation(f, 0) ? "allocation" : "sample",
+			"in the closing rows (+)\n", nu, mf_cpu_record(f),
 			nu == 1 ? " was" : "s were", nu == 1 ? "its" : "their", nu == 1 ? "its" : "their");
-	if (ns > 0 && mf_every_allocation(f, 0)) { /* allocations of any size: no bound to give */
-		fprintf(out, "\nmemshim: %lld allocation%s not recorded (the shim's stack or live-block table "
-			"was full): the sites above miss %s bytes\n", ns, ns == 1 ? " was" : "s were",
+	if (ns > 0 && strcmp(mf_cpu_record(f), "sample")) { /* allocations of any size: no bound to give */
+		fprintf(out, "\nmemshim: %lld %s%s not recorded (the shim's stack or live-block table "
+			"was full): the sites above miss %s bytes\n", ns, mf_cpu_record(f), ns == 1 ? " was" : "s were",
 			ns == 1 ? "its" : "their");
 	} else if (ns > 0 && mf_num(json_object_get(sites, "rate"), &rate) && rate > 0) {
 		char *b = mf_fmt_bytes((double)ns * rate);

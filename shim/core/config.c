@@ -106,12 +106,49 @@ static int parse_bool(const char *v, int *out)
 	return -1;
 }
 
-/* MEMSHIM_SITES: a boolean (off, or sampled), or "exact" (every allocation recorded). */
-static int parse_sites(const char *v, int *out)
+/* "exact:STAGE,STAGE" (or ':' between them: neither can be in a stage name) into CFG's list; -1
+ * when a name is not a stage name or there are more than MS_SITES_EXACT_MAX. */
+static int parse_exact_stages(const char *v, struct ms_config *cfg)
 {
+	int n = 0;
+	for (const char *p = v;; p++) {
+		size_t len = strcspn(p, ",:");
+		if (n == MS_SITES_EXACT_MAX || len >= MS_STAGE_NAME_MAX)
+			return -1;
+		memcpy(cfg->sites_exact[n], p, len);
+		cfg->sites_exact[n][len] = '\0';
+		if (!ms_stage_name_valid(cfg->sites_exact[n++]))
+			return -1;
+		p += len;
+		if (!*p)
+			break;
+	}
+	cfg->nsites_exact = n;
+	return 0;
+}
+
+/* MEMSHIM_SITES: a boolean (off, or sampled), "exact" (every allocation recorded), or
+ * "exact:STAGE,..." (sampled, every allocation recorded while one of those stages is open). */
+static int parse_sites(const char *v, struct ms_config *cfg)
+{
+	cfg->nsites_exact = 0;
 	if (same_word(v, "exact"))
-		return *out = MS_SITES_EXACT, 0;
-	return parse_bool(v, out); /* 1 is MS_SITES_SAMPLED */
+		return cfg->sites = MS_SITES_EXACT, 0;
+	char word[6];
+	ms_strlcpy(word, v, sizeof word);
+	if (same_word(word, "exact") && v[5] == ':') {
+		cfg->sites = MS_SITES_SAMPLED;
+		return parse_exact_stages(v + 6, cfg) < 0 ? (cfg->nsites_exact = 0, -1) : 0;
+	}
+	return parse_bool(v, &cfg->sites); /* 1 is MS_SITES_SAMPLED */
+}
+
+int ms_sites_exact_names(const char *name)
+{
+	for (int i = 0; i < ms_cfg.nsites_exact; i++)
+		if (!strcmp(ms_cfg.sites_exact[i], name))
+			return 1;
+	return 0;
 }
 
 static int parse_log(const char *v, int *out)
@@ -220,7 +257,7 @@ static int apply(const struct setting *s, struct ms_config *cfg, const char *v)
 	case K_BOOL:
 		return parse_bool(v, field);
 	case K_SITES:
-		return parse_sites(v, field);
+		return parse_sites(v, cfg);
 	case K_LOG:
 		return parse_log(v, field);
 	case K_PATH:
@@ -269,6 +306,7 @@ static void config_reset(struct ms_config *cfg)
 	cfg->output[0] = cfg->children_dir[0] = '\0';
 	cfg->snapshot_interval = 0;
 	cfg->sites_rate = 0;
+	cfg->nsites_exact = 0;
 	spec_reset(&cfg->spec);
 	memset(cfg->text, 0, sizeof cfg->text);
 	cfg->text_used = 0;

@@ -16,6 +16,7 @@
 #define MS_SNAPSHOT_AUTO (-1.0)  /* snapshots when memory moved or a stage changed (no thread) */
 #define MS_TEXT_SETTINGS 32      /* variables kept as text (the table's K_TEXT rows) */
 #define MS_TEXT_POOL 16384       /* bytes for their copies */
+#define MS_SITES_EXACT_MAX 8     /* stages MEMSHIM_SITES=exact:STAGE,... may name */
 
 struct ms_spec_stage {
 	char name[64];
@@ -33,7 +34,8 @@ struct ms_spec {
 	char pool[MS_SPEC_POOL];
 };
 
-/* MEMSHIM_SITES: off (0), sampled (1, the default), or every allocation recorded (exact). */
+/* MEMSHIM_SITES: off (0), sampled (1, the default), or every allocation recorded (exact).
+ * "exact:STAGE,..." is sampled, with the stages it names in sites_exact. */
 enum ms_sites_mode { MS_SITES_OFF, MS_SITES_SAMPLED, MS_SITES_EXACT };
 
 struct ms_config {
@@ -46,6 +48,8 @@ struct ms_config {
 	double snapshot_interval;/* MEMSHIM_SNAPSHOT_INTERVAL: seconds, 0 off, MS_SNAPSHOT_AUTO */
 	int live;                /* MEMSHIM_LIVE: the live record (output/live.c) */
 	int native_plt;          /* MEMSHIM_NATIVE_PLT: native targets bound to their calls (GOT) */
+	int nsites_exact;        /* MEMSHIM_SITES=exact:STAGE,...: how many stages it names */
+	char sites_exact[MS_SITES_EXACT_MAX][MS_STAGE_NAME_MAX]; /* while one is open, every allocation is recorded */
 	char output[MS_PATH_MAX];/* MEMSHIM_OUTPUT, made absolute, %p not yet expanded */
 	char children_dir[MS_PATH_MAX]; /* MEMSHIM_CHILDREN_DIR, made absolute, or "" */
 	char live_dir[MS_PATH_MAX];/* MEMSHIM_LIVE_DIR made absolute; empty: the default place */
@@ -71,6 +75,10 @@ void ms_config_load(struct ms_config *cfg, ms_getenv_fn get);
 /* Loads ms_cfg from the process's environment (lifecycle.c, once at start; a forked child keeps
  * its parent's): the only read of the environment in the shim. */
 void ms_config_start(void);
+
+/* Non-zero when MEMSHIM_SITES=exact:... names stage NAME (the engine never makes its calls quiet:
+ * call sites must see each of their boundaries). */
+int ms_sites_exact_names(const char *name);
 
 /* The text variable NAME as it was when ms_cfg was loaded, or NULL when it was unset or is not a
  * text row of the table.  An ms_getenv_fn: core/process.c reads the launchers' ranks through it. */

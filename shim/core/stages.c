@@ -78,6 +78,7 @@ int ms_stage_id(const char *name)
 		ms_strlcpy(s->name, name, sizeof s->name);
 		s->used = 1;
 		s->first_order = -1;
+		s->loud = ms_sites_exact_names(name);
 		__atomic_store_n(&ms_st.nstages, id + 1, __ATOMIC_RELEASE);
 	}
 	stages_unlock();
@@ -129,7 +130,7 @@ static void start_call(int id, const int64_t live[MS_NCOMP], double now)
 	cur->gpu_failed_bytes = 0;
 	cur->closed_at_exit = 0;
 	__atomic_store_n(&s->begins, s->begins + 1, __ATOMIC_RELAXED);
-	s->cur.quiet = s->calls >= MS_QUIET_AFTER && now - s->last_loud < MS_QUIET_GAP;
+	s->cur.quiet = !s->loud && s->calls >= MS_QUIET_AFTER && now - s->last_loud < MS_QUIET_GAP;
 	if (!s->cur.quiet) {
 		s->last_loud = now;
 		ms_timeline_boundary(id, 1, now);

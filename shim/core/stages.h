@@ -42,6 +42,7 @@ struct ms_stage {
 	char name[MS_STAGE_NAME_MAX];
 	int used;            /* slot taken */
 	int implicit;        /* the implicit init stage */
+	int loud;            /* never quiet: MEMSHIM_SITES=exact:... names it (call sites see each boundary) */
 	int first_order;     /* order of first begin; -1 before */
 	uint64_t calls;      /* completed calls */
 	uint64_t begins;     /* calls begun, the implicit init's take-over included (read atomically) */

@@ -103,7 +103,7 @@ static inline __attribute__((always_inline)) void *fast_new(void *p, int check)
 	uint64_t r = ms_cpu_word_add((int64_t)n);
 	if (ms_cpu_grew_past(r))
 		return new_past_gate(p, r, n);
-	if (MS_UNLIKELY((ms_sample_left -= (int64_t)n) < 0))
+	if (MS_UNLIKELY(ms_sample_due((int64_t)n)))
 		return new_sampled(p, n);
 	return p;
 }

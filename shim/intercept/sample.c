@@ -7,6 +7,14 @@
 __thread int64_t ms_sample_left MS_TLS;
 uint64_t ms_sample_filter[(1u << MS_SAMPLE_FILTER_BITS) / 64] __attribute__((aligned(4096))) MS_LARGE;
 
+/* Read on every allocation, written only when an exact window opens or closes. */
+int64_t ms_sample_floor[8] __attribute__((aligned(64)));
+
+void ms_sample_set_every(int every)
+{
+	__atomic_store_n(&ms_sample_floor[0], every ? MS_SAMPLE_EVERY : 0, __ATOMIC_RELAXED);
+}
+
 void ms_sample_rest(void)
 {
 	ms_sample_left = ms_cfg.sites && !ms_cfg.disabled ? 1 << 20 : INT64_MAX / 2;

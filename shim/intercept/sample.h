@@ -3,8 +3,9 @@
  * a sample is (the stack, the tables) is sites/'s: it registers its slow paths with ms_set_sampler
  * at start, the way native/ registers ms_before_count, so these wrappers never call up.
  *
- *   ms_sample_alloc(p, usable)  after counting a new block: one TLS subtraction and a branch; a
- *                               thread whose byte budget runs out enters ms_sample_take;
+ *   ms_sample_alloc(p, usable)  after counting a new block: one TLS subtraction, a compare with
+ *                               the floor and a branch; a thread whose byte budget falls below the
+ *                               floor enters ms_sample_take;
  *   ms_sample_free(p)           before a block is released: one multiply, one load, one bit test;
  *                               a hit enters ms_sample_forget.
  * Only those two slow entries make an indirect call (to the registered sampler): nothing is added
@@ -20,6 +21,12 @@
 /* Bytes this thread may still allocate before its next sample (the sampler draws them; INT64_MAX/2
  * while sampling is off). */
 extern __thread int64_t ms_sample_left MS_TLS;
+/* The countdown's floor, one for every thread: 0, or MS_SAMPLE_EVERY while every allocation is
+ * recorded (MEMSHIM_SITES=exact, or a stage of exact:STAGE open), so each thread's next allocation
+ * enters the sampler at once, whatever its countdown (a thread can reset only its own).  Element
+ * 0; the rest pads its line, so no variable written often shares the line every allocation reads. */
+#define MS_SAMPLE_EVERY INT64_MAX
+extern int64_t ms_sample_floor[8] __attribute__((visibility("hidden"))); /* read without the GOT */
 /* One bit per address hash, set by the sampler while a sampled block may live there (no false
  * negatives): 8 KiB, so the read on every free stays in the L1 cache (a byte per hash, 64 KiB, did
  * not). */
@@ -53,9 +60,25 @@ static inline unsigned ms_sample_hash(uintptr_t p)
 	return (unsigned)(ms_sample_mix(p) >> (64 - MS_SAMPLE_FILTER_BITS));
 }
 
+/* Takes USABLE bytes off this thread's countdown: non-zero when the sampler must see the block. */
+static inline int ms_sample_due(int64_t usable)
+{
+	/* a plain read (an aligned word: atomic on x86), so it is one cmp with memory */
+	return (ms_sample_left -= usable) < ms_sample_floor[0];
+}
+
+/* Whether every allocation is recorded now (the sampler's take looks). */
+static inline int ms_sample_every(void)
+{
+	return __atomic_load_n(&ms_sample_floor[0], __ATOMIC_RELAXED) == MS_SAMPLE_EVERY;
+}
+
+/* Every allocation of every thread recorded from now on (EVERY), or sampling as before. */
+void ms_sample_set_every(int every);
+
 static inline void ms_sample_alloc(void *p, int64_t usable)
 {
-	if (MS_UNLIKELY((ms_sample_left -= usable) < 0))
+	if (MS_UNLIKELY(ms_sample_due(usable)))
 		ms_sample_take(p, usable);
 }
 

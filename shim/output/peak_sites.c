@@ -3,6 +3,7 @@
  * once per file, before any stage is written, so the symbols of all of them are read in one
  * pass. */
 #include <string.h>
+#include "core/config.h"
 #include "core/ms.h"
 #include "output/peak_sites.h"
 #include "sites/sites.h"
@@ -150,6 +151,12 @@ void ms_peak_sites_summary(struct ms_json *w)
 	ms_sites_stats(&s);
 	ms_json_object(w, "sites");
 	ms_json_string(w, "mode", s.exact ? "exact" : "sampled");
+	if (s.exact_stages) { /* MEMSHIM_SITES=exact:STAGE,...: every allocation recorded inside them */
+		ms_json_array(w, "exact_stages");
+		for (int k = 0; k < s.exact_stages && k < ms_cfg.nsites_exact; k++)
+			ms_json_string(w, NULL, ms_cfg.sites_exact[k]);
+		ms_json_end_array(w);
+	}
 	ms_json_int(w, "rate", s.rate);
 	ms_json_uint(w, "samples", s.samples);
 	ms_json_uint(w, "gpu_allocations", s.gpu_allocations);

@@ -8,8 +8,11 @@
  * it was sampled in, and a copy sums the blocks born since the call's begin from the live table
  * (copies are few: at most one per 2% of growth), so samples and frees do no more work.  One spin lock guards the tables;
  * a thread that finds itself already inside (a signal handler) skips the sample.
- * MEMSHIM_SITES=exact records every allocation instead, at its size: the countdown is left at zero,
- * so each allocation enters take (a stack and the lock each: the cost of exact shares). */
+ * MEMSHIM_SITES=exact records every allocation instead, at its size: intercept's floor is raised,
+ * so each allocation of every thread enters take (a stack and the lock each: the cost of exact
+ * shares).  MEMSHIM_SITES=exact:STAGE,... raises it only while a call of a named stage is open (each
+ * boundary looks at the engine's depths), and take leaves a thread's countdown where it was: the
+ * draws are memoryless, so the sampling outside the stages stays unbiased. */
 #include <errno.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -35,7 +38,7 @@ struct live {
 	uint64_t addr; /* 0: empty */
 	int32_t stack;
 	uint8_t gpu;
-	uint8_t exact; /* counted at its true size (every device block; CPU: >= EXACT_RATES x rate) */
+	uint8_t exact; /* a BLOCK_ kind: counted at its true size unless BLOCK_ESTIMATED */
 	int64_t weight;
 	uint64_t born; /* the boundary generation it was sampled in */
 };
@@ -44,10 +47,17 @@ struct live {
  * stands for its own size: exact. */
 #define EXACT_RATES 14
 
+/* How a block was recorded: sampled and weighed, sampled and far above the rate (so at its true
+ * size, EXACT_RATES), or with every allocation (exact mode or stage, and device blocks: one point each). */
+enum { BLOCK_ESTIMATED, BLOCK_AT_SIZE, BLOCK_EVERY };
+
 static int on;     /* the tables are mapped and samples are taken */
 static int wanted; /* MEMSHIM_SITES: on at the first sample or device allocation (a process that
 		    * never allocates much maps nothing) */
 static int exact_mode; /* MEMSHIM_SITES=exact: every allocation recorded at its size */
+static int exact_tables; /* the tables at exact mode's bounds (exact mode, or exact:STAGE) */
+/* Per stage MEMSHIM_SITES=exact:... names, its engine id; -1 until a call of it begins. */
+static int exact_ids[MS_SITES_EXACT_MAX];
 static int64_t rate;
 static struct live *live;
 static unsigned live_bits = LIVE_BITS_FIRST, live_bits_max = LIVE_BITS_MAX;
@@ -87,7 +97,7 @@ static __thread uint64_t rng MS_TLS;
 
 /* Stack ids the tables take (stacks.c interns no more); the last one is never interned: blocks
  * whose stack the tables could not keep count under it, in the lists' closing entry. */
-#define STACK_IDS ((size_t)(exact_mode ? MS_SITES_STACKS_EXACT : MS_SITES_STACKS_SAMPLED))
+#define STACK_IDS ((size_t)(exact_tables ? MS_SITES_STACKS_EXACT : MS_SITES_STACKS_SAMPLED))
 #define UNKEPT_ID ((int32_t)STACK_IDS - 1)
 
 int ms_sites_enabled(void)
@@ -283,11 +293,11 @@ done:
 
 /* ---- peak copies --------------------------------------------------------------------------- */
 
-/* Samples a block of WEIGHT stands for: one per RATE bytes (a GPU allocation, and every block in
- * exact mode, is one). */
-static int64_t points(int64_t weight, int gpu)
+/* Samples a block of WEIGHT stands for: one per RATE bytes (a GPU allocation, and every block
+ * recorded with every allocation, is one). */
+static int64_t points(int64_t weight, int gpu, int exact)
 {
-	int64_t k = gpu || exact_mode ? 1 : weight / rate;
+	int64_t k = gpu || exact == BLOCK_EVERY ? 1 : weight / rate;
 	return k > 0 ? k : 1;
 }
 
@@ -358,7 +368,7 @@ static void tally_since(int side, uint64_t since)
 			continue;
 		struct tally *t = &added_tally[e->stack];
 		t->bytes += e->weight;
-		t->points += points(e->weight, side);
+		t->points += points(e->weight, side, e->exact);
 		t->exact += e->exact ? e->weight : 0;
 	}
 }
@@ -514,6 +524,28 @@ static void sync_stages(int stage)
 		recompute_next();
 }
 
+/* ---- exact stages -------------------------------------------------------------------------- */
+
+/* Whether a stage MEMSHIM_SITES=exact:... names has a call open now (lock held). */
+static int exact_stage_open(void)
+{
+	int open = 0;
+	for (int k = 0; k < ms_cfg.nsites_exact; k++) {
+		if (exact_ids[k] < 0)
+			exact_ids[k] = ms_stage_find(ms_cfg.sites_exact[k]);
+		open |= ms_stage_depth(exact_ids[k]) > 0;
+	}
+	return open;
+}
+
+/* Every allocation recorded while an exact stage is open (lock held, or at start): the engine's
+ * depths are read after the boundary that changed them, so the last boundary's look wins. */
+static void update_window(void)
+{
+	if (ms_cfg.nsites_exact)
+		ms_sample_set_every(exact_stage_open());
+}
+
 /* ---- the slow paths ------------------------------------------------------------------------ */
 
 static int enter(void)
@@ -579,7 +611,7 @@ static void record(uint64_t addr, int64_t weight, int gpu, int exact, const uint
 		else if (id < 0)
 			id = UNKEPT_ID, shared.unkept++; /* its bytes still count, in the closing entry */
 	}
-	int64_t k = points(weight, gpu); /* one division for the stack's total and the count */
+	int64_t k = points(weight, gpu, exact); /* one division for the stack's total and the count */
 	if (id >= 0 && live_insert(addr, id, gpu, exact, weight) == 0) {
 		stack_moved(id, gpu, exact, weight, k, 1);
 	} else {
@@ -603,12 +635,13 @@ static int turn_on(void)
 		cpu_exact = ms_raw_map(STACK_IDS * sizeof *cpu_exact);
 		added_tally = ms_raw_map(STACK_IDS * sizeof *added_tally);
 		hash_live = ms_raw_map(sizeof *hash_live << MS_SAMPLE_FILTER_BITS);
-		if (live && per_stack && cpu_exact && added_tally && hash_live && ms_sites_stacks_init(exact_mode) == 0) {
+		if (live && per_stack && cpu_exact && added_tally && hash_live && ms_sites_stacks_init(exact_tables) == 0) {
 			build_weight_table();
 			sync_stages(-1);
 			__atomic_store_n(&on, 1, __ATOMIC_RELEASE);
 		} else {
 			wanted = 0;
+			ms_sample_set_every(0); /* nothing to record: the wrappers stop asking */
 			ms_warn("call sites are off: could not map their tables");
 		}
 	}
@@ -623,17 +656,17 @@ static void take(void *p, int64_t usable, uintptr_t sp, uintptr_t rbp)
 		ms_sample_rest();
 		return;
 	}
-	int sampled = 1, exact = 1;
+	int sampled = 1, exact = BLOCK_EVERY;
 	int64_t weight = usable;
-	if (exact_mode) {
-		ms_sample_left = 0; /* the next allocation comes here too */
+	if (ms_sample_every()) {
+		ms_sample_left += usable; /* the countdown paused: memoryless, so sampling resumes unbiased */
 	} else {
 		if (MS_UNLIKELY(!rng)) /* this thread's first allocation: it starts with a drawn budget */
 			ms_sample_left += draw();
 		sampled = ms_sample_left < 0; /* the next sample point fell inside this block */
 		if (sampled)
 			ms_sample_left = draw(); /* memoryless: the next point is a fresh draw from the block's end */
-		exact = usable >= exact_from;
+		exact = usable >= exact_from ? BLOCK_AT_SIZE : BLOCK_ESTIMATED;
 		weight = exact ? usable : MS_LIKELY(__atomic_load_n(&on, __ATOMIC_ACQUIRE)) ? weight_fast(usable) : weight_of(usable);
 	}
 	if (!sampled || !p || enter() < 0)
@@ -654,7 +687,7 @@ static void take_out(uint64_t addr, int gpu)
 	struct live e;
 	ms_spin_lock(&shared.lock, &lock_mine);
 	if (live_remove(addr, gpu, &e) == 0) {
-		stack_moved(e.stack, gpu, e.exact, e.weight, points(e.weight, gpu), -1);
+		stack_moved(e.stack, gpu, e.exact, e.weight, points(e.weight, gpu, e.exact), -1);
 	}
 	ms_spin_unlock(&shared.lock, &lock_mine);
 }
@@ -688,7 +721,7 @@ static void gpu_alloc(uint64_t dptr, int64_t bytes)
 		return;
 	}
 	int saved = errno;
-	record(dptr, bytes, 1, 1, NULL);
+	record(dptr, bytes, 1, BLOCK_EVERY, NULL);
 	errno = saved;
 	leave();
 }
@@ -710,22 +743,30 @@ void ms_sites_init(void)
 	rate = ms_cfg.sites_rate > 0 ? ms_cfg.sites_rate : 524288;
 	exact_from = rate <= INT64_MAX / EXACT_RATES ? EXACT_RATES * rate : INT64_MAX;
 	exact_mode = ms_cfg.sites == MS_SITES_EXACT;
-	live_bits_max = exact_mode ? LIVE_BITS_MAX_EXACT : LIVE_BITS_MAX;
+	exact_tables = exact_mode || ms_cfg.nsites_exact > 0;
+	live_bits_max = exact_tables ? LIVE_BITS_MAX_EXACT : LIVE_BITS_MAX;
+	for (int k = 0; k < MS_SITES_EXACT_MAX; k++)
+		exact_ids[k] = -1;
 	__atomic_store_n(&wanted, 1, __ATOMIC_RELEASE); /* the tables come with the first sample */
 	ms_set_sampler(take, forget); /* the wrappers below call up only through these */
 	/* this thread's countdown was the resting 1 MiB: a draw from the next allocation instead, so the
 	 * program's first MiB is sampled like the rest (and recorded, in exact mode) */
 	ms_sample_left = 0;
+	if (exact_mode)
+		ms_sample_set_every(1);
+	update_window(); /* exact:init: the implicit init is open from the start */
 	ms_cuda_set_observer(gpu_alloc, gpu_free);
 }
 
 void ms_sites_boundary(int stage, int end)
 {
 	(void)end;
-	if (!on || enter() < 0)
+	if (!(on || (wanted && ms_cfg.nsites_exact)) || enter() < 0)
 		return;
 	ms_spin_lock(&shared.lock, &lock_mine);
-	sync_stages(stage >= 0 && stage < MS_MAX_STAGES ? stage : -1);
+	update_window(); /* first: what an opened call adds is recorded from its begin's copy on */
+	if (on)
+		sync_stages(stage >= 0 && stage < MS_MAX_STAGES ? stage : -1);
 	ms_spin_unlock(&shared.lock, &lock_mine);
 	leave();
 }
@@ -746,8 +787,10 @@ void ms_sites_fork_child(int tracking)
 {
 	ms_spin_reset(&shared.lock, &lock_mine);
 	busy = 0;
-	if (!tracking)
+	if (!tracking) {
 		wanted = 0;
+		ms_sample_set_every(0); /* untracked: the wrappers stop asking */
+	}
 	if (!on)
 		return;
 	if (!tracking) {
@@ -778,7 +821,8 @@ void ms_sites_stats(struct ms_sites_stats *out)
 	*out = (struct ms_sites_stats){ .rate = rate, .samples = shared.samples, .gpu_allocations = shared.gpu_allocs,
 					.stacks = ms_sites_nstacks(), .stacks_dropped = ms_sites_stacks_dropped(),
 					.samples_dropped = shared.samples_dropped, .unkept = shared.unkept,
-					.python_frames = ms_py_stack_ready(), .exact = exact_mode };
+					.python_frames = ms_py_stack_ready(), .exact = exact_mode,
+					.exact_stages = ms_cfg.nsites_exact };
 }
 
 int ms_sites_stage_copy(int id, struct ms_sites_copy *out, int nowait)

@@ -7,7 +7,8 @@
  *
  * Memory bound (all raw mappings made at start, pages touched as used, never the wrapped malloc):
  * stacks 16384 x 64 frames (a 256 Ki-word frame pool), strings 32768 / 2 MiB, sampled live blocks
- * 262144 (about 128 GiB live at the default rate; 4 Mi in exact mode; more are counted as dropped), and per stage
+ * 262144 (about 128 GiB live at the default rate; 4 Mi in exact mode or with exact stages; more are
+ * counted as dropped), and per stage
  * (64) two copies (open call, last call) of the 50 largest CPU and GPU stacks, added and from
  * before: about 20 MiB of address space in all, of which a small program touches well under 1 MiB. */
 #ifndef MS_SITES_H
@@ -52,6 +53,7 @@ struct ms_sites_stats {
 	uint64_t unkept; /* blocks recorded without their stack (a table full): in the closing entries */
 	int python_frames;
 	int exact; /* MEMSHIM_SITES=exact: every CPU allocation recorded at its size */
+	int exact_stages; /* MEMSHIM_SITES=exact:STAGE,...: how many stages (ms_cfg.sites_exact) */
 };
 
 /* Lifecycle (subsystems.def). */

@@ -819,6 +819,197 @@ START_TEST(a_forked_child_copies_no_table_page)
 }
 END_TEST
 
+/* ---- MEMSHIM_SITES=exact:STAGE ------------------------------------------------------------------ */
+
+/* Site PREFIX of STAGE's LIST holds TRUTH MiB recorded allocation by allocation: every byte exact,
+ * the usable sizes a little over the requests (less up to LAG when the copy was not at the peak). */
+static void assert_recorded(json_t *stage, const char *list, const char *prefix, double truth, double lag)
+{
+	double got = site_bytes(stage, list, prefix), exact = site_exact(stage, list, prefix);
+	ck_assert_msg(exact == got, "%s: %.0f of %.0f bytes exact", prefix, exact, got);
+	ck_assert_msg(got >= truth * MiB - lag && got < truth * MiB + 128 * 4096, "%s reads %.0f bytes, not %.0f MiB",
+		      prefix, got, truth);
+}
+
+/* Site PREFIX of STAGE's LIST was sampled: some bytes, fewer of them exact (the blocks are far
+ * below 14 times the rate). */
+static void assert_sampled(json_t *stage, const char *list, const char *prefix)
+{
+	double got = site_bytes(stage, list, prefix), exact = site_exact(stage, list, prefix);
+	ck_assert_msg(got > 0 && exact < got, "%s: %.0f of %.0f bytes exact", prefix, exact, got);
+}
+
+static void assert_exact_stages(json_t *root, const char *name)
+{
+	json_t *sites = json_object_get(root, "sites"), *names = json_object_get(sites, "exact_stages");
+	ck_assert_str_eq(json_string_value(json_object_get(sites, "mode")), "sampled");
+	ck_assert_msg(json_array_size(names) == 1 && !strcmp(json_string_value(json_array_get(names, 0)), name),
+		      "exact_stages is not [\"%s\"]", name);
+	ck_assert_msg(!strstr(r.err, "memshim:"), "stderr: %s", r.err);
+}
+
+/* MEMSHIM_SITES=exact:work records every allocation while work is open: its 64 KiB - 1 MiB blocks
+ * read 60/30/10 in every run, while the stages after it stay sampled. */
+START_TEST(exact_stage_reads_the_shares_in_every_run)
+{
+	const char *env[] = { "MEMSHIM_SITES=exact:work", NULL };
+	for (int i = 0; i < 5; i++) {
+		json_t *root = run_fixture("shares", env);
+		assert_exact_stages(root, "work");
+		json_t *work = stage_of(root, "work");
+		ck_assert_ptr_nonnull(work);
+		assert_recorded(work, "peak_sites", "alloc_sixty+", 60, 0);
+		assert_recorded(work, "peak_sites", "alloc_thirty+", 30, 0);
+		assert_recorded(work, "peak_sites", "alloc_ten+", 10, 0);
+		assert_sampled(stage_of(root, "first"), "peak_sites", "alloc_sixty+");
+		assert_sampled(stage_of(root, "second"), "peak_sites", "alloc_thirty+");
+		json_decref(root);
+	}
+}
+END_TEST
+
+/* A thread whose countdown was under way before the stage began is recorded from the begin on
+ * (its countdown is its own: the floor reaches it), and sampled again after the stage. */
+START_TEST(exact_stage_reaches_a_thread_counting_down)
+{
+	const char *env[] = { "MEMSHIM_SITES=exact:work", NULL };
+	json_t *root = run_fixture("exactthread", env);
+	assert_exact_stages(root, "work");
+	json_t *work = stage_of(root, "work");
+	assert_recorded(work, "peak_sites", "alloc_small+", 4, 0); /* its first blocks too */
+	assert_recorded(work, "peak_sites", "alloc_thirty+", 30, 0);
+	assert_recorded(work, "peak_sites", "alloc_sixty+", 60, 0);
+	assert_sampled(stage_of(root, "after"), "peak_sites", "alloc_sixty+");
+	json_decref(root);
+}
+END_TEST
+
+/* An exact stage inside a sampled one: only what was allocated inside it is recorded; around
+ * one: everything inside, the nested stage's blocks too. */
+START_TEST(exact_stages_nest)
+{
+	const char *inner_env[] = { "MEMSHIM_SITES=exact:inner", NULL };
+	json_t *root = run_fixture("nested", inner_env);
+	assert_exact_stages(root, "inner");
+	json_t *outer = stage_of(root, "outer"), *inner = stage_of(root, "inner");
+	assert_recorded(inner, "peak_sites", "alloc_ten+", 10, 0);
+	assert_recorded(outer, "peak_sites", "alloc_ten+", 10, 0);
+	assert_sampled(outer, "peak_sites", "alloc_thirty+");
+	assert_sampled(outer, "peak_sites", "alloc_sixty+");
+	json_decref(root);
+	const char *outer_env[] = { "MEMSHIM_SITES=exact:outer", NULL };
+	root = run_fixture("nested", outer_env);
+	assert_exact_stages(root, "outer");
+	outer = stage_of(root, "outer"), inner = stage_of(root, "inner");
+	assert_recorded(inner, "peak_sites", "alloc_ten+", 10, 0);
+	assert_recorded(inner, "peak_sites_before", "alloc_thirty+", 30, 0);
+	assert_recorded(outer, "peak_sites", "alloc_thirty+", 30, 0);
+	assert_recorded(outer, "peak_sites", "alloc_sixty+", 20, 0);
+	json_decref(root);
+}
+END_TEST
+
+/* Each call of a repeated exact stage opens the window again (the last call holds alloc_ten's
+ * 20 MiB), and the stages between its calls stay sampled. */
+START_TEST(exact_stage_repeats)
+{
+	const char *env[] = { "MEMSHIM_SITES=exact:rep", NULL };
+	json_t *root = run_fixture("shares", env);
+	assert_exact_stages(root, "rep");
+	ck_assert_int_eq(metric(root, "rep_calls"), 2);
+	json_t *rep = stage_of(root, "rep");
+	assert_recorded(rep, "peak_sites", "alloc_ten+", 20, 0);
+	ck_assert(site_bytes(rep, "peak_sites", "alloc_sixty+") == 0);
+	assert_sampled(stage_of(root, "work"), "peak_sites", "alloc_sixty+");
+	json_decref(root);
+}
+END_TEST
+
+/* Calls of an exact stage are never quiet (the engine skips the observers of a stage's quick calls
+ * past its 64th): the last of 200 quick calls still records its one block. */
+START_TEST(exact_stage_sees_every_quick_call)
+{
+	const char *env[] = { "MEMSHIM_SITES=exact:tick", NULL };
+	json_t *root = run_fixture("ticks", env);
+	assert_exact_stages(root, "tick");
+	json_t *tick = stage_of(root, "tick");
+	ck_assert_int_eq(metric(root, "tick_calls"), 200);
+	assert_recorded(tick, "peak_sites", "alloc_one_ten+", 100.0 / 1024, 0);
+	json_t *e = json_array_get(json_object_get(tick, "peak_sites"), 0);
+	ck_assert_int_eq(json_integer_value(json_object_get(e, "samples")), 1);
+	assert_recorded(tick, "peak_sites_before", "alloc_one_ten+", 199 * 100.0 / 1024, 0);
+	json_decref(root);
+}
+END_TEST
+
+/* A child forked inside an exact stage goes on recording inside the call it inherited. */
+START_TEST(exact_stage_in_a_forked_child)
+{
+	const char *env[] = { "MEMSHIM_SITES=exact:work", NULL };
+	json_t *root = run_fixture("exactfork", env);
+	ck_assert_msg(strstr(r.out, "child 0"), "out: %s", r.out);
+	assert_exact_stages(root, "work");
+	assert_recorded(stage_of(root, "work"), "peak_sites", "alloc_sixty+", 20, 0);
+	assert_recorded(stage_of(root, "work"), "peak_sites", "alloc_ten+", 8, 0);
+	char name[256], path[512];
+	ck_assert_int_eq(count_files(r.dir, "m.json.", name, sizeof name), 1);
+	snprintf(path, sizeof path, "%s/%s", r.dir, name);
+	json_error_t err;
+	json_t *child = json_load_file(path, 0, &err);
+	ck_assert_ptr_nonnull(child);
+	json_t *work = stage_of(child, "work"); /* open at the child's exit: its copy may lag the peak */
+	ck_assert_ptr_nonnull(work);
+	assert_recorded(work, "peak_sites", "alloc_thirty+", 10, lag_of(work) + 0.02 * 20 * MiB);
+	json_decref(child);
+	json_decref(root);
+}
+END_TEST
+
+/* A name that cannot be a stage's gets one warning and the default: sampled, no exact stage. */
+START_TEST(bad_exact_stage_falls_back_to_sampled)
+{
+	static const char *const bad[] = { "MEMSHIM_SITES=exact:wo-rk", "MEMSHIM_SITES=exact:", "MEMSHIM_SITES=exact:work,,rep" };
+	for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
+		const char *env[] = { bad[i], NULL };
+		json_t *root = run_fixture("shares", env);
+		const char *w = strstr(r.err, "is not valid; using \"1\"");
+		ck_assert_msg(w && strstr(r.err, "memshim: MEMSHIM_SITES=") && !strstr(w, "memshim:"), "%s: %s", bad[i], r.err);
+		json_t *sites = json_object_get(root, "sites");
+		ck_assert_str_eq(json_string_value(json_object_get(sites, "mode")), "sampled");
+		ck_assert_ptr_null(json_object_get(sites, "exact_stages"));
+		assert_sampled(stage_of(root, "work"), "peak_sites", "alloc_sixty+");
+		json_decref(root);
+	}
+}
+END_TEST
+
+/* A Python stage named in exact:work: what it added (bytearrays of 64 KiB - 1 MiB, each site's last
+ * one past its total by under 1 MiB) is recorded at its size, what it found stays sampled. */
+START_TEST(python_exact_stage_records_what_it_added)
+{
+	const char *py = pythons[_i];
+	if (access(py, X_OK) != 0)
+		return;
+	char script[1024];
+	const char *env[] = { "MEMSHIM_STAGES=work=run_work", "MEMSHIM_SITES=exact:work", NULL };
+	json_t *root = run_py_fixture(py, "sites_added.py", env, script);
+	assert_exact_stages(root, "work");
+	json_t *work = stage_of(root, "work");
+	char thirty[1200], ten[1200], before[1200];
+	snprintf(thirty, sizeof thirty, "alloc_thirty (%s:", script);
+	snprintf(ten, sizeof ten, "alloc_ten (%s:", script);
+	snprintf(before, sizeof before, "alloc_before (%s:", script);
+	for (int k = 0; k < 2; k++) {
+		const char *site = k ? ten : thirty;
+		double got = site_bytes(work, "peak_sites", site), truth = (k ? 10 : 30) * MiB;
+		ck_assert_msg(site_exact(work, "peak_sites", site) == got, "%s: %s not all exact", py, site);
+		ck_assert_msg(got >= truth && got < truth + 2 * MiB, "%s: %s reads %.0f bytes", py, site, got);
+	}
+	assert_sampled(work, "peak_sites_before", before);
+	json_decref(root);
+}
+END_TEST
+
 static Suite *suite(void)
 {
 	Suite *s = suite_create("sites");
@@ -831,6 +1022,14 @@ static Suite *suite(void)
 	tcase_add_test(tc, single_large_blocks_are_exact_in_every_run);
 	tcase_add_test(tc, exact_mode_reads_the_shares_in_every_run);
 	tcase_add_test(tc, bad_sites_mode_falls_back_to_sampled);
+	tcase_add_test(tc, exact_stage_reads_the_shares_in_every_run);
+	tcase_add_test(tc, exact_stage_reaches_a_thread_counting_down);
+	tcase_add_test(tc, exact_stages_nest);
+	tcase_add_test(tc, exact_stage_repeats);
+	tcase_add_test(tc, exact_stage_sees_every_quick_call);
+	tcase_add_test(tc, exact_stage_in_a_forked_child);
+	tcase_add_test(tc, bad_exact_stage_falls_back_to_sampled);
+	tcase_add_loop_test(tc, python_exact_stage_records_what_it_added, 0, (int)(sizeof pythons / sizeof *pythons));
 	tcase_add_test(tc, sites_split_what_a_call_added_from_what_it_found);
 	tcase_add_test(tc, a_closing_entry_makes_the_list_sum_to_the_total);
 	tcase_add_test(tc, locations_name_each_native_frame_in_its_file);

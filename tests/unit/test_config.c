@@ -170,7 +170,7 @@ START_TEST(sites_settings)
 	static const struct { const char *v; int warn, mode; } modes[] = {
 		{ "0", 0, MS_SITES_OFF }, { "off", 0, MS_SITES_OFF }, { "1", 0, MS_SITES_SAMPLED },
 		{ "yes", 0, MS_SITES_SAMPLED }, { "exact", 0, MS_SITES_EXACT }, { "Exact", 0, MS_SITES_EXACT },
-		{ "exactly", 1, MS_SITES_SAMPLED }, { "exact:train", 1, MS_SITES_SAMPLED }, { "2", 1, MS_SITES_SAMPLED },
+		{ "exactly", 1, MS_SITES_SAMPLED }, { "exact:train", 0, MS_SITES_SAMPLED }, { "2", 1, MS_SITES_SAMPLED },
 	};
 	for (size_t i = 0; i < sizeof modes / sizeof *modes; i++) {
 		nenv = 0;
@@ -178,6 +178,37 @@ START_TEST(sites_settings)
 		ck_assert_msg(load_capturing(&cfg) == modes[i].warn, "MEMSHIM_SITES=%s: warnings", modes[i].v);
 		ck_assert_msg(cfg.sites == modes[i].mode, "MEMSHIM_SITES=%s: mode %d", modes[i].v, cfg.sites);
 	}
+}
+END_TEST
+
+/* MEMSHIM_SITES=exact:STAGE[,STAGE...] (or ':' between them): sampled, with the stages named; a
+ * name that cannot be a stage's, an empty one or more than MS_SITES_EXACT_MAX: one warning, sampled
+ * and none named. */
+START_TEST(exact_stages_setting)
+{
+	static const struct { const char *v; int warn; const char *names; } cases[] = {
+		{ "exact:train", 0, "train" }, { "EXACT:train,eval", 0, "train eval" }, { "exact:a:b_2,C", 0, "a b_2 C" },
+		{ "exact:a,b,c,d,e,f,g,h", 0, "a b c d e f g h" }, { "exact:a,b,c,d,e,f,g,h,i", 1, "" },
+		{ "exact:", 1, "" }, { "exact:train,", 1, "" }, { "exact:,train", 1, "" }, { "exact:tr-ain", 1, "" },
+		{ "exact: train", 1, "" }, { "exact:train|eval", 1, "" }, { "exact", 0, "" }, { "1", 0, "" },
+	};
+	for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+		nenv = 0;
+		set("MEMSHIM_SITES", cases[i].v);
+		ck_assert_msg(load_capturing(&cfg) == cases[i].warn, "MEMSHIM_SITES=%s: warnings", cases[i].v);
+		char names[256] = "";
+		for (int k = 0; k < cfg.nsites_exact; k++)
+			snprintf(names + strlen(names), sizeof names - strlen(names), "%s%s", k ? " " : "", cfg.sites_exact[k]);
+		ck_assert_msg(!strcmp(names, cases[i].names), "MEMSHIM_SITES=%s: names \"%s\"", cases[i].v, names);
+		ck_assert_int_eq(cfg.sites, strcmp(cases[i].v, "exact") ? MS_SITES_SAMPLED : MS_SITES_EXACT);
+	}
+	nenv = 0;
+	set("MEMSHIM_SITES", "exact:train");
+	load_capturing(&ms_cfg);
+	ck_assert(ms_sites_exact_names("train") && !ms_sites_exact_names("eval") && !ms_sites_exact_names("trai"));
+	nenv = 0;
+	load_capturing(&ms_cfg);
+	ck_assert(!ms_sites_exact_names("train"));
 }
 END_TEST
 
@@ -218,6 +249,7 @@ int main(void)
 	tcase_add_test(tc, bad_values_fall_back_with_one_warning_each);
 	tcase_add_test(tc, snapshot_interval_auto_off_and_seconds);
 	tcase_add_test(tc, sites_settings);
+	tcase_add_test(tc, exact_stages_setting);
 	tcase_add_test(tc, quiet_silences_warnings);
 	tcase_add_test(tc, long_specs_are_bounded);
 	suite_add_tcase(s, tc);

@@ -326,6 +326,40 @@ START_TEST(threads_entering_one_stage_stay_consistent)
 }
 END_TEST
 
+/* Past MS_QUIET_AFTER calls, a stage's calls that come quickly are quiet (no observer); a stage
+ * MEMSHIM_SITES=exact:... names never is: call sites open their window at each of its calls. */
+static int observed[2];
+static int loud_id;
+
+static void count_observed(int stage, int end)
+{
+	(void)end;
+	observed[stage == loud_id]++;
+}
+
+START_TEST(exact_sites_stages_are_never_quiet)
+{
+	reset();
+	ms_cfg.nsites_exact = 1;
+	strcpy(ms_cfg.sites_exact[0], "tick");
+	int tick = ms_stage_id("tick"), tock = ms_stage_id("tock");
+	loud_id = tick;
+	observed[0] = observed[1] = 0;
+	ms_stage_observer = count_observed;
+	for (int i = 0; i < 200; i++) {
+		double now = i * 0.0001;
+		ms_stage_enter(tick, now);
+		ms_stage_leave(tick, now);
+		ms_stage_enter(tock, now);
+		ms_stage_leave(tock, now);
+	}
+	ms_stage_observer = NULL;
+	ms_cfg.nsites_exact = 0;
+	ck_assert_int_eq(observed[1], 400);
+	ck_assert_msg(observed[0] < 400, "tock observed %d times", observed[0]);
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("stages");
@@ -345,6 +379,7 @@ int main(void)
 	tcase_add_test(tc, a_device_first_used_in_a_later_call_is_counted_there);
 	tcase_add_test(tc, brief_copy_takes_what_changed);
 	tcase_add_test(tc, threads_entering_one_stage_stay_consistent);
+	tcase_add_test(tc, exact_sites_stages_are_never_quiet);
 	suite_add_tcase(s, tc);
 	return run_suite(s);
 }

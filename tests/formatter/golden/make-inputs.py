@@ -438,6 +438,26 @@ def sites_lines():
                                                          "build_id": None}]
     write("sites-lines.json", doc(m, [tr], sites=dict(SITES, mode="sampled", objects=objects)))
 
+def sites_exact_stage():
+    """MEMSHIM_SITES=exact:train: what train added was recorded allocation by allocation (its
+    entries all exact, a row counts allocations), what it found live was sampled; eval stayed
+    sampled; some blocks were not recorded (no bound: inside train they may be of any size)."""
+    tr = stage("train", runtime=1.0, cpu=(10 * M, 0))
+    tr["cpu"].update(begin=20 * M, end=30 * M, peak=30 * M)
+    tr.update(peak_sites=[xsite(6, ["alloc_c (/home/u/c.py:3)"], 6, samples=96),
+                          xsite(3, ["alloc_d (/home/u/c.py:9)"], 3, samples=48),
+                          xsite(1, ["alloc_e (/home/u/c.py:12)"], 1, samples=1)],
+              peak_sites_before=[xsite(20, ["load (/home/u/c.py:20)"], 0, samples=40)], peak_sites_lag=0)
+    ev = stage("eval", start=1.5, runtime=0.5, cpu=(4 * M, 0))
+    ev["cpu"].update(begin=30 * M, end=34 * M, peak=34 * M)
+    ev.update(peak_sites=[xsite(4, ["alloc_f (/home/u/c.py:30)"], 0, samples=8)],
+              peak_sites_before=[xsite(30, ["load (/home/u/c.py:20)"], 0, samples=60)], peak_sites_lag=0)
+    m = {"train_runtime": 1.0, "train_calls": 1, "train_mem_cpu_alloc_delta": 10 * M,
+         "train_mem_cpu_peaked_delta": 0, "eval_runtime": 0.5, "eval_calls": 1,
+         "eval_mem_cpu_alloc_delta": 4 * M, "eval_mem_cpu_peaked_delta": 0}
+    write("sites-exact-stage.json", doc(m, [tr, ev], sites=dict(SITES, mode="sampled", exact_stages=["train"],
+                                                                 objects=[], samples_dropped=12)))
+
 
 def sites_fold():
     """The native fold of --sites: between the library's Python frames the interpreter's own
@@ -509,5 +529,5 @@ def calls_close():
 if __name__ == "__main__":
     os.makedirs(os.path.join(HERE, "in"), exist_ok=True)
     for f in (seed, widths, snapshot, calls, ranks, diffs, small, bad, died, launchers, runs,
-              csv_odd, sites, sites_added, sites_lines, sites_fold, sites_odd, calls_close):
+              csv_odd, sites, sites_added, sites_lines, sites_exact_stage, sites_fold, sites_odd, calls_close):
         f()
