@@ -582,8 +582,10 @@ static const char *parse_entry(struct ms_spec *spec, const char *b, const char *
 		return "stage name too long";
 	memcpy(name, nb, (size_t)(ne - nb));
 	name[ne - nb] = '\0';
+	if (!strcmp(name, "process"))
+		return "\"process\" is the process-wide metrics' prefix: name the stage otherwise";
 	if (!ms_stage_name_valid(name))
-		return "stage names are [A-Za-z0-9_]+, not \"process\" (the process-wide metrics' prefix)";
+		return "stage names are [A-Za-z0-9_]+";
 	int idx = ms_spec_find(spec, name);
 	if (idx < 0) {
 		if (spec->nstages == MS_SPEC_MAX_STAGES)
