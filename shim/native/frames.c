@@ -13,7 +13,8 @@
  * frames of a library's call tree, rebuilt at the same places call after call, are not taken in:
  * the way from each call site up to the innermost known frame is remembered as a chain (its
  * slots and return addresses, one load each to confirm; calls repeat in the same order, so the
- * chain that followed the last one hit is tried first), so a target called once per statement or
+ * chain that came after the last one hit when it came before is tried first), so a target called
+ * once per statement or
  * per request costs one replayed walk and one trampoline firing per call, not a walk per
  * allocation (of the frames between a target's and the known ones, only targets' are taken in:
  * known frames need not be contiguous, the ones in between are callers of a known frame).
@@ -74,8 +75,7 @@ struct chain_key {
 	int n;
 	uint32_t target;   /* a walk that found a target's frame: which of the frames are targets' (a
 			    * hit takes them in as that walk did) */
-	struct chain_key *succ; /* the chain hit after this one, last time (checked first next time) */
-	struct chain_key *succ2; /* and the one before that, if another (checked second) */
+	unsigned pos;      /* where in the thread's trace it was last found by a look-up (or made) */
 	struct chain_frame {
 		uintptr_t slot, ra;
 	} fr[CHAIN_MAX];   /* the last N, innermost first (the unrolled check starts at CHAIN_MAX - N) */
@@ -84,16 +84,24 @@ struct chain_key {
 /* The chains of one hash: a tag byte per way (0: free) finds the candidates in a few instructions. */
 struct chain_set {
 	uint64_t tags;
-	/* the way hit last, and the way hit after each: calls repeat in the same order (a library's
-	 * statements, one like the other), so the chain that comes next is tried first, before the
-	 * others of its place (sqlite3Malloc's callers: 7 at one depth) */
-	uint8_t last, next[CHAIN_WAYS];
 	struct chain_key way[CHAIN_WAYS];
 };
 
+/* The chains hit, in order, as a ring: calls repeat in the same order (a library's statements, one
+ * like the other, the same chain several times in a row included), so the chain expected next is
+ * the one that came after the same point last time, found without a look-up. */
+#define TRACE 1024
+
 struct tstate {
 	const struct frame *top; /* f[n - 1], or none while n is 0: the check's one load (set_n) */
+	struct chain_key *expect; /* the chain expected next (trace[cur]), never NULL */
+	uint32_t closed;   /* spec stages a look could open that are not open here (0: a check has
+			    * nothing to do; see set_open) */
+	int adopt_in;      /* chain hits left before the next one is adopted */
+	unsigned tpos;     /* chains hit so far: the trace's next place */
+	unsigned lag;      /* the chain expected next is the one written LAG places before it */
 	struct frame none;       /* key_slot 0: no call matches it */
+	struct chain_key nokey;  /* entry_ip 0: no call matches it (what the trace holds at first) */
 	int n;             /* known frames */
 	int watch;         /* this thread's marker trampoline, -1 */
 	int watch_at;      /* frame holding it, -1 */
@@ -103,7 +111,6 @@ struct tstate {
 	int unwinding;     /* exceptions in flight: no return address may change (see below) */
 	int adopt;         /* a chain came often: the next look takes in all its frames */
 	unsigned adoptions; /* so far (short-lived frames taken in come back: each needs more hits) */
-	int adopt_in;       /* chain hits left before the next one is adopted */
 	unsigned unloads_seen; /* ms_dlclose_calls at the last walk */
 	uintptr_t stack_top;   /* highest address of this thread's stack */
 	int ndeferred;
@@ -112,8 +119,7 @@ struct tstate {
 	struct cand c[MAX_FRAMES];
 	struct chain_set chains[CHAIN_SETS];
 	unsigned chain_victim; /* the way a new chain takes when its set is full */
-	struct chain_key *hit;    /* the chain hit last */
-	struct chain_key *expect; /* and the one that followed it last time */
+	struct chain_key *trace[TRACE];
 };
 
 struct ms_native_stats ms_native_stats;
@@ -145,6 +151,14 @@ static int engine_id(int spec)
 	return id;
 }
 
+/* The stages open on this thread are OPEN: a check has nothing to do while every stage with a
+ * native target is among them (none such: the checks still take frames in). */
+static void set_open(struct tstate *s, uint32_t open)
+{
+	s->open = open;
+	s->closed = native_stages ? native_stages & ~open : 1;
+}
+
 /* 0 when the stage was entered (refused from a signal handler that interrupted the engine). */
 static int enter(struct tstate *s, int spec)
 {
@@ -152,14 +166,14 @@ static int enter(struct tstate *s, int spec)
 	if (id < 0 || ms_stage_enter(id, ms_elapsed()) < 0)
 		return -1;
 	if (s->nopen[spec]++ == 0)
-		s->open |= 1u << spec;
+		set_open(s, s->open | 1u << spec);
 	return 0;
 }
 
 static void leave(struct tstate *s, int spec)
 {
 	if (spec < MS_SPEC_MAX_STAGES && s->nopen[spec] > 0 && --s->nopen[spec] == 0)
-		s->open &= ~(1u << spec);
+		set_open(s, s->open & ~(1u << spec));
 	int id = engine_id(spec);
 	if (id >= 0)
 		ms_stage_leave(id, ms_elapsed());
@@ -169,7 +183,7 @@ static void leave(struct tstate *s, int spec)
  * it (its trampoline): a target frame found now would change nothing, so no look is needed. */
 static inline int all_open(const struct tstate *s)
 {
-	return native_stages && (native_stages & ~s->open) == 0;
+	return s->closed == 0;
 }
 
 /* ---- frame sizes of the shim's own frames (between the hook and the program) ----------------- */
@@ -240,6 +254,10 @@ static struct tstate *state(void)
 	s->watch = s->watch_at = -1;
 	s->adopt_in = ADOPT_HITS;
 	s->top = &s->none; /* n is 0 in the fresh mapping */
+	set_open(s, 0);
+	for (int i = 0; i < TRACE; i++)
+		s->trace[i] = &s->nokey;
+	s->expect = &s->nokey;
 	s->stack_top = stack_top();
 	ts = s;
 	pthread_setspecific(state_key, s); /* low key index: no allocation */
@@ -497,22 +515,25 @@ static inline __attribute__((always_inline)) int chain_frames_hold(const struct 
 	return 1;
 }
 
-/* Whether chain K leads from SLOT and IP to the innermost known frame at TOP_SLOT, every one of
- * its frames still in place. */
+/* Whether chain K leads from SLOT and IP to the innermost known frame TOP, still watched, every
+ * one of its frames still in place.  TOP's slot is read only once K is known to be made under it
+ * (TOP is none, slot 0, while no frame is known: no chain's top_slot is 0). */
 static inline __attribute__((always_inline)) int chain_holds(const struct chain_key *k, uintptr_t slot, uintptr_t ip,
-							    uintptr_t top_slot, unsigned unloads)
+							    const struct frame *top, unsigned unloads)
 {
-	return k->entry_ip == ip && k->entry_slot == slot && k->top_slot == top_slot && k->unloads == unloads &&
-	       chain_frames_hold(k);
+	return k->entry_ip == ip && k->entry_slot == slot && k->top_slot == top->slot && k->unloads == unloads &&
+	       load(top->slot) == top->watched && chain_frames_hold(k);
 }
 
-/* The way of SET (tag TAG) holding the chain from SLOT and IP up to TOP_SLOT, intact, or NULL. */
-static inline __attribute__((always_inline)) struct chain_key *chain_find(struct chain_set *set, uint64_t tag, uintptr_t slot, uintptr_t ip,
-					   uintptr_t top_slot, unsigned unloads)
+/* The way of SET (tag TAG) holding the chain of the call from SLOT with return address IP up to the
+ * innermost known frame TOP, intact, or NULL. */
+static inline __attribute__((always_inline)) struct chain_key *chain_find(struct chain_set *set, uint64_t tag,
+									  uintptr_t slot, uintptr_t ip,
+									  const struct frame *top, unsigned unloads)
 {
 	for (uint64_t m = chain_candidates(set, tag); m; m &= m - 1) {
 		struct chain_key *k = &set->way[__builtin_ctzll(m) >> 3];
-		if (chain_holds(k, slot, ip, top_slot, unloads))
+		if (chain_holds(k, slot, ip, top, unloads))
 			return k;
 	}
 	return NULL;
@@ -524,31 +545,58 @@ static void chain_forget(struct chain_set *set, struct chain_key *k)
 	set->tags &= ~(0xffULL << 8 * (k - set->way));
 }
 
-/* Remembers the call of CH through its N innermost new frames, up to the innermost known frame:
- * in a free way of its set, else in the next one round. */
-static void add_chain(struct tstate *s, const struct chain *ch, int n, uint32_t target)
+/* ---- the trace: the chain expected next ------------------------------------------------------ */
+
+/* Chain K came where it was expected: the next one expected is the one that came after it then
+ * (the place just written when K came twice in a row). */
+static inline __attribute__((always_inline)) void trace_follow(struct tstate *s, struct chain_key *k)
 {
-	uintptr_t top_slot = s->f[s->n - 1].slot;
+	unsigned t = s->tpos;
+	s->trace[t % TRACE] = k;
+	s->tpos = ++t;
+	s->expect = s->trace[(t - s->lag) % TRACE];
+}
+
+/* Chain K came, found otherwise (a look-up, a look): the next one expected is the one that came
+ * after it the last time it was found so (a place overwritten since: whatever it holds is checked
+ * in full like any other; none found so, or a place the ring has passed: the next place, still
+ * unwritten, which holds some older chain or nokey). */
+static void trace_found(struct tstate *s, struct chain_key *k)
+{
+	unsigned t = s->tpos, p = k->pos;
+	s->lag = s->trace[p % TRACE] == k && t - p < TRACE ? t - p : 0;
+	s->trace[t % TRACE] = k;
+	k->pos = t;
+	s->tpos = ++t;
+	s->expect = s->trace[(t - s->lag) % TRACE];
+}
+
+/* Remembers the call of CH through its N innermost new frames, up to the innermost known frame:
+ * in a free way of its set, else in the next one round.  The chain, new or found. */
+static struct chain_key *add_chain(struct tstate *s, const struct chain *ch, int n, uint32_t target)
+{
+	const struct frame *top = &s->f[s->n - 1];
 	uint64_t tag;
-	struct chain_set *set = chain_set(s, ch->entry_slot, ch->entry_ip, top_slot, &tag);
-	if (chain_find(set, tag, ch->entry_slot, ch->entry_ip, top_slot, s->unloads_seen))
-		return; /* remembered already (a target's frame taken in again) */
+	struct chain_set *set = chain_set(s, ch->entry_slot, ch->entry_ip, top->slot, &tag);
+	struct chain_key *k = chain_find(set, tag, ch->entry_slot, ch->entry_ip, top, s->unloads_seen);
+	if (k)
+		return k; /* remembered already (a target's frame taken in again) */
 	int w = 0;
 	while (w < CHAIN_WAYS && (set->tags >> 8 * w & 0xff))
 		w++;
 	if (w == CHAIN_WAYS)
 		w = (int)(s->chain_victim++ % CHAIN_WAYS);
-	struct chain_key *k = &set->way[w];
-	k->top_slot = top_slot;
+	k = &set->way[w];
+	k->top_slot = top->slot;
 	k->entry_slot = ch->entry_slot;
 	k->entry_ip = ch->entry_ip;
 	k->unloads = s->unloads_seen;
 	k->n = n;
 	k->target = target;
-	k->succ = k->succ2 = NULL;
 	for (int j = 0; j < n; j++)
 		k->fr[CHAIN_MAX - n + j] = (struct chain_frame){ s->c[j].slot, s->c[j].ra };
 	set->tags = (set->tags & ~(0xffULL << 8 * w)) | tag << 8 * w;
+	return k;
 }
 
 /* Chain K was hit ADOPT_HITS times since the last adoption: it is forgotten, and the next look
@@ -563,46 +611,25 @@ static void adopt_chain(struct tstate *s, struct chain_key *k)
 	s->adopt_in = ADOPT_HITS << s->adoptions;
 }
 
+static inline unsigned unloads_now(void)
+{
+	return __atomic_load_n(&ms_dlclose_calls, __ATOMIC_ACQUIRE);
+}
+
 /* The chain by which a call from SLOT with return address IP comes up to the innermost known frame
- * (n > 0, still watched), every frame of it still in place; NULL when none. */
-static inline __attribute__((always_inline)) struct chain_key *chain_lookup(struct tstate *s, uintptr_t slot,
-									    uintptr_t ip)
+ * (still watched), every frame of it still in place, looked up; NULL when none. */
+static struct chain_key *chain_lookup(struct tstate *s, uintptr_t slot, uintptr_t ip)
 {
 	const struct frame *top = s->top;
-	if (load(top->slot) != top->watched)
-		return NULL; /* watched is 0 without a trampoline */
-	unsigned unloads = __atomic_load_n(&ms_dlclose_calls, __ATOMIC_ACQUIRE);
-	struct chain_key *k = s->hit ? s->hit->succ2 : NULL;
-	if (k && chain_holds(k, slot, ip, top->slot, unloads)) { /* the other way the calls went */
-		s->hit->succ2 = s->hit->succ;
-		s->hit->succ = k;
-		s->hit = k;
-		s->expect = k->succ;
-		return k;
-	}
+	if (s->n == 0)
+		return NULL;
 	uint64_t tag;
 	struct chain_set *set = chain_set(s, slot, ip, top->slot, &tag);
-	uint64_t m = chain_candidates(set, tag);
-	unsigned w = set->next[set->last]; /* the way expected next in this set first */
-	k = &set->way[w];
-	if (!(m >> (8 * w + 7) & 1) || !chain_holds(k, slot, ip, top->slot, unloads)) {
-		for (m &= ~(0x80ULL << 8 * w); m; m &= m - 1) {
-			w = (unsigned)__builtin_ctzll(m) >> 3;
-			k = &set->way[w];
-			if (chain_holds(k, slot, ip, top->slot, unloads))
-				break;
-		}
-		if (!m)
-			return NULL;
-		set->next[set->last] = (uint8_t)w;
+	struct chain_key *k = chain_find(set, tag, slot, ip, top, unloads_now());
+	if (k) {
+		STAT(looked_up);
+		trace_found(s, k);
 	}
-	set->last = (uint8_t)w;
-	if (s->hit && s->hit->succ != k) {
-		s->hit->succ2 = s->hit->succ;
-		s->hit->succ = k;
-	}
-	s->hit = k;
-	s->expect = k->succ;
 	return k;
 }
 
@@ -614,28 +641,13 @@ static inline __attribute__((always_inline)) struct chain_key *chain_lookup(stru
  * A chain through a target's frame is replayed. */
 static int replay(struct tstate *s, const struct chain_key *k);
 
-/* Calls repeat in the same order (a library's statements, one like the other): the chain that
- * followed the last one hit is tried first, without a look-up.  It, if every frame of it holds. */
-static inline __attribute__((always_inline)) struct chain_key *chain_expected(struct tstate *s, uintptr_t slot,
-									      uintptr_t ip)
-{
-	const struct frame *top = s->top;
-	struct chain_key *k = s->expect;
-	return k && load(top->slot) == top->watched &&
-			       chain_holds(k, slot, ip, top->slot, __atomic_load_n(&ms_dlclose_calls, __ATOMIC_ACQUIRE))
-		       ? k
-		       : NULL;
-}
-
 static int chain_seen(struct tstate *s, uintptr_t slot, uintptr_t ip)
 {
-	struct chain_key *k = chain_expected(s, slot, ip);
-	if (k) {
-		s->hit = k;
-		s->expect = k->succ;
-	} else {
+	struct chain_key *k = s->expect;
+	if (chain_holds(k, slot, ip, s->top, unloads_now()))
+		trace_follow(s, k);
+	else
 		k = chain_lookup(s, slot, ip);
-	}
 	if (!k)
 		return 0;
 	if (MS_UNLIKELY(k->target))
@@ -785,7 +797,7 @@ static void look(struct tstate *s)
 			STAT(adopted);
 			take_in(s, &ch, 0);
 		} else if (ch.nc <= CHAIN_MAX) {
-			add_chain(s, &ch, ch.nc, 0);
+			trace_found(s, add_chain(s, &ch, ch.nc, 0));
 		} else { /* a long way up: take in all but the innermost (short-lived) frames */
 			take_in(s, &ch, ADOPT_AFTER - 1);
 		}
@@ -797,7 +809,7 @@ static void look(struct tstate *s)
 	if (!quick && (walk(s, 0, &ch) != 0 || ch.signal))
 		return;
 	if (quick && replayable(s, &ch))
-		add_chain(s, &ch, ch.nc, target_frames(s, &ch));
+		trace_found(s, add_chain(s, &ch, ch.nc, target_frames(s, &ch)));
 	found(s, &ch);
 }
 
@@ -893,27 +905,36 @@ static __attribute__((noinline)) void check_slow(uintptr_t *wrapper_slot)
 	errno = saved;
 }
 
-/* A call through a chain of frames seen before, else the slow way. */
+/* A call through chain K (verified, found in the trace) that is not a plain hit: a target's
+ * frame on the way is taken in, or the chain adopted (its ADOPT_HITS-th hit); else the slow way. */
 static __attribute__((noinline)) void check_chains_after(struct tstate *s, uintptr_t *slot, struct chain_key *k)
 {
 	if (k && k->target && replay(s, k))
 		return;
 	if (k && !k->target)
-		adopt_chain(s, k); /* its ADOPT_HITS-th hit */
+		adopt_chain(s, k);
 	check_slow(slot);
 }
 
 /* A call through a chain of frames seen before, looked up (no call on the way), else the slow way. */
 static __attribute__((noinline)) void check_chains_lookup(uintptr_t *slot, struct tstate *s)
 { /* SLOT first: it stays where ms_native_check received it */
-	struct chain_key *k = s->n > 0 ? chain_lookup(s, (uintptr_t)slot, *slot) : NULL;
+	struct chain_key *k = chain_lookup(s, (uintptr_t)slot, *slot);
 	if (MS_LIKELY(k && !k->target && --s->adopt_in > 0))
 		return;
 	check_chains_after(s, slot, k);
 }
 
-/* The common case in a few loads (no frame of its own): the wrapper was called again from a place
- * seen before, or through the chain of frames expected next; else through any chain, or slowly. */
+/* The chain expected next came, but through a target's frame or as the hit that adopts it. */
+static __attribute__((noinline)) void check_expected_rare(uintptr_t *slot, struct tstate *s, struct chain_key *k)
+{
+	trace_follow(s, k);
+	check_chains_after(s, slot, k);
+}
+
+/* The common case in a few loads (no frame of its own): every stage open, or the wrapper called
+ * again from a place seen before, or through the chain of frames expected next; else through any
+ * chain, or slowly. */
 void ms_native_check(uintptr_t *slot)
 {
 	struct tstate *s = ts;
@@ -925,11 +946,13 @@ void ms_native_check(uintptr_t *slot)
 	 * no frame known: top is none, which never matches */
 	if (all_open(s) || seen_before(s, (uintptr_t)slot, *slot))
 		return;
-	struct chain_key *k = s->n > 0 ? chain_expected(s, (uintptr_t)slot, *slot) : NULL;
-	if (MS_LIKELY(k && !k->target && s->adopt_in > 1)) {
-		s->adopt_in--;
-		s->hit = k;
-		s->expect = k->succ;
+	struct chain_key *k = s->expect;
+	if (MS_LIKELY(chain_holds(k, (uintptr_t)slot, *slot, s->top, unloads_now()))) {
+		if (MS_LIKELY(!k->target && --s->adopt_in > 0)) {
+			trace_follow(s, k);
+			return;
+		}
+		check_expected_rare(slot, s, k);
 		return;
 	}
 	check_chains_lookup(slot, s);
