@@ -97,7 +97,7 @@ struct tstate {
 	struct chain_key *expect; /* the chain expected next (trace[cur]), never NULL */
 	uint32_t closed;   /* spec stages a look could open that are not open here (0: a check has
 			    * nothing to do; see set_open) */
-	int adopt_in;      /* chain hits left before the next one is adopted */
+	unsigned adopt_at; /* the trace's place at which the chain hit is adopted */
 	unsigned tpos;     /* chains hit so far: the trace's next place */
 	unsigned lag;      /* the chain expected next is the one written LAG places before it */
 	struct frame none;       /* key_slot 0: no call matches it */
@@ -252,7 +252,7 @@ static struct tstate *state(void)
 	if (!s)
 		return NULL;
 	s->watch = s->watch_at = -1;
-	s->adopt_in = ADOPT_HITS;
+	s->adopt_at = ADOPT_HITS;
 	s->top = &s->none; /* n is 0 in the fresh mapping */
 	set_open(s, 0);
 	for (int i = 0; i < TRACE; i++)
@@ -509,7 +509,8 @@ static inline __attribute__((always_inline)) int chain_frames_hold(const struct 
 	case 12: ONE(4); case 11: ONE(5); case 10: ONE(6); case 9: ONE(7);
 	case 8: ONE(8); case 7: ONE(9); case 6: ONE(10); case 5: ONE(11);
 	case 4: ONE(12); case 3: ONE(13); case 2: ONE(14); case 1: ONE(15);
-	default: break;
+	case 0: break;
+	default: __builtin_unreachable(); /* add_chain keeps n within CHAIN_MAX: no range check */
 	}
 #undef ONE
 	return 1;
@@ -599,6 +600,12 @@ static struct chain_key *add_chain(struct tstate *s, const struct chain *ch, int
 	return k;
 }
 
+/* The chains hit since the last adoption (the trace's places) call for the next one. */
+static inline int adopt_due(const struct tstate *s)
+{
+	return (int)(s->tpos - s->adopt_at) >= 0;
+}
+
 /* Chain K was hit ADOPT_HITS times since the last adoption: it is forgotten, and the next look
  * takes its frames in (see chain_seen). */
 static void adopt_chain(struct tstate *s, struct chain_key *k)
@@ -608,7 +615,7 @@ static void adopt_chain(struct tstate *s, struct chain_key *k)
 	s->adopt = 1;
 	if (s->adoptions < ADOPT_BACKOFF)
 		s->adoptions++;
-	s->adopt_in = ADOPT_HITS << s->adoptions;
+	s->adopt_at = s->tpos + (ADOPT_HITS << s->adoptions);
 }
 
 static inline unsigned unloads_now(void)
@@ -652,7 +659,7 @@ static int chain_seen(struct tstate *s, uintptr_t slot, uintptr_t ip)
 		return 0;
 	if (MS_UNLIKELY(k->target))
 		return replay(s, k);
-	if (MS_LIKELY(--s->adopt_in > 0))
+	if (MS_LIKELY(!adopt_due(s)))
 		return 1;
 	adopt_chain(s, k);
 	return 0;
@@ -826,8 +833,10 @@ static void found(struct tstate *s, const struct chain *ch)
 }
 
 /* A hit of a chain through a target's frame: what the walk that found it did, without walking (its
- * frames are all in place, so a walk would find the same).  0 when this thread may not change its
- * frames now (the slow path decides). */
+ * frames are all in place, so a walk would find the same), as found() does with apply(): its target
+ * frames taken in, the way up to the innermost one remembered unless every stage is open now, and
+ * the call remembered when that frame made it.  0 when this thread may not change its frames now
+ * (the slow path decides). */
 static __attribute__((noinline)) int replay(struct tstate *s, const struct chain_key *k)
 {
 	if (s->busy || s->unwinding)
@@ -836,14 +845,24 @@ static __attribute__((noinline)) int replay(struct tstate *s, const struct chain
 	s->busy = 1;
 	ms_tls_guard++;
 	STAT(replayed);
-	struct chain ch = { .nc = k->n, .match = s->n - 1, .keep = s->n, .targets_known = 1, .targets = k->target,
-			    .entry_slot = k->entry_slot, .entry_ip = k->entry_ip };
-	const struct chain_frame *fr = &k->fr[CHAIN_MAX - k->n];
-	for (int j = 0; j < k->n; j++) /* each frame's own place is the return address above it */
-		s->c[j] = (struct cand){ fr[j].slot, fr[j].ra, j ? fr[j - 1].ra : k->entry_ip };
 	flush_deferred(s);
-	found(s, &ch); /* no re-read of the loaded objects: the frames are the walk's, read since (no
-			* dlclose: the chain's unloads), and a later dlopen cannot make them a target's */
+	/* no re-read of the loaded objects: the frames are the walk's, read since (no dlclose: the
+	 * chain's unloads), and a later dlopen cannot make them a target's */
+	const struct chain_frame *fr = &k->fr[CHAIN_MAX - k->n];
+	int last = __builtin_ctz(k->target);
+	for (int j = k->n - 1; j >= last && s->n < MAX_FRAMES; j--) /* a frame's own place: the return address above it */
+		if (k->target >> j & 1)
+			push(s, &(struct cand){ fr[j].slot, fr[j].ra, j ? fr[j - 1].ra : k->entry_ip });
+	uintptr_t top_slot = s->f[s->n - 1].slot;
+	if (last > 0 && top_slot == fr[last].slot && !all_open(s)) {
+		for (int j = 0; j < last; j++)
+			s->c[j] = (struct cand){ fr[j].slot, fr[j].ra, j ? fr[j - 1].ra : k->entry_ip };
+		const struct chain inner = { .entry_slot = k->entry_slot, .entry_ip = k->entry_ip };
+		add_chain(s, &inner, last, 0);
+	}
+	ensure_watch(s);
+	if (top_slot == fr[0].slot && s->n > 0 && s->f[s->n - 1].slot > k->entry_slot)
+		add_key(&s->f[s->n - 1], k->entry_slot, k->entry_ip);
 	ms_tls_guard--;
 	s->busy = 0;
 	errno = saved;
@@ -920,7 +939,7 @@ static __attribute__((noinline)) void check_chains_after(struct tstate *s, uintp
 static __attribute__((noinline)) void check_chains_lookup(uintptr_t *slot, struct tstate *s)
 { /* SLOT first: it stays where ms_native_check received it */
 	struct chain_key *k = chain_lookup(s, (uintptr_t)slot, *slot);
-	if (MS_LIKELY(k && !k->target && --s->adopt_in > 0))
+	if (MS_LIKELY(k && !k->target && !adopt_due(s)))
 		return;
 	check_chains_after(s, slot, k);
 }
@@ -948,7 +967,7 @@ void ms_native_check(uintptr_t *slot)
 		return;
 	struct chain_key *k = s->expect;
 	if (MS_LIKELY(chain_holds(k, (uintptr_t)slot, *slot, s->top, unloads_now()))) {
-		if (MS_LIKELY(!k->target && --s->adopt_in > 0)) {
+		if (MS_LIKELY(!k->target && !adopt_due(s))) {
 			trace_follow(s, k);
 			return;
 		}
