@@ -332,16 +332,16 @@ static void unwatch(struct tstate *s)
 	s->watch_at = -1;
 }
 
-/* The innermost known frame gets a trampoline: its own stage one, or the marker. */
+/* The innermost known frame gets a trampoline: its own stage one, or the marker.  A stage frame's
+ * own leaves the marker where it is, on a frame outside it that cannot leave first: when the stage
+ * call returns, that frame is the innermost again, watched, its calls and chains still good (a
+ * stage called once per statement: no marker moved twice a call). */
 static void ensure_watch(struct tstate *s)
 {
 	while (s->n > 0) {
 		struct frame *top = &s->f[s->n - 1];
-		if (top->tramp >= 0) {
-			if (s->watch_at >= 0 && s->watch_at != s->n - 1)
-				unwatch(s);
+		if (top->tramp >= 0)
 			return;
-		}
 		if (load(top->slot) != top->ra) { /* not the frame we knew */
 			pop_stale(s);
 			continue;
