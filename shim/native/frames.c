@@ -70,7 +70,9 @@ struct cand {
  * they held) that are no target's, up to the innermost known frame, whose slot was TOP_SLOT.
  * While every slot still holds its return address, the same call needs no walk. */
 struct chain_key {
-	uintptr_t entry_ip, entry_slot, top_slot;
+	uintptr_t entry_ip, top_slot;
+	uintptr_t entry_key; /* ENTRY_SLOT, bit 0 set when a frame is a target's (TARGET not 0): slots are
+			      * 8-byte aligned, so the check's one compare of it never meets such a chain */
 	unsigned unloads;  /* ms_dlclose_calls when it was made */
 	int n;
 	uint32_t target;   /* a walk that found a target's frame: which of the frames are targets' (a
@@ -94,12 +96,11 @@ struct chain_set {
 
 struct tstate {
 	const struct frame *top; /* f[n - 1], or none while n is 0: the check's one load (set_n) */
-	struct chain_key *expect; /* the chain expected next (trace[cur]), never NULL */
 	uint32_t closed;   /* spec stages a look could open that are not open here (0: a check has
 			    * nothing to do; see set_open) */
 	unsigned adopt_at; /* the trace's place at which the chain hit is adopted */
 	unsigned tpos;     /* chains hit so far: the trace's next place */
-	unsigned lag;      /* the chain expected next is the one written LAG places before it */
+	unsigned lag;      /* the chain expected next is the one LAG places before that (expected()) */
 	struct frame none;       /* key_slot 0: no call matches it */
 	struct chain_key nokey;  /* entry_ip 0: no call matches it (what the trace holds at first) */
 	int n;             /* known frames */
@@ -257,7 +258,6 @@ static struct tstate *state(void)
 	set_open(s, 0);
 	for (int i = 0; i < TRACE; i++)
 		s->trace[i] = &s->nokey;
-	s->expect = &s->nokey;
 	s->stack_top = stack_top();
 	ts = s;
 	pthread_setspecific(state_key, s); /* low key index: no allocation */
@@ -516,14 +516,27 @@ static inline __attribute__((always_inline)) int chain_frames_hold(const struct 
 	return 1;
 }
 
-/* Whether chain K leads from SLOT and IP to the innermost known frame TOP, still watched, every
- * one of its frames still in place.  TOP's slot is read only once K is known to be made under it
- * (TOP is none, slot 0, while no frame is known: no chain's top_slot is 0). */
+static inline uintptr_t entry_slot(const struct chain_key *k)
+{
+	return k->entry_key & ~(uintptr_t)1;
+}
+
+/* Whether chain K, its entry_key KEY (a slot, bit 0 set for a chain through a target's frame), leads
+ * from there and IP to the innermost known frame TOP, still watched, every one of its frames still
+ * in place.  TOP's slot is read only once K is known to be made under it (TOP is none, slot 0,
+ * while no frame is known: no chain's top_slot is 0). */
+static inline __attribute__((always_inline)) int chain_holds_key(const struct chain_key *k, uintptr_t key, uintptr_t ip,
+								const struct frame *top, unsigned unloads)
+{
+	return k->entry_ip == ip && k->entry_key == key && k->top_slot == top->slot && k->unloads == unloads &&
+	       load(top->slot) == top->watched && chain_frames_hold(k);
+}
+
+/* The same for a call from SLOT, through a target's frame or not. */
 static inline __attribute__((always_inline)) int chain_holds(const struct chain_key *k, uintptr_t slot, uintptr_t ip,
 							    const struct frame *top, unsigned unloads)
 {
-	return k->entry_ip == ip && k->entry_slot == slot && k->top_slot == top->slot && k->unloads == unloads &&
-	       load(top->slot) == top->watched && chain_frames_hold(k);
+	return chain_holds_key(k, entry_slot(k) == slot ? k->entry_key : ~(uintptr_t)0, ip, top, unloads);
 }
 
 /* The way of SET (tag TAG) holding the chain of the call from SLOT with return address IP up to the
@@ -542,34 +555,37 @@ static inline __attribute__((always_inline)) struct chain_key *chain_find(struct
 
 static void chain_forget(struct chain_set *set, struct chain_key *k)
 {
-	k->entry_slot = 0; /* no expectation meets it either */
+	k->entry_key = 0; /* no expectation meets it either */
 	set->tags &= ~(0xffULL << 8 * (k - set->way));
 }
 
 /* ---- the trace: the chain expected next ------------------------------------------------------ */
 
-/* Chain K came where it was expected: the next one expected is the one that came after it then
- * (the place just written when K came twice in a row). */
+/* The chain expected next: the one that came after the same point last time (the place just
+ * written when a chain came twice in a row; the next place, still unwritten, when nothing is
+ * expected: some older chain or nokey, checked in full like any other). */
+static inline struct chain_key *expected(const struct tstate *s)
+{
+	return s->trace[(s->tpos - s->lag) % TRACE];
+}
+
+/* Chain K came where it was expected. */
 static inline __attribute__((always_inline)) void trace_follow(struct tstate *s, struct chain_key *k)
 {
 	unsigned t = s->tpos;
 	s->trace[t % TRACE] = k;
-	s->tpos = ++t;
-	s->expect = s->trace[(t - s->lag) % TRACE];
+	s->tpos = t + 1;
 }
 
-/* Chain K came, found otherwise (a look-up, a look): the next one expected is the one that came
- * after it the last time it was found so (a place overwritten since: whatever it holds is checked
- * in full like any other; none found so, or a place the ring has passed: the next place, still
- * unwritten, which holds some older chain or nokey). */
+/* Chain K came, found otherwise (a look-up, a look): the chains expected next are the ones that
+ * came after it the last time it was found so (none when never, or the ring has passed that place). */
 static void trace_found(struct tstate *s, struct chain_key *k)
 {
 	unsigned t = s->tpos, p = k->pos;
 	s->lag = s->trace[p % TRACE] == k && t - p < TRACE ? t - p : 0;
 	s->trace[t % TRACE] = k;
 	k->pos = t;
-	s->tpos = ++t;
-	s->expect = s->trace[(t - s->lag) % TRACE];
+	s->tpos = t + 1;
 }
 
 /* Remembers the call of CH through its N innermost new frames, up to the innermost known frame:
@@ -589,7 +605,7 @@ static struct chain_key *add_chain(struct tstate *s, const struct chain *ch, int
 		w = (int)(s->chain_victim++ % CHAIN_WAYS);
 	k = &set->way[w];
 	k->top_slot = top->slot;
-	k->entry_slot = ch->entry_slot;
+	k->entry_key = ch->entry_slot | (target != 0);
 	k->entry_ip = ch->entry_ip;
 	k->unloads = s->unloads_seen;
 	k->n = n;
@@ -650,7 +666,7 @@ static int replay(struct tstate *s, const struct chain_key *k);
 
 static int chain_seen(struct tstate *s, uintptr_t slot, uintptr_t ip)
 {
-	struct chain_key *k = s->expect;
+	struct chain_key *k = expected(s);
 	if (chain_holds(k, slot, ip, s->top, unloads_now()))
 		trace_follow(s, k);
 	else
@@ -857,12 +873,12 @@ static __attribute__((noinline)) int replay(struct tstate *s, const struct chain
 	if (last > 0 && top_slot == fr[last].slot && !all_open(s)) {
 		for (int j = 0; j < last; j++)
 			s->c[j] = (struct cand){ fr[j].slot, fr[j].ra, j ? fr[j - 1].ra : k->entry_ip };
-		const struct chain inner = { .entry_slot = k->entry_slot, .entry_ip = k->entry_ip };
+		const struct chain inner = { .entry_slot = entry_slot(k), .entry_ip = k->entry_ip };
 		add_chain(s, &inner, last, 0);
 	}
 	ensure_watch(s);
-	if (top_slot == fr[0].slot && s->n > 0 && s->f[s->n - 1].slot > k->entry_slot)
-		add_key(&s->f[s->n - 1], k->entry_slot, k->entry_ip);
+	if (top_slot == fr[0].slot && s->n > 0 && s->f[s->n - 1].slot > entry_slot(k))
+		add_key(&s->f[s->n - 1], entry_slot(k), k->entry_ip);
 	ms_tls_guard--;
 	s->busy = 0;
 	errno = saved;
@@ -935,25 +951,32 @@ static __attribute__((noinline)) void check_chains_after(struct tstate *s, uintp
 	check_slow(slot);
 }
 
-/* A call through a chain of frames seen before, looked up (no call on the way), else the slow way. */
-static __attribute__((noinline)) void check_chains_lookup(uintptr_t *slot, struct tstate *s)
-{ /* SLOT first: it stays where ms_native_check received it */
-	struct chain_key *k = chain_lookup(s, (uintptr_t)slot, *slot);
-	if (MS_LIKELY(k && !k->target && !adopt_due(s)))
-		return;
-	check_chains_after(s, slot, k);
-}
-
-/* The chain expected next came, but through a target's frame or as the hit that adopts it. */
+/* A call through chain K, the one expected (verified), that is not a plain hit: a target's frame on
+ * the way is taken in, or the chain adopted (its ADOPT_HITS-th hit). */
 static __attribute__((noinline)) void check_expected_rare(uintptr_t *slot, struct tstate *s, struct chain_key *k)
 {
 	trace_follow(s, k);
 	check_chains_after(s, slot, k);
 }
 
+/* Not the plain chain expected: the one expected through a target's frame, or a chain looked up (no
+ * call on the way), else the slow way. */
+static __attribute__((noinline)) void check_chains_lookup(uintptr_t *slot, struct tstate *s)
+{ /* SLOT first: it stays where ms_native_check received it */
+	struct chain_key *k = expected(s);
+	if (chain_holds_key(k, (uintptr_t)slot | 1, *slot, s->top, unloads_now())) {
+		check_expected_rare(slot, s, k);
+		return;
+	}
+	k = chain_lookup(s, (uintptr_t)slot, *slot);
+	if (MS_LIKELY(k && !k->target && !adopt_due(s)))
+		return;
+	check_chains_after(s, slot, k);
+}
+
 /* The common case in a few loads (no frame of its own): every stage open, or the wrapper called
- * again from a place seen before, or through the chain of frames expected next; else through any
- * chain, or slowly. */
+ * again from a place seen before, or through the chain of frames expected next (through no
+ * target's frame: see entry_key); else through any chain, or slowly. */
 void ms_native_check(uintptr_t *slot)
 {
 	struct tstate *s = ts;
@@ -965,9 +988,9 @@ void ms_native_check(uintptr_t *slot)
 	 * no frame known: top is none, which never matches */
 	if (all_open(s) || seen_before(s, (uintptr_t)slot, *slot))
 		return;
-	struct chain_key *k = s->expect;
-	if (MS_LIKELY(chain_holds(k, (uintptr_t)slot, *slot, s->top, unloads_now()))) {
-		if (MS_LIKELY(!k->target && !adopt_due(s))) {
+	struct chain_key *k = expected(s);
+	if (MS_LIKELY(chain_holds_key(k, (uintptr_t)slot, *slot, s->top, unloads_now()))) {
+		if (MS_LIKELY(!adopt_due(s))) {
 			trace_follow(s, k);
 			return;
 		}
