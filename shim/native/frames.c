@@ -77,6 +77,7 @@ struct chain_key {
 	int n;
 	uint32_t target;   /* a walk that found a target's frame: which of the frames are targets' (a
 			    * hit takes them in as that walk did) */
+	int8_t stage[CHAIN_MAX]; /* and the spec stage of each (-1: none), at the places of fr */
 	unsigned pos;      /* where in the thread's trace it was last found by a look-up (or made) */
 	struct chain_frame {
 		uintptr_t slot, ra;
@@ -384,13 +385,14 @@ static void add_key(struct frame *f, uintptr_t slot, uintptr_t ip)
 	f->key_ip[f->nkeys++ % NKEYS] = ip;
 }
 
-/* Pushes a newly seen frame; a frame of a target function gets a trampoline and opens its stage. */
-static void push(struct tstate *s, const struct cand *c)
+/* Pushes a newly seen frame, of spec stage STAGE's target function (-1: none); a target's frame gets
+ * a trampoline and opens its stage. */
+static void push_stage(struct tstate *s, const struct cand *c, int stage)
 {
 	struct frame *f = &s->f[s->n];
 	f->slot = c->slot;
 	f->ra = c->ra;
-	f->stage = ms_syms_stage_at(c->ip - 1);
+	f->stage = stage;
 	set_tramp(f, -1);
 	if (f->stage >= 0) {
 		int t = ms_pool_take();
@@ -404,6 +406,12 @@ static void push(struct tstate *s, const struct cand *c)
 		}
 	}
 	set_n(s, s->n + 1);
+}
+
+/* Pushes a newly seen frame, its function looked up. */
+static void push(struct tstate *s, const struct cand *c)
+{
+	push_stage(s, c, ms_syms_stage_at(c->ip - 1));
 }
 
 /* What a walk up the stack found: new frames (s->c, innermost first) up to the known frame MATCH. */
@@ -610,8 +618,10 @@ static struct chain_key *add_chain(struct tstate *s, const struct chain *ch, int
 	k->unloads = s->unloads_seen;
 	k->n = n;
 	k->target = target;
-	for (int j = 0; j < n; j++)
+	for (int j = 0; j < n; j++) {
 		k->fr[CHAIN_MAX - n + j] = (struct chain_frame){ s->c[j].slot, s->c[j].ra };
+		k->stage[CHAIN_MAX - n + j] = (int8_t)(target >> j & 1 ? ms_syms_stage_at(s->c[j].ip - 1) : -1);
+	}
 	set->tags = (set->tags & ~(0xffULL << 8 * w)) | tag << 8 * w;
 	return k;
 }
@@ -866,9 +876,12 @@ static __attribute__((noinline)) int replay(struct tstate *s, const struct chain
 	 * chain's unloads), and a later dlopen cannot make them a target's */
 	const struct chain_frame *fr = &k->fr[CHAIN_MAX - k->n];
 	int last = __builtin_ctz(k->target);
-	for (int j = k->n - 1; j >= last && s->n < MAX_FRAMES; j--) /* a frame's own place: the return address above it */
-		if (k->target >> j & 1)
-			push(s, &(struct cand){ fr[j].slot, fr[j].ra, j ? fr[j - 1].ra : k->entry_ip });
+	for (uint32_t m = k->target; m && s->n < MAX_FRAMES;) { /* outermost first */
+		int j = 31 - __builtin_clz(m);
+		m &= ~(1u << j); /* a frame's own place: the return address above it */
+		push_stage(s, &(struct cand){ fr[j].slot, fr[j].ra, j ? fr[j - 1].ra : k->entry_ip },
+			   k->stage[CHAIN_MAX - k->n + j]);
+	}
 	uintptr_t top_slot = s->f[s->n - 1].slot;
 	if (last > 0 && top_slot == fr[last].slot && !all_open(s)) {
 		for (int j = 0; j < last; j++)
