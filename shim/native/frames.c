@@ -13,11 +13,11 @@
  * frames of a library's call tree, rebuilt at the same places call after call, are not taken in:
  * the way from each call site up to the innermost known frame is remembered as a chain (its
  * slots and return addresses, one load each to confirm; calls repeat in the same order, so the
- * chain that came after the last one hit when it came before is tried first), so a target called
- * once per statement or
- * per request costs one replayed walk and one trampoline firing per call, not a walk per
- * allocation (of the frames between a target's and the known ones, only targets' are taken in:
- * known frames need not be contiguous, the ones in between are callers of a known frame).
+ * chains hit are kept in order in a trace and the one tried first is the one that came after the
+ * same point last time), so a target called once per statement or per request costs one replayed
+ * walk and one trampoline firing per call, not a walk per allocation (of the frames between a
+ * target's and the known ones, only targets' are taken in: known frames need not be contiguous,
+ * the ones in between are callers of a known frame, and the marker stays on the one it was on).
  *
  * Everything here runs inside allocation hooks or trampolines: per-thread state in raw mappings,
  * no locks (the stage engine's own short lock aside), errno preserved. */
