@@ -96,10 +96,11 @@ void ms_native_report(void)
 			stripped, stripped[0] ? ")" : "");
 	}
 	ms_debug("native stages: %llu quick walks, %llu full looks, %llu trampolines fired, %llu unwound, "
-		 "%llu longjmps, %llu hot chains taken in, %llu walks replayed", (unsigned long long)ms_native_stats.medium,
-		 (unsigned long long)ms_native_stats.slow, (unsigned long long)ms_native_stats.fired,
-		 (unsigned long long)ms_native_stats.unwound, (unsigned long long)ms_native_stats.longjmps,
-		 (unsigned long long)ms_native_stats.adopted, (unsigned long long)ms_native_stats.replayed);
+		 "%llu longjmps, %llu hot chains taken in, %llu walks replayed, %llu chains looked up",
+		 (unsigned long long)ms_native_stats.medium, (unsigned long long)ms_native_stats.slow,
+		 (unsigned long long)ms_native_stats.fired, (unsigned long long)ms_native_stats.unwound,
+		 (unsigned long long)ms_native_stats.longjmps, (unsigned long long)ms_native_stats.adopted,
+		 (unsigned long long)ms_native_stats.replayed, (unsigned long long)ms_native_stats.looked_up);
 	ms_tls_guard--;
 }
 

@@ -13,10 +13,11 @@
  * frames of a library's call tree, rebuilt at the same places call after call, are not taken in:
  * the way from each call site up to the innermost known frame is remembered as a chain (its
  * slots and return addresses, one load each to confirm; calls repeat in the same order, so the
- * chain that followed the last one hit is tried first), so a target called once per statement or
- * per request costs one replayed walk and one trampoline firing per call, not a walk per
- * allocation (of the frames between a target's and the known ones, only targets' are taken in:
- * known frames need not be contiguous, the ones in between are callers of a known frame).
+ * chains hit are kept in order in a trace and the one tried first is the one that came after the
+ * same point last time), so a target called once per statement or per request costs one replayed
+ * walk and one trampoline firing per call, not a walk per allocation (of the frames between a
+ * target's and the known ones, only targets' are taken in: known frames need not be contiguous,
+ * the ones in between are callers of a known frame, and the marker stays on the one it was on).
  *
  * Everything here runs inside allocation hooks or trampolines: per-thread state in raw mappings,
  * no locks (the stage engine's own short lock aside), errno preserved. */
@@ -69,13 +70,15 @@ struct cand {
  * they held) that are no target's, up to the innermost known frame, whose slot was TOP_SLOT.
  * While every slot still holds its return address, the same call needs no walk. */
 struct chain_key {
-	uintptr_t entry_ip, entry_slot, top_slot;
+	uintptr_t entry_ip, top_slot;
+	uintptr_t entry_key; /* ENTRY_SLOT, bit 0 set when a frame is a target's (TARGET not 0): slots are
+			      * 8-byte aligned, so the check's one compare of it never meets such a chain */
 	unsigned unloads;  /* ms_dlclose_calls when it was made */
 	int n;
 	uint32_t target;   /* a walk that found a target's frame: which of the frames are targets' (a
 			    * hit takes them in as that walk did) */
-	struct chain_key *succ; /* the chain hit after this one, last time (checked first next time) */
-	struct chain_key *succ2; /* and the one before that, if another (checked second) */
+	int8_t stage[CHAIN_MAX]; /* and the spec stage of each (-1: none), at the places of fr */
+	unsigned pos;      /* where in the thread's trace it was last found by a look-up (or made) */
 	struct chain_frame {
 		uintptr_t slot, ra;
 	} fr[CHAIN_MAX];   /* the last N, innermost first (the unrolled check starts at CHAIN_MAX - N) */
@@ -84,16 +87,23 @@ struct chain_key {
 /* The chains of one hash: a tag byte per way (0: free) finds the candidates in a few instructions. */
 struct chain_set {
 	uint64_t tags;
-	/* the way hit last, and the way hit after each: calls repeat in the same order (a library's
-	 * statements, one like the other), so the chain that comes next is tried first, before the
-	 * others of its place (sqlite3Malloc's callers: 7 at one depth) */
-	uint8_t last, next[CHAIN_WAYS];
 	struct chain_key way[CHAIN_WAYS];
 };
 
+/* The chains hit, in order, as a ring: calls repeat in the same order (a library's statements, one
+ * like the other, the same chain several times in a row included), so the chain expected next is
+ * the one that came after the same point last time, found without a look-up. */
+#define TRACE 1024
+
 struct tstate {
 	const struct frame *top; /* f[n - 1], or none while n is 0: the check's one load (set_n) */
+	uint32_t closed;   /* spec stages a look could open that are not open here (0: a check has
+			    * nothing to do; see set_open) */
+	unsigned adopt_at; /* the trace's place at which the chain hit is adopted */
+	unsigned tpos;     /* chains hit so far: the trace's next place */
+	unsigned lag;      /* the chain expected next is the one LAG places before that (expected()) */
 	struct frame none;       /* key_slot 0: no call matches it */
+	struct chain_key nokey;  /* entry_ip 0: no call matches it (what the trace holds at first) */
 	int n;             /* known frames */
 	int watch;         /* this thread's marker trampoline, -1 */
 	int watch_at;      /* frame holding it, -1 */
@@ -103,7 +113,6 @@ struct tstate {
 	int unwinding;     /* exceptions in flight: no return address may change (see below) */
 	int adopt;         /* a chain came often: the next look takes in all its frames */
 	unsigned adoptions; /* so far (short-lived frames taken in come back: each needs more hits) */
-	int adopt_in;       /* chain hits left before the next one is adopted */
 	unsigned unloads_seen; /* ms_dlclose_calls at the last walk */
 	uintptr_t stack_top;   /* highest address of this thread's stack */
 	int ndeferred;
@@ -112,8 +121,7 @@ struct tstate {
 	struct cand c[MAX_FRAMES];
 	struct chain_set chains[CHAIN_SETS];
 	unsigned chain_victim; /* the way a new chain takes when its set is full */
-	struct chain_key *hit;    /* the chain hit last */
-	struct chain_key *expect; /* and the one that followed it last time */
+	struct chain_key *trace[TRACE];
 };
 
 struct ms_native_stats ms_native_stats;
@@ -145,6 +153,14 @@ static int engine_id(int spec)
 	return id;
 }
 
+/* The stages open on this thread are OPEN: a check has nothing to do while every stage with a
+ * native target is among them (none such: the checks still take frames in). */
+static void set_open(struct tstate *s, uint32_t open)
+{
+	s->open = open;
+	s->closed = native_stages ? native_stages & ~open : 1;
+}
+
 /* 0 when the stage was entered (refused from a signal handler that interrupted the engine). */
 static int enter(struct tstate *s, int spec)
 {
@@ -152,14 +168,14 @@ static int enter(struct tstate *s, int spec)
 	if (id < 0 || ms_stage_enter(id, ms_elapsed()) < 0)
 		return -1;
 	if (s->nopen[spec]++ == 0)
-		s->open |= 1u << spec;
+		set_open(s, s->open | 1u << spec);
 	return 0;
 }
 
 static void leave(struct tstate *s, int spec)
 {
 	if (spec < MS_SPEC_MAX_STAGES && s->nopen[spec] > 0 && --s->nopen[spec] == 0)
-		s->open &= ~(1u << spec);
+		set_open(s, s->open & ~(1u << spec));
 	int id = engine_id(spec);
 	if (id >= 0)
 		ms_stage_leave(id, ms_elapsed());
@@ -169,7 +185,7 @@ static void leave(struct tstate *s, int spec)
  * it (its trampoline): a target frame found now would change nothing, so no look is needed. */
 static inline int all_open(const struct tstate *s)
 {
-	return native_stages && (native_stages & ~s->open) == 0;
+	return s->closed == 0;
 }
 
 /* ---- frame sizes of the shim's own frames (between the hook and the program) ----------------- */
@@ -238,8 +254,11 @@ static struct tstate *state(void)
 	if (!s)
 		return NULL;
 	s->watch = s->watch_at = -1;
-	s->adopt_in = ADOPT_HITS;
+	s->adopt_at = ADOPT_HITS;
 	s->top = &s->none; /* n is 0 in the fresh mapping */
+	set_open(s, 0);
+	for (int i = 0; i < TRACE; i++)
+		s->trace[i] = &s->nokey;
 	s->stack_top = stack_top();
 	ts = s;
 	pthread_setspecific(state_key, s); /* low key index: no allocation */
@@ -314,16 +333,16 @@ static void unwatch(struct tstate *s)
 	s->watch_at = -1;
 }
 
-/* The innermost known frame gets a trampoline: its own stage one, or the marker. */
+/* The innermost known frame gets a trampoline: its own stage one, or the marker.  A stage frame's
+ * own leaves the marker where it is, on a frame outside it that cannot leave first: when the stage
+ * call returns, that frame is the innermost again, watched, its calls and chains still good (a
+ * stage called once per statement: no marker moved twice a call). */
 static void ensure_watch(struct tstate *s)
 {
 	while (s->n > 0) {
 		struct frame *top = &s->f[s->n - 1];
-		if (top->tramp >= 0) {
-			if (s->watch_at >= 0 && s->watch_at != s->n - 1)
-				unwatch(s);
+		if (top->tramp >= 0)
 			return;
-		}
 		if (load(top->slot) != top->ra) { /* not the frame we knew */
 			pop_stale(s);
 			continue;
@@ -366,13 +385,14 @@ static void add_key(struct frame *f, uintptr_t slot, uintptr_t ip)
 	f->key_ip[f->nkeys++ % NKEYS] = ip;
 }
 
-/* Pushes a newly seen frame; a frame of a target function gets a trampoline and opens its stage. */
-static void push(struct tstate *s, const struct cand *c)
+/* Pushes a newly seen frame, of spec stage STAGE's target function (-1: none); a target's frame gets
+ * a trampoline and opens its stage. */
+static void push_stage(struct tstate *s, const struct cand *c, int stage)
 {
 	struct frame *f = &s->f[s->n];
 	f->slot = c->slot;
 	f->ra = c->ra;
-	f->stage = ms_syms_stage_at(c->ip - 1);
+	f->stage = stage;
 	set_tramp(f, -1);
 	if (f->stage >= 0) {
 		int t = ms_pool_take();
@@ -386,6 +406,12 @@ static void push(struct tstate *s, const struct cand *c)
 		}
 	}
 	set_n(s, s->n + 1);
+}
+
+/* Pushes a newly seen frame, its function looked up. */
+static void push(struct tstate *s, const struct cand *c)
+{
+	push_stage(s, c, ms_syms_stage_at(c->ip - 1));
 }
 
 /* What a walk up the stack found: new frames (s->c, innermost first) up to the known frame MATCH. */
@@ -491,28 +517,45 @@ static inline __attribute__((always_inline)) int chain_frames_hold(const struct 
 	case 12: ONE(4); case 11: ONE(5); case 10: ONE(6); case 9: ONE(7);
 	case 8: ONE(8); case 7: ONE(9); case 6: ONE(10); case 5: ONE(11);
 	case 4: ONE(12); case 3: ONE(13); case 2: ONE(14); case 1: ONE(15);
-	default: break;
+	case 0: break;
+	default: __builtin_unreachable(); /* add_chain keeps n within CHAIN_MAX: no range check */
 	}
 #undef ONE
 	return 1;
 }
 
-/* Whether chain K leads from SLOT and IP to the innermost known frame at TOP_SLOT, every one of
- * its frames still in place. */
-static inline __attribute__((always_inline)) int chain_holds(const struct chain_key *k, uintptr_t slot, uintptr_t ip,
-							    uintptr_t top_slot, unsigned unloads)
+static inline uintptr_t entry_slot(const struct chain_key *k)
 {
-	return k->entry_ip == ip && k->entry_slot == slot && k->top_slot == top_slot && k->unloads == unloads &&
-	       chain_frames_hold(k);
+	return k->entry_key & ~(uintptr_t)1;
 }
 
-/* The way of SET (tag TAG) holding the chain from SLOT and IP up to TOP_SLOT, intact, or NULL. */
-static inline __attribute__((always_inline)) struct chain_key *chain_find(struct chain_set *set, uint64_t tag, uintptr_t slot, uintptr_t ip,
-					   uintptr_t top_slot, unsigned unloads)
+/* Whether chain K, its entry_key KEY (a slot, bit 0 set for a chain through a target's frame), leads
+ * from there and IP to the innermost known frame TOP, still watched, every one of its frames still
+ * in place.  TOP's slot is read only once K is known to be made under it (TOP is none, slot 0,
+ * while no frame is known: no chain's top_slot is 0). */
+static inline __attribute__((always_inline)) int chain_holds_key(const struct chain_key *k, uintptr_t key, uintptr_t ip,
+								const struct frame *top, unsigned unloads)
+{
+	return k->entry_ip == ip && k->entry_key == key && k->top_slot == top->slot && k->unloads == unloads &&
+	       load(top->slot) == top->watched && chain_frames_hold(k);
+}
+
+/* The same for a call from SLOT, through a target's frame or not. */
+static inline __attribute__((always_inline)) int chain_holds(const struct chain_key *k, uintptr_t slot, uintptr_t ip,
+							    const struct frame *top, unsigned unloads)
+{
+	return chain_holds_key(k, entry_slot(k) == slot ? k->entry_key : ~(uintptr_t)0, ip, top, unloads);
+}
+
+/* The way of SET (tag TAG) holding the chain of the call from SLOT with return address IP up to the
+ * innermost known frame TOP, intact, or NULL. */
+static inline __attribute__((always_inline)) struct chain_key *chain_find(struct chain_set *set, uint64_t tag,
+									  uintptr_t slot, uintptr_t ip,
+									  const struct frame *top, unsigned unloads)
 {
 	for (uint64_t m = chain_candidates(set, tag); m; m &= m - 1) {
 		struct chain_key *k = &set->way[__builtin_ctzll(m) >> 3];
-		if (chain_holds(k, slot, ip, top_slot, unloads))
+		if (chain_holds(k, slot, ip, top, unloads))
 			return k;
 	}
 	return NULL;
@@ -520,35 +563,73 @@ static inline __attribute__((always_inline)) struct chain_key *chain_find(struct
 
 static void chain_forget(struct chain_set *set, struct chain_key *k)
 {
-	k->entry_slot = 0; /* no expectation meets it either */
+	k->entry_key = 0; /* no expectation meets it either */
 	set->tags &= ~(0xffULL << 8 * (k - set->way));
 }
 
-/* Remembers the call of CH through its N innermost new frames, up to the innermost known frame:
- * in a free way of its set, else in the next one round. */
-static void add_chain(struct tstate *s, const struct chain *ch, int n, uint32_t target)
+/* ---- the trace: the chain expected next ------------------------------------------------------ */
+
+/* The chain expected next: the one that came after the same point last time (the place just
+ * written when a chain came twice in a row; the next place, still unwritten, when nothing is
+ * expected: some older chain or nokey, checked in full like any other). */
+static inline struct chain_key *expected(const struct tstate *s)
 {
-	uintptr_t top_slot = s->f[s->n - 1].slot;
+	return s->trace[(s->tpos - s->lag) % TRACE];
+}
+
+/* Chain K came where it was expected. */
+static inline __attribute__((always_inline)) void trace_follow(struct tstate *s, struct chain_key *k)
+{
+	unsigned t = s->tpos;
+	s->trace[t % TRACE] = k;
+	s->tpos = t + 1;
+}
+
+/* Chain K came, found otherwise (a look-up, a look): the chains expected next are the ones that
+ * came after it the last time it was found so (none when never, or the ring has passed that place). */
+static void trace_found(struct tstate *s, struct chain_key *k)
+{
+	unsigned t = s->tpos, p = k->pos;
+	s->lag = s->trace[p % TRACE] == k && t - p < TRACE ? t - p : 0;
+	s->trace[t % TRACE] = k;
+	k->pos = t;
+	s->tpos = t + 1;
+}
+
+/* Remembers the call of CH through its N innermost new frames, up to the innermost known frame:
+ * in a free way of its set, else in the next one round.  The chain, new or found. */
+static struct chain_key *add_chain(struct tstate *s, const struct chain *ch, int n, uint32_t target)
+{
+	const struct frame *top = &s->f[s->n - 1];
 	uint64_t tag;
-	struct chain_set *set = chain_set(s, ch->entry_slot, ch->entry_ip, top_slot, &tag);
-	if (chain_find(set, tag, ch->entry_slot, ch->entry_ip, top_slot, s->unloads_seen))
-		return; /* remembered already (a target's frame taken in again) */
+	struct chain_set *set = chain_set(s, ch->entry_slot, ch->entry_ip, top->slot, &tag);
+	struct chain_key *k = chain_find(set, tag, ch->entry_slot, ch->entry_ip, top, s->unloads_seen);
+	if (k)
+		return k; /* remembered already (a target's frame taken in again) */
 	int w = 0;
 	while (w < CHAIN_WAYS && (set->tags >> 8 * w & 0xff))
 		w++;
 	if (w == CHAIN_WAYS)
 		w = (int)(s->chain_victim++ % CHAIN_WAYS);
-	struct chain_key *k = &set->way[w];
-	k->top_slot = top_slot;
-	k->entry_slot = ch->entry_slot;
+	k = &set->way[w];
+	k->top_slot = top->slot;
+	k->entry_key = ch->entry_slot | (target != 0);
 	k->entry_ip = ch->entry_ip;
 	k->unloads = s->unloads_seen;
 	k->n = n;
 	k->target = target;
-	k->succ = k->succ2 = NULL;
-	for (int j = 0; j < n; j++)
+	for (int j = 0; j < n; j++) {
 		k->fr[CHAIN_MAX - n + j] = (struct chain_frame){ s->c[j].slot, s->c[j].ra };
+		k->stage[CHAIN_MAX - n + j] = (int8_t)(target >> j & 1 ? ms_syms_stage_at(s->c[j].ip - 1) : -1);
+	}
 	set->tags = (set->tags & ~(0xffULL << 8 * w)) | tag << 8 * w;
+	return k;
+}
+
+/* The chains hit since the last adoption (the trace's places) call for the next one. */
+static inline int adopt_due(const struct tstate *s)
+{
+	return (int)(s->tpos - s->adopt_at) >= 0;
 }
 
 /* Chain K was hit ADOPT_HITS times since the last adoption: it is forgotten, and the next look
@@ -560,49 +641,28 @@ static void adopt_chain(struct tstate *s, struct chain_key *k)
 	s->adopt = 1;
 	if (s->adoptions < ADOPT_BACKOFF)
 		s->adoptions++;
-	s->adopt_in = ADOPT_HITS << s->adoptions;
+	s->adopt_at = s->tpos + (ADOPT_HITS << s->adoptions);
+}
+
+static inline unsigned unloads_now(void)
+{
+	return __atomic_load_n(&ms_dlclose_calls, __ATOMIC_ACQUIRE);
 }
 
 /* The chain by which a call from SLOT with return address IP comes up to the innermost known frame
- * (n > 0, still watched), every frame of it still in place; NULL when none. */
-static inline __attribute__((always_inline)) struct chain_key *chain_lookup(struct tstate *s, uintptr_t slot,
-									    uintptr_t ip)
+ * (still watched), every frame of it still in place, looked up; NULL when none. */
+static struct chain_key *chain_lookup(struct tstate *s, uintptr_t slot, uintptr_t ip)
 {
 	const struct frame *top = s->top;
-	if (load(top->slot) != top->watched)
-		return NULL; /* watched is 0 without a trampoline */
-	unsigned unloads = __atomic_load_n(&ms_dlclose_calls, __ATOMIC_ACQUIRE);
-	struct chain_key *k = s->hit ? s->hit->succ2 : NULL;
-	if (k && chain_holds(k, slot, ip, top->slot, unloads)) { /* the other way the calls went */
-		s->hit->succ2 = s->hit->succ;
-		s->hit->succ = k;
-		s->hit = k;
-		s->expect = k->succ;
-		return k;
-	}
+	if (s->n == 0)
+		return NULL;
 	uint64_t tag;
 	struct chain_set *set = chain_set(s, slot, ip, top->slot, &tag);
-	uint64_t m = chain_candidates(set, tag);
-	unsigned w = set->next[set->last]; /* the way expected next in this set first */
-	k = &set->way[w];
-	if (!(m >> (8 * w + 7) & 1) || !chain_holds(k, slot, ip, top->slot, unloads)) {
-		for (m &= ~(0x80ULL << 8 * w); m; m &= m - 1) {
-			w = (unsigned)__builtin_ctzll(m) >> 3;
-			k = &set->way[w];
-			if (chain_holds(k, slot, ip, top->slot, unloads))
-				break;
-		}
-		if (!m)
-			return NULL;
-		set->next[set->last] = (uint8_t)w;
+	struct chain_key *k = chain_find(set, tag, slot, ip, top, unloads_now());
+	if (k) {
+		STAT(looked_up);
+		trace_found(s, k);
 	}
-	set->last = (uint8_t)w;
-	if (s->hit && s->hit->succ != k) {
-		s->hit->succ2 = s->hit->succ;
-		s->hit->succ = k;
-	}
-	s->hit = k;
-	s->expect = k->succ;
 	return k;
 }
 
@@ -614,33 +674,18 @@ static inline __attribute__((always_inline)) struct chain_key *chain_lookup(stru
  * A chain through a target's frame is replayed. */
 static int replay(struct tstate *s, const struct chain_key *k);
 
-/* Calls repeat in the same order (a library's statements, one like the other): the chain that
- * followed the last one hit is tried first, without a look-up.  It, if every frame of it holds. */
-static inline __attribute__((always_inline)) struct chain_key *chain_expected(struct tstate *s, uintptr_t slot,
-									      uintptr_t ip)
-{
-	const struct frame *top = s->top;
-	struct chain_key *k = s->expect;
-	return k && load(top->slot) == top->watched &&
-			       chain_holds(k, slot, ip, top->slot, __atomic_load_n(&ms_dlclose_calls, __ATOMIC_ACQUIRE))
-		       ? k
-		       : NULL;
-}
-
 static int chain_seen(struct tstate *s, uintptr_t slot, uintptr_t ip)
 {
-	struct chain_key *k = chain_expected(s, slot, ip);
-	if (k) {
-		s->hit = k;
-		s->expect = k->succ;
-	} else {
+	struct chain_key *k = expected(s);
+	if (chain_holds(k, slot, ip, s->top, unloads_now()))
+		trace_follow(s, k);
+	else
 		k = chain_lookup(s, slot, ip);
-	}
 	if (!k)
 		return 0;
 	if (MS_UNLIKELY(k->target))
 		return replay(s, k);
-	if (MS_LIKELY(--s->adopt_in > 0))
+	if (MS_LIKELY(!adopt_due(s)))
 		return 1;
 	adopt_chain(s, k);
 	return 0;
@@ -785,7 +830,7 @@ static void look(struct tstate *s)
 			STAT(adopted);
 			take_in(s, &ch, 0);
 		} else if (ch.nc <= CHAIN_MAX) {
-			add_chain(s, &ch, ch.nc, 0);
+			trace_found(s, add_chain(s, &ch, ch.nc, 0));
 		} else { /* a long way up: take in all but the innermost (short-lived) frames */
 			take_in(s, &ch, ADOPT_AFTER - 1);
 		}
@@ -797,7 +842,7 @@ static void look(struct tstate *s)
 	if (!quick && (walk(s, 0, &ch) != 0 || ch.signal))
 		return;
 	if (quick && replayable(s, &ch))
-		add_chain(s, &ch, ch.nc, target_frames(s, &ch));
+		trace_found(s, add_chain(s, &ch, ch.nc, target_frames(s, &ch)));
 	found(s, &ch);
 }
 
@@ -814,8 +859,10 @@ static void found(struct tstate *s, const struct chain *ch)
 }
 
 /* A hit of a chain through a target's frame: what the walk that found it did, without walking (its
- * frames are all in place, so a walk would find the same).  0 when this thread may not change its
- * frames now (the slow path decides). */
+ * frames are all in place, so a walk would find the same), as found() does with apply(): its target
+ * frames taken in, the way up to the innermost one remembered unless every stage is open now, and
+ * the call remembered when that frame made it.  0 when this thread may not change its frames now
+ * (the slow path decides). */
 static __attribute__((noinline)) int replay(struct tstate *s, const struct chain_key *k)
 {
 	if (s->busy || s->unwinding)
@@ -824,14 +871,27 @@ static __attribute__((noinline)) int replay(struct tstate *s, const struct chain
 	s->busy = 1;
 	ms_tls_guard++;
 	STAT(replayed);
-	struct chain ch = { .nc = k->n, .match = s->n - 1, .keep = s->n, .targets_known = 1, .targets = k->target,
-			    .entry_slot = k->entry_slot, .entry_ip = k->entry_ip };
-	const struct chain_frame *fr = &k->fr[CHAIN_MAX - k->n];
-	for (int j = 0; j < k->n; j++) /* each frame's own place is the return address above it */
-		s->c[j] = (struct cand){ fr[j].slot, fr[j].ra, j ? fr[j - 1].ra : k->entry_ip };
 	flush_deferred(s);
-	found(s, &ch); /* no re-read of the loaded objects: the frames are the walk's, read since (no
-			* dlclose: the chain's unloads), and a later dlopen cannot make them a target's */
+	/* no re-read of the loaded objects: the frames are the walk's, read since (no dlclose: the
+	 * chain's unloads), and a later dlopen cannot make them a target's */
+	const struct chain_frame *fr = &k->fr[CHAIN_MAX - k->n];
+	int last = __builtin_ctz(k->target);
+	for (uint32_t m = k->target; m && s->n < MAX_FRAMES;) { /* outermost first */
+		int j = 31 - __builtin_clz(m);
+		m &= ~(1u << j); /* a frame's own place: the return address above it */
+		push_stage(s, &(struct cand){ fr[j].slot, fr[j].ra, j ? fr[j - 1].ra : k->entry_ip },
+			   k->stage[CHAIN_MAX - k->n + j]);
+	}
+	uintptr_t top_slot = s->f[s->n - 1].slot;
+	if (last > 0 && top_slot == fr[last].slot && !all_open(s)) {
+		for (int j = 0; j < last; j++)
+			s->c[j] = (struct cand){ fr[j].slot, fr[j].ra, j ? fr[j - 1].ra : k->entry_ip };
+		const struct chain inner = { .entry_slot = entry_slot(k), .entry_ip = k->entry_ip };
+		add_chain(s, &inner, last, 0);
+	}
+	ensure_watch(s);
+	if (top_slot == fr[0].slot && s->n > 0 && s->f[s->n - 1].slot > entry_slot(k))
+		add_key(&s->f[s->n - 1], entry_slot(k), k->entry_ip);
 	ms_tls_guard--;
 	s->busy = 0;
 	errno = saved;
@@ -893,27 +953,43 @@ static __attribute__((noinline)) void check_slow(uintptr_t *wrapper_slot)
 	errno = saved;
 }
 
-/* A call through a chain of frames seen before, else the slow way. */
+/* A call through chain K (verified, found in the trace) that is not a plain hit: a target's
+ * frame on the way is taken in, or the chain adopted (its ADOPT_HITS-th hit); else the slow way. */
 static __attribute__((noinline)) void check_chains_after(struct tstate *s, uintptr_t *slot, struct chain_key *k)
 {
 	if (k && k->target && replay(s, k))
 		return;
 	if (k && !k->target)
-		adopt_chain(s, k); /* its ADOPT_HITS-th hit */
+		adopt_chain(s, k);
 	check_slow(slot);
 }
 
-/* A call through a chain of frames seen before, looked up (no call on the way), else the slow way. */
+/* A call through chain K, the one expected (verified), that is not a plain hit: a target's frame on
+ * the way is taken in, or the chain adopted (its ADOPT_HITS-th hit). */
+static __attribute__((noinline)) void check_expected_rare(uintptr_t *slot, struct tstate *s, struct chain_key *k)
+{
+	trace_follow(s, k);
+	check_chains_after(s, slot, k);
+}
+
+/* Not the plain chain expected: the one expected through a target's frame, or a chain looked up (no
+ * call on the way), else the slow way. */
 static __attribute__((noinline)) void check_chains_lookup(uintptr_t *slot, struct tstate *s)
 { /* SLOT first: it stays where ms_native_check received it */
-	struct chain_key *k = s->n > 0 ? chain_lookup(s, (uintptr_t)slot, *slot) : NULL;
-	if (MS_LIKELY(k && !k->target && --s->adopt_in > 0))
+	struct chain_key *k = expected(s);
+	if (chain_holds_key(k, (uintptr_t)slot | 1, *slot, s->top, unloads_now())) {
+		check_expected_rare(slot, s, k);
+		return;
+	}
+	k = chain_lookup(s, (uintptr_t)slot, *slot);
+	if (MS_LIKELY(k && !k->target && !adopt_due(s)))
 		return;
 	check_chains_after(s, slot, k);
 }
 
-/* The common case in a few loads (no frame of its own): the wrapper was called again from a place
- * seen before, or through the chain of frames expected next; else through any chain, or slowly. */
+/* The common case in a few loads (no frame of its own): every stage open, or the wrapper called
+ * again from a place seen before, or through the chain of frames expected next (through no
+ * target's frame: see entry_key); else through any chain, or slowly. */
 void ms_native_check(uintptr_t *slot)
 {
 	struct tstate *s = ts;
@@ -925,11 +1001,13 @@ void ms_native_check(uintptr_t *slot)
 	 * no frame known: top is none, which never matches */
 	if (all_open(s) || seen_before(s, (uintptr_t)slot, *slot))
 		return;
-	struct chain_key *k = s->n > 0 ? chain_expected(s, (uintptr_t)slot, *slot) : NULL;
-	if (MS_LIKELY(k && !k->target && s->adopt_in > 1)) {
-		s->adopt_in--;
-		s->hit = k;
-		s->expect = k->succ;
+	struct chain_key *k = expected(s);
+	if (MS_LIKELY(chain_holds_key(k, (uintptr_t)slot, *slot, s->top, unloads_now()))) {
+		if (MS_LIKELY(!adopt_due(s))) {
+			trace_follow(s, k);
+			return;
+		}
+		check_expected_rare(slot, s, k);
 		return;
 	}
 	check_chains_lookup(slot, s);

@@ -261,7 +261,7 @@ void ms_native_report(void);
 
 /* Counters kept for the report and the benchmarks (debug log at exit). */
 struct ms_native_stats {
-	uint64_t fast, medium, slow, fired, unwound, longjmps, adopted, entered, replayed;
+	uint64_t fast, medium, slow, fired, unwound, longjmps, adopted, entered, replayed, looked_up;
 };
 extern struct ms_native_stats ms_native_stats;
 
