@@ -261,28 +261,55 @@ void ms_py_code_keys(const void *code, const void **name, const void **file)
 	*file = word(code, lay->co_filename);
 }
 
-int ms_py_stack_read(struct ms_py_frame *out, int max, struct ms_py_line_cache *cache)
+/* FRAME's code object when it is a Python function's frame to show, else NULL. */
+static const void *shown_code(const struct layout *l, const void *f)
+{
+	if (l->fr_owner && ((const unsigned char *)f)[l->fr_owner] == OWNED_BY_CSTACK)
+		return NULL;
+	const void *code = word(f, l->fr_code);
+	if (!code || ((uintptr_t)code & 7) || ms_py_type_of((ms_pyobj *)code) != code_type)
+		return NULL;
+	return code;
+}
+
+#define OUTER_MAX 16
+
+int ms_py_stack_read(struct ms_py_frame *out, int max, struct ms_py_line_cache *cache, struct ms_py_frame *outer,
+		     int *nouter)
 {
 	const struct layout *l = __atomic_load_n(&lay, __ATOMIC_ACQUIRE);
+	int n = 0, k = outer && nouter ? (*nouter < OUTER_MAX ? *nouter : OUTER_MAX) : 0, seen = 0;
+	const void *ring[OUTER_MAX], *ring_code[OUTER_MAX]; /* the last K frames past MAX */
+	if (nouter)
+		*nouter = 0;
 	if (!l)
 		return 0;
 	const void *ts = this_tstate();
 	if (!ts)
 		return 0;
-	int n = 0;
 	const void *f = top_frame(ts);
-	for (int guard = 0; f && n < max && guard < 4096; guard++, f = word(f, l->fr_back)) {
+	for (int guard = 0; f && guard < 4096 && (n < max || k > 0); guard++, f = word(f, l->fr_back)) {
 		if (((uintptr_t)f & 7) != 0)
 			break;
-		if (l->fr_owner && ((const unsigned char *)f)[l->fr_owner] == OWNED_BY_CSTACK)
+		const void *code = shown_code(l, f);
+		if (!code)
 			continue;
-		const void *code = word(f, l->fr_code);
-		if (!code || ((uintptr_t)code & 7) || ms_py_type_of((ms_pyobj *)code) != code_type)
-			continue;
-		out[n].code = code;
-		out[n].line = frame_line(f, code, cache);
-		n++;
+		if (n < max) {
+			out[n].code = code;
+			out[n++].line = frame_line(f, code, cache);
+		} else {
+			ring[seen % k] = f;
+			ring_code[seen++ % k] = code;
+		}
 	}
+	int kept = seen < k ? seen : k;
+	for (int i = 0; i < kept; i++) { /* lines only for the frames kept, while they still run */
+		int at = (seen - kept + i) % k;
+		outer[i].code = ring_code[at];
+		outer[i].line = frame_line(ring[at], ring_code[at], cache);
+	}
+	if (nouter)
+		*nouter = kept;
 	return n;
 }
 

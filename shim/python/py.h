@@ -243,8 +243,12 @@ struct ms_py_line_cache {
 	struct ms_py_line_walk walk[MS_PY_LINE_WALKS];
 };
 /* The calling thread's Python frames, innermost first, into OUT (at most MAX); 0 outside Python.
- * Reads the interpreter's frames directly: no GIL, no allocation, signal-safe.  CACHE may be NULL. */
-int ms_py_stack_read(struct ms_py_frame *out, int max, struct ms_py_line_cache *cache);
+ * Reads the interpreter's frames directly: no GIL, no allocation, signal-safe.  CACHE may be NULL.
+ * When there are more than MAX, the outermost of the rest (at most NOUTER, outermost last) go to
+ * OUTER and *NOUTER says how many: a deep stack (imports in imports) keeps the user's own line at
+ * its base.  OUTER may be NULL. */
+int ms_py_stack_read(struct ms_py_frame *out, int max, struct ms_py_line_cache *cache, struct ms_py_frame *outer,
+		     int *nouter);
 /* The function name and file of a code object from ms_py_stack_read, copied (ASCII; '?' for
  * other characters), while its frame still runs. */
 void ms_py_code_names(const void *code, char *func, size_t fsize, char *file, size_t lsize);

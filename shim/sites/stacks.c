@@ -22,6 +22,7 @@ static const struct sizes {
 };
 static struct sizes cap;
 #define NATIVE_BEFORE_PY 16 /* native frames kept above the interpreter when Python runs */
+#define OUTER_PY 8          /* a stack deeper than the frames kept still keeps its outermost Python frames */
 
 /* Python frame word: bit 63, function string id (19 bits), file id (19 bits), line (24 bits). */
 #define PY_FUNC_SHIFT 43
@@ -382,9 +383,12 @@ void ms_sites_capture_known(int32_t id)
 static __attribute__((noinline)) int capture_walk(uint64_t *frames, int max, const uintptr_t *start, int32_t *known)
 {
 	*known = -1;
-	struct ms_py_frame py[MS_SITES_MAX_FRAMES];
+	struct ms_py_frame py[MS_SITES_MAX_FRAMES], outer[OUTER_PY];
 	struct thread_caches *tc = thread_caches();
-	int npy = ms_py_stack_ready() ? ms_py_stack_read(py, max, tc ? &tc->lines : NULL) : 0;
+	int nouter = OUTER_PY, ready = ms_py_stack_ready();
+	int npy = ready ? ms_py_stack_read(py, max, tc ? &tc->lines : NULL, outer, &nouter) : 0;
+	if (!ready)
+		nouter = 0;
 	if (npy > 0 && !py_hi) {
 		uintptr_t lo, hi;
 		range_of((uintptr_t)ms_py.IsInitialized, &lo, &hi);
@@ -397,10 +401,16 @@ static __attribute__((noinline)) int capture_walk(uint64_t *frames, int max, con
 		*known = last_chain.id;
 	else if (hit == 2 && npy == 0)
 		*known = -2;
-	for (int i = 0; i < npy && n < max; i++, n++) {
+	/* PY then OUTER, innermost first; too many for MAX: the innermost, then the outermost OUTER_PY
+	 * (where the user's own line is, below imports in imports) */
+	int all = npy + nouter, room = max - n, tail = all <= room ? 0 : (OUTER_PY < room / 2 ? OUTER_PY : room / 2);
+	int head = all <= room ? all : room - tail;
+	for (int i = 0; i < head + tail; i++, n++) {
+		int at = i < head ? i : all - tail + (i - head);
+		const struct ms_py_frame *p = at < npy ? &py[at] : &outer[at - npy];
 		/* until interned: the code object and line, unpacked by ms_sites_capture_locked */
-		frames[n] = MS_SITES_PY_BIT | (uint64_t)(uintptr_t)py[i].code;
-		frames[max + n] = (uint64_t)(py[i].line > 0 ? py[i].line : 0);
+		frames[n] = MS_SITES_PY_BIT | (uint64_t)(uintptr_t)p->code;
+		frames[max + n] = (uint64_t)(p->line > 0 ? p->line : 0);
 	}
 	return n;
 }

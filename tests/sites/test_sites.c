@@ -734,6 +734,29 @@ START_TEST(python_lines_of_a_long_function)
 }
 END_TEST
 
+/* A stack deeper than max_frames keeps its innermost frames and its outermost ones: the line that
+ * allocated and the script's own line at the base (imports in imports run this deep). */
+START_TEST(python_deep_stacks_keep_their_base)
+{
+	const char *py = pythons[_i];
+	if (access(py, X_OK) != 0)
+		return;
+	char script[1024], first[1200], base[1200];
+	json_t *root = run_py_fixture(py, "sites_deep.py", work_stage, script);
+	json_t *e = json_array_get(json_object_get(stage_of(root, "work"), "peak_sites"), 0);
+	json_t *frames = json_object_get(e, "frames");
+	size_t n = json_array_size(frames);
+	snprintf(first, sizeof first, "down (%s:11)", script);
+	snprintf(base, sizeof base, "<module> (%s:21)", script);
+	long max = json_integer_value(json_object_get(json_object_get(root, "sites"), "max_frames"));
+	ck_assert_msg(max > 0 && n == (size_t)max, "%s: %zu frames of %ld", py, n, max);
+	ck_assert_str_eq(json_string_value(json_array_get(frames, 0)), first);
+	ck_assert_str_eq(json_string_value(json_array_get(frames, n - 1)), base);
+	ck_assert_msg(json_integer_value(json_object_get(e, "bytes")) >= 16 * MiB, "%s", py);
+	json_decref(root);
+}
+END_TEST
+
 /* Objects in pymalloc arenas (mapped by Python itself) are attributed to the function that made
  * them: anonymous mmap is sampled too. */
 START_TEST(python_small_objects_through_arenas)
@@ -1048,6 +1071,7 @@ static Suite *suite(void)
 	tcase_add_loop_test(tc, python_stage_sites_are_what_it_added, 0, (int)(sizeof pythons / sizeof *pythons));
 	tcase_add_loop_test(tc, python_small_objects_through_arenas, 0, (int)(sizeof pythons / sizeof *pythons));
 	tcase_add_loop_test(tc, python_lines_of_a_long_function, 0, (int)(sizeof pythons / sizeof *pythons));
+	tcase_add_loop_test(tc, python_deep_stacks_keep_their_base, 0, (int)(sizeof pythons / sizeof *pythons));
 	tcase_add_test(tc, gpu_sites_with_the_standin_driver);
 	suite_add_tcase(s, tc);
 	return s;
