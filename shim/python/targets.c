@@ -373,6 +373,13 @@ static void report_ambiguous(struct unmatched_line *l)
 			"module:qualname (e.g. %s=%s)", l->n > 1 ? "s" : "", l->text, stage, example);
 }
 
+/* memshim run prints the dump of the run's files next, with the same line for the whole run. */
+static int dump_follows(void)
+{
+	const char *v = ms_setting_text("MEMSHIM_RUN_DUMP");
+	return v && !strcmp(v, "1");
+}
+
 /* At exit: one line naming every Python target that matched no function that ran in any Python
  * process of the run (a typo in MEMSHIM_STAGES is otherwise silent). */
 void ms_py_report(void)
@@ -391,7 +398,7 @@ void ms_py_report(void)
 	for (int i = 0; names_unmatched() && i < ntargets; i++)
 		if (!__atomic_load_n(&targets[i].matched, __ATOMIC_RELAXED) && !elsewhere[i] && !native_name(&targets[i]))
 			add_to_line(&line, ms_cfg.spec.stage[targets[i].stage].name, targets[i].text);
-	if (line.n)
+	if (line.n && !dump_follows())
 		ms_warn("Python stage target%s that matched no function that ran: %s", line.n > 1 ? "s" : "", line.text);
 	report_ambiguous(&line);
 	ms_tls_guard--;

@@ -753,6 +753,12 @@ START_TEST(unmatched_targets)
 	ck_assert_int_eq(json_array_size(u), 2);
 	ck_assert_str_eq(json_string_value(json_object_get(json_array_get(u, 1), "target")), "pkg.mod:Nope.nope");
 	run_done(&r);
+	/* under memshim run, whose dump names them for the whole run: the file only */
+	const char *dump[] = { "MEMSHIM_RUN_DUMP=1", NULL };
+	run_fixture_ok(&r, py, "custom.py", "x=no_such_function,custom=module_func", dump);
+	ck_assert_msg(!strstr(r.err, "matched no function"), "%s: %s", py, r.err);
+	ck_assert_int_eq(json_array_size(json_object_get(r.root, "unmatched_targets")), 1);
+	run_done(&r);
 }
 END_TEST
 
