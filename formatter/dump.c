@@ -58,18 +58,32 @@ static void mf_print_calls_hint(FILE *out, json_t *metrics, json_t *stage)
 	free(cpu), free(gpu);
 }
 
+/* How many entries of matched_functions FUNCTIONS name TARGET. */
+static size_t mf_target_functions(json_t *functions, const char *target)
+{
+	size_t i, n = 0;
+	json_t *e;
+	json_array_foreach(functions, i, e) {
+		const char *t = json_string_value(json_object_get(e, "target"));
+		n += t && json_string_value(json_object_get(e, "function")) && !strcmp(t, target);
+	}
+	return n;
+}
+
 /* "  eval=evaluate ran __main__:evaluate (2 calls), sympy.core.parameters:evaluate (1 call); name
- * the one meant as module:qualname": a target that matched functions of several modules. */
+ * the one meant as module:qualname": a target that matched functions of several modules (the file
+ * names the one function of every other target too). */
 static void mf_print_functions(FILE *out, json_t *stage)
 {
 	size_t i;
 	json_t *e;
 	const char *target = NULL;
-	json_array_foreach(stage ? json_object_get(stage, "matched_functions") : NULL, i, e) {
+	json_t *functions = stage ? json_object_get(stage, "matched_functions") : NULL;
+	json_array_foreach(functions, i, e) {
 		const char *t = json_string_value(json_object_get(e, "target"));
 		const char *fn = json_string_value(json_object_get(e, "function"));
 		long long calls = (long long)json_integer_value(json_object_get(e, "calls"));
-		if (!t || !fn)
+		if (!t || !fn || mf_target_functions(functions, t) < 2)
 			continue;
 		if (target && !strcmp(target, t))
 			fputs(", ", out);
@@ -217,19 +231,9 @@ static void mf_print_unreturned(FILE *out, const struct mf_file *f)
 		fputs("\n\n", out);
 }
 
-/* MEMSHIM_STAGES targets that matched nothing: most often a typo, which would leave no trace. */
-static void mf_print_unmatched(FILE *out, const struct mf_file *f)
+/* Python stages begun while another tool held the frame hook were not seen. */
+static void mf_print_hook_lost(FILE *out, const struct mf_file *f)
 {
-	size_t i, n = 0;
-	json_t *t;
-	json_array_foreach(json_object_get(f->root, "unmatched_targets"), i, t) {
-		const char *stage = json_string_value(json_object_get(t, "stage"));
-		const char *target = json_string_value(json_object_get(t, "target"));
-		if (stage && target)
-			fprintf(out, "%s%s=%s", n++ ? ", " : "memshim: stage targets that matched nothing: ", stage, target);
-	}
-	if (n)
-		fputs("\n\n", out);
 	json_t *lost = json_object_get(f->root, "python_hook_lost");
 	if (json_is_integer(lost) && json_integer_value(lost) > 0)
 		fprintf(out, "memshim: another tool held Python's frame evaluation hook %lld time%s and gave it back: "
@@ -286,7 +290,7 @@ void mf_dump_file(FILE *out, const struct mf_file *f, const struct mf_opts *o)
 		fputc('\n', out);
 	}
 	mf_print_unreturned(out, f);
-	mf_print_unmatched(out, f);
+	mf_print_hook_lost(out, f);
 	mf_print_no_stage(out, f);
 	if (o->stage) {
 		const struct mf_group *g = mf_pick(&gs, o->stage);

@@ -105,6 +105,7 @@ void mf_merge(FILE *out, const struct mf_set *s, const struct mf_opts *o)
 	} else if (left_out) {
 		mf_print_hidden(out, files, n, keep, left_out, "merges them too");
 	}
+	mf_print_targets(out, files, n);
 	mf_group_union(set, m, &u);
 	for (size_t j = 0; j < u.n; j++)
 		if (!o->stage || !strcmp(o->stage, u.g[j].name))

@@ -262,6 +262,10 @@ void mf_print_header(FILE *out, const struct mf_file *f);
 void mf_sort_files(struct mf_file *files, size_t n);
 int mf_has_stage(const struct mf_file *f, const char *stage);
 
+/* targets.c: over all the files of a run, once: the stage targets no process matched, and the
+ * stages a bare target opened from a function outside the program's __main__; 1 when it printed. */
+int mf_print_targets(FILE *out, const struct mf_file *files, size_t n);
+
 /* calls.c: --calls tables. */
 void mf_print_calls(FILE *out, json_t *stages, const char *only_stage);
 /* The file's labelled calls (of ONLY_STAGE when given), those that needed most CPU memory first:

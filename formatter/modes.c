@@ -25,11 +25,14 @@ static int mf_results_all(FILE *err, const struct mf_set *s, const char *dir)
 	return rc;
 }
 
-/* Each file shown under its header (when there are several); the ones left out in one line. */
+/* What the targets matched, once for the run; each file shown under its header (when there are
+ * several); the ones left out in one line. */
 int mf_run_dump(const struct mf_run *r, FILE *out, FILE *err)
 {
 	const struct mf_set *s = &r->side[0];
 	int first = 1;
+	if (mf_print_targets(out, s->f, s->n))
+		fputc('\n', out);
 	for (size_t i = 0; i < s->n; i++) {
 		if (!s->keep[i])
 			continue;

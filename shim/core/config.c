@@ -78,6 +78,8 @@ static const struct setting settings[] = {
 	{ "TMPDIR", K_TEXT, NULL, 27 },            /* output/identity.c: the fallback directory */
 	{ "XDG_RUNTIME_DIR", K_TEXT, NULL, 28 },   /* output/live.c: the live record's default place */
 	{ "LD_PRELOAD", K_TEXT, NULL, 29 },        /* intercept/resolve.c: preloaded, or loaded late */
+	/* Set by memshim run when it prints the dump, which names the run's unmatched targets */
+	{ "MEMSHIM_RUN_DUMP", K_TEXT, NULL, 30 },
 };
 
 /* Case-insensitive in ASCII, whatever the locale: the words are ASCII (and every process parses

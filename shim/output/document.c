@@ -115,12 +115,13 @@ static void write_function_one(void *ctx, const char *target, const char *functi
 	ms_json_end_object(c->w);
 }
 
-/* A Python target of the stage that matched functions of several modules: each, with its calls. */
+/* The Python functions (module:qualname) that opened the stage, each with its calls: which
+ * function a bare target matched is otherwise a guess (multiprocessing.spawn:prepare for "prepare"). */
 static void write_matched_functions(struct ms_json *w, const struct ms_doc *d, const char *stage)
 {
 	struct functions_ctx c = { w, 0 };
-	if (d->each_ambiguous)
-		d->each_ambiguous(stage, write_function_one, &c);
+	if (d->each_function)
+		d->each_function(stage, write_function_one, &c);
 	if (c.opened)
 		ms_json_end_array(w);
 }

@@ -49,7 +49,7 @@ struct ms_doc {
 	uint64_t labelled_dropped;
 	/* What other layers add; each may be NULL (then the keys are empty or absent). */
 	void (*each_unmatched)(ms_doc_target_fn fn, void *ctx);            /* python/ */
-	void (*each_ambiguous)(const char *stage, ms_doc_function_fn fn, void *ctx);
+	void (*each_function)(const char *stage, ms_doc_function_fn fn, void *ctx); /* python/ */
 	void (*each_native)(ms_doc_native_fn fn, void *ctx);               /* native/ */
 	unsigned python_hook_lost; /* python/: times another tool held the frame hook (0: key absent) */
 	int brief;                /* the numbers alone: no call history (memshim_metrics_json_brief) */

@@ -57,17 +57,17 @@ static int64_t rss_high_water(void)
 	return getrusage(RUSAGE_SELF, &ru) == 0 ? (int64_t)ru.ru_maxrss * 1024 : 0;
 }
 
-/* The Python detector's state is read without a lock: not from a handler (NULL: empty lists). */
+/* Not from a handler: telling a native name from a typo asks the dynamic linker (NULL: empty list). */
 static void each_unmatched(ms_doc_target_fn fn, void *ctx)
 {
 	if (!in_handler)
 		ms_py_each_unmatched(fn, ctx);
 }
 
-static void each_ambiguous(const char *stage, ms_doc_function_fn fn, void *ctx)
+/* Published entry by entry: read from a handler too (a pool's workers end by SIGTERM). */
+static void each_function(const char *stage, ms_doc_function_fn fn, void *ctx)
 {
-	if (!in_handler)
-		ms_py_each_ambiguous(stage, fn, ctx);
+	ms_py_each_function(stage, fn, ctx);
 }
 
 static void counters_into(struct ms_doc *d)
@@ -107,7 +107,7 @@ static int gather(struct ms_doc *d, const char *reason, int sig, int complete, i
 	clock_gettime(CLOCK_REALTIME, &ts);
 	*d = (struct ms_doc){ .reason = reason, .sig = sig, .complete = complete, .proc = &ms_proc,
 			      .stages = &snap, .end_unix = (double)ts.tv_sec + ts.tv_nsec * 1e-9,
-			      .each_unmatched = each_unmatched, .each_ambiguous = each_ambiguous,
+			      .each_unmatched = each_unmatched, .each_function = each_function,
 			      .each_native = ms_native_each_target,
 			      .stage_sites = ms_peak_sites_stage, .sites_summary = ms_peak_sites_summary };
 	d->argv = ms_identity_argv(&d->argv_len, &d->argv_truncated);

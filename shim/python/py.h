@@ -142,11 +142,10 @@ int ms_py_speaks_for_targets(void);
 /* Calls FN for every Python target of MEMSHIM_STAGES that matched no function that ran in this
  * process (nothing for the default names or in a process that runs no Python). */
 void ms_py_each_unmatched(void (*fn)(void *ctx, const char *stage, const char *target), void *ctx);
-/* Calls FN for each function (module:qualname) a target of STAGE matched, with the calls that
- * opened the stage, for the targets that matched more than one distinct function (nothing
- * otherwise). */
-void ms_py_each_ambiguous(const char *stage,
-			  void (*fn)(void *ctx, const char *target, const char *function, uint64_t calls), void *ctx);
+/* Calls FN for each function (module:qualname) a Python target of STAGE matched, with the calls
+ * in which it opened the stage (those with none are left out). */
+void ms_py_each_function(const char *stage,
+			 void (*fn)(void *ctx, const char *target, const char *function, uint64_t calls), void *ctx);
 /* At exit: one warning naming the targets that matched nothing, one naming those that matched
  * several functions. */
 void ms_py_report(void);

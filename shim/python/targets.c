@@ -101,7 +101,8 @@ int ms_py_is_candidate(const char *co_name)
  * A bare name can match functions of several modules (eval=evaluate also ran sympy's evaluate, which
  * torch imports): each distinct module:qualname gets an entry, and the calls in which it opened a
  * stage are counted, so the exit line and the file can name them.  Written under the GIL (the
- * classification), counted with atomics. */
+ * classification), each entry published by a release store of the count (a signal handler's
+ * report reads them: pool workers end by SIGTERM), counted with atomics. */
 #define MAX_FUNCS 256
 #define MAX_PAIRS 512
 static struct {
@@ -125,7 +126,8 @@ static int func_index(const char *qual, const char *module)
 	if (nfuncs == MAX_FUNCS)
 		return -1;
 	ms_strlcpy(funcs[nfuncs].name, name, sizeof funcs[0].name);
-	return nfuncs++;
+	__atomic_store_n(&nfuncs, nfuncs + 1, __ATOMIC_RELEASE); /* published whole: a handler reads it */
+	return nfuncs - 1;
 }
 
 static void pair(int target, int func)
@@ -136,11 +138,24 @@ static void pair(int target, int func)
 	if (npairs < MAX_PAIRS) {
 		pairs[npairs].target = (short)target;
 		pairs[npairs].func = (short)func;
-		npairs++;
+		__atomic_store_n(&npairs, npairs + 1, __ATOMIC_RELEASE);
 	}
 }
 
 static void tell_speaker(int target);
+
+/* Whether MODULE (NULL: unknown) is T's: "__main__" is also "__mp_main__", the name multiprocessing
+ * gives the program's script in a spawned worker, so a target pinned as __main__:f matches there. */
+static int module_is(const struct target *t, const char *module)
+{
+	if (!t->module)
+		return 1;
+	if (!module)
+		return 0;
+	if (strlen(module) == t->module_len && memcmp(module, t->module, t->module_len) == 0)
+		return 1;
+	return t->module_len == 8 && memcmp(t->module, "__main__", 8) == 0 && strcmp(module, "__mp_main__") == 0;
+}
 
 /* The stages QUAL in MODULE matches; *FUNC its function entry (or -1). */
 uint32_t ms_py_match(const char *qual, const char *module, int *func)
@@ -149,10 +164,7 @@ uint32_t ms_py_match(const char *qual, const char *module, int *func)
 	*func = -1;
 	for (int i = 0; i < ntargets; i++) {
 		const struct target *t = &targets[i];
-		if (strcmp(t->qual, qual) != 0)
-			continue;
-		if (t->module && (!module || strlen(module) != t->module_len ||
-				  memcmp(module, t->module, t->module_len) != 0))
+		if (strcmp(t->qual, qual) != 0 || !module_is(t, module))
 			continue;
 		mask |= 1u << t->stage;
 		if (!__atomic_exchange_n(&targets[i].matched, 1, __ATOMIC_RELAXED))
@@ -174,13 +186,14 @@ static int functions_run(int i)
 	return n;
 }
 
-void ms_py_each_ambiguous(const char *stage,
-			  void (*fn)(void *ctx, const char *target, const char *function, uint64_t calls), void *ctx)
+void ms_py_each_function(const char *stage,
+			 void (*fn)(void *ctx, const char *target, const char *function, uint64_t calls), void *ctx)
 {
+	int published = __atomic_load_n(&npairs, __ATOMIC_ACQUIRE); /* also from a signal handler */
 	for (int i = 0; i < ntargets; i++) {
-		if (strcmp(ms_cfg.spec.stage[targets[i].stage].name, stage) != 0 || functions_run(i) < 2)
+		if (strcmp(ms_cfg.spec.stage[targets[i].stage].name, stage) != 0)
 			continue;
-		for (int k = 0; k < npairs; k++) {
+		for (int k = 0; k < published; k++) {
 			uint64_t calls = __atomic_load_n(&funcs[pairs[k].func].calls, __ATOMIC_RELAXED);
 			if (pairs[k].target == i && calls > 0)
 				fn(ctx, targets[i].text, funcs[pairs[k].func].name, calls);
@@ -360,6 +373,13 @@ static void report_ambiguous(struct unmatched_line *l)
 			"module:qualname (e.g. %s=%s)", l->n > 1 ? "s" : "", l->text, stage, example);
 }
 
+/* memshim run prints the dump of the run's files next, with the same line for the whole run. */
+static int dump_follows(void)
+{
+	const char *v = ms_setting_text("MEMSHIM_RUN_DUMP");
+	return v && !strcmp(v, "1");
+}
+
 /* At exit: one line naming every Python target that matched no function that ran in any Python
  * process of the run (a typo in MEMSHIM_STAGES is otherwise silent). */
 void ms_py_report(void)
@@ -378,7 +398,7 @@ void ms_py_report(void)
 	for (int i = 0; names_unmatched() && i < ntargets; i++)
 		if (!__atomic_load_n(&targets[i].matched, __ATOMIC_RELAXED) && !elsewhere[i] && !native_name(&targets[i]))
 			add_to_line(&line, ms_cfg.spec.stage[targets[i].stage].name, targets[i].text);
-	if (line.n)
+	if (line.n && !dump_follows())
 		ms_warn("Python stage target%s that matched no function that ran: %s", line.n > 1 ? "s" : "", line.text);
 	report_ambiguous(&line);
 	ms_tls_guard--;

@@ -281,6 +281,22 @@ START_TEST(test_options_reach_the_command)
 }
 END_TEST
 
+/* With the dump to come, the library leaves the targets that matched nothing to it (one line for
+ * the run, not the same again in other words); with --no-dump it names them itself. */
+START_TEST(test_library_told_of_the_dump)
+{
+	char *out, *err;
+	char *dump[] = { NULL, "run", "/bin/sh", "-c", "printf '[%s]\\n' \"${MEMSHIM_RUN_DUMP-}\"", NULL };
+	ck_assert_int_eq(wrap(NULL, dump, &out, &err), 0);
+	ck_assert_str_eq(out, "[1]\n");
+	free2(out, err);
+	char *none[] = { NULL, "run", "--no-dump", "/bin/sh", "-c", "printf '[%s]\\n' \"${MEMSHIM_RUN_DUMP-}\"", NULL };
+	ck_assert_int_eq(wrap(NULL, none, &out, &err), 0);
+	ck_assert_str_eq(out, "[]\n");
+	free2(out, err);
+}
+END_TEST
+
 START_TEST(test_children_and_stale_files)
 {
 	char stale[4300], *out, *err;
@@ -820,6 +836,7 @@ Suite *wrapper_suite(void)
 	tcase_add_test(tc, test_preload_kept);
 	tcase_add_test(tc, test_both_libraries_loaded);
 	tcase_add_test(tc, test_options_reach_the_command);
+	tcase_add_test(tc, test_library_told_of_the_dump);
 	tcase_add_test(tc, test_children_and_stale_files);
 	tcase_add_test(tc, test_pid_in_output_name);
 	tcase_add_test(tc, test_format_and_diff);

@@ -574,8 +574,12 @@ START_TEST(target_matched_several_functions)
 	ck_assert_msg(json_array_size(m) == 2, "%s: matched_functions: %zu", py, json_array_size(m));
 	ck_assert_str_eq(json_string_value(json_object_get(json_array_get(m, 1), "function")), "ambmod:evaluate");
 	ck_assert_int_eq(json_integer_value(json_object_get(json_array_get(m, 0), "calls")), 2);
-	ck_assert_ptr_null(json_object_get(stage_entry(&r, "p"), "matched_functions"));
-	ck_assert_ptr_null(json_object_get(stage_entry(&r, "t"), "matched_functions"));
+	/* a target that matched one function names it too (a bare one may be a library's) */
+	json_t *p = json_array_get(json_object_get(stage_entry(&r, "p"), "matched_functions"), 0);
+	ck_assert_str_eq(json_string_value(json_object_get(p, "function")), "ambmod:evaluate");
+	json_t *t = json_object_get(stage_entry(&r, "t"), "matched_functions");
+	ck_assert_msg(json_array_size(t) == 1, "%s: t: %zu functions", py, json_array_size(t));
+	ck_assert_str_eq(json_string_value(json_object_get(json_array_get(t, 0), "function")), "__main__:Trainer.evaluate");
 	char file[128], fmt[PATH_MAX + 32];
 	snprintf(file, sizeof file, "%s/m.json", r.dir);
 	snprintf(fmt, sizeof fmt, "%s/memshim-format", getenv("BUILD") ? getenv("BUILD") : "build");
@@ -586,6 +590,59 @@ START_TEST(target_matched_several_functions)
 						   "(1 call); name the one meant as module:qualname\n"),
 		      "%s: %s %s", py, f.out, f.err);
 	run_done(&f);
+	run_done(&r);
+}
+END_TEST
+
+/* Whether STAGE of ROOT names FUNCTION among the functions that opened it. */
+static int opened_by(json_t *root, const char *stage, const char *function)
+{
+	size_t i, j;
+	json_t *s, *e;
+	json_array_foreach(json_object_get(root, "stages"), i, s) {
+		if (strcmp(json_string_value(json_object_get(s, "name")) ? json_string_value(json_object_get(s, "name")) : "", stage))
+			continue;
+		json_array_foreach(json_object_get(s, "matched_functions"), j, e)
+			if (json_string_value(json_object_get(e, "function")) &&
+			    !strcmp(json_string_value(json_object_get(e, "function")), function))
+				return 1;
+	}
+	return 0;
+}
+
+/* Spawned workers: a target pinned as __main__:prepare matches the script's function there (its
+ * module is __mp_main__), and each worker's file names the functions that opened its stages, the
+ * bare target's multiprocessing.spawn:prepare among them, though SIGTERM ended the worker. */
+START_TEST(spawned_workers_name_their_functions)
+{
+	const char *py = python_or_skip(_i);
+	if (!py)
+		return;
+	struct run r;
+	const char *args[] = { fixture("spawn_prepare.py"), NULL };
+	run_py_children(&r, py, args, "prep=prepare,own=__main__:prepare");
+	ck_assert_msg(r.status == 0 && strstr(r.out, "spawn ok 10"), "%s: %d %s %s", py, r.status, r.out, r.err);
+	long own = 0;
+	int workers = 0;
+	DIR *d = opendir(r.dir);
+	struct dirent *e;
+	while (d && (e = readdir(d))) {
+		char path[512];
+		json_error_t jerr;
+		snprintf(path, sizeof path, "%s/%s", r.dir, e->d_name);
+		json_t *root = strncmp(e->d_name, "m_", 2) ? NULL : json_load_file(path, 0, &jerr);
+		json_t *n = json_object_get(json_object_get(root, "metrics"), "own_calls");
+		if (n) {
+			workers++;
+			own += (long)json_integer_value(n);
+			ck_assert_msg(opened_by(root, "own", "__mp_main__:prepare"), "%s: %s: own", py, e->d_name);
+			ck_assert_msg(opened_by(root, "prep", "multiprocessing.spawn:prepare"), "%s: %s: prep", py, e->d_name);
+		}
+		json_decref(root);
+	}
+	if (d)
+		closedir(d);
+	ck_assert_msg(workers >= 1 && own == 4, "%s: %d workers ran own %ld times of 4", py, workers, own);
 	run_done(&r);
 }
 END_TEST
@@ -695,6 +752,12 @@ START_TEST(unmatched_targets)
 	json_t *u = json_object_get(r.root, "unmatched_targets");
 	ck_assert_int_eq(json_array_size(u), 2);
 	ck_assert_str_eq(json_string_value(json_object_get(json_array_get(u, 1), "target")), "pkg.mod:Nope.nope");
+	run_done(&r);
+	/* under memshim run, whose dump names them for the whole run: the file only */
+	const char *dump[] = { "MEMSHIM_RUN_DUMP=1", NULL };
+	run_fixture_ok(&r, py, "custom.py", "x=no_such_function,custom=module_func", dump);
+	ck_assert_msg(!strstr(r.err, "matched no function"), "%s: %s", py, r.err);
+	ck_assert_int_eq(json_array_size(json_object_get(r.root, "unmatched_targets")), 1);
 	run_done(&r);
 }
 END_TEST
@@ -1403,6 +1466,7 @@ static Suite *suite(void)
 	TCase *tp = tcase_create("pool");
 	tcase_set_timeout(tp, 120);
 	tcase_add_loop_test(tp, pool_workers_terminated_leave_complete_files, 0, NPY);
+	tcase_add_loop_test(tp, spawned_workers_name_their_functions, 0, NPY);
 	suite_add_tcase(s, tp);
 	TCase *tt = tcase_create("torch");
 	tcase_set_timeout(tt, 120);
