@@ -304,8 +304,9 @@ START_TEST(memshim_run_recovers_a_killed_run)
 }
 END_TEST
 
-/* Starts `memshim run --output OUTPUT -- ARGV...` in DIR with the records in LIVE_DIR. */
-static pid_t spawn_memshim_run(const char *output, const char *const *command)
+/* Starts `memshim run --output OUTPUT -- ARGV...` in DIR with the records in LIVE_DIR and EXTRA
+ * (NULL, or one "NAME=value") in its environment. */
+static pid_t spawn_memshim_run(const char *output, const char *const *command, const char *extra)
 {
 	static char wrapper[PATH_MAX];
 	const char *argv[16] = { wrapper, "run", "--output", output, "--" };
@@ -314,7 +315,7 @@ static pid_t spawn_memshim_run(const char *output, const char *const *command)
 		argv[n++] = *command;
 	argv[n] = NULL;
 	snprintf(wrapper, sizeof wrapper, "%s/../scripts/memshim", built("."));
-	char **envp = live_env(live_dir, NULL);
+	char **envp = live_env(live_dir, extra);
 	for (char **e = envp; *e; e++) /* memshim run preloads the library itself */
 		if (!strncmp(*e, "LD_PRELOAD=", 11))
 			*e = "MEMSHIM_LOG=warn";
@@ -332,7 +333,7 @@ START_TEST(memshim_run_keeps_a_signal_file)
 	fresh_dir();
 	snprintf(output, sizeof output, "%s/m.json", dir);
 	const char *command[] = { built("live/live_fixture"), "climb", ready, NULL };
-	pid_t pid = spawn_memshim_run(output, command);
+	pid_t pid = spawn_memshim_run(output, command, NULL);
 	wait_for(ready);
 	ck_assert_int_eq(records(live_dir, names, 4), 1);
 	kill(pid, SIGTERM); /* passed on to the command */
@@ -379,12 +380,17 @@ static const char *reason_of(const char *name, char *buf, size_t size)
 }
 
 /* The record of an earlier, unrelated killed process writing in the same directory is not this
- * run's: `memshim run` recovers its own command's processes only (their root_pid). */
+ * run's: `memshim run` recovers its own command's processes only (their root_pid; 1: under an
+ * outer memshim, whose root pid they inherit, those started since the run). */
 START_TEST(memshim_run_recovers_only_its_own_processes)
 {
 	char out[1 << 15], script[4 * PATH_MAX], output[PATH_MAX + 16], names[4][PATH_MAX], reason[64];
+	char outer[64];
+	snprintf(outer, sizeof outer, "MEMSHIM_ROOT_PID=%d", (int)getpid());
 	fresh_dir();
 	killed_elsewhere("other.json");
+	for (time_t now = time(NULL); _i && time(NULL) == now;) /* --since counts whole seconds */
+		pause_ms(20);
 	ck_assert_int_eq(records(live_dir, names, 4), 1);
 	reason_of("other.json", reason, sizeof reason);
 	ck_assert_str_ne(reason, "recovered");
@@ -393,7 +399,7 @@ START_TEST(memshim_run_recovers_only_its_own_processes)
 		 "%s climb %s & p=$!; while [ ! -e %s ]; do sleep 0.05; done; kill -9 $p; wait $p",
 		 built("live/live_fixture"), ready, ready);
 	const char *command[] = { "/bin/sh", "-c", script, NULL };
-	pid_t pid = spawn_memshim_run(output, command);
+	pid_t pid = spawn_memshim_run(output, command, _i ? outer : NULL);
 	ck_assert_int_eq(exit_code(wait_status(pid)), 128 + SIGKILL);
 	read_back(dir, out, sizeof out, out + sizeof out / 2, sizeof out / 2);
 	const char *text = out + sizeof out / 2;
@@ -974,7 +980,7 @@ int main(void)
 	tcase_add_test(tc, top_lists_the_running_first_and_counts_old_gone_ones);
 	tcase_add_test(tc, memshim_run_recovers_a_killed_run);
 	tcase_add_test(tc, memshim_run_keeps_a_signal_file);
-	tcase_add_test(tc, memshim_run_recovers_only_its_own_processes);
+	tcase_add_loop_test(tc, memshim_run_recovers_only_its_own_processes, 0, 2);
 	tcase_add_test(tc, recover_under_takes_only_the_records_asked_for);
 	tcase_add_test(tc, memshim_format_reads_a_record_of_a_running_process);
 	tcase_add_test(tc, a_fatal_signal_marks_the_record);
