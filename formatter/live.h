@@ -37,9 +37,12 @@ char *mf_live_default_dir(void);
 
 /* memshim-format --recover RECORD -o FILE [--keep]. */
 int mf_recover_main(int argc, char **argv, FILE *out, FILE *err);
-/* memshim-format --recover-under DIR: every record of this user's (MEMSHIM_LIVE_DIR and the default
- * directory) whose process is gone and whose metrics file is under DIR and not complete is written
- * out as that file, one line each on ERR (`memshim run` after its command died by a signal). */
+/* memshim-format --recover-under DIR [--root-pid PID] [--since SECONDS]: every record of this
+ * user's (MEMSHIM_LIVE_DIR and the default directory) whose process is gone, whose metrics file is
+ * under DIR and does not already hold as much (the process's own final or signal file, a file
+ * written at or after the record's last update), is written out as that file, one line each on ERR
+ * (`memshim run` after its command died by a signal).  --root-pid: only records whose root_pid is
+ * PID; --since: only those of processes started at or after SECONDS since the epoch. */
 int mf_recover_under_main(int argc, char **argv, FILE *out, FILE *err);
 
 #endif

@@ -115,8 +115,12 @@ const struct mf_option mf_options[] = {
 		  "also be a live record) as a metrics file: -o FILE, - for stdout" },
 	{ .name = "--recover-under", .arg = "DIR", .kind = MF_OWN, .field = MF_NO_FIELD,
 	  .modes = M(RECOVER_UNDER), .selects = 1,
-	  .help = "every record of a process gone whose metrics file is under DIR and\n"
-		  "not complete, written out as that file (memshim run after a kill)" },
+	  .help = "every record of a process gone whose metrics file is under DIR,\n"
+		  "written out as that file unless the file already holds as much (the\n"
+		  "process's own final or signal file, or one written at or after the\n"
+		  "record's last update): memshim run after a kill; --root-pid PID: only\n"
+		  "records whose root_pid is PID (a command and its children), --since\n"
+		  "SECONDS: only processes started then or later (seconds since the epoch)" },
 	{ .name = "--version", .kind = MF_SHOW_VERSION, .field = MF_NO_FIELD,
 	  .help = "prints memshim-format's version" },
 	{ .name = "--help", .alias = "-h", .kind = MF_SHOW_HELP, .field = MF_NO_FIELD },

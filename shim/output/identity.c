@@ -77,12 +77,33 @@ void ms_identity_output_path(char *out, size_t size)
 		ms_format(out + n, size - n, ".%d", (int)ms_proc.pid);
 }
 
-/* At start: an output directory that cannot take the file is found now, not after a six-hour
- * run; the file then goes to $TMPDIR (or /tmp) under the same name.  Returns 1 when it moved. */
-int ms_identity_check_output(void)
+/* Whether PATH names anything (a file, a directory, a link: O_PATH opens each without following). */
+static int taken(const char *path)
 {
-	char dir[MS_PATH_MAX], fallback[MS_PATH_MAX];
-	const char *out = ms_proc.output, *slash = strrchr(out, '/');
+	long fd = syscall(SYS_openat, AT_FDCWD, path, O_PATH | O_NOFOLLOW | O_CLOEXEC);
+	if (fd < 0)
+		return 0;
+	syscall(SYS_close, fd);
+	return 1;
+}
+
+/* Whether the file this process would write at OUT is a directory (a name ending in '/' is one). */
+static int names_a_directory(const char *out)
+{
+	char path[MS_PATH_MAX];
+	ms_identity_expand(path, sizeof path, out);
+	size_t n = strlen(path);
+	if (n && path[n - 1] == '/')
+		return 1;
+	long fd = syscall(SYS_openat, AT_FDCWD, path, O_PATH | O_DIRECTORY | O_CLOEXEC);
+	if (fd < 0)
+		return 0;
+	syscall(SYS_close, fd);
+	return 1;
+}
+
+static void warn_unknown_placeholders(const char *out)
+{
 	for (const char *p = strchr(out, '%'); p; p = strchr(p + 2, '%')) {
 		if (!p[1] || !strchr("prlh%", p[1])) { /* written as it is, which may not be what was meant */
 			ms_warn("MEMSHIM_OUTPUT %s: %%%c is no placeholder (%%p, %%r, %%l, %%h, %%%%); kept as written", out,
@@ -90,21 +111,63 @@ int ms_identity_check_output(void)
 			break;
 		}
 	}
+}
+
+/* Why OUT's directory cannot take the file (into WHY), or 0 when it can, or is judged later: a
+ * placeholder in the directory is judged per process when the file is written. */
+static int directory_refuses(const char *out, char *why, size_t size)
+{
+	char dir[MS_PATH_MAX];
+	const char *slash = strrchr(out, '/');
 	if (!slash || memchr(out, '%', (size_t)(slash - out)) || (size_t)(slash - out) >= sizeof dir)
-		return 0; /* a placeholder in the directory: judged per process when the file is written */
+		return 0;
 	size_t len = (size_t)(slash - out);
 	memcpy(dir, out, len);
 	dir[len] = '\0';
 	if (!len || syscall(SYS_faccessat, AT_FDCWD, dir, W_OK | X_OK) == 0)
 		return 0;
-	int e = errno;
+	ms_format(why, size, "%s (%s)", dir, ms_errno_text(errno));
+	return 1;
+}
+
+/* The fallback for OUT in TMP into FALLBACK: the same name (a directory's: the default name), with
+ * ".<pid>" when that name is taken already (another run's or another user's file, which this run
+ * would overwrite or could not replace: its path into TAKEN, else TAKEN is ""). */
+static void fallback_name(const char *out, int is_dir, const char *tmp, char *fallback, char *taken_path)
+{
+	const char *slash = strrchr(out, '/');
+	const char *name = is_dir ? "memshim_metrics.json" : slash ? slash + 1 : out;
+	size_t n = ms_format(fallback, MS_PATH_MAX, "%s/%s", tmp, name);
+	ms_identity_expand(taken_path, MS_PATH_MAX, fallback);
+	if (taken(taken_path))
+		ms_format(fallback + n, MS_PATH_MAX - n, ".%d", (int)ms_proc.pid);
+	else
+		taken_path[0] = '\0';
+}
+
+/* At start: an output that cannot take the file (its directory refuses it, or it is a directory) is
+ * found now, not after a six-hour run; the file then goes to $TMPDIR (or /tmp) (fallback_name).
+ * Returns 1 when it moved. */
+int ms_identity_check_output(void)
+{
+	char why[MS_PATH_MAX + 64], fallback[MS_PATH_MAX], taken_path[MS_PATH_MAX];
+	const char *out = ms_proc.output;
+	warn_unknown_placeholders(out);
+	int is_dir = names_a_directory(out);
+	if (!is_dir && !directory_refuses(out, why, sizeof why))
+		return 0;
 	const char *tmp = ms_setting_text("TMPDIR");
 	if (!tmp || tmp[0] != '/')
 		tmp = "/tmp";
-	if (ms_format(fallback, sizeof fallback, "%s/%s", tmp, slash + 1) >= sizeof fallback - 1 ||
-	    syscall(SYS_faccessat, AT_FDCWD, tmp, W_OK | X_OK) != 0)
+	fallback_name(out, is_dir, tmp, fallback, taken_path);
+	if (strlen(fallback) >= sizeof fallback - 1 || syscall(SYS_faccessat, AT_FDCWD, tmp, W_OK | X_OK) != 0)
 		return 0; /* nowhere better: the warning comes when the file cannot be written */
-	ms_warn("cannot write metrics file %s: %s (%s); writing %s instead", out, dir, ms_errno_text(e), fallback);
+	const char *reason = is_dir ? "it is a directory" : why;
+	if (taken_path[0])
+		ms_warn("cannot write metrics file %s: %s; writing %s instead (%s is another run's)", out, reason,
+			fallback, taken_path);
+	else
+		ms_warn("cannot write metrics file %s: %s; writing %s instead", out, reason, fallback);
 	ms_process_set_output(fallback);
 	return 1;
 }

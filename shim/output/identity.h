@@ -23,8 +23,9 @@ int ms_identity_expand(char *out, size_t size, const char *tmpl);
  * write a path inherited from their parent unless it names them already. */
 void ms_identity_output_path(char *out, size_t size);
 
-/* At start: falls back to $TMPDIR (or /tmp) when the output directory cannot take the file (one
- * warning); returns 1 when the output moved. */
+/* At start: falls back to $TMPDIR (or /tmp) when the output directory cannot take the file or the
+ * output is a directory (one warning; ".<pid>" added where that name is taken already); returns 1
+ * when the output moved. */
 int ms_identity_check_output(void);
 
 #endif

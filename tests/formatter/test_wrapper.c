@@ -533,6 +533,23 @@ START_TEST(test_bad_output_directory_before_the_run)
 }
 END_TEST
 
+/* --output naming a directory (an existing one, or any name ending in '/') stops `memshim run`
+ * before the command runs, as an unwritable directory does: else its metrics are lost at the end. */
+START_TEST(test_output_naming_a_directory_before_the_run)
+{
+	static const char *const outputs[] = { "build", "build/", "runs/" };
+	char *out, *err, marker[4300], want[4400];
+	snprintf(marker, sizeof marker, "%s/ran", tree);
+	char *args[] = { NULL, "run", "--output", (char *)outputs[_i], "/usr/bin/touch", marker, NULL };
+	int status = wrap(NULL, args, &out, &err);
+	ck_assert(WIFEXITED(status) && WEXITSTATUS(status) == 125);
+	snprintf(want, sizeof want, "memshim: --output names a directory, not a file: %s/%s\n", tree, outputs[_i]);
+	ck_assert_str_eq(err, want);
+	ck_assert_int_ne(access(marker, F_OK), 0); /* the command never ran */
+	free2(out, err);
+}
+END_TEST
+
 /* The previous run's files are kept as NAME.prev, one generation, and never shown in the dump. */
 START_TEST(test_previous_run_kept)
 {
@@ -849,6 +866,7 @@ Suite *wrapper_suite(void)
 	tcase_add_test(tc, test_kernel_command);
 	tcase_add_test(tc, test_command_cannot_run);
 	tcase_add_test(tc, test_bad_output_directory_before_the_run);
+	tcase_add_loop_test(tc, test_output_naming_a_directory_before_the_run, 0, 3);
 	tcase_add_test(tc, test_previous_run_kept);
 	tcase_add_test(tc, test_previous_run_kept_pid_name);
 	tcase_add_test(tc, test_ranks_merged);

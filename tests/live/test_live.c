@@ -80,13 +80,14 @@ static int wait_status(pid_t pid)
 	return st;
 }
 
-/* Runs a tool with ARGV, its stdout and stderr into OUT (SIZE bytes); returns its exit code. */
-static int run_tool(const char *const *argv, char *out, size_t size)
+/* Runs a tool with ARGV and MEMSHIM_LIVE_DIR=LIVE (NULL: unset), its stdout and stderr into OUT
+ * (SIZE bytes); returns its exit code. */
+static int run_tool_live(const char *live, const char *const *argv, char *out, size_t size)
 {
 	char sub[PATH_MAX + 8], err[1 << 14];
 	snprintf(sub, sizeof sub, "%s/tool", dir);
 	mkdir(sub, 0755);
-	char **envp = live_env(NULL, NULL);
+	char **envp = live_env(live, NULL);
 	for (int i = 0; envp[i]; i++) /* the tools themselves run bare */
 		if (!strncmp(envp[i], "LD_PRELOAD=", 11))
 			envp[i] = "LD_PRELOAD=";
@@ -97,6 +98,11 @@ static int run_tool(const char *const *argv, char *out, size_t size)
 	size_t n = strlen(out);
 	snprintf(out + n, size - n, "%s", err);
 	return code;
+}
+
+static int run_tool(const char *const *argv, char *out, size_t size)
+{
+	return run_tool_live(NULL, argv, out, size);
 }
 
 /* The records in DIR (names ending in .live) into NAMES; returns how many. */
@@ -295,6 +301,139 @@ START_TEST(memshim_run_recovers_a_killed_run)
 	ck_assert_msg(dump_shows(text, "train_mem_cpu_alloc_delta", "70MB"), "%s", text);
 	char names[4][PATH_MAX];
 	ck_assert_int_eq(records(live_dir, names, 4), 0); /* recovered: removed */
+}
+END_TEST
+
+/* Starts `memshim run --output OUTPUT -- ARGV...` in DIR with the records in LIVE_DIR and EXTRA
+ * (NULL, or one "NAME=value") in its environment. */
+static pid_t spawn_memshim_run(const char *output, const char *const *command, const char *extra)
+{
+	static char wrapper[PATH_MAX];
+	const char *argv[16] = { wrapper, "run", "--output", output, "--" };
+	int n = 5;
+	for (; *command && n < 15; command++)
+		argv[n++] = *command;
+	argv[n] = NULL;
+	snprintf(wrapper, sizeof wrapper, "%s/../scripts/memshim", built("."));
+	char **envp = live_env(live_dir, extra);
+	for (char **e = envp; *e; e++) /* memshim run preloads the library itself */
+		if (!strncmp(*e, "LD_PRELOAD=", 11))
+			*e = "MEMSHIM_LOG=warn";
+	pid_t pid = spawn_redirected(dir, argv, envp, NULL);
+	ck_assert_int_gt(pid, 0);
+	return pid;
+}
+
+/* A command ended by SIGTERM under `memshim run` (timeout, Slurm, docker stop) wrote its own last
+ * snapshot: memshim run keeps it (the timeline, the call sites), never replaces it with a poorer
+ * file from the record, and the record, which says no more, goes. */
+START_TEST(memshim_run_keeps_a_signal_file)
+{
+	char out[1 << 15], output[PATH_MAX + 16], names[4][PATH_MAX];
+	fresh_dir();
+	snprintf(output, sizeof output, "%s/m.json", dir);
+	const char *command[] = { built("live/live_fixture"), "climb", ready, NULL };
+	pid_t pid = spawn_memshim_run(output, command, NULL);
+	wait_for(ready);
+	ck_assert_int_eq(records(live_dir, names, 4), 1);
+	kill(pid, SIGTERM); /* passed on to the command */
+	ck_assert_int_eq(exit_code(wait_status(pid)), 128 + SIGTERM);
+	read_back(dir, out, sizeof out, out + sizeof out / 2, sizeof out / 2);
+	const char *text = out + sizeof out / 2;
+	ck_assert_msg(!strstr(text, "recovered"), "%s", text);
+	ck_assert_msg(dump_shows(text, "train_mem_cpu_alloc_delta", "70MB"), "%s", text);
+	json_error_t je;
+	json_t *root = json_load_file(output, 0, &je);
+	ck_assert_msg(root != NULL, "%s: %s", output, je.text);
+	ck_assert_str_eq(json_string_value(json_object_get(root, "reason")), "signal");
+	ck_assert_int_eq(json_integer_value(json_object_get(root, "signal")), SIGTERM);
+	ck_assert_int_gt(json_array_size(json_object_get(json_object_get(root, "timeline"), "events")), 0);
+	json_decref(root);
+	ck_assert_int_eq(records(live_dir, names, 4), 0);
+}
+END_TEST
+
+/* Kills a fixture climbing in DIR with MEMSHIM_OUTPUT=DIR/NAME; returns its pid (its record stays). */
+static pid_t killed_elsewhere(const char *name)
+{
+	char output[PATH_MAX + 64], flag[PATH_MAX + 16];
+	snprintf(output, sizeof output, "MEMSHIM_OUTPUT=%s/%s", dir, name);
+	snprintf(flag, sizeof flag, "%s.other", ready);
+	const char *argv[] = { built("live/live_fixture"), "climb", flag, NULL };
+	pid_t pid = spawn_redirected(dir, argv, live_env(live_dir, output), NULL);
+	ck_assert_int_gt(pid, 0);
+	wait_for(flag);
+	kill(pid, SIGKILL);
+	ck_assert_int_eq(exit_code(wait_status(pid)), 128 + SIGKILL);
+	return pid;
+}
+
+/* The reason in DIR/NAME's metrics file, "" when there is none. */
+static const char *reason_of(const char *name, char *buf, size_t size)
+{
+	char path[PATH_MAX + 64];
+	snprintf(path, sizeof path, "%s/%s", dir, name);
+	json_t *root = json_load_file(path, 0, NULL);
+	snprintf(buf, size, "%s", root ? json_string_value(json_object_get(root, "reason")) : "");
+	json_decref(root);
+	return buf;
+}
+
+/* The record of an earlier, unrelated killed process writing in the same directory is not this
+ * run's: `memshim run` recovers its own command's processes only (their root_pid; 1: under an
+ * outer memshim, whose root pid they inherit, those started since the run). */
+START_TEST(memshim_run_recovers_only_its_own_processes)
+{
+	char out[1 << 15], script[4 * PATH_MAX], output[PATH_MAX + 16], names[4][PATH_MAX], reason[64];
+	char outer[64];
+	snprintf(outer, sizeof outer, "MEMSHIM_ROOT_PID=%d", (int)getpid());
+	fresh_dir();
+	killed_elsewhere("other.json");
+	for (time_t now = time(NULL); _i && time(NULL) == now;) /* --since counts whole seconds */
+		pause_ms(20);
+	ck_assert_int_eq(records(live_dir, names, 4), 1);
+	reason_of("other.json", reason, sizeof reason);
+	ck_assert_str_ne(reason, "recovered");
+	snprintf(output, sizeof output, "%s/m.json", dir);
+	snprintf(script, sizeof script,
+		 "%s climb %s & p=$!; while [ ! -e %s ]; do sleep 0.05; done; kill -9 $p; wait $p",
+		 built("live/live_fixture"), ready, ready);
+	const char *command[] = { "/bin/sh", "-c", script, NULL };
+	pid_t pid = spawn_memshim_run(output, command, _i ? outer : NULL);
+	ck_assert_int_eq(exit_code(wait_status(pid)), 128 + SIGKILL);
+	read_back(dir, out, sizeof out, out + sizeof out / 2, sizeof out / 2);
+	const char *text = out + sizeof out / 2;
+	ck_assert_msg(strstr(text, "m.json.") && strstr(text, "from its live record"), "%s", text);
+	ck_assert_msg(!strstr(text, "other.json"), "%s", text);
+	ck_assert_str_eq(reason_of("other.json", out, sizeof out), reason); /* untouched */
+	ck_assert_int_eq(records(live_dir, names, 4), 1); /* the other's stays for its owner */
+}
+END_TEST
+
+/* --recover-under's --root-pid and --since leave out the records of other runs. */
+START_TEST(recover_under_takes_only_the_records_asked_for)
+{
+	char out[1 << 15], names[2][PATH_MAX], pid_text[32], later[32], reason[64];
+	fresh_dir();
+	pid_t pid = killed_elsewhere("m.json");
+	snprintf(pid_text, sizeof pid_text, "%d", (int)pid);
+	snprintf(later, sizeof later, "%lld", (long long)time(NULL) + 5);
+	const char *fmt = built("memshim-format");
+	const char *other_root[] = { fmt, "--recover-under", dir, "--root-pid", "1", NULL };
+	const char *too_old[] = { fmt, "--recover-under", dir, "--root-pid", pid_text, "--since", later, NULL };
+	const char *ours[] = { fmt, "--recover-under", dir, "--since", "0", "--root-pid", pid_text, NULL };
+	const char *bad[] = { fmt, "--recover-under", dir, "--root-pid", "x", NULL };
+	ck_assert_int_eq(run_tool_live(live_dir, other_root, out, sizeof out), 0);
+	ck_assert_int_eq(run_tool_live(live_dir, too_old, out + strlen(out), sizeof out - strlen(out)), 0);
+	ck_assert_msg(!strstr(out, "recovered"), "%s", out);
+	ck_assert_str_ne(reason_of("m.json", reason, sizeof reason), "recovered");
+	ck_assert_int_eq(records(live_dir, names, 2), 1);
+	ck_assert_int_eq(run_tool_live(live_dir, ours, out, sizeof out), 0);
+	ck_assert_msg(strstr(out, "from its live record"), "%s", out);
+	ck_assert_str_eq(reason_of("m.json", reason, sizeof reason), "recovered");
+	ck_assert_int_eq(records(live_dir, names, 2), 0);
+	ck_assert_int_eq(run_tool_live(live_dir, bad, out, sizeof out), 2);
+	ck_assert_msg(strstr(out, "bad --root-pid: x"), "%s", out);
 }
 END_TEST
 
@@ -840,6 +979,9 @@ int main(void)
 	tcase_add_test(tc, a_killed_climb_is_recovered_from_its_record);
 	tcase_add_test(tc, top_lists_the_running_first_and_counts_old_gone_ones);
 	tcase_add_test(tc, memshim_run_recovers_a_killed_run);
+	tcase_add_test(tc, memshim_run_keeps_a_signal_file);
+	tcase_add_loop_test(tc, memshim_run_recovers_only_its_own_processes, 0, 2);
+	tcase_add_test(tc, recover_under_takes_only_the_records_asked_for);
 	tcase_add_test(tc, memshim_format_reads_a_record_of_a_running_process);
 	tcase_add_test(tc, a_fatal_signal_marks_the_record);
 	tcase_add_test(tc, a_normal_exit_removes_the_record);

@@ -216,6 +216,65 @@ START_TEST(bad_output_directory_falls_back_at_start)
 }
 END_TEST
 
+/* MEMSHIM_OUTPUT naming a directory (with or without a '/' at the end) is caught at start, as an
+ * unwritable directory is: one warning, and the file goes to $TMPDIR under the default name. */
+START_TEST(an_output_naming_a_directory_falls_back_at_start)
+{
+	char tmp[] = "/tmp/memshim-fallback.XXXXXX", out_dir[] = "/tmp/memshim-outdir.XXXXXX";
+	char tmpdir[64], output[96], path[128];
+	ck_assert_ptr_nonnull(mkdtemp(tmp));
+	ck_assert_ptr_nonnull(mkdtemp(out_dir));
+	snprintf(tmpdir, sizeof tmpdir, "TMPDIR=%s", tmp);
+	snprintf(output, sizeof output, "MEMSHIM_OUTPUT=%s%s", out_dir, _i ? "/" : "");
+	const char *argv[] = { built("preload/alloc_fixture"), "simple", NULL };
+	const char *env[] = { output, tmpdir, NULL };
+	ck_assert_int_eq(run_under_shim(&r, argv, env), 0);
+	ck_assert(WIFEXITED(r.status) && WEXITSTATUS(r.status) == 0);
+	snprintf(path, sizeof path, "it is a directory; writing %s/memshim_metrics.json instead\n", tmp);
+	ck_assert_msg(strstr(r.err, path) && strstr(r.err, out_dir), "%s", r.err);
+	ck_assert_int_eq(memshim_lines(r.err), 1);
+	ck_assert_int_eq(count_files(tmp, "memshim_metrics.json", NULL, 0), 1);
+	ck_assert_int_eq(rmdir(out_dir), 0); /* nothing was written in it */
+}
+END_TEST
+
+/* A fallback name that is taken already (an earlier run's file, another user's that could not be
+ * replaced) gets ".<pid>": the earlier file stays as it was, and the warning names both. */
+START_TEST(a_taken_fallback_name_gets_the_pid)
+{
+	char tmp[] = "/tmp/memshim-fallback.XXXXXX", tmpdir[64], earlier[96], name[64], want[256];
+	ck_assert_ptr_nonnull(mkdtemp(tmp));
+	snprintf(tmpdir, sizeof tmpdir, "TMPDIR=%s", tmp);
+	snprintf(earlier, sizeof earlier, "%s/run.json", tmp);
+	FILE *fp = fopen(earlier, "w");
+	ck_assert_ptr_nonnull(fp);
+	fputs("earlier\n", fp);
+	fclose(fp);
+	const char *argv[] = { built("preload/alloc_fixture"), "simple", NULL };
+	const char *env[] = { "MEMSHIM_OUTPUT=/nonexistent-memshim-dir/run.json", tmpdir, NULL };
+	ck_assert_int_eq(run_under_shim(&r, argv, env), 0);
+	ck_assert(WIFEXITED(r.status) && WEXITSTATUS(r.status) == 0);
+	ck_assert_int_eq(count_files(tmp, "run.json.", name, sizeof name), 1);
+	snprintf(want, sizeof want, "writing %s/%s instead (%s is another run's)\n", tmp, name, earlier);
+	ck_assert_msg(strstr(r.err, want), "want %s in: %s", want, r.err);
+	ck_assert_int_eq(memshim_lines(r.err), 1);
+	char file[128], *end;
+	snprintf(file, sizeof file, "%s/%s", tmp, name);
+	json_error_t je;
+	json_t *m = json_load_file(file, 0, &je);
+	ck_assert_msg(m != NULL, "%s: %s", file, je.text);
+	long pid = strtol(name + strlen("run.json."), &end, 10);
+	ck_assert_int_eq(json_integer_value(json_object_get(m, "pid")), pid);
+	json_decref(m);
+	fp = fopen(earlier, "r");
+	ck_assert_ptr_nonnull(fp);
+	char text[16] = "";
+	ck_assert_ptr_nonnull(fgets(text, sizeof text, fp));
+	fclose(fp);
+	ck_assert_str_eq(text, "earlier\n");
+}
+END_TEST
+
 /* A MEMSHIM_ name that is no setting (a misspelt MEMSHIM_STAGE would leave the defaults) gets one
  * warning with the setting it is closest to; the pytest plugin's own variable none. */
 START_TEST(unknown_settings_are_named)
@@ -296,6 +355,8 @@ int main(void)
 	tcase_add_test(tc2, rank_and_host_placeholders);
 	tcase_add_test(tc2, a_template_naming_the_rank_is_taken_as_given);
 	tcase_add_loop_test(tc2, bad_output_directory_falls_back_at_start, 0, 2);
+	tcase_add_loop_test(tc2, an_output_naming_a_directory_falls_back_at_start, 0, 2);
+	tcase_add_test(tc2, a_taken_fallback_name_gets_the_pid);
 	tcase_add_test(tc2, unknown_settings_are_named);
 	tcase_add_test(tc2, an_unknown_placeholder_is_named);
 	tcase_add_test(tc2, the_first_exact_name_in_the_environment_counts);
