@@ -86,8 +86,10 @@ $(NATIVE_DIR)/test_got: tests/native/test_got.c shim/native/got.c $(GOT_LIBS)
 NATIVE_SUITES += $(NATIVE_DIR)/test_got
 
 # Targets bound through the GOT (issue 26): a library called through the PLT by a program built
-# lazily bound and with -z now, a library loaded later that calls it, and a C++ library that throws.
-PLT_FIXTURES := $(NATIVE_DIR)/nplt $(NATIVE_DIR)/nplt-now $(NATIVE_DIR)/npltxx $(NATIVE_DIR)/libnpltdl.so
+# lazily bound and with -z now, a library loaded later that calls it, a C++ library that throws, and
+# a C++ library whose methods are named demangled.
+PLT_FIXTURES := $(NATIVE_DIR)/nplt $(NATIVE_DIR)/nplt-now $(NATIVE_DIR)/npltxx $(NATIVE_DIR)/libnpltdl.so \
+	$(NATIVE_DIR)/nengine
 $(NATIVE_DIR)/nplt: tests/native/fixtures/nplt.c $(NATIVE_DIR)/libnplt.so
 	$(CC) -g -o $@ $< -L$(NATIVE_DIR) -lnplt -Wl,-z,lazy,-rpath,'$$ORIGIN' -ldl
 $(NATIVE_DIR)/nplt-now: tests/native/fixtures/nplt.c $(NATIVE_DIR)/libnplt.so
@@ -97,6 +99,11 @@ $(NATIVE_DIR)/libnpltxx.so: tests/native/fixtures/libnpltxx.cc
 	$(CXX) -g -shared -fPIC -o $@ $<
 $(NATIVE_DIR)/npltxx: tests/native/fixtures/npltxx.cc $(NATIVE_DIR)/libnpltxx.so
 	$(CXX) -g -o $@ $< -L$(NATIVE_DIR) -lnpltxx -Wl,-rpath,'$$ORIGIN'
+$(NATIVE_DIR)/libnengine.so: tests/native/fixtures/libnengine.cc
+	@mkdir -p $(@D)
+	$(CXX) -g -O2 -shared -fPIC -o $@ $<
+$(NATIVE_DIR)/nengine: tests/native/fixtures/nengine.cc $(NATIVE_DIR)/libnengine.so
+	$(CXX) -g -O2 -o $@ $< -L$(NATIVE_DIR) -lnengine -Wl,-rpath,'$$ORIGIN'
 $(NATIVE_DIR)/test_plt: tests/native/test_plt.c $(HARNESS) $(PLT_FIXTURES)
 	@mkdir -p $(@D)
 	$(CC) $(BASEFLAGS) $(CFLAGS) $(CHECK_CFLAGS) $(JANSSON_CFLAGS) -Itests/preload $(TEST_COMMON_INC) -o $@ \
