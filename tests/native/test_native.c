@@ -461,6 +461,28 @@ START_TEST(names_of_the_shims_own_functions_are_not_found)
 }
 END_TEST
 
+/* The fds the program sees inside a stage (its own listing of /proc/self/fd) are those it sees
+ * bare: libunwind's pipe for memory validation is moved to high numbers. */
+START_TEST(the_program_sees_its_own_fds)
+{
+	json_t *m = run_fixture("native/nstages", "l=list_fds", "fds", "1", NULL);
+	const char *fds = strstr(r.out, "fds:");
+	ck_assert_ptr_nonnull(fds);
+	char inside[256];
+	snprintf(inside, sizeof inside, "%.*s", (int)strcspn(fds, "\n"), fds);
+	ck_assert_int_eq(metric(m, "l_calls"), 1);
+	json_decref(m);
+	struct run bare;
+	const char *unset[] = { "LD_PRELOAD", NULL };
+	const char *argv[] = { built("native/nstages"), "fds", "1", NULL };
+	ck_assert_int_eq(run_under_shim(&bare, argv, unset), 0);
+	fds = strstr(bare.out, "fds:");
+	ck_assert_ptr_nonnull(fds);
+	ck_assert_msg(!strncmp(fds, inside, strlen(inside)) && fds[strlen(inside)] == '\n', "under the shim %s, bare %s",
+		      inside, fds);
+}
+END_TEST
+
 START_TEST(python_names_are_left_alone)
 {
 	json_t *m = run_fixture("native/nstages", "train=train_epoch,py=Trainer.train,mod=pkg.mod:Class.run", "loop",
@@ -514,6 +536,7 @@ int main(void)
 	tcase_add_test(tc, gdb_backtrace_through_a_trampoline_reaches_main);
 	tcase_add_test(tc, missing_name_warns_once_naming_the_stripped_binary);
 	tcase_add_test(tc, names_of_the_shims_own_functions_are_not_found);
+	tcase_add_test(tc, the_program_sees_its_own_fds);
 	tcase_add_test(tc, python_names_are_left_alone);
 	tcase_add_test(tc, unset_stages_do_nothing_native);
 	suite_add_tcase(s, tc);
