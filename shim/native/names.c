@@ -1,7 +1,10 @@
 /* What a native target names: "symbol" (a C function, or any C++ function of that name at global
  * scope), "_Z...mangled", "ns::Class::method", each optionally pinned to one object as "lib.so:symbol".  C++ names are matched without a demangler: the
  * qualified name is encoded as the start of its mangled form (Itanium ABI), which every overload,
- * const/ref-qualified variant and template instance of it shares.  Pure logic (unit-testable). */
+ * const/ref-qualified variant and template instance of it shares.  Rust paths ("crate::mod::Type::fn")
+ * match the same way in Rust's legacy mangling, whose last component is a hash of the build.  The
+ * symbol tables (native/syms.c) and the GOT (native/plt.c) are matched by these same rules.  Pure
+ * logic (unit-testable). */
 #include <string.h>
 #include "core/config.h"
 #include "native/native.h"
@@ -187,6 +190,18 @@ static int nested_end(char c)
 	return c == 'E' || c == 'B' || c == 'I';
 }
 
+/* Rust's legacy mangling ends a path with its hash, "17h<16 hex digits>E", which changes every
+ * build: a name without it matches (".llvm.N" clones too). */
+static int rust_hash_end(const char *s)
+{
+	if (strncmp(s, "17h", 3))
+		return 0;
+	for (int i = 3; i < 19; i++)
+		if (!((s[i] >= '0' && s[i] <= '9') || (s[i] >= 'a' && s[i] <= 'f')))
+			return 0;
+	return s[19] == 'E' && (s[20] == '\0' || s[20] == '.');
+}
+
 int ms_target_matches(const struct ms_target *t, const char *sym)
 {
 	if (t->kind == MS_TK_PLAIN) {
@@ -208,7 +223,7 @@ int ms_target_matches(const struct ms_target *t, const char *sym)
 		while (*s == 'r' || *s == 'V' || *s == 'K' || *s == 'R' || *s == 'O')
 			s++;
 		size_t n = strlen(p + 3);
-		if (!strncmp(s, p + 3, n) && nested_end(s[n])) // NOLINT(bugprone-not-null-terminated-result): a prefix test
+		if (!strncmp(s, p + 3, n) && (nested_end(s[n]) || rust_hash_end(s + n))) // NOLINT(bugprone-not-null-terminated-result): a prefix test
 			return 1;
 	}
 	return 0;

@@ -72,6 +72,21 @@ START_TEST(cxx_names_match_through_their_mangled_prefix)
 }
 END_TEST
 
+/* Rust's legacy mangling: the path without the build's hash, as nm -C and backtraces show it. */
+START_TEST(rust_paths_match_without_their_hash)
+{
+	parse("prog::engine::Model::step");
+	ck_assert(ms_target_matches(&t, "_ZN4prog6engine5Model4step17h0123456789abcdefE"));
+	ck_assert(ms_target_matches(&t, "_ZN4prog6engine5Model4step17hee2f3767c65266ecE.llvm.1234"));
+	ck_assert(!ms_target_matches(&t, "_ZN4prog6engine5Model4step17h0123456789abcdeE"));  /* 15 digits */
+	ck_assert(!ms_target_matches(&t, "_ZN4prog6engine5Model4step17h0123456789abcdefEx"));
+	ck_assert(!ms_target_matches(&t, "_ZN4prog6engine5Model5steps17h0123456789abcdefE"));
+	ck_assert(!ms_target_matches(&t, "_ZN4prog6engine5Model4step5inner17h0123456789abcdefE"));
+	parse("prog::main");
+	ck_assert(ms_target_matches(&t, "_ZN4prog4main17h0123456789abcdefE"));
+}
+END_TEST
+
 START_TEST(objects_are_matched_by_name)
 {
 	parse("libfoo.so:bar");
@@ -94,6 +109,7 @@ int main(void)
 	tcase_add_test(tc, which_targets_are_native);
 	tcase_add_test(tc, plain_names_match_the_symbol_and_its_clones);
 	tcase_add_test(tc, cxx_names_match_through_their_mangled_prefix);
+	tcase_add_test(tc, rust_paths_match_without_their_hash);
 	tcase_add_test(tc, objects_are_matched_by_name);
 	suite_add_tcase(s, tc);
 	return run_suite(s);

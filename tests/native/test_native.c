@@ -483,6 +483,20 @@ START_TEST(the_program_sees_its_own_fds)
 }
 END_TEST
 
+/* Rust functions named as nm -C shows them: the path with its crate, without the build's hash. */
+START_TEST(rust_functions_are_named_by_their_path)
+{
+	if (access(built("native/nrust"), X_OK) != 0) {
+		fprintf(stderr, "skipped: no rustc (native/nrust not built)\n");
+		return;
+	}
+	json_t *m = run_fixture("native/nrust", "s=nrust::engine::Model::step", "3", NULL, NULL);
+	ck_assert_int_eq(metric(m, "s_calls"), 3);
+	ck_assert_str_eq(r.err, "");
+	json_decref(m);
+}
+END_TEST
+
 START_TEST(python_names_are_left_alone)
 {
 	json_t *m = run_fixture("native/nstages", "train=train_epoch,py=Trainer.train,mod=pkg.mod:Class.run", "loop",
@@ -537,6 +551,7 @@ int main(void)
 	tcase_add_test(tc, missing_name_warns_once_naming_the_stripped_binary);
 	tcase_add_test(tc, names_of_the_shims_own_functions_are_not_found);
 	tcase_add_test(tc, the_program_sees_its_own_fds);
+	tcase_add_test(tc, rust_functions_are_named_by_their_path);
 	tcase_add_test(tc, python_names_are_left_alone);
 	tcase_add_test(tc, unset_stages_do_nothing_native);
 	suite_add_tcase(s, tc);
