@@ -71,14 +71,18 @@ static int put(char *out, size_t size, size_t *at, const char *s)
 }
 
 #define MAX_COMPONENTS 16
+#define MAX_TEMPLATE_ARGS 8
 
 struct comps {
 	const char *s[MAX_COMPONENTS];
-	size_t n[MAX_COMPONENTS];
+	size_t n[MAX_COMPONENTS];    /* the identifier */
+	const char *a[MAX_COMPONENTS]; /* its template arguments ("double" of "f<double>"), or NULL */
+	size_t an[MAX_COMPONENTS];
 	int count;
 };
 
-/* Splits NAME at "::"; every part must be an identifier (the last may be "~Ident"). */
+/* Splits NAME at "::"; every part must be an identifier (the last may be "~Ident"), optionally
+ * followed by simple template arguments ("<double>", "<int, char*>": no nested ones). */
 static int split(const char *name, struct comps *c)
 {
 	c->count = 0;
@@ -88,9 +92,18 @@ static int split(const char *name, struct comps *c)
 		size_t n = e ? (size_t)(e - p) : strlen(p);
 		if (c->count == MAX_COMPONENTS)
 			return -1;
+		const char *lt = memchr(p, '<', n);
 		c->s[c->count] = p;
-		c->n[c->count++] = n;
+		c->n[c->count] = lt ? (size_t)(lt - p) : n;
+		c->a[c->count] = NULL;
+		if (lt) {
+			if (p[n - 1] != '>' || memchr(lt + 1, '<', n - (size_t)(lt - p) - 1))
+				return -1;
+			c->a[c->count] = lt + 1;
+			c->an[c->count] = n - (size_t)(lt - p) - 2;
+		}
 		int last = e == NULL;
+		n = c->n[c->count++];
 		int ok = is_ident(p, n) || (last && n > 1 && p[0] == '~' && is_ident(p + 1, n - 1));
 		if (!ok)
 			return -1;
@@ -98,6 +111,109 @@ static int split(const char *name, struct comps *c)
 			return 0;
 		p = e + 2;
 	}
+}
+
+/* Itanium codes of the builtin types a template argument names. */
+static const struct {
+	const char *name, *code;
+} builtin_types[] = {
+	{ "void", "v" }, { "bool", "b" }, { "char", "c" }, { "signed char", "a" }, { "unsigned char", "h" },
+	{ "short", "s" }, { "unsigned short", "t" }, { "int", "i" }, { "unsigned", "j" }, { "unsigned int", "j" },
+	{ "long", "l" }, { "unsigned long", "m" }, { "long long", "x" }, { "unsigned long long", "y" },
+	{ "float", "f" }, { "double", "d" }, { "long double", "e" }, { "wchar_t", "w" }, { "char16_t", "Ds" },
+	{ "char32_t", "Di" }, { "size_t", "m" }, { "int8_t", "a" }, { "uint8_t", "h" }, { "int16_t", "s" },
+	{ "uint16_t", "t" }, { "int32_t", "i" }, { "uint32_t", "j" }, { "int64_t", "l" }, { "uint64_t", "m" },
+};
+
+static int space(char c)
+{
+	return c == ' ' || c == '\t';
+}
+
+/* Appends the mangled form of type argument S (N bytes: "[const] builtin-or-Ident [const] {*}"):
+ * 1 for a builtin type, 2 for a type that is a substitution candidate (a repeat would be written
+ * "S_"), -1 when it is not one this encodes. */
+static int put_type(char *out, size_t size, size_t *at, const char *s, size_t n)
+{
+	char words[64];
+	size_t w = 0;
+	int stars = 0, is_const = 0;
+	for (size_t i = 0; i < n;) {
+		if (space(s[i])) {
+			i++;
+			continue;
+		}
+		if (s[i] == '*') {
+			stars++, i++;
+			continue;
+		}
+		size_t k = i;
+		while (k < n && !space(s[k]) && s[k] != '*')
+			k++;
+		if (stars || !is_ident(s + i, k - i))
+			return -1;
+		if (k - i == 5 && !memcmp(s + i, "const", 5)) {
+			is_const = 1;
+		} else {
+			if (w + (k - i) + 2 > sizeof words)
+				return -1;
+			if (w)
+				words[w++] = ' ';
+			memcpy(words + w, s + i, k - i);
+			w += k - i;
+		}
+		i = k;
+	}
+	words[w] = '\0';
+	if (w == 0)
+		return -1;
+	for (int i = 0; i < stars; i++)
+		if (put(out, size, at, "P") < 0)
+			return -1;
+	if (is_const && put(out, size, at, "K") < 0)
+		return -1;
+	for (size_t i = 0; i < sizeof builtin_types / sizeof builtin_types[0]; i++)
+		if (!strcmp(words, builtin_types[i].name))
+			return put(out, size, at, builtin_types[i].code) < 0 ? -1 : 1 + (stars || is_const);
+	if (strchr(words, ' ') || put_source_name(out, size, at, words, w) < 0)
+		return -1;
+	return 2;
+}
+
+/* Appends "I<args>E" for template arguments A (N bytes); -1 when one is not encoded, or a
+ * substitution candidate repeats (its mangled form would be a reference). */
+static int put_template_args(char *out, size_t size, size_t *at, const char *a, size_t n)
+{
+	size_t start[MAX_TEMPLATE_ARGS], len[MAX_TEMPLATE_ARGS];
+	int count = 0;
+	if (put(out, size, at, "I") < 0)
+		return -1;
+	for (size_t i = 0; i <= n;) {
+		size_t k = i;
+		while (k < n && a[k] != ',')
+			k++;
+		if (count == MAX_TEMPLATE_ARGS)
+			return -1;
+		start[count] = *at;
+		int kind = put_type(out, size, at, a + i, k - i);
+		if (kind < 0)
+			return -1;
+		len[count] = *at - start[count];
+		for (int j = 0; kind == 2 && j < count; j++)
+			if (len[j] == len[count] && !memcmp(out + start[j], out + start[count], len[j]))
+				return -1;
+		count++;
+		i = k + 1;
+	}
+	return put(out, size, at, "E");
+}
+
+/* Appends component I of C: its source name and template arguments. */
+static int put_component(char *out, size_t size, size_t *at, const struct comps *c, int i)
+{
+	if (put_source_name(out, size, at, c->s[i], c->n[i]) < 0)
+		return -1;
+	return c->a[i] ? put_template_args(out, size, at, c->a[i], c->an[i]) : 0;
 }
 
 /* Mangled prefixes for T->name (a demangled qualified name). */
@@ -122,7 +238,7 @@ static void build_prefixes(struct ms_target *t)
 		lead = "_ZN";
 	int last = c.count - 1;
 	for (int i = first; i < last; i++)
-		if (put_source_name(body, sizeof body, &at, c.s[i], c.n[i]) < 0)
+		if (put_component(body, sizeof body, &at, &c, i) < 0)
 			return;
 	static const char *const ctor[] = { "C1", "C2", "C3" }, *const dtor[] = { "D0", "D1", "D2" };
 	const char *const *special = NULL;
@@ -140,7 +256,7 @@ static void build_prefixes(struct ms_target *t)
 		if (put(out, sizeof t->prefix[0], &o, lead) < 0 || put(out, sizeof t->prefix[0], &o, body) < 0)
 			return;
 		int bad = special ? put(out, sizeof t->prefix[0], &o, special[k])
-				  : put_source_name(out, sizeof t->prefix[0], &o, c.s[last], c.n[last]);
+				  : put_component(out, sizeof t->prefix[0], &o, &c, last);
 		if (bad < 0)
 			return;
 		t->nprefix++;
@@ -171,7 +287,9 @@ int ms_target_parse(struct ms_target *t, const char *text, const char *exe_base)
 		return -1;
 	memcpy(t->name, name, n);
 	t->name[n] = '\0';
-	if (strstr(t->name, "::") || t->name[0] == '~' || name[strcspn(name, "(")] == '(') {
+	const char *lt = strchr(t->name, '<'); /* "f<double>", never Python's "<lambda>" */
+	if (strstr(t->name, "::") || t->name[0] == '~' || name[strcspn(name, "(")] == '(' ||
+	    (lt && lt > t->name && ident_char(lt[-1]))) {
 		t->kind = MS_TK_CXX;
 		build_prefixes(t);
 		return 0;

@@ -204,8 +204,11 @@ static void bind_slot(const struct ms_got_object *o, uintptr_t *slot, const char
 {
 	struct scan *sc = arg;
 	uintptr_t held = __atomic_load_n(slot, __ATOMIC_ACQUIRE);
-	if (entry_index(held) >= 0) {
-		sc->bound++; /* done before (objects are read again after a dlopen) */
+	int bound = entry_index(held);
+	if (bound >= 0) {
+		sc->bound++; /* done before (objects are read again after a dlopen), or by another stage */
+		if (bindings[bound].spec != ms_native_targets[sc->target].spec_stage)
+			ms_native_warn_shared(sym, bindings[bound].real, bindings[bound].target, sc->target);
 		return;
 	}
 	uintptr_t real = real_target(sc, held, sym);

@@ -87,6 +87,33 @@ START_TEST(rust_paths_match_without_their_hash)
 }
 END_TEST
 
+/* One template instance: builtin types, pointers and plain class names as arguments. */
+START_TEST(template_instances_match_their_arguments)
+{
+	parse("accumulate_big<double>");
+	ck_assert_int_eq(t.kind, MS_TK_CXX);
+	ck_assert(ms_target_matches(&t, "_Z14accumulate_bigIdET_i"));
+	ck_assert(!ms_target_matches(&t, "_Z14accumulate_bigIiET_i"));
+	ck_assert(!ms_target_matches(&t, "_Z14accumulate_bigIdiET_i"));
+	parse("accumulate_big<int>(int)");
+	ck_assert(ms_target_matches(&t, "_Z14accumulate_bigIiET_i"));
+	parse("ns::Box<unsigned long, const char*>::get");
+	ck_assert(ms_target_matches(&t, "_ZN2ns3BoxImPKcE3getEv"));
+	ck_assert(ms_target_matches(&t, "_ZNK2ns3BoxImPKcE3getEv"));
+	ck_assert(!ms_target_matches(&t, "_ZN2ns3BoxIlPKcE3getEv"));
+	parse("ns::make<Widget>");
+	ck_assert(ms_target_matches(&t, "_ZN2ns4makeI6WidgetEET_v"));
+	parse("ns::Box<int>::Box");
+	ck_assert(ms_target_matches(&t, "_ZN2ns3BoxIiEC2Ev"));
+	/* not encoded here (nested arguments, a repeated candidate): matches nothing */
+	parse("f<std::vector<int>>");
+	ck_assert_int_eq(t.nprefix, 0);
+	parse("f<char*, char*>");
+	ck_assert_int_eq(t.nprefix, 0);
+	ck_assert_int_eq(parse("<lambda>"), -1); /* Python's */
+}
+END_TEST
+
 START_TEST(objects_are_matched_by_name)
 {
 	parse("libfoo.so:bar");
@@ -110,6 +137,7 @@ int main(void)
 	tcase_add_test(tc, plain_names_match_the_symbol_and_its_clones);
 	tcase_add_test(tc, cxx_names_match_through_their_mangled_prefix);
 	tcase_add_test(tc, rust_paths_match_without_their_hash);
+	tcase_add_test(tc, template_instances_match_their_arguments);
 	tcase_add_test(tc, objects_are_matched_by_name);
 	suite_add_tcase(s, tc);
 	return run_suite(s);

@@ -427,6 +427,30 @@ START_TEST(cxx_exception_through_a_stage_is_caught_as_before)
 }
 END_TEST
 
+/* One template instance named with its arguments: that instance only. */
+START_TEST(a_template_instance_by_its_arguments)
+{
+	json_t *m = run_fixture("native/ncxx", "d=accumulate<double>,i=accumulate<int>", "2", "templates", NULL);
+	ck_assert_int_eq(metric(m, "d_calls"), 1);
+	ck_assert_int_eq(metric(m, "i_calls"), 1);
+	ck_assert_int_ge(metric(m, "d_mem_cpu_peaked_delta"), 2 << 20);
+	ck_assert_str_eq(r.err, "");
+	json_decref(m);
+}
+END_TEST
+
+/* Two stages naming one function: the first in MEMSHIM_STAGES gets its calls, and a warning says so. */
+START_TEST(two_stages_on_one_function_warn)
+{
+	json_t *m = run_fixture("native/ncxx", "x=_Z10accumulateIiET_i,y=accumulate", "2", "templates", NULL);
+	ck_assert_int_eq(metric(m, "x_calls"), 1);
+	ck_assert_int_eq(metric(m, "y_calls"), 1); /* the double instance */
+	ck_assert_int_eq(count(r.err, "both name _Z10accumulateIiET_i: its calls count for x only"), 1);
+	ck_assert_int_eq(memshim_lines(r.err), 1);
+	json_decref(m);
+}
+END_TEST
+
 START_TEST(threads_throwing_through_a_stage_at_once)
 {
 	json_t *m = run_fixture("native/ncxx", "train=ns::Trainer::train", "400", "threads", NULL);
@@ -545,6 +569,8 @@ int main(void)
 	tcase_add_test(tc, stress_signals_threads_longjmp_fork);
 	tcase_add_test(tc, backtrace_still_reaches_main);
 	tcase_add_loop_test(tc, cxx_exception_through_a_stage_is_caught_as_before, 0, 2);
+	tcase_add_test(tc, a_template_instance_by_its_arguments);
+	tcase_add_test(tc, two_stages_on_one_function_warn);
 	tcase_add_test(tc, threads_throwing_through_a_stage_at_once);
 	tcase_add_test(tc, valgrind_reads_the_trampolines_unwind_data);
 	tcase_add_test(tc, gdb_backtrace_through_a_trampoline_reaches_main);
