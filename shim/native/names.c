@@ -2,7 +2,8 @@
  * scope), "_Z...mangled", "ns::Class::method", each optionally pinned to one object as "lib.so:symbol".  C++ names are matched without a demangler: the
  * qualified name is encoded as the start of its mangled form (Itanium ABI), which every overload,
  * const/ref-qualified variant and template instance of it shares.  Rust paths ("crate::mod::Type::fn")
- * match the same way in Rust's legacy mangling, whose last component is a hash of the build.  The
+ * match the same way in Rust's legacy mangling, whose last component is a hash of the build; v0
+ * symbols ("_R...") are read into their path's identifiers, without allocating.  The
  * symbol tables (native/syms.c) and the GOT (native/plt.c) are matched by these same rules.  Pure
  * logic (unit-testable). */
 #include <string.h>
@@ -320,8 +321,282 @@ static int rust_hash_end(const char *s)
 	return s[19] == 'E' && (s[20] == '\0' || s[20] == '.');
 }
 
+/* ---- Rust's v0 mangling ("_R..."): the path read, as a demangler prints it ---------------------- */
+
+#define V0_DEPTH 16 /* back references followed at once */
+
+/* A v0 symbol being read: S is the text after "_R" (back references count from there). */
+struct v0 {
+	const char *s;
+	size_t at;
+	int depth;
+	const char *id[MAX_COMPONENTS];
+	size_t idn[MAX_COMPONENTS];
+	int count;
+};
+
+static int v0_digit62(char c)
+{
+	if (c >= '0' && c <= '9')
+		return c - '0';
+	if (c >= 'a' && c <= 'z')
+		return c - 'a' + 10;
+	if (c >= 'A' && c <= 'Z')
+		return c - 'A' + 36;
+	return -1;
+}
+
+/* "_" is 0, "<base-62 digits>_" their value + 1. */
+static int v0_base62(struct v0 *p, size_t *out)
+{
+	size_t v = 0;
+	if (p->s[p->at] == '_') {
+		p->at++;
+		*out = 0;
+		return 0;
+	}
+	for (int d; (d = v0_digit62(p->s[p->at])) >= 0; p->at++)
+		v = v > ((size_t)1 << 48) ? v : v * 62 + (size_t)d; /* saturated: hashes are 64-bit */
+	if (p->s[p->at] != '_')
+		return -1;
+	p->at++;
+	*out = v + 1;
+	return 0;
+}
+
+static int v0_skip_disambiguator(struct v0 *p)
+{
+	size_t ignored;
+	if (p->s[p->at] != 's')
+		return 0;
+	p->at++;
+	return v0_base62(p, &ignored);
+}
+
+/* [disambiguator] <decimal length> ["_"] <bytes>; punycode ("u...") is not read. */
+static int v0_ident(struct v0 *p, const char **id, size_t *n)
+{
+	if (v0_skip_disambiguator(p) < 0 || p->s[p->at] == 'u')
+		return -1;
+	size_t len = 0;
+	if (p->s[p->at] < '0' || p->s[p->at] > '9')
+		return -1;
+	for (; p->s[p->at] >= '0' && p->s[p->at] <= '9'; p->at++)
+		if ((len = len * 10 + (size_t)(p->s[p->at] - '0')) > 4096)
+			return -1;
+	if (p->s[p->at] == '_')
+		p->at++;
+	if (strnlen(p->s + p->at, len) < len)
+		return -1;
+	*id = p->s + p->at;
+	*n = len;
+	p->at += len;
+	return 0;
+}
+
+static int v0_emit(struct v0 *p, const char *id, size_t n)
+{
+	if (p->count == MAX_COMPONENTS)
+		return -1;
+	p->id[p->count] = id;
+	p->idn[p->count++] = n;
+	return 0;
+}
+
+static int v0_path(struct v0 *p, int emit);
+static int v0_type(struct v0 *p, int emit);
+
+/* "B<base-62>": reads what starts at that earlier offset with READ, then goes on after it. */
+static int v0_backref(struct v0 *p, int (*read)(struct v0 *, int), int emit)
+{
+	size_t b = p->at - 1, to;
+	if (v0_base62(p, &to) < 0 || to >= b || p->depth == V0_DEPTH)
+		return -1;
+	size_t back = p->at;
+	p->at = to;
+	p->depth++;
+	int r = read(p, emit);
+	p->depth--;
+	p->at = back;
+	return r;
+}
+
+static int v0_lifetime(struct v0 *p)
+{
+	size_t ignored;
+	if (p->s[p->at] != 'L')
+		return 0;
+	p->at++;
+	return v0_base62(p, &ignored);
+}
+
+/* A const generic argument: a placeholder, a back reference, or a basic type and its hex value. */
+static int v0_const(struct v0 *p, int emit)
+{
+	(void)emit;
+	char c = p->s[p->at];
+	if (c == 'p') {
+		p->at++;
+		return 0;
+	}
+	if (c == 'B') {
+		p->at++;
+		return v0_backref(p, v0_const, 0);
+	}
+	if (c == '\0' || !strchr("abchijlmnostxy", c))
+		return -1; /* structs, tuples and arrays as values are not read */
+	p->at++;
+	if (p->s[p->at] == 'n')
+		p->at++;
+	while (v0_digit62(p->s[p->at]) >= 0 && v0_digit62(p->s[p->at]) < 16)
+		p->at++;
+	return p->s[p->at++] == '_' ? 0 : -1;
+}
+
+/* Types are read to be skipped (generic arguments); only a path type names a Self. */
+static int v0_types_until_e(struct v0 *p)
+{
+	while (p->s[p->at] != 'E')
+		if (v0_type(p, 0) < 0)
+			return -1;
+	p->at++;
+	return 0;
+}
+
+static int v0_fn_sig(struct v0 *p)
+{
+	size_t ignored;
+	const char *id;
+	if (p->s[p->at] == 'G' && (p->at++, v0_base62(p, &ignored) < 0))
+		return -1;
+	if (p->s[p->at] == 'U')
+		p->at++;
+	if (p->s[p->at] == 'K') {
+		p->at++;
+		if (p->s[p->at] == 'C')
+			p->at++;
+		else if (v0_ident(p, &id, &ignored) < 0)
+			return -1;
+	}
+	return v0_types_until_e(p) < 0 ? -1 : v0_type(p, 0);
+}
+
+static int v0_dyn_bounds(struct v0 *p)
+{
+	size_t ignored;
+	const char *id;
+	if (p->s[p->at] == 'G' && (p->at++, v0_base62(p, &ignored) < 0))
+		return -1;
+	while (p->s[p->at] != 'E') {
+		if (v0_path(p, 0) < 0)
+			return -1;
+		while (p->s[p->at] == 'p') {
+			p->at++;
+			if (v0_ident(p, &id, &ignored) < 0 || v0_type(p, 0) < 0)
+				return -1;
+		}
+	}
+	p->at++;
+	return v0_lifetime(p);
+}
+
+static int v0_type(struct v0 *p, int emit)
+{
+	char c = p->s[p->at];
+	if (c != '\0' && strchr("CNMXYI", c))
+		return v0_path(p, emit);
+	if (emit || c == '\0')
+		return -1; /* a Self that is not a path (an impl on a reference, a tuple) */
+	p->at++;
+	if (strchr("abcdefhijlmnostuvxyzp", c))
+		return 0;
+	switch (c) {
+	case 'A': return v0_type(p, 0) < 0 ? -1 : v0_const(p, 0);
+	case 'S': case 'P': case 'O': return v0_type(p, 0);
+	case 'R': case 'Q': return v0_lifetime(p) < 0 ? -1 : v0_type(p, 0);
+	case 'T': return v0_types_until_e(p);
+	case 'F': return v0_fn_sig(p);
+	case 'D': return v0_dyn_bounds(p);
+	case 'B': return v0_backref(p, v0_type, 0);
+	default: return -1;
+	}
+}
+
+static int v0_generic_args(struct v0 *p)
+{
+	while (p->s[p->at] != 'E') {
+		char c = p->s[p->at];
+		int r = c == 'L' ? v0_lifetime(p) : c == 'K' ? (p->at++, v0_const(p, 0)) : v0_type(p, 0);
+		if (r < 0)
+			return -1;
+	}
+	p->at++;
+	return 0;
+}
+
+/* A path; EMIT: its identifiers are the name's components (a crate, modules, a type's path for an
+ * inherent impl, the item).  Closures and shims ("NC", "NS") and trait impls are not nameable. */
+static int v0_path(struct v0 *p, int emit)
+{
+	const char *id;
+	size_t n;
+	char c = p->s[p->at++];
+	switch (c) {
+	case 'C':
+		return v0_ident(p, &id, &n) < 0 || (emit && v0_emit(p, id, n) < 0) ? -1 : 0;
+	case 'N': {
+		char ns = p->s[p->at++];
+		if (ns == '\0' || v0_path(p, emit) < 0 || v0_ident(p, &id, &n) < 0)
+			return -1;
+		if (!emit)
+			return 0;
+		return ns >= 'A' && ns <= 'Z' ? -1 : v0_emit(p, id, n);
+	}
+	case 'M': /* an inherent impl: named by its Self type */
+		return v0_skip_disambiguator(p) < 0 || v0_path(p, 0) < 0 ? -1 : v0_type(p, emit);
+	case 'I':
+		return v0_path(p, emit) < 0 ? -1 : v0_generic_args(p);
+	case 'B':
+		return v0_backref(p, v0_path, emit);
+	case 'X': /* <Type as Trait>::item: read past (a generic argument), never named */
+		if (emit || v0_skip_disambiguator(p) < 0 || v0_path(p, 0) < 0)
+			return -1;
+		/* fall through */
+	case 'Y':
+		return emit || v0_type(p, 0) < 0 ? -1 : v0_path(p, 0);
+	default:
+		return -1;
+	}
+}
+
+/* Whether v0 symbol SYM's path is NAME ("crate::module::Type::item", generic arguments ignored). */
+static int v0_matches(const char *name, const char *sym)
+{
+	const char *last = name;
+	for (const char *e; (e = strstr(last, "::"));)
+		last = e + 2;
+	if (!strstr(sym, last))
+		return 0; /* the usual case, without reading the symbol */
+	struct v0 p = { .s = sym + 2 };
+	while (p.s[p.at] >= '0' && p.s[p.at] <= '9')
+		p.at++; /* an encoding version */
+	if (v0_path(&p, 1) < 0)
+		return 0;
+	const char *c = name;
+	for (int i = 0; i < p.count; i++) {
+		const char *e = strstr(c, "::");
+		size_t n = e ? (size_t)(e - c) : strlen(c);
+		if (n != p.idn[i] || memcmp(c, p.id[i], n) || (i + 1 < p.count) != (e != NULL))
+			return 0;
+		c = e ? e + 2 : c + n;
+	}
+	return p.count > 0;
+}
+
 int ms_target_matches(const struct ms_target *t, const char *sym)
 {
+	if (sym[0] == '_' && sym[1] == 'R' && t->kind == MS_TK_CXX && t->nprefix)
+		return v0_matches(t->name, sym);
 	if (t->kind == MS_TK_PLAIN) {
 		size_t n = strlen(t->name);
 		if (!strncmp(sym, t->name, n) && (sym[n] == '\0' || sym[n] == '.'))

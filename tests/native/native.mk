@@ -65,13 +65,14 @@ $(NATIVE_DIR)/test_native $(NATIVE_DIR)/test_jump $(NATIVE_DIR)/test_native_cost
 	$(CC) $(BASEFLAGS) $(CFLAGS) $(CHECK_CFLAGS) $(JANSSON_CFLAGS) $(TEST_COMMON_INC) -o $@ $(filter %.c %.o,$^) \
 		$(CHECK_LIBS) $(JANSSON_LIBS)
 
-# Rust's mangling, where rustc is installed (the suite says it skipped otherwise).
+# Rust's legacy and v0 manglings, where rustc is installed (the suite says it skipped otherwise).
 RUSTC ?= rustc
-$(NATIVE_DIR)/nrust: tests/native/fixtures/nrust.rs
+$(NATIVE_DIR)/nrust $(NATIVE_DIR)/nrust-v0: $(NATIVE_DIR)/nrust%: tests/native/fixtures/nrust.rs
 	@mkdir -p $(@D)
-	@if command -v $(RUSTC) >/dev/null; then MAKEFLAGS= $(RUSTC) -O -g --crate-name nrust -o $@ $<; \
+	@if command -v $(RUSTC) >/dev/null; then MAKEFLAGS= $(RUSTC) -O -g --crate-name nrust \
+		$(if $(filter -v0,$*),-C symbol-mangling-version=v0) -o $@ $<; \
 	else echo "rustc not found: the Rust name tests skip"; fi
-NATIVE_FIXTURES += $(NATIVE_DIR)/nrust
+NATIVE_FIXTURES += $(NATIVE_DIR)/nrust $(NATIVE_DIR)/nrust-v0
 
 .PHONY: check-native
 check-native: $(BUILD)/libmemshim.so $(NATIVE_FIXTURES) $(NATIVE_SUITES)

@@ -87,6 +87,33 @@ START_TEST(rust_paths_match_without_their_hash)
 }
 END_TEST
 
+/* Rust's v0 mangling (rustc -C symbol-mangling-version=v0): the path as rustfilt prints it, the
+ * crate's hash, generic arguments and an inherent impl's brackets left out. */
+START_TEST(rust_v0_symbols_match_their_path)
+{
+	parse("v0t::engine::Model::step");
+	ck_assert(ms_target_matches(&t, "_RNvMNtCs473ofah6B0H_3v0t6engineNtB2_5Model4step"));
+	ck_assert(!ms_target_matches(&t, "_RNvMNtCs473ofah6B0H_3v0t6engineNtB2_5Model4grow"));
+	ck_assert(!ms_target_matches(&t, "_RNvMNtCs473ofah6B0H_3v0t6otherNtB2_5Model4step"));
+	ck_assert(!ms_target_matches(&t, "_RNCNvMNtCs473ofah6B0H_3v0t6engineNtB2_5Model4step0B4_")); /* a closure */
+	ck_assert(!ms_target_matches(&t, "_RNvMNtCs473ofah6B0H_3v0t6engineNtB9_5Model4step"));     /* bad backref */
+	parse("v0t::engine::generic");
+	ck_assert(ms_target_matches(&t, "_RINvNtCs473ofah6B0H_3v0t6engine7genericdEB4_"));
+	ck_assert(ms_target_matches(&t, "_RINvNtCs473ofah6B0H_3v0t6engine7genericmEB4_"));
+	parse("v0t::engine::Boxed::grow");
+	ck_assert(ms_target_matches(&t, "_RNvMs0_NtCs473ofah6B0H_3v0t6engineINtB5_5BoxedhE4growB7_"));
+	parse("v0t::main");
+	ck_assert(ms_target_matches(&t, "_RNvCs473ofah6B0H_3v0t4main"));
+	ck_assert(!ms_target_matches(&t, "_RNvCs473ofah6B0H_3v0t4mai"));
+	parse("v0t::engine::Model::run"); /* a trait's method: not by path */
+	ck_assert(!ms_target_matches(&t, "_RNvXs_NtCs473ofah6B0H_3v0t6engineNtB4_5ModelNtB4_3Run3run"));
+	parse("std::rt::lang_start"); /* generic arguments that are fn types and tuples */
+	ck_assert(ms_target_matches(&t, "_RINvNtCsjrHSEGnQ3l9_3std2rt10lang_startuECs473ofah6B0H_3v0t"));
+	parse("std::sys::backtrace::__rust_begin_short_backtrace");
+	ck_assert(ms_target_matches(&t, "_RINvNtNtCsjrHSEGnQ3l9_3std3sys9backtrace28___rust_begin_short_backtraceFEuuECs473ofah6B0H_3v0t"));
+}
+END_TEST
+
 /* One template instance: builtin types, pointers and plain class names as arguments. */
 START_TEST(template_instances_match_their_arguments)
 {
@@ -137,6 +164,7 @@ int main(void)
 	tcase_add_test(tc, plain_names_match_the_symbol_and_its_clones);
 	tcase_add_test(tc, cxx_names_match_through_their_mangled_prefix);
 	tcase_add_test(tc, rust_paths_match_without_their_hash);
+	tcase_add_test(tc, rust_v0_symbols_match_their_path);
 	tcase_add_test(tc, template_instances_match_their_arguments);
 	tcase_add_test(tc, objects_are_matched_by_name);
 	suite_add_tcase(s, tc);

@@ -507,14 +507,16 @@ START_TEST(the_program_sees_its_own_fds)
 }
 END_TEST
 
-/* Rust functions named as nm -C shows them: the path with its crate, without the build's hash. */
+/* Rust functions named as nm -C shows them: the path with its crate, without the build's hash
+ * (legacy mangling) or the crate's (v0). */
 START_TEST(rust_functions_are_named_by_their_path)
 {
-	if (access(built("native/nrust"), X_OK) != 0) {
-		fprintf(stderr, "skipped: no rustc (native/nrust not built)\n");
+	static const char *const builds_rs[] = { "native/nrust", "native/nrust-v0" };
+	if (access(built(builds_rs[_i]), X_OK) != 0) {
+		fprintf(stderr, "skipped: no rustc (%s not built)\n", builds_rs[_i]);
 		return;
 	}
-	json_t *m = run_fixture("native/nrust", "s=nrust::engine::Model::step", "3", NULL, NULL);
+	json_t *m = run_fixture(builds_rs[_i], "s=nrust::engine::Model::step", "3", NULL, NULL);
 	ck_assert_int_eq(metric(m, "s_calls"), 3);
 	ck_assert_str_eq(r.err, "");
 	json_decref(m);
@@ -577,7 +579,7 @@ int main(void)
 	tcase_add_test(tc, missing_name_warns_once_naming_the_stripped_binary);
 	tcase_add_test(tc, names_of_the_shims_own_functions_are_not_found);
 	tcase_add_test(tc, the_program_sees_its_own_fds);
-	tcase_add_test(tc, rust_functions_are_named_by_their_path);
+	tcase_add_loop_test(tc, rust_functions_are_named_by_their_path, 0, 2);
 	tcase_add_test(tc, python_names_are_left_alone);
 	tcase_add_test(tc, unset_stages_do_nothing_native);
 	suite_add_tcase(s, tc);
