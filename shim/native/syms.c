@@ -95,16 +95,18 @@ void ms_native_warn_shared(const char *sym, uintptr_t addr, int first, int other
 	static uintptr_t warned[MAX_SHARED_WARNINGS];
 	static int nwarned;
 	const struct ms_target *a = &ms_native_targets[first], *b = &ms_native_targets[other];
-	for (int i = 0; i < nwarned; i++)
+	int n = __atomic_load_n(&nwarned, __ATOMIC_RELAXED);
+	for (int i = 0; i < n && i < MAX_SHARED_WARNINGS; i++)
 		if (warned[i] == addr)
 			return; /* the same function again (.symtab and .dynsym, another caller's slot) */
-	if (nwarned == MAX_SHARED_WARNINGS)
+	int slot = __atomic_fetch_add(&nwarned, 1, __ATOMIC_RELAXED); /* the GOT's binder may run beside */
+	if (slot >= MAX_SHARED_WARNINGS)
 		return;
-	warned[nwarned++] = addr;
+	warned[slot] = addr;
 	ms_warn("native stages %s ('%s') and %s ('%s') both name %s: its calls count for %s only (the first "
 		"in MEMSHIM_STAGES)%s", ms_cfg.spec.stage[a->spec_stage].name, a->text,
 		ms_cfg.spec.stage[b->spec_stage].name, b->text, sym, ms_cfg.spec.stage[a->spec_stage].name,
-		nwarned == MAX_SHARED_WARNINGS ? "; further such functions are not reported" : "");
+		slot == MAX_SHARED_WARNINGS - 1 ? "; further such functions are not reported" : "");
 }
 
 /* Adds the range of function NAME for every target naming it; a function two stages name goes to
