@@ -324,12 +324,14 @@ static int rust_hash_end(const char *s)
 /* ---- Rust's v0 mangling ("_R..."): the path read, as a demangler prints it ---------------------- */
 
 #define V0_DEPTH 16 /* back references followed at once */
+#define V0_NEST 64  /* paths and types inside each other: the reader runs on the program's stacks */
+#define V0_STEPS 4096 /* paths and types read in all (back references can repeat a part) */
 
 /* A v0 symbol being read: S is the text after "_R" (back references count from there). */
 struct v0 {
 	const char *s;
 	size_t at;
-	int depth;
+	int depth, nest, steps;
 	const char *id[MAX_COMPONENTS];
 	size_t idn[MAX_COMPONENTS];
 	int count;
@@ -500,7 +502,7 @@ static int v0_dyn_bounds(struct v0 *p)
 	return v0_lifetime(p);
 }
 
-static int v0_type(struct v0 *p, int emit)
+static int v0_type_in(struct v0 *p, int emit)
 {
 	char c = p->s[p->at];
 	if (c != '\0' && strchr("CNMXYI", c))
@@ -536,7 +538,7 @@ static int v0_generic_args(struct v0 *p)
 
 /* A path; EMIT: its identifiers are the name's components (a crate, modules, a type's path for an
  * inherent impl, the item).  Closures and shims ("NC", "NS") and trait impls are not nameable. */
-static int v0_path(struct v0 *p, int emit)
+static int v0_path_in(struct v0 *p, int emit)
 {
 	const char *id;
 	size_t n;
@@ -567,6 +569,27 @@ static int v0_path(struct v0 *p, int emit)
 	default:
 		return -1;
 	}
+}
+
+/* READ inside the bounds of nesting and work. */
+static int v0_nested(struct v0 *p, int (*read)(struct v0 *, int), int emit)
+{
+	if (p->nest == V0_NEST || ++p->steps > V0_STEPS)
+		return -1;
+	p->nest++;
+	int r = read(p, emit);
+	p->nest--;
+	return r;
+}
+
+static int v0_path(struct v0 *p, int emit)
+{
+	return v0_nested(p, v0_path_in, emit);
+}
+
+static int v0_type(struct v0 *p, int emit)
+{
+	return v0_nested(p, v0_type_in, emit);
 }
 
 /* Whether v0 symbol SYM's path is NAME ("crate::module::Type::item", generic arguments ignored). */
