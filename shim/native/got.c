@@ -56,8 +56,10 @@ int ms_got_object_at(uintptr_t base, const Elf64_Dyn *dyn, const Elf64_Phdr *ph,
 	return o->syms && o->strs ? 0 : -1;
 }
 
-/* The relocation R of O, when it is a call or a function's address naming NAME: its slot. */
-static uintptr_t *slot_of(const struct ms_got_object *o, const Elf64_Rela *r, const char *name)
+/* The relocation R of O, when it is a call or a function's address whose symbol MATCH accepts: its
+ * slot, and the symbol's name in *SYM_NAME. */
+static uintptr_t *slot_of(const struct ms_got_object *o, const Elf64_Rela *r, ms_got_match match, const void *key,
+			  const char **sym_name)
 {
 	uint32_t type = ELF64_R_TYPE(r->r_info), sym = ELF64_R_SYM(r->r_info);
 	if (sym == 0 || (type != R_X86_64_JUMP_SLOT && type != R_X86_64_GLOB_DAT))
@@ -66,28 +68,41 @@ static uintptr_t *slot_of(const struct ms_got_object *o, const Elf64_Rela *r, co
 	if (type == R_X86_64_GLOB_DAT && ELF64_ST_TYPE(s->st_info) != STT_FUNC &&
 	    ELF64_ST_TYPE(s->st_info) != STT_GNU_IFUNC && !(s->st_shndx == SHN_UNDEF && ELF64_ST_TYPE(s->st_info) == STT_NOTYPE))
 		return NULL;
-	return same_name(o->strs + s->st_name, name) ? (uintptr_t *)(o->base + r->r_offset) : NULL;
+	*sym_name = o->strs + s->st_name;
+	return match(*sym_name, key) ? (uintptr_t *)(o->base + r->r_offset) : NULL;
 }
 
-static int visit_table(const struct ms_got_object *o, const Elf64_Rela *r, size_t n, const char *name,
-		       ms_got_visit visit, void *arg)
+static int visit_table(const struct ms_got_object *o, const Elf64_Rela *r, size_t n, ms_got_match match,
+		       const void *key, ms_got_visit visit, void *arg)
 {
 	int found = 0;
 	for (size_t i = 0; r && i < n; i++) {
-		uintptr_t *slot = slot_of(o, &r[i], name);
+		const char *sym = NULL;
+		uintptr_t *slot = slot_of(o, &r[i], match, key, &sym);
 		if (slot) {
 			found++;
-			visit(o, slot, arg);
+			visit(o, slot, sym, arg);
 		}
 	}
 	return found;
 }
 
-int ms_got_slots(const struct ms_got_object *o, const char *name, ms_got_visit visit, void *arg)
+int ms_got_slots_matching(const struct ms_got_object *o, ms_got_match match, const void *key, ms_got_visit visit,
+			  void *arg)
 {
 	size_t skip = o->nrelative < o->nrela ? o->nrelative : o->nrela; /* most of a big object's */
-	return visit_table(o, o->jmprel, o->njmprel, name, visit, arg) +
-	       visit_table(o, o->rela ? o->rela + skip : NULL, o->nrela - skip, name, visit, arg);
+	return visit_table(o, o->jmprel, o->njmprel, match, key, visit, arg) +
+	       visit_table(o, o->rela ? o->rela + skip : NULL, o->nrela - skip, match, key, visit, arg);
+}
+
+static int named(const char *sym, const void *name)
+{
+	return same_name(sym, name);
+}
+
+int ms_got_slots(const struct ms_got_object *o, const char *name, ms_got_visit visit, void *arg)
+{
+	return ms_got_slots_matching(o, named, name, visit, arg);
 }
 
 /* Writes VALUE at SLOT through the kernel, which honours the page's protection: 1 when written, 0

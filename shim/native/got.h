@@ -23,10 +23,16 @@ struct ms_got_object {
 int ms_got_object_at(uintptr_t base, const Elf64_Dyn *dyn, const Elf64_Phdr *ph, int phnum,
 		     struct ms_got_object *o);
 
-typedef void (*ms_got_visit)(const struct ms_got_object *o, uintptr_t *slot, void *arg);
+/* Visits SLOT of O, a call of (or address taken of) the function whose symbol is SYM. */
+typedef void (*ms_got_visit)(const struct ms_got_object *o, uintptr_t *slot, const char *sym, void *arg);
+/* Whether symbol SYM is one the caller looks for (KEY: what it looks for). */
+typedef int (*ms_got_match)(const char *sym, const void *key);
 /* Calls VISIT for every jump slot and GLOB_DAT slot of O that names the function NAME; returns
  * their number. */
 int ms_got_slots(const struct ms_got_object *o, const char *name, ms_got_visit visit, void *arg);
+/* The same for every slot whose function's symbol MATCH accepts (demangled C++ or Rust names). */
+int ms_got_slots_matching(const struct ms_got_object *o, ms_got_match match, const void *key, ms_got_visit visit,
+			  void *arg);
 
 /* Stores VALUE in SLOT of O: 0, or -1 (errno set).  A page the dynamic linker has made read-only
  * (RELRO, once the object is relocated) is made writable for the store and read-only again; a page

@@ -212,6 +212,9 @@ void ms_syms_stripped(char *buf, size_t size);
 extern uintptr_t ms_self_lo, ms_self_hi;
 /* A forked child: locks a thread that no longer exists may have held are free again. */
 void ms_syms_fork_child(void);
+/* Warns (once per function, a few functions at most) that targets FIRST and OTHER (indexes into
+ * ms_native_targets) of different stages both name function SYM at ADDR: FIRST gets its calls. */
+void ms_native_warn_shared(const char *sym, uintptr_t addr, int first, int other);
 
 /* ---- known frames (native/frames.c) ---------------------------------------------------------- */
 

@@ -6,7 +6,8 @@
  * the stack as the caller left it.  So a call that never allocates is counted, and allocations
  * inside need no look at the stack.
  *
- * One entry per (stage, real function) pair: calls of a name the dynamic linker bound to
+ * Imported symbols are matched by the rules of the symbol tables (native/names.c): a demangled
+ * C++ name binds every mangled overload it names.  One entry per (stage, real function) pair: calls of a name the dynamic linker bound to
  * different definitions in different objects keep going where they went.  dlsym of a bound name
  * returns the entry (ms_plt_dlsym), so pointers the program looks up enter the stage too. */
 #include <dlfcn.h>
@@ -152,18 +153,16 @@ static int binding_for(int target, uintptr_t real)
 	for (int i = 0; i < nbindings; i++)
 		if (bindings[i].spec == spec && bindings[i].real == real && !bindings[i].unloaded)
 			return i;
-	if (nbindings == MS_PLT_ENTRIES)
+	if (nbindings == MS_PLT_ENTRIES) {
+		static int warned;
+		if (!__atomic_exchange_n(&warned, 1, __ATOMIC_RELAXED))
+			ms_warn("native stages: more than %d functions to bind to their calls; the calls of the "
+				"rest are not counted", MS_PLT_ENTRIES);
 		return -1;
+	}
 	bindings[nbindings] = (struct binding){ .spec = spec, .target = target, .real = real };
 	__atomic_store_n(&nbindings, nbindings + 1, __ATOMIC_RELEASE);
 	return nbindings - 1;
-}
-
-static int same_name(const char *a, const char *b)
-{
-	while (*a && *a == *b)
-		a++, b++;
-	return *a == *b;
 }
 
 static int self_object(const struct link_map *map)
@@ -178,8 +177,8 @@ struct scan {
 };
 
 /* What a slot's call reaches: what it holds once bound; a lazily bound slot still points into its
- * own object (the PLT's resolver path): then the name as the dynamic linker would find it. */
-static uintptr_t real_target(const struct scan *sc, uintptr_t held)
+ * own object (the PLT's resolver path): then the symbol SYM as the dynamic linker would find it. */
+static uintptr_t real_target(const struct scan *sc, uintptr_t held, const char *sym)
 {
 	const struct link_map *m = ms_elf_object_of((const void *)held);
 	if (!m) {
@@ -190,8 +189,7 @@ static uintptr_t real_target(const struct scan *sc, uintptr_t held)
 		return 0; /* one of our own wrappers (a target named like a hooked function) */
 	if (m != sc->map)
 		return held;
-	const struct ms_target *t = &ms_native_targets[sc->target];
-	return (uintptr_t)ms_elf_loaded_symbol(t->name);
+	return (uintptr_t)ms_elf_loaded_symbol(sym);
 }
 
 static int target_accepts(const struct ms_target *t, uintptr_t real)
@@ -202,21 +200,31 @@ static int target_accepts(const struct ms_target *t, uintptr_t real)
 	return dladdr((const void *)real, &info) && info.dli_fname && ms_target_object_matches(t, info.dli_fname);
 }
 
-static void bind_slot(const struct ms_got_object *o, uintptr_t *slot, void *arg)
+static void bind_slot(const struct ms_got_object *o, uintptr_t *slot, const char *sym, void *arg)
 {
 	struct scan *sc = arg;
 	uintptr_t held = __atomic_load_n(slot, __ATOMIC_ACQUIRE);
-	if (entry_index(held) >= 0) {
-		sc->bound++; /* done before (objects are read again after a dlopen) */
+	int bound = entry_index(held);
+	if (bound >= 0) {
+		sc->bound++; /* done before (objects are read again after a dlopen), or by another stage */
+		if (bindings[bound].spec != ms_native_targets[sc->target].spec_stage)
+			ms_native_warn_shared(sym, bindings[bound].real, bindings[bound].target, sc->target);
 		return;
 	}
-	uintptr_t real = real_target(sc, held);
+	uintptr_t real = real_target(sc, held, sym);
 	const struct ms_target *t = &ms_native_targets[sc->target];
 	if (!target_accepts(t, real))
 		return;
 	int i = binding_for(sc->target, real);
 	if (i >= 0 && ms_got_write(o, slot, entry_addr(i)) == 0)
 		sc->bound++;
+}
+
+/* The same rules as the symbol tables' (native/names.c): a demangled C++ or Rust name binds the
+ * mangled symbols it names. */
+static int names_function(const char *sym, const void *target)
+{
+	return ms_target_matches(target, sym);
 }
 
 static int bind_object(struct dl_phdr_info *info, size_t size, void *arg)
@@ -233,10 +241,8 @@ static int bind_object(struct dl_phdr_info *info, size_t size, void *arg)
 	if (!map || self_object(map))
 		return 0;
 	for (int t = 0; t < ms_native_ntargets && t < MS_PLT_MAX_TARGETS; t++) {
-		if (ms_native_targets[t].kind != MS_TK_PLAIN)
-			continue;
 		struct scan sc = { .map = map, .target = t };
-		ms_got_slots(&o, ms_native_targets[t].name, bind_slot, &sc);
+		ms_got_slots_matching(&o, names_function, &ms_native_targets[t], bind_slot, &sc);
 		if (sc.bound) {
 			bound_by_plt[t] = 1;
 			ms_native_targets[t].found = 1;
@@ -289,7 +295,7 @@ static void *on_dlsym(void *handle, const char *name)
 	ms_plt_bind();
 	void *answer = MS_DLSYM_PASS;
 	for (int i = 0; i < nbindings && answer == MS_DLSYM_PASS; i++)
-		if (!bindings[i].unloaded && same_name(ms_native_targets[bindings[i].target].name, name))
+		if (!bindings[i].unloaded && ms_target_matches(&ms_native_targets[bindings[i].target], name))
 			answer = ms_plt_dlsym(ms_real_dlsym(handle, name));
 	ms_tls_guard--;
 	errno = saved;

@@ -10,6 +10,7 @@
 #include <sys/mman.h>
 #include <sys/syscall.h>
 #include <unistd.h>
+#include "core/config.h"
 #include "core/ms.h"
 #include "intercept/elf.h"
 #include "intercept/hooks.h"
@@ -87,15 +88,45 @@ static int add_range(uintptr_t lo, uintptr_t hi, int stage, uintptr_t obj)
 
 /* ---- reading one object's symbol tables ------------------------------------------------------ */
 
+#define MAX_SHARED_WARNINGS 8
+
+void ms_native_warn_shared(const char *sym, uintptr_t addr, int first, int other)
+{
+	static uintptr_t warned[MAX_SHARED_WARNINGS];
+	static int nwarned;
+	const struct ms_target *a = &ms_native_targets[first], *b = &ms_native_targets[other];
+	int n = __atomic_load_n(&nwarned, __ATOMIC_RELAXED);
+	for (int i = 0; i < n && i < MAX_SHARED_WARNINGS; i++)
+		if (warned[i] == addr)
+			return; /* the same function again (.symtab and .dynsym, another caller's slot) */
+	int slot = __atomic_fetch_add(&nwarned, 1, __ATOMIC_RELAXED); /* the GOT's binder may run beside */
+	if (slot >= MAX_SHARED_WARNINGS)
+		return;
+	warned[slot] = addr;
+	ms_warn("native stages %s ('%s') and %s ('%s') both name %s: its calls count for %s only (the first "
+		"in MEMSHIM_STAGES)%s", ms_cfg.spec.stage[a->spec_stage].name, a->text,
+		ms_cfg.spec.stage[b->spec_stage].name, b->text, sym, ms_cfg.spec.stage[a->spec_stage].name,
+		slot == MAX_SHARED_WARNINGS - 1 ? "; further such functions are not reported" : "");
+}
+
+/* Adds the range of function NAME for every target naming it; a function two stages name goes to
+ * the first (as its calls through the GOT do), with a warning. */
 static void match_symbol(const char *name, uintptr_t addr, size_t size, const char *path, uintptr_t base)
 {
 	unsigned char c = (unsigned char)name[0];
 	if (!(first_chars[c / 8] & (1u << (c % 8))))
 		return;
+	int first = -1;
 	for (int i = 0; i < ms_native_ntargets; i++) {
 		struct ms_target *t = &ms_native_targets[i];
 		if (t->stage < 0 || ms_plt_bound(i) || !ms_target_object_matches(t, path) || !ms_target_matches(t, name))
 			continue;
+		if (first >= 0 && ms_native_targets[first].stage != t->stage) {
+			ms_native_warn_shared(name, addr, first, i);
+			t->found = 1; /* found, and warned about: not "found nowhere" at exit */
+			continue;
+		}
+		first = first < 0 ? i : first;
 		if (add_range(addr, addr + (size ? size : 1), t->stage, base) == 0)
 			t->found = 1;
 	}
@@ -336,6 +367,20 @@ static int find_self(struct dl_phdr_info *info, size_t size, void *arg)
 	return 0;
 }
 
+/* A C++ name whose mangled form is not built here (template arguments other than builtin types
+ * and plain class names) would match nothing: said at start, with what to write instead. */
+static void warn_unmatchable(void)
+{
+	for (int i = 0; i < ms_native_ntargets; i++) {
+		const struct ms_target *t = &ms_native_targets[i];
+		if (t->kind == MS_TK_CXX && t->nprefix == 0)
+			ms_warn("native stage %s: '%s' cannot be matched (template arguments other than builtin "
+				"types, pointers and class names at global scope are not read): name the template "
+				"without arguments (every instance) or the mangled symbol",
+				ms_cfg.spec.stage[t->spec_stage].name, t->text);
+	}
+}
+
 void ms_syms_resolve(void)
 {
 	long n = syscall(SYS_readlink, "/proc/self/exe", exe_path, sizeof exe_path - 1);
@@ -348,6 +393,7 @@ void ms_syms_resolve(void)
 		if (t->nprefix) /* mangled forms start with "_Z" */
 			first_chars['_' / 8] |= (unsigned char)(1u << ('_' % 8));
 	}
+	warn_unmatchable();
 	ms_syms_refresh();
 	while (!try_lock())
 		;

@@ -10,9 +10,16 @@
  * process would pay for loading it and its dependencies at start. */
 #define UNW_LOCAL_ONLY
 #include <dlfcn.h>
+#include <errno.h>
+#include <fcntl.h>
 #include <libunwind.h>
+#include <link.h>
+#include <sys/resource.h>
+#include <sys/syscall.h>
+#include <unistd.h>
 #include "core/ms.h"
 #include "intercept/hooks.h"
+#include "native/got.h"
 #include "native/native.h"
 
 _Static_assert(sizeof(unw_context_t) <= sizeof(((struct ms_unw_space *)0)->context), "libunwind's context fits");
@@ -86,6 +93,94 @@ int ms_cursor_full_step(struct ms_cursor *c)
 	return 1;
 }
 
+/* ---- libunwind's pipe, out of the program's way ---------------------------------------------- */
+
+/* Highest fd numbers for the pipe: just under the soft RLIMIT_NOFILE, but not above 4096 (a fork
+ * copies the fd table up to the highest fd open, and a limit of 1M would make that table 8 MB). */
+#define HIGH_FD_CAP 4096
+#define HIGH_FD_TRIES 64
+
+static int high_fd_top(void)
+{
+	struct rlimit lim;
+	if (syscall(SYS_prlimit64, 0, RLIMIT_NOFILE, NULL, &lim) != 0)
+		return -1;
+	return lim.rlim_cur > HIGH_FD_CAP ? HIGH_FD_CAP : (int)lim.rlim_cur;
+}
+
+/* FD moved to the highest free number below TOP (a duplicate made, FD closed), or -1 (FD closed)
+ * when no number above it is free up there. */
+static int move_high(int fd, int top, int cmd)
+{
+	for (int want = top - 1; want > fd && want >= top - HIGH_FD_TRIES; want--) {
+		long moved = syscall(SYS_fcntl, fd, cmd, want);
+		if (moved >= 0 && moved < top) {
+			syscall(SYS_close, fd);
+			return (int)moved;
+		}
+		if (moved >= 0)
+			syscall(SYS_close, moved); /* above the cap (the limit is higher): try lower */
+		else if (errno != EMFILE)
+			break;
+	}
+	syscall(SYS_close, fd);
+	return -1;
+}
+
+/* libunwind's pipe2, through its own GOT slot: the pipe that validates memory (opened at its
+ * first use and again whenever a read finds it closed) is made as asked, then both ends move to
+ * high numbers, so the program's fds are the numbers it would get without the shim.  Where they
+ * cannot move (a tiny fd limit), there is no pipe: libunwind then treats the memory it would
+ * validate (frame-pointer guesses where unwind information is missing) as unreadable.  Both ends
+ * are -1 on failure, never the numbers libunwind closed before: it would close them again, and
+ * they may be the program's by then. */
+static int pipe2_out_of_the_way(int fds[2], int flags)
+{
+	int made[2], saved = errno;
+	fds[0] = fds[1] = -1;
+	if (syscall(SYS_pipe2, made, flags) != 0)
+		return -1;
+	int top = high_fd_top(), cmd = (flags & O_CLOEXEC) ? F_DUPFD_CLOEXEC : F_DUPFD;
+	int high[2] = { move_high(made[0], top, cmd), move_high(made[1], top, cmd) };
+	if (high[0] < 0 || high[1] < 0) {
+		for (int i = 0; i < 2; i++)
+			if (high[i] >= 0)
+				syscall(SYS_close, high[i]);
+		errno = EMFILE;
+		return -1;
+	}
+	fds[0] = high[0];
+	fds[1] = high[1];
+	errno = saved;
+	return 0;
+}
+
+static void take_slot(const struct ms_got_object *o, uintptr_t *slot, const char *sym, void *arg)
+{
+	(void)sym, (void)arg;
+	ms_got_write(o, slot, (uintptr_t)pipe2_out_of_the_way);
+}
+
+static int find_loaded(struct dl_phdr_info *info, size_t size, void *arg)
+{
+	(void)size;
+	const struct link_map *map = arg;
+	if (info->dlpi_addr != map->l_addr)
+		return 0;
+	struct ms_got_object o;
+	if (ms_got_object_at(info->dlpi_addr, (const Elf64_Dyn *)map->l_ld, info->dlpi_phdr, info->dlpi_phnum, &o) == 0)
+		ms_got_slots(&o, "pipe2", take_slot, NULL);
+	return 1;
+}
+
+/* Before libunwind's first call: its calls of pipe2 go to pipe2_out_of_the_way. */
+static void move_pipe_of(void *handle)
+{
+	struct link_map *map = NULL;
+	if (dlinfo(handle, RTLD_DI_LINKMAP, &map) == 0 && map)
+		dl_iterate_phdr(find_loaded, map);
+}
+
 #define UNW_NAME2(f) #f
 #define UNW_NAME(f) UNW_NAME2(f) /* the symbol libunwind's header maps F to (_ULx86_64_step) */
 
@@ -99,6 +194,7 @@ void ms_unwinder_init(void)
 		ms_debug("native stages: libunwind not found: frames the quick unwinder does not read end a look");
 		return;
 	}
+	move_pipe_of(h);
 	void *f[5] = { ms_real_dlsym(h, UNW_NAME(unw_tdep_getcontext)), ms_real_dlsym(h, UNW_NAME(unw_init_local)),
 		       ms_real_dlsym(h, UNW_NAME(unw_step)), ms_real_dlsym(h, UNW_NAME(unw_get_reg)),
 		       ms_real_dlsym(h, UNW_NAME(unw_is_signal_frame)) };

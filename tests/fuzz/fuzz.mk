@@ -3,10 +3,14 @@
 FUZZ_CC ?= clang
 FUZZ_SECONDS ?= 60
 FUZZ_FLAGS := -g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined
-FUZZ_TARGETS := stages settings reader
+FUZZ_TARGETS := stages settings reader names
 FUZZ_SHIM := $(SHIM_CORE_SRCS)
 
 $(BUILD)/fuzz/fuzz_stages $(BUILD)/fuzz/fuzz_settings: $(BUILD)/fuzz/%: tests/fuzz/%.c $(FUZZ_SHIM)
+	@mkdir -p $(@D)
+	$(FUZZ_CC) $(FUZZ_FLAGS) -std=gnu11 -D_GNU_SOURCE -Ishim -o $@ $^ -lm
+
+$(BUILD)/fuzz/fuzz_names: tests/fuzz/fuzz_names.c shim/native/names.c $(FUZZ_SHIM)
 	@mkdir -p $(@D)
 	$(FUZZ_CC) $(FUZZ_FLAGS) -std=gnu11 -D_GNU_SOURCE -Ishim -o $@ $^ -lm
 

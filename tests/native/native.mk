@@ -54,7 +54,7 @@ $(NATIVE_DIR)/test_names: tests/native/test_names.c shim/native/names.c $(SHIM_C
 
 # The quick unwinder and the cursor without a preload: the trampolines linked in, libunwind as the
 # reference; frame pointers so a test can find its own return-address slot.
-NATIVE_UNWIND_SRCS := shim/native/cfi.c shim/native/unwinder.c shim/native/tramp.c shim/native/pool.c
+NATIVE_UNWIND_SRCS := shim/native/cfi.c shim/native/unwinder.c shim/native/tramp.c shim/native/pool.c shim/native/got.c
 $(NATIVE_DIR)/test_cfi: tests/native/test_cfi.c $(NATIVE_UNWIND_SRCS) $(SHIM_CORE_LIB)
 	@mkdir -p $(@D)
 	$(CC) $(BASEFLAGS) $(CFLAGS) -fno-omit-frame-pointer $(CHECK_CFLAGS) -Ishim $(TEST_COMMON_INC) -o $@ \
@@ -64,6 +64,15 @@ $(NATIVE_DIR)/test_native $(NATIVE_DIR)/test_jump $(NATIVE_DIR)/test_native_cost
 	@mkdir -p $(@D)
 	$(CC) $(BASEFLAGS) $(CFLAGS) $(CHECK_CFLAGS) $(JANSSON_CFLAGS) $(TEST_COMMON_INC) -o $@ $(filter %.c %.o,$^) \
 		$(CHECK_LIBS) $(JANSSON_LIBS)
+
+# Rust's legacy and v0 manglings, where rustc is installed (the suite says it skipped otherwise).
+RUSTC ?= rustc
+$(NATIVE_DIR)/nrust $(NATIVE_DIR)/nrust-v0: $(NATIVE_DIR)/nrust%: tests/native/fixtures/nrust.rs
+	@mkdir -p $(@D)
+	@if command -v $(RUSTC) >/dev/null; then MAKEFLAGS= $(RUSTC) -O -g --crate-name nrust \
+		$(if $(filter -v0,$*),-C symbol-mangling-version=v0) -o $@ $<; \
+	else echo "rustc not found: the Rust name tests skip"; fi
+NATIVE_FIXTURES += $(NATIVE_DIR)/nrust $(NATIVE_DIR)/nrust-v0
 
 .PHONY: check-native
 check-native: $(BUILD)/libmemshim.so $(NATIVE_FIXTURES) $(NATIVE_SUITES)
@@ -86,8 +95,10 @@ $(NATIVE_DIR)/test_got: tests/native/test_got.c shim/native/got.c $(GOT_LIBS)
 NATIVE_SUITES += $(NATIVE_DIR)/test_got
 
 # Targets bound through the GOT (issue 26): a library called through the PLT by a program built
-# lazily bound and with -z now, a library loaded later that calls it, and a C++ library that throws.
-PLT_FIXTURES := $(NATIVE_DIR)/nplt $(NATIVE_DIR)/nplt-now $(NATIVE_DIR)/npltxx $(NATIVE_DIR)/libnpltdl.so
+# lazily bound and with -z now, a library loaded later that calls it, a C++ library that throws, and
+# a C++ library whose methods are named demangled.
+PLT_FIXTURES := $(NATIVE_DIR)/nplt $(NATIVE_DIR)/nplt-now $(NATIVE_DIR)/npltxx $(NATIVE_DIR)/libnpltdl.so \
+	$(NATIVE_DIR)/nengine
 $(NATIVE_DIR)/nplt: tests/native/fixtures/nplt.c $(NATIVE_DIR)/libnplt.so
 	$(CC) -g -o $@ $< -L$(NATIVE_DIR) -lnplt -Wl,-z,lazy,-rpath,'$$ORIGIN' -ldl
 $(NATIVE_DIR)/nplt-now: tests/native/fixtures/nplt.c $(NATIVE_DIR)/libnplt.so
@@ -97,6 +108,11 @@ $(NATIVE_DIR)/libnpltxx.so: tests/native/fixtures/libnpltxx.cc
 	$(CXX) -g -shared -fPIC -o $@ $<
 $(NATIVE_DIR)/npltxx: tests/native/fixtures/npltxx.cc $(NATIVE_DIR)/libnpltxx.so
 	$(CXX) -g -o $@ $< -L$(NATIVE_DIR) -lnpltxx -Wl,-rpath,'$$ORIGIN'
+$(NATIVE_DIR)/libnengine.so: tests/native/fixtures/libnengine.cc
+	@mkdir -p $(@D)
+	$(CXX) -g -O2 -shared -fPIC -o $@ $<
+$(NATIVE_DIR)/nengine: tests/native/fixtures/nengine.cc $(NATIVE_DIR)/libnengine.so
+	$(CXX) -g -O2 -o $@ $< -L$(NATIVE_DIR) -lnengine -Wl,-rpath,'$$ORIGIN'
 $(NATIVE_DIR)/test_plt: tests/native/test_plt.c $(HARNESS) $(PLT_FIXTURES)
 	@mkdir -p $(@D)
 	$(CC) $(BASEFLAGS) $(CFLAGS) $(CHECK_CFLAGS) $(JANSSON_CFLAGS) -Itests/preload $(TEST_COMMON_INC) -o $@ \

@@ -35,16 +35,17 @@ static int find_object(struct dl_phdr_info *info, size_t size, void *arg)
 	return 1;
 }
 
-static void rewrite(const struct ms_got_object *o, uintptr_t *slot, void *arg)
+static void rewrite(const struct ms_got_object *o, uintptr_t *slot, const char *sym, void *arg)
 {
+	ck_assert_str_eq(sym, "got_callee");
 	if (arg)
 		*(int *)arg = (uintptr_t)slot >= o->relro_lo && (uintptr_t)slot < o->relro_hi;
 	ck_assert_int_eq(ms_got_write(o, slot, (uintptr_t)replacement), 0);
 }
 
-static void count_only(const struct ms_got_object *o, uintptr_t *slot, void *arg)
+static void count_only(const struct ms_got_object *o, uintptr_t *slot, const char *sym, void *arg)
 {
-	(void)o, (void)slot;
+	(void)o, (void)slot, (void)sym;
 	++*(int *)arg;
 }
 

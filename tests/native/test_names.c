@@ -72,6 +72,75 @@ START_TEST(cxx_names_match_through_their_mangled_prefix)
 }
 END_TEST
 
+/* Rust's legacy mangling: the path without the build's hash, as nm -C and backtraces show it. */
+START_TEST(rust_paths_match_without_their_hash)
+{
+	parse("prog::engine::Model::step");
+	ck_assert(ms_target_matches(&t, "_ZN4prog6engine5Model4step17h0123456789abcdefE"));
+	ck_assert(ms_target_matches(&t, "_ZN4prog6engine5Model4step17hee2f3767c65266ecE.llvm.1234"));
+	ck_assert(!ms_target_matches(&t, "_ZN4prog6engine5Model4step17h0123456789abcdeE"));  /* 15 digits */
+	ck_assert(!ms_target_matches(&t, "_ZN4prog6engine5Model4step17h0123456789abcdefEx"));
+	ck_assert(!ms_target_matches(&t, "_ZN4prog6engine5Model5steps17h0123456789abcdefE"));
+	ck_assert(!ms_target_matches(&t, "_ZN4prog6engine5Model4step5inner17h0123456789abcdefE"));
+	parse("prog::main");
+	ck_assert(ms_target_matches(&t, "_ZN4prog4main17h0123456789abcdefE"));
+}
+END_TEST
+
+/* Rust's v0 mangling (rustc -C symbol-mangling-version=v0): the path as rustfilt prints it, the
+ * crate's hash, generic arguments and an inherent impl's brackets left out. */
+START_TEST(rust_v0_symbols_match_their_path)
+{
+	parse("v0t::engine::Model::step");
+	ck_assert(ms_target_matches(&t, "_RNvMNtCs473ofah6B0H_3v0t6engineNtB2_5Model4step"));
+	ck_assert(!ms_target_matches(&t, "_RNvMNtCs473ofah6B0H_3v0t6engineNtB2_5Model4grow"));
+	ck_assert(!ms_target_matches(&t, "_RNvMNtCs473ofah6B0H_3v0t6otherNtB2_5Model4step"));
+	ck_assert(!ms_target_matches(&t, "_RNCNvMNtCs473ofah6B0H_3v0t6engineNtB2_5Model4step0B4_")); /* a closure */
+	ck_assert(!ms_target_matches(&t, "_RNvMNtCs473ofah6B0H_3v0t6engineNtB9_5Model4step"));     /* bad backref */
+	parse("v0t::engine::generic");
+	ck_assert(ms_target_matches(&t, "_RINvNtCs473ofah6B0H_3v0t6engine7genericdEB4_"));
+	ck_assert(ms_target_matches(&t, "_RINvNtCs473ofah6B0H_3v0t6engine7genericmEB4_"));
+	parse("v0t::engine::Boxed::grow");
+	ck_assert(ms_target_matches(&t, "_RNvMs0_NtCs473ofah6B0H_3v0t6engineINtB5_5BoxedhE4growB7_"));
+	parse("v0t::main");
+	ck_assert(ms_target_matches(&t, "_RNvCs473ofah6B0H_3v0t4main"));
+	ck_assert(!ms_target_matches(&t, "_RNvCs473ofah6B0H_3v0t4mai"));
+	parse("v0t::engine::Model::run"); /* a trait's method: not by path */
+	ck_assert(!ms_target_matches(&t, "_RNvXs_NtCs473ofah6B0H_3v0t6engineNtB4_5ModelNtB4_3Run3run"));
+	parse("std::rt::lang_start"); /* generic arguments that are fn types and tuples */
+	ck_assert(ms_target_matches(&t, "_RINvNtCsjrHSEGnQ3l9_3std2rt10lang_startuECs473ofah6B0H_3v0t"));
+	parse("std::sys::backtrace::__rust_begin_short_backtrace");
+	ck_assert(ms_target_matches(&t, "_RINvNtNtCsjrHSEGnQ3l9_3std3sys9backtrace28___rust_begin_short_backtraceFEuuECs473ofah6B0H_3v0t"));
+}
+END_TEST
+
+/* One template instance: builtin types, pointers and plain class names as arguments. */
+START_TEST(template_instances_match_their_arguments)
+{
+	parse("accumulate_big<double>");
+	ck_assert_int_eq(t.kind, MS_TK_CXX);
+	ck_assert(ms_target_matches(&t, "_Z14accumulate_bigIdET_i"));
+	ck_assert(!ms_target_matches(&t, "_Z14accumulate_bigIiET_i"));
+	ck_assert(!ms_target_matches(&t, "_Z14accumulate_bigIdiET_i"));
+	parse("accumulate_big<int>(int)");
+	ck_assert(ms_target_matches(&t, "_Z14accumulate_bigIiET_i"));
+	parse("ns::Box<unsigned long, const char*>::get");
+	ck_assert(ms_target_matches(&t, "_ZN2ns3BoxImPKcE3getEv"));
+	ck_assert(ms_target_matches(&t, "_ZNK2ns3BoxImPKcE3getEv"));
+	ck_assert(!ms_target_matches(&t, "_ZN2ns3BoxIlPKcE3getEv"));
+	parse("ns::make<Widget>");
+	ck_assert(ms_target_matches(&t, "_ZN2ns4makeI6WidgetEET_v"));
+	parse("ns::Box<int>::Box");
+	ck_assert(ms_target_matches(&t, "_ZN2ns3BoxIiEC2Ev"));
+	/* not encoded here (nested arguments, a repeated candidate): matches nothing */
+	parse("f<std::vector<int>>");
+	ck_assert_int_eq(t.nprefix, 0);
+	parse("f<char*, char*>");
+	ck_assert_int_eq(t.nprefix, 0);
+	ck_assert_int_eq(parse("<lambda>"), -1); /* Python's */
+}
+END_TEST
+
 START_TEST(objects_are_matched_by_name)
 {
 	parse("libfoo.so:bar");
@@ -94,6 +163,9 @@ int main(void)
 	tcase_add_test(tc, which_targets_are_native);
 	tcase_add_test(tc, plain_names_match_the_symbol_and_its_clones);
 	tcase_add_test(tc, cxx_names_match_through_their_mangled_prefix);
+	tcase_add_test(tc, rust_paths_match_without_their_hash);
+	tcase_add_test(tc, rust_v0_symbols_match_their_path);
+	tcase_add_test(tc, template_instances_match_their_arguments);
 	tcase_add_test(tc, objects_are_matched_by_name);
 	suite_add_tcase(s, tc);
 	return run_suite(s);

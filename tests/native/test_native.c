@@ -427,6 +427,30 @@ START_TEST(cxx_exception_through_a_stage_is_caught_as_before)
 }
 END_TEST
 
+/* One template instance named with its arguments: that instance only. */
+START_TEST(a_template_instance_by_its_arguments)
+{
+	json_t *m = run_fixture("native/ncxx", "d=accumulate<double>,i=accumulate<int>", "2", "templates", NULL);
+	ck_assert_int_eq(metric(m, "d_calls"), 1);
+	ck_assert_int_eq(metric(m, "i_calls"), 1);
+	ck_assert_int_ge(metric(m, "d_mem_cpu_peaked_delta"), 2 << 20);
+	ck_assert_str_eq(r.err, "");
+	json_decref(m);
+}
+END_TEST
+
+/* Two stages naming one function: the first in MEMSHIM_STAGES gets its calls, and a warning says so. */
+START_TEST(two_stages_on_one_function_warn)
+{
+	json_t *m = run_fixture("native/ncxx", "x=_Z10accumulateIiET_i,y=accumulate", "2", "templates", NULL);
+	ck_assert_int_eq(metric(m, "x_calls"), 1);
+	ck_assert_int_eq(metric(m, "y_calls"), 1); /* the double instance */
+	ck_assert_int_eq(count(r.err, "both name _Z10accumulateIiET_i: its calls count for x only"), 1);
+	ck_assert_int_eq(memshim_lines(r.err), 1);
+	json_decref(m);
+}
+END_TEST
+
 START_TEST(threads_throwing_through_a_stage_at_once)
 {
 	json_t *m = run_fixture("native/ncxx", "train=ns::Trainer::train", "400", "threads", NULL);
@@ -457,6 +481,44 @@ START_TEST(names_of_the_shims_own_functions_are_not_found)
 	ck_assert_int_eq(count(r.err, "'push' was not found"), 1);
 	ck_assert(!has_metric(m, "x_calls") && !has_metric(m, "y_calls") && !has_metric(m, "z_calls"));
 	ck_assert_int_eq(metric(m, "train_calls"), 2);
+	json_decref(m);
+}
+END_TEST
+
+/* The fds the program sees inside a stage (its own listing of /proc/self/fd) are those it sees
+ * bare: libunwind's pipe for memory validation is moved to high numbers. */
+START_TEST(the_program_sees_its_own_fds)
+{
+	json_t *m = run_fixture("native/nstages", "l=list_fds", "fds", "1", NULL);
+	const char *fds = strstr(r.out, "fds:");
+	ck_assert_ptr_nonnull(fds);
+	char inside[256];
+	snprintf(inside, sizeof inside, "%.*s", (int)strcspn(fds, "\n"), fds);
+	ck_assert_int_eq(metric(m, "l_calls"), 1);
+	json_decref(m);
+	struct run bare;
+	const char *unset[] = { "LD_PRELOAD", NULL };
+	const char *argv[] = { built("native/nstages"), "fds", "1", NULL };
+	ck_assert_int_eq(run_under_shim(&bare, argv, unset), 0);
+	fds = strstr(bare.out, "fds:");
+	ck_assert_ptr_nonnull(fds);
+	ck_assert_msg(!strncmp(fds, inside, strlen(inside)) && fds[strlen(inside)] == '\n', "under the shim %s, bare %s",
+		      inside, fds);
+}
+END_TEST
+
+/* Rust functions named as nm -C shows them: the path with its crate, without the build's hash
+ * (legacy mangling) or the crate's (v0). */
+START_TEST(rust_functions_are_named_by_their_path)
+{
+	static const char *const builds_rs[] = { "native/nrust", "native/nrust-v0" };
+	if (access(built(builds_rs[_i]), X_OK) != 0) {
+		fprintf(stderr, "skipped: no rustc (%s not built)\n", builds_rs[_i]);
+		return;
+	}
+	json_t *m = run_fixture(builds_rs[_i], "s=nrust::engine::Model::step", "3", NULL, NULL);
+	ck_assert_int_eq(metric(m, "s_calls"), 3);
+	ck_assert_str_eq(r.err, "");
 	json_decref(m);
 }
 END_TEST
@@ -509,11 +571,15 @@ int main(void)
 	tcase_add_test(tc, stress_signals_threads_longjmp_fork);
 	tcase_add_test(tc, backtrace_still_reaches_main);
 	tcase_add_loop_test(tc, cxx_exception_through_a_stage_is_caught_as_before, 0, 2);
+	tcase_add_test(tc, a_template_instance_by_its_arguments);
+	tcase_add_test(tc, two_stages_on_one_function_warn);
 	tcase_add_test(tc, threads_throwing_through_a_stage_at_once);
 	tcase_add_test(tc, valgrind_reads_the_trampolines_unwind_data);
 	tcase_add_test(tc, gdb_backtrace_through_a_trampoline_reaches_main);
 	tcase_add_test(tc, missing_name_warns_once_naming_the_stripped_binary);
 	tcase_add_test(tc, names_of_the_shims_own_functions_are_not_found);
+	tcase_add_test(tc, the_program_sees_its_own_fds);
+	tcase_add_loop_test(tc, rust_functions_are_named_by_their_path, 0, 2);
 	tcase_add_test(tc, python_names_are_left_alone);
 	tcase_add_test(tc, unset_stages_do_nothing_native);
 	suite_add_tcase(s, tc);

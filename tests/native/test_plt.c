@@ -1,6 +1,7 @@
 /* Native stages bound to the call through the GOT (issue 26): every call counted, allocating or
  * not, frees-only calls negative, exact through -z now, dlopen, dlsym, the library's own PLT,
- * longjmp, C++ exceptions and fork; which mechanism bound each target is in the file. */
+ * longjmp, C++ exceptions and fork, C++ methods named demangled; which mechanism bound each target
+ * is in the file. */
 #include <check.h>
 #include <math.h>
 #include <stdio.h>
@@ -196,6 +197,27 @@ START_TEST(native_plt_off_leaves_the_stack)
 }
 END_TEST
 
+/* A C++ library's methods named as users write them (issue 26): demangled, pinned to the library or
+ * not, with a parameter list or not, they bind the mangled imports, every overload included. */
+static const char *const engine_targets[] = { "eng::Engine::step", "libnengine.so:eng::Engine::step",
+					      "eng::Engine::step(long)" };
+
+START_TEST(demangled_cxx_methods_are_bound_to_their_calls)
+{
+	char stages[128];
+	snprintf(stages, sizeof stages, "s=%s,l=eng::Engine::load", engine_targets[_i]);
+	json_t *m = run_plt("native/nengine", stages, "300", NULL, NULL);
+	expect(m, "s_calls", 301);
+	expect(m, "s_mem_cpu_alloc_delta", 0);
+	expect(m, "l_calls", 1);
+	expect(m, "l_mem_cpu_alloc_delta", keep);
+	expect_bound(m, engine_targets[_i], "plt");
+	expect_bound(m, "eng::Engine::load", "plt");
+	ck_assert_str_eq(r.err, "");
+	json_decref(m);
+}
+END_TEST
+
 /* A function of the program itself has no GOT slot: the stack finds it, and the file says so. */
 START_TEST(a_static_function_is_bound_by_the_stack)
 {
@@ -223,6 +245,7 @@ int main(void)
 	tcase_add_loop_test(tc, longjmp_out_of_a_bound_call_closes_it, 0, 2);
 	tcase_add_test(tc, fork_inside_a_bound_call);
 	tcase_add_test(tc, cxx_exception_through_a_bound_call);
+	tcase_add_loop_test(tc, demangled_cxx_methods_are_bound_to_their_calls, 0, 3);
 	tcase_add_test(tc, calls_from_a_library_loaded_later);
 	tcase_add_test(tc, a_pointer_from_dlsym_enters_the_stage);
 	tcase_add_test(tc, a_static_function_is_bound_by_the_stack);
