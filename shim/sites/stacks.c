@@ -383,7 +383,7 @@ void ms_sites_capture_known(int32_t id)
 static __attribute__((noinline)) int capture_walk(uint64_t *frames, int max, const uintptr_t *start, int32_t *known)
 {
 	*known = -1;
-	struct ms_py_frame py[MS_SITES_MAX_FRAMES], outer[OUTER_PY];
+	struct ms_py_frame py[MS_SITES_MAX_FRAMES], outer[OUTER_PY] = { { 0 } }; /* read only up to nouter */
 	struct thread_caches *tc = thread_caches();
 	int nouter = OUTER_PY, ready = ms_py_stack_ready();
 	int npy = ready ? ms_py_stack_read(py, max, tc ? &tc->lines : NULL, outer, &nouter) : 0;
