@@ -102,12 +102,15 @@ static size_t mf_functions_of(json_t *stage, const char *target, const char **on
 }
 
 /* A bare target whose stage in F was opened by FUNCTION alone, a function outside the program's
- * __main__; several functions are the dump's line under the stage (mf_print_functions). */
+ * __main__; several functions are the dump's line under the stage (mf_print_functions).  A forked
+ * child's stages came with its parent's counts: the parent says it. */
 static int mf_opened_outside(const struct mf_file *f, const char *stage, const char *target, const char *function)
 {
 	size_t i;
 	json_t *s;
 	const char *one;
+	if (f->forked)
+		return 0;
 	json_array_foreach(f->stages, i, s)
 		if (mf_same(json_object_get(s, "name"), stage) && mf_functions_of(s, target, &one) == 1 &&
 		    !strcmp(one, function))
@@ -183,9 +186,12 @@ static int mf_print_outside(FILE *out, const struct mf_file *files, size_t n)
 				    mf_own_main(function) || !mf_opened_outside(&files[i], stage, target, function) ||
 				    !mf_first_opened(files, i, stage, target, function))
 					continue;
+				int own = mf_ran_own(files, n, stage, target);
+				if (strchr(target, '.') && !own)
+					continue; /* Trainer.fit: a method named with its class means the library's */
 				fprintf(out, "memshim: %s was opened by %s", stage, function);
 				mf_print_where(out, files, n, stage, target, function);
-				if (mf_ran_own(files, n, stage, target))
+				if (own)
 					fprintf(out, "; pin yours as __main__:%s\n", target);
 				else
 					fputs("; if it is not yours, pin yours as module:qualname\n", out);
