@@ -109,6 +109,13 @@ void ms_native_warn_shared(const char *sym, uintptr_t addr, int first, int other
 		slot == MAX_SHARED_WARNINGS - 1 ? "; further such functions are not reported" : "");
 }
 
+/* Whether a target bound through the GOT is still looked for on the stack: a C++ or Rust function
+ * (demangled or mangled) may be reached through a vtable or a direct call the GOT never sees. */
+static int also_from_stack(const struct ms_target *t)
+{
+	return t->kind != MS_TK_PLAIN || (t->name[0] == '_' && (t->name[1] == 'Z' || t->name[1] == 'R'));
+}
+
 /* Adds the range of function NAME for every target naming it; a function two stages name goes to
  * the first (as its calls through the GOT do), with a warning. */
 static void match_symbol(const char *name, uintptr_t addr, size_t size, const char *path, uintptr_t base)
@@ -119,7 +126,8 @@ static void match_symbol(const char *name, uintptr_t addr, size_t size, const ch
 	int first = -1;
 	for (int i = 0; i < ms_native_ntargets; i++) {
 		struct ms_target *t = &ms_native_targets[i];
-		if (t->stage < 0 || ms_plt_bound(i) || !ms_target_object_matches(t, path) || !ms_target_matches(t, name))
+		if (t->stage < 0 || (ms_plt_bound(i) && !also_from_stack(t)) || !ms_target_object_matches(t, path) ||
+		    !ms_target_matches(t, name))
 			continue;
 		if (first >= 0 && ms_native_targets[first].stage != t->stage) {
 			ms_native_warn_shared(name, addr, first, i);

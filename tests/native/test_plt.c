@@ -218,6 +218,20 @@ START_TEST(demangled_cxx_methods_are_bound_to_their_calls)
 }
 END_TEST
 
+/* A C++ method bound through the GOT is still found from the stack: a call through its vtable
+ * never passes the GOT (one call by name through the PLT, five through the vtable: six, each once). */
+START_TEST(a_bound_cxx_method_keeps_its_virtual_calls)
+{
+	static const char *const forward[] = { "f=eng::Model::forward", "f=_ZN3eng5Model7forwardEi" };
+	for (int k = 0; k < 2; k++) {
+		json_t *m = run_plt("native/nengine", forward[k], "5", "virtual", NULL);
+		expect(m, "f_calls", 6);
+		expect_bound(m, forward[k] + 2, "plt");
+		json_decref(m);
+	}
+}
+END_TEST
+
 /* A function of the program itself has no GOT slot: the stack finds it, and the file says so. */
 START_TEST(a_static_function_is_bound_by_the_stack)
 {
@@ -246,6 +260,7 @@ int main(void)
 	tcase_add_test(tc, fork_inside_a_bound_call);
 	tcase_add_test(tc, cxx_exception_through_a_bound_call);
 	tcase_add_loop_test(tc, demangled_cxx_methods_are_bound_to_their_calls, 0, 3);
+	tcase_add_test(tc, a_bound_cxx_method_keeps_its_virtual_calls);
 	tcase_add_test(tc, calls_from_a_library_loaded_later);
 	tcase_add_test(tc, a_pointer_from_dlsym_enters_the_stage);
 	tcase_add_test(tc, a_static_function_is_bound_by_the_stack);
