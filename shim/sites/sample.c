@@ -556,8 +556,18 @@ static int enter(void)
 	return 0;
 }
 
+/* A boundary this thread had to skip (from a handler inside the sampler) left the exact window as
+ * it was: the next leave looks again, so a window never stays open past its stage. */
+static int window_stale;
+
 static void leave(void)
 {
+	if (MS_UNLIKELY(__atomic_load_n(&window_stale, __ATOMIC_ACQUIRE)) && !lock_mine) {
+		ms_spin_lock(&shared.lock, &lock_mine);
+		if (__atomic_exchange_n(&window_stale, 0, __ATOMIC_ACQ_REL))
+			update_window();
+		ms_spin_unlock(&shared.lock, &lock_mine);
+	}
 	busy = 0;
 }
 
@@ -761,9 +771,15 @@ void ms_sites_init(void)
 void ms_sites_boundary(int stage, int end)
 {
 	(void)end;
-	if (!(on || (wanted && ms_cfg.nsites_exact)) || enter() < 0)
+	if (!(on || (wanted && ms_cfg.nsites_exact)))
 		return;
+	if (enter() < 0) {
+		if (ms_cfg.nsites_exact)
+			__atomic_store_n(&window_stale, 1, __ATOMIC_RELEASE); /* our leave, or the next, looks */
+		return;
+	}
 	ms_spin_lock(&shared.lock, &lock_mine);
+	__atomic_store_n(&window_stale, 0, __ATOMIC_RELAXED); /* this look is after the skipped one */
 	update_window(); /* first: what an opened call adds is recorded from its begin's copy on */
 	if (on)
 		sync_stages(stage >= 0 && stage < MS_MAX_STAGES ? stage : -1);

@@ -948,6 +948,20 @@ START_TEST(exact_stage_repeats)
 }
 END_TEST
 
+/* A stage ended from a signal handler while its thread was inside the sampler still closes the
+ * exact window: the 2,000,000 allocations after it are sampled, not recorded one by one. */
+START_TEST(exact_window_closes_when_a_handler_ends_the_stage)
+{
+	const char *env[] = { "MEMSHIM_SITES=exact:hot", NULL };
+	json_t *root = run_fixture("handlerend", env);
+	assert_exact_stages(root, "hot");
+	ck_assert_int_eq(metric(root, "hot_calls"), 1);
+	json_int_t samples = json_integer_value(json_object_get(json_object_get(root, "sites"), "samples"));
+	ck_assert_msg(samples > 0 && samples < 1500000, "%lld samples: the window stayed open", (long long)samples);
+	json_decref(root);
+}
+END_TEST
+
 /* Calls of an exact stage are never quiet (the engine skips the observers of a stage's quick calls
  * past its 64th): the last of 200 quick calls still records its one block. */
 START_TEST(exact_stage_sees_every_quick_call)
@@ -1050,6 +1064,7 @@ static Suite *suite(void)
 	tcase_add_test(tc, exact_stages_nest);
 	tcase_add_test(tc, exact_stage_repeats);
 	tcase_add_test(tc, exact_stage_sees_every_quick_call);
+	tcase_add_test(tc, exact_window_closes_when_a_handler_ends_the_stage);
 	tcase_add_test(tc, exact_stage_in_a_forked_child);
 	tcase_add_test(tc, bad_exact_stage_falls_back_to_sampled);
 	tcase_add_loop_test(tc, python_exact_stage_records_what_it_added, 0, (int)(sizeof pythons / sizeof *pythons));
