@@ -273,6 +273,7 @@ static const void *shown_code(const struct layout *l, const void *f)
 }
 
 #define OUTER_MAX 16
+#define OUTER_WALK 256 /* frames walked past MAX for the outermost: deeper, the stack is only cut */
 
 int ms_py_stack_read(struct ms_py_frame *out, int max, struct ms_py_line_cache *cache, struct ms_py_frame *outer,
 		     int *nouter)
@@ -288,7 +289,8 @@ int ms_py_stack_read(struct ms_py_frame *out, int max, struct ms_py_line_cache *
 	if (!ts)
 		return 0;
 	const void *f = top_frame(ts);
-	for (int guard = 0; f && guard < 4096 && (n < max || k > 0); guard++, f = word(f, l->fr_back)) {
+	int guard = 0;
+	for (; f && guard < 4096 && (n < max || (k > 0 && seen < OUTER_WALK)); guard++, f = word(f, l->fr_back)) {
 		if (((uintptr_t)f & 7) != 0)
 			break;
 		const void *code = shown_code(l, f);
@@ -302,7 +304,7 @@ int ms_py_stack_read(struct ms_py_frame *out, int max, struct ms_py_line_cache *
 			ring_code[seen++ % k] = code;
 		}
 	}
-	int kept = seen < k ? seen : k;
+	int kept = f && n == max ? 0 : seen < k ? seen : k; /* walked out before the base: no base to keep */
 	for (int i = 0; i < kept; i++) { /* lines only for the frames kept, while they still run */
 		int at = (seen - kept + i) % k;
 		outer[i].code = ring_code[at];
