@@ -87,6 +87,17 @@ static int taken(const char *path)
 	return 1;
 }
 
+/* Claims PATH for this process by creating it empty (O_EXCL): 0, or -1 when it exists already (runs
+ * starting together, ranks of one job, each take a name of their own). */
+static int claim(const char *path)
+{
+	long fd = syscall(SYS_openat, AT_FDCWD, path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
+	if (fd < 0)
+		return errno == EEXIST ? -1 : 0; /* another error: the write at exit says it */
+	syscall(SYS_close, fd);
+	return 0;
+}
+
 /* Whether the file this process would write at OUT is a directory (a name ending in '/' is one). */
 static int names_a_directory(const char *out)
 {
@@ -139,7 +150,7 @@ static void fallback_name(const char *out, int is_dir, const char *tmp, char *fa
 	const char *name = is_dir ? "memshim_metrics.json" : slash ? slash + 1 : out;
 	size_t n = ms_format(fallback, MS_PATH_MAX, "%s/%s", tmp, name);
 	ms_identity_expand(taken_path, MS_PATH_MAX, fallback);
-	if (taken(taken_path))
+	if (taken(taken_path) || claim(taken_path) < 0)
 		ms_format(fallback + n, MS_PATH_MAX - n, ".%d", (int)ms_proc.pid);
 	else
 		taken_path[0] = '\0';

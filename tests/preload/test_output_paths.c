@@ -275,6 +275,37 @@ START_TEST(a_taken_fallback_name_gets_the_pid)
 }
 END_TEST
 
+/* Two runs whose output cannot be written, the second starting while the first runs (ranks of one
+ * job, `xargs -P`): the first claims the fallback name at its start, the second takes ".<pid>".
+ * Before the claim both wrote run.json and the one ending last was the only file left. */
+START_TEST(runs_at_once_take_fallback_names_of_their_own)
+{
+	char tmp[] = "/tmp/memshim-fallback.XXXXXX", tmpdir[64];
+	ck_assert_ptr_nonnull(mkdtemp(tmp));
+	snprintf(tmpdir, sizeof tmpdir, "TMPDIR=%s", tmp);
+	const char *env[] = { "MEMSHIM_OUTPUT=/nonexistent-memshim-dir/run.json", tmpdir, NULL };
+	char **envp = shim_env(tmp, env);
+	pid_t first = fork();
+	ck_assert_int_ge(first, 0);
+	if (first == 0) {
+		execle("/bin/sleep", "sleep", "1", (char *)NULL, envp);
+		_exit(127);
+	}
+	usleep(300000);
+	pid_t second = fork();
+	ck_assert_int_ge(second, 0);
+	if (second == 0) {
+		execle("/bin/sleep", "sleep", "0.1", (char *)NULL, envp);
+		_exit(127);
+	}
+	int st1, st2;
+	waitpid(second, &st2, 0);
+	waitpid(first, &st1, 0);
+	ck_assert(WIFEXITED(st1) && WEXITSTATUS(st1) == 0 && WIFEXITED(st2) && WEXITSTATUS(st2) == 0);
+	ck_assert_int_eq(count_files(tmp, "run.json", NULL, 0), 2);
+}
+END_TEST
+
 /* A MEMSHIM_ name that is no setting (a misspelt MEMSHIM_STAGE would leave the defaults) gets one
  * warning with the setting it is closest to; the pytest plugin's own variable none. */
 START_TEST(unknown_settings_are_named)
@@ -357,6 +388,7 @@ int main(void)
 	tcase_add_loop_test(tc2, bad_output_directory_falls_back_at_start, 0, 2);
 	tcase_add_loop_test(tc2, an_output_naming_a_directory_falls_back_at_start, 0, 2);
 	tcase_add_test(tc2, a_taken_fallback_name_gets_the_pid);
+	tcase_add_test(tc2, runs_at_once_take_fallback_names_of_their_own);
 	tcase_add_test(tc2, unknown_settings_are_named);
 	tcase_add_test(tc2, an_unknown_placeholder_is_named);
 	tcase_add_test(tc2, the_first_exact_name_in_the_environment_counts);
