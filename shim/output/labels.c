@@ -58,7 +58,11 @@ void ms_labels_close(int id, const struct ms_span *sp, uint64_t call)
 	if (id < 0 || id >= MS_MAX_STAGES || !__atomic_exchange_n(&has_pending[id], 0, __ATOMIC_ACQ_REL))
 		return;
 	struct ms_labelled_call *t = table_mapped();
-	uint32_t slot = t ? __atomic_fetch_add(&next, 1, __ATOMIC_ACQ_REL) : MS_LABELLED_MAX;
+	if (!t) { /* no memory for the table now: this call is lost, a later one maps it again */
+		__atomic_add_fetch(&dropped, 1, __ATOMIC_RELAXED);
+		return;
+	}
+	uint32_t slot = __atomic_fetch_add(&next, 1, __ATOMIC_ACQ_REL);
 	if (slot >= MS_LABELLED_MAX) {
 		__atomic_store_n(&next, MS_LABELLED_MAX, __ATOMIC_RELAXED); /* never wraps */
 		__atomic_add_fetch(&dropped, 1, __ATOMIC_RELAXED);
