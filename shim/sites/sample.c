@@ -806,6 +806,8 @@ void ms_sites_fork_child(int tracking)
 	if (!tracking) {
 		wanted = 0;
 		ms_sample_set_every(0); /* untracked: the wrappers stop asking */
+	} else {
+		update_window(); /* the child's stages (its init reopened with no boundary seen here) */
 	}
 	if (!on)
 		return;

@@ -1002,6 +1002,27 @@ START_TEST(exact_stage_in_a_forked_child)
 }
 END_TEST
 
+/* exact:init in a forked child: the child's own init (reopened at the fork, no boundary seen)
+ * records the child's allocations, though the parent's init had closed. */
+START_TEST(exact_init_in_a_forked_child)
+{
+	const char *env[] = { "MEMSHIM_SITES=exact:init", NULL };
+	json_t *root = run_fixture("forkidle", env);
+	ck_assert_msg(strstr(r.out, "child 0"), "out: %s", r.out);
+	char name[256], path[512];
+	ck_assert_int_eq(count_files(r.dir, "m.json.", name, sizeof name), 1);
+	snprintf(path, sizeof path, "%s/%s", r.dir, name);
+	json_error_t err;
+	json_t *child = json_load_file(path, 0, &err);
+	ck_assert_ptr_nonnull(child);
+	json_t *init = stage_of(child, "init");
+	ck_assert_ptr_nonnull(init);
+	assert_recorded(init, "peak_sites", "alloc_thirty+", 10, lag_of(init) + 0.02 * 20 * MiB);
+	json_decref(child);
+	json_decref(root);
+}
+END_TEST
+
 /* A name that cannot be a stage's gets one warning and the default: sampled, no exact stage. */
 START_TEST(bad_exact_stage_falls_back_to_sampled)
 {
@@ -1066,6 +1087,7 @@ static Suite *suite(void)
 	tcase_add_test(tc, exact_stage_sees_every_quick_call);
 	tcase_add_test(tc, exact_window_closes_when_a_handler_ends_the_stage);
 	tcase_add_test(tc, exact_stage_in_a_forked_child);
+	tcase_add_test(tc, exact_init_in_a_forked_child);
 	tcase_add_test(tc, bad_exact_stage_falls_back_to_sampled);
 	tcase_add_loop_test(tc, python_exact_stage_records_what_it_added, 0, (int)(sizeof pythons / sizeof *pythons));
 	tcase_add_test(tc, sites_split_what_a_call_added_from_what_it_found);
