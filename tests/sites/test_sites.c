@@ -49,6 +49,18 @@ static double lag_of(json_t *stage)
 	return (double)json_integer_value(v);
 }
 
+/* The one forked child's metrics file of the last run (m.json.<pid>), parsed. */
+static json_t *the_child_file(void)
+{
+	char name[256], path[512];
+	ck_assert_int_eq(count_files(r.dir, "m.json.", name, sizeof name), 1);
+	snprintf(path, sizeof path, "%s/%s", r.dir, name);
+	json_error_t err;
+	json_t *child = json_load_file(path, 0, &err);
+	ck_assert_msg(child != NULL, "%s: %s", path, err.text);
+	return child;
+}
+
 /* The documented bound for a site of TRUTH bytes (the fixture's blocks overshoot by < 1 MiB). */
 static void assert_within(double got, double truth, double lag, const char *what)
 {
@@ -529,12 +541,7 @@ START_TEST(threads_and_fork)
 	ck_assert_ptr_nonnull(threads);
 	ck_assert(json_array_size(json_object_get(threads, "peak_sites")) > 0);
 	ck_assert(json_integer_value(json_object_get(json_object_get(root, "sites"), "samples")) > 100);
-	char name[256], path[512];
-	ck_assert_int_eq(count_files(r.dir, "m.json.", name, sizeof name), 1);
-	snprintf(path, sizeof path, "%s/%s", r.dir, name);
-	json_error_t err;
-	json_t *child = json_load_file(path, 0, &err);
-	ck_assert_ptr_nonnull(child);
+	json_t *child = the_child_file();
 	json_t *cs = stage_of(child, "child");
 	ck_assert_ptr_nonnull(cs);
 	assert_within(site_bytes(cs, "peak_sites", "alloc_ten+"), 8 * MiB, lag_of(cs), "child");
@@ -988,12 +995,7 @@ START_TEST(exact_stage_in_a_forked_child)
 	assert_exact_stages(root, "work");
 	assert_recorded(stage_of(root, "work"), "peak_sites", "alloc_sixty+", 20, 0);
 	assert_recorded(stage_of(root, "work"), "peak_sites", "alloc_ten+", 8, 0);
-	char name[256], path[512];
-	ck_assert_int_eq(count_files(r.dir, "m.json.", name, sizeof name), 1);
-	snprintf(path, sizeof path, "%s/%s", r.dir, name);
-	json_error_t err;
-	json_t *child = json_load_file(path, 0, &err);
-	ck_assert_ptr_nonnull(child);
+	json_t *child = the_child_file();
 	json_t *work = stage_of(child, "work"); /* open at the child's exit: its copy may lag the peak */
 	ck_assert_ptr_nonnull(work);
 	assert_recorded(work, "peak_sites", "alloc_thirty+", 10, lag_of(work) + 0.02 * 20 * MiB);
@@ -1009,12 +1011,7 @@ START_TEST(exact_init_in_a_forked_child)
 	const char *env[] = { "MEMSHIM_SITES=exact:init", NULL };
 	json_t *root = run_fixture("forkidle", env);
 	ck_assert_msg(strstr(r.out, "child 0"), "out: %s", r.out);
-	char name[256], path[512];
-	ck_assert_int_eq(count_files(r.dir, "m.json.", name, sizeof name), 1);
-	snprintf(path, sizeof path, "%s/%s", r.dir, name);
-	json_error_t err;
-	json_t *child = json_load_file(path, 0, &err);
-	ck_assert_ptr_nonnull(child);
+	json_t *child = the_child_file();
 	json_t *init = stage_of(child, "init");
 	ck_assert_ptr_nonnull(init);
 	assert_recorded(init, "peak_sites", "alloc_thirty+", 10, lag_of(init) + 0.02 * 20 * MiB);
