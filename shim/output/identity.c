@@ -77,14 +77,20 @@ void ms_identity_output_path(char *out, size_t size)
 		ms_format(out + n, size - n, ".%d", (int)ms_proc.pid);
 }
 
-/* Whether PATH names anything (a file, a directory, a link: O_PATH opens each without following). */
-static int taken(const char *path)
+/* Whether PATH opens with O_PATH and FLAGS (nothing read: the object is only looked up). */
+static int opens(const char *path, int flags)
 {
-	long fd = syscall(SYS_openat, AT_FDCWD, path, O_PATH | O_NOFOLLOW | O_CLOEXEC);
+	long fd = syscall(SYS_openat, AT_FDCWD, path, O_PATH | O_CLOEXEC | flags);
 	if (fd < 0)
 		return 0;
 	syscall(SYS_close, fd);
 	return 1;
+}
+
+/* Whether PATH names anything (a file, a directory, a link: O_PATH opens each without following). */
+static int taken(const char *path)
+{
+	return opens(path, O_NOFOLLOW);
 }
 
 /* Claims PATH for this process by creating it empty (O_EXCL): 0, or -1 when it exists already (runs
@@ -104,13 +110,7 @@ static int names_a_directory(const char *out)
 	char path[MS_PATH_MAX];
 	ms_identity_expand(path, sizeof path, out);
 	size_t n = strlen(path);
-	if (n && path[n - 1] == '/')
-		return 1;
-	long fd = syscall(SYS_openat, AT_FDCWD, path, O_PATH | O_DIRECTORY | O_CLOEXEC);
-	if (fd < 0)
-		return 0;
-	syscall(SYS_close, fd);
-	return 1;
+	return (n && path[n - 1] == '/') || opens(path, O_DIRECTORY);
 }
 
 static void warn_unknown_placeholders(const char *out)
