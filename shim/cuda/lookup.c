@@ -1,10 +1,11 @@
 /* Finding the driver's functions.  The driver is never loaded by us: real functions come from the
- * library the program loaded (RTLD_NOLOAD, RTLD_NEXT, or the pointers dlsym and cuGetProcAddress
- * hand out), through the shim's one resolver (intercept/resolve.c).  dlsym (claimed from
+ * library the program loaded (RTLD_NOLOAD, the loaded objects' own tables, or the pointers dlsym
+ * and cuGetProcAddress hand out), through the shim's one resolver (intercept/resolve.c).  dlsym (claimed from
  * intercept/dl.c's wrapper) and cuGetProcAddress (wrapped here) hand out our wrappers for exactly
  * the driver functions we wrap. */
 #include <dlfcn.h>
 #include <errno.h>
+#include <link.h>
 #include <string.h>
 #include "core/ms.h"
 #include "cuda/driver.h"
@@ -98,12 +99,23 @@ static void *driver_handle(void)
 	return h;
 }
 
+/* NAME in the driver's own table: a glibc handle is its link_map, and a miss sets no dlerror. */
+static void *driver_symbol(void *h, const char *name)
+{
+	return ms_elf_own_symbol((const struct link_map *)h, name);
+}
+
+/* The program's driver by its usual name, else whichever loaded object defines the function, as the
+ * dynamic linker would bind it (never a failing dlsym: its error would be the program's dlerror). */
 static void *lookup(int idx)
 {
+	static struct ms_scoped anywhere[H_COUNT];
 	void *h = driver_handle();
-	void *p = h ? ms_real_dlsym(h, hook_name[idx]) : NULL;
-	if (!p || (idx < H_NHOOKS && p == hook_wrapper(idx)))
-		p = ms_real_dlsym(RTLD_NEXT, hook_name[idx]);
+	void *p = h ? driver_symbol(h, hook_name[idx]) : NULL;
+	if (!p || (idx < H_NHOOKS && p == hook_wrapper(idx))) {
+		__atomic_store_n(&anywhere[idx].name, hook_name[idx], __ATOMIC_RELAXED);
+		p = ms_resolve_scoped(&anywhere[idx], NULL);
+	}
 	return p;
 }
 
@@ -141,7 +153,7 @@ static void resolve_all(const void *addr)
 	void *h = __atomic_load_n(&drv_handle, __ATOMIC_ACQUIRE);
 	if (h) {
 		for (int i = 0; i < H_COUNT; i++)
-			remember(i, ms_real_dlsym(h, hook_name[i]));
+			remember(i, driver_symbol(h, hook_name[i]));
 		__atomic_store_n(&all_resolved, 1, __ATOMIC_RELEASE);
 	}
 	ms_tls_guard--;

@@ -22,7 +22,9 @@
 #define MS_HOOK_OPTIONAL MS_HOOK
 #define MS_HOOK_LAZY MS_HOOK
 #define MS_HOOK_RESOLVER(ret, name, params, args)
+#define MS_HOOK_SCOPED(ret, name, params, args)
 #include "intercept/libc.def"
+#undef MS_HOOK_SCOPED
 #undef MS_HOOK_RESOLVER
 #undef MS_HOOK_LAZY
 #undef MS_HOOK_OPTIONAL
@@ -41,6 +43,32 @@ int ms_resolve_wait(void);
  * raised) and kept there; NULL while the name is missing (a later call looks again). */
 void *ms_resolve_lazy(void **slot, const char *name);
 #define MS_REAL_LAZY(name) ((__typeof__(ms_real_##name))ms_resolve_lazy((void **)&ms_real_##name, #name))
+
+/* ---- the caller's own binding (scope.c): for functions that may live outside the global scope --- */
+
+/* One wrapped name's answers, kept per caller object and load generation (a static per name). */
+#define MS_SCOPED_KEEP 8
+struct ms_scoped_entry {
+	unsigned seq;
+	const void *map;
+	uint64_t gen;
+	void *fn;
+};
+struct ms_scoped {
+	const char *name;
+	unsigned next;
+	struct ms_scoped_entry keep[MS_SCOPED_KEEP];
+};
+#define MS_SCOPED(name_) { .name = (name_) }
+/* The definition of S->name that the object containing CALLER (a return address; NULL: the main
+ * namespace's view) would have bound without the shim: one in an object loaded at start, else in
+ * the caller's local scope (RTLD_LOCAL libraries), else anywhere in its namespace; never ours.
+ * NULL when no loaded object has it.  No allocation, no dlerror state, errno kept. */
+void *ms_resolve_scoped(struct ms_scoped *s, const void *caller);
+/* Marks the objects loaded now as the ones loaded at start (resolve.c, once). */
+void ms_scope_note_startup(void);
+/* The return address of the exported wrapper it is written in: the program's calling object. */
+#define MS_CALLER() __builtin_extract_return_addr(__builtin_return_address(0))
 
 /* The C library's own dlsym (ours wraps the public one), found without any failing lookup. */
 typedef void *(*ms_dlsym_fn)(void *, const char *);
@@ -146,12 +174,17 @@ typedef void *(*ms_dlsym_claim_fn)(void *handle, const char *name);
 
 /* jump.c: frames left without returning, told to the native stage detector once it sets these:
  * before a longjmp-family jump, with the stack pointer it jumps to (the frames below are
- * discarded); around a C++ exception in flight, from the throw (_Unwind_RaiseException,
- * _Unwind_Resume_or_Rethrow) to the catch (__cxa_begin_catch), or to the raise's return when no
- * handler was found. */
+ * discarded); around an exception in flight while the stack check is on (ms_before_count), from
+ * the throw (_Unwind_RaiseException, _Unwind_Resume_or_Rethrow) to the catch (__cxa_begin_catch,
+ * or the free of the exception object: Rust's catch_unwind), or to the raise's return when no
+ * handler was found.  Each begin is matched by one end. */
 extern void (*ms_before_jump)(uintptr_t target_sp);
 extern void (*ms_on_unwind_begin)(void);
 extern void (*ms_on_unwind_end)(void);
+/* Exceptions in flight on this thread that the hooks were told of; malloc.c's general free path
+ * calls ms_jump_freed(PTR) while it is non-zero. */
+extern __thread int ms_tls_flights MS_TLS;
+void ms_jump_freed(void *ptr);
 /* Looks the longjmp family up now: a longjmp out of a signal handler must not have to. */
 void ms_jump_resolve(void);
 

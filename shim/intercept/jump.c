@@ -73,7 +73,15 @@ EXPORT void __longjmp_chk(struct __jmp_buf_tag env[1], int val)
 	jump((void **)&ms_real___longjmp_chk, "__longjmp_chk", env, val);
 }
 
-/* ---- C++ exceptions ------------------------------------------------------------------------ */
+/* ---- exceptions: C++, Rust, any language on the Itanium unwinder ---------------------------- */
+
+/* The exceptions in flight on this thread that native stages were told of, innermost last.  One
+ * ends when it is caught (__cxa_begin_catch: C++, or C++ catching another language's), when the
+ * raise returns (no handler), or when its object is freed while in flight (Rust frees its own at
+ * catch_unwind, without a call into the unwinder): malloc.c's general path asks ms_jump_freed. */
+#define MAX_FLIGHTS 4
+static __thread void *flights[MAX_FLIGHTS] MS_TLS;
+__thread int ms_tls_flights MS_TLS;
 
 static void unwind_told(void (**hook)(void))
 {
@@ -82,32 +90,65 @@ static void unwind_told(void (**hook)(void))
 		f();
 }
 
-/* Raising and rethrowing run the real unwinder between the begin and end hooks.  Returns only when
- * no handler was found (the caller then terminates) or on an error. */
-static int raise_told(void **slot, const char *name, void *exc)
+/* Only while native stages watch the stack: nothing else needs to hear, and only then does every
+ * free take the general path that can see the object go. */
+static void flight_begins(void *exc)
 {
-	raise_fn f = (raise_fn)ms_resolve_lazy(slot, name);
-	if (!f)
-		return URC_FATAL_PHASE1_ERROR;
+	if (!__atomic_load_n(&ms_on_unwind_begin, __ATOMIC_ACQUIRE) ||
+	    !__atomic_load_n(&ms_before_count, __ATOMIC_ACQUIRE) || ms_tls_flights == MAX_FLIGHTS)
+		return;
+	flights[ms_tls_flights++] = exc;
 	unwind_told(&ms_on_unwind_begin);
+}
+
+static void flight_ends(void *exc)
+{
+	for (int i = ms_tls_flights - 1; i >= 0; i--)
+		if (flights[i] == exc) {
+			for (; i + 1 < ms_tls_flights; i++)
+				flights[i] = flights[i + 1];
+			ms_tls_flights--;
+			unwind_told(&ms_on_unwind_end);
+			return;
+		}
+}
+
+void ms_jump_freed(void *ptr)
+{
+	if (ptr)
+		flight_ends(ptr);
+}
+
+/* Raising and rethrowing run the real unwinder; it returns only when no handler was found (the
+ * caller then terminates) or on an error.  The real functions are the caller's own
+ * (intercept/scope.c): libgcc_s and libstdc++ are often in a local scope only. */
+static int raise_told(struct ms_scoped *real, const void *caller, void *exc)
+{
+	raise_fn f = (raise_fn)ms_resolve_scoped(real, caller);
+	if (!f)
+		return URC_FATAL_PHASE1_ERROR; /* nothing defines it: the call could not have been bound */
+	flight_begins(exc);
 	int rc = f(exc);
-	unwind_told(&ms_on_unwind_end);
+	flight_ends(exc);
 	return rc;
 }
 
 EXPORT int _Unwind_RaiseException(void *exc)
 {
-	return raise_told((void **)&ms_real__Unwind_RaiseException, "_Unwind_RaiseException", exc);
+	static struct ms_scoped real = MS_SCOPED("_Unwind_RaiseException");
+	return raise_told(&real, MS_CALLER(), exc);
 }
 
 EXPORT int _Unwind_Resume_or_Rethrow(void *exc)
 {
-	return raise_told((void **)&ms_real__Unwind_Resume_or_Rethrow, "_Unwind_Resume_or_Rethrow", exc);
+	static struct ms_scoped real = MS_SCOPED("_Unwind_Resume_or_Rethrow");
+	return raise_told(&real, MS_CALLER(), exc);
 }
 
 EXPORT void *__cxa_begin_catch(void *exc)
 {
-	void *(*f)(void *) = MS_REAL_LAZY(__cxa_begin_catch);
-	unwind_told(&ms_on_unwind_end);
+	static struct ms_scoped real = MS_SCOPED("__cxa_begin_catch");
+	void *(*f)(void *) = (void *(*)(void *))ms_resolve_scoped(&real, MS_CALLER());
+	flight_ends(exc);
 	return f ? f(exc) : NULL;
 }

@@ -277,6 +277,8 @@ static __attribute__((noinline)) void free_sampled(void *ptr)
 
 static __attribute__((noinline)) void free_other(void *ptr, int mode, int guard)
 {
+	if (MS_UNLIKELY(ms_tls_flights) && guard == 0)
+		ms_jump_freed(ptr); /* an exception object freed at its catch (Rust) */
 	if (!CHECKED(mode, guard) || !fast_free(ptr, 1))
 		release(ptr, NULL);
 }

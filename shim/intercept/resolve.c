@@ -87,12 +87,14 @@ void ms_resolve(void)
 		return; /* done, or in progress: callers use the bootstrap buffer meanwhile */
 	int saved = errno;
 	ms_tls_guard++;
+	ms_scope_note_startup();
 	ms_dlsym_fn real_dlsym = ms_libc_dlsym();
 	/* publish all at once: a half-resolved family would mix allocators.  Every MS_HOOK name exists
 	 * in the C library, so no lookup fails (a failing dlsym allocates its error message).  Lazy
 	 * names are left to their first call. */
 #define MS_HOOK_LAZY(ret, name, params, args)
 #define MS_HOOK_RESOLVER(ret, name, params, args)
+#define MS_HOOK_SCOPED(ret, name, params, args)
 #define MS_HOOK(ret, name, params, args) ret (*name##_found) params = real_dlsym ? (ret (*) params)real_dlsym(RTLD_NEXT, #name) : NULL;
 #define MS_HOOK_OPTIONAL(ret, name, params, args) ret (*name##_found) params = NULL;
 #include "intercept/libc.def"
@@ -112,6 +114,7 @@ void ms_resolve(void)
 #include "intercept/libc.def"
 #undef MS_HOOK_OPTIONAL
 #undef MS_HOOK
+#undef MS_HOOK_SCOPED
 #undef MS_HOOK_RESOLVER
 #undef MS_HOOK_LAZY
 	ms_tls_guard--;

@@ -131,8 +131,6 @@ static int stage_ids[MS_SPEC_MAX_STAGES]; /* engine id + 1 */
 static uint32_t native_stages; /* spec stages with a native target: what a look can open */
 static uintptr_t off_ip[NOFF] MS_LARGE;
 static uintptr_t off_val[NOFF] MS_LARGE;
-static uintptr_t (*get_ip)(void *ctx);
-static int get_ip_looked;
 
 /* Counted only for MEMSHIM_LOG=debug: a shared counter would be contended by every thread. */
 #define STAT(field) do { \
@@ -1103,12 +1101,11 @@ int ms_native_personality(int version, int actions, uint64_t cls, void *exc, voi
 {
 	if (!(actions & UA_CLEANUP_PHASE))
 		return URC_CONTINUE_UNWIND;
+	static struct ms_scoped get_ip_real = MS_SCOPED("_Unwind_GetIP");
+	/* the unwinder calling us is the one whose context CTX is (libgcc_s may be loaded locally) */
+	uintptr_t (*get_ip)(void *) = (uintptr_t(*)(void *))ms_resolve_scoped(&get_ip_real, MS_CALLER());
 	int saved = errno;
 	ms_tls_guard++;
-	if (!__atomic_load_n(&get_ip_looked, __ATOMIC_ACQUIRE)) {
-		get_ip = (uintptr_t(*)(void *))ms_real_dlsym(RTLD_DEFAULT, "_Unwind_GetIP");
-		__atomic_store_n(&get_ip_looked, 1, __ATOMIC_RELEASE);
-	}
 	struct tstate *s = ts;
 	if (s && !s->busy) {
 		s->busy = 1;

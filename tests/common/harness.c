@@ -132,6 +132,13 @@ json_t *stage_of(json_t *root, const char *name)
 	return NULL;
 }
 
+int64_t stage_call(json_t *root, const char *stage, int call, const char *key)
+{
+	json_t *h = json_array_get(json_object_get(stage_of(root, stage), "history"), (size_t)call);
+	ck_assert_msg(h != NULL, "stage %s has no call %d in its history", stage, call);
+	return json_integer_value(json_object_get(h, key));
+}
+
 int count_files(const char *dir, const char *prefix, char *first, size_t size)
 {
 	DIR *d = opendir(dir);

@@ -46,6 +46,9 @@ int has_metric(json_t *root, const char *key);
 /* The stages[] entry called NAME, or NULL. */
 json_t *stage_of(json_t *root, const char *name);
 
+/* KEY of call CALL (0: the first) in the history of stage STAGE (fails the test when missing). */
+int64_t stage_call(json_t *root, const char *stage, int call, const char *key);
+
 /* The integer OBJECT.A.B (0 when missing). */
 int64_t member(json_t *object, const char *a, const char *b);
 

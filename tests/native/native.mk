@@ -7,7 +7,7 @@ NATIVE_FIXTURES := $(NATIVE_DIR)/nstages $(NATIVE_DIR)/nstages-rdynamic $(NATIVE
 	$(NATIVE_DIR)/libnorigin.so $(NATIVE_DIR)/nsub/libnsibling.so $(NATIVE_DIR)/libnctor.so \
 	$(NATIVE_DIR)/nstatement
 NATIVE_SUITES := $(NATIVE_DIR)/test_names $(NATIVE_DIR)/test_cfi $(NATIVE_DIR)/test_native \
-	$(NATIVE_DIR)/test_jump $(NATIVE_DIR)/test_native_cost
+	$(NATIVE_DIR)/test_jump $(NATIVE_DIR)/test_native_cost $(NATIVE_DIR)/test_private
 NATIVE_FIXTURE_LINK := -L$(NATIVE_DIR) -lnstage -Wl,-rpath,'$$ORIGIN' -ldl -lpthread
 
 $(NATIVE_DIR)/lib%.so: tests/native/fixtures/lib%.c
@@ -43,6 +43,17 @@ $(NATIVE_DIR)/nstatement: tests/native/fixtures/nstatement.c
 	@mkdir -p $(@D)
 	$(CC) -g -O1 -o $@ $<
 
+# Loaded as interpreters load extensions (tests/native/test_private.c): the C++ library brings its
+# libstdc++ and libgcc_s, the driver is C and links neither.
+$(NATIVE_DIR)/libprivxx.so: tests/native/fixtures/libprivxx.cc
+	@mkdir -p $(@D)
+	$(CXX) -g -O2 -shared -fPIC -o $@ $< -ldl
+
+$(NATIVE_DIR)/nprivate: tests/native/fixtures/nprivate.c
+	@mkdir -p $(@D)
+	$(CC) -g -o $@ $< -ldl
+NATIVE_FIXTURES += $(NATIVE_DIR)/libprivxx.so $(NATIVE_DIR)/nprivate
+
 $(NATIVE_DIR)/ncxx: tests/native/fixtures/ncxx.cc
 	@mkdir -p $(@D)
 	$(CXX) -g -o $@ $<
@@ -60,7 +71,8 @@ $(NATIVE_DIR)/test_cfi: tests/native/test_cfi.c $(NATIVE_UNWIND_SRCS) $(SHIM_COR
 	$(CC) $(BASEFLAGS) $(CFLAGS) -fno-omit-frame-pointer $(CHECK_CFLAGS) -Ishim $(TEST_COMMON_INC) -o $@ \
 		$(filter %.c %.o %.a,$^) $(CHECK_LIBS) -lunwind -ldl
 
-$(NATIVE_DIR)/test_native $(NATIVE_DIR)/test_jump $(NATIVE_DIR)/test_native_cost: $(NATIVE_DIR)/%: tests/native/%.c $(HARNESS)
+$(NATIVE_DIR)/test_native $(NATIVE_DIR)/test_jump $(NATIVE_DIR)/test_native_cost $(NATIVE_DIR)/test_private: \
+		$(NATIVE_DIR)/%: tests/native/%.c $(HARNESS)
 	@mkdir -p $(@D)
 	$(CC) $(BASEFLAGS) $(CFLAGS) $(CHECK_CFLAGS) $(JANSSON_CFLAGS) $(TEST_COMMON_INC) -o $@ $(filter %.c %.o,$^) \
 		$(CHECK_LIBS) $(JANSSON_LIBS)
@@ -73,6 +85,13 @@ $(NATIVE_DIR)/nrust $(NATIVE_DIR)/nrust-v0: $(NATIVE_DIR)/nrust%: tests/native/f
 		$(if $(filter -v0,$*),-C symbol-mangling-version=v0) -o $@ $<; \
 	else echo "rustc not found: the Rust name tests skip"; fi
 NATIVE_FIXTURES += $(NATIVE_DIR)/nrust $(NATIVE_DIR)/nrust-v0
+
+# A Rust library panicking inside, caught at its own boundary (tests/native/test_private.c).
+$(NATIVE_DIR)/libprivrs.so: tests/native/fixtures/libprivrs.rs
+	@mkdir -p $(@D)
+	@if command -v $(RUSTC) >/dev/null; then MAKEFLAGS= $(RUSTC) -O -g --crate-type cdylib --crate-name privrs \
+		-o $@ $<; else echo "rustc not found: the private Rust library tests skip"; fi
+NATIVE_FIXTURES += $(NATIVE_DIR)/libprivrs.so
 
 .PHONY: check-native
 check-native: $(BUILD)/libmemshim.so $(NATIVE_FIXTURES) $(NATIVE_SUITES)

@@ -62,12 +62,6 @@ static int64_t stage_int(json_t *m, const char *stage, const char *key)
 	return json_is_boolean(v) ? json_is_true(v) : json_integer_value(v);
 }
 
-static int64_t history(json_t *m, const char *stage, int call, const char *key)
-{
-	json_t *h = json_array_get(json_object_get(stage_of(m, stage), "history"), (size_t)call);
-	ck_assert_ptr_nonnull(h);
-	return json_integer_value(json_object_get(h, key));
-}
 
 /* STAGE was called CALLS times, each call keeping KEEP and peaking TEMP above it. */
 static void expect_each_call(json_t *m, const char *stage, int calls)
@@ -76,8 +70,8 @@ static void expect_each_call(json_t *m, const char *stage, int calls)
 	snprintf(key, sizeof key, "%s_calls", stage);
 	ck_assert_int_eq(metric(m, key), calls);
 	for (int i = 0; i < calls; i++) {
-		ck_assert_int_eq(history(m, stage, i, "cpu_alloc_delta"), keep);
-		ck_assert_int_eq(history(m, stage, i, "cpu_peaked_delta"), temp);
+		ck_assert_int_eq(stage_call(m, stage, i, "cpu_alloc_delta"), keep);
+		ck_assert_int_eq(stage_call(m, stage, i, "cpu_peaked_delta"), temp);
 	}
 }
 
@@ -114,13 +108,13 @@ START_TEST(frames_between_the_stage_and_the_known_ones)
 	ck_assert_int_eq(metric(m, "train_calls"), 20);
 	ck_assert_int_eq(metric(m, "j_calls"), 20);
 	for (int i = 0; i < 20; i++) {
-		ck_assert_int_eq(history(m, "train", i, "cpu_alloc_delta"), keep);
-		ck_assert_int_eq(history(m, "train", i, "cpu_peaked_delta"), temp);
-		ck_assert_int_eq(history(m, "j", i, "cpu_alloc_delta"), keep);
-		ck_assert_int_eq(history(m, "j", i, "cpu_peaked_delta"), temp);
+		ck_assert_int_eq(stage_call(m, "train", i, "cpu_alloc_delta"), keep);
+		ck_assert_int_eq(stage_call(m, "train", i, "cpu_peaked_delta"), temp);
+		ck_assert_int_eq(stage_call(m, "j", i, "cpu_alloc_delta"), keep);
+		ck_assert_int_eq(stage_call(m, "j", i, "cpu_peaked_delta"), temp);
 	}
 	for (int i = 0; i < 40; i++)
-		ck_assert_int_eq(history(m, "o", i, "cpu_alloc_delta"), keep);
+		ck_assert_int_eq(stage_call(m, "o", i, "cpu_alloc_delta"), keep);
 	ck_assert_int_eq(stage_int(m, "j", "closed_at_exit"), 0);
 	json_decref(m);
 }
@@ -147,8 +141,8 @@ START_TEST(longjmp_out_of_a_stage_closes_it)
 	json_t *m = run_fixture("native/nstages", "j=jumper", "longjmp", "4", NULL);
 	ck_assert_int_eq(metric(m, "j_calls"), 4);
 	for (int i = 0; i < 4; i++) {
-		ck_assert_int_eq(history(m, "j", i, "cpu_alloc_delta"), keep);
-		ck_assert_int_eq(history(m, "j", i, "cpu_peaked_delta"), temp);
+		ck_assert_int_eq(stage_call(m, "j", i, "cpu_alloc_delta"), keep);
+		ck_assert_int_eq(stage_call(m, "j", i, "cpu_peaked_delta"), temp);
 	}
 	ck_assert_int_eq(stage_int(m, "j", "closed_at_exit"), 0);
 	json_decref(m);
@@ -416,11 +410,11 @@ START_TEST(cxx_exception_through_a_stage_is_caught_as_before)
 	json_t *m = run_fixture("native/ncxx", specs[_i], "3", NULL, NULL);
 	ck_assert_msg(strstr(r.out, "caught=1 sum=3") != NULL, "%s", r.out);
 	expect_stage_peak(m, "train", 3, keep, temp);
-	ck_assert_int_eq(history(m, "train", 0, "cpu_alloc_delta"), keep);
+	ck_assert_int_eq(stage_call(m, "train", 0, "cpu_alloc_delta"), keep);
 	/* the call that threw: its kept block and the exception object, not the catch block's 8192 */
-	int64_t thrown = history(m, "train", 1, "cpu_alloc_delta");
+	int64_t thrown = stage_call(m, "train", 1, "cpu_alloc_delta");
 	ck_assert_msg(thrown >= keep && thrown < keep + 8192, "thrown call alloc %lld", (long long)thrown);
-	ck_assert_int_eq(history(m, "train", 1, "cpu_peaked_delta"), temp);
+	ck_assert_int_eq(stage_call(m, "train", 1, "cpu_peaked_delta"), temp);
 	expect_stage_peak(m, "eval", 3, 0, keep);
 	ck_assert_str_eq(r.err, "");
 	json_decref(m);
