@@ -56,6 +56,7 @@ include tests/gpu/gpu.mk
 include tests/python/python.mk
 include tests/hf/hf.mk
 include tests/cpython/cpython.mk
+include tests/ml/ml.mk
 -include tests/native/native.mk
 include tests/fuzz/fuzz.mk
 include tests/lint/lint.mk
@@ -80,7 +81,7 @@ check: deps
 	@$(MAKE) $(CHECK_PARALLEL) check-run
 
 # The longest first (as measured on 2 cores), so that the short ones fill the time beside them.
-CHECK_SLOWEST := check-cpython check-hf lint check-valgrind check-asan check-fuzz check-wheel check-python \
+CHECK_SLOWEST := check-cpython check-ml check-hf lint check-valgrind check-asan check-fuzz check-wheel check-python \
 	check-tsan
 check-run: $(CHECK_SLOWEST) $(filter-out $(CHECK_SLOWEST),$(CHECK_TARGETS)) check-sanitize
 	@echo "memshim: all test suites passed"
