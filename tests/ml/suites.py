@@ -11,8 +11,8 @@ native one too where the library exports it), and MEMSHIM_SITES=exact:s in the `
 ({}: all of it; None: not at all; `full` is all of it when not given). The fast set has suites of
 its own, one pytest run per package family (each run pays the imports and the collection once),
 chosen for the C++ exceptions they throw (among them the three tests that aborted the process
-before issue 38's fix) and for time: about 3.5 CPU minutes in all four modes, 2-3 minutes of wall
-time when the 2 cores are free. The full set runs each package's suites whole, one run each.
+before issue 38's fix) and for time: 4 CPU minutes in all four modes (6 minutes of wall time on
+2 cores shared with a load of 9). The full set runs each package's suites whole, one run each.
 """
 
 NOT_SLOW = ["-m", "not slow and not xslow"]
