@@ -2,7 +2,8 @@
  * (alloc_fixture), and reservations counted by the pages the program touched, not by what it
  * mapped (reserve_fixture): an arena of 1 GiB of which 8 MiB are used reads 8 MiB (issue 30), its
  * highs are never lost when pages go back (madvise, munmap), and the kernel's own RSS figures sit
- * beside the counts. */
+ * beside the counts.  Memory committed in pieces inside a PROT_NONE reservation reads what was
+ * touched (issue 40). */
 
 #include <check.h>
 #include <stdio.h>
@@ -143,6 +144,28 @@ START_TEST(a_moved_reservation_keeps_its_pages)
 }
 END_TEST
 
+/* Memory committed inside a PROT_NONE reservation (mprotect, or a fixed mapping over it: the JVM's,
+ * V8's and Go's heaps) counts what was touched, not what was committed; given back, its high stays.
+ * A block mapped accessible at once still counts at once. */
+START_TEST(memory_committed_in_pieces_counts_what_was_touched)
+{
+	json_t *m = run_reserve("commit");
+	assert_near(metric(m, "commit_mem_cpu_alloc_delta"), 3 * MiB, "commit alloc");
+	ck_assert_int_eq(reservations(m, "commit", "alloc_delta"), 3 * MiB);
+	assert_near(metric(m, "more_mem_cpu_alloc_delta"), MiB, "more alloc");
+	assert_near(metric(m, "uncommit_mem_cpu_alloc_delta"), -MiB, "uncommit alloc");
+	assert_near(metric(m, "uncommit_mem_cpu_peaked_delta"), 3 * MiB, "uncommit peaked");
+	ck_assert_int_eq(reservations(m, "uncommit", "peak") - reservations(m, "uncommit", "end"), 3 * MiB);
+	ck_assert_int_lt(metric(m, "process_mem_cpu_mmap_peak"), MiB);
+	json_decref(m);
+	/* while a block mapped accessible at once is counted at once, by its size, touched or not */
+	m = run_reserve("plain");
+	ck_assert_int_eq(member(json_object_get(stage_of(m, "plain"), "cpu"), "mmap", "alloc_delta"), 16 * MiB);
+	ck_assert_int_eq(reservations(m, "plain", "alloc_delta"), 0);
+	json_decref(m);
+}
+END_TEST
+
 START_TEST(madvise_errors_are_the_kernels)
 {
 	const char *argv[] = { built("preload/reserve_fixture"), "badadvice", NULL };
@@ -170,6 +193,7 @@ int main(void)
 	tcase_add_test(tc2, a_large_plain_mapping_counts_its_touched_pages);
 	tcase_add_test(tc2, a_populated_reservation_counts_at_once);
 	tcase_add_test(tc2, a_moved_reservation_keeps_its_pages);
+	tcase_add_test(tc2, memory_committed_in_pieces_counts_what_was_touched);
 	tcase_add_test(tc2, madvise_errors_are_the_kernels);
 	suite_add_tcase(s, tc2);
 	return run_suite(s);
