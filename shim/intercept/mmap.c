@@ -447,7 +447,8 @@ static void refresh(enum ms_refresh_reason why)
 			fork_read();
 		return;
 	}
-	if (refreshing || lock_held || ms_tls_guard || !ms_counting)
+	/* a boundary is read also from inside a hook (native stages open and close there) */
+	if (refreshing || lock_held || (ms_tls_guard && why != MS_REFRESH_BOUNDARY) || !ms_counting)
 		return;
 	int reads = nranges(&sparse) || nranges(&shm);
 	if (!reads && why != MS_REFRESH_BOUNDARY && !(why == MS_REFRESH_REPORT && rss_wanted))
