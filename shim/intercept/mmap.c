@@ -361,6 +361,7 @@ static void drop_begin(struct drop *d, uintptr_t b, uintptr_t e)
 	}
 	if (!d->any)
 		return;
+	int saved = errno; /* before the program's call: what it reads of errno is that call's */
 	double start = thread_cpu();
 	int all = within_budget(drop_spent);
 	pagemap_open();
@@ -375,6 +376,7 @@ static void drop_begin(struct drop *d, uintptr_t b, uintptr_t e)
 	}
 	pagemap_close();
 	charge(&drop_spent, start);
+	errno = saved;
 }
 
 /* After the call (and the tables' change): what is left in [lo, hi) read again, the rest of the
@@ -591,10 +593,12 @@ static void *wrap_mmap(void *(*real)(void *, size_t, int, int, int, off_t), void
 		return call_mmap(real, addr, len, prot, flags, fd, off);
 	int fixed = flags & (MAP_FIXED | MAP_FIXED_NOREPLACE);
 	struct ms_shared_id id = { .kind = MS_SHARED_NONE };
-	if (flags & MAP_SHARED) {
+	if (flags & MAP_SHARED) { /* a few system calls, their errors not the program's */
+		int e = errno;
 		ms_tls_guard++;
 		ms_shared_classify(flags, fd, &id);
 		ms_tls_guard--;
+		errno = e;
 	}
 	int shared = id.kind != MS_SHARED_NONE;
 	if (!fixed && !anonymous_private(flags) && !shared)
@@ -610,11 +614,11 @@ static void *wrap_mmap(void *(*real)(void *, size_t, int, int, int, off_t), void
 	}
 	ms_tls_guard++;
 	void *p = call_mmap(real, addr, len, prot, flags, fd, off);
+	int saved = errno;
 	uint32_t tag = 0;
 	if (p != MAP_FAILED && shared && !fixed) /* its identity before the lock: a few system calls */
 		id.known = id.known || ms_shared_identify((uintptr_t)p, &id) == 0;
 	ms_tls_guard--;
-	int saved = errno;
 	enum kind kind = COUNTED;
 	if (p != MAP_FAILED) {
 		if (!fixed)
@@ -831,9 +835,11 @@ EXPORT void *shmat(int shmid, const void *addr, int flags)
 	if (passes_through())
 		return call_shmat(shmid, addr, flags);
 	struct shmid_ds ds;
+	int e = errno;
 	ms_tls_guard++;
 	int sized = syscall(SYS_shmctl, shmid, IPC_STAT, &ds) == 0;
 	ms_tls_guard--;
+	errno = e;
 	int remap = (flags & SHM_REMAP) != 0;
 	size_t len = sized ? page_up(ds.shm_segsz) : 0;
 	struct drop d = { .any = 0 };
@@ -843,13 +849,13 @@ EXPORT void *shmat(int shmid, const void *addr, int flags)
 	}
 	ms_tls_guard++;
 	void *p = call_shmat(shmid, addr, flags);
+	int saved = errno;
 	struct ms_shared_id id = { .kind = MS_SHARED_SYSV, .ino = (uint64_t)shmid };
 	if (p != (void *)-1 && sized) {
 		ms_format(id.name, sizeof id.name, "SYSV%x", (unsigned)ds.shm_perm.__key);
 		ms_shared_identify((uintptr_t)p, &id);
 	}
 	ms_tls_guard--;
-	int saved = errno;
 	if (p != (void *)-1 && sized) {
 		if (!remap)
 			table_lock();
