@@ -577,15 +577,6 @@ static int passes_through(void)
 	return ms_tls_guard || !ms_counting || lock_held;
 }
 
-/* The segment of a new shared mapping at P: its identity read where the descriptor could not give
- * it (anonymous shared memory, SysV), then its slot.  Lock held when FIXED, else not yet. */
-static uint32_t shared_tag(struct ms_shared_id *id, void *p)
-{
-	if (!id->known)
-		ms_shared_identify((uintptr_t)p, id);
-	return ms_shared_segment(id);
-}
-
 static void *wrap_mmap(void *(*real)(void *, size_t, int, int, int, off_t), void *addr, size_t len,
 		       int prot, int flags, int fd, off_t off)
 {
@@ -615,19 +606,17 @@ static void *wrap_mmap(void *(*real)(void *, size_t, int, int, int, off_t), void
 	ms_tls_guard++;
 	void *p = call_mmap(real, addr, len, prot, flags, fd, off);
 	int saved = errno;
-	uint32_t tag = 0;
-	if (p != MAP_FAILED && shared && !fixed) /* its identity before the lock: a few system calls */
-		id.known = id.known || ms_shared_identify((uintptr_t)p, &id) == 0;
+	/* anonymous shared memory has no descriptor to name its object: /proc/self/maps does, read
+	 * before the lock (a fixed mapping holds it already) */
+	if (p != MAP_FAILED && shared && !id.known)
+		ms_shared_identify((uintptr_t)p, &id);
 	ms_tls_guard--;
 	enum kind kind = COUNTED;
 	if (p != MAP_FAILED) {
 		if (!fixed)
 			table_lock();
 		if (shared) {
-			ms_tls_guard++;
-			tag = shared_tag(&id, p);
-			ms_tls_guard--;
-			remember((uintptr_t)p, len, kind = SHARED, tag);
+			remember((uintptr_t)p, len, kind = SHARED, ms_shared_segment(&id));
 		} else if (anonymous_private(flags)) {
 			remember((uintptr_t)p, len, kind = private_kind(len, prot, flags, commit), 0);
 		} else {
@@ -859,10 +848,7 @@ EXPORT void *shmat(int shmid, const void *addr, int flags)
 	if (p != (void *)-1 && sized) {
 		if (!remap)
 			table_lock();
-		ms_tls_guard++;
-		uint32_t tag = ms_shared_segment(&id);
-		ms_tls_guard--;
-		remember((uintptr_t)p, len, SHARED, tag);
+		remember((uintptr_t)p, len, SHARED, ms_shared_segment(&id));
 		drop_end(&d);
 		if (!remap)
 			table_unlock();
