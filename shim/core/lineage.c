@@ -13,7 +13,7 @@
 #define MAX_DEPTH 1024   /* ancestors walked at most (a pid namespace nests at most 32 deep) */
 #define NAME_MAX_LEN 64
 #define DIRENT_MAX 280   /* the largest entry getdents64 returns: a 255-byte name, aligned */
-#define RECORD_MAX (sizeof(struct ms_lineage_header) + 2 * MS_PATH_MAX + MS_LINEAGE_RANK)
+#define RECORD_MAX (sizeof(struct ms_lineage_header) + 2 * (size_t)MS_PATH_MAX + MS_LINEAGE_RANK)
 
 static char dir_path[48];
 static uint64_t own_start;               /* this process's start time; 0: not read yet */
@@ -46,7 +46,8 @@ static size_t record_name(char *out, size_t size, pid_t pid, uint64_t start)
 	return ms_format(out, size, "%d.%llu%s", (int)pid, (unsigned long long)start, MS_LINEAGE_SUFFIX);
 }
 
-/* Digits from *P up to a byte in STOP, into *V; the pointer past them, or NULL. */
+/* The decimal digits from P (before END, at most 20) into *V: the pointer past them, or NULL when
+ * there are none. */
 static const char *number(const char *p, const char *end, uint64_t *v)
 {
 	const char *b = p;
@@ -103,9 +104,7 @@ static int read_stat(pid_t pid, long *ppid, uint64_t *start)
 	char path[32], text[1024];
 	if (pid)
 		ms_format(path, sizeof path, "/proc/%d/stat", (int)pid);
-	else
-		ms_strlcpy(path, "/proc/self/stat", sizeof path);
-	long fd = syscall(SYS_openat, AT_FDCWD, path, O_RDONLY | O_CLOEXEC);
+	long fd = syscall(SYS_openat, AT_FDCWD, pid ? path : "/proc/self/stat", O_RDONLY | O_CLOEXEC);
 	if (fd < 0)
 		return -1;
 	long n = syscall(SYS_read, fd, text, sizeof text);
