@@ -111,7 +111,6 @@ void ms_process_forked(void)
 	ms_proc.forked = 1;
 	ms_proc.own_output = 0;
 	ms_proc.rank.own = 0; /* the parent's rank, inherited */
-	ms_lineage_forked();
 	children_dir();
 }
 

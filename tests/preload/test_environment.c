@@ -234,8 +234,8 @@ START_TEST(an_exec_in_place_from_scratch_keeps_its_file)
 }
 END_TEST
 
-/* This process's start time (the 22nd field of /proc/self/stat). */
-static uint64_t own_start(void)
+/* This process's start time: the 22nd field of /proc/self/stat, in ns after boot. */
+static uint64_t own_start_ns(void)
 {
 	char text[1024];
 	int fd = open("/proc/self/stat", O_RDONLY);
@@ -244,40 +244,36 @@ static uint64_t own_start(void)
 	long ppid;
 	uint64_t start;
 	ck_assert_int_eq(ms_lineage_parse_stat(text, (size_t)n, &ppid, &start), 0);
-	return start;
+	return start * (1000000000u / (unsigned long)sysconf(_SC_CLK_TCK));
 }
 
-/* A lineage record for this test process (the fixtures' parent) under START, naming OUTPUT as the
- * run's file and ROOT as its first process, in the directory the library reads; its path into
- * PATH. */
-static void plant(char *path, size_t size, uint64_t start, const char *output, pid_t root)
+/* A lineage record for this test process (the fixtures' parent) written at WRITTEN (ns after
+ * boot), naming OUTPUT as the run's file and ROOT as its first process, in the directory the
+ * library reads; its path into PATH. */
+static void plant(char *path, size_t size, uint64_t written, const char *output, pid_t root)
 {
-	char bytes[sizeof(struct ms_lineage_header) + 512];
-	struct ms_lineage_header h = { MS_LINEAGE_MAGIC, 0, (int32_t)getpid(), start, root, root, 0, 0 };
-	size_t n = sizeof h;
-	n += (size_t)snprintf(bytes + n, sizeof bytes - n, "%s", output) + 1;
-	n += (size_t)snprintf(bytes + n, sizeof bytes - n, "%s", output) + 1;
-	bytes[n++] = '\0'; /* no rank held */
-	h.size = (uint32_t)n;
-	memcpy(bytes, &h, sizeof h);
+	static struct ms_lineage l;
+	static char text[MS_LINEAGE_TEXT_MAX + 1];
+	memset(&l, 0, sizeof l);
+	l.root_pid = l.output_pid = root;
+	snprintf(l.output, sizeof l.output, "%s", output);
+	ms_lineage_encode(&l, text, sizeof text);
 	mkdir(ms_lineage_dir(), 0700);
-	snprintf(path, size, "%s/%d.%llu%s", ms_lineage_dir(), (int)getpid(), (unsigned long long)start,
+	snprintf(path, size, "%s/%d.%llu%s", ms_lineage_dir(), (int)getpid(), (unsigned long long)written,
 		 MS_LINEAGE_SUFFIX);
-	int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0600);
-	ck_assert_int_ge(fd, 0);
-	ck_assert_int_eq(write(fd, bytes, n), (ssize_t)n);
-	close(fd);
+	unlink(path);
+	ck_assert_int_eq(symlink(text, path), 0);
 }
 
-/* A record is taken only where its start time is its process's: one left under this process's
- * pid by an earlier process (a recycled pid, a killed run) is ignored, the fixture is the first of
- * its run; the same record under the right start time makes it a child of the run it names. */
+/* A record is taken only where it was written after its process started: one left under this
+ * process's pid before it started (a recycled pid, a killed run) is ignored, the fixture is the
+ * first of its run; the same record written since makes it a child of the run it names. */
 START_TEST(a_record_of_another_process_with_the_same_pid_is_never_taken)
 {
 	char path[PATH_MAX], planted[PATH_MAX], first[256];
 	const char *argv[] = { built("preload/alloc_fixture"), "simple", NULL };
 	const char *unset[] = { "MEMSHIM_OUTPUT", NULL }; /* the default file, the setting the record saw */
-	uint64_t start = own_start();
+	uint64_t start = own_start_ns();
 	snprintf(planted, sizeof planted, "/tmp/memshim-planted-%d.json", (int)getpid());
 	plant(path, sizeof path, start - 1, planted, 1);
 	run_in_dir(argv, unset, 0);
@@ -288,7 +284,7 @@ START_TEST(a_record_of_another_process_with_the_same_pid_is_never_taken)
 	json_decref(m);
 	ck_assert_int_eq(count_files("/tmp", planted + 5, NULL, 0), 0);
 
-	plant(path, sizeof path, start, planted, 1);
+	plant(path, sizeof path, start + 1, planted, 1);
 	run_in_dir(argv, unset, 0);
 	unlink(path);
 	ck_assert_int_eq(count_files(r.dir, "memshim_metrics", NULL, 0), 0);
