@@ -30,8 +30,9 @@
 /* The record's text: this, then "<root_pid> <output_pid> <py_root_pid> ", then the output, the
  * setting and the rank held, each as "<length>:<bytes>"; nothing after them. */
 #define MS_LINEAGE_TAG "LINEAGE1 "
-/* The longest text: the tag, three numbers, three lengths, the strings. */
-#define MS_LINEAGE_TEXT_MAX (sizeof MS_LINEAGE_TAG + 3 * 12 + 3 * 6 + 2 * (size_t)MS_PATH_MAX + MS_LINEAGE_RANK)
+/* The longest text: the tag, three numbers and their spaces (12 bytes each), three lengths and
+ * their colons (6 each), the strings. */
+#define MS_LINEAGE_TEXT_MAX (sizeof MS_LINEAGE_TAG + (size_t)54 + 2 * (size_t)MS_PATH_MAX + MS_LINEAGE_RANK)
 
 /* What a process hands on: what it inherited, changed where it has facts of its own. */
 struct ms_lineage {
