@@ -248,8 +248,8 @@ static void add_to_line(void *ctx, const char *stage, const char *target)
  * started, or the first one a shell script or another program started.  It tells the Python
  * processes it starts (spawned workers, multiprocessing's resource tracker and forkserver, ranks
  * under a Python launcher) through its lineage record (core/lineage.h); they record theirs in their
- * files only, and a forked child (another pid) would only repeat its parent.  0: no Python target named (the
- * Trainer defaults): the process the user started speaks. */
+ * files only, and a forked child (another pid) would only repeat its parent.  0: no Python target
+ * named (the Trainer defaults): the process the user started speaks. */
 static pid_t speaker_pid;
 
 /* What the other processes of the run matched (issue 29: regrtest's workers run the tests, its
