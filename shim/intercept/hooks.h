@@ -63,8 +63,10 @@ struct ms_scoped {
 /* The definition of S->name that the object containing CALLER (a return address; NULL: the main
  * namespace's view) would have bound without the shim: one in an object loaded at start, else in
  * the caller's local scope (RTLD_LOCAL libraries), else anywhere in its namespace; never ours.
- * NULL when no loaded object has it.  No allocation, no dlerror state, errno kept. */
-void *ms_resolve_scoped(struct ms_scoped *s, const void *caller);
+ * NULL when no loaded object has it.  *FOR_EVERY_CALLER (unless NULL) says whether every caller
+ * gets the same answer until an object is loaded or unloaded.  No allocation, no dlerror state,
+ * errno kept. */
+void *ms_resolve_scoped(struct ms_scoped *s, const void *caller, int *for_every_caller);
 /* Marks the objects loaded now as the ones loaded at start (resolve.c, once). */
 void ms_scope_note_startup(void);
 /* The return address of the exported wrapper it is written in: the program's calling object. */
@@ -81,6 +83,9 @@ const char *ms_sanitizer(void);
 /* Non-zero when the library was loaded after the program started (dlopen, ctypes): the program's
  * calls are already bound elsewhere, so nothing would be counted. */
 int ms_loaded_late(void);
+/* The path of a preloaded library whose malloc comes before ours (LD_PRELOAD="libjemalloc.so.2
+ * libmemshim.so"): the program's malloc calls never reach us.  NULL otherwise. */
+const char *ms_allocator_ahead(void);
 /* Non-zero when the real malloc is the C library's own (glibc's chunk layout may be relied on). */
 extern int ms_allocator_is_glibc;
 
@@ -109,6 +114,14 @@ extern void (*ms_before_count)(uintptr_t *slot);
 /* Sets ms_before_count (NULL: none); the malloc family leaves its fast path while one is set. */
 void ms_set_before_count(void (*fn)(uintptr_t *slot));
 
+/* malloc.c: counts block P that the allocator underneath handed out / is about to take back
+ * outside the malloc wrappers (jemalloc's or tcmalloc's operator new and delete: cxx.c). */
+void ms_malloc_counted(void *p);
+void ms_malloc_uncounted(void *p);
+/* cxx.c: 1 while this thread runs the allocator's operator new under a guard cxx.c raised; a raise
+ * from there (bad_alloc) lowers that guard (jump.c): nothing after the call runs. */
+extern __thread int ms_tls_new_guarded MS_TLS;
+
 /* malloc.c: non-zero while the malloc family may take its fast path (resolved, counting, glibc's
  * allocator underneath, no hook before counting).  Recomputed by ms_malloc_fast_update whenever
  * one of those changes (ms_counting included). */
@@ -133,10 +146,36 @@ static inline __attribute__((always_inline)) void ms_before_counting_at(uintptr_
  * the table's lock is taken before and released after (the first in the lock order: a counted
  * munmap may open a stage, so the stage engine's and the timeline's locks come after it). */
 uint64_t ms_mmap_untracked(void);
-/* Reservations (MAP_NORESERVE, or mapped MS_RESERVE_MIN bytes and more at once) count their resident
- * pages, read with mincore (ms_refresh); init sets the refresh. */
+/* Reservations (MAP_NORESERVE, or mapped MS_RESERVE_MIN bytes and more at once, or committed inside a
+ * PROT_NONE reservation) count their resident pages, read with PAGEMAP_SCAN or mincore (ms_refresh);
+ * init sets the refresh. */
 #define MS_RESERVE_MIN (16UL << 20)
 void ms_mmap_init(void);
+
+/* mmap.c, shared.c: the shared memory this process maps (MAP_SHARED of memfd, /dev/shm and other
+ * tmpfs files, anonymous shared memory, SysV segments), read by its resident pages in this process
+ * (the "shared" component), and the segments it maps, each named by its object's device and inode,
+ * as every process that maps it names it. */
+#define MS_SHARED_NAME 64
+#define MS_SHARED_SEGMENTS 128
+enum ms_shared_kind { MS_SHARED_NONE, MS_SHARED_ANONYMOUS, MS_SHARED_MEMFD, MS_SHARED_SHM, MS_SHARED_TMPFS,
+		      MS_SHARED_HUGETLBFS, MS_SHARED_SYSV };
+struct ms_shared_segment {
+	int kind;
+	uint32_t major, minor;    /* the object's device and inode, as /proc/PID/maps shows them */
+	uint64_t ino;
+	int64_t mapped;           /* bytes of it mapped now (0: unmapped since) */
+	int64_t mapped_peak;      /* most bytes mapped at once */
+	int64_t resident;         /* its pages resident in this process at the last read */
+	int64_t peak;             /* the most read */
+	char name[MS_SHARED_NAME]; /* the file's path (memfd: "/memfd:NAME"), "" for anonymous memory */
+};
+/* The segments into OUT (MS_SHARED_SEGMENTS of room), without the mapping lock (a signal handler
+ * may ask; a segment changing meanwhile may be left out): returns how many; *DROPPED receives the
+ * segments the table had no room for. */
+int ms_mmap_shared_copy(struct ms_shared_segment *out, uint64_t *dropped);
+/* Shared memory mappings this process made or inherited (0: it maps none, no "shared" keys). */
+uint64_t ms_mmap_shared_mappings(void);
 void ms_mmap_fork_prepare(void);
 void ms_mmap_fork_parent(void);
 void ms_mmap_fork_child(int tracking);
@@ -147,6 +186,9 @@ extern void (*ms_before_exit)(const char *reason);
 /* dl.c: dlclose calls made through the wrapper (the shim's own go to the real one).  Native stages
  * re-read the loaded objects at their next look after one. */
 extern unsigned ms_dlclose_calls;
+/* dl.c: dlopen, dlmopen and dlclose calls made through the wrappers (a dlopen counted as it
+ * starts, a dlclose when it is done). */
+extern unsigned ms_dl_generation;
 /* dl.c: called by the dlopen/dlmopen wrappers, once set, just before the real function (which the
  * wrapper then tail-calls, so it still sees the program's caller: RUNPATH, $ORIGIN, namespace),
  * with the wrapper's return-address slot: the call is under way until that slot no longer holds
