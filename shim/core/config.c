@@ -80,6 +80,8 @@ static const struct setting settings[] = {
 	{ "LD_PRELOAD", K_TEXT, NULL, 29 },        /* intercept/resolve.c: preloaded, or loaded late */
 	/* Set by memshim run when it prints the dump, which names the run's unmatched targets */
 	{ "MEMSHIM_RUN_DUMP", K_TEXT, NULL, 30 },
+	/* Set by memshim run: its directory of the run, where helpers write (output/report.c) */
+	{ "MEMSHIM_RUN_DIR", K_TEXT, NULL, 31 },
 };
 
 /* Case-insensitive in ASCII, whatever the locale: the words are ASCII (and every process parses

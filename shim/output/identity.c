@@ -69,12 +69,14 @@ int ms_identity_expand(char *out, size_t size, const char *tmpl)
 	return own;
 }
 
-void ms_identity_output_path(char *out, size_t size)
+int ms_identity_output_path(char *out, size_t size)
 {
 	int own = ms_identity_expand(out, size, ms_proc.output);
 	size_t n = strlen(out);
-	if (ms_proc.is_child && !ms_proc.own_output && !own)
-		ms_format(out + n, size - n, ".%d", (int)ms_proc.pid);
+	if (!ms_proc.is_child || ms_proc.own_output || own)
+		return 0;
+	ms_format(out + n, size - n, ".%d", (int)ms_proc.pid);
+	return 1;
 }
 
 /* Whether PATH opens with O_PATH and FLAGS (nothing read: the object is only looked up). */

@@ -20,8 +20,9 @@ const char *ms_identity_argv(size_t *len, int *truncated);
 int ms_identity_expand(char *out, size_t size, const char *tmpl);
 
 /* The output path of this process: placeholders expanded, ".<pid>" appended for children that
- * write a path inherited from their parent unless it names them already. */
-void ms_identity_output_path(char *out, size_t size);
+ * write a path inherited from their parent unless it names them already; returns 1 when it
+ * appended it (the child writes its parent's name). */
+int ms_identity_output_path(char *out, size_t size);
 
 /* At start: falls back to $TMPDIR (or /tmp) when the output directory cannot take the file or the
  * output is a directory (one warning; ".<pid>" added where that name is taken already); returns 1

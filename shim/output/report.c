@@ -299,16 +299,64 @@ static int acquire_writer(int from_handler)
 	return 0;
 }
 
+static int own_stage;     /* this process (a forked child: since its fork) began a stage */
+static int wrote_snapshot; /* a snapshot of this process is at its path: its last file goes there */
+
+void ms_report_boundary(int stage, int end)
+{
+	/* the engine's flag, read right after this thread's own enter: the implicit init, or an
+	 * explicit init that took its place (then no longer implicit) */
+	if (!end && stage >= 0 && stage < MS_MAX_STAGES && !own_stage && !ms_stages_peek()->stage[stage].implicit)
+		__atomic_store_n(&own_stage, 1, __ATOMIC_RELAXED);
+}
+
+/* A child that did nothing worth a file in the user's directory (report.h): a shell's subshell, a
+ * readlink a launcher runs.  memshim-format's rule for what it summarises in one line. */
+static int helper(void)
+{
+	int64_t peaks[MS_NCOMP], inherited[MS_NCOMP] = { 0 };
+	const struct ms_rank *r = &ms_proc.rank;
+	if (__atomic_load_n(&own_stage, __ATOMIC_RELAXED) || wrote_snapshot || ms_gpu_used() ||
+	    (r->own && r->rank >= 0) || ms_cfg.children_dir[0])
+		return 0;
+	ms_counters_process_peaks(peaks);
+	if (ms_proc.forked)
+		ms_counters_inherited(inherited);
+	int64_t added = peaks[MS_CPU] > inherited[MS_CPU] ? peaks[MS_CPU] - inherited[MS_CPU] : 0;
+	return added < MS_HELPER_PEAK || (ms_proc.forked && added * 20 < inherited[MS_CPU]);
+}
+
+/* Where a helper's last file goes: memshim run's directory of the run (the same name), or nowhere
+ * (0).  Returns 1 when PATH was moved there. */
+static int helper_path(char *path, size_t size)
+{
+	char moved[MS_PATH_MAX + 32];
+	const char *dir = ms_setting_text("MEMSHIM_RUN_DIR"), *slash = strrchr(path, '/');
+	if (!dir || dir[0] != '/' || !slash)
+		return 0;
+	if (ms_format(moved, sizeof moved, "%s/%s", dir, slash + 1) + 1 >= sizeof moved)
+		return 0;
+	ms_strlcpy(path, moved, size);
+	return 1;
+}
+
 /* Writes the file; the caller holds the writer.  FROM_HANDLER: never wait for the engine's lock. */
 static int write_held(const char *reason, int sig, int complete, int from_handler)
 {
 	char path[MS_PATH_MAX + 32];
-	int saved = errno;
+	int saved = errno, rc = 0;
 	ms_refresh(MS_REFRESH_REPORT);
 	ms_tls_guard++;
 	in_handler = from_handler;
-	ms_identity_output_path(path, sizeof path);
-	int rc = !path[0] ? fail("(empty path)", ENOENT) : write_to(path, reason, sig, complete);
+	int inherited_name = ms_identity_output_path(path, sizeof path);
+	/* a helper's last file (at exit, or on a signal) stays out of the user's directory */
+	int last = complete || sig;
+	if (!path[0])
+		rc = fail("(empty path)", ENOENT);
+	else if (!(last && inherited_name && helper()) || helper_path(path, sizeof path))
+		rc = write_to(path, reason, sig, complete);
+	if (rc == 0 && !last)
+		wrote_snapshot = 1;
 	if (complete)
 		__atomic_store_n(&finished_final, 1, __ATOMIC_RELEASE);
 	in_handler = 0;
@@ -404,4 +452,6 @@ void ms_report_fork_child(int tracking)
 		return;
 	finished_final = 0;
 	warned = 0;
+	own_stage = 0; /* the child is judged on its own: stages it inherited open do not count */
+	wrote_snapshot = 0;
 }

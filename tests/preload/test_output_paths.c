@@ -163,12 +163,15 @@ END_TEST
  * forked worker, a helper the rank runs) adds ".<pid>", so it never replaces the rank's file. */
 START_TEST(a_template_naming_the_rank_is_taken_as_given)
 {
-	char dir[] = "/tmp/memshim-ranks.XXXXXX", out[200], name[64];
+	char dir[] = "/tmp/memshim-ranks.XXXXXX", out[200], run_dir[200], name[64];
 	ck_assert_ptr_nonnull(mkdtemp(dir));
 	snprintf(out, sizeof out, "MEMSHIM_OUTPUT=%s/m_%%r.json", dir);
+	/* the helper's file as memshim run keeps it (in its run's directory, here the same), which a
+	 * plain LD_PRELOAD does not write at all */
+	snprintf(run_dir, sizeof run_dir, "MEMSHIM_RUN_DIR=%s", dir);
 	const char *argv[] = { "/bin/sh", "-c", "RANK=0 /bin/sh -c '/bin/true; echo $$'; "
 			       "LOCAL_RANK=1 NODE_RANK=0 WORLD_SIZE=2 /bin/true", NULL };
-	const char *env[] = { out, "RANK", "LOCAL_RANK", "MEMSHIM_RANK_HELD", NULL };
+	const char *env[] = { out, run_dir, "RANK", "LOCAL_RANK", "MEMSHIM_RANK_HELD", NULL };
 	struct run x;
 	ck_assert_int_eq(run_under_shim(&x, argv, env), 0);
 	int rank0 = atoi(x.out);
