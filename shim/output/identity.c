@@ -2,6 +2,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/syscall.h>
 #include <sys/utsname.h>
 #include <unistd.h>
@@ -15,17 +16,77 @@
 static char argv_buf[ARGV_MAX];
 static size_t argv_len;
 static int argv_truncated;
+/* The arguments' strings where the kernel laid them out (one stretch, each ending in NUL), which
+ * a program may overwrite to retitle itself (PostgreSQL's "postgres: checkpointer"); NULL when the
+ * constructor did not get them so. */
+static const char *area;
+static size_t area_len;
+static char comm_at_start[16]; /* the thread name the kernel gave at exec (PR_GET_NAME) */
+
+/* Whether ARGV's strings follow each other as the kernel lays them out (what /proc/self/cmdline
+ * reads): then the stretch is kept, to notice a retitle without following the program's pointers
+ * later (it may have pointed them elsewhere, at memory since freed). */
+static void keep_area(char *const *argv)
+{
+	if (!argv || !argv[0])
+		return;
+	const char *p = argv[0];
+	for (char *const *a = argv; *a; a++) {
+		if (*a != p)
+			return;
+		p += strlen(*a) + 1;
+	}
+	area = argv[0];
+	area_len = (size_t)(p - argv[0]);
+}
+
+static int main_thread(void)
+{
+	return syscall(SYS_gettid) == syscall(SYS_getpid);
+}
 
 void ms_identity_init(void)
 {
 	argv_len = ms_process_cmdline(argv_buf, sizeof argv_buf, &argv_truncated);
+	keep_area(ms_proc.argv);
+	if (main_thread())
+		prctl(PR_GET_NAME, comm_at_start, 0, 0, 0);
+}
+
+/* The arguments as /proc/self/cmdline shows them now (raw system calls: also from a handler). */
+static void reread(void)
+{
+	long fd = syscall(SYS_openat, AT_FDCWD, "/proc/self/cmdline", O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return;
+	size_t len = 0;
+	long n;
+	while (len < sizeof argv_buf && (n = syscall(SYS_read, fd, argv_buf + len, sizeof argv_buf - len)) > 0)
+		len += (size_t)n;
+	char extra;
+	argv_truncated = len == sizeof argv_buf && syscall(SYS_read, fd, &extra, 1) == 1;
+	syscall(SYS_close, fd);
+	while (len > 1 && !argv_buf[len - 1] && !argv_buf[len - 2])
+		len--; /* a title is padded with NULs to the length of what it replaced: no arguments */
+	argv_len = len;
 }
 
 const char *ms_identity_argv(size_t *len, int *truncated)
 {
+	size_t n = area_len < argv_len ? area_len : argv_len;
+	if (area && (n != argv_len || memcmp(area, argv_buf, n) != 0))
+		reread(); /* the program retitled itself: the file names what it says it is */
 	*len = argv_len;
 	*truncated = argv_truncated;
 	return argv_buf;
+}
+
+const char *ms_identity_comm(char out[16])
+{
+	if (!comm_at_start[0] || !main_thread() || prctl(PR_GET_NAME, out, 0, 0, 0) != 0)
+		return NULL;
+	out[15] = '\0';
+	return strcmp(out, comm_at_start) ? out : NULL;
 }
 
 /* One placeholder C into OUT; *OWN becomes 1 when what it wrote is this process's alone. */

@@ -10,8 +10,14 @@
 void ms_identity_init(void);
 
 /* The arguments, each ending in NUL: *LEN bytes at the returned address; *TRUNCATED when they did
- * not all fit. */
+ * not all fit.  As the process set them last: a program that overwrote them to retitle itself
+ * (PostgreSQL's children: "postgres: checkpointer") is read again from /proc/self/cmdline.  The
+ * one writer at a time calls it (it may refresh the copy). */
 const char *ms_identity_argv(size_t *len, int *truncated);
+
+/* The main thread's name (prctl PR_SET_NAME, /proc/PID/comm) into OUT when the program renamed
+ * itself since it started, else NULL (also when asked from another thread). */
+const char *ms_identity_comm(char out[16]);
 
 /* TMPL (MEMSHIM_OUTPUT) into OUT of SIZE bytes: %p the pid, %r the rank and %l the local rank
  * (struct ms_rank; "pid<N>" where the launcher gave none), %h the host name, %% a '%'.  Returns 1

@@ -37,6 +37,7 @@ static struct ms_stages snap MS_PAGE_ALIGNED MS_LARGE; /* large: static, never o
 static struct ms_timeline tl_snap MS_PAGE_ALIGNED MS_LARGE;
 static struct ms_pool_sample pools[MS_CUDA_MAX_POOLS] MS_LARGE;
 static struct ms_doc doc MS_LARGE; /* filled by the one writer at a time */
+static char comm[16];
 
 /* The CPU components of a forked child: what it added over the memory it shares with its parent
  * (a DataLoader worker is not its parent's 355 MB). */
@@ -111,6 +112,7 @@ static int gather(struct ms_doc *d, const char *reason, int sig, int complete, i
 			      .each_native = ms_native_each_target,
 			      .stage_sites = ms_peak_sites_stage, .sites_summary = ms_peak_sites_summary };
 	d->argv = ms_identity_argv(&d->argv_len, &d->argv_truncated);
+	d->comm = ms_identity_comm(comm);
 	if (in_handler)
 		ms_stages_copy_nowait(&snap, ms_elapsed());
 	else

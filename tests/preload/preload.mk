@@ -1,7 +1,7 @@
 # Integration suites: fixture programs run under LD_PRELOAD, metrics files parsed with jansson.
 PRELOAD_FIXTURES := $(BUILD)/preload/alloc_fixture $(BUILD)/preload/output_fixture \
 	$(BUILD)/preload/reliab_fixture $(BUILD)/preload/own_malloc $(BUILD)/preload/reserve_fixture \
-	$(BUILD)/preload/fork_fixture $(BUILD)/preload/labels_fixture \
+	$(BUILD)/preload/fork_fixture $(BUILD)/preload/labels_fixture $(BUILD)/preload/names_fixture \
 	$(BUILD)/preload/sanitized_tsan $(BUILD)/preload/sanitized_asan
 # One suite per feature: the malloc family, anonymous mappings and reservations, fork and exec,
 # signals and snapshots, start to exit, the metrics file and where it goes, real programs.

@@ -269,6 +269,47 @@ START_TEST(helpers_leave_nothing_beside_the_output)
 }
 END_TEST
 
+/* A forked child named as it named itself (issue 39: PostgreSQL's children rewrite their
+ * arguments to "postgres: checkpointer"; every child's file had the postmaster's): the arguments
+ * as /proc/PID/cmdline has them at its end, and "comm" when it renamed itself with prctl. */
+START_TEST(children_named_as_they_named_themselves)
+{
+	char kids[PATH_MAX], var[PATH_MAX + 32];
+	json_t *files[4];
+	make_dir(kids, sizeof kids, 0700, getuid());
+	snprintf(var, sizeof var, "MEMSHIM_CHILDREN_DIR=%s", kids); /* every child's file, small ones too */
+	const char *env[] = { var, NULL };
+	const char *argv[] = { built("preload/names_fixture"), "--a-long-argument-a-title-can-take-the-place-of", NULL };
+	ck_assert_int_eq(run_under_shim(&r, argv, env), 0);
+	ck_assert_msg(!strcmp(r.out, "named ok\n"), "%s %s", r.out, r.err);
+	ck_assert_int_eq(children_in(kids, "m.json.", files, 4), 3);
+	int named = 0, titled = 0, plain = 0;
+	for (int i = 0; i < 3; i++) {
+		json_t *a = json_object_get(files[i], "argv");
+		const char *arg0 = json_string_value(json_array_get(a, 0));
+		const char *comm = json_string_value(json_object_get(files[i], "comm"));
+		ck_assert_ptr_nonnull(arg0);
+		if (comm) {
+			ck_assert_str_eq(comm, "fixture-named");
+			named++;
+		} else if (!strcmp(arg0, "fixture: titled worker")) {
+			ck_assert_int_eq(json_array_size(a), 1);
+			titled++;
+		} else {
+			ck_assert_str_eq(arg0, argv[0]);
+			ck_assert_int_eq(json_array_size(a), 2);
+			plain++;
+		}
+	}
+	ck_assert_msg(named == 1 && titled == 1 && plain == 1, "named %d, titled %d, plain %d", named, titled, plain);
+	release(files, 3);
+	json_t *m = load_metrics(&r, "m.json"); /* the parent kept its own */
+	ck_assert_str_eq(json_string_value(json_array_get(json_object_get(m, "argv"), 0)), argv[0]);
+	ck_assert_ptr_null(json_object_get(m, "comm"));
+	json_decref(m);
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("fork and exec");
@@ -285,6 +326,7 @@ int main(void)
 	tcase_add_checked_fixture(tc2, bounded, NULL);
 	tcase_add_test(tc2, a_forked_worker_reports_what_it_added);
 	tcase_add_test(tc2, helpers_leave_nothing_beside_the_output);
+	tcase_add_test(tc2, children_named_as_they_named_themselves);
 	suite_add_tcase(s, tc2);
 	return run_suite(s);
 }
