@@ -700,6 +700,27 @@ START_TEST(test_launchers_summarised)
 }
 END_TEST
 
+/* Helpers (issue 39: pyenv's shim ran 40 of them before python) write into the run's own
+ * directory, which memshim run reads for the dump and removes: the user's directory keeps the one
+ * file of the process that did the work. */
+START_TEST(test_helpers_in_the_run_directory)
+{
+	char *out, *err;
+	char *args[] = { NULL, "run", "/bin/sh", "-c",
+			 "echo \"$MEMSHIM_RUN_DIR\"; MEMSHIM_FAKE_MINOR=1 /bin/true; MEMSHIM_FAKE_MINOR=1 /bin/true", NULL };
+	int st = wrap(NULL, args, &out, &err);
+	ck_assert_msg(WIFEXITED(st) && WEXITSTATUS(st) == 0, "status %#x: %s", st, err);
+	ck_assert_msg(!strncmp(out, "/tmp/memshim-run.", 17) || strstr(out, "/memshim-run."), "run dir: %s", out);
+	out[strcspn(out, "\n")] = '\0';
+	ck_assert_msg(access(out, F_OK) != 0, "%s is left", out);
+	ck_assert_uint_eq(files_like("memshim_metrics.json*"), 1);
+	ck_assert_int_eq(count(err, "***** fake metrics *****"), 1);
+	ck_assert_msg(strstr(err, "\nmemshim: 2 other processes (launchers, shells) opened no stage and "
+			      "peaked under 16MB: pid "), "stderr: %s", err);
+	free2(out, err);
+}
+END_TEST
+
 /* --sites: the call sites at each stage's peak after the dump; one line when sampling was off;
  * in a multi-rank run, those of the rank that peaked highest. */
 START_TEST(test_sites)
@@ -873,6 +894,7 @@ Suite *wrapper_suite(void)
 	tcase_add_test(tc, test_rank_in_output_name);
 	tcase_add_test(tc, test_children_dir);
 	tcase_add_test(tc, test_launchers_summarised);
+	tcase_add_test(tc, test_helpers_in_the_run_directory);
 	tcase_add_test(tc, test_sites);
 	tcase_add_test(tc, test_sites_ranks);
 	suite_add_tcase(s, tc);
