@@ -58,16 +58,34 @@ static void stop_tracking(void)
 	ms_malloc_fast_update();
 }
 
+static int reported;
+
+/* The subsystems' last words (what matched nothing, ...), once: from the exit handler or the
+ * destructor, whichever runs first (for a preloaded library the destructor does: the loader's
+ * handler was registered after ours), before the final file. */
+static void reports(void)
+{
+	if (__atomic_exchange_n(&reported, 1, __ATOMIC_ACQ_REL))
+		return;
+	for (size_t i = 0; i < NSUBSYSTEMS; i++)
+		if (subsystems[i].report)
+			subsystems[i].report();
+}
+
 /* Writes the final metrics file once (closing open stages); REASON is "exit" or "_exit". */
 static void finish(const char *reason)
 {
 	if (!ms_is_tracked_process() || __atomic_exchange_n(&finished, 1, __ATOMIC_ACQ_REL))
 		return;
+	/* the run's first process speaks for the run at its end, also through _exit (dash ends so) */
+	if (reason[0] == '_' && !ms_proc.is_child)
+		reports();
 	ms_refresh(MS_REFRESH_REPORT); /* the reservations and RSS as the open stages close */
 	ms_tls_guard++;
 	ms_stages_close_all(ms_elapsed());
 	ms_report_write(reason, 0, 1);
 	ms_live_finish(); /* the final file is there: the live record goes */
+	ms_log_run_end();
 	ms_tls_guard--;
 }
 
@@ -82,9 +100,7 @@ static void at_exit(void *unused)
 {
 	(void)unused;
 	int saved = errno;
-	for (size_t i = 0; i < NSUBSYSTEMS; i++)
-		if (subsystems[i].report)
-			subsystems[i].report();
+	reports();
 	finish("exit");
 	errno = saved;
 }
@@ -113,6 +129,7 @@ static void fork_child(void)
 	if (tracking) {
 		ms_process_forked();
 		finished = 0;
+		reported = 0;
 	}
 	for (size_t i = 0; i < NSUBSYSTEMS; i++)
 		if (subsystems[i].fork_child)
@@ -165,6 +182,7 @@ __attribute__((constructor)) static void ms_init(int argc, char **argv, char **e
 		return;
 	}
 	ms_process_identify();
+	ms_log_join_run(ms_proc.root_pid, !ms_proc.is_child);
 	if (ms_proc.is_child && !ms_cfg.follow_children) {
 		stop_tracking();
 		return;
@@ -185,6 +203,8 @@ __attribute__((constructor)) static void ms_init(int argc, char **argv, char **e
 __attribute__((destructor)) static void ms_fini(void)
 {
 	int saved = errno;
+	if (ms_is_tracked_process() && !finished)
+		reports();
 	finish("exit");
 	errno = saved;
 }

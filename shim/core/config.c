@@ -20,6 +20,13 @@ const char ms_default_stages[] =
 	"train=transformers.trainer:Trainer.train|transformers.trainer:Trainer._inner_training_loop,"
 	"eval=transformers.trainer:Trainer.evaluate,test=transformers.trainer:Trainer.predict";
 
+/* An exec'd process of a run (MEMSHIM_ROOT_PID set by its first process) inherited the settings
+ * its first process read and warned about: what is wrong with them is said once per run (issue
+ * 39: a bad value was named again by every process pyenv's shim or a shell script ran), by the
+ * first process; MEMSHIM_LOG=debug shows them in the others. */
+static int inherited_run;
+#define config_warn(...) ms_log(inherited_run ? MS_LOG_DEBUG : MS_LOG_WARN, __VA_ARGS__)
+
 enum kind { K_BOOL, K_SITES, K_LOG, K_PATH, K_DIR, K_INTERVAL, K_BYTES, K_STAGES, K_TEXT };
 
 struct setting {
@@ -290,7 +297,7 @@ static void warn_bad(const char *name, const char *value, const char *fallback)
 	for (; i < 64 && value[i]; i++)
 		shown[i] = (value[i] >= 0x20 && value[i] < 0x7f) ? value[i] : '?';
 	memcpy(shown + i, value[i] ? "..." : "", value[i] ? 4 : 1);
-	ms_warn("%s=\"%s\" is not valid; using \"%s\"", name, shown, fallback);
+	config_warn("%s=\"%s\" is not valid; using \"%s\"", name, shown, fallback);
 }
 
 /* An empty spec: its header only (a stage entry is cleared when it is added), so the pages of its
@@ -409,7 +416,7 @@ static int edits(const char *a, size_t n, const char *b)
  * once per run: by its first process, whose children inherit the same environment. */
 static void warn_unknown(void)
 {
-	if (environment("MEMSHIM_ROOT_PID"))
+	if (inherited_run)
 		return;
 	for (int u = 0; u < nunknown; u++) {
 		const char *near = NULL;
@@ -439,6 +446,7 @@ static const char *environment(const char *name)
 void ms_config_start(void)
 {
 	environ_scan();
+	inherited_run = environment("MEMSHIM_ROOT_PID") != NULL;
 	ms_config_load(&ms_cfg, environment);
 	warn_unknown();
 }
@@ -509,7 +517,7 @@ static void warn_entry(const char *b, const char *e, const char *why)
 	for (size_t i = 0; i < n; i++)
 		shown[i] = (b[i] >= 0x20 && b[i] < 0x7f) ? b[i] : '?';
 	memcpy(shown + n, (size_t)(e - b) > 64 ? "..." : "", (size_t)(e - b) > 64 ? 4 : 1);
-	ms_warn("MEMSHIM_STAGES entry \"%s\" ignored: %s", shown, why);
+	config_warn("MEMSHIM_STAGES entry \"%s\" ignored: %s", shown, why);
 }
 
 static int name_char(unsigned char c)
@@ -632,6 +640,6 @@ int ms_spec_parse(struct ms_spec *spec, const char *text)
 		p = comma + 1;
 	}
 	if (bad > MS_SPEC_WARNINGS)
-		ms_warn("MEMSHIM_STAGES: %d more bad entries ignored", bad - MS_SPEC_WARNINGS);
+		config_warn("MEMSHIM_STAGES: %d more bad entries ignored", bad - MS_SPEC_WARNINGS);
 	return bad;
 }

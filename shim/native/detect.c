@@ -14,7 +14,9 @@
  * targets found nowhere come at exit (ms_native_report: libraries loaded later count), once per
  * target, from the first process of the run or any process that found at least one target. */
 #include <dlfcn.h>
+#include <fcntl.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 #include "core/config.h"
@@ -73,23 +75,84 @@ void ms_native_each_target(void (*fn)(void *ctx, const char *target, const char 
 			fn(ctx, targets[i].text, ms_cfg.spec.stage[targets[i].spec_stage].name, bound_by(i));
 }
 
+/* ---- "not found", judged over the run ------------------------------------------------------
+ * A target is found nowhere only when no process of the run found it (issue 39: `time ./prog`
+ * named prog's function "not found in any loaded object", time having none; each of PostgreSQL's
+ * children repeated the line).  The run's first process says it at its exit; the others note what
+ * they found, one byte per target, in a file it makes (/dev/shm/memshim-native-..., mode 0600, its
+ * own: ms_run_path), which it reads and removes.  Under memshim run the dump says it for the run's
+ * files (native_targets), so nobody does here. */
+
+static char notes[96]; /* the run's file: made by the first process, "" elsewhere or unknown */
+
+static int dump_follows(void)
+{
+	const char *v = ms_setting_text("MEMSHIM_RUN_DUMP");
+	return v && !strcmp(v, "1");
+}
+
+static void make_notes(void)
+{
+	if (ms_proc.is_child || dump_follows() || !ms_run_path(notes, sizeof notes, "native"))
+		return;
+	long fd = syscall(SYS_openat, AT_FDCWD, notes, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+	if (fd < 0) {
+		notes[0] = '\0'; /* not ours (a stale one, another user's): the first process knows its own */
+		return;
+	}
+	syscall(SYS_close, fd);
+}
+
+/* A later process of the run: the targets it found, for the first one. */
+static void tell_first(void)
+{
+	char path[96];
+	if (!ms_proc.is_child || dump_follows() || !ms_run_path(path, sizeof path, "native"))
+		return;
+	long fd = syscall(SYS_openat, AT_FDCWD, path, O_WRONLY | O_NOFOLLOW | O_CLOEXEC);
+	if (fd < 0)
+		return;
+	struct stat st;
+	if (fstat((int)fd, &st) == 0 && S_ISREG(st.st_mode) && st.st_uid == geteuid()) {
+		static const char one = 1;
+		for (int i = 0; i < ms_native_ntargets; i++)
+			if (targets[i].found)
+				syscall(SYS_pwrite64, fd, &one, 1, (long)i);
+	}
+	syscall(SYS_close, fd);
+}
+
+/* The first process: which targets the others found (ELSEWHERE[i] 1); the file goes. */
+static void read_notes(unsigned char *elsewhere)
+{
+	if (!notes[0] || ms_proc.is_child)
+		return;
+	long fd = syscall(SYS_openat, AT_FDCWD, notes, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+	if (fd >= 0) {
+		if (syscall(SYS_pread64, fd, elsewhere, (size_t)ms_native_ntargets, 0) < 0)
+			ms_debug("native stages: could not read what the run's other processes found");
+		syscall(SYS_close, fd);
+	}
+	syscall(SYS_unlinkat, AT_FDCWD, notes, 0);
+	notes[0] = '\0';
+}
+
 void ms_native_report(void)
 {
+	static unsigned char elsewhere[MAX_NATIVE_TARGETS] MS_LARGE;
 	if (!loaded || !ms_is_tracked_process())
 		return;
 	ms_tls_guard++;
 	ms_syms_refresh();
-	int any_found = 0;
-	for (int i = 0; i < ms_native_ntargets; i++)
-		any_found |= targets[i].found;
-	/* an exec'd child that found nothing is most likely a wrapper (a shell, env): the program the
-	 * names were meant for reports for itself */
-	int quiet = ms_proc.is_child && !any_found;
+	tell_first();
+	read_notes(elsewhere);
+	/* the run's first process speaks for the run; under memshim run, its dump */
+	int quiet = ms_proc.is_child || dump_follows();
 	char stripped[1024];
 	ms_syms_stripped(stripped, sizeof stripped);
 	for (int i = 0; i < ms_native_ntargets; i++) {
 		const struct ms_target *t = &targets[i];
-		if (t->found || python_owned[i] || quiet)
+		if (t->found || python_owned[i] || quiet || elsewhere[i])
 			continue;
 		ms_warn("native stage %s: '%s' was not found in any loaded object%s%s%s",
 			ms_cfg.spec.stage[t->spec_stage].name, t->text, stripped[0] ? " (no symbol table: " : "",
@@ -135,6 +198,8 @@ void ms_native_init(void)
 	}
 	ms_tls_guard--;
 	loaded = 1;
+	make_notes();
+	tell_first(); /* what the objects loaded at start hold, also for a process that ends in _exit */
 	if (!ok)
 		return;
 	watching = 1;

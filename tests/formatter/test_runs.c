@@ -139,6 +139,43 @@ START_TEST(test_processes_named_as_they_named_themselves)
 }
 END_TEST
 
+/* DIR/NAME: a process's file whose native targets (JSON, the file's native_targets) were bound as
+ * given. */
+static void native(const char *dir, const char *name, int pid, const char *argv, const char *targets)
+{
+	char path[4300], text[4096];
+	int n = snprintf(text, sizeof text,
+			 "{\"format\": \"memshim-metrics\", \"version\": 1, \"pid\": %d, \"ppid\": 5000, "
+			 "\"root_pid\": 5000, \"is_child\": %s, \"argv\": %s, \"native_targets\": %s, "
+			 "\"metrics\": {\"w_mem_cpu_alloc_delta\": 1048576, \"w_runtime\": 0.1, \"w_calls\": 1}, "
+			 "\"stages\": [{\"name\": \"w\", \"calls\": 1}]}",
+			 pid, pid == 5000 ? "false" : "true", argv, targets);
+	snprintf(path, sizeof path, "%s/%s", dir, name);
+	t_write(path, text, (size_t)n);
+}
+
+/* `time ./prog` with a stage on prog's function: time has none, prog has it; one found by no
+ * process of the run is named once (memshim run leaves the line to the dump). */
+START_TEST(test_native_target_judged_over_the_run)
+{
+	char *dir = t_tmpdir(), *out, *err;
+	const char *files[] = { "m.json", "m.json.5001", NULL };
+	native(dir, "m.json", 5000, "[\"/usr/bin/time\", \"./prog\"]",
+	       "[{\"target\": \"work\", \"stage\": \"w\", \"bound\": \"none\"}, "
+	       "{\"target\": \"typo\", \"stage\": \"x\", \"bound\": \"none\"}]");
+	native(dir, "m.json.5001", 5001, "[\"./prog\"]",
+	       "[{\"target\": \"work\", \"stage\": \"w\", \"bound\": \"stack\"}, "
+	       "{\"target\": \"typo\", \"stage\": \"x\", \"bound\": \"none\"}]");
+	ck_assert_int_eq(format_run(dir, files, &out, &err), 0);
+	ck_assert_msg(!strstr(out, "'work'"), "%s", out);
+	ck_assert_int_eq(count(out, "memshim: native stage x: 'typo' was not found in any loaded object "
+				    "(in none of the 2 processes)\n"), 1);
+	free(out), free(err);
+	t_rmtree(dir);
+	free(dir);
+}
+END_TEST
+
 Suite *runs_suite(void)
 {
 	Suite *s = suite_create("runs");
@@ -146,6 +183,7 @@ Suite *runs_suite(void)
 	tcase_add_test(tc, test_helpers_summarised_behind_the_one_that_worked);
 	tcase_add_test(tc, test_launcher_yields_to_its_command);
 	tcase_add_test(tc, test_processes_named_as_they_named_themselves);
+	tcase_add_test(tc, test_native_target_judged_over_the_run);
 	suite_add_tcase(s, tc);
 	return s;
 }

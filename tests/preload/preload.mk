@@ -6,7 +6,7 @@ PRELOAD_FIXTURES := $(BUILD)/preload/alloc_fixture $(BUILD)/preload/output_fixtu
 # One suite per feature: the malloc family, anonymous mappings and reservations, fork and exec,
 # signals and snapshots, start to exit, the metrics file and where it goes, real programs.
 PRELOAD_SUITES := $(addprefix $(BUILD)/preload/test_,malloc mmap fork_exec signals lifecycle output_files \
-	output_paths reliability labels)
+	output_paths reliability labels runs)
 
 $(BUILD)/preload/%: tests/preload/fixtures/%.c
 	@mkdir -p $(@D)
