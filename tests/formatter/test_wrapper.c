@@ -527,9 +527,51 @@ START_TEST(test_bad_output_directory_before_the_run)
 	char *args[] = { NULL, "run", "--output", "/nonexistent-memshim-dir/m.json", "/usr/bin/touch", marker, NULL };
 	int status = wrap(NULL, args, &out, &err);
 	ck_assert(WIFEXITED(status) && WEXITSTATUS(status) == 125);
-	ck_assert_str_eq(err, "memshim: the output directory does not exist: /nonexistent-memshim-dir\n");
+	ck_assert_str_eq(err, "memshim: the output directory does not exist: /nonexistent-memshim-dir; choose another "
+			      "with --output FILE\n");
 	ck_assert_int_ne(access(marker, F_OK), 0); /* the command never ran */
 	free2(out, err);
+}
+END_TEST
+
+/* A directory that says it takes the file and does not (/proc: root may write there, yet no file
+ * can be made) is found before the run too, with the option that chooses another (issue 39). */
+START_TEST(test_output_directory_that_takes_no_file)
+{
+	char *out, *err, marker[4300];
+	snprintf(marker, sizeof marker, "%s/ran", tree);
+	char *args[] = { NULL, "run", "--output", "/proc/m.json", "/usr/bin/touch", marker, NULL };
+	int status = wrap(NULL, args, &out, &err);
+	ck_assert_msg(WIFEXITED(status) && WEXITSTATUS(status) == 125, "status %#x: %s", status, err);
+	ck_assert_msg(strstr(err, " /proc; choose another with --output FILE\n") && !strchr(err, '\n')[1], "%s", err);
+	ck_assert_int_ne(access(marker, F_OK), 0);
+	free2(out, err);
+}
+END_TEST
+
+/* An option whose value is missing takes no "--" or option as its value (issue 39: `memshim run
+ * --stages -- true` ran `true` with the stage list "--"): a usage error naming the option. */
+START_TEST(test_option_without_its_value)
+{
+	static const char *const cases[][3] = {
+		{ "--stages", "--", "memshim: --stages needs a value, not -- (see memshim --help)\n" },
+		{ "--stages", "--all", "memshim: --stages needs a value, not --all (see memshim --help)\n" },
+		{ "--output", "--", "memshim: --output needs a value, not -- (see memshim --help)\n" },
+		{ "--plot", "--", "memshim: --plot needs a value, not -- (see memshim --help)\n" },
+		{ "--stages=--", NULL, "memshim: --stages needs a value, not -- (see memshim --help)\n" },
+	};
+	char *out, *err, marker[4300];
+	snprintf(marker, sizeof marker, "%s/ran", tree);
+	for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+		char *args[] = { NULL, "run", (char *)cases[i][0], (char *)cases[i][1], "/usr/bin/touch", marker, NULL };
+		if (!cases[i][1]) /* --stages=VALUE */
+			args[3] = "/usr/bin/touch", args[4] = marker, args[5] = NULL;
+		int status = wrap(NULL, args, &out, &err);
+		ck_assert_msg(WIFEXITED(status) && WEXITSTATUS(status) == 125, "%s: status %#x", cases[i][0], status);
+		ck_assert_str_eq(err, cases[i][2]);
+		ck_assert_int_ne(access(marker, F_OK), 0);
+		free2(out, err);
+	}
 }
 END_TEST
 
@@ -887,6 +929,8 @@ Suite *wrapper_suite(void)
 	tcase_add_test(tc, test_kernel_command);
 	tcase_add_test(tc, test_command_cannot_run);
 	tcase_add_test(tc, test_bad_output_directory_before_the_run);
+	tcase_add_test(tc, test_output_directory_that_takes_no_file);
+	tcase_add_test(tc, test_option_without_its_value);
 	tcase_add_loop_test(tc, test_output_naming_a_directory_before_the_run, 0, 3);
 	tcase_add_test(tc, test_previous_run_kept);
 	tcase_add_test(tc, test_previous_run_kept_pid_name);
