@@ -219,6 +219,24 @@ static void fallback_name(const char *out, int is_dir, const char *tmp, char *fa
 		taken_path[0] = '\0';
 }
 
+int ms_identity_fall_back(int e)
+{
+	char fallback[MS_PATH_MAX], taken_path[MS_PATH_MAX], was[MS_PATH_MAX];
+	const char *tmp = ms_setting_text("TMPDIR");
+	if (!tmp || tmp[0] != '/')
+		tmp = "/tmp";
+	ms_strlcpy(was, ms_proc.output, sizeof was);
+	fallback_name(was, 0, tmp, fallback, taken_path);
+	if (strlen(fallback) >= sizeof fallback - 1 || !strcmp(fallback, was) ||
+	    syscall(SYS_faccessat, AT_FDCWD, tmp, W_OK | X_OK) != 0)
+		return 0;
+	/* a child's trouble stays off the program's stderr, as its failed write would (report.c) */
+	ms_log(ms_proc.is_child ? MS_LOG_DEBUG : MS_LOG_WARN, "cannot write metrics file %s: %s (errno %d); writing %s instead%s%s%s",
+	       was, ms_errno_text(e), e, fallback, taken_path[0] ? " (" : "", taken_path, taken_path[0] ? " is another run's)" : "");
+	ms_process_set_output(fallback);
+	return 1;
+}
+
 /* At start: an output that cannot take the file (its directory refuses it, or it is a directory) is
  * found now, not after a six-hour run; the file then goes to $TMPDIR (or /tmp) (fallback_name).
  * Returns 1 when it moved. */

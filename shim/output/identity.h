@@ -35,4 +35,9 @@ int ms_identity_output_path(char *out, size_t size);
  * when the output moved. */
 int ms_identity_check_output(void);
 
+/* When writing the file failed with errno E where the start found nothing wrong (/proc/x.json for
+ * root, a directory removed or made read-only since): the same fallback as at start, with one
+ * warning (a child's in MEMSHIM_LOG=debug only); returns 1 when the output moved. */
+int ms_identity_fall_back(int e);
+
 #endif

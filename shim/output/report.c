@@ -152,12 +152,17 @@ static void write_document(struct ms_json *w, const char *reason, int sig, int c
 }
 
 static int warned;
+static int deferring, deferred; /* a failure kept for the fallback (write_held), not said yet */
 
 /* One line for the process the user started; a child's trouble (another uid, its parent's directory
  * removed before it ended) stays off the program's stderr, where it would change the program's
  * output (issue 29): MEMSHIM_LOG=debug shows it. */
 static int fail(const char *path, int e)
 {
+	if (deferring) {
+		deferred = e;
+		return -1;
+	}
 	if (__atomic_exchange_n(&warned, 1, __ATOMIC_RELAXED))
 		return -1;
 	if (ms_proc.is_child)
@@ -342,6 +347,25 @@ static int helper_path(char *path, size_t size)
 	return 1;
 }
 
+/* write_to, and when that fails where the start found nothing wrong (MEMSHIM_OUTPUT=/proc/x.json
+ * for root: the directory says it is writable), the file goes where an unwritable directory's
+ * would (ms_identity_fall_back), once: not for a helper's file in the run's directory (MOVED). */
+static int write_to_or_fall_back(char *path, size_t size, int moved, const char *reason, int sig, int complete)
+{
+	static int fell_back;
+	deferring = !moved && !fell_back;
+	deferred = 0;
+	int rc = write_to(path, reason, sig, complete);
+	deferring = 0;
+	if (rc == 0 || !deferred)
+		return rc;
+	fell_back = 1;
+	if (!ms_identity_fall_back(deferred))
+		return fail(path, deferred);
+	ms_identity_output_path(path, size);
+	return write_to(path, reason, sig, complete);
+}
+
 /* Writes the file; the caller holds the writer.  FROM_HANDLER: never wait for the engine's lock. */
 static int write_held(const char *reason, int sig, int complete, int from_handler)
 {
@@ -353,10 +377,11 @@ static int write_held(const char *reason, int sig, int complete, int from_handle
 	int inherited_name = ms_identity_output_path(path, sizeof path);
 	/* a helper's last file (at exit, or on a signal) stays out of the user's directory */
 	int last = complete || sig;
+	int moved = 0;
 	if (!path[0])
 		rc = fail("(empty path)", ENOENT);
-	else if (!(last && inherited_name && helper()) || helper_path(path, sizeof path))
-		rc = write_to(path, reason, sig, complete);
+	else if (!(last && inherited_name && helper()) || (moved = helper_path(path, sizeof path)))
+		rc = write_to_or_fall_back(path, sizeof path, moved, reason, sig, complete);
 	if (rc == 0 && !last)
 		wrote_snapshot = 1;
 	if (complete)
