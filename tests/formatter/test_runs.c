@@ -176,6 +176,21 @@ START_TEST(test_native_target_judged_over_the_run)
 }
 END_TEST
 
+/* A run's good file beside one cut short (a process killed while it wrote, a copy stopped
+ * half-way): the good one is shown, the other named with what is wrong, the status says so. */
+START_TEST(test_good_file_shown_beside_a_bad_one)
+{
+	char good[4300], cut[4300], *out, *err;
+	snprintf(good, sizeof good, "%s/in/seed.json", t_golden());
+	snprintf(cut, sizeof cut, "%s/in/truncated.json", t_golden());
+	char *argv[] = { "memshim-format", good, cut, NULL };
+	ck_assert_int_eq(t_run(argv, &out, &err), 2);
+	ck_assert_msg(strstr(out, "***** train metrics *****\n"), "%s", out);
+	ck_assert_msg(strstr(err, "/in/truncated.json: truncated JSON (") && !strstr(err, "seed"), "%s", err);
+	free(out), free(err);
+}
+END_TEST
+
 Suite *runs_suite(void)
 {
 	Suite *s = suite_create("runs");
@@ -184,6 +199,7 @@ Suite *runs_suite(void)
 	tcase_add_test(tc, test_launcher_yields_to_its_command);
 	tcase_add_test(tc, test_processes_named_as_they_named_themselves);
 	tcase_add_test(tc, test_native_target_judged_over_the_run);
+	tcase_add_test(tc, test_good_file_shown_beside_a_bad_one);
 	suite_add_tcase(s, tc);
 	return s;
 }
