@@ -534,6 +534,30 @@ START_TEST(test_bad_output_directory_before_the_run)
 }
 END_TEST
 
+/* A statically linked command (pure Go, Rust's crt-static): one line saying LD_PRELOAD cannot apply
+ * to it, not "no metrics file was written" (issue 39); its status is kept. */
+START_TEST(test_static_command)
+{
+	char *out, *err, *args[] = { NULL, "run", "--", (char *)need_env("MF_STATIC_PROG"), NULL };
+	char want[4400];
+	int st = wrap(NULL, args, &out, &err);
+	ck_assert_msg(WIFEXITED(st) && WEXITSTATUS(st) == 3, "status %#x: %s", st, err);
+	ck_assert_str_eq(out, "static ran\n");
+	snprintf(want, sizeof want, "memshim: %s is statically linked: LD_PRELOAD cannot apply to a static binary, so "
+		 "memshim saw nothing of it (a dynamically linked build can be measured)\n", args[3]);
+	ck_assert_str_eq(err, want);
+	free2(out, err);
+	/* a dynamically linked command that writes no file (here: the library is not found in it) */
+	char *dyn[] = { NULL, "run", "--", "/bin/sh", "-c", "exit 0", NULL };
+	ck_assert_int_eq(unlink(lib), 0);
+	ck_assert_int_eq(symlink(need_env("MF_FAKE_OTHER"), lib), 0);
+	st = wrap(NULL, dyn, &out, &err);
+	ck_assert_msg(WIFEXITED(st) && WEXITSTATUS(st) == 0, "status %#x: %s", st, err);
+	ck_assert_msg(strstr(err, "memshim: no metrics file was written ("), "%s", err);
+	free2(out, err);
+}
+END_TEST
+
 /* A directory that says it takes the file and does not (/proc: root may write there, yet no file
  * can be made) is found before the run too, with the option that chooses another (issue 39). */
 START_TEST(test_output_directory_that_takes_no_file)
@@ -931,6 +955,7 @@ Suite *wrapper_suite(void)
 	tcase_add_test(tc, test_bad_output_directory_before_the_run);
 	tcase_add_test(tc, test_output_directory_that_takes_no_file);
 	tcase_add_test(tc, test_option_without_its_value);
+	tcase_add_test(tc, test_static_command);
 	tcase_add_loop_test(tc, test_output_naming_a_directory_before_the_run, 0, 3);
 	tcase_add_test(tc, test_previous_run_kept);
 	tcase_add_test(tc, test_previous_run_kept_pid_name);
