@@ -12,6 +12,7 @@
 #include "core/stages.h"
 #include "core/timeline.h"
 #include "cuda/cuda.h"
+#include "intercept/elf.h"
 #include "intercept/hooks.h"
 #include "native/native.h"
 #include "output/identity.h"
@@ -30,6 +31,9 @@ struct subsystem {
 	void (*boundary)(int stage, int end);
 	void (*report)(void);
 };
+
+#define GO_NOTE_NAME "Go"
+#define GO_BUILD_ID_NOTE 4 /* the Go toolchain's build-id note, in every Go executable */
 
 #define STEP_0(fn) NULL
 #define STEP_1(fn) fn
@@ -172,6 +176,10 @@ __attribute__((constructor)) static void ms_init(int argc, char **argv, char **e
 		stop_tracking();
 		return;
 	}
+	if (ms_allocator_ahead())
+		ms_warn("%s comes before libmemshim.so in LD_PRELOAD: the program's malloc and C++ new go "
+			"to it without passing memshim, whose CPU figures then count only mappings; list "
+			"libmemshim.so first (memshim run does)", ms_allocator_ahead());
 	if (ms_sanitizer()) {
 		ms_warn("%s owns this program's memory: memshim steps aside and counts nothing", ms_sanitizer());
 		stop_tracking();
@@ -193,6 +201,7 @@ __attribute__((constructor)) static void ms_init(int argc, char **argv, char **e
 	__cxa_atexit(at_exit, NULL, &__dso_handle);
 	__atomic_store_n(&ms_before_exit, finish, __ATOMIC_RELEASE);
 	ms_active = 1;
+	ms_proc.leaves_raw = ms_elf_program_has_note(GO_NOTE_NAME, GO_BUILD_ID_NOTE);
 	for (size_t i = 0; i < NSUBSYSTEMS; i++)
 		if (subsystems[i].init)
 			subsystems[i].init();
