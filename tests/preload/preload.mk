@@ -46,7 +46,7 @@ $(BUILD)/preload/test_%: tests/preload/test_%.c $(HARNESS)
 		$(CHECK_LIBS) $(JANSSON_LIBS)
 
 .PHONY: check-preload
-check-preload: $(BUILD)/libmemshim.so $(PRELOAD_FIXTURES) $(PRELOAD_SUITES) $(BUILD)/preload/early_lib.so
+check-preload: $(BUILD)/libmemshim.so $(PRELOAD_FIXTURES) $(PRELOAD_SUITES) $(BUILD)/preload/early_lib.so $(FMT_BIN)
 	@for t in $(PRELOAD_SUITES); do BUILD=$(BUILD) $$t || exit 1; done
 
 CHECK_TARGETS += check-preload
