@@ -232,12 +232,15 @@ static int printed_in_run(const char *line, size_t n)
 	if (fd < 0)
 		return 0;
 	struct stat st;
-	uint64_t seen[RUN_WARNINGS_MAX], h = line_hash(line, n);
+	uint64_t seen[32], h = line_hash(line, n); /* a few hundred bytes: a handler's stack may be small */
 	int found = 0;
 	if (fstat((int)fd, &st) == 0 && S_ISREG(st.st_mode) && st.st_uid == (uid_t)syscall(SYS_geteuid)) {
-		long got = syscall(SYS_pread64, fd, seen, sizeof seen, 0);
-		for (long i = 0; i < got / (long)sizeof *seen && !found; i++)
-			found = seen[i] == h;
+		long got = (long)sizeof seen;
+		for (long at = 0; !found && got == (long)sizeof seen && at < RUN_WARNINGS_MAX * 8; at += got) {
+			got = syscall(SYS_pread64, fd, seen, sizeof seen, at);
+			for (long i = 0; i < got / (long)sizeof *seen && !found; i++)
+				found = seen[i] == h;
+		}
 		if (!found)
 			syscall(SYS_write, fd, &h, sizeof h);
 	}

@@ -221,7 +221,8 @@ static void fallback_name(const char *out, int is_dir, const char *tmp, char *fa
 
 int ms_identity_fall_back(int e)
 {
-	char fallback[MS_PATH_MAX], taken_path[MS_PATH_MAX], was[MS_PATH_MAX];
+	/* static: the one writer at a time calls it, maybe from a handler on a small stack */
+	static char fallback[MS_PATH_MAX] MS_LARGE, taken_path[MS_PATH_MAX] MS_LARGE, was[MS_PATH_MAX] MS_LARGE;
 	const char *tmp = ms_setting_text("TMPDIR");
 	if (!tmp || tmp[0] != '/')
 		tmp = "/tmp";
