@@ -202,7 +202,9 @@ static int mf_print_outside(FILE *out, const struct mf_file *files, size_t n)
 	return printed;
 }
 
-/* Whether some file binds STAGE's native TARGET (native_targets: "plt" or "stack"). */
+/* Whether some file binds STAGE's native TARGET (native_targets: "plt" or "stack"), or a Python
+ * process took it as a Python function (it lists it in unmatched_targets, whose line is the Python
+ * side's, or ran STAGE: a plain name is native in a shell, Python's in a Python process). */
 static int mf_native_found(const struct mf_file *files, size_t n, const char *stage, const char *target)
 {
 	for (size_t k = 0; k < n; k++) {
@@ -212,6 +214,8 @@ static int mf_native_found(const struct mf_file *files, size_t n, const char *st
 			if (mf_same(json_object_get(t, "stage"), stage) && mf_same(json_object_get(t, "target"), target) &&
 			    !mf_same(json_object_get(t, "bound"), "none"))
 				return 1;
+		if (mf_lists_unmatched(&files[k], stage, target) || mf_has_stage(&files[k], stage))
+			return 1;
 	}
 	return 0;
 }

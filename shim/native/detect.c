@@ -103,7 +103,8 @@ static void make_notes(void)
 	syscall(SYS_close, fd);
 }
 
-/* A later process of the run: the targets it found, for the first one. */
+/* A later process of the run: the targets it found (or took as Python functions), for the first
+ * one. */
 static void tell_first(void)
 {
 	char path[96];
@@ -115,8 +116,9 @@ static void tell_first(void)
 	struct stat st;
 	if (fstat((int)fd, &st) == 0 && S_ISREG(st.st_mode) && st.st_uid == geteuid()) {
 		static const char one = 1;
+		/* found, or taken as a Python function here: the run's first Python process judges it */
 		for (int i = 0; i < ms_native_ntargets; i++)
-			if (targets[i].found)
+			if (targets[i].found || python_owned[i])
 				syscall(SYS_pwrite64, fd, &one, 1, (long)i);
 	}
 	syscall(SYS_close, fd);
