@@ -236,7 +236,7 @@ static int printed_in_run(const char *line, size_t n)
 	int found = 0;
 	if (fstat((int)fd, &st) == 0 && S_ISREG(st.st_mode) && st.st_uid == (uid_t)syscall(SYS_geteuid)) {
 		long got = (long)sizeof seen;
-		for (long at = 0; !found && got == (long)sizeof seen && at < RUN_WARNINGS_MAX * 8; at += got) {
+		for (long at = 0; !found && got == (long)sizeof seen && at < RUN_WARNINGS_MAX * (long)sizeof h; at += got) {
 			got = syscall(SYS_pread64, fd, seen, sizeof seen, at);
 			for (long i = 0; i < got / (long)sizeof *seen && !found; i++)
 				found = seen[i] == h;
