@@ -1,11 +1,12 @@
 # Integration suites: fixture programs run under LD_PRELOAD, metrics files parsed with jansson.
 PRELOAD_FIXTURES := $(BUILD)/preload/alloc_fixture $(BUILD)/preload/output_fixture \
 	$(BUILD)/preload/reliab_fixture $(BUILD)/preload/own_malloc $(BUILD)/preload/reserve_fixture \
-	$(BUILD)/preload/fork_fixture $(BUILD)/preload/labels_fixture $(BUILD)/preload/names_fixture \
+	$(BUILD)/preload/fork_fixture $(BUILD)/preload/labels_fixture $(BUILD)/preload/shared_fixture \
+	$(BUILD)/preload/names_fixture \
 	$(BUILD)/preload/sanitized_tsan $(BUILD)/preload/sanitized_asan
-# One suite per feature: the malloc family, anonymous mappings and reservations, fork and exec,
+# One suite per feature: the malloc family, anonymous mappings and reservations, shared memory, fork and exec,
 # signals and snapshots, start to exit, the metrics file and where it goes, real programs.
-PRELOAD_SUITES := $(addprefix $(BUILD)/preload/test_,malloc mmap fork_exec signals lifecycle output_files \
+PRELOAD_SUITES := $(addprefix $(BUILD)/preload/test_,malloc mmap shared fork_exec signals lifecycle output_files \
 	output_paths reliability labels allocators runs)
 
 $(BUILD)/preload/%: tests/preload/fixtures/%.c
