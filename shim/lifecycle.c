@@ -81,9 +81,10 @@ static void finish(const char *reason)
 {
 	if (!ms_is_tracked_process() || __atomic_exchange_n(&finished, 1, __ATOMIC_ACQ_REL))
 		return;
-	/* the run's first process speaks for the run at its end, also through _exit (dash ends so) */
-	if (reason[0] == '_' && !ms_proc.is_child)
-		reports();
+	/* the run's first process speaks for the run's native targets at its end, also through _exit
+	 * (dash ends so); the other report steps may take locks a handler calling _exit could hold */
+	if (reason[0] == '_' && !ms_proc.is_child && !__atomic_load_n(&reported, __ATOMIC_ACQUIRE))
+		ms_native_report_on_exit();
 	ms_refresh(MS_REFRESH_REPORT); /* the reservations and RSS as the open stages close */
 	ms_tls_guard++;
 	ms_stages_close_all(ms_elapsed());

@@ -139,13 +139,16 @@ static void read_notes(unsigned char *elsewhere)
 	notes[0] = '\0';
 }
 
-void ms_native_report(void)
+/* The last word on the targets; REFRESH: read the loaded objects again first (not on _exit, which
+ * a signal handler may call while its thread holds the dynamic linker's lock). */
+static void report(int refresh)
 {
 	static unsigned char elsewhere[MAX_NATIVE_TARGETS] MS_LARGE;
 	if (!loaded || !ms_is_tracked_process())
 		return;
 	ms_tls_guard++;
-	ms_syms_refresh();
+	if (refresh)
+		ms_syms_refresh();
 	tell_first();
 	read_notes(elsewhere);
 	/* the run's first process speaks for the run; under memshim run, its dump */
@@ -173,6 +176,16 @@ void ms_native_report(void)
 		 (unsigned long long)ms_native_stats.longjmps, (unsigned long long)ms_native_stats.adopted,
 		 (unsigned long long)ms_native_stats.replayed, (unsigned long long)ms_native_stats.looked_up);
 	ms_tls_guard--;
+}
+
+void ms_native_report(void)
+{
+	report(1);
+}
+
+void ms_native_report_on_exit(void)
+{
+	report(0);
 }
 
 /* Whether the stack must be watched: something was found, or may still appear in a later dlopen. */
