@@ -341,7 +341,7 @@ static int helper(void)
  * (0).  Returns 1 when PATH was moved there. */
 static int helper_path(char *path, size_t size)
 {
-	char moved[MS_PATH_MAX + 32];
+	static char moved[MS_PATH_MAX + 32] MS_LARGE; /* the one writer's; a handler's stack may be small */
 	const char *dir = ms_setting_text("MEMSHIM_RUN_DIR"), *slash = strrchr(path, '/');
 	if (!dir || dir[0] != '/' || !slash)
 		return 0;
