@@ -79,11 +79,11 @@ void ms_native_each_target(void (*fn)(void *ctx, const char *target, const char 
  * A target is found nowhere only when no process of the run found it (issue 39: `time ./prog`
  * named prog's function "not found in any loaded object", time having none; each of PostgreSQL's
  * children repeated the line).  The run's first process says it at its exit; the others note what
- * they found, one byte per target, in a file it makes (/dev/shm/memshim-native-..., mode 0600, its
- * own: ms_run_path), which it reads and removes.  Under memshim run the dump says it for the run's
- * files (native_targets), so nobody does here. */
-
-static char notes[96]; /* the run's file: made by the first process, "" elsewhere or unknown */
+ * they found, one byte per target, in a file of the run (/dev/shm/memshim-native-..., ms_run_path;
+ * made by the first of them to find something, mode 0600, this user's), which the first process
+ * reads and removes.  A process that found nothing writes nothing, so a run whose first process is
+ * killed leaves a file only when another found something.  Under memshim run the dump says it for
+ * the run's files (native_targets), so nobody does here. */
 
 static int dump_follows(void)
 {
@@ -91,16 +91,11 @@ static int dump_follows(void)
 	return v && !strcmp(v, "1");
 }
 
-static void make_notes(void)
+/* FD is a plain file of this user's, not a link's target somebody else made. */
+static int ours(long fd)
 {
-	if (ms_proc.is_child || dump_follows() || !ms_run_path(notes, sizeof notes, "native"))
-		return;
-	long fd = syscall(SYS_openat, AT_FDCWD, notes, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
-	if (fd < 0) {
-		notes[0] = '\0'; /* not ours (a stale one, another user's): the first process knows its own */
-		return;
-	}
-	syscall(SYS_close, fd);
+	struct stat st;
+	return fstat((int)fd, &st) == 0 && S_ISREG(st.st_mode) && st.st_uid == geteuid();
 }
 
 /* A later process of the run: the targets it found (or took as Python functions), for the first
@@ -108,13 +103,15 @@ static void make_notes(void)
 static void tell_first(void)
 {
 	char path[96];
-	if (!ms_proc.is_child || dump_follows() || !ms_run_path(path, sizeof path, "native"))
+	int any = 0;
+	for (int i = 0; i < ms_native_ntargets; i++)
+		any |= targets[i].found || python_owned[i];
+	if (!any || !ms_proc.is_child || dump_follows() || !ms_run_path(path, sizeof path, "native"))
 		return;
-	long fd = syscall(SYS_openat, AT_FDCWD, path, O_WRONLY | O_NOFOLLOW | O_CLOEXEC);
+	long fd = syscall(SYS_openat, AT_FDCWD, path, O_WRONLY | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600);
 	if (fd < 0)
 		return;
-	struct stat st;
-	if (fstat((int)fd, &st) == 0 && S_ISREG(st.st_mode) && st.st_uid == geteuid()) {
+	if (ours(fd)) {
 		static const char one = 1;
 		/* found, or taken as a Python function here: the run's first Python process judges it */
 		for (int i = 0; i < ms_native_ntargets; i++)
@@ -127,16 +124,16 @@ static void tell_first(void)
 /* The first process: which targets the others found (ELSEWHERE[i] 1); the file goes. */
 static void read_notes(unsigned char *elsewhere)
 {
-	if (!notes[0] || ms_proc.is_child)
+	char path[96];
+	if (ms_proc.is_child || dump_follows() || !ms_run_path(path, sizeof path, "native"))
 		return;
-	long fd = syscall(SYS_openat, AT_FDCWD, notes, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
-	if (fd >= 0) {
-		if (syscall(SYS_pread64, fd, elsewhere, (size_t)ms_native_ntargets, 0) < 0)
-			ms_debug("native stages: could not read what the run's other processes found");
-		syscall(SYS_close, fd);
-	}
-	syscall(SYS_unlinkat, AT_FDCWD, notes, 0);
-	notes[0] = '\0';
+	long fd = syscall(SYS_openat, AT_FDCWD, path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+	if (fd < 0)
+		return; /* nobody else found anything */
+	if (ours(fd) && syscall(SYS_pread64, fd, elsewhere, (size_t)ms_native_ntargets, 0) < 0)
+		ms_debug("native stages: could not read what the run's other processes found");
+	syscall(SYS_close, fd);
+	syscall(SYS_unlinkat, AT_FDCWD, path, 0);
 }
 
 /* The last word on the targets; REFRESH: read the loaded objects again first (not on _exit, which
@@ -219,7 +216,6 @@ void ms_native_init(void)
 	}
 	ms_tls_guard--;
 	loaded = 1;
-	make_notes();
 	tell_first(); /* what the objects loaded at start hold, also for a process that ends in _exit */
 	if (!ok)
 		return;
