@@ -76,6 +76,13 @@ include tests/packaging/packaging-tests.mk
 
 build-all: $(ALL_TARGETS)
 
+# The suites' live records go to a directory of the build: a fixture killed on purpose leaves its
+# record until it is read, and in the user's own directory `memshim top` would list it as a killed
+# process of theirs (issue 39).  Suites that build their programs' environment set their own.
+CHECK_RECORDS := $(abspath $(BUILD))/check-records
+check: export MEMSHIM_LIVE_DIR := $(CHECK_RECORDS)
+check-%: export MEMSHIM_LIVE_DIR := $(CHECK_RECORDS)
+
 # Installs missing Debian packages first, then builds and runs every suite in a fresh make (so
 # pkg-config sees what was just installed).  The suites run CHECK_JOBS at a time: most of their
 # time goes to waiting on the programs they run, and each one's output is printed whole when it

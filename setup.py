@@ -1,5 +1,5 @@
-"""Builds libmemshim.so and memshim-format with the Makefile and puts them, with the wrapper script,
-into the package (memshim/_bin/); the rest of the metadata is in pyproject.toml.
+"""Builds libmemshim.so, memshim-format and memshim-top with the Makefile and puts them, with the
+wrapper script, into the package (memshim/_bin/); the rest of the metadata is in pyproject.toml.
 
 The wheel is platform-specific (Root-Is-Purelib false, tagged py3-none-<platform>): it carries
 native programs but no CPython extension, so any Python 3 on that platform takes it.  `make wheel`
@@ -34,11 +34,12 @@ class BuildWithMake(build_py):
         build = os.environ.get("MEMSHIM_PIP_BUILD") or os.path.join(HERE, "build", "pip")
         build = os.path.abspath(build)
         subprocess.check_call(["make", "-C", HERE, "BUILD=" + build,
-                               build + "/libmemshim.so", build + "/memshim-format"])
+                               build + "/libmemshim.so", build + "/memshim-format", build + "/memshim-top"])
         dest = os.path.join(self.build_lib, "memshim", "_bin")
         os.makedirs(dest, exist_ok=True)
+        # `memshim top` runs memshim-top found beside memshim-format (scripts/memshim)
         for src in (os.path.join(build, "libmemshim.so"), os.path.join(build, "memshim-format"),
-                    os.path.join(HERE, "scripts", "memshim")):
+                    os.path.join(build, "memshim-top"), os.path.join(HERE, "scripts", "memshim")):
             shutil.copy2(src, dest)
         # The installed package knows its version without the header beside it.
         with open(os.path.join(self.build_lib, "memshim", "_version.py"), "w") as f:

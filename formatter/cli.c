@@ -6,20 +6,25 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* Loads every file so that all bad ones are reported, not only the first. */
-static struct mf_file *mf_load_paths(char **paths, size_t n, FILE *err)
+/* Loads every file so that all bad ones are reported, not only the first; into *NOK how many
+ * loaded.  With SOME, the files that loaded (when any did: a run's good files beside one cut short);
+ * else all of them or none (*NOK 0); *BAD set when one did not. */
+static struct mf_file *mf_load_paths(char **paths, size_t n, int some, size_t *nok, int *bad, FILE *err)
 {
 	struct mf_file *files = mf_xmalloc((n ? n : 1) * sizeof *files);
-	int bad = 0;
+	size_t k = 0;
 	for (size_t i = 0; i < n; i++)
-		bad |= mf_load(paths[i], &files[i], err) != 0;
-	if (!bad) {
-		mf_infer_lightning_ranks(files, n);
+		k += mf_load(paths[i], &files[k], err) == 0;
+	*bad |= k < n;
+	if (k == n || (some && k)) {
+		mf_infer_lightning_ranks(files, k);
+		*nok = k;
 		return files;
 	}
-	for (size_t i = 0; i < n; i++)
+	for (size_t i = 0; i < k; i++)
 		mf_file_free(&files[i]);
 	free(files);
+	*nok = 0;
 	return NULL;
 }
 
@@ -31,24 +36,23 @@ static int mf_read_sides(const struct mf_args *a, struct mf_run *r, FILE *err)
 	memset(side, 0, sizeof side);
 	for (int i = 0; i < a->nfiles && rc == MF_OK; i++)
 		rc = mf_paths_add(&side[i >= sep], a->files[i], err);
-	for (int s = 0; s < 2 && rc == MF_OK; s++) { /* both sides, so every bad file is reported */
-		r->side[s].f = mf_load_paths(side[s].p, side[s].n, err);
-		r->side[s].n = r->side[s].f ? side[s].n : 0;
-	}
+	int bad = 0;
+	for (int s = 0; s < 2 && rc == MF_OK; s++) /* both sides, so every bad file is reported */
+		r->side[s].f = mf_load_paths(side[s].p, side[s].n, 0, &r->side[s].n, &bad, err);
 	for (int s = 0; s < 2; s++)
 		mf_paths_free(&side[s]);
 	r->nsides = 2;
 	return rc == MF_OK && r->side[0].f && r->side[1].f ? MF_OK : MF_BAD;
 }
 
-/* Read: the files as given, or --diff's two sides. */
-static int mf_read(const struct mf_args *a, struct mf_run *r, FILE *err)
+/* Read: the files as given (those that load: a good file is shown beside a bad one, which is
+ * named, and the exit status says one was bad: *BAD), or --diff's two sides, each whole. */
+static int mf_read(const struct mf_args *a, struct mf_run *r, int *bad, FILE *err)
 {
 	if (a->o.mode == MF_DIFF)
 		return mf_read_sides(a, r, err);
 	r->nsides = 1;
-	r->side[0].f = mf_load_paths(a->files, (size_t)a->nfiles, err);
-	r->side[0].n = r->side[0].f ? (size_t)a->nfiles : 0;
+	r->side[0].f = mf_load_paths(a->files, (size_t)a->nfiles, 1, &r->side[0].n, bad, err);
 	return r->side[0].f ? MF_OK : MF_BAD;
 }
 
@@ -109,7 +113,7 @@ static int mf_pipeline(const struct mf_args *a, FILE *out, FILE *err)
 	struct mf_run r;
 	memset(&r, 0, sizeof r);
 	r.o = &a->o;
-	int rc = mf_read(a, &r, err);
+	int bad = 0, rc = mf_read(a, &r, &bad, err);
 	if (rc == MF_OK && a->o.stage)
 		rc = mf_stage_known(&r, err);
 	if (rc == MF_OK) {
@@ -119,7 +123,7 @@ static int mf_pipeline(const struct mf_args *a, FILE *out, FILE *err)
 	}
 	mf_run_free(&r);
 	mf_lines_end();
-	return rc;
+	return rc == MF_OK && bad ? MF_BAD : rc;
 }
 
 int mf_main(int argc, char **argv, FILE *out, FILE *err)

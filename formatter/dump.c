@@ -255,9 +255,20 @@ static void mf_print_no_stage(FILE *out, const struct mf_file *f)
 	      "Face Trainer's methods), e.g. memshim run --stages fit=Trainer.fit -- python script.py\n\n", out);
 }
 
+/* Whether F's process named itself: a prctl name ("comm"), or a title written over its arguments
+ * ("postgres: checkpointer"), which its file's argv then is. */
+static int mf_renamed(const struct mf_file *f)
+{
+	return json_string_value(json_object_get(f->root, "comm")) || (f->prog && strchr(f->prog, ' '));
+}
+
 void mf_print_header(FILE *out, const struct mf_file *f)
 {
 	fprintf(out, "==> %s: pid %lld", f->path, f->pid);
+	char *prog = mf_renamed(f) ? mf_proc_prog(f) : NULL;
+	if (prog)
+		fprintf(out, " (%s)", prog);
+	free(prog);
 	if (f->has_rank) {
 		fprintf(out, ", rank %lld", f->rank);
 		if (f->world_size > 0)

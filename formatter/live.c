@@ -474,6 +474,68 @@ int mf_live_load(const char *path, struct mf_file *f, FILE *err)
 	return rc;
 }
 
+/* ---- a snapshot its live record has moved past --------------------------------------------------- */
+
+#define MF_SAME_START 1e-3 /* the file's start_time is the record's, written to the microsecond */
+#define MF_SAME_TIME 1e-3  /* a file written within this of the record's last update is as new */
+
+/* The record in DIR of process PID started at START (a name "<pid>.<start ms>.live"; the start is
+ * compared inside, to the millisecond) into R, its path into *PATH (malloc'd): 1, else 0. */
+static int mf_record_of(const char *dir, long long pid, double start, struct ms_live_record *r, int *torn,
+			char **path)
+{
+	char prefix[32];
+	DIR *d = opendir(dir);
+	struct dirent *e;
+	int found = 0;
+	snprintf(prefix, sizeof prefix, "%lld.", pid);
+	while (d && !found && (e = readdir(d))) {
+		size_t len = strlen(e->d_name), sl = strlen(MS_LIVE_SUFFIX);
+		if (strncmp(e->d_name, prefix, strlen(prefix)) || len <= sl || strcmp(e->d_name + len - sl, MS_LIVE_SUFFIX))
+			continue;
+		char *p = mf_xasprintf("%s/%s", dir, e->d_name);
+		found = mf_live_read(p, r, torn, NULL) == 0 && r->pid == pid && fabs(r->start_unix - start) < MF_SAME_START;
+		if (found)
+			*path = p;
+		else
+			free(p);
+	}
+	if (d)
+		closedir(d);
+	return found;
+}
+
+int mf_live_newer(struct mf_file *f, FILE *err)
+{
+	if (f->complete || !f->has_times || json_object_get(f->root, "live_record"))
+		return 0;
+	char *dirs[2] = { NULL, mf_live_default_dir() }, *path = NULL;
+	const char *env = getenv("MEMSHIM_LIVE_DIR");
+	if (env && *env)
+		dirs[0] = mf_xstrdup(env);
+	struct ms_live_record *r = mf_xmalloc(sizeof *r);
+	int torn = 0, found = 0;
+	for (int i = 0; i < 2 && !found; i++)
+		found = dirs[i] && mf_record_of(dirs[i], f->pid, f->start_time, r, &torn, &path);
+	int newer = found && r->update_unix > f->end_time + MF_SAME_TIME;
+	if (newer) {
+		char *file = mf_xstrdup(f->path);
+		double was = f->end_time - f->start_time;
+		json_t *doc = mf_live_json(r, path, mf_live_alive(r), torn);
+		mf_file_free(f);
+		newer = mf_load_json(file, doc, f, err) == 0;
+		if (newer)
+			fprintf(err, "memshim-format: %s: its snapshot is from %.3fs after start; its live record %s is "
+				"newer (%.3fs): showing the record\n", file, was, path, r->elapsed);
+		free(file);
+	}
+	free(path);
+	free(r);
+	free(dirs[0]);
+	free(dirs[1]);
+	return newer;
+}
+
 /* ---- --recover ---------------------------------------------------------------------------------- */
 
 static const char mf_recover_usage[] =
@@ -539,9 +601,6 @@ int mf_recover_main(int argc, char **argv, FILE *out, FILE *err)
 }
 
 /* ---- --recover-under: what `memshim run` does after its command died by a signal --------------- */
-
-#define MF_SAME_START 1e-3 /* the file's start_time is the record's, written to the microsecond */
-#define MF_SAME_TIME 1e-3  /* a file written within this of the record's last update is as new */
 
 /* Whether the metrics file at PATH already tells at least what the record R does, so that
  * recovering would only replace it with a poorer one (no timeline, no call sites): R's own process

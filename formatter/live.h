@@ -28,6 +28,13 @@ json_t *mf_live_json(const struct ms_live_record *r, const char *path, int alive
 struct mf_file;
 int mf_live_load(const char *path, struct mf_file *f, FILE *err);
 
+/* F, an incomplete metrics file (a snapshot: a process killed with SIGKILL under a plain
+ * LD_PRELOAD leaves its last one, maybe from its first second): when this user's live record of
+ * the same process (its pid and start, in MEMSHIM_LIVE_DIR or the default directory) was updated
+ * after F was written, F is loaded from the record instead (its path kept), with one line on ERR
+ * saying so.  Returns 1 when it was. */
+int mf_live_newer(struct mf_file *f, FILE *err);
+
 /* N bytes of a record's text as a JSON string; bytes that are not UTF-8 read as '?'. */
 json_t *mf_live_text(const char *s, size_t n);
 

@@ -365,8 +365,9 @@ void mf_print_sites(FILE *out, const struct mf_file *f, const struct mf_opts *o)
 int mf_compare(FILE *out, FILE *err, const char *hf_path, const struct mf_file *f);
 
 /* select.c: the processes that matter. A minor process (a launcher, a shell) opened no stage of
- * its own, peaked under MF_MINOR_PEAK bytes of CPU memory, used no GPU and is not a rank; or it is
- * a small forked worker (mf_small_fork). */
+ * its own, used no GPU, is not a rank, and peaked under MF_MINOR_PEAK bytes of CPU memory or ran the
+ * command it was given as another process (its argv ends with that process's: `time python st.py`,
+ * `conda run python st.py`); or it is a small forked worker (mf_small_fork). */
 #define MF_MINOR_PEAK (16 << 20)
 int mf_is_minor(const struct mf_file *f, const struct mf_file *files, size_t n);
 /* A forked child (its file says what it inherited: inherited_mem_cpu) that opened no stage of its
@@ -384,10 +385,15 @@ size_t mf_count_ranks(const struct mf_file *files, size_t n);
  * (its file has no rank); the ranks it starts (exec'd, LOCAL_RANK 1..) have theirs.  A file without
  * a rank whose exec'd children have Lightning ranks gets rank child - child's local rank. */
 void mf_infer_lightning_ranks(struct mf_file *files, size_t n);
-/* "pid 1 (bash), pid 2 (timeout)" for the files whose KEEP is 0. */
+/* "pid 1 (bash), pid 2 (timeout)" for the files whose KEEP is 0; more than 8 of them by what they
+ * ran, with counts ("22 bash, 6 readlink"). */
 char *mf_proc_list(const struct mf_file *files, size_t n, const int *keep);
-/* KEEP[i] = 0 for the minor processes to leave out (none with ALL, with a single file, or when
- * every file is minor); returns how many are left out. */
+/* What F ran as it named itself last (its "comm", else its first argument at its end, without the
+ * directory), or NULL (malloc'd). */
+char *mf_proc_prog(const struct mf_file *f);
+/* KEEP[i] = 0 for the minor processes to leave out (none with ALL or with a single file; when every
+ * file is minor, all but the one that did the work: the highest CPU peak among those that launched
+ * no other); returns how many are left out. */
 size_t mf_hide_minor(const struct mf_file *files, size_t n, int all, int *keep);
 /* The lines naming the processes left out (launchers and shells in one, small forked workers in
  * another); HOW follows "--all" ("shows them"). */

@@ -187,9 +187,10 @@ int mf_load(const char *path, struct mf_file *f, FILE *err)
 		return free(buf), mf_live_load(path, f, err);
 	json_t *root = mf_parse(path, buf, len, err);
 	free(buf);
-	if (!root)
+	if (!root || mf_load_json(path, root, f, err))
 		return -1;
-	return mf_load_json(path, root, f, err);
+	mf_live_newer(f, err); /* a snapshot its process's live record has moved past */
+	return 0;
 }
 
 void mf_file_free(struct mf_file *f)

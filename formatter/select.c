@@ -98,11 +98,65 @@ int mf_own_rank(const struct mf_file *f, const struct mf_file *files, size_t n)
 	return 1;
 }
 
+/* ARGV[0] without its directory (a title a process gave itself, "postgres: checkpointer", as it is). */
+static const char *mf_base(const char *arg)
+{
+	const char *slash = strchr(arg, ' ') ? NULL : strrchr(arg, '/');
+	return slash && slash[1] ? slash + 1 : arg;
+}
+
+/* Whether the ARGV of process F ends with the arguments of G, an exec'd process started after it:
+ * F ran G's command, as launchers do (time, env, conda run, uv run: `time python st.py` ran
+ * `python st.py`); the program itself is compared by its base name (uv runs the venv's python). */
+static int mf_ran_command(const struct mf_file *f, const struct mf_file *g)
+{
+	json_t *fa = json_object_get(f->root, "argv"), *ga = json_object_get(g->root, "argv");
+	size_t fn = json_array_size(fa), gn = json_array_size(ga);
+	if (g == f || g->forked || g->pid == f->pid || !gn || gn >= fn || !json_is_string(json_array_get(ga, 0)) ||
+	    (f->has_times && g->has_times && g->start_time < f->start_time))
+		return 0;
+	for (size_t k = 0; k < gn; k++) {
+		const char *a = json_string_value(json_array_get(fa, fn - gn + k));
+		const char *b = json_string_value(json_array_get(ga, k));
+		if (!a || !b || strcmp(k ? a : mf_base(a), k ? b : mf_base(b)))
+			return 0;
+	}
+	return 1;
+}
+
+/* F launched another process of the run with the command it was given (mf_ran_command). */
+static int mf_launcher(const struct mf_file *f, const struct mf_file *files, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		if (mf_ran_command(f, &files[i]))
+			return 1;
+	return 0;
+}
+
 int mf_is_minor(const struct mf_file *f, const struct mf_file *files, size_t n)
 {
 	double peak = mf_cpu_peak(f);
-	return (!f->gpu_used && mf_no_own_stage(f) && peak >= 0 && peak < MF_MINOR_PEAK &&
-		!mf_own_rank(f, files, n)) || mf_small_fork(f, files, n);
+	if (f->gpu_used || !mf_no_own_stage(f) || mf_own_rank(f, files, n))
+		return mf_small_fork(f, files, n);
+	/* a launcher is summarised whatever it holds itself (conda run is a Python of its own) */
+	return (peak >= 0 && peak < MF_MINOR_PEAK) || mf_launcher(f, files, n) || mf_small_fork(f, files, n);
+}
+
+/* When every process of the run is minor (hello world through pyenv's shim, `time python st.py`),
+ * the one that did the work leads: the highest CPU peak among those that launched no other (the
+ * first on ties), else among all. */
+static size_t mf_lead(const struct mf_file *files, size_t n)
+{
+	size_t best = 0;
+	int best_launcher = 1;
+	double bv = -2;
+	for (size_t i = 0; i < n; i++) {
+		int launcher = mf_launcher(&files[i], files, n);
+		double peak = mf_cpu_peak(&files[i]);
+		if ((best_launcher && !launcher) || (launcher == best_launcher && peak > bv))
+			best = i, bv = peak, best_launcher = launcher;
+	}
+	return best;
 }
 
 size_t mf_count_ranks(const struct mf_file *files, size_t n)
@@ -113,12 +167,27 @@ size_t mf_count_ranks(const struct mf_file *files, size_t n)
 	return k;
 }
 
-/* "pid 5000 (timeout)": the program's base name when the file has argv; a process that inherited
- * a rank from its parent says so ("pid 5050 (python3, child of rank 0)"). */
+/* What the process ran, as it named itself last: the name it gave itself (prctl PR_SET_NAME: the
+ * file's "comm"), else its first argument as it was at its end (PostgreSQL's children retitle
+ * themselves "postgres: checkpointer") without the directory; NULL when the file does not say
+ * (malloc'd). */
+char *mf_proc_prog(const struct mf_file *f)
+{
+	const char *comm = json_string_value(json_object_get(f->root, "comm"));
+	const char *prog = comm && *comm ? comm : f->prog && *f->prog ? mf_base(f->prog) : NULL;
+	if (!prog)
+		return NULL;
+	size_t len = strlen(prog);
+	while (len && prog[len - 1] == ' ') /* a title padded to the length of the arguments it replaced */
+		len--;
+	return len ? mf_xasprintf("%.*s", (int)len, prog) : NULL;
+}
+
+/* "pid 5000 (timeout)": what the process ran (mf_proc_prog); a process that inherited a rank from
+ * its parent says so ("pid 5050 (python3, child of rank 0)"). */
 static char *mf_proc_name(const struct mf_file *f)
 {
-	const char *slash = f->prog ? strrchr(f->prog, '/') : NULL;
-	const char *prog = slash && slash[1] ? slash + 1 : f->prog && *f->prog ? f->prog : NULL;
+	char *prog = mf_proc_prog(f);
 	char *rank = f->has_rank ? mf_xasprintf("child of rank %lld", f->rank) : NULL;
 	char *name;
 	if (prog || rank)
@@ -127,11 +196,59 @@ static char *mf_proc_name(const struct mf_file *f)
 	else
 		name = mf_xasprintf("pid %lld", f->pid);
 	free(rank);
+	free(prog);
 	return name;
+}
+
+/* More processes than this are named by what they ran, with counts ("22 bash, 6 readlink"). */
+#define MF_LIST_EACH 8
+
+/* "22 bash, 6 readlink, 1 pid 4242" for the files whose KEEP is 0, most first. */
+static char *mf_proc_counts(const struct mf_file *files, size_t n, const int *keep)
+{
+	char **names = mf_xmalloc((n ? n : 1) * sizeof *names);
+	size_t *count = mf_xmalloc((n ? n : 1) * sizeof *count), m = 0;
+	for (size_t i = 0; i < n; i++) {
+		if (keep[i])
+			continue;
+		char *prog = mf_proc_prog(&files[i]);
+		char *name = prog ? prog : mf_xasprintf("pid %lld", files[i].pid);
+		size_t j = 0;
+		while (j < m && strcmp(names[j], name))
+			j++;
+		if (j < m) {
+			count[j]++;
+			free(name);
+		} else {
+			names[m] = name;
+			count[m++] = 1;
+		}
+	}
+	char *list = mf_xstrdup("");
+	for (size_t done = 0; done < m; done++) {
+		size_t top = 0;
+		for (size_t j = 1; j < m; j++)
+			if (count[j] > count[top])
+				top = j;
+		char *s = mf_xasprintf("%s%s%zu %s", list, *list ? ", " : "", count[top], names[top]);
+		free(list);
+		list = s;
+		count[top] = 0;
+	}
+	for (size_t j = 0; j < m; j++)
+		free(names[j]);
+	free(names);
+	free(count);
+	return list;
 }
 
 char *mf_proc_list(const struct mf_file *files, size_t n, const int *keep)
 {
+	size_t left = 0;
+	for (size_t i = 0; i < n; i++)
+		left += (size_t)!keep[i];
+	if (left > MF_LIST_EACH)
+		return mf_proc_counts(files, n, keep);
 	char *list = mf_xstrdup("");
 	for (size_t i = 0; i < n; i++) {
 		if (keep[i])
@@ -149,12 +266,11 @@ size_t mf_hide_minor(const struct mf_file *files, size_t n, int all, int *keep)
 {
 	size_t hidden = 0, major = 0;
 	for (size_t i = 0; i < n; i++)
-		major += (size_t)!mf_is_minor(&files[i], files, n);
-	for (size_t i = 0; i < n; i++) {
-		/* nothing is hidden behind a line when no process would be left to show */
-		keep[i] = all || n < 2 || !major || !mf_is_minor(&files[i], files, n);
+		major += (size_t)(keep[i] = all || n < 2 || !mf_is_minor(&files[i], files, n));
+	if (!major && n) /* every one minor: the one that did the work stands for the run */
+		keep[mf_lead(files, n)] = 1;
+	for (size_t i = 0; i < n; i++)
 		hidden += (size_t)!keep[i];
-	}
 	return hidden;
 }
 

@@ -62,17 +62,36 @@ static void stop_tracking(void)
 	ms_malloc_fast_update();
 }
 
+static int reported;
+
+/* The subsystems' last words (what matched nothing, ...), once: from the exit handler or the
+ * destructor, whichever runs first (for a preloaded library the destructor does: the loader's
+ * handler was registered after ours), before the final file. */
+static void reports(void)
+{
+	if (__atomic_exchange_n(&reported, 1, __ATOMIC_ACQ_REL))
+		return;
+	for (size_t i = 0; i < NSUBSYSTEMS; i++)
+		if (subsystems[i].report)
+			subsystems[i].report();
+}
+
 /* Writes the final metrics file once (closing open stages); REASON is "exit" or "_exit". */
 static void finish(const char *reason)
 {
 	if (!ms_is_tracked_process() || __atomic_exchange_n(&finished, 1, __ATOMIC_ACQ_REL))
 		return;
+	/* the run's first process speaks for the run's native targets at its end, also through _exit
+	 * (dash ends so); the other report steps may take locks a handler calling _exit could hold */
+	if (reason[0] == '_' && !ms_proc.is_child && !__atomic_load_n(&reported, __ATOMIC_ACQUIRE))
+		ms_native_report_on_exit();
 	ms_refresh(MS_REFRESH_REPORT); /* the reservations and RSS as the open stages close */
 	ms_tls_guard++;
 	ms_stages_close_all(ms_elapsed());
 	ms_report_write(reason, 0, 1);
 	ms_live_finish(); /* the final file is there: the live record goes */
 	ms_process_unpublish(); /* and the lineage record */
+	ms_log_run_end();
 	ms_tls_guard--;
 }
 
@@ -87,9 +106,7 @@ static void at_exit(void *unused)
 {
 	(void)unused;
 	int saved = errno;
-	for (size_t i = 0; i < NSUBSYSTEMS; i++)
-		if (subsystems[i].report)
-			subsystems[i].report();
+	reports();
 	finish("exit");
 	errno = saved;
 }
@@ -118,6 +135,7 @@ static void fork_child(void)
 	if (tracking) {
 		ms_process_forked();
 		finished = 0;
+		reported = 0;
 	}
 	for (size_t i = 0; i < NSUBSYSTEMS; i++)
 		if (subsystems[i].fork_child)
@@ -151,7 +169,9 @@ __attribute__((constructor)) static void ms_init(int argc, char **argv, char **e
 		return;
 	}
 	ms_tls_guard++;
-	ms_config_start(); /* every variable read once, here (LD_PRELOAD for the next test) */
+	/* every variable read once, here (LD_PRELOAD for the next test); what is wrong with them said
+	 * once per run: by its first process (the others find a lineage record above them) */
+	ms_config_start(ms_process_lineage_found);
 	ms_tls_guard--;
 	/* named once per run: by its first process (the others find a lineage record above them) */
 	if (ms_config_unknown_settings() && !ms_process_lineage_found())
@@ -177,6 +197,7 @@ __attribute__((constructor)) static void ms_init(int argc, char **argv, char **e
 		return;
 	}
 	ms_process_identify();
+	ms_log_join_run(ms_proc.root_pid, !ms_proc.is_child);
 	if (ms_proc.is_child && !ms_cfg.follow_children) {
 		stop_tracking();
 		return;
@@ -199,6 +220,8 @@ __attribute__((constructor)) static void ms_init(int argc, char **argv, char **e
 __attribute__((destructor)) static void ms_fini(void)
 {
 	int saved = errno;
+	if (ms_is_tracked_process() && !finished)
+		reports();
 	finish("exit");
 	errno = saved;
 }

@@ -20,6 +20,13 @@ const char ms_default_stages[] =
 	"train=transformers.trainer:Trainer.train|transformers.trainer:Trainer._inner_training_loop,"
 	"eval=transformers.trainer:Trainer.evaluate,test=transformers.trainer:Trainer.predict";
 
+/* An exec'd process of a run (one that found a lineage record above it) inherited the settings
+ * its first process read and warned about: what is wrong with them is said once per run (issue
+ * 39: a bad value was named again by every process pyenv's shim or a shell script ran), by the
+ * first process; MEMSHIM_LOG=debug shows them in the others. */
+static int (*inherited_run)(void); /* asked at the first warning only: most processes have none */
+#define config_warn(...) ms_log(inherited_run && inherited_run() ? MS_LOG_DEBUG : MS_LOG_WARN, __VA_ARGS__)
+
 enum kind { K_BOOL, K_SITES, K_LOG, K_PATH, K_DIR, K_INTERVAL, K_BYTES, K_STAGES, K_TEXT };
 
 struct setting {
@@ -73,6 +80,8 @@ static const struct setting settings[] = {
 	{ "LD_PRELOAD", K_TEXT, NULL, 23 },        /* intercept/resolve.c: preloaded, or loaded late */
 	/* Set by memshim run when it prints the dump, which names the run's unmatched targets */
 	{ "MEMSHIM_RUN_DUMP", K_TEXT, NULL, 24 },
+	/* Set by memshim run: its directory of the run, where helpers write (output/report.c) */
+	{ "MEMSHIM_RUN_DIR", K_TEXT, NULL, 25 },
 };
 
 /* Case-insensitive in ASCII, whatever the locale: the words are ASCII (and every process parses
@@ -281,7 +290,7 @@ static void warn_bad(const char *name, const char *value, const char *fallback)
 	for (; i < 64 && value[i]; i++)
 		shown[i] = (value[i] >= 0x20 && value[i] < 0x7f) ? value[i] : '?';
 	memcpy(shown + i, value[i] ? "..." : "", value[i] ? 4 : 1);
-	ms_warn("%s=\"%s\" is not valid; using \"%s\"", name, shown, fallback);
+	config_warn("%s=\"%s\" is not valid; using \"%s\"", name, shown, fallback);
 }
 
 /* An empty spec: its header only (a stage entry is cleared when it is added), so the pages of its
@@ -428,10 +437,12 @@ static const char *environment(const char *name)
 	return NULL; /* not a row: never read (settings_lint keeps every read in the table) */
 }
 
-void ms_config_start(void)
+void ms_config_start(int (*inherited)(void))
 {
 	environ_scan();
+	inherited_run = inherited;
 	ms_config_load(&ms_cfg, environment);
+	inherited_run = NULL; /* ms_spec_parse from elsewhere (the API, tests) warns as before */
 }
 
 const char *ms_config_text(const struct ms_config *cfg, const char *name)
@@ -500,7 +511,7 @@ static void warn_entry(const char *b, const char *e, const char *why)
 	for (size_t i = 0; i < n; i++)
 		shown[i] = (b[i] >= 0x20 && b[i] < 0x7f) ? b[i] : '?';
 	memcpy(shown + n, (size_t)(e - b) > 64 ? "..." : "", (size_t)(e - b) > 64 ? 4 : 1);
-	ms_warn("MEMSHIM_STAGES entry \"%s\" ignored: %s", shown, why);
+	config_warn("MEMSHIM_STAGES entry \"%s\" ignored: %s", shown, why);
 }
 
 static int name_char(unsigned char c)
@@ -623,6 +634,6 @@ int ms_spec_parse(struct ms_spec *spec, const char *text)
 		p = comma + 1;
 	}
 	if (bad > MS_SPEC_WARNINGS)
-		ms_warn("MEMSHIM_STAGES: %d more bad entries ignored", bad - MS_SPEC_WARNINGS);
+		config_warn("MEMSHIM_STAGES: %d more bad entries ignored", bad - MS_SPEC_WARNINGS);
 	return bad;
 }

@@ -75,8 +75,10 @@ typedef const char *(*ms_getenv_fn)(const char *name);
 /* Fills CFG from the environment through GET; every bad value gets one warning and its default. */
 void ms_config_load(struct ms_config *cfg, ms_getenv_fn get);
 /* Loads ms_cfg from the process's environment (lifecycle.c, once at start; a forked child keeps
- * its parent's): the only read of the environment in the shim. */
-void ms_config_start(void);
+ * its parent's): the only read of the environment in the shim.  INHERITED (asked at the first bad
+ * value, may be NULL): whether the process is not its run's first, which inherited the settings
+ * and said what is wrong with them; then it is said only with MEMSHIM_LOG=debug. */
+void ms_config_start(int (*inherited)(void));
 /* How many MEMSHIM_ names the environment holds that are no setting (a misspelt MEMSHIM_STAGE
  * would leave the defaults without a word), and one warning for each, with the setting it is
  * closest to: lifecycle.c gives them once per run, in its first process. */

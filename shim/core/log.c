@@ -1,6 +1,8 @@
 /* Messages on stderr without stdio or allocation, so they are safe inside hooks and handlers. */
 #include <errno.h>
+#include <fcntl.h>
 #include <stdarg.h>
+#include <stdint.h>
 #include <string.h>
 #include <unistd.h>
 #include <sys/stat.h>
@@ -153,6 +155,106 @@ size_t ms_format(char *buf, size_t size, const char *fmt, ...)
 	return n;
 }
 
+/* ---- once per run ----------------------------------------------------------------------------
+ * A warning another process of the run printed already is not printed again (issue 39: each of
+ * PostgreSQL's children repeated the postmaster's line).  The run's processes note the hash of each
+ * line they print in /dev/shm/memshim-warned-<uid>-<root pid>-<root's start>, a file of 8-byte
+ * hashes (mode 0600, this user's, never through a link), made by whoever warns first and removed
+ * by the root at its exit.  The root's start time (from /proc) keeps a reused pid from reading
+ * another run's file.  Only raw system calls: a warning may come from a hook or a handler. */
+
+static pid_t run_root;      /* 0: not in a run (a unit test, or before the process knows it) */
+static int run_is_root;
+static char run_file[96];   /* "" until the first warning looks for it */
+
+void ms_log_join_run(pid_t root_pid, int is_root)
+{
+	run_root = root_pid;
+	run_is_root = is_root;
+	run_file[0] = '\0';
+}
+
+/* The 22nd field of /proc/PID/stat, the start time in clock ticks since boot; 0 when unknown. */
+static unsigned long long start_ticks(pid_t pid)
+{
+	char path[48], buf[512];
+	ms_format(path, sizeof path, "/proc/%d/stat", (int)pid);
+	long fd = syscall(SYS_openat, AT_FDCWD, path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return 0;
+	long n = syscall(SYS_read, fd, buf, sizeof buf - 1);
+	syscall(SYS_close, fd);
+	if (n <= 0)
+		return 0;
+	buf[n] = '\0';
+	const char *p = strrchr(buf, ')'); /* the command may hold spaces and parentheses */
+	for (int field = 2; p && *p && field < 22; p++)
+		field += *p == ' ';
+	unsigned long long v = 0;
+	for (; p && *p >= '0' && *p <= '9'; p++)
+		v = v * 10 + (unsigned long long)(*p - '0');
+	return v;
+}
+
+size_t ms_run_path(char *out, size_t size, const char *what)
+{
+	unsigned long long t = run_root > 0 ? start_ticks(run_root) : 0;
+	if (!t)
+		return out[0] = '\0', 0;
+	return ms_format(out, size, "/dev/shm/memshim-%s-%u-%d-%llu", what, (unsigned)syscall(SYS_geteuid),
+			 (int)run_root, t);
+}
+
+static const char *warned_file(void)
+{
+	if (!run_file[0])
+		ms_run_path(run_file, sizeof run_file, "warned");
+	return run_file[0] ? run_file : NULL;
+}
+
+static uint64_t line_hash(const char *s, size_t n)
+{
+	uint64_t h = 1469598103934665603ULL; /* FNV-1a */
+	for (size_t i = 0; i < n; i++)
+		h = (h ^ (unsigned char)s[i]) * 1099511628211ULL;
+	return h ? h : 1;
+}
+
+#define RUN_WARNINGS_MAX 512 /* hashes read back; past that, lines are printed */
+
+/* Whether another process of the run printed LINE already; if not, notes it for the others. */
+static int printed_in_run(const char *line, size_t n)
+{
+	const char *file = warned_file();
+	if (!file)
+		return 0;
+	long fd = syscall(SYS_openat, AT_FDCWD, file, O_RDWR | O_CREAT | O_APPEND | O_NOFOLLOW | O_CLOEXEC, 0600);
+	if (fd < 0)
+		return 0;
+	struct stat st;
+	uint64_t seen[32], h = line_hash(line, n); /* a few hundred bytes: a handler's stack may be small */
+	int found = 0;
+	if (fstat((int)fd, &st) == 0 && S_ISREG(st.st_mode) && st.st_uid == (uid_t)syscall(SYS_geteuid)) {
+		long got = (long)sizeof seen;
+		for (long at = 0; !found && got == (long)sizeof seen && at < RUN_WARNINGS_MAX * (long)sizeof h; at += got) {
+			got = syscall(SYS_pread64, fd, seen, sizeof seen, at);
+			for (long i = 0; i < got / (long)sizeof *seen && !found; i++)
+				found = seen[i] == h;
+		}
+		if (!found)
+			syscall(SYS_write, fd, &h, sizeof h);
+	}
+	syscall(SYS_close, fd);
+	return found;
+}
+
+void ms_log_run_end(void)
+{
+	const char *file = run_is_root && (pid_t)syscall(SYS_getpid) == run_root ? warned_file() : NULL;
+	if (file)
+		syscall(SYS_unlinkat, AT_FDCWD, file, 0);
+}
+
 void ms_log(int level, const char *fmt, ...)
 {
 	if (level > ms_cfg.log_level)
@@ -166,7 +268,7 @@ void ms_log(int level, const char *fmt, ...)
 	buf[n++] = '\n';
 	/* raw syscall: no errno change visible to the program beyond this call, no cancellation point */
 	int saved = errno;
-	if (stderr_is_ours())
+	if (stderr_is_ours() && (level > MS_LOG_WARN || !printed_in_run(buf, n)))
 		syscall(SYS_write, 2, buf, n);
 	errno = saved;
 }

@@ -35,6 +35,15 @@ void ms_log(int level, const char *fmt, ...) __attribute__((format(printf, 2, 3)
 /* Remembers which file fd 2 is (constructor): later messages go there only while fd 2 is still that
  * file, and nowhere when fd 2 was closed. */
 void ms_log_bind_stderr(void);
+/* Joins the run whose first process is ROOT_PID (IS_ROOT: this one): a warning another process of
+ * the run printed already is not printed again (log.c).  A forked child stays in its parent's. */
+void ms_log_join_run(pid_t root_pid, int is_root);
+/* The run's first process at its exit: the run's note of printed warnings goes. */
+void ms_log_run_end(void);
+/* A file the processes of the run share, named after WHAT, the run's first process and its start
+ * (/dev/shm/memshim-WHAT-<uid>-<root pid>-<start ticks>) into OUT; its length, or 0 (OUT "") when
+ * the process is in no run or its first process is gone. */
+size_t ms_run_path(char *out, size_t size, const char *what);
 /* A short text for errno E as the shim's messages say it ("system error" for the rest). */
 const char *ms_errno_text(int e);
 #define ms_warn(...) ms_log(MS_LOG_WARN, __VA_ARGS__)

@@ -14,7 +14,9 @@
  * targets found nowhere come at exit (ms_native_report: libraries loaded later count), once per
  * target, from the first process of the run or any process that found at least one target. */
 #include <dlfcn.h>
+#include <fcntl.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 #include "core/config.h"
@@ -73,18 +75,81 @@ void ms_native_each_target(void (*fn)(void *ctx, const char *target, const char 
 			fn(ctx, targets[i].text, ms_cfg.spec.stage[targets[i].spec_stage].name, bound_by(i));
 }
 
-void ms_native_report(void)
+/* ---- "not found", judged over the run ------------------------------------------------------
+ * A target is found nowhere only when no process of the run found it (issue 39: `time ./prog`
+ * named prog's function "not found in any loaded object", time having none; each of PostgreSQL's
+ * children repeated the line).  The run's first process says it at its exit; the others note what
+ * they found, one byte per target, in a file of the run (/dev/shm/memshim-native-..., ms_run_path;
+ * made by the first of them to find something, mode 0600, this user's), which the first process
+ * reads and removes.  A process that found nothing writes nothing, so a run whose first process is
+ * killed leaves a file only when another found something.  Under memshim run the dump says it for
+ * the run's files (native_targets), so nobody does here. */
+
+static int dump_follows(void)
 {
+	const char *v = ms_setting_text("MEMSHIM_RUN_DUMP");
+	return v && !strcmp(v, "1");
+}
+
+/* FD is a plain file of this user's, not a link's target somebody else made. */
+static int ours(long fd)
+{
+	struct stat st;
+	return fstat((int)fd, &st) == 0 && S_ISREG(st.st_mode) && st.st_uid == geteuid();
+}
+
+/* A later process of the run: the targets it found (or took as Python functions), for the first
+ * one. */
+static void tell_first(void)
+{
+	char path[96];
+	int any = 0;
+	for (int i = 0; i < ms_native_ntargets; i++)
+		any |= targets[i].found || python_owned[i];
+	if (!any || !ms_proc.is_child || dump_follows() || !ms_run_path(path, sizeof path, "native"))
+		return;
+	long fd = syscall(SYS_openat, AT_FDCWD, path, O_WRONLY | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600);
+	if (fd < 0)
+		return;
+	if (ours(fd)) {
+		static const char one = 1;
+		/* found, or taken as a Python function here: the run's first Python process judges it */
+		for (int i = 0; i < ms_native_ntargets; i++)
+			if (targets[i].found || python_owned[i])
+				syscall(SYS_pwrite64, fd, &one, 1, (long)i);
+	}
+	syscall(SYS_close, fd);
+}
+
+/* The first process: which targets the others found (ELSEWHERE[i] 1); the file goes. */
+static void read_notes(unsigned char *elsewhere)
+{
+	char path[96];
+	if (ms_proc.is_child || dump_follows() || !ms_run_path(path, sizeof path, "native"))
+		return;
+	long fd = syscall(SYS_openat, AT_FDCWD, path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+	if (fd < 0)
+		return; /* nobody else found anything */
+	if (ours(fd) && syscall(SYS_pread64, fd, elsewhere, (size_t)ms_native_ntargets, 0) < 0)
+		ms_debug("native stages: could not read what the run's other processes found");
+	syscall(SYS_close, fd);
+	syscall(SYS_unlinkat, AT_FDCWD, path, 0);
+}
+
+/* The last word on the targets; REFRESH: read the loaded objects again first (not on _exit, which
+ * a signal handler may call while its thread holds the dynamic linker's lock). */
+static void report(int refresh)
+{
+	static unsigned char elsewhere[MAX_NATIVE_TARGETS] MS_LARGE;
 	if (!loaded || !ms_is_tracked_process())
 		return;
 	ms_tls_guard++;
-	ms_syms_refresh();
-	int any_found = 0;
-	for (int i = 0; i < ms_native_ntargets; i++)
-		any_found |= targets[i].found;
-	/* an exec'd child that found nothing is most likely a wrapper (a shell, env): the program the
-	 * names were meant for reports for itself */
-	int quiet = ms_proc.is_child && !any_found;
+	if (refresh)
+		ms_syms_refresh();
+	tell_first();
+	read_notes(elsewhere);
+	/* the run's first process speaks for the run; under memshim run, its dump */
+	int quiet = ms_proc.is_child || dump_follows();
 	char stripped[1024];
 	ms_syms_stripped(stripped, sizeof stripped);
 	for (int i = 0; i < ms_native_ntargets; i++) {
@@ -95,7 +160,7 @@ void ms_native_report(void)
 			ms_warn("native stage %s: '%s' was never seen: it ends in a tail call (a jmp to its callee, "
 				"as -O2 builds it), so while the callee allocates its frame is gone; name the "
 				"callee, or build it with -fno-optimize-sibling-calls", stage, t->text);
-		if (t->found || python_owned[i] || quiet)
+		if (t->found || python_owned[i] || quiet || elsewhere[i])
 			continue;
 		ms_warn("native stage %s: '%s' was not found in any loaded object%s%s%s",
 			ms_cfg.spec.stage[t->spec_stage].name, t->text, stripped[0] ? " (no symbol table: " : "",
@@ -108,6 +173,16 @@ void ms_native_report(void)
 		 (unsigned long long)ms_native_stats.longjmps, (unsigned long long)ms_native_stats.adopted,
 		 (unsigned long long)ms_native_stats.replayed, (unsigned long long)ms_native_stats.looked_up);
 	ms_tls_guard--;
+}
+
+void ms_native_report(void)
+{
+	report(1);
+}
+
+void ms_native_report_on_exit(void)
+{
+	report(0);
 }
 
 /* Whether the stack must be watched: something was found, or may still appear in a later dlopen. */
@@ -141,6 +216,7 @@ void ms_native_init(void)
 	}
 	ms_tls_guard--;
 	loaded = 1;
+	tell_first(); /* what the objects loaded at start hold, also for a process that ends in _exit */
 	if (!ok)
 		return;
 	watching = 1;

@@ -261,6 +261,9 @@ void ms_native_init(void);
 /* A forked child: the symbol and unwinder caches' locks are free again, TRACKING or not. */
 void ms_native_fork_child(int tracking);
 /* At exit (not _exit): warns once about every target found nowhere; debug statistics. */
+/* The same from _exit (dash ends so), for the run's first process: what is known, the loaded
+ * objects not read again (a handler calling _exit may hold the dynamic linker's lock). */
+void ms_native_report_on_exit(void);
 void ms_native_report(void);
 
 /* Counters kept for the report and the benchmarks (debug log at exit). */

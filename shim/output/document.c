@@ -467,6 +467,8 @@ static void write_identity(struct ms_json *w, const struct ms_doc *d)
 	}
 	ms_json_end_array(w);
 	ms_json_bool(w, "argv_truncated", d->argv_truncated);
+	if (d->comm)
+		ms_json_string(w, "comm", d->comm);
 	ms_json_double(w, "start_time", p->start_unix);
 	ms_json_double(w, "end_time", d->end_unix);
 	ms_json_double(w, "elapsed", d->end_unix - p->start_unix);

@@ -31,6 +31,7 @@ struct ms_doc {
 	const char *argv;         /* the arguments, each ending in NUL, ARGV_LEN bytes in all */
 	size_t argv_len;
 	int argv_truncated;
+	const char *comm;         /* the name the program gave itself (PR_SET_NAME), or NULL */
 	const struct ms_stages *stages; /* the engine's copy, open stages' numbers so far */
 	int gpu;                  /* GPU keys are written */
 	uint32_t devices;         /* bit d: device d was used */

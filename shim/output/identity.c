@@ -2,6 +2,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/syscall.h>
 #include <sys/utsname.h>
 #include <unistd.h>
@@ -15,17 +16,77 @@
 static char argv_buf[ARGV_MAX];
 static size_t argv_len;
 static int argv_truncated;
+/* The arguments' strings where the kernel laid them out (one stretch, each ending in NUL), which
+ * a program may overwrite to retitle itself (PostgreSQL's "postgres: checkpointer"); NULL when the
+ * constructor did not get them so. */
+static const char *area;
+static size_t area_len;
+static char comm_at_start[16]; /* the thread name the kernel gave at exec (PR_GET_NAME) */
+
+/* Whether ARGV's strings follow each other as the kernel lays them out (what /proc/self/cmdline
+ * reads): then the stretch is kept, to notice a retitle without following the program's pointers
+ * later (it may have pointed them elsewhere, at memory since freed). */
+static void keep_area(char *const *argv)
+{
+	if (!argv || !argv[0])
+		return;
+	const char *p = argv[0];
+	for (char *const *a = argv; *a; a++) {
+		if (*a != p)
+			return;
+		p += strlen(*a) + 1;
+	}
+	area = argv[0];
+	area_len = (size_t)(p - argv[0]);
+}
+
+static int main_thread(void)
+{
+	return syscall(SYS_gettid) == syscall(SYS_getpid);
+}
 
 void ms_identity_init(void)
 {
 	argv_len = ms_process_cmdline(argv_buf, sizeof argv_buf, &argv_truncated);
+	keep_area(ms_proc.argv);
+	if (main_thread())
+		prctl(PR_GET_NAME, comm_at_start, 0, 0, 0);
+}
+
+/* The arguments as /proc/self/cmdline shows them now (raw system calls: also from a handler). */
+static void reread(void)
+{
+	long fd = syscall(SYS_openat, AT_FDCWD, "/proc/self/cmdline", O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return;
+	size_t len = 0;
+	long n;
+	while (len < sizeof argv_buf && (n = syscall(SYS_read, fd, argv_buf + len, sizeof argv_buf - len)) > 0)
+		len += (size_t)n;
+	char extra;
+	argv_truncated = len == sizeof argv_buf && syscall(SYS_read, fd, &extra, 1) == 1;
+	syscall(SYS_close, fd);
+	while (len > 1 && !argv_buf[len - 1] && !argv_buf[len - 2])
+		len--; /* a title is padded with NULs to the length of what it replaced: no arguments */
+	argv_len = len;
 }
 
 const char *ms_identity_argv(size_t *len, int *truncated)
 {
+	size_t n = area_len < argv_len ? area_len : argv_len;
+	if (area && (n != argv_len || memcmp(area, argv_buf, n) != 0))
+		reread(); /* the program retitled itself: the file names what it says it is */
 	*len = argv_len;
 	*truncated = argv_truncated;
 	return argv_buf;
+}
+
+const char *ms_identity_comm(char out[16])
+{
+	if (!comm_at_start[0] || !main_thread() || prctl(PR_GET_NAME, out, 0, 0, 0) != 0)
+		return NULL;
+	out[15] = '\0';
+	return strcmp(out, comm_at_start) ? out : NULL;
 }
 
 /* One placeholder C into OUT; *OWN becomes 1 when what it wrote is this process's alone. */
@@ -69,12 +130,14 @@ int ms_identity_expand(char *out, size_t size, const char *tmpl)
 	return own;
 }
 
-void ms_identity_output_path(char *out, size_t size)
+int ms_identity_output_path(char *out, size_t size)
 {
 	int own = ms_identity_expand(out, size, ms_proc.output);
 	size_t n = strlen(out);
-	if (ms_proc.is_child && !ms_proc.own_output && !own)
-		ms_format(out + n, size - n, ".%d", (int)ms_proc.pid);
+	if (!ms_proc.is_child || ms_proc.own_output || own)
+		return 0;
+	ms_format(out + n, size - n, ".%d", (int)ms_proc.pid);
+	return 1;
 }
 
 /* Whether PATH opens with O_PATH and FLAGS (nothing read: the object is only looked up). */
@@ -154,6 +217,25 @@ static void fallback_name(const char *out, int is_dir, const char *tmp, char *fa
 		ms_format(fallback + n, MS_PATH_MAX - n, ".%d", (int)ms_proc.pid);
 	else
 		taken_path[0] = '\0';
+}
+
+int ms_identity_fall_back(int e)
+{
+	/* static: the one writer at a time calls it, maybe from a handler on a small stack */
+	static char fallback[MS_PATH_MAX] MS_LARGE, taken_path[MS_PATH_MAX] MS_LARGE, was[MS_PATH_MAX] MS_LARGE;
+	const char *tmp = ms_setting_text("TMPDIR");
+	if (!tmp || tmp[0] != '/')
+		tmp = "/tmp";
+	ms_strlcpy(was, ms_proc.output, sizeof was);
+	fallback_name(was, 0, tmp, fallback, taken_path);
+	if (strlen(fallback) >= sizeof fallback - 1 || !strcmp(fallback, was) ||
+	    syscall(SYS_faccessat, AT_FDCWD, tmp, W_OK | X_OK) != 0)
+		return 0;
+	/* a child's trouble stays off the program's stderr, as its failed write would (report.c) */
+	ms_log(ms_proc.is_child ? MS_LOG_DEBUG : MS_LOG_WARN, "cannot write metrics file %s: %s (errno %d); writing %s instead%s%s%s",
+	       was, ms_errno_text(e), e, fallback, taken_path[0] ? " (" : "", taken_path, taken_path[0] ? " is another run's)" : "");
+	ms_process_set_output(fallback);
+	return 1;
 }
 
 /* At start: an output that cannot take the file (its directory refuses it, or it is a directory) is

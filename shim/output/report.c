@@ -37,6 +37,7 @@ static struct ms_stages snap MS_PAGE_ALIGNED MS_LARGE; /* large: static, never o
 static struct ms_timeline tl_snap MS_PAGE_ALIGNED MS_LARGE;
 static struct ms_pool_sample pools[MS_CUDA_MAX_POOLS] MS_LARGE;
 static struct ms_doc doc MS_LARGE; /* filled by the one writer at a time */
+static char comm[16];
 static struct ms_shared_segment segments[MS_SHARED_SEGMENTS] MS_LARGE;
 
 /* The CPU components of a forked child: what it added over the memory it shares with its parent
@@ -115,6 +116,7 @@ static int gather(struct ms_doc *d, const char *reason, int sig, int complete, i
 			      .each_native = ms_native_each_target,
 			      .stage_sites = ms_peak_sites_stage, .sites_summary = ms_peak_sites_summary };
 	d->argv = ms_identity_argv(&d->argv_len, &d->argv_truncated);
+	d->comm = ms_identity_comm(comm);
 	if (in_handler)
 		ms_stages_copy_nowait(&snap, ms_elapsed());
 	else
@@ -154,12 +156,17 @@ static void write_document(struct ms_json *w, const char *reason, int sig, int c
 }
 
 static int warned;
+static int deferring, deferred; /* a failure kept for the fallback (write_held), not said yet */
 
 /* One line for the process the user started; a child's trouble (another uid, its parent's directory
  * removed before it ended) stays off the program's stderr, where it would change the program's
  * output (issue 29): MEMSHIM_LOG=debug shows it. */
 static int fail(const char *path, int e)
 {
+	if (deferring) {
+		deferred = e;
+		return -1;
+	}
 	if (__atomic_exchange_n(&warned, 1, __ATOMIC_RELAXED))
 		return -1;
 	if (ms_proc.is_child)
@@ -303,16 +310,84 @@ static int acquire_writer(int from_handler)
 	return 0;
 }
 
+static int own_stage;     /* this process (a forked child: since its fork) began a stage */
+static int wrote_snapshot; /* a snapshot of this process is at its path: its last file goes there */
+
+void ms_report_boundary(int stage, int end)
+{
+	/* the engine's flag, read right after this thread's own enter: the implicit init, or an
+	 * explicit init that took its place (then no longer implicit) */
+	if (!end && stage >= 0 && stage < MS_MAX_STAGES && !own_stage && !ms_stages_peek()->stage[stage].implicit)
+		__atomic_store_n(&own_stage, 1, __ATOMIC_RELAXED);
+}
+
+/* A child that did nothing worth a file in the user's directory (report.h): a shell's subshell, a
+ * readlink a launcher runs.  memshim-format's rule for what it summarises in one line. */
+static int helper(void)
+{
+	int64_t peaks[MS_NCOMP], inherited[MS_NCOMP] = { 0 };
+	const struct ms_rank *r = &ms_proc.rank;
+	if (__atomic_load_n(&own_stage, __ATOMIC_RELAXED) || wrote_snapshot || ms_gpu_used() ||
+	    (r->own && r->rank >= 0) || ms_cfg.children_dir[0])
+		return 0;
+	ms_counters_process_peaks(peaks);
+	if (ms_proc.forked)
+		ms_counters_inherited(inherited);
+	int64_t added = peaks[MS_CPU] > inherited[MS_CPU] ? peaks[MS_CPU] - inherited[MS_CPU] : 0;
+	return added < MS_HELPER_PEAK || (ms_proc.forked && added * 20 < inherited[MS_CPU]);
+}
+
+/* Where a helper's last file goes: memshim run's directory of the run (the same name), or nowhere
+ * (0).  Returns 1 when PATH was moved there. */
+static int helper_path(char *path, size_t size)
+{
+	static char moved[MS_PATH_MAX + 32] MS_LARGE; /* the one writer's; a handler's stack may be small */
+	const char *dir = ms_setting_text("MEMSHIM_RUN_DIR"), *slash = strrchr(path, '/');
+	if (!dir || dir[0] != '/' || !slash)
+		return 0;
+	if (ms_format(moved, sizeof moved, "%s/%s", dir, slash + 1) + 1 >= sizeof moved)
+		return 0;
+	ms_strlcpy(path, moved, size);
+	return 1;
+}
+
+/* write_to, and when that fails where the start found nothing wrong (MEMSHIM_OUTPUT=/proc/x.json
+ * for root: the directory says it is writable), the file goes where an unwritable directory's
+ * would (ms_identity_fall_back), once: not for a helper's file in the run's directory (MOVED). */
+static int write_to_or_fall_back(char *path, size_t size, int moved, const char *reason, int sig, int complete)
+{
+	static int fell_back;
+	deferring = !moved && !fell_back;
+	deferred = 0;
+	int rc = write_to(path, reason, sig, complete);
+	deferring = 0;
+	if (rc == 0 || !deferred)
+		return rc;
+	fell_back = 1;
+	if (!ms_identity_fall_back(deferred))
+		return fail(path, deferred);
+	ms_identity_output_path(path, size);
+	return write_to(path, reason, sig, complete);
+}
+
 /* Writes the file; the caller holds the writer.  FROM_HANDLER: never wait for the engine's lock. */
 static int write_held(const char *reason, int sig, int complete, int from_handler)
 {
 	char path[MS_PATH_MAX + 32];
-	int saved = errno;
+	int saved = errno, rc = 0;
 	ms_refresh(MS_REFRESH_REPORT);
 	ms_tls_guard++;
 	in_handler = from_handler;
-	ms_identity_output_path(path, sizeof path);
-	int rc = !path[0] ? fail("(empty path)", ENOENT) : write_to(path, reason, sig, complete);
+	int inherited_name = ms_identity_output_path(path, sizeof path);
+	/* a helper's last file (at exit, or on a signal) stays out of the user's directory */
+	int last = complete || sig;
+	int moved = 0;
+	if (!path[0])
+		rc = fail("(empty path)", ENOENT);
+	else if (!(last && inherited_name && helper()) || (moved = helper_path(path, sizeof path)))
+		rc = write_to_or_fall_back(path, sizeof path, moved, reason, sig, complete);
+	if (rc == 0 && !last)
+		wrote_snapshot = 1;
 	if (complete)
 		__atomic_store_n(&finished_final, 1, __ATOMIC_RELEASE);
 	in_handler = 0;
@@ -408,4 +483,6 @@ void ms_report_fork_child(int tracking)
 		return;
 	finished_final = 0;
 	warned = 0;
+	own_stage = 0; /* the child is judged on its own: stages it inherited open do not count */
+	wrote_snapshot = 0;
 }

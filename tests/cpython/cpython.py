@@ -175,6 +175,8 @@ class Job:
         env["TMPDIR"] = self.tmp
         if self.mode != "bare":
             env["LD_PRELOAD"] = lib
+            # the records of processes the tests kill stay with the run, out of the user's `memshim top`
+            env["MEMSHIM_LIVE_DIR"] = os.path.join(self.dir, "live")
         if self.mode == "stage":
             env["MEMSHIM_STAGES"] = STAGE_SPEC
             env["MEMSHIM_OUTPUT"] = os.path.join(self.dir, "metrics", "memshim_metrics.json")

@@ -39,6 +39,8 @@ static void fake_write(void)
 	else
 		snprintf(path, sizeof path, "%s", out);
 	const char *kids = getenv("MEMSHIM_FAKE_KIDS"), *base = strrchr(path, '/');
+	if (getenv("MEMSHIM_FAKE_MINOR") && fake_is_child && !pct && !rank) /* a helper, as the shim */
+		kids = getenv("MEMSHIM_RUN_DIR") ? getenv("MEMSHIM_RUN_DIR") : "/nonexistent-run-dir";
 	if (kids && fake_is_child && base) { /* as MEMSHIM_CHILDREN_DIR does */
 		char moved[sizeof path];
 		snprintf(moved, sizeof moved, "%.2000s%.2000s", kids, base);

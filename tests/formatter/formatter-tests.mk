@@ -32,6 +32,12 @@ $(BUILD)/tests/formatter/fake/lib%.so: tests/formatter/fake_%.c
 	@mkdir -p $(@D)
 	$(CC) $(BASEFLAGS) -O2 -fPIC -shared -o $@ $<
 
+# A statically linked program: memshim run says LD_PRELOAD cannot apply to it.
+FMT_STATIC_PROG := $(BUILD)/tests/formatter/fake/static_prog
+$(FMT_STATIC_PROG): tests/formatter/fixtures/static_prog.c
+	@mkdir -p $(@D)
+	$(CC) $(BASEFLAGS) -O2 -static -o $@ $<
+
 $(FMT_FAKE_SHIM): tests/formatter/fake_shim.c
 	@mkdir -p $(@D)
 	$(CC) $(BASEFLAGS) -O2 -fPIC -shared -o $@ $<
@@ -43,11 +49,12 @@ FMT_GPU_FX := $(if $(wildcard $(or $(CUDA_INCLUDE),/usr/local/cuda/include)/cuda
 
 # The install test runs make install/uninstall into a temporary DESTDIR with this BUILD; the
 # schema test runs the real library on small programs.
-check-formatter: $(FMT_TEST_BIN) $(FMT_BIN) $(FMT_FAKE_SHIM) $(FMT_FAKE_OTHER) $(BUILD)/libmemshim.so \
+check-formatter: $(FMT_TEST_BIN) $(FMT_BIN) $(FMT_FAKE_SHIM) $(FMT_FAKE_OTHER) $(FMT_STATIC_PROG) $(BUILD)/libmemshim.so \
 		$(FMT_GPU_FX) $(PROTO_VENV)/.requirements
 	MF_PROTO_PY=$(abspath $(PROTO_VENV))/bin/python \
 	MF_GOLDEN=tests/formatter/golden MF_PLOT_IN=tests/formatter/plot MF_SCRIPT=scripts/memshim MF_FORMAT_BIN=$(abspath $(FMT_BIN)) \
 	MF_FAKE_SHIM=$(abspath $(FMT_FAKE_SHIM)) MF_FAKE_OTHER=$(abspath $(FMT_FAKE_OTHER)) \
+	MF_STATIC_PROG=$(abspath $(FMT_STATIC_PROG)) \
 	MF_MAKE_ROOT=$(CURDIR) MF_BUILD=$(BUILD) MF_SHIM_LIB=$(abspath $(BUILD)/libmemshim.so) \
 	MF_GPU_DIR=$(if $(FMT_GPU_FX),$(abspath $(BUILD)/gpu)) \
 		$(FMT_TEST_BIN)

@@ -137,8 +137,9 @@ START_TEST(test_real_files)
 	t_write(path, fixture, strlen(fixture));
 	snprintf(listpath, sizeof listpath, "%s/files.txt", dir);
 	const char *env = "MEMSHIM_STAGES=train=train,eval=evaluate MEMSHIM_LOG=quiet MEMSHIM_LIVE_DIR=live";
+	/* MEMSHIM_CHILDREN_DIR: the small children's files too (a helper's are written nowhere else) */
 	snprintf(cmd, sizeof cmd, "cd '%s' && LD_PRELOAD='%s' %s RANK=1 LOCAL_RANK=1 WORLD_SIZE=2 "
-		 "MEMSHIM_OUTPUT=run.json /usr/bin/python3 fx.py; "
+		 "MEMSHIM_CHILDREN_DIR=. MEMSHIM_OUTPUT=run.json /usr/bin/python3 fx.py; "
 		 "LD_PRELOAD='%s' %s MEMSHIM_OUTPUT=term.json /usr/bin/python3 fx.py term; "
 		 "LD_PRELOAD='%s' %s MEMSHIM_SNAPSHOT_INTERVAL=0.05 MEMSHIM_OUTPUT=kill.json "
 		 "/usr/bin/python3 fx.py kill; "

@@ -527,9 +527,75 @@ START_TEST(test_bad_output_directory_before_the_run)
 	char *args[] = { NULL, "run", "--output", "/nonexistent-memshim-dir/m.json", "/usr/bin/touch", marker, NULL };
 	int status = wrap(NULL, args, &out, &err);
 	ck_assert(WIFEXITED(status) && WEXITSTATUS(status) == 125);
-	ck_assert_str_eq(err, "memshim: the output directory does not exist: /nonexistent-memshim-dir\n");
+	ck_assert_str_eq(err, "memshim: the output directory does not exist: /nonexistent-memshim-dir; choose another "
+			      "with --output FILE\n");
 	ck_assert_int_ne(access(marker, F_OK), 0); /* the command never ran */
 	free2(out, err);
+}
+END_TEST
+
+/* A statically linked command (pure Go, Rust's crt-static): one line saying LD_PRELOAD cannot apply
+ * to it, not "no metrics file was written" (issue 39); its status is kept. */
+START_TEST(test_static_command)
+{
+	char *out, *err, *args[] = { NULL, "run", "--", (char *)need_env("MF_STATIC_PROG"), NULL };
+	char want[4400];
+	int st = wrap(NULL, args, &out, &err);
+	ck_assert_msg(WIFEXITED(st) && WEXITSTATUS(st) == 3, "status %#x: %s", st, err);
+	ck_assert_str_eq(out, "static ran\n");
+	snprintf(want, sizeof want, "memshim: %s is statically linked: LD_PRELOAD cannot apply to a static binary, so "
+		 "memshim saw nothing of it (a dynamically linked build can be measured)\n", args[3]);
+	ck_assert_str_eq(err, want);
+	free2(out, err);
+	/* a dynamically linked command that writes no file (here: the library is not found in it) */
+	char *dyn[] = { NULL, "run", "--", "/bin/sh", "-c", "exit 0", NULL };
+	ck_assert_int_eq(unlink(lib), 0);
+	ck_assert_int_eq(symlink(need_env("MF_FAKE_OTHER"), lib), 0);
+	st = wrap(NULL, dyn, &out, &err);
+	ck_assert_msg(WIFEXITED(st) && WEXITSTATUS(st) == 0, "status %#x: %s", st, err);
+	ck_assert_msg(strstr(err, "memshim: no metrics file was written ("), "%s", err);
+	free2(out, err);
+}
+END_TEST
+
+/* A directory that says it takes the file and does not (/proc: root may write there, yet no file
+ * can be made) is found before the run too, with the option that chooses another (issue 39). */
+START_TEST(test_output_directory_that_takes_no_file)
+{
+	char *out, *err, marker[4300];
+	snprintf(marker, sizeof marker, "%s/ran", tree);
+	char *args[] = { NULL, "run", "--output", "/proc/m.json", "/usr/bin/touch", marker, NULL };
+	int status = wrap(NULL, args, &out, &err);
+	ck_assert_msg(WIFEXITED(status) && WEXITSTATUS(status) == 125, "status %#x: %s", status, err);
+	ck_assert_msg(strstr(err, " /proc; choose another with --output FILE\n") && !strchr(err, '\n')[1], "%s", err);
+	ck_assert_int_ne(access(marker, F_OK), 0);
+	free2(out, err);
+}
+END_TEST
+
+/* An option whose value is missing takes no "--" or option as its value (issue 39: `memshim run
+ * --stages -- true` ran `true` with the stage list "--"): a usage error naming the option. */
+START_TEST(test_option_without_its_value)
+{
+	static const char *const cases[][3] = {
+		{ "--stages", "--", "memshim: --stages needs a value, not -- (see memshim --help)\n" },
+		{ "--stages", "--all", "memshim: --stages needs a value, not --all (see memshim --help)\n" },
+		{ "--output", "--", "memshim: --output needs a value, not -- (see memshim --help)\n" },
+		{ "--plot", "--", "memshim: --plot needs a value, not -- (see memshim --help)\n" },
+		{ "--stages=--", NULL, "memshim: --stages needs a value, not -- (see memshim --help)\n" },
+	};
+	char *out, *err, marker[4300];
+	snprintf(marker, sizeof marker, "%s/ran", tree);
+	for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+		char *args[] = { NULL, "run", (char *)cases[i][0], (char *)cases[i][1], "/usr/bin/touch", marker, NULL };
+		if (!cases[i][1]) /* --stages=VALUE */
+			args[3] = "/usr/bin/touch", args[4] = marker, args[5] = NULL;
+		int status = wrap(NULL, args, &out, &err);
+		ck_assert_msg(WIFEXITED(status) && WEXITSTATUS(status) == 125, "%s: status %#x", cases[i][0], status);
+		ck_assert_str_eq(err, cases[i][2]);
+		ck_assert_int_ne(access(marker, F_OK), 0);
+		free2(out, err);
+	}
 }
 END_TEST
 
@@ -700,6 +766,27 @@ START_TEST(test_launchers_summarised)
 }
 END_TEST
 
+/* Helpers (issue 39: pyenv's shim ran 40 of them before python) write into the run's own
+ * directory, which memshim run reads for the dump and removes: the user's directory keeps the one
+ * file of the process that did the work. */
+START_TEST(test_helpers_in_the_run_directory)
+{
+	char *out, *err;
+	char *args[] = { NULL, "run", "/bin/sh", "-c",
+			 "echo \"$MEMSHIM_RUN_DIR\"; MEMSHIM_FAKE_MINOR=1 /bin/true; MEMSHIM_FAKE_MINOR=1 /bin/true", NULL };
+	int st = wrap(NULL, args, &out, &err);
+	ck_assert_msg(WIFEXITED(st) && WEXITSTATUS(st) == 0, "status %#x: %s", st, err);
+	ck_assert_msg(!strncmp(out, "/tmp/memshim-run.", 17) || strstr(out, "/memshim-run."), "run dir: %s", out);
+	out[strcspn(out, "\n")] = '\0';
+	ck_assert_msg(access(out, F_OK) != 0, "%s is left", out);
+	ck_assert_uint_eq(files_like("memshim_metrics.json*"), 1);
+	ck_assert_int_eq(count(err, "***** fake metrics *****"), 1);
+	ck_assert_msg(strstr(err, "\nmemshim: 2 other processes (launchers, shells) opened no stage and "
+			      "peaked under 16MB: pid "), "stderr: %s", err);
+	free2(out, err);
+}
+END_TEST
+
 /* --sites: the call sites at each stage's peak after the dump; one line when sampling was off;
  * in a multi-rank run, those of the rank that peaked highest. */
 START_TEST(test_sites)
@@ -866,6 +953,9 @@ Suite *wrapper_suite(void)
 	tcase_add_test(tc, test_kernel_command);
 	tcase_add_test(tc, test_command_cannot_run);
 	tcase_add_test(tc, test_bad_output_directory_before_the_run);
+	tcase_add_test(tc, test_output_directory_that_takes_no_file);
+	tcase_add_test(tc, test_option_without_its_value);
+	tcase_add_test(tc, test_static_command);
 	tcase_add_loop_test(tc, test_output_naming_a_directory_before_the_run, 0, 3);
 	tcase_add_test(tc, test_previous_run_kept);
 	tcase_add_test(tc, test_previous_run_kept_pid_name);
@@ -873,6 +963,7 @@ Suite *wrapper_suite(void)
 	tcase_add_test(tc, test_rank_in_output_name);
 	tcase_add_test(tc, test_children_dir);
 	tcase_add_test(tc, test_launchers_summarised);
+	tcase_add_test(tc, test_helpers_in_the_run_directory);
 	tcase_add_test(tc, test_sites);
 	tcase_add_test(tc, test_sites_ranks);
 	suite_add_tcase(s, tc);

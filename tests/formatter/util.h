@@ -35,5 +35,6 @@ Suite *options_suite(void);
 Suite *export_suite(void);
 Suite *flame_html_suite(void);
 Suite *frames_suite(void);
+Suite *runs_suite(void);
 
 #endif

@@ -151,12 +151,12 @@ static long long parameter_bytes(json_t *hf)
 	return json_integer_value(json_object_get(json_object_get(hf, "info"), "parameter_bytes"));
 }
 
-/* The Trainer in R with OPTION VALUE and without HF's own memory tracking: the stages bind over two
- * epochs and the known numbers hold. */
-static void trainer_with(struct run *r, const char *option, const char *value)
+/* The Trainer in R with OPTION VALUE, the extra settings ENV (NULL: none) and without HF's own
+ * memory tracking: the stages bind over two epochs and the known numbers hold. */
+static void trainer_with(struct run *r, const char *option, const char *value, const char *const *env)
 {
 	const char *argv[] = { venv_py, script, option, value, "--skip-hf-memory", "--hf-metrics", "hf.json", NULL };
-	run(r, argv, "m.json", NULL, 1);
+	run(r, argv, "m.json", env, 1);
 	json_t *m = load(r, "m.json"), *hf = load(r, "hf.json");
 	expect_stages_bound(m, 2);
 	expect_known_numbers(m, parameter_bytes(hf));
@@ -211,7 +211,7 @@ END_TEST
 START_TEST(gradient_accumulation)
 {
 	struct run r;
-	trainer_with(&r, "--accumulate", "2");
+	trainer_with(&r, "--accumulate", "2", NULL);
 }
 END_TEST
 
@@ -229,13 +229,16 @@ static int shm_segments(json_t *m, char keys[][48], int n)
 	return k;
 }
 
-/* DataLoader workers are forked children: each writes its own file; the main process's stages are
- * the same as without workers, and train shows the batches the workers sent through shared memory
- * (issue 40): the trainer names the same segments as the worker that wrote them. */
+/* DataLoader workers are forked children: each writes its own file (in MEMSHIM_CHILDREN_DIR, here
+ * the run's directory: a worker that added little is a helper, whose file a plain LD_PRELOAD
+ * writes nowhere else); the main process's stages are the same as without workers, and train shows
+ * the batches the workers sent through shared memory (issue 40): the trainer names the same
+ * segments as the worker that wrote them. */
 START_TEST(dataloader_workers)
 {
 	struct run r;
-	trainer_with(&r, "--workers", "2");
+	static const char *const kids[] = { "MEMSHIM_CHILDREN_DIR=.", NULL };
+	trainer_with(&r, "--workers", "2", kids);
 	json_t *main_file = load(&r, "m.json");
 	json_t *shared = json_object_get(json_object_get(stage(main_file, "train"), "cpu"), "shared");
 	ck_assert_msg(json_integer_value(json_object_get(shared, "peak")) > 0, "train read no batch");

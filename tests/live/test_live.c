@@ -277,6 +277,42 @@ static int dump_shows(const char *text, const char *key, const char *value)
 	return 0;
 }
 
+/* kill -9 under a plain LD_PRELOAD (issue 39): the file at MEMSHIM_OUTPUT is the snapshot the
+ * stage's begin wrote, the record holds the climb up to the kill; `memshim-format FILE` shows the
+ * record's numbers and says so.  The snapshot is never older than the record by more than the
+ * default policy's 2 s. */
+START_TEST(a_killed_runs_snapshot_reads_as_its_newer_record)
+{
+	char out[1 << 15], names[4][PATH_MAX], file[PATH_MAX + 16];
+	fresh_dir();
+	snprintf(file, sizeof file, "%s/m.json", dir);
+	pid_t pid = spawn_fixture("climb", live_env(live_dir, NULL));
+	wait_for(ready);
+	pause_ms(500);
+	kill(pid, SIGKILL);
+	ck_assert_int_eq(exit_code(wait_status(pid)), 128 + SIGKILL);
+	ck_assert_int_eq(records(live_dir, names, 4), 1);
+	json_error_t je;
+	json_t *snap = json_load_file(file, 0, &je);
+	ck_assert_msg(snap != NULL, "%s: %s", file, je.text);
+	ck_assert_str_eq(json_string_value(json_object_get(snap, "reason")), "snapshot");
+	struct ms_live_record rec;
+	int fd = open(names[0], O_RDONLY);
+	ck_assert_int_eq(pread(fd, &rec, sizeof rec, 0), (ssize_t)sizeof rec);
+	close(fd);
+	double lag = rec.update_unix - json_number_value(json_object_get(snap, "end_time"));
+	ck_assert_msg(lag <= 2.0 + 0.5, "the snapshot is %.3f s older than the record", lag);
+	json_decref(snap);
+
+	const char *argv[] = { built("memshim-format"), file, NULL };
+	ck_assert_int_eq(run_tool_live(live_dir, argv, out, sizeof out), 0);
+	ck_assert_msg(dump_shows(out, "train_mem_cpu_alloc_delta", "70MB"), "%s", out);
+	ck_assert_msg(strstr(out, "memshim-format: ") && strstr(out, "/m.json: its snapshot is from ") &&
+		      strstr(out, "; its live record ") && strstr(out, "is newer ("), "%s", out);
+	ck_assert_int_eq(records(live_dir, names, 4), 1); /* read, not recovered: it stays */
+}
+END_TEST
+
 /* `memshim run` whose command died by a signal writes the files its killed processes could not,
  * from their records, and its dump shows the climb (issue 25 item 2). */
 START_TEST(memshim_run_recovers_a_killed_run)
@@ -1061,6 +1097,7 @@ int main(void)
 	TCase *tc = tcase_create("record");
 	tcase_set_timeout(tc, 60);
 	tcase_add_test(tc, a_killed_climb_is_recovered_from_its_record);
+	tcase_add_test(tc, a_killed_runs_snapshot_reads_as_its_newer_record);
 	tcase_add_test(tc, top_lists_the_running_first_and_counts_old_gone_ones);
 	tcase_add_test(tc, memshim_run_recovers_a_killed_run);
 	tcase_add_test(tc, memshim_run_keeps_a_signal_file);

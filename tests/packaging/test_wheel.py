@@ -140,6 +140,18 @@ def test_run_and_format(venv, tmp_path):
     assert open(str(tmp_path / "m.png"), "rb").read(8) == b"\x89PNG\r\n\x1a\n"
 
 
+def test_top(venv, tmp_path):
+    """`memshim top` of a pip installation: memshim-top beside memshim-format in the package."""
+    live = tmp_path / "live"
+    live.mkdir(mode=0o700)
+    env = dict(OFFLINE, MEMSHIM_LIVE_DIR=str(live), XDG_RUNTIME_DIR=str(tmp_path))
+    r = run([venv + "/bin/memshim", "top", "--once"], env=env)
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.startswith("PID ") and "(no memshim process with a live record)" in r.stdout, r.stdout
+    r = run([venv + "/bin/memshim", "top", "--json"], env=env)
+    assert r.returncode == 0 and json.loads(r.stdout) == [], r.stderr
+
+
 OLDEST = sorted(glob.glob("/root/.pyenv/versions/3.8.*/bin/python3.8")) + [shutil.which("python3.8") or ""]
 
 
@@ -263,3 +275,7 @@ def test_formatter_and_library_with_the_base_system_alone(venv, tmp_path):
     r = in_root(root, ["/pkg/memshim/_bin/memshim-format", "--plot", "/m.svg", "/m.json"])
     assert r.returncode == 0, r.stderr
     assert b"<svg" in open(root + "/m.svg", "rb").read(400)
+    # memshim top's table needs no terminal description (ncurses' terminfo is not in the root)
+    os.makedirs(root + "/live", mode=0o700)
+    r = in_root(root, ["/pkg/memshim/_bin/memshim-top", "--once"], MEMSHIM_LIVE_DIR="/live")
+    assert r.returncode == 0 and r.stdout.startswith("PID "), r.stderr

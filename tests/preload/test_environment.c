@@ -176,12 +176,12 @@ START_TEST(a_child_with_an_environment_from_scratch_finds_the_run)
 		ck_assert_msg(line && sscanf(line, "child %d", &child) == 1, "%s", r.out);
 		char name[64], first[256];
 		snprintf(name, sizeof name, "m.json.%d", child);
-		json_t *c = file_of(name);
-		ck_assert(json_is_true(json_object_get(c, "is_child")));
-		ck_assert_int_eq(int_of(c, "root_pid"), root_pid);
-		json_decref(c);
+		/* the child in between is a helper (it began no stage, stayed small): it writes no file
+		 * under a plain LD_PRELOAD (issue 39); had it taken itself for a run's first, it would
+		 * have written m.json over the root's, checked above */
+		ck_assert_int_eq(count_files(r.dir, name, NULL, 0), 0);
 		/* the grandchild: the one other file, its pid in its name */
-		ck_assert_int_eq(count_files(r.dir, "m.json.", NULL, 0), 2);
+		ck_assert_int_eq(count_files(r.dir, "m.json.", NULL, 0), 1);
 		ck_assert_msg(count_files(r.dir, "memshim_metrics", first, sizeof first) == 0, "%s written", first);
 		DIR *d = opendir(r.dir);
 		struct dirent *e;

@@ -163,12 +163,15 @@ END_TEST
  * forked worker, a helper the rank runs) adds ".<pid>", so it never replaces the rank's file. */
 START_TEST(a_template_naming_the_rank_is_taken_as_given)
 {
-	char dir[] = "/tmp/memshim-ranks.XXXXXX", out[200], name[64];
+	char dir[] = "/tmp/memshim-ranks.XXXXXX", out[200], run_dir[200], name[64];
 	ck_assert_ptr_nonnull(mkdtemp(dir));
 	snprintf(out, sizeof out, "MEMSHIM_OUTPUT=%s/m_%%r.json", dir);
+	/* the helper's file as memshim run keeps it (in its run's directory, here the same), which a
+	 * plain LD_PRELOAD does not write at all */
+	snprintf(run_dir, sizeof run_dir, "MEMSHIM_RUN_DIR=%s", dir);
 	const char *argv[] = { "/bin/sh", "-c", "RANK=0 /bin/sh -c '/bin/true; echo $$'; "
 			       "LOCAL_RANK=1 NODE_RANK=0 WORLD_SIZE=2 /bin/true", NULL };
-	const char *env[] = { out, "RANK", "LOCAL_RANK", "MEMSHIM_RANK_HELD", NULL };
+	const char *env[] = { out, run_dir, "RANK", "LOCAL_RANK", "MEMSHIM_RANK_HELD", NULL };
 	struct run x;
 	ck_assert_int_eq(run_under_shim(&x, argv, env), 0);
 	int rank0 = atoi(x.out);
@@ -213,6 +216,32 @@ START_TEST(bad_output_directory_falls_back_at_start)
 	ck_assert_msg(strstr(x.err, path) && strstr(x.err, "/nonexistent-memshim-dir"), "%s", x.err);
 	ck_assert_ptr_eq(strstr(strstr(x.err, "memshim:") + 1, "memshim:"), NULL); /* one line */
 	ck_assert_msg(count_files(tmp, "run", NULL, 0) == 1, "no run*.json in %s: %s", tmp, x.err);
+}
+END_TEST
+
+/* An output whose directory passes the start's check and still takes no file (/proc for root, who
+ * may write anywhere: no file can be made there; issue 39) falls back when the file is written, as
+ * an unwritable directory does at start: one warning naming the cause, the file in $TMPDIR. */
+START_TEST(an_output_refused_only_at_exit_falls_back)
+{
+	char tmp[] = "/tmp/memshim-fallback.XXXXXX", tmpdir[64], path[128];
+	ck_assert_ptr_nonnull(mkdtemp(tmp));
+	snprintf(tmpdir, sizeof tmpdir, "TMPDIR=%s", tmp);
+	const char *argv[] = { built("preload/alloc_fixture"), "simple", NULL };
+	const char *env[] = { "MEMSHIM_OUTPUT=/proc/memshim-run.json", tmpdir, NULL };
+	ck_assert_int_eq(run_under_shim(&r, argv, env), 0);
+	ck_assert(WIFEXITED(r.status) && WEXITSTATUS(r.status) == 0);
+	snprintf(path, sizeof path, "writing %s/memshim-run.json instead\n", tmp);
+	ck_assert_msg(strstr(r.err, "memshim: cannot write metrics file /proc/memshim-run.json: ") && strstr(r.err, path),
+		      "%s", r.err);
+	ck_assert_int_eq(memshim_lines(r.err), 1);
+	snprintf(path, sizeof path, "%s/memshim-run.json", tmp);
+	json_error_t je;
+	json_t *m = json_load_file(path, 0, &je);
+	ck_assert_msg(m != NULL, "%s: %s", path, je.text);
+	ck_assert(json_is_true(json_object_get(m, "complete")));
+	ck_assert_int_eq(metric(m, "simple_calls"), 1);
+	json_decref(m);
 }
 END_TEST
 
@@ -387,6 +416,7 @@ int main(void)
 	tcase_add_test(tc2, a_template_naming_the_rank_is_taken_as_given);
 	tcase_add_loop_test(tc2, bad_output_directory_falls_back_at_start, 0, 2);
 	tcase_add_loop_test(tc2, an_output_naming_a_directory_falls_back_at_start, 0, 2);
+	tcase_add_test(tc2, an_output_refused_only_at_exit_falls_back);
 	tcase_add_test(tc2, a_taken_fallback_name_gets_the_pid);
 	tcase_add_test(tc2, runs_at_once_take_fallback_names_of_their_own);
 	tcase_add_test(tc2, unknown_settings_are_named);
