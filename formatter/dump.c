@@ -58,6 +58,53 @@ static void mf_print_calls_hint(FILE *out, json_t *metrics, json_t *stage)
 	free(cpu), free(gpu);
 }
 
+/* The count of calls of STAGE that ended by way WAY (its calls_ended), 0 when not said. */
+static long long mf_ended(json_t *stage, const char *way)
+{
+	json_t *v = json_object_get(json_object_get(stage, "calls_ended"), way);
+	return json_is_integer(v) && json_integer_value(v) > 0 ? (long long)json_integer_value(v) : 0;
+}
+
+/* "  train: 2 of 5 calls ended by an exception (KeyboardInterrupt); the last call (train_*)
+ * returned": a call an exception ended leaves what its traceback holds in alloc_delta, which would
+ * otherwise read as a leak of every epoch.  Calls a longjmp jumped over are named too. */
+static void mf_print_exceptions(FILE *out, json_t *stage)
+{
+	long long raised = mf_ended(stage, "raised"), unwound = mf_ended(stage, "unwound");
+	long long jumped = mf_ended(stage, "jumped"), calls = mf_calls_of(stage);
+	if (!stage || calls <= 0 || raised + unwound + jumped == 0)
+		return;
+	const char *name = json_string_value(json_object_get(stage, "name"));
+	fprintf(out, "  %s: ", name);
+	if (raised + unwound) {
+		fprintf(out, "%lld of %lld call%s ended by an exception (", raised + unwound, calls, calls == 1 ? "" : "s");
+		size_t i, n = 0;
+		json_t *e;
+		json_array_foreach(json_object_get(stage, "exceptions"), i, e)
+			if (json_is_string(e))
+				fprintf(out, "%s%s", n++ ? ", " : "", json_string_value(e));
+		if (raised && !n)
+			fprintf(out, "%sa Python exception", n++ ? ", " : "");
+		if (unwound)
+			fprintf(out, "%sa C++ exception or a Rust panic", n++ ? ", " : "");
+		fputc(')', out);
+	}
+	if (jumped)
+		fprintf(out, "%s%lld of %lld call%s jumped over by a longjmp", raised + unwound ? "; " : "", jumped, calls,
+			calls == 1 ? " was" : "s were");
+	const char *last = json_string_value(json_object_get(stage, "ended"));
+	if (last && !strcmp(last, "returned"))
+		fprintf(out, "; the last call (%s_*) returned\n", name);
+	else if (last && (!strcmp(last, "raised") || !strcmp(last, "unwound")))
+		fprintf(out, "; %s_* are %s: memory %s still held counts in alloc_delta\n", name,
+			raised + unwound == 1 ? "that call" : "one of them",
+			!strcmp(last, "raised") ? "its traceback" : "the exception");
+	else if (last && !strcmp(last, "jumped"))
+		fprintf(out, "; %s_* are %s\n", name, jumped == 1 ? "that call" : "one of them");
+	else
+		fputc('\n', out);
+}
+
 /* How many entries of matched_functions FUNCTIONS name TARGET. */
 static size_t mf_target_functions(json_t *functions, const char *target)
 {
@@ -122,6 +169,7 @@ int mf_print_group(FILE *out, json_t *metrics, json_t *stages, const struct mf_g
 	mf_table_print(out, &t, "  ");
 	mf_table_free(&t);
 	mf_print_calls_hint(out, metrics, mf_stage_named(stages, g->name));
+	mf_print_exceptions(out, mf_stage_named(stages, g->name));
 	mf_print_functions(out, mf_stage_named(stages, g->name));
 	if (g->open) {
 		char *line = mf_open_line(g->open, 1);

@@ -42,7 +42,7 @@ EXPORT int memshim_stage_begin_labelled(const char *name, const char *label)
 	return rc;
 }
 
-EXPORT int memshim_stage_end(const char *name)
+static int end(const char *name, int how, const char *exception)
 {
 	if (!ms_active)
 		return 0;
@@ -50,11 +50,21 @@ EXPORT int memshim_stage_end(const char *name)
 	int id = ms_stage_find(name);
 	struct ms_span closed;
 	uint64_t call;
-	int rc = id < 0 ? -1 : ms_stage_leave_span(id, ms_elapsed(), &closed, &call);
+	int rc = id < 0 ? -1 : ms_stage_leave_ended(id, ms_elapsed(), how, exception, &closed, &call);
 	if (rc == 1)
 		ms_labels_close(id, &closed, call);
 	errno = saved;
 	return rc < 0 ? -1 : 0;
+}
+
+EXPORT int memshim_stage_end(const char *name)
+{
+	return end(name, MS_END_RETURNED, NULL);
+}
+
+EXPORT int memshim_stage_end_raised(const char *name, const char *exception)
+{
+	return end(name, MS_END_RAISED, exception);
 }
 
 EXPORT int memshim_snapshot(void)

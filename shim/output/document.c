@@ -75,7 +75,39 @@ static void open_span(struct ms_json *w, const char *key, const void *ctx, int c
 	write_delta(w, key, ctx, comp);
 }
 
-static void write_history(struct ms_json *w, const struct ms_stage *s, int gpu)
+/* The type name of exception EXC (1 + its index, as the engine keeps it), or NULL. */
+static const char *exception_name(const struct ms_stages *st, uint8_t exc)
+{
+	return exc > 0 && exc <= st->nexc && exc <= MS_EXC_NAMES ? st->exc_names[exc - 1] : NULL;
+}
+
+/* How a finished call ended: "ended", and "exception" when a Python exception of a known type did. */
+static void write_ended(struct ms_json *w, const struct ms_stages *st, uint8_t ended, uint8_t exc)
+{
+	ms_json_string(w, "ended", ms_end_name(ended));
+	const char *name = exception_name(st, exc);
+	if (name)
+		ms_json_string(w, "exception", name);
+}
+
+/* Every finished call counted by how it ended, and the exceptions' type names: a call that ended by
+ * an exception may have left what its traceback holds behind (read as a leak otherwise). */
+static void write_calls_ended(struct ms_json *w, const struct ms_stages *st, const struct ms_stage *s)
+{
+	ms_json_object(w, "calls_ended");
+	for (int k = 0; k < MS_NEND; k++)
+		ms_json_uint(w, ms_end_name(k), s->ended[k]);
+	ms_json_end_object(w);
+	if (!s->exceptions)
+		return;
+	ms_json_array(w, "exceptions");
+	for (int i = 0; i < st->nexc && i < MS_EXC_NAMES; i++)
+		if (s->exceptions & (UINT32_C(1) << i))
+			ms_json_string(w, NULL, st->exc_names[i]);
+	ms_json_end_array(w);
+}
+
+static void write_history(struct ms_json *w, const struct ms_stages *st, const struct ms_stage *s, int gpu)
 {
 	ms_json_array(w, "history");
 	uint64_t kept = s->calls < MS_HISTORY ? s->calls : MS_HISTORY;
@@ -92,6 +124,7 @@ static void write_history(struct ms_json *w, const struct ms_stage *s, int gpu)
 			ms_json_int(w, "gpu_peaked_delta", h->gpu_peaked > 0 ? h->gpu_peaked : 0);
 			ms_json_uint(w, "gpu_failed_allocs", h->gpu_failed_allocs);
 		}
+		write_ended(w, st, h->ended, h->exception);
 		ms_json_end_object(w);
 	}
 	ms_json_end_array(w);
@@ -137,6 +170,9 @@ static void write_stage(struct ms_json *w, const struct ms_doc *d, int id)
 	ms_json_uint(w, "calls", s->calls);
 	ms_json_bool(w, "open", open);
 	ms_json_bool(w, "closed_at_exit", !open && sp->closed_at_exit);
+	if (!open && s->calls)
+		write_ended(w, d->stages, sp->ended, sp->exception);
+	write_calls_ended(w, d->stages, s);
 	ms_json_double(w, "start", sp->start);
 	ms_json_double(w, "runtime", sp->runtime);
 	ms_json_double(w, "runtime_total", s->runtime_total);
@@ -153,7 +189,7 @@ static void write_stage(struct ms_json *w, const struct ms_doc *d, int id)
 	}
 	ms_json_end_object(w);
 	if (!d->brief)
-		write_history(w, s, gpu);
+		write_history(w, d->stages, s, gpu);
 	write_matched_functions(w, d, s->name);
 	if (d->stage_sites)
 		d->stage_sites(w, id, sp);

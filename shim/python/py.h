@@ -100,6 +100,14 @@ static inline ms_pyobj *ms_py_type_of(ms_pyobj *o)
 	return ((ms_pyobj **)o)[1];
 }
 
+/* A type object's tp_name (after the refcount, ob_type and ob_size in every non-debug 3.x
+ * build): "KeyboardInterrupt", "torch.OutOfMemoryError"'s "OutOfMemoryError", a C type's
+ * "module.Name".  Read without a call or an allocation (an exception's type in a hook). */
+static inline const char *ms_py_type_name(ms_pyobj *type)
+{
+	return type ? ((const char *const *)type)[3] : NULL;
+}
+
 /* What a code object is (its classification): 0 = not looked at yet; otherwise bit 0 set, bit 1 =
  * generator-like code, stage spec indexes matched in bits 2-33, and from bit 40 one plus the index
  * of the distinct matched function (module:qualname) it runs. */
@@ -131,6 +139,9 @@ uint32_t ms_py_match(const char *qual, const char *module, int *func);
  * leave can never close a stage someone else opened. */
 void ms_py_enter(uintptr_t v);
 void ms_py_leave(uint32_t mask);
+/* Leaves MASK as ms_py_leave, for a function an exception left (TYPE: its type, borrowed, or
+ * NULL): the calls it closes ended "raised" (GeneratorExit, a generator's close(), is a return). */
+void ms_py_leave_raised(uint32_t mask, ms_pyobj *type);
 
 /* Whether targets that matched nothing are named at exit (set by the bootstrap: the route is armed
  * or installed). */

@@ -438,7 +438,7 @@ void ms_py_enter(uintptr_t v)
 		__atomic_add_fetch(&funcs[func - 1].calls, 1, __ATOMIC_RELAXED);
 }
 
-void ms_py_leave(uint32_t mask)
+static void leave_ended(uint32_t mask, int how, const char *exception)
 {
 	double now = ms_elapsed();
 	for (int i = 31; i >= 0; i--) {
@@ -449,6 +449,20 @@ void ms_py_leave(uint32_t mask)
 							     __ATOMIC_RELAXED, __ATOMIC_RELAXED))
 			;
 		if (n > 0)
-			ms_stage_leave(stage_id(i), now);
+			ms_stage_leave_ended(stage_id(i), now, how, exception, NULL, NULL);
 	}
+}
+
+void ms_py_leave(uint32_t mask)
+{
+	leave_ended(mask, MS_END_RETURNED, NULL);
+}
+
+void ms_py_leave_raised(uint32_t mask, ms_pyobj *type)
+{
+	const char *name = ms_py_type_name(type);
+	if (name && !strcmp(name, "GeneratorExit"))
+		leave_ended(mask, MS_END_RETURNED, NULL); /* close() of a suspended generator: its normal end */
+	else
+		leave_ended(mask, MS_END_RAISED, name);
 }

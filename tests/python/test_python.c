@@ -331,6 +331,50 @@ START_TEST(exits_by_exception)
 }
 END_TEST
 
+/* How each call ended (issue 39): Ctrl-C inside a stage and a ValueError are "raised" with their
+ * type names, per call and counted; a generator's close() is its normal end; the explicit API's
+ * stage says the same. */
+START_TEST(calls_ended_by_exceptions)
+{
+	const char *py = python_or_skip(_i);
+	if (!py)
+		return;
+	struct run r;
+	char pp[PATH_MAX + 16];
+	snprintf(pp, sizeof pp, "PYTHONPATH=%s", scripts);
+	const char *env[] = { pp, NULL };
+	run_fixture_ok(&r, py, "interrupted.py", "epoch=epoch,gen=numbers", env);
+	expect_out(&r, "ok");
+	json_t *s = stage_entry(&r, "epoch");
+	json_t *hist = json_object_get(s, "history");
+	const char *want[] = { "returned", "returned", "raised", "returned", "raised" };
+	const char *exc[] = { NULL, NULL, "KeyboardInterrupt", NULL, "ValueError" };
+	ck_assert_int_eq((int)json_array_size(hist), 5);
+	for (int i = 0; i < 5; i++) {
+		json_t *h = json_array_get(hist, (size_t)i);
+		const char *e = json_string_value(json_object_get(h, "exception"));
+		const char *how = json_string_value(json_object_get(h, "ended"));
+		ck_assert_msg(how && !strcmp(how, want[i]), "%s: call %d ended %s", py, i + 1, how ? how : "(not said)");
+		ck_assert_msg(exc[i] ? e && !strcmp(e, exc[i]) : !e, "%s: call %d exception %s", py, i + 1, e ? e : "none");
+	}
+	/* the traceback the handler keeps holds the interrupted call's block: it reads as kept */
+	ck_assert_int_ge(json_integer_value(json_object_get(json_array_get(hist, 2), "cpu_alloc_delta")), 8 << 20);
+	json_t *ended = json_object_get(s, "calls_ended");
+	ck_assert_int_eq(json_integer_value(json_object_get(ended, "returned")), 3);
+	ck_assert_int_eq(json_integer_value(json_object_get(ended, "raised")), 2);
+	ck_assert_int_eq((int)json_array_size(json_object_get(s, "exceptions")), 2);
+	ck_assert_pstr_eq(json_string_value(json_object_get(s, "ended")), "raised");
+	ck_assert_pstr_eq(json_string_value(json_object_get(s, "exception")), "ValueError");
+	json_t *g = json_object_get(stage_entry(&r, "gen"), "calls_ended");
+	ck_assert_msg(json_integer_value(json_object_get(g, "raised")) == 0 &&
+		      json_integer_value(json_object_get(g, "returned")) == 2, "%s: a closed generator raised", py);
+	json_t *api = stage_entry(&r, "api");
+	ck_assert_int_eq(json_integer_value(json_object_get(json_object_get(api, "calls_ended"), "raised")), 1);
+	ck_assert_pstr_eq(json_string_value(json_array_get(json_object_get(api, "exceptions"), 0)), "KeyboardInterrupt");
+	run_done(&r);
+}
+END_TEST
+
 /* A matched generator that drops its argument frees it inside the stage: naming the code object
  * (3.8-3.10 look at the frame's first argument) must not keep the arguments alive. */
 START_TEST(argument_dropped_in_stage)
@@ -1430,6 +1474,7 @@ static Suite *suite(void)
 	tcase_add_loop_test(tc, sys_exit_in_stage, 0, NPY);
 	tcase_add_loop_test(tc, coroutines, 0, NPY);
 	tcase_add_loop_test(tc, exits_by_exception, 0, NPY);
+	tcase_add_loop_test(tc, calls_ended_by_exceptions, 0, NPY);
 	tcase_add_loop_test(tc, argument_dropped_in_stage, 0, NPY);
 	tcase_add_loop_test(tc, locals_released_at_return, 0, NPY);
 	tcase_add_loop_test(tc, run_module_and_command, 0, NPY);

@@ -526,8 +526,39 @@ def calls_close():
     write("calls-close.json", doc(m, st, gpu_used=True))
 
 
+def ended():
+    """Issue 39: calls an exception ended.  epoch: 5 calls, Ctrl-C in call 3 and a ValueError in the
+    last (its numbers are the flat keys); train: one call, unwound by a C++ exception; step: jumped
+    over by a longjmp twice, its last call returned; eval: every call returned."""
+    def calls_ended(returned=0, raised=0, unwound=0, jumped=0):
+        return {"returned": returned, "raised": raised, "unwound": unwound, "jumped": jumped, "open_at_exit": 0}
+    hist = [{"call": i, "start": i * 1.0, "runtime": 0.5, "cpu_alloc_delta": (9 if i in (3, 5) else 1) * M,
+             "cpu_peaked_delta": 8 * M, "ended": "raised" if i in (3, 5) else "returned"} for i in range(1, 6)]
+    hist[2]["exception"] = "KeyboardInterrupt"
+    hist[4]["exception"] = "ValueError"
+    m = {"epoch_mem_cpu_alloc_delta": 9 * M, "epoch_mem_cpu_peaked_delta": 8 * M, "epoch_runtime": 0.5,
+         "epoch_calls": 5, "train_mem_cpu_alloc_delta": 3 * M, "train_mem_cpu_peaked_delta": 0,
+         "train_runtime": 2.0, "train_calls": 1, "step_mem_cpu_alloc_delta": 0,
+         "step_mem_cpu_peaked_delta": M, "step_runtime": 0.1, "step_calls": 3,
+         "eval_mem_cpu_alloc_delta": 0, "eval_mem_cpu_peaked_delta": 0, "eval_runtime": 0.1, "eval_calls": 2}
+    ep = stage("epoch", calls=5, cpu=(9 * M, 8 * M), hist=hist,
+               needed={"cpu": 17 * M, "cpu_call": 3, "gpu": 0, "gpu_call": 0})
+    ep.update(ended="raised", exception="ValueError", calls_ended=calls_ended(returned=3, raised=2),
+              exceptions=["KeyboardInterrupt", "ValueError"])
+    tr = stage("train", cpu=(3 * M, 0))
+    tr["history"][0]["ended"] = "unwound"
+    tr.update(ended="unwound", calls_ended=calls_ended(unwound=1))
+    sh = [{"call": i, "start": i * 1.0, "runtime": 0.1, "cpu_alloc_delta": 0, "cpu_peaked_delta": M,
+           "ended": "jumped" if i < 3 else "returned"} for i in (1, 2, 3)]
+    sp = stage("step", calls=3, cpu=(0, M), hist=sh)
+    sp.update(ended="returned", calls_ended=calls_ended(returned=1, jumped=2))
+    ev = stage("eval", calls=2)
+    ev.update(ended="returned", calls_ended=calls_ended(returned=2))
+    write("ended.json", doc(m, [ep, tr, sp, ev]))
+
+
 if __name__ == "__main__":
     os.makedirs(os.path.join(HERE, "in"), exist_ok=True)
     for f in (seed, widths, snapshot, calls, ranks, diffs, small, bad, died, launchers, runs,
-              csv_odd, sites, sites_added, sites_lines, sites_exact_stage, sites_fold, sites_odd, calls_close):
+              csv_odd, sites, sites_added, sites_lines, sites_exact_stage, sites_fold, sites_odd, calls_close, ended):
         f()
