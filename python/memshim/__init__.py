@@ -28,6 +28,7 @@ from memshim._version import __version__
 
 _NAME = re.compile(r"[A-Za-z0-9_]{1,63}\Z")
 _NORMAL_ENDS = (StopIteration, StopAsyncIteration, GeneratorExit)
+MAX_STAGES = 64  # distinct stage names a process may have (the library's MS_MAX_STAGES)
 
 
 def library_path():
@@ -181,7 +182,8 @@ def snapshot():
 class stage:
     """Context manager and decorator: the block (or each call) is one call of stage NAME (labelled
     LABEL in the metrics file's "labelled_calls" when given).  A block an exception leaves is a call
-    that "raised" (its type named in the metrics file).
+    that "raised" (its type named in the metrics file).  Entering raises ValueError when the process
+    has MAX_STAGES (64) stage names already and NAME is a new one: it could not be measured.
 
     On an `async def` function each call is one call of the stage, from the call until the awaited
     coroutine returns or raises, its awaits included: what other tasks and threads allocate while it
@@ -196,7 +198,10 @@ class stage:
         self.label = label
 
     def __enter__(self):
-        begin(self.name, self.label)
+        if begin(self.name, self.label) < 0:
+            raise ValueError("memshim stage %r not opened: a process has at most %d stage names "
+                             "(MEMSHIM_STAGES's and memshim.stage's together), and all are taken"
+                             % (self.name, MAX_STAGES))
         return self
 
     def __exit__(self, exc_type, exc, tb):

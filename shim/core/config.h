@@ -11,8 +11,8 @@
 #define MS_PATH_MAX 4096
 #define MS_STAGE_NAME_MAX 64 /* including the NUL */
 #define MS_SPEC_MAX_STAGES 32
-#define MS_SPEC_MAX_TARGETS 16   /* per stage */
-#define MS_SPEC_POOL 8192        /* bytes for all target strings */
+#define MS_SPEC_MAX_TARGETS 32   /* per stage */
+#define MS_SPEC_POOL 32768       /* bytes for all target strings (a literal: messages say it) */
 #define MS_SNAPSHOT_AUTO (-1.0)  /* snapshots when memory moved or a stage changed (no thread) */
 #define MS_TEXT_SETTINGS 32      /* variables kept as text (the table's K_TEXT rows) */
 #define MS_TEXT_POOL 16384       /* bytes for their copies */

@@ -22,6 +22,7 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
+#include "core/config.h"
 #include "core/ms.h"
 #include "intercept/hooks.h"
 #include "python/py.h"
@@ -33,7 +34,7 @@
 static char why[QUAL_MAX + 64] MS_LARGE;
 
 /* Targets, copied at start (asked for once per code object searched). */
-#define MAX_TARGETS 512
+#define MAX_TARGETS (MS_SPEC_MAX_STAGES * MS_SPEC_MAX_TARGETS)
 static const char *t_qual[MAX_TARGETS] MS_LARGE, *t_last[MAX_TARGETS] MS_LARGE;
 static int nt;
 

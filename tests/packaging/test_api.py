@@ -119,3 +119,14 @@ def test_a_call_an_exception_ended_is_marked(tmp_path, python):
     assert stages["epoch"]["ended"] == "raised" and stages["epoch"]["exception"] == "KeyboardInterrupt"
     assert stages["x"]["exception"] == "OSError"
 
+
+def test_the_65th_stage_name_raises(tmp_path):
+    """Issue 39: a stage that cannot be opened (the process has 64 names: init and 63 of the
+    program's) raises ValueError naming the limit, instead of measuring nothing."""
+    r = run_code(tmp_path, "import memshim\nfor i in range(63):\n    with memshim.stage('s%d' % i):\n        pass\n"
+                           "try:\n    with memshim.stage('one_more'):\n        print('ran')\n"
+                           "except ValueError as e:\n    print('ValueError:', e)\n")
+    assert r.returncode == 0, r.stderr
+    assert "ran" not in r.stdout and "ValueError: memshim stage 'one_more' not opened" in r.stdout, r.stdout
+    assert "at most 64 stage names" in r.stdout
+    assert r.stderr.count("memshim:") == 1 and "at most 64 stage names" in r.stderr, r.stderr
