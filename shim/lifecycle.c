@@ -155,6 +155,10 @@ __attribute__((constructor)) static void ms_init(int argc, char **argv, char **e
 		stop_tracking();
 		return;
 	}
+	if (ms_allocator_ahead())
+		ms_warn("%s comes before libmemshim.so in LD_PRELOAD: the program's malloc and C++ new go "
+			"to it without passing memshim, whose CPU figures then count only mappings; list "
+			"libmemshim.so first (memshim run does)", ms_allocator_ahead());
 	if (ms_sanitizer()) {
 		ms_warn("%s owns this program's memory: memshim steps aside and counts nothing", ms_sanitizer());
 		stop_tracking();

@@ -114,7 +114,7 @@ static void *lookup(int idx)
 	void *p = h ? driver_symbol(h, hook_name[idx]) : NULL;
 	if (!p || (idx < H_NHOOKS && p == hook_wrapper(idx))) {
 		__atomic_store_n(&anywhere[idx].name, hook_name[idx], __ATOMIC_RELAXED);
-		p = ms_resolve_scoped(&anywhere[idx], NULL);
+		p = ms_resolve_scoped(&anywhere[idx], NULL, NULL);
 	}
 	return p;
 }

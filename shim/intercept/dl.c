@@ -12,12 +12,14 @@
 #include "intercept/hooks.h"
 
 unsigned ms_dlclose_calls;
+unsigned ms_dl_generation;
 void (*ms_on_dlopen)(uintptr_t *slot);
 void (*ms_after_dlclose)(void);
 void *(*ms_on_dlsym)(void *handle, const char *name);
 
 /* Tells the hook (the wrapper's frame is gone before the real function runs: a tail call). */
 #define BEFORE_DLOPEN() do { \
+		__atomic_add_fetch(&ms_dl_generation, 1, __ATOMIC_RELEASE); \
 		void (*hook_)(uintptr_t *) = __atomic_load_n(&ms_on_dlopen, __ATOMIC_ACQUIRE); \
 		if (hook_) \
 			hook_(MS_RA_SLOT()); \
@@ -43,6 +45,7 @@ EXPORT int dlclose(void *handle)
 	int (*real)(void *) = MS_REAL_LAZY(dlclose);
 	int rc = real ? real(handle) : -1;
 	__atomic_add_fetch(&ms_dlclose_calls, 1, __ATOMIC_RELEASE);
+	__atomic_add_fetch(&ms_dl_generation, 1, __ATOMIC_RELEASE);
 	void (*hook)(void) = __atomic_load_n(&ms_after_dlclose, __ATOMIC_ACQUIRE);
 	if (hook)
 		hook();

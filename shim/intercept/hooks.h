@@ -63,8 +63,10 @@ struct ms_scoped {
 /* The definition of S->name that the object containing CALLER (a return address; NULL: the main
  * namespace's view) would have bound without the shim: one in an object loaded at start, else in
  * the caller's local scope (RTLD_LOCAL libraries), else anywhere in its namespace; never ours.
- * NULL when no loaded object has it.  No allocation, no dlerror state, errno kept. */
-void *ms_resolve_scoped(struct ms_scoped *s, const void *caller);
+ * NULL when no loaded object has it.  *FOR_EVERY_CALLER (unless NULL) says whether every caller
+ * gets the same answer until an object is loaded or unloaded.  No allocation, no dlerror state,
+ * errno kept. */
+void *ms_resolve_scoped(struct ms_scoped *s, const void *caller, int *for_every_caller);
 /* Marks the objects loaded now as the ones loaded at start (resolve.c, once). */
 void ms_scope_note_startup(void);
 /* The return address of the exported wrapper it is written in: the program's calling object. */
@@ -81,6 +83,9 @@ const char *ms_sanitizer(void);
 /* Non-zero when the library was loaded after the program started (dlopen, ctypes): the program's
  * calls are already bound elsewhere, so nothing would be counted. */
 int ms_loaded_late(void);
+/* The path of a preloaded library whose malloc comes before ours (LD_PRELOAD="libjemalloc.so.2
+ * libmemshim.so"): the program's malloc calls never reach us.  NULL otherwise. */
+const char *ms_allocator_ahead(void);
 /* Non-zero when the real malloc is the C library's own (glibc's chunk layout may be relied on). */
 extern int ms_allocator_is_glibc;
 
@@ -108,6 +113,14 @@ size_t ms_bootstrap_size(const void *p);
 extern void (*ms_before_count)(uintptr_t *slot);
 /* Sets ms_before_count (NULL: none); the malloc family leaves its fast path while one is set. */
 void ms_set_before_count(void (*fn)(uintptr_t *slot));
+
+/* malloc.c: counts block P that the allocator underneath handed out / is about to take back
+ * outside the malloc wrappers (jemalloc's or tcmalloc's operator new and delete: cxx.c). */
+void ms_malloc_counted(void *p);
+void ms_malloc_uncounted(void *p);
+/* cxx.c: 1 while this thread runs the allocator's operator new under a guard cxx.c raised; a raise
+ * from there (bad_alloc) lowers that guard (jump.c): nothing after the call runs. */
+extern __thread int ms_tls_new_guarded MS_TLS;
 
 /* malloc.c: non-zero while the malloc family may take its fast path (resolved, counting, glibc's
  * allocator underneath, no hook before counting).  Recomputed by ms_malloc_fast_update whenever
@@ -147,6 +160,9 @@ extern void (*ms_before_exit)(const char *reason);
 /* dl.c: dlclose calls made through the wrapper (the shim's own go to the real one).  Native stages
  * re-read the loaded objects at their next look after one. */
 extern unsigned ms_dlclose_calls;
+/* dl.c: dlopen, dlmopen and dlclose calls made through the wrappers (a dlopen counted as it
+ * starts, a dlclose when it is done). */
+extern unsigned ms_dl_generation;
 /* dl.c: called by the dlopen/dlmopen wrappers, once set, just before the real function (which the
  * wrapper then tail-calls, so it still sees the program's caller: RUNPATH, $ORIGIN, namespace),
  * with the wrapper's return-address slot: the call is under way until that slot no longer holds

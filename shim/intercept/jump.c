@@ -124,9 +124,13 @@ void ms_jump_freed(void *ptr)
  * (intercept/scope.c): libgcc_s and libstdc++ are often in a local scope only. */
 static int raise_told(struct ms_scoped *real, const void *caller, void *exc)
 {
-	raise_fn f = (raise_fn)ms_resolve_scoped(real, caller);
+	raise_fn f = (raise_fn)ms_resolve_scoped(real, caller, NULL);
 	if (!f)
 		return URC_FATAL_PHASE1_ERROR; /* nothing defines it: the call could not have been bound */
+	if (MS_UNLIKELY(ms_tls_new_guarded)) { /* thrown from the allocator's operator new (cxx.c) */
+		ms_tls_new_guarded = 0;
+		ms_tls_guard--;
+	}
 	flight_begins(exc);
 	int rc = f(exc);
 	flight_ends(exc);
@@ -148,7 +152,7 @@ EXPORT int _Unwind_Resume_or_Rethrow(void *exc)
 EXPORT void *__cxa_begin_catch(void *exc)
 {
 	static struct ms_scoped real = MS_SCOPED("__cxa_begin_catch");
-	void *(*f)(void *) = (void *(*)(void *))ms_resolve_scoped(&real, MS_CALLER());
+	void *(*f)(void *) = (void *(*)(void *))ms_resolve_scoped(&real, MS_CALLER(), NULL);
 	flight_ends(exc);
 	return f ? f(exc) : NULL;
 }

@@ -155,11 +155,21 @@ static inline __attribute__((always_inline)) int fast_realloc(void *ptr, size_t 
 	return 1;
 }
 
+/* The allocator's usable size of P, asked with the guard raised: tcmalloc's calls operator new the
+ * first time (MallocExtension::instance), which must not be counted, nor count again. */
+static inline int64_t usable(void *p)
+{
+	ms_tls_guard++;
+	int64_t n = (int64_t)malloc_usable_size(p);
+	ms_tls_guard--;
+	return n;
+}
+
 /* Counts new block P (the general path). */
 static inline __attribute__((always_inline)) void count(void *p)
 {
 	ms_before_counting();
-	int64_t n = (int64_t)malloc_usable_size(p);
+	int64_t n = usable(p);
 	ms_cpu_add(MS_MALLOC, n);
 	ms_sample_alloc(p, n);
 }
@@ -169,7 +179,7 @@ static inline int64_t usable_before_release(void *p)
 {
 	if (ms_allocator_is_glibc && MS_UNLIKELY(glibc_would_reject(p, glibc_head(p))))
 		return 0;
-	return (int64_t)malloc_usable_size(p);
+	return usable(p);
 }
 
 /* Real function ready?  If not, the caller serves the request from the bootstrap buffer. */
@@ -247,6 +257,18 @@ static inline __attribute__((always_inline)) void uncount(void *p)
 		ms_before_counting();
 		ms_cpu_add(MS_MALLOC, -n);
 	}
+}
+
+void ms_malloc_counted(void *p)
+{
+	if (p && !ms_bootstrap_owns(p) && COUNTABLE())
+		count(p);
+}
+
+void ms_malloc_uncounted(void *p)
+{
+	if (p && !ms_bootstrap_owns(p) && COUNTABLE())
+		uncount(p);
 }
 
 static __attribute__((noinline)) void release(void *ptr, void (*real)(void *))
@@ -342,7 +364,7 @@ static void count_resize(void *ptr, int64_t old, void *q, size_t size)
 {
 	ms_before_counting();
 	if (q) {
-		int64_t n = (int64_t)malloc_usable_size(q);
+		int64_t n = usable(q);
 		ms_cpu_add(MS_MALLOC, n - old);
 		ms_sample_alloc(q, n);
 	} else if (ptr && size == 0)

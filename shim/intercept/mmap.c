@@ -279,7 +279,8 @@ static int within_budget(double now)
 /* ms_refresh: the reservations and the RSS read now. */
 static void refresh(enum ms_refresh_reason why)
 {
-	if (refreshing || lock_held || ms_tls_guard || !ms_counting)
+	/* a boundary is read also from inside a hook (native stages open and close there) */
+	if (refreshing || lock_held || (ms_tls_guard && why != MS_REFRESH_BOUNDARY) || !ms_counting)
 		return;
 	double start = ms_now();
 	if (why != MS_REFRESH_REPORT && !within_budget(start))

@@ -62,17 +62,29 @@ static int find_sanitizer(const struct link_map *allocator)
 	return 0;
 }
 
-int ms_loaded_late(void)
+/* The object the program's free is bound to, when it is not ours: NULL when ours. */
+static const struct link_map *program_free(void)
 {
 	ms_dlsym_fn real = ms_libc_dlsym();
 	void *bound = real ? real(RTLD_DEFAULT, "free") : NULL;
-	if (!bound || ms_elf_object_of(bound) == ms_elf_object_of((const void *)ms_loaded_late))
-		return 0;
+	const struct link_map *m = bound ? ms_elf_object_of(bound) : NULL;
+	return m == ms_elf_object_of((const void *)program_free) ? NULL : m;
+}
+
+int ms_loaded_late(void)
+{
+	const struct link_map *m = program_free();
 	/* the program's own allocator comes first even when we are preloaded (rustc) */
-	if (ms_elf_object_of(bound) == _r_debug.r_map)
+	if (!m || m == _r_debug.r_map)
 		return 0;
 	const char *preload = ms_setting_text("LD_PRELOAD");
 	return !preload || !strstr(preload, "memshim");
+}
+
+const char *ms_allocator_ahead(void)
+{
+	const struct link_map *m = program_free();
+	return m && m != _r_debug.r_map && m->l_name && m->l_name[0] ? m->l_name : NULL;
 }
 
 const char *ms_sanitizer(void)

@@ -217,16 +217,16 @@ static void keep(struct ms_scoped *s, const struct link_map *caller, uint64_t ge
 	__atomic_store_n(&e->seq, seq + 2, __ATOMIC_RELEASE);
 }
 
-void *ms_resolve_scoped(struct ms_scoped *s, const void *caller)
+void *ms_resolve_scoped(struct ms_scoped *s, const void *caller, int *for_every_caller)
 {
-	int saved = errno;
+	int saved = errno, same_for_all = 1;
 	ms_tls_guard++;
 	uint64_t gen = load_generation();
 	void *fn = NULL;
 	if (!kept(s, NULL, gen, &fn)) {
 		const struct link_map *map = caller ? ms_elf_object_of(caller) : NULL;
+		same_for_all = 0;
 		if (!kept(s, map, gen, &fn)) {
-			int same_for_all = 0;
 			fn = choose(map, s->name, &same_for_all);
 			if (gen && (same_for_all || map))
 				keep(s, same_for_all ? ANY_CALLER : map, gen, fn);
@@ -234,5 +234,7 @@ void *ms_resolve_scoped(struct ms_scoped *s, const void *caller)
 	}
 	ms_tls_guard--;
 	errno = saved;
+	if (for_every_caller)
+		*for_every_caller = same_for_all;
 	return fn;
 }

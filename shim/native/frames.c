@@ -1106,7 +1106,7 @@ int ms_native_personality(int version, int actions, uint64_t cls, void *exc, voi
 		return URC_CONTINUE_UNWIND;
 	static struct ms_scoped get_ip_real = MS_SCOPED("_Unwind_GetIP");
 	/* the unwinder calling us is the one whose context CTX is (libgcc_s may be loaded locally) */
-	uintptr_t (*get_ip)(void *) = (uintptr_t(*)(void *))ms_resolve_scoped(&get_ip_real, MS_CALLER());
+	uintptr_t (*get_ip)(void *) = (uintptr_t(*)(void *))ms_resolve_scoped(&get_ip_real, MS_CALLER(), NULL);
 	int saved = errno;
 	ms_tls_guard++;
 	struct tstate *s = ts;

@@ -1,5 +1,5 @@
 /* Native stages bound to the call itself: every GOT slot through which a loaded object calls a
- * target function (native/got.c finds them) is rewritten to an entry of ours.  The entry saves the
+ * target function (intercept/got.c finds them) is rewritten to an entry of ours.  The entry saves the
  * argument registers, opens the stage with the caller's return address replaced by a trampoline
  * (native/stack.c, the same frames the stack check keeps, so a return, a longjmp, an exception or
  * thread exit closes it as for a frame found on the stack), and jumps to the real function with
@@ -18,7 +18,7 @@
 #include "core/ms.h"
 #include "intercept/elf.h"
 #include "intercept/hooks.h"
-#include "native/got.h"
+#include "intercept/got.h"
 #include "native/native.h"
 
 #define MS_PLT_ENTRIES 256 /* entries in the asm block below */

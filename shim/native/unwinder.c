@@ -19,7 +19,7 @@
 #include <unistd.h>
 #include "core/ms.h"
 #include "intercept/hooks.h"
-#include "native/got.h"
+#include "intercept/got.h"
 #include "native/native.h"
 
 _Static_assert(sizeof(unw_context_t) <= sizeof(((struct ms_unw_space *)0)->context), "libunwind's context fits");

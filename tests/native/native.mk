@@ -65,7 +65,7 @@ $(NATIVE_DIR)/test_names: tests/native/test_names.c shim/native/names.c $(SHIM_C
 
 # The quick unwinder and the cursor without a preload: the trampolines linked in, libunwind as the
 # reference; frame pointers so a test can find its own return-address slot.
-NATIVE_UNWIND_SRCS := shim/native/cfi.c shim/native/unwinder.c shim/native/tramp.c shim/native/pool.c shim/native/got.c
+NATIVE_UNWIND_SRCS := shim/native/cfi.c shim/native/unwinder.c shim/native/tramp.c shim/native/pool.c shim/intercept/got.c
 $(NATIVE_DIR)/test_cfi: tests/native/test_cfi.c $(NATIVE_UNWIND_SRCS) $(SHIM_CORE_LIB)
 	@mkdir -p $(@D)
 	$(CC) $(BASEFLAGS) $(CFLAGS) -fno-omit-frame-pointer $(CHECK_CFLAGS) -Ishim $(TEST_COMMON_INC) -o $@ \
@@ -99,7 +99,7 @@ check-native: $(BUILD)/libmemshim.so $(NATIVE_FIXTURES) $(NATIVE_SUITES)
 
 CHECK_TARGETS += check-native
 
-# The GOT rewriter (native/got.c) on one library built lazily bound, with -z now and with -fno-plt.
+# The GOT rewriter (intercept/got.c) on one library built lazily bound, with -z now and with -fno-plt.
 GOT_LIBS := $(NATIVE_DIR)/libngotcall-lazy.so $(NATIVE_DIR)/libngotcall-now.so $(NATIVE_DIR)/libngotcall-noplt.so
 $(NATIVE_DIR)/libngotcall-lazy.so: tests/native/fixtures/libngotcall.c $(NATIVE_DIR)/libngotdef.so
 	$(CC) -g -shared -fPIC -o $@ $< -L$(NATIVE_DIR) -lngotdef -Wl,-z,lazy,-z,relro,-rpath,'$$ORIGIN'
@@ -108,7 +108,7 @@ $(NATIVE_DIR)/libngotcall-now.so: tests/native/fixtures/libngotcall.c $(NATIVE_D
 $(NATIVE_DIR)/libngotcall-noplt.so: tests/native/fixtures/libngotcall.c $(NATIVE_DIR)/libngotdef.so
 	$(CC) -g -shared -fPIC -fno-plt -o $@ $< -L$(NATIVE_DIR) -lngotdef -Wl,-z,now,-z,relro,-rpath,'$$ORIGIN'
 
-$(NATIVE_DIR)/test_got: tests/native/test_got.c shim/native/got.c $(GOT_LIBS)
+$(NATIVE_DIR)/test_got: tests/native/test_got.c shim/intercept/got.c $(GOT_LIBS)
 	@mkdir -p $(@D)
 	$(CC) $(BASEFLAGS) $(CFLAGS) $(SANFLAGS) $(CHECK_CFLAGS) -Ishim -o $@ $(filter %.c,$^) $(CHECK_LIBS) -ldl
 NATIVE_SUITES += $(NATIVE_DIR)/test_got

@@ -1,4 +1,4 @@
-/* Unit test of native/got.c on real objects built three ways: calls to got_callee from
+/* Unit test of intercept/got.c on real objects built three ways: calls to got_callee from
  * libngotcall*.so are found by name and rewritten, RELRO pages too, and nothing else is touched. */
 #include <check.h>
 #include <stdio.h>
@@ -7,7 +7,7 @@
 #include <link.h>
 #include <string.h>
 #include <sys/mman.h>
-#include "native/got.h"
+#include "intercept/got.h"
 
 static int replacement(int x)
 {

@@ -122,6 +122,10 @@ static void six_calls(const char *lib, const char *fn, const char *stage, const 
 		assert_between(stage_call(m, stage, i, "cpu_peaked_delta"), 4 * MIB, 4 * MIB + 8192, "a call's 4 MiB");
 	}
 	ck_assert_msg(json_is_false(json_object_get(stage_of(m, stage), "closed_at_exit")), "still open at exit");
+	/* native stages read the resident set at their boundaries, as Python stages do */
+	json_t *rss = json_object_get(stage_of(m, stage), "rss");
+	ck_assert_msg(rss && member(stage_of(m, stage), "rss", "begin") > 0 && member(stage_of(m, stage), "rss", "end") > 0,
+		      "native stage %s has no rss read", stage);
 	json_decref(m);
 }
 

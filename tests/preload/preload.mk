@@ -6,7 +6,7 @@ PRELOAD_FIXTURES := $(BUILD)/preload/alloc_fixture $(BUILD)/preload/output_fixtu
 # One suite per feature: the malloc family, anonymous mappings and reservations, fork and exec,
 # signals and snapshots, start to exit, the metrics file and where it goes, real programs.
 PRELOAD_SUITES := $(addprefix $(BUILD)/preload/test_,malloc mmap fork_exec signals lifecycle output_files \
-	output_paths reliability labels)
+	output_paths reliability labels allocators)
 
 $(BUILD)/preload/%: tests/preload/fixtures/%.c
 	@mkdir -p $(@D)
@@ -20,6 +20,16 @@ $(BUILD)/preload/libown_early.so: tests/preload/fixtures/own_malloc_early.c
 $(BUILD)/preload/own_malloc: tests/preload/fixtures/own_malloc.c $(BUILD)/preload/libown_early.so
 	@mkdir -p $(@D)
 	$(CC) $(BASEFLAGS) -O1 -g -o $@ $< -L$(BUILD)/preload -lown_early -Wl,-rpath,'$$ORIGIN' -lpthread
+
+# C++ beside glibc, and linked with jemalloc and tcmalloc (tools/install-deps.sh installs both).
+$(BUILD)/preload/cxx_alloc: tests/preload/fixtures/cxx_alloc.cc
+	@mkdir -p $(@D)
+	$(CXX) -O1 -g -o $@ $< -ldl
+$(BUILD)/preload/cxx_alloc_je: tests/preload/fixtures/cxx_alloc.cc
+	$(CXX) -O1 -g -o $@ $< -ldl -l:libjemalloc.so.2
+$(BUILD)/preload/cxx_alloc_tc: tests/preload/fixtures/cxx_alloc.cc
+	$(CXX) -O1 -g -o $@ $< -ldl -l:libtcmalloc.so.4
+PRELOAD_FIXTURES += $(BUILD)/preload/cxx_alloc $(BUILD)/preload/cxx_alloc_je $(BUILD)/preload/cxx_alloc_tc
 
 # Built with the sanitizers' shared runtimes, as gcc does by default.
 $(BUILD)/preload/sanitized_%: tests/preload/fixtures/sanitized.c

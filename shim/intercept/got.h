@@ -1,4 +1,4 @@
-/* Calls through the GOT of one loaded object (native/got.c): found by symbol name, rewritten in
+/* Calls through the GOT of one loaded object (intercept/got.c): found by symbol name, rewritten in
  * place.  No allocation, no locks, no stdio: usable from a constructor and from hooks. */
 #ifndef MS_NATIVE_GOT_H
 #define MS_NATIVE_GOT_H

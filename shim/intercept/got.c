@@ -13,7 +13,7 @@
 #include <sys/mman.h>
 #include <sys/syscall.h>
 #include <unistd.h>
-#include "native/got.h"
+#include "intercept/got.h"
 
 #define PAGE 4096u
 
