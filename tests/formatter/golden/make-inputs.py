@@ -557,8 +557,30 @@ def ended():
     write("ended.json", doc(m, [ep, tr, sp, ev]))
 
 
+def needed():
+    """Issue 39: the dump says what each stage needed (alloc + peaked) and how much of the process
+    peak was live when init ended; small values read in KB.  needed-init-peak: init itself peaked
+    highest (the weights loaded twice over)."""
+    m = {"before_init_mem_cpu": 90 * M, "init_mem_cpu_alloc_delta": 6 * M, "init_mem_cpu_peaked_delta": 300 * 1024,
+         "init_runtime": 0.13, "init_calls": 1,
+         "train_mem_cpu_alloc_delta": 33 * M, "train_mem_cpu_peaked_delta": 79 * M, "train_runtime": 15.9,
+         "train_calls": 1, "eval_mem_cpu_alloc_delta": -(2 * M), "eval_mem_cpu_peaked_delta": 10 * M,
+         "eval_runtime": 1.0, "eval_calls": 1,
+         "process_mem_cpu_peak": 210 * M, "process_mem_cpu_malloc_peak": 150 * M, "process_mem_cpu_mmap_peak": 60 * M,
+         "process_mem_cpu_reservations_peak": 0, "process_mem_rss_peak": 250 * M}
+    init = stage("init", runtime=0.13, cpu=(6 * M, 300 * 1024))
+    init["implicit"] = False
+    init["cpu"].update(begin=90 * M, end=96 * M, peak=96 * M + 300 * 1024)
+    st = [init, stage("train", start=0.2, runtime=15.9, cpu=(33 * M, 79 * M)),
+          stage("eval", start=16.0, cpu=(-(2 * M), 10 * M))]
+    write("needed.json", doc(m, st))
+    init["cpu"].update(peak=260 * M)
+    m2 = dict(m, process_mem_cpu_peak=260 * M, init_mem_cpu_peaked_delta=164 * M)
+    write("needed-init-peak.json", doc(m2, st))
+
+
 if __name__ == "__main__":
     os.makedirs(os.path.join(HERE, "in"), exist_ok=True)
     for f in (seed, widths, snapshot, calls, ranks, diffs, small, bad, died, launchers, runs,
-              csv_odd, sites, sites_added, sites_lines, sites_exact_stage, sites_fold, sites_odd, calls_close, ended):
+              csv_odd, sites, sites_added, sites_lines, sites_exact_stage, sites_fold, sites_odd, calls_close, ended, needed):
         f()
