@@ -126,21 +126,28 @@ static void mf_print_functions(FILE *out, json_t *stage)
 	json_t *e;
 	const char *target = NULL;
 	json_t *functions = stage ? json_object_get(stage, "matched_functions") : NULL;
+	int won = 0;
 	json_array_foreach(functions, i, e) {
 		const char *t = json_string_value(json_object_get(e, "target"));
 		const char *fn = json_string_value(json_object_get(e, "function"));
 		long long calls = (long long)json_integer_value(json_object_get(e, "calls"));
+		long long passed = (long long)json_integer_value(json_object_get(e, "passed_over"));
 		if (!t || !fn || mf_target_functions(functions, t) < 2)
 			continue;
 		if (target && !strcmp(target, t))
 			fputs(", ", out);
 		else
 			fprintf(out, "%s%s=%s ran ", target ? "; " : "  ", json_string_value(json_object_get(stage, "name")), t);
-		fprintf(out, "%s (%lld call%s)", fn, calls, calls == 1 ? "" : "s");
+		fprintf(out, "%s (%lld call%s", fn, calls, calls == 1 ? "" : "s");
+		if (passed > 0)
+			fprintf(out, ", %lld passed over", passed);
+		fputc(')', out);
+		won |= passed > 0;
 		target = t;
 	}
 	if (target)
-		fputs("; name the one meant as module:qualname\n", out);
+		fprintf(out, "; %sname the one meant as module:qualname\n",
+			won ? "the program's own function won over the installed package's; " : "");
 }
 
 static int mf_ends(const char *s, const char *suffix, size_t *stem)

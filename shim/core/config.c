@@ -418,8 +418,7 @@ static void environ_scan(void)
 	}
 }
 
-/* Edits (insert, delete, replace) from A[0, N) to B, or a large number past 3. */
-static int edits(const char *a, size_t n, const char *b)
+int ms_edit_distance(const char *a, size_t n, const char *b)
 {
 	size_t m = strlen(b);
 	int row[64];
@@ -451,7 +450,7 @@ static void warn_unknown(void)
 		const char *near = NULL;
 		int most = unknown_len[u] - 8 <= 4 ? 1 : 2; /* MEMSHIM_FOO is no MEMSHIM_LOG */
 		for (size_t i = 0; i < N_SETTINGS && !near; i++)
-			if (settings[i].kind != K_TEXT && edits(unknown[u], unknown_len[u], settings[i].name) <= most)
+			if (settings[i].kind != K_TEXT && ms_edit_distance(unknown[u], unknown_len[u], settings[i].name) <= most)
 				near = settings[i].name;
 		char name[64];
 		ms_strlcpy(name, unknown[u], unknown_len[u] + 1 < sizeof name ? unknown_len[u] + 1 : sizeof name);

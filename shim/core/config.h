@@ -99,6 +99,10 @@ int ms_stage_name_valid(const char *name);
  * then native only (native/detect.c), never a Python "module:qualname". */
 int ms_target_names_object(const char *text, size_t n);
 
+/* Edits (insert, delete, replace) from A[0, N) to B, or a large number when either has 63 bytes or
+ * more: how near a misspelt name is (an unknown MEMSHIM_ setting, a Python target). */
+int ms_edit_distance(const char *a, size_t n, const char *b);
+
 /* Index of the spec stage named NAME, or -1. */
 int ms_spec_find(const struct ms_spec *spec, const char *name);
 

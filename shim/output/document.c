@@ -136,7 +136,8 @@ struct functions_ctx {
 	int opened;
 };
 
-static void write_function_one(void *ctx, const char *target, const char *function, uint64_t calls)
+static void write_function_one(void *ctx, const char *target, const char *function, uint64_t calls, uint64_t passed,
+			       int user)
 {
 	struct functions_ctx *c = ctx;
 	if (!c->opened++)
@@ -145,6 +146,9 @@ static void write_function_one(void *ctx, const char *target, const char *functi
 	ms_json_string(c->w, "target", target);
 	ms_json_string(c->w, "function", function);
 	ms_json_uint(c->w, "calls", calls);
+	ms_json_bool(c->w, "user", user);
+	if (passed)
+		ms_json_uint(c->w, "passed_over", passed);
 	ms_json_end_object(c->w);
 }
 
@@ -471,13 +475,15 @@ static void write_native_targets(struct ms_json *w, const struct ms_doc *d)
 	ms_json_end_array(w);
 }
 
-static void write_unmatched_one(void *ctx, const char *stage, const char *target)
+static void write_unmatched_one(void *ctx, const char *stage, const char *target, const char *near)
 {
 	struct ms_json *w = ctx;
 	ms_json_object(w, NULL);
 	ms_json_string(w, "stage", stage);
 	ms_json_string(w, "target", target);
 	ms_json_string(w, "kind", "python");
+	if (near)
+		ms_json_string(w, "did_you_mean", near);
 	ms_json_end_object(w);
 }
 

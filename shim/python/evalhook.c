@@ -71,10 +71,11 @@ static inline uintptr_t lookup(ms_pyobj *code, ms_pyobj *frame, ms_pyobj *func, 
 
 static void deep_recursion(void);
 
-/* Leaves MASK after the frame's evaluation: R NULL means an exception left it (the thread's
- * current exception, whose type names it). */
-static inline void leave(uint32_t mask, ms_pyobj *r)
+/* Leaves the stages of classification V after the frame's evaluation: R NULL means an exception
+ * left it (the thread's current exception, whose type names it). */
+static inline void leave(uintptr_t v, ms_pyobj *r)
 {
+	uint32_t mask = ms_py_leaving(v);
 	if (MS_LIKELY(r != NULL))
 		ms_py_leave(mask);
 	else
@@ -143,7 +144,7 @@ static ms_pyobj *hook38(void *frame, int throwflag)
 	ms_py_enter(v);
 	ms_pyobj *r = prev38(frame, throwflag);
 	release_locals_310(frame, v, r);
-	leave(mask, r);
+	leave(v, r);
 	ms_py_frame_reclaim(); /* a tool that set the default back inside the call */
 	return r;
 }
@@ -159,7 +160,7 @@ static ms_pyobj *hook310(void *tstate, void *frame, int throwflag)
 	ms_py_enter(v);
 	ms_pyobj *r = prev39(tstate, frame, throwflag);
 	release_locals_310(frame, v, r);
-	leave(mask, r);
+	leave(v, r);
 	ms_py_frame_reclaim(); /* a tool that set the default back inside the call */
 	return r;
 }
@@ -198,7 +199,7 @@ static ms_pyobj *hook311(void *tstate, void *frame, int throwflag)
 	ms_py_enter(v);
 	ms_pyobj *r = prev39(tstate, frame, throwflag);
 	release_locals_311(frame, r);
-	leave(mask, r);
+	leave(v, r);
 	ms_py_frame_reclaim(); /* a tool that set the default back inside the call */
 	return r;
 }

@@ -150,7 +150,8 @@ static ms_pyobj *cb_enter(ms_pyobj *self, ms_pyobj *const *args, ms_pyssize narg
 
 static ms_pyobj *cb_leave(ms_pyobj *self, ms_pyobj *const *args, ms_pyssize nargs)
 {
-	uint32_t mask = nargs >= 1 ? ms_py_mask(extra_of(args[0])) : 0;
+	uintptr_t v = nargs >= 1 ? extra_of(args[0]) : 0;
+	uint32_t mask = ms_py_mask(v) ? ms_py_leaving(v) : 0;
 	if (mask)
 		ms_py_leave(mask);
 	return none();
@@ -159,7 +160,8 @@ static ms_pyobj *cb_leave(ms_pyobj *self, ms_pyobj *const *args, ms_pyssize narg
 /* PY_UNWIND (code, offset, exception): an exception leaves the function. */
 static ms_pyobj *cb_unwind(ms_pyobj *self, ms_pyobj *const *args, ms_pyssize nargs)
 {
-	uint32_t mask = nargs >= 1 ? ms_py_mask(extra_of(args[0])) : 0;
+	uintptr_t v = nargs >= 1 ? extra_of(args[0]) : 0;
+	uint32_t mask = ms_py_mask(v) ? ms_py_leaving(v) : 0;
 	if (mask)
 		ms_py_leave_raised(mask, nargs >= 3 && args[2] ? ms_py_type_of(args[2]) : NULL);
 	return none();
@@ -284,7 +286,7 @@ static void release_locals(ms_pyobj *code)
 static ms_pyobj *cb_return(ms_pyobj *self, ms_pyobj *const *args, ms_pyssize nargs)
 {
 	uintptr_t v = nargs >= 1 ? extra_of(args[0]) : 0;
-	uint32_t mask = ms_py_mask(v);
+	uint32_t mask = ms_py_mask(v) ? ms_py_leaving(v) : 0;
 	if (!mask)
 		return none();
 	if (!(v & MS_PY_GENLIKE)) {

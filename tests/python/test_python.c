@@ -753,6 +753,70 @@ START_TEST(torch_sites_lead_with_the_script)
 }
 END_TEST
 
+/* Issue 39: a bare target names the program's own function and an installed package's (as
+ * eval=evaluate named sympy's evaluate, which torch imports): the program's wins, the package's
+ * calls open no stage (counted as passed over), and the exit line says which won.  The program's
+ * function may come late, from a module under the working directory: the package's calls before
+ * it are kept, those after passed over. */
+START_TEST(the_programs_own_function_wins)
+{
+	const char *py = python_or_skip(_i);
+	if (!py)
+		return;
+	struct run r;
+	char pp[2 * PATH_MAX + 32];
+	snprintf(pp, sizeof pp, "PYTHONPATH=%s/site-packages:%s", fixtures, fixtures);
+	const char *env[] = { pp, NULL };
+	run_fixture_ok(&r, py, "own_wins.py", "eval=evaluate,t=train", env);
+	expect_out(&r, "own wins ok");
+	expect_stage(&r, "eval", 1, 3); /* the program's evaluate, not the package's 7 MiB */
+	expect_one_warning(&r, "eval=evaluate ran pkg_eval:evaluate (0 calls, 2 passed over), __main__:evaluate (1 call); "
+			       "the program's own function won");
+	json_t *m = json_object_get(stage_entry(&r, "eval"), "matched_functions"), *e;
+	size_t i;
+	int seen = 0;
+	json_array_foreach(m, i, e) {
+		const char *fn = json_string_value(json_object_get(e, "function"));
+		if (fn && !strcmp(fn, "pkg_eval:evaluate")) {
+			ck_assert(json_is_false(json_object_get(e, "user")));
+			ck_assert_int_eq(json_integer_value(json_object_get(e, "passed_over")), 2);
+			seen |= 1;
+		} else if (fn && !strcmp(fn, "__main__:evaluate")) {
+			ck_assert(json_is_true(json_object_get(e, "user")));
+			seen |= 2;
+		}
+	}
+	ck_assert_msg(seen == 3, "%s: matched_functions: %s", py, json_dumps(m, JSON_COMPACT));
+	run_done(&r);
+	run_fixture_ok(&r, py, "own_wins_late.py", "prep=prepare_batch,t=train", env);
+	expect_out(&r, "late own wins ok");
+	expect_stage(&r, "prep", 2, 2); /* the package's first call, then the program's */
+	expect_one_warning(&r, "prep=prepare_batch ran pkg_prep:prepare_batch (1 call, 2 passed over), "
+			       "ownmod_late:prepare_batch (1 call)");
+	run_done(&r);
+}
+END_TEST
+
+/* Issue 39: a target that matched nothing is named with the nearest name of a function the program
+ * has, as an unknown MEMSHIM_ setting is with the nearest setting's. */
+START_TEST(a_typo_gets_did_you_mean)
+{
+	const char *py = python_or_skip(_i);
+	if (!py)
+		return;
+	struct run r;
+	run_fixture_ok(&r, py, "typo.py", "data=load_dat,fit=Trainer.trian,t=Trainer.train,x=qqqqqq", NULL);
+	expect_out(&r, "typo ok");
+	expect_one_warning(&r, "matched no function that ran: data=load_dat (did you mean load_data?), "
+			       "fit=Trainer.trian (did you mean Trainer.train?), x=qqqqqq\n");
+	json_t *u = json_object_get(r.root, "unmatched_targets");
+	ck_assert_int_eq((int)json_array_size(u), 3);
+	ck_assert_pstr_eq(json_string_value(json_object_get(json_array_get(u, 0), "did_you_mean")), "load_data");
+	ck_assert_ptr_null(json_object_get(json_array_get(u, 2), "did_you_mean"));
+	run_done(&r);
+}
+END_TEST
+
 /* A stage opened before the Trainer's init (a notebook cell): init is one call, the Trainer's, and
  * before_init the live memory when it began. */
 START_TEST(stage_before_trainer_init)
@@ -1487,6 +1551,8 @@ static Suite *suite(void)
 	tcase_add_loop_test(tc, unmatched_targets, 0, NPY);
 	tcase_add_loop_test(tc, stage_before_trainer_init, 0, NPY);
 	tcase_add_loop_test(tc, target_matched_several_functions, 0, NPY);
+	tcase_add_loop_test(tc, the_programs_own_function_wins, 0, NPY);
+	tcase_add_loop_test(tc, a_typo_gets_did_you_mean, 0, NPY);
 	tcase_add_loop_test(tc, lazy_install, 0, NPY);
 	tcase_add_loop_test(tc, no_target_no_hook, 0, NPY);
 	tcase_add_loop_test(tc, defined_before_start, 0, NPY);

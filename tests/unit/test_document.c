@@ -214,7 +214,8 @@ END_TEST
 
 static void unmatched(ms_doc_target_fn fn, void *ctx)
 {
-	fn(ctx, "train", "mod:Nope.train");
+	fn(ctx, "train", "mod:Nope.train", NULL);
+	fn(ctx, "data", "load_dat", "load_data"); /* a name near it exists (issue 39) */
 }
 
 static void sites_summary(struct ms_json *jw)
@@ -244,6 +245,8 @@ START_TEST(child_timeline_and_layers)
 	expect_int(root, "metrics/before_init_mem_cpu", 200);
 	expect_int(root, "process/inherited/cpu", 800);
 	expect_str(root, "unmatched_targets/0/target", "mod:Nope.train");
+	ck_assert_ptr_null(at(root, "unmatched_targets/0/did_you_mean"));
+	expect_str(root, "unmatched_targets/1/did_you_mean", "load_data");
 	expect_int(root, "sites/rate", 7);
 	expect_str(root, "timeline/series/1/component", "gpu");
 	expect_int(root, "timeline/series/1/device", 1);
