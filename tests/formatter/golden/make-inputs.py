@@ -579,8 +579,30 @@ def needed():
     write("needed-init-peak.json", doc(m2, st))
 
 
+def sites_trainer():
+    """Issue 39: a Trainer run's sites all sit inside main's trainer.train(), one call into the
+    framework: they lead with the framework's own line that allocated, main's line under it."""
+    tf, tc = "/v/lib/python3.11/site-packages/transformers/", "/v/lib/python3.11/site-packages/torch/"
+    pyeval = "_PyEval_EvalFrameDefault+0x1d2 (libpython3.11.so.1.0)"
+    main = ["main (/home/u/hf_trainer.py:77)", pyeval, "<module> (/home/u/hf_trainer.py:93)"]
+    fwd = ["forward (%sactivations.py:62)" % tf, pyeval, "_call_impl (%snn/modules/module.py:1773)" % tc,
+           pyeval, "training_step (%strainer.py:3790)" % tf, pyeval, "train (%strainer.py:2325)" % tf, pyeval]
+    adam = ["_init_group (%soptim/adam.py:178)" % tc, pyeval, "step (%soptim/adam.py:230)" % tc, pyeval,
+            "train (%strainer.py:2325)" % tf, pyeval]
+    train = [xsite(32, ["_ZN3c109alloc_cpuEm+0x1f (libc10.so)"] + fwd + main, 0),
+             xsite(13, ["_ZN3c109alloc_cpuEm+0x1f (libc10.so)"] + adam + main, 0),
+             xsite(2, ["_ZN3c109alloc_cpuEm+0x1f (libc10.so)", "_ZN2at10empty_likeEv+0x2a (libtorch_cpu.so)"], 0)]
+    m = {"train_mem_cpu_alloc_delta": 33 * M, "train_mem_cpu_peaked_delta": 14 * M, "train_runtime": 2.0,
+         "train_calls": 1, "process_mem_cpu_peak": 340 * M}
+    tr = stage("train", runtime=2.0, cpu=(33 * M, 14 * M))
+    tr["cpu"].update(begin=293 * M, end=326 * M, peak=340 * M)
+    tr.update(peak_sites=train, peak_sites_before=[], peak_sites_lag=0)
+    objects = [{"path": "/usr/lib/libc10.so", "build_id": None}]
+    write("sites-trainer.json", doc(m, [tr], sites=dict(SITES, mode="sampled", objects=objects)))
+
+
 if __name__ == "__main__":
     os.makedirs(os.path.join(HERE, "in"), exist_ok=True)
     for f in (seed, widths, snapshot, calls, ranks, diffs, small, bad, died, launchers, runs,
-              csv_odd, sites, sites_added, sites_lines, sites_exact_stage, sites_fold, sites_odd, calls_close, ended, needed):
+              csv_odd, sites, sites_added, sites_lines, sites_exact_stage, sites_fold, sites_odd, calls_close, ended, needed, sites_trainer):
         f()
