@@ -11,6 +11,10 @@ PYTHON ?= /usr/bin/python3
 VENV ?= .venv
 VENV_PY := $(abspath $(VENV))/bin/python
 VENV_OLD_TF ?= .venv-transformers-4.46
+# The demo's own environment (requirements-demo.txt: torch, transformers, accelerate), apart from the
+# suites' extras.
+VENV_DEMO ?= .venv-demo
+VENV_DEMO_PY := $(abspath $(VENV_DEMO))/bin/python
 
 CFLAGS ?= -O2 -g
 WARNFLAGS := -Wall -Wextra -Wshadow -Wstrict-prototypes -Wmissing-prototypes -Wno-unused-parameter
@@ -42,6 +46,8 @@ $(VENV)/.requirements: requirements.txt tools/setup-venv.sh
 	@tools/setup-venv.sh $(VENV) requirements.txt
 $(VENV_OLD_TF)/.requirements: requirements-transformers-4.46.txt $(VENV)/.requirements
 	@tools/setup-venv.sh $(VENV_OLD_TF) requirements-transformers-4.46.txt $(VENV)
+$(VENV_DEMO)/.requirements: requirements-demo.txt tools/setup-venv.sh
+	@tools/setup-venv.sh $(VENV_DEMO) requirements-demo.txt
 
 include shim/shim.mk
 include formatter/formatter.mk
@@ -108,7 +114,13 @@ CHECK_FUZZ_SECONDS ?= 10
 deps:
 	@tools/install-deps.sh
 
-demo: deps
+# The demo installs and builds only what it uses (the library, the formatter, .venv-demo), quietly,
+# before its own output.
+DEMO_DEBS := build-essential pkg-config libunwind-dev libjansson-dev libcairo2-dev libdw-dev fonts-dejavu-core
+demo:
+	@tools/install-deps.sh $(DEMO_DEBS)
+	@$(MAKE) -s --no-print-directory $(BUILD)/libmemshim.so $(BUILD)/memshim-format >/dev/null
+	@$(MAKE) -s --no-print-directory $(VENV_DEMO)/.requirements
 	@$(MAKE) --no-print-directory demo-run
 
 install: $(INSTALL_TARGETS)

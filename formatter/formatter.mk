@@ -37,17 +37,17 @@ install-formatter: $(FMT_BIN)
 	install -m 0755 $(FMT_BIN) $(DESTDIR)$(PREFIX)/bin/memshim-format
 	install -m 0755 scripts/memshim $(DESTDIR)$(PREFIX)/bin/memshim
 
-# The demo: the real Hugging Face Trainer (train with evaluations, evaluate, predict) in the project's
-# venv under the wrapper with the default stage names, HF's own tracker on too. Each part under a
+# The demo: the real Hugging Face Trainer (train with evaluations, evaluate, predict) in the demo's
+# venv (.venv-demo) under the wrapper with the default stage names, HF's own tracker on too. Each part under a
 # title saying whose it is and which command prints it: HF's dump, memshim's dump, where each
 # stage's peak came from (--sites), both side by side (--compare), memory over time (--plot).
 DEMO := $(BUILD)/demo
-demo-run: $(BUILD)/libmemshim.so $(FMT_BIN) $(VENV)/.requirements
+demo-run: $(BUILD)/libmemshim.so $(FMT_BIN) $(VENV_DEMO)/.requirements
 	@rm -rf $(DEMO) && mkdir -p $(DEMO)
 	@echo "=== 1. Hugging Face's own dump: trainer.log_metrics() in examples/hf_trainer.py (its tracker"
 	@echo "===    polls the process's RSS), run as: memshim run --plot ... -- python examples/hf_trainer.py"
 	@HF_HUB_OFFLINE=1 scripts/memshim run --no-dump --plot $(DEMO)/memory.png \
-		--output $(DEMO)/memshim_metrics.json -- $(VENV_PY) examples/hf_trainer.py --output-dir $(DEMO)/hf
+		--output $(DEMO)/memshim_metrics.json -- $(VENV_DEMO_PY) examples/hf_trainer.py --output-dir $(DEMO)/hf
 	@echo
 	@echo "=== 2. memshim's dump of the same run (exact live bytes): what memshim run prints at the end,"
 	@echo "===    or memshim-format $(DEMO)/memshim_metrics.json"

@@ -12,6 +12,7 @@
 #include "core/stages.h"
 #include "core/timeline.h"
 #include "cuda/cuda.h"
+#include "intercept/elf.h"
 #include "intercept/hooks.h"
 #include "native/native.h"
 #include "output/identity.h"
@@ -30,6 +31,9 @@ struct subsystem {
 	void (*boundary)(int stage, int end);
 	void (*report)(void);
 };
+
+#define GO_NOTE_NAME "Go"
+#define GO_BUILD_ID_NOTE 4 /* the Go toolchain's build-id note, in every Go executable */
 
 #define STEP_0(fn) NULL
 #define STEP_1(fn) fn
@@ -179,6 +183,7 @@ __attribute__((constructor)) static void ms_init(int argc, char **argv, char **e
 	__cxa_atexit(at_exit, NULL, &__dso_handle);
 	__atomic_store_n(&ms_before_exit, finish, __ATOMIC_RELEASE);
 	ms_active = 1;
+	ms_proc.leaves_raw = ms_elf_program_has_note(GO_NOTE_NAME, GO_BUILD_ID_NOTE);
 	for (size_t i = 0; i < NSUBSYSTEMS; i++)
 		if (subsystems[i].init)
 			subsystems[i].init();

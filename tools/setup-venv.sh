@@ -21,11 +21,13 @@ fi
 echo "setup-venv: $venv from $requirements with $python"
 rm -rf "$venv"
 "$python" -m venv "$venv"
+# pip's complaints about index locations that lack a package say nothing about this install
+quiet_pip() { "$venv/bin/python" -m pip install -q "$@" 2> >(grep -v "is ignored: it is neither a file nor a directory" >&2); }
 if [ -n "$base" ]; then
 	site=$("$venv/bin/python" -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')
 	"$base/bin/python" -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])' > "$site/memshim-base.pth"
-	"$venv/bin/python" -m pip install -q --no-deps -r "$requirements"
+	quiet_pip --no-deps -r "$requirements"
 else
-	"$venv/bin/python" -m pip install -q -r "$requirements"
+	quiet_pip -r "$requirements"
 fi
 cp "$requirements" "$stamp"

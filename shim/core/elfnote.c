@@ -9,9 +9,10 @@ static size_t align_up(size_t x, size_t a)
 	return (x + a - 1) & ~(a - 1);
 }
 
-const unsigned char *ms_note_build_id(const unsigned char *notes, size_t size, size_t align, size_t *len)
+const unsigned char *ms_note_find(const unsigned char *notes, size_t size, size_t align, const char *name,
+				  unsigned type, size_t *len)
 {
-	size_t a = align == 8 ? 8 : 4, at = 0;
+	size_t a = align == 8 ? 8 : 4, at = 0, namesz = strlen(name) + 1;
 	while (size - at >= sizeof(Elf64_Nhdr)) {
 		Elf64_Nhdr nh;
 		memcpy(&nh, notes + at, sizeof nh);
@@ -21,7 +22,7 @@ const unsigned char *ms_note_build_id(const unsigned char *notes, size_t size, s
 		size_t desc_at = align_up(name_at + nh.n_namesz, a); /* offsets from the aligned start */
 		if (desc_at > size || nh.n_descsz > size - desc_at)
 			return NULL;
-		if (nh.n_type == NT_GNU_BUILD_ID && nh.n_namesz == 4 && !memcmp(notes + name_at, "GNU", 4) && nh.n_descsz) {
+		if (nh.n_type == type && nh.n_namesz >= namesz && !memcmp(notes + name_at, name, namesz) && nh.n_descsz) {
 			*len = nh.n_descsz;
 			return notes + desc_at;
 		}
@@ -31,6 +32,11 @@ const unsigned char *ms_note_build_id(const unsigned char *notes, size_t size, s
 		at = next;
 	}
 	return NULL;
+}
+
+const unsigned char *ms_note_build_id(const unsigned char *notes, size_t size, size_t align, size_t *len)
+{
+	return ms_note_find(notes, size, align, "GNU", NT_GNU_BUILD_ID, len);
 }
 
 size_t ms_hex(const unsigned char *b, size_t n, char *out, size_t size)

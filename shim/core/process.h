@@ -20,6 +20,7 @@ struct ms_process {
 	int is_child;    /* forked or exec'd child of a tracked process */
 	int forked;      /* made by fork, not exec */
 	int own_output;  /* a child writing its own MEMSHIM_OUTPUT as is, without ".<pid>" */
+	int leaves_raw;  /* leaves by its own exit system call, past every exit handler (Go) */
 	double start_monotonic;
 	double start_unix;
 	char *const *argv; /* the program's arguments as the constructor got them, or NULL */

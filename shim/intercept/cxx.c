@@ -43,13 +43,20 @@ struct cxx_op {
 #undef MS_CXX_DELETE
 #undef MS_CXX_NEW
 
-/* Every operator with its wrapper, for the slots that step aside. */
+/* Every operator with its wrapper, for the slots that step aside (hidden aliases: their addresses
+ * need no lookup by the dynamic linker when the library is loaded). */
+#define MS_CXX_NEW(name, params, args, fallback) \
+	extern __typeof__(name) name##_self __attribute__((alias(#name), visibility("hidden")));
+#define MS_CXX_DELETE MS_CXX_NEW
+#include "intercept/cxx.def"
+#undef MS_CXX_DELETE
+#undef MS_CXX_NEW
 static const struct cxx_row {
 	struct cxx_op *op;
 	void *ours;
 } rows[] = {
-#define MS_CXX_NEW(name, params, args, fallback) { &op_##name, (void *)name },
-#define MS_CXX_DELETE(name, params, args, ptr) { &op_##name, (void *)name },
+#define MS_CXX_NEW(name, params, args, fallback) { &op_##name, (void *)name##_self },
+#define MS_CXX_DELETE(name, params, args, ptr) { &op_##name, (void *)name##_self },
 #include "intercept/cxx.def"
 #undef MS_CXX_DELETE
 #undef MS_CXX_NEW

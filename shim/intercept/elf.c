@@ -13,6 +13,7 @@
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <unistd.h>
+#include "core/elfnote.h"
 #include "intercept/elf.h"
 
 /* The dynamic linker relocates these entries in place, except in objects such as the vDSO. */
@@ -258,4 +259,21 @@ const Elf64_Shdr *ms_elf_sections(const unsigned char *map, size_t size, Elf64_H
 		return NULL;
 	*n = eh->e_shnum;
 	return (const Elf64_Shdr *)(map + eh->e_shoff);
+}
+
+int ms_elf_program_has_note(const char *name, unsigned type)
+{
+	const Elf64_Phdr *ph = (const Elf64_Phdr *)getauxval(AT_PHDR);
+	int n = (int)getauxval(AT_PHNUM);
+	uintptr_t bias = 0;
+	for (int i = 0; ph && i < n; i++)
+		if (ph[i].p_type == PT_PHDR)
+			bias = (uintptr_t)ph - ph[i].p_vaddr;
+	for (int i = 0; ph && i < n; i++) {
+		size_t len;
+		if (ph[i].p_type == PT_NOTE &&
+		    ms_note_find((const unsigned char *)(bias + ph[i].p_vaddr), ph[i].p_memsz, ph[i].p_align, name, type, &len))
+			return 1;
+	}
+	return 0;
 }

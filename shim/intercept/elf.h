@@ -38,6 +38,9 @@ void *ms_elf_tables_symbol(const struct ms_elf_tables *t, const char *name);
  * without the dynamic linker's lock: for constructors, where nothing else loads or unloads. */
 void *ms_elf_loaded_symbol(const char *name);
 
+/* Whether the program's own PT_NOTE segments hold a note NAME of type TYPE (Go's build id: "Go", 4). */
+int ms_elf_program_has_note(const char *name, unsigned type);
+
 /* The loaded object that contains ADDR, or NULL. */
 const struct link_map *ms_elf_object_of(const void *addr);
 

@@ -89,6 +89,12 @@ void ms_native_report(void)
 	ms_syms_stripped(stripped, sizeof stripped);
 	for (int i = 0; i < ms_native_ntargets; i++) {
 		const struct ms_target *t = &targets[i];
+		const char *stage = ms_cfg.spec.stage[t->spec_stage].name;
+		int id = ms_stage_find(stage);
+		if (t->found && t->tail_call && !ms_plt_bound(i) && (id < 0 || ms_stage_begins(id) == 0))
+			ms_warn("native stage %s: '%s' was never seen: it ends in a tail call (a jmp to its callee, "
+				"as -O2 builds it), so while the callee allocates its frame is gone; name the "
+				"callee, or build it with -fno-optimize-sibling-calls", stage, t->text);
 		if (t->found || python_owned[i] || quiet)
 			continue;
 		ms_warn("native stage %s: '%s' was not found in any loaded object%s%s%s",

@@ -166,8 +166,9 @@ struct ms_target {
 	int nprefix;           /* MS_TK_CXX: mangled prefixes that a matching symbol starts with */
 	char prefix[MS_TARGET_PREFIXES][176];
 	int spec_stage;        /* index into ms_cfg.spec */
-	int stage;             /* engine id */
+	int stage;             /* index into ms_cfg.spec (-1: none); the engine's id comes at its first call */
 	int found;             /* resolved in some object */
+	int tail_call;         /* a function it names ends in a tail call (seen from the stack only) */
 };
 
 /* Parses TEXT (one MEMSHIM_STAGES target) into T; returns 0 when it is a native target, -1 when it

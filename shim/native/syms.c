@@ -86,6 +86,29 @@ static int add_range(uintptr_t lo, uintptr_t hi, int stage, uintptr_t obj)
 	return 0;
 }
 
+/* Whether the SIZE bytes of code at ADDR end in a jump out of them (a tail call: `jmp fill` at
+ * -O2): the function's frame is gone while the callee runs, so the stack cannot show it. */
+static int ends_in_tail_call(uintptr_t addr, size_t size)
+{
+	const unsigned char *c = (const unsigned char *)addr;
+	uintptr_t end = addr + size;
+	if (size >= 5 && c[size - 5] == 0xe9) { /* jmp rel32 */
+		int32_t rel;
+		memcpy(&rel, c + size - 4, sizeof rel);
+		uintptr_t to = end + (intptr_t)rel;
+		return to < addr || to >= end;
+	}
+	if (size >= 2 && c[size - 2] == 0xeb) { /* jmp rel8 */
+		uintptr_t to = end + (intptr_t)(int8_t)c[size - 1];
+		return to < addr || to >= end;
+	}
+	if (size >= 6 && c[size - 6] == 0xff && c[size - 5] == 0x25) /* jmp *callee@GOTPCREL(%rip) */
+		return 1;
+	if (size >= 2 && c[size - 2] == 0xff && (c[size - 1] & 0xf8) == 0xe0) /* jmp *%reg */
+		return 1;
+	return 0;
+}
+
 /* ---- reading one object's symbol tables ------------------------------------------------------ */
 
 #define MAX_SHARED_WARNINGS 8
@@ -137,6 +160,8 @@ static void match_symbol(const char *name, uintptr_t addr, size_t size, const ch
 		first = first < 0 ? i : first;
 		if (add_range(addr, addr + (size ? size : 1), t->stage, base) == 0)
 			t->found = 1;
+		if (size && !strstr(name, ".cold") && ends_in_tail_call(addr, size))
+			t->tail_call = 1;
 	}
 }
 

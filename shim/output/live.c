@@ -8,7 +8,8 @@
  *
  * Created lazily, as the default snapshot policy decides (output/snapshots.c): at the first stage
  * other than init, or once the process is 2 s old and holds 64 MiB; short and small processes (build
- * tools under an inherited LD_PRELOAD) never create one.  The directory is the user's own, mode
+ * tools under an inherited LD_PRELOAD) never create one; a program that leaves past every exit
+ * handler (Go) creates it at once, since no final file will come.  The directory is the user's own, mode
  * 0700: MEMSHIM_LIVE_DIR, else $XDG_RUNTIME_DIR/memshim, else /dev/shm/memshim-<uid>, reached with
  * the metrics file's symlink rules (output/outpath.c) and opened with O_NOFOLLOW; files are 0600
  * and their blocks are written before the mapping is, so a full file system fails the creation
@@ -76,7 +77,8 @@ static int64_t held(void)
 
 static int worth_it(double now)
 {
-	return __atomic_load_n(&real_stage, __ATOMIC_RELAXED) || (now >= WORTH_AGE && held() >= WORTH_BYTES);
+	return __atomic_load_n(&real_stage, __ATOMIC_RELAXED) || ms_proc.leaves_raw ||
+	       (now >= WORTH_AGE && held() >= WORTH_BYTES);
 }
 
 /* ---- creating the record ---------------------------------------------------------------------- */

@@ -9,7 +9,9 @@
  * is written when the last one is at least AUTO_GAP seconds old (and 200 times its writing time),
  * and only in a process worth it: one that opened a stage other than init, or one that is older
  * than AUTO_AGE seconds and holds AUTO_BYTES or more.  The first real stage begin writes one at
- * once, so a process killed while it sits in that stage leaves the stage. */
+ * once, so a process killed while it sits in that stage leaves the stage.  A Go program leaves by
+ * its own exit_group system call, past every exit handler: it is worth it from the start, so its
+ * file is there (incomplete) and the live record, updated at every point, has the rest. */
 #include <errno.h>
 #include <pthread.h>
 #include <string.h>
@@ -91,7 +93,7 @@ static void start_thread(void)
 
 static int worth_it(double now)
 {
-	if (__atomic_load_n(&auto_real_stage, __ATOMIC_RELAXED))
+	if (__atomic_load_n(&auto_real_stage, __ATOMIC_RELAXED) || ms_proc.leaves_raw)
 		return 1;
 	int64_t held = ms_live(MS_CPU) + ms_live(MS_GPU) + ms_live(MS_MANAGED) + ms_live(MS_PINNED);
 	return now >= AUTO_AGE && held >= AUTO_BYTES;

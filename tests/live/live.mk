@@ -12,6 +12,13 @@ $(BUILD)/live/live_gpu: tests/live/fixtures/live_gpu.c $(BUILD)/gpu/libcuda.so
 	@mkdir -p $(@D)
 	$(CC) $(BASEFLAGS) -O1 -g -I$(LIVE_CUDA_INCLUDE) -o $@ $< -L$(BUILD)/gpu -lcuda -Wl,-rpath,$(abspath $(BUILD)/gpu)
 
+# A Go program with cgo (it leaves by its own exit_group), built where go is installed.
+$(BUILD)/live/gocgo: tests/live/fixtures/gocgo/main.go tests/live/fixtures/gocgo/go.mod
+	@mkdir -p $(@D)
+	@if command -v go >/dev/null; then cd tests/live/fixtures/gocgo && GOCACHE=$(abspath $(BUILD))/gocache \
+		GOFLAGS=-mod=mod GOTOOLCHAIN=local go build -o $(abspath $@) .; else echo "go not found: the Go tests skip"; fi
+LIVE_FIXTURES += $(BUILD)/live/gocgo
+
 $(BUILD)/live/%: tests/live/fixtures/%.c
 	@mkdir -p $(@D)
 	$(CC) $(BASEFLAGS) -O1 -g -o $@ $<

@@ -971,6 +971,79 @@ START_TEST(a_killed_torchrun_job_is_recovered_rank_by_rank)
 }
 END_TEST
 
+/* The Go program's own figures (C bytes, HeapAlloc, Sys) from its output. */
+static void go_figures(const char *text, long long *c, long long *heap, long long *sys)
+{
+	const char *line = strstr(text, "c=");
+	ck_assert_msg(line && sscanf(line, "c=%lld heap_alloc=%lld sys=%lld", c, heap, sys) == 3, "gocgo printed: %s",
+		      text);
+}
+
+/* What memshim counted agrees with the Go program's own figures: its C malloc and its Go heap at
+ * least, its C malloc and all the Go runtime took from the system at most. */
+static void go_counted(json_t *doc, long long c, long long heap, long long sys)
+{
+	long long peak = member(json_object_get(doc, "process"), "cpu", "peak");
+	ck_assert_msg(peak >= c + heap && peak <= c + sys + 8LL * MIB, "cpu peak %lld for C %lld + heap %lld (sys %lld)",
+		      peak, c, heap, sys);
+}
+
+/* Go leaves by its own exit_group, past every exit handler: the file it leaves under plain
+ * LD_PRELOAD is a snapshot from its start, and its record, there from the start, has the rest. */
+START_TEST(a_go_program_leaves_its_file_and_record)
+{
+	static struct run r;
+	struct stat st;
+	if (stat(built("live/gocgo"), &st) != 0) {
+		printf("test_live: no go: the Go test skipped\n");
+		return;
+	}
+	fresh_dir();
+	const char *argv[] = { built("live/gocgo"), NULL };
+	pid_t pid = spawn_redirected(dir, argv, live_env(live_dir, NULL), NULL);
+	ck_assert_int_gt(pid, 0);
+	ck_assert_int_eq(exit_code(wait_status(pid)), 0);
+	read_back(dir, r.out, sizeof r.out, r.err, sizeof r.err);
+	long long c, heap, sys;
+	go_figures(r.out, &c, &heap, &sys);
+	strcpy(r.dir, dir);
+	json_t *snap = load_metrics(&r, "m.json");
+	ck_assert_msg(snap != NULL, "no metrics file at all");
+	ck_assert(json_is_false(json_object_get(snap, "complete")));
+	json_decref(snap);
+	char names[4][PATH_MAX], out[1 << 14];
+	ck_assert_int_eq(records(live_dir, names, 4), 1);
+	const char *fmt[] = { built("memshim-format"), "--recover-under", dir, NULL };
+	run_tool_live(live_dir, fmt, out, sizeof out);
+	json_t *doc = load_metrics(&r, "m.json");
+	ck_assert_str_eq(json_string_value(json_object_get(doc, "reason")), "recovered");
+	go_counted(doc, c, heap, sys);
+	json_decref(doc);
+}
+END_TEST
+
+START_TEST(memshim_run_recovers_a_go_program)
+{
+	struct stat st;
+	if (stat(built("live/gocgo"), &st) != 0)
+		return;
+	char out[1 << 15], output[PATH_MAX + 16];
+	fresh_dir();
+	snprintf(output, sizeof output, "%s/m.json", dir);
+	const char *command[] = { built("live/gocgo"), NULL };
+	ck_assert_int_eq(exit_code(wait_status(spawn_memshim_run(output, command, NULL))), 0);
+	read_back(dir, out, sizeof out, out + sizeof out / 2, sizeof out / 2);
+	ck_assert_msg(strstr(out + sizeof out / 2, "recovered"), "%s", out + sizeof out / 2);
+	long long c, heap, sys;
+	go_figures(out, &c, &heap, &sys);
+	json_error_t jerr;
+	json_t *doc = json_load_file(output, 0, &jerr);
+	ck_assert_msg(doc != NULL, "%s", jerr.text);
+	go_counted(doc, c, heap, sys);
+	json_decref(doc);
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("live");
@@ -988,6 +1061,8 @@ int main(void)
 	tcase_add_test(tc, only_a_process_worth_it_creates_a_record);
 	tcase_add_test(tc, memshim_live_0_creates_no_record);
 	tcase_add_test(tc, a_forked_child_has_its_own_record);
+	tcase_add_test(tc, a_go_program_leaves_its_file_and_record);
+	tcase_add_test(tc, memshim_run_recovers_a_go_program);
 	suite_add_tcase(s, tc);
 	TCase *safety = tcase_create("safety");
 	tcase_set_timeout(safety, 60);

@@ -39,6 +39,11 @@ $(NATIVE_DIR)/nstress: tests/native/fixtures/nstress.c
 	@mkdir -p $(@D)
 	$(CC) -g -O1 -o $@ $< -lpthread
 
+$(NATIVE_DIR)/ntail: tests/native/fixtures/ntail.c
+	@mkdir -p $(@D)
+	$(CC) -g -O2 -o $@ $<
+NATIVE_FIXTURES += $(NATIVE_DIR)/ntail
+
 $(NATIVE_DIR)/nstatement: tests/native/fixtures/nstatement.c
 	@mkdir -p $(@D)
 	$(CC) -g -O1 -o $@ $<

@@ -568,6 +568,27 @@ START_TEST(unset_stages_do_nothing_native)
 }
 END_TEST
 
+/* A target that ends in a tail call has no frame while its callee runs: a stage that never opened
+ * for that reason is named in one warning with it; its callee, named instead, is a stage as usual. */
+START_TEST(a_tail_calling_target_is_named_in_one_warning)
+{
+	static struct run r;
+	const char *env[] = { _i ? "MEMSHIM_STAGES=f=fill" : "MEMSHIM_STAGES=m=make_buffer", NULL };
+	json_t *m = exited_with_file(&r, run_built(&r, "native/ntail", NULL, env), 0, "ntail");
+	if (_i) {
+		ck_assert_int_eq(memshim_lines(r.err), 0);
+		ck_assert_int_eq(metric(m, "f_calls"), 1);
+		assert_between(metric(m, "f_mem_cpu_alloc_delta"), (int64_t)48 << 20, ((int64_t)48 << 20) + 8192, "fill");
+	} else {
+		ck_assert_int_eq(memshim_lines(r.err), 1);
+		ck_assert_msg(strstr(r.err, "'make_buffer' was never seen: it ends in a tail call") &&
+				      strstr(r.err, "name the callee"),
+			      "%s", r.err);
+	}
+	json_decref(m);
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("native");
@@ -600,6 +621,7 @@ int main(void)
 	tcase_add_test(tc, a_template_instance_by_its_arguments);
 	tcase_add_test(tc, two_stages_on_one_function_warn);
 	tcase_add_test(tc, threads_throwing_through_a_stage_at_once);
+	tcase_add_loop_test(tc, a_tail_calling_target_is_named_in_one_warning, 0, 2);
 	tcase_add_test(tc, valgrind_reads_the_trampolines_unwind_data);
 	tcase_add_test(tc, gdb_backtrace_through_a_trampoline_reaches_main);
 	tcase_add_test(tc, missing_name_warns_once_naming_the_stripped_binary);
