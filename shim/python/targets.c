@@ -551,7 +551,7 @@ static int stage_id(int i)
 	return v > 0 ? v - 1 : -1;
 }
 
-/* The funcs[] entry of classification V, or NULL. */
+/* The funcs[] entry of classification V, or -1. */
 static inline int func_of(uintptr_t v)
 {
 	unsigned func = (unsigned)(v >> MS_PY_FUNC_SHIFT) & 0xffff;
