@@ -241,6 +241,9 @@ static json_t *mf_cpu_tree(const struct mf_src *s)
 	mf_set(cpu, "mmap", mf_comp(s, MS_LIVE_MMAP));
 	mf_set(res, "read", json_string("resident pages (pagemap scan or mincore)"));
 	mf_set(cpu, "reservations", res);
+	json_t *sh = mf_comp(s, MS_LIVE_SHARED);
+	mf_set(sh, "read", json_string("resident pages of shared memory mappings in this process (pagemap)"));
+	mf_set(cpu, "shared", sh);
 	return cpu;
 }
 
@@ -308,7 +311,7 @@ static void mf_flat_stage(json_t *m, const struct ms_live_record *r, const struc
 /* A forked child's CPU numbers are what it added over its parent's memory at the fork. */
 static void mf_above_inherited(const struct ms_live_record *r, int64_t *v)
 {
-	static const int parts[] = { MS_LIVE_CPU, MS_LIVE_MALLOC, MS_LIVE_MMAP, MS_LIVE_RESERVE };
+	static const int parts[] = { MS_LIVE_CPU, MS_LIVE_MALLOC, MS_LIVE_MMAP, MS_LIVE_RESERVE, MS_LIVE_SHARED };
 	for (size_t i = 0; r->forked && i < sizeof parts / sizeof *parts; i++) {
 		int c = parts[i];
 		v[c] = v[c] > r->inherited[c] ? mf_sub(v[c], r->inherited[c]) : 0;
@@ -330,6 +333,8 @@ static json_t *mf_metrics(const struct ms_live_record *r, const int *ids, int n,
 	mf_set_int(m, "process_mem_cpu_malloc_peak", peaks[MS_LIVE_MALLOC]);
 	mf_set_int(m, "process_mem_cpu_mmap_peak", peaks[MS_LIVE_MMAP]);
 	mf_set_int(m, "process_mem_cpu_reservations_peak", peaks[MS_LIVE_RESERVE]);
+	if (r->shared_mappings)
+		mf_set_int(m, "process_mem_cpu_shared_peak", peaks[MS_LIVE_SHARED]);
 	mf_set_int(m, "process_mem_rss_peak", r->rss_peak);
 	if (r->gpu_used) {
 		mf_set_int(m, "before_init_mem_gpu", r->before_init_set ? r->before_init[MS_LIVE_GPU] : 0);
@@ -350,6 +355,9 @@ static json_t *mf_process(const struct ms_live_record *r, const int64_t *peaks, 
 	json_t *res = mf_comp(&src, MS_LIVE_RESERVE);
 	mf_set(res, "read", json_string("resident pages (pagemap scan or mincore)"));
 	mf_set(p, "reservations", res);
+	json_t *sh = mf_comp(&src, MS_LIVE_SHARED);
+	mf_set(sh, "read", json_string("resident pages of shared memory mappings in this process (pagemap)"));
+	mf_set(p, "shared", sh); /* the segments are in the metrics file only */
 	mf_set_int(rss, "peak", r->rss_peak);
 	mf_set_int(rss, "live", r->live[MS_LIVE_RSS]);
 	mf_set(rss, "read", json_string("peak: getrusage ru_maxrss (VmHWM) at the last stage boundary; "
@@ -361,6 +369,7 @@ static json_t *mf_process(const struct ms_live_record *r, const int64_t *peaks, 
 		mf_set_int(inh, "malloc", r->inherited[MS_LIVE_MALLOC]);
 		mf_set_int(inh, "mmap", r->inherited[MS_LIVE_MMAP]);
 		mf_set_int(inh, "reservations", r->inherited[MS_LIVE_RESERVE]);
+		mf_set_int(inh, "shared", r->inherited[MS_LIVE_SHARED]);
 		mf_set(p, "inherited", inh);
 	}
 	if (r->gpu_used)

@@ -80,6 +80,75 @@ static void mf_merge_group(FILE *out, struct mf_file *files, size_t n, const str
 	mf_table_free(&t);
 }
 
+/* One shared memory segment over the merged files: how many name it, their peaks' largest and sum. */
+struct mf_segment {
+	const char *dev, *kind;
+	long long ino;
+	size_t files;
+	double top, sum, mapped;
+};
+
+static char *mf_bytes(double b)
+{
+	json_t *v = json_real(b);
+	char *s = mf_format_value("process_mem_cpu_peak", v);
+	json_decref(v);
+	return s;
+}
+
+/* Segments named alike by several of the merged processes (doc/metrics-format.md): each counted the
+ * pages it touched, so a sum counts them once per process; one line says so, with the largest. */
+static void mf_merge_shared(FILE *out, struct mf_file *files, size_t n)
+{
+	struct mf_segment *seg = NULL;
+	size_t nseg = 0, cap = 0;
+	for (size_t i = 0; i < n; i++) {
+		json_t *list = json_object_get(json_object_get(json_object_get(files[i].root, "process"), "shared"),
+					       "segments"), *g;
+		size_t k;
+		json_array_foreach(list, k, g) {
+			const char *dev = json_string_value(json_object_get(g, "dev"));
+			long long ino = json_integer_value(json_object_get(g, "ino"));
+			double peak = json_number_value(json_object_get(g, "peak"));
+			if (!dev)
+				continue;
+			size_t j = 0;
+			while (j < nseg && (seg[j].ino != ino || strcmp(seg[j].dev, dev)))
+				j++;
+			if (j == nseg) {
+				if (nseg == cap)
+					seg = mf_xrealloc(seg, (cap = cap ? 2 * cap : 16) * sizeof *seg);
+				seg[nseg++] = (struct mf_segment){ dev, json_string_value(json_object_get(g, "kind")), ino, 0, 0, 0, 0 };
+			}
+			seg[j].files++;
+			seg[j].sum += peak;
+			if (peak > seg[j].top)
+				seg[j].top = peak;
+			double mapped = json_number_value(json_object_get(g, "mapped_peak"));
+			if (mapped > seg[j].mapped)
+				seg[j].mapped = mapped;
+		}
+	}
+	size_t shared = 0, big = 0;
+	for (size_t j = 0; j < nseg; j++) {
+		if (seg[j].files < 2)
+			continue;
+		if (!shared++ || seg[j].sum > seg[big].sum)
+			big = j;
+	}
+	if (shared) {
+		char *mapped = mf_bytes(seg[big].mapped), *top = mf_bytes(seg[big].top), *sum = mf_bytes(seg[big].sum);
+		fprintf(out, "memshim: %zu shared memory segment%s mapped by several of these processes, each counting "
+			"the pages it touched (a sum counts them once per process); the largest, %s %s:%lld (%s "
+			"mapped) in %zu: one touched at most %s, all %s\n", shared, shared == 1 ? " is" : "s are",
+			seg[big].kind ? seg[big].kind : "?", seg[big].dev, seg[big].ino, mapped, seg[big].files, top, sum);
+		free(mapped);
+		free(top);
+		free(sum);
+	}
+	free(seg);
+}
+
 void mf_merge(FILE *out, const struct mf_set *s, const struct mf_opts *o)
 {
 	struct mf_groups u;
@@ -106,6 +175,7 @@ void mf_merge(FILE *out, const struct mf_set *s, const struct mf_opts *o)
 		mf_print_hidden(out, files, n, keep, left_out, "merges them too");
 	}
 	mf_print_targets(out, files, n);
+	mf_merge_shared(out, set, m);
 	mf_group_union(set, m, &u);
 	for (size_t j = 0; j < u.n; j++)
 		if (!o->stage || !strcmp(o->stage, u.g[j].name))

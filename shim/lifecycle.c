@@ -72,6 +72,7 @@ static void finish(const char *reason)
 	ms_stages_close_all(ms_elapsed());
 	ms_report_write(reason, 0, 1);
 	ms_live_finish(); /* the final file is there: the live record goes */
+	ms_process_unpublish(); /* and the lineage record */
 	ms_tls_guard--;
 }
 
@@ -152,6 +153,9 @@ __attribute__((constructor)) static void ms_init(int argc, char **argv, char **e
 	ms_tls_guard++;
 	ms_config_start(); /* every variable read once, here (LD_PRELOAD for the next test) */
 	ms_tls_guard--;
+	/* named once per run: by its first process (the others find a lineage record above them) */
+	if (ms_config_unknown_settings() && !ms_process_lineage_found())
+		ms_config_warn_unknown();
 	if (ms_loaded_late()) {
 		ms_warn("libmemshim.so was loaded after the program started (dlopen or ctypes): calls are "
 			"already bound, nothing is counted; preload it (LD_PRELOAD, memshim run, memshim kernel "
@@ -187,6 +191,7 @@ __attribute__((constructor)) static void ms_init(int argc, char **argv, char **e
 	for (size_t i = 0; i < NSUBSYSTEMS; i++)
 		if (subsystems[i].init)
 			subsystems[i].init();
+	ms_process_publish(); /* what the processes it execs need: the run, its file, rank, speaker */
 	ms_stage_observer = after_boundary;
 }
 

@@ -65,40 +65,33 @@ static const struct setting settings[] = {
 	{ "MEMSHIM_STAGES", K_STAGES, ms_default_stages, AT(spec) },
 	/* As text: the user's MEMSHIM_OUTPUT as typed (an exec'd child compares it with its root's) */
 	{ "MEMSHIM_OUTPUT", K_TEXT, NULL, 0 },
-	/* Set by the shim for the processes it starts (core/process.c, python/stages.c) */
-	{ "MEMSHIM_ROOT_PID", K_TEXT, NULL, 1 },
-	{ "MEMSHIM_ROOT_OUTPUT", K_TEXT, NULL, 2 },
-	{ "MEMSHIM_ROOT_OUTPUT_SETTING", K_TEXT, NULL, 3 },
-	{ "MEMSHIM_ROOT_OUTPUT_PID", K_TEXT, NULL, 4 },
-	{ "MEMSHIM_RANK_HELD", K_TEXT, NULL, 5 },
-	{ "MEMSHIM_PY_ROOT_PID", K_TEXT, NULL, 6 },
 	/* The launchers' ranks (core/process.c, doc/python.md#ranks) */
-	{ "RANK", K_TEXT, NULL, 7 },
-	{ "LOCAL_RANK", K_TEXT, NULL, 8 },
-	{ "WORLD_SIZE", K_TEXT, NULL, 9 },
-	{ "GROUP_RANK", K_TEXT, NULL, 10 },
-	{ "NODE_RANK", K_TEXT, NULL, 11 },
-	{ "LOCAL_WORLD_SIZE", K_TEXT, NULL, 12 },
-	{ "PMI_RANK", K_TEXT, NULL, 13 },
-	{ "MPI_LOCALRANKID", K_TEXT, NULL, 14 },
-	{ "PMI_SIZE", K_TEXT, NULL, 15 },
-	{ "OMPI_COMM_WORLD_RANK", K_TEXT, NULL, 16 },
-	{ "OMPI_COMM_WORLD_LOCAL_RANK", K_TEXT, NULL, 17 },
-	{ "OMPI_COMM_WORLD_SIZE", K_TEXT, NULL, 18 },
-	{ "MV2_COMM_WORLD_RANK", K_TEXT, NULL, 19 },
-	{ "MV2_COMM_WORLD_LOCAL_RANK", K_TEXT, NULL, 20 },
-	{ "MV2_COMM_WORLD_SIZE", K_TEXT, NULL, 21 },
-	{ "PMIX_RANK", K_TEXT, NULL, 22 },
-	{ "SLURM_PROCID", K_TEXT, NULL, 23 },
-	{ "SLURM_LOCALID", K_TEXT, NULL, 24 },
-	{ "SLURM_NTASKS", K_TEXT, NULL, 25 },
-	{ "SLURM_NODEID", K_TEXT, NULL, 26 },
+	{ "RANK", K_TEXT, NULL, 1 },
+	{ "LOCAL_RANK", K_TEXT, NULL, 2 },
+	{ "WORLD_SIZE", K_TEXT, NULL, 3 },
+	{ "GROUP_RANK", K_TEXT, NULL, 4 },
+	{ "NODE_RANK", K_TEXT, NULL, 5 },
+	{ "LOCAL_WORLD_SIZE", K_TEXT, NULL, 6 },
+	{ "PMI_RANK", K_TEXT, NULL, 7 },
+	{ "MPI_LOCALRANKID", K_TEXT, NULL, 8 },
+	{ "PMI_SIZE", K_TEXT, NULL, 9 },
+	{ "OMPI_COMM_WORLD_RANK", K_TEXT, NULL, 10 },
+	{ "OMPI_COMM_WORLD_LOCAL_RANK", K_TEXT, NULL, 11 },
+	{ "OMPI_COMM_WORLD_SIZE", K_TEXT, NULL, 12 },
+	{ "MV2_COMM_WORLD_RANK", K_TEXT, NULL, 13 },
+	{ "MV2_COMM_WORLD_LOCAL_RANK", K_TEXT, NULL, 14 },
+	{ "MV2_COMM_WORLD_SIZE", K_TEXT, NULL, 15 },
+	{ "PMIX_RANK", K_TEXT, NULL, 16 },
+	{ "SLURM_PROCID", K_TEXT, NULL, 17 },
+	{ "SLURM_LOCALID", K_TEXT, NULL, 18 },
+	{ "SLURM_NTASKS", K_TEXT, NULL, 19 },
+	{ "SLURM_NODEID", K_TEXT, NULL, 20 },
 	/* The system's */
-	{ "TMPDIR", K_TEXT, NULL, 27 },            /* output/identity.c: the fallback directory */
-	{ "XDG_RUNTIME_DIR", K_TEXT, NULL, 28 },   /* output/live.c: the live record's default place */
-	{ "LD_PRELOAD", K_TEXT, NULL, 29 },        /* intercept/resolve.c: preloaded, or loaded late */
+	{ "TMPDIR", K_TEXT, NULL, 21 },            /* output/identity.c: the fallback directory */
+	{ "XDG_RUNTIME_DIR", K_TEXT, NULL, 22 },   /* output/live.c: the live record's default place */
+	{ "LD_PRELOAD", K_TEXT, NULL, 23 },        /* intercept/resolve.c: preloaded, or loaded late */
 	/* Set by memshim run when it prints the dump, which names the run's unmatched targets */
-	{ "MEMSHIM_RUN_DUMP", K_TEXT, NULL, 30 },
+	{ "MEMSHIM_RUN_DUMP", K_TEXT, NULL, 24 },
 };
 
 /* Case-insensitive in ASCII, whatever the locale: the words are ASCII (and every process parses
@@ -440,12 +433,13 @@ int ms_edit_distance(const char *a, size_t n, const char *b)
 	return row[m];
 }
 
-/* MEMSHIM_ names no row reads (a misspelt MEMSHIM_STAGE falls back to the defaults without it),
- * once per run: by its first process, whose children inherit the same environment. */
-static void warn_unknown(void)
+int ms_config_unknown_settings(void)
 {
-	if (environment("MEMSHIM_ROOT_PID"))
-		return;
+	return nunknown;
+}
+
+void ms_config_warn_unknown(void)
+{
 	for (int u = 0; u < nunknown; u++) {
 		const char *near = NULL;
 		int most = unknown_len[u] - 8 <= 4 ? 1 : 2; /* MEMSHIM_FOO is no MEMSHIM_LOG */
@@ -475,7 +469,6 @@ void ms_config_start(void)
 {
 	environ_scan();
 	ms_config_load(&ms_cfg, environment);
-	warn_unknown();
 }
 
 const char *ms_config_text(const struct ms_config *cfg, const char *name)

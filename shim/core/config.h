@@ -54,9 +54,11 @@ struct ms_config {
 	char children_dir[MS_PATH_MAX]; /* MEMSHIM_CHILDREN_DIR, made absolute, or "" */
 	char live_dir[MS_PATH_MAX];/* MEMSHIM_LIVE_DIR made absolute; empty: the default place */
 	struct ms_spec spec;     /* MEMSHIM_STAGES */
-	/* The variables kept as text, as they were at start (NULL: unset; "" stays ""): the ones the
-	 * shim hands its children (core/process.c, python/stages.c), the launchers' rank variables and
-	 * the system's (TMPDIR, XDG_RUNTIME_DIR, LD_PRELOAD).  Read with ms_setting_text. */
+	/* The variables kept as text, as they were at start (NULL: unset; "" stays ""): the user's
+	 * MEMSHIM_OUTPUT as typed, the launchers' rank variables, the system's (TMPDIR,
+	 * XDG_RUNTIME_DIR, LD_PRELOAD) and memshim run's MEMSHIM_RUN_DUMP.  Read with
+	 * ms_setting_text.  The shim sets none: what its exec'd children need goes through lineage
+	 * records (core/lineage.h). */
 	const char *text[MS_TEXT_SETTINGS];
 	size_t text_used;
 	char text_pool[MS_TEXT_POOL]; /* their copies; a value that does not fit points into the
@@ -75,6 +77,11 @@ void ms_config_load(struct ms_config *cfg, ms_getenv_fn get);
 /* Loads ms_cfg from the process's environment (lifecycle.c, once at start; a forked child keeps
  * its parent's): the only read of the environment in the shim. */
 void ms_config_start(void);
+/* How many MEMSHIM_ names the environment holds that are no setting (a misspelt MEMSHIM_STAGE
+ * would leave the defaults without a word), and one warning for each, with the setting it is
+ * closest to: lifecycle.c gives them once per run, in its first process. */
+int ms_config_unknown_settings(void);
+void ms_config_warn_unknown(void);
 
 /* Non-zero when MEMSHIM_SITES=exact:... names stage NAME (the engine never makes its calls quiet:
  * call sites must see each of their boundaries). */

@@ -1,6 +1,7 @@
 /* Counter storage, the CPU word, GPU bookkeeping and peak windows (see counters.h). */
 #include <string.h>
 #include "core/counters.h"
+#include "core/ms.h"
 
 struct ms_counter ms_counters[MS_NCOMP] __attribute__((aligned(64)));
 int64_t ms_watch_hi[MS_NCOMP] = { [0 ... MS_NCOMP - 1] = INT64_MAX };
@@ -40,9 +41,14 @@ struct ms_cpu_word ms_cpu = {
 /* The current epoch and its mmap pages in one word (epoch << 48 | pages), and the recent ones. */
 static uint64_t mmap_now = FIRST_EPOCH << MS_CPU_VALUE_BITS;
 static uint64_t mmap_ring[RING] = { [FIRST_EPOCH % RING] = FIRST_EPOCH << MS_CPU_VALUE_BITS };
-/* The reserve pages of each epoch in the ring (same tag): mmap = the entry's pages - these. */
-static uint64_t reserve_now = FIRST_EPOCH << MS_CPU_VALUE_BITS;
+/* The pages of the parts read rather than counted, reserve and shared, of each epoch in the ring
+ * (same tag): mmap = the entry's pages - these.  A ring entry of another epoch (the shared ring's
+ * zeros before its first change) reads as the current value. */
+enum { READ_RESERVE, READ_SHARED, READ_PARTS };
+static uint64_t read_now[READ_PARTS] = { FIRST_EPOCH << MS_CPU_VALUE_BITS, FIRST_EPOCH << MS_CPU_VALUE_BITS };
 static uint64_t reserve_ring[RING] = { [FIRST_EPOCH % RING] = FIRST_EPOCH << MS_CPU_VALUE_BITS };
+static uint64_t shared_ring[RING] MS_LARGE;
+static uint64_t *const read_ring[READ_PARTS] = { reserve_ring, shared_ring };
 static uint64_t ring_misses;
 /* Changes that may lower gate_hi in progress; while non-zero nobody raises it. */
 static uint64_t lowering;
@@ -81,14 +87,15 @@ static int64_t mmap_at(uint64_t word)
 	return mmap_bytes_of(__atomic_load_n(&mmap_now, __ATOMIC_ACQUIRE));
 }
 
-/* reserve bytes of the epoch in WORD, 0 when the ring moved on (only reports read it). */
-static int64_t reserve_at(uint64_t word)
+/* Bytes of read part PART of the epoch in WORD, the current ones when the ring moved on (only
+ * reports read it). */
+static int64_t read_at(uint64_t word, int part)
 {
 	uint16_t e = EPOCH_OF(word);
-	uint64_t entry = __atomic_load_n(&reserve_ring[e % RING], __ATOMIC_ACQUIRE);
+	uint64_t entry = __atomic_load_n(&read_ring[part][e % RING], __ATOMIC_ACQUIRE);
 	if (EPOCH_OF(entry) == e)
 		return mmap_bytes_of(entry);
-	return mmap_bytes_of(__atomic_load_n(&reserve_now, __ATOMIC_ACQUIRE));
+	return mmap_bytes_of(__atomic_load_n(&read_now[part], __ATOMIC_ACQUIRE));
 }
 
 static int64_t load_peak(enum ms_comp c)
@@ -188,20 +195,26 @@ void ms_cpu_mmap_add(enum ms_comp part, int64_t bytes)
 {
 	if (!bytes)
 		return;
-	mark_moved((1u << MS_MMAP) | (1u << MS_RESERVE));
+	mark_moved((1u << MS_MMAP) | (1u << MS_RESERVE) | (part == MS_SHARED ? 1u << MS_SHARED : 0));
 	lower_begin();
 	uint64_t old = __atomic_load_n(&mmap_now, __ATOMIC_RELAXED);
 	int64_t mm = mmap_bytes_of(old) + bytes;
-	int64_t rs = mmap_bytes_of(__atomic_load_n(&reserve_now, __ATOMIC_RELAXED)) + (part == MS_RESERVE ? bytes : 0);
 	uint64_t epoch = (old - MS_CPU_EPOCH_STEP) & ~MS_CPU_VALUE_MASK;
 	uint64_t entry = epoch | ((uint64_t)(mm < 0 ? 0 : mm) >> PAGE_SHIFT);
-	uint64_t rentry = epoch | ((uint64_t)(rs < 0 ? 0 : rs) >> PAGE_SHIFT);
-	__atomic_store_n(&reserve_ring[EPOCH_OF(entry) % RING], rentry, __ATOMIC_SEQ_CST);
-	__atomic_store_n(&reserve_now, rentry, __ATOMIC_SEQ_CST);
+	int64_t rd[READ_PARTS];
+	for (int k = 0; k < READ_PARTS; k++) {
+		rd[k] = mmap_bytes_of(__atomic_load_n(&read_now[k], __ATOMIC_RELAXED));
+		if (part == (k == READ_RESERVE ? MS_RESERVE : MS_SHARED))
+			rd[k] += bytes;
+		uint64_t rentry = epoch | ((uint64_t)(rd[k] < 0 ? 0 : rd[k]) >> PAGE_SHIFT);
+		__atomic_store_n(&read_ring[k][EPOCH_OF(entry) % RING], rentry, __ATOMIC_SEQ_CST);
+		__atomic_store_n(&read_now[k], rentry, __ATOMIC_SEQ_CST);
+	}
 	__atomic_store_n(&mmap_ring[EPOCH_OF(entry) % RING], entry, __ATOMIC_SEQ_CST);
 	__atomic_store_n(&mmap_now, entry, __ATOMIC_SEQ_CST);
-	ms_raise_peak(&ms_counters[MS_MMAP].win_peak, mm - rs);
-	ms_raise_peak(&ms_counters[MS_RESERVE].win_peak, rs);
+	ms_raise_peak(&ms_counters[MS_MMAP].win_peak, mm - rd[READ_RESERVE] - rd[READ_SHARED]);
+	ms_raise_peak(&ms_counters[MS_RESERVE].win_peak, rd[READ_RESERVE]);
+	ms_raise_peak(&ms_counters[MS_SHARED].win_peak, rd[READ_SHARED]);
 	store_lowered(); /* the new epoch's adds take the slow path from the moment the word has it */
 	__atomic_store_n(&ms_cpu.gate_lo, gate_lo_for(entry), __ATOMIC_RELAXED);
 	uint64_t r = __atomic_add_fetch(&ms_cpu.word, (uint64_t)bytes - MS_CPU_EPOCH_STEP, __ATOMIC_SEQ_CST);
@@ -211,18 +224,21 @@ void ms_cpu_mmap_add(enum ms_comp part, int64_t bytes)
 	lower_end();
 }
 
-void ms_cpu_live(int64_t *cpu, int64_t *malloc_part, int64_t *mmap_part, int64_t *reserve_part)
+void ms_cpu_live(int64_t *cpu, int64_t *malloc_part, int64_t *mmap_part, int64_t *reserve_part,
+		 int64_t *shared_part)
 {
 	uint64_t w = __atomic_load_n(&ms_cpu.word, __ATOMIC_SEQ_CST);
-	int64_t mm = mmap_at(w), rs = reserve_at(w);
+	int64_t mm = mmap_at(w), rs = read_at(w, READ_RESERVE), sh = read_at(w, READ_SHARED);
 	if (cpu)
 		*cpu = cpu_of(w);
 	if (malloc_part)
 		*malloc_part = cpu_of(w) - mm;
 	if (mmap_part)
-		*mmap_part = mm - rs;
+		*mmap_part = mm - rs - sh;
 	if (reserve_part)
 		*reserve_part = rs;
+	if (shared_part)
+		*shared_part = sh;
 }
 
 void ms_counter_set(enum ms_comp comp, int64_t value)
@@ -247,11 +263,11 @@ void ms_cpu_fork_child(void)
 
 int64_t ms_live(enum ms_comp comp)
 {
-	int64_t v[MS_RESERVE + 1];
+	int64_t v[MS_SHARED + 1];
 	if (comp == MS_CPU) /* the word alone: no ring to read (call sites ask at every sample) */
 		return cpu_of(__atomic_load_n(&ms_cpu.word, __ATOMIC_SEQ_CST));
-	if (comp <= MS_MMAP || comp == MS_RESERVE) {
-		ms_cpu_live(&v[MS_CPU], &v[MS_MALLOC], &v[MS_MMAP], &v[MS_RESERVE]);
+	if (comp <= MS_MMAP || comp == MS_RESERVE || comp == MS_SHARED) {
+		ms_cpu_live(&v[MS_CPU], &v[MS_MALLOC], &v[MS_MMAP], &v[MS_RESERVE], &v[MS_SHARED]);
 		return v[comp];
 	}
 	return comp < MS_NCOMP ? __atomic_load_n(&ms_counters[comp].live, __ATOMIC_RELAXED) : 0;
@@ -320,7 +336,8 @@ uint32_t ms_counters_moved(void)
 /* Live of the first N components, the CPU ones as one consistent set. */
 static void live_all(int64_t live[MS_NCOMP], int n)
 {
-	const uint32_t cpu_parts = (1u << MS_CPU) | (1u << MS_MALLOC) | (1u << MS_MMAP) | (1u << MS_RESERVE);
+	const uint32_t cpu_parts = (1u << MS_CPU) | (1u << MS_MALLOC) | (1u << MS_MMAP) | (1u << MS_RESERVE) |
+				   (1u << MS_SHARED);
 	if (n == MS_DEV0) /* a component that never moved is 0; fixed sizes are written inline */
 		memset(live, 0, sizeof *live * MS_DEV0);
 	else
@@ -330,12 +347,7 @@ static void live_all(int64_t live[MS_NCOMP], int n)
 		int c = __builtin_ctz(others);
 		live[c] = __atomic_load_n(&ms_counters[c].live, __ATOMIC_RELAXED);
 	}
-	uint64_t w = __atomic_load_n(&ms_cpu.word, __ATOMIC_SEQ_CST);
-	int64_t mm = mmap_at(w), rs = reserve_at(w);
-	live[MS_CPU] = cpu_of(w);
-	live[MS_MALLOC] = cpu_of(w) - mm;
-	live[MS_MMAP] = mm - rs;
-	live[MS_RESERVE] = rs;
+	ms_cpu_live(&live[MS_CPU], &live[MS_MALLOC], &live[MS_MMAP], &live[MS_RESERVE], &live[MS_SHARED]);
 }
 
 int ms_counters_cut_window(int64_t peaks[MS_NCOMP], int64_t live[MS_NCOMP], int open_after)
@@ -403,9 +415,11 @@ void ms_counters_clear(void)
 	memset(ms_counters, 0, sizeof ms_counters);
 	memset(mmap_ring, 0, sizeof mmap_ring);
 	memset(reserve_ring, 0, sizeof reserve_ring);
+	memset(shared_ring, 0, sizeof shared_ring);
 	__atomic_store_n(&mmap_now, FIRST_EPOCH << MS_CPU_VALUE_BITS, __ATOMIC_SEQ_CST);
 	__atomic_store_n(&mmap_ring[FIRST_EPOCH % RING], FIRST_EPOCH << MS_CPU_VALUE_BITS, __ATOMIC_SEQ_CST);
-	__atomic_store_n(&reserve_now, FIRST_EPOCH << MS_CPU_VALUE_BITS, __ATOMIC_SEQ_CST);
+	for (int k = 0; k < READ_PARTS; k++)
+		__atomic_store_n(&read_now[k], FIRST_EPOCH << MS_CPU_VALUE_BITS, __ATOMIC_SEQ_CST);
 	__atomic_store_n(&reserve_ring[FIRST_EPOCH % RING], FIRST_EPOCH << MS_CPU_VALUE_BITS, __ATOMIC_SEQ_CST);
 	__atomic_store_n(&ms_cpu.word, (FIRST_EPOCH << MS_CPU_VALUE_BITS) | MS_CPU_BIAS, __ATOMIC_SEQ_CST);
 	memset(closed_peaks, 0, sizeof closed_peaks);

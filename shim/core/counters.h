@@ -9,7 +9,7 @@
 #define MS_MAX_DEVICES 16
 
 enum ms_comp {
-	MS_CPU,     /* malloc + mmap + reserve */
+	MS_CPU,     /* malloc + mmap + reserve + shared */
 	MS_MALLOC,  /* the malloc family, usable size */
 	MS_MMAP,    /* anonymous private mappings made by the program */
 	MS_GPU,     /* device memory, all devices */
@@ -17,6 +17,7 @@ enum ms_comp {
 	MS_PINNED,  /* page-locked host memory */
 	MS_RESERVE, /* resident pages of reservations (MAP_NORESERVE, large mappings): read, not counted */
 	MS_RSS,     /* the kernel's resident set size: read, not counted, not part of MS_CPU */
+	MS_SHARED,  /* resident pages of shared memory mappings (memfd, shm, anonymous shared): read */
 	MS_DEV0,    /* device memory of device 0 .. MS_MAX_DEVICES-1 */
 	MS_NCOMP = MS_DEV0 + MS_MAX_DEVICES
 };
@@ -62,10 +63,12 @@ static inline void ms_watch_check(enum ms_comp comp, int64_t now)
 	}
 }
 
-/* The components read rather than counted (MS_RESERVE, MS_RSS) brought up to date: set at start by
+/* The components read rather than counted (MS_RESERVE, MS_SHARED, MS_RSS) brought up to date: set at start by
  * intercept/mmap.c, called before a stage boundary, a timeline point and a report.  Cheap and
  * skipped where reading is unsafe (inside the mapping lock, inside a hook). */
-enum ms_refresh_reason { MS_REFRESH_BOUNDARY, MS_REFRESH_POINT, MS_REFRESH_REPORT };
+enum ms_refresh_reason { MS_REFRESH_BOUNDARY, MS_REFRESH_POINT, MS_REFRESH_REPORT,
+			 MS_REFRESH_FORK /* a forked child, before its report starts: only this thread
+					  * runs, holding every lock since fork_prepare */ };
 extern void (*ms_refresh_fn)(enum ms_refresh_reason why);
 
 static inline void ms_refresh(enum ms_refresh_reason why)
@@ -79,9 +82,9 @@ static inline void ms_refresh(enum ms_refresh_reason why)
 void ms_watch_set(enum ms_comp comp, int64_t lo, int64_t hi);
 
 /* ---- the CPU word: one atomic per malloc-family call --------------------------------------------
- * Bits 0..47 hold the CPU live bytes (malloc + mmap + reserve) plus MS_CPU_BIAS; bits 48..63 the
- * mmap epoch, counted down and changed only under the mapping lock together with the mmap and
- * reserve bytes it stands for
+ * Bits 0..47 hold the CPU live bytes (malloc + mmap + reserve + shared) plus MS_CPU_BIAS; bits
+ * 48..63 the mmap epoch, counted down and changed only under the mapping lock together with the
+ * mmap, reserve and shared bytes it stands for
  * (kept in a ring for the slow path).  So each xadd returns an exact (cpu, epoch) pair, malloc =
  * cpu - mmap(epoch), and an add made under an older epoch compares above the current gate.  The
  * gates fold every reason to leave the fast path into one compare: gate_hi = min(cpu peak, malloc
@@ -158,14 +161,15 @@ static inline void ms_cpu_shrink(uint64_t bytes)
 		ms_cpu_slow(r);
 }
 
-/* The mmap or reserve component (PART) by BYTES (a multiple of the page size); the caller holds the
- * mapping lock (mappings change one at a time).  Both ride the CPU word's mmap epoch. */
+/* The mmap, reserve or shared component (PART) by BYTES (a multiple of the page size); the caller
+ * holds the mapping lock (mappings change one at a time).  All three ride the CPU word's mmap epoch. */
 void ms_cpu_mmap_add(enum ms_comp part, int64_t bytes);
 
-/* PART (MS_MALLOC, or MS_MMAP / MS_RESERVE under the mapping lock) and the CPU total move together. */
+/* PART (MS_MALLOC, or MS_MMAP / MS_RESERVE / MS_SHARED under the mapping lock) and the CPU total
+ * move together. */
 static inline void ms_cpu_add(enum ms_comp part, int64_t bytes)
 {
-	if (part == MS_MMAP || part == MS_RESERVE)
+	if (part == MS_MMAP || part == MS_RESERVE || part == MS_SHARED)
 		ms_cpu_mmap_add(part, bytes);
 	else if (bytes > 0)
 		ms_cpu_grow((uint64_t)bytes);
@@ -173,8 +177,9 @@ static inline void ms_cpu_add(enum ms_comp part, int64_t bytes)
 		ms_cpu_shrink((uint64_t)-bytes);
 }
 
-/* Live CPU, malloc, mmap and reserve bytes as one consistent set (any may be NULL). */
-void ms_cpu_live(int64_t *cpu, int64_t *malloc_part, int64_t *mmap_part, int64_t *reserve_part);
+/* Live CPU, malloc, mmap, reserve and shared bytes as one consistent set (any may be NULL). */
+void ms_cpu_live(int64_t *cpu, int64_t *malloc_part, int64_t *mmap_part, int64_t *reserve_part,
+		 int64_t *shared_part);
 
 /* A component read rather than counted (MS_RSS) is now VALUE; one writer at a time. */
 void ms_counter_set(enum ms_comp comp, int64_t value);

@@ -1,6 +1,6 @@
-/* Identity and clock of the tracked process (see process.h), and the per-thread guard.  The
- * variables a tracked process hands its exec'd children are set here and read, like every other,
- * from the settings table (core/config.c) as they were at start. */
+/* Identity and clock of the tracked process (see process.h), and the per-thread guard.  What a
+ * tracked process hands the processes it execs (the run's root, its file, the rank it held) goes
+ * through lineage records (core/lineage.c), never the environment: the program sees none of it. */
 #include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
@@ -8,10 +8,15 @@
 #include <time.h>
 #include <unistd.h>
 #include "core/config.h"
+#include "core/lineage.h"
 #include "core/ms.h"
 #include "core/process.h"
 
 struct ms_process ms_proc;
+/* What this process hands on: the record it found (FOUND), then its own facts (CHANGED), written
+ * at the end of start (ms_process_publish) and at once after it (OPEN). */
+static struct ms_lineage lineage MS_LARGE;
+static int looked, found, changed, open_now, publish_failed;
 int ms_active;
 int ms_counting = 1;
 __thread int ms_tls_guard MS_TLS;
@@ -109,9 +114,50 @@ void ms_process_forked(void)
 	children_dir();
 }
 
-static long env_pid(const char *name)
+int ms_process_lineage_found(void)
 {
-	return ms_decimal(ms_setting_text(name));
+	if (!looked) {
+		looked = 1;
+		found = ms_lineage_find(&lineage);
+	}
+	return found;
+}
+
+void ms_process_publish(void)
+{
+	open_now = 1;
+	if (!changed || publish_failed)
+		return;
+	int e = ms_lineage_publish(&lineage);
+	if (e) {
+		publish_failed = 1;
+		ms_warn("cannot write this process's lineage record in %s: %s (errno %d); the processes it "
+			"execs cannot find their run and start runs of their own", ms_lineage_dir(), ms_errno_text(e), e);
+	}
+}
+
+void ms_process_unpublish(void)
+{
+	ms_lineage_remove();
+}
+
+/* This process has facts of its own for the processes it execs. */
+static void hand_on(void)
+{
+	changed = 1;
+	if (open_now)
+		ms_process_publish();
+}
+
+pid_t ms_process_py_root(void)
+{
+	return ms_process_lineage_found() ? lineage.py_root_pid : 0;
+}
+
+void ms_process_claim_py_root(void)
+{
+	lineage.py_root_pid = ms_proc.pid;
+	hand_on();
 }
 
 /* One launcher's variables: the global rank, local rank and world size as it names them. */
@@ -187,30 +233,31 @@ static void rank_identify(void)
 	if (r->rank < 0)
 		return;
 	ms_format(held, sizeof held, "%s/%ld/%ld", r->source, r->rank, r->local_rank);
-	const char *before = ms_setting_text("MEMSHIM_RANK_HELD");
+	const char *before = found && lineage.rank_held[0] ? lineage.rank_held : NULL;
 	ms_proc.rank.own = !before || strcmp(before, held) != 0;
-	if (ms_proc.rank.own)
-		setenv("MEMSHIM_RANK_HELD", held, 1);
+	if (ms_proc.rank.own) {
+		ms_strlcpy(lineage.rank_held, held, sizeof lineage.rank_held);
+		hand_on();
+	}
 }
 
-/* Exec'd children find where to write here: MEMSHIM_ROOT_OUTPUT, the MEMSHIM_OUTPUT value it came
- * from, and the pid that writes it as is (its children add ".<pid>"). */
+/* Exec'd children find where to write here: the file, the MEMSHIM_OUTPUT value it came from, and
+ * the pid that writes it as is (its children add ".<pid>"). */
 void ms_process_export_output(void)
 {
-	char pid[24];
 	const char *setting = ms_setting_text("MEMSHIM_OUTPUT");
-	ms_format(pid, sizeof pid, "%d", (int)ms_proc.pid);
-	setenv("MEMSHIM_ROOT_OUTPUT", ms_proc.output, 1);
-	setenv("MEMSHIM_ROOT_OUTPUT_SETTING", setting ? setting : "", 1);
-	setenv("MEMSHIM_ROOT_OUTPUT_PID", pid, 1);
+	ms_strlcpy(lineage.output, ms_proc.output, sizeof lineage.output);
+	ms_strlcpy(lineage.output_setting, setting ? setting : "", sizeof lineage.output_setting);
+	lineage.output_pid = ms_proc.pid;
+	hand_on();
 }
 
-/* A child that set MEMSHIM_OUTPUT to another value than the exporter saw chose its own file. */
+/* A child that set MEMSHIM_OUTPUT to another value than the process that wrote the record saw
+ * chose its own file. */
 static int own_setting(void)
 {
-	const char *seen = ms_setting_text("MEMSHIM_ROOT_OUTPUT_SETTING");
 	const char *mine = ms_setting_text("MEMSHIM_OUTPUT");
-	return seen && mine && *mine && strcmp(seen, mine) != 0;
+	return found && mine && *mine && strcmp(lineage.output_setting, mine) != 0;
 }
 
 void ms_process_set_output(const char *path)
@@ -221,14 +268,16 @@ void ms_process_set_output(const char *path)
 void ms_process_identify(void)
 {
 	ms_process_set_output(ms_cfg.output);
+	ms_process_lineage_found();
 	rank_identify();
-	long root_pid = env_pid("MEMSHIM_ROOT_PID");
+	long root_pid = found ? lineage.root_pid : -1;
 	if (root_pid <= 0 || root_pid == ms_proc.pid) {
-		char pid[24];
 		ms_proc.root_pid = ms_proc.pid;
-		ms_format(pid, sizeof pid, "%d", (int)ms_proc.pid);
-		setenv("MEMSHIM_ROOT_PID", pid, 1);
-		ms_process_export_output();
+		lineage.root_pid = ms_proc.pid;
+		if (root_pid > 0 && lineage.output[0] == '/' && !own_setting())
+			ms_process_set_output(lineage.output); /* exec'd itself in place: its file stays */
+		else
+			ms_process_export_output();
 		return;
 	}
 	ms_proc.root_pid = (pid_t)root_pid;
@@ -238,11 +287,10 @@ void ms_process_identify(void)
 		ms_process_export_output(); /* its own exec'd children derive their names from its file */
 		return;
 	}
-	const char *out = ms_setting_text("MEMSHIM_ROOT_OUTPUT");
-	if (out && out[0] == '/' && strlen(out) < sizeof ms_proc.output)
-		ms_process_set_output(out);
+	if (lineage.output[0] == '/')
+		ms_process_set_output(lineage.output);
 	/* the process that owns the file exec'd itself in place: it keeps writing the file as is */
-	ms_proc.own_output = env_pid("MEMSHIM_ROOT_OUTPUT_PID") == ms_proc.pid;
+	ms_proc.own_output = lineage.output_pid == ms_proc.pid;
 	if (!ms_proc.own_output)
 		children_dir();
 }

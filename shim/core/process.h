@@ -56,15 +56,28 @@ void ms_process_args(int argc, char *const *argv, char *const *envp);
  * bytes: from those the constructor got when kept, else from that file (an open of procfs).
  * Returns the length; *TRUNCATED when they did not all fit. */
 size_t ms_process_cmdline(char *buf, size_t size, int *truncated);
-/* Exec'd children inherit the identity of the first tracked process of the run, and where it
- * writes (MEMSHIM_ROOT_*, exported here for them; read from the settings table, as they were at
- * start); sets ms_proc.output from ms_cfg.output or the root's file. */
+/* Exec'd children inherit the identity of the first tracked process of the run and where it
+ * writes: from the lineage record of the nearest process above them that left one
+ * (core/lineage.h), never from the environment.  Sets ms_proc.output from ms_cfg.output or the
+ * root's file. */
 void ms_process_identify(void);
+/* Whether a process above this one (or this pid before an exec in place) left a lineage record:
+ * then this process is not the first of its run.  Looked up once. */
+int ms_process_lineage_found(void);
 /* Where this process writes from now on (at start: output/identity.c's fallback directory); call
  * ms_process_export_output after it so exec'd children follow. */
 void ms_process_set_output(const char *path);
 /* Tells exec'd children where this process writes (after its output changed). */
 void ms_process_export_output(void);
+/* The Python process that speaks about targets, as a process above this one recorded it (0:
+ * none); ms_process_claim_py_root makes it this one, for the processes it execs. */
+pid_t ms_process_py_root(void);
+void ms_process_claim_py_root(void);
+/* End of start: writes this process's lineage record when it has facts of its own to hand on
+ * (from then on each change is written at once; one warning when it cannot be).  Unpublish
+ * removes it (exit, a fatal signal; never a forked child's). */
+void ms_process_publish(void);
+void ms_process_unpublish(void);
 /* The rank the launchers' variables give, read through GET (ms_setting_text, or a test's table). */
 void ms_rank_detect(struct ms_rank *r, ms_getenv_fn get);
 /* A forked child that goes on tracking: its own clock, pid and parent. */

@@ -1,5 +1,9 @@
 /* A sorted set of disjoint address ranges: the anonymous mappings the program made, so partial
- * munmap and mremap are counted right.  Pure logic; the caller serialises access. */
+ * munmap and mremap are counted right.  Each range carries a tag (what the caller keeps per
+ * mapping: the shared memory segment it maps), kept by both pieces of a split and by a move, and a
+ * count of pages (the caller's: its resident pages at the last read), 0 when added or moved, kept
+ * by both pieces of a split (the caller reads them again).  Pure logic; the caller serialises
+ * access. */
 #ifndef MS_RANGES_H
 #define MS_RANGES_H
 
@@ -8,6 +12,8 @@
 
 struct ms_range {
 	uintptr_t start, end; /* [start, end) */
+	uint32_t tag;
+	uint32_t pages;
 };
 
 struct ms_ranges {
@@ -19,6 +25,12 @@ struct ms_ranges {
 
 /* Adds [start, end), which must not overlap a tracked range; -1 when the table is full. */
 int ms_ranges_add(struct ms_ranges *r, uintptr_t start, uintptr_t end);
+/* The same with TAG (ms_ranges_add's ranges have tag 0). */
+int ms_ranges_add_tagged(struct ms_ranges *r, uintptr_t start, uintptr_t end, uint32_t tag);
+
+/* Index of the first range whose end is above ADDR (r->n: none): the ranges inside [start, end)
+ * are those from ms_ranges_find(r, start) while v[i].start < end. */
+size_t ms_ranges_find(const struct ms_ranges *r, uintptr_t addr);
 
 /* Removes whatever is tracked inside [start, end), splitting ranges as needed; returns the
  * number of bytes removed.  *UNTRACKED receives bytes dropped because a split found no room. */

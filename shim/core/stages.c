@@ -558,6 +558,7 @@ void ms_stages_fork_child(int tracking)
 	ms_spin_reset(&lock, &lock_held);
 	if (!tracking)
 		return;
+	ms_refresh(MS_REFRESH_FORK); /* the read components as the child holds them: its report starts there */
 	ms_stages_reset_for_child(0.0);
 	if (implicit_wanted && ms_st.nopen == 0)
 		ms_stages_begin_implicit_init(0.0);

@@ -146,10 +146,36 @@ static inline __attribute__((always_inline)) void ms_before_counting_at(uintptr_
  * the table's lock is taken before and released after (the first in the lock order: a counted
  * munmap may open a stage, so the stage engine's and the timeline's locks come after it). */
 uint64_t ms_mmap_untracked(void);
-/* Reservations (MAP_NORESERVE, or mapped MS_RESERVE_MIN bytes and more at once) count their resident
- * pages, read with mincore (ms_refresh); init sets the refresh. */
+/* Reservations (MAP_NORESERVE, or mapped MS_RESERVE_MIN bytes and more at once, or committed inside a
+ * PROT_NONE reservation) count their resident pages, read with PAGEMAP_SCAN or mincore (ms_refresh);
+ * init sets the refresh. */
 #define MS_RESERVE_MIN (16UL << 20)
 void ms_mmap_init(void);
+
+/* mmap.c, shared.c: the shared memory this process maps (MAP_SHARED of memfd, /dev/shm and other
+ * tmpfs files, anonymous shared memory, SysV segments), read by its resident pages in this process
+ * (the "shared" component), and the segments it maps, each named by its object's device and inode,
+ * as every process that maps it names it. */
+#define MS_SHARED_NAME 64
+#define MS_SHARED_SEGMENTS 128
+enum ms_shared_kind { MS_SHARED_NONE, MS_SHARED_ANONYMOUS, MS_SHARED_MEMFD, MS_SHARED_SHM, MS_SHARED_TMPFS,
+		      MS_SHARED_HUGETLBFS, MS_SHARED_SYSV };
+struct ms_shared_segment {
+	int kind;
+	uint32_t major, minor;    /* the object's device and inode, as /proc/PID/maps shows them */
+	uint64_t ino;
+	int64_t mapped;           /* bytes of it mapped now (0: unmapped since) */
+	int64_t mapped_peak;      /* most bytes mapped at once */
+	int64_t resident;         /* its pages resident in this process at the last read */
+	int64_t peak;             /* the most read */
+	char name[MS_SHARED_NAME]; /* the file's path (memfd: "/memfd:NAME"), "" for anonymous memory */
+};
+/* The segments into OUT (MS_SHARED_SEGMENTS of room), without the mapping lock (a signal handler
+ * may ask; a segment changing meanwhile may be left out): returns how many; *DROPPED receives the
+ * segments the table had no room for. */
+int ms_mmap_shared_copy(struct ms_shared_segment *out, uint64_t *dropped);
+/* Shared memory mappings this process made or inherited (0: it maps none, no "shared" keys). */
+uint64_t ms_mmap_shared_mappings(void);
 void ms_mmap_fork_prepare(void);
 void ms_mmap_fork_parent(void);
 void ms_mmap_fork_child(int tracking);

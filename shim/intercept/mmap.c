@@ -1,20 +1,28 @@
 /* Anonymous private mappings: the "mmap" component.  Ranges are tracked so partial munmap and
  * mremap are exact; the tables live in memory mapped with raw syscalls, outside any counter.
- * PROT_NONE reservations are kept aside and count from the moment mprotect makes them accessible,
- * as the JVM, V8 and Go commit their heaps; back to PROT_NONE, they stop counting.  Accessible
- * reservations (MAP_NORESERVE, or MS_RESERVE_MIN and more mapped at once: pyarrow's mimalloc arena,
- * OpenBLAS's buffers) are touched a little at a time, so they are the "reserve" component: their
- * resident pages, read with mincore before every boundary, timeline point and report, and before a
- * call that drops their pages (munmap, mremap, madvise), so its highs are never missed.  Before the
- * real functions are known the wrappers make the system calls themselves: resolving from here could
- * run inside a program allocator's lock. */
+ * A mapping a program maps accessible and uses at once (Python's arenas, an allocator's blocks) is
+ * counted by its size.  A mapping it uses a little at a time is read instead, by its resident
+ * pages: the "reserve" component, for mappings made with MAP_NORESERVE or of MS_RESERVE_MIN and more
+ * at once (pyarrow's mimalloc arena, OpenBLAS's buffers), and for memory committed in pieces inside
+ * a PROT_NONE reservation, by mprotect or by a fixed mapping over it (the JVM's, V8's and Go's
+ * heaps, code caches and metaspace, which commit far more than they touch); PROT_NONE reservations
+ * themselves count nothing.  Shared memory (MAP_SHARED of memfd, /dev/shm and other tmpfs files,
+ * anonymous shared memory, SysV segments: shared.c says which) is read the same way, the "shared"
+ * component, each segment named so that the processes that map it can be told apart.  Read
+ * components are read before every boundary, timeline point and report, and before and after a
+ * call that drops their pages (munmap, mremap, madvise, a fixed mapping over them), so their highs
+ * are never missed.  Before the real functions are known the wrappers make the system calls
+ * themselves: resolving from here could run inside a program allocator's lock. */
 #include <errno.h>
 #include <fcntl.h>
 #include <sched.h>
 #include <stdarg.h>
 #include <sys/ioctl.h>
+#include <sys/ipc.h>
 #include <sys/mman.h>
+#include <sys/shm.h>
 #include <sys/syscall.h>
+#include <time.h>
 #include <unistd.h>
 #include "core/counters.h"
 #include "core/ms.h"
@@ -23,15 +31,29 @@
 #include "core/spin.h"
 #include "intercept/hooks.h"
 #include "intercept/sample.h"
+#include "intercept/shared.h"
 
 #define PAGE 4096UL
 #define MAX_RANGES (1UL << 20)
 
 static int grow(struct ms_ranges *r, size_t need);
 static struct ms_ranges table = { .grow = grow };    /* accessible: counted */
-static struct ms_ranges reserved = { .grow = grow }; /* PROT_NONE: not counted until mprotect */
-static struct ms_ranges sparse = { .grow = grow };   /* accessible reservations: resident pages */
-static int64_t resident_counted; /* the reserve component's bytes; under the lock */
+static struct ms_ranges reserved = { .grow = grow }; /* PROT_NONE: not counted until committed */
+
+/* A component read rather than counted: its ranges, each with the pages it held at its last read
+ * (ms_range.pages; shared ranges' tags name their segment), and the bytes the component holds,
+ * the sum of those pages after every full read. */
+struct readpart {
+	struct ms_ranges r;
+	enum ms_comp comp;
+	int64_t counted; /* under the lock */
+	int shared;
+};
+static struct readpart sparse = { { .grow = grow }, MS_RESERVE, 0, 0 }; /* reservations */
+static struct readpart shm = { { .grow = grow }, MS_SHARED, 0, 1 };     /* shared memory */
+static struct readpart *const parts[] = { &sparse, &shm };
+#define NPARTS 2
+
 static struct ms_spin lock;
 static __thread int lock_held MS_TLS; /* a signal handler mapping memory inside our lock passes through */
 static uint64_t untracked;
@@ -104,11 +126,19 @@ static int is_reservation(size_t len, int prot, int flags)
 	return prot != PROT_NONE && ((flags & MAP_NORESERVE) || len >= MS_RESERVE_MIN);
 }
 
-/* ---- resident pages of reservations ------------------------------------------------------------ */
+static size_t nranges(const struct readpart *p)
+{
+	return __atomic_load_n(&p->r.n, __ATOMIC_RELAXED);
+}
 
-/* PAGEMAP_SCAN (Linux 6.7) on /proc/self/pagemap answers with the runs of present pages: a sparse
- * 1 GiB arena reads in ~40 us here where mincore's byte per page takes ~150 us.  Older kernels (or
- * no /proc): mincore.  Its ABI, for headers older than the kernel: */
+/* ---- resident pages ---------------------------------------------------------------------------- */
+
+/* PAGEMAP_SCAN (Linux 6.7) on /proc/self/pagemap answers with the runs of present pages other than
+ * the zero page (which RSS does not count either): a sparse 1 GiB arena reads in ~40 us here where
+ * mincore's byte per page takes ~150 us.  Older kernels:
+ * mincore for reservations, and for shared memory /proc/self/pagemap's entries themselves (mincore
+ * would answer whether the object's pages are in memory at all, touched by this process or not).
+ * Its ABI, for headers older than the kernel: */
 struct ms_page_region {
 	uint64_t start, end, categories;
 };
@@ -118,9 +148,12 @@ struct ms_pm_scan_arg {
 };
 #define MS_PAGEMAP_SCAN _IOWR('f', 16, struct ms_pm_scan_arg)
 #define MS_PAGE_IS_PRESENT (1 << 3)
+#define MS_PAGE_IS_PFNZERO (1 << 5) /* the shared zero page a read of an untouched page maps: not memory used */
+#define MS_PM_PRESENT (UINT64_C(1) << 63)
 
 static struct ms_page_region regions[256] MS_LARGE; /* under the lock */
-static unsigned char incore[16384] MS_LARGE;         /* mincore's answer (64 MiB a call); likewise */
+static unsigned char incore[16384] MS_LARGE __attribute__((aligned(8))); /* mincore's or pagemap's
+									  * answer; likewise */
 static int pagemap_fd = -1;                          /* open only while the lock is held */
 static int no_pagemap_scan;
 
@@ -130,6 +163,7 @@ static uint64_t scan_present(uintptr_t b, uintptr_t e, int *failed)
 	while (b < e) {
 		struct ms_pm_scan_arg arg = { .size = sizeof arg, .start = b, .end = e, .vec = (uintptr_t)regions,
 					      .vec_len = sizeof regions / sizeof *regions,
+					      .category_inverted = MS_PAGE_IS_PFNZERO, .category_mask = MS_PAGE_IS_PFNZERO,
 					      .category_anyof_mask = MS_PAGE_IS_PRESENT, .return_mask = MS_PAGE_IS_PRESENT };
 		long n = syscall(SYS_ioctl, pagemap_fd, MS_PAGEMAP_SCAN, &arg);
 		if (n < 0) {
@@ -158,16 +192,34 @@ static uint64_t count_incore(size_t pages)
 	return n;
 }
 
-/* Resident bytes of [b, e) (page-aligned, one mapping or several).  Lock held. */
-static uint64_t resident_in(uintptr_t b, uintptr_t e)
+/* Present pages of [b, e) in this process's page tables, from pagemap's entries (8 bytes a page). */
+static uint64_t pagemap_present(uintptr_t b, uintptr_t e)
 {
-	if (pagemap_fd >= 0) {
+	uint64_t pages = 0, *entry = (uint64_t *)(void *)incore; /* lock held: never on a handler's stack */
+	while (b < e && pagemap_fd >= 0) {
+		size_t n = (e - b) / PAGE < sizeof incore / 8 ? (e - b) / PAGE : sizeof incore / 8;
+		long got = syscall(SYS_pread64, pagemap_fd, entry, n * 8, (off_t)(b / PAGE * 8));
+		if (got <= 0)
+			break;
+		for (long i = 0; i < got / 8; i++)
+			pages += entry[i] >> 63;
+		b += (size_t)got / 8 * PAGE;
+	}
+	return pages * PAGE;
+}
+
+/* Resident bytes of [b, e) (page-aligned, one mapping or several) in this process.  Lock held. */
+static uint64_t resident_in(uintptr_t b, uintptr_t e, int shared)
+{
+	if (pagemap_fd >= 0 && !no_pagemap_scan) {
 		int failed = 0;
 		uint64_t bytes = scan_present(b, e, &failed);
 		if (!failed)
 			return bytes;
 		no_pagemap_scan = 1;
 	}
+	if (shared)
+		return pagemap_present(b, e);
 	uint64_t pages = 0;
 	while (b < e) {
 		size_t n = (e - b) / PAGE < sizeof incore ? (e - b) / PAGE : sizeof incore;
@@ -179,68 +231,184 @@ static uint64_t resident_in(uintptr_t b, uintptr_t e)
 }
 
 /* The pagemap file for the reads done under one hold of the lock (never kept open: the program
- * sees its own descriptors). */
+ * sees its own descriptors); nested opens share it. */
+static int pagemap_opens;
+
 static void pagemap_open(void)
 {
-	if (!no_pagemap_scan)
+	if (pagemap_opens++ == 0 && (!no_pagemap_scan || nranges(&shm)))
 		pagemap_fd = (int)syscall(SYS_openat, AT_FDCWD, "/proc/self/pagemap", O_RDONLY | O_CLOEXEC);
 }
 
 static void pagemap_close(void)
 {
-	if (pagemap_fd >= 0)
+	if (--pagemap_opens == 0 && pagemap_fd >= 0) {
 		syscall(SYS_close, pagemap_fd);
-	pagemap_fd = -1;
-}
-
-/* Resident bytes of the reservations inside [b, e).  Lock held. */
-static uint64_t sparse_resident(uintptr_t b, uintptr_t e)
-{
-	uint64_t bytes = 0;
-	for (size_t i = 0; i < sparse.n; i++) {
-		uintptr_t s = sparse.v[i].start > b ? sparse.v[i].start : b;
-		uintptr_t t = sparse.v[i].end < e ? sparse.v[i].end : e;
-		if (s < t)
-			bytes += resident_in(s, t);
+		pagemap_fd = -1;
 	}
-	return bytes;
 }
 
-/* The reserve component becomes BYTES.  Lock held. */
-static void resident_set(int64_t bytes)
+/* P's component moves by CHANGE bytes (its highs with it).  Lock held. */
+static void part_add(struct readpart *p, int64_t change)
 {
-	int64_t change = bytes - resident_counted;
-	resident_counted = bytes;
-	ms_cpu_mmap_add(MS_RESERVE, change);
+	if (!change)
+		return;
+	if (p->counted + change < 0)
+		change = -p->counted;
+	p->counted += change;
+	ms_cpu_mmap_add(p->comp, change);
 }
 
-/* Reads every reservation again (its highs so far are then counted).  Lock held. */
-static void resident_read_all(void)
+/* Reads range I of P again: its pages, its segment's and (returned) the change of P's bytes.
+ * Lock held, pagemap open. */
+static int64_t read_range(struct readpart *p, size_t i)
 {
-	if (!sparse.n)
+	struct ms_range *g = &p->r.v[i];
+	uint32_t pages = (uint32_t)(resident_in(g->start, g->end, p->shared) / PAGE);
+	int64_t change = ((int64_t)pages - g->pages) * (int64_t)PAGE;
+	g->pages = pages;
+	if (p->shared)
+		ms_shared_resident_add(g->tag, change);
+	return change;
+}
+
+/* Reads every range of P: the component becomes the sum of their pages.  Lock held. */
+static void read_all(struct readpart *p)
+{
+	if (!p->r.n) { /* the last range went */
+		part_add(p, -p->counted);
+		return;
+	}
+	pagemap_open();
+	int64_t sum = 0;
+	if (p->shared)
+		ms_shared_resident_clear();
+	for (size_t i = 0; i < p->r.n; i++) {
+		struct ms_range *g = &p->r.v[i];
+		g->pages = (uint32_t)(resident_in(g->start, g->end, p->shared) / PAGE);
+		sum += (int64_t)g->pages * (int64_t)PAGE;
+		if (p->shared)
+			ms_shared_resident_add(g->tag, (int64_t)g->pages * (int64_t)PAGE);
+	}
+	pagemap_close();
+	part_add(p, sum - p->counted);
+}
+
+/* Reads the ranges of P in [lo, hi) again; returns the change of P's bytes.  Lock held. */
+static int64_t read_between(struct readpart *p, uintptr_t lo, uintptr_t hi)
+{
+	int64_t change = 0;
+	pagemap_open();
+	for (size_t i = ms_ranges_find(&p->r, lo); i < p->r.n && p->r.v[i].start < hi; i++)
+		change += read_range(p, i);
+	pagemap_close();
+	return change;
+}
+
+static __thread int refreshing MS_TLS;
+static int rss_wanted; /* a stage boundary happened: /bin/true's exit reads no /proc */
+#define READ_SHARE 0.01
+
+/* Reading may take READ_SHARE of the run (and its first millisecond) in CPU time of the threads
+ * that read (a reader the scheduler set aside costs nothing), twice over: boundaries and points
+ * read everything every time, unless a stage around a function called a million times makes them
+ * too many; calls that drop pages read everything before they do, unless a runtime dropping pages
+ * of hundreds of reservations (V8) makes that too much, and then only the ranges they drop. */
+static double refresh_spent, drop_spent; /* CPU seconds spent reading */
+
+static double thread_cpu(void)
+{
+	struct timespec ts;
+	return clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts) == 0 ? (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9 : 0;
+}
+
+static int within_budget(double spent)
+{
+	return spent < 0.001 + READ_SHARE * (ms_now() - ms_proc.start_monotonic);
+}
+
+/* Adds the CPU time since START to *SPENT. */
+static void charge(double *spent, double start)
+{
+	double now = thread_cpu();
+	if (now > start)
+		*spent += now - start;
+}
+
+/* What a call that drops pages of [b, e) had read of each part before it: the ranges it touches
+ * lie in [lo, hi), and held OLD bytes. */
+struct drop {
+	uintptr_t lo[NPARTS], hi[NPARTS];
+	int64_t old[NPARTS];
+	int any;
+};
+
+/* Before the kernel drops pages of [b, e): the parts read (every range while within the budget,
+ * else those in [b, e) and all shared memory, few mappings), so the highs so far are counted.
+ * Lock held. */
+static void drop_begin(struct drop *d, uintptr_t b, uintptr_t e)
+{
+	*d = (struct drop){ .any = 0 };
+	for (int k = 0; k < NPARTS; k++) {
+		struct readpart *p = parts[k];
+		size_t i = p->r.n ? ms_ranges_find(&p->r, b) : 0;
+		if (i >= p->r.n || p->r.v[i].start >= e)
+			continue;
+		d->lo[k] = p->r.v[i].start;
+		for (; i < p->r.n && p->r.v[i].start < e; i++)
+			d->hi[k] = p->r.v[i].end;
+		d->any = 1;
+	}
+	if (!d->any)
+		return;
+	int saved = errno; /* before the program's call: what it reads of errno is that call's */
+	double start = thread_cpu();
+	int all = within_budget(drop_spent);
+	pagemap_open();
+	for (int k = 0; k < NPARTS; k++) {
+		struct readpart *p = parts[k];
+		if (all || (p->shared && d->hi[k]))
+			read_all(p);
+		else if (d->hi[k])
+			part_add(p, read_between(p, d->lo[k], d->hi[k]));
+		for (size_t i = ms_ranges_find(&p->r, d->lo[k]); d->hi[k] && i < p->r.n && p->r.v[i].start < d->hi[k]; i++)
+			d->old[k] += (int64_t)p->r.v[i].pages * (int64_t)PAGE;
+	}
+	pagemap_close();
+	charge(&drop_spent, start);
+	errno = saved;
+}
+
+/* After the call (and the tables' change): what is left in [lo, hi) read again, the rest of the
+ * old bytes gone.  Lock held. */
+static void drop_end(const struct drop *d)
+{
+	if (!d->any)
 		return;
 	pagemap_open();
-	resident_set((int64_t)sparse_resident(0, UINTPTR_MAX));
+	for (int k = 0; k < NPARTS; k++) {
+		struct readpart *p = parts[k];
+		if (!d->hi[k])
+			continue;
+		if (p->shared) { /* pieces of a split keep their old pages: every range read again */
+			read_all(p);
+			continue;
+		}
+		int64_t now = 0;
+		for (size_t i = ms_ranges_find(&p->r, d->lo[k]); i < p->r.n && p->r.v[i].start < d->hi[k]; i++) {
+			struct ms_range *g = &p->r.v[i];
+			g->pages = (uint32_t)(resident_in(g->start, g->end, 0) / PAGE);
+			now += (int64_t)g->pages * (int64_t)PAGE;
+		}
+		part_add(p, now - d->old[k]);
+	}
 	pagemap_close();
 }
 
-/* Before the kernel drops pages of [b, e): the reservations read, and what they hold there, which
- * resident_dropped then takes off.  Lock held. */
-static uint64_t resident_before_drop(uintptr_t b, uintptr_t e)
+/* A new read range [b, e) of P that may hold pages already (MAP_POPULATE, a move): read.  Lock held. */
+static void read_new(struct readpart *p, uintptr_t b, uintptr_t e)
 {
-	if (!sparse.n || !ms_ranges_overlap(&sparse, b, e))
-		return 0;
-	pagemap_open();
-	resident_set((int64_t)sparse_resident(0, UINTPTR_MAX));
-	uint64_t there = sparse_resident(b, e);
-	pagemap_close();
-	return there;
-}
-
-static void resident_dropped(uint64_t bytes)
-{
-	if (bytes)
-		resident_set(resident_counted - (int64_t)bytes);
+	part_add(p, read_between(p, b, e));
 }
 
 /* The kernel's resident set size, from /proc/self/statm's second field (raw calls: no stdio). */
@@ -264,32 +432,40 @@ static int64_t read_rss(void)
 	return pages * (int64_t)PAGE;
 }
 
-static __thread int refreshing MS_TLS;
-static double refresh_spent; /* seconds spent reading, against READ_SHARE of the run */
-static int rss_wanted; /* a stage boundary happened: /bin/true's exit reads no /proc */
-#define READ_SHARE 0.01
-
-/* Reading may take READ_SHARE of the run (and its first millisecond): boundaries and points are
- * read every time, unless a stage around a function called a million times makes them too many. */
-static int within_budget(double now)
+/* A forked child: its page tables hold none of the shared memory its parent touched (the kernel
+ * copies no page table entries of shared mappings), so what it inherited reads again before its
+ * report starts from it.  Only this thread runs, holding the lock since fork_prepare. */
+static void fork_read(void)
 {
-	return refresh_spent < 0.001 + READ_SHARE * (now - ms_proc.start_monotonic);
+	ms_shared_fork_child();
+	read_all(&shm);
 }
 
-/* ms_refresh: the reservations and the RSS read now. */
+/* ms_refresh: the read components and the RSS read now. */
 static void refresh(enum ms_refresh_reason why)
 {
+	if (why == MS_REFRESH_FORK) {
+		if (lock_held && ms_counting)
+			fork_read();
+		return;
+	}
 	/* a boundary is read also from inside a hook (native stages open and close there) */
 	if (refreshing || lock_held || (ms_tls_guard && why != MS_REFRESH_BOUNDARY) || !ms_counting)
 		return;
-	double start = ms_now();
-	if (why != MS_REFRESH_REPORT && !within_budget(start))
+	int reads = nranges(&sparse) || nranges(&shm);
+	if (!reads && why != MS_REFRESH_BOUNDARY && !(why == MS_REFRESH_REPORT && rss_wanted))
+		return; /* nothing to read: no clock either */
+	double start = thread_cpu();
+	if (why != MS_REFRESH_REPORT && !within_budget(refresh_spent))
 		return;
 	refreshing = 1;
 	int saved = errno;
-	if (__atomic_load_n(&sparse.n, __ATOMIC_RELAXED)) {
+	if (reads) {
 		table_lock();
-		resident_read_all();
+		pagemap_open();
+		for (int k = 0; k < NPARTS; k++)
+			read_all(parts[k]);
+		pagemap_close();
 		table_unlock();
 	}
 	if (why == MS_REFRESH_BOUNDARY)
@@ -299,7 +475,7 @@ static void refresh(enum ms_refresh_reason why)
 		if (rss >= 0)
 			ms_counter_set(MS_RSS, rss);
 	}
-	refresh_spent += ms_now() - start;
+	charge(&refresh_spent, start);
 	errno = saved;
 	refreshing = 0;
 }
@@ -317,29 +493,70 @@ static void count_mmap(int64_t bytes)
 	}
 }
 
-/* Removes tracked and reserved bytes in [addr, addr+len) from the tables and the counters.  Lock held. */
+/* The shared ranges in [b, e) are about to go: their segments are mapped that much less.  Lock held. */
+static void shared_unmapping(uintptr_t b, uintptr_t e)
+{
+	for (size_t i = ms_ranges_find(&shm.r, b); i < shm.r.n && shm.r.v[i].start < e; i++) {
+		struct ms_range *g = &shm.r.v[i];
+		uintptr_t s = g->start > b ? g->start : b, t = g->end < e ? g->end : e;
+		ms_shared_mapped(g->tag, -(int64_t)(t - s));
+	}
+}
+
+/* Removes tracked and reserved bytes in [addr, addr+len) from the tables and the counters (a read
+ * range's pages leave with drop_end, or the next read).  Lock held. */
 static void forget(uintptr_t addr, size_t len)
 {
 	uint64_t dropped = 0;
-	uint64_t bytes = ms_ranges_remove(&table, addr, addr + page_up(len), &dropped);
-	ms_ranges_remove(&reserved, addr, addr + page_up(len), &dropped);
-	ms_ranges_remove(&sparse, addr, addr + page_up(len), &dropped);
+	uintptr_t e = addr + page_up(len);
+	uint64_t bytes = ms_ranges_remove(&table, addr, e, &dropped);
+	ms_ranges_remove(&reserved, addr, e, &dropped);
+	ms_ranges_remove(&sparse.r, addr, e, &dropped);
+	if (shm.r.n) {
+		shared_unmapping(addr, e);
+		ms_ranges_remove(&shm.r, addr, e, &dropped);
+	}
 	if (dropped)
 		__atomic_add_fetch(&untracked, 1, __ATOMIC_RELAXED);
 	count_mmap(-(int64_t)bytes);
 }
 
-/* Records a new mapping: counted when accessible, by its resident pages when RESERVATION.  Lock held. */
-static void remember(uintptr_t addr, size_t len, int prot, int reservation)
+/* Where a new mapping goes. */
+enum kind { COUNTED, RESERVED, SPARSE, SHARED };
+
+/* Records a new mapping of KIND (SHARED: of segment TAG).  Lock held. */
+static void remember(uintptr_t addr, size_t len, enum kind kind, uint32_t tag)
 {
 	/* the kernel just handed out this range: anything still recorded there was unmapped unseen
 	 * (by a signal handler that ran while this thread held the lock) */
 	forget(addr, len);
-	struct ms_ranges *into = prot == PROT_NONE ? &reserved : reservation ? &sparse : &table;
-	if (ms_ranges_add(into, addr, addr + page_up(len)) < 0)
+	struct ms_ranges *into = kind == COUNTED ? &table : kind == RESERVED ? &reserved : kind == SPARSE ? &sparse.r : &shm.r;
+	if (ms_ranges_add_tagged(into, addr, addr + page_up(len), tag) < 0) {
 		__atomic_add_fetch(&untracked, 1, __ATOMIC_RELAXED);
-	else if (into == &table)
+		return;
+	}
+	if (kind == COUNTED)
 		count_mmap((int64_t)page_up(len));
+	else if (kind == SHARED)
+		ms_shared_mapped(tag, (int64_t)page_up(len));
+}
+
+/* The kind of an anonymous private mapping: PROT_NONE reserves; accessible, it is read by its
+ * resident pages when it is a reservation or commits memory inside one (COMMIT: it lands on a
+ * reserved or read range), else counted by its size. */
+static enum kind private_kind(size_t len, int prot, int flags, int commit)
+{
+	if (prot == PROT_NONE)
+		return RESERVED;
+	return commit || is_reservation(len, prot, flags) ? SPARSE : COUNTED;
+}
+
+/* Memory the program commits inside a PROT_NONE reservation (or over pages read already) is read,
+ * not counted by size: the JVM commits 4-6 MiB of heap, code cache and metaspace at a time and
+ * touches a part.  Lock held. */
+static int commits(uintptr_t b, uintptr_t e)
+{
+	return ms_ranges_overlap(&reserved, b, e) || (sparse.r.n && ms_ranges_overlap(&sparse.r, b, e));
 }
 
 static void *call_mmap(void *(*real)(void *, size_t, int, int, int, off_t), void *addr, size_t len,
@@ -366,34 +583,54 @@ static void *wrap_mmap(void *(*real)(void *, size_t, int, int, int, off_t), void
 	if (passes_through())
 		return call_mmap(real, addr, len, prot, flags, fd, off);
 	int fixed = flags & (MAP_FIXED | MAP_FIXED_NOREPLACE);
-	if (!fixed && !anonymous_private(flags))
+	struct ms_shared_id id = { .kind = MS_SHARED_NONE };
+	if (flags & MAP_SHARED) { /* a few system calls, their errors not the program's */
+		int e = errno;
+		ms_tls_guard++;
+		ms_shared_classify(flags, fd, &id);
+		ms_tls_guard--;
+		errno = e;
+	}
+	int shared = id.kind != MS_SHARED_NONE;
+	if (!fixed && !anonymous_private(flags) && !shared)
 		return call_mmap(real, addr, len, prot, flags, fd, off);
+	uintptr_t b = (uintptr_t)addr, e = b + page_up(len);
 	/* a fixed mapping replaces what was there: table and kernel change under one lock */
-	uint64_t dropped = 0;
+	struct drop d = { .any = 0 };
+	int commit = 0;
 	if (fixed) {
 		table_lock();
-		dropped = resident_before_drop((uintptr_t)addr, (uintptr_t)addr + page_up(len));
+		commit = commits(b, e);
+		drop_begin(&d, b, e);
 	}
 	ms_tls_guard++;
 	void *p = call_mmap(real, addr, len, prot, flags, fd, off);
-	ms_tls_guard--;
 	int saved = errno;
+	/* anonymous shared memory has no descriptor to name its object: /proc/self/maps does, read
+	 * before the lock (a fixed mapping holds it already) */
+	if (p != MAP_FAILED && shared && !id.known)
+		ms_shared_identify((uintptr_t)p, &id);
+	ms_tls_guard--;
+	enum kind kind = COUNTED;
 	if (p != MAP_FAILED) {
 		if (!fixed)
 			table_lock();
-		resident_dropped(dropped);
-		if (anonymous_private(flags)) {
-			remember((uintptr_t)p, len, prot, is_reservation(len, prot, flags));
-			if (is_reservation(len, prot, flags) && (flags & (MAP_POPULATE | MAP_LOCKED)))
-				resident_read_all();
-		} else
+		if (shared) {
+			remember((uintptr_t)p, len, kind = SHARED, ms_shared_segment(&id));
+		} else if (anonymous_private(flags)) {
+			remember((uintptr_t)p, len, kind = private_kind(len, prot, flags, commit), 0);
+		} else {
 			forget((uintptr_t)p, len);
+		}
+		drop_end(&d);
+		if ((kind == SPARSE || kind == SHARED) && (flags & (MAP_POPULATE | MAP_LOCKED)))
+			read_new(kind == SPARSE ? &sparse : &shm, (uintptr_t)p, (uintptr_t)p + page_up(len));
 		if (!fixed)
 			table_unlock();
 	}
 	if (fixed)
 		table_unlock();
-	if (p != MAP_FAILED && !fixed && anonymous_private(flags) && prot != PROT_NONE && !is_reservation(len, prot, flags))
+	if (p != MAP_FAILED && !fixed && kind == COUNTED && anonymous_private(flags))
 		ms_sample_alloc(p, (int64_t)page_up(len)); /* outside the table lock (lock order) */
 	errno = saved;
 	return p;
@@ -422,15 +659,15 @@ EXPORT int munmap(void *addr, size_t len)
 		return call_munmap(addr, len);
 	ms_sample_free(addr); /* a sampled mapping is known by its start */
 	table_lock();
-	uint64_t dropped = resident_before_drop((uintptr_t)addr, (uintptr_t)addr + page_up(len));
+	struct drop d;
+	drop_begin(&d, (uintptr_t)addr, (uintptr_t)addr + page_up(len));
 	ms_tls_guard++;
 	int rc = call_munmap(addr, len);
 	ms_tls_guard--;
 	int saved = errno;
-	if (rc == 0) {
-		resident_dropped(dropped);
+	if (rc == 0)
 		forget((uintptr_t)addr, len);
-	}
+	drop_end(&d);
 	table_unlock();
 	errno = saved;
 	return rc;
@@ -443,6 +680,9 @@ static int call_mprotect(void *addr, size_t len, int prot)
 	return (int)syscall(SYS_mprotect, addr, len, prot);
 }
 
+/* PROT_NONE takes counted pages out of the count (they are reserved again); access given to
+ * reserved pages commits them, which are then read by their resident pages.  Read ranges stay read
+ * whatever their protection: their pages are what they are. */
 EXPORT int mprotect(void *addr, size_t len, int prot)
 {
 	if (passes_through())
@@ -458,7 +698,7 @@ EXPORT int mprotect(void *addr, size_t len, int prot)
 		if (prot == PROT_NONE)
 			count_mmap(-(int64_t)ms_ranges_move(&table, &reserved, b, e, &dropped));
 		else
-			count_mmap((int64_t)ms_ranges_move(&reserved, &table, b, e, &dropped));
+			ms_ranges_move(&reserved, &sparse.r, b, e, &dropped);
 		if (dropped) /* no room to keep them apart: forget them altogether, counted or not */
 			forget(b, e - b), __atomic_add_fetch(&untracked, 1, __ATOMIC_RELAXED);
 	}
@@ -483,18 +723,16 @@ static int drops_pages(int advice)
 
 EXPORT int madvise(void *addr, size_t len, int advice)
 {
-	if (passes_through() || !drops_pages(advice) || !__atomic_load_n(&sparse.n, __ATOMIC_RELAXED))
+	if (passes_through() || !drops_pages(advice) || !(nranges(&sparse) || nranges(&shm)))
 		return call_madvise(addr, len, advice);
 	table_lock();
-	uint64_t dropped = resident_before_drop((uintptr_t)addr, (uintptr_t)addr + page_up(len));
+	struct drop d;
+	drop_begin(&d, (uintptr_t)addr, (uintptr_t)addr + page_up(len));
 	ms_tls_guard++;
 	int rc = call_madvise(addr, len, advice);
 	ms_tls_guard--;
 	int saved = errno;
-	if (rc == 0)
-		resident_dropped(dropped);
-	else if (dropped) /* partly applied, perhaps: read again */
-		resident_read_all();
+	drop_end(&d); /* what is left, also when it failed part-way */
 	table_unlock();
 	errno = saved;
 	return rc;
@@ -512,6 +750,13 @@ static void *call_mremap(void *old, size_t old_len, size_t new_len, int flags, v
 	return (void *)p;
 }
 
+/* The tag of the first range of R in [b, e) (one mapping: the kernel refuses more). */
+static uint32_t tag_in(const struct ms_ranges *r, uintptr_t b, uintptr_t e)
+{
+	size_t i = ms_ranges_find(r, b);
+	return i < r->n && r->v[i].start < e ? r->v[i].tag : 0;
+}
+
 EXPORT void *mremap(void *old, size_t old_len, size_t new_len, int flags, ...)
 {
 	void *new_addr = NULL;
@@ -524,31 +769,124 @@ EXPORT void *mremap(void *old, size_t old_len, size_t new_len, int flags, ...)
 	if (passes_through())
 		return call_mremap(old, old_len, new_len, flags, new_addr);
 	table_lock();
-	uintptr_t o = (uintptr_t)old;
-	/* one mapping (the kernel refuses more): tracked, reserved, or neither */
-	int accessible = ms_ranges_overlap(&table, o, o + page_up(old_len)) != 0;
-	int sparse_one = !accessible && ms_ranges_overlap(&sparse, o, o + page_up(old_len)) != 0;
-	int reserve = !accessible && !sparse_one && ms_ranges_overlap(&reserved, o, o + page_up(old_len)) != 0;
+	uintptr_t o = (uintptr_t)old, oe = o + page_up(old_len);
+	/* one mapping (the kernel refuses more): tracked, reserved, read, or neither */
+	enum kind kind = ms_ranges_overlap(&table, o, oe)		      ? COUNTED
+			 : sparse.r.n && ms_ranges_overlap(&sparse.r, o, oe) ? SPARSE
+			 : shm.r.n && ms_ranges_overlap(&shm.r, o, oe)       ? SHARED
+			 : ms_ranges_overlap(&reserved, o, oe)		      ? RESERVED
+									      : (enum kind)-1;
+	uint32_t tag = kind == SHARED ? tag_in(&shm.r, o, oe) : 0;
 	/* the pages move (or go): the old range's resident bytes leave, the new range is read after */
-	uint64_t dropped = resident_before_drop(o, o + page_up(old_len));
+	struct drop d, dn = { .any = 0 };
+	drop_begin(&d, o, oe);
 	if (flags & MREMAP_FIXED)
-		dropped += resident_before_drop((uintptr_t)new_addr, (uintptr_t)new_addr + page_up(new_len));
+		drop_begin(&dn, (uintptr_t)new_addr, (uintptr_t)new_addr + page_up(new_len));
 	ms_tls_guard++;
 	void *p = call_mremap(old, old_len, new_len, flags, new_addr);
 	ms_tls_guard--;
 	int saved = errno;
 	if (p != MAP_FAILED) {
-		resident_dropped(dropped);
 		if (!(flags & MREMAP_DONTUNMAP))
 			forget(o, old_len);
-		if (accessible || reserve || sparse_one)
-			remember((uintptr_t)p, new_len, accessible || sparse_one ? PROT_READ : PROT_NONE, sparse_one);
+		if (kind != (enum kind)-1)
+			remember((uintptr_t)p, new_len, kind, tag);
 		else if (flags & MREMAP_FIXED)
 			forget((uintptr_t)p, new_len);
-		if (sparse_one)
-			resident_read_all();
 	}
+	drop_end(&d);
+	drop_end(&dn);
+	if (p != MAP_FAILED && (kind == SPARSE || kind == SHARED))
+		read_new(kind == SPARSE ? &sparse : &shm, (uintptr_t)p, (uintptr_t)p + page_up(new_len));
 	table_unlock();
 	errno = saved;
 	return p;
+}
+
+/* ---- SysV shared memory ------------------------------------------------------------------------ */
+
+static void *call_shmat(int id, const void *addr, int flags)
+{
+	if (ms_real_shmat)
+		return ms_real_shmat(id, addr, flags);
+	long p = syscall(SYS_shmat, id, addr, flags);
+	if (p < 0 && p > -4096) {
+		errno = (int)-p;
+		return (void *)-1;
+	}
+	return (void *)p;
+}
+
+/* A segment attached is shared memory like any other: its identity from /proc/self/maps (the
+ * kernel names it by its id), its size from IPC_STAT. */
+EXPORT void *shmat(int shmid, const void *addr, int flags)
+{
+	if (passes_through())
+		return call_shmat(shmid, addr, flags);
+	struct shmid_ds ds;
+	int e = errno;
+	ms_tls_guard++;
+	int sized = syscall(SYS_shmctl, shmid, IPC_STAT, &ds) == 0;
+	ms_tls_guard--;
+	errno = e;
+	int remap = (flags & SHM_REMAP) != 0;
+	size_t len = sized ? page_up(ds.shm_segsz) : 0;
+	struct drop d = { .any = 0 };
+	if (remap && sized) {
+		table_lock();
+		drop_begin(&d, (uintptr_t)addr, (uintptr_t)addr + len);
+	}
+	ms_tls_guard++;
+	void *p = call_shmat(shmid, addr, flags);
+	int saved = errno;
+	struct ms_shared_id id = { .kind = MS_SHARED_SYSV, .ino = (uint64_t)shmid };
+	if (p != (void *)-1 && sized) {
+		ms_format(id.name, sizeof id.name, "SYSV%x", (unsigned)ds.shm_perm.__key);
+		ms_shared_identify((uintptr_t)p, &id);
+	}
+	ms_tls_guard--;
+	if (p != (void *)-1 && sized) {
+		if (!remap)
+			table_lock();
+		remember((uintptr_t)p, len, SHARED, ms_shared_segment(&id));
+		drop_end(&d);
+		if (!remap)
+			table_unlock();
+	}
+	if (remap && sized)
+		table_unlock();
+	errno = saved;
+	return p;
+}
+
+static int call_shmdt(const void *addr)
+{
+	if (ms_real_shmdt)
+		return ms_real_shmdt(addr);
+	return (int)syscall(SYS_shmdt, addr);
+}
+
+/* The segment attached at ADDR goes: its ranges (those of its tag from ADDR on) with it. */
+EXPORT int shmdt(const void *addr)
+{
+	if (passes_through() || !nranges(&shm))
+		return call_shmdt(addr);
+	table_lock();
+	uintptr_t b = (uintptr_t)addr, e = b;
+	size_t i = ms_ranges_find(&shm.r, b);
+	uint32_t tag = i < shm.r.n && shm.r.v[i].start == b ? shm.r.v[i].tag : 0;
+	for (; tag && i < shm.r.n && shm.r.v[i].start == e && shm.r.v[i].tag == tag; i++)
+		e = shm.r.v[i].end;
+	struct drop d;
+	drop_begin(&d, b, e);
+	ms_tls_guard++;
+	int rc = call_shmdt(addr);
+	ms_tls_guard--;
+	int saved = errno;
+	if (rc == 0 && e > b)
+		forget(b, e - b);
+	drop_end(&d);
+	table_unlock();
+	errno = saved;
+	return rc;
 }

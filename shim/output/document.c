@@ -5,6 +5,9 @@
 #include "core/ms.h"
 #include "output/document.h"
 
+#define RESERVE_READ "resident pages (pagemap scan or mincore)"
+#define SHARED_READ "resident pages of shared memory mappings in this process (pagemap)"
+
 static void write_delta(struct ms_json *w, const char *key, const struct ms_span *sp, int c)
 {
 	ms_json_object(w, key);
@@ -24,7 +27,10 @@ static void write_cpu(struct ms_json *w, const struct ms_span *sp)
 	write_delta(w, "mmap", sp, MS_MMAP);
 	ms_json_end_object(w);
 	write_delta(w, "reservations", sp, MS_RESERVE);
-	ms_json_string(w, "read", "resident pages (pagemap scan or mincore)");
+	ms_json_string(w, "read", RESERVE_READ);
+	ms_json_end_object(w);
+	write_delta(w, "shared", sp, MS_SHARED);
+	ms_json_string(w, "read", SHARED_READ);
 	ms_json_end_object(w);
 	ms_json_end_object(w);
 }
@@ -251,6 +257,8 @@ static void write_metrics(struct ms_json *w, const struct ms_doc *d, const int *
 	ms_json_int(w, "process_mem_cpu_malloc_peak", peaks[MS_MALLOC]);
 	ms_json_int(w, "process_mem_cpu_mmap_peak", peaks[MS_MMAP]);
 	ms_json_int(w, "process_mem_cpu_reservations_peak", peaks[MS_RESERVE]);
+	if (d->shared_mappings)
+		ms_json_int(w, "process_mem_cpu_shared_peak", peaks[MS_SHARED]);
 	ms_json_int(w, "process_mem_rss_peak", d->rss_peak);
 	if (d->gpu) {
 		ms_json_int(w, "before_init_mem_gpu", st->before_init_set ? st->before_init[MS_GPU] : 0);
@@ -274,15 +282,63 @@ static void open_peak(struct ms_json *w, const char *key, const void *ctx, int c
 }
 
 /* The CPU components of a forked child, whose numbers are above what it shares with its parent. */
-static const enum ms_comp cpu_parts[] = { MS_CPU, MS_MALLOC, MS_MMAP, MS_RESERVE };
+static const enum ms_comp cpu_parts[] = { MS_CPU, MS_MALLOC, MS_MMAP, MS_RESERVE, MS_SHARED };
 
 /* A forked child's CPU peaks and live are above these (its parent's memory at the fork). */
 static void write_inherited(struct ms_json *w, const struct ms_doc *d)
 {
-	static const char *const names[] = { "cpu", "malloc", "mmap", "reservations" };
+	static const char *const names[] = { "cpu", "malloc", "mmap", "reservations", "shared" };
 	ms_json_object(w, "inherited");
 	for (size_t i = 0; i < sizeof cpu_parts / sizeof *cpu_parts; i++)
 		ms_json_int(w, names[i], d->inherited[cpu_parts[i]]);
+	ms_json_end_object(w);
+}
+
+/* "00:1b", as /proc/PID/maps writes a device. */
+static void write_dev(struct ms_json *w, uint32_t major, uint32_t minor)
+{
+	char buf[24];
+	size_t n = 0;
+	uint32_t part[2] = { major, minor };
+	for (int k = 0; k < 2; k++) {
+		char digits[8];
+		int m = 0;
+		for (uint32_t v = part[k]; v || m < 2; v /= 16)
+			digits[m++] = "0123456789abcdef"[v % 16];
+		while (m)
+			buf[n++] = digits[--m];
+		if (k == 0)
+			buf[n++] = ':';
+	}
+	ms_json_string_n(w, "dev", buf, n);
+}
+
+/* The shared component and the segments behind it, each named by its object (dev, ino), as every
+ * process that maps it names it. */
+static void write_shared(struct ms_json *w, const struct ms_doc *d)
+{
+	static const char *const kinds[] = { "none", "anonymous", "memfd", "shm", "tmpfs", "hugetlbfs", "sysv" };
+	peak_live(w, "shared", d, MS_SHARED);
+	ms_json_string(w, "read", SHARED_READ);
+	ms_json_array(w, "segments");
+	for (int i = 0; i < d->nsegments; i++) {
+		const struct ms_shared_segment *g = &d->segments[i];
+		ms_json_object(w, NULL);
+		ms_json_string(w, "kind", g->kind > 0 && g->kind < (int)(sizeof kinds / sizeof *kinds) ? kinds[g->kind] : "none");
+		write_dev(w, g->major, g->minor);
+		ms_json_uint(w, "ino", g->ino);
+		if (g->name[0])
+			ms_json_string(w, "name", g->name);
+		else
+			ms_json_null(w, "name");
+		ms_json_int(w, "mapped", g->mapped);
+		ms_json_int(w, "mapped_peak", g->mapped_peak);
+		ms_json_int(w, "resident", g->resident);
+		ms_json_int(w, "peak", g->peak);
+		ms_json_end_object(w);
+	}
+	ms_json_end_array(w);
+	ms_json_uint(w, "segments_dropped", d->segments_dropped);
 	ms_json_end_object(w);
 }
 
@@ -295,8 +351,9 @@ static void write_process(struct ms_json *w, const struct ms_doc *d)
 		ms_json_end_object(w);
 	}
 	peak_live(w, "reservations", d, MS_RESERVE);
-	ms_json_string(w, "read", "resident pages (pagemap scan or mincore)");
+	ms_json_string(w, "read", RESERVE_READ);
 	ms_json_end_object(w);
+	write_shared(w, d);
 	ms_json_object(w, "rss");
 	ms_json_int(w, "peak", d->rss_peak);
 	ms_json_int(w, "live", d->live[MS_RSS]);

@@ -12,6 +12,7 @@
 #include "core/stages.h"
 #include "core/timeline.h"
 #include "cuda/cuda.h"
+#include "intercept/hooks.h"
 #include "output/labels.h"
 
 /* Called once per item by the iterators below. */
@@ -39,6 +40,11 @@ struct ms_doc {
 	int64_t inherited[MS_NCOMP]; /* a forked child: its parent's memory at the fork, else zeros */
 	int64_t rss_peak;         /* the kernel's high-water RSS */
 	uint64_t mmap_untracked;
+	uint64_t shared_mappings;  /* shared memory mappings made or inherited (0: no shared keys but the
+				    * components' zeros) */
+	const struct ms_shared_segment *segments; /* NSEGMENTS of them */
+	int nsegments;
+	uint64_t segments_dropped;
 	const struct ms_pool_sample *pools; /* NPOOLS of them */
 	int npools;
 	uint64_t gpu_untracked_allocs;

@@ -44,7 +44,8 @@ _Static_assert(COUNT(((struct ms_live_record *)0)->live) == COUNT(((struct ms_st
 	       COUNT(((struct ms_live_record *)0)->stage) == COUNT(((struct ms_stages *)0)->stage) &&
 	       sizeof ((struct ms_live_stage *)0)->name == sizeof ((struct ms_stage *)0)->name &&
 	       MS_LIVE_DEV0 == (int)MS_DEV0 && MS_LIVE_RSS == (int)MS_RSS && MS_LIVE_GPU == (int)MS_GPU &&
-	       MS_LIVE_RESERVE == (int)MS_RESERVE && MS_LIVE_MANAGED == (int)MS_MANAGED,
+	       MS_LIVE_RESERVE == (int)MS_RESERVE && MS_LIVE_MANAGED == (int)MS_MANAGED &&
+	       MS_LIVE_SHARED == (int)MS_SHARED,
 	       "the live record follows core/counters.h and core/stages.h");
 
 #define WORTH_AGE 2.0                        /* as the default snapshot policy */
@@ -239,8 +240,8 @@ static void end_write(double t)
 }
 
 /* The components written at every update: the CPU ones, and the GPU ones once a GPU is used. */
-static const int cpu_comps[] = { MS_CPU, MS_MALLOC, MS_MMAP, MS_RESERVE, MS_RSS };
-static const int all_comps[] = { MS_CPU, MS_MALLOC, MS_MMAP, MS_RESERVE, MS_RSS, MS_GPU, MS_MANAGED, MS_PINNED,
+static const int cpu_comps[] = { MS_CPU, MS_MALLOC, MS_MMAP, MS_RESERVE, MS_SHARED, MS_RSS };
+static const int all_comps[] = { MS_CPU, MS_MALLOC, MS_MMAP, MS_RESERVE, MS_SHARED, MS_RSS, MS_GPU, MS_MANAGED, MS_PINNED,
 	MS_DEV0, MS_DEV0 + 1, MS_DEV0 + 2, MS_DEV0 + 3, MS_DEV0 + 4, MS_DEV0 + 5, MS_DEV0 + 6, MS_DEV0 + 7,
 	MS_DEV0 + 8, MS_DEV0 + 9, MS_DEV0 + 10, MS_DEV0 + 11, MS_DEV0 + 12, MS_DEV0 + 13, MS_DEV0 + 14,
 	MS_DEV0 + 15 };
@@ -254,8 +255,8 @@ static void light(double t)
 	const int *comps = gpu ? all_comps : cpu_comps;
 	int n = gpu ? MS_NCOMP : (int)(sizeof cpu_comps / sizeof *cpu_comps);
 	int64_t live[MS_NCOMP];
-	ms_cpu_live(&live[MS_CPU], &live[MS_MALLOC], &live[MS_MMAP], &live[MS_RESERVE]);
-	for (int k = 4; k < n; k++)
+	ms_cpu_live(&live[MS_CPU], &live[MS_MALLOC], &live[MS_MMAP], &live[MS_RESERVE], &live[MS_SHARED]);
+	for (int k = 5; k < n; k++)
 		live[comps[k]] = ms_live((enum ms_comp)comps[k]);
 	if (gpu) { /* a device's point comes before its bytes reach the total (counters.c) */
 		int64_t sum = 0;
@@ -331,6 +332,7 @@ static void exact(double t)
 	if (getrusage(RUSAGE_SELF, &ru) == 0)
 		rec->rss_peak = (int64_t)ru.ru_maxrss * 1024;
 	rec->mmap_untracked = ms_mmap_untracked();
+	rec->shared_mappings = ms_mmap_shared_mappings();
 }
 
 /* A boundary: the stages that changed from a brief copy of the engine (exact peaks of the open

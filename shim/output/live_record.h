@@ -10,10 +10,10 @@
 #include <stdint.h>
 
 #define MS_LIVE_MAGIC UINT64_C(0x314556494c4d534d) /* "MSMLIVE1" in the file's first bytes */
-#define MS_LIVE_VERSION 1
+#define MS_LIVE_VERSION 2 /* 2: the shared component (MS_LIVE_SHARED) */
 #define MS_LIVE_SUFFIX ".live"
 #define MS_LIVE_STAGES 64   /* MS_MAX_STAGES */
-#define MS_LIVE_COMPS 24    /* MS_NCOMP: the components of core/counters.h, in its order */
+#define MS_LIVE_COMPS 25    /* MS_NCOMP: the components of core/counters.h, in its order */
 #define MS_LIVE_NAME 64     /* MS_STAGE_NAME_MAX */
 #define MS_LIVE_ARGV 2048
 #define MS_LIVE_PATH 1024
@@ -21,7 +21,7 @@
 /* Component indexes (core/counters.h's enum ms_comp). */
 enum {
 	MS_LIVE_CPU, MS_LIVE_MALLOC, MS_LIVE_MMAP, MS_LIVE_GPU, MS_LIVE_MANAGED, MS_LIVE_PINNED,
-	MS_LIVE_RESERVE, MS_LIVE_RSS, MS_LIVE_DEV0, MS_LIVE_DEVICES = MS_LIVE_COMPS - MS_LIVE_DEV0
+	MS_LIVE_RESERVE, MS_LIVE_RSS, MS_LIVE_SHARED, MS_LIVE_DEV0, MS_LIVE_DEVICES = MS_LIVE_COMPS - MS_LIVE_DEV0
 };
 
 enum ms_live_state {
@@ -81,6 +81,7 @@ struct ms_live_record {
 	int64_t before_init[MS_LIVE_COMPS];
 	int64_t rss_peak;            /* the kernel's high-water RSS at the last stage boundary */
 	uint64_t mmap_untracked;
+	uint64_t shared_mappings;    /* shared memory mappings made or inherited (0: no shared keys) */
 	uint32_t argv_len, argv_truncated;
 	char argv[MS_LIVE_ARGV];     /* NUL-separated, as /proc/PID/cmdline */
 	char output[MS_LIVE_PATH];   /* the metrics file this process writes at exit */

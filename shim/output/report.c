@@ -37,10 +37,11 @@ static struct ms_stages snap MS_PAGE_ALIGNED MS_LARGE; /* large: static, never o
 static struct ms_timeline tl_snap MS_PAGE_ALIGNED MS_LARGE;
 static struct ms_pool_sample pools[MS_CUDA_MAX_POOLS] MS_LARGE;
 static struct ms_doc doc MS_LARGE; /* filled by the one writer at a time */
+static struct ms_shared_segment segments[MS_SHARED_SEGMENTS] MS_LARGE;
 
 /* The CPU components of a forked child: what it added over the memory it shares with its parent
  * (a DataLoader worker is not its parent's 355 MB). */
-static const enum ms_comp cpu_parts[] = { MS_CPU, MS_MALLOC, MS_MMAP, MS_RESERVE };
+static const enum ms_comp cpu_parts[] = { MS_CPU, MS_MALLOC, MS_MMAP, MS_RESERVE, MS_SHARED };
 
 static void above_inherited(int64_t *v, const int64_t *inherited)
 {
@@ -84,6 +85,9 @@ static void counters_into(struct ms_doc *d)
 	}
 	d->rss_peak = rss_high_water();
 	d->mmap_untracked = ms_mmap_untracked();
+	d->shared_mappings = ms_mmap_shared_mappings();
+	d->segments = segments;
+	d->nsegments = d->shared_mappings ? ms_mmap_shared_copy(segments, &d->segments_dropped) : 0;
 }
 
 static void gpu_into(struct ms_doc *d)

@@ -54,6 +54,7 @@ static void last_snapshot(int sig)
 	if (ms_is_tracked_process()) {
 		ms_live_signal(sig); /* first: the record says so even if the file cannot be written */
 		ms_report_signal(sig);
+		ms_process_unpublish(); /* the process is gone: its lineage record goes too */
 	}
 }
 

@@ -166,8 +166,8 @@ void ms_py_leave_raised(uint32_t mask, ms_pyobj *type);
 /* Whether targets that matched nothing are named at exit (set by the bootstrap: the route is armed
  * or installed). */
 void ms_py_targets_live(int on);
-/* Decides which process of the run speaks about targets (MEMSHIM_PY_ROOT_PID), and whether this
- * one does. */
+/* Decides which process of the run speaks about targets (the first Python process that named
+ * them, as its lineage record tells the ones it starts), and whether this one does. */
 void ms_py_targets_decide_speaker(void);
 int ms_py_speaks_for_targets(void);
 /* Calls FN for every Python target of MEMSHIM_STAGES that matched no function that ran in this

@@ -365,9 +365,9 @@ static void add_to_line(void *ctx, const char *stage, const char *target, const 
 /* Messages about targets are given once, by the first Python process of the run: the one the user
  * started, or the first one a shell script or another program started.  It tells the Python
  * processes it starts (spawned workers, multiprocessing's resource tracker and forkserver, ranks
- * under a Python launcher) through MEMSHIM_PY_ROOT_PID; they record theirs in their files only, and
- * a forked child (another pid) would only repeat its parent.  0: no Python target named (the
- * Trainer defaults): the process the user started speaks. */
+ * under a Python launcher) through its lineage record (core/lineage.h); they record theirs in their
+ * files only, and a forked child (another pid) would only repeat its parent.  0: no Python target
+ * named (the Trainer defaults): the process the user started speaks. */
 static pid_t speaker_pid;
 
 /* What the other processes of the run matched (issue 29: regrtest's workers run the tests, its
@@ -434,16 +434,13 @@ void ms_py_targets_decide_speaker(void)
 {
 	if (ms_cfg.spec.is_default)
 		return;
-	const char *v = ms_setting_text("MEMSHIM_PY_ROOT_PID");
-	long pid = v ? strtol(v, NULL, 10) : 0;
-	if (pid > 0 && pid != (long)ms_proc.pid) {
-		speaker_pid = (pid_t)pid;
+	pid_t pid = ms_process_py_root();
+	if (pid > 0 && pid != ms_proc.pid) {
+		speaker_pid = pid;
 		shared_name(speaker_pid);
 		return;
 	}
-	char own[24];
-	ms_format(own, sizeof own, "%d", (int)ms_proc.pid);
-	setenv("MEMSHIM_PY_ROOT_PID", own, 1);
+	ms_process_claim_py_root();
 	speaker_pid = ms_proc.pid;
 	make_shared();
 }

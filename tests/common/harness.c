@@ -14,6 +14,20 @@
 
 extern char **environ;
 
+const char *in_path(const char *prog)
+{
+	static char found[PATH_MAX];
+	const char *p = getenv("PATH") ? getenv("PATH") : "/usr/bin:/bin";
+	while (*p) {
+		size_t n = strcspn(p, ":");
+		snprintf(found, sizeof found, "%.*s/%s", (int)n, p, prog);
+		if (n && access(found, X_OK) == 0)
+			return found;
+		p += n + (p[n] == ':');
+	}
+	return NULL;
+}
+
 const char *built(const char *relative)
 {
 	static char paths[8][PATH_MAX];

@@ -61,6 +61,9 @@ int memshim_lines(const char *text);
 /* A fresh directory /tmp/memshim-out.XXXXXX into DIR (SIZE bytes) with MODE, owned by OWNER. */
 void make_dir(char *dir, size_t size, mode_t mode, uid_t owner);
 
+/* Absolute path of program PROG found in PATH (a static buffer), or NULL when it is not there. */
+const char *in_path(const char *prog);
+
 /* Path of a built artefact under the build directory (BUILD env, default "build"). */
 const char *built(const char *relative);
 

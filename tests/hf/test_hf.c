@@ -16,6 +16,7 @@
 #include "suite.h"
 
 #define MiB (1024LL * 1024)
+#define MS_SEGMENTS 128 /* the most a metrics file lists */
 
 static char lib[PATH_MAX], script[PATH_MAX], formatter[PATH_MAX], venv_py[PATH_MAX], old_py[PATH_MAX];
 static char pythonpath[PATH_MAX + 16], repo[PATH_MAX];
@@ -214,12 +215,33 @@ START_TEST(gradient_accumulation)
 }
 END_TEST
 
+/* The segments of M's process.shared whose kind is "shm", as "dev:ino" strings into KEYS (N at most);
+ * returns how many. */
+static int shm_segments(json_t *m, char keys[][48], int n)
+{
+	int k = 0;
+	size_t i;
+	json_t *s;
+	json_array_foreach(json_object_get(json_object_get(json_object_get(m, "process"), "shared"), "segments"), i, s)
+		if (k < n && !strcmp(json_string_value(json_object_get(s, "kind")), "shm"))
+			snprintf(keys[k++], 48, "%s:%lld", json_string_value(json_object_get(s, "dev")),
+				 (long long)json_integer_value(json_object_get(s, "ino")));
+	return k;
+}
+
 /* DataLoader workers are forked children: each writes its own file; the main process's stages are
- * the same as without workers. */
+ * the same as without workers, and train shows the batches the workers sent through shared memory
+ * (issue 40): the trainer names the same segments as the worker that wrote them. */
 START_TEST(dataloader_workers)
 {
 	struct run r;
 	trainer_with(&r, "--workers", "2");
+	json_t *main_file = load(&r, "m.json");
+	json_t *shared = json_object_get(json_object_get(stage(main_file, "train"), "cpu"), "shared");
+	ck_assert_msg(json_integer_value(json_object_get(shared, "peak")) > 0, "train read no batch");
+	static char main_keys[MS_SEGMENTS][48], worker_keys[MS_SEGMENTS][48];
+	int nmain = shm_segments(main_file, main_keys, MS_SEGMENTS), common = 0;
+	ck_assert_int_gt(nmain, 0);
 	int children = 0;
 	DIR *d = opendir(r.dir);
 	struct dirent *e;
@@ -231,10 +253,16 @@ START_TEST(dataloader_workers)
 		json_t *w = load(&r, e->d_name);
 		ck_assert_msg(metric(w, "inherited_mem_cpu") >= 100 * MiB, "worker inherited %lld", metric(w, "inherited_mem_cpu"));
 		ck_assert_msg(metric(w, "process_mem_cpu_peak") < 64 * MiB, "worker peak %lld", metric(w, "process_mem_cpu_peak"));
+		int nw = shm_segments(w, worker_keys, MS_SEGMENTS);
+		for (int a = 0; a < nw; a++)
+			for (int b = 0; b < nmain; b++)
+				common += !strcmp(worker_keys[a], main_keys[b]);
 		json_decref(w);
 	}
 	closedir(d);
 	ck_assert_msg(children >= 2, "%d worker files", children);
+	ck_assert_msg(common > 0, "no segment named alike by a worker and the trainer");
+	json_decref(main_file);
 }
 END_TEST
 

@@ -37,12 +37,14 @@ static void fresh_dir(void)
 }
 
 /* The harness's environment for a run in DIR with MEMSHIM_LIVE_DIR=LIVE (NULL: not set) and EXTRA
- * (may be NULL). */
+ * (may be NULL).  XDG_RUNTIME_DIR is DIR, so the tools' default directory is the test's own: on a
+ * machine shared with other runs, /dev/shm/memshim-<uid> holds records of other builds. */
 static char **live_env(const char *live, const char *extra)
 {
-	static char livevar[PATH_MAX + 64];
+	static char livevar[PATH_MAX + 64], runtime[PATH_MAX + 32];
 	snprintf(livevar, sizeof livevar, "MEMSHIM_LIVE_DIR=%s", live ? live : "");
-	const char *env[] = { live ? livevar : "MEMSHIM_LIVE_DIR", extra, NULL };
+	snprintf(runtime, sizeof runtime, "XDG_RUNTIME_DIR=%s", dir);
+	const char *env[] = { live ? livevar : "MEMSHIM_LIVE_DIR", runtime, extra, NULL };
 	return shim_env(dir, env);
 }
 
@@ -305,8 +307,9 @@ START_TEST(memshim_run_recovers_a_killed_run)
 END_TEST
 
 /* Starts `memshim run --output OUTPUT -- ARGV...` in DIR with the records in LIVE_DIR and EXTRA
- * (NULL, or one "NAME=value") in its environment. */
-static pid_t spawn_memshim_run(const char *output, const char *const *command, const char *extra)
+ * (NULL, or one "NAME=value") in its environment; OUTER: memshim run itself runs under the library,
+ * the first process of an outer run (as `memshim run` inside a tracked program). */
+static pid_t spawn_memshim_run_in(const char *output, const char *const *command, const char *extra, int outer)
 {
 	static char wrapper[PATH_MAX];
 	const char *argv[16] = { wrapper, "run", "--output", output, "--" };
@@ -316,12 +319,17 @@ static pid_t spawn_memshim_run(const char *output, const char *const *command, c
 	argv[n] = NULL;
 	snprintf(wrapper, sizeof wrapper, "%s/../scripts/memshim", built("."));
 	char **envp = live_env(live_dir, extra);
-	for (char **e = envp; *e; e++) /* memshim run preloads the library itself */
+	for (char **e = envp; *e && !outer; e++) /* memshim run preloads the library itself */
 		if (!strncmp(*e, "LD_PRELOAD=", 11))
 			*e = "MEMSHIM_LOG=warn";
 	pid_t pid = spawn_redirected(dir, argv, envp, NULL);
 	ck_assert_int_gt(pid, 0);
 	return pid;
+}
+
+static pid_t spawn_memshim_run(const char *output, const char *const *command, const char *extra)
+{
+	return spawn_memshim_run_in(output, command, extra, 0);
 }
 
 /* A command ended by SIGTERM under `memshim run` (timeout, Slurm, docker stop) wrote its own last
@@ -381,13 +389,14 @@ static const char *reason_of(const char *name, char *buf, size_t size)
 
 /* The record of an earlier, unrelated killed process writing in the same directory is not this
  * run's: `memshim run` recovers its own command's processes only (their root_pid; 1: under an
- * outer memshim, whose root pid they inherit, those started since the run). */
+ * outer memshim, whose root pid they inherit, those started since the run: memshim run itself is
+ * then tracked, the outer run's first process, writing outer.json). */
 START_TEST(memshim_run_recovers_only_its_own_processes)
 {
 	char out[1 << 15], script[4 * PATH_MAX], output[PATH_MAX + 16], names[4][PATH_MAX], reason[64];
-	char outer[64];
-	snprintf(outer, sizeof outer, "MEMSHIM_ROOT_PID=%d", (int)getpid());
+	char outer[PATH_MAX + 32];
 	fresh_dir();
+	snprintf(outer, sizeof outer, "MEMSHIM_OUTPUT=%s/outer.json", dir);
 	killed_elsewhere("other.json");
 	for (time_t now = time(NULL); _i && time(NULL) == now;) /* --since counts whole seconds */
 		pause_ms(20);
@@ -399,7 +408,7 @@ START_TEST(memshim_run_recovers_only_its_own_processes)
 		 "%s climb %s & p=$!; while [ ! -e %s ]; do sleep 0.05; done; kill -9 $p; wait $p",
 		 built("live/live_fixture"), ready, ready);
 	const char *command[] = { "/bin/sh", "-c", script, NULL };
-	pid_t pid = spawn_memshim_run(output, command, _i ? outer : NULL);
+	pid_t pid = spawn_memshim_run_in(output, command, _i ? outer : NULL, _i);
 	ck_assert_int_eq(exit_code(wait_status(pid)), 128 + SIGKILL);
 	read_back(dir, out, sizeof out, out + sizeof out / 2, sizeof out / 2);
 	const char *text = out + sizeof out / 2;
@@ -737,7 +746,9 @@ START_TEST(bad_records_get_a_clear_line)
 	bad_record(path, "truncated live record (4096 of ");
 	snprintf(path, sizeof path, "%s/v9.live", dir);
 	fake_record(path, 100 * 1024, 9);
-	bad_record(path, "live record version 9; this memshim-format reads version 1");
+	char want[96];
+	snprintf(want, sizeof want, "live record version 9; this memshim-format reads version %d", MS_LIVE_VERSION);
+	bad_record(path, want);
 
 	pid_t pid = spawn_fixture("climb", live_env(live_dir, NULL));
 	wait_for(ready);

@@ -342,17 +342,10 @@ END_TEST
 /* Absolute path of PROG in PATH, or NULL (with a message: the test using it is skipped). */
 static const char *tool_or_skip(const char *prog)
 {
-	static char found[PATH_MAX];
-	const char *p = getenv("PATH") ? getenv("PATH") : "/usr/bin:/bin";
-	while (*p) {
-		size_t n = strcspn(p, ":");
-		snprintf(found, sizeof found, "%.*s/%s", (int)n, p, prog);
-		if (n && access(found, X_OK) == 0)
-			return found;
-		p += n + (p[n] == ':');
-	}
-	printf("test_native: %s not installed, skipped\n", prog);
-	return NULL;
+	const char *found = in_path(prog);
+	if (!found)
+		printf("test_native: %s not installed, skipped\n", prog);
+	return found;
 }
 
 /* valgrind reads all 4096 trampoline unwind entries without a warning, and an exception thrown

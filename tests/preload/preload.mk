@@ -1,12 +1,13 @@
 # Integration suites: fixture programs run under LD_PRELOAD, metrics files parsed with jansson.
 PRELOAD_FIXTURES := $(BUILD)/preload/alloc_fixture $(BUILD)/preload/output_fixture \
 	$(BUILD)/preload/reliab_fixture $(BUILD)/preload/own_malloc $(BUILD)/preload/reserve_fixture \
-	$(BUILD)/preload/fork_fixture $(BUILD)/preload/labels_fixture \
+	$(BUILD)/preload/fork_fixture $(BUILD)/preload/labels_fixture $(BUILD)/preload/shared_fixture \
 	$(BUILD)/preload/sanitized_tsan $(BUILD)/preload/sanitized_asan
-# One suite per feature: the malloc family, anonymous mappings and reservations, fork and exec,
-# signals and snapshots, start to exit, the metrics file and where it goes, real programs.
-PRELOAD_SUITES := $(addprefix $(BUILD)/preload/test_,malloc mmap fork_exec signals lifecycle output_files \
-	output_paths reliability labels allocators)
+# One suite per feature: the malloc family, anonymous mappings and reservations, shared memory, fork and exec,
+# signals and snapshots, start to exit, the metrics file and where it goes, real programs, C++ beside
+# every allocator, the program's environment.
+PRELOAD_SUITES := $(addprefix $(BUILD)/preload/test_,malloc mmap shared fork_exec signals lifecycle output_files \
+	output_paths reliability labels allocators environment)
 
 $(BUILD)/preload/%: tests/preload/fixtures/%.c
 	@mkdir -p $(@D)
@@ -42,8 +43,12 @@ $(BUILD)/preload/early_lib.so: tests/preload/fixtures/early_lib.c
 
 $(BUILD)/preload/test_%: tests/preload/test_%.c $(HARNESS)
 	@mkdir -p $(@D)
-	$(CC) $(BASEFLAGS) $(CFLAGS) $(CHECK_CFLAGS) $(JANSSON_CFLAGS) $(TEST_COMMON_INC) -o $@ $(filter %.c %.o %.a,$^) \
-		$(CHECK_LIBS) $(JANSSON_LIBS)
+	$(CC) $(BASEFLAGS) $(CFLAGS) $(CHECK_CFLAGS) $(JANSSON_CFLAGS) $(TEST_COMMON_INC) $(PRELOAD_TEST_INC) -o $@ \
+		$(filter %.c %.o %.a,$^) $(CHECK_LIBS) $(JANSSON_LIBS)
+
+# It writes lineage records as the library does (core/lineage.h), to plant a stale one.
+$(BUILD)/preload/test_environment: $(SHIM_CORE_LIB)
+$(BUILD)/preload/test_environment: PRELOAD_TEST_INC := -Ishim
 
 .PHONY: check-preload
 check-preload: $(BUILD)/libmemshim.so $(PRELOAD_FIXTURES) $(PRELOAD_SUITES) $(BUILD)/preload/early_lib.so

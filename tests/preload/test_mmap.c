@@ -2,10 +2,13 @@
  * (alloc_fixture), and reservations counted by the pages the program touched, not by what it
  * mapped (reserve_fixture): an arena of 1 GiB of which 8 MiB are used reads 8 MiB (issue 30), its
  * highs are never lost when pages go back (madvise, munmap), and the kernel's own RSS figures sit
- * beside the counts. */
+ * beside the counts.  Memory committed in pieces inside a PROT_NONE reservation reads what was
+ * touched (issue 40): node's and the JVM's own figures, where they are installed, as oracles. */
 
 #include <check.h>
+#include <limits.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/wait.h>
 #include "suite.h"
@@ -143,6 +146,106 @@ START_TEST(a_moved_reservation_keeps_its_pages)
 }
 END_TEST
 
+/* Memory committed inside a PROT_NONE reservation (mprotect, or a fixed mapping over it: the JVM's,
+ * V8's and Go's heaps) counts what was touched, not what was committed; given back, its high stays.
+ * A block mapped accessible at once still counts at once. */
+START_TEST(memory_committed_in_pieces_counts_what_was_touched)
+{
+	json_t *m = run_reserve("commit");
+	assert_near(metric(m, "commit_mem_cpu_alloc_delta"), 3 * MiB, "commit alloc");
+	ck_assert_int_eq(reservations(m, "commit", "alloc_delta"), 3 * MiB);
+	assert_near(metric(m, "more_mem_cpu_alloc_delta"), MiB, "more alloc");
+	assert_near(metric(m, "uncommit_mem_cpu_alloc_delta"), -MiB, "uncommit alloc");
+	assert_near(metric(m, "uncommit_mem_cpu_peaked_delta"), 3 * MiB, "uncommit peaked");
+	ck_assert_int_eq(reservations(m, "uncommit", "peak") - reservations(m, "uncommit", "end"), 3 * MiB);
+	ck_assert_int_lt(metric(m, "process_mem_cpu_mmap_peak"), MiB);
+	json_decref(m);
+	/* while a block mapped accessible at once is counted at once, by its size, touched or not */
+	m = run_reserve("plain");
+	ck_assert_int_eq(member(json_object_get(stage_of(m, "plain"), "cpu"), "mmap", "alloc_delta"), 16 * MiB);
+	ck_assert_int_eq(reservations(m, "plain", "alloc_delta"), 0);
+	json_decref(m);
+}
+END_TEST
+
+/* The RUNTIME's (argv) JSON line of its own highs, run under the shim: {"max_rss_anon", "max_heap_used"}. */
+static json_t *runtime_run(const char *const *argv, json_t **own)
+{
+	ck_assert_int_eq(run_under_shim(&r, argv, NULL), 0);
+	ck_assert_msg(WIFEXITED(r.status) && WEXITSTATUS(r.status) == 0, "status %#x: %s", r.status, r.err);
+	json_error_t err;
+	*own = json_loads(r.out, JSON_DISABLE_EOF_CHECK, &err);
+	ck_assert_msg(*own != NULL, "no JSON line: %s", r.out);
+	json_t *m = load_metrics(&r, "m.json");
+	ck_assert_ptr_nonnull(m);
+	return m;
+}
+
+/* A managed runtime's heap reads at most its resident anonymous memory and at least what its heap
+ * holds (its own figures the oracle): committed and never touched, it is not the program's memory. */
+static void assert_runtime_figure(json_t *m, json_t *own, const char *what)
+{
+	int64_t peak = metric(m, "process_mem_cpu_peak");
+	int64_t anon = json_integer_value(json_object_get(own, "max_rss_anon"));
+	int64_t used = json_integer_value(json_object_get(own, "max_heap_used"));
+	ck_assert_msg(anon > 0 && used > 0, "%s: %s", what, r.out);
+	ck_assert_msg(peak <= anon + 8 * MiB, "%s: memshim's peak %lld is above the highest RssAnon %lld", what,
+		      (long long)peak, (long long)anon);
+	ck_assert_msg(peak >= used, "%s: memshim's peak %lld is below the heap in use %lld", what, (long long)peak,
+		      (long long)used);
+	ck_assert_int_lt(metric(m, "process_mem_cpu_mmap_peak"), 16 * MiB);
+}
+
+/* node: V8 reserves its pages PROT_NONE and commits them with mprotect. */
+START_TEST(node_reads_at_most_its_resident_memory)
+{
+	const char *node = in_path("node");
+	if (!node)
+		node = in_path("nodejs");
+	if (!node) {
+		fprintf(stderr, "node_reads_at_most_its_resident_memory: skipped, node is not installed\n");
+		return;
+	}
+	char prog[4096];
+	snprintf(prog, sizeof prog, "%s", node);
+	const char *argv[] = { prog, "tests/preload/fixtures/runtime_heap.js", NULL };
+	char script[4096];
+	ck_assert_ptr_nonnull(realpath(argv[1], script));
+	argv[1] = script;
+	json_t *own, *m = runtime_run(argv, &own);
+	assert_runtime_figure(m, own, "node");
+	json_decref(own);
+	json_decref(m);
+}
+END_TEST
+
+/* The JVM: G1's regions, the code cache and metaspace committed with fixed mappings over PROT_NONE
+ * reservations, a few MiB at a time. */
+START_TEST(a_jvm_reads_at_most_its_resident_memory)
+{
+	char java[4096], javac[4096];
+	const char *found = in_path("java");
+	snprintf(java, sizeof java, "%s", found ? found : "");
+	found = in_path("javac");
+	snprintf(javac, sizeof javac, "%s", found ? found : "");
+	if (!java[0] || !javac[0]) {
+		fprintf(stderr, "a_jvm_reads_at_most_its_resident_memory: skipped, no JDK (java and javac)\n");
+		return;
+	}
+	char dir[] = "/tmp/memshim-jvm.XXXXXX", cmd[8192];
+	ck_assert_ptr_nonnull(mkdtemp(dir));
+	snprintf(cmd, sizeof cmd, "'%s' -d %s tests/preload/fixtures/RuntimeHeap.java", javac, dir);
+	ck_assert_int_eq(system(cmd), 0);
+	const char *argv[] = { java, "-cp", dir, "RuntimeHeap", NULL };
+	json_t *own, *m = runtime_run(argv, &own);
+	assert_runtime_figure(m, own, "JVM");
+	json_decref(own);
+	json_decref(m);
+	snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
+	ck_assert_int_eq(system(cmd), 0);
+}
+END_TEST
+
 START_TEST(madvise_errors_are_the_kernels)
 {
 	const char *argv[] = { built("preload/reserve_fixture"), "badadvice", NULL };
@@ -170,7 +273,13 @@ int main(void)
 	tcase_add_test(tc2, a_large_plain_mapping_counts_its_touched_pages);
 	tcase_add_test(tc2, a_populated_reservation_counts_at_once);
 	tcase_add_test(tc2, a_moved_reservation_keeps_its_pages);
+	tcase_add_test(tc2, memory_committed_in_pieces_counts_what_was_touched);
 	tcase_add_test(tc2, madvise_errors_are_the_kernels);
 	suite_add_tcase(s, tc2);
+	TCase *tc3 = tcase_create("runtimes");
+	tcase_set_timeout(tc3, 120);
+	tcase_add_test(tc3, node_reads_at_most_its_resident_memory);
+	tcase_add_test(tc3, a_jvm_reads_at_most_its_resident_memory);
+	suite_add_tcase(s, tc3);
 	return run_suite(s);
 }

@@ -193,6 +193,33 @@ START_TEST(malloc_peak_seen_after_mmap_shrinks)
 }
 END_TEST
 
+/* Shared memory is part of cpu beside malloc, mmap and reservations, each exact in one consistent set. */
+START_TEST(shared_rides_the_mmap_epoch_apart)
+{
+	int64_t peaks[MS_NCOMP], live[MS_NCOMP], cpu, mal, mm, rs, sh;
+	reset();
+	ms_cpu_add(MS_MALLOC, 100);
+	ms_cpu_add(MS_MMAP, 4096);
+	ms_cpu_add(MS_RESERVE, 8192);
+	ms_cpu_add(MS_SHARED, 3 * 4096);
+	ms_cpu_live(&cpu, &mal, &mm, &rs, &sh);
+	ck_assert_int_eq(cpu, 100 + 4096 + 8192 + 3 * 4096);
+	ck_assert_int_eq(mal, 100);
+	ck_assert_int_eq(mm, 4096);
+	ck_assert_int_eq(rs, 8192);
+	ck_assert_int_eq(sh, 3 * 4096);
+	ck_assert_int_eq(ms_live(MS_SHARED), 3 * 4096);
+	ck_assert(ms_counters_moved() & (1u << MS_SHARED));
+	ms_cpu_add(MS_SHARED, -2 * 4096);
+	ms_counters_cut_window(peaks, live, 1);
+	ck_assert_int_eq(peaks[MS_SHARED], 3 * 4096);
+	ck_assert_int_eq(live[MS_SHARED], 4096);
+	ck_assert_int_eq(live[MS_MMAP], 4096);
+	ck_assert_int_eq(live[MS_RESERVE], 8192);
+	ck_assert_int_eq(peaks[MS_CPU], 100 + 4096 + 8192 + 3 * 4096);
+}
+END_TEST
+
 START_TEST(epochs_wrap_and_the_triple_stays_exact)
 {
 	int64_t peaks[MS_NCOMP], live[MS_NCOMP];
@@ -356,6 +383,7 @@ int main(void)
 	tcase_add_test(tc, a_component_first_moved_later_has_its_peak_in_the_cut);
 	tcase_add_test(tc, a_new_high_moves_the_gate_to_it);
 	tcase_add_test(tc, a_window_no_stage_reads_starts_at_the_process_peak);
+	tcase_add_test(tc, shared_rides_the_mmap_epoch_apart);
 	tcase_add_test(tc, epochs_wrap_and_the_triple_stays_exact);
 	tcase_add_test(tc, an_add_of_an_older_epoch_is_exact);
 	tcase_add_test(tc, timeline_watch_sees_crossings_both_ways);

@@ -212,6 +212,46 @@ START_TEST(cpu_only)
 }
 END_TEST
 
+/* Shared memory: the component in every stage and in process, with its segments named as
+ * /proc/PID/maps names their objects; the flat key only in a process that maps some. */
+START_TEST(shared_memory)
+{
+	fill_state();
+	json_t *root = written();
+	ck_assert_ptr_null(at(root, "metrics/process_mem_cpu_shared_peak"));
+	expect_int(root, "stages/1/cpu/shared/peak", 0);
+	ck_assert_int_eq(json_array_size(at(root, "process/shared/segments")), 0);
+	json_decref(root);
+	static const struct ms_shared_segment seg[] = {
+		{ .kind = MS_SHARED_SHM, .major = 0, .minor = 0x1b, .ino = 3547, .mapped = 8192, .mapped_peak = 8192,
+		  .resident = 4096, .peak = 8192, .name = "/dev/shm/torch_1_2_0" },
+		{ .kind = MS_SHARED_ANONYMOUS, .major = 259, .minor = 1, .ino = 30 },
+	};
+	doc.shared_mappings = 3;
+	doc.segments = seg;
+	doc.nsegments = 2;
+	doc.segments_dropped = 5;
+	doc.peaks[MS_SHARED] = 8192;
+	doc.live[MS_SHARED] = 4096;
+	span(&st.stage[0].last, MS_SHARED, 0, 4096, 8192);
+	root = written();
+	expect_int(root, "metrics/process_mem_cpu_shared_peak", 8192);
+	expect_int(root, "stages/1/cpu/shared/alloc_delta", 4096);
+	expect_int(root, "stages/1/cpu/shared/peaked_delta", 4096);
+	expect_int(root, "process/shared/live", 4096);
+	expect_str(root, "process/shared/segments/0/kind", "shm");
+	expect_str(root, "process/shared/segments/0/dev", "00:1b");
+	expect_int(root, "process/shared/segments/0/ino", 3547);
+	expect_str(root, "process/shared/segments/0/name", "/dev/shm/torch_1_2_0");
+	expect_int(root, "process/shared/segments/0/peak", 8192);
+	expect_str(root, "process/shared/segments/1/kind", "anonymous");
+	expect_str(root, "process/shared/segments/1/dev", "103:01");
+	ck_assert(json_is_null(at(root, "process/shared/segments/1/name")));
+	expect_int(root, "process/shared/segments_dropped", 5);
+	json_decref(root);
+}
+END_TEST
+
 static void unmatched(ms_doc_target_fn fn, void *ctx)
 {
 	fn(ctx, "train", "mod:Nope.train", NULL);
@@ -303,6 +343,7 @@ int main(void)
 	tcase_add_test(tc, stage_numbers);
 	tcase_add_test(tc, calls_ended);
 	tcase_add_test(tc, cpu_only);
+	tcase_add_test(tc, shared_memory);
 	tcase_add_test(tc, child_timeline_and_layers);
 	tcase_add_test(tc, labelled_calls);
 	suite_add_tcase(s, tc);

@@ -97,6 +97,28 @@ START_TEST(move_into_a_full_table_counts_the_loss)
 }
 END_TEST
 
+/* A range's tag (the shared segment it maps) stays with both pieces of a split and with a move. */
+START_TEST(tags_follow_splits_and_moves)
+{
+	static struct ms_range a_store[8], b_store[8];
+	struct ms_ranges a = { a_store, 0, 8, NULL }, b = { b_store, 0, 8, NULL };
+	uint64_t lost = 0;
+	ck_assert_int_eq(ms_ranges_add_tagged(&a, 0x10000, 0x20000, 7), 0);
+	ck_assert_int_eq(ms_ranges_add(&a, 0x30000, 0x40000), 0);
+	ms_ranges_remove(&a, 0x14000, 0x15000, &lost); /* a hole: two pieces of segment 7 */
+	ck_assert_uint_eq(a.n, 3);
+	ck_assert_uint_eq(a.v[0].tag, 7);
+	ck_assert_uint_eq(a.v[1].tag, 7);
+	ck_assert_uint_eq(a.v[2].tag, 0);
+	ck_assert_uint_eq(ms_ranges_find(&a, 0x14800), 1);
+	ck_assert_uint_eq(ms_ranges_find(&a, 0x50000), 3);
+	ck_assert_uint_eq(ms_ranges_move(&a, &b, 0x18000, 0x20000, &lost), 0x8000);
+	ck_assert_uint_eq(b.n, 1);
+	ck_assert_uint_eq(b.v[0].tag, 7);
+	ck_assert_uint_eq(lost, 0);
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("ranges");
@@ -107,6 +129,7 @@ int main(void)
 	tcase_add_test(tc, many_ranges_stay_sorted);
 	tcase_add_test(tc, moves_only_the_tracked_pieces);
 	tcase_add_test(tc, move_into_a_full_table_counts_the_loss);
+	tcase_add_test(tc, tags_follow_splits_and_moves);
 	suite_add_tcase(s, tc);
 	return run_suite(s);
 }

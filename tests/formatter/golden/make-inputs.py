@@ -601,8 +601,29 @@ def sites_trainer():
     write("sites-trainer.json", doc(m, [tr], sites=dict(SITES, mode="sampled", objects=objects)))
 
 
+def shared_ranks():
+    """Two ranks naming one shared memory segment alike (the same dev and ino), each with the pages
+    it touched, and one segment of its own each: --merge says the sums count the shared one twice."""
+    for r, pid, touched in ((0, 6001, 24 * M), (1, 6002, 10 * M)):
+        m = {"train_mem_cpu_alloc_delta": touched, "train_mem_cpu_peaked_delta": 0, "train_runtime": 1.0,
+             "train_calls": 1, "process_mem_cpu_peak": touched + 2 * M,
+             "process_mem_cpu_shared_peak": touched + M}
+        d = doc(m, [stage("train", cpu=(touched, 0))], pid=pid,
+                rank={"rank": r, "local_rank": r, "world_size": 2, "source": "torchrun"})
+        d["process"]["shared"] = {
+            "peak": touched + M, "live": 0, "read": "resident pages of shared memory mappings in this process (pagemap)",
+            "segments": [
+                {"kind": "anonymous", "dev": "00:01", "ino": 30, "name": None, "mapped": 0,
+                 "mapped_peak": 148 * M, "resident": 0, "peak": touched},
+                {"kind": "shm", "dev": "00:1b", "ino": 3600 + r, "name": "/dev/shm/torch_%d_0" % pid,
+                 "mapped": 0, "mapped_peak": M, "resident": 0, "peak": M}],
+            "segments_dropped": 0}
+        write("shared-rank%d.json" % r, d)
+
+
 if __name__ == "__main__":
     os.makedirs(os.path.join(HERE, "in"), exist_ok=True)
     for f in (seed, widths, snapshot, calls, ranks, diffs, small, bad, died, launchers, runs,
-              csv_odd, sites, sites_added, sites_lines, sites_exact_stage, sites_fold, sites_odd, calls_close, ended, needed, sites_trainer):
+              csv_odd, sites, sites_added, sites_lines, sites_exact_stage, sites_fold, sites_odd, calls_close,
+              ended, needed, sites_trainer, shared_ranks):
         f()
