@@ -70,6 +70,30 @@ static void mf_print_needed(FILE *out, const char *stage, json_t *need, const ch
 	free(key);
 }
 
+/* "  calls that did not return: 3 raised KeyboardInterrupt, 7 unwound": the kept calls an exception
+ * (or a longjmp) ended, at most ten named. */
+static void mf_print_unreturned_calls(FILE *out, json_t *hist)
+{
+	size_t i, n = 0;
+	json_t *h;
+	json_array_foreach(hist, i, h) {
+		const char *ended = json_string_value(json_object_get(h, "ended"));
+		if (!ended || !strcmp(ended, "returned") || !strcmp(ended, "open_at_exit"))
+			continue;
+		if (n++ == 10)
+			continue;
+		char *call = mf_call_no(h, (long)i);
+		const char *exc = json_string_value(json_object_get(h, "exception"));
+		fprintf(out, "%s%s %s%s%s", n > 1 ? ", " : "  calls that did not return: ", call, ended, exc ? " " : "",
+			exc ? exc : "");
+		free(call);
+	}
+	if (n > 10)
+		fprintf(out, ", … %zu more", n - 10);
+	if (n)
+		fputc('\n', out);
+}
+
 static void mf_print_stage_calls(FILE *out, json_t *s)
 {
 	const char *name = json_string_value(json_object_get(s, "name"));
@@ -103,6 +127,7 @@ static void mf_print_stage_calls(FILE *out, json_t *s)
 	mf_print_needed(out, name, need, "cpu");
 	if (json_array_size(hist) && json_object_get(json_array_get(hist, 0), "gpu_alloc_delta"))
 		mf_print_needed(out, name, need, "gpu");
+	mf_print_unreturned_calls(out, hist);
 }
 
 void mf_print_calls(FILE *out, json_t *stages, const char *only_stage)

@@ -58,6 +58,53 @@ static void mf_print_calls_hint(FILE *out, json_t *metrics, json_t *stage)
 	free(cpu), free(gpu);
 }
 
+/* The count of calls of STAGE that ended by way WAY (its calls_ended), 0 when not said. */
+static long long mf_ended(json_t *stage, const char *way)
+{
+	json_t *v = json_object_get(json_object_get(stage, "calls_ended"), way);
+	return json_is_integer(v) && json_integer_value(v) > 0 ? (long long)json_integer_value(v) : 0;
+}
+
+/* "  train: 2 of 5 calls ended by an exception (KeyboardInterrupt); the last call (train_*)
+ * returned": a call an exception ended leaves what its traceback holds in alloc_delta, which would
+ * otherwise read as a leak of every epoch.  Calls a longjmp jumped over are named too. */
+static void mf_print_exceptions(FILE *out, json_t *stage)
+{
+	long long raised = mf_ended(stage, "raised"), unwound = mf_ended(stage, "unwound");
+	long long jumped = mf_ended(stage, "jumped"), calls = mf_calls_of(stage);
+	if (!stage || calls <= 0 || raised + unwound + jumped == 0)
+		return;
+	const char *name = json_string_value(json_object_get(stage, "name"));
+	fprintf(out, "  %s: ", name);
+	if (raised + unwound) {
+		fprintf(out, "%lld of %lld call%s ended by an exception (", raised + unwound, calls, calls == 1 ? "" : "s");
+		size_t i, n = 0;
+		json_t *e;
+		json_array_foreach(json_object_get(stage, "exceptions"), i, e)
+			if (json_is_string(e))
+				fprintf(out, "%s%s", n++ ? ", " : "", json_string_value(e));
+		if (raised && !n)
+			fprintf(out, "%sa Python exception", n++ ? ", " : "");
+		if (unwound)
+			fprintf(out, "%sa C++ exception or a Rust panic", n++ ? ", " : "");
+		fputc(')', out);
+	}
+	if (jumped)
+		fprintf(out, "%s%lld of %lld call%s jumped over by a longjmp", raised + unwound ? "; " : "", jumped, calls,
+			calls == 1 ? " was" : "s were");
+	const char *last = json_string_value(json_object_get(stage, "ended"));
+	if (last && !strcmp(last, "returned"))
+		fprintf(out, "; the last call (%s_*) returned\n", name);
+	else if (last && (!strcmp(last, "raised") || !strcmp(last, "unwound")))
+		fprintf(out, "; %s_* are %s: memory %s still held counts in alloc_delta\n", name,
+			raised + unwound == 1 ? "that call" : "one of them",
+			!strcmp(last, "raised") ? "its traceback" : "the exception");
+	else if (last && !strcmp(last, "jumped"))
+		fprintf(out, "; %s_* are %s\n", name, jumped == 1 ? "that call" : "one of them");
+	else
+		fputc('\n', out);
+}
+
 /* How many entries of matched_functions FUNCTIONS name TARGET. */
 static size_t mf_target_functions(json_t *functions, const char *target)
 {
@@ -79,21 +126,124 @@ static void mf_print_functions(FILE *out, json_t *stage)
 	json_t *e;
 	const char *target = NULL;
 	json_t *functions = stage ? json_object_get(stage, "matched_functions") : NULL;
+	int won = 0;
 	json_array_foreach(functions, i, e) {
 		const char *t = json_string_value(json_object_get(e, "target"));
 		const char *fn = json_string_value(json_object_get(e, "function"));
 		long long calls = (long long)json_integer_value(json_object_get(e, "calls"));
+		long long passed = (long long)json_integer_value(json_object_get(e, "passed_over"));
 		if (!t || !fn || mf_target_functions(functions, t) < 2)
 			continue;
 		if (target && !strcmp(target, t))
 			fputs(", ", out);
 		else
 			fprintf(out, "%s%s=%s ran ", target ? "; " : "  ", json_string_value(json_object_get(stage, "name")), t);
-		fprintf(out, "%s (%lld call%s)", fn, calls, calls == 1 ? "" : "s");
+		fprintf(out, "%s (%lld call%s", fn, calls, calls == 1 ? "" : "s");
+		if (passed > 0)
+			fprintf(out, ", %lld passed over", passed);
+		fputc(')', out);
+		won |= passed > 0;
 		target = t;
 	}
 	if (target)
-		fputs("; name the one meant as module:qualname\n", out);
+		fprintf(out, "; %sname the one meant as module:qualname\n",
+			won ? "the program's own function won over the installed package's; " : "");
+}
+
+static int mf_ends(const char *s, const char *suffix, size_t *stem)
+{
+	size_t n = strlen(s), m = strlen(suffix);
+	*stem = n >= m ? n - m : 0;
+	return n > m && !strcmp(s + n - m, suffix);
+}
+
+/* Bytes as the dump writes them (memory keys: whole MB, KB under 1 MB). */
+static char *mf_mem_text(json_int_t v)
+{
+	json_t *j = json_integer(v);
+	char *t = mf_format_value("x_mem_", j);
+	json_decref(j);
+	return t;
+}
+
+/* "  train needed 112MB: 33MB kept + 79MB that came and went": what the call of each stage of the
+ * group needed above the memory it began with (alloc + peaked, so nobody adds the two up), its CPU
+ * and then its GPU; a call that let go of memory it found says so instead of "kept".  Nothing for a
+ * call that needed nothing and kept nothing. */
+static void mf_print_one_need(FILE *out, json_t *metrics, const char *stage, int len, const char *comp, const char *where)
+{
+	char *ak = mf_xasprintf("%.*s_mem_%s_alloc_delta", len, stage, comp);
+	char *pk = mf_xasprintf("%.*s_mem_%s_peaked_delta", len, stage, comp);
+	json_t *a = json_object_get(metrics, ak), *p = json_object_get(metrics, pk);
+	free(ak), free(pk);
+	if (!json_is_integer(a) || !json_is_integer(p))
+		return;
+	json_int_t alloc = json_integer_value(a), peaked = json_integer_value(p);
+	json_int_t need = alloc + peaked > 0 ? alloc + peaked : 0;
+	if (!alloc && !peaked)
+		return;
+	char *nt = mf_mem_text(need), *at = mf_mem_text(alloc < 0 ? -alloc : alloc), *pt = mf_mem_text(peaked);
+	if (alloc >= 0)
+		fprintf(out, "  %.*s needed %s%s: %s kept + %s that came and went\n", len, stage, nt, where, at, pt);
+	else
+		fprintf(out, "  %.*s needed %s%s above what it began with: %s came and went, and it let go of %s it "
+			"found\n", len, stage, nt, where, pt, at);
+	free(nt), free(at), free(pt);
+}
+
+static void mf_print_needed(FILE *out, json_t *metrics, const struct mf_group *g)
+{
+	for (size_t i = 0; i < g->nkeys; i++) {
+		size_t stem;
+		if (!mf_ends(g->keys[i], "_mem_cpu_alloc_delta", &stem))
+			continue;
+		mf_print_one_need(out, metrics, g->keys[i], (int)stem, "cpu", "");
+		mf_print_one_need(out, metrics, g->keys[i], (int)stem, "gpu", " on the GPU");
+	}
+}
+
+/* The init stage's entry (its last finished call), or NULL. */
+static json_t *mf_init_entry(json_t *stages)
+{
+	size_t i;
+	json_t *s;
+	json_array_foreach(stages, i, s)
+		if (!strcmp(json_string_value(json_object_get(s, "name")) ? json_string_value(json_object_get(s, "name")) : "", "init"))
+			return s;
+	return NULL;
+}
+
+/* Under the process group: "  process_mem_cpu_peak 130MB: 96MB of it was live when init ended, 34MB
+ * came after" (the imports, the model and the data were there before any work began), or "was
+ * reached in init" when init itself peaked that high.  Not for a run that is all init. */
+static void mf_print_before_work(FILE *out, json_t *metrics, json_t *stages)
+{
+	json_t *init = mf_init_entry(stages);
+	if (!init || json_is_true(json_object_get(init, "open")) || json_is_true(json_object_get(init, "closed_at_exit")) ||
+	    mf_calls_of(init) <= 0)
+		return;
+	static const char *const comps[2] = { "cpu", "gpu" };
+	for (int c = 0; c < 2; c++) {
+		char key[40];
+		snprintf(key, sizeof key, "process_mem_%s_peak", comps[c]);
+		json_t *pk = json_object_get(metrics, key), *span = json_object_get(init, comps[c]);
+		json_t *end = json_object_get(span, "end"), *ipeak = json_object_get(span, "peak");
+		if (!json_is_integer(pk) || !json_is_integer(end) || json_integer_value(pk) <= 0)
+			continue;
+		json_int_t peak = json_integer_value(pk), live = json_integer_value(end), top = json_integer_value(ipeak);
+		json_t *inherited = c ? NULL : json_object_get(metrics, "inherited_mem_cpu");
+		if (json_is_integer(inherited)) { /* a forked child's peaks are above what it inherited */
+			live -= json_integer_value(inherited);
+			top -= json_integer_value(inherited);
+		}
+		live = live < 0 ? 0 : live > peak ? peak : live;
+		char *pt = mf_mem_text(peak), *lt = mf_mem_text(live), *rest = mf_mem_text(peak - live);
+		if (json_is_integer(ipeak) && top >= peak)
+			fprintf(out, "  %s %s was reached in init; %s was still live when init ended\n", key, pt, lt);
+		else
+			fprintf(out, "  %s %s: %s of it was live when init ended, %s came after\n", key, pt, lt, rest);
+		free(pt), free(lt), free(rest);
+	}
 }
 
 static json_t *mf_stage_named(json_t *stages, const char *name)
@@ -121,7 +271,12 @@ int mf_print_group(FILE *out, json_t *metrics, json_t *stages, const struct mf_g
 	}
 	mf_table_print(out, &t, "  ");
 	mf_table_free(&t);
+	if (!strcmp(g->name, "process"))
+		mf_print_before_work(out, metrics, stages);
+	else
+		mf_print_needed(out, metrics, g);
 	mf_print_calls_hint(out, metrics, mf_stage_named(stages, g->name));
+	mf_print_exceptions(out, mf_stage_named(stages, g->name));
 	mf_print_functions(out, mf_stage_named(stages, g->name));
 	if (g->open) {
 		char *line = mf_open_line(g->open, 1);

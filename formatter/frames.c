@@ -152,9 +152,20 @@ static long mf_first_python(const struct mf_site *s)
 	return first;
 }
 
+/* The innermost Python frame of S before USER (the user's line) when it is a library's: the
+ * framework's own line that allocated, or -1. */
+static long mf_framework_line(const struct mf_site *s, long user)
+{
+	for (long k = 0; k < user; k++)
+		if (mf_frame_is_python(mf_site_frame(s, (size_t)k)))
+			return mf_frame_is_library(mf_site_frame(s, (size_t)k)) ? k : -1;
+	return -1;
+}
+
 /* "[library: _engine_run_backward (torch/autograd/graph.py:979) <- backward <- … 2 more]": the
- * Python frames of installed libraries FROM..TO-1 inside the user's line (malloc'd), or NULL. */
-static char *mf_fold_library(const struct mf_site *s, size_t from, size_t to)
+ * Python frames of installed libraries FROM..TO-1 inside the user's line (malloc'd), or NULL; the
+ * first with its place only when FULL_FIRST (else it is the line above, and only names follow). */
+static char *mf_fold_library(const struct mf_site *s, size_t from, size_t to, int full_first)
 {
 	char *line = NULL;
 	size_t shown = 0, left = 0;
@@ -164,7 +175,7 @@ static char *mf_fold_library(const struct mf_site *s, size_t from, size_t to)
 		if (!mf_frame_is_python(mf_site_frame(s, k)))
 			continue;
 		char *name = shown == MF_FOLD_NAMES && left > 1 ? mf_xasprintf("… %zu more", left) :
-			shown ? mf_python_name(mf_site_frame(s, k)) : mf_clean_frame(mf_site_frame(s, k));
+			shown || !full_first ? mf_python_name(mf_site_frame(s, k)) : mf_clean_frame(mf_site_frame(s, k));
 		char *next = mf_xasprintf("%s%s%s", line ? line : "[library: ", shown ? " <- " : "", name);
 		free(line), free(name);
 		line = next, left--;
@@ -192,13 +203,25 @@ size_t mf_site_lines(const struct mf_site *s, int native, char ***lines)
 			(*lines)[n++] = mf_clean_frame(mf_site_frame(s, k));
 		return n;
 	}
-	(*lines)[n++] = mf_clean_frame(mf_site_frame(s, (size_t)py));
-	char *library = mf_fold_library(s, 0, (size_t)py);
-	if (library)
-		(*lines)[n++] = library;
-	char *native_line = mf_fold_native(s, 0, (size_t)py); /* also those under the library's frames */
-	if (native_line)
-		(*lines)[n++] = native_line;
+	long lib = s->framework_first ? mf_framework_line(s, py) : -1;
+	if (lib >= 0) { /* the framework's own line leads, what it called, the frames up to the user's line */
+		(*lines)[n++] = mf_clean_frame(mf_site_frame(s, (size_t)lib));
+		char *called = mf_fold_native(s, 0, (size_t)lib);
+		if (called)
+			(*lines)[n++] = called;
+		char *between = mf_fold_library(s, (size_t)lib + 1, (size_t)py, 0);
+		if (between)
+			(*lines)[n++] = between;
+		(*lines)[n++] = mf_clean_frame(mf_site_frame(s, (size_t)py));
+	} else {
+		(*lines)[n++] = mf_clean_frame(mf_site_frame(s, (size_t)py));
+		char *library = mf_fold_library(s, 0, (size_t)py, 1);
+		if (library)
+			(*lines)[n++] = library;
+		char *native_line = mf_fold_native(s, 0, (size_t)py); /* also those under the library's frames */
+		if (native_line)
+			(*lines)[n++] = native_line;
+	}
 	for (size_t k = (size_t)py + 1; k < nf; k++)
 		if (mf_frame_is_python(mf_site_frame(s, k)))
 			(*lines)[n++] = mf_clean_frame(mf_site_frame(s, k));
@@ -259,7 +282,33 @@ char *mf_site_key(const struct mf_site *s, enum mf_by by, int native)
 	long py = native ? -1 : mf_first_python(s);
 	if (!mf_site_nframes(s))
 		return mf_xstrdup("(no frames)");
+	long lib = by == MF_BY_FRAMEWORK && py >= 0 ? mf_framework_line(s, py) : -1;
+	if (by == MF_BY_FRAMEWORK)
+		by = MF_BY_LINE;
+	if (lib >= 0)
+		return mf_python_key(mf_site_frame(s, (size_t)lib), by);
 	if (py >= 0)
 		return mf_python_key(mf_site_frame(s, (size_t)py), by);
 	return mf_native_key(mf_site_frame(s, 0), by);
+}
+
+void mf_sites_lead(struct mf_sites *s)
+{
+	const char *user = NULL;
+	size_t with_user = 0;
+	for (size_t i = 0; i < s->named; i++) {
+		long py = mf_first_python(&s->s[i]);
+		const char *f = py >= 0 ? mf_site_frame(&s->s[i], (size_t)py) : NULL;
+		if (!f || mf_frame_is_library(f))
+			continue; /* no Python frames, or none of the user's own */
+		if (user && strcmp(user, f))
+			return; /* the user's lines tell the sites apart: they lead */
+		user = f;
+		with_user++;
+	}
+	for (size_t i = 0; i < s->named && with_user >= 2; i++) {
+		long py = mf_first_python(&s->s[i]);
+		s->s[i].framework_first = py >= 0 && !mf_frame_is_library(mf_site_frame(&s->s[i], (size_t)py)) &&
+					  mf_framework_line(&s->s[i], py) >= 0;
+	}
 }

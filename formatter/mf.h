@@ -158,7 +158,7 @@ struct mf_opts {
 };
 
 /* --by: how --sites groups the sites (by the innermost Python frame, else the innermost frame). */
-enum mf_by { MF_BY_NONE, MF_BY_LINE, MF_BY_FUNCTION, MF_BY_FILE };
+enum mf_by { MF_BY_NONE, MF_BY_LINE, MF_BY_FUNCTION, MF_BY_FILE, MF_BY_FRAMEWORK };
 
 /* How a value is read (the option table's kinds). */
 enum mf_kind {
@@ -282,6 +282,7 @@ struct mf_site {
 	double exact;           /* exact_bytes: the part counted at true size, -1 when not said */
 	long long others;       /* the closing entry: the stacks it stands for; -1 for a site */
 	json_t *lines;          /* borrowed: [file, line] or null per frame (lines.c), or NULL */
+	int framework_first;    /* leads with the framework's own line that allocated (mf_sites_lead) */
 };
 /* Which list of a stage: what the stage added (peak_sites), or what it inherited (_before). */
 enum mf_view { MF_ADDED, MF_BEFORE };
@@ -338,8 +339,14 @@ int mf_site_source(const struct mf_site *s, size_t k, const char **file, long *l
 size_t mf_site_lines(const struct mf_site *s, int native, char ***lines);
 int mf_site_python_first(const struct mf_site *s, int native); /* S shows a Python frame first */
 /* The group --by BY puts S in: its innermost Python frame's line, "func (file)" or file; a
- * native-only stack (or NATIVE) by its innermost frame: as shown, "function (object)" or object. */
+ * native-only stack (or NATIVE) by its innermost frame: as shown, "function (object)" or object;
+ * MF_BY_FRAMEWORK: the framework's own line that allocated (the innermost library Python frame
+ * inside the user's line), else the user's line. */
 char *mf_site_key(const struct mf_site *s, enum mf_by by, int native);
+/* When every site of S that has a line of the user's own leads with the same one (a Trainer run:
+ * main's trainer.train(), one call into a framework), the sites with library frames inside it
+ * lead with the framework's own line that allocated instead, the user's line under it. */
+void mf_sites_lead(struct mf_sites *s);
 /* The stage's need of CPU (GPU) memory, which the added view's shares are of: alloc_delta + peaked_delta, or
  * -1 when the stage does not say or it is not positive. */
 double mf_stage_need(json_t *stage, int gpu);

@@ -17,7 +17,7 @@ const struct mf_mode_def mf_modes[MF_NMODES] = {
 #define M(id) MF_MODE_BIT(id)
 
 /* --by's values, in enum mf_by's order after MF_BY_NONE. */
-static const char *const mf_by_names[] = { "line", "function", "file", NULL };
+static const char *const mf_by_names[] = { "line", "function", "file", "framework", NULL };
 
 /* In the order --help lists them. */
 const struct mf_option mf_options[] = {
@@ -78,9 +78,10 @@ const struct mf_option mf_options[] = {
 	  .bad = "bad --depth (want 1 to 1000 frames)",
 	  .help = "--sites: N lines of each site, innermost first (default 5)" },
 	{ .name = "--by", .arg = "WHAT", .kind = MF_CHOICE, .field = F(by), .modes = M(SITES),
-	  .choices = mf_by_names, .bad = "bad --by (want line, function or file)",
+	  .choices = mf_by_names, .bad = "bad --by (want line, function, file or framework)",
 	  .help = "--sites: one row per allocating Python line, function or file (a\n"
-		  "native-only stack: its innermost frame's), bytes summed" },
+		  "native-only stack: its innermost frame's), or per framework line that\n"
+		  "allocated inside it (framework), bytes summed" },
 	{ .name = "--native", .kind = MF_FLAG, .field = F(native), .modes = M(SITES),
 	  .help = "--sites: every frame as recorded, native ones unfolded, innermost\n"
 		  "first" },

@@ -39,7 +39,7 @@ static long long mf_closing_count(json_t *e, json_t *frames)
 
 static void mf_site_read(json_t *e, size_t i, struct mf_sites *out)
 {
-	struct mf_site st = { 0, -1, NULL, i, -1, -1, NULL };
+	struct mf_site st = { 0, -1, NULL, i, -1, -1, NULL, 0 };
 	json_t *n = json_object_get(e, "samples"), *fr = json_object_get(e, "frames");
 	/* entries that are not sites are passed over: readers ignore what they do not know */
 	if (!mf_num(json_object_get(e, "bytes"), &st.bytes) || st.bytes < 0)
@@ -453,7 +453,7 @@ static void mf_print_view(FILE *out, const struct mf_file *f, json_t *stage, int
 	double base;
 	mf_print_view_head(out, stage, gpu, view, s, &base);
 	mf_table_init(&t, 5, mf_sites_align, mf_sites_seps);
-	static const char *const by[] = { "", "line", "function", "file" };
+	static const char *const by[] = { "", "line", "function", "file", "the framework's line" };
 	mf_text_row(&t, mf_xstrdup("#"), mf_xstrdup("bytes"), mf_xstrdup("share"),
 		    mf_xstrdup(mf_every_allocation(f, stage, gpu, view) ? "allocs" : "samples"), o->by ? mf_xasprintf("sites grouped by %s",
 		    by[o->by]) : mf_xstrdup("site, then its callers"));
@@ -471,6 +471,7 @@ static void mf_print_before(FILE *out, const struct mf_file *f, json_t *stage, i
 	mf_sites_view(stage, gpu, MF_BEFORE, &b);
 	if (o->all && b.n) {
 		fputc('\n', out);
+		mf_sites_lead(&b);
 		mf_print_view(out, f, stage, gpu, MF_BEFORE, &b, o);
 	} else if (o->all) {
 		fputs("  nothing from before the stage was live at its peak\n", out);
@@ -499,6 +500,7 @@ static void mf_print_site_list(FILE *out, const struct mf_file *f, json_t *stage
 		char *about = mf_sites_about(f, stage, gpu, &s);
 		fprintf(out, "  %s\n", about);
 		free(about);
+		mf_sites_lead(&s);
 		mf_print_view(out, f, stage, gpu, MF_ADDED, &s, o);
 	}
 	if (s.split)

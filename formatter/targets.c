@@ -70,8 +70,11 @@ static int mf_print_unmatched_run(FILE *out, const struct mf_file *files, size_t
 				matched = mf_matched_in(&files[k], stage, target);
 			if (!stage || !target || matched || mf_listed_before(files, i, j, stage, target))
 				continue;
+			const char *near = json_string_value(json_object_get(t, "did_you_mean"));
 			fprintf(out, "%s%s=%s", shown++ ? ", " : "memshim: stage targets that matched no function that ran: ",
 				stage, target);
+			if (near)
+				fprintf(out, " (did you mean %s?)", near);
 		}
 	}
 	if (shown)

@@ -37,12 +37,18 @@ static char *mf_whole(double q, const char *unit)
 	return mf_xasprintf("%.0f%s", q + 0.0, unit);
 }
 
-/* Bytes to whole MiB, truncated toward zero (HF's >> 20 floors negatives; memshim does not). */
+/* Bytes to whole MiB, truncated toward zero (HF's >> 20 floors negatives; memshim does not); a
+ * value under 1 MiB that is not 0 in whole KiB (under 1 KiB in bytes), so it never reads 0MB. */
 static char *mf_mib(json_t *v)
 {
-	if (json_is_integer(v))
-		return mf_xasprintf("%lldMB", (long long)(json_integer_value(v) / 1048576));
-	return mf_whole(trunc(json_real_value(v) / MF_MIB), "MB");
+	if (!json_is_integer(v))
+		return mf_bytes_change(json_real_value(v));
+	long long x = json_integer_value(v);
+	if (x == 0 || x >= 1048576 || x <= -1048576)
+		return mf_xasprintf("%lldMB", x / 1048576);
+	if (x >= 1024 || x <= -1024)
+		return mf_xasprintf("%lldKB", x / 1024);
+	return mf_xasprintf("%lldB", x);
 }
 
 /* Python's int(v) >> 30: truncate to a whole number, then floor-divide by 2^30. */

@@ -32,6 +32,11 @@ int memshim_stage_begin_labelled(const char *name, const char *label);
 /* Closes stage NAME.  Returns 0, or -1 for an end without a matching begin (never aborts). */
 int memshim_stage_end(const char *name);
 
+/* Closes stage NAME as memshim_stage_end does, for a call an exception ended (EXCEPTION: its type
+ * name, e.g. "KeyboardInterrupt", or NULL): when this end closes the call, the metrics file records
+ * it as "raised" (memory its traceback holds stays in alloc_delta; the dump says so). */
+int memshim_stage_end_raised(const char *name, const char *exception);
+
 /* Writes the metrics file now as a snapshot ("complete": false); the final file is still written at
  * exit.  Returns 0 on success, -1 when not tracking (disabled) or the file could not be written. */
 int memshim_snapshot(void);

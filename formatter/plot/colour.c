@@ -16,6 +16,11 @@ struct mf_rgb mf_series_colour(int device)
 	return mf_hex(device < 0 ? 0x1f77b4 : c[device % 8]);
 }
 
+struct mf_rgb mf_area_colour(void)
+{
+	return mf_hex(0x7f7f7f);
+}
+
 void mf_names_add(struct mf_names *nm, const char *name)
 {
 	for (size_t i = 0; i < nm->n; i++)

@@ -237,6 +237,28 @@ static void mf_panel_extent(struct mf_panel *p)
 		p->vmax = fmax(p->vmax, p->pk[i].v);
 }
 
+/* A call of a stage that begins at the very instant another call of it ended is one bar: the
+ * implicit init (load to the first stage) and the Trainer's own init that takes its place would
+ * otherwise be two "init" bars side by side.  Calls back to back are apart by the time between the
+ * shim's two readings of the clock; only a hand-over is at the same instant. */
+static void mf_join_handovers(struct mf_panel *p)
+{
+	size_t out = 0;
+	for (size_t i = 0; i < p->nb; i++) {
+		size_t k = out;
+		while (k > 0 && strcmp(p->b[k - 1].stage, p->b[i].stage))
+			k--;
+		struct mf_band *prev = k ? &p->b[k - 1] : NULL;
+		if (prev && !prev->open && prev->t1 == p->b[i].t0) {
+			prev->t1 = p->b[i].t1;
+			prev->open = p->b[i].open;
+			continue;
+		}
+		p->b[out++] = p->b[i];
+	}
+	p->nb = out;
+}
+
 void mf_panel_build(const struct mf_file *f, double offset, struct mf_panel *p)
 {
 	json_t *tl = json_object_get(f->root, "timeline"), *st;
@@ -258,6 +280,7 @@ void mf_panel_build(const struct mf_file *f, double offset, struct mf_panel *p)
 			mf_stage_calls(p, st);
 		mf_stage_peaks(p, st);
 	}
+	mf_join_handovers(p);
 	mf_bands_rows(p->b, p->nb, &p->nrows);
 	mf_panel_extent(p);
 }

@@ -32,7 +32,7 @@ void mf_draw_grid(cairo_t *cr, const struct mf_frame *fr, const struct mf_ticks 
 		char *s = mf_tick_label(yt, v, 1);
 		cairo_set_source_rgb(cr, 0.3, 0.3, 0.3);
 		cairo_move_to(cr, fr->x - 6 - mf_text_w(cr, s), y + MF_FS_SMALL * 0.35);
-		cairo_show_text(cr, s);
+		mf_show_text(cr, s);
 		free(s);
 	}
 	for (double t = 0; t * fr->xt->unit <= fr->tmax * (1 + 1e-9); t += fr->xt->step) {
@@ -47,7 +47,7 @@ void mf_draw_grid(cairo_t *cr, const struct mf_frame *fr, const struct mf_ticks 
 	cairo_stroke(cr);
 }
 
-/* One series: a pale area under it and the line itself, thinned to what the pixels can show. */
+/* One series: a pale grey area under it and the line itself, thinned to what the pixels can show. */
 /* The line's stretch from (X0, Y0) to (X1, Y1), as a box labels should keep out of. */
 static void mf_line_box(struct mf_taken *lines, double x0, double y0, double x1, double y1)
 {
@@ -80,7 +80,9 @@ static void mf_draw_one(cairo_t *cr, const struct mf_panel *p, const struct mf_s
 	cairo_line_to(cr, mf_frame_x(fr, p, d[n - 1].t), fr->y + fr->h);
 	cairo_line_to(cr, mf_frame_x(fr, p, d[0].t), fr->y + fr->h);
 	cairo_close_path(cr);
-	mf_set_rgb(cr, c, 0.12);
+	/* grey, not the line's colour: the CPU's blue under the curve read as the first stage's tint
+	 * (init) where no stage runs, after the last one */
+	mf_set_rgb(cr, mf_area_colour(), MF_AREA_ALPHA);
 	cairo_fill(cr);
 	cairo_append_path(cr, line);
 	cairo_path_destroy(line);
@@ -122,7 +124,7 @@ static int mf_place(cairo_t *cr, const struct mf_frame *fr, struct mf_room *room
 		cairo_fill(cr);
 		mf_set_rgb(cr, (struct mf_rgb){ c.r * 0.6, c.g * 0.6, c.b * 0.6 }, 1);
 		cairo_move_to(cr, r.x0, at[1]);
-		cairo_show_text(cr, s);
+		mf_show_text(cr, s);
 		return 1;
 	}
 	return 0;

@@ -98,7 +98,7 @@ static int mf_label_band(cairo_t *cr, const struct mf_panel *p, const struct mf_
 	if (at) {
 		cairo_set_source_rgb(cr, 0.1, 0.1, 0.1);
 		cairo_move_to(cr, at->x0, y);
-		cairo_show_text(cr, t);
+		mf_show_text(cr, t);
 		mf_taken_add(k, at);
 	}
 	free(t);
@@ -184,7 +184,7 @@ static double mf_legend(cairo_t *cr, const struct mf_panel *p, double right, dou
 		if (draw) {
 			cairo_set_source_rgb(cr, 0.25, 0.25, 0.25);
 			cairo_move_to(cr, x, y);
-			cairo_show_text(cr, t);
+			mf_show_text(cr, t);
 			m >= 0 ? mf_legend_mark(cr, m, x, y) : mf_legend_swatch(cr, dev, x, y);
 		}
 		x -= 22 + 14;
@@ -217,7 +217,7 @@ static void mf_no_timeline(cairo_t *cr, const struct mf_frame *fr)
 	mf_font(cr, MF_FS_PANEL, 0);
 	cairo_set_source_rgb(cr, 0.45, 0.45, 0.45);
 	cairo_move_to(cr, fr->x + (fr->w - mf_text_w(cr, t)) / 2, fr->y + fr->h * 0.45);
-	cairo_show_text(cr, t);
+	mf_show_text(cr, t);
 }
 
 /* The panel fills Y .. Y+H: title line, plot area, then one row of bands per nesting level. */

@@ -56,14 +56,14 @@ static void mf_time_axis(cairo_t *cr, const struct mf_frame *fr, double y, size_
 		double x = fr->x + t * fr->xt->unit / fr->tmax * fr->w;
 		char *s = mf_tick_label(fr->xt, t, 0);
 		cairo_move_to(cr, x - mf_text_w(cr, s) / 2, y + 14);
-		cairo_show_text(cr, s);
+		mf_show_text(cr, s);
 		free(s);
 	}
 	char *s = mf_xasprintf("time since %s started (%s)", n == 1 ? "the process" : aligned ?
 			       "the first process" : "each process (not one run: started far apart)",
 			       fr->xt->uname);
 	cairo_move_to(cr, fr->x + (fr->w - mf_text_w(cr, s)) / 2, y + 32);
-	cairo_show_text(cr, s);
+	mf_show_text(cr, s);
 	free(s);
 }
 
@@ -131,15 +131,18 @@ static cairo_surface_t *mf_surface(int kind, struct mf_sink *sink, int w, int h)
 	return s;
 }
 
-/* Draws, then writes: a PNG from the pixels, an SVG as its surface is finished. */
-static cairo_status_t mf_render(int kind, struct mf_sink *sink, int w, int h, mf_draw_fn *draw,
-				void *arg)
+/* Draws, then writes: a PNG from the pixels, an SVG as its surface is finished.  WORDS (an SVG's
+ * stream) keeps the words drawn (mf_show_text) instead of cairo's glyph outlines. */
+static cairo_status_t mf_draw_surface(int kind, struct mf_sink *sink, int w, int h, mf_draw_fn *draw, void *arg,
+				      FILE *words)
 {
 	cairo_surface_t *s = mf_surface(kind, sink, w, h);
 	cairo_status_t st = cairo_surface_status(s);
 	if (st == CAIRO_STATUS_SUCCESS) {
 		cairo_t *cr = cairo_create(s);
+		mf_words_to(words);
 		draw(cr, arg, w, h);
+		mf_words_to(NULL);
 		st = cairo_status(cr);
 		cairo_destroy(cr);
 	}
@@ -149,6 +152,41 @@ static cairo_status_t mf_render(int kind, struct mf_sink *sink, int w, int h, mf
 	if (st == CAIRO_STATUS_SUCCESS)
 		st = cairo_surface_status(s);
 	cairo_surface_destroy(s);
+	return st;
+}
+
+/* An SVG is drawn by cairo into memory and its words kept apart; written out with the words as
+ * <text> elements in the picture's font, on top, before the document's end: selectable, searchable
+ * and a fraction of the glyph outlines' bytes. */
+static cairo_status_t mf_render(int kind, struct mf_sink *sink, int w, int h, mf_draw_fn *draw, void *arg)
+{
+	if (kind != 1)
+		return mf_draw_surface(kind, sink, w, h, draw, arg, NULL);
+	char *svg = NULL, *txt = NULL;
+	size_t nsvg = 0, ntxt = 0;
+	struct mf_sink mem = { open_memstream(&svg, &nsvg), 0 };
+	FILE *words = open_memstream(&txt, &ntxt);
+	if (!mem.fp || !words)
+		mf_oom();
+	cairo_status_t st = mf_draw_surface(kind, &mem, w, h, draw, arg, words);
+	if (fclose(mem.fp) || fclose(words) || mem.err)
+		mf_oom();
+	const char *end = NULL;
+	for (const char *p = svg; (p = strstr(p, "</svg>")); p++)
+		end = p;
+	if (st == CAIRO_STATUS_SUCCESS && end) {
+		static const char head[] = "<g font-family=\"" MF_PLOT_FONT ", sans-serif\">\n", tail[] = "</g>\n";
+		mf_sink_write(sink, (const unsigned char *)svg, (unsigned)(end - svg));
+		mf_sink_write(sink, (const unsigned char *)head, sizeof head - 1);
+		mf_sink_write(sink, (const unsigned char *)txt, (unsigned)ntxt);
+		mf_sink_write(sink, (const unsigned char *)tail, sizeof tail - 1);
+		mf_sink_write(sink, (const unsigned char *)end, (unsigned)(nsvg - (size_t)(end - svg)));
+		if (sink->err)
+			st = CAIRO_STATUS_WRITE_ERROR;
+	} else if (st == CAIRO_STATUS_SUCCESS) {
+		st = CAIRO_STATUS_WRITE_ERROR;
+	}
+	free(svg), free(txt);
 	return st;
 }
 

@@ -101,6 +101,11 @@ char *mf_shorten(const char *s, size_t max); /* at most MAX code points, "…" i
 char *mf_argv_text(const struct mf_file *f); /* the command line, or "(no command line)" */
 char *mf_panel_title(const struct mf_file *f);
 void mf_font(cairo_t *cr, double size, int bold);
+/* Shows S at the current point in the font mf_font chose: drawn by cairo, or, while an SVG picture
+ * is drawn (mf_words_to), kept as a <text> element of that font and colour for the picture's end,
+ * so its words stay words (cairo's SVG draws glyph outlines). */
+void mf_show_text(cairo_t *cr, const char *s);
+void mf_words_to(FILE *fp);
 double mf_text_w(cairo_t *cr, const char *s);
 /* Shows S in at most W pixels (shortened in the middle when wider); returns the width drawn. */
 double mf_text_fit(cairo_t *cr, double x, double y, const char *s, double w);
@@ -125,6 +130,10 @@ void mf_room_free(struct mf_room *m);
 
 /* colour.c */
 struct mf_rgb mf_series_colour(int device);
+/* The pale area under every line: grey at MF_AREA_ALPHA, the colour of no stage, so what no stage
+ * covers (before the first, after the last) reads as no stage's. */
+struct mf_rgb mf_area_colour(void);
+#define MF_AREA_ALPHA 0.10
 /* Stage colours follow the order stage names first appear in any of the files. */
 struct mf_names {
 	const char **name;      /* borrowed */

@@ -27,6 +27,8 @@ __all__ = ["NotActive", "active", "metrics", "report", "stage", "begin", "end", 
 from memshim._version import __version__
 
 _NAME = re.compile(r"[A-Za-z0-9_]{1,63}\Z")
+_NORMAL_ENDS = (StopIteration, StopAsyncIteration, GeneratorExit)
+MAX_STAGES = 64  # distinct stage names a process may have (the library's MS_MAX_STAGES)
 
 
 def library_path():
@@ -61,6 +63,11 @@ def _load():
         labelled.argtypes = [ctypes.c_char_p, ctypes.c_char_p]
         labelled.restype = ctypes.c_int
     api += (labelled,)
+    raised = getattr(lib, "memshim_stage_end_raised", None)  # libraries from 12-2026 on
+    if raised is not None:
+        raised.argtypes = [ctypes.c_char_p, ctypes.c_char_p]
+        raised.restype = ctypes.c_int
+    api += (raised,)
     live = (getattr(lib, "memshim_metrics_json", None), getattr(lib, "memshim_active", None),
             getattr(lib, "memshim_metrics_json_brief", None))  # the brief one: libraries from 12-2026 on
     for fn in (live[0], live[2]):
@@ -153,10 +160,18 @@ def begin(name, label=None):
     return _api[0](encoded)
 
 
-def end(name):
-    """Closes stage NAME; returns 0, or -1 for an end without a begin.  Not tracking: returns 0."""
+def end(name, exception=None):
+    """Closes stage NAME; returns 0, or -1 for an end without a begin.  Not tracking: returns 0.
+    EXCEPTION (an exception, its type or its type's name) says the call ended by it: the metrics
+    file records the call as "raised", and the dump says which calls ended so."""
     encoded = _check(name)
-    return _api[1](encoded) if _api else 0
+    if not _api:
+        return 0
+    if exception is not None and _api[4] is not None:
+        if not isinstance(exception, str):
+            exception = (exception if isinstance(exception, type) else type(exception)).__name__
+        return _api[4](encoded, exception.encode("utf-8", "replace"))
+    return _api[1](encoded)
 
 
 def snapshot():
@@ -166,7 +181,9 @@ def snapshot():
 
 class stage:
     """Context manager and decorator: the block (or each call) is one call of stage NAME (labelled
-    LABEL in the metrics file's "labelled_calls" when given).
+    LABEL in the metrics file's "labelled_calls" when given).  A block an exception leaves is a call
+    that "raised" (its type named in the metrics file).  Entering raises ValueError when the process
+    has MAX_STAGES (64) stage names already and NAME is a new one: it could not be measured.
 
     On an `async def` function each call is one call of the stage, from the call until the awaited
     coroutine returns or raises, its awaits included: what other tasks and threads allocate while it
@@ -181,11 +198,16 @@ class stage:
         self.label = label
 
     def __enter__(self):
-        begin(self.name, self.label)
+        if begin(self.name, self.label) < 0:
+            raise ValueError("memshim stage %r not opened: a process has at most %d stage names "
+                             "(MEMSHIM_STAGES's and memshim.stage's together), and all are taken"
+                             % (self.name, MAX_STAGES))
         return self
 
-    def __exit__(self, *exc):
-        end(self.name)
+    def __exit__(self, exc_type, exc, tb):
+        # a generator's end and close() are how the decorator's stretches end, not exceptions
+        ended_by = None if exc_type is None or issubclass(exc_type, _NORMAL_ENDS) else exc_type
+        end(self.name, ended_by)
         return False
 
     def __call__(self, func):

@@ -91,7 +91,9 @@ def _not_tracking_reason():
 
 
 def _disabled():
-    return os.environ.get("MEMSHIM_DISABLE", "0").strip() not in ("", "0")
+    """MEMSHIM_DISABLE as the library reads it (one rule for every boolean setting): 1, true, yes
+    or on in any case disables; anything else (0, false, no, off, a bad value) does not."""
+    return os.environ.get("MEMSHIM_DISABLE", "").lower() in ("1", "true", "yes", "on")
 
 
 @pytest.hookimpl(tryfirst=True)

@@ -29,6 +29,25 @@ static int (*inherited_run)(void); /* asked at the first warning only: most proc
 
 enum kind { K_BOOL, K_SITES, K_LOG, K_PATH, K_DIR, K_INTERVAL, K_BYTES, K_STAGES, K_TEXT };
 
+/* What a value of each kind may be: every bad value's warning says it.  The booleans' words are
+ * one rule for every setting that takes one (MEMSHIM_SITES and the snapshot interval too). */
+#define BOOL_WORDS "1, true, yes, on or 0, false, no, off (any case)"
+static const char *const valid[] = {
+	[K_BOOL] = BOOL_WORDS,
+	[K_SITES] = BOOL_WORDS ", exact, or exact:STAGE[,STAGE...] naming at most 8 stages ([A-Za-z0-9_]+, "
+		    "up to 63 characters)",
+	[K_LOG] = "quiet, warn or debug",
+	[K_PATH] = "a file's path, at most 4095 bytes",
+	[K_DIR] = "a directory's path, at most 4095 bytes",
+	[K_INTERVAL] = "auto (or a yes word), off (or 0, or a no word), or seconds from 0.01 to 31536000 (a year), "
+		       "e.g. 0.5",
+	[K_BYTES] = "bytes from 1 to 2^40 (1 TiB), digits with an optional binary suffix K, M, G or T (512K, 1MiB, "
+		    "2g)",
+};
+
+/* A more precise reason than the kind's text, set by a parser for the warning (start: one thread). */
+static const char *bad_because;
+
 struct setting {
 	const char *name;
 	enum kind kind;
@@ -117,12 +136,15 @@ static int parse_exact_stages(const char *v, struct ms_config *cfg)
 	int n = 0;
 	for (const char *p = v;; p++) {
 		size_t len = strcspn(p, ",:");
-		if (n == MS_SITES_EXACT_MAX || len >= MS_STAGE_NAME_MAX)
-			return -1;
+		if (n == MS_SITES_EXACT_MAX)
+			return bad_because = "exact: more than 8 stage names", -1;
+		if (len >= MS_STAGE_NAME_MAX)
+			return bad_because = "exact: a stage name is longer than 63 characters", -1;
 		memcpy(cfg->sites_exact[n], p, len);
 		cfg->sites_exact[n][len] = '\0';
 		if (!ms_stage_name_valid(cfg->sites_exact[n++]))
-			return -1;
+			return bad_because = len ? "exact: a name is not a stage name ([A-Za-z0-9_]+, not process)"
+						 : "exact: an empty stage name", -1;
 		p += len;
 		if (!*p)
 			break;
@@ -164,17 +186,23 @@ static int parse_log(const char *v, int *out)
 	return -1;
 }
 
-/* Seconds, or "auto" (MS_SNAPSHOT_AUTO: the default policy) or "off" (0). */
+/* Seconds, or "auto" (MS_SNAPSHOT_AUTO: the default policy) or "off" (0); the boolean words as
+ * every setting takes them: a yes is the default policy, a no is off. */
 static int parse_interval(const char *v, double *out)
 {
+	int on;
 	if (same_word(v, "auto"))
 		return *out = MS_SNAPSHOT_AUTO, 0;
-	if (same_word(v, "off"))
-		return *out = 0, 0;
+	if (!(*v >= '0' && *v <= '9') && parse_bool(v, &on) == 0)
+		return *out = on ? MS_SNAPSHOT_AUTO : 0, 0;
 	char *end;
 	double d = strtod(v, &end);
-	if (end == v || *end || !isfinite(d) || d < 0 || d > 86400.0 * 365 || (d > 0 && d < 0.01))
-		return -1; /* below 0.01 s the thread would do little else than rewrite the file */
+	if (end == v || *end || !isfinite(d))
+		return -1;
+	if (d < 0 || d > 86400.0 * 365)
+		return bad_because = "out of range: from 0.01 to 31536000 seconds (a year), or 0 for off", -1;
+	if (d > 0 && d < 0.01) /* below 0.01 s the thread would do little else than rewrite the file */
+		return bad_because = "under the minimum of 0.01 seconds (0 turns snapshots off)", -1;
 	*out = d;
 	return 0;
 }
@@ -199,12 +227,16 @@ static int parse_bytes(const char *v, long *out)
 		return -1;
 	for (; *v >= '0' && *v <= '9'; v++)
 		if ((n = n * 10 + (unsigned)(*v - '0')) > (1ULL << 40))
-			return -1;
+			return bad_because = "over the maximum of 2^40 bytes (1 TiB)", -1;
 	int power = suffix_power(v);
 	for (int i = 0; i < power && n <= (1ULL << 40); i++)
 		n *= 1024;
-	if (power < 0 || n < 1 || n > (1ULL << 40))
+	if (power < 0)
 		return -1;
+	if (n < 1)
+		return bad_because = "under the minimum of 1 byte", -1;
+	if (n > (1ULL << 40))
+		return bad_because = "over the maximum of 2^40 bytes (1 TiB)", -1;
 	*out = (long)n;
 	return 0;
 }
@@ -213,7 +245,9 @@ static int parse_bytes(const char *v, long *out)
 static int parse_path(const char *v, char *out)
 {
 	size_t n = strlen(v);
-	if (n == 0 || n >= MS_PATH_MAX)
+	if (n >= MS_PATH_MAX)
+		return bad_because = "too long: a path has at most 4095 bytes", -1;
+	if (n == 0)
 		return -1;
 	if (v[0] == '/') {
 		ms_strlcpy(out, v, MS_PATH_MAX);
@@ -224,7 +258,7 @@ static int parse_path(const char *v, char *out)
 		return -1;
 	size_t c = strlen(cwd);
 	if (c + 1 + n >= MS_PATH_MAX)
-		return -1;
+		return bad_because = "too long: with the working directory before it, over 4095 bytes", -1;
 	ms_format(out, MS_PATH_MAX, "%s/%s", cwd, v);
 	return 0;
 }
@@ -282,15 +316,18 @@ static int apply(const struct setting *s, struct ms_config *cfg, const char *v)
 	return -1;
 }
 
-/* Shows at most 64 bytes of a bad value; it may be huge or hold control bytes. */
-static void warn_bad(const char *name, const char *value, const char *fallback)
+/* Shows at most 64 bytes of a bad value (it may be huge or hold control bytes), why it is bad when
+ * its parser said, and what the setting takes. */
+static void warn_bad(const struct setting *s, const char *value)
 {
 	char shown[68];
 	size_t i = 0;
 	for (; i < 64 && value[i]; i++)
 		shown[i] = (value[i] >= 0x20 && value[i] < 0x7f) ? value[i] : '?';
 	memcpy(shown + i, value[i] ? "..." : "", value[i] ? 4 : 1);
-	config_warn("%s=\"%s\" is not valid; using \"%s\"", name, shown, fallback);
+	const char *takes = (size_t)s->kind < sizeof valid / sizeof *valid ? valid[s->kind] : NULL;
+	config_warn("%s=\"%s\" is not valid (%s%s%s%s); using \"%s\"", s->name, shown, bad_because ? bad_because : "",
+		bad_because && takes ? "; " : "", takes ? "it takes " : "", takes ? takes : "", s->fallback);
 }
 
 /* An empty spec: its header only (a stage entry is cleared when it is added), so the pages of its
@@ -331,10 +368,11 @@ void ms_config_load(struct ms_config *cfg, ms_getenv_fn get)
 			continue;
 		if (s->kind == K_STAGES)
 			spec_reset(&cfg->spec);
+		bad_because = NULL;
 		if (apply(s, cfg, v) < 0) {
 			if (s->kind == K_LOG)
 				cfg->log_level = MS_LOG_WARN;
-			warn_bad(s->name, v, s->fallback);
+			warn_bad(s, v);
 			apply(s, cfg, s->fallback);
 		}
 		if (s->kind == K_LOG)
@@ -382,8 +420,7 @@ static void environ_scan(void)
 	}
 }
 
-/* Edits (insert, delete, replace) from A[0, N) to B, or a large number past 3. */
-static int edits(const char *a, size_t n, const char *b)
+int ms_edit_distance(const char *a, size_t n, const char *b)
 {
 	size_t m = strlen(b);
 	int row[64];
@@ -416,7 +453,7 @@ void ms_config_warn_unknown(void)
 		const char *near = NULL;
 		int most = unknown_len[u] - 8 <= 4 ? 1 : 2; /* MEMSHIM_FOO is no MEMSHIM_LOG */
 		for (size_t i = 0; i < N_SETTINGS && !near; i++)
-			if (settings[i].kind != K_TEXT && edits(unknown[u], unknown_len[u], settings[i].name) <= most)
+			if (settings[i].kind != K_TEXT && ms_edit_distance(unknown[u], unknown_len[u], settings[i].name) <= most)
 				near = settings[i].name;
 		char name[64];
 		ms_strlcpy(name, unknown[u], unknown_len[u] + 1 < sizeof name ? unknown_len[u] + 1 : sizeof name);
@@ -552,6 +589,11 @@ static int target_plausible(const char *b, const char *e)
 	return 1;
 }
 
+/* The limits of the whole value: an entry past one is not bad in itself, so all of them are named
+ * in one warning, not one each. */
+static const char too_long[] = "MEMSHIM_STAGES is too long";
+static const char too_many[] = "too many stages";
+
 /* Adds the targets in [B, E) separated by '|' to stage ST; returns an error text or NULL. */
 static const char *add_targets(struct ms_spec *spec, struct ms_spec_stage *st, const char *b, const char *e)
 {
@@ -564,10 +606,10 @@ static const char *add_targets(struct ms_spec *spec, struct ms_spec_stage *st, c
 		if (!target_plausible(tb, te))
 			return "a target is a Python name or a C/C++ symbol, optionally object:name (entries are separated by ',', targets by '|')";
 		if (st->ntargets == MS_SPEC_MAX_TARGETS)
-			return "too many targets";
+			return "too many targets: a stage takes at most " MS_STR(MS_SPEC_MAX_TARGETS);
 		const char *t = pool_add(spec, tb, (size_t)(te - tb));
 		if (!t)
-			return "MEMSHIM_STAGES is too long";
+			return too_long;
 		st->targets[st->ntargets++] = t;
 		if (!bar)
 			break;
@@ -595,7 +637,7 @@ static const char *parse_entry(struct ms_spec *spec, const char *b, const char *
 	int idx = ms_spec_find(spec, name);
 	if (idx < 0) {
 		if (spec->nstages == MS_SPEC_MAX_STAGES)
-			return "too many stages";
+			return too_many;
 		idx = spec->nstages;
 		memset(&spec->stage[idx], 0, sizeof spec->stage[idx]);
 		ms_strlcpy(spec->stage[idx].name, name, sizeof spec->stage[idx].name);
@@ -615,9 +657,28 @@ static const char *parse_entry(struct ms_spec *spec, const char *b, const char *
 
 #define MS_SPEC_WARNINGS 5 /* a long garbage value must not flood stderr */
 
+/* One warning for the entries past a limit of the whole value (WHY: too_long or too_many): how
+ * many, the first of them, and the limit. */
+static void warn_limit(const char *why, int n, const char *first, size_t first_len)
+{
+	char shown[40];
+	size_t k = first_len < 32 ? first_len : 32;
+	for (size_t i = 0; i < k; i++)
+		shown[i] = (first[i] >= 0x20 && first[i] < 0x7f) ? first[i] : '?';
+	memcpy(shown + k, first_len > 32 ? "..." : "", first_len > 32 ? 4 : 1);
+	if (why == too_many)
+		config_warn("MEMSHIM_STAGES names more than " MS_STR(MS_SPEC_MAX_STAGES) " stages, the most it takes: "
+			"%d entr%s from \"%s\" on ignored", n, n == 1 ? "y" : "ies", shown);
+	else
+		config_warn("MEMSHIM_STAGES is too long: its targets take at most " MS_STR(MS_SPEC_POOL) " bytes; %d "
+			"entr%s from \"%s\" on ignored", n, n == 1 ? "y" : "ies", shown);
+}
+
 int ms_spec_parse(struct ms_spec *spec, const char *text)
 {
-	int bad = 0;
+	int bad = 0, over = 0, entries = 0;
+	const char *over_why = NULL, *over_first = NULL;
+	size_t over_len = 0;
 	const char *p = text;
 	while (*p) {
 		const char *comma = strchr(p, ',');
@@ -625,9 +686,17 @@ int ms_spec_parse(struct ms_spec *spec, const char *text)
 		const char *te = e;
 		const char *b = trim(p, &te);
 		if (b < te) {
+			entries++;
 			const char *why = parse_entry(spec, b, te);
-			if (why && ++bad <= MS_SPEC_WARNINGS)
+			if (why == too_long || why == too_many) {
+				if (!over++) {
+					over_why = why;
+					over_first = b;
+					over_len = (size_t)(te - b);
+				}
+			} else if (why && ++bad <= MS_SPEC_WARNINGS) {
 				warn_entry(b, te, why);
+			}
 		}
 		if (!comma)
 			break;
@@ -635,5 +704,15 @@ int ms_spec_parse(struct ms_spec *spec, const char *text)
 	}
 	if (bad > MS_SPEC_WARNINGS)
 		config_warn("MEMSHIM_STAGES: %d more bad entries ignored", bad - MS_SPEC_WARNINGS);
-	return bad;
+	if (over)
+		warn_limit(over_why, over, over_first, over_len);
+	if (!entries && text[strspn(text, " \t")]) { /* "," or " , ": set, but no entry */
+		char shown[36];
+		ms_strlcpy(shown, text, sizeof shown - 3);
+		if (strlen(text) > sizeof shown - 4)
+			strcat(shown, "...");
+		config_warn("MEMSHIM_STAGES=\"%s\" holds no stage=target entry: no stages are watched (unset it for "
+			"Hugging Face Trainer's, set it empty for none)", shown);
+	}
+	return bad + over + (!entries && text[strspn(text, " \t")]);
 }

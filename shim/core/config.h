@@ -11,8 +11,8 @@
 #define MS_PATH_MAX 4096
 #define MS_STAGE_NAME_MAX 64 /* including the NUL */
 #define MS_SPEC_MAX_STAGES 32
-#define MS_SPEC_MAX_TARGETS 16   /* per stage */
-#define MS_SPEC_POOL 8192        /* bytes for all target strings */
+#define MS_SPEC_MAX_TARGETS 32   /* per stage */
+#define MS_SPEC_POOL 32768       /* bytes for all target strings (a literal: messages say it) */
 #define MS_SNAPSHOT_AUTO (-1.0)  /* snapshots when memory moved or a stage changed (no thread) */
 #define MS_TEXT_SETTINGS 32      /* variables kept as text (the table's K_TEXT rows) */
 #define MS_TEXT_POOL 16384       /* bytes for their copies */
@@ -107,6 +107,10 @@ int ms_stage_name_valid(const char *name);
 /* Whether the N bytes before a target's ':' name a native object ("lib.so", a path): the target is
  * then native only (native/detect.c), never a Python "module:qualname". */
 int ms_target_names_object(const char *text, size_t n);
+
+/* Edits (insert, delete, replace) from A[0, N) to B, or a large number when either has 63 bytes or
+ * more: how near a misspelt name is (an unknown MEMSHIM_ setting, a Python target). */
+int ms_edit_distance(const char *a, size_t n, const char *b);
 
 /* Index of the spec stage named NAME, or -1. */
 int ms_spec_find(const struct ms_spec *spec, const char *name);

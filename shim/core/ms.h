@@ -17,6 +17,9 @@
 #define MS_LARGE __attribute__((section(".lbss")))
 /* For a table whose used part is its head: one page for a small process, not two. */
 #define MS_PAGE_ALIGNED __attribute__((aligned(4096)))
+/* A macro's value as a string literal (a limit said in a message). */
+#define MS_STR_(x) #x
+#define MS_STR(x) MS_STR_(x)
 #define MS_UNLIKELY(x) __builtin_expect(!!(x), 0)
 #define MS_LIKELY(x) __builtin_expect(!!(x), 1)
 /* What the library exports: the wrappers and the public API (everything else is hidden by

@@ -129,6 +129,8 @@ static void start_call(int id, const int64_t live[MS_NCOMP], double now)
 	cur->gpu_failed_allocs = 0;
 	cur->gpu_failed_bytes = 0;
 	cur->closed_at_exit = 0;
+	cur->ended = MS_END_RETURNED;
+	cur->exception = 0;
 	__atomic_store_n(&s->begins, s->begins + 1, __ATOMIC_RELAXED);
 	s->cur.quiet = !s->loud && s->calls >= MS_QUIET_AFTER && now - s->last_loud < MS_QUIET_GAP;
 	if (!s->cur.quiet) {
@@ -178,6 +180,8 @@ static void record_history(struct ms_stage *s, const struct ms_span *sp)
 	h->gpu_alloc = gpu_alloc;
 	h->gpu_peaked = gpu_peaked;
 	h->gpu_failed_allocs = sp->gpu_failed_allocs;
+	h->ended = sp->ended;
+	h->exception = sp->exception;
 }
 
 /* s->last = s->cur, without the device entries while no device was ever used. */
@@ -190,8 +194,30 @@ static void keep_last(struct ms_stage *s)
 	memcpy(&s->last.start, &s->cur.start, sizeof s->cur - offsetof(struct ms_span, start));
 }
 
-/* Completes the running call of ID with end values LIVE (the window was just folded). */
-static void finish_call(int id, const int64_t live[MS_NCOMP], double now, int at_exit)
+/* 1 + the index of exception type NAME (its first MS_EXC_NAME_MAX - 1 bytes, other than printable
+ * ASCII as '?') in the engine's names, added when new; 0 for none (NULL, empty, or the table
+ * full).  Under the lock. */
+static uint8_t exception_index(const char *name)
+{
+	if (!name || !*name)
+		return 0;
+	char cut[MS_EXC_NAME_MAX];
+	ms_strlcpy(cut, name, sizeof cut);
+	for (char *c = cut; *c; c++) /* printable ASCII: a cut never splits a character */
+		if (*c < 0x20 || *c > 0x7e)
+			*c = '?';
+	for (int i = 0; i < ms_st.nexc; i++)
+		if (!strcmp(ms_st.exc_names[i], cut))
+			return (uint8_t)(i + 1);
+	if (ms_st.nexc == MS_EXC_NAMES)
+		return 0;
+	memcpy(ms_st.exc_names[ms_st.nexc], cut, sizeof cut);
+	return (uint8_t)++ms_st.nexc;
+}
+
+/* Completes the running call of ID with end values LIVE (the window was just folded); it ended by
+ * way HOW (enum ms_end) with exception EXC (exception_index), or at exit. */
+static void finish_call(int id, const int64_t live[MS_NCOMP], double now, int at_exit, int how, uint8_t exc)
 {
 	struct ms_stage *s = &ms_st.stage[id];
 	struct ms_span *cur = &s->cur;
@@ -205,6 +231,11 @@ static void finish_call(int id, const int64_t live[MS_NCOMP], double now, int at
 	}
 	cur->runtime = now - cur->start;
 	cur->closed_at_exit = at_exit;
+	cur->ended = (uint8_t)(at_exit ? MS_END_AT_EXIT : how);
+	cur->exception = at_exit ? 0 : exc;
+	s->ended[cur->ended]++;
+	if (cur->exception)
+		s->exceptions |= UINT32_C(1) << (cur->exception - 1);
 	if (!cur->quiet || at_exit)
 		ms_timeline_boundary(id, 0, now);
 	keep_last(s);
@@ -232,7 +263,7 @@ static void settle_implicit_init(int id, const int64_t live[MS_NCOMP], double no
 		return;
 	}
 	ms_st.depth[init] = 0;
-	finish_call(init, live, now, 0);
+	finish_call(init, live, now, 0, MS_END_RETURNED, 0);
 }
 
 /* The implicit init was ended by another stage (a memshim.stage() opened first) and init itself
@@ -247,6 +278,8 @@ static void forget_implicit_call(int id)
 	s->runtime_total = 0;
 	s->max_cpu_needed = s->max_gpu_needed = 0;
 	s->max_cpu_call = s->max_gpu_call = 0;
+	memset(s->ended, 0, sizeof s->ended);
+	s->exceptions = 0;
 	ms_st.before_init_set = 0;
 }
 
@@ -312,6 +345,12 @@ int ms_stage_enter(int id, double now)
 
 int ms_stage_leave_span(int id, double now, struct ms_span *closed, uint64_t *call)
 {
+	return ms_stage_leave_ended(id, now, MS_END_RETURNED, NULL, closed, call);
+}
+
+int ms_stage_leave_ended(int id, double now, int how, const char *exception, struct ms_span *closed,
+			 uint64_t *call)
+{
 	ms_refresh(MS_REFRESH_BOUNDARY);
 	if (id < 0 || id >= MS_MAX_STAGES || lock_or_refuse() < 0)
 		return -1;
@@ -323,7 +362,9 @@ int ms_stage_leave_span(int id, double now, struct ms_span *closed, uint64_t *ca
 	} else if (--*depth == 0) {
 		int64_t live[MS_NCOMP];
 		boundary(live, ms_st.nopen > 1);
-		finish_call(id, live, now, 0);
+		if (how < 0 || how >= MS_NEND || how == MS_END_AT_EXIT)
+			how = MS_END_RETURNED;
+		finish_call(id, live, now, 0, how, how == MS_END_RAISED ? exception_index(exception) : 0);
 		rc = 1;
 		if (closed) /* under the lock: no other thread's call of it in between */
 			*closed = ms_st.stage[id].last;
@@ -367,7 +408,7 @@ static void close_all_locked(double now)
 	while (ms_st.nopen > 0) {
 		int id = ms_st.open[ms_st.nopen - 1];
 		ms_st.depth[id] = 0;
-		finish_call(id, live, now, 1);
+		finish_call(id, live, now, 1, MS_END_AT_EXIT, 0);
 	}
 }
 
@@ -415,6 +456,8 @@ void ms_stages_reset_for_child(double now)
 		s->runtime_total = 0;
 		s->max_cpu_needed = s->max_gpu_needed = 0;
 		s->max_cpu_call = s->max_gpu_call = 0;
+		memset(s->ended, 0, sizeof s->ended);
+		s->exceptions = 0;
 		s->first_order = -1;
 		memset(&s->last, 0, sizeof s->last);
 	}
@@ -428,6 +471,7 @@ static void copy_used(struct ms_stages *out)
 {
 	memcpy(out, &ms_st, offsetof(struct ms_stages, stage));
 	memcpy(out->gpu_events, ms_st.gpu_events, ms_st.ngpu_events * sizeof *ms_st.gpu_events);
+	memcpy(out->exc_names, ms_st.exc_names, (size_t)ms_st.nexc * sizeof *ms_st.exc_names);
 	for (int i = 0; i < ms_st.nstages; i++) {
 		const struct ms_stage *s = &ms_st.stage[i];
 		uint64_t kept = s->calls < MS_HISTORY ? s->calls : MS_HISTORY;

@@ -17,6 +17,15 @@
 #define MS_QUIET_AFTER 64
 #define MS_QUIET_GAP 0.010
 
+/* How a call ended (the file's "ended"): its function returned (or the API ended it), a Python
+ * exception left it (RAISED, with the exception's type name when the detector knows it), a C++
+ * exception or a Rust panic unwound it (UNWOUND), a longjmp jumped over it (JUMPED), or it was
+ * still open at exit (AT_EXIT).  A call that ended by an exception may leave what its traceback
+ * holds in alloc_delta. */
+enum ms_end { MS_END_RETURNED, MS_END_RAISED, MS_END_UNWOUND, MS_END_JUMPED, MS_END_AT_EXIT, MS_NEND };
+#define MS_EXC_NAMES 32    /* distinct exception type names a process keeps (later ones: no name) */
+#define MS_EXC_NAME_MAX 48 /* including the NUL; longer names are cut */
+
 /* Numbers of one completed (or, while open, running) call of a stage, per component.  The arrays
  * come first and start_call sets every field (no memset per call): keep both when adding one. */
 struct ms_span {
@@ -29,6 +38,8 @@ struct ms_span {
 	int64_t gpu_failed_bytes;
 	int closed_at_exit;
 	int quiet;      /* see MS_QUIET_AFTER */
+	uint8_t ended;     /* enum ms_end, once the call is over */
+	uint8_t exception; /* 1 + index in ms_stages.exc_names of the exception that ended it, or 0 */
 };
 
 /* Compact per-call history entry. */
@@ -36,6 +47,7 @@ struct ms_call {
 	double start, runtime;
 	int64_t cpu_alloc, cpu_peaked, gpu_alloc, gpu_peaked;
 	uint32_t gpu_failed_allocs;
+	uint8_t ended, exception; /* as in struct ms_span */
 };
 
 struct ms_stage {
@@ -53,6 +65,8 @@ struct ms_stage {
 	uint64_t dropped;    /* completed calls not kept in history */
 	int64_t max_cpu_needed, max_gpu_needed; /* largest alloc_delta + peaked_delta over calls */
 	uint64_t max_cpu_call, max_gpu_call;    /* 1-based index of that call */
+	uint64_t ended[MS_NEND];                /* completed calls by how they ended (enum ms_end) */
+	uint32_t exceptions;                    /* bit i: exc_names[i] ended one of its calls */
 	struct ms_call history[MS_HISTORY];     /* last: copies take only the calls kept */
 };
 
@@ -76,8 +90,10 @@ struct ms_stages {
 	int before_init_set;
 	int64_t before_init[MS_NCOMP]; /* live when init began */
 	uint32_t ngpu_events, gpu_events_dropped;
+	int nexc;                 /* exception type names kept in exc_names */
 	struct ms_stage stage[MS_MAX_STAGES];
 	struct ms_gpu_event gpu_events[MS_MAX_GPU_EVENTS];
+	char exc_names[MS_EXC_NAMES][MS_EXC_NAME_MAX]; /* the first nexc are used */
 };
 
 /* Finds or creates the stage called NAME; -1 when invalid or the table is full, MS_STAGE_BUSY when a
@@ -107,6 +123,17 @@ int ms_stage_leave(int id, double now);
 /* Leave, telling whether it closed the call (1; its numbers into *CLOSED and its 1-based index into
  * *CALL, either may be NULL) or only made it shallower (0); -1 as leave. */
 int ms_stage_leave_span(int id, double now, struct ms_span *closed, uint64_t *call);
+/* Leave by way HOW (enum ms_end; EXCEPTION: the type name of a Python exception, or NULL), which
+ * is recorded when this leave closes the call (an exception caught inside a recursion is not the
+ * call's end); otherwise as ms_stage_leave_span. */
+int ms_stage_leave_ended(int id, double now, int how, const char *exception, struct ms_span *closed,
+			 uint64_t *call);
+/* The name of enum ms_end HOW as the file writes it ("returned", "raised", ...). */
+static inline const char *ms_end_name(int how)
+{
+	static const char *const names[MS_NEND] = { "returned", "raised", "unwound", "jumped", "open_at_exit" };
+	return how >= 0 && how < MS_NEND ? names[how] : "returned";
+}
 
 /* Starts the implicit init stage (library load, or a forked child's start). */
 void ms_stages_begin_implicit_init(double now);

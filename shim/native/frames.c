@@ -170,13 +170,15 @@ static int enter(struct tstate *s, int spec)
 	return 0;
 }
 
-static void leave(struct tstate *s, int spec)
+/* HOW (enum ms_end): the frame returned, was unwound (a C++ exception, a Rust panic, a forced
+ * unwind) or jumped over (longjmp, or found gone without its trampoline firing). */
+static void leave(struct tstate *s, int spec, int how)
 {
 	if (spec < MS_SPEC_MAX_STAGES && s->nopen[spec] > 0 && --s->nopen[spec] == 0)
 		set_open(s, s->open & ~(1u << spec));
 	int id = engine_id(spec);
 	if (id >= 0)
-		ms_stage_leave(id, ms_elapsed());
+		ms_stage_leave_ended(id, ms_elapsed(), how, NULL, NULL, NULL);
 }
 
 /* Every stage a look could open is open on this thread already, by a known frame that will close
@@ -299,16 +301,17 @@ static void set_tramp(struct frame *f, int t)
 }
 
 /* The innermost known frame is no longer on the stack (jumped over, or unwound past without a
- * trampoline).  Its trampoline is given back only when its slot no longer points at it: if our
- * view were wrong and the frame still returned through it, it must still lead home. */
-static void pop_stale(struct tstate *s)
+ * trampoline): its call ended by way HOW.  Its trampoline is given back only when its slot no
+ * longer points at it: if our view were wrong and the frame still returned through it, it must
+ * still lead home. */
+static void pop_stale(struct tstate *s, int how)
 {
 	set_n(s, s->n - 1);
 	struct frame *f = &s->f[s->n];
 	if (f->tramp < 0)
 		return;
 	if (f->stage >= 0)
-		leave(s, f->stage);
+		leave(s, f->stage, how);
 	int still_there = load(f->slot) == ms_tramp_addr(f->tramp);
 	if (f->tramp == s->watch) {
 		s->watch_at = -1;
@@ -342,7 +345,7 @@ static void ensure_watch(struct tstate *s)
 		if (top->tramp >= 0)
 			return;
 		if (load(top->slot) != top->ra) { /* not the frame we knew */
-			pop_stale(s);
+			pop_stale(s, MS_END_JUMPED);
 			continue;
 		}
 		unwatch(s);
@@ -733,7 +736,7 @@ static int innermost_target(const struct tstate *s, const struct chain *ch)
 static void apply(struct tstate *s, const struct chain *ch)
 {
 	while (s->n > ch->keep)
-		pop_stale(s);
+		pop_stale(s, MS_END_JUMPED);
 	int last = ch->targets_known ? __builtin_ctz(ch->targets) : innermost_target(s, ch);
 	/* with a target found, only the target frames are taken in: the frames between them are their
 	 * callers, gone only after them (each would cost a firing of the marker as it leaves, once a
@@ -1021,7 +1024,7 @@ void ms_native_enter_call(int spec, uintptr_t *slot)
 	s->busy = 1;
 	flush_deferred(s);
 	while (s->n > 0 && s->f[s->n - 1].slot <= (uintptr_t)slot)
-		pop_stale(s); /* below the caller's stack pointer: gone */
+		pop_stale(s, MS_END_JUMPED); /* below the caller's stack pointer: gone */
 	if (s->n < MAX_FRAMES) {
 		if (s->watch_at == s->n - 1)
 			unwatch(s); /* the new frame is the innermost: it needs no marker above it */
@@ -1050,11 +1053,11 @@ void ms_native_enter_call(int spec, uintptr_t *slot)
 /* Frame K has gone (returned or unwound): everything above it went before it. */
 static void drop_to(struct tstate *s, int k, int t, int unwinding)
 {
-	while (s->n - 1 > k)
-		pop_stale(s);
+	while (s->n - 1 > k) /* gone before it without their trampolines: jumped over, or unwound */
+		pop_stale(s, unwinding ? MS_END_UNWOUND : MS_END_JUMPED);
 	struct frame *f = &s->f[k];
 	if (f->stage >= 0)
-		leave(s, f->stage);
+		leave(s, f->stage, unwinding ? MS_END_UNWOUND : MS_END_RETURNED);
 	if (t == s->watch)
 		s->watch_at = -1;
 	else if (unwinding)
@@ -1143,7 +1146,7 @@ void ms_native_discard_below(uintptr_t target_sp)
 		if (f->tramp < 0)
 			continue;
 		if (f->stage >= 0)
-			leave(s, f->stage);
+			leave(s, f->stage, MS_END_JUMPED);
 		if (f->tramp == s->watch)
 			s->watch_at = -1;
 		else
@@ -1189,7 +1192,7 @@ static void thread_gone(void *arg)
 		if (load(f->slot) == ms_tramp_addr(f->tramp))
 			store(f->slot, f->ra);
 		if (f->stage >= 0)
-			leave(s, f->stage);
+			leave(s, f->stage, MS_END_UNWOUND); /* the thread ended without their return */
 		if (f->tramp != s->watch)
 			ms_pool_give(f->tramp);
 	}

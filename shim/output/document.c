@@ -81,7 +81,39 @@ static void open_span(struct ms_json *w, const char *key, const void *ctx, int c
 	write_delta(w, key, ctx, comp);
 }
 
-static void write_history(struct ms_json *w, const struct ms_stage *s, int gpu)
+/* The type name of exception EXC (1 + its index, as the engine keeps it), or NULL. */
+static const char *exception_name(const struct ms_stages *st, uint8_t exc)
+{
+	return exc > 0 && exc <= st->nexc && exc <= MS_EXC_NAMES ? st->exc_names[exc - 1] : NULL;
+}
+
+/* How a finished call ended: "ended", and "exception" when a Python exception of a known type did. */
+static void write_ended(struct ms_json *w, const struct ms_stages *st, uint8_t ended, uint8_t exc)
+{
+	ms_json_string(w, "ended", ms_end_name(ended));
+	const char *name = exception_name(st, exc);
+	if (name)
+		ms_json_string(w, "exception", name);
+}
+
+/* Every finished call counted by how it ended, and the exceptions' type names: a call that ended by
+ * an exception may have left what its traceback holds behind (read as a leak otherwise). */
+static void write_calls_ended(struct ms_json *w, const struct ms_stages *st, const struct ms_stage *s)
+{
+	ms_json_object(w, "calls_ended");
+	for (int k = 0; k < MS_NEND; k++)
+		ms_json_uint(w, ms_end_name(k), s->ended[k]);
+	ms_json_end_object(w);
+	if (!s->exceptions)
+		return;
+	ms_json_array(w, "exceptions");
+	for (int i = 0; i < st->nexc && i < MS_EXC_NAMES; i++)
+		if (s->exceptions & (UINT32_C(1) << i))
+			ms_json_string(w, NULL, st->exc_names[i]);
+	ms_json_end_array(w);
+}
+
+static void write_history(struct ms_json *w, const struct ms_stages *st, const struct ms_stage *s, int gpu)
 {
 	ms_json_array(w, "history");
 	uint64_t kept = s->calls < MS_HISTORY ? s->calls : MS_HISTORY;
@@ -98,6 +130,7 @@ static void write_history(struct ms_json *w, const struct ms_stage *s, int gpu)
 			ms_json_int(w, "gpu_peaked_delta", h->gpu_peaked > 0 ? h->gpu_peaked : 0);
 			ms_json_uint(w, "gpu_failed_allocs", h->gpu_failed_allocs);
 		}
+		write_ended(w, st, h->ended, h->exception);
 		ms_json_end_object(w);
 	}
 	ms_json_end_array(w);
@@ -109,7 +142,8 @@ struct functions_ctx {
 	int opened;
 };
 
-static void write_function_one(void *ctx, const char *target, const char *function, uint64_t calls)
+static void write_function_one(void *ctx, const char *target, const char *function, uint64_t calls, uint64_t passed,
+			       int user)
 {
 	struct functions_ctx *c = ctx;
 	if (!c->opened++)
@@ -118,6 +152,9 @@ static void write_function_one(void *ctx, const char *target, const char *functi
 	ms_json_string(c->w, "target", target);
 	ms_json_string(c->w, "function", function);
 	ms_json_uint(c->w, "calls", calls);
+	ms_json_bool(c->w, "user", user);
+	if (passed)
+		ms_json_uint(c->w, "passed_over", passed);
 	ms_json_end_object(c->w);
 }
 
@@ -143,6 +180,9 @@ static void write_stage(struct ms_json *w, const struct ms_doc *d, int id)
 	ms_json_uint(w, "calls", s->calls);
 	ms_json_bool(w, "open", open);
 	ms_json_bool(w, "closed_at_exit", !open && sp->closed_at_exit);
+	if (!open && s->calls)
+		write_ended(w, d->stages, sp->ended, sp->exception);
+	write_calls_ended(w, d->stages, s);
 	ms_json_double(w, "start", sp->start);
 	ms_json_double(w, "runtime", sp->runtime);
 	ms_json_double(w, "runtime_total", s->runtime_total);
@@ -159,7 +199,7 @@ static void write_stage(struct ms_json *w, const struct ms_doc *d, int id)
 	}
 	ms_json_end_object(w);
 	if (!d->brief)
-		write_history(w, s, gpu);
+		write_history(w, d->stages, s, gpu);
 	write_matched_functions(w, d, s->name);
 	if (d->stage_sites)
 		d->stage_sites(w, id, sp);
@@ -494,13 +534,15 @@ static void write_native_targets(struct ms_json *w, const struct ms_doc *d)
 	ms_json_end_array(w);
 }
 
-static void write_unmatched_one(void *ctx, const char *stage, const char *target)
+static void write_unmatched_one(void *ctx, const char *stage, const char *target, const char *near)
 {
 	struct ms_json *w = ctx;
 	ms_json_object(w, NULL);
 	ms_json_string(w, "stage", stage);
 	ms_json_string(w, "target", target);
 	ms_json_string(w, "kind", "python");
+	if (near)
+		ms_json_string(w, "did_you_mean", near);
 	ms_json_end_object(w);
 }
 

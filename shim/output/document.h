@@ -16,8 +16,9 @@
 #include "output/labels.h"
 
 /* Called once per item by the iterators below. */
-typedef void (*ms_doc_target_fn)(void *ctx, const char *stage, const char *target);
-typedef void (*ms_doc_function_fn)(void *ctx, const char *target, const char *function, uint64_t calls);
+typedef void (*ms_doc_target_fn)(void *ctx, const char *stage, const char *target, const char *near);
+typedef void (*ms_doc_function_fn)(void *ctx, const char *target, const char *function, uint64_t calls,
+				   uint64_t passed, int user);
 
 /* A native target: its text, stage and how it was bound ("plt", "stack", "none"). */
 typedef void (*ms_doc_native_fn)(void *ctx, const char *target, const char *stage, const char *bound);

@@ -3,6 +3,7 @@
  * __name__), matched against the targets (python/targets.c) once per code object; the answer is
  * kept for the detectors (python/evalhook.c, python/monitor.c) to read on every call. */
 #include <string.h>
+#include "core/config.h"
 #include "core/ms.h"
 #include "python/py.h"
 
@@ -133,6 +134,16 @@ static int rebuild_qualname(ms_pyobj *code, ms_pyobj *frame, ms_pyobj *globals, 
 	return found;
 }
 
+/* CODE (named CO_NAME) runs and its name is near an unmatched target's: its qualified name (3.11+;
+ * before, its name) is noted with whether it is the program's own. */
+static void note_near(ms_pyobj *code, const char *co_name)
+{
+	char qual[256], file[MS_PATH_MAX];
+	if (ms_py.minor < 11 || ms_py_attr_text(code, "co_qualname", qual, sizeof qual) != 0)
+		ms_strlcpy(qual, co_name, sizeof qual);
+	ms_py_near(qual, ms_py_attr_text(code, "co_filename", file, sizeof file) == 0 && ms_py_user_file(file));
+}
+
 uintptr_t ms_py_classify(ms_pyobj *code, ms_pyobj *frame, ms_pyobj *func, ms_pyobj *globals)
 {
 	ms_pyobj *et, *ev, *etb;
@@ -140,7 +151,10 @@ uintptr_t ms_py_classify(ms_pyobj *code, ms_pyobj *frame, ms_pyobj *func, ms_pyo
 	uintptr_t value = MS_PY_SEEN;
 	char co_name[128], qual[256], module[256];
 	ms_pyobj *name = ms_py_attr(code, "co_name");
-	if (ms_py_text(name, co_name, sizeof co_name) == 0 && ms_py_is_candidate(co_name)) {
+	int have_name = ms_py_text(name, co_name, sizeof co_name) == 0;
+	if (have_name && !ms_py_is_candidate(co_name) && ms_py_near_wanted(co_name))
+		note_near(code, co_name); /* a function that runs, named near a target that matched nothing */
+	if (have_name && ms_py_is_candidate(co_name)) {
 		ms_pyobj *own_globals = NULL;
 		if (!globals && func)
 			globals = own_globals = ms_py_attr(func, "__globals__");
@@ -155,7 +169,9 @@ uintptr_t ms_py_classify(ms_pyobj *code, ms_pyobj *frame, ms_pyobj *func, ms_pyo
 		if (ms_py.ErrOccurred())
 			ms_py.ErrClear();
 		int entry_index = -1;
-		uint32_t mask = have_qual == 0 ? ms_py_match(qual, have_module == 0 ? module : NULL, &entry_index) : 0;
+		char file[MS_PATH_MAX];
+		int user = ms_py_attr_text(code, "co_filename", file, sizeof file) == 0 && ms_py_user_file(file);
+		uint32_t mask = have_qual == 0 ? ms_py_match(qual, have_module == 0 ? module : NULL, user, &entry_index) : 0;
 		if (mask) {
 			value |= (uintptr_t)mask << MS_PY_SHIFT;
 			if (entry_index >= 0)

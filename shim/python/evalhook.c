@@ -71,6 +71,17 @@ static inline uintptr_t lookup(ms_pyobj *code, ms_pyobj *frame, ms_pyobj *func, 
 
 static void deep_recursion(void);
 
+/* Leaves the stages of classification V after the frame's evaluation: R NULL means an exception
+ * left it (the thread's current exception, whose type names it). */
+static inline void leave(uintptr_t v, ms_pyobj *r)
+{
+	uint32_t mask = ms_py_leaving(v);
+	if (MS_LIKELY(r != NULL))
+		ms_py_leave(mask);
+	else
+		ms_py_leave_raised(mask, ms_py.ErrOccurred());
+}
+
 /* Whether the C stack of this thread is close to its end (measures the thread on first use). */
 static inline int stack_low(void)
 {
@@ -133,7 +144,7 @@ static ms_pyobj *hook38(void *frame, int throwflag)
 	ms_py_enter(v);
 	ms_pyobj *r = prev38(frame, throwflag);
 	release_locals_310(frame, v, r);
-	ms_py_leave(mask);
+	leave(v, r);
 	ms_py_frame_reclaim(); /* a tool that set the default back inside the call */
 	return r;
 }
@@ -149,7 +160,7 @@ static ms_pyobj *hook310(void *tstate, void *frame, int throwflag)
 	ms_py_enter(v);
 	ms_pyobj *r = prev39(tstate, frame, throwflag);
 	release_locals_310(frame, v, r);
-	ms_py_leave(mask);
+	leave(v, r);
 	ms_py_frame_reclaim(); /* a tool that set the default back inside the call */
 	return r;
 }
@@ -188,7 +199,7 @@ static ms_pyobj *hook311(void *tstate, void *frame, int throwflag)
 	ms_py_enter(v);
 	ms_pyobj *r = prev39(tstate, frame, throwflag);
 	release_locals_311(frame, r);
-	ms_py_leave(mask);
+	leave(v, r);
 	ms_py_frame_reclaim(); /* a tool that set the default back inside the call */
 	return r;
 }

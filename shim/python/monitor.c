@@ -150,9 +150,20 @@ static ms_pyobj *cb_enter(ms_pyobj *self, ms_pyobj *const *args, ms_pyssize narg
 
 static ms_pyobj *cb_leave(ms_pyobj *self, ms_pyobj *const *args, ms_pyssize nargs)
 {
-	uint32_t mask = nargs >= 1 ? ms_py_mask(extra_of(args[0])) : 0;
+	uintptr_t v = nargs >= 1 ? extra_of(args[0]) : 0;
+	uint32_t mask = ms_py_mask(v) ? ms_py_leaving(v) : 0;
 	if (mask)
 		ms_py_leave(mask);
+	return none();
+}
+
+/* PY_UNWIND (code, offset, exception): an exception leaves the function. */
+static ms_pyobj *cb_unwind(ms_pyobj *self, ms_pyobj *const *args, ms_pyssize nargs)
+{
+	uintptr_t v = nargs >= 1 ? extra_of(args[0]) : 0;
+	uint32_t mask = ms_py_mask(v) ? ms_py_leaving(v) : 0;
+	if (mask)
+		ms_py_leave_raised(mask, nargs >= 3 && args[2] ? ms_py_type_of(args[2]) : NULL);
 	return none();
 }
 
@@ -275,7 +286,7 @@ static void release_locals(ms_pyobj *code)
 static ms_pyobj *cb_return(ms_pyobj *self, ms_pyobj *const *args, ms_pyssize nargs)
 {
 	uintptr_t v = nargs >= 1 ? extra_of(args[0]) : 0;
-	uint32_t mask = ms_py_mask(v);
+	uint32_t mask = ms_py_mask(v) ? ms_py_leaving(v) : 0;
 	if (!mask)
 		return none();
 	if (!(v & MS_PY_GENLIKE)) {
@@ -291,8 +302,9 @@ static ms_pyobj *cb_return(ms_pyobj *self, ms_pyobj *const *args, ms_pyssize nar
 static struct ms_pymethoddef def_start = { "memshim_py_start", (void *)cb_start, MS_METH_FASTCALL, NULL };
 static struct ms_pymethoddef def_enter = { "memshim_py_enter", (void *)cb_enter, MS_METH_FASTCALL, NULL };
 static struct ms_pymethoddef def_leave = { "memshim_py_leave", (void *)cb_leave, MS_METH_FASTCALL, NULL };
+static struct ms_pymethoddef def_unwind = { "memshim_py_unwind", (void *)cb_unwind, MS_METH_FASTCALL, NULL };
 static struct ms_pymethoddef def_return = { "memshim_py_return", (void *)cb_return, MS_METH_FASTCALL, NULL };
-static ms_pyobj *fn_start, *fn_enter, *fn_leave, *fn_return;
+static ms_pyobj *fn_start, *fn_enter, *fn_leave, *fn_unwind, *fn_return;
 
 static int tool_free(int id)
 {
@@ -335,7 +347,7 @@ static int start_tool(int avoid)
 	     call_ints(F_REGISTER, id, 1, ev_throw, fn_enter) == 0 &&
 	     call_ints(F_REGISTER, id, 1, ev_return, fn_return) == 0 &&
 	     call_ints(F_REGISTER, id, 1, ev_yield, fn_leave) == 0 &&
-	     call_ints(F_REGISTER, id, 1, ev_unwind, fn_leave) == 0;
+	     call_ints(F_REGISTER, id, 1, ev_unwind, fn_unwind) == 0;
 	ms_pyssize n = ok ? ms_py.ListSize(watched) : 0;
 	for (ms_pyssize i = 0; i < n && ok; i++) {
 		ms_pyobj *code = ms_py.ListGetItem(watched, i);
@@ -561,9 +573,10 @@ int ms_py_monitor_install(void)
 	fn_start = ms_py.CFunctionNewEx(&def_start, NULL, NULL);
 	fn_enter = ms_py.CFunctionNewEx(&def_enter, NULL, NULL);
 	fn_leave = ms_py.CFunctionNewEx(&def_leave, NULL, NULL);
+	fn_unwind = ms_py.CFunctionNewEx(&def_unwind, NULL, NULL);
 	fn_return = ms_py.CFunctionNewEx(&def_return, NULL, NULL);
 	if (!list_append || !vectorcall || !disable || !watched || !orig[F_USE] || !orig[F_FREE] ||
-	    !orig[F_GET_TOOL] || !orig[F_SET_EVENTS] || !orig[F_SET_LOCAL] || !orig[F_REGISTER] || !fn_start || !fn_enter || !fn_leave || !fn_return ||
+	    !orig[F_GET_TOOL] || !orig[F_SET_EVENTS] || !orig[F_SET_LOCAL] || !orig[F_REGISTER] || !fn_start || !fn_enter || !fn_leave || !fn_unwind || !fn_return ||
 	    !ev_start || !ev_resume || !ev_return || !ev_yield || !ev_unwind || !ev_throw) {
 		ms_py.ErrClear();
 		ms_warn("Python stages disabled: sys.monitoring is not usable here");

@@ -100,6 +100,14 @@ static inline ms_pyobj *ms_py_type_of(ms_pyobj *o)
 	return ((ms_pyobj **)o)[1];
 }
 
+/* A type object's tp_name (after the refcount, ob_type and ob_size in every non-debug 3.x
+ * build): "KeyboardInterrupt", "torch.OutOfMemoryError"'s "OutOfMemoryError", a C type's
+ * "module.Name".  Read without a call or an allocation (an exception's type in a hook). */
+static inline const char *ms_py_type_name(ms_pyobj *type)
+{
+	return type ? ((const char *const *)type)[3] : NULL;
+}
+
 /* What a code object is (its classification): 0 = not looked at yet; otherwise bit 0 set, bit 1 =
  * generator-like code, stage spec indexes matched in bits 2-33, and from bit 40 one plus the index
  * of the distinct matched function (module:qualname) it runs. */
@@ -123,14 +131,37 @@ const char *ms_py_target(int i, const char **module, size_t *module_len, const c
 /* Whether a target's last name component is CO_NAME. */
 int ms_py_is_candidate(const char *co_name);
 /* The spec stages (mask of indexes) whose targets name QUAL in MODULE (NULL: unknown), marking
- * them matched; *FUNC the distinct function's entry, or -1. */
-uint32_t ms_py_match(const char *qual, const char *module, int *func);
+ * them matched; *FUNC the distinct function's entry, or -1.  USER: the function is the program's
+ * own code (module __main__ counts as such whatever USER says): for a target without a module, the
+ * program's own function wins over an installed package's of the same name, which then opens none
+ * of that target's stages (from its next call on; eval=evaluate is not sympy's evaluate). */
+uint32_t ms_py_match(const char *qual, const char *module, int user, int *func);
+/* The program's own code defines a function QUAL (python/watch.c, before it runs): the targets
+ * without a module that name it are the program's. */
+void ms_py_user_defines(const char *qual);
+/* Whether FILE (a code object's co_filename) is the program's own: under the working directory at
+ * start (or relative to it), not in site-packages, dist-packages or a lib/python3.N (the standard
+ * library, a venv's). */
+int ms_py_user_file(const char *file);
+/* Names near an unmatched target's: whether function name NAME (a co_name) may be near one (cheap:
+ * ask before reading a qualified name), and QUAL (a qualified name that exists; USER: the
+ * program's own) noted as the nearest to each unmatched target it is near (the program's first). */
+int ms_py_near_wanted(const char *name);
+/* Whether a target has matched nothing yet (names near it are still wanted). */
+int ms_py_unmatched_any(void);
+void ms_py_near(const char *qual, int user);
 
-/* Enters every stage of classification V (a call of its function when it opens one of them) /
- * leaves every stage in MASK (spec indexes); leave ignores stages this module did not enter, so a
- * leave can never close a stage someone else opened. */
-void ms_py_enter(uintptr_t v);
+/* Enters every stage of classification V (a call of its function when it opens one of them) that
+ * its function still opens; returns them.  ms_py_leaving(V), at the function's exit, returns the
+ * stages to leave (a call passed over opened none).  Leave leaves every stage in MASK (spec
+ * indexes); it ignores stages this module did not enter, so a leave can never close a stage
+ * someone else opened. */
+uint32_t ms_py_enter(uintptr_t v);
+uint32_t ms_py_leaving(uintptr_t v);
 void ms_py_leave(uint32_t mask);
+/* Leaves MASK as ms_py_leave, for a function an exception left (TYPE: its type, borrowed, or
+ * NULL): the calls it closes ended "raised" (GeneratorExit, a generator's close(), is a return). */
+void ms_py_leave_raised(uint32_t mask, ms_pyobj *type);
 
 /* Whether targets that matched nothing are named at exit (set by the bootstrap: the route is armed
  * or installed). */
@@ -140,12 +171,15 @@ void ms_py_targets_live(int on);
 void ms_py_targets_decide_speaker(void);
 int ms_py_speaks_for_targets(void);
 /* Calls FN for every Python target of MEMSHIM_STAGES that matched no function that ran in this
- * process (nothing for the default names or in a process that runs no Python). */
-void ms_py_each_unmatched(void (*fn)(void *ctx, const char *stage, const char *target), void *ctx);
+ * process (nothing for the default names or in a process that runs no Python), with the nearest
+ * name of a function that exists (NULL: none near). */
+void ms_py_each_unmatched(void (*fn)(void *ctx, const char *stage, const char *target, const char *near), void *ctx);
 /* Calls FN for each function (module:qualname) a Python target of STAGE matched, with the calls
- * in which it opened the stage (those with none are left out). */
-void ms_py_each_function(const char *stage,
-			 void (*fn)(void *ctx, const char *target, const char *function, uint64_t calls), void *ctx);
+ * in which it opened the stage, the calls in which it was passed over (the program's own function
+ * won) and whether it is the program's own code (those with neither calls are left out). */
+typedef void (*ms_py_function_fn)(void *ctx, const char *target, const char *function, uint64_t calls,
+				  uint64_t passed, int user);
+void ms_py_each_function(const char *stage, ms_py_function_fn fn, void *ctx);
 /* At exit: one warning naming the targets that matched nothing, one naming those that matched
  * several functions. */
 void ms_py_report(void);

@@ -26,6 +26,11 @@ struct target {
 	const char *text;   /* as written in MEMSHIM_STAGES */
 	int stage;          /* spec index */
 	int matched;        /* a function it names has run in this process */
+	int user;           /* the program's own code (its __main__, a file under the working directory)
+			     * has a function of its name: for an unpinned target it wins over an
+			     * installed package's (eval=evaluate is not sympy's evaluate, which torch imports) */
+	int near_score;     /* how near NEAR is (lower is nearer; 0: nothing near was seen) */
+	char near[128];     /* the nearest name a function that exists has, written as the target would be */
 };
 
 #define MAX_TARGETS (MS_SPEC_MAX_STAGES * MS_SPEC_MAX_TARGETS)
@@ -34,6 +39,9 @@ static int ntargets;
 
 /* The route is armed or installed: targets that matched nothing are named at exit. */
 static int live;
+
+/* The working directory at start (python/classify.c asks whether a file is the program's own). */
+static char start_dir[MS_PATH_MAX];
 
 static int stage_ids[MS_SPEC_MAX_STAGES]; /* engine id + 1; 0 before first use */
 static int outstanding[MS_SPEC_MAX_STAGES]; /* enters not yet left, per spec stage */
@@ -55,6 +63,8 @@ static int plausible_python_name(const char *s)
 int ms_py_targets_load(void)
 {
 	const struct ms_spec *spec = &ms_cfg.spec;
+	if (!getcwd(start_dir, sizeof start_dir))
+		start_dir[0] = '\0';
 	for (int i = 0; i < spec->nstages && i < 32; i++) {
 		for (int j = 0; j < spec->stage[i].ntargets && ntargets < MAX_TARGETS; j++) {
 			const char *t = spec->stage[i].targets[j];
@@ -73,6 +83,8 @@ int ms_py_targets_load(void)
 			tg->stage = i;
 			tg->text = t;
 			tg->matched = 0;
+			tg->user = 0;
+			tg->near_score = 0;
 			ntargets++;
 		}
 	}
@@ -108,6 +120,11 @@ int ms_py_is_candidate(const char *co_name)
 static struct {
 	char name[192]; /* module:qualname, or the qualified name when the module is unknown */
 	uint64_t calls;
+	int user;          /* the program's own code (module __main__, a file under the working directory) */
+	uint32_t refused;  /* stages (spec bits) it no longer opens: the program's own function of the same
+			    * unpinned target exists, and wins */
+	uint64_t passed;   /* calls in which it would have opened a refused stage */
+	int inflight;      /* its calls that entered stages and have not left them (refusal waits for 0) */
 } funcs[MAX_FUNCS] MS_LARGE;
 static int nfuncs;
 static struct {
@@ -116,7 +133,7 @@ static struct {
 static int npairs;
 
 /* The entry of QUAL in MODULE (NULL: unknown), added when new; -1 when the table is full. */
-static int func_index(const char *qual, const char *module)
+static int func_index(const char *qual, const char *module, int user)
 {
 	char name[sizeof funcs[0].name];
 	ms_format(name, sizeof name, "%s%s%s", module ? module : "", module ? ":" : "", qual);
@@ -126,6 +143,10 @@ static int func_index(const char *qual, const char *module)
 	if (nfuncs == MAX_FUNCS)
 		return -1;
 	ms_strlcpy(funcs[nfuncs].name, name, sizeof funcs[0].name);
+	funcs[nfuncs].user = user;
+	funcs[nfuncs].refused = 0;
+	funcs[nfuncs].passed = 0;
+	funcs[nfuncs].inflight = 0;
 	__atomic_store_n(&nfuncs, nfuncs + 1, __ATOMIC_RELEASE); /* published whole: a handler reads it */
 	return nfuncs - 1;
 }
@@ -157,11 +178,43 @@ static int module_is(const struct target *t, const char *module)
 	return t->module_len == 8 && memcmp(t->module, "__main__", 8) == 0 && strcmp(module, "__mp_main__") == 0;
 }
 
-/* The stages QUAL in MODULE matches; *FUNC its function entry (or -1). */
-uint32_t ms_py_match(const char *qual, const char *module, int *func)
+/* Unpinned target I has a function in the program's own code: every installed package's function
+ * it matched gives up its stage (from its next call on: calls in flight finish as they began). */
+static void user_wins(int i)
+{
+	if (__atomic_exchange_n(&targets[i].user, 1, __ATOMIC_RELAXED) || targets[i].module)
+		return;
+	for (int k = 0; k < npairs; k++)
+		if (pairs[k].target == i && !funcs[pairs[k].func].user)
+			funcs[pairs[k].func].refused |= 1u << targets[i].stage;
+}
+
+void ms_py_user_defines(const char *qual)
+{
+	for (int i = 0; i < ntargets; i++)
+		if (!targets[i].module && strcmp(targets[i].qual, qual) == 0)
+			user_wins(i);
+}
+
+int ms_py_user_file(const char *file)
+{
+	size_t n = strlen(start_dir);
+	if (!file || !*file || file[0] == '<' || strstr(file, "/site-packages/") || strstr(file, "/dist-packages/") ||
+	    strstr(file, "/lib/python3."))
+		return 0; /* installed packages and the standard library, also in a venv under the directory */
+	if (file[0] != '/')
+		return 1; /* relative to the working directory (python train.py) */
+	return n > 1 && strncmp(file, start_dir, n) == 0 && file[n] == '/';
+}
+
+/* The stages QUAL in MODULE matches; *FUNC its function entry (or -1).  USER: the function is the
+ * program's own code. */
+uint32_t ms_py_match(const char *qual, const char *module, int user, int *func)
 {
 	uint32_t mask = 0;
 	*func = -1;
+	if (module && (!strcmp(module, "__main__") || !strcmp(module, "__mp_main__")))
+		user = 1;
 	for (int i = 0; i < ntargets; i++) {
 		const struct target *t = &targets[i];
 		if (strcmp(t->qual, qual) != 0 || !module_is(t, module))
@@ -170,11 +223,72 @@ uint32_t ms_py_match(const char *qual, const char *module, int *func)
 		if (!__atomic_exchange_n(&targets[i].matched, 1, __ATOMIC_RELAXED))
 			tell_speaker(i);
 		if (*func < 0)
-			*func = func_index(qual, module);
+			*func = func_index(qual, module, user);
 		if (*func >= 0)
 			pair(i, *func);
+		if (user && !t->module)
+			user_wins(i);
+		else if (*func >= 0 && !t->module && !funcs[*func].user && __atomic_load_n(&t->user, __ATOMIC_RELAXED))
+			funcs[*func].refused |= 1u << t->stage;
 	}
 	return mask;
+}
+
+/* ---- names near a target's ------------------------------------------------------------------
+ * A target that matches nothing is most often a typo (data=load_dat): the functions that exist are
+ * compared with it as the unknown MEMSHIM_ settings are with the table's names, and the nearest
+ * (the program's own first) is suggested at exit and in the file. */
+static int near_enough(const char *a, size_t n, const char *b, size_t m)
+{
+	if (n + 2 < m || m + 2 < n || (n == m && !memcmp(a, b, n)))
+		return -1;
+	int d = ms_edit_distance(a, n, b);
+	return d <= (m <= 4 ? 1 : 2) ? d : -1;
+}
+
+int ms_py_unmatched_any(void)
+{
+	if (ms_cfg.spec.is_default)
+		return 0; /* never named when unmatched: nothing near them is wanted */
+	for (int i = 0; i < ntargets; i++)
+		if (!__atomic_load_n(&targets[i].matched, __ATOMIC_RELAXED))
+			return 1;
+	return 0;
+}
+
+int ms_py_near_wanted(const char *name)
+{
+	if (ms_cfg.spec.is_default)
+		return 0;
+	size_t n = strlen(name);
+	for (int i = 0; i < ntargets; i++)
+		if (!__atomic_load_n(&targets[i].matched, __ATOMIC_RELAXED) &&
+		    near_enough(name, n, targets[i].last, strlen(targets[i].last)) >= 0)
+			return 1;
+	return 0;
+}
+
+void ms_py_near(const char *qual, int user)
+{
+	size_t n = strlen(qual);
+	for (int i = 0; i < ntargets; i++) {
+		struct target *t = &targets[i];
+		if (__atomic_load_n(&t->matched, __ATOMIC_RELAXED))
+			continue;
+		int d = near_enough(qual, n, t->qual, strlen(t->qual));
+		int score = d < 0 ? 0 : 2 * d - (user != 0) + 2;
+		if (score <= 0 || (t->near_score && t->near_score <= score))
+			continue;
+		/* "module:" as the target has it only where the name surely is there: the program's own code
+		 * for __main__ (the code searched has no module name yet); else the name alone */
+		int main_pin = t->module && t->module_len == 8 && !memcmp(t->module, "__main__", 8);
+		size_t m = main_pin && user ? t->module_len + 1 : 0;
+		if (m >= sizeof t->near)
+			continue;
+		memcpy(t->near, t->text, m);
+		ms_strlcpy(t->near + m, qual, sizeof t->near - m);
+		t->near_score = score;
+	}
 }
 
 /* The distinct functions of target I that opened its stage at least once. */
@@ -182,21 +296,23 @@ static int functions_run(int i)
 {
 	int n = 0;
 	for (int k = 0; k < npairs; k++)
-		n += pairs[k].target == i && __atomic_load_n(&funcs[pairs[k].func].calls, __ATOMIC_RELAXED) > 0;
+		n += pairs[k].target == i && (__atomic_load_n(&funcs[pairs[k].func].calls, __ATOMIC_RELAXED) > 0 ||
+					      __atomic_load_n(&funcs[pairs[k].func].passed, __ATOMIC_RELAXED) > 0);
 	return n;
 }
 
-void ms_py_each_function(const char *stage,
-			 void (*fn)(void *ctx, const char *target, const char *function, uint64_t calls), void *ctx)
+void ms_py_each_function(const char *stage, ms_py_function_fn fn, void *ctx)
 {
 	int published = __atomic_load_n(&npairs, __ATOMIC_ACQUIRE); /* also from a signal handler */
 	for (int i = 0; i < ntargets; i++) {
 		if (strcmp(ms_cfg.spec.stage[targets[i].stage].name, stage) != 0)
 			continue;
 		for (int k = 0; k < published; k++) {
-			uint64_t calls = __atomic_load_n(&funcs[pairs[k].func].calls, __ATOMIC_RELAXED);
-			if (pairs[k].target == i && calls > 0)
-				fn(ctx, targets[i].text, funcs[pairs[k].func].name, calls);
+			const int f = pairs[k].func;
+			uint64_t calls = __atomic_load_n(&funcs[f].calls, __ATOMIC_RELAXED);
+			uint64_t passed = __atomic_load_n(&funcs[f].passed, __ATOMIC_RELAXED);
+			if (pairs[k].target == i && (calls > 0 || passed > 0))
+				fn(ctx, targets[i].text, funcs[f].name, calls, passed, funcs[f].user);
 		}
 	}
 }
@@ -221,13 +337,14 @@ void ms_py_targets_live(int on)
 	__atomic_store_n(&live, on, __ATOMIC_RELEASE);
 }
 
-void ms_py_each_unmatched(void (*fn)(void *ctx, const char *stage, const char *target), void *ctx)
+void ms_py_each_unmatched(void (*fn)(void *ctx, const char *stage, const char *target, const char *near), void *ctx)
 {
 	if (!names_unmatched())
 		return;
 	for (int i = 0; i < ntargets; i++)
 		if (!__atomic_load_n(&targets[i].matched, __ATOMIC_RELAXED) && !native_name(&targets[i]))
-			fn(ctx, ms_cfg.spec.stage[targets[i].stage].name, targets[i].text);
+			fn(ctx, ms_cfg.spec.stage[targets[i].stage].name, targets[i].text,
+			   targets[i].near_score ? targets[i].near : NULL);
 }
 
 struct unmatched_line {
@@ -236,11 +353,12 @@ struct unmatched_line {
 	int n;
 };
 
-static void add_to_line(void *ctx, const char *stage, const char *target)
+static void add_to_line(void *ctx, const char *stage, const char *target, const char *near)
 {
 	struct unmatched_line *l = ctx;
 	if (l->len < sizeof l->text)
-		l->len += ms_format(l->text + l->len, sizeof l->text - l->len, "%s%s=%s", l->n ? ", " : "", stage, target);
+		l->len += ms_format(l->text + l->len, sizeof l->text - l->len, "%s%s=%s%s%s%s", l->n ? ", " : "", stage,
+				    target, near ? " (did you mean " : "", near ? near : "", near ? "?)" : "");
 	l->n++;
 }
 
@@ -339,7 +457,8 @@ int ms_py_speaks_for_targets(void)
  * evaluate, which torch imports). */
 static void report_ambiguous(struct unmatched_line *l)
 {
-	const char *stage = NULL, *example = NULL;
+	const char *stage = NULL, *example = NULL, *own = NULL;
+	int won = 0;
 	l->len = 0;
 	l->n = 0;
 	for (int i = 0; i < ntargets; i++) {
@@ -351,23 +470,35 @@ static void report_ambiguous(struct unmatched_line *l)
 					    l->n++ ? "; " : "", name, targets[i].text);
 		int listed = 0;
 		for (int k = 0; k < npairs; k++) {
-			const char *function = funcs[pairs[k].func].name;
-			uint64_t calls = __atomic_load_n(&funcs[pairs[k].func].calls, __ATOMIC_RELAXED);
-			if (pairs[k].target != i || calls == 0)
+			const int f = pairs[k].func;
+			const char *function = funcs[f].name;
+			uint64_t calls = __atomic_load_n(&funcs[f].calls, __ATOMIC_RELAXED);
+			uint64_t passed = __atomic_load_n(&funcs[f].passed, __ATOMIC_RELAXED);
+			if (pairs[k].target != i || (calls == 0 && passed == 0))
 				continue;
-			if (!example) {
+			if (!example || (funcs[f].user && !own)) {
 				stage = name;
 				example = function;
+				own = funcs[f].user ? function : own;
 			}
 			if (l->len < sizeof l->text)
-				l->len += ms_format(l->text + l->len, sizeof l->text - l->len, "%s%s (%llu call%s)",
-						    listed++ ? ", " : "", function, (unsigned long long)calls,
-						    calls == 1 ? "" : "s");
+				l->len += ms_format(l->text + l->len, sizeof l->text - l->len, "%s%s (%llu call%s", listed++ ? ", " : "",
+						    function, (unsigned long long)calls, calls == 1 ? "" : "s");
+			if (passed && l->len < sizeof l->text) {
+				l->len += ms_format(l->text + l->len, sizeof l->text - l->len, ", %llu passed over",
+						    (unsigned long long)passed);
+				won = 1;
+			}
+			if (l->len < sizeof l->text)
+				l->len += ms_format(l->text + l->len, sizeof l->text - l->len, ")");
 		}
 	}
 	if (l->n)
-		ms_warn("Python stage target%s matched more than one function: %s; name the one meant as "
-			"module:qualname (e.g. %s=%s)", l->n > 1 ? "s" : "", l->text, stage, example);
+		ms_warn("Python stage target%s matched more than one function: %s; %sname the one meant as "
+			"module:qualname (e.g. %s=%s)", l->n > 1 ? "s" : "", l->text,
+			won ? "the program's own function won: an installed package's opens no stage once the program's "
+			      "is known; " : "", stage,
+			example);
 }
 
 /* memshim run prints the dump of the run's files next, with the same line for the whole run. */
@@ -394,7 +525,8 @@ void ms_py_report(void)
 	read_shared(elsewhere, ntargets);
 	for (int i = 0; names_unmatched() && i < ntargets; i++)
 		if (!__atomic_load_n(&targets[i].matched, __ATOMIC_RELAXED) && !elsewhere[i] && !native_name(&targets[i]))
-			add_to_line(&line, ms_cfg.spec.stage[targets[i].stage].name, targets[i].text);
+			add_to_line(&line, ms_cfg.spec.stage[targets[i].stage].name, targets[i].text,
+				    targets[i].near_score ? targets[i].near : NULL);
 	if (line.n && !dump_follows())
 		ms_warn("Python stage target%s that matched no function that ran: %s", line.n > 1 ? "s" : "", line.text);
 	report_ambiguous(&line);
@@ -416,26 +548,56 @@ static int stage_id(int i)
 	return v > 0 ? v - 1 : -1;
 }
 
-void ms_py_enter(uintptr_t v)
+/* The funcs[] entry of classification V, or -1. */
+static inline int func_of(uintptr_t v)
 {
-	if (MS_UNLIKELY(!ms_active))
-		return; /* e.g. a forked child that is not followed; leaves stay paired by outstanding[] */
+	unsigned func = (unsigned)(v >> MS_PY_FUNC_SHIFT) & 0xffff;
+	return func > 0 && func <= MAX_FUNCS ? (int)func - 1 : -1;
+}
+
+uint32_t ms_py_enter(uintptr_t v)
+{
+	uint32_t mask = ms_py_mask(v);
+	int f = func_of(v);
+	if (f >= 0 && MS_UNLIKELY(funcs[f].refused & mask) && __atomic_load_n(&funcs[f].inflight, __ATOMIC_RELAXED) == 0) {
+		if (ms_active) /* the program's own function of the name wins: this call opens none of them */
+			__atomic_add_fetch(&funcs[f].passed, 1, __ATOMIC_RELAXED);
+		mask &= ~funcs[f].refused;
+	}
+	if (MS_UNLIKELY(!ms_active) || !mask)
+		return mask; /* e.g. a forked child that is not followed; leaves stay paired by outstanding[] */
 	double now = ms_elapsed();
 	int opened = 0;
-	for (uint32_t mask = ms_py_mask(v), i = 0; mask; i++, mask >>= 1) {
-		if (!(mask & 1))
+	for (uint32_t m = mask, i = 0; m; i++, m >>= 1) {
+		if (!(m & 1))
 			continue;
 		int id = stage_id((int)i);
 		opened |= id >= 0 && ms_stage_depth(id) == 0;
 		if (id >= 0 && ms_stage_enter(id, now) == 0)
 			__atomic_add_fetch(&outstanding[i], 1, __ATOMIC_RELAXED);
 	}
-	unsigned func = (unsigned)(v >> MS_PY_FUNC_SHIFT) & 0xffff;
-	if (opened && func > 0 && func <= MAX_FUNCS)
-		__atomic_add_fetch(&funcs[func - 1].calls, 1, __ATOMIC_RELAXED);
+	if (f >= 0) {
+		if (!funcs[f].user)
+			__atomic_add_fetch(&funcs[f].inflight, 1, __ATOMIC_RELAXED);
+		if (opened)
+			__atomic_add_fetch(&funcs[f].calls, 1, __ATOMIC_RELAXED);
+	}
+	return mask;
 }
 
-void ms_py_leave(uint32_t mask)
+uint32_t ms_py_leaving(uintptr_t v)
+{
+	uint32_t mask = ms_py_mask(v);
+	int f = func_of(v);
+	if (f < 0 || funcs[f].user)
+		return mask;
+	int n = __atomic_load_n(&funcs[f].inflight, __ATOMIC_RELAXED);
+	while (n > 0 && !__atomic_compare_exchange_n(&funcs[f].inflight, &n, n - 1, 0, __ATOMIC_RELAXED, __ATOMIC_RELAXED))
+		;
+	return n > 0 ? mask : mask & ~funcs[f].refused; /* a call passed over left nothing open */
+}
+
+static void leave_ended(uint32_t mask, int how, const char *exception)
 {
 	double now = ms_elapsed();
 	for (int i = 31; i >= 0; i--) {
@@ -446,6 +608,20 @@ void ms_py_leave(uint32_t mask)
 							     __ATOMIC_RELAXED, __ATOMIC_RELAXED))
 			;
 		if (n > 0)
-			ms_stage_leave(stage_id(i), now);
+			ms_stage_leave_ended(stage_id(i), now, how, exception, NULL, NULL);
 	}
+}
+
+void ms_py_leave(uint32_t mask)
+{
+	leave_ended(mask, MS_END_RETURNED, NULL);
+}
+
+void ms_py_leave_raised(uint32_t mask, ms_pyobj *type)
+{
+	const char *name = ms_py_type_name(type);
+	if (name && !strcmp(name, "GeneratorExit"))
+		leave_ended(mask, MS_END_RETURNED, NULL); /* close() of a suspended generator: its normal end */
+	else
+		leave_ended(mask, MS_END_RAISED, name);
 }

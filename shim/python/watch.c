@@ -22,6 +22,7 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
+#include "core/config.h"
 #include "core/ms.h"
 #include "intercept/hooks.h"
 #include "python/py.h"
@@ -33,7 +34,7 @@
 static char why[QUAL_MAX + 64] MS_LARGE;
 
 /* Targets, copied at start (asked for once per code object searched). */
-#define MAX_TARGETS 512
+#define MAX_TARGETS (MS_SPEC_MAX_STAGES * MS_SPEC_MAX_TARGETS)
 static const char *t_qual[MAX_TARGETS] MS_LARGE, *t_last[MAX_TARGETS] MS_LARGE;
 static int nt;
 
@@ -161,6 +162,26 @@ static const char *check_rebuilt(ms_pyobj *code, const char *name, char *prefix,
 /* Searches CODE and, depth first, the code objects among its constants.  PREFIX: see above
  * (3.8-3.10 only; "" for the code an event brings: it runs at module level). */
 static void (*each_code)(ms_pyobj *code); /* ms_py_watch_event's EACH, while it searches */
+/* The event's code is the program's own (the main script, a file under the working directory): the
+ * functions a target without a module names there are the program's, which win over an installed
+ * package's (python/targets.c). */
+static int event_user;
+/* Walk the whole tree even after a find: the program's own definitions and the names near a
+ * target that matched nothing yet are noted along (issue 39). */
+static int walk_all;
+static char main_file[QUAL_MAX]; /* the main script's path (cpython.run_file), or "" */
+
+/* What the walk notes about a function: a definition of a target's name in the program's own code,
+ * and a name near an unmatched target's.  QUAL: its qualified name (NULL: not known). */
+static void note(const char *name, const char *qual)
+{
+	if (!qual)
+		return;
+	if (event_user && named(name, 0) && qual_is(qual, 0))
+		ms_py_user_defines(qual);
+	if (ms_py_near_wanted(name))
+		ms_py_near(qual, event_user);
+}
 
 static const char *search(ms_pyobj *code, char *prefix, size_t len, int depth)
 {
@@ -173,22 +194,30 @@ static const char *search(ms_pyobj *code, char *prefix, size_t len, int depth)
 		return NULL;
 	const char *r = NULL;
 	if (ms_py.minor >= 11) {
-		if (named(name, 0) && code_text(code, off_qualname, "co_qualname", qual, sizeof qual) == 0 &&
-		    qual_is(qual, 0)) {
+		int have = (named(name, 0) || walk_all) &&
+			   code_text(code, off_qualname, "co_qualname", qual, sizeof qual) == 0;
+		if (have && walk_all)
+			note(name, qual);
+		if (have && named(name, 0) && qual_is(qual, 0)) {
 			if (!each_code)
-				return found("the function", qual);
-			each_code(code); /* and on: every one of them is wanted */
+				r = found("the function", qual);
+			else
+				each_code(code); /* and on: every one of them is wanted */
 		}
-	} else if (depth > 0 && (r = check_rebuilt(code, name, prefix, len))) {
-		return r;
+	} else if (depth > 0) {
+		r = check_rebuilt(code, name, prefix, len);
+		if (walk_all && len + strlen(name) + 16 <= QUAL_MAX)
+			note(name, prefix); /* check_rebuilt left the rebuilt qualified name there */
 	}
+	if (r && !walk_all)
+		return r;
 	int owned = layout <= 0; /* a new reference */
 	ms_pyobj *consts = owned ? ms_py.GetAttrString(code, "co_consts") : field(code, off_consts);
 	ms_pyssize n = consts ? ms_py.TupleSize(consts) : -1;
 	if (n < 0)
 		ms_py.ErrClear();
 	size_t child_len = 0;
-	for (ms_pyssize i = 0; i < n && !r; i++) {
+	for (ms_pyssize i = 0; i < n && (!r || walk_all); i++) {
 		ms_pyobj *c = ms_py.TupleGetItem(consts, i);
 		if (!c || ms_py_type_of(c) != ms_py.CodeType)
 			continue;
@@ -199,7 +228,8 @@ static const char *search(ms_pyobj *code, char *prefix, size_t len, int depth)
 			memcpy(prefix + child_len, sep, strlen(sep) + 1);
 			child_len += strlen(sep);
 		}
-		r = search(c, prefix, child_len, depth + 1);
+		const char *cr = search(c, prefix, child_len, depth + 1);
+		r = r ? r : cr;
 		if (child_len)
 			prefix[child_len] = '\0';
 	}
@@ -278,6 +308,8 @@ const char *ms_py_watch_start(const char *event, ms_pyobj *args)
 			ms_py.ErrClear();
 		else if (pyc_file(file))
 			return "the main program is compiled code (no exec event to search)";
+		else
+			ms_strlcpy(main_file, file, sizeof main_file);
 	}
 	ms_pyobj *modules = ms_py.GetModuleDict();
 	for (int i = 0; !r && modules && (qual = ms_py_target(i, &module, &mlen, &last)); i++) {
@@ -306,10 +338,14 @@ const char *ms_py_watch_event(const char *event, ms_pyobj *args, void (*each)(ms
 			ms_py.ErrClear();
 			return NULL;
 		}
-		char prefix[QUAL_MAX] = "";
+		char prefix[QUAL_MAX] = "", file[QUAL_MAX];
 		each_code = ms_py.minor >= 11 ? each : NULL;
+		event_user = ms_py_attr_text(code, "co_filename", file, sizeof file) == 0 &&
+			     ((main_file[0] && !strcmp(file, main_file)) || ms_py_user_file(file));
+		walk_all = event_user || ms_py_unmatched_any();
 		const char *r = search(code, prefix, 0, 0);
 		each_code = NULL;
+		event_user = walk_all = 0;
 		return r;
 	}
 	/* 3.8 raises it for every code object unmarshalled too; there exec follows */

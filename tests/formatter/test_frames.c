@@ -11,7 +11,7 @@ static struct mf_site make(json_t **frames, const char *const *names)
 	*frames = json_array();
 	for (; *names; names++)
 		json_array_append_new(*frames, json_string(*names));
-	return (struct mf_site){ 1, 1, *frames, 0, -1, -1, NULL };
+	return (struct mf_site){ 1, 1, *frames, 0, -1, -1, NULL, 0 };
 }
 
 /* Frees the N lines mf_site_lines returned. */
@@ -180,6 +180,59 @@ START_TEST(test_fold_length)
 }
 END_TEST
 
+/* Issue 39: a Trainer run's sites all lead with main's trainer.train() (one call into a framework),
+ * so they lead with the framework's own line that allocated, the user's line under it; sites whose
+ * user's lines differ keep them first.  --by framework groups by that frame. */
+static const char *const trainer_a[] = { "_ZN3c109alloc_cpuEm+0x1f (libc10.so)",
+	"forward (/v/lib/python3.11/site-packages/transformers/activations.py:62)",
+	"_call_impl (/v/lib/python3.11/site-packages/torch/nn/modules/module.py:1773)",
+	"train (/v/lib/python3.11/site-packages/transformers/trainer.py:2325)", "main (/u/hf_trainer.py:77)",
+	"<module> (/u/hf_trainer.py:93)", NULL };
+static const char *const trainer_b[] = { "_ZN3c109alloc_cpuEm+0x1f (libc10.so)",
+	"_init_group (/v/lib/python3.11/site-packages/torch/optim/adam.py:178)",
+	"step (/v/lib/python3.11/site-packages/torch/optim/adam.py:230)", "main (/u/hf_trainer.py:77)",
+	"<module> (/u/hf_trainer.py:93)", NULL };
+static const char *const own_loop[] = { "_ZN3c109alloc_cpuEm+0x1f (libc10.so)",
+	"_init_group (/v/lib/python3.11/site-packages/torch/optim/adam.py:178)", "train_loop (/u/t.py:30)", NULL };
+
+START_TEST(test_framework_line_leads)
+{
+	json_t *fa, *fb, *fc;
+	struct mf_site site[3] = { make(&fa, trainer_a), make(&fb, trainer_b), make(&fc, own_loop) };
+	struct mf_sites s = { .s = site, .n = 2, .named = 2 };
+	mf_sites_lead(&s);
+	ck_assert(site[0].framework_first && site[1].framework_first);
+	char **lines;
+	size_t n = mf_site_lines(&site[0], 0, &lines);
+	ck_assert_uint_eq(n, 5);
+	ck_assert_str_eq(lines[0], "forward (/v/lib/python3.11/site-packages/transformers/activations.py:62)");
+	ck_assert_str_eq(lines[1], "[native: c10::alloc_cpu]");
+	ck_assert_str_eq(lines[2], "[library: _call_impl <- train]");
+	ck_assert_str_eq(lines[3], "main (/u/hf_trainer.py:77)");
+	ck_assert_str_eq(lines[4], "<module> (/u/hf_trainer.py:93)");
+	free_lines(lines, n);
+	char *key = mf_site_key(&site[1], MF_BY_FRAMEWORK, 0);
+	ck_assert_str_eq(key, "_init_group (/v/lib/python3.11/site-packages/torch/optim/adam.py:178)");
+	free(key);
+	key = mf_site_key(&site[1], MF_BY_LINE, 0); /* --by line keeps the user's */
+	ck_assert_str_eq(key, "main (/u/hf_trainer.py:77)");
+	free(key);
+	/* the user's own loop beside it: the user's lines tell the sites apart, they lead */
+	site[0].framework_first = site[1].framework_first = 0;
+	s.n = s.named = 3;
+	mf_sites_lead(&s);
+	ck_assert(!site[0].framework_first && !site[1].framework_first && !site[2].framework_first);
+	n = mf_site_lines(&site[0], 0, &lines);
+	ck_assert_str_eq(lines[0], "main (/u/hf_trainer.py:77)");
+	free_lines(lines, n);
+	/* one site alone says nothing about the others: its user's line leads */
+	s.n = s.named = 1;
+	mf_sites_lead(&s);
+	ck_assert(!site[0].framework_first);
+	json_decref(fa), json_decref(fb), json_decref(fc);
+}
+END_TEST
+
 START_TEST(test_keys)
 {
 	static const char *const native[] = { "run_big+0x1a (libfoo.so)", "main+0x9 (prog)", NULL };
@@ -214,6 +267,7 @@ Suite *frames_suite(void)
 	tcase_add_test(tc, test_interpreter_frames_fold);
 	tcase_add_test(tc, test_fold_length);
 	tcase_add_test(tc, test_keys);
+	tcase_add_test(tc, test_framework_line_leads);
 	suite_add_tcase(s, tc);
 	return s;
 }

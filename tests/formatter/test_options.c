@@ -145,7 +145,7 @@ START_TEST(test_bad_forms)
 	REFUSED("f.json --depth", "missing value for: --depth");
 	REFUSED("--sites --depth 0 f.json", "bad --depth", ": 0");
 	REFUSED("--sites --top 1001 f.json", "bad --top", ": 1001");
-	REFUSED("--sites --by module f.json", "bad --by (want line, function or file)", ": module");
+	REFUSED("--sites --by module f.json", "bad --by (want line, function, file or framework)", ": module");
 	REFUSED("--flame x.svg --by line f.json", "--by only applies to --sites, not to --flame");
 	REFUSED("--native f.json", "--native only applies to --sites");
 	REFUSED("--plot x.svg --size 100x300 f.json", "bad size", ": 100x300");

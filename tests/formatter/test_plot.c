@@ -165,6 +165,43 @@ START_TEST(test_merge_one_stage)
 }
 END_TEST
 
+/* Issue 39: the implicit init ends at the instant the Trainer's init begins (the engine's hand-over):
+ * one "init" bar, not two side by side; calls of a stage back to back (a clock reading apart) stay
+ * two, and so does a stage that begins again later. */
+START_TEST(test_handover_is_one_bar)
+{
+	static const char doc[] =
+		"{\"format\": \"memshim-metrics\", \"version\": 1, \"pid\": 7, \"metrics\": {}, \"elapsed\": 10.0,"
+		" \"stages\": [{\"name\": \"init\"}, {\"name\": \"step\"}],"
+		" \"timeline\": {\"series\": [], \"events_dropped\": 0, \"events\": ["
+		"{\"t\": 0.0, \"stage\": \"init\", \"kind\": \"begin\"}, {\"t\": 2.5, \"stage\": \"init\", \"kind\": \"end\"},"
+		"{\"t\": 2.5, \"stage\": \"init\", \"kind\": \"begin\"}, {\"t\": 3.0, \"stage\": \"init\", \"kind\": \"end\"},"
+		"{\"t\": 3.0001, \"stage\": \"step\", \"kind\": \"begin\"}, {\"t\": 4.0, \"stage\": \"step\", \"kind\": \"end\"},"
+		"{\"t\": 4.000001, \"stage\": \"step\", \"kind\": \"begin\"}, {\"t\": 5.0, \"stage\": \"step\", \"kind\": \"end\"},"
+		"{\"t\": 8.0, \"stage\": \"init\", \"kind\": \"begin\"}, {\"t\": 9.0, \"stage\": \"init\", \"kind\": \"end\"}]}}";
+	json_error_t e;
+	json_t *root = json_loads(doc, 0, &e);
+	ck_assert_msg(root != NULL, "%s", e.text);
+	struct mf_file f;
+	ck_assert_int_eq(mf_load_json("handover.json", root, &f, stderr), 0);
+	struct mf_panel p;
+	mf_panel_build(&f, 0, &p);
+	int inits = 0, steps = 0;
+	for (size_t i = 0; i < p.nb; i++) {
+		if (!strcmp(p.b[i].stage, "init")) {
+			inits++;
+			ck_assert(inits == 1 ? p.b[i].t0 == 0.0 && p.b[i].t1 == 3.0 : p.b[i].t0 == 8.0);
+			ck_assert_int_eq(p.b[i].calls, 1);
+		}
+		steps += !strcmp(p.b[i].stage, "step");
+	}
+	ck_assert_int_eq(inits, 2);
+	ck_assert_int_eq(steps, 2);
+	mf_panel_free(&p);
+	mf_file_free(&f);
+}
+END_TEST
+
 START_TEST(test_shorten)
 {
 	char *s = mf_shorten("/usr/bin/python3 -m torch.distributed.run train.py", 20);
@@ -194,6 +231,7 @@ Suite *plot_suite(void)
 	tcase_add_test(tc, test_rows_capped);
 	tcase_add_test(tc, test_merge_tiny_calls);
 	tcase_add_test(tc, test_merge_one_stage);
+	tcase_add_test(tc, test_handover_is_one_bar);
 	tcase_add_test(tc, test_shorten);
 	suite_add_tcase(s, tc);
 	return s;

@@ -4,6 +4,7 @@
 #include "svg.h"
 #include "plot/plot.h"
 
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -54,6 +55,16 @@ START_TEST(test_svg_cpu)
 	char *args[] = { "cpu.json", NULL }, *path = plot("cpu.svg", args);
 	struct t_svg s;
 	t_svg_load_ok(path, &s);
+	/* issue 39: every word is a <text> element, none a glyph outline */
+	ck_assert_msg(!s.has_glyphs, "text drawn as glyph outlines");
+	ck_assert_uint_gt(s.ntext_elements, 10);
+	ck_assert_uint_eq(s.ntext_elements, s.ntexts);
+	/* issue 39: nothing is filled in the CPU line's blue (the area under it is grey), which read as
+	 * the first stage's tint (init) where no stage runs */
+	struct mf_rgb blue = mf_series_colour(-1);
+	for (size_t i = 0; i < s.nboxes; i++)
+		ck_assert_msg(!(fabs(s.boxes[i].r - blue.r) < 0.01 && fabs(s.boxes[i].g - blue.g) < 0.01 &&
+				fabs(s.boxes[i].b - blue.b) < 0.01), "a fill in the CPU line's colour");
 	has_line(&s, -1, 10);
 	const char *stages[] = { "init", "train", "eval", "test" };
 	for (int i = 0; i < 4; i++)

@@ -414,6 +414,37 @@ START_TEST(cxx_exception_through_a_stage_is_caught_as_before)
 }
 END_TEST
 
+/* How each call of STAGE ended (its history's "ended"), joined: "returned unwound returned". */
+static const char *ended_calls(json_t *m, const char *stage)
+{
+	static char text[256];
+	size_t i, n = 0;
+	json_t *h;
+	text[0] = '\0';
+	json_array_foreach(json_object_get(stage_of(m, stage), "history"), i, h) {
+		const char *e = json_string_value(json_object_get(h, "ended"));
+		n += (size_t)snprintf(text + n, sizeof text - n, "%s%s", n ? " " : "", e ? e : "?");
+		if (n >= sizeof text)
+			break;
+	}
+	return text;
+}
+
+/* Issue 39: a call a C++ exception unwound is "unwound", one a longjmp jumped over "jumped", each
+ * counted: what they kept is not the function's own leak. */
+START_TEST(how_native_calls_ended)
+{
+	json_t *m = run_fixture("native/ncxx", "train=ns::Trainer::train", "3", NULL, NULL);
+	ck_assert_str_eq(ended_calls(m, "train"), "returned unwound returned");
+	ck_assert_int_eq(json_integer_value(json_object_get(json_object_get(stage_of(m, "train"), "calls_ended"), "unwound")), 1);
+	json_decref(m);
+	m = run_fixture("native/nstages", "j=jumper", "longjmp", "2", NULL);
+	ck_assert_str_eq(ended_calls(m, "j"), "jumped jumped");
+	ck_assert_str_eq(json_string_value(json_object_get(stage_of(m, "j"), "ended")), "jumped");
+	json_decref(m);
+}
+END_TEST
+
 /* One template instance named with its arguments: that instance only. */
 START_TEST(a_template_instance_by_its_arguments)
 {
@@ -579,6 +610,7 @@ int main(void)
 	tcase_add_test(tc, stress_signals_threads_longjmp_fork);
 	tcase_add_test(tc, backtrace_still_reaches_main);
 	tcase_add_loop_test(tc, cxx_exception_through_a_stage_is_caught_as_before, 0, 2);
+	tcase_add_test(tc, how_native_calls_ended);
 	tcase_add_test(tc, a_template_instance_by_its_arguments);
 	tcase_add_test(tc, two_stages_on_one_function_warn);
 	tcase_add_test(tc, threads_throwing_through_a_stage_at_once);

@@ -87,3 +87,46 @@ def test_metrics_inside_a_stage_adds_little_to_it(tmp_path):
     seen = json.loads(r.stdout)
     assert seen["whole"] > 500000 and seen["s0_calls"] == 50 and seen["keys"] > 60
     assert seen["peaked"] < MIB // 2 and abs(seen["alloc"]) < 64 * 1024, seen
+
+
+def run_code(tmp_path, code, python=None):
+    env = {k: v for k, v in os.environ.items() if not k.startswith("MEMSHIM_") and k != "LD_PRELOAD"}
+    env.update(PYTHONPATH=os.path.join(ROOT, "python"), MEMSHIM_OUTPUT=str(tmp_path / "m.json"), LD_PRELOAD=LIB)
+    return subprocess.run([python or PYTHONS[-1], "-c", code], cwd=str(tmp_path), env=env, stdout=subprocess.PIPE,
+                          stderr=subprocess.PIPE, universal_newlines=True, timeout=120)
+
+
+@pytest.mark.parametrize("python", PYTHONS, ids=lambda p: p.split("/")[-3])
+def test_a_call_an_exception_ended_is_marked(tmp_path, python):
+    """Issue 39: the decorator's and the block's calls an exception left are "raised", with the
+    type's name; a generator's end, close() and a coroutine's return are not."""
+    if not os.path.exists(python):
+        pytest.skip("no " + python)
+    seen = run(tmp_path, python, preload=True)
+    assert seen.pop("active") is True
+    stages = {s["name"]: s for s in json.load(open(str(tmp_path / "m.json")))["stages"]}
+    assert stages["coro_raises"]["calls_ended"]["raised"] == 1
+    assert stages["coro_raises"]["exceptions"] == ["KeyError"]
+    for name in ("plain", "coro", "gen", "gen_closed", "agen", "agen_closed"):
+        assert stages[name]["calls_ended"]["raised"] == 0, name
+    # gen_thrown: the ValueError thrown in is handled inside, so its stretch returns
+    assert stages["gen_thrown"]["calls_ended"]["raised"] == 0
+    r = run_code(tmp_path, "import memshim\ntry:\n    with memshim.stage('epoch'):\n        raise KeyboardInterrupt\n"
+                           "except KeyboardInterrupt:\n    pass\nmemshim.begin('x'); memshim.end('x', exception=OSError)\n",
+                 python)
+    assert r.returncode == 0, r.stderr
+    stages = {s["name"]: s for s in json.load(open(str(tmp_path / "m.json")))["stages"]}
+    assert stages["epoch"]["ended"] == "raised" and stages["epoch"]["exception"] == "KeyboardInterrupt"
+    assert stages["x"]["exception"] == "OSError"
+
+
+def test_the_65th_stage_name_raises(tmp_path):
+    """Issue 39: a stage that cannot be opened (the process has 64 names: init and 63 of the
+    program's) raises ValueError naming the limit, instead of measuring nothing."""
+    r = run_code(tmp_path, "import memshim\nfor i in range(63):\n    with memshim.stage('s%d' % i):\n        pass\n"
+                           "try:\n    with memshim.stage('one_more'):\n        print('ran')\n"
+                           "except ValueError as e:\n    print('ValueError:', e)\n")
+    assert r.returncode == 0, r.stderr
+    assert "ran" not in r.stdout and "ValueError: memshim stage 'one_more' not opened" in r.stdout, r.stdout
+    assert "at most 64 stage names" in r.stdout
+    assert r.stderr.count("memshim:") == 1 and "at most 64 stage names" in r.stderr, r.stderr

@@ -192,6 +192,18 @@ def test_without_the_option_nothing_happens(tmp_path):
     assert "MEMSHIM_DISABLE is set: nothing measured, no budget enforced" in r.stdout
 
 
+def test_disable_reads_as_the_library(monkeypatch):
+    """MEMSHIM_DISABLE's words are the library's, one rule for every boolean setting (issue 39):
+    no and off do not disable, yes and on do."""
+    from memshim.pytest_plugin import _disabled
+    for value, disabled in (("1", True), ("yes", True), ("ON", True), ("True", True), ("0", False),
+                            ("no", False), ("off", False), ("FALSE", False), ("maybe", False), ("", False)):
+        monkeypatch.setenv("MEMSHIM_DISABLE", value)
+        assert _disabled() is disabled, value
+    monkeypatch.delenv("MEMSHIM_DISABLE")
+    assert _disabled() is False
+
+
 def test_parse_size():
     assert parse_size("20MB") == 20 << 20 and parse_size("1.5 GiB") == 3 << 29 and parse_size("512k") == 512 << 10
     assert parse_size(1234) == 1234 and parse_size("1234") == 1234 and parse_size("2T") == 2 << 40

@@ -331,6 +331,50 @@ START_TEST(exits_by_exception)
 }
 END_TEST
 
+/* How each call ended (issue 39): Ctrl-C inside a stage and a ValueError are "raised" with their
+ * type names, per call and counted; a generator's close() is its normal end; the explicit API's
+ * stage says the same. */
+START_TEST(calls_ended_by_exceptions)
+{
+	const char *py = python_or_skip(_i);
+	if (!py)
+		return;
+	struct run r;
+	char pp[PATH_MAX + 16];
+	snprintf(pp, sizeof pp, "PYTHONPATH=%s", scripts);
+	const char *env[] = { pp, NULL };
+	run_fixture_ok(&r, py, "interrupted.py", "epoch=epoch,gen=numbers", env);
+	expect_out(&r, "ok");
+	json_t *s = stage_entry(&r, "epoch");
+	json_t *hist = json_object_get(s, "history");
+	const char *want[] = { "returned", "returned", "raised", "returned", "raised" };
+	const char *exc[] = { NULL, NULL, "KeyboardInterrupt", NULL, "ValueError" };
+	ck_assert_int_eq((int)json_array_size(hist), 5);
+	for (int i = 0; i < 5; i++) {
+		json_t *h = json_array_get(hist, (size_t)i);
+		const char *e = json_string_value(json_object_get(h, "exception"));
+		const char *how = json_string_value(json_object_get(h, "ended"));
+		ck_assert_msg(how && !strcmp(how, want[i]), "%s: call %d ended %s", py, i + 1, how ? how : "(not said)");
+		ck_assert_msg(exc[i] ? e && !strcmp(e, exc[i]) : !e, "%s: call %d exception %s", py, i + 1, e ? e : "none");
+	}
+	/* the traceback the handler keeps holds the interrupted call's block: it reads as kept */
+	ck_assert_int_ge(json_integer_value(json_object_get(json_array_get(hist, 2), "cpu_alloc_delta")), 8 << 20);
+	json_t *ended = json_object_get(s, "calls_ended");
+	ck_assert_int_eq(json_integer_value(json_object_get(ended, "returned")), 3);
+	ck_assert_int_eq(json_integer_value(json_object_get(ended, "raised")), 2);
+	ck_assert_int_eq((int)json_array_size(json_object_get(s, "exceptions")), 2);
+	ck_assert_pstr_eq(json_string_value(json_object_get(s, "ended")), "raised");
+	ck_assert_pstr_eq(json_string_value(json_object_get(s, "exception")), "ValueError");
+	json_t *g = json_object_get(stage_entry(&r, "gen"), "calls_ended");
+	ck_assert_msg(json_integer_value(json_object_get(g, "raised")) == 0 &&
+		      json_integer_value(json_object_get(g, "returned")) == 2, "%s: a closed generator raised", py);
+	json_t *api = stage_entry(&r, "api");
+	ck_assert_int_eq(json_integer_value(json_object_get(json_object_get(api, "calls_ended"), "raised")), 1);
+	ck_assert_pstr_eq(json_string_value(json_array_get(json_object_get(api, "exceptions"), 0)), "KeyboardInterrupt");
+	run_done(&r);
+}
+END_TEST
+
 /* A matched generator that drops its argument frees it inside the stage: naming the code object
  * (3.8-3.10 look at the frame's first argument) must not keep the arguments alive. */
 START_TEST(argument_dropped_in_stage)
@@ -705,6 +749,70 @@ START_TEST(torch_sites_lead_with_the_script)
 	ck_assert_msg(f.status == 0 && line && eol && line < eol, "%s: the first site is not the script's line:\n%s%s",
 		      py, f.out, f.err);
 	run_done(&f);
+	run_done(&r);
+}
+END_TEST
+
+/* Issue 39: a bare target names the program's own function and an installed package's (as
+ * eval=evaluate named sympy's evaluate, which torch imports): the program's wins, the package's
+ * calls open no stage (counted as passed over), and the exit line says which won.  The program's
+ * function may come late, from a module under the working directory: the package's calls before
+ * it are kept, those after passed over. */
+START_TEST(the_programs_own_function_wins)
+{
+	const char *py = python_or_skip(_i);
+	if (!py)
+		return;
+	struct run r;
+	char pp[2 * PATH_MAX + 32];
+	snprintf(pp, sizeof pp, "PYTHONPATH=%s/site-packages:%s", fixtures, fixtures);
+	const char *env[] = { pp, NULL };
+	run_fixture_ok(&r, py, "own_wins.py", "eval=evaluate,t=train", env);
+	expect_out(&r, "own wins ok");
+	expect_stage(&r, "eval", 1, 3); /* the program's evaluate, not the package's 7 MiB */
+	expect_one_warning(&r, "eval=evaluate ran pkg_eval:evaluate (0 calls, 2 passed over), __main__:evaluate (1 call); "
+			       "the program's own function won");
+	json_t *m = json_object_get(stage_entry(&r, "eval"), "matched_functions"), *e;
+	size_t i;
+	int seen = 0;
+	json_array_foreach(m, i, e) {
+		const char *fn = json_string_value(json_object_get(e, "function"));
+		if (fn && !strcmp(fn, "pkg_eval:evaluate")) {
+			ck_assert(json_is_false(json_object_get(e, "user")));
+			ck_assert_int_eq(json_integer_value(json_object_get(e, "passed_over")), 2);
+			seen |= 1;
+		} else if (fn && !strcmp(fn, "__main__:evaluate")) {
+			ck_assert(json_is_true(json_object_get(e, "user")));
+			seen |= 2;
+		}
+	}
+	ck_assert_msg(seen == 3, "%s: matched_functions: %s", py, json_dumps(m, JSON_COMPACT));
+	run_done(&r);
+	run_fixture_ok(&r, py, "own_wins_late.py", "prep=prepare_batch,t=train", env);
+	expect_out(&r, "late own wins ok");
+	expect_stage(&r, "prep", 2, 2); /* the package's first call, then the program's */
+	expect_one_warning(&r, "prep=prepare_batch ran pkg_prep:prepare_batch (1 call, 2 passed over), "
+			       "ownmod_late:prepare_batch (1 call)");
+	run_done(&r);
+}
+END_TEST
+
+/* Issue 39: a target that matched nothing is named with the nearest name of a function the program
+ * has, as an unknown MEMSHIM_ setting is with the nearest setting's. */
+START_TEST(a_typo_gets_did_you_mean)
+{
+	const char *py = python_or_skip(_i);
+	if (!py)
+		return;
+	struct run r;
+	run_fixture_ok(&r, py, "typo.py", "data=load_dat,fit=Trainer.trian,t=Trainer.train,x=qqqqqq", NULL);
+	expect_out(&r, "typo ok");
+	expect_one_warning(&r, "matched no function that ran: data=load_dat (did you mean load_data?), "
+			       "fit=Trainer.trian (did you mean Trainer.train?), x=qqqqqq\n");
+	json_t *u = json_object_get(r.root, "unmatched_targets");
+	ck_assert_int_eq((int)json_array_size(u), 3);
+	ck_assert_pstr_eq(json_string_value(json_object_get(json_array_get(u, 0), "did_you_mean")), "load_data");
+	ck_assert_ptr_null(json_object_get(json_array_get(u, 2), "did_you_mean"));
 	run_done(&r);
 }
 END_TEST
@@ -1430,6 +1538,7 @@ static Suite *suite(void)
 	tcase_add_loop_test(tc, sys_exit_in_stage, 0, NPY);
 	tcase_add_loop_test(tc, coroutines, 0, NPY);
 	tcase_add_loop_test(tc, exits_by_exception, 0, NPY);
+	tcase_add_loop_test(tc, calls_ended_by_exceptions, 0, NPY);
 	tcase_add_loop_test(tc, argument_dropped_in_stage, 0, NPY);
 	tcase_add_loop_test(tc, locals_released_at_return, 0, NPY);
 	tcase_add_loop_test(tc, run_module_and_command, 0, NPY);
@@ -1442,6 +1551,8 @@ static Suite *suite(void)
 	tcase_add_loop_test(tc, unmatched_targets, 0, NPY);
 	tcase_add_loop_test(tc, stage_before_trainer_init, 0, NPY);
 	tcase_add_loop_test(tc, target_matched_several_functions, 0, NPY);
+	tcase_add_loop_test(tc, the_programs_own_function_wins, 0, NPY);
+	tcase_add_loop_test(tc, a_typo_gets_did_you_mean, 0, NPY);
 	tcase_add_loop_test(tc, lazy_install, 0, NPY);
 	tcase_add_loop_test(tc, no_target_no_hook, 0, NPY);
 	tcase_add_loop_test(tc, defined_before_start, 0, NPY);

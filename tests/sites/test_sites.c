@@ -1046,8 +1046,9 @@ START_TEST(bad_exact_stage_falls_back_to_sampled)
 	for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
 		const char *env[] = { bad[i], NULL };
 		json_t *root = run_fixture("shares", env);
-		const char *w = strstr(r.err, "is not valid; using \"1\"");
-		ck_assert_msg(w && strstr(r.err, "memshim: MEMSHIM_SITES=") && !strstr(w, "memshim:"), "%s: %s", bad[i], r.err);
+		const char *w = strstr(r.err, "); using \"1\"");
+		ck_assert_msg(w && strstr(r.err, "memshim: MEMSHIM_SITES=") && strstr(r.err, "is not valid (exact: ") &&
+			      !strstr(w, "memshim:"), "%s: %s", bad[i], r.err);
 		json_t *sites = json_object_get(root, "sites");
 		ck_assert_str_eq(json_string_value(json_object_get(sites, "mode")), "sampled");
 		ck_assert_ptr_null(json_object_get(sites, "exact_stages"));

@@ -212,6 +212,121 @@ START_TEST(exact_stages_setting)
 }
 END_TEST
 
+/* Issue 39: every bad value's warning says what the setting takes: the range and unit, the
+ * minimum, the limit of a list. */
+START_TEST(warnings_say_what_is_valid)
+{
+	static const struct { const char *name, *value, *says[3]; } cases[] = {
+		{ "MEMSHIM_SITES_RATE", "0", { "under the minimum of 1 byte", "from 1 to 2^40 (1 TiB)", "512K" } },
+		{ "MEMSHIM_SITES_RATE", "2T", { "over the maximum of 2^40 bytes", "K, M, G or T", NULL } },
+		{ "MEMSHIM_SNAPSHOT_INTERVAL", "0.001", { "under the minimum of 0.01 seconds", "auto", "off" } },
+		{ "MEMSHIM_SNAPSHOT_INTERVAL", "1e9", { "from 0.01 to 31536000", NULL, NULL } },
+		{ "MEMSHIM_SITES", "exact:a,b,c,d,e,f,g,h,i", { "more than 8 stage names", "at most 8 stages", NULL } },
+		{ "MEMSHIM_SITES", "exact:tr-ain", { "not a stage name", "[A-Za-z0-9_]+", NULL } },
+		{ "MEMSHIM_DISABLE", "maybe", { "1, true, yes, on or 0, false, no, off", NULL, NULL } },
+		{ "MEMSHIM_LOG", "loud", { "quiet, warn or debug", NULL, NULL } },
+	};
+	for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+		nenv = 0;
+		set(cases[i].name, cases[i].value);
+		ck_assert_msg(load_capturing(&cfg) == 1, "%s=%s: one warning: %s", cases[i].name, cases[i].value, captured);
+		for (int k = 0; k < 3 && cases[i].says[k]; k++)
+			ck_assert_msg(strstr(captured, cases[i].says[k]), "%s=%s: no \"%s\" in %s", cases[i].name,
+				      cases[i].value, cases[i].says[k], captured);
+	}
+}
+END_TEST
+
+/* One rule for every boolean: the same words on and off, whatever the setting (issue 39). */
+START_TEST(one_rule_for_every_boolean)
+{
+	static const char *const yes[] = { "1", "yes", "YES", "on", "True" }, *const no[] = { "0", "no", "Off", "false" };
+	for (size_t i = 0; i < sizeof yes / sizeof *yes; i++) {
+		nenv = 0;
+		set("MEMSHIM_DISABLE", yes[i]);
+		set("MEMSHIM_TIMELINE", yes[i]);
+		set("MEMSHIM_FOLLOW_CHILDREN", yes[i]);
+		set("MEMSHIM_LIVE", yes[i]);
+		set("MEMSHIM_NATIVE_PLT", yes[i]);
+		set("MEMSHIM_SITES", yes[i]);
+		set("MEMSHIM_SNAPSHOT_INTERVAL", yes[i]);
+		ck_assert_msg(load_capturing(&cfg) == 0, "%s: %s", yes[i], captured);
+		ck_assert(cfg.disabled == 1 && cfg.timeline == 1 && cfg.follow_children == 1 && cfg.live == 1 &&
+			  cfg.native_plt == 1 && cfg.sites == MS_SITES_SAMPLED);
+		/* a number is seconds ("1"); a yes word is the default policy */
+		ck_assert(cfg.snapshot_interval == (yes[i][0] == '1' ? 1.0 : MS_SNAPSHOT_AUTO));
+	}
+	for (size_t i = 0; i < sizeof no / sizeof *no; i++) {
+		nenv = 0;
+		set("MEMSHIM_DISABLE", no[i]);
+		set("MEMSHIM_TIMELINE", no[i]);
+		set("MEMSHIM_FOLLOW_CHILDREN", no[i]);
+		set("MEMSHIM_LIVE", no[i]);
+		set("MEMSHIM_NATIVE_PLT", no[i]);
+		set("MEMSHIM_SITES", no[i]);
+		set("MEMSHIM_SNAPSHOT_INTERVAL", no[i]);
+		ck_assert_msg(load_capturing(&cfg) == 0, "%s: %s", no[i], captured);
+		ck_assert(cfg.disabled == 0 && cfg.timeline == 0 && cfg.follow_children == 0 && cfg.live == 0 &&
+			  cfg.native_plt == 0 && cfg.sites == MS_SITES_OFF && cfg.snapshot_interval == 0);
+	}
+}
+END_TEST
+
+/* MEMSHIM_STAGES="," holds no entry: one warning (set empty, it means no stages, silently). */
+START_TEST(stages_without_an_entry_warn)
+{
+	nenv = 0;
+	set("MEMSHIM_STAGES", ",");
+	ck_assert_int_eq(load_capturing(&cfg), 1);
+	ck_assert(strstr(captured, "MEMSHIM_STAGES=\",\" holds no stage=target entry") != NULL);
+	ck_assert_int_eq(cfg.spec.nstages, 0);
+	ck_assert(!cfg.spec.is_default);
+	nenv = 0;
+	set("MEMSHIM_STAGES", " , ,");
+	ck_assert_int_eq(load_capturing(&cfg), 1);
+	nenv = 0;
+	set("MEMSHIM_STAGES", "");
+	ck_assert_int_eq(load_capturing(&cfg), 0);
+	nenv = 0;
+	set("MEMSHIM_STAGES", "train=f,");
+	ck_assert_int_eq(load_capturing(&cfg), 0);
+	ck_assert_int_eq(cfg.spec.nstages, 1);
+}
+END_TEST
+
+/* A value past the limits (stages, bytes of targets) gets one warning naming the limit and the
+ * first entry left out, not one per entry (issue 39); what fits is kept. */
+START_TEST(an_over_long_spec_warns_once)
+{
+	static char spec[80000];
+	size_t n = 0;
+	for (int i = 0; i < 40; i++)
+		n += (size_t)snprintf(spec + n, sizeof spec - n, "s%d=f%d,", i, i);
+	nenv = 0;
+	set("MEMSHIM_STAGES", spec);
+	ck_assert_int_eq(load_capturing(&cfg), 1);
+	ck_assert(strstr(captured, "more than " MS_STR(MS_SPEC_MAX_STAGES) " stages") != NULL);
+	ck_assert(strstr(captured, "8 entries from \"s32=f32\" on ignored") != NULL);
+	ck_assert_int_eq(cfg.spec.nstages, MS_SPEC_MAX_STAGES);
+	n = 0;
+	for (int i = 0; n < sizeof spec - 3000; i++)
+		n += (size_t)snprintf(spec + n, sizeof spec - n, "s%d=%0*d,", i % 20, 2000, i);
+	nenv = 0;
+	set("MEMSHIM_STAGES", spec);
+	ck_assert_msg(load_capturing(&cfg) == 1, "%s", captured);
+	ck_assert(strstr(captured, "MEMSHIM_STAGES is too long: its targets take at most " MS_STR(MS_SPEC_POOL) " bytes") != NULL);
+	ck_assert_int_eq(cfg.spec.nstages, 16); /* 16 targets of 2000 bytes fit in 32 KiB */
+	/* a stage's targets past its limit: that entry's warning says the limit */
+	n = (size_t)snprintf(spec, sizeof spec, "t=f0");
+	for (int i = 1; i <= MS_SPEC_MAX_TARGETS; i++)
+		n += (size_t)snprintf(spec + n, sizeof spec - n, "|f%d", i);
+	nenv = 0;
+	set("MEMSHIM_STAGES", spec);
+	ck_assert_int_eq(load_capturing(&cfg), 1);
+	ck_assert(strstr(captured, "a stage takes at most " MS_STR(MS_SPEC_MAX_TARGETS)) != NULL);
+}
+END_TEST
+
 START_TEST(quiet_silences_warnings)
 {
 	nenv = 0;
@@ -250,6 +365,10 @@ int main(void)
 	tcase_add_test(tc, snapshot_interval_auto_off_and_seconds);
 	tcase_add_test(tc, sites_settings);
 	tcase_add_test(tc, exact_stages_setting);
+	tcase_add_test(tc, warnings_say_what_is_valid);
+	tcase_add_test(tc, one_rule_for_every_boolean);
+	tcase_add_test(tc, stages_without_an_entry_warn);
+	tcase_add_test(tc, an_over_long_spec_warns_once);
 	tcase_add_test(tc, quiet_silences_warnings);
 	tcase_add_test(tc, long_specs_are_bounded);
 	suite_add_tcase(s, tc);

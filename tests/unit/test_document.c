@@ -161,6 +161,41 @@ START_TEST(stage_numbers)
 }
 END_TEST
 
+/* How calls ended: the last finished call's way and exception, the counts, the names, per call. */
+START_TEST(calls_ended)
+{
+	fill_state();
+	struct ms_stage *t = &st.stage[0];
+	t->calls = 2;
+	t->history[1] = t->history[0];
+	t->history[0].ended = MS_END_RAISED;
+	t->history[0].exception = 1;
+	t->history[1].ended = MS_END_UNWOUND;
+	t->last.ended = MS_END_UNWOUND;
+	t->ended[MS_END_RAISED] = 1;
+	t->ended[MS_END_UNWOUND] = 1;
+	t->exceptions = 1;
+	st.nexc = 1;
+	strcpy(st.exc_names[0], "KeyboardInterrupt");
+	json_t *root = written();
+	expect_str(root, "stages/1/ended", "unwound");
+	ck_assert_ptr_null(at(root, "stages/1/exception"));
+	expect_int(root, "stages/1/calls_ended/returned", 0);
+	expect_int(root, "stages/1/calls_ended/raised", 1);
+	expect_int(root, "stages/1/calls_ended/unwound", 1);
+	expect_int(root, "stages/1/calls_ended/jumped", 0);
+	expect_int(root, "stages/1/calls_ended/open_at_exit", 0);
+	expect_str(root, "stages/1/exceptions/0", "KeyboardInterrupt");
+	expect_str(root, "stages/1/history/0/ended", "raised");
+	expect_str(root, "stages/1/history/0/exception", "KeyboardInterrupt");
+	expect_str(root, "stages/1/history/1/ended", "unwound");
+	ck_assert_ptr_null(at(root, "stages/1/history/1/exception"));
+	ck_assert_ptr_null(at(root, "stages/0/ended")); /* open, no finished call */
+	ck_assert_ptr_null(at(root, "stages/0/exceptions"));
+	json_decref(root);
+}
+END_TEST
+
 /* No GPU: no GPU key anywhere. */
 START_TEST(cpu_only)
 {
@@ -219,7 +254,8 @@ END_TEST
 
 static void unmatched(ms_doc_target_fn fn, void *ctx)
 {
-	fn(ctx, "train", "mod:Nope.train");
+	fn(ctx, "train", "mod:Nope.train", NULL);
+	fn(ctx, "data", "load_dat", "load_data"); /* a name near it exists (issue 39) */
 }
 
 static void sites_summary(struct ms_json *jw)
@@ -249,6 +285,8 @@ START_TEST(child_timeline_and_layers)
 	expect_int(root, "metrics/before_init_mem_cpu", 200);
 	expect_int(root, "process/inherited/cpu", 800);
 	expect_str(root, "unmatched_targets/0/target", "mod:Nope.train");
+	ck_assert_ptr_null(at(root, "unmatched_targets/0/did_you_mean"));
+	expect_str(root, "unmatched_targets/1/did_you_mean", "load_data");
 	expect_int(root, "sites/rate", 7);
 	expect_str(root, "timeline/series/1/component", "gpu");
 	expect_int(root, "timeline/series/1/device", 1);
@@ -303,6 +341,7 @@ int main(void)
 	TCase *tc = tcase_create("layout");
 	tcase_add_test(tc, identity_and_order);
 	tcase_add_test(tc, stage_numbers);
+	tcase_add_test(tc, calls_ended);
 	tcase_add_test(tc, cpu_only);
 	tcase_add_test(tc, shared_memory);
 	tcase_add_test(tc, child_timeline_and_layers);

@@ -1,6 +1,7 @@
 /* The stage engine: nesting, overlap, repeats, recursion, implicit init, threads. */
 #include <check.h>
 #include <pthread.h>
+#include <stdio.h>
 #include <string.h>
 #include "suite.h"
 #include "core/stages.h"
@@ -190,6 +191,79 @@ START_TEST(close_all_marks_closed_at_exit)
 }
 END_TEST
 
+/* How each call ended: the leave that closes the call says it (an exception caught inside a
+ * recursion is not the call's end), counted per stage, kept per call, exception names interned. */
+START_TEST(calls_keep_how_they_ended)
+{
+	reset();
+	int s = ms_stage_id("epoch"), t = ms_stage_id("train");
+	ms_stage_enter(t, 0);
+	ms_stage_enter(s, 1);
+	ck_assert_int_eq(ms_stage_leave_ended(s, 2, MS_END_RAISED, "KeyboardInterrupt", NULL, NULL), 1);
+	ms_stage_enter(s, 3); /* recursion: the inner call raises, the outer one returns */
+	ms_stage_enter(s, 4);
+	ck_assert_int_eq(ms_stage_leave_ended(s, 5, MS_END_RAISED, "ValueError", NULL, NULL), 0);
+	ms_stage_leave(s, 6);
+	ms_stage_enter(s, 7);
+	ms_stage_leave_ended(s, 8, MS_END_UNWOUND, NULL, NULL, NULL);
+	ms_stage_enter(s, 9);
+	struct ms_span closed;
+	ms_stage_leave_ended(s, 10, MS_END_RAISED, "KeyboardInterrupt", &closed, NULL);
+	ck_assert_int_eq(closed.ended, MS_END_RAISED);
+	ms_stage_enter(s, 11);
+	ms_stage_leave_ended(s, 12, MS_END_JUMPED, NULL, NULL, NULL);
+	ms_stage_enter(s, 13);
+	ms_stages_close_all(14);
+	const struct ms_stage *e = &ms_st.stage[s];
+	ck_assert_int_eq(e->calls, 6);
+	ck_assert_int_eq(e->ended[MS_END_RETURNED], 1);
+	ck_assert_int_eq(e->ended[MS_END_RAISED], 2);
+	ck_assert_int_eq(e->ended[MS_END_UNWOUND], 1);
+	ck_assert_int_eq(e->ended[MS_END_JUMPED], 1);
+	ck_assert_int_eq(e->ended[MS_END_AT_EXIT], 1);
+	const int want[] = { MS_END_RAISED, MS_END_RETURNED, MS_END_UNWOUND, MS_END_RAISED, MS_END_JUMPED, MS_END_AT_EXIT };
+	for (int i = 0; i < 6; i++)
+		ck_assert_int_eq(e->history[i].ended, want[i]);
+	/* one name, interned once: ValueError ended no call */
+	ck_assert_int_eq(ms_st.nexc, 1);
+	ck_assert_str_eq(ms_st.exc_names[0], "KeyboardInterrupt");
+	ck_assert_int_eq(e->history[0].exception, 1);
+	ck_assert_int_eq(e->history[3].exception, 1);
+	ck_assert_int_eq(e->history[2].exception, 0);
+	ck_assert_uint_eq(e->exceptions, 1);
+	ck_assert_int_eq(e->last.ended, MS_END_AT_EXIT);
+	ck_assert_int_eq(ms_st.stage[t].last.ended, MS_END_AT_EXIT);
+	ck_assert_str_eq(ms_end_name(MS_END_AT_EXIT), "open_at_exit");
+}
+END_TEST
+
+/* A name from the API may be anything: kept as printable ASCII, cut whole. */
+START_TEST(exception_names_are_printable_and_cut)
+{
+	reset();
+	int s = ms_stage_id("s");
+	char longname[100];
+	memset(longname, 'E', sizeof longname - 1);
+	longname[sizeof longname - 1] = '\0';
+	longname[3] = '\n';
+	longname[4] = (char)0xc3;
+	ms_stage_enter(s, 0);
+	ms_stage_leave_ended(s, 1, MS_END_RAISED, longname, NULL, NULL);
+	ck_assert_int_eq((int)strlen(ms_st.exc_names[0]), MS_EXC_NAME_MAX - 1);
+	ck_assert_int_eq(ms_st.exc_names[0][3], '?');
+	ck_assert_int_eq(ms_st.exc_names[0][4], '?');
+	for (int i = 0; i < MS_EXC_NAMES + 3; i++) { /* past the table: the call has no name */
+		char name[16];
+		snprintf(name, sizeof name, "E%d", i);
+		ms_stage_enter(s, 2 + i);
+		ms_stage_leave_ended(s, 2.5 + i, MS_END_RAISED, name, NULL, NULL);
+	}
+	ck_assert_int_eq(ms_st.nexc, MS_EXC_NAMES);
+	ck_assert_int_eq(ms_st.stage[s].last.exception, 0);
+	ck_assert_int_eq(ms_st.stage[s].last.ended, MS_END_RAISED);
+}
+END_TEST
+
 START_TEST(gpu_failures_go_to_open_stages_and_events)
 {
 	reset();
@@ -373,6 +447,8 @@ int main(void)
 	tcase_add_test(tc, implicit_init_ends_at_first_stage);
 	tcase_add_test(tc, explicit_init_takes_over_the_implicit_one);
 	tcase_add_test(tc, close_all_marks_closed_at_exit);
+	tcase_add_test(tc, calls_keep_how_they_ended);
+	tcase_add_test(tc, exception_names_are_printable_and_cut);
 	tcase_add_test(tc, gpu_failures_go_to_open_stages_and_events);
 	tcase_add_test(tc, child_reset_starts_from_live_memory);
 	tcase_add_test(tc, snapshot_copy_reports_open_stage_so_far);

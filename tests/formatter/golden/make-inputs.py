@@ -526,6 +526,81 @@ def calls_close():
     write("calls-close.json", doc(m, st, gpu_used=True))
 
 
+def ended():
+    """Issue 39: calls an exception ended.  epoch: 5 calls, Ctrl-C in call 3 and a ValueError in the
+    last (its numbers are the flat keys); train: one call, unwound by a C++ exception; step: jumped
+    over by a longjmp twice, its last call returned; eval: every call returned."""
+    def calls_ended(returned=0, raised=0, unwound=0, jumped=0):
+        return {"returned": returned, "raised": raised, "unwound": unwound, "jumped": jumped, "open_at_exit": 0}
+    hist = [{"call": i, "start": i * 1.0, "runtime": 0.5, "cpu_alloc_delta": (9 if i in (3, 5) else 1) * M,
+             "cpu_peaked_delta": 8 * M, "ended": "raised" if i in (3, 5) else "returned"} for i in range(1, 6)]
+    hist[2]["exception"] = "KeyboardInterrupt"
+    hist[4]["exception"] = "ValueError"
+    m = {"epoch_mem_cpu_alloc_delta": 9 * M, "epoch_mem_cpu_peaked_delta": 8 * M, "epoch_runtime": 0.5,
+         "epoch_calls": 5, "train_mem_cpu_alloc_delta": 3 * M, "train_mem_cpu_peaked_delta": 0,
+         "train_runtime": 2.0, "train_calls": 1, "step_mem_cpu_alloc_delta": 0,
+         "step_mem_cpu_peaked_delta": M, "step_runtime": 0.1, "step_calls": 3,
+         "eval_mem_cpu_alloc_delta": 0, "eval_mem_cpu_peaked_delta": 0, "eval_runtime": 0.1, "eval_calls": 2}
+    ep = stage("epoch", calls=5, cpu=(9 * M, 8 * M), hist=hist,
+               needed={"cpu": 17 * M, "cpu_call": 3, "gpu": 0, "gpu_call": 0})
+    ep.update(ended="raised", exception="ValueError", calls_ended=calls_ended(returned=3, raised=2),
+              exceptions=["KeyboardInterrupt", "ValueError"])
+    tr = stage("train", cpu=(3 * M, 0))
+    tr["history"][0]["ended"] = "unwound"
+    tr.update(ended="unwound", calls_ended=calls_ended(unwound=1))
+    sh = [{"call": i, "start": i * 1.0, "runtime": 0.1, "cpu_alloc_delta": 0, "cpu_peaked_delta": M,
+           "ended": "jumped" if i < 3 else "returned"} for i in (1, 2, 3)]
+    sp = stage("step", calls=3, cpu=(0, M), hist=sh)
+    sp.update(ended="returned", calls_ended=calls_ended(returned=1, jumped=2))
+    ev = stage("eval", calls=2)
+    ev.update(ended="returned", calls_ended=calls_ended(returned=2))
+    write("ended.json", doc(m, [ep, tr, sp, ev]))
+
+
+def needed():
+    """Issue 39: the dump says what each stage needed (alloc + peaked) and how much of the process
+    peak was live when init ended; small values read in KB.  needed-init-peak: init itself peaked
+    highest (the weights loaded twice over)."""
+    m = {"before_init_mem_cpu": 90 * M, "init_mem_cpu_alloc_delta": 6 * M, "init_mem_cpu_peaked_delta": 300 * 1024,
+         "init_runtime": 0.13, "init_calls": 1,
+         "train_mem_cpu_alloc_delta": 33 * M, "train_mem_cpu_peaked_delta": 79 * M, "train_runtime": 15.9,
+         "train_calls": 1, "eval_mem_cpu_alloc_delta": -(2 * M), "eval_mem_cpu_peaked_delta": 10 * M,
+         "eval_runtime": 1.0, "eval_calls": 1,
+         "process_mem_cpu_peak": 210 * M, "process_mem_cpu_malloc_peak": 150 * M, "process_mem_cpu_mmap_peak": 60 * M,
+         "process_mem_cpu_reservations_peak": 0, "process_mem_rss_peak": 250 * M}
+    init = stage("init", runtime=0.13, cpu=(6 * M, 300 * 1024))
+    init["implicit"] = False
+    init["cpu"].update(begin=90 * M, end=96 * M, peak=96 * M + 300 * 1024)
+    st = [init, stage("train", start=0.2, runtime=15.9, cpu=(33 * M, 79 * M)),
+          stage("eval", start=16.0, cpu=(-(2 * M), 10 * M))]
+    write("needed.json", doc(m, st))
+    init["cpu"].update(peak=260 * M)
+    m2 = dict(m, process_mem_cpu_peak=260 * M, init_mem_cpu_peaked_delta=164 * M)
+    write("needed-init-peak.json", doc(m2, st))
+
+
+def sites_trainer():
+    """Issue 39: a Trainer run's sites all sit inside main's trainer.train(), one call into the
+    framework: they lead with the framework's own line that allocated, main's line under it."""
+    tf, tc = "/v/lib/python3.11/site-packages/transformers/", "/v/lib/python3.11/site-packages/torch/"
+    pyeval = "_PyEval_EvalFrameDefault+0x1d2 (libpython3.11.so.1.0)"
+    main = ["main (/home/u/hf_trainer.py:77)", pyeval, "<module> (/home/u/hf_trainer.py:93)"]
+    fwd = ["forward (%sactivations.py:62)" % tf, pyeval, "_call_impl (%snn/modules/module.py:1773)" % tc,
+           pyeval, "training_step (%strainer.py:3790)" % tf, pyeval, "train (%strainer.py:2325)" % tf, pyeval]
+    adam = ["_init_group (%soptim/adam.py:178)" % tc, pyeval, "step (%soptim/adam.py:230)" % tc, pyeval,
+            "train (%strainer.py:2325)" % tf, pyeval]
+    train = [xsite(32, ["_ZN3c109alloc_cpuEm+0x1f (libc10.so)"] + fwd + main, 0),
+             xsite(13, ["_ZN3c109alloc_cpuEm+0x1f (libc10.so)"] + adam + main, 0),
+             xsite(2, ["_ZN3c109alloc_cpuEm+0x1f (libc10.so)", "_ZN2at10empty_likeEv+0x2a (libtorch_cpu.so)"], 0)]
+    m = {"train_mem_cpu_alloc_delta": 33 * M, "train_mem_cpu_peaked_delta": 14 * M, "train_runtime": 2.0,
+         "train_calls": 1, "process_mem_cpu_peak": 340 * M}
+    tr = stage("train", runtime=2.0, cpu=(33 * M, 14 * M))
+    tr["cpu"].update(begin=293 * M, end=326 * M, peak=340 * M)
+    tr.update(peak_sites=train, peak_sites_before=[], peak_sites_lag=0)
+    objects = [{"path": "/usr/lib/libc10.so", "build_id": None}]
+    write("sites-trainer.json", doc(m, [tr], sites=dict(SITES, mode="sampled", objects=objects)))
+
+
 def shared_ranks():
     """Two ranks naming one shared memory segment alike (the same dev and ino), each with the pages
     it touched, and one segment of its own each: --merge says the sums count the shared one twice."""
@@ -550,5 +625,5 @@ if __name__ == "__main__":
     os.makedirs(os.path.join(HERE, "in"), exist_ok=True)
     for f in (seed, widths, snapshot, calls, ranks, diffs, small, bad, died, launchers, runs,
               csv_odd, sites, sites_added, sites_lines, sites_exact_stage, sites_fold, sites_odd, calls_close,
-              shared_ranks):
+              ended, needed, sites_trainer, shared_ranks):
         f()
