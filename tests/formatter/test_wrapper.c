@@ -441,7 +441,7 @@ START_TEST(test_version)
 }
 END_TEST
 
-/* --help names every command, the --stages syntax and every setting of the README's table. */
+/* --help names every command, the --stages syntax and every setting of doc/settings.md's table. */
 START_TEST(test_help_lists_everything)
 {
 	char readme[4300], *out, *err, *args[] = { NULL, "--help", NULL };
@@ -451,7 +451,7 @@ START_TEST(test_help_lists_everything)
 		"memshim kernel install ", "--version", "--stages SPEC: comma-separated stage=target" };
 	for (size_t i = 0; i < sizeof words / sizeof *words; i++)
 		ck_assert_msg(strstr(out, words[i]), "--help lacks %s:\n%s", words[i], out);
-	snprintf(readme, sizeof readme, "%s/README.md", need_env("MF_MAKE_ROOT"));
+	snprintf(readme, sizeof readme, "%s/doc/settings.md", need_env("MF_MAKE_ROOT"));
 	char *text = t_read(readme, NULL);
 	ck_assert_ptr_nonnull(text);
 	int settings = 0;
