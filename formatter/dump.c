@@ -166,6 +166,28 @@ static char *mf_mem_text(json_int_t v)
 	return t;
 }
 
+/* A whole and its two parts, each cut to whole MB, do not always add up (3.6 + 2.7 = 6.3 reads "6MB:
+ * 3MB + 2MB"); then the three are written in tenths of a MB, the part with the larger remainder
+ * rounded up so that they do.  0 when whole MB add up, or a part is under 1 MB (in KB it invites no
+ * sum). */
+static int mf_need_tenths(json_int_t whole, json_int_t part1, json_int_t part2, char **wt, char **t1, char **t2)
+{
+	const json_int_t mib = 1 << 20;
+	if (part1 < mib || part2 < mib || part1 / mib + part2 / mib == whole / mib)
+		return 0;
+	json_int_t w10 = whole * 10 / mib, p10 = part1 * 10 / mib, q10 = part2 * 10 / mib;
+	if (p10 + q10 < w10) {
+		if (part1 * 10 % mib >= part2 * 10 % mib)
+			p10++;
+		else
+			q10++;
+	}
+	*wt = mf_xasprintf("%lld.%lldMB", (long long)(w10 / 10), (long long)(w10 % 10));
+	*t1 = mf_xasprintf("%lld.%lldMB", (long long)(p10 / 10), (long long)(p10 % 10));
+	*t2 = mf_xasprintf("%lld.%lldMB", (long long)(q10 / 10), (long long)(q10 % 10));
+	return 1;
+}
+
 /* "  train needed 112MB: 33MB kept + 79MB that came and went": what the call of each stage of the
  * group needed above the memory it began with (alloc + peaked, so nobody adds the two up), its CPU
  * and then its GPU; a call that let go of memory it found says so instead of "kept".  Nothing for a
@@ -182,7 +204,9 @@ static void mf_print_one_need(FILE *out, json_t *metrics, const char *stage, int
 	json_int_t need = alloc + peaked > 0 ? alloc + peaked : 0;
 	if (!alloc && !peaked)
 		return;
-	char *nt = mf_mem_text(need), *at = mf_mem_text(alloc < 0 ? -alloc : alloc), *pt = mf_mem_text(peaked);
+	char *nt, *at, *pt;
+	if (alloc < 0 || !mf_need_tenths(need, alloc, peaked, &nt, &at, &pt))
+		nt = mf_mem_text(need), at = mf_mem_text(alloc < 0 ? -alloc : alloc), pt = mf_mem_text(peaked);
 	if (alloc >= 0)
 		fprintf(out, "  %.*s needed %s%s: %s kept + %s that came and went\n", len, stage, nt, where, at, pt);
 	else
@@ -237,8 +261,11 @@ static void mf_print_before_work(FILE *out, json_t *metrics, json_t *stages)
 			top -= json_integer_value(inherited);
 		}
 		live = live < 0 ? 0 : live > peak ? peak : live;
-		char *pt = mf_mem_text(peak), *lt = mf_mem_text(live), *rest = mf_mem_text(peak - live);
-		if (json_is_integer(ipeak) && top >= peak)
+		char *pt, *lt, *rest;
+		int reached_in_init = json_is_integer(ipeak) && top >= peak;
+		if (reached_in_init || !mf_need_tenths(peak, live, peak - live, &pt, &lt, &rest))
+			pt = mf_mem_text(peak), lt = mf_mem_text(live), rest = mf_mem_text(peak - live);
+		if (reached_in_init)
 			fprintf(out, "  %s %s was reached in init; %s was still live when init ended\n", key, pt, lt);
 		else
 			fprintf(out, "  %s %s: %s of it was live when init ended, %s came after\n", key, pt, lt, rest);
