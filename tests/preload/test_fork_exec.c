@@ -13,23 +13,11 @@
 #include <unistd.h>
 #include "suite.h"
 #include "harness.h"
+#include "alloc_modes.h"
 
 #define MiB ((int64_t)1 << 20)
 
 static struct run r;
-
-/* alloc_fixture MODE under the shim; its metrics file or NULL. */
-static json_t *run_mode(const char *mode, const char *const *env)
-{
-	const char *args[] = { mode, NULL };
-	return run_built(&r, "preload/alloc_fixture", args, env);
-}
-
-/* As run_mode, for a run that must exit normally with STATUS and leave a metrics file. */
-static json_t *run_mode_exited(const char *mode, const char *const *env, int status)
-{
-	return exited_with_file(&r, run_mode(mode, env), status, mode);
-}
 
 /* A hang fails the test instead of stalling the suite. */
 static void bounded(void)
@@ -39,7 +27,7 @@ static void bounded(void)
 
 START_TEST(forked_child_writes_its_own_file_and_parent_is_intact)
 {
-	json_t *m = run_mode("fork", NULL);
+	json_t *m = run_alloc_mode(&r, "fork", NULL);
 	ck_assert_ptr_nonnull(m);
 	int child = 0, st = -1;
 	ck_assert_int_eq(sscanf(r.out, "child %d status %d", &child, &st), 2);
@@ -67,7 +55,7 @@ END_TEST
 
 START_TEST(fork_while_threads_are_inside_hooks_never_hangs)
 {
-	json_t *m = run_mode_exited("forkstress", NULL, 0);
+	json_t *m = run_alloc_mode_exited(&r, "forkstress", NULL, 0);
 	assert_between(metric(m, "stress_mem_cpu_alloc_delta"), -65536, 65536, "stress alloc_delta");
 	ck_assert_int_eq(count_files(r.dir, "m.json.", NULL, 0), 100);
 	DIR *d = opendir(r.dir);
@@ -87,7 +75,7 @@ END_TEST
 
 START_TEST(exec_child_writes_its_own_file)
 {
-	json_t *m = run_mode("exec", NULL);
+	json_t *m = run_alloc_mode(&r, "exec", NULL);
 	ck_assert_ptr_nonnull(m);
 	int child = 0, st = -1;
 	ck_assert_int_eq(sscanf(r.out, "child %d status %d", &child, &st), 2);
@@ -108,11 +96,11 @@ END_TEST
 START_TEST(follow_children_off_leaves_no_child_files)
 {
 	const char *env[] = { "MEMSHIM_FOLLOW_CHILDREN=0", NULL };
-	json_t *m = run_mode("fork", env);
+	json_t *m = run_alloc_mode(&r, "fork", env);
 	ck_assert_ptr_nonnull(m);
 	json_decref(m);
 	ck_assert_int_eq(count_files(r.dir, "m.json.", NULL, 0), 0);
-	m = run_mode("exec", env);
+	m = run_alloc_mode(&r, "exec", env);
 	ck_assert_ptr_nonnull(m);
 	json_decref(m);
 	ck_assert_int_eq(count_files(r.dir, "m.json.", NULL, 0), 0);
