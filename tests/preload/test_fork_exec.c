@@ -163,15 +163,10 @@ START_TEST(a_forked_worker_reports_what_it_added)
 	ck_assert_ptr_null(json_object_get(json_object_get(parent, "metrics"), "inherited_mem_cpu"));
 	json_decref(parent);
 
-	DIR *d = opendir(r.dir);
-	ck_assert_ptr_nonnull(d);
-	struct dirent *e;
-	int children = 0;
-	while ((e = readdir(d))) {
-		if (strncmp(e->d_name, "m.json.", 7) != 0)
-			continue;
-		json_t *child = load_metrics(&r, e->d_name);
-		ck_assert_ptr_nonnull(child);
+	json_t *children[2];
+	ck_assert_int_eq(load_files(r.dir, "m.json.", children, 2), 2);
+	for (int k = 0; k < 2; k++) {
+		json_t *child = children[k];
 		ck_assert(json_is_true(json_object_get(child, "forked")));
 		int64_t inherited = metric(child, "inherited_mem_cpu");
 		ck_assert_msg(inherited >= 96 * MiB && inherited < 98 * MiB, "inherited %lld", (long long)inherited);
@@ -182,35 +177,9 @@ START_TEST(a_forked_worker_reports_what_it_added)
 		ck_assert_int_eq(json_integer_value(json_object_get(json_object_get(proc, "inherited"), "cpu")), inherited);
 		ck_assert_int_eq(json_integer_value(json_object_get(json_object_get(proc, "cpu"), "peak")), peak);
 		json_decref(child);
-		children++;
 	}
-	closedir(d);
-	ck_assert_int_eq(children, 2);
 }
 END_TEST
-
-/* The names of the files in DIR that start with PREFIX: how many, each loaded into FILES (up to N). */
-static int children_in(const char *dir, const char *prefix, json_t **files, int n)
-{
-	DIR *d = opendir(dir);
-	struct dirent *e;
-	int k = 0;
-	while (d && (e = readdir(d))) {
-		char path[PATH_MAX + 256];
-		json_error_t je;
-		if (strncmp(e->d_name, prefix, strlen(prefix)))
-			continue;
-		snprintf(path, sizeof path, "%s/%s", dir, e->d_name);
-		if (k < n) {
-			files[k] = json_load_file(path, 0, &je);
-			ck_assert_msg(files[k] != NULL, "%s: %s", path, je.text);
-		}
-		k++;
-	}
-	if (d)
-		closedir(d);
-	return k;
-}
 
 static void release(json_t **files, int n)
 {
@@ -239,7 +208,7 @@ START_TEST(helpers_leave_nothing_beside_the_output)
 	const char *env[] = { var, NULL };
 	ck_assert_int_eq(run_under_shim(&r, small, env), 0);
 	ck_assert_int_eq(count_files(r.dir, "m.json", NULL, 0), 1);
-	ck_assert_int_eq(children_in(run_dir, "m.json.", files, 4), 2);
+	ck_assert_int_eq(load_files(run_dir, "m.json.", files, 4), 2);
 	for (int i = 0; i < 2; i++) {
 		ck_assert(json_is_true(json_object_get(files[i], "complete")));
 		ck_assert(json_is_true(json_object_get(files[i], "forked")));
@@ -251,7 +220,7 @@ START_TEST(helpers_leave_nothing_beside_the_output)
 	snprintf(kvar, sizeof kvar, "MEMSHIM_CHILDREN_DIR=%s", kids);
 	const char *kenv[] = { kvar, NULL };
 	ck_assert_int_eq(run_under_shim(&r, small, kenv), 0);
-	ck_assert_int_eq(children_in(kids, "m.json.", files, 4), 2);
+	ck_assert_int_eq(load_files(kids, "m.json.", files, 4), 2);
 	release(files, 2);
 	/* a worker that added more than a helper does writes beside the output (above) */
 }
@@ -270,7 +239,7 @@ START_TEST(children_named_as_they_named_themselves)
 	const char *argv[] = { built("preload/names_fixture"), "--a-long-argument-a-title-can-take-the-place-of", NULL };
 	ck_assert_int_eq(run_under_shim(&r, argv, env), 0);
 	ck_assert_msg(!strcmp(r.out, "named ok\n"), "%s %s", r.out, r.err);
-	ck_assert_int_eq(children_in(kids, "m.json.", files, 4), 3);
+	ck_assert_int_eq(load_files(kids, "m.json.", files, 4), 3);
 	int named = 0, titled = 0, plain = 0;
 	for (int i = 0; i < 3; i++) {
 		json_t *a = json_object_get(files[i], "argv");
