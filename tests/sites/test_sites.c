@@ -27,6 +27,14 @@ static json_t *run_fixture(const char *mode, const char *const *env)
 	return root;
 }
 
+/* The stage NAME of the metrics file ROOT (fails the test when there is none). */
+static json_t *required_stage(json_t *root, const char *name)
+{
+	json_t *stage = stage_of(root, name);
+	ck_assert_ptr_nonnull(stage);
+	return stage;
+}
+
 /* Bytes of the sites in LIST whose innermost frame starts with PREFIX. */
 static double site_bytes(json_t *stage, const char *list, const char *prefix)
 {
@@ -88,8 +96,7 @@ static void assert_within(double got, double truth, double lag, const char *what
 
 static void check_shares(json_t *root, double *shares)
 {
-	json_t *work = stage_of(root, "work");
-	ck_assert_ptr_nonnull(work);
+	json_t *work = required_stage(root, "work");
 	double a = site_bytes(work, "peak_sites", "alloc_sixty+"), b = site_bytes(work, "peak_sites", "alloc_thirty+"),
 	       c = site_bytes(work, "peak_sites", "alloc_ten+"), lag = lag_of(work);
 	assert_within(a, 60 * MiB, lag, "alloc_sixty");
@@ -229,8 +236,7 @@ START_TEST(exact_mode_reads_the_shares_in_every_run)
 		json_t *sites = json_object_get(root, "sites");
 		ck_assert_str_eq(json_string_value(json_object_get(sites, "mode")), "exact");
 		ck_assert_ptr_null(strstr(r.err, "memshim:"));
-		json_t *work = stage_of(root, "work");
-		ck_assert_ptr_nonnull(work);
+		json_t *work = required_stage(root, "work");
 		double got[3] = { site_bytes(work, "peak_sites", "alloc_sixty+"), site_bytes(work, "peak_sites", "alloc_thirty+"),
 				  site_bytes(work, "peak_sites", "alloc_ten+") };
 		double sum = got[0] + got[1] + got[2];
@@ -264,8 +270,7 @@ START_TEST(single_large_blocks_are_exact_in_every_run)
 {
 	for (int i = 0; i < 10; i++) {
 		json_t *root = run_fixture("single", NULL);
-		json_t *work = stage_of(root, "work");
-		ck_assert_ptr_nonnull(work);
+		json_t *work = required_stage(root, "work");
 		double a = site_bytes(work, "peak_sites", "alloc_one_sixty"),
 		       b = site_bytes(work, "peak_sites", "alloc_one_thirty"),
 		       c = site_bytes(work, "peak_sites", "alloc_one_ten"), sum = a + b + c;
@@ -465,8 +470,7 @@ START_TEST(freed_blocks_sharing_a_filter_bit_are_both_found)
 {
 	const char *env[] = { "MEMSHIM_SITES_RATE=1", NULL };
 	json_t *root = run_fixture("collide", env);
-	json_t *work = stage_of(root, "work");
-	ck_assert_ptr_nonnull(work);
+	json_t *work = required_stage(root, "work");
 	ck_assert_msg(site_bytes(work, "peak_sites", "map_at+") == 0, "a freed mapping still live at the peak");
 	ck_assert(site_bytes(work, "peak_sites", "alloc_ten+") >= 8 * MiB);
 	json_decref(root);
@@ -519,8 +523,7 @@ START_TEST(a_program_run_through_a_link_is_named_as_its_file)
 	ck_assert_msg(WIFEXITED(r.status) && WEXITSTATUS(r.status) == 0, "fixture failed: %s", r.err);
 	json_t *root = load_metrics(&r, "m.json");
 	ck_assert_ptr_nonnull(root);
-	json_t *work = stage_of(root, "work");
-	ck_assert_ptr_nonnull(work);
+	json_t *work = required_stage(root, "work");
 	const char *f0 = json_string_value(json_array_get(json_object_get(json_array_get(json_object_get(work, "peak_sites"), 0), "frames"), 0));
 	ck_assert_msg(f0 && strstr(f0, "(sites_fixture)"), "first frame: %s", f0 ? f0 : "?");
 	json_decref(root);
@@ -554,13 +557,11 @@ START_TEST(threads_and_fork)
 	json_t *root = run_fixture("safety", NULL);
 	harness_timeout = 0;
 	ck_assert_msg(strstr(r.out, "child 0"), "out: %s", r.out);
-	json_t *threads = stage_of(root, "threads");
-	ck_assert_ptr_nonnull(threads);
+	json_t *threads = required_stage(root, "threads");
 	ck_assert(json_array_size(json_object_get(threads, "peak_sites")) > 0);
 	ck_assert(json_integer_value(json_object_get(json_object_get(root, "sites"), "samples")) > 100);
 	json_t *child = the_child_file();
-	json_t *cs = stage_of(child, "child");
-	ck_assert_ptr_nonnull(cs);
+	json_t *cs = required_stage(child, "child");
 	assert_within(site_bytes(cs, "peak_sites", "alloc_ten+"), 8 * MiB, lag_of(cs), "child");
 	json_decref(child);
 	json_decref(root);
@@ -623,14 +624,6 @@ static int run_python(struct py_run *p, int i, const char *fixture, const char *
 	return 1;
 }
 
-/* The stage NAME of P's metrics file (fails the test when there is none). */
-static json_t *py_stage(const struct py_run *p, const char *name)
-{
-	json_t *stage = stage_of(p->root, name);
-	ck_assert_ptr_nonnull(stage);
-	return stage;
-}
-
 /* 50/20 MiB of bytearrays from two functions: Python frames name them and their lines. */
 START_TEST(python_frames_name_functions_and_lines)
 {
@@ -639,7 +632,7 @@ START_TEST(python_frames_name_functions_and_lines)
 		return; /* not installed here */
 	ck_assert_msg(!strstr(r.err, "memshim:"), "%s: %s", p.py, r.err);
 	ck_assert(json_is_true(json_object_get(json_object_get(p.root, "sites"), "python_frames")));
-	json_t *work = py_stage(&p, "work");
+	json_t *work = required_stage(p.root, "work");
 	char fifty[1200], twenty[1200];
 	snprintf(fifty, sizeof fifty, "alloc_fifty (%s:11)", p.script);
 	snprintf(twenty, sizeof twenty, "alloc_twenty (%s:18)", p.script);
@@ -662,7 +655,7 @@ START_TEST(python_stage_sites_are_what_it_added)
 	struct py_run p;
 	if (!run_python(&p, _i, "sites_added.py", work_stage))
 		return;
-	json_t *work = py_stage(&p, "work");
+	json_t *work = required_stage(p.root, "work");
 	char thirty[1200], ten[1200], before[1200];
 	snprintf(thirty, sizeof thirty, "alloc_thirty (%s:", p.script);
 	snprintf(ten, sizeof ten, "alloc_ten (%s:", p.script);
@@ -688,7 +681,7 @@ START_TEST(python_init_taking_over_splits_at_its_begin)
 	memcpy(stub, "PYTHONPATH=", 11);
 	const char *env[] = { stub, NULL }; /* the default stage names: MEMSHIM_STAGES unset */
 	run_python(&p, _i, "sites_init.py", env); /* installed: seen above */
-	json_t *init = py_stage(&p, "init");
+	json_t *init = required_stage(p.root, "init");
 	char before[1200];
 	snprintf(before, sizeof before, "alloc_before (%s:", p.script);
 	ck_assert_msg(site_bytes(init, "peak_sites", before) == 0, "%s: the 64 MiB from before is in init's peak_sites", p.py);
@@ -707,7 +700,7 @@ START_TEST(blocks_whose_stack_is_not_kept_still_count)
 	struct py_run p;
 	if (!run_python(&p, 3, "sites_unkept.py", env))
 		return;
-	json_t *sites = json_object_get(p.root, "sites"), *work = py_stage(&p, "work");
+	json_t *sites = json_object_get(p.root, "sites"), *work = required_stage(p.root, "work");
 	ck_assert_int_gt(json_integer_value(json_object_get(sites, "unkept")), 1000);
 	ck_assert_int_eq(json_integer_value(json_object_get(sites, "samples_dropped")), 0);
 	json_t *cpu = json_object_get(work, "cpu");
@@ -741,7 +734,7 @@ static void long_function_lines(int i, const char *const *env)
 	struct py_run p;
 	if (!run_python(&p, i, "sites_long.py", env))
 		return;
-	json_t *work = py_stage(&p, "work");
+	json_t *work = required_stage(p.root, "work");
 	static const struct { int line, blocks; } want[] = { { 700, 1 }, { 1800, 1 }, { 2900, 1 }, { 3002, 1 }, { 3003, 1 }, { 3004, 2 } };
 	double named = 0;
 	for (size_t k = 0; k < sizeof want / sizeof *want; k++) {
@@ -794,7 +787,7 @@ START_TEST(python_small_objects_through_arenas)
 	struct py_run p;
 	if (!run_python(&p, _i, "sites_pyobj.py", work_stage))
 		return;
-	json_t *work = py_stage(&p, "work");
+	json_t *work = required_stage(p.root, "work");
 	char name[1200];
 	snprintf(name, sizeof name, "small_objects (%s:", p.script);
 	double mine = site_bytes(work, "peak_sites", name), all = site_bytes(work, "peak_sites", "");
@@ -906,8 +899,7 @@ START_TEST(exact_stage_reads_the_shares_in_every_run)
 	for (int i = 0; i < 5; i++) {
 		json_t *root = run_fixture("shares", env);
 		assert_exact_stages(root, "work");
-		json_t *work = stage_of(root, "work");
-		ck_assert_ptr_nonnull(work);
+		json_t *work = required_stage(root, "work");
 		assert_recorded(work, "peak_sites", "alloc_sixty+", 60, 0);
 		assert_recorded(work, "peak_sites", "alloc_thirty+", 30, 0);
 		assert_recorded(work, "peak_sites", "alloc_ten+", 10, 0);
@@ -1034,8 +1026,7 @@ START_TEST(exact_init_in_a_forked_child)
 	json_t *root = run_fixture("forkidle", env);
 	ck_assert_msg(strstr(r.out, "child 0"), "out: %s", r.out);
 	json_t *child = the_child_file_in(kids);
-	json_t *init = stage_of(child, "init");
-	ck_assert_ptr_nonnull(init);
+	json_t *init = required_stage(child, "init");
 	assert_recorded(init, "peak_sites", "alloc_thirty+", 10, lag_of(init) + 0.02 * 20 * MiB);
 	json_decref(child);
 	json_decref(root);
