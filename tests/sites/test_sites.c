@@ -17,14 +17,11 @@
 
 static struct run r;
 
+/* sites_fixture MODE under the shim with ENV: its metrics file (the run must exit 0). */
 static json_t *run_fixture(const char *mode, const char *const *env)
 {
-	const char *argv[] = { built("sites/sites_fixture"), mode, NULL };
-	ck_assert_int_eq(run_under_shim(&r, argv, env), 0);
-	ck_assert_msg(WIFEXITED(r.status) && WEXITSTATUS(r.status) == 0, "fixture failed: %s", r.err);
-	json_t *root = load_metrics(&r, "m.json");
-	ck_assert_ptr_nonnull(root);
-	return root;
+	const char *args[] = { mode, NULL };
+	return exited_with_file(&r, run_built(&r, "sites/sites_fixture", args, env), 0, mode);
 }
 
 /* The stage NAME of the metrics file ROOT (fails the test when there is none). */
@@ -573,14 +570,10 @@ END_TEST
 START_TEST(signal_handler_allocates_while_sampling)
 {
 	harness_timeout = 120;
-	const char *argv[] = { built("sites/sites_signal"), NULL };
 	const char *env[] = { "MEMSHIM_SITES_RATE=4096", NULL };
 	for (int i = 0; i < 5; i++) {
-		ck_assert_int_eq(run_under_shim(&r, argv, env), 0);
-		ck_assert_msg(WIFEXITED(r.status) && WEXITSTATUS(r.status) == 0, "status %d: %s", r.status, r.err);
+		json_t *root = exited_with_file(&r, run_built(&r, "sites/sites_signal", NULL, env), 0, "sites_signal");
 		ck_assert_msg(strstr(r.out, "handled 1"), "out: %s", r.out);
-		json_t *root = load_metrics(&r, "m.json");
-		ck_assert_ptr_nonnull(root);
 		ck_assert(json_integer_value(json_object_get(json_object_get(root, "sites"), "samples")) > 1000);
 		ck_assert(site_bytes(stage_of(root, "signals"), "peak_sites", "churn+") > 0);
 		json_decref(root);
