@@ -25,20 +25,28 @@ static void bounded(void)
 	harness_timeout = 60;
 }
 
+/* The child alloc_fixture reported on stdout ("child <pid> status <status>") into *PID and
+ * *STATUS: its own metrics file, m.json.<pid> (fails the test, naming WHAT, when it is missing). */
+static json_t *reported_child_file(int *pid, int *status, const char *what)
+{
+	ck_assert_int_eq(sscanf(r.out, "child %d status %d", pid, status), 2);
+	char name[64];
+	snprintf(name, sizeof name, "m.json.%d", *pid);
+	json_t *c = load_metrics(&r, name);
+	ck_assert_msg(c != NULL, "%s: child file %s missing", what, name);
+	return c;
+}
+
 START_TEST(forked_child_writes_its_own_file_and_parent_is_intact)
 {
 	json_t *m = run_alloc_mode(&r, "fork", NULL);
 	ck_assert_ptr_nonnull(m);
 	int child = 0, st = -1;
-	ck_assert_int_eq(sscanf(r.out, "child %d status %d", &child, &st), 2);
+	json_t *c = reported_child_file(&child, &st, "fork");
 	ck_assert_int_eq(st, 0);
 	assert_between(metric(m, "parent_work_mem_cpu_alloc_delta"), 6 * MiB, 6 * MiB + 16384, "parent");
 	ck_assert(!has_metric(m, "child_work_mem_cpu_alloc_delta"));
 	ck_assert(json_is_false(json_object_get(m, "is_child")));
-	char name[64];
-	snprintf(name, sizeof name, "m.json.%d", child);
-	json_t *c = load_metrics(&r, name);
-	ck_assert_msg(c != NULL, "child file %s missing", name);
 	ck_assert(json_is_true(json_object_get(c, "is_child")));
 	ck_assert(json_is_true(json_object_get(c, "forked")));
 	ck_assert_int_eq(json_integer_value(json_object_get(c, "pid")), child);
@@ -78,11 +86,7 @@ START_TEST(exec_child_writes_its_own_file)
 	json_t *m = run_alloc_mode(&r, "exec", NULL);
 	ck_assert_ptr_nonnull(m);
 	int child = 0, st = -1;
-	ck_assert_int_eq(sscanf(r.out, "child %d status %d", &child, &st), 2);
-	char name[64];
-	snprintf(name, sizeof name, "m.json.%d", child);
-	json_t *c = load_metrics(&r, name);
-	ck_assert_msg(c != NULL, "exec'd child file %s missing", name);
+	json_t *c = reported_child_file(&child, &st, "exec'd");
 	ck_assert(json_is_true(json_object_get(c, "is_child")));
 	ck_assert(json_is_false(json_object_get(c, "forked")));
 	ck_assert_int_eq(json_integer_value(json_object_get(c, "root_pid")),
@@ -124,12 +128,8 @@ START_TEST(vfork_and_posix_spawn_children_report_on_their_own)
 		ck_assert(json_is_false(json_object_get(m, "is_child")));
 		ck_assert(!has_metric(m, "simple_calls")); /* the child never wrote into the parent's file */
 		int child = 0, st = -1;
-		ck_assert_int_eq(sscanf(r.out, "child %d status %d", &child, &st), 2);
+		json_t *c = reported_child_file(&child, &st, hows[i]);
 		ck_assert_int_eq(st, 0);
-		char name[64];
-		snprintf(name, sizeof name, "m.json.%d", child);
-		json_t *c = load_metrics(&r, name);
-		ck_assert_msg(c != NULL, "%s: child file missing", hows[i]);
 		ck_assert(json_is_true(json_object_get(c, "is_child")));
 		assert_between(metric(c, "simple_mem_cpu_alloc_delta"), 2 * MiB, 2 * MiB + 8192, hows[i]);
 		json_decref(c);
