@@ -11,16 +11,10 @@
 #include <unistd.h>
 #include "suite.h"
 #include "harness.h"
+#include "alloc_modes.h"
 #include "child.h"
 
 static struct run r;
-
-/* alloc_fixture MODE under the shim; its metrics file or NULL. */
-static json_t *run_mode(const char *mode, const char *const *env)
-{
-	const char *args[] = { mode, NULL };
-	return run_built(&r, "preload/alloc_fixture", args, env);
-}
 
 /* The pid on the stdout line "PREFIX <pid> status <status>", whose status must be 0. */
 static int child_pid(const char *prefix)
@@ -126,7 +120,7 @@ START_TEST(pid_in_output_path_is_expanded)
 	static char env0[400];
 	snprintf(env0, sizeof env0, "MEMSHIM_OUTPUT=%s", "/tmp/memshim-pid-test-%p.json");
 	const char *env[] = { env0, NULL };
-	run_mode("fork", env);
+	run_alloc_mode(&r, "fork", env);
 	int child = 0, st;
 	ck_assert_int_eq(sscanf(r.out, "child %d status %d", &child, &st), 2);
 	char path[128];
