@@ -207,7 +207,9 @@ static void mf_print_one_need(FILE *out, json_t *metrics, const char *stage, int
 	char *nt, *at, *pt;
 	if (alloc < 0 || !mf_need_tenths(need, alloc, peaked, &nt, &at, &pt))
 		nt = mf_mem_text(need), at = mf_mem_text(alloc < 0 ? -alloc : alloc), pt = mf_mem_text(peaked);
-	if (alloc >= 0)
+	if (alloc >= 0 && (!alloc || !peaked)) /* "+ 0MB" reads as a rounding, not as nothing */
+		fprintf(out, "  %.*s needed %s%s, all of it %s\n", len, stage, nt, where, alloc ? "kept" : "came and went");
+	else if (alloc >= 0)
 		fprintf(out, "  %.*s needed %s%s: %s kept + %s that came and went\n", len, stage, nt, where, at, pt);
 	else
 		fprintf(out, "  %.*s needed %s%s above what it began with: %s came and went, and it let go of %s it "
@@ -433,8 +435,15 @@ static void mf_print_no_stage(FILE *out, const struct mf_file *f)
 	json_array_foreach(f->stages, i, s)
 		if (!json_is_true(json_object_get(s, "implicit")) || !json_is_true(json_object_get(s, "closed_at_exit")))
 			return;
-	fputs("memshim: no stage began, so init is the whole run; stages come from MEMSHIM_STAGES (unset: Hugging "
-	      "Face Trainer's methods), e.g. memshim run --stages fit=Trainer.fit -- python script.py\n\n", out);
+	json_t *python = json_object_get(json_object_get(f->root, "sites"), "python_frames");
+	if (json_is_false(python)) /* a native program: its functions, not the Trainer's */
+		fputs("memshim: no stage began, so init is the whole run; stages come from MEMSHIM_STAGES, functions of "
+		      "the program or its libraries as nm -C names them, e.g. memshim run --stages step=sqlite3_step -- "
+		      "CMD\n\n", out);
+	else
+		fputs("memshim: no stage began, so init is the whole run; stages come from MEMSHIM_STAGES (unset: "
+		      "Hugging Face Trainer's methods), e.g. memshim run --stages fit=Trainer.fit -- python script.py\n\n",
+		      out);
 }
 
 /* Whether F's process named itself: a prctl name ("comm"), or a title written over its arguments
