@@ -3,44 +3,11 @@
  * callers (the interpreter's own frames between them left out); --native shows every frame as
  * recorded. Also the keys --by groups sites under. */
 #include "mf.h"
-#include "plot/plot.h"
 
 #include <stdlib.h>
 #include <string.h>
 
 enum { MF_FOLD_NAMES = 3 }; /* native names on the folded line before "… N more" */
-
-/* "func (/path/file.py:12)": a name, " (", a path, ':', digits, ')'. */
-int mf_frame_is_python(const char *frame)
-{
-	size_t n = strlen(frame);
-	const char *open = strstr(frame, " (");
-	if (n < 5 || frame[n - 1] != ')' || !open || frame[n - 2] < '0' || frame[n - 2] > '9')
-		return 0;
-	const char *p = frame + n - 2;
-	while (p > open && *p >= '0' && *p <= '9')
-		p--;
-	return *p == ':' && p > open + 2 && strncmp(frame, "0x", 2) && !strstr(frame, "+0x");
-}
-
-/* FRAME demangled and made printable (malloc'd). */
-char *mf_clean_frame(const char *frame)
-{
-	char *shown = mf_frame_display(frame), *clean = mf_clean_text(shown);
-	free(shown);
-	return clean;
-}
-
-const char *mf_frame_where(const char *frame)
-{
-	size_t n = strlen(frame);
-	if (!n || frame[n - 1] != ')')
-		return NULL;
-	const char *at = NULL;
-	for (const char *p = strstr(frame, " ("); p; p = strstr(p + 1, " ("))
-		at = p;
-	return at;
-}
 
 /* A native frame's function alone: demangled, without its parameters, offset, line and object
  * ("c10::alloc_cpu"); an address without a symbol stays as recorded (malloc'd). */

@@ -101,33 +101,6 @@ void mf_lines_end(void)
 	mf_nobjs = 0;
 }
 
-const char *mf_frame_line_at(const char *frame)
-{
-	const char *where = mf_frame_where(frame), *end = where ? where : frame + strlen(frame);
-	const char *p = end;
-	if (strstr(frame, "+0x") || mf_frame_is_python(frame))
-		return NULL;
-	while (p > frame && p[-1] >= '0' && p[-1] <= '9')
-		p--;
-	if (p == end || p == frame || p[-1] != ':')
-		return NULL;
-	for (p--; p > frame && p[-1] != ' '; p--)
-		;
-	return p > frame + 1 && p[-2] != ' ' ? p - 1 : NULL;
-}
-
-char *mf_frame_with_line(const char *frame, const char *function, const char *file, long line)
-{
-	const char *where = mf_frame_where(frame), *off = strstr(frame, "+0x");
-	const char *slash = strrchr(file, '/'), *base = slash && slash[1] ? slash + 1 : file;
-	size_t n = where ? (size_t)(where - frame) : strlen(frame);
-	if (off && (size_t)(off - frame) < n)
-		n = (size_t)(off - frame);
-	if (!off && function && *function) /* an address alone: the function libdw names */
-		return mf_xasprintf("%s %s:%ld%s", function, base, line, where ? where : "");
-	return mf_xasprintf("%.*s %s:%ld%s", (int)n, frame, base, line, where ? where : "");
-}
-
 /* The line of the call that returns to OFFSET in O (OFFSET - 1 is inside the call instruction):
  * its file (malloc'd, a relative name joined to its compilation directory), or NULL. */
 static char *mf_obj_line(struct mf_obj *o, unsigned long long offset, int *line, const char **function)
@@ -202,20 +175,4 @@ void mf_lines_resolve(struct mf_file *f)
 				mf_list_resolve(list, objects);
 		}
 	}
-}
-
-char *mf_frame_without_line(const char *shown)
-{
-	const char *line = mf_frame_line_at(shown), *where = mf_frame_where(shown);
-	if (!line)
-		return mf_xstrdup(shown);
-	return mf_xasprintf("%.*s%s", (int)(line - shown), shown, where ? where : "");
-}
-
-int mf_site_source(const struct mf_site *s, size_t k, const char **file, long *line)
-{
-	json_t *at = json_array_get(s->lines, k);
-	*file = json_string_value(json_array_get(at, 0));
-	*line = (long)json_integer_value(json_array_get(at, 1));
-	return *file && *line > 0;
 }

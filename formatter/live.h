@@ -8,6 +8,10 @@
 #include <jansson.h>
 #include "../shim/output/live_record.h"
 
+/* Whether a metrics file and a record are of the same process, and as new (live.c, recover.c). */
+#define MF_SAME_START 1e-3 /* the file's start_time is the record's, written to the microsecond */
+#define MF_SAME_TIME 1e-3  /* a file written within this of the record's last update is as new */
+
 /* Non-zero when the LEN bytes of BUF start like a live record (its magic number). */
 int mf_live_magic(const char *buf, size_t len);
 

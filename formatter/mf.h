@@ -51,9 +51,11 @@ struct mf_groups {
 
 /* read.c: loads PATH; on failure writes one "memshim-format: PATH: problem" line to ERR. */
 int mf_load(const char *path, struct mf_file *f, FILE *err);
-/* The same for a document already parsed (ROOT is taken over, also on failure). */
+/* load.c: the same for a document already parsed (ROOT is taken over, also on failure). */
 int mf_load_json(const char *path, json_t *root, struct mf_file *f, FILE *err);
 void mf_file_free(struct mf_file *f);
+/* The one "memshim-format: PATH: problem" line on ERR; returns -1. */
+int mf_file_problem(FILE *err, const char *path, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 
 /* open.c: stages still open in a snapshot. */
 json_t *mf_open_stage(json_t *stages, const char *name); /* the open entry of NAME, or NULL */
@@ -93,6 +95,16 @@ char *mf_hf_runtime_change(double seconds);   /* "+0:00:15.19", "-0:00:01.05" */
  * ("972KB"), below 1 KiB bytes ("24B"); no change "0MB". */
 char *mf_bytes_change(double d);
 size_t mf_width(const char *s);       /* display width: UTF-8 code points */
+
+/* text.c: bytes in binary units, named as the Trainer dump names them (MB is 2^20 bytes), and
+ * printable text. */
+#define MF_BYTE_UNITS 6
+extern const char *const mf_byte_units[MF_BYTE_UNITS]; /* "B", "KB", ... "PB" */
+char *mf_fmt_bytes(double v);               /* "106 MB", "1.23 GB", "512 B" */
+/* The same digits cut, not rounded (155.6 MiB: "155 MB"), so they read as the dump's whole MB
+ * ("155MB") with decimals added: the flame graph's bytes beside --sites's. */
+char *mf_fmt_bytes_cut(double v);
+char *mf_clean_text(const char *s);          /* control characters become '?' */
 
 /* table.c: aligned rows of cells. */
 enum mf_align { MF_LEFT, MF_RIGHT };

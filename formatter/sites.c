@@ -1,7 +1,6 @@
 /* --sites: the call sites live at each stage's peak, as the shim sampled them (stages[].peak_sites,
  * peak_sites_gpu and the top-level "sites"), one aligned table per stage and device. */
 #include "mf.h"
-#include "plot/plot.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -591,4 +590,12 @@ void mf_print_sites(FILE *out, const struct mf_file *f, const struct mf_opts *o)
 		fprintf(out, "memshim: no stage in %s has call sites\n", f->path);
 	else
 		mf_print_dropped(out, f);
+}
+
+int mf_site_source(const struct mf_site *s, size_t k, const char **file, long *line)
+{
+	json_t *at = json_array_get(s->lines, k);
+	*file = json_string_value(json_array_get(at, 0));
+	*line = (long)json_integer_value(json_array_get(at, 1));
+	return *file && *line > 0;
 }

@@ -7,16 +7,6 @@
 
 const double mf_plot_font_sizes[3] = { MF_FS_TITLE, MF_FS_PANEL, MF_FS_SMALL };
 
-/* Jansson hands out valid UTF-8; control characters would still show as boxes or break lines. */
-char *mf_clean_text(const char *s)
-{
-	char *c = mf_xstrdup(s ? s : "");
-	for (char *p = c; *p; p++)
-		if ((unsigned char)*p < 0x20 || *p == 0x7f)
-			*p = '?';
-	return c;
-}
-
 static size_t mf_cp_count(const char *s)
 {
 	size_t n = 0;
