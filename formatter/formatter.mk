@@ -3,7 +3,7 @@
 comma := ,
 FMT_VARIANT := $(if $(SANITIZE),san-$(subst $(comma),-,$(SANITIZE)),plain)
 FMT_OBJDIR = $(BUILD)/formatter/$(FMT_VARIANT)
-FMT_SRCS := $(wildcard formatter/*.c formatter/plot/*.c)
+FMT_SRCS := $(wildcard formatter/*.c formatter/*/*.c)
 FMT_LIB_SRCS := $(filter-out formatter/main.c,$(FMT_SRCS))
 FMT_LIB_OBJS = $(FMT_LIB_SRCS:formatter/%.c=$(FMT_OBJDIR)/%.o)
 CAIRO_CFLAGS := $(shell $(PKG_CONFIG) --cflags cairo 2>/dev/null)

@@ -1,8 +1,13 @@
-/* memshim-format --plot: what a picture of a run is made of, and the functions that draw it. */
+/* memshim-format --plot and --flame: what a picture of a run is made of, and the functions that draw
+ * it. Reads the model (model/) only; the modes (modes/) call it. */
 #ifndef MF_PLOT_H
 #define MF_PLOT_H
 
-#include "mf.h"
+#include "model/document.h"
+#include "model/opts.h"
+#include "model/sites.h"
+
+#include <stdio.h>
 
 #include <cairo.h>
 

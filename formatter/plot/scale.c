@@ -1,5 +1,6 @@
 /* Axis scales: ticks on a 1-2-5 scale, bytes in B/KB/MB/GB, time in seconds or minutes. */
 #include "plot/plot.h"
+#include "base/base.h"
 
 #include <math.h>
 #include <stdlib.h>

@@ -1,5 +1,7 @@
 /* Text in the picture: cleaned for cairo, shortened to fit, and the titles of the panels. */
 #include "plot/plot.h"
+#include "base/base.h"
+#include "model/document.h"
 
 #include <math.h>
 #include <stdlib.h>
