@@ -1,4 +1,4 @@
-/* Native frames' source lines (issue 24), resolved here rather than in the shim, as heaptrack does:
+/* Native frames' source lines, resolved here rather than in the shim, as heaptrack does:
  * the file says where each native frame lies (stages[].peak_sites*[].locations: an object of
  * sites.objects and the address in its file), and elfutils' libdw reads the object's DWARF line
  * table, from the file itself or its debug file found by build-id (/usr/lib/debug/.build-id/).
@@ -24,15 +24,19 @@ struct mf_obj {
 	Dwarf_Addr bias;        /* libdw's address of the file's address 0 */
 };
 
-static struct mf_obj *mf_objs;
-static size_t mf_nobjs;
-static char *mf_debuginfo_path;
+/* The objects opened so far (kept for every file read, until mf_lines_end) and the debug-file
+ * search path libdw reads through the callbacks below. */
+static struct {
+	struct mf_obj *objs;
+	size_t nobjs;
+	char *debuginfo_path;
+} mf_lines;
 
 static const Dwfl_Callbacks mf_offline = {
 	.find_elf = dwfl_build_id_find_elf,
 	.find_debuginfo = dwfl_standard_find_debuginfo,
 	.section_address = dwfl_offline_section_address,
-	.debuginfo_path = &mf_debuginfo_path,
+	.debuginfo_path = &mf_lines.debuginfo_path,
 };
 
 /* Whether MOD's build-id is WANT (hex); an object the file gave none for matches any. */
@@ -74,12 +78,12 @@ static int mf_obj_try(struct mf_obj *o, const char *file)
 /* The object at PATH with BUILD_ID, opened once for all files. */
 static struct mf_obj *mf_obj_of(const char *path, const char *build_id)
 {
-	for (size_t i = 0; i < mf_nobjs; i++)
-		if (!strcmp(mf_objs[i].path, path) && (mf_objs[i].build_id == NULL) == (build_id == NULL) &&
-		    (!build_id || !strcmp(mf_objs[i].build_id, build_id)))
-			return &mf_objs[i];
-	mf_objs = mf_xrealloc(mf_objs, (mf_nobjs + 1) * sizeof *mf_objs);
-	struct mf_obj *o = &mf_objs[mf_nobjs++];
+	for (size_t i = 0; i < mf_lines.nobjs; i++)
+		if (!strcmp(mf_lines.objs[i].path, path) && (mf_lines.objs[i].build_id == NULL) == (build_id == NULL) &&
+		    (!build_id || !strcmp(mf_lines.objs[i].build_id, build_id)))
+			return &mf_lines.objs[i];
+	mf_lines.objs = mf_xrealloc(mf_lines.objs, (mf_lines.nobjs + 1) * sizeof *mf_lines.objs);
+	struct mf_obj *o = &mf_lines.objs[mf_lines.nobjs++];
 	memset(o, 0, sizeof *o);
 	o->path = mf_xstrdup(path);
 	o->build_id = build_id ? mf_xstrdup(build_id) : NULL;
@@ -93,15 +97,15 @@ static struct mf_obj *mf_obj_of(const char *path, const char *build_id)
 
 void mf_lines_end(void)
 {
-	for (size_t i = 0; i < mf_nobjs; i++) {
-		if (mf_objs[i].dwfl)
-			dwfl_end(mf_objs[i].dwfl);
-		free(mf_objs[i].path);
-		free(mf_objs[i].build_id);
+	for (size_t i = 0; i < mf_lines.nobjs; i++) {
+		if (mf_lines.objs[i].dwfl)
+			dwfl_end(mf_lines.objs[i].dwfl);
+		free(mf_lines.objs[i].path);
+		free(mf_lines.objs[i].build_id);
 	}
-	free(mf_objs);
-	mf_objs = NULL;
-	mf_nobjs = 0;
+	free(mf_lines.objs);
+	mf_lines.objs = NULL;
+	mf_lines.nobjs = 0;
 }
 
 /* The line of the call that returns to OFFSET in O (OFFSET - 1 is inside the call instruction):

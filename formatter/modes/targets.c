@@ -241,8 +241,8 @@ static int mf_native_listed_before(const struct mf_file *files, size_t i, size_t
 }
 
 /* "memshim: native stage q: 'exec_simple_query' was not found in any loaded object (in none of the
- * 7 processes)": a native target no process of the run found (issue 39: `time ./prog` named prog's
- * function not found, time having none); under memshim run the library leaves it to this line. */
+ * 7 processes)": a native target no process of the run found (each process judging alone, `time ./prog`
+ * would say prog's function was not found, `time` having none); under memshim run the library leaves it to this line. */
 static int mf_print_native_unfound(FILE *out, const struct mf_file *files, size_t n)
 {
 	int printed = 0;
