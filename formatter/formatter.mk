@@ -1,4 +1,5 @@
 # memshim-format: the Trainer-style dump, results files, --merge, --diff, --plot (formatter/plot/).
+# Sources in one folder per layer (base/ model/ input/ plot/ modes/ cli/, doc/architecture.md), main.c above.
 # Objects go to a directory per SANITIZE value so sanitized and plain builds never mix.
 comma := ,
 FMT_VARIANT := $(if $(SANITIZE),san-$(subst $(comma),-,$(SANITIZE)),plain)

@@ -3,8 +3,6 @@
 #ifndef MF_OPTS_H
 #define MF_OPTS_H
 
-
-
 /* The modes (modes.def), as the option table (cli/options.c) and the pipeline name them. */
 enum mf_mode {
 #define MF_MODE(id, name, pick, run, synopsis) MF_##id,

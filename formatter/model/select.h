@@ -26,7 +26,6 @@ struct mf_set {
 	enum mf_pick how;       /* the selection made (MF_PICK_TOP_RANK falls back to SHOWN) */
 };
 
-
 /* select.c: the processes that matter. A minor process (a launcher, a shell) opened no stage of
  * its own, used no GPU, is not a rank, and peaked under MF_MINOR_PEAK bytes of CPU memory or ran the
  * command it was given as another process (its argv ends with that process's: `time python st.py`,
