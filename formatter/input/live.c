@@ -4,7 +4,6 @@
 #include "input/input.h"
 #include "base/base.h"
 #include "model/document.h"
-#include "model/select.h"
 #include "input/live.h"
 
 #include <dirent.h>
