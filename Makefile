@@ -116,7 +116,7 @@ check-tsan:
 check-valgrind: $(BUILD)/memshim-format
 	@tools/valgrind-formatter.sh $(BUILD)/memshim-format
 
-lint: $(BUILD)/libmemshim.so
+lint: $(BUILD)/libmemshim.so $(FMT_BIN)
 	@BUILD=$(BUILD) tools/lint.sh
 
 # Each fuzz target briefly (CI); `make fuzz FUZZ_SECONDS=600` for a real run.

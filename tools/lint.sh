@@ -1,10 +1,11 @@
 #!/bin/sh
-# The shim's layer rule (tools/layers.py), the one settings table (tools/settings_lint.sh), then cppcheck and clang-tidy over shim/ and formatter/: any finding fails.
+# The layer rules of the shim and the formatter (tools/layers.py), the one settings table (tools/settings_lint.sh), then cppcheck and clang-tidy over shim/ and formatter/: any finding fails.
 set -eu
 cd "$(dirname "$0")/.."
 
 # The layer rule on what the compiler and linker know: includes from the .d files, symbols from nm
-# on the objects, no call cycle across folders; exceptions in tools/layers.allow, each with a reason.
+# on the objects, no call cycle across folders or inside one; exceptions in tools/layers.allow, each
+# with a reason.
 python3 tools/layers.py "${BUILD:-build}"
 # The one settings table: only shim/core/config.c reads the environment.
 tools/settings_lint.sh "${BUILD:-build}" shim
@@ -19,7 +20,7 @@ cache="${BUILD:-build}/lint-clean"
 mkdir -p "$cache"
 export LINT_CFLAGS="$cflags" LINT_CACHE="$cache"
 # shellcheck disable=SC2016,SC2086
-ls shim/*.c shim/*/*.c formatter/*.c formatter/plot/*.c | xargs -P "$(nproc 2>/dev/null || echo 2)" -n 1 sh -c '
+ls shim/*.c shim/*/*.c formatter/*.c formatter/*/*.c | xargs -P "$(nproc 2>/dev/null || echo 2)" -n 1 sh -c '
 	key=$({ clang-tidy --version; cat .clang-tidy; echo "$LINT_CFLAGS"; clang -E $LINT_CFLAGS "$1"; } 2>&1 | sha256sum)
 	key=${key%% *}
 	[ -e "$LINT_CACHE/$key" ] && exit 0
