@@ -145,11 +145,34 @@ int mf_is_minor(const struct mf_file *f, const struct mf_file *files, size_t n)
 	return (peak >= 0 && peak < MF_MINOR_PEAK) || mf_launcher(f, files, n) || mf_small_fork(f, files, n);
 }
 
-/* When every process of the run is minor (hello world through pyenv's shim, `time python st.py`),
- * the one that did the work leads: the highest CPU peak among those that launched no other (the
- * first on ties), else among all. */
+/* The process the run started: its root pid's last image (pyenv's shim execs Python), then through
+ * launchers to what they ran (`time python st.py`); -1 when the root left no file. */
+static long mf_run_command(const struct mf_file *files, size_t n)
+{
+	long at = -1;
+	for (size_t i = 0; i < n; i++)
+		if (files[i].root_pid > 0 && files[i].pid == files[i].root_pid &&
+		    (at < 0 || files[i].start_time > files[at].start_time))
+			at = (long)i;
+	for (size_t hops = 0; at >= 0 && hops < n; hops++) {
+		size_t j = 0;
+		while (j < n && !mf_ran_command(&files[at], &files[j]))
+			j++;
+		if (j == n)
+			break;
+		at = (long)j;
+	}
+	return at;
+}
+
+/* When every process of the run is minor (hello world through pyenv's shim, `time python st.py`,
+ * a script's spawned pool workers), the command the run started leads; without its file, the
+ * highest CPU peak among those that launched no other (the first on ties), else among all. */
 static size_t mf_lead(const struct mf_file *files, size_t n)
 {
+	long command = mf_run_command(files, n);
+	if (command >= 0)
+		return (size_t)command;
 	size_t best = 0;
 	int best_launcher = 1;
 	double bv = -2;

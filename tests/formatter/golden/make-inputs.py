@@ -228,16 +228,21 @@ def died():
 def launchers():
     """What a pyenv shim or a launcher leaves beside the real program: processes that opened no
     stage of their own (only the implicit init) and stayed small, and a torchrun agent."""
-    def small(name, pid, ppid, argv, peak, child=True):
+    def small(name, pid, ppid, argv, peak, child=True, root=5000):
         m = {"init_mem_cpu_alloc_delta": peak // 2, "init_mem_cpu_peaked_delta": 4096,
              "init_runtime": 0.002, "init_calls": 1, "before_init_mem_cpu": 70000,
              "process_mem_cpu_peak": peak, "process_mem_cpu_malloc_peak": peak,
              "process_mem_cpu_mmap_peak": 0}
         write(name, doc(m, [stage("init", cpu=(peak // 2, 4096))], pid=pid, ppid=ppid,
-                        root_pid=5000, is_child=child, forked=False, argv=argv))
+                        root_pid=root, is_child=child, forked=False, argv=argv))
     small("timeout.json", 5000, 4999, ["timeout", "600", "torchrun", "train.py"], 90000, False)
     small("shell1.json", 5010, 5000, ["/bin/bash", "/home/u/.pyenv/shims/python"], 300000)
     small("shell2.json", 5011, 5010, ["/bin/bash", "/home/u/.pyenv/libexec/pyenv"], 15 * M)
+    # A small script's spawned pool worker peaked above the script: the script, the command the
+    # run started, still leads.
+    small("pool-main.json", 5100, 1, ["python", "pools.py"], 6 * M, False, root=5100)
+    small("pool-worker.json", 5101, 5100, ["python", "-c", "from multiprocessing.spawn import spawn_main; "
+          "spawn_main(tracker_fd=5, pipe_handle=7)", "--multiprocessing-fork"], 9 * M, root=5100)
     agent = {"init_mem_cpu_alloc_delta": 60 * M, "init_mem_cpu_peaked_delta": 5 * M,
              "init_runtime": 30.5, "init_calls": 1, "before_init_mem_cpu": 100000,
              "process_mem_cpu_peak": 66 * M, "process_mem_cpu_malloc_peak": 20 * M,
