@@ -66,7 +66,6 @@ static dev_t rec_dev;
 static ino_t rec_ino;
 static char rec_dir[MS_PATH_MAX] MS_LARGE;   /* where the record is, to remove it at exit */
 static char rec_name[64];
-static void (*next_moved)(double t);         /* the observer that was there (the snapshot policy) */
 static struct ms_stages engine MS_PAGE_ALIGNED MS_LARGE;
 static struct ms_outpath where MS_LARGE;     /* its own walk: the report writer may walk at once */
 static char zeros[4096] MS_LARGE;            /* never written: read, it is the kernel's zero page */
@@ -384,10 +383,8 @@ static void request(int kind, double t)
 }
 
 /* The timeline recorded a point because live memory moved (on the allocating thread). */
-static void moved(double t)
+void ms_live_moved(double t)
 {
-	if (next_moved)
-		next_moved(t);
 	int s = __atomic_load_n(&state, __ATOMIC_RELAXED);
 	if (s == ON)
 		request(LIGHT, t);
@@ -415,8 +412,6 @@ void ms_live_init(void)
 	if (!ms_cfg.live)
 		return;
 	state = NOT_YET;
-	next_moved = __atomic_load_n(&ms_timeline_moved_observer, __ATOMIC_RELAXED);
-	__atomic_store_n(&ms_timeline_moved_observer, moved, __ATOMIC_RELAXED);
 }
 
 void ms_live_fork_child(int tracking)
