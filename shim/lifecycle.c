@@ -14,6 +14,8 @@
 #include "cuda/cuda.h"
 #include "intercept/elf.h"
 #include "intercept/hooks.h"
+#include "intercept/sample.h"
+#include "intercept/signal.h"
 #include "native/native.h"
 #include "output/identity.h"
 #include "output/labels.h"
@@ -46,6 +48,11 @@ static const struct subsystem subsystems[] = {
 };
 #undef MS_SUBSYSTEM
 #define NSUBSYSTEMS (sizeof subsystems / sizeof *subsystems)
+
+/* Every row of hooks.def names a hook that exists (tools/hooks_lint.py checks who sets each). */
+#define MS_UPWARD_HOOK(name, offered_by, set_by, what) _Static_assert(sizeof(&name) != 0, #name);
+#include "hooks.def"
+#undef MS_UPWARD_HOOK
 
 /* What pthread_atfork and atexit are (stubs the linker puts after all our code, a page of their own
  * to fault in every process). */

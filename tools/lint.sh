@@ -8,6 +8,8 @@ cd "$(dirname "$0")/.."
 python3 tools/layers.py "${BUILD:-build}"
 # The one settings table: only shim/core/config.c reads the environment.
 tools/settings_lint.sh "${BUILD:-build}" shim
+# Every upward hook listed once (shim/hooks.def), each with exactly one setter.
+python3 tools/hooks_lint.py shim
 
 cflags="-std=gnu11 -D_GNU_SOURCE -Ishim -Iformatter -I/usr/local/cuda/include $(pkg-config --cflags jansson cairo 2>/dev/null)"
 cppcheck -q --enable=warning,performance,portability --std=c11 -D_GNU_SOURCE -D__x86_64__ \
