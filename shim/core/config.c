@@ -15,7 +15,7 @@ struct ms_config ms_cfg = { .log_level = MS_LOG_WARN, .follow_children = 1, .tim
 
 /* transformers' Trainer only (and subclasses, which run its methods): another framework's class
  * named Trainer (Lightning's) binds when named */
-const char ms_default_stages[] =
+static const char ms_default_stages[] =
 	"init=transformers.trainer:Trainer.__init__,"
 	"train=transformers.trainer:Trainer.train|transformers.trainer:Trainer._inner_training_loop,"
 	"eval=transformers.trainer:Trainer.evaluate,test=transformers.trainer:Trainer.predict";

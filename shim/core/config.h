@@ -67,9 +67,6 @@ struct ms_config {
 
 extern struct ms_config ms_cfg;
 
-/* The default stage spec when MEMSHIM_STAGES is unset (Hugging Face Trainer). */
-extern const char ms_default_stages[];
-
 typedef const char *(*ms_getenv_fn)(const char *name);
 
 /* Fills CFG from the environment through GET; every bad value gets one warning and its default. */
