@@ -183,6 +183,8 @@ __attribute__((constructor)) static void ms_init(int argc, char **argv, char **e
 	/* named once per run: by its first process (the others find a lineage record above them) */
 	if (ms_config_unknown_settings() && !ms_process_lineage_found())
 		ms_config_warn_unknown();
+	if (ms_cfg.log_level >= MS_LOG_DEBUG && !ms_process_lineage_found())
+		ms_config_log_effective();
 	if (ms_loaded_late()) {
 		ms_warn("libmemshim.so was loaded after the program started (dlopen or ctypes): calls are "
 			"already bound, nothing is counted; preload it (LD_PRELOAD, memshim run, memshim kernel "

@@ -45,6 +45,10 @@ static const char *const valid[] = {
 		    "2g)",
 };
 
+/* Where each row's value came from at the last load (MEMSHIM_LOG=debug says it at start). */
+enum source { FROM_DEFAULT, FROM_ENV, FROM_DEFAULT_BAD_ENV };
+static const char *const source_name[] = { "default", "env", "default: the environment's was not valid" };
+
 /* A more precise reason than the kind's text, set by a parser for the warning (start: one thread). */
 static const char *bad_because;
 
@@ -56,19 +60,34 @@ struct setting {
 };
 
 #define AT(field) offsetof(struct ms_config, field)
+/* Each row: the variable, how its value is parsed, its default, where it goes.  The comment says
+ * what it means and in what unit (doc/format.md and the README document them for users). */
 static const struct setting settings[] = {
+	/* what goes to stderr: quiet, warn or debug */
 	{ "MEMSHIM_LOG", K_LOG, "warn", AT(log_level) },
+	/* boolean: count nothing, write no file */
 	{ "MEMSHIM_DISABLE", K_BOOL, "0", AT(disabled) },
+	/* path of the metrics file (placeholders %p, %r, %l, %h expanded) */
 	{ "MEMSHIM_OUTPUT", K_PATH, "memshim_metrics.json", AT(output) },
+	/* boolean: forked children track too */
 	{ "MEMSHIM_FOLLOW_CHILDREN", K_BOOL, "1", AT(follow_children) },
+	/* directory of forked children's files; "": their name is the parent's .PID */
 	{ "MEMSHIM_CHILDREN_DIR", K_DIR, "", AT(children_dir) },
+	/* seconds between snapshots, auto or off */
 	{ "MEMSHIM_SNAPSHOT_INTERVAL", K_INTERVAL, "auto", AT(snapshot_interval) },
+	/* boolean: record the memory timeline */
 	{ "MEMSHIM_TIMELINE", K_BOOL, "1", AT(timeline) },
+	/* call sites: boolean, exact, or exact:STAGE,... */
 	{ "MEMSHIM_SITES", K_SITES, "1", AT(sites) },
+	/* bytes: mean allocated between two samples */
 	{ "MEMSHIM_SITES_RATE", K_BYTES, "524288", AT(sites_rate) },
+	/* boolean: keep the live record (memshim top) */
 	{ "MEMSHIM_LIVE", K_BOOL, "1", AT(live) },
+	/* boolean: bind native targets through the GOT */
 	{ "MEMSHIM_NATIVE_PLT", K_BOOL, "1", AT(native_plt) },
+	/* directory of live records; "": the default place */
 	{ "MEMSHIM_LIVE_DIR", K_DIR, "", AT(live_dir) },
+	/* stage=target|target,...; unset: Hugging Face Trainer's stages; "": none */
 	{ "MEMSHIM_STAGES", K_STAGES, ms_default_stages, AT(spec) },
 	/* As text: the user's MEMSHIM_OUTPUT as typed (an exec'd child compares it with its root's) */
 	{ "MEMSHIM_OUTPUT", K_TEXT, NULL, 0 },
@@ -102,6 +121,8 @@ static const struct setting settings[] = {
 	/* Set by memshim run: its directory of the run, where helpers write (output/report.c) */
 	{ "MEMSHIM_RUN_DIR", K_TEXT, NULL, 25 },
 };
+#define N_SETTINGS (sizeof settings / sizeof *settings)
+static unsigned char source_of[N_SETTINGS];
 
 /* Case-insensitive in ASCII, whatever the locale: the words are ASCII (and every process parses
  * the defaults: the C library's strcasecmp and its tables are pages of code to fault in). */
@@ -363,17 +384,20 @@ void ms_config_load(struct ms_config *cfg, ms_getenv_fn get)
 	for (size_t i = 0; i < sizeof settings / sizeof *settings; i++) {
 		const struct setting *s = &settings[i];
 		const char *v = get(s->name);
+		source_of[i] = FROM_DEFAULT;
 		/* empty is unset, but an empty stage list is none, and a text is kept as it is */
 		if (!v || (!*v && s->kind != K_STAGES && s->kind != K_TEXT))
 			continue;
 		if (s->kind == K_STAGES)
 			spec_reset(&cfg->spec);
 		bad_because = NULL;
+		source_of[i] = FROM_ENV;
 		if (apply(s, cfg, v) < 0) {
 			if (s->kind == K_LOG)
 				cfg->log_level = MS_LOG_WARN;
 			warn_bad(s, v);
 			apply(s, cfg, s->fallback);
+			source_of[i] = FROM_DEFAULT_BAD_ENV;
 		}
 		if (s->kind == K_LOG)
 			ms_cfg.log_level = cfg->log_level; /* ms_log reads the global */
@@ -381,7 +405,6 @@ void ms_config_load(struct ms_config *cfg, ms_getenv_fn get)
 	cfg->spec.is_default = get("MEMSHIM_STAGES") == NULL;
 }
 
-#define N_SETTINGS (sizeof settings / sizeof *settings)
 _Static_assert(N_SETTINGS < 255, "a row number fits the scan's unsigned char chains");
 _Static_assert(sizeof "OMPI_COMM_WORLD_LOCAL_RANK" < 255, "a name's length fits too");
 static const char *environ_value[N_SETTINGS]; /* each row's value, found by one pass at start */
@@ -480,6 +503,68 @@ void ms_config_start(int (*inherited)(void))
 	inherited_run = inherited;
 	ms_config_load(&ms_cfg, environment);
 	inherited_run = NULL; /* ms_spec_parse from elsewhere (the API, tests) warns as before */
+}
+
+/* Row S's value in CFG as it is used (paths made absolute, numbers parsed) into OUT. */
+static void effective_value(const struct setting *s, const struct ms_config *cfg, char *out, size_t size)
+{
+	static const char *const log_words[] = { "quiet", "warn", "debug" };
+	static const char *const sites_words[] = { "off", "sampled", "exact" };
+	const void *field = (const char *)cfg + s->offset;
+	size_t n = 0;
+	switch (s->kind) {
+	case K_BOOL:
+		ms_format(out, size, "%d", *(const int *)field);
+		return;
+	case K_LOG:
+		ms_format(out, size, "%s", log_words[cfg->log_level < 0 || cfg->log_level > 2 ? 1 : cfg->log_level]);
+		return;
+	case K_SITES:
+		n = ms_format(out, size, "%s", sites_words[cfg->sites < 0 || cfg->sites > 2 ? 1 : cfg->sites]);
+		for (int i = 0; i < cfg->nsites_exact && n < size; i++)
+			n += ms_format(out + n, size - n, "%s%s", i ? "," : ", exact in ", cfg->sites_exact[i]);
+		return;
+	case K_PATH:
+	case K_DIR:
+		ms_format(out, size, "%s", (const char *)field);
+		return;
+	case K_INTERVAL: {
+		double d = *(const double *)field;
+		long ms = (long)(d * 1000 + 0.5);
+		if (d == MS_SNAPSHOT_AUTO)
+			ms_format(out, size, "auto");
+		else if (d <= 0)
+			ms_format(out, size, "off");
+		else
+			ms_format(out, size, "%ld.%s%ld s", ms / 1000, ms % 1000 < 10 ? "00" : ms % 1000 < 100 ? "0" : "",
+				  ms % 1000);
+		return;
+	}
+	case K_BYTES:
+		ms_format(out, size, "%ld bytes", *(const long *)field);
+		return;
+	case K_STAGES:
+		out[0] = '\0'; /* none */
+		for (int i = 0; i < cfg->spec.nstages && n < size; i++)
+			for (int t = 0; t < cfg->spec.stage[i].ntargets && n < size; t++)
+				n += ms_format(out + n, size - n, "%s%s%s%s", t ? "|" : i ? "," : "",
+					       t ? "" : cfg->spec.stage[i].name, t ? "" : "=", cfg->spec.stage[i].targets[t]);
+		return;
+	case K_TEXT:
+		break;
+	}
+	ms_format(out, size, "?");
+}
+
+void ms_config_log_effective(void)
+{
+	for (size_t i = 0; i < N_SETTINGS; i++) {
+		if (settings[i].kind == K_TEXT)
+			continue; /* the launchers' and the system's variables: no setting of ours */
+		char value[512];
+		effective_value(&settings[i], &ms_cfg, value, sizeof value);
+		ms_debug("setting %s=%s (source: %s)", settings[i].name, value, source_name[source_of[i]]);
+	}
 }
 
 const char *ms_config_text(const struct ms_config *cfg, const char *name)

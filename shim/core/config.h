@@ -81,6 +81,9 @@ void ms_config_start(int (*inherited)(void));
  * closest to: lifecycle.c gives them once per run, in its first process. */
 int ms_config_unknown_settings(void);
 void ms_config_warn_unknown(void);
+/* With MEMSHIM_LOG=debug: one line per setting, "setting NAME=VALUE (source: default or env)",
+ * the value as it is used (lifecycle.c: at start, in the run's first process). */
+void ms_config_log_effective(void);
 
 /* Non-zero when MEMSHIM_SITES=exact:... names stage NAME (the engine never makes its calls quiet:
  * call sites must see each of their boundaries). */
