@@ -39,10 +39,12 @@ struct subsystem {
 
 #define STEP_0(fn) NULL
 #define STEP_1(fn) fn
+/* clang-format off */
 #define MS_SUBSYSTEM(name, init, prepare, parent, child, boundary, report)                          \
 	{ STEP_##init(ms_##name##_init), STEP_##prepare(ms_##name##_fork_prepare),                   \
 	  STEP_##parent(ms_##name##_fork_parent), STEP_##child(ms_##name##_fork_child),              \
 	  STEP_##boundary(ms_##name##_boundary), STEP_##report(ms_##name##_report) },
+/* clang-format on */
 static const struct subsystem subsystems[] = {
 #include "subsystems.def"
 };
@@ -96,7 +98,7 @@ static void finish(const char *reason)
 	ms_tls_guard++;
 	ms_stages_close_all(ms_elapsed());
 	ms_report_write(reason, 0, 1);
-	ms_live_finish(); /* the final file is there: the live record goes */
+	ms_live_finish();       /* the final file is there: the live record goes */
 	ms_process_unpublish(); /* and the lineage record */
 	ms_log_run_end();
 	ms_tls_guard--;
@@ -195,7 +197,8 @@ __attribute__((constructor)) static void ms_init(int argc, char **argv, char **e
 	if (ms_allocator_ahead())
 		ms_warn("%s comes before libmemshim.so in LD_PRELOAD: the program's malloc and C++ new go "
 			"to it without passing memshim, whose CPU figures then count only mappings; list "
-			"libmemshim.so first (memshim run does)", ms_allocator_ahead());
+			"libmemshim.so first (memshim run does)",
+			ms_allocator_ahead());
 	if (ms_sanitizer()) {
 		ms_warn("%s owns this program's memory: memshim steps aside and counts nothing", ms_sanitizer());
 		stop_tracking();

@@ -10,8 +10,9 @@
 #include "core/config.h"
 #include "core/ms.h"
 
-struct ms_config ms_cfg = { .log_level = MS_LOG_WARN, .follow_children = 1, .timeline = 1, .sites = 1,
-			     .sites_rate = 524288, .live = 1 };
+struct ms_config ms_cfg = {
+	.log_level = MS_LOG_WARN, .follow_children = 1, .timeline = 1, .sites = 1, .sites_rate = 524288, .live = 1
+};
 
 /* transformers' Trainer only (and subclasses, which run its methods): another framework's class
  * named Trainer (Lightning's) binds when named */
@@ -25,7 +26,9 @@ static const char ms_default_stages[] =
  * 39: a bad value was named again by every process pyenv's shim or a shell script ran), by the
  * first process; MEMSHIM_LOG=debug shows them in the others. */
 static int (*inherited_run)(void); /* asked at the first warning only: most processes have none */
+/* clang-format off */
 #define config_warn(...) ms_log(inherited_run && inherited_run() ? MS_LOG_DEBUG : MS_LOG_WARN, __VA_ARGS__)
+/* clang-format on */
 
 enum kind { K_BOOL, K_SITES, K_LOG, K_PATH, K_DIR, K_INTERVAL, K_BYTES, K_STAGES, K_TEXT };
 
@@ -35,7 +38,7 @@ enum kind { K_BOOL, K_SITES, K_LOG, K_PATH, K_DIR, K_INTERVAL, K_BYTES, K_STAGES
 static const char *const valid[] = {
 	[K_BOOL] = BOOL_WORDS,
 	[K_SITES] = BOOL_WORDS ", exact, or exact:STAGE[,STAGE...] naming at most 8 stages ([A-Za-z0-9_]+, "
-		    "up to 63 characters)",
+			       "up to 63 characters)",
 	[K_LOG] = "quiet, warn or debug",
 	[K_PATH] = "a file's path, at most 4095 bytes",
 	[K_DIR] = "a directory's path, at most 4095 bytes",
@@ -113,9 +116,9 @@ static const struct setting settings[] = {
 	{ "SLURM_NTASKS", K_TEXT, NULL, 19 },
 	{ "SLURM_NODEID", K_TEXT, NULL, 20 },
 	/* The system's */
-	{ "TMPDIR", K_TEXT, NULL, 21 },            /* output/identity.c: the fallback directory */
-	{ "XDG_RUNTIME_DIR", K_TEXT, NULL, 22 },   /* output/live.c: the live record's default place */
-	{ "LD_PRELOAD", K_TEXT, NULL, 23 },        /* intercept/resolve.c: preloaded, or loaded late */
+	{ "TMPDIR", K_TEXT, NULL, 21 },          /* output/identity.c: the fallback directory */
+	{ "XDG_RUNTIME_DIR", K_TEXT, NULL, 22 }, /* output/live.c: the live record's default place */
+	{ "LD_PRELOAD", K_TEXT, NULL, 23 },      /* intercept/resolve.c: preloaded, or loaded late */
 	/* Set by memshim run when it prints the dump, which names the run's unmatched targets */
 	{ "MEMSHIM_RUN_DUMP", K_TEXT, NULL, 24 },
 	/* Set by memshim run: its directory of the run, where helpers write (output/report.c) */
@@ -129,7 +132,8 @@ static unsigned char source_of[N_SETTINGS];
 static int same_word(const char *a, const char *b)
 {
 	for (;; a++, b++) {
-		char x = *a >= 'A' && *a <= 'Z' ? (char)(*a + 32) : *a, y = *b >= 'A' && *b <= 'Z' ? (char)(*b + 32) : *b;
+		char x = *a >= 'A' && *a <= 'Z' ? (char)(*a + 32) : *a,
+		     y = *b >= 'A' && *b <= 'Z' ? (char)(*b + 32) : *b;
 		if (x != y)
 			return 0;
 		if (!x)
@@ -165,7 +169,8 @@ static int parse_exact_stages(const char *v, struct ms_config *cfg)
 		cfg->sites_exact[n][len] = '\0';
 		if (!ms_stage_name_valid(cfg->sites_exact[n++]))
 			return bad_because = len ? "exact: a name is not a stage name ([A-Za-z0-9_]+, not process)"
-						 : "exact: an empty stage name", -1;
+						 : "exact: an empty stage name",
+			       -1;
 		p += len;
 		if (!*p)
 			break;
@@ -348,7 +353,7 @@ static void warn_bad(const struct setting *s, const char *value)
 	memcpy(shown + i, value[i] ? "..." : "", value[i] ? 4 : 1);
 	const char *takes = (size_t)s->kind < sizeof valid / sizeof *valid ? valid[s->kind] : NULL;
 	config_warn("%s=\"%s\" is not valid (%s%s%s%s); using \"%s\"", s->name, shown, bad_because ? bad_because : "",
-		bad_because && takes ? "; " : "", takes ? "it takes " : "", takes ? takes : "", s->fallback);
+		    bad_because && takes ? "; " : "", takes ? "it takes " : "", takes ? takes : "", s->fallback);
 }
 
 /* An empty spec: its header only (a stage entry is cleared when it is added), so the pages of its
@@ -476,7 +481,8 @@ void ms_config_warn_unknown(void)
 		const char *near = NULL;
 		int most = unknown_len[u] - 8 <= 4 ? 1 : 2; /* MEMSHIM_FOO is no MEMSHIM_LOG */
 		for (size_t i = 0; i < N_SETTINGS && !near; i++)
-			if (settings[i].kind != K_TEXT && ms_edit_distance(unknown[u], unknown_len[u], settings[i].name) <= most)
+			if (settings[i].kind != K_TEXT &&
+			    ms_edit_distance(unknown[u], unknown_len[u], settings[i].name) <= most)
 				near = settings[i].name;
 		char name[64];
 		ms_strlcpy(name, unknown[u], unknown_len[u] + 1 < sizeof name ? unknown_len[u] + 1 : sizeof name);
@@ -503,6 +509,21 @@ void ms_config_start(int (*inherited)(void))
 	inherited_run = inherited;
 	ms_config_load(&ms_cfg, environment);
 	inherited_run = NULL; /* ms_spec_parse from elsewhere (the API, tests) warns as before */
+}
+
+/* The zeros before THOUSANDTHS (0 to 999) written as three digits. */
+static const char *leading_zeros(long thousandths)
+{
+	return thousandths < 10 ? "00" : thousandths < 100 ? "0" : "";
+}
+
+/* Target T of stage ST into OUT as MEMSHIM_STAGES spells it: "stage=target", then "|target"; a
+ * stage after the first (LATER) starts with a ','.  Returns the length written. */
+static size_t stage_target(char *out, size_t size, const struct ms_spec_stage *st, int t, int later)
+{
+	if (t > 0)
+		return ms_format(out, size, "|%s", st->targets[t]);
+	return ms_format(out, size, "%s%s=%s", later ? "," : "", st->name, st->targets[t]);
 }
 
 /* Row S's value in CFG as it is used (paths made absolute, numbers parsed) into OUT. */
@@ -536,8 +557,7 @@ static void effective_value(const struct setting *s, const struct ms_config *cfg
 		else if (d <= 0)
 			ms_format(out, size, "off");
 		else
-			ms_format(out, size, "%ld.%s%ld s", ms / 1000, ms % 1000 < 10 ? "00" : ms % 1000 < 100 ? "0" : "",
-				  ms % 1000);
+			ms_format(out, size, "%ld.%s%ld s", ms / 1000, leading_zeros(ms % 1000), ms % 1000);
 		return;
 	}
 	case K_BYTES:
@@ -547,8 +567,7 @@ static void effective_value(const struct setting *s, const struct ms_config *cfg
 		out[0] = '\0'; /* none */
 		for (int i = 0; i < cfg->spec.nstages && n < size; i++)
 			for (int t = 0; t < cfg->spec.stage[i].ntargets && n < size; t++)
-				n += ms_format(out + n, size - n, "%s%s%s%s", t ? "|" : i ? "," : "",
-					       t ? "" : cfg->spec.stage[i].name, t ? "" : "=", cfg->spec.stage[i].targets[t]);
+				n += stage_target(out + n, size - n, &cfg->spec.stage[i], t, i > 0);
 		return;
 	case K_TEXT:
 		break;
@@ -652,7 +671,7 @@ static int target_plausible(const char *b, const char *e)
 		if (*p == ':' && (p + 1 == e || p[1] != ':') && (p == b || p[-1] != ':')) {
 			if (p == b)
 				return 0; /* an empty object */
-			name = p + 1; /* the object (a path, a file name, a module) before it */
+			name = p + 1;     /* the object (a path, a file name, a module) before it */
 			break;
 		}
 	for (const char *p = b; p < name; p++)
@@ -751,6 +770,7 @@ static void warn_limit(const char *why, int n, const char *first, size_t first_l
 	for (size_t i = 0; i < k; i++)
 		shown[i] = (first[i] >= 0x20 && first[i] < 0x7f) ? first[i] : '?';
 	memcpy(shown + k, first_len > 32 ? "..." : "", first_len > 32 ? 4 : 1);
+	/* clang-format off */
 	if (why == too_many)
 		config_warn("MEMSHIM_STAGES names more than " MS_STR(MS_SPEC_MAX_STAGES) " stages, the most it takes: "
 			"%d entr%s from \"%s\" on ignored", n, n == 1 ? "y" : "ies", shown);
@@ -758,6 +778,7 @@ static void warn_limit(const char *why, int n, const char *first, size_t first_l
 		config_warn("MEMSHIM_STAGES is too long: its targets take at most " MS_STR(MS_SPEC_POOL) " bytes; %d "
 			"entr%s from \"%s\" on ignored", n, n == 1 ? "y" : "ies", shown);
 }
+/* clang-format on */
 
 int ms_spec_parse(struct ms_spec *spec, const char *text)
 {
@@ -797,7 +818,8 @@ int ms_spec_parse(struct ms_spec *spec, const char *text)
 		if (strlen(text) > sizeof shown - 4)
 			strcat(shown, "...");
 		config_warn("MEMSHIM_STAGES=\"%s\" holds no stage=target entry: no stages are watched (unset it for "
-			"Hugging Face Trainer's, set it empty for none)", shown);
+			    "Hugging Face Trainer's, set it empty for none)",
+			    shown);
 	}
 	return bad + over + (!entries && text[strspn(text, " \t")]);
 }

@@ -12,8 +12,7 @@ static struct ms_counter counters[MS_NCOMP] __attribute__((aligned(64)));
 static inline void raise_peak(int64_t *peak, int64_t value)
 {
 	int64_t seen = __atomic_load_n(peak, __ATOMIC_RELAXED);
-	while (value > seen &&
-	       !__atomic_compare_exchange_n(peak, &seen, value, 1, __ATOMIC_RELAXED, __ATOMIC_RELAXED))
+	while (value > seen && !__atomic_compare_exchange_n(peak, &seen, value, 1, __ATOMIC_RELAXED, __ATOMIC_RELAXED))
 		;
 }
 
@@ -34,8 +33,10 @@ static int64_t watch_lo[MS_NCOMP] = { [0 ... MS_NCOMP - 1] = INT64_MIN };
 
 static inline void watch_check(enum ms_comp comp, int64_t now)
 {
+	/* clang-format off */
 	if (__builtin_expect(now > __atomic_load_n(&watch_hi[comp], __ATOMIC_RELAXED) ||
 			     now < __atomic_load_n(&watch_lo[comp], __ATOMIC_RELAXED), 0)) {
+		/* clang-format on */
 		void (*fn)(enum ms_comp, int64_t) = __atomic_load_n(&ms_watch_fn, __ATOMIC_RELAXED);
 		if (fn)
 			fn(comp, now);
@@ -201,8 +202,8 @@ static void raise_gates(void)
 		if (__atomic_load_n(&ms_cpu.gate_lo, __ATOMIC_RELAXED) != lo)
 			__atomic_store_n(&ms_cpu.gate_lo, lo, __ATOMIC_RELAXED);
 		uint64_t want = gate_hi_for(mm);
-		if (want == old || __atomic_compare_exchange_n(&ms_cpu.gate_hi, &old, want, 0, __ATOMIC_SEQ_CST,
-							       __ATOMIC_SEQ_CST))
+		if (want == old ||
+		    __atomic_compare_exchange_n(&ms_cpu.gate_hi, &old, want, 0, __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST))
 			return;
 	}
 }
@@ -277,8 +278,7 @@ void ms_cpu_mmap_add(enum ms_comp part, int64_t bytes)
 	lower_end();
 }
 
-void ms_cpu_live(int64_t *cpu, int64_t *malloc_part, int64_t *mmap_part, int64_t *reserve_part,
-		 int64_t *shared_part)
+void ms_cpu_live(int64_t *cpu, int64_t *malloc_part, int64_t *mmap_part, int64_t *reserve_part, int64_t *shared_part)
 {
 	uint64_t w = __atomic_load_n(&ms_cpu.word, __ATOMIC_SEQ_CST);
 	int64_t mm = mmap_at(w), rs = read_at(w, READ_RESERVE), sh = read_at(w, READ_SHARED);
@@ -389,8 +389,8 @@ uint32_t ms_counters_moved(void)
 /* Live of the first N components, the CPU ones as one consistent set. */
 static void live_all(int64_t live[MS_NCOMP], int n)
 {
-	const uint32_t cpu_parts = (1u << MS_CPU) | (1u << MS_MALLOC) | (1u << MS_MMAP) | (1u << MS_RESERVE) |
-				   (1u << MS_SHARED);
+	const uint32_t cpu_parts =
+		(1u << MS_CPU) | (1u << MS_MALLOC) | (1u << MS_MMAP) | (1u << MS_RESERVE) | (1u << MS_SHARED);
 	if (n == MS_DEV0) /* a component that never moved is 0; fixed sizes are written inline */
 		memset(live, 0, sizeof *live * MS_DEV0);
 	else
@@ -406,7 +406,7 @@ static void live_all(int64_t live[MS_NCOMP], int n)
 int ms_counters_cut_window(int64_t peaks[MS_NCOMP], int64_t live[MS_NCOMP], int open_after)
 {
 	int n = ms_counters_used(); /* a device never used has 0 everywhere: nothing to cut */
-	lower_begin(); /* adds during the cut take the slow path: none is missed by the new window */
+	lower_begin();              /* adds during the cut take the slow path: none is missed by the new window */
 	live_all(live, n);
 	if (n == MS_DEV0)
 		memcpy(peaks, live, sizeof *peaks * MS_DEV0);

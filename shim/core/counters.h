@@ -34,9 +34,13 @@ extern void (*ms_watch_fn)(enum ms_comp comp, int64_t now);
 /* The components read rather than counted (MS_RESERVE, MS_SHARED, MS_RSS) brought up to date: set at start by
  * intercept/mmap.c, called before a stage boundary, a timeline point and a report.  Cheap and
  * skipped where reading is unsafe (inside the mapping lock, inside a hook). */
-enum ms_refresh_reason { MS_REFRESH_BOUNDARY, MS_REFRESH_POINT, MS_REFRESH_REPORT,
-			 MS_REFRESH_FORK /* a forked child, before its report starts: only this thread
-					  * runs, holding every lock since fork_prepare */ };
+enum ms_refresh_reason {
+	MS_REFRESH_BOUNDARY,
+	MS_REFRESH_POINT,
+	MS_REFRESH_REPORT,
+	MS_REFRESH_FORK /* a forked child, before its report starts: only this thread
+					  * runs, holding every lock since fork_prepare */
+};
 extern void (*ms_refresh_fn)(enum ms_refresh_reason why);
 
 static inline void ms_refresh(enum ms_refresh_reason why)
@@ -126,8 +130,7 @@ static inline void ms_cpu_add(enum ms_comp part, int64_t bytes)
 }
 
 /* Live CPU, malloc, mmap, reserve and shared bytes as one consistent set (any may be NULL). */
-void ms_cpu_live(int64_t *cpu, int64_t *malloc_part, int64_t *mmap_part, int64_t *reserve_part,
-		 int64_t *shared_part);
+void ms_cpu_live(int64_t *cpu, int64_t *malloc_part, int64_t *mmap_part, int64_t *reserve_part, int64_t *shared_part);
 
 /* A component read rather than counted (MS_RSS) is now VALUE; one writer at a time. */
 void ms_counter_set(enum ms_comp comp, int64_t value);

@@ -39,36 +39,36 @@
 #include "output/report.h"
 
 /* The record's tables are the engine's and the counters' (its readers index them alike). */
-#define COUNT(array) (sizeof (array) / sizeof *(array))
+#define COUNT(array) (sizeof(array) / sizeof *(array))
 _Static_assert(COUNT(((struct ms_live_record *)0)->live) == COUNT(((struct ms_stages *)0)->before_init) &&
-	       COUNT(((struct ms_live_record *)0)->stage) == COUNT(((struct ms_stages *)0)->stage) &&
-	       sizeof ((struct ms_live_stage *)0)->name == sizeof ((struct ms_stage *)0)->name &&
-	       MS_LIVE_DEV0 == (int)MS_DEV0 && MS_LIVE_RSS == (int)MS_RSS && MS_LIVE_GPU == (int)MS_GPU &&
-	       MS_LIVE_RESERVE == (int)MS_RESERVE && MS_LIVE_MANAGED == (int)MS_MANAGED &&
-	       MS_LIVE_SHARED == (int)MS_SHARED,
+		       COUNT(((struct ms_live_record *)0)->stage) == COUNT(((struct ms_stages *)0)->stage) &&
+		       sizeof((struct ms_live_stage *)0)->name == sizeof((struct ms_stage *)0)->name &&
+		       MS_LIVE_DEV0 == (int)MS_DEV0 && MS_LIVE_RSS == (int)MS_RSS && MS_LIVE_GPU == (int)MS_GPU &&
+		       MS_LIVE_RESERVE == (int)MS_RESERVE && MS_LIVE_MANAGED == (int)MS_MANAGED &&
+		       MS_LIVE_SHARED == (int)MS_SHARED,
 	       "the live record follows core/counters.h and core/stages.h");
 
-#define WORTH_AGE 2.0                        /* as the default snapshot policy */
+#define WORTH_AGE 2.0 /* as the default snapshot policy */
 #define WORTH_BYTES ((int64_t)64 << 20)
-#define LIGHT 1                              /* live, peaks, open stages so far */
-#define FULL 2                               /* everything, from a copy of the stage engine */
-#define EXACT_GAP 0.1                        /* seconds between exact process peaks and getrusage */
+#define LIGHT 1       /* live, peaks, open stages so far */
+#define FULL 2        /* everything, from a copy of the stage engine */
+#define EXACT_GAP 0.1 /* seconds between exact process peaks and getrusage */
 
 enum { NOT_YET, ON, OFF };
-static int state = OFF;                      /* OFF until init; OFF for good after a failure */
-static int real_stage;                       /* a stage other than init began (in this process) */
+static int state = OFF; /* OFF until init; OFF for good after a failure */
+static int real_stage;  /* a stage other than init began (in this process) */
 static int busy, pending;
-static uint64_t want_stages;                 /* bit i: stage i crossed a boundary since the last update */
-static double next_exact;                    /* ms_elapsed() of the next exact() */
+static uint64_t want_stages; /* bit i: stage i crossed a boundary since the last update */
+static double next_exact;    /* ms_elapsed() of the next exact() */
 static int failed;
 static struct ms_live_record *rec;
 static dev_t rec_dev;
 static ino_t rec_ino;
-static char rec_dir[MS_PATH_MAX] MS_LARGE;   /* where the record is, to remove it at exit */
+static char rec_dir[MS_PATH_MAX] MS_LARGE; /* where the record is, to remove it at exit */
 static char rec_name[64];
 static struct ms_stages engine MS_PAGE_ALIGNED MS_LARGE;
-static struct ms_outpath where MS_LARGE;     /* its own walk: the report writer may walk at once */
-static char zeros[4096] MS_LARGE;            /* never written: read, it is the kernel's zero page */
+static struct ms_outpath where MS_LARGE; /* its own walk: the report writer may walk at once */
+static char zeros[4096] MS_LARGE;        /* never written: read, it is the kernel's zero page */
 
 static int64_t held(void)
 {
@@ -82,7 +82,6 @@ static int worth_it(double now)
 }
 
 /* ---- creating the record ---------------------------------------------------------------------- */
-
 
 static int give_up(const char *dir, const char *why, int e)
 {
@@ -115,16 +114,20 @@ static int open_dir(const char *dir, int quiet)
 	where.parent_only = 1;
 	int rc = ms_outpath_walk(&where, dir);
 	if (rc < 0 || where.how == MS_OUT_REFUSED)
-		return quiet ? -1
+		return quiet    ? -1
 		       : rc < 0 ? give_up(dir, ms_errno_text(-rc), -rc)
-		       : give_up(dir, "not following a symlink on the way in a sticky world-writable directory", 0);
+				: give_up(dir,
+					  "not following a symlink on the way in a sticky world-writable directory", 0);
 	int fd = (int)openat(where.dirfd, where.name, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 	if (fd < 0 && errno == ENOENT && !quiet && (mkdirat(where.dirfd, where.name, 0700) == 0 || errno == EEXIST))
 		fd = (int)openat(where.dirfd, where.name, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 	int e = errno;
 	close(where.dirfd);
 	if (fd < 0)
-		return quiet ? -1 : give_up(dir, e == ENOTDIR || e == ELOOP ? "a symlink or not a directory" : ms_errno_text(e), e);
+		return quiet ? -1
+			     : give_up(dir,
+				       e == ENOTDIR || e == ELOOP ? "a symlink or not a directory" : ms_errno_text(e),
+				       e);
 	struct stat st;
 	if (fstat(fd, &st) < 0 || st.st_uid != geteuid() || (st.st_mode & 077)) {
 		close(fd);
@@ -209,8 +212,8 @@ static int map_record(int dfd, int fd, const char *dir)
 static int create(void)
 {
 	record_dir(rec_dir, sizeof rec_dir);
-	ms_format(rec_name, sizeof rec_name, "%d.%lld%s", (int)ms_proc.pid,
-		  (long long)(ms_proc.start_unix * 1000), MS_LIVE_SUFFIX);
+	ms_format(rec_name, sizeof rec_name, "%d.%lld%s", (int)ms_proc.pid, (long long)(ms_proc.start_unix * 1000),
+		  MS_LIVE_SUFFIX);
 	int dfd = open_dir(rec_dir, 0);
 	if (dfd < 0)
 		return -1;
@@ -240,10 +243,11 @@ static void end_write(double t)
 
 /* The components written at every update: the CPU ones, and the GPU ones once a GPU is used. */
 static const int cpu_comps[] = { MS_CPU, MS_MALLOC, MS_MMAP, MS_RESERVE, MS_SHARED, MS_RSS };
-static const int all_comps[] = { MS_CPU, MS_MALLOC, MS_MMAP, MS_RESERVE, MS_SHARED, MS_RSS, MS_GPU, MS_MANAGED, MS_PINNED,
-	MS_DEV0, MS_DEV0 + 1, MS_DEV0 + 2, MS_DEV0 + 3, MS_DEV0 + 4, MS_DEV0 + 5, MS_DEV0 + 6, MS_DEV0 + 7,
-	MS_DEV0 + 8, MS_DEV0 + 9, MS_DEV0 + 10, MS_DEV0 + 11, MS_DEV0 + 12, MS_DEV0 + 13, MS_DEV0 + 14,
-	MS_DEV0 + 15 };
+static const int all_comps[] = { MS_CPU,       MS_MALLOC,    MS_MMAP,      MS_RESERVE,   MS_SHARED,
+				 MS_RSS,       MS_GPU,       MS_MANAGED,   MS_PINNED,    MS_DEV0,
+				 MS_DEV0 + 1,  MS_DEV0 + 2,  MS_DEV0 + 3,  MS_DEV0 + 4,  MS_DEV0 + 5,
+				 MS_DEV0 + 6,  MS_DEV0 + 7,  MS_DEV0 + 8,  MS_DEV0 + 9,  MS_DEV0 + 10,
+				 MS_DEV0 + 11, MS_DEV0 + 12, MS_DEV0 + 13, MS_DEV0 + 14, MS_DEV0 + 15 };
 _Static_assert(sizeof all_comps / sizeof *all_comps == MS_NCOMP, "every component once");
 
 /* Live memory moved (or a boundary): live, and from it the process peaks and the open stages' end
