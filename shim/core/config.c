@@ -517,13 +517,13 @@ static const char *leading_zeros(long thousandths)
 	return thousandths < 10 ? "00" : thousandths < 100 ? "0" : "";
 }
 
-/* Target T of stage ST into OUT as MEMSHIM_STAGES spells it: "stage=target", then "|target"; a
- * stage after the first (LATER) starts with a ','.  Returns the length written. */
-static size_t stage_target(char *out, size_t size, const struct ms_spec_stage *st, int t, int later)
+/* TARGET into OUT as MEMSHIM_STAGES spells it: "STAGE=TARGET" for a stage's first (a ',' before it
+ * when LATER: not the first stage), "|TARGET" for the others (STAGE NULL).  The length written. */
+static size_t stage_target(char *out, size_t size, const char *stage, int later, const char *target)
 {
-	if (t > 0)
-		return ms_format(out, size, "|%s", st->targets[t]);
-	return ms_format(out, size, "%s%s=%s", later ? "," : "", st->name, st->targets[t]);
+	if (!stage)
+		return ms_format(out, size, "|%s", target);
+	return ms_format(out, size, "%s%s=%s", later ? "," : "", stage, target);
 }
 
 /* Row S's value in CFG as it is used (paths made absolute, numbers parsed) into OUT. */
@@ -567,7 +567,8 @@ static void effective_value(const struct setting *s, const struct ms_config *cfg
 		out[0] = '\0'; /* none */
 		for (int i = 0; i < cfg->spec.nstages && n < size; i++)
 			for (int t = 0; t < cfg->spec.stage[i].ntargets && n < size; t++)
-				n += stage_target(out + n, size - n, &cfg->spec.stage[i], t, i > 0);
+				n += stage_target(out + n, size - n, t ? NULL : cfg->spec.stage[i].name, i > 0,
+						  cfg->spec.stage[i].targets[t]);
 		return;
 	case K_TEXT:
 		break;
