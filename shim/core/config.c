@@ -22,9 +22,9 @@ static const char ms_default_stages[] =
 	"eval=transformers.trainer:Trainer.evaluate,test=transformers.trainer:Trainer.predict";
 
 /* An exec'd process of a run (one that found a lineage record above it) inherited the settings
- * its first process read and warned about: what is wrong with them is said once per run (issue
- * 39: a bad value was named again by every process pyenv's shim or a shell script ran), by the
- * first process; MEMSHIM_LOG=debug shows them in the others. */
+ * its first process read and warned about: what is wrong with them is said once per run, by the
+ * first process (else every process pyenv's shim or a shell script runs names the same bad value
+ * again); MEMSHIM_LOG=debug shows them in the others. */
 static int (*inherited_run)(void); /* asked at the first warning only: most processes have none */
 /* clang-format off */
 #define config_warn(...) ms_log(inherited_run && inherited_run() ? MS_LOG_DEBUG : MS_LOG_WARN, __VA_ARGS__)

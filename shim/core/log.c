@@ -158,8 +158,8 @@ size_t ms_format(char *buf, size_t size, const char *fmt, ...)
 }
 
 /* ---- once per run ----------------------------------------------------------------------------
- * A warning another process of the run printed already is not printed again (issue 39: each of
- * PostgreSQL's children repeated the postmaster's line).  The run's processes note the hash of each
+ * A warning another process of the run printed already is not printed again (else each of
+ * PostgreSQL's children repeats the postmaster's line).  The run's processes note the hash of each
  * line they print in /dev/shm/memshim-warned-<uid>-<root pid>-<root's start>, a file of 8-byte
  * hashes (mode 0600, this user's, never through a link), made by whoever warns first and removed
  * by the root at its exit.  The root's start time (from /proc) keeps a reused pid from reading

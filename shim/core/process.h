@@ -28,8 +28,8 @@ struct ms_process {
 	struct ms_rank rank;
 	/* Where this process writes, placeholders not yet expanded: MEMSHIM_OUTPUT (ms_cfg.output),
 	 * or the run's root's file for an exec'd child, in MEMSHIM_CHILDREN_DIR for a child that
-	 * writes its parent's name, in $TMPDIR when its directory could not take it (output/
-	 * identity.c).  ms_cfg keeps the user's setting. */
+	 * writes its parent's name, in $TMPDIR when its directory could not take it
+	 * (output/identity.c).  ms_cfg keeps the user's setting. */
 	char output[MS_PATH_MAX];
 };
 

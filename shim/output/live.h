@@ -1,4 +1,4 @@
-/* The live record of this process (issue 25; layout in output/live_record.h): a small file mapped
+/* The live record of this process (layout in output/live_record.h): a small file mapped
  * MAP_SHARED and updated in place at stage boundaries and timeline points, so a process killed
  * with SIGKILL leaves its numbers up to the kill, and `memshim top` sees running processes. */
 #ifndef MS_LIVE_H

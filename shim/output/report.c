@@ -166,7 +166,7 @@ static int deferring, deferred; /* a failure kept for the fallback (write_held),
 
 /* One line for the process the user started; a child's trouble (another uid, its parent's directory
  * removed before it ended) stays off the program's stderr, where it would change the program's
- * output (issue 29): MEMSHIM_LOG=debug shows it. */
+ * output: MEMSHIM_LOG=debug shows it. */
 static int fail(const char *path, int e)
 {
 	if (deferring) {

@@ -1,4 +1,4 @@
-/* Call sites live at each stage's peak (issue 16): sampled CPU allocations, every GPU allocation,
+/* Call sites live at each stage's peak: sampled CPU allocations, every GPU allocation,
  * their stacks interned in bounded tables, and per open stage call a copy of "bytes live per
  * stack" taken as that call's peak rises.  The hot path (the countdown and the filter of sampled
  * blocks) is intercept/sample.h's: init registers this sampler there, and with cuda/ for device
