@@ -43,4 +43,4 @@ ls shim/*.c shim/*/*.c formatter/*.c formatter/plot/*.c | xargs -P "$(nproc 2>/d
 	echo "lint: clang-tidy findings above" >&2
 	exit 1
 }
-echo "lint: layers, cppcheck and clang-tidy clean on shim/ and formatter/"
+echo "lint: layers, settings, hooks, format, cppcheck and clang-tidy clean"
