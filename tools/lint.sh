@@ -1,5 +1,7 @@
 #!/bin/sh
-# The layer rules of the shim and the formatter (tools/layers.py), the one settings table (tools/settings_lint.sh), then cppcheck and clang-tidy over shim/ and formatter/: any finding fails.
+# The layer rules of the shim and the formatter (tools/layers.py), the one settings table
+# (tools/settings_lint.sh), one setter per hook (tools/hooks_lint.py), the format (.clang-format),
+# then cppcheck and clang-tidy over shim/ and formatter/: any finding fails.
 set -eu
 cd "$(dirname "$0")/.."
 
@@ -9,6 +11,18 @@ cd "$(dirname "$0")/.."
 python3 tools/layers.py "${BUILD:-build}"
 # The one settings table: only shim/core/config.c reads the environment.
 tools/settings_lint.sh "${BUILD:-build}" shim
+# Every upward hook listed once (shim/hooks.def), each with exactly one setter.
+python3 tools/hooks_lint.py shim
+
+# The format (.clang-format) where the code follows it: the top, core/, cuda/, output/ and sites/.
+# Another folder joins once `clang-format -i` leaves it readable; a region clang-format would make
+# worse (a hand-aligned table) is marked /* clang-format off */ ... /* clang-format on */.
+formatted="shim/*.c shim/*.h shim/core/*.[ch] shim/cuda/*.[ch] shim/output/*.[ch] shim/sites/*.[ch]"
+# shellcheck disable=SC2086
+clang-format --dry-run --Werror $formatted || {
+	echo "lint: clang-format would change the lines above (clang-format -i FILE)" >&2
+	exit 1
+}
 
 cflags="-std=gnu11 -D_GNU_SOURCE -Ishim -Iformatter -I/usr/local/cuda/include $(pkg-config --cflags jansson cairo 2>/dev/null)"
 cppcheck -q --enable=warning,performance,portability --std=c11 -D_GNU_SOURCE -D__x86_64__ \
@@ -30,4 +44,4 @@ ls shim/*.c shim/*/*.c formatter/*.c formatter/*/*.c | xargs -P "$(nproc 2>/dev/
 	echo "lint: clang-tidy findings above" >&2
 	exit 1
 }
-echo "lint: layers, cppcheck and clang-tidy clean on shim/ and formatter/"
+echo "lint: layers, settings, hooks, format, cppcheck and clang-tidy clean"
