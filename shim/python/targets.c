@@ -585,7 +585,9 @@ uint32_t ms_py_enter(uintptr_t v)
 	return mask;
 }
 
-uint32_t ms_py_leaving(uintptr_t v)
+/* The stages a call of classification V leaves at its function's exit; one of its function's
+ * calls in flight fewer (a call passed over left nothing open). */
+static uint32_t leaving(uintptr_t v)
 {
 	uint32_t mask = ms_py_mask(v);
 	int f = func_of(v);
@@ -612,16 +614,14 @@ static void leave_ended(uint32_t mask, int how, const char *exception)
 	}
 }
 
-void ms_py_leave(uint32_t mask)
+void ms_py_exit(uintptr_t v, enum ms_py_exit how, ms_pyobj *type)
 {
-	leave_ended(mask, MS_END_RETURNED, NULL);
-}
-
-void ms_py_leave_raised(uint32_t mask, ms_pyobj *type)
-{
-	const char *name = ms_py_type_name(type);
+	uint32_t mask = leaving(v);
+	if (!mask)
+		return;
+	const char *name = how == MS_PY_RAISED ? ms_py_type_name(type) : NULL;
 	if (name && !strcmp(name, "GeneratorExit"))
 		leave_ended(mask, MS_END_RETURNED, NULL); /* close() of a suspended generator: its normal end */
 	else
-		leave_ended(mask, MS_END_RAISED, name);
+		leave_ended(mask, how == MS_PY_RAISED ? MS_END_RAISED : MS_END_RETURNED, name);
 }
