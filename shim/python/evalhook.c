@@ -1,7 +1,7 @@
 /* Python 3.8-3.11: a PEP 523 frame evaluation hook.  Every Python frame (function call, generator
  * or coroutine resumption) on every thread passes through it; a matched code object enters its
- * stages before the frame runs and leaves them when it returns, raises or yields, so entry and
- * exit are paired by the C call itself.  Cheaper than a profile function (which on 3.11 turns off
+ * stages before the frame runs and leaves them when it returns, raises or yields (ms_py_exit, the
+ * leave path sys.monitoring's route shares), so entry and exit are paired by the C call itself.  Cheaper than a profile function (which on 3.11 turns off
  * the specialising interpreter) and independent of sys.setprofile / cProfile.
  *
  * A returning function's locals are released before its stages are left (python/py.h, "what the
@@ -31,7 +31,7 @@ static struct {
 	void *interp;
 	eval39_fn (*get_eval)(void *interp);
 	void (*set_eval)(void *interp, eval39_fn fn);
-	void *default_eval;     /* _PyEval_EvalFrameDefault (3.9-3.11) */
+	void *default_eval;     /* _PyEval_EvalFrameDefault: what a tool that gives the place up puts back */
 	int enabled;            /* the hook went in (ms_py_frame_enable) */
 	int stopped_deep;       /* taken out for a recursion deeper than the C stack allows */
 	unsigned lost;          /* times another tool held the hook and gave it back (ms_py_frame_reclaim) */

@@ -6,14 +6,16 @@
  * events, no instrumentation) close and reopen stages on exceptions.  Where the code cannot be
  * found before it runs (a compiled main program, an embedded interpreter, code built at run time,
  * functions defined before the program started), ms_py_monitor_enable turns PY_START on globally
- * instead, answered with DISABLE for code objects that match no target.  Sees every thread.
+ * instead, answered with DISABLE for code objects that match no target.  Sees every thread.  A
+ * call's end, however it came (PY_RETURN, PY_YIELD, PY_UNWIND), takes the leave path the frame
+ * hook's route shares (ms_py_exit, python/targets.c).
  *
  * A tool id is taken only with the first such code object: before that the program sees
  * sys.monitoring exactly as without memshim.  From then on the program's calls of sys.monitoring
  * see memshim's id as free: get_tool, get_events, get_local_events and _all_events answer for it
- * as for an unused id, and any call that would use or change it (use_tool_id, set_events, register_callback,
- * ...) first moves memshim to another free id (warning once), so the program's call does what it
- * would do without memshim. */
+ * as for an unused id, and any call that would use or change it (use_tool_id, set_events,
+ * register_callback, ...) first moves memshim to another free id (warning once), so the program's
+ * call does what it would do without memshim. */
 #include <dlfcn.h>
 #include "core/ms.h"
 #include "intercept/hooks.h"
