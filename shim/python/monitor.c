@@ -380,35 +380,57 @@ static int register_callbacks(int id, int on)
 	return ok ? 0 : -1;
 }
 
-/* Takes a free tool id and turns the events on; 0 on success, -1 when no id is free, -2 when
- * sys.monitoring refused a call. */
-static int start_tool(int avoid)
+/* The first free id of the preferred ones other than AVOID, or -1. */
+static int free_id(int avoid)
 {
-	int id = -1;
-	for (size_t i = 0; i < sizeof preferred_ids / sizeof *preferred_ids && id < 0; i++)
+	for (size_t i = 0; i < sizeof preferred_ids / sizeof *preferred_ids; i++)
 		if (preferred_ids[i] != avoid && tool_free(preferred_ids[i]))
-			id = preferred_ids[i];
-	if (id < 0)
-		return -1;
+			return preferred_ids[i];
+	return -1;
+}
+
+/* use_tool_id(ID, "memshim"); 0 on success. */
+static int use_id(int id)
+{
 	ms_pyobj *name = ms_py.UnicodeFromString("memshim");
 	ms_pyobj *ido = ms_py.LongFromLong(id);
 	int ok = name && ido && call(F_USE, ido, name, NULL) == 0;
 	ms_py_decref(name);
 	ms_py_decref(ido);
-	if (!ok) {
+	if (!ok)
 		ms_py.ErrClear();
-		return -2;
-	}
-	m.tool = id;
-	ok = register_callbacks(id, 1) == 0;
-	ms_pyssize n = ok ? ms_py.ListSize(m.watched) : 0;
-	for (ms_pyssize i = 0; i < n && ok; i++) {
+	return ok ? 0 : -1;
+}
+
+/* The watched code objects' local events under ID (none for one known to match nothing); 0 when
+ * every call took. */
+static int set_watched_events(int id)
+{
+	ms_pyssize n = ms_py.ListSize(m.watched);
+	for (ms_pyssize i = 0; i < n; i++) {
 		ms_pyobj *code = ms_py.ListGetItem(m.watched, i);
 		uintptr_t v = extra_of(code);
-		ok = set_local(id, code, !v || ms_py_mask(v) ? LOCAL_EVENTS : 0) == 0;
+		if (set_local(id, code, !v || ms_py_mask(v) ? LOCAL_EVENTS : 0) != 0)
+			return -1;
 	}
-	ok = ok && call_ints(F_SET_EVENTS, id, 1, (m.global_start ? m.ev[E_START] : 0) | GLOBAL_EVENTS, NULL) == 0;
-	return ok ? 0 : -2;
+	return 0;
+}
+
+/* Takes a free tool id and turns the events on; 0 on success, -1 when no id is free, -2 when
+ * sys.monitoring refused a call. */
+static int start_tool(int avoid)
+{
+	int id = free_id(avoid);
+	if (id < 0)
+		return -1;
+	if (use_id(id) != 0)
+		return -2;
+	m.tool = id;
+	long global = (m.global_start ? m.ev[E_START] : 0) | GLOBAL_EVENTS;
+	if (register_callbacks(id, 1) != 0 || set_watched_events(id) != 0 ||
+	    call_ints(F_SET_EVENTS, id, 1, global, NULL) != 0)
+		return -2;
+	return 0;
 }
 
 /* Turns memshim's events off and gives its tool id back. */
