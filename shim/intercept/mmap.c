@@ -307,9 +307,10 @@ static int64_t read_between(struct readpart *p, uintptr_t lo, uintptr_t hi)
 
 static __thread int refreshing MS_TLS;
 static int rss_wanted; /* a stage boundary happened: /bin/true's exit reads no /proc */
-#define READ_SHARE 0.01
+#define READ_SHARE 0.03
+#define READ_FLOOR 0.02 /* seconds: a short program (a node script) reads every time */
 
-/* Reading may take READ_SHARE of the run (and its first millisecond) in CPU time of the threads
+/* Reading may take READ_SHARE of the run (and its first READ_FLOOR) in CPU time of the threads
  * that read (a reader the scheduler set aside costs nothing), twice over: boundaries and points
  * read everything every time, unless a stage around a function called a million times makes them
  * too many; calls that drop pages read everything before they do, unless a runtime dropping pages
@@ -324,7 +325,7 @@ static double thread_cpu(void)
 
 static int within_budget(double spent)
 {
-	return spent < 0.001 + READ_SHARE * (ms_now() - ms_proc.start_monotonic);
+	return spent < READ_FLOOR + READ_SHARE * (ms_now() - ms_proc.start_monotonic);
 }
 
 /* Adds the CPU time since START to *SPENT. */
