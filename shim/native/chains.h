@@ -10,7 +10,6 @@
 #include "intercept/hooks.h"
 #include "native/frames.h"
 
-
 /* Where the chains of calls from SLOT with return address IP under the known frame at TOP_SLOT
  * are kept: their set, and the tag byte (never 0) their ways carry. */
 static inline struct chain_set *chain_set(struct tstate *s, uintptr_t slot, uintptr_t ip, uintptr_t top_slot,
@@ -122,7 +121,6 @@ static inline int adopt_due(const struct tstate *s)
 {
 	return (int)(s->tpos - s->adopt_at) >= 0;
 }
-
 
 static inline unsigned unloads_now(void)
 {

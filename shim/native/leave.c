@@ -164,7 +164,6 @@ static void thread_gone(void *arg)
 	syscall(SYS_munmap, s, sizeof *s);
 }
 
-
 int ms_frames_init(void)
 {
 	ms_tramp_handlers.on_return = tramp_fired;
