@@ -96,8 +96,13 @@ check: deps
 # The longest first (as measured on 2 cores), so that the short ones fill the time beside them.
 CHECK_SLOWEST := check-cpython check-ml check-hf lint check-valgrind check-asan check-fuzz check-wheel check-python \
 	check-tsan
-check-run: $(CHECK_SLOWEST) $(filter-out $(CHECK_SLOWEST),$(CHECK_TARGETS)) check-sanitize
+# Each suite in a make of its own, timed: the closing lines say where the suite's minutes go.
+CHECK_RUN := $(CHECK_SLOWEST) $(filter-out $(CHECK_SLOWEST),$(CHECK_TARGETS))
+check-run: $(addprefix timed-,$(CHECK_RUN))
 	@echo "memshim: all test suites passed"
+timed-%:
+	@start=$$(date +%s); rc=0; $(MAKE) --no-print-directory $* || rc=$$?; \
+	echo "memshim: make $* took $$(($$(date +%s) - start)) s$$([ $$rc -eq 0 ] || echo ', and failed')"; exit $$rc
 
 # The pure suites and the formatter again under AddressSanitizer+UBSan and ThreadSanitizer, and the
 # formatter under valgrind memcheck, each in its own build directory (three targets: under
@@ -111,7 +116,7 @@ check-tsan:
 check-valgrind: $(BUILD)/memshim-format
 	@tools/valgrind-formatter.sh $(BUILD)/memshim-format
 
-lint: $(BUILD)/libmemshim.so
+lint: $(BUILD)/libmemshim.so $(FMT_BIN)
 	@BUILD=$(BUILD) tools/lint.sh
 
 # Each fuzz target briefly (CI); `make fuzz FUZZ_SECONDS=600` for a real run.

@@ -1,9 +1,10 @@
 # memshim-format: the Trainer-style dump, results files, --merge, --diff, --plot (formatter/plot/).
+# Sources in one folder per layer (base/ model/ input/ plot/ modes/ cli/, doc/architecture.md), main.c above.
 # Objects go to a directory per SANITIZE value so sanitized and plain builds never mix.
 comma := ,
 FMT_VARIANT := $(if $(SANITIZE),san-$(subst $(comma),-,$(SANITIZE)),plain)
 FMT_OBJDIR = $(BUILD)/formatter/$(FMT_VARIANT)
-FMT_SRCS := $(wildcard formatter/*.c formatter/plot/*.c)
+FMT_SRCS := $(wildcard formatter/*.c formatter/*/*.c)
 FMT_LIB_SRCS := $(filter-out formatter/main.c,$(FMT_SRCS))
 FMT_LIB_OBJS = $(FMT_LIB_SRCS:formatter/%.c=$(FMT_OBJDIR)/%.o)
 CAIRO_CFLAGS := $(shell $(PKG_CONFIG) --cflags cairo 2>/dev/null)

@@ -1,5 +1,5 @@
 /* memshim-format: prints memshim metrics files; everything but main() lives in testable files. */
-#include "mf.h"
+#include "cli/cli.h"
 
 /* Fontconfig (under cairo's text) keeps its caches until exit on purpose: not leaks to report in
  * sanitized builds. Only LeakSanitizer calls this. */

@@ -25,12 +25,15 @@ static int lookup(const char *name)
 				shown[i] = name[i] >= 0x20 && name[i] < 0x7f ? name[i] : '?';
 			memcpy(shown + i, name && name[i] ? "..." : "", name && name[i] ? 4 : 1);
 			ms_warn("stage name \"%s\" is not valid: a stage name is [A-Za-z0-9_]+, 1 to 63 characters, "
-				"not \"process\"; this stage is not measured", name ? shown : "(null)");
+				"not \"process\"; this stage is not measured",
+				name ? shown : "(null)");
 		}
 	} else if (!__atomic_exchange_n(&warned_full, 1, __ATOMIC_RELAXED)) {
+		/* clang-format off */
 		ms_warn("stage \"%s\" not opened: a process has at most " MS_STR(MS_MAX_STAGES) " stage names "
 			"(MEMSHIM_STAGES's and the API's together), all taken; it and any further new name are not "
 			"measured", name);
+		/* clang-format on */
 	}
 	return -1;
 }

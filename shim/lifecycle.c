@@ -14,6 +14,8 @@
 #include "cuda/cuda.h"
 #include "intercept/elf.h"
 #include "intercept/hooks.h"
+#include "intercept/sample.h"
+#include "intercept/signal.h"
 #include "native/native.h"
 #include "output/identity.h"
 #include "output/labels.h"
@@ -37,15 +39,22 @@ struct subsystem {
 
 #define STEP_0(fn) NULL
 #define STEP_1(fn) fn
+/* clang-format off */
 #define MS_SUBSYSTEM(name, init, prepare, parent, child, boundary, report)                          \
 	{ STEP_##init(ms_##name##_init), STEP_##prepare(ms_##name##_fork_prepare),                   \
 	  STEP_##parent(ms_##name##_fork_parent), STEP_##child(ms_##name##_fork_child),              \
 	  STEP_##boundary(ms_##name##_boundary), STEP_##report(ms_##name##_report) },
+/* clang-format on */
 static const struct subsystem subsystems[] = {
 #include "subsystems.def"
 };
 #undef MS_SUBSYSTEM
 #define NSUBSYSTEMS (sizeof subsystems / sizeof *subsystems)
+
+/* Every row of hooks.def names a hook that exists (tools/hooks_lint.py checks who sets each). */
+#define MS_UPWARD_HOOK(name, offered_by, set_by, what) _Static_assert(sizeof(&name) != 0, #name);
+#include "hooks.def"
+#undef MS_UPWARD_HOOK
 
 /* What pthread_atfork and atexit are (stubs the linker puts after all our code, a page of their own
  * to fault in every process). */
@@ -89,7 +98,7 @@ static void finish(const char *reason)
 	ms_tls_guard++;
 	ms_stages_close_all(ms_elapsed());
 	ms_report_write(reason, 0, 1);
-	ms_live_finish(); /* the final file is there: the live record goes */
+	ms_live_finish();       /* the final file is there: the live record goes */
 	ms_process_unpublish(); /* and the lineage record */
 	ms_log_run_end();
 	ms_tls_guard--;
@@ -176,6 +185,8 @@ __attribute__((constructor)) static void ms_init(int argc, char **argv, char **e
 	/* named once per run: by its first process (the others find a lineage record above them) */
 	if (ms_config_unknown_settings() && !ms_process_lineage_found())
 		ms_config_warn_unknown();
+	if (ms_cfg.log_level >= MS_LOG_DEBUG && !ms_process_lineage_found())
+		ms_config_log_effective();
 	if (ms_loaded_late()) {
 		ms_warn("libmemshim.so was loaded after the program started (dlopen or ctypes): calls are "
 			"already bound, nothing is counted; preload it (LD_PRELOAD, memshim run, memshim kernel "
@@ -186,7 +197,8 @@ __attribute__((constructor)) static void ms_init(int argc, char **argv, char **e
 	if (ms_allocator_ahead())
 		ms_warn("%s comes before libmemshim.so in LD_PRELOAD: the program's malloc and C++ new go "
 			"to it without passing memshim, whose CPU figures then count only mappings; list "
-			"libmemshim.so first (memshim run does)", ms_allocator_ahead());
+			"libmemshim.so first (memshim run does)",
+			ms_allocator_ahead());
 	if (ms_sanitizer()) {
 		ms_warn("%s owns this program's memory: memshim steps aside and counts nothing", ms_sanitizer());
 		stop_tracking();

@@ -1,7 +1,7 @@
 #!/bin/sh
 # Installs the Debian packages memshim's build, tests and demo need, only those missing.
 set -eu
-need="build-essential pkg-config check libncurses-dev tmux libunwind-dev libjansson-dev libcairo2-dev libexpat1-dev libdw-dev fonts-dejavu-core python3-torch python3-psutil clang libclang-rt-dev valgrind gdb heaptrack cppcheck clang-tidy libpython3.11-testsuite sqlite3 xz-utils libjemalloc2 libgoogle-perftools4 golang-go nodejs default-jdk-headless"
+need="build-essential pkg-config check libncurses-dev tmux libunwind-dev libjansson-dev libcairo2-dev libexpat1-dev libdw-dev fonts-dejavu-core python3-torch python3-psutil clang libclang-rt-dev valgrind gdb heaptrack cppcheck clang-tidy clang-format libpython3.11-testsuite sqlite3 xz-utils libjemalloc2 libgoogle-perftools4 golang-go nodejs default-jdk-headless"
 [ $# -gt 0 ] && need="$*"
 missing=""
 for p in $need; do

@@ -1,13 +1,28 @@
 #!/bin/sh
-# The shim's layer rule (tools/layers.py), the one settings table (tools/settings_lint.sh), then cppcheck and clang-tidy over shim/ and formatter/: any finding fails.
+# The layer rules of the shim and the formatter (tools/layers.py), the one settings table
+# (tools/settings_lint.sh), one setter per hook (tools/hooks_lint.py), the format (.clang-format),
+# then cppcheck and clang-tidy over shim/ and formatter/: any finding fails.
 set -eu
 cd "$(dirname "$0")/.."
 
 # The layer rule on what the compiler and linker know: includes from the .d files, symbols from nm
-# on the objects, no call cycle across folders; exceptions in tools/layers.allow, each with a reason.
+# on the objects, no call cycle across folders or inside one; exceptions in tools/layers.allow, each
+# with a reason.
 python3 tools/layers.py "${BUILD:-build}"
 # The one settings table: only shim/core/config.c reads the environment.
 tools/settings_lint.sh "${BUILD:-build}" shim
+# Every upward hook listed once (shim/hooks.def), each with exactly one setter.
+python3 tools/hooks_lint.py shim
+
+# The format (.clang-format) where the code follows it: the top, core/, cuda/, output/ and sites/.
+# Another folder joins once `clang-format -i` leaves it readable; a region clang-format would make
+# worse (a hand-aligned table) is marked /* clang-format off */ ... /* clang-format on */.
+formatted="shim/*.c shim/*.h shim/core/*.[ch] shim/cuda/*.[ch] shim/output/*.[ch] shim/sites/*.[ch]"
+# shellcheck disable=SC2086
+clang-format --dry-run --Werror $formatted || {
+	echo "lint: clang-format would change the lines above (clang-format -i FILE)" >&2
+	exit 1
+}
 
 cflags="-std=gnu11 -D_GNU_SOURCE -Ishim -Iformatter -I/usr/local/cuda/include $(pkg-config --cflags jansson cairo 2>/dev/null)"
 cppcheck -q --enable=warning,performance,portability --std=c11 -D_GNU_SOURCE -D__x86_64__ \
@@ -19,7 +34,7 @@ cache="${BUILD:-build}/lint-clean"
 mkdir -p "$cache"
 export LINT_CFLAGS="$cflags" LINT_CACHE="$cache"
 # shellcheck disable=SC2016,SC2086
-ls shim/*.c shim/*/*.c formatter/*.c formatter/plot/*.c | xargs -P "$(nproc 2>/dev/null || echo 2)" -n 1 sh -c '
+ls shim/*.c shim/*/*.c formatter/*.c formatter/*/*.c | xargs -P "$(nproc 2>/dev/null || echo 2)" -n 1 sh -c '
 	key=$({ clang-tidy --version; cat .clang-tidy; echo "$LINT_CFLAGS"; clang -E $LINT_CFLAGS "$1"; } 2>&1 | sha256sum)
 	key=${key%% *}
 	[ -e "$LINT_CACHE/$key" ] && exit 0
@@ -29,4 +44,4 @@ ls shim/*.c shim/*/*.c formatter/*.c formatter/plot/*.c | xargs -P "$(nproc 2>/d
 	echo "lint: clang-tidy findings above" >&2
 	exit 1
 }
-echo "lint: layers, cppcheck and clang-tidy clean on shim/ and formatter/"
+echo "lint: layers, settings, hooks, format, cppcheck and clang-tidy clean"

@@ -1,11 +1,11 @@
 /* memshim-top (`memshim top`): this user's running memshim processes on this host, one row per
  * process (a rank is a process), read from their live records (shim/output/live_record.h through
- * formatter/live.c): open stages, CPU and GPU live and peak, runtime, the age of the last update.
+ * formatter/input/live.c): open stages, CPU and GPU live and peak, runtime, the age of the last update.
  * Processes killed with SIGKILL keep their record and stay, marked, with their last numbers, after
  * the running ones; those gone for over an hour are counted, not listed, unless asked (--all, DIR).
  * A curses view refreshed every second; --once prints one table, --json one JSON document. */
-#include "mf.h"
-#include "live.h"
+#include "base/base.h"
+#include "input/live.h"
 
 #include <curses.h>
 #include <dirent.h>

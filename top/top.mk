@@ -1,5 +1,5 @@
 # memshim-top (`memshim top`): the live view of running memshim processes, from their live
-# records; it reads them with the formatter's code (formatter/live.c) and draws with ncurses.
+# records; it reads them with the formatter's code (formatter/input/live.c) and draws with ncurses.
 NCURSES_CFLAGS := $(shell $(PKG_CONFIG) --cflags ncurses 2>/dev/null)
 NCURSES_LIBS := $(shell $(PKG_CONFIG) --libs ncurses 2>/dev/null || echo -lncurses)
 TOP_BIN := $(BUILD)/memshim-top

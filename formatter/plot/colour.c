@@ -1,5 +1,6 @@
 /* Colours: strong ones for the memory lines, pale ones for the stage bands behind them. */
 #include "plot/plot.h"
+#include "base/base.h"
 
 #include <string.h>
 

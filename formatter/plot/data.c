@@ -1,5 +1,7 @@
 /* The data of one panel: series from the timeline, stage calls as bands, and the peaks to mark. */
 #include "plot/plot.h"
+#include "base/base.h"
+#include "model/document.h"
 
 #include <math.h>
 #include <stdlib.h>

@@ -1,5 +1,6 @@
 /* Inside one panel's plot area: the grid, the memory lines and the peak marks with their values. */
 #include "plot/plot.h"
+#include "base/base.h"
 
 #include <math.h>
 #include <stdlib.h>

@@ -1,6 +1,11 @@
 /* --flame: a stage's peak call sites as a flame graph: the outermost callers at the bottom, each
  * frame as wide as the bytes live under it at the peak, merged by common prefix. */
 #include "plot/plot.h"
+#include "base/base.h"
+#include "model/document.h"
+#include "model/opts.h"
+#include "model/select.h"
+#include "model/sites.h"
 
 #include <math.h>
 #include <stdlib.h>

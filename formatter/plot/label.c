@@ -1,5 +1,6 @@
 /* Places already taken by labels, so that a new label goes elsewhere or is left out. */
 #include "plot/plot.h"
+#include "base/base.h"
 
 #include <stdlib.h>
 

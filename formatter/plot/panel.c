@@ -1,5 +1,6 @@
 /* One panel: its title and legend, the plot area, and the stage bands in rows beneath it. */
 #include "plot/plot.h"
+#include "base/base.h"
 
 #include <math.h>
 #include <stdlib.h>

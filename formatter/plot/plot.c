@@ -1,5 +1,7 @@
 /* --plot: the page (title, panels stacked on one time axis) and writing it as SVG or PNG. */
 #include "plot/plot.h"
+#include "base/base.h"
+#include "model/document.h"
 
 #include <cairo-svg.h>
 #include <errno.h>

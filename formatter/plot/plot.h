@@ -1,8 +1,13 @@
-/* memshim-format --plot: what a picture of a run is made of, and the functions that draw it. */
+/* memshim-format --plot and --flame: what a picture of a run is made of, and the functions that draw
+ * it. Reads the model (model/) only; the modes (modes/) call it. */
 #ifndef MF_PLOT_H
 #define MF_PLOT_H
 
-#include "mf.h"
+#include "model/document.h"
+#include "model/opts.h"
+#include "model/sites.h"
+
+#include <stdio.h>
 
 #include <cairo.h>
 
@@ -87,16 +92,11 @@ struct mf_ticks {
 void mf_ticks_bytes(double vmax, struct mf_ticks *t);
 void mf_ticks_time(double tmax, struct mf_ticks *t);
 char *mf_tick_label(const struct mf_ticks *t, double v, int with_unit);
-char *mf_fmt_bytes(double v);               /* "106 MB", "1.23 GB", "512 B" */
-/* The same digits cut, not rounded (155.6 MiB: "155 MB"), so they read as the dump's whole MB
- * ("155MB") with decimals added: the flame graph's bytes beside --sites's. */
-char *mf_fmt_bytes_cut(double v);
 char *mf_fmt_secs(double s);                /* "6.67 s", "12.5 min" */
 /* At most four points per pixel column (first, lowest, highest, last): every extreme is kept. */
 size_t mf_decimate(const struct mf_pt *in, size_t n, double px_per_s, struct mf_pt *out);
 
 /* text.c: text that cairo accepts and that fits. */
-char *mf_clean_text(const char *s);          /* control characters become '?' */
 char *mf_shorten(const char *s, size_t max); /* at most MAX code points, "…" in the middle */
 char *mf_argv_text(const struct mf_file *f); /* the command line, or "(no command line)" */
 char *mf_panel_title(const struct mf_file *f);

@@ -1,12 +1,10 @@
 /* Axis scales: ticks on a 1-2-5 scale, bytes in B/KB/MB/GB, time in seconds or minutes. */
 #include "plot/plot.h"
+#include "base/base.h"
 
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
-
-/* Binary units, named as the Trainer dump names them (MB is 2^20 bytes). */
-static const char *const mf_byte_units[] = { "B", "KB", "MB", "GB", "TB", "PB" };
 
 /* The smallest 1-2-5 step that divides RANGE into at most MAX intervals. */
 static double mf_nice_step(double range, int max)
@@ -66,34 +64,6 @@ char *mf_tick_label(const struct mf_ticks *t, double v, int with_unit)
 	x = round(x) * t->step;
 	return mf_xasprintf("%.*f%s%s", t->decimals, fabs(x) < 1e-12 ? 0 : x, with_unit ? " " : "",
 			    with_unit ? t->uname : "");
-}
-
-/* Three significant digits at most: "106 MB", "45.6 MB", "1.23 GB". */
-char *mf_fmt_bytes(double v)
-{
-	int u = 0;
-	double a = fabs(v);
-	if (!isfinite(v))
-		return mf_xstrdup("?");
-	while (u < 5 && a >= 1000)
-		a /= 1024, v /= 1024, u++;
-	return mf_xasprintf("%.*f %s", u == 0 || a >= 99.95 ? 0 : a >= 9.995 ? 1 : 2, v,
-			    mf_byte_units[u]);
-}
-
-char *mf_fmt_bytes_cut(double v)
-{
-	int u = 0;
-	if (!isfinite(v))
-		return mf_xstrdup("?");
-	while (u < 5 && fabs(v) >= 1000)
-		v /= 1024, u++;
-	int d = u == 0 || fabs(v) >= 100 ? 0 : fabs(v) >= 10 ? 1 : 2;
-	char *s = mf_xasprintf("%.*f", d + 6, v); /* six digits more, cut: no rounding up */
-	s[strlen(s) - 6 - !d] = '\0';
-	char *out = mf_xasprintf("%s %s", s, mf_byte_units[u]);
-	free(s);
-	return out;
 }
 
 char *mf_fmt_secs(double s)

@@ -1,6 +1,7 @@
 /* SVG written as text, for pictures whose words must stay words (selectable, searchable): real
  * <text> elements in the plot's font and <title> tooltips, where cairo's SVG draws glyph outlines. */
 #include "plot/plot.h"
+#include "base/base.h"
 
 #include <errno.h>
 #include <math.h>

@@ -1,21 +1,13 @@
 /* Text in the picture: cleaned for cairo, shortened to fit, and the titles of the panels. */
 #include "plot/plot.h"
+#include "base/base.h"
+#include "model/document.h"
 
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
 const double mf_plot_font_sizes[3] = { MF_FS_TITLE, MF_FS_PANEL, MF_FS_SMALL };
-
-/* Jansson hands out valid UTF-8; control characters would still show as boxes or break lines. */
-char *mf_clean_text(const char *s)
-{
-	char *c = mf_xstrdup(s ? s : "");
-	for (char *p = c; *p; p++)
-		if ((unsigned char)*p < 0x20 || *p == 0x7f)
-			*p = '?';
-	return c;
-}
 
 static size_t mf_cp_count(const char *s)
 {
@@ -93,27 +85,29 @@ char *mf_panel_title(const struct mf_file *f)
 }
 
 /* The font mf_font chose last, and where an SVG picture keeps its words (NULL: cairo draws them). */
-static double font_size = MF_FS_SMALL;
-static int font_bold;
-static FILE *words;
+static struct {
+	double size;
+	int bold;
+	FILE *words;
+} mf_text = { .size = MF_FS_SMALL };
 
 void mf_font(cairo_t *cr, double size, int bold)
 {
 	cairo_select_font_face(cr, MF_PLOT_FONT, CAIRO_FONT_SLANT_NORMAL,
 			       bold ? CAIRO_FONT_WEIGHT_BOLD : CAIRO_FONT_WEIGHT_NORMAL);
 	cairo_set_font_size(cr, size);
-	font_size = size;
-	font_bold = bold;
+	mf_text.size = size;
+	mf_text.bold = bold;
 }
 
 void mf_words_to(FILE *fp)
 {
-	words = fp;
+	mf_text.words = fp;
 }
 
 void mf_show_text(cairo_t *cr, const char *s)
 {
-	if (!words) {
+	if (!mf_text.words) {
 		cairo_show_text(cr, s);
 		return;
 	}
@@ -122,23 +116,23 @@ void mf_show_text(cairo_t *cr, const char *s)
 		cairo_get_current_point(cr, &x, &y);
 	cairo_user_to_device(cr, &x, &y);
 	cairo_pattern_get_rgba(cairo_get_source(cr), &r, &g, &b, &a); /* not a colour: black */
-	fputs("<text x=\"", words);
-	mf_svg_num(words, x);
-	fputs("\" y=\"", words);
-	mf_svg_num(words, y);
-	fputs("\" font-size=\"", words);
-	mf_svg_num(words, font_size);
-	fprintf(words, "\"%s fill=\"#%02x%02x%02x\"", font_bold ? " font-weight=\"bold\"" : "",
+	fputs("<text x=\"", mf_text.words);
+	mf_svg_num(mf_text.words, x);
+	fputs("\" y=\"", mf_text.words);
+	mf_svg_num(mf_text.words, y);
+	fputs("\" font-size=\"", mf_text.words);
+	mf_svg_num(mf_text.words, mf_text.size);
+	fprintf(mf_text.words, "\"%s fill=\"#%02x%02x%02x\"", mf_text.bold ? " font-weight=\"bold\"" : "",
 		(int)lround(fmin(fmax(r, 0), 1) * 255), (int)lround(fmin(fmax(g, 0), 1) * 255),
 		(int)lround(fmin(fmax(b, 0), 1) * 255));
 	if (a < 1) {
-		fputs(" fill-opacity=\"", words);
-		mf_svg_num(words, a);
-		fputc('"', words);
+		fputs(" fill-opacity=\"", mf_text.words);
+		mf_svg_num(mf_text.words, a);
+		fputc('"', mf_text.words);
 	}
-	fputc('>', words);
-	mf_svg_escaped(words, s, 0);
-	fputs("</text>\n", words);
+	fputc('>', mf_text.words);
+	mf_svg_escaped(mf_text.words, s, 0);
+	fputs("</text>\n", mf_text.words);
 	cairo_rel_move_to(cr, mf_text_w(cr, s), 0); /* where cairo's own text would leave the point */
 }
 

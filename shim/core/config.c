@@ -10,22 +10,25 @@
 #include "core/config.h"
 #include "core/ms.h"
 
-struct ms_config ms_cfg = { .log_level = MS_LOG_WARN, .follow_children = 1, .timeline = 1, .sites = 1,
-			     .sites_rate = 524288, .live = 1 };
+struct ms_config ms_cfg = {
+	.log_level = MS_LOG_WARN, .follow_children = 1, .timeline = 1, .sites = 1, .sites_rate = 524288, .live = 1
+};
 
 /* transformers' Trainer only (and subclasses, which run its methods): another framework's class
  * named Trainer (Lightning's) binds when named */
-const char ms_default_stages[] =
+static const char ms_default_stages[] =
 	"init=transformers.trainer:Trainer.__init__,"
 	"train=transformers.trainer:Trainer.train|transformers.trainer:Trainer._inner_training_loop,"
 	"eval=transformers.trainer:Trainer.evaluate,test=transformers.trainer:Trainer.predict";
 
 /* An exec'd process of a run (one that found a lineage record above it) inherited the settings
- * its first process read and warned about: what is wrong with them is said once per run (issue
- * 39: a bad value was named again by every process pyenv's shim or a shell script ran), by the
- * first process; MEMSHIM_LOG=debug shows them in the others. */
+ * its first process read and warned about: what is wrong with them is said once per run, by the
+ * first process (else every process pyenv's shim or a shell script runs names the same bad value
+ * again); MEMSHIM_LOG=debug shows them in the others. */
 static int (*inherited_run)(void); /* asked at the first warning only: most processes have none */
+/* clang-format off */
 #define config_warn(...) ms_log(inherited_run && inherited_run() ? MS_LOG_DEBUG : MS_LOG_WARN, __VA_ARGS__)
+/* clang-format on */
 
 enum kind { K_BOOL, K_SITES, K_LOG, K_PATH, K_DIR, K_INTERVAL, K_BYTES, K_STAGES, K_TEXT };
 
@@ -35,7 +38,7 @@ enum kind { K_BOOL, K_SITES, K_LOG, K_PATH, K_DIR, K_INTERVAL, K_BYTES, K_STAGES
 static const char *const valid[] = {
 	[K_BOOL] = BOOL_WORDS,
 	[K_SITES] = BOOL_WORDS ", exact, or exact:STAGE[,STAGE...] naming at most 8 stages ([A-Za-z0-9_]+, "
-		    "up to 63 characters)",
+			       "up to 63 characters)",
 	[K_LOG] = "quiet, warn or debug",
 	[K_PATH] = "a file's path, at most 4095 bytes",
 	[K_DIR] = "a directory's path, at most 4095 bytes",
@@ -44,6 +47,10 @@ static const char *const valid[] = {
 	[K_BYTES] = "bytes from 1 to 2^40 (1 TiB), digits with an optional binary suffix K, M, G or T (512K, 1MiB, "
 		    "2g)",
 };
+
+/* Where each row's value came from at the last load (MEMSHIM_LOG=debug says it at start). */
+enum source { FROM_DEFAULT, FROM_ENV, FROM_DEFAULT_BAD_ENV };
+static const char *const source_name[] = { "default", "env", "default: the environment's was not valid" };
 
 /* A more precise reason than the kind's text, set by a parser for the warning (start: one thread). */
 static const char *bad_because;
@@ -56,19 +63,34 @@ struct setting {
 };
 
 #define AT(field) offsetof(struct ms_config, field)
+/* Each row: the variable, how its value is parsed, its default, where it goes.  The comment says
+ * what it means and in what unit (doc/format.md and the README document them for users). */
 static const struct setting settings[] = {
+	/* what goes to stderr: quiet, warn or debug */
 	{ "MEMSHIM_LOG", K_LOG, "warn", AT(log_level) },
+	/* boolean: count nothing, write no file */
 	{ "MEMSHIM_DISABLE", K_BOOL, "0", AT(disabled) },
+	/* path of the metrics file (placeholders %p, %r, %l, %h expanded) */
 	{ "MEMSHIM_OUTPUT", K_PATH, "memshim_metrics.json", AT(output) },
+	/* boolean: forked children track too */
 	{ "MEMSHIM_FOLLOW_CHILDREN", K_BOOL, "1", AT(follow_children) },
+	/* directory of forked children's files; "": their name is the parent's .PID */
 	{ "MEMSHIM_CHILDREN_DIR", K_DIR, "", AT(children_dir) },
+	/* seconds between snapshots, auto or off */
 	{ "MEMSHIM_SNAPSHOT_INTERVAL", K_INTERVAL, "auto", AT(snapshot_interval) },
+	/* boolean: record the memory timeline */
 	{ "MEMSHIM_TIMELINE", K_BOOL, "1", AT(timeline) },
+	/* call sites: boolean, exact, or exact:STAGE,... */
 	{ "MEMSHIM_SITES", K_SITES, "1", AT(sites) },
+	/* bytes: mean allocated between two samples */
 	{ "MEMSHIM_SITES_RATE", K_BYTES, "524288", AT(sites_rate) },
+	/* boolean: keep the live record (memshim top) */
 	{ "MEMSHIM_LIVE", K_BOOL, "1", AT(live) },
+	/* boolean: bind native targets through the GOT */
 	{ "MEMSHIM_NATIVE_PLT", K_BOOL, "1", AT(native_plt) },
+	/* directory of live records; "": the default place */
 	{ "MEMSHIM_LIVE_DIR", K_DIR, "", AT(live_dir) },
+	/* stage=target|target,...; unset: Hugging Face Trainer's stages; "": none */
 	{ "MEMSHIM_STAGES", K_STAGES, ms_default_stages, AT(spec) },
 	/* As text: the user's MEMSHIM_OUTPUT as typed (an exec'd child compares it with its root's) */
 	{ "MEMSHIM_OUTPUT", K_TEXT, NULL, 0 },
@@ -94,21 +116,24 @@ static const struct setting settings[] = {
 	{ "SLURM_NTASKS", K_TEXT, NULL, 19 },
 	{ "SLURM_NODEID", K_TEXT, NULL, 20 },
 	/* The system's */
-	{ "TMPDIR", K_TEXT, NULL, 21 },            /* output/identity.c: the fallback directory */
-	{ "XDG_RUNTIME_DIR", K_TEXT, NULL, 22 },   /* output/live.c: the live record's default place */
-	{ "LD_PRELOAD", K_TEXT, NULL, 23 },        /* intercept/resolve.c: preloaded, or loaded late */
+	{ "TMPDIR", K_TEXT, NULL, 21 },          /* output/identity.c: the fallback directory */
+	{ "XDG_RUNTIME_DIR", K_TEXT, NULL, 22 }, /* output/live.c: the live record's default place */
+	{ "LD_PRELOAD", K_TEXT, NULL, 23 },      /* intercept/resolve.c: preloaded, or loaded late */
 	/* Set by memshim run when it prints the dump, which names the run's unmatched targets */
 	{ "MEMSHIM_RUN_DUMP", K_TEXT, NULL, 24 },
 	/* Set by memshim run: its directory of the run, where helpers write (output/report.c) */
 	{ "MEMSHIM_RUN_DIR", K_TEXT, NULL, 25 },
 };
+#define N_SETTINGS (sizeof settings / sizeof *settings)
+static unsigned char source_of[N_SETTINGS];
 
 /* Case-insensitive in ASCII, whatever the locale: the words are ASCII (and every process parses
  * the defaults: the C library's strcasecmp and its tables are pages of code to fault in). */
 static int same_word(const char *a, const char *b)
 {
 	for (;; a++, b++) {
-		char x = *a >= 'A' && *a <= 'Z' ? (char)(*a + 32) : *a, y = *b >= 'A' && *b <= 'Z' ? (char)(*b + 32) : *b;
+		char x = *a >= 'A' && *a <= 'Z' ? (char)(*a + 32) : *a,
+		     y = *b >= 'A' && *b <= 'Z' ? (char)(*b + 32) : *b;
 		if (x != y)
 			return 0;
 		if (!x)
@@ -144,7 +169,8 @@ static int parse_exact_stages(const char *v, struct ms_config *cfg)
 		cfg->sites_exact[n][len] = '\0';
 		if (!ms_stage_name_valid(cfg->sites_exact[n++]))
 			return bad_because = len ? "exact: a name is not a stage name ([A-Za-z0-9_]+, not process)"
-						 : "exact: an empty stage name", -1;
+						 : "exact: an empty stage name",
+			       -1;
 		p += len;
 		if (!*p)
 			break;
@@ -327,7 +353,7 @@ static void warn_bad(const struct setting *s, const char *value)
 	memcpy(shown + i, value[i] ? "..." : "", value[i] ? 4 : 1);
 	const char *takes = (size_t)s->kind < sizeof valid / sizeof *valid ? valid[s->kind] : NULL;
 	config_warn("%s=\"%s\" is not valid (%s%s%s%s); using \"%s\"", s->name, shown, bad_because ? bad_because : "",
-		bad_because && takes ? "; " : "", takes ? "it takes " : "", takes ? takes : "", s->fallback);
+		    bad_because && takes ? "; " : "", takes ? "it takes " : "", takes ? takes : "", s->fallback);
 }
 
 /* An empty spec: its header only (a stage entry is cleared when it is added), so the pages of its
@@ -363,17 +389,20 @@ void ms_config_load(struct ms_config *cfg, ms_getenv_fn get)
 	for (size_t i = 0; i < sizeof settings / sizeof *settings; i++) {
 		const struct setting *s = &settings[i];
 		const char *v = get(s->name);
+		source_of[i] = FROM_DEFAULT;
 		/* empty is unset, but an empty stage list is none, and a text is kept as it is */
 		if (!v || (!*v && s->kind != K_STAGES && s->kind != K_TEXT))
 			continue;
 		if (s->kind == K_STAGES)
 			spec_reset(&cfg->spec);
 		bad_because = NULL;
+		source_of[i] = FROM_ENV;
 		if (apply(s, cfg, v) < 0) {
 			if (s->kind == K_LOG)
 				cfg->log_level = MS_LOG_WARN;
 			warn_bad(s, v);
 			apply(s, cfg, s->fallback);
+			source_of[i] = FROM_DEFAULT_BAD_ENV;
 		}
 		if (s->kind == K_LOG)
 			ms_cfg.log_level = cfg->log_level; /* ms_log reads the global */
@@ -381,7 +410,6 @@ void ms_config_load(struct ms_config *cfg, ms_getenv_fn get)
 	cfg->spec.is_default = get("MEMSHIM_STAGES") == NULL;
 }
 
-#define N_SETTINGS (sizeof settings / sizeof *settings)
 _Static_assert(N_SETTINGS < 255, "a row number fits the scan's unsigned char chains");
 _Static_assert(sizeof "OMPI_COMM_WORLD_LOCAL_RANK" < 255, "a name's length fits too");
 static const char *environ_value[N_SETTINGS]; /* each row's value, found by one pass at start */
@@ -453,7 +481,8 @@ void ms_config_warn_unknown(void)
 		const char *near = NULL;
 		int most = unknown_len[u] - 8 <= 4 ? 1 : 2; /* MEMSHIM_FOO is no MEMSHIM_LOG */
 		for (size_t i = 0; i < N_SETTINGS && !near; i++)
-			if (settings[i].kind != K_TEXT && ms_edit_distance(unknown[u], unknown_len[u], settings[i].name) <= most)
+			if (settings[i].kind != K_TEXT &&
+			    ms_edit_distance(unknown[u], unknown_len[u], settings[i].name) <= most)
 				near = settings[i].name;
 		char name[64];
 		ms_strlcpy(name, unknown[u], unknown_len[u] + 1 < sizeof name ? unknown_len[u] + 1 : sizeof name);
@@ -480,6 +509,82 @@ void ms_config_start(int (*inherited)(void))
 	inherited_run = inherited;
 	ms_config_load(&ms_cfg, environment);
 	inherited_run = NULL; /* ms_spec_parse from elsewhere (the API, tests) warns as before */
+}
+
+/* The zeros before THOUSANDTHS (0 to 999) written as three digits. */
+static const char *leading_zeros(long thousandths)
+{
+	return thousandths < 10 ? "00" : thousandths < 100 ? "0" : "";
+}
+
+/* TARGET into OUT as MEMSHIM_STAGES spells it: "STAGE=TARGET" for a stage's first (a ',' before it
+ * when LATER: not the first stage), "|TARGET" for the others (STAGE NULL).  The length written. */
+static size_t stage_target(char *out, size_t size, const char *stage, int later, const char *target)
+{
+	if (!stage)
+		return ms_format(out, size, "|%s", target);
+	return ms_format(out, size, "%s%s=%s", later ? "," : "", stage, target);
+}
+
+/* Row S's value in CFG as it is used (paths made absolute, numbers parsed) into OUT. */
+static void effective_value(const struct setting *s, const struct ms_config *cfg, char *out, size_t size)
+{
+	static const char *const log_words[] = { "quiet", "warn", "debug" };
+	static const char *const sites_words[] = { "off", "sampled", "exact" };
+	const void *field = (const char *)cfg + s->offset;
+	size_t n = 0;
+	switch (s->kind) {
+	case K_BOOL:
+		ms_format(out, size, "%d", *(const int *)field);
+		return;
+	case K_LOG:
+		ms_format(out, size, "%s", log_words[cfg->log_level < 0 || cfg->log_level > 2 ? 1 : cfg->log_level]);
+		return;
+	case K_SITES:
+		n = ms_format(out, size, "%s", sites_words[cfg->sites < 0 || cfg->sites > 2 ? 1 : cfg->sites]);
+		for (int i = 0; i < cfg->nsites_exact && n < size; i++)
+			n += ms_format(out + n, size - n, "%s%s", i ? "," : ", exact in ", cfg->sites_exact[i]);
+		return;
+	case K_PATH:
+	case K_DIR:
+		ms_format(out, size, "%s", (const char *)field);
+		return;
+	case K_INTERVAL: {
+		double d = *(const double *)field;
+		long ms = (long)(d * 1000 + 0.5);
+		if (d == MS_SNAPSHOT_AUTO)
+			ms_format(out, size, "auto");
+		else if (d <= 0)
+			ms_format(out, size, "off");
+		else
+			ms_format(out, size, "%ld.%s%ld s", ms / 1000, leading_zeros(ms % 1000), ms % 1000);
+		return;
+	}
+	case K_BYTES:
+		ms_format(out, size, "%ld bytes", *(const long *)field);
+		return;
+	case K_STAGES:
+		out[0] = '\0'; /* none */
+		for (int i = 0; i < cfg->spec.nstages && n < size; i++)
+			for (int t = 0; t < cfg->spec.stage[i].ntargets && n < size; t++)
+				n += stage_target(out + n, size - n, t ? NULL : cfg->spec.stage[i].name, i > 0,
+						  cfg->spec.stage[i].targets[t]);
+		return;
+	case K_TEXT:
+		break;
+	}
+	ms_format(out, size, "?");
+}
+
+void ms_config_log_effective(void)
+{
+	for (size_t i = 0; i < N_SETTINGS; i++) {
+		if (settings[i].kind == K_TEXT)
+			continue; /* the launchers' and the system's variables: no setting of ours */
+		char value[512];
+		effective_value(&settings[i], &ms_cfg, value, sizeof value);
+		ms_debug("setting %s=%s (source: %s)", settings[i].name, value, source_name[source_of[i]]);
+	}
 }
 
 const char *ms_config_text(const struct ms_config *cfg, const char *name)
@@ -567,7 +672,7 @@ static int target_plausible(const char *b, const char *e)
 		if (*p == ':' && (p + 1 == e || p[1] != ':') && (p == b || p[-1] != ':')) {
 			if (p == b)
 				return 0; /* an empty object */
-			name = p + 1; /* the object (a path, a file name, a module) before it */
+			name = p + 1;     /* the object (a path, a file name, a module) before it */
 			break;
 		}
 	for (const char *p = b; p < name; p++)
@@ -666,6 +771,7 @@ static void warn_limit(const char *why, int n, const char *first, size_t first_l
 	for (size_t i = 0; i < k; i++)
 		shown[i] = (first[i] >= 0x20 && first[i] < 0x7f) ? first[i] : '?';
 	memcpy(shown + k, first_len > 32 ? "..." : "", first_len > 32 ? 4 : 1);
+	/* clang-format off */
 	if (why == too_many)
 		config_warn("MEMSHIM_STAGES names more than " MS_STR(MS_SPEC_MAX_STAGES) " stages, the most it takes: "
 			"%d entr%s from \"%s\" on ignored", n, n == 1 ? "y" : "ies", shown);
@@ -673,6 +779,7 @@ static void warn_limit(const char *why, int n, const char *first, size_t first_l
 		config_warn("MEMSHIM_STAGES is too long: its targets take at most " MS_STR(MS_SPEC_POOL) " bytes; %d "
 			"entr%s from \"%s\" on ignored", n, n == 1 ? "y" : "ies", shown);
 }
+/* clang-format on */
 
 int ms_spec_parse(struct ms_spec *spec, const char *text)
 {
@@ -712,7 +819,8 @@ int ms_spec_parse(struct ms_spec *spec, const char *text)
 		if (strlen(text) > sizeof shown - 4)
 			strcat(shown, "...");
 		config_warn("MEMSHIM_STAGES=\"%s\" holds no stage=target entry: no stages are watched (unset it for "
-			"Hugging Face Trainer's, set it empty for none)", shown);
+			    "Hugging Face Trainer's, set it empty for none)",
+			    shown);
 	}
 	return bad + over + (!entries && text[strspn(text, " \t")]);
 }

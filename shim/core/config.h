@@ -11,12 +11,12 @@
 #define MS_PATH_MAX 4096
 #define MS_STAGE_NAME_MAX 64 /* including the NUL */
 #define MS_SPEC_MAX_STAGES 32
-#define MS_SPEC_MAX_TARGETS 32   /* per stage */
-#define MS_SPEC_POOL 32768       /* bytes for all target strings (a literal: messages say it) */
-#define MS_SNAPSHOT_AUTO (-1.0)  /* snapshots when memory moved or a stage changed (no thread) */
-#define MS_TEXT_SETTINGS 32      /* variables kept as text (the table's K_TEXT rows) */
-#define MS_TEXT_POOL 16384       /* bytes for their copies */
-#define MS_SITES_EXACT_MAX 8     /* stages MEMSHIM_SITES=exact:STAGE,... may name */
+#define MS_SPEC_MAX_TARGETS 32  /* per stage */
+#define MS_SPEC_POOL 32768      /* bytes for all target strings (a literal: messages say it) */
+#define MS_SNAPSHOT_AUTO (-1.0) /* snapshots when memory moved or a stage changed (no thread) */
+#define MS_TEXT_SETTINGS 32     /* variables kept as text (the table's K_TEXT rows) */
+#define MS_TEXT_POOL 16384      /* bytes for their copies */
+#define MS_SITES_EXACT_MAX 8    /* stages MEMSHIM_SITES=exact:STAGE,... may name */
 
 struct ms_spec_stage {
 	char name[64];
@@ -39,21 +39,21 @@ struct ms_spec {
 enum ms_sites_mode { MS_SITES_OFF, MS_SITES_SAMPLED, MS_SITES_EXACT };
 
 struct ms_config {
-	int disabled;            /* MEMSHIM_DISABLE */
-	int log_level;           /* MEMSHIM_LOG: enum ms_log_level */
-	int follow_children;     /* MEMSHIM_FOLLOW_CHILDREN */
-	int timeline;            /* MEMSHIM_TIMELINE */
-	int sites;               /* MEMSHIM_SITES: enum ms_sites_mode */
-	long sites_rate;         /* MEMSHIM_SITES_RATE: mean bytes between samples */
-	double snapshot_interval;/* MEMSHIM_SNAPSHOT_INTERVAL: seconds, 0 off, MS_SNAPSHOT_AUTO */
-	int live;                /* MEMSHIM_LIVE: the live record (output/live.c) */
-	int native_plt;          /* MEMSHIM_NATIVE_PLT: native targets bound to their calls (GOT) */
-	int nsites_exact;        /* MEMSHIM_SITES=exact:STAGE,...: how many stages it names */
+	int disabled;             /* MEMSHIM_DISABLE */
+	int log_level;            /* MEMSHIM_LOG: enum ms_log_level */
+	int follow_children;      /* MEMSHIM_FOLLOW_CHILDREN */
+	int timeline;             /* MEMSHIM_TIMELINE */
+	int sites;                /* MEMSHIM_SITES: enum ms_sites_mode */
+	long sites_rate;          /* MEMSHIM_SITES_RATE: mean bytes between samples */
+	double snapshot_interval; /* MEMSHIM_SNAPSHOT_INTERVAL: seconds, 0 off, MS_SNAPSHOT_AUTO */
+	int live;                 /* MEMSHIM_LIVE: the live record (output/live.c) */
+	int native_plt;           /* MEMSHIM_NATIVE_PLT: native targets bound to their calls (GOT) */
+	int nsites_exact;         /* MEMSHIM_SITES=exact:STAGE,...: how many stages it names */
 	char sites_exact[MS_SITES_EXACT_MAX][MS_STAGE_NAME_MAX]; /* while one is open, every allocation is recorded */
-	char output[MS_PATH_MAX];/* MEMSHIM_OUTPUT, made absolute, %p not yet expanded */
+	char output[MS_PATH_MAX];       /* MEMSHIM_OUTPUT, made absolute, %p not yet expanded */
 	char children_dir[MS_PATH_MAX]; /* MEMSHIM_CHILDREN_DIR, made absolute, or "" */
-	char live_dir[MS_PATH_MAX];/* MEMSHIM_LIVE_DIR made absolute; empty: the default place */
-	struct ms_spec spec;     /* MEMSHIM_STAGES */
+	char live_dir[MS_PATH_MAX];     /* MEMSHIM_LIVE_DIR made absolute; empty: the default place */
+	struct ms_spec spec;            /* MEMSHIM_STAGES */
 	/* The variables kept as text, as they were at start (NULL: unset; "" stays ""): the user's
 	 * MEMSHIM_OUTPUT as typed, the launchers' rank variables, the system's (TMPDIR,
 	 * XDG_RUNTIME_DIR, LD_PRELOAD) and memshim run's MEMSHIM_RUN_DUMP.  Read with
@@ -66,9 +66,6 @@ struct ms_config {
 };
 
 extern struct ms_config ms_cfg;
-
-/* The default stage spec when MEMSHIM_STAGES is unset (Hugging Face Trainer). */
-extern const char ms_default_stages[];
 
 typedef const char *(*ms_getenv_fn)(const char *name);
 
@@ -84,6 +81,9 @@ void ms_config_start(int (*inherited)(void));
  * closest to: lifecycle.c gives them once per run, in its first process. */
 int ms_config_unknown_settings(void);
 void ms_config_warn_unknown(void);
+/* With MEMSHIM_LOG=debug: one line per setting, "setting NAME=VALUE (source: default or env)",
+ * the value as it is used (lifecycle.c: at start, in the run's first process). */
+void ms_config_log_effective(void);
 
 /* Non-zero when MEMSHIM_SITES=exact:... names stage NAME (the engine never makes its calls quiet:
  * call sites must see each of their boundaries). */

@@ -3,11 +3,45 @@
 #include "core/counters.h"
 #include "core/ms.h"
 
-struct ms_counter ms_counters[MS_NCOMP] __attribute__((aligned(64)));
-int64_t ms_watch_hi[MS_NCOMP] = { [0 ... MS_NCOMP - 1] = INT64_MAX };
-int64_t ms_watch_lo[MS_NCOMP] = { [0 ... MS_NCOMP - 1] = INT64_MIN };
 void (*ms_watch_fn)(enum ms_comp comp, int64_t now);
 void (*ms_refresh_fn)(enum ms_refresh_reason why);
+
+/* The counters of CPU components share one cache line: malloc updates touch only it. */
+static struct ms_counter counters[MS_NCOMP] __attribute__((aligned(64)));
+
+static inline void raise_peak(int64_t *peak, int64_t value)
+{
+	int64_t seen = __atomic_load_n(peak, __ATOMIC_RELAXED);
+	while (value > seen && !__atomic_compare_exchange_n(peak, &seen, value, 1, __ATOMIC_RELAXED, __ATOMIC_RELAXED))
+		;
+}
+
+static inline int64_t counter_add(enum ms_comp comp, int64_t bytes)
+{
+	struct ms_counter *c = &counters[comp];
+	int64_t now = __atomic_add_fetch(&c->live, bytes, __ATOMIC_RELAXED);
+	if (bytes > 0)
+		raise_peak(&c->win_peak, now);
+	return now;
+}
+
+/* A watch on live values (the timeline sets it): when a component's live leaves [watch_lo,
+ * watch_hi], the slow path calls ms_watch_fn.  The thresholds are read on every move; a window
+ * of INT64_MIN..INT64_MAX watches nothing. */
+static int64_t watch_hi[MS_NCOMP] = { [0 ... MS_NCOMP - 1] = INT64_MAX };
+static int64_t watch_lo[MS_NCOMP] = { [0 ... MS_NCOMP - 1] = INT64_MIN };
+
+static inline void watch_check(enum ms_comp comp, int64_t now)
+{
+	/* clang-format off */
+	if (__builtin_expect(now > __atomic_load_n(&watch_hi[comp], __ATOMIC_RELAXED) ||
+			     now < __atomic_load_n(&watch_lo[comp], __ATOMIC_RELAXED), 0)) {
+		/* clang-format on */
+		void (*fn)(enum ms_comp, int64_t) = __atomic_load_n(&ms_watch_fn, __ATOMIC_RELAXED);
+		if (fn)
+			fn(comp, now);
+	}
+}
 
 /* Highest live over all closed windows; only touched under the stage engine lock. */
 static int64_t closed_peaks[MS_NCOMP];
@@ -55,6 +89,26 @@ static uint64_t lowering;
 /* Makes every lowered gate value unique, so a raise computed before a lowering cannot land on it. */
 static uint64_t lowered_tag;
 
+/* The common new high: of the current epoch, inside the timeline's watch, while no boundary or mmap
+ * change holds the gate lowered.  The gate itself becomes the high, one compare-and-swap; the
+ * peaks take it when the gate is next replaced or read for them (counters.c folds it).  0: the
+ * general path must run. */
+static inline int cpu_raise_gate(uint64_t result)
+{
+	int64_t cpu = (int64_t)((result & MS_CPU_VALUE_MASK) - MS_CPU_BIAS);
+	if (cpu > __atomic_load_n(&watch_hi[MS_CPU], __ATOMIC_RELAXED) ||
+	    cpu < __atomic_load_n(&watch_lo[MS_CPU], __ATOMIC_RELAXED))
+		return 0;
+	uint64_t old = __atomic_load_n(&ms_cpu.gate_hi, __ATOMIC_SEQ_CST);
+	do {
+		if ((old ^ result) >> MS_CPU_VALUE_BITS || (old & MS_CPU_VALUE_MASK) < MS_CPU_LOWERED_LIMIT)
+			return 0; /* another epoch, or lowered */
+		if (result <= old)
+			return 1; /* another thread's high is above it */
+	} while (!__atomic_compare_exchange_n(&ms_cpu.gate_hi, &old, result, 1, __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST));
+	return 1;
+}
+
 static int64_t mmap_bytes_of(uint64_t entry)
 {
 	return (int64_t)((entry & MS_CPU_VALUE_MASK) << PAGE_SHIFT);
@@ -100,10 +154,10 @@ static int64_t read_at(uint64_t word, int part)
 
 static int64_t load_peak(enum ms_comp c)
 {
-	return __atomic_load_n(&ms_counters[c].win_peak, __ATOMIC_RELAXED);
+	return __atomic_load_n(&counters[c].win_peak, __ATOMIC_RELAXED);
 }
 
-/* A gate that is neither lowered nor clamped may be a CPU high the fast path set (ms_cpu_raise_gate)
+/* A gate that is neither lowered nor clamped may be a CPU high the fast path set (cpu_raise_gate)
  * and no peak holds yet: whoever replaces or reads the gate for the peaks folds it in first.  Any
  * other gate came from the peaks (a minimum of them), so folding it changes nothing. */
 static void fold_gate(uint64_t gate)
@@ -112,15 +166,15 @@ static void fold_gate(uint64_t gate)
 	if (v < LOWERED_LIMIT || v == MS_CPU_VALUE_MASK)
 		return;
 	int64_t cpu = cpu_of(gate);
-	ms_raise_peak(&ms_counters[MS_CPU].win_peak, cpu);
-	ms_raise_peak(&ms_counters[MS_MALLOC].win_peak, cpu - mmap_at(gate));
+	raise_peak(&counters[MS_CPU].win_peak, cpu);
+	raise_peak(&counters[MS_MALLOC].win_peak, cpu - mmap_at(gate));
 }
 
 static uint64_t gate_hi_for(uint64_t mm)
 {
 	int64_t limit = load_peak(MS_CPU);
 	int64_t malloc_limit = load_peak(MS_MALLOC) + mmap_bytes_of(mm);
-	int64_t watch = __atomic_load_n(&ms_watch_hi[MS_CPU], __ATOMIC_RELAXED);
+	int64_t watch = __atomic_load_n(&watch_hi[MS_CPU], __ATOMIC_RELAXED);
 	if (malloc_limit < limit)
 		limit = malloc_limit;
 	if (watch < limit)
@@ -131,7 +185,7 @@ static uint64_t gate_hi_for(uint64_t mm)
 
 static uint64_t gate_lo_for(uint64_t mm)
 {
-	return gate_value(mm, __atomic_load_n(&ms_watch_lo[MS_CPU], __ATOMIC_RELAXED));
+	return gate_value(mm, __atomic_load_n(&watch_lo[MS_CPU], __ATOMIC_RELAXED));
 }
 
 /* gate_hi back up to what the state allows, unless a lowering is in progress.  A raise computed
@@ -148,8 +202,8 @@ static void raise_gates(void)
 		if (__atomic_load_n(&ms_cpu.gate_lo, __ATOMIC_RELAXED) != lo)
 			__atomic_store_n(&ms_cpu.gate_lo, lo, __ATOMIC_RELAXED);
 		uint64_t want = gate_hi_for(mm);
-		if (want == old || __atomic_compare_exchange_n(&ms_cpu.gate_hi, &old, want, 0, __ATOMIC_SEQ_CST,
-							       __ATOMIC_SEQ_CST))
+		if (want == old ||
+		    __atomic_compare_exchange_n(&ms_cpu.gate_hi, &old, want, 0, __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST))
 			return;
 	}
 }
@@ -179,15 +233,15 @@ static void lower_end(void)
 static __attribute__((noinline)) void slow_general(uint64_t result)
 {
 	int64_t cpu = cpu_of(result);
-	ms_raise_peak(&ms_counters[MS_CPU].win_peak, cpu);
-	ms_raise_peak(&ms_counters[MS_MALLOC].win_peak, cpu - mmap_at(result));
-	ms_watch_check(MS_CPU, cpu);
+	raise_peak(&counters[MS_CPU].win_peak, cpu);
+	raise_peak(&counters[MS_MALLOC].win_peak, cpu - mmap_at(result));
+	watch_check(MS_CPU, cpu);
 	raise_gates();
 }
 
 void ms_cpu_slow(uint64_t result)
 {
-	if (!ms_cpu_raise_gate(result))
+	if (!cpu_raise_gate(result))
 		slow_general(result);
 }
 
@@ -212,20 +266,19 @@ void ms_cpu_mmap_add(enum ms_comp part, int64_t bytes)
 	}
 	__atomic_store_n(&mmap_ring[EPOCH_OF(entry) % RING], entry, __ATOMIC_SEQ_CST);
 	__atomic_store_n(&mmap_now, entry, __ATOMIC_SEQ_CST);
-	ms_raise_peak(&ms_counters[MS_MMAP].win_peak, mm - rd[READ_RESERVE] - rd[READ_SHARED]);
-	ms_raise_peak(&ms_counters[MS_RESERVE].win_peak, rd[READ_RESERVE]);
-	ms_raise_peak(&ms_counters[MS_SHARED].win_peak, rd[READ_SHARED]);
+	raise_peak(&counters[MS_MMAP].win_peak, mm - rd[READ_RESERVE] - rd[READ_SHARED]);
+	raise_peak(&counters[MS_RESERVE].win_peak, rd[READ_RESERVE]);
+	raise_peak(&counters[MS_SHARED].win_peak, rd[READ_SHARED]);
 	store_lowered(); /* the new epoch's adds take the slow path from the moment the word has it */
 	__atomic_store_n(&ms_cpu.gate_lo, gate_lo_for(entry), __ATOMIC_RELAXED);
 	uint64_t r = __atomic_add_fetch(&ms_cpu.word, (uint64_t)bytes - MS_CPU_EPOCH_STEP, __ATOMIC_SEQ_CST);
 	int64_t cpu = cpu_of(r);
-	ms_raise_peak(&ms_counters[MS_CPU].win_peak, cpu);
-	ms_watch_check(MS_CPU, cpu);
+	raise_peak(&counters[MS_CPU].win_peak, cpu);
+	watch_check(MS_CPU, cpu);
 	lower_end();
 }
 
-void ms_cpu_live(int64_t *cpu, int64_t *malloc_part, int64_t *mmap_part, int64_t *reserve_part,
-		 int64_t *shared_part)
+void ms_cpu_live(int64_t *cpu, int64_t *malloc_part, int64_t *mmap_part, int64_t *reserve_part, int64_t *shared_part)
 {
 	uint64_t w = __atomic_load_n(&ms_cpu.word, __ATOMIC_SEQ_CST);
 	int64_t mm = mmap_at(w), rs = read_at(w, READ_RESERVE), sh = read_at(w, READ_SHARED);
@@ -243,10 +296,10 @@ void ms_cpu_live(int64_t *cpu, int64_t *malloc_part, int64_t *mmap_part, int64_t
 
 void ms_counter_set(enum ms_comp comp, int64_t value)
 {
-	struct ms_counter *c = &ms_counters[comp];
+	struct ms_counter *c = &counters[comp];
 	mark_moved(1u << comp);
 	__atomic_store_n(&c->live, value, __ATOMIC_RELAXED);
-	ms_raise_peak(&c->win_peak, value);
+	raise_peak(&c->win_peak, value);
 }
 
 uint64_t ms_cpu_ring_misses(void)
@@ -270,15 +323,15 @@ int64_t ms_live(enum ms_comp comp)
 		ms_cpu_live(&v[MS_CPU], &v[MS_MALLOC], &v[MS_MMAP], &v[MS_RESERVE], &v[MS_SHARED]);
 		return v[comp];
 	}
-	return comp < MS_NCOMP ? __atomic_load_n(&ms_counters[comp].live, __ATOMIC_RELAXED) : 0;
+	return comp < MS_NCOMP ? __atomic_load_n(&counters[comp].live, __ATOMIC_RELAXED) : 0;
 }
 
 void ms_watch_set(enum ms_comp comp, int64_t lo, int64_t hi)
 {
 	if (comp == MS_CPU)
 		lower_begin();
-	__atomic_store_n(&ms_watch_hi[comp], hi, __ATOMIC_RELAXED);
-	__atomic_store_n(&ms_watch_lo[comp], lo, __ATOMIC_RELAXED);
+	__atomic_store_n(&watch_hi[comp], hi, __ATOMIC_RELAXED);
+	__atomic_store_n(&watch_lo[comp], lo, __ATOMIC_RELAXED);
 	if (comp == MS_CPU)
 		lower_end();
 }
@@ -311,15 +364,15 @@ void ms_gpu_add(int device, int64_t bytes)
 			__atomic_fetch_or(&devices_used, bit, __ATOMIC_RELAXED);
 		}
 		enum ms_comp dev = (enum ms_comp)(MS_DEV0 + device);
-		ms_watch_check(dev, ms_counter_add(dev, bytes));
+		watch_check(dev, counter_add(dev, bytes));
 	}
-	ms_counter_add(MS_GPU, bytes);
+	counter_add(MS_GPU, bytes);
 }
 
 void ms_gpu_side_add(enum ms_comp comp, int64_t bytes)
 {
 	ms_gpu_mark_used();
-	ms_counter_add(comp, bytes);
+	counter_add(comp, bytes);
 }
 
 int ms_counters_used(void)
@@ -336,8 +389,8 @@ uint32_t ms_counters_moved(void)
 /* Live of the first N components, the CPU ones as one consistent set. */
 static void live_all(int64_t live[MS_NCOMP], int n)
 {
-	const uint32_t cpu_parts = (1u << MS_CPU) | (1u << MS_MALLOC) | (1u << MS_MMAP) | (1u << MS_RESERVE) |
-				   (1u << MS_SHARED);
+	const uint32_t cpu_parts =
+		(1u << MS_CPU) | (1u << MS_MALLOC) | (1u << MS_MMAP) | (1u << MS_RESERVE) | (1u << MS_SHARED);
 	if (n == MS_DEV0) /* a component that never moved is 0; fixed sizes are written inline */
 		memset(live, 0, sizeof *live * MS_DEV0);
 	else
@@ -345,7 +398,7 @@ static void live_all(int64_t live[MS_NCOMP], int n)
 	uint32_t others = __atomic_load_n(&moved, __ATOMIC_RELAXED) & ~cpu_parts & ((UINT32_C(1) << n) - 1);
 	for (; others; others &= others - 1) {
 		int c = __builtin_ctz(others);
-		live[c] = __atomic_load_n(&ms_counters[c].live, __ATOMIC_RELAXED);
+		live[c] = __atomic_load_n(&counters[c].live, __ATOMIC_RELAXED);
 	}
 	ms_cpu_live(&live[MS_CPU], &live[MS_MALLOC], &live[MS_MMAP], &live[MS_RESERVE], &live[MS_SHARED]);
 }
@@ -353,7 +406,7 @@ static void live_all(int64_t live[MS_NCOMP], int n)
 int ms_counters_cut_window(int64_t peaks[MS_NCOMP], int64_t live[MS_NCOMP], int open_after)
 {
 	int n = ms_counters_used(); /* a device never used has 0 everywhere: nothing to cut */
-	lower_begin(); /* adds during the cut take the slow path: none is missed by the new window */
+	lower_begin();              /* adds during the cut take the slow path: none is missed by the new window */
 	live_all(live, n);
 	if (n == MS_DEV0)
 		memcpy(peaks, live, sizeof *peaks * MS_DEV0);
@@ -362,7 +415,7 @@ int ms_counters_cut_window(int64_t peaks[MS_NCOMP], int64_t live[MS_NCOMP], int 
 	uint32_t cut = __atomic_load_n(&moved, __ATOMIC_RELAXED) & ((UINT32_C(1) << n) - 1);
 	for (; cut; cut &= cut - 1) {
 		int c = __builtin_ctz(cut);
-		struct ms_counter *k = &ms_counters[c];
+		struct ms_counter *k = &counters[c];
 		int64_t now = live[c];
 		int64_t old = __atomic_exchange_n(&k->win_peak, now, __ATOMIC_RELAXED);
 		/* an allocation racing with the exchange re-raises the new window itself */
@@ -370,7 +423,7 @@ int ms_counters_cut_window(int64_t peaks[MS_NCOMP], int64_t live[MS_NCOMP], int 
 		if (peaks[c] > closed_peaks[c])
 			closed_peaks[c] = peaks[c];
 		if (!open_after) /* only the process peak reads this window: adds below it stay fast */
-			ms_raise_peak(&k->win_peak, closed_peaks[c]);
+			raise_peak(&k->win_peak, closed_peaks[c]);
 	}
 	lower_end();
 	return n;
@@ -382,7 +435,7 @@ void ms_counters_process_peaks(int64_t peaks[MS_NCOMP])
 	fold_gate(__atomic_load_n(&ms_cpu.gate_hi, __ATOMIC_SEQ_CST));
 	live_all(live, MS_NCOMP);
 	for (int c = 0; c < MS_NCOMP; c++) {
-		int64_t win = __atomic_load_n(&ms_counters[c].win_peak, __ATOMIC_RELAXED);
+		int64_t win = __atomic_load_n(&counters[c].win_peak, __ATOMIC_RELAXED);
 		int64_t now = live[c];
 		int64_t p = closed_peaks[c];
 		if (win > p)
@@ -397,7 +450,7 @@ void ms_counters_reset_peaks(void)
 	lower_begin();
 	live_all(live, MS_NCOMP);
 	for (int c = 0; c < MS_NCOMP; c++) {
-		__atomic_store_n(&ms_counters[c].win_peak, live[c], __ATOMIC_RELAXED);
+		__atomic_store_n(&counters[c].win_peak, live[c], __ATOMIC_RELAXED);
 		closed_peaks[c] = live[c];
 		inherited_live[c] = live[c];
 	}
@@ -412,7 +465,7 @@ void ms_counters_inherited(int64_t live[MS_NCOMP])
 void ms_counters_clear(void)
 {
 	lower_begin();
-	memset(ms_counters, 0, sizeof ms_counters);
+	memset(counters, 0, sizeof counters);
 	memset(mmap_ring, 0, sizeof mmap_ring);
 	memset(reserve_ring, 0, sizeof reserve_ring);
 	memset(shared_ring, 0, sizeof shared_ring);

@@ -27,48 +27,20 @@ struct ms_counter {
 	int64_t win_peak; /* highest live since the last stage boundary (or more: ms_counters_cut_window) */
 };
 
-/* The counters of CPU components share one cache line: malloc updates touch only it. */
-extern struct ms_counter ms_counters[MS_NCOMP] __attribute__((aligned(64)));
-
-static inline void ms_raise_peak(int64_t *peak, int64_t value)
-{
-	int64_t seen = __atomic_load_n(peak, __ATOMIC_RELAXED);
-	while (value > seen &&
-	       !__atomic_compare_exchange_n(peak, &seen, value, 1, __ATOMIC_RELAXED, __ATOMIC_RELAXED))
-		;
-}
-
-static inline int64_t ms_counter_add(enum ms_comp comp, int64_t bytes)
-{
-	struct ms_counter *c = &ms_counters[comp];
-	int64_t now = __atomic_add_fetch(&c->live, bytes, __ATOMIC_RELAXED);
-	if (bytes > 0)
-		ms_raise_peak(&c->win_peak, now);
-	return now;
-}
-
-/* A watch on live values (the timeline sets it): when a component's live leaves [ms_watch_lo,
- * ms_watch_hi], the slow path calls ms_watch_fn.  The thresholds are read on every move; a window
- * of INT64_MIN..INT64_MAX watches nothing. */
-extern int64_t ms_watch_hi[MS_NCOMP], ms_watch_lo[MS_NCOMP];
+/* A watch on live values (ms_watch_set; the timeline sets it): when a component's live leaves
+ * its window, the slow path calls ms_watch_fn. */
 extern void (*ms_watch_fn)(enum ms_comp comp, int64_t now);
-
-static inline void ms_watch_check(enum ms_comp comp, int64_t now)
-{
-	if (__builtin_expect(now > __atomic_load_n(&ms_watch_hi[comp], __ATOMIC_RELAXED) ||
-			     now < __atomic_load_n(&ms_watch_lo[comp], __ATOMIC_RELAXED), 0)) {
-		void (*fn)(enum ms_comp, int64_t) = __atomic_load_n(&ms_watch_fn, __ATOMIC_RELAXED);
-		if (fn)
-			fn(comp, now);
-	}
-}
 
 /* The components read rather than counted (MS_RESERVE, MS_SHARED, MS_RSS) brought up to date: set at start by
  * intercept/mmap.c, called before a stage boundary, a timeline point and a report.  Cheap and
  * skipped where reading is unsafe (inside the mapping lock, inside a hook). */
-enum ms_refresh_reason { MS_REFRESH_BOUNDARY, MS_REFRESH_POINT, MS_REFRESH_REPORT,
-			 MS_REFRESH_FORK /* a forked child, before its report starts: only this thread
-					  * runs, holding every lock since fork_prepare */ };
+enum ms_refresh_reason {
+	MS_REFRESH_BOUNDARY,
+	MS_REFRESH_POINT,
+	MS_REFRESH_REPORT,
+	MS_REFRESH_FORK /* a forked child, before its report starts: only this thread
+					  * runs, holding every lock since fork_prepare */
+};
 extern void (*ms_refresh_fn)(enum ms_refresh_reason why);
 
 static inline void ms_refresh(enum ms_refresh_reason why)
@@ -104,26 +76,6 @@ extern struct ms_cpu_word ms_cpu;
 
 /* Gate values below this (in the value bits) are "lowered": every add takes the slow path. */
 #define MS_CPU_LOWERED_LIMIT (UINT64_C(1) << 40)
-
-/* The common new high: of the current epoch, inside the timeline's watch, while no boundary or mmap
- * change holds the gate lowered.  The gate itself becomes the high, one compare-and-swap; the
- * peaks take it when the gate is next replaced or read for them (counters.c folds it).  0: the
- * general path must run. */
-static inline int ms_cpu_raise_gate(uint64_t result)
-{
-	int64_t cpu = (int64_t)((result & MS_CPU_VALUE_MASK) - MS_CPU_BIAS);
-	if (cpu > __atomic_load_n(&ms_watch_hi[MS_CPU], __ATOMIC_RELAXED) ||
-	    cpu < __atomic_load_n(&ms_watch_lo[MS_CPU], __ATOMIC_RELAXED))
-		return 0;
-	uint64_t old = __atomic_load_n(&ms_cpu.gate_hi, __ATOMIC_SEQ_CST);
-	do {
-		if ((old ^ result) >> MS_CPU_VALUE_BITS || (old & MS_CPU_VALUE_MASK) < MS_CPU_LOWERED_LIMIT)
-			return 0; /* another epoch, or lowered */
-		if (result <= old)
-			return 1; /* another thread's high is above it */
-	} while (!__atomic_compare_exchange_n(&ms_cpu.gate_hi, &old, result, 1, __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST));
-	return 1;
-}
 
 /* New highs, timeline crossings, adds of an older epoch: the exact bookkeeping, out of line. */
 void ms_cpu_slow(uint64_t result);
@@ -178,8 +130,7 @@ static inline void ms_cpu_add(enum ms_comp part, int64_t bytes)
 }
 
 /* Live CPU, malloc, mmap, reserve and shared bytes as one consistent set (any may be NULL). */
-void ms_cpu_live(int64_t *cpu, int64_t *malloc_part, int64_t *mmap_part, int64_t *reserve_part,
-		 int64_t *shared_part);
+void ms_cpu_live(int64_t *cpu, int64_t *malloc_part, int64_t *mmap_part, int64_t *reserve_part, int64_t *shared_part);
 
 /* A component read rather than counted (MS_RSS) is now VALUE; one writer at a time. */
 void ms_counter_set(enum ms_comp comp, int64_t value);

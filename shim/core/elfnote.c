@@ -22,7 +22,8 @@ const unsigned char *ms_note_find(const unsigned char *notes, size_t size, size_
 		size_t desc_at = align_up(name_at + nh.n_namesz, a); /* offsets from the aligned start */
 		if (desc_at > size || nh.n_descsz > size - desc_at)
 			return NULL;
-		if (nh.n_type == type && nh.n_namesz >= namesz && !memcmp(notes + name_at, name, namesz) && nh.n_descsz) {
+		if (nh.n_type == type && nh.n_namesz >= namesz && !memcmp(notes + name_at, name, namesz) &&
+		    nh.n_descsz) {
 			*len = nh.n_descsz;
 			return notes + desc_at;
 		}

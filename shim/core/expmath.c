@@ -24,7 +24,9 @@ double ms_one_minus_exp_neg(double x)
 	double y = x * 1.4426950408889634;
 	int n = (int)y;
 	double t = (y - n - 0.5) * 0.6931471805599453;
+	/* clang-format off */
 	double e = 1 - t * (1 - t * (1.0 / 2 - t * (1.0 / 6 - t * (1.0 / 24 - t * (1.0 / 120 - t * (1.0 / 720 -
 		   t * (1.0 / 5040 - t * (1.0 / 40320 - t * (1.0 / 362880)))))))));
+	/* clang-format on */
 	return 1 - 0.7071067811865476 * e * two_to_minus(n);
 }

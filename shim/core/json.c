@@ -271,10 +271,12 @@ static void close_(struct ms_json *w, char bracket)
 	put(w, &bracket, 1);
 }
 
+/* clang-format off */
 void ms_json_object(struct ms_json *w, const char *key) { open_(w, key, '{'); }
 void ms_json_array(struct ms_json *w, const char *key) { open_(w, key, '['); }
 void ms_json_end_object(struct ms_json *w) { close_(w, '}'); }
 void ms_json_end_array(struct ms_json *w) { close_(w, ']'); }
+/* clang-format on */
 
 void ms_json_uint(struct ms_json *w, const char *key, uint64_t value)
 {

@@ -15,7 +15,7 @@ struct ms_json {
 	size_t mem_cap, mem_len; /* its size; the bytes produced so far, stored or not (written, for FD) */
 	int err;                 /* 0, or errno of the first failed write (EIO: bad nesting) */
 	int depth;
-	int first[MS_JSON_DEPTH];/* no member written yet at this depth */
+	int first[MS_JSON_DEPTH]; /* no member written yet at this depth */
 	size_t len;
 	char buf[8192];
 };

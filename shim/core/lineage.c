@@ -17,18 +17,18 @@
 #include "core/lineage.h"
 #include "core/ms.h"
 
-#define MAX_KNOWN 256    /* records kept from the listing; past that the listing is read again per ancestor */
-#define MAX_DEPTH 1024   /* ancestors walked at most (a pid namespace nests at most 32 deep) */
+#define MAX_KNOWN 256  /* records kept from the listing; past that the listing is read again per ancestor */
+#define MAX_DEPTH 1024 /* ancestors walked at most (a pid namespace nests at most 32 deep) */
 #define NAME_MAX_LEN 64
-#define DIRENT_MAX 280   /* the largest entry getdents64 returns: a 255-byte name, aligned */
+#define DIRENT_MAX 280     /* the largest entry getdents64 returns: a 255-byte name, aligned */
 #define TMPFS_EMPTY_DIR 40 /* tmpfs counts 20 bytes an entry in a directory's size, "." and ".." too */
 #define LINK_MAX_TEXT 4095 /* the longest symlink target (PATH_MAX with its NUL) */
 
 static char dir_path[48];
-static uid_t uid;                        /* the user's (the shim does nothing in a setuid program) */
-static pid_t published_by;               /* the process whose record is at PUBLISHED */
+static uid_t uid;          /* the user's (the shim does nothing in a setuid program) */
+static pid_t published_by; /* the process whose record is at PUBLISHED */
 static char published[sizeof dir_path + NAME_MAX_LEN];
-static int dir_ok;                       /* the directory was found ours and private */
+static int dir_ok; /* the directory was found ours and private */
 
 struct record_id {
 	pid_t pid;
@@ -118,8 +118,8 @@ size_t ms_lineage_encode(const struct ms_lineage *l, char *out, size_t size)
 int ms_lineage_decode(const char *text, size_t n, struct ms_lineage *l)
 {
 	const char *p = text, *end = text + n, *s[3];
-	size_t tag = sizeof MS_LINEAGE_TAG - 1, len[3], cap[3] = { sizeof l->output, sizeof l->output_setting,
-								      sizeof l->rank_held };
+	size_t tag = sizeof MS_LINEAGE_TAG - 1, len[3],
+	       cap[3] = { sizeof l->output, sizeof l->output_setting, sizeof l->rank_held };
 	uint64_t v[3];
 	if (n < tag || memcmp(text, MS_LINEAGE_TAG, tag) != 0)
 		return -1;
@@ -255,7 +255,8 @@ static void list(long dfd, struct listing *ls, pid_t only)
 		n = syscall(SYS_getdents64, dfd, buf.bytes, sizeof buf.bytes);
 		for (long off = 0; off < n; off += ((struct dirent64_head *)(buf.bytes + off))->reclen) {
 			struct record_id id;
-			if (!parse_name(((struct dirent64_head *)(buf.bytes + off))->name, &id) || (only && id.pid != only))
+			if (!parse_name(((struct dirent64_head *)(buf.bytes + off))->name, &id) ||
+			    (only && id.pid != only))
 				continue;
 			if (ls->n < MAX_KNOWN)
 				ls->id[ls->n++] = id;
@@ -416,4 +417,3 @@ void ms_lineage_remove(void)
 	}
 	errno = saved;
 }
-

@@ -36,9 +36,9 @@
 
 /* What a process hands on: what it inherited, changed where it has facts of its own. */
 struct ms_lineage {
-	pid_t root_pid;     /* the run's first tracked process */
-	pid_t output_pid;   /* the process that writes OUTPUT as it is (the others add ".<pid>") */
-	pid_t py_root_pid;  /* the Python process that speaks about targets; 0: none */
+	pid_t root_pid;                   /* the run's first tracked process */
+	pid_t output_pid;                 /* the process that writes OUTPUT as it is (the others add ".<pid>") */
+	pid_t py_root_pid;                /* the Python process that speaks about targets; 0: none */
 	char output[MS_PATH_MAX];         /* OUTPUT_PID's file, placeholders not expanded */
 	char output_setting[MS_PATH_MAX]; /* the MEMSHIM_OUTPUT value it saw ("" when unset) */
 	char rank_held[MS_LINEAGE_RANK];  /* "torchrun/1/0": the launcher's rank held; "" none */

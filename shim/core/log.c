@@ -36,8 +36,7 @@ static int stderr_is_ours(void)
 	struct stat st;
 	if (stderr_state == STDERR_UNBOUND)
 		return 1;
-	return stderr_state == STDERR_BOUND && fstat(2, &st) == 0 && st.st_dev == stderr_dev &&
-	       st.st_ino == stderr_ino;
+	return stderr_state == STDERR_BOUND && fstat(2, &st) == 0 && st.st_dev == stderr_dev && st.st_ino == stderr_ino;
 }
 
 struct sink {
@@ -97,15 +96,18 @@ static const char *convert(struct sink *s, const char *f, va_list *ap)
 	}
 	switch (*f) {
 	case 'd':
-		put_signed(s, size_t_mod ? (long long)va_arg(*ap, ssize_t)
+		put_signed(s, size_t_mod   ? (long long)va_arg(*ap, ssize_t)
 			      : longs == 2 ? va_arg(*ap, long long)
-			      : longs == 1 ? va_arg(*ap, long) : va_arg(*ap, int));
+			      : longs == 1 ? va_arg(*ap, long)
+					   : va_arg(*ap, int));
 		break;
 	case 'u':
 	case 'x':
-		put_unsigned(s, size_t_mod ? va_arg(*ap, size_t)
-				: longs == 2 ? va_arg(*ap, unsigned long long)
-				: longs == 1 ? va_arg(*ap, unsigned long) : va_arg(*ap, unsigned),
+		put_unsigned(s,
+			     size_t_mod   ? va_arg(*ap, size_t)
+			     : longs == 2 ? va_arg(*ap, unsigned long long)
+			     : longs == 1 ? va_arg(*ap, unsigned long)
+					  : va_arg(*ap, unsigned),
 			     *f == 'x' ? 16 : 10);
 		break;
 	case 'p':
@@ -156,16 +158,16 @@ size_t ms_format(char *buf, size_t size, const char *fmt, ...)
 }
 
 /* ---- once per run ----------------------------------------------------------------------------
- * A warning another process of the run printed already is not printed again (issue 39: each of
- * PostgreSQL's children repeated the postmaster's line).  The run's processes note the hash of each
+ * A warning another process of the run printed already is not printed again (else each of
+ * PostgreSQL's children repeats the postmaster's line).  The run's processes note the hash of each
  * line they print in /dev/shm/memshim-warned-<uid>-<root pid>-<root's start>, a file of 8-byte
  * hashes (mode 0600, this user's, never through a link), made by whoever warns first and removed
  * by the root at its exit.  The root's start time (from /proc) keeps a reused pid from reading
  * another run's file.  Only raw system calls: a warning may come from a hook or a handler. */
 
-static pid_t run_root;      /* 0: not in a run (a unit test, or before the process knows it) */
+static pid_t run_root; /* 0: not in a run (a unit test, or before the process knows it) */
 static int run_is_root;
-static char run_file[96];   /* "" until the first warning looks for it */
+static char run_file[96]; /* "" until the first warning looks for it */
 
 void ms_log_join_run(pid_t root_pid, int is_root)
 {
@@ -236,7 +238,8 @@ static int printed_in_run(const char *line, size_t n)
 	int found = 0;
 	if (fstat((int)fd, &st) == 0 && S_ISREG(st.st_mode) && st.st_uid == (uid_t)syscall(SYS_geteuid)) {
 		long got = (long)sizeof seen;
-		for (long at = 0; !found && got == (long)sizeof seen && at < RUN_WARNINGS_MAX * (long)sizeof h; at += got) {
+		for (long at = 0; !found && got == (long)sizeof seen && at < RUN_WARNINGS_MAX * (long)sizeof h;
+		     at += got) {
 			got = syscall(SYS_pread64, fd, seen, sizeof seen, at);
 			for (long i = 0; i < got / (long)sizeof *seen && !found; i++)
 				found = seen[i] == h;
@@ -276,6 +279,7 @@ void ms_log(int level, const char *fmt, ...)
 /* The words for the errno values file writers meet (no strerror: it may allocate, or lock). */
 const char *ms_errno_text(int e)
 {
+	/* clang-format off */
 	switch (e) {
 	case ENOENT: return "no such file or directory";
 	case EACCES: return "permission denied";
@@ -292,5 +296,6 @@ const char *ms_errno_text(int e)
 	case EFBIG: return "file too large";
 	case EIO: return "I/O error";
 	default: return "system error"; /* the errno number follows in the message */
+		/* clang-format on */
 	}
 }

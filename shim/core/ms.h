@@ -90,7 +90,8 @@ static inline void ms_touch(void *p)
  * before the constructor and in a handler); NULL on failure.  Pages are reserved only as touched. */
 static inline void *ms_raw_map(size_t len)
 {
-	long p = syscall(SYS_mmap, NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+	long p = syscall(SYS_mmap, NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1,
+			 0);
 	if (p < 0 && p > -4096)
 		return NULL;
 	if (len >= ((size_t)2 << 20)) /* sparse tables: never a 2 MiB page zeroed for a few entries */

@@ -132,7 +132,8 @@ void ms_process_publish(void)
 	if (e) {
 		publish_failed = 1;
 		ms_warn("cannot write this process's lineage record in %s: %s (errno %d); the processes it "
-			"execs cannot find their run and start runs of their own", ms_lineage_dir(), ms_errno_text(e), e);
+			"execs cannot find their run and start runs of their own",
+			ms_lineage_dir(), ms_errno_text(e), e);
 	}
 }
 

@@ -9,26 +9,27 @@
 /* The rank a launcher gave the process, derived from its variables as each launcher defines it
  * (doc/python.md#ranks): RANK is -1 when they do not give it (local_rank may still be known). */
 struct ms_rank {
-	const char *source;      /* "torchrun", "lightning", "openmpi", ...; NULL: no launcher */
+	const char *source;                           /* "torchrun", "lightning", "openmpi", ...; NULL: no launcher */
 	long rank, local_rank, world_size, node_rank; /* -1 when not known */
-	int own;                 /* the launcher started this process with it: not inherited from a
-				  * tracked parent that had the same rank (a worker, a helper) */
+	/* the launcher started this process with it: not inherited from a tracked parent that had the
+	 * same rank (a worker, a helper) */
+	int own;
 };
 
 struct ms_process {
 	pid_t pid, ppid, root_pid;
-	int is_child;    /* forked or exec'd child of a tracked process */
-	int forked;      /* made by fork, not exec */
-	int own_output;  /* a child writing its own MEMSHIM_OUTPUT as is, without ".<pid>" */
-	int leaves_raw;  /* leaves by its own exit system call, past every exit handler (Go) */
+	int is_child;   /* forked or exec'd child of a tracked process */
+	int forked;     /* made by fork, not exec */
+	int own_output; /* a child writing its own MEMSHIM_OUTPUT as is, without ".<pid>" */
+	int leaves_raw; /* leaves by its own exit system call, past every exit handler (Go) */
 	double start_monotonic;
 	double start_unix;
 	char *const *argv; /* the program's arguments as the constructor got them, or NULL */
 	struct ms_rank rank;
 	/* Where this process writes, placeholders not yet expanded: MEMSHIM_OUTPUT (ms_cfg.output),
 	 * or the run's root's file for an exec'd child, in MEMSHIM_CHILDREN_DIR for a child that
-	 * writes its parent's name, in $TMPDIR when its directory could not take it (output/
-	 * identity.c).  ms_cfg keeps the user's setting. */
+	 * writes its parent's name, in $TMPDIR when its directory could not take it
+	 * (output/identity.c).  ms_cfg keeps the user's setting. */
 	char output[MS_PATH_MAX];
 };
 

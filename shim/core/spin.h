@@ -16,7 +16,7 @@ static inline void ms_spin_lock(struct ms_spin *l, int *mine)
 {
 	*mine = 1;
 	__atomic_signal_fence(__ATOMIC_SEQ_CST); /* the flag is visible to a handler before the take */
-	for (int spins = 0; __atomic_exchange_n(&l->word, 1, __ATOMIC_ACQUIRE); ) {
+	for (int spins = 0; __atomic_exchange_n(&l->word, 1, __ATOMIC_ACQUIRE);) {
 		/* wait reading, not exchanging: the holder keeps the line and finishes sooner */
 		while (__atomic_load_n(&l->word, __ATOMIC_RELAXED)) {
 			if (++spins < 64)

@@ -348,8 +348,7 @@ int ms_stage_leave_span(int id, double now, struct ms_span *closed, uint64_t *ca
 	return ms_stage_leave_ended(id, now, MS_END_RETURNED, NULL, closed, call);
 }
 
-int ms_stage_leave_ended(int id, double now, int how, const char *exception, struct ms_span *closed,
-			 uint64_t *call)
+int ms_stage_leave_ended(int id, double now, int how, const char *exception, struct ms_span *closed, uint64_t *call)
 {
 	ms_refresh(MS_REFRESH_BOUNDARY);
 	if (id < 0 || id >= MS_MAX_STAGES || lock_or_refuse() < 0)

@@ -7,8 +7,8 @@
 #include "core/config.h"
 #include "core/counters.h"
 
-#define MS_MAX_STAGES 64    /* distinct stage names */
-#define MS_HISTORY 128       /* calls kept in detail per stage; later ones only counted */
+#define MS_MAX_STAGES 64 /* distinct stage names */
+#define MS_HISTORY 128   /* calls kept in detail per stage; later ones only counted */
 #define MS_MAX_GPU_EVENTS 256
 /* A stage called often and fast (a native function bound to its calls, a pytest loop) has most of
  * its calls quiet: counted exactly, but without a timeline point or a call to the boundary observer
@@ -37,7 +37,7 @@ struct ms_span {
 	uint32_t gpu_failed_allocs;
 	int64_t gpu_failed_bytes;
 	int closed_at_exit;
-	int quiet;      /* see MS_QUIET_AFTER */
+	int quiet;         /* see MS_QUIET_AFTER */
 	uint8_t ended;     /* enum ms_end, once the call is over */
 	uint8_t exception; /* 1 + index in ms_stages.exc_names of the exception that ended it, or 0 */
 };
@@ -52,17 +52,17 @@ struct ms_call {
 
 struct ms_stage {
 	char name[MS_STAGE_NAME_MAX];
-	int used;            /* slot taken */
-	int implicit;        /* the implicit init stage */
-	int loud;            /* never quiet: MEMSHIM_SITES=exact:... names it (call sites see each boundary) */
-	int first_order;     /* order of first begin; -1 before */
-	uint64_t calls;      /* completed calls */
-	uint64_t begins;     /* calls begun, the implicit init's take-over included (read atomically) */
+	int used;             /* slot taken */
+	int implicit;         /* the implicit init stage */
+	int loud;             /* never quiet: MEMSHIM_SITES=exact:... names it (call sites see each boundary) */
+	int first_order;      /* order of first begin; -1 before */
+	uint64_t calls;       /* completed calls */
+	uint64_t begins;      /* calls begun, the implicit init's take-over included (read atomically) */
 	double runtime_total; /* seconds of all completed calls */
-	double last_loud;    /* start of the last call that was not quiet */
-	struct ms_span cur;  /* the call in progress when depth > 0 */
-	struct ms_span last; /* the last completed call */
-	uint64_t dropped;    /* completed calls not kept in history */
+	double last_loud;     /* start of the last call that was not quiet */
+	struct ms_span cur;   /* the call in progress when depth > 0 */
+	struct ms_span last;  /* the last completed call */
+	uint64_t dropped;     /* completed calls not kept in history */
 	int64_t max_cpu_needed, max_gpu_needed; /* largest alloc_delta + peaked_delta over calls */
 	uint64_t max_cpu_call, max_gpu_call;    /* 1-based index of that call */
 	uint64_t ended[MS_NEND];                /* completed calls by how they ended (enum ms_end) */
@@ -74,8 +74,8 @@ struct ms_gpu_event {
 	double time;
 	int64_t bytes;
 	int device;
-	int result;  /* the driver's error code */
-	int stage;   /* innermost open stage id, -1 for none */
+	int result; /* the driver's error code */
+	int stage;  /* innermost open stage id, -1 for none */
 };
 
 /* Zero-initialised (no page of it is touched before it is used); the small fields come first and
@@ -86,11 +86,11 @@ struct ms_stages {
 	int depth[MS_MAX_STAGES]; /* open nesting depth (recursion and overlapping callers are one call) */
 	int open[MS_MAX_STAGES];  /* ids of open stages in begin order */
 	int nopen;
-	int implicit_init;        /* 1 + id of the implicit init while it may still run, else 0 */
+	int implicit_init; /* 1 + id of the implicit init while it may still run, else 0 */
 	int before_init_set;
 	int64_t before_init[MS_NCOMP]; /* live when init began */
 	uint32_t ngpu_events, gpu_events_dropped;
-	int nexc;                 /* exception type names kept in exc_names */
+	int nexc; /* exception type names kept in exc_names */
 	struct ms_stage stage[MS_MAX_STAGES];
 	struct ms_gpu_event gpu_events[MS_MAX_GPU_EVENTS];
 	char exc_names[MS_EXC_NAMES][MS_EXC_NAME_MAX]; /* the first nexc are used */
@@ -126,8 +126,7 @@ int ms_stage_leave_span(int id, double now, struct ms_span *closed, uint64_t *ca
 /* Leave by way HOW (enum ms_end; EXCEPTION: the type name of a Python exception, or NULL), which
  * is recorded when this leave closes the call (an exception caught inside a recursion is not the
  * call's end); otherwise as ms_stage_leave_span. */
-int ms_stage_leave_ended(int id, double now, int how, const char *exception, struct ms_span *closed,
-			 uint64_t *call);
+int ms_stage_leave_ended(int id, double now, int how, const char *exception, struct ms_span *closed, uint64_t *call);
 /* The name of enum ms_end HOW as the file writes it ("returned", "raised", ...). */
 static inline const char *ms_end_name(int how)
 {

@@ -12,8 +12,8 @@ static struct ms_spin lock;
 static int enabled;
 static __thread int lock_held MS_TLS;
 static int64_t series_peak[MS_NCOMP];
-static int widen[MS_NCOMP];          /* the series' step is doubled this many times */
-static double last_moved[MS_NCOMP];  /* time of its last point for a move */
+static int widen[MS_NCOMP];         /* the series' step is doubled this many times */
+static double last_moved[MS_NCOMP]; /* time of its last point for a move */
 /* The band of values a series' points took while they came too fast: its window spans the band
  * plus the step, so live swinging inside it costs no points. */
 static int64_t band_lo[MS_NCOMP], band_hi[MS_NCOMP];

@@ -41,9 +41,9 @@ static void *hook_wrapper(int idx)
 	return w;
 }
 
-static void *real_fn[H_COUNT];     /* the driver's functions, filled as they become known */
-static void *drv_handle;           /* the program's libcuda, once known */
-static int all_resolved;           /* every slot looked up in drv_handle */
+static void *real_fn[H_COUNT]; /* the driver's functions, filled as they become known */
+static void *drv_handle;       /* the program's libcuda, once known */
+static int all_resolved;       /* every slot looked up in drv_handle */
 
 /* Index of the driver function named exactly NAME that the shim wraps, or -1. */
 static __attribute__((noinline)) int hook_index(const char *name)

@@ -8,21 +8,21 @@
 #include <stdint.h>
 
 /* name, value: every constant the shim uses */
-#define MS_CU_CONSTANTS(X)                              \
-	X(CUDA_SUCCESS, 0)                              \
-	X(CUDA_ERROR_NOT_INITIALIZED, 3)                \
-	X(CU_MEM_LOCATION_TYPE_DEVICE, 1)               \
-	X(CU_MEM_ALLOCATION_TYPE_MANAGED, 2)            \
-	X(CU_MEMPOOL_ATTR_RESERVED_MEM_CURRENT, 5)      \
+#define MS_CU_CONSTANTS(X)                                                                                             \
+	X(CUDA_SUCCESS, 0)                                                                                             \
+	X(CUDA_ERROR_NOT_INITIALIZED, 3)                                                                               \
+	X(CU_MEM_LOCATION_TYPE_DEVICE, 1)                                                                              \
+	X(CU_MEM_ALLOCATION_TYPE_MANAGED, 2)                                                                           \
+	X(CU_MEMPOOL_ATTR_RESERVED_MEM_CURRENT, 5)                                                                     \
 	X(CU_MEMPOOL_ATTR_RESERVED_MEM_HIGH, 6)
 
 /* struct, field, offset: every field the shim reads */
-#define MS_CU_OFFSETS(X)                                \
-	X(CUmemLocation, type, 0)                       \
-	X(CUmemLocation, id, 4)                         \
-	X(CUmemAllocationProp, type, 0)                 \
-	X(CUmemAllocationProp, location, 8)             \
-	X(CUmemPoolProps, allocType, 0)                 \
+#define MS_CU_OFFSETS(X)                                                                                               \
+	X(CUmemLocation, type, 0)                                                                                      \
+	X(CUmemLocation, id, 4)                                                                                        \
+	X(CUmemAllocationProp, type, 0)                                                                                \
+	X(CUmemAllocationProp, location, 8)                                                                            \
+	X(CUmemPoolProps, allocType, 0)                                                                                \
 	X(CUmemPoolProps, location, 8)
 
 #ifdef MS_CUDA_H_CHECK

@@ -12,8 +12,8 @@
 #include "cuda/driver.h"
 #include "cuda/table.h"
 
-static int pools_seen;        /* a pool was created, handed out or used: boundaries sample them */
-static pid_t pools_pid;       /* ... in this process (a forked child must not query the parent's) */
+static int pools_seen;  /* a pool was created, handed out or used: boundaries sample them */
+static pid_t pools_pid; /* ... in this process (a forked child must not query the parent's) */
 
 static void mark_pools_seen(void)
 {
@@ -23,13 +23,13 @@ static void mark_pools_seen(void)
 	__atomic_store_n(&pools_seen, 1, __ATOMIC_RELEASE);
 }
 
-MS_TABLE_DEFINE(pool_tab, 8);    /* memory pool -> device and kind */
+MS_TABLE_DEFINE(pool_tab, 8); /* memory pool -> device and kind */
 
 #define SAMPLE_WAIT_SPINS 100000
 
 static struct ms_pool_sample samples[MS_CUDA_MAX_POOLS] MS_LARGE;
 static int nsamples;
-static int sampling;          /* boundaries querying pools now: cuMemPoolDestroy waits for them */
+static int sampling;           /* boundaries querying pools now: cuMemPoolDestroy waits for them */
 static uint32_t async_devices; /* devices whose current pool served cuMemAllocAsync */
 
 /* ---- which device and kind ---- */
@@ -131,7 +131,8 @@ static void sample_pool(const struct ms_centry *e, void *arg)
 static void add_async_pools(void)
 {
 	uint32_t devs = __atomic_load_n(&async_devices, __ATOMIC_RELAXED);
-	CUresult (*get)(CUmemoryPool *, CUdevice) = (CUresult (*)(CUmemoryPool *, CUdevice))ms_cuda_real(H_cuDeviceGetMemPool);
+	CUresult (*get)(CUmemoryPool *, CUdevice) =
+		(CUresult(*)(CUmemoryPool *, CUdevice))ms_cuda_real(H_cuDeviceGetMemPool);
 	for (int d = 0; devs && get && d < 32; d++) {
 		CUmemoryPool pool;
 		if ((devs & (1u << d)) && get(&pool, d) == CUDA_SUCCESS)
@@ -149,7 +150,9 @@ void ms_cuda_boundary(int stage, int end)
 		return;
 	int saved = errno;
 	ms_tls_guard++;
-	struct boundary b = { stage, end, (CUresult (*)(CUmemoryPool, CUmemPool_attribute, void *))ms_cuda_real(H_cuMemPoolGetAttribute) };
+	struct boundary b = { stage, end,
+			      (CUresult(*)(CUmemoryPool, CUmemPool_attribute, void *))ms_cuda_real(
+				      H_cuMemPoolGetAttribute) };
 	if (b.get) {
 		add_async_pools();
 		__atomic_add_fetch(&sampling, 1, __ATOMIC_SEQ_CST); /* ordered against destroy's removal */

@@ -163,7 +163,7 @@ int ms_table_take(struct ms_table *t, uint64_t key, unsigned kinds, struct ms_ce
 		return -1;
 	uint64_t k = key;
 	if (!key_cas(s, &k, KEY_BUSY))
-		return -1; /* another thread removed it first */
+		return -1;        /* another thread removed it first */
 	if (!(s->kind & kinds)) { /* removed and put back as another kind meanwhile */
 		__atomic_store_n(&s->key, key, __ATOMIC_RELEASE);
 		return -1;

@@ -29,12 +29,12 @@ struct ms_table {
 	struct ms_centry *slot;
 	uint32_t bits;
 	uint32_t probe_max;
-	uint64_t full;  /* inserts refused because the probe limit was reached */
+	uint64_t full; /* inserts refused because the probe limit was reached */
 };
 
 /* Declares a table of 2^BITS slots in static storage (zero pages until touched). */
-#define MS_TABLE_DEFINE(var, nbits)                                                   \
-	static struct ms_centry var##_slots[1u << (nbits)] MS_LARGE;                        \
+#define MS_TABLE_DEFINE(var, nbits)                                                                                    \
+	static struct ms_centry var##_slots[1u << (nbits)] MS_LARGE;                                                   \
 	static struct ms_table var = { var##_slots, (nbits), 1024, 0 }
 
 /* Inserts E (E->key above 3: 0-3 are reserved; not already present).  Returns 0, or -1 when the table is full. */

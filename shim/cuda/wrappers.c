@@ -34,7 +34,7 @@ static void observe(uint64_t key, int64_t bytes, int sign)
 	}
 }
 
-static uint64_t untracked_allocs;  /* successful allocations the full table could not hold */
+static uint64_t untracked_allocs; /* successful allocations the full table could not hold */
 static int64_t untracked_bytes;
 static int full_warned;
 
@@ -57,7 +57,12 @@ void ms_cuda_untracked(uint64_t *allocs, int64_t *bytes)
 static __thread int driver_depth MS_TLS;
 
 /* Runs CALL (the real driver function) with nested wrapped calls passing straight through. */
-#define OUTERMOST(call) do { driver_depth++; call; driver_depth--; } while (0)
+#define OUTERMOST(call)                                                                                                \
+	do {                                                                                                           \
+		driver_depth++;                                                                                        \
+		call;                                                                                                  \
+		driver_depth--;                                                                                        \
+	} while (0)
 
 static inline int tracking(void)
 {
@@ -66,7 +71,7 @@ static inline int tracking(void)
 
 static int current_device(void)
 {
-	CUresult (*get)(CUdevice *) = (CUresult (*)(CUdevice *))ms_cuda_real(H_cuCtxGetDevice);
+	CUresult (*get)(CUdevice *) = (CUresult(*)(CUdevice *))ms_cuda_real(H_cuCtxGetDevice);
 	CUdevice dev = -1;
 	int saved = errno;
 	if (!get || get(&dev) != CUDA_SUCCESS)
@@ -78,7 +83,8 @@ static int current_device(void)
 /* The device a stream belongs to (its context's), else the current one. */
 static int stream_device(CUstream stream)
 {
-	CUresult (*get)(CUstream, CUdevice *) = (CUresult (*)(CUstream, CUdevice *))ms_cuda_real_optional(H_cuStreamGetDevice);
+	CUresult (*get)(CUstream, CUdevice *) =
+		(CUresult(*)(CUstream, CUdevice *))ms_cuda_real_optional(H_cuStreamGetDevice);
 	CUdevice dev = -1;
 	int saved = errno;
 	if (!get || get(stream, &dev) != CUDA_SUCCESS)
@@ -168,7 +174,7 @@ static CUresult alloc_device(CUresult (*real)(CUdeviceptr *, size_t), CUdevicept
 
 EXPORT CUresult cuMemAlloc_v2(CUdeviceptr *dptr, size_t bytesize)
 {
-	CUresult (*real)(CUdeviceptr *, size_t) = REAL(cuMemAlloc_v2, CUresult (*)(CUdeviceptr *, size_t));
+	CUresult (*real)(CUdeviceptr *, size_t) = REAL(cuMemAlloc_v2, CUresult(*)(CUdeviceptr *, size_t));
 	return real ? alloc_device(real, dptr, bytesize) : NO_DRIVER;
 }
 
@@ -184,8 +190,8 @@ EXPORT CUresult cuMemAllocPitch_v2(CUdeviceptr *dptr, size_t *pPitch, size_t wid
 	CUresult r;
 	OUTERMOST(r = real(dptr, pPitch, width, height, elem));
 	int ok = r == CUDA_SUCCESS;
-	after_alloc(r, &ptr_tab, ok ? *dptr : 0, ok ? (int64_t)(*pPitch * height) : (int64_t)(width * height),
-		    dev, MS_CK_DEVICE);
+	after_alloc(r, &ptr_tab, ok ? *dptr : 0, ok ? (int64_t)(*pPitch * height) : (int64_t)(width * height), dev,
+		    MS_CK_DEVICE);
 	return r;
 }
 
@@ -201,7 +207,7 @@ static CUresult free_device(CUresult (*real)(CUdeviceptr), CUdeviceptr dptr)
 
 EXPORT CUresult cuMemFree_v2(CUdeviceptr dptr)
 {
-	CUresult (*real)(CUdeviceptr) = REAL(cuMemFree_v2, CUresult (*)(CUdeviceptr));
+	CUresult (*real)(CUdeviceptr) = REAL(cuMemFree_v2, CUresult(*)(CUdeviceptr));
 	return real ? free_device(real, dptr) : NO_DRIVER;
 }
 
@@ -358,12 +364,12 @@ static CUresult device_pool(CUresult (*real)(CUmemoryPool *, CUdevice), CUmemory
 
 EXPORT CUresult cuDeviceGetDefaultMemPool(CUmemoryPool *pool_out, CUdevice dev)
 {
-	return device_pool(REAL(cuDeviceGetDefaultMemPool, CUresult (*)(CUmemoryPool *, CUdevice)), pool_out, dev);
+	return device_pool(REAL(cuDeviceGetDefaultMemPool, CUresult(*)(CUmemoryPool *, CUdevice)), pool_out, dev);
 }
 
 EXPORT CUresult cuDeviceGetMemPool(CUmemoryPool *pool, CUdevice dev)
 {
-	return device_pool(REAL(cuDeviceGetMemPool, CUresult (*)(CUmemoryPool *, CUdevice)), pool, dev);
+	return device_pool(REAL(cuDeviceGetMemPool, CUresult(*)(CUmemoryPool *, CUdevice)), pool, dev);
 }
 
 /* ---- virtual memory management: physical memory lives while any reference does (the handle
@@ -568,7 +574,7 @@ static CUresult release_host(CUresult (*real)(void *), void *p, unsigned kinds)
 
 EXPORT CUresult cuMemFreeHost(void *p)
 {
-	return release_host(REAL(cuMemFreeHost, CUresult (*)(void *)), p, MS_CK_HOST);
+	return release_host(REAL(cuMemFreeHost, CUresult(*)(void *)), p, MS_CK_HOST);
 }
 
 static CUresult host_register(CUresult (*real)(void *, size_t, unsigned int), void *p, size_t size, unsigned int flags)
@@ -585,12 +591,12 @@ static CUresult host_register(CUresult (*real)(void *, size_t, unsigned int), vo
 
 EXPORT CUresult cuMemHostRegister_v2(void *p, size_t bytesize, unsigned int Flags)
 {
-	return host_register(REAL(cuMemHostRegister_v2, CUresult (*)(void *, size_t, unsigned int)), p, bytesize, Flags);
+	return host_register(REAL(cuMemHostRegister_v2, CUresult(*)(void *, size_t, unsigned int)), p, bytesize, Flags);
 }
 
 EXPORT CUresult cuMemHostUnregister(void *p)
 {
-	return release_host(REAL(cuMemHostUnregister, CUresult (*)(void *)), p, MS_CK_REGISTERED);
+	return release_host(REAL(cuMemHostUnregister, CUresult(*)(void *)), p, MS_CK_REGISTERED);
 }
 
 /* ---- legacy entry points (ABI before CUDA 3.2: 32-bit sizes and device pointers) ---- */
@@ -657,5 +663,5 @@ EXPORT CUresult cuMemAllocHost(void **pp, unsigned int bytesize)
 
 EXPORT CUresult cuMemHostRegister(void *p, size_t bytesize, unsigned int Flags)
 {
-	return host_register(REAL(cuMemHostRegister, CUresult (*)(void *, size_t, unsigned int)), p, bytesize, Flags);
+	return host_register(REAL(cuMemHostRegister, CUresult(*)(void *, size_t, unsigned int)), p, bytesize, Flags);
 }

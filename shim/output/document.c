@@ -324,7 +324,8 @@ static void write_shared(struct ms_json *w, const struct ms_doc *d)
 	for (int i = 0; i < d->nsegments; i++) {
 		const struct ms_shared_segment *g = &d->segments[i];
 		ms_json_object(w, NULL);
-		ms_json_string(w, "kind", g->kind > 0 && g->kind < (int)(sizeof kinds / sizeof *kinds) ? kinds[g->kind] : "none");
+		ms_json_string(w, "kind",
+			       g->kind > 0 && g->kind < (int)(sizeof kinds / sizeof *kinds) ? kinds[g->kind] : "none");
 		write_dev(w, g->major, g->minor);
 		ms_json_uint(w, "ino", g->ino);
 		if (g->name[0])

@@ -180,8 +180,8 @@ static void warn_unknown_placeholders(const char *out)
 {
 	for (const char *p = strchr(out, '%'); p; p = strchr(p + 2, '%')) {
 		if (!p[1] || !strchr("prlh%", p[1])) { /* written as it is, which may not be what was meant */
-			ms_warn("MEMSHIM_OUTPUT %s: %%%c is no placeholder (%%p, %%r, %%l, %%h, %%%%); kept as written", out,
-				p[1] ? p[1] : ' ');
+			ms_warn("MEMSHIM_OUTPUT %s: %%%c is no placeholder (%%p, %%r, %%l, %%h, %%%%); kept as written",
+				out, p[1] ? p[1] : ' ');
 			break;
 		}
 	}
@@ -232,8 +232,9 @@ int ms_identity_fall_back(int e)
 	    syscall(SYS_faccessat, AT_FDCWD, tmp, W_OK | X_OK) != 0)
 		return 0;
 	/* a child's trouble stays off the program's stderr, as its failed write would (report.c) */
-	ms_log(ms_proc.is_child ? MS_LOG_DEBUG : MS_LOG_WARN, "cannot write metrics file %s: %s (errno %d); writing %s instead%s%s%s",
-	       was, ms_errno_text(e), e, fallback, taken_path[0] ? " (" : "", taken_path, taken_path[0] ? " is another run's)" : "");
+	ms_log(ms_proc.is_child ? MS_LOG_DEBUG : MS_LOG_WARN,
+	       "cannot write metrics file %s: %s (errno %d); writing %s instead%s%s%s", was, ms_errno_text(e), e,
+	       fallback, taken_path[0] ? " (" : "", taken_path, taken_path[0] ? " is another run's)" : "");
 	ms_process_set_output(fallback);
 	return 1;
 }

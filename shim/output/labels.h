@@ -6,13 +6,13 @@
 #include <stdint.h>
 #include "core/stages.h"
 
-#define MS_LABEL_MAX 256       /* bytes kept of a label, its NUL included */
-#define MS_LABELLED_MAX 8192   /* calls kept; later ones are only counted */
+#define MS_LABEL_MAX 256     /* bytes kept of a label, its NUL included */
+#define MS_LABELLED_MAX 8192 /* calls kept; later ones are only counted */
 
 struct ms_labelled_call {
-	uint32_t ready;            /* the table's generation once filled (a reader skips others) */
+	uint32_t ready; /* the table's generation once filled (a reader skips others) */
 	int stage;
-	uint64_t call;             /* the stage's call it was, from 1 (its "history" index + 1) */
+	uint64_t call; /* the stage's call it was, from 1 (its "history" index + 1) */
 	struct ms_span span;
 	char label[MS_LABEL_MAX];
 };

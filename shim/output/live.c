@@ -39,37 +39,39 @@
 #include "output/report.h"
 
 /* The record's tables are the engine's and the counters' (its readers index them alike). */
-#define COUNT(array) (sizeof (array) / sizeof *(array))
+#define COUNT(array) (sizeof(array) / sizeof *(array))
 _Static_assert(COUNT(((struct ms_live_record *)0)->live) == COUNT(((struct ms_stages *)0)->before_init) &&
-	       COUNT(((struct ms_live_record *)0)->stage) == COUNT(((struct ms_stages *)0)->stage) &&
-	       sizeof ((struct ms_live_stage *)0)->name == sizeof ((struct ms_stage *)0)->name &&
-	       MS_LIVE_DEV0 == (int)MS_DEV0 && MS_LIVE_RSS == (int)MS_RSS && MS_LIVE_GPU == (int)MS_GPU &&
-	       MS_LIVE_RESERVE == (int)MS_RESERVE && MS_LIVE_MANAGED == (int)MS_MANAGED &&
-	       MS_LIVE_SHARED == (int)MS_SHARED,
+		       COUNT(((struct ms_live_record *)0)->stage) == COUNT(((struct ms_stages *)0)->stage) &&
+		       sizeof((struct ms_live_stage *)0)->name == sizeof((struct ms_stage *)0)->name &&
+		       MS_LIVE_DEV0 == (int)MS_DEV0 && MS_LIVE_RSS == (int)MS_RSS && MS_LIVE_GPU == (int)MS_GPU &&
+		       MS_LIVE_RESERVE == (int)MS_RESERVE && MS_LIVE_MANAGED == (int)MS_MANAGED &&
+		       MS_LIVE_SHARED == (int)MS_SHARED,
 	       "the live record follows core/counters.h and core/stages.h");
 
-#define WORTH_AGE 2.0                        /* as the default snapshot policy */
+#define WORTH_AGE 2.0 /* as the default snapshot policy */
 #define WORTH_BYTES ((int64_t)64 << 20)
-#define LIGHT 1                              /* live, peaks, open stages so far */
-#define FULL 2                               /* everything, from a copy of the stage engine */
-#define EXACT_GAP 0.1                        /* seconds between exact process peaks and getrusage */
+#define LIGHT 1       /* live, peaks, open stages so far */
+#define FULL 2        /* everything, from a copy of the stage engine */
+#define EXACT_GAP 0.1 /* seconds between exact process peaks and getrusage */
 
 enum { NOT_YET, ON, OFF };
-static int state = OFF;                      /* OFF until init; OFF for good after a failure */
-static int real_stage;                       /* a stage other than init began (in this process) */
-static int busy, pending;
-static uint64_t want_stages;                 /* bit i: stage i crossed a boundary since the last update */
-static double next_exact;                    /* ms_elapsed() of the next exact() */
-static int failed;
-static struct ms_live_record *rec;
-static dev_t rec_dev;
-static ino_t rec_ino;
-static char rec_dir[MS_PATH_MAX] MS_LARGE;   /* where the record is, to remove it at exit */
-static char rec_name[64];
-static void (*next_moved)(double t);         /* the observer that was there (the snapshot policy) */
+/* This process's record and where its writer is. */
+static struct record {
+	int state;      /* OFF until init; OFF for good after a failure */
+	int real_stage; /* a stage other than init began (in this process) */
+	int busy, pending;
+	uint64_t want_stages; /* bit i: stage i crossed a boundary since the last update */
+	double next_exact;    /* ms_elapsed() of the next exact() */
+	int failed;
+	struct ms_live_record *map; /* the record, mapped MAP_SHARED; NULL: none yet */
+	dev_t dev;                  /* its file, to know it again at exit */
+	ino_t ino;
+	char name[64];
+} record = { .state = OFF };
+static char rec_dir[MS_PATH_MAX] MS_LARGE; /* where the record is, to remove it at exit */
 static struct ms_stages engine MS_PAGE_ALIGNED MS_LARGE;
-static struct ms_outpath where MS_LARGE;     /* its own walk: the report writer may walk at once */
-static char zeros[4096] MS_LARGE;            /* never written: read, it is the kernel's zero page */
+static struct ms_outpath where MS_LARGE; /* its own walk: the report writer may walk at once */
+static char zeros[4096] MS_LARGE;        /* never written: read, it is the kernel's zero page */
 
 static int64_t held(void)
 {
@@ -78,17 +80,16 @@ static int64_t held(void)
 
 static int worth_it(double now)
 {
-	return __atomic_load_n(&real_stage, __ATOMIC_RELAXED) || ms_proc.leaves_raw ||
+	return __atomic_load_n(&record.real_stage, __ATOMIC_RELAXED) || ms_proc.leaves_raw ||
 	       (now >= WORTH_AGE && held() >= WORTH_BYTES);
 }
 
 /* ---- creating the record ---------------------------------------------------------------------- */
 
-
 static int give_up(const char *dir, const char *why, int e)
 {
-	__atomic_store_n(&state, OFF, __ATOMIC_RELAXED);
-	failed = 1; /* forked children do not try (and warn) again */
+	__atomic_store_n(&record.state, OFF, __ATOMIC_RELAXED);
+	record.failed = 1; /* forked children do not try (and warn) again */
 	if (e)
 		ms_warn("cannot create the live record in %s: %s (errno %d); the run goes on without it", dir, why, e);
 	else
@@ -116,16 +117,20 @@ static int open_dir(const char *dir, int quiet)
 	where.parent_only = 1;
 	int rc = ms_outpath_walk(&where, dir);
 	if (rc < 0 || where.how == MS_OUT_REFUSED)
-		return quiet ? -1
+		return quiet    ? -1
 		       : rc < 0 ? give_up(dir, ms_errno_text(-rc), -rc)
-		       : give_up(dir, "not following a symlink on the way in a sticky world-writable directory", 0);
+				: give_up(dir,
+					  "not following a symlink on the way in a sticky world-writable directory", 0);
 	int fd = (int)openat(where.dirfd, where.name, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 	if (fd < 0 && errno == ENOENT && !quiet && (mkdirat(where.dirfd, where.name, 0700) == 0 || errno == EEXIST))
 		fd = (int)openat(where.dirfd, where.name, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 	int e = errno;
 	close(where.dirfd);
 	if (fd < 0)
-		return quiet ? -1 : give_up(dir, e == ENOTDIR || e == ELOOP ? "a symlink or not a directory" : ms_errno_text(e), e);
+		return quiet ? -1
+			     : give_up(dir,
+				       e == ENOTDIR || e == ELOOP ? "a symlink or not a directory" : ms_errno_text(e),
+				       e);
 	struct stat st;
 	if (fstat(fd, &st) < 0 || st.st_uid != geteuid() || (st.st_mode & 077)) {
 		close(fd);
@@ -189,20 +194,20 @@ static void identity(struct ms_live_record *r)
 static int map_record(int dfd, int fd, const char *dir)
 {
 	struct stat st;
-	int e = fill(fd, sizeof *rec);
+	int e = fill(fd, sizeof *record.map);
 	if (e || fstat(fd, &st) < 0) {
-		unlinkat(dfd, rec_name, 0);
+		unlinkat(dfd, record.name, 0);
 		return give_up(dir, ms_errno_text(e ? e : errno), e ? e : errno);
 	}
-	long p = syscall(SYS_mmap, NULL, sizeof *rec, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	long p = syscall(SYS_mmap, NULL, sizeof *record.map, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
 	if (p == 0 || (p < 0 && p > -4096)) {
-		unlinkat(dfd, rec_name, 0);
+		unlinkat(dfd, record.name, 0);
 		return give_up(dir, ms_errno_text(p ? (int)-p : ENOMEM), p ? (int)-p : ENOMEM);
 	}
-	rec_dev = st.st_dev;
-	rec_ino = st.st_ino;
+	record.dev = st.st_dev;
+	record.ino = st.st_ino;
 	identity((struct ms_live_record *)p);
-	__atomic_store_n(&rec, (struct ms_live_record *)p, __ATOMIC_RELEASE);
+	__atomic_store_n(&record.map, (struct ms_live_record *)p, __ATOMIC_RELEASE);
 	return 0;
 }
 
@@ -210,12 +215,12 @@ static int map_record(int dfd, int fd, const char *dir)
 static int create(void)
 {
 	record_dir(rec_dir, sizeof rec_dir);
-	ms_format(rec_name, sizeof rec_name, "%d.%lld%s", (int)ms_proc.pid,
+	ms_format(record.name, sizeof record.name, "%d.%lld%s", (int)ms_proc.pid,
 		  (long long)(ms_proc.start_unix * 1000), MS_LIVE_SUFFIX);
 	int dfd = open_dir(rec_dir, 0);
 	if (dfd < 0)
 		return -1;
-	int fd = (int)openat(dfd, rec_name, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+	int fd = (int)openat(dfd, record.name, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
 	int rc = fd < 0 ? give_up(rec_dir, ms_errno_text(errno), errno) : map_record(dfd, fd, rec_dir);
 	if (fd >= 0)
 		close(fd);
@@ -227,24 +232,25 @@ static int create(void)
 
 static void begin_write(void)
 {
-	__atomic_store_n(&rec->seq, rec->seq + 1, __ATOMIC_RELAXED);
+	__atomic_store_n(&record.map->seq, record.map->seq + 1, __ATOMIC_RELAXED);
 	__atomic_thread_fence(__ATOMIC_RELEASE); /* the odd count is seen before any store below */
 }
 
 static void end_write(double t)
 {
-	rec->elapsed = t;
-	rec->update_unix = ms_proc.start_unix + t;
-	rec->updates++;
-	__atomic_store_n(&rec->seq, rec->seq + 1, __ATOMIC_RELEASE);
+	record.map->elapsed = t;
+	record.map->update_unix = ms_proc.start_unix + t;
+	record.map->updates++;
+	__atomic_store_n(&record.map->seq, record.map->seq + 1, __ATOMIC_RELEASE);
 }
 
 /* The components written at every update: the CPU ones, and the GPU ones once a GPU is used. */
 static const int cpu_comps[] = { MS_CPU, MS_MALLOC, MS_MMAP, MS_RESERVE, MS_SHARED, MS_RSS };
-static const int all_comps[] = { MS_CPU, MS_MALLOC, MS_MMAP, MS_RESERVE, MS_SHARED, MS_RSS, MS_GPU, MS_MANAGED, MS_PINNED,
-	MS_DEV0, MS_DEV0 + 1, MS_DEV0 + 2, MS_DEV0 + 3, MS_DEV0 + 4, MS_DEV0 + 5, MS_DEV0 + 6, MS_DEV0 + 7,
-	MS_DEV0 + 8, MS_DEV0 + 9, MS_DEV0 + 10, MS_DEV0 + 11, MS_DEV0 + 12, MS_DEV0 + 13, MS_DEV0 + 14,
-	MS_DEV0 + 15 };
+static const int all_comps[] = { MS_CPU,       MS_MALLOC,    MS_MMAP,      MS_RESERVE,   MS_SHARED,
+				 MS_RSS,       MS_GPU,       MS_MANAGED,   MS_PINNED,    MS_DEV0,
+				 MS_DEV0 + 1,  MS_DEV0 + 2,  MS_DEV0 + 3,  MS_DEV0 + 4,  MS_DEV0 + 5,
+				 MS_DEV0 + 6,  MS_DEV0 + 7,  MS_DEV0 + 8,  MS_DEV0 + 9,  MS_DEV0 + 10,
+				 MS_DEV0 + 11, MS_DEV0 + 12, MS_DEV0 + 13, MS_DEV0 + 14, MS_DEV0 + 15 };
 _Static_assert(sizeof all_comps / sizeof *all_comps == MS_NCOMP, "every component once");
 
 /* Live memory moved (or a boundary): live, and from it the process peaks and the open stages' end
@@ -258,7 +264,7 @@ static void light(double t)
 	ms_cpu_live(&live[MS_CPU], &live[MS_MALLOC], &live[MS_MMAP], &live[MS_RESERVE], &live[MS_SHARED]);
 	for (int k = 5; k < n; k++)
 		live[comps[k]] = ms_live((enum ms_comp)comps[k]);
-	if (gpu) { /* a device's point comes before its bytes reach the total (counters.c) */
+	if (gpu) { /* a device's point comes before its bytes reach the total (core/counters.c) */
 		int64_t sum = 0;
 		for (int d = 0; d < MS_MAX_DEVICES; d++)
 			sum += live[MS_DEV0 + d];
@@ -268,14 +274,14 @@ static void light(double t)
 	begin_write();
 	for (int k = 0; k < n; k++) {
 		int c = comps[k];
-		rec->live[c] = live[c];
-		if (live[c] > rec->peak[c])
-			rec->peak[c] = live[c];
+		record.map->live[c] = live[c];
+		if (live[c] > record.map->peak[c])
+			record.map->peak[c] = live[c];
 	}
-	rec->gpu_used = (uint32_t)gpu;
-	rec->devices_used = ms_gpu_devices_used();
-	for (int i = 0; i < rec->nopen && i < MS_LIVE_STAGES; i++) {
-		struct ms_live_span *sp = &rec->stage[rec->open[i] & (MS_LIVE_STAGES - 1)].cur;
+	record.map->gpu_used = (uint32_t)gpu;
+	record.map->devices_used = ms_gpu_devices_used();
+	for (int i = 0; i < record.map->nopen && i < MS_LIVE_STAGES; i++) {
+		struct ms_live_span *sp = &record.map->stage[record.map->open[i] & (MS_LIVE_STAGES - 1)].cur;
 		for (int k = 0; k < n; k++) {
 			int c = comps[k];
 			sp->end[c] = live[c];
@@ -322,36 +328,36 @@ static void exact(double t)
 {
 	struct rusage ru;
 	int64_t peaks[MS_NCOMP];
-	if (t < next_exact)
+	if (t < record.next_exact)
 		return;
-	next_exact = t + EXACT_GAP;
+	record.next_exact = t + EXACT_GAP;
 	ms_counters_process_peaks(peaks);
 	for (int c = 0; c < MS_NCOMP; c++)
-		if (peaks[c] > rec->peak[c])
-			rec->peak[c] = peaks[c];
+		if (peaks[c] > record.map->peak[c])
+			record.map->peak[c] = peaks[c];
 	if (getrusage(RUSAGE_SELF, &ru) == 0)
-		rec->rss_peak = (int64_t)ru.ru_maxrss * 1024;
-	rec->mmap_untracked = ms_mmap_untracked();
-	rec->shared_mappings = ms_mmap_shared_mappings();
+		record.map->rss_peak = (int64_t)ru.ru_maxrss * 1024;
+	record.map->mmap_untracked = ms_mmap_untracked();
+	record.map->shared_mappings = ms_mmap_shared_mappings();
 }
 
 /* A boundary: the stages that changed from a brief copy of the engine (exact peaks of the open
  * ones as of this boundary), then what light() writes. */
 static void full(double t, int all)
 {
-	uint64_t want = __atomic_exchange_n(&want_stages, 0, __ATOMIC_ACQ_REL);
+	uint64_t want = __atomic_exchange_n(&record.want_stages, 0, __ATOMIC_ACQ_REL);
 	uint64_t copied = ms_stages_copy_brief(&engine, all ? ~UINT64_C(0) : want);
 	if (all)
-		next_exact = 0;
+		record.next_exact = 0;
 	begin_write();
-	rec->nstages = engine.nstages;
+	record.map->nstages = engine.nstages;
 	for (int i = 0; i < engine.nstages; i++)
 		if ((copied >> i) & 1)
-			stage_of(&rec->stage[i], &engine.stage[i], engine.depth[i]);
-	rec->nopen = engine.nopen;
-	memcpy(rec->open, engine.open, sizeof rec->open);
-	rec->before_init_set = engine.before_init_set;
-	memcpy(rec->before_init, engine.before_init, sizeof rec->before_init);
+			stage_of(&record.map->stage[i], &engine.stage[i], engine.depth[i]);
+	record.map->nopen = engine.nopen;
+	memcpy(record.map->open, engine.open, sizeof record.map->open);
+	record.map->before_init_set = engine.before_init_set;
+	memcpy(record.map->before_init, engine.before_init, sizeof record.map->before_init);
 	exact(t);
 	end_write(t);
 	light(t);
@@ -360,35 +366,33 @@ static void full(double t, int all)
 /* Asks for an update of KIND; whoever holds the record does every pending one before letting go. */
 static void request(int kind, double t)
 {
-	__atomic_or_fetch(&pending, kind, __ATOMIC_RELAXED);
-	for (int round = 0; round < 4 && __atomic_load_n(&pending, __ATOMIC_RELAXED); round++) {
-		if (__atomic_exchange_n(&busy, 1, __ATOMIC_ACQUIRE))
+	__atomic_or_fetch(&record.pending, kind, __ATOMIC_RELAXED);
+	for (int round = 0; round < 4 && __atomic_load_n(&record.pending, __ATOMIC_RELAXED); round++) {
+		if (__atomic_exchange_n(&record.busy, 1, __ATOMIC_ACQUIRE))
 			return; /* the holder sees PENDING before it lets go */
-		int k = __atomic_exchange_n(&pending, 0, __ATOMIC_ACQ_REL);
-		int fresh = __atomic_load_n(&state, __ATOMIC_RELAXED) != ON;
+		int k = __atomic_exchange_n(&record.pending, 0, __ATOMIC_ACQ_REL);
+		int fresh = __atomic_load_n(&record.state, __ATOMIC_RELAXED) != ON;
 		int ok = !fresh || (k & FULL && create() == 0);
 		int later = (k & FULL) && ms_stages_held_here(); /* a handler inside the engine: not now */
-		if (ok && __atomic_load_n(&state, __ATOMIC_RELAXED) != OFF) {
-			__atomic_store_n(&state, ON, __ATOMIC_RELAXED);
+		if (ok && __atomic_load_n(&record.state, __ATOMIC_RELAXED) != OFF) {
+			__atomic_store_n(&record.state, ON, __ATOMIC_RELAXED);
 			if ((k & FULL) && !later)
 				full(ms_elapsed(), fresh);
 			else
 				light(t);
 		}
 		if (later)
-			__atomic_or_fetch(&pending, FULL, __ATOMIC_RELAXED);
-		__atomic_store_n(&busy, 0, __ATOMIC_RELEASE);
+			__atomic_or_fetch(&record.pending, FULL, __ATOMIC_RELAXED);
+		__atomic_store_n(&record.busy, 0, __ATOMIC_RELEASE);
 		if (later)
 			return; /* the next boundary or point does it */
 	}
 }
 
 /* The timeline recorded a point because live memory moved (on the allocating thread). */
-static void moved(double t)
+void ms_live_moved(double t)
 {
-	if (next_moved)
-		next_moved(t);
-	int s = __atomic_load_n(&state, __ATOMIC_RELAXED);
+	int s = __atomic_load_n(&record.state, __ATOMIC_RELAXED);
 	if (s == ON)
 		request(LIGHT, t);
 	else if (s == NOT_YET && worth_it(t) && ms_is_tracked_process())
@@ -397,15 +401,15 @@ static void moved(double t)
 
 void ms_live_boundary(int stage, int end)
 {
-	int s = __atomic_load_n(&state, __ATOMIC_RELAXED);
+	int s = __atomic_load_n(&record.state, __ATOMIC_RELAXED);
 	if (s == OFF)
 		return;
-	if (!end && stage >= 0 && !__atomic_load_n(&real_stage, __ATOMIC_RELAXED) &&
+	if (!end && stage >= 0 && !__atomic_load_n(&record.real_stage, __ATOMIC_RELAXED) &&
 	    strcmp(ms_stages_peek()->stage[stage].name, "init") != 0)
-		__atomic_store_n(&real_stage, 1, __ATOMIC_RELAXED);
+		__atomic_store_n(&record.real_stage, 1, __ATOMIC_RELAXED);
 	double t = ms_elapsed();
 	if (stage >= 0 && stage < MS_LIVE_STAGES)
-		__atomic_or_fetch(&want_stages, UINT64_C(1) << stage, __ATOMIC_RELAXED);
+		__atomic_or_fetch(&record.want_stages, UINT64_C(1) << stage, __ATOMIC_RELAXED);
 	if (s == ON || (worth_it(t) && ms_is_tracked_process()))
 		request(FULL, t);
 }
@@ -414,30 +418,28 @@ void ms_live_init(void)
 {
 	if (!ms_cfg.live)
 		return;
-	state = NOT_YET;
-	next_moved = __atomic_load_n(&ms_timeline_moved_observer, __ATOMIC_RELAXED);
-	__atomic_store_n(&ms_timeline_moved_observer, moved, __ATOMIC_RELAXED);
+	record.state = NOT_YET;
 }
 
 void ms_live_fork_child(int tracking)
 {
-	if (rec)
-		syscall(SYS_munmap, rec, sizeof *rec); /* the parent's: never written by the child */
-	rec = NULL;
-	busy = pending = 0;
-	want_stages = 0;
-	real_stage = 0; /* judged on its own, as the snapshot policy judges it */
-	state = tracking && ms_cfg.live && !failed ? NOT_YET : OFF;
+	if (record.map)
+		syscall(SYS_munmap, record.map, sizeof *record.map); /* the parent's: never written by the child */
+	record.map = NULL;
+	record.busy = record.pending = 0;
+	record.want_stages = 0;
+	record.real_stage = 0; /* judged on its own, as the snapshot policy judges it */
+	record.state = tracking && ms_cfg.live && !record.failed ? NOT_YET : OFF;
 }
 
 void ms_live_signal(int sig)
 {
-	struct ms_live_record *r = __atomic_load_n(&rec, __ATOMIC_ACQUIRE);
-	if (!r || __atomic_load_n(&state, __ATOMIC_RELAXED) != ON || !ms_is_tracked_process())
+	struct ms_live_record *r = __atomic_load_n(&record.map, __ATOMIC_ACQUIRE);
+	if (!r || __atomic_load_n(&record.state, __ATOMIC_RELAXED) != ON || !ms_is_tracked_process())
 		return;
-	if (!__atomic_exchange_n(&busy, 1, __ATOMIC_ACQUIRE)) { /* else this thread or another writes */
+	if (!__atomic_exchange_n(&record.busy, 1, __ATOMIC_ACQUIRE)) { /* else this thread or another writes */
 		light(ms_elapsed());
-		__atomic_store_n(&busy, 0, __ATOMIC_RELEASE);
+		__atomic_store_n(&record.busy, 0, __ATOMIC_RELEASE);
 	}
 	__atomic_store_n(&r->signal, sig, __ATOMIC_RELAXED); /* single words: no sequence needed */
 	__atomic_store_n(&r->state, MS_LIVE_SIGNALED, __ATOMIC_RELEASE);
@@ -446,23 +448,23 @@ void ms_live_signal(int sig)
 /* Removes the record if it is still the file this process created. */
 void ms_live_finish(void)
 {
-	if (__atomic_exchange_n(&state, OFF, __ATOMIC_ACQ_REL) != ON || !rec)
+	if (__atomic_exchange_n(&record.state, OFF, __ATOMIC_ACQ_REL) != ON || !record.map)
 		return;
-	for (int tries = 0; __atomic_exchange_n(&busy, 1, __ATOMIC_ACQUIRE); tries++) {
+	for (int tries = 0; __atomic_exchange_n(&record.busy, 1, __ATOMIC_ACQUIRE); tries++) {
 		struct timespec pause = { 0, 100000 };
 		if (tries > 1000)
 			return; /* a writer stuck (this thread, under a handler): the record stays */
 		nanosleep(&pause, NULL);
 	}
 	begin_write();
-	rec->state = MS_LIVE_ENDED;
+	record.map->state = MS_LIVE_ENDED;
 	end_write(ms_elapsed());
-	__atomic_store_n(&busy, 0, __ATOMIC_RELEASE);
+	__atomic_store_n(&record.busy, 0, __ATOMIC_RELEASE);
 	int dfd = open_dir(rec_dir, 1);
 	struct stat st;
-	if (dfd >= 0 && fstatat(dfd, rec_name, &st, AT_SYMLINK_NOFOLLOW) == 0 && st.st_dev == rec_dev &&
-	    st.st_ino == rec_ino)
-		unlinkat(dfd, rec_name, 0);
+	if (dfd >= 0 && fstatat(dfd, record.name, &st, AT_SYMLINK_NOFOLLOW) == 0 && st.st_dev == record.dev &&
+	    st.st_ino == record.ino)
+		unlinkat(dfd, record.name, 0);
 	if (dfd >= 0)
 		close(dfd);
 }

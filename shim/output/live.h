@@ -1,11 +1,15 @@
-/* The live record of this process (issue 25; layout in output/live_record.h): a small file mapped
+/* The live record of this process (layout in output/live_record.h): a small file mapped
  * MAP_SHARED and updated in place at stage boundaries and timeline points, so a process killed
  * with SIGKILL leaves its numbers up to the kill, and `memshim top` sees running processes. */
 #ifndef MS_LIVE_H
 #define MS_LIVE_H
 
-/* At start: follows the timeline's points (after the snapshot policy) when MEMSHIM_LIVE is on. */
+/* At start: when MEMSHIM_LIVE is on, the record is made at the first stage other than init. */
 void ms_live_init(void);
+
+/* After a timeline point at T (output/snapshots.c's observer, after the snapshot policy): updates
+ * the record, or creates it when the run is worth one.  Nothing while it is off. */
+void ms_live_moved(double t);
 
 /* After a stage boundary: creates the record at the first stage other than init, then updates it. */
 void ms_live_boundary(int stage, int end);

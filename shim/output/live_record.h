@@ -10,23 +10,32 @@
 #include <stdint.h>
 
 #define MS_LIVE_MAGIC UINT64_C(0x314556494c4d534d) /* "MSMLIVE1" in the file's first bytes */
-#define MS_LIVE_VERSION 2 /* 2: the shared component (MS_LIVE_SHARED) */
+#define MS_LIVE_VERSION 2                          /* 2: the shared component (MS_LIVE_SHARED) */
 #define MS_LIVE_SUFFIX ".live"
-#define MS_LIVE_STAGES 64   /* MS_MAX_STAGES */
-#define MS_LIVE_COMPS 25    /* MS_NCOMP: the components of core/counters.h, in its order */
-#define MS_LIVE_NAME 64     /* MS_STAGE_NAME_MAX */
+#define MS_LIVE_STAGES 64 /* MS_MAX_STAGES */
+#define MS_LIVE_COMPS 25  /* MS_NCOMP: the components of core/counters.h, in its order */
+#define MS_LIVE_NAME 64   /* MS_STAGE_NAME_MAX */
 #define MS_LIVE_ARGV 2048
 #define MS_LIVE_PATH 1024
 
 /* Component indexes (core/counters.h's enum ms_comp). */
 enum {
-	MS_LIVE_CPU, MS_LIVE_MALLOC, MS_LIVE_MMAP, MS_LIVE_GPU, MS_LIVE_MANAGED, MS_LIVE_PINNED,
-	MS_LIVE_RESERVE, MS_LIVE_RSS, MS_LIVE_SHARED, MS_LIVE_DEV0, MS_LIVE_DEVICES = MS_LIVE_COMPS - MS_LIVE_DEV0
+	MS_LIVE_CPU,
+	MS_LIVE_MALLOC,
+	MS_LIVE_MMAP,
+	MS_LIVE_GPU,
+	MS_LIVE_MANAGED,
+	MS_LIVE_PINNED,
+	MS_LIVE_RESERVE,
+	MS_LIVE_RSS,
+	MS_LIVE_SHARED,
+	MS_LIVE_DEV0,
+	MS_LIVE_DEVICES = MS_LIVE_COMPS - MS_LIVE_DEV0
 };
 
 enum ms_live_state {
-	MS_LIVE_RUNNING = 1, /* the process runs, or was killed (readers look for the pid) */
-	MS_LIVE_ENDED = 2,   /* it wrote its final metrics file (the record is being removed) */
+	MS_LIVE_RUNNING = 1,  /* the process runs, or was killed (readers look for the pid) */
+	MS_LIVE_ENDED = 2,    /* it wrote its final metrics file (the record is being removed) */
 	MS_LIVE_SIGNALED = 3, /* a fatal signal with the default action ended it (SIGNAL) */
 };
 
@@ -43,48 +52,48 @@ struct ms_live_span {
 
 struct ms_live_stage {
 	char name[MS_LIVE_NAME];
-	uint64_t calls;              /* finished calls */
-	int32_t depth;               /* > 0: open */
-	int32_t first_order;         /* order of its first begin (-1 before) */
-	int32_t implicit;            /* the implicit init stage */
+	uint64_t calls;      /* finished calls */
+	int32_t depth;       /* > 0: open */
+	int32_t first_order; /* order of its first begin (-1 before) */
+	int32_t implicit;    /* the implicit init stage */
 	int32_t pad;
 	int64_t max_cpu_needed, max_gpu_needed;
 	uint64_t max_cpu_call, max_gpu_call;
-	struct ms_live_span cur;     /* the call in progress (depth > 0) */
-	struct ms_live_span last;    /* the last finished call (calls > 0) */
+	struct ms_live_span cur;  /* the call in progress (depth > 0) */
+	struct ms_live_span last; /* the last finished call (calls > 0) */
 };
 
 struct ms_live_record {
 	uint64_t magic;
 	uint32_t version;
-	uint32_t size;               /* sizeof (struct ms_live_record) of the writer */
-	uint32_t seq;                /* odd while an update is in progress */
-	uint32_t state;              /* enum ms_live_state */
-	uint32_t uid;                /* the writer's real uid */
+	uint32_t size;  /* sizeof (struct ms_live_record) of the writer */
+	uint32_t seq;   /* odd while an update is in progress */
+	uint32_t state; /* enum ms_live_state */
+	uint32_t uid;   /* the writer's real uid */
 	int32_t pid, ppid, root_pid;
 	int32_t is_child, forked;
 	int32_t rank, local_rank, world_size, node_rank; /* -1 when no launcher gave them */
-	int32_t signal;              /* MS_LIVE_SIGNALED: the signal */
+	int32_t signal;                                  /* MS_LIVE_SIGNALED: the signal */
 	char rank_source[16];
-	double start_unix;           /* when the process (or forked child) started */
-	double elapsed;              /* seconds since then at the last update */
-	double update_unix;          /* the last update (start_unix + elapsed) */
+	double start_unix;  /* when the process (or forked child) started */
+	double elapsed;     /* seconds since then at the last update */
+	double update_unix; /* the last update (start_unix + elapsed) */
 	uint64_t updates;
 	uint32_t gpu_used, devices_used; /* a GPU counter moved; bit d: device d had memory */
-	int32_t timeline;            /* MEMSHIM_TIMELINE: updates also when memory moved */
+	int32_t timeline;                /* MEMSHIM_TIMELINE: updates also when memory moved */
 	int32_t nstages, nopen;
 	int32_t open[MS_LIVE_STAGES]; /* ids of the open stages, in begin order (outermost first) */
 	int32_t before_init_set;
 	int64_t live[MS_LIVE_COMPS];
-	int64_t peak[MS_LIVE_COMPS]; /* process peaks so far */
+	int64_t peak[MS_LIVE_COMPS];      /* process peaks so far */
 	int64_t inherited[MS_LIVE_COMPS]; /* a forked child: live at the fork (its parent's memory) */
 	int64_t before_init[MS_LIVE_COMPS];
-	int64_t rss_peak;            /* the kernel's high-water RSS at the last stage boundary */
+	int64_t rss_peak; /* the kernel's high-water RSS at the last stage boundary */
 	uint64_t mmap_untracked;
-	uint64_t shared_mappings;    /* shared memory mappings made or inherited (0: no shared keys) */
+	uint64_t shared_mappings; /* shared memory mappings made or inherited (0: no shared keys) */
 	uint32_t argv_len, argv_truncated;
-	char argv[MS_LIVE_ARGV];     /* NUL-separated, as /proc/PID/cmdline */
-	char output[MS_LIVE_PATH];   /* the metrics file this process writes at exit */
+	char argv[MS_LIVE_ARGV];   /* NUL-separated, as /proc/PID/cmdline */
+	char output[MS_LIVE_PATH]; /* the metrics file this process writes at exit */
 	struct ms_live_stage stage[MS_LIVE_STAGES];
 };
 

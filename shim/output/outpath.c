@@ -11,7 +11,7 @@
 #include "core/ms.h"
 #include "output/outpath.h"
 
-#define MAX_LINKS 40           /* the kernel's MAXSYMLINKS */
+#define MAX_LINKS 40            /* the kernel's MAXSYMLINKS */
 #define PROC_SUPER_MAGIC 0x9fa0 /* linux/magic.h */
 
 /* The walk's state lives in the caller's struct ms_outpath (static there, never on a handler's
@@ -94,7 +94,8 @@ static int splice_link(struct ms_outpath_walk *wk, const char *name, const char 
 }
 
 /* Link NAME (LINK its lstat) with AFTER left to walk: 1 to go on, 0 when OUT is decided, -errno. */
-static int through_link(struct ms_outpath *out, struct ms_outpath_walk *wk, const char *name, const struct stat *link, const char *after)
+static int through_link(struct ms_outpath *out, struct ms_outpath_walk *wk, const char *name, const struct stat *link,
+			const char *after)
 {
 	if (in_proc(wk)) {
 		out->follow = 1;
@@ -141,7 +142,7 @@ static int step(struct ms_outpath *out, const char **p)
 	}
 	if (last)
 		return S_ISDIR(st.st_mode) ? -EISDIR
-		       : found(out, name, S_ISREG(st.st_mode) ? MS_OUT_REPLACE : MS_OUT_IN_PLACE);
+					   : found(out, name, S_ISREG(st.st_mode) ? MS_OUT_REPLACE : MS_OUT_IN_PLACE);
 	if (!S_ISDIR(st.st_mode))
 		return -ENOTDIR;
 	int rc = enter(wk, name);

@@ -20,12 +20,13 @@ struct ms_outpath_walk {
 	char todo[MS_PATH_MAX];   /* what is left to walk */
 	char target[MS_PATH_MAX]; /* a link's text */
 	char spliced[MS_PATH_MAX];
-	char shown[MS_PATH_MAX];  /* the directories walked so far, for the warning */
+	char shown[MS_PATH_MAX]; /* the directories walked so far, for the warning */
 };
 
 struct ms_outpath {
-	int parent_only;         /* set by the caller: stop at the last name, whatever it is (a
-				  * directory the caller opens itself with O_NOFOLLOW) */
+	/* set by the caller: stop at the last name, whatever it is (a directory the caller opens itself
+	 * with O_NOFOLLOW) */
+	int parent_only;
 	enum ms_out_how how;
 	int dirfd;               /* O_PATH descriptor of the directory holding the file, or -1 */
 	int follow;              /* in place through /proc: open REST following its links */

@@ -32,7 +32,7 @@
 #include "output/peak_sites.h"
 #include "output/report.h"
 
-static int in_handler; /* the writer runs from a signal handler: no waiting */
+static int in_handler;                                 /* the writer runs from a signal handler: no waiting */
 static struct ms_stages snap MS_PAGE_ALIGNED MS_LARGE; /* large: static, never on a handler's stack */
 static struct ms_timeline tl_snap MS_PAGE_ALIGNED MS_LARGE;
 static struct ms_pool_sample pools[MS_CUDA_MAX_POOLS] MS_LARGE;
@@ -110,11 +110,17 @@ static int gather(struct ms_doc *d, const char *reason, int sig, int complete, i
 {
 	struct timespec ts;
 	clock_gettime(CLOCK_REALTIME, &ts);
-	*d = (struct ms_doc){ .reason = reason, .sig = sig, .complete = complete, .proc = &ms_proc,
-			      .stages = &snap, .end_unix = (double)ts.tv_sec + ts.tv_nsec * 1e-9,
-			      .each_unmatched = each_unmatched, .each_function = each_function,
+	*d = (struct ms_doc){ .reason = reason,
+			      .sig = sig,
+			      .complete = complete,
+			      .proc = &ms_proc,
+			      .stages = &snap,
+			      .end_unix = (double)ts.tv_sec + ts.tv_nsec * 1e-9,
+			      .each_unmatched = each_unmatched,
+			      .each_function = each_function,
 			      .each_native = ms_native_each_target,
-			      .stage_sites = ms_peak_sites_stage, .sites_summary = ms_peak_sites_summary };
+			      .stage_sites = ms_peak_sites_stage,
+			      .sites_summary = ms_peak_sites_summary };
 	d->argv = ms_identity_argv(&d->argv_len, &d->argv_truncated);
 	d->comm = ms_identity_comm(comm);
 	if (in_handler)
@@ -160,7 +166,7 @@ static int deferring, deferred; /* a failure kept for the fallback (write_held),
 
 /* One line for the process the user started; a child's trouble (another uid, its parent's directory
  * removed before it ended) stays off the program's stderr, where it would change the program's
- * output (issue 29): MEMSHIM_LOG=debug shows it. */
+ * output: MEMSHIM_LOG=debug shows it. */
 static int fail(const char *path, int e)
 {
 	if (deferring) {
@@ -193,7 +199,8 @@ static int refuse(const char *path)
 {
 	if (!__atomic_exchange_n(&warned, 1, __ATOMIC_RELAXED))
 		ms_warn("cannot write metrics file %s: not following symlink %s (owner uid %u) in a sticky "
-			"world-writable directory", path, where.link, (unsigned)where.link_owner);
+			"world-writable directory",
+			path, where.link, (unsigned)where.link_owner);
 	return -1;
 }
 
@@ -258,11 +265,11 @@ static int replace_only; /* a default snapshot: never into a device or FIFO, whe
 static int write_to(const char *path, const char *reason, int sig, int complete)
 {
 	int e = ms_outpath_walk(&where, path);
-	int rc = e < 0 ? fail(path, -e)
+	int rc = e < 0                                         ? fail(path, -e)
 		 : replace_only && where.how != MS_OUT_REPLACE ? -1
-		 : where.how == MS_OUT_REFUSED ? refuse(path)
-		 : where.how == MS_OUT_IN_PLACE ? write_in_place(path, reason, sig, complete)
-		 : write_replacing(path, reason, sig, complete);
+		 : where.how == MS_OUT_REFUSED                 ? refuse(path)
+		 : where.how == MS_OUT_IN_PLACE                ? write_in_place(path, reason, sig, complete)
+							       : write_replacing(path, reason, sig, complete);
 	if (where.dirfd >= 0)
 		close(where.dirfd);
 	return rc;
@@ -310,7 +317,7 @@ static int acquire_writer(int from_handler)
 	return 0;
 }
 
-static int own_stage;     /* this process (a forked child: since its fork) began a stage */
+static int own_stage;      /* this process (a forked child: since its fork) began a stage */
 static int wrote_snapshot; /* a snapshot of this process is at its path: its last file goes there */
 
 void ms_report_boundary(int stage, int end)

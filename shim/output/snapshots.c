@@ -112,10 +112,12 @@ static void auto_snapshot(double now)
 	set_next_due(done + (gap > AUTO_GAP ? gap : AUTO_GAP));
 }
 
+/* The timeline's one observer: the default snapshot policy, then the live record. */
 static void memory_moved(double now)
 {
 	if (auto_on)
 		auto_snapshot(now);
+	ms_live_moved(now);
 }
 
 void ms_snapshots_boundary(int stage, int end)
@@ -139,10 +141,10 @@ void ms_snapshots_init(void)
 	ms_signals_cover(last_snapshot);
 	if (ms_cfg.snapshot_interval > 0)
 		start_thread();
-	if (ms_cfg.snapshot_interval == MS_SNAPSHOT_AUTO) {
+	if (ms_cfg.snapshot_interval == MS_SNAPSHOT_AUTO)
 		auto_on = 1;
+	if (auto_on || ms_cfg.live)
 		__atomic_store_n(&ms_timeline_moved_observer, memory_moved, __ATOMIC_RELAXED);
-	}
 }
 
 void ms_snapshots_fork_child(int tracking)

@@ -12,29 +12,32 @@
 #include "python/py.h"
 
 struct ms_pyapi ms_py;
-static unsigned warned;
+
+/* The interpreter's object and the warnings given. */
+static struct {
+	unsigned warned;                /* ms_py_warn_once's keys, one bit each */
+	struct ms_elf_tables py_tables; /* of the object defining the C API (executable or libpython) */
+	int have_py_tables;
+} capi;
 
 void ms_py_warn_once(int key, const char *what)
 {
 	unsigned bit = 1u << key;
-	if (__atomic_fetch_or(&warned, bit, __ATOMIC_RELAXED) & bit)
+	if (__atomic_fetch_or(&capi.warned, bit, __ATOMIC_RELAXED) & bit)
 		return;
 	ms_warn("%s", what);
 }
 
-static struct ms_elf_tables py_tables; /* of the object defining the C API (executable or libpython) */
-static int have_py_tables;
-
 void *ms_py_sym(const char *name)
 {
-	void *p = have_py_tables ? ms_elf_tables_symbol(&py_tables, name) : NULL;
+	void *p = capi.have_py_tables ? ms_elf_tables_symbol(&capi.py_tables, name) : NULL;
 	return p ? p : ms_real_dlsym(RTLD_DEFAULT, name);
 }
 
 int ms_py_capi_locate(const void *symbol)
 {
-	have_py_tables = ms_elf_tables_of(ms_elf_object_of(symbol), &py_tables) == 0;
-	return have_py_tables ? 0 : -1;
+	capi.have_py_tables = ms_elf_tables_of(ms_elf_object_of(symbol), &capi.py_tables) == 0;
+	return capi.have_py_tables ? 0 : -1;
 }
 
 #define NEED(field, name)                                 \

@@ -28,21 +28,23 @@ struct id {
 };
 
 /* Offsets of co_name, co_filename and co_firstlineno; KNOWN 0: the address alone identifies. */
-static size_t off_name, off_file, off_line;
-static int known;
+static struct {
+	size_t off_name, off_file, off_line;
+	int known;
+} layout;
 
 void ms_py_codes_init(void)
 {
-	known = ms_py_code_layout(&off_name, &off_file, &off_line) == 0;
+	layout.known = ms_py_code_layout(&layout.off_name, &layout.off_file, &layout.off_line) == 0;
 }
 
 static inline struct id id_of(const void *code)
 {
 	struct id id = { NULL, NULL, 0 };
-	if (MS_LIKELY(known)) {
-		id.name = *(const void *const *)((const char *)code + off_name);
-		id.file = *(const void *const *)((const char *)code + off_file);
-		id.line = *(const int *)((const char *)code + off_line);
+	if (MS_LIKELY(layout.known)) {
+		id.name = *(const void *const *)((const char *)code + layout.off_name);
+		id.file = *(const void *const *)((const char *)code + layout.off_file);
+		id.line = *(const int *)((const char *)code + layout.off_line);
 	}
 	return id;
 }

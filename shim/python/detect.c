@@ -24,31 +24,49 @@
  * function a target can name exists (python/watch.c); the targets are live (reported when
  * unmatched) from ARMED on. */
 enum { WAITING, ARMED, INSTALLED, FAILED };
-static int state = WAITING;
-static int ntargets;
-static int route_frame; /* installed through python/evalhook.c: check it at finalisation */
-/* 3.12+ until the whole-program route is needed: the code each exec event brings is searched for
- * the code objects a target can name, which alone get events (python/monitor.c). */
-static int route_local;
-static int (*py_initialized)(void);
+
+/* Python's raw allocator (PyMemAllocatorEx, identical in 3.8-3.13): the audit hook's entry below. */
+typedef struct {
+	void *ctx;
+	void *(*malloc)(void *ctx, size_t n);
+	void *(*calloc)(void *ctx, size_t nelem, size_t elsize);
+	void *(*realloc)(void *ctx, void *p, size_t n);
+	void (*free)(void *ctx, void *p);
+} raw_allocator;
+#define PYMEM_DOMAIN_RAW 0
+
+/* Where the bootstrap stands, and the audit hook's list entry. */
+static struct {
+	int state; /* WAITING, ARMED, INSTALLED or FAILED */
+	int ntargets;
+	int route_frame; /* installed through python/evalhook.c: check it at finalisation */
+	/* 3.12+ until the whole-program route is needed: the code each exec event brings is searched
+	 * for the code objects a target can name, which alone get events (python/monitor.c). */
+	int route_local;
+	int (*py_initialized)(void);
+	raw_allocator entry_alloc, now_alloc; /* the entry's allocator, the one at clearing */
+	void *entry;                          /* our audit hook's list entry */
+	void (*get_allocator)(int domain, raw_allocator *a);
+	void (*set_allocator)(int domain, raw_allocator *a);
+} boot = { .state = WAITING };
 
 /* The targets are live (named at exit when unmatched) while the route is armed or installed. */
 static void set_state(int s)
 {
-	state = s;
+	boot.state = s;
 	ms_py_targets_live(s == ARMED || s == INSTALLED);
 }
 
 /* Puts the frame hook in, or turns the monitoring events on (state ARMED, GIL held). */
 static void enable_route(const char *why)
 {
-	route_local = 0;
-	if ((route_frame ? ms_py_frame_enable(why) : ms_py_monitor_enable(why)) == 0) {
+	boot.route_local = 0;
+	if ((boot.route_frame ? ms_py_frame_enable(why) : ms_py_monitor_enable(why)) == 0) {
 		set_state(INSTALLED);
 		return;
 	}
 	set_state(FAILED);
-	if (route_frame) /* python/monitor.c says why itself */
+	if (boot.route_frame) /* python/monitor.c says why itself */
 		ms_warn("Python stages disabled: another tool's frame evaluation hook took the place memshim's "
 			"was to take");
 }
@@ -69,12 +87,12 @@ static void install(const char *event, ms_pyobj *args, int embedded)
 		set_state(FAILED);
 		return;
 	}
-	if (ms_cfg.sites || ntargets) {
+	if (ms_cfg.sites || boot.ntargets) {
 		/* code objects' identity (python/codes.c); 3.12+: a returning function's frame */
 		ms_py_stack_install();
 		ms_py_codes_init();
 	}
-	if (ntargets == 0) {
+	if (boot.ntargets == 0) {
 		set_state(INSTALLED); /* only call sites wanted the interpreter */
 		return;
 	}
@@ -85,12 +103,12 @@ static void install(const char *event, ms_pyobj *args, int embedded)
 		r = ms_py_monitor_install();
 	} else {
 		r = ms_py_frame_prepare();
-		route_frame = r == 0;
+		boot.route_frame = r == 0;
 	}
-	route_local = r == 0 && !route_frame;
+	boot.route_local = r == 0 && !boot.route_frame;
 	set_state(r == 0 ? ARMED : FAILED);
 	ms_debug("python stage detection %s (Python 3.%d)", r != 0 ? "failed" : "armed", ms_py.minor);
-	if (state == ARMED) {
+	if (boot.state == ARMED) {
 		/* an embedder may run code through calls that raise no audit event (PyEval_EvalCode) */
 		const char *why = embedded ? "embedded interpreter" : ms_py_watch_start(event, args);
 		if (why)
@@ -145,7 +163,8 @@ static int is_start_event(const char *event, ms_pyobj *args)
 		return strcmp(event + 12, "startup") != 0; /* PYTHONSTARTUP runs before stdin */
 	/* embedded interpreters never raise cpython.run_*: the first import or exec once initialised
 	 * and past the interpreter's own startup */
-	if ((strcmp(event, "import") == 0 || strcmp(event, "exec") == 0) && py_initialized && py_initialized())
+	if ((strcmp(event, "import") == 0 || strcmp(event, "exec") == 0) && boot.py_initialized &&
+	    boot.py_initialized())
 		return startup_over(event, args);
 	return 0;
 }
@@ -153,11 +172,11 @@ static int is_start_event(const char *event, ms_pyobj *args)
 /* 3.12+: a code object a target can name, before it runs: it gets memshim's events. */
 static void watch_code(ms_pyobj *code)
 {
-	if (state == FAILED)
+	if (boot.state == FAILED)
 		return;
 	if (ms_py_monitor_watch(code) != 0)
 		set_state(FAILED);
-	else if (state == ARMED)
+	else if (boot.state == ARMED)
 		set_state(INSTALLED);
 }
 
@@ -173,12 +192,12 @@ static void watch(const char *event, ms_pyobj *args)
 	watching = 1;
 	ms_pyobj *et, *ev, *etb;
 	ms_py.ErrFetch(&et, &ev, &etb);
-	const char *why = ms_py_watch_event(event, args, route_local ? watch_code : NULL);
+	const char *why = ms_py_watch_event(event, args, boot.route_local ? watch_code : NULL);
 	if (ms_py.ErrOccurred())
 		ms_py.ErrClear();
 	ms_py.ErrRestore(et, ev, etb);
 	watching = 0;
-	if (why && (state == ARMED || (state == INSTALLED && route_local)))
+	if (why && (boot.state == ARMED || (boot.state == INSTALLED && boot.route_local)))
 		enable_route(why);
 }
 
@@ -187,15 +206,15 @@ static void before_hooks_cleared(void);
 static int audit_hook(const char *event, ms_pyobj *args, void *data)
 {
 	if (MS_UNLIKELY(event[0] == 'c' && strcmp(event, "cpython._PySys_ClearAuditHooks") == 0)) {
-		if (state == INSTALLED && route_frame)
+		if (boot.state == INSTALLED && boot.route_frame)
 			ms_py_frame_check();
 		before_hooks_cleared();
 		return 0;
 	}
-	if (MS_LIKELY(state != WAITING)) {
-		if ((state == ARMED || (route_local && state == INSTALLED)) && ms_py_in_main_interpreter())
+	if (MS_LIKELY(boot.state != WAITING)) {
+		if ((boot.state == ARMED || (boot.route_local && boot.state == INSTALLED)) && ms_py_in_main_interpreter())
 			watch(event, args);
-		else if (state == INSTALLED && route_frame && ms_py_in_main_interpreter())
+		else if (boot.state == INSTALLED && boot.route_frame && ms_py_in_main_interpreter())
 			ms_py_frame_reclaim();
 		return 0;
 	}
@@ -215,44 +234,31 @@ static int audit_hook(const char *event, ms_pyobj *args, void *data)
  * the entry's address and the allocator it came from are noted when it is made, and when the
  * hooks are about to be cleared under another raw allocator, that allocator's free is wrapped: the
  * entry goes back to its own allocator, everything else to the current one. */
-typedef struct {
-	void *ctx;
-	void *(*malloc)(void *ctx, size_t n);
-	void *(*calloc)(void *ctx, size_t nelem, size_t elsize);
-	void *(*realloc)(void *ctx, void *p, size_t n);
-	void (*free)(void *ctx, void *p);
-} raw_allocator; /* PyMemAllocatorEx, identical in 3.8-3.13 */
-#define PYMEM_DOMAIN_RAW 0
-
-static raw_allocator entry_alloc, now_alloc; /* the entry's allocator, the one at clearing */
-static void *entry;                           /* our audit hook's list entry */
-static void (*get_allocator)(int domain, raw_allocator *a);
-static void (*set_allocator)(int domain, raw_allocator *a);
 
 static void *noting_malloc(void *ctx, size_t n)
 {
-	void *p = entry_alloc.malloc(entry_alloc.ctx, n);
-	if (!entry)
-		entry = p;
+	void *p = boot.entry_alloc.malloc(boot.entry_alloc.ctx, n);
+	if (!boot.entry)
+		boot.entry = p;
 	return p;
 }
 
 static void *noting_calloc(void *ctx, size_t nelem, size_t elsize)
 {
-	void *p = entry_alloc.calloc(entry_alloc.ctx, nelem, elsize);
-	if (!entry)
-		entry = p;
+	void *p = boot.entry_alloc.calloc(boot.entry_alloc.ctx, nelem, elsize);
+	if (!boot.entry)
+		boot.entry = p;
 	return p;
 }
 
 static void *noting_realloc(void *ctx, void *p, size_t n)
 {
-	return entry_alloc.realloc(entry_alloc.ctx, p, n);
+	return boot.entry_alloc.realloc(boot.entry_alloc.ctx, p, n);
 }
 
 static void noting_free(void *ctx, void *p)
 {
-	entry_alloc.free(entry_alloc.ctx, p);
+	boot.entry_alloc.free(boot.entry_alloc.ctx, p);
 }
 
 typedef int (*audit_hook_fn)(const char *, ms_pyobj *, void *);
@@ -260,41 +266,41 @@ typedef int (*audit_hook_fn)(const char *, ms_pyobj *, void *);
 /* Registers HOOK with ADD, noting where its entry came from; 0 on success. */
 static int add_audit_hook(int (*add)(audit_hook_fn, void *), audit_hook_fn hook)
 {
-	*(void **)&get_allocator = ms_py_sym("PyMem_GetAllocator");
-	*(void **)&set_allocator = ms_py_sym("PyMem_SetAllocator");
-	if (!get_allocator || !set_allocator)
+	*(void **)&boot.get_allocator = ms_py_sym("PyMem_GetAllocator");
+	*(void **)&boot.set_allocator = ms_py_sym("PyMem_SetAllocator");
+	if (!boot.get_allocator || !boot.set_allocator)
 		return add(hook, NULL);
-	get_allocator(PYMEM_DOMAIN_RAW, &entry_alloc);
+	boot.get_allocator(PYMEM_DOMAIN_RAW, &boot.entry_alloc);
 	raw_allocator noting = { NULL, noting_malloc, noting_calloc, noting_realloc, noting_free };
-	set_allocator(PYMEM_DOMAIN_RAW, &noting);
+	boot.set_allocator(PYMEM_DOMAIN_RAW, &noting);
 	int r = add(hook, NULL);
-	set_allocator(PYMEM_DOMAIN_RAW, &entry_alloc);
+	boot.set_allocator(PYMEM_DOMAIN_RAW, &boot.entry_alloc);
 	return r;
 }
 
 /* The current allocator's free, but our entry goes back where it came from. */
 static void entry_aware_free(void *ctx, void *p)
 {
-	if (p && p == entry) {
-		entry = NULL;
-		entry_alloc.free(entry_alloc.ctx, p);
+	if (p && p == boot.entry) {
+		boot.entry = NULL;
+		boot.entry_alloc.free(boot.entry_alloc.ctx, p);
 		return;
 	}
-	now_alloc.free(ctx, p);
+	boot.now_alloc.free(ctx, p);
 }
 
 /* At "cpython._PySys_ClearAuditHooks", just before the entries are freed. */
 static void before_hooks_cleared(void)
 {
-	if (!entry || !get_allocator)
+	if (!boot.entry || !boot.get_allocator)
 		return;
-	get_allocator(PYMEM_DOMAIN_RAW, &now_alloc);
-	if (now_alloc.free == entry_alloc.free && now_alloc.ctx == entry_alloc.ctx)
+	boot.get_allocator(PYMEM_DOMAIN_RAW, &boot.now_alloc);
+	if (boot.now_alloc.free == boot.entry_alloc.free && boot.now_alloc.ctx == boot.entry_alloc.ctx)
 		return;
 	/* the same context and functions but free: a thread allocating meanwhile sees either */
-	raw_allocator aware = now_alloc;
+	raw_allocator aware = boot.now_alloc;
 	aware.free = entry_aware_free;
-	set_allocator(PYMEM_DOMAIN_RAW, &aware);
+	boot.set_allocator(PYMEM_DOMAIN_RAW, &aware);
 	ms_debug("python audit hook entry: given back to the allocator that made it");
 }
 
@@ -329,13 +335,13 @@ void ms_py_init(void)
 		warn_old_python(); /* not a Python process, or Python < 3.8 */
 		return;
 	}
-	*(void **)&py_initialized = ms_py_sym("Py_IsInitialized");
-	if (py_initialized && py_initialized())
+	*(void **)&boot.py_initialized = ms_py_sym("Py_IsInitialized");
+	if (boot.py_initialized && boot.py_initialized())
 		return; /* loaded into a running interpreter: no safe point to hook in from here */
-	ntargets = ms_py_targets_load();
-	if (ntargets)
+	boot.ntargets = ms_py_targets_load();
+	if (boot.ntargets)
 		ms_py_targets_decide_speaker();
-	if (ntargets == 0 && !ms_cfg.sites)
+	if (boot.ntargets == 0 && !ms_cfg.sites)
 		return;
 	if (add_audit_hook(add, audit_hook) != 0)
 		ms_warn("Python stages disabled: the audit hook was refused");

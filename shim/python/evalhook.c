@@ -1,7 +1,7 @@
 /* Python 3.8-3.11: a PEP 523 frame evaluation hook.  Every Python frame (function call, generator
  * or coroutine resumption) on every thread passes through it; a matched code object enters its
- * stages before the frame runs and leaves them when it returns, raises or yields, so entry and
- * exit are paired by the C call itself.  Cheaper than a profile function (which on 3.11 turns off
+ * stages before the frame runs and leaves them when it returns, raises or yields (ms_py_exit, the
+ * leave path sys.monitoring's route shares), so entry and exit are paired by the C call itself.  Cheaper than a profile function (which on 3.11 turns off
  * the specialising interpreter) and independent of sys.setprofile / cProfile.
  *
  * A returning function's locals are released before its stages are left (python/py.h, "what the
@@ -23,27 +23,32 @@
 typedef ms_pyobj *(*eval38_fn)(void *frame, int throwflag);
 typedef ms_pyobj *(*eval39_fn)(void *tstate, void *frame, int throwflag);
 
-static eval38_fn prev38;
-static eval39_fn prev39;
-static void **slot38;  /* 3.8: &interp->eval_frame, found by scanning */
-static void *interp;
-static eval39_fn (*get_eval)(void *interp);
-static void (*set_eval)(void *interp, eval39_fn fn);
+/* The hook's place in the interpreter and what ran there before it. */
+static struct {
+	eval38_fn prev38;       /* 3.8: the evaluator the hook calls */
+	eval39_fn prev39;       /* 3.9-3.11 */
+	void **slot38;          /* 3.8: &interp->eval_frame, found by scanning */
+	void *interp;
+	eval39_fn (*get_eval)(void *interp);
+	void (*set_eval)(void *interp, eval39_fn fn);
+	void *default_eval;     /* _PyEval_EvalFrameDefault: what a tool that gives the place up puts back */
+	int enabled;            /* the hook went in (ms_py_frame_enable) */
+	int stopped_deep;       /* taken out for a recursion deeper than the C stack allows */
+	unsigned lost;          /* times another tool held the hook and gave it back (ms_py_frame_reclaim) */
+} hook;
 
 /* Every frame evaluated through the hook is a C recursion (on 3.11 the hook also turns off the
  * inlined Python-to-Python calls), so a program recursing far deeper than the default limit could
  * run out of C stack where it would not without memshim.  Below this thread's floor the hook takes
- * itself out (warning once); 0 = not measured yet for this thread. */
-static __thread uintptr_t stack_floor MS_TLS;
-static __thread uintptr_t stack_lo MS_TLS; /* the stack's real end, below the floor */
-static int stopped_deep;
-static int enabled; /* the hook went in (ms_py_frame_enable) */
-static void *default_eval; /* _PyEval_EvalFrameDefault (3.9-3.11) */
-static unsigned lost; /* times another tool held the hook and gave it back (ms_py_frame_reclaim) */
+ * itself out (warning once); floor 0 = not measured yet for this thread. */
+static __thread struct {
+	uintptr_t floor;
+	uintptr_t lo; /* the stack's real end, below the floor */
+} stack MS_TLS;
 
 unsigned ms_py_frame_hook_lost(void)
 {
-	return __atomic_load_n(&lost, __ATOMIC_RELAXED);
+	return __atomic_load_n(&hook.lost, __ATOMIC_RELAXED);
 }
 
 #define FRAME_CODE(f) (((ms_pyobj **)(f))[4])
@@ -71,61 +76,54 @@ static inline uintptr_t lookup(ms_pyobj *code, ms_pyobj *frame, ms_pyobj *func, 
 
 static void deep_recursion(void);
 
-/* Leaves the stages of classification V after the frame's evaluation: R NULL means an exception
- * left it (the thread's current exception, whose type names it). */
-static inline void leave(uintptr_t v, ms_pyobj *r)
+/* Measures the calling thread's stack: its floor (1: unknown bounds, never trigger) and end. */
+static uintptr_t measure_stack(void)
 {
-	uint32_t mask = ms_py_leaving(v);
-	if (MS_LIKELY(r != NULL))
-		ms_py_leave(mask);
-	else
-		ms_py_leave_raised(mask, ms_py.ErrOccurred());
+	pthread_attr_t attr;
+	void *lo = NULL;
+	size_t size = 0;
+	uintptr_t floor = 1;
+	int saved = errno;
+	ms_tls_guard++; /* it allocates (a CPU set; the main thread's reads /proc/self/maps) */
+	if (pthread_getattr_np(pthread_self(), &attr) == 0) {
+		if (pthread_attr_getstack(&attr, &lo, &size) == 0 && lo && size) {
+			floor = (uintptr_t)lo + (size / 4 < (256u << 10) ? size / 4 : (256u << 10));
+			stack.lo = (uintptr_t)lo;
+		}
+		pthread_attr_destroy(&attr);
+	}
+	ms_tls_guard--;
+	errno = saved;
+	stack.floor = floor;
+	return floor;
 }
 
 /* Whether the C stack of this thread is close to its end (measures the thread on first use). */
 static inline int stack_low(void)
 {
 	uintptr_t here = (uintptr_t)__builtin_frame_address(0);
-	uintptr_t floor = stack_floor;
+	uintptr_t floor = stack.floor;
 	if (MS_LIKELY(here > floor && floor))
 		return 0;
-	if (!floor) {
-		pthread_attr_t attr;
-		void *lo = NULL;
-		size_t size = 0;
-		floor = 1; /* unknown bounds: never trigger */
-		int saved = errno;
-		ms_tls_guard++; /* it allocates (a CPU set; the main thread's reads /proc/self/maps) */
-		if (pthread_getattr_np(pthread_self(), &attr) == 0) {
-			if (pthread_attr_getstack(&attr, &lo, &size) == 0 && lo && size) {
-				floor = (uintptr_t)lo + (size / 4 < (256u << 10) ? size / 4 : (256u << 10));
-				stack_lo = (uintptr_t)lo;
-			}
-			pthread_attr_destroy(&attr);
-		}
-		ms_tls_guard--;
-		errno = saved;
-		stack_floor = floor;
-		if (here > floor)
-			return 0;
-	}
-	if (here < stack_lo || floor == 1)
+	if (!floor && here > (floor = measure_stack()))
+		return 0;
+	if (here < stack.lo || floor == 1)
 		return 0; /* running on some other stack (a coroutine library's): not ours to judge */
 	deep_recursion();
 	return 1;
 }
 
-/* 3.8-3.10: the frame of a function that returned (R) holds its locals until its caller drops it,
+/* 3.8-3.10: the frame of a function that returned holds its locals until its caller drops it,
  * right after the hook returns; when that reference is the only one (no traceback, generator or
  * sys._getframe() holds it), frame.clear() releases them now, as the deallocation would. */
-static void release_locals_310(ms_pyobj *frame, uintptr_t v, ms_pyobj *r)
+static void release_locals_310(ms_pyobj *frame, uintptr_t v)
 {
-	if (!r || (v & MS_PY_GENLIKE) || REFCNT(frame) != 1)
+	if ((v & MS_PY_GENLIKE) || REFCNT(frame) != 1)
 		return;
 	ms_pyobj *clear = ms_py.GetAttrString(frame, "clear");
 	ms_pyobj *done = clear ? ms_py.CallFunctionObjArgs(clear, NULL) : NULL;
 	if (!done)
-		ms_py.ErrClear(); /* R is a value: no exception was pending */
+		ms_py.ErrClear(); /* the function returned a value: no exception was pending */
 	else
 		ms_py.DecRef(done);
 	if (clear)
@@ -133,48 +131,16 @@ static void release_locals_310(ms_pyobj *frame, uintptr_t v, ms_pyobj *r)
 	ms_py_release_locals_dict(FRAME_CODE(frame), &((ms_pyobj **)frame)[7]); /* f_locals */
 }
 
-static ms_pyobj *hook38(void *frame, int throwflag)
-{
-	if (MS_UNLIKELY(stack_low()))
-		return prev38(frame, throwflag);
-	uintptr_t v = lookup(FRAME_CODE(frame), frame, NULL, NULL);
-	uint32_t mask = ms_py_mask(v);
-	if (MS_LIKELY(!mask))
-		return prev38(frame, throwflag);
-	ms_py_enter(v);
-	ms_pyobj *r = prev38(frame, throwflag);
-	release_locals_310(frame, v, r);
-	leave(v, r);
-	ms_py_frame_reclaim(); /* a tool that set the default back inside the call */
-	return r;
-}
-
-static ms_pyobj *hook310(void *tstate, void *frame, int throwflag)
-{
-	if (MS_UNLIKELY(stack_low()))
-		return prev39(tstate, frame, throwflag);
-	uintptr_t v = lookup(FRAME_CODE(frame), frame, NULL, NULL);
-	uint32_t mask = ms_py_mask(v);
-	if (MS_LIKELY(!mask))
-		return prev39(tstate, frame, throwflag);
-	ms_py_enter(v);
-	ms_pyobj *r = prev39(tstate, frame, throwflag);
-	release_locals_310(frame, v, r);
-	leave(v, r);
-	ms_py_frame_reclaim(); /* a tool that set the default back inside the call */
-	return r;
-}
-
-/* 3.11: a function frame that returned (R) keeps its locals in localsplus until its caller clears
- * it (_PyEvalFrameClearAndPop, right after the hook returns; the frame is already unlinked from the
+/* 3.11: a function frame that returned keeps its locals in localsplus until its caller clears it
+ * (_PyEvalFrameClearAndPop, right after the hook returns; the frame is already unlinked from the
  * thread's current frame).  Released here in the same way, unless a frame object that someone
  * else holds (a traceback, sys._getframe()) will take them over.  The stack is empty at a return:
  * stacktop equals co_nlocalsplus, which checks the layout. */
-static void release_locals_311(void *frame, ms_pyobj *r)
+static void release_locals_311(void *frame)
 {
 	ms_pyobj *fo = FRAME311_OBJ(frame);
 	int n = FRAME311_STACKTOP(frame);
-	if (!r || FRAME311_OWNER(frame) != OWNED_BY_THREAD || (fo && REFCNT(fo) != 1) || n <= 0 ||
+	if (FRAME311_OWNER(frame) != OWNED_BY_THREAD || (fo && REFCNT(fo) != 1) || n <= 0 ||
 	    n != CODE311_NLOCALSPLUS(FRAME_CODE(frame)))
 		return;
 	ms_pyobj **slot = FRAME311_LOCALS(frame);
@@ -187,21 +153,95 @@ static void release_locals_311(void *frame, ms_pyobj *r)
 	ms_py_release_locals_dict(FRAME_CODE(frame), FRAME311_LOCALS_DICT(frame));
 }
 
-static ms_pyobj *hook311(void *tstate, void *frame, int throwflag)
+/* ---- the hook: one body, the version's differences as a constant each entry point passes ---- */
+
+/* The frame layouts and evaluator signatures: 3.8 (no thread state argument), 3.9-3.10 (the
+ * same frame object), 3.11 (the interpreter's own frames, the function at hand). */
+enum version { V38, V310, V311 };
+
+#define HOOK_BODY static inline __attribute__((always_inline))
+
+/* The evaluator that ran before the hook. */
+HOOK_BODY ms_pyobj *previous(enum version ver, void *tstate, void *frame, int throwflag)
+{
+	return ver == V38 ? hook.prev38(frame, throwflag) : hook.prev39(tstate, frame, throwflag);
+}
+
+/* FRAME's classification: the frame object, or on 3.11 the function and its globals, names it. */
+HOOK_BODY uintptr_t classification(enum version ver, void *frame)
+{
+	if (ver == V311)
+		return lookup(FRAME_CODE(frame), NULL, FRAME311_FUNC(frame), FRAME311_GLOBALS(frame));
+	return lookup(FRAME_CODE(frame), frame, NULL, NULL);
+}
+
+/* Whether FRAME runs no call of a stage: unmatched code, or on 3.11 a generator function's call,
+ * which only builds the generator (its body runs on later frames). */
+HOOK_BODY int passes(enum version ver, void *frame, uintptr_t v)
+{
+	if (MS_LIKELY(!ms_py_mask(v)))
+		return 1;
+	return ver == V311 && (v & MS_PY_GENLIKE) && FRAME311_OWNER(frame) == OWNED_BY_THREAD;
+}
+
+/* A matched frame: its stages entered, the frame evaluated, its locals released when it returned
+ * (R), its stages left however it was left (R NULL: the thread's current exception). */
+HOOK_BODY ms_pyobj *evaluate(enum version ver, void *tstate, void *frame, int throwflag)
 {
 	if (MS_UNLIKELY(stack_low()))
-		return prev39(tstate, frame, throwflag);
-	uintptr_t v = lookup(FRAME_CODE(frame), NULL, FRAME311_FUNC(frame), FRAME311_GLOBALS(frame));
-	uint32_t mask = ms_py_mask(v);
-	/* a generator function's call only builds the generator: its body runs on later frames */
-	if (MS_LIKELY(!mask) || ((v & MS_PY_GENLIKE) && FRAME311_OWNER(frame) == OWNED_BY_THREAD))
-		return prev39(tstate, frame, throwflag);
+		return previous(ver, tstate, frame, throwflag);
+	uintptr_t v = classification(ver, frame);
+	if (passes(ver, frame, v))
+		return previous(ver, tstate, frame, throwflag);
 	ms_py_enter(v);
-	ms_pyobj *r = prev39(tstate, frame, throwflag);
-	release_locals_311(frame, r);
-	leave(v, r);
+	ms_pyobj *r = previous(ver, tstate, frame, throwflag);
+	if (r && ver == V311)
+		release_locals_311(frame);
+	else if (r)
+		release_locals_310(frame, v);
+	if (r)
+		ms_py_exit(v, MS_PY_RETURNED, NULL);
+	else
+		ms_py_exit(v, MS_PY_RAISED, ms_py.ErrOccurred());
 	ms_py_frame_reclaim(); /* a tool that set the default back inside the call */
 	return r;
+}
+
+static ms_pyobj *hook38(void *frame, int throwflag)
+{
+	return evaluate(V38, NULL, frame, throwflag);
+}
+
+static ms_pyobj *hook310(void *tstate, void *frame, int throwflag)
+{
+	return evaluate(V310, tstate, frame, throwflag);
+}
+
+static ms_pyobj *hook311(void *tstate, void *frame, int throwflag)
+{
+	return evaluate(V311, tstate, frame, throwflag);
+}
+
+/* This interpreter's hook, and the evaluator in its place now (NULL: unknown). */
+static void *ours(void)
+{
+	return ms_py.minor == 8 ? (void *)hook38 : ms_py.minor == 11 ? (void *)hook311 : (void *)hook310;
+}
+
+static void *in_place(void)
+{
+	if (ms_py.minor == 8)
+		return hook.slot38 ? __atomic_load_n(hook.slot38, __ATOMIC_ACQUIRE) : NULL;
+	return hook.interp && hook.get_eval ? (void *)hook.get_eval(hook.interp) : NULL;
+}
+
+/* Puts FN in the evaluator's place (3.8: the slot; 3.9+: the setter). */
+static void put(void *fn)
+{
+	if (ms_py.minor == 8 && hook.slot38)
+		__atomic_store_n(hook.slot38, fn, __ATOMIC_RELEASE);
+	else if (ms_py.minor != 8 && hook.set_eval && hook.interp)
+		hook.set_eval(hook.interp, (eval39_fn)fn);
 }
 
 /* 3.8 has no setter: the field holds _PyEval_EvalFrameDefault; it must be the only match in the
@@ -210,9 +250,9 @@ static int find_slot38(void)
 {
 	void *(*get_interp)(void) = (void *(*)(void))ms_py_sym("_PyInterpreterState_Get");
 	void *dflt = ms_py_sym("_PyEval_EvalFrameDefault");
-	if (!get_interp || !dflt || !(interp = get_interp()))
+	if (!get_interp || !dflt || !(hook.interp = get_interp()))
 		return -1;
-	void **words = interp;
+	void **words = hook.interp;
 	int found = -1;
 	for (int i = 0; i < 256; i++) {
 		if (words[i] != dflt)
@@ -223,8 +263,9 @@ static int find_slot38(void)
 	}
 	if (found < 0)
 		return -1;
-	slot38 = &words[found];
-	prev38 = (eval38_fn)dflt;
+	hook.slot38 = &words[found];
+	hook.prev38 = (eval38_fn)dflt;
+	hook.default_eval = dflt;
 	return 0;
 }
 
@@ -239,36 +280,38 @@ int ms_py_frame_prepare(void)
 		return -1;
 	}
 	void *(*get_interp)(void) = (void *(*)(void))ms_py_sym("PyInterpreterState_Get");
-	default_eval = ms_py_sym("_PyEval_EvalFrameDefault");
-	*(void **)&set_eval = ms_py_sym("_PyInterpreterState_SetEvalFrameFunc");
-	*(void **)&get_eval = ms_py_sym("_PyInterpreterState_GetEvalFrameFunc");
-	if (!get_interp || !set_eval || !get_eval || !(interp = get_interp())) {
+	hook.default_eval = ms_py_sym("_PyEval_EvalFrameDefault");
+	*(void **)&hook.set_eval = ms_py_sym("_PyInterpreterState_SetEvalFrameFunc");
+	*(void **)&hook.get_eval = ms_py_sym("_PyInterpreterState_GetEvalFrameFunc");
+	if (!get_interp || !hook.set_eval || !hook.get_eval || !(hook.interp = get_interp())) {
 		ms_warn("Python stages disabled: no frame evaluation hook in this Python");
 		return -1;
 	}
 	return 0;
 }
 
+/* 3.9-3.11: the evaluator in place now, which the hook will call (NULL: none found). */
+static eval39_fn evaluator_now(void)
+{
+	eval39_fn now = hook.get_eval(hook.interp);
+	if (!now)
+		now = (eval39_fn)ms_py_sym("_PyEval_EvalFrameDefault");
+	if (now && (void *)now != ms_py_sym("_PyEval_EvalFrameDefault"))
+		ms_debug("another frame evaluation hook is installed; memshim's runs before it");
+	return now;
+}
+
 /* The previous function is read now, not at prepare: something may have set one in between. */
 int ms_py_frame_enable(const char *why)
 {
-	if (enabled)
+	if (hook.enabled)
 		return 0;
-	if (ms_py.minor == 8) {
-		if (*slot38 != (void *)prev38)
-			return -1; /* someone else's hook moved in since: leave it be */
-		__atomic_store_n(slot38, (void *)hook38, __ATOMIC_RELEASE);
-	} else {
-		prev39 = get_eval(interp);
-		if (!prev39)
-			prev39 = (eval39_fn)ms_py_sym("_PyEval_EvalFrameDefault");
-		if (!prev39)
-			return -1;
-		if ((void *)prev39 != ms_py_sym("_PyEval_EvalFrameDefault"))
-			ms_debug("another frame evaluation hook is installed; memshim's runs before it");
-		set_eval(interp, ms_py.minor == 11 ? hook311 : hook310);
-	}
-	enabled = 1;
+	if (ms_py.minor == 8 && *hook.slot38 != (void *)hook.prev38)
+		return -1; /* someone else's hook moved in since: leave it be */
+	if (ms_py.minor != 8 && !(hook.prev39 = evaluator_now()))
+		return -1;
+	put(ours());
+	hook.enabled = 1;
 	ms_debug("python frame hook installed (Python 3.%d): %s", ms_py.minor, why);
 	return 0;
 }
@@ -277,13 +320,10 @@ int ms_py_frame_enable(const char *why)
  * still leave their stages as they unwind; new frames run without the hook. */
 static void deep_recursion(void)
 {
-	if (stopped_deep)
+	if (hook.stopped_deep)
 		return;
-	stopped_deep = 1;
-	if (ms_py.minor == 8 && slot38)
-		__atomic_store_n(slot38, (void *)prev38, __ATOMIC_RELEASE);
-	else if (set_eval && interp)
-		set_eval(interp, prev39);
+	hook.stopped_deep = 1;
+	put(ms_py.minor == 8 ? (void *)hook.prev38 : (void *)hook.prev39);
 	ms_py_warn_once(4, "Python recursion went deeper than the C stack allows with memshim's frame "
 			   "hook: Python stage detection stopped here (open stages still close)");
 }
@@ -293,21 +333,15 @@ static void deep_recursion(void)
  * stages that began while the other tool held it were not seen. */
 void ms_py_frame_reclaim(void)
 {
-	if (!enabled || stopped_deep)
+	if (!hook.enabled || hook.stopped_deep)
 		return;
-	if (ms_py.minor == 8) {
-		if (slot38 && __atomic_load_n(slot38, __ATOMIC_ACQUIRE) == (void *)prev38) {
-			__atomic_store_n(slot38, (void *)hook38, __ATOMIC_RELEASE);
-			__atomic_add_fetch(&lost, 1, __ATOMIC_RELAXED);
-		}
-		return;
-	}
-	eval39_fn now = get_eval(interp), ours = ms_py.minor == 11 ? hook311 : hook310;
-	if (now == ours || (now && (void *)now != default_eval))
+	void *now = in_place();
+	if (now == ours() || (now && now != hook.default_eval))
 		return; /* ours, or the other tool still holds it */
-	prev39 = (eval39_fn)default_eval;
-	set_eval(interp, ours);
-	__atomic_add_fetch(&lost, 1, __ATOMIC_RELAXED);
+	if (ms_py.minor != 8)
+		hook.prev39 = (eval39_fn)hook.default_eval; /* 3.8's was the default already */
+	put(ours());
+	__atomic_add_fetch(&hook.lost, 1, __ATOMIC_RELAXED);
 	ms_debug("python frame hook: another tool gave the default back; memshim's is in again");
 }
 
@@ -315,11 +349,10 @@ void ms_py_frame_reclaim(void)
  * that point were missed; say so once. */
 void ms_py_frame_check(void)
 {
-	if (!enabled)
+	if (!hook.enabled)
 		return;
-	void *now = ms_py.minor == 8 ? (slot38 ? *slot38 : NULL) : (interp && get_eval ? (void *)get_eval(interp) : NULL);
-	void *ours = ms_py.minor == 8 ? (void *)hook38 : ms_py.minor == 11 ? (void *)hook311 : (void *)hook310;
-	if (now && now != ours && !stopped_deep)
+	void *now = in_place();
+	if (now && now != ours() && !hook.stopped_deep)
 		ms_py_warn_once(1, "another tool replaced the Python frame evaluation hook: Python stages "
 				   "that began after that were not seen");
 }

@@ -35,9 +35,12 @@ static const struct layout layouts[] = {
 	{ 13, 72, NONE, 8, 0, 56, 70, 112, 120, 68, 136, 200, 40, 56 },
 };
 
-static const struct layout *lay;
-static void *(*this_tstate)(void);
-static void *code_type;
+/* This interpreter's layout (NULL: none known) and what reading a thread's frames needs. */
+static struct {
+	const struct layout *lay;
+	void *(*this_tstate)(void);
+	void *code_type;
+} frames;
 
 #define OWNED_BY_CSTACK 3 /* 3.12+: the interpreter's entry frames, not Python code */
 #define BYTES_DATA 32     /* PyBytesObject.ob_sval */
@@ -52,11 +55,11 @@ int ms_py_stack_install(void)
 {
 	for (size_t i = 0; i < sizeof layouts / sizeof *layouts; i++)
 		if (layouts[i].minor == ms_py.minor)
-			lay = &layouts[i];
-	*(void **)&this_tstate = ms_real_dlsym(RTLD_DEFAULT, "PyGILState_GetThisThreadState");
-	code_type = ms_py.CodeType;
-	if (!lay || !this_tstate || !code_type) {
-		lay = NULL;
+			frames.lay = &layouts[i];
+	*(void **)&frames.this_tstate = ms_real_dlsym(RTLD_DEFAULT, "PyGILState_GetThisThreadState");
+	frames.code_type = ms_py.CodeType;
+	if (!frames.lay || !frames.this_tstate || !frames.code_type) {
+		frames.lay = NULL;
 		ms_warn("Python 3.%d's frame layout is not known: call sites get native frames only", ms_py.minor);
 		return -1;
 	}
@@ -65,21 +68,21 @@ int ms_py_stack_install(void)
 
 int ms_py_stack_ready(void)
 {
-	return __atomic_load_n(&lay, __ATOMIC_ACQUIRE) != NULL;
+	return __atomic_load_n(&frames.lay, __ATOMIC_ACQUIRE) != NULL;
 }
 
 /* The innermost frame of TSTATE, or NULL. */
 static const void *top_frame(const void *ts)
 {
-	const void *f = word(ts, lay->ts_frame);
-	if (lay->cf_current != NONE && f)
-		f = word(f, lay->cf_current);
+	const void *f = word(ts, frames.lay->ts_frame);
+	if (frames.lay->cf_current != NONE && f)
+		f = word(f, frames.lay->cf_current);
 	return f;
 }
 
 void *ms_py_current_frame(void)
 {
-	void *ts = ms_py_stack_ready() ? this_tstate() : NULL;
+	void *ts = ms_py_stack_ready() ? frames.this_tstate() : NULL;
 	return ts ? (void *)top_frame(ts) : NULL;
 }
 
@@ -194,8 +197,8 @@ static int line_38(const unsigned char *t, long n, long byte, struct ms_py_line_
  * this code's and not past the position. */
 static int frame_line_uncached(const void *frame, const void *code, struct ms_py_line_walk *walk)
 {
-	int first = *(const int *)((const char *)code + lay->co_firstlineno);
-	const void *table = word(code, lay->co_lines);
+	int first = *(const int *)((const char *)code + frames.lay->co_firstlineno);
+	const void *table = word(code, frames.lay->co_lines);
 	if (!table)
 		return first;
 	long n = *(const long *)((const char *)table + VAR_SIZE);
@@ -203,32 +206,33 @@ static int frame_line_uncached(const void *frame, const void *code, struct ms_py
 	if (n < 0 || n > (1L << 24))
 		return first;
 	long pos;
-	if (lay->minor >= 11) {
-		const char *instr = word(frame, lay->fr_instr);
-		const char *base = (const char *)code + lay->co_code;
+	if (frames.lay->minor >= 11) {
+		const char *instr = word(frame, frames.lay->fr_instr);
+		const char *base = (const char *)code + frames.lay->co_code;
 		if (instr < base)
 			return first;
 		pos = (instr - base) / 2;
 	} else {
-		int lasti = *(const int *)((const char *)frame + lay->fr_instr);
+		int lasti = *(const int *)((const char *)frame + frames.lay->fr_instr);
 		if (lasti < 0)
 			return first;
-		pos = lay->minor == 10 ? (long)lasti * 2 : lasti;
+		pos = frames.lay->minor == 10 ? (long)lasti * 2 : lasti;
 	}
 	struct ms_py_line_walk fresh = { code, table, 0, 0, first, first };
 	if (!walk || walk->code != code || walk->table != table || walk->addr > pos || walk->off < 0 || walk->off >= n)
 		walk = walk ? (*walk = fresh, walk) : &fresh;
-	return lay->minor >= 11 ? line_311(t, n, pos, walk) : lay->minor == 10 ? line_310(t, n, pos, walk)
-									      : line_38(t, n, pos, walk);
+	if (frames.lay->minor >= 11)
+		return line_311(t, n, pos, walk);
+	return frames.lay->minor == 10 ? line_310(t, n, pos, walk) : line_38(t, n, pos, walk);
 }
 
 /* The line of FRAME, through CACHE when there is one.  The code object's line table is checked
  * too (a freed code object's address reused by another). */
 static int frame_line(const void *frame, const void *code, struct ms_py_line_cache *cache)
 {
-	intptr_t pos = lay->minor >= 11 ? (intptr_t)word(frame, lay->fr_instr)
-					 : *(const int *)((const char *)frame + lay->fr_instr);
-	const void *table = word(code, lay->co_lines);
+	intptr_t pos = frames.lay->minor >= 11 ? (intptr_t)word(frame, frames.lay->fr_instr)
+					 : *(const int *)((const char *)frame + frames.lay->fr_instr);
+	const void *table = word(code, frames.lay->co_lines);
 	if (!cache)
 		return frame_line_uncached(frame, code, NULL);
 	uintptr_t h = ((uintptr_t)code ^ (uintptr_t)pos * 0x9e3779b97f4a7c15ULL) >> 4;
@@ -246,7 +250,7 @@ static int frame_line(const void *frame, const void *code, struct ms_py_line_cac
 
 int ms_py_code_layout(size_t *name, size_t *file, size_t *first_line)
 {
-	const struct layout *l = __atomic_load_n(&lay, __ATOMIC_ACQUIRE);
+	const struct layout *l = __atomic_load_n(&frames.lay, __ATOMIC_ACQUIRE);
 	if (!l)
 		return -1;
 	*name = l->co_name;
@@ -257,8 +261,8 @@ int ms_py_code_layout(size_t *name, size_t *file, size_t *first_line)
 
 void ms_py_code_keys(const void *code, const void **name, const void **file)
 {
-	*name = word(code, lay->co_name);
-	*file = word(code, lay->co_filename);
+	*name = word(code, frames.lay->co_name);
+	*file = word(code, frames.lay->co_filename);
 }
 
 /* FRAME's code object when it is a Python function's frame to show, else NULL. */
@@ -267,7 +271,7 @@ static const void *shown_code(const struct layout *l, const void *f)
 	if (l->fr_owner && ((const unsigned char *)f)[l->fr_owner] == OWNED_BY_CSTACK)
 		return NULL;
 	const void *code = word(f, l->fr_code);
-	if (!code || ((uintptr_t)code & 7) || ms_py_type_of((ms_pyobj *)code) != code_type)
+	if (!code || ((uintptr_t)code & 7) || ms_py_type_of((ms_pyobj *)code) != frames.code_type)
 		return NULL;
 	return code;
 }
@@ -278,14 +282,14 @@ static const void *shown_code(const struct layout *l, const void *f)
 int ms_py_stack_read(struct ms_py_frame *out, int max, struct ms_py_line_cache *cache, struct ms_py_frame *outer,
 		     int *nouter)
 {
-	const struct layout *l = __atomic_load_n(&lay, __ATOMIC_ACQUIRE);
+	const struct layout *l = __atomic_load_n(&frames.lay, __ATOMIC_ACQUIRE);
 	int n = 0, k = outer && nouter ? (*nouter < OUTER_MAX ? *nouter : OUTER_MAX) : 0, seen = 0;
 	const void *ring[OUTER_MAX], *ring_code[OUTER_MAX]; /* the last K frames past MAX */
 	if (nouter)
 		*nouter = 0;
 	if (!l)
 		return 0;
-	const void *ts = this_tstate();
+	const void *ts = frames.this_tstate();
 	if (!ts)
 		return 0;
 	const void *f = top_frame(ts);
@@ -331,7 +335,8 @@ static void copy_str(const void *s, char *buf, size_t size)
 		ms_strlcpy(buf, "?", size);
 		return;
 	}
-	const unsigned char *data = (const unsigned char *)s + (ascii ? lay->str_ascii : lay->str_compact);
+	size_t header = ascii ? frames.lay->str_ascii : frames.lay->str_compact;
+	const unsigned char *data = (const unsigned char *)s + header;
 	size_t n = (size_t)len < size - 1 ? (size_t)len : size - 1;
 	for (size_t i = 0; i < n; i++)
 		buf[i] = data[i] < 128 && data[i] >= 32 ? (char)data[i] : '?';
@@ -340,6 +345,6 @@ static void copy_str(const void *s, char *buf, size_t size)
 
 void ms_py_code_names(const void *code, char *func, size_t fsize, char *file, size_t lsize)
 {
-	copy_str(word(code, lay->co_name), func, fsize);
-	copy_str(word(code, lay->co_filename), file, lsize);
+	copy_str(word(code, frames.lay->co_name), func, fsize);
+	copy_str(word(code, frames.lay->co_filename), file, lsize);
 }

@@ -152,16 +152,19 @@ int ms_py_unmatched_any(void);
 void ms_py_near(const char *qual, int user);
 
 /* Enters every stage of classification V (a call of its function when it opens one of them) that
- * its function still opens; returns them.  ms_py_leaving(V), at the function's exit, returns the
- * stages to leave (a call passed over opened none).  Leave leaves every stage in MASK (spec
- * indexes); it ignores stages this module did not enter, so a leave can never close a stage
- * someone else opened. */
+ * its function still opens; returns them. */
 uint32_t ms_py_enter(uintptr_t v);
-uint32_t ms_py_leaving(uintptr_t v);
-void ms_py_leave(uint32_t mask);
-/* Leaves MASK as ms_py_leave, for a function an exception left (TYPE: its type, borrowed, or
- * NULL): the calls it closes ended "raised" (GeneratorExit, a generator's close(), is a return). */
-void ms_py_leave_raised(uint32_t mask, ms_pyobj *type);
+/* How a call left its function. */
+enum ms_py_exit {
+	MS_PY_RETURNED, /* a return, or a generator's yield or await (a resumption enters again) */
+	MS_PY_RAISED,   /* an exception unwound it (GeneratorExit, a generator's close(), is a return) */
+};
+/* The one leave path of both routes (the frame hook's return, sys.monitoring's PY_RETURN, PY_YIELD
+ * and PY_UNWIND): the call of classification V left its function HOW, TYPE the exception's type
+ * (borrowed, or NULL) when it RAISED.  Leaves the stages the call opened, the calls they close
+ * ended as it did; a call passed over (the program's own function won) opened none.  Stages this
+ * module did not enter are ignored, so a leave can never close a stage someone else opened. */
+void ms_py_exit(uintptr_t v, enum ms_py_exit how, ms_pyobj *type);
 
 /* Whether targets that matched nothing are named at exit (set by the bootstrap: the route is armed
  * or installed). */

@@ -35,16 +35,19 @@ struct target {
 
 #define MAX_TARGETS (MS_SPEC_MAX_STAGES * MS_SPEC_MAX_TARGETS)
 static struct target targets[MAX_TARGETS] MS_LARGE;
-static int ntargets;
 
-/* The route is armed or installed: targets that matched nothing are named at exit. */
-static int live;
-
-/* The working directory at start (python/classify.c asks whether a file is the program's own). */
-static char start_dir[MS_PATH_MAX];
-
-static int stage_ids[MS_SPEC_MAX_STAGES]; /* engine id + 1; 0 before first use */
-static int outstanding[MS_SPEC_MAX_STAGES]; /* enters not yet left, per spec stage */
+/* The state beside the tables of targets, functions and pairs (apart: 1 KiB and more go to .lbss). */
+static struct {
+	int ntargets, nfuncs, npairs;
+	int live; /* the route is armed or installed: targets that matched nothing are named at exit */
+	/* the working directory at start (python/classify.c asks whether a file is the program's own) */
+	char start_dir[MS_PATH_MAX];
+	int stage_ids[MS_SPEC_MAX_STAGES];   /* engine id + 1; 0 before first use */
+	int outstanding[MS_SPEC_MAX_STAGES]; /* enters not yet left, per spec stage */
+	pid_t speaker_pid; /* the process that speaks about targets (below) */
+	char shared[64];   /* the file of what the run's other processes matched (below) */
+	int shared_made;
+} state;
 
 /* ---- targets ---------------------------------------------------------------------------- */
 
@@ -63,13 +66,13 @@ static int plausible_python_name(const char *s)
 int ms_py_targets_load(void)
 {
 	const struct ms_spec *spec = &ms_cfg.spec;
-	if (!getcwd(start_dir, sizeof start_dir))
-		start_dir[0] = '\0';
+	if (!getcwd(state.start_dir, sizeof state.start_dir))
+		state.start_dir[0] = '\0';
 	for (int i = 0; i < spec->nstages && i < 32; i++) {
-		for (int j = 0; j < spec->stage[i].ntargets && ntargets < MAX_TARGETS; j++) {
+		for (int j = 0; j < spec->stage[i].ntargets && state.ntargets < MAX_TARGETS; j++) {
 			const char *t = spec->stage[i].targets[j];
 			const char *colon = strchr(t, ':');
-			struct target *tg = &targets[ntargets];
+			struct target *tg = &targets[state.ntargets];
 			tg->module = colon ? t : NULL;
 			tg->module_len = colon ? (size_t)(colon - t) : 0;
 			tg->qual = colon ? colon + 1 : t;
@@ -85,15 +88,15 @@ int ms_py_targets_load(void)
 			tg->matched = 0;
 			tg->user = 0;
 			tg->near_score = 0;
-			ntargets++;
+			state.ntargets++;
 		}
 	}
-	return ntargets;
+	return state.ntargets;
 }
 
 const char *ms_py_target(int i, const char **module, size_t *module_len, const char **last)
 {
-	if (i < 0 || i >= ntargets)
+	if (i < 0 || i >= state.ntargets)
 		return NULL;
 	*module = targets[i].module;
 	*module_len = targets[i].module_len;
@@ -103,7 +106,7 @@ const char *ms_py_target(int i, const char **module, size_t *module_len, const c
 
 int ms_py_is_candidate(const char *co_name)
 {
-	for (int i = 0; i < ntargets; i++)
+	for (int i = 0; i < state.ntargets; i++)
 		if (strcmp(targets[i].last, co_name) == 0)
 			return 1;
 	return 0;
@@ -126,40 +129,38 @@ static struct {
 	uint64_t passed;   /* calls in which it would have opened a refused stage */
 	int inflight;      /* its calls that entered stages and have not left them (refusal waits for 0) */
 } funcs[MAX_FUNCS] MS_LARGE;
-static int nfuncs;
 static struct {
 	short target, func;
 } pairs[MAX_PAIRS] MS_LARGE;
-static int npairs;
 
 /* The entry of QUAL in MODULE (NULL: unknown), added when new; -1 when the table is full. */
 static int func_index(const char *qual, const char *module, int user)
 {
 	char name[sizeof funcs[0].name];
 	ms_format(name, sizeof name, "%s%s%s", module ? module : "", module ? ":" : "", qual);
-	for (int i = 0; i < nfuncs; i++)
+	for (int i = 0; i < state.nfuncs; i++)
 		if (strcmp(funcs[i].name, name) == 0)
 			return i;
-	if (nfuncs == MAX_FUNCS)
+	if (state.nfuncs == MAX_FUNCS)
 		return -1;
-	ms_strlcpy(funcs[nfuncs].name, name, sizeof funcs[0].name);
-	funcs[nfuncs].user = user;
-	funcs[nfuncs].refused = 0;
-	funcs[nfuncs].passed = 0;
-	funcs[nfuncs].inflight = 0;
-	__atomic_store_n(&nfuncs, nfuncs + 1, __ATOMIC_RELEASE); /* published whole: a handler reads it */
-	return nfuncs - 1;
+	ms_strlcpy(funcs[state.nfuncs].name, name, sizeof funcs[0].name);
+	funcs[state.nfuncs].user = user;
+	funcs[state.nfuncs].refused = 0;
+	funcs[state.nfuncs].passed = 0;
+	funcs[state.nfuncs].inflight = 0;
+	__atomic_store_n(&state.nfuncs, state.nfuncs + 1, __ATOMIC_RELEASE); /* published whole: a handler reads it */
+	return state.nfuncs - 1;
 }
 
 static void pair(int target, int func)
 {
-	for (int i = 0; i < npairs; i++)
+	for (int i = 0; i < state.npairs; i++)
 		if (pairs[i].target == target && pairs[i].func == func)
 			return;
-	if (npairs < MAX_PAIRS) {
-		pairs[npairs].target = (short)target;
-		pairs[npairs].func = (short)func;
-		__atomic_store_n(&npairs, npairs + 1, __ATOMIC_RELEASE);
+	if (state.npairs < MAX_PAIRS) {
+		pairs[state.npairs].target = (short)target;
+		pairs[state.npairs].func = (short)func;
+		__atomic_store_n(&state.npairs, state.npairs + 1, __ATOMIC_RELEASE);
 	}
 }
 
@@ -184,27 +185,27 @@ static void user_wins(int i)
 {
 	if (__atomic_exchange_n(&targets[i].user, 1, __ATOMIC_RELAXED) || targets[i].module)
 		return;
-	for (int k = 0; k < npairs; k++)
+	for (int k = 0; k < state.npairs; k++)
 		if (pairs[k].target == i && !funcs[pairs[k].func].user)
 			funcs[pairs[k].func].refused |= 1u << targets[i].stage;
 }
 
 void ms_py_user_defines(const char *qual)
 {
-	for (int i = 0; i < ntargets; i++)
+	for (int i = 0; i < state.ntargets; i++)
 		if (!targets[i].module && strcmp(targets[i].qual, qual) == 0)
 			user_wins(i);
 }
 
 int ms_py_user_file(const char *file)
 {
-	size_t n = strlen(start_dir);
+	size_t n = strlen(state.start_dir);
 	if (!file || !*file || file[0] == '<' || strstr(file, "/site-packages/") || strstr(file, "/dist-packages/") ||
 	    strstr(file, "/lib/python3."))
 		return 0; /* installed packages and the standard library, also in a venv under the directory */
 	if (file[0] != '/')
 		return 1; /* relative to the working directory (python train.py) */
-	return n > 1 && strncmp(file, start_dir, n) == 0 && file[n] == '/';
+	return n > 1 && strncmp(file, state.start_dir, n) == 0 && file[n] == '/';
 }
 
 /* The stages QUAL in MODULE matches; *FUNC its function entry (or -1).  USER: the function is the
@@ -215,7 +216,7 @@ uint32_t ms_py_match(const char *qual, const char *module, int user, int *func)
 	*func = -1;
 	if (module && (!strcmp(module, "__main__") || !strcmp(module, "__mp_main__")))
 		user = 1;
-	for (int i = 0; i < ntargets; i++) {
+	for (int i = 0; i < state.ntargets; i++) {
 		const struct target *t = &targets[i];
 		if (strcmp(t->qual, qual) != 0 || !module_is(t, module))
 			continue;
@@ -250,7 +251,7 @@ int ms_py_unmatched_any(void)
 {
 	if (ms_cfg.spec.is_default)
 		return 0; /* never named when unmatched: nothing near them is wanted */
-	for (int i = 0; i < ntargets; i++)
+	for (int i = 0; i < state.ntargets; i++)
 		if (!__atomic_load_n(&targets[i].matched, __ATOMIC_RELAXED))
 			return 1;
 	return 0;
@@ -261,7 +262,7 @@ int ms_py_near_wanted(const char *name)
 	if (ms_cfg.spec.is_default)
 		return 0;
 	size_t n = strlen(name);
-	for (int i = 0; i < ntargets; i++)
+	for (int i = 0; i < state.ntargets; i++)
 		if (!__atomic_load_n(&targets[i].matched, __ATOMIC_RELAXED) &&
 		    near_enough(name, n, targets[i].last, strlen(targets[i].last)) >= 0)
 			return 1;
@@ -271,7 +272,7 @@ int ms_py_near_wanted(const char *name)
 void ms_py_near(const char *qual, int user)
 {
 	size_t n = strlen(qual);
-	for (int i = 0; i < ntargets; i++) {
+	for (int i = 0; i < state.ntargets; i++) {
 		struct target *t = &targets[i];
 		if (__atomic_load_n(&t->matched, __ATOMIC_RELAXED))
 			continue;
@@ -295,7 +296,7 @@ void ms_py_near(const char *qual, int user)
 static int functions_run(int i)
 {
 	int n = 0;
-	for (int k = 0; k < npairs; k++)
+	for (int k = 0; k < state.npairs; k++)
 		n += pairs[k].target == i && (__atomic_load_n(&funcs[pairs[k].func].calls, __ATOMIC_RELAXED) > 0 ||
 					      __atomic_load_n(&funcs[pairs[k].func].passed, __ATOMIC_RELAXED) > 0);
 	return n;
@@ -303,8 +304,8 @@ static int functions_run(int i)
 
 void ms_py_each_function(const char *stage, ms_py_function_fn fn, void *ctx)
 {
-	int published = __atomic_load_n(&npairs, __ATOMIC_ACQUIRE); /* also from a signal handler */
-	for (int i = 0; i < ntargets; i++) {
+	int published = __atomic_load_n(&state.npairs, __ATOMIC_ACQUIRE); /* also from a signal handler */
+	for (int i = 0; i < state.ntargets; i++) {
 		if (strcmp(ms_cfg.spec.stage[targets[i].stage].name, stage) != 0)
 			continue;
 		for (int k = 0; k < published; k++) {
@@ -329,19 +330,19 @@ static int native_name(const struct target *t)
  * the Trainer's default names (absent in most scripts). */
 static int names_unmatched(void)
 {
-	return __atomic_load_n(&live, __ATOMIC_ACQUIRE) && !ms_cfg.spec.is_default;
+	return __atomic_load_n(&state.live, __ATOMIC_ACQUIRE) && !ms_cfg.spec.is_default;
 }
 
 void ms_py_targets_live(int on)
 {
-	__atomic_store_n(&live, on, __ATOMIC_RELEASE);
+	__atomic_store_n(&state.live, on, __ATOMIC_RELEASE);
 }
 
 void ms_py_each_unmatched(void (*fn)(void *ctx, const char *stage, const char *target, const char *near), void *ctx)
 {
 	if (!names_unmatched())
 		return;
-	for (int i = 0; i < ntargets; i++)
+	for (int i = 0; i < state.ntargets; i++)
 		if (!__atomic_load_n(&targets[i].matched, __ATOMIC_RELAXED) && !native_name(&targets[i]))
 			fn(ctx, ms_cfg.spec.stage[targets[i].stage].name, targets[i].text,
 			   targets[i].near_score ? targets[i].near : NULL);
@@ -368,32 +369,29 @@ static void add_to_line(void *ctx, const char *stage, const char *target, const 
  * under a Python launcher) through its lineage record (core/lineage.h); they record theirs in their
  * files only, and a forked child (another pid) would only repeat its parent.  0: no Python target
  * named (the Trainer defaults): the process the user started speaks. */
-static pid_t speaker_pid;
 
-/* What the other processes of the run matched (issue 29: regrtest's workers run the tests, its
- * main process does not): a file of one byte per target, /dev/shm/memshim-py-<uid>-<speaker pid>,
- * made by the speaker (and closed at once: the program sees no new descriptor), written by every
- * other Python process at the first match of each target, read and removed by the speaker at exit.
- * Only names it made itself are trusted (O_EXCL, O_NOFOLLOW, 0600).  Without /dev/shm, each
- * process knows only its own matches, as before. */
-static char shared[64];
-static int shared_made;
+/* What the other processes of the run matched (a target may match only in workers: regrtest's
+ * workers run the tests, its main process does not): a file of one byte per target,
+ * /dev/shm/memshim-py-<uid>-<speaker pid>, made by the speaker (and closed at once: the program
+ * sees no new descriptor), written by every other Python process at the first match of each
+ * target, read and removed by the speaker at exit.  Only names it made itself are trusted
+ * (O_EXCL, O_NOFOLLOW, 0600).  Without /dev/shm, each process knows only its own matches. */
 
 static void shared_name(pid_t speaker)
 {
-	ms_format(shared, sizeof shared, "/dev/shm/memshim-py-%u-%d", (unsigned)getuid(), (int)speaker);
+	ms_format(state.shared, sizeof state.shared, "/dev/shm/memshim-py-%u-%d", (unsigned)getuid(), (int)speaker);
 }
 
 static void make_shared(void)
 {
 	shared_name(ms_proc.pid);
-	for (int tries = 0; tries < 2 && !shared_made; tries++) {
-		int fd = open(shared, O_CREAT | O_EXCL | O_RDWR | O_NOFOLLOW | O_CLOEXEC, 0600);
+	for (int tries = 0; tries < 2 && !state.shared_made; tries++) {
+		int fd = open(state.shared, O_CREAT | O_EXCL | O_RDWR | O_NOFOLLOW | O_CLOEXEC, 0600);
 		if (fd >= 0) {
 			close(fd);
-			shared_made = 1;
+			state.shared_made = 1;
 		} else if (errno == EEXIST) {
-			unlink(shared); /* left by a killed run whose pid this one took */
+			unlink(state.shared); /* left by a killed run whose pid this one took */
 		} else {
 			break;
 		}
@@ -402,10 +400,10 @@ static void make_shared(void)
 
 static void tell_speaker(int target)
 {
-	if (!speaker_pid || ms_proc.pid == speaker_pid || !shared[0])
+	if (!state.speaker_pid || ms_proc.pid == state.speaker_pid || !state.shared[0])
 		return;
 	int saved = errno;
-	int fd = open(shared, O_WRONLY | O_NOFOLLOW | O_CLOEXEC);
+	int fd = open(state.shared, O_WRONLY | O_NOFOLLOW | O_CLOEXEC);
 	if (fd >= 0) {
 		char one = 1;
 		if (pwrite(fd, &one, 1, target) != 1)
@@ -418,16 +416,16 @@ static void tell_speaker(int target)
 /* Which targets another process of the run matched (ELSEWHERE[i] 1); the file is removed. */
 static void read_shared(unsigned char *elsewhere, int n)
 {
-	if (!shared_made || ms_proc.pid != speaker_pid)
+	if (!state.shared_made || ms_proc.pid != state.speaker_pid)
 		return; /* not made, or a forked copy of the speaker */
-	int fd = open(shared, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+	int fd = open(state.shared, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
 	if (fd >= 0) {
 		if (pread(fd, elsewhere, (size_t)n, 0) < 0)
 			ms_debug("python targets: could not read what the run's other processes matched");
 		close(fd);
 	}
-	unlink(shared);
-	shared_made = 0;
+	unlink(state.shared);
+	state.shared_made = 0;
 }
 
 void ms_py_targets_decide_speaker(void)
@@ -436,12 +434,12 @@ void ms_py_targets_decide_speaker(void)
 		return;
 	pid_t pid = ms_process_py_root();
 	if (pid > 0 && pid != ms_proc.pid) {
-		speaker_pid = pid;
-		shared_name(speaker_pid);
+		state.speaker_pid = pid;
+		shared_name(state.speaker_pid);
 		return;
 	}
 	ms_process_claim_py_root();
-	speaker_pid = ms_proc.pid;
+	state.speaker_pid = ms_proc.pid;
 	make_shared();
 }
 
@@ -449,7 +447,7 @@ int ms_py_speaks_for_targets(void)
 {
 	if (!ms_is_tracked_process())
 		return 0;
-	return speaker_pid ? ms_proc.pid == speaker_pid : !ms_proc.is_child;
+	return state.speaker_pid ? ms_proc.pid == state.speaker_pid : !ms_proc.is_child;
 }
 
 /* One line naming each target that matched functions of more than one module:qualname, with
@@ -461,7 +459,7 @@ static void report_ambiguous(struct unmatched_line *l)
 	int won = 0;
 	l->len = 0;
 	l->n = 0;
-	for (int i = 0; i < ntargets; i++) {
+	for (int i = 0; i < state.ntargets; i++) {
 		if (functions_run(i) < 2)
 			continue;
 		const char *name = ms_cfg.spec.stage[targets[i].stage].name;
@@ -469,7 +467,7 @@ static void report_ambiguous(struct unmatched_line *l)
 			l->len += ms_format(l->text + l->len, sizeof l->text - l->len, "%s%s=%s ran ",
 					    l->n++ ? "; " : "", name, targets[i].text);
 		int listed = 0;
-		for (int k = 0; k < npairs; k++) {
+		for (int k = 0; k < state.npairs; k++) {
 			const int f = pairs[k].func;
 			const char *function = funcs[f].name;
 			uint64_t calls = __atomic_load_n(&funcs[f].calls, __ATOMIC_RELAXED);
@@ -513,17 +511,17 @@ static int dump_follows(void)
 void ms_py_report(void)
 {
 	static struct unmatched_line line MS_LARGE;
-	if (!ms_py_speaks_for_targets() || (!names_unmatched() && npairs < 2)) {
-		if (shared_made && ms_proc.pid == speaker_pid)
-			unlink(shared);
+	if (!ms_py_speaks_for_targets() || (!names_unmatched() && state.npairs < 2)) {
+		if (state.shared_made && ms_proc.pid == state.speaker_pid)
+			unlink(state.shared);
 		return; /* its page stays untouched */
 	}
 	ms_tls_guard++;
 	line.len = 0;
 	line.n = 0;
 	static unsigned char elsewhere[MAX_TARGETS] MS_LARGE;
-	read_shared(elsewhere, ntargets);
-	for (int i = 0; names_unmatched() && i < ntargets; i++)
+	read_shared(elsewhere, state.ntargets);
+	for (int i = 0; names_unmatched() && i < state.ntargets; i++)
 		if (!__atomic_load_n(&targets[i].matched, __ATOMIC_RELAXED) && !elsewhere[i] && !native_name(&targets[i]))
 			add_to_line(&line, ms_cfg.spec.stage[targets[i].stage].name, targets[i].text,
 				    targets[i].near_score ? targets[i].near : NULL);
@@ -537,13 +535,13 @@ void ms_py_report(void)
 
 static int stage_id(int i)
 {
-	int v = __atomic_load_n(&stage_ids[i], __ATOMIC_RELAXED);
+	int v = __atomic_load_n(&state.stage_ids[i], __ATOMIC_RELAXED);
 	if (v == 0) {
 		int id = ms_stage_id(ms_cfg.spec.stage[i].name);
 		if (id == MS_STAGE_BUSY) /* a signal handler on a thread inside the engine: next time */
 			return -1;
 		v = id < 0 ? -1 : id + 1; /* the table is full: remember the failure */
-		__atomic_store_n(&stage_ids[i], v, __ATOMIC_RELAXED);
+		__atomic_store_n(&state.stage_ids[i], v, __ATOMIC_RELAXED);
 	}
 	return v > 0 ? v - 1 : -1;
 }
@@ -574,7 +572,7 @@ uint32_t ms_py_enter(uintptr_t v)
 		int id = stage_id((int)i);
 		opened |= id >= 0 && ms_stage_depth(id) == 0;
 		if (id >= 0 && ms_stage_enter(id, now) == 0)
-			__atomic_add_fetch(&outstanding[i], 1, __ATOMIC_RELAXED);
+			__atomic_add_fetch(&state.outstanding[i], 1, __ATOMIC_RELAXED);
 	}
 	if (f >= 0) {
 		if (!funcs[f].user)
@@ -585,7 +583,9 @@ uint32_t ms_py_enter(uintptr_t v)
 	return mask;
 }
 
-uint32_t ms_py_leaving(uintptr_t v)
+/* The stages a call of classification V leaves at its function's exit; one of its function's
+ * calls in flight fewer (a call passed over left nothing open). */
+static uint32_t leaving(uintptr_t v)
 {
 	uint32_t mask = ms_py_mask(v);
 	int f = func_of(v);
@@ -603,8 +603,8 @@ static void leave_ended(uint32_t mask, int how, const char *exception)
 	for (int i = 31; i >= 0; i--) {
 		if (!(mask & (1u << i)))
 			continue;
-		int n = __atomic_load_n(&outstanding[i], __ATOMIC_RELAXED);
-		while (n > 0 && !__atomic_compare_exchange_n(&outstanding[i], &n, n - 1, 0,
+		int n = __atomic_load_n(&state.outstanding[i], __ATOMIC_RELAXED);
+		while (n > 0 && !__atomic_compare_exchange_n(&state.outstanding[i], &n, n - 1, 0,
 							     __ATOMIC_RELAXED, __ATOMIC_RELAXED))
 			;
 		if (n > 0)
@@ -612,16 +612,14 @@ static void leave_ended(uint32_t mask, int how, const char *exception)
 	}
 }
 
-void ms_py_leave(uint32_t mask)
+void ms_py_exit(uintptr_t v, enum ms_py_exit how, ms_pyobj *type)
 {
-	leave_ended(mask, MS_END_RETURNED, NULL);
-}
-
-void ms_py_leave_raised(uint32_t mask, ms_pyobj *type)
-{
-	const char *name = ms_py_type_name(type);
+	uint32_t mask = leaving(v);
+	if (!mask)
+		return;
+	const char *name = how == MS_PY_RAISED ? ms_py_type_name(type) : NULL;
 	if (name && !strcmp(name, "GeneratorExit"))
 		leave_ended(mask, MS_END_RETURNED, NULL); /* close() of a suspended generator: its normal end */
 	else
-		leave_ended(mask, MS_END_RAISED, name);
+		leave_ended(mask, how == MS_PY_RAISED ? MS_END_RAISED : MS_END_RETURNED, name);
 }

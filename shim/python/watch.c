@@ -36,14 +36,28 @@ static char why[QUAL_MAX + 64] MS_LARGE;
 /* Targets, copied at start (asked for once per code object searched). */
 #define MAX_TARGETS (MS_SPEC_MAX_STAGES * MS_SPEC_MAX_TARGETS)
 static const char *t_qual[MAX_TARGETS] MS_LARGE, *t_last[MAX_TARGETS] MS_LARGE;
-static int nt;
 
-/* Offsets of co_consts and co_name (co_qualname: 3.11) in PyCodeObject, from each version's
- * headers; read directly (an attribute lookup is ~1K instructions) once a code object with
- * constants has shown the same objects through its attributes.  LAYOUT: 0 not yet, 1 verified,
- * -1 different (attributes only). */
-static size_t off_consts, off_name, off_qualname;
-static int layout;
+/* The search's state (the tables above are apart: 1 KiB and more go to .lbss). */
+static struct {
+	int nt; /* targets in t_qual, t_last */
+	/* Offsets of co_consts and co_name (co_qualname: 3.11) in PyCodeObject, from each version's
+	 * headers; read directly (an attribute lookup is ~1K instructions) once a code object with
+	 * constants has shown the same objects through its attributes.  LAYOUT: 0 not yet, 1
+	 * verified, -1 different (attributes only). */
+	size_t off_consts, off_name, off_qualname;
+	int layout;
+	void (*each_code)(ms_pyobj *code); /* ms_py_watch_event's EACH, while it searches */
+	/* The event's code is the program's own (the main script, a file under the working
+	 * directory): the functions a target without a module names there are the program's, which
+	 * win over an installed package's (python/targets.c). */
+	int event_user;
+	/* Walk the whole tree even after a find: the program's own definitions (they win over a
+	 * package's function of the same name) and the names near a target that matched nothing yet
+	 * (the exit's "did you mean") are noted along. */
+	int walk_all;
+	char main_file[QUAL_MAX]; /* the main script's path (cpython.run_file), or "" */
+} watching;
+
 
 static ms_pyobj *field(ms_pyobj *code, size_t off)
 {
@@ -52,27 +66,27 @@ static ms_pyobj *field(ms_pyobj *code, size_t off)
 
 static void check_layout(ms_pyobj *code)
 {
-	off_consts = ms_py.minor >= 11 ? 24 : 56;
-	off_name = ms_py.minor >= 11 ? 120 : 112;
-	off_qualname = 128;
+	watching.off_consts = ms_py.minor >= 11 ? 24 : 56;
+	watching.off_name = ms_py.minor >= 11 ? 120 : 112;
+	watching.off_qualname = 128;
 	ms_pyobj *consts = ms_py.GetAttrString(code, "co_consts");
 	ms_pyobj *name = ms_py.GetAttrString(code, "co_name");
 	ms_pyobj *qual = ms_py.minor >= 11 ? ms_py.GetAttrString(code, "co_qualname") : NULL;
 	if (!consts || !name || (ms_py.minor >= 11 && !qual)) {
 		ms_py.ErrClear();
-		layout = -1;
-	} else if (field(code, off_consts) != consts || field(code, off_name) != name ||
-		   (qual && field(code, off_qualname) != qual)) {
-		layout = -1;
+		watching.layout = -1;
+	} else if (field(code, watching.off_consts) != consts || field(code, watching.off_name) != name ||
+		   (qual && field(code, watching.off_qualname) != qual)) {
+		watching.layout = -1;
 	} else if (ms_py.TupleSize(consts) > 0) {
-		layout = 1; /* an empty tuple is shared: it proves nothing */
+		watching.layout = 1; /* an empty tuple is shared: it proves nothing */
 	}
 	ms_pyobj *objs[3] = { consts, name, qual };
 	for (int i = 0; i < 3; i++)
 		if (objs[i])
 			ms_py.DecRef(objs[i]);
-	if (layout)
-		ms_debug("code objects searched %s", layout > 0 ? "directly" : "through their attributes");
+	if (watching.layout)
+		ms_debug("code objects searched %s", watching.layout > 0 ? "directly" : "through their attributes");
 }
 
 /* The text of string V copied into BUF; 0 on success, no exception left. */
@@ -91,7 +105,7 @@ static int text(ms_pyobj *v, char *buf, size_t size)
 /* The text of CODE's string field at OFF, or attribute NAME. */
 static int code_text(ms_pyobj *code, size_t off, const char *name, char *buf, size_t size)
 {
-	if (layout > 0)
+	if (watching.layout > 0)
 		return text(field(code, off), buf, size);
 	ms_pyobj *v = ms_py.GetAttrString(code, name);
 	int r = text(v, buf, size);
@@ -116,7 +130,7 @@ static long attr_long(ms_pyobj *o, const char *name)
 /* Whether a target's last component is NAME (LOOSE: a target without a dot is NAME). */
 static int named(const char *name, int loose)
 {
-	for (int i = 0; i < nt; i++)
+	for (int i = 0; i < watching.nt; i++)
 		if (strcmp(t_last[i], name) == 0 && (!loose || t_last[i] == t_qual[i]))
 			return 1;
 	return 0;
@@ -126,7 +140,7 @@ static int named(const char *name, int loose)
 static int qual_is(const char *qual, int class_part)
 {
 	size_t n = strlen(qual);
-	for (int i = 0; i < nt; i++) {
+	for (int i = 0; i < watching.nt; i++) {
 		const char *q = t_qual[i], *last = t_last[i];
 		if (!class_part && strcmp(q, qual) == 0)
 			return 1;
@@ -161,15 +175,6 @@ static const char *check_rebuilt(ms_pyobj *code, const char *name, char *prefix,
 
 /* Searches CODE and, depth first, the code objects among its constants.  PREFIX: see above
  * (3.8-3.10 only; "" for the code an event brings: it runs at module level). */
-static void (*each_code)(ms_pyobj *code); /* ms_py_watch_event's EACH, while it searches */
-/* The event's code is the program's own (the main script, a file under the working directory): the
- * functions a target without a module names there are the program's, which win over an installed
- * package's (python/targets.c). */
-static int event_user;
-/* Walk the whole tree even after a find: the program's own definitions and the names near a
- * target that matched nothing yet are noted along (issue 39). */
-static int walk_all;
-static char main_file[QUAL_MAX]; /* the main script's path (cpython.run_file), or "" */
 
 /* What the walk notes about a function: a definition of a target's name in the program's own code,
  * and a name near an unmatched target's.  QUAL: its qualified name (NULL: not known). */
@@ -177,10 +182,10 @@ static void note(const char *name, const char *qual)
 {
 	if (!qual)
 		return;
-	if (event_user && named(name, 0) && qual_is(qual, 0))
+	if (watching.event_user && named(name, 0) && qual_is(qual, 0))
 		ms_py_user_defines(qual);
 	if (ms_py_near_wanted(name))
-		ms_py_near(qual, event_user);
+		ms_py_near(qual, watching.event_user);
 }
 
 static const char *search(ms_pyobj *code, char *prefix, size_t len, int depth)
@@ -188,36 +193,36 @@ static const char *search(ms_pyobj *code, char *prefix, size_t len, int depth)
 	char name[256], qual[QUAL_MAX];
 	if (depth > DEPTH_MAX)
 		return found("code nested too deep to search:", prefix);
-	if (!layout)
+	if (!watching.layout)
 		check_layout(code);
-	if (code_text(code, off_name, "co_name", name, sizeof name) != 0)
+	if (code_text(code, watching.off_name, "co_name", name, sizeof name) != 0)
 		return NULL;
 	const char *r = NULL;
 	if (ms_py.minor >= 11) {
-		int have = (named(name, 0) || walk_all) &&
-			   code_text(code, off_qualname, "co_qualname", qual, sizeof qual) == 0;
-		if (have && walk_all)
+		int have = (named(name, 0) || watching.walk_all) &&
+			   code_text(code, watching.off_qualname, "co_qualname", qual, sizeof qual) == 0;
+		if (have && watching.walk_all)
 			note(name, qual);
 		if (have && named(name, 0) && qual_is(qual, 0)) {
-			if (!each_code)
+			if (!watching.each_code)
 				r = found("the function", qual);
 			else
-				each_code(code); /* and on: every one of them is wanted */
+				watching.each_code(code); /* and on: every one of them is wanted */
 		}
 	} else if (depth > 0) {
 		r = check_rebuilt(code, name, prefix, len);
-		if (walk_all && len + strlen(name) + 16 <= QUAL_MAX)
+		if (watching.walk_all && len + strlen(name) + 16 <= QUAL_MAX)
 			note(name, prefix); /* check_rebuilt left the rebuilt qualified name there */
 	}
-	if (r && !walk_all)
+	if (r && !watching.walk_all)
 		return r;
-	int owned = layout <= 0; /* a new reference */
-	ms_pyobj *consts = owned ? ms_py.GetAttrString(code, "co_consts") : field(code, off_consts);
+	int owned = watching.layout <= 0; /* a new reference */
+	ms_pyobj *consts = owned ? ms_py.GetAttrString(code, "co_consts") : field(code, watching.off_consts);
 	ms_pyssize n = consts ? ms_py.TupleSize(consts) : -1;
 	if (n < 0)
 		ms_py.ErrClear();
 	size_t child_len = 0;
-	for (ms_pyssize i = 0; i < n && (!r || walk_all); i++) {
+	for (ms_pyssize i = 0; i < n && (!r || watching.walk_all); i++) {
 		ms_pyobj *c = ms_py.TupleGetItem(consts, i);
 		if (!c || ms_py_type_of(c) != ms_py.CodeType)
 			continue;
@@ -298,10 +303,12 @@ const char *ms_py_watch_start(const char *event, ms_pyobj *args)
 {
 	const char *module, *last, *qual, *r = NULL;
 	size_t mlen;
-	for (nt = 0; nt < MAX_TARGETS && (qual = ms_py_target(nt, &module, &mlen, &last)); nt++) {
-		t_qual[nt] = qual;
-		t_last[nt] = last;
+	int count = 0;
+	for (; count < MAX_TARGETS && (qual = ms_py_target(count, &module, &mlen, &last)); count++) {
+		t_qual[count] = qual;
+		t_last[count] = last;
 	}
+	watching.nt = count;
 	if (strcmp(event, "cpython.run_file") == 0 && args && ms_py.TupleSize(args) > 0) {
 		const char *file = ms_py.UnicodeAsUTF8(ms_py.TupleGetItem(args, 0));
 		if (!file)
@@ -309,7 +316,7 @@ const char *ms_py_watch_start(const char *event, ms_pyobj *args)
 		else if (pyc_file(file))
 			return "the main program is compiled code (no exec event to search)";
 		else
-			ms_strlcpy(main_file, file, sizeof main_file);
+			ms_strlcpy(watching.main_file, file, sizeof watching.main_file);
 	}
 	ms_pyobj *modules = ms_py.GetModuleDict();
 	for (int i = 0; !r && modules && (qual = ms_py_target(i, &module, &mlen, &last)); i++) {
@@ -339,13 +346,13 @@ const char *ms_py_watch_event(const char *event, ms_pyobj *args, void (*each)(ms
 			return NULL;
 		}
 		char prefix[QUAL_MAX] = "", file[QUAL_MAX];
-		each_code = ms_py.minor >= 11 ? each : NULL;
-		event_user = ms_py_attr_text(code, "co_filename", file, sizeof file) == 0 &&
-			     ((main_file[0] && !strcmp(file, main_file)) || ms_py_user_file(file));
-		walk_all = event_user || ms_py_unmatched_any();
+		watching.each_code = ms_py.minor >= 11 ? each : NULL;
+		watching.event_user = ms_py_attr_text(code, "co_filename", file, sizeof file) == 0 &&
+			     ((watching.main_file[0] && !strcmp(file, watching.main_file)) || ms_py_user_file(file));
+		watching.walk_all = watching.event_user || ms_py_unmatched_any();
 		const char *r = search(code, prefix, 0, 0);
-		each_code = NULL;
-		event_user = walk_all = 0;
+		watching.each_code = NULL;
+		watching.event_user = watching.walk_all = 0;
 		return r;
 	}
 	/* 3.8 raises it for every code object unmarshalled too; there exec follows */

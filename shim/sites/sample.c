@@ -28,7 +28,7 @@
 #include "python/py.h"
 #include "sites/sites.h"
 
-#define LIVE_BITS_FIRST 7 /* 128 slots (4 KiB, a page) at first: the table doubles as samples stay live */
+#define LIVE_BITS_FIRST 7      /* 128 slots (4 KiB, a page) at first: the table doubles as samples stay live */
 #define LIVE_BITS_MAX 19       /* sampled: 262,144 live blocks, about 128 GiB at the default rate */
 #define LIVE_BITS_MAX_EXACT 23 /* exact: 4 Mi live blocks (a 256 MiB table at most, touched as used) */
 #define LIVE_SLOTS (1u << live_bits)
@@ -51,10 +51,11 @@ struct live {
  * size, EXACT_RATES), or with every allocation (exact mode or stage, and device blocks: one point each). */
 enum { BLOCK_ESTIMATED, BLOCK_AT_SIZE, BLOCK_EVERY };
 
-static int on;     /* the tables are mapped and samples are taken */
-static int wanted; /* MEMSHIM_SITES: on at the first sample or device allocation (a process that
-		    * never allocates much maps nothing) */
-static int exact_mode; /* MEMSHIM_SITES=exact: every allocation recorded at its size */
+static int on; /* the tables are mapped and samples are taken */
+/* MEMSHIM_SITES: on at the first sample or device allocation (a process that never allocates much
+ * maps nothing) */
+static int wanted;
+static int exact_mode;   /* MEMSHIM_SITES=exact: every allocation recorded at its size */
 static int exact_tables; /* the tables at exact mode's bounds (exact mode, or exact:STAGE) */
 /* Per stage MEMSHIM_SITES=exact:... names, its engine id; -1 until a call of it begins. */
 static int exact_ids[MS_SITES_EXACT_MAX];
@@ -68,14 +69,14 @@ static uint32_t *hash_live;
  * (one 32-byte record: a sample and its free touch one line). */
 static struct per_stack {
 	int64_t bytes[2], points[2];
-} *per_stack;
+} * per_stack;
 /* Per stack id: the CPU bytes of its exact blocks (apart, so a small sample touches no more). */
 static int64_t *cpu_exact;
 /* Per stack id, one side at a time: what blocks born since a call's begin hold (a copy's scratch,
  * all zero between copies). */
 static struct tally {
 	int64_t bytes, points, exact;
-} *added_tally;
+} * added_tally;
 static int64_t exact_from = INT64_MAX; /* usable bytes from which a CPU block is exact */
 /* Bumped at each call's begin; a block born at a generation >= a call's since was sampled in it. */
 static uint64_t boundary_gen, newest_born;
@@ -343,7 +344,8 @@ static struct ms_sites_entry stack_entry(uint32_t id, int side, const struct tal
 {
 	const struct per_stack *p = &per_stack[id];
 	int64_t exact = side ? p->bytes[1] : cpu_exact[id];
-	return (struct ms_sites_entry){ (int32_t)id, p->bytes[side] - t->bytes, p->points[side] - t->points, exact - t->exact };
+	return (struct ms_sites_entry){ (int32_t)id, p->bytes[side] - t->bytes, p->points[side] - t->points,
+					exact - t->exact };
 }
 
 /* Every stack with live bytes on SIDE into L. */
@@ -645,7 +647,8 @@ static int turn_on(void)
 		cpu_exact = ms_raw_map(STACK_IDS * sizeof *cpu_exact);
 		added_tally = ms_raw_map(STACK_IDS * sizeof *added_tally);
 		hash_live = ms_raw_map(sizeof *hash_live << MS_SAMPLE_FILTER_BITS);
-		if (live && per_stack && cpu_exact && added_tally && hash_live && ms_sites_stacks_init(exact_tables) == 0) {
+		if (live && per_stack && cpu_exact && added_tally && hash_live &&
+		    ms_sites_stacks_init(exact_tables) == 0) {
 			build_weight_table();
 			sync_stages(-1);
 			__atomic_store_n(&on, 1, __ATOMIC_RELEASE);
@@ -677,7 +680,9 @@ static void take(void *p, int64_t usable, uintptr_t sp, uintptr_t rbp)
 		if (sampled)
 			ms_sample_left = draw(); /* memoryless: the next point is a fresh draw from the block's end */
 		exact = usable >= exact_from ? BLOCK_AT_SIZE : BLOCK_ESTIMATED;
-		weight = exact ? usable : MS_LIKELY(__atomic_load_n(&on, __ATOMIC_ACQUIRE)) ? weight_fast(usable) : weight_of(usable);
+		weight = exact                                               ? usable
+			 : MS_LIKELY(__atomic_load_n(&on, __ATOMIC_ACQUIRE)) ? weight_fast(usable)
+									     : weight_of(usable);
 	}
 	if (!sampled || !p || enter() < 0)
 		return;
@@ -758,7 +763,7 @@ void ms_sites_init(void)
 	for (int k = 0; k < MS_SITES_EXACT_MAX; k++)
 		exact_ids[k] = -1;
 	__atomic_store_n(&wanted, 1, __ATOMIC_RELEASE); /* the tables come with the first sample */
-	ms_set_sampler(take, forget); /* the wrappers below call up only through these */
+	ms_set_sampler(take, forget);                   /* the wrappers below call up only through these */
 	/* this thread's countdown was the resting 1 MiB: a draw from the next allocation instead, so the
 	 * program's first MiB is sampled like the rest (and recorded, in exact mode) */
 	ms_sample_left = 0;
@@ -836,10 +841,15 @@ void ms_sites_fork_child(int tracking)
 
 void ms_sites_stats(struct ms_sites_stats *out)
 {
-	*out = (struct ms_sites_stats){ .rate = rate, .samples = shared.samples, .gpu_allocations = shared.gpu_allocs,
-					.stacks = ms_sites_nstacks(), .stacks_dropped = ms_sites_stacks_dropped(),
-					.samples_dropped = shared.samples_dropped, .unkept = shared.unkept,
-					.python_frames = ms_py_stack_ready(), .exact = exact_mode,
+	*out = (struct ms_sites_stats){ .rate = rate,
+					.samples = shared.samples,
+					.gpu_allocations = shared.gpu_allocs,
+					.stacks = ms_sites_nstacks(),
+					.stacks_dropped = ms_sites_stacks_dropped(),
+					.samples_dropped = shared.samples_dropped,
+					.unkept = shared.unkept,
+					.python_frames = ms_py_stack_ready(),
+					.exact = exact_mode,
 					.exact_stages = ms_cfg.nsites_exact };
 }
 
@@ -847,7 +857,8 @@ int ms_sites_stage_copy(int id, struct ms_sites_copy *out, int nowait)
 {
 	if (!on || id < 0 || id >= MS_MAX_STAGES)
 		return 0;
-	int locked = nowait ? ms_spin_trylock(&shared.lock, &lock_mine, 1 << 20) == 0 : (ms_spin_lock(&shared.lock, &lock_mine), 1);
+	int locked = nowait ? ms_spin_trylock(&shared.lock, &lock_mine, 1 << 20) == 0
+			    : (ms_spin_lock(&shared.lock, &lock_mine), 1);
 	*out = cur[id].valid ? cur[id] : last[id];
 	if (locked)
 		ms_spin_unlock(&shared.lock, &lock_mine);

@@ -1,4 +1,4 @@
-/* Call sites live at each stage's peak (issue 16): sampled CPU allocations, every GPU allocation,
+/* Call sites live at each stage's peak: sampled CPU allocations, every GPU allocation,
  * their stacks interned in bounded tables, and per open stage call a copy of "bytes live per
  * stack" taken as that call's peak rises.  The hot path (the countdown and the filter of sampled
  * blocks) is intercept/sample.h's: init registers this sampler there, and with cuda/ for device
@@ -40,9 +40,9 @@ struct ms_sites_list {
  * call added (blocks sampled after its begin) and what was live from before it. */
 struct ms_sites_copy {
 	int valid;
-	uint64_t since;          /* the boundary generation of the call's begin */
-	uint64_t begins;         /* the engine's count of the stage's begun calls: which call it is */
-	uint64_t gen[2];         /* each side's table generation at its last copy */
+	uint64_t since;         /* the boundary generation of the call's begin */
+	uint64_t begins;        /* the engine's count of the stage's begun calls: which call it is */
+	uint64_t gen[2];        /* each side's table generation at its last copy */
 	int64_t cpu_at, gpu_at; /* CPU / GPU live when each side was copied */
 	struct ms_sites_list added[2], before[2];
 };
@@ -52,7 +52,7 @@ struct ms_sites_stats {
 	uint64_t samples, gpu_allocations, stacks, stacks_dropped, samples_dropped;
 	uint64_t unkept; /* blocks recorded without their stack (a table full): in the closing entries */
 	int python_frames;
-	int exact; /* MEMSHIM_SITES=exact: every CPU allocation recorded at its size */
+	int exact;        /* MEMSHIM_SITES=exact: every CPU allocation recorded at its size */
 	int exact_stages; /* MEMSHIM_SITES=exact:STAGE,...: how many stages (ms_cfg.sites_exact) */
 };
 

@@ -118,8 +118,9 @@ int ms_sites_stacks_init(int exact)
 {
 	cap = mode_sizes[exact != 0];
 	size_t stack_slots = (size_t)2 * cap.stacks, string_slots = (size_t)2 * cap.strings;
-	size_t sizes[] = { cap.stacks * sizeof *stacks, stack_slots * sizeof(int32_t), cap.frame_words * sizeof *frame_pool,
-			   cap.strings * sizeof *strings, string_slots * sizeof(int32_t), cap.string_bytes };
+	size_t sizes[] = { cap.stacks * sizeof *stacks,          stack_slots * sizeof(int32_t),
+			   cap.frame_words * sizeof *frame_pool, cap.strings * sizeof *strings,
+			   string_slots * sizeof(int32_t),       cap.string_bytes };
 	size_t total = 0;
 	for (size_t i = 0; i < sizeof sizes / sizeof *sizes; i++)
 		total += (sizes[i] + 4095) & ~(size_t)4095;
@@ -201,8 +202,8 @@ static int in_self(uintptr_t ip)
 #define MAX_OWN 4 /* the shim's own frames a walk from a sampler's registers steps through */
 struct chain {
 	int n;
-	int32_t id;      /* its interned stack when it had no Python frames, else -1 */
-	uint32_t epoch;  /* of the stack table the id belongs to */
+	int32_t id;     /* its interned stack when it had no Python frames, else -1 */
+	uint32_t epoch; /* of the stack table the id belongs to */
 	/* Walked up to the interpreter (a thread running Python: its native frames only), and the slot
 	 * of the interpreter's frame it stopped at (0: it stopped for another reason). */
 	int to_python;
@@ -274,7 +275,8 @@ static int same_chain(uint64_t *out, int max, uintptr_t slot, uintptr_t ip, int 
 static inline int slots_hold(const uintptr_t *slot, const uintptr_t *raw, const uintptr_t *ip, int n)
 {
 	for (int k = 0; k < n; k++)
-		if (*(const uintptr_t *)slot[k] != raw[k] || (MS_UNLIKELY(raw[k] != ip[k]) && ms_pool_ra(ms_tramp_index(raw[k])) != ip[k]))
+		if (*(const uintptr_t *)slot[k] != raw[k] ||
+		    (MS_UNLIKELY(raw[k] != ip[k]) && ms_pool_ra(ms_tramp_index(raw[k])) != ip[k]))
 			return 0;
 	return 1;
 }
@@ -285,10 +287,12 @@ static inline int slots_hold(const uintptr_t *slot, const uintptr_t *raw, const 
 static int32_t known_chain(const uintptr_t *start)
 {
 	const struct chain *c = &last_chain;
-	if (!caches || !start || c->nown == 0 || c->id < 0 || c->to_python || c->start[0] != start[0] || c->start[2] != start[2] ||
-	    (c->rbp_matters && c->start[1] != start[1]) || c->epoch != __atomic_load_n(&epoch, __ATOMIC_RELAXED))
+	if (!caches || !start || c->nown == 0 || c->id < 0 || c->to_python || c->start[0] != start[0] ||
+	    c->start[2] != start[2] || (c->rbp_matters && c->start[1] != start[1]) ||
+	    c->epoch != __atomic_load_n(&epoch, __ATOMIC_RELAXED))
 		return -1;
-	if (!slots_hold(c->own_slot + 1, c->own_raw + 1, c->own_raw + 1, c->nown - 1) || !slots_hold(c->slot, c->raw, c->ip, c->n))
+	if (!slots_hold(c->own_slot + 1, c->own_raw + 1, c->own_raw + 1, c->nown - 1) ||
+	    !slots_hold(c->slot, c->raw, c->ip, c->n))
 		return -1;
 	return c->id;
 }
@@ -396,8 +400,10 @@ static __attribute__((noinline)) int capture_walk(uint64_t *frames, int max, con
 		__atomic_store_n(&py_hi, hi, __ATOMIC_RELEASE);
 	}
 	int hit;
-	int n = native_frames(frames, npy > 0 ? (max < NATIVE_BEFORE_PY ? max : NATIVE_BEFORE_PY) : max, npy > 0, start, &hit);
-	if (hit == 1 && npy == 0 && caches && last_chain.id >= 0 && last_chain.epoch == __atomic_load_n(&epoch, __ATOMIC_RELAXED))
+	int n = native_frames(frames, npy > 0 ? (max < NATIVE_BEFORE_PY ? max : NATIVE_BEFORE_PY) : max, npy > 0, start,
+			      &hit);
+	if (hit == 1 && npy == 0 && caches && last_chain.id >= 0 &&
+	    last_chain.epoch == __atomic_load_n(&epoch, __ATOMIC_RELAXED))
 		*known = last_chain.id;
 	else if (hit == 2 && npy == 0)
 		*known = -2;
@@ -536,7 +542,8 @@ int32_t ms_sites_capture_locked(const uint64_t *raw, int n)
 	for (uint32_t k = 0, i = index_home(x, h); k < x->size; k++, i = (i + 1) & (x->size - 1)) {
 		int32_t v = x->slot[i];
 		if (!v) {
-			if (nstacks == cap.stacks - 1 || frames_used + (uint32_t)n > cap.frame_words) { /* the last id is sample.c's */
+			if (nstacks == cap.stacks - 1 ||
+			    frames_used + (uint32_t)n > cap.frame_words) { /* the last id is sample.c's */
 				dropped++;
 				return -1;
 			}
@@ -549,7 +556,8 @@ int32_t ms_sites_capture_locked(const uint64_t *raw, int n)
 			return id;
 		}
 		const struct stack *s = &stacks[v - 1];
-		if (s->hash == h && s->n == (uint32_t)n && memcmp(frame_pool + s->off, frames, (size_t)n * sizeof *frames) == 0)
+		if (s->hash == h && s->n == (uint32_t)n &&
+		    memcmp(frame_pool + s->off, frames, (size_t)n * sizeof *frames) == 0)
 			return v - 1;
 	}
 	dropped++;

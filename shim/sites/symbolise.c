@@ -233,7 +233,8 @@ static void scan(const Elf64_Sym *sym, size_t n, const char *strs, size_t strsz,
 			continue;
 		for (size_t k = lower(lo, first, end); k < end && addrs[k].ip - 1 < hi; k++)
 			if (!addrs[k].name)
-				addrs[k] = (struct addr){ addrs[k].ip, keep_name(strs + sym[i].st_name, strsz - sym[i].st_name),
+				addrs[k] = (struct addr){ addrs[k].ip,
+							  keep_name(strs + sym[i].st_name, strsz - sym[i].st_name),
 							  (int16_t)obj, lo };
 	}
 }
@@ -245,8 +246,8 @@ static void scan_section(const unsigned char *map, size_t size, const Elf64_Shdr
 	if (sh->sh_offset > size || sh->sh_size > size - sh->sh_offset || sh->sh_entsize != sizeof(Elf64_Sym) ||
 	    str->sh_offset > size || str->sh_size > size - str->sh_offset)
 		return;
-	scan((const Elf64_Sym *)(map + sh->sh_offset), sh->sh_size / sizeof(Elf64_Sym), (const char *)(map + str->sh_offset),
-	     str->sh_size, obj, first, end);
+	scan((const Elf64_Sym *)(map + sh->sh_offset), sh->sh_size / sizeof(Elf64_Sym),
+	     (const char *)(map + str->sh_offset), str->sh_size, obj, first, end);
 }
 
 /* A file without .symtab (stripped, as distributions ship them) has only the .dynsym the dynamic
@@ -438,7 +439,8 @@ size_t ms_sites_frame_text(uint64_t w, char *buf, size_t size)
 	if (e) {
 		const char *obj = e->obj >= 0 ? basename_of(objs[e->obj].path) : "?";
 		if (e->name)
-			return ms_format(buf, size, "%s+0x%lx (%s)", names + e->name - 1, (unsigned long)(w - e->start), obj);
+			return ms_format(buf, size, "%s+0x%lx (%s)", names + e->name - 1, (unsigned long)(w - e->start),
+					 obj);
 		return ms_format(buf, size, "0x%lx (%s)", (unsigned long)w, obj);
 	}
 	return ms_format(buf, size, "0x%lx (?)", (unsigned long)w);

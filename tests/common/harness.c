@@ -166,6 +166,28 @@ int count_files(const char *dir, const char *prefix, char *first, size_t size)
 	return n;
 }
 
+int load_files(const char *dir, const char *prefix, json_t **files, int n)
+{
+	DIR *d = opendir(dir);
+	struct dirent *e;
+	int k = 0;
+	while (d && (e = readdir(d))) {
+		char path[PATH_MAX + 256];
+		json_error_t je;
+		if (strncmp(e->d_name, prefix, strlen(prefix)))
+			continue;
+		snprintf(path, sizeof path, "%s/%s", dir, e->d_name);
+		if (k < n) {
+			files[k] = json_load_file(path, 0, &je);
+			ck_assert_msg(files[k] != NULL, "%s: %s", path, je.text);
+		}
+		k++;
+	}
+	if (d)
+		closedir(d);
+	return k;
+}
+
 int64_t member(json_t *object, const char *a, const char *b)
 {
 	return json_integer_value(json_object_get(json_object_get(object, a), b));

@@ -70,4 +70,8 @@ const char *built(const char *relative);
 /* Number of files in DIR whose names start with PREFIX; the first one's name goes to FIRST. */
 int count_files(const char *dir, const char *prefix, char *first, size_t size);
 
+/* The files in DIR whose names start with PREFIX (the children's m.json.<pid>): how many, each
+ * parsed into FILES (up to N; fails the test when one is not JSON).  The caller frees them. */
+int load_files(const char *dir, const char *prefix, json_t **files, int n);
+
 #endif

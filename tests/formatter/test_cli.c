@@ -1,7 +1,7 @@
 /* memshim-format's command line beyond the golden cases: --version from shim/memshim.h, and CSV
  * fields quoted as RFC 4180 says. */
 #include "util.h"
-#include "../../formatter/mf.h"
+#include "modes/modes.h"
 #include "../../shim/memshim.h"
 
 #include <stdio.h>

@@ -3,7 +3,9 @@
  * of every stage's sites; pprof's file parsed by Google's protobuf runtime against profile.proto
  * (check_pprof.py in the venv MF_PROTO_PY names, made by make check-formatter). */
 #include "util.h"
-#include "mf.h"
+#include "model/document.h"
+#include "model/sites.h"
+#include "input/input.h"
 
 #include <stdio.h>
 #include <stdlib.h>

@@ -2,6 +2,8 @@
  * proportion to bytes, labels that say which frame, the stage and process it chose. */
 #include "util.h"
 #include "svg.h"
+#include "base/base.h"
+#include "model/sites.h"
 #include "plot/plot.h"
 
 #include <math.h>

@@ -2,7 +2,9 @@
  * prefix with every stage's bytes, and its script (run in node against a stand-in DOM by
  * flame_page.js, where node is installed) draws, searches, zooms, shows tooltips and switches stage. */
 #include "util.h"
-#include "mf.h"
+#include "model/document.h"
+#include "model/sites.h"
+#include "input/input.h"
 
 #include <stdio.h>
 #include <stdlib.h>

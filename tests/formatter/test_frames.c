@@ -1,7 +1,8 @@
-/* What --sites shows of a stack (formatter/frames.c): which frames are Python, the user's line
+/* What --sites shows of a stack (formatter/model/frames.c): which frames are Python, the user's line
  * first with the native frames it called folded into one line, and the keys --by groups under. */
 #include "util.h"
-#include "mf.h"
+#include "model/opts.h"
+#include "model/sites.h"
 
 #include <stdlib.h>
 #include <string.h>

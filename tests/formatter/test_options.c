@@ -1,8 +1,11 @@
-/* memshim-format's option parsing (formatter/options.c) without files: each option lands in its
+/* memshim-format's option parsing (formatter/cli/options.c) without files: each option lands in its
  * field, the mode is the one selected, every option given to a mode that does not take it is one
  * usage error naming both, and --help lists every option and mode of the tables. */
 #include "util.h"
-#include "mf.h"
+#include "base/base.h"
+#include "model/opts.h"
+#include "model/select.h"
+#include "cli/cli.h"
 
 #include <stdio.h>
 #include <stdlib.h>

@@ -1,6 +1,9 @@
 /* --plot's pure parts: ticks and units, decimation that keeps every extreme, band rows and merging,
  * and text shortening. */
 #include "util.h"
+#include "base/base.h"
+#include "model/document.h"
+#include "input/input.h"
 #include "plot/plot.h"
 
 #include <math.h>

@@ -1,6 +1,7 @@
 /* Python's float repr and round(x, 4), checked against answers python3 wrote (golden/floats.txt). */
 #include "util.h"
-#include "mf.h"
+#include "base/base.h"
+#include "modes/modes.h"
 
 #include <stdio.h>
 #include <stdlib.h>

@@ -1,6 +1,6 @@
 /* --json-dir: files byte-exact with what python3's json.dumps(d, indent=4, sort_keys=True) wrote. */
 #include "util.h"
-#include "mf.h"
+#include "base/base.h"
 
 #include <ftw.h>
 #include <stdio.h>

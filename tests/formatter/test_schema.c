@@ -5,7 +5,8 @@
  * memshim-format reads.  Python's jsonschema, where it is installed, checks the same files. */
 #include "util.h"
 #include "schema.h"
-#include "../../formatter/mf.h"
+#include "model/document.h"
+#include "input/input.h"
 
 #include <dirent.h>
 #include <glob.h>

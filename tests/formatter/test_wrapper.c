@@ -95,6 +95,9 @@ static int wrap(const char *preload, char **args, char **out, char **err)
 	return status;
 }
 
+/* wrap_signal sends its signal to memshim's whole process group (timeout, kill -TERM -PGID). */
+static int signal_the_group;
+
 /* wrap, sending SIG to memshim once the command printed "ready" (it waits for a signal). */
 static int wrap_signal(char **args, int sig, char **out, char **err)
 {
@@ -112,6 +115,8 @@ static int wrap_signal(char **args, int sig, char **out, char **err)
 		unsetenv("MEMSHIM_FAKE_ROOT");
 		for (int s = 1; s < 32; s++)
 			signal(s, SIG_DFL);
+		if (signal_the_group)
+			setpgid(0, 0);
 		args[0] = script;
 		execv(script, args);
 		_exit(98);
@@ -124,7 +129,7 @@ static int wrap_signal(char **args, int sig, char **out, char **err)
 			break;
 		usleep(10000);
 	}
-	ck_assert_int_eq(kill(pid, sig), 0);
+	ck_assert_int_eq(kill(signal_the_group ? -pid : pid, sig), 0);
 	int status;
 	ck_assert_int_eq(waitpid(pid, &status, 0), pid);
 	*out = t_read(o, NULL);
@@ -224,6 +229,20 @@ START_TEST(test_signals_forwarded)
 	expect_forwarded(SIGQUIT, "SIGQUIT");
 	expect_forwarded(SIGUSR1, "SIGUSR1");
 	expect_forwarded(SIGUSR2, "SIGUSR2");
+}
+END_TEST
+
+/* SIGTERM to the whole group (timeout without --foreground) ends the command as it would bare, and
+ * memshim's shell says nothing of it: dash reports a job a signal ended ("Terminated") in a wait. */
+START_TEST(test_group_signal_adds_no_line)
+{
+	char *out, *err, *args[] = { NULL, "run", "--no-dump", "--", "/bin/sh", "-c", "echo ready; exec sleep 30", NULL };
+	signal_the_group = 1;
+	int st = wrap_signal(args, SIGTERM, &out, &err);
+	signal_the_group = 0;
+	ck_assert_msg(WIFSIGNALED(st) && WTERMSIG(st) == SIGTERM, "status %#x, stderr: %s", st, err);
+	ck_assert_msg(!strstr(err, "Terminated"), "stderr: %s", err);
+	free2(out, err);
 }
 END_TEST
 
@@ -441,7 +460,7 @@ START_TEST(test_version)
 }
 END_TEST
 
-/* --help names every command, the --stages syntax and every setting of the README's table. */
+/* --help names every command, the --stages syntax and every setting of doc/settings.md's table. */
 START_TEST(test_help_lists_everything)
 {
 	char readme[4300], *out, *err, *args[] = { NULL, "--help", NULL };
@@ -451,7 +470,7 @@ START_TEST(test_help_lists_everything)
 		"memshim kernel install ", "--version", "--stages SPEC: comma-separated stage=target" };
 	for (size_t i = 0; i < sizeof words / sizeof *words; i++)
 		ck_assert_msg(strstr(out, words[i]), "--help lacks %s:\n%s", words[i], out);
-	snprintf(readme, sizeof readme, "%s/README.md", need_env("MF_MAKE_ROOT"));
+	snprintf(readme, sizeof readme, "%s/doc/settings.md", need_env("MF_MAKE_ROOT"));
 	char *text = t_read(readme, NULL);
 	ck_assert_ptr_nonnull(text);
 	int settings = 0;
@@ -936,6 +955,7 @@ Suite *wrapper_suite(void)
 	tcase_add_test(tc, test_exit_status_like_a_stop);
 	tcase_add_test(tc, test_signals);
 	tcase_add_test(tc, test_signals_forwarded);
+	tcase_add_test(tc, test_group_signal_adds_no_line);
 	tcase_add_test(tc, test_stdin_reaches_the_command);
 	tcase_add_test(tc, test_preload_kept);
 	tcase_add_test(tc, test_both_libraries_loaded);

@@ -1,6 +1,6 @@
 /* Shared helpers: files, temporary directories and running memshim-format in-process. */
 #include "util.h"
-#include "mf.h"
+#include "cli/cli.h"
 
 #include <ftw.h>
 #include <stdio.h>

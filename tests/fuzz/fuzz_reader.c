@@ -4,7 +4,11 @@
 #include <stdlib.h>
 #include <sys/mman.h>
 #include <unistd.h>
-#include "mf.h"
+#include "model/document.h"
+#include "model/opts.h"
+#include "model/select.h"
+#include "input/input.h"
+#include "modes/modes.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

@@ -10,11 +10,9 @@
 #include <string.h>
 #include <sys/wait.h>
 #include <unistd.h>
-#include "suite.h"
+#include "gpu_suite.h"
 
 #define MiB (1024ll * 1024ll)
-
-static char build_dir[PATH_MAX];
 
 /* Runs build/gpu/fx_linked SCENARIO under the shim with the stand-in driver; its file, or NULL. */
 static json_t *run_killed(const char *scenario, char *dir, int *status)
@@ -85,10 +83,5 @@ static Suite *order_suite(void)
 
 int main(void)
 {
-	const char *b = getenv("BUILD");
-	if (!realpath(b && *b ? b : "build", build_dir)) {
-		perror("build directory");
-		return 1;
-	}
-	return run_suite(order_suite());
+	return run_gpu_suite(order_suite());
 }

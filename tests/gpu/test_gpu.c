@@ -11,11 +11,9 @@
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
-#include "suite.h"
+#include "gpu_suite.h"
 
 #define MiB (1024ll * 1024ll)
-
-static char build_dir[PATH_MAX];
 
 struct run {
 	int status;
@@ -341,30 +339,30 @@ START_TEST(nested_driver_calls_count_once)
 }
 END_TEST
 
-START_TEST(dlopen_dlsym_path)
+/* build/gpu/PROG ARG run clean, the driver reached by the path it names: stage ST's GPU deltas. */
+static void assert_path_counts(const char *prog, const char *arg, const char *st, int64_t alloc, int64_t peaked)
 {
 	struct run r;
-	run_clean(&r, "fx_dl", "dlsym");
-	assert_gpu(&r, "dl", 7 * MiB, 0);
+	run_clean(&r, prog, arg);
+	assert_gpu(&r, st, alloc, peaked);
 	done(&r);
+}
+
+START_TEST(dlopen_dlsym_path)
+{
+	assert_path_counts("fx_dl", "dlsym", "dl", 7 * MiB, 0);
 }
 END_TEST
 
 START_TEST(get_proc_address_v2_path)
 {
-	struct run r;
-	run_clean(&r, "fx_dl", "procaddr12");
-	assert_gpu(&r, "p12", 2 * MiB, 4 * MiB); /* 2 + 3 (ptsz) + 1 (legacy) live at the peak */
-	done(&r);
+	assert_path_counts("fx_dl", "procaddr12", "p12", 2 * MiB, 4 * MiB); /* 2 + 3 (ptsz) + 1 (legacy) live at the peak */
 }
 END_TEST
 
 START_TEST(get_proc_address_cuda11_path)
 {
-	struct run r;
-	run_clean(&r, "fx_dl", "procaddr11");
-	assert_gpu(&r, "p11", 9 * MiB, 0);
-	done(&r);
+	assert_path_counts("fx_dl", "procaddr11", "p11", 9 * MiB, 0);
 }
 END_TEST
 
@@ -484,10 +482,5 @@ static Suite *gpu_suite(void)
 
 int main(void)
 {
-	const char *b = getenv("BUILD");
-	if (!realpath(b && *b ? b : "build", build_dir)) {
-		perror("build directory");
-		return 1;
-	}
-	return run_suite(gpu_suite());
+	return run_gpu_suite(gpu_suite());
 }

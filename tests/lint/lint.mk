@@ -11,3 +11,11 @@ check-settings-lint:
 	@tests/lint/test_settings_lint.sh
 
 CHECK_TARGETS += check-settings-lint
+
+# The hooks list: a second setter of an upward hook, or a hook set from above without a row in
+# shim/hooks.def, must fail the lint.
+.PHONY: check-hooks-lint
+check-hooks-lint:
+	@tests/lint/test_hooks_lint.sh
+
+CHECK_TARGETS += check-hooks-lint

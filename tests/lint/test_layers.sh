@@ -1,22 +1,26 @@
 #!/usr/bin/env bash
 # tools/layers.py on throwaway trees of objects: a clean one passes; an upward call, an upward
 # include, a sibling call, a cycle across folders (through a listed exception, or between folders of
-# no layer) and a stale exception each fail it.
+# no layer), a cycle inside one folder (unless listed) and a stale exception each fail it, in the
+# shim's tree and the formatter's.
 set -u
 cd "$(dirname "$0")/../.."
 tool=$PWD/tools/layers.py
 tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
 pass=0 fail=0
 
-# tree NAME FILE=SOURCE...: compiles each shim/FOLDER/F.c of the tree into build/shim/FOLDER/F.o
+# tree NAME FILE=SOURCE...: compiles each shim/FOLDER/F.c of the tree into build/shim/FOLDER/F.o,
+# and each formatter/FOLDER/F.c into build/formatter/plain/FOLDER/F.o
 tree() {
 	local t=$tmp/$1; shift
 	mkdir -p "$t"
 	for spec in "$@"; do
 		local file=${spec%%=*} src=${spec#*=}
-		mkdir -p "$t/$(dirname "$file")" "$t/build/$(dirname "$file")"
+		local obj=build/${file%.c}.o
+		[ "${file#formatter/}" != "$file" ] && obj=build/formatter/plain/${file#formatter/} && obj=${obj%.c}.o
+		mkdir -p "$t/$(dirname "$file")" "$t/$(dirname "$obj")"
 		printf '%b\n' "$src" > "$t/$file"
-		(cd "$t" && cc -std=gnu11 -MMD -MP -Ishim -c "$file" -o "build/${file%.c}.o" -MF "build/${file%.c}.d") || exit 2
+		case $file in *.c) (cd "$t" && cc -std=gnu11 -MMD -MP -Ishim -Iformatter -c "$file" -o "$obj" -MF "${obj%.o}.d") || exit 2;; esac
 	done
 	echo "$t"
 }
@@ -50,6 +54,16 @@ cyc=$(tree cyc 'shim/core/low.c=int ms_high(void);\nint ms_low(void) { return 1;
 expect 1 "a cycle across folders through a listed exception" "$cyc" "$tmp/cyc.allow"
 odd=$(tree odd 'shim/extra/a.c=int ms_b(void);\nint ms_a(void) { return ms_b(); }' 'shim/other/b.c=int ms_a(void);\nint ms_b(void) { return ms_a(); }')
 expect 1 "a cycle across folders of no layer" "$odd"
+loop=$(tree loop 'shim/core/a.c=int ms_b(void);\nint ms_a(void) { return ms_b(); }' 'shim/core/b.c=int ms_a(void);\nint ms_b(void) { return ms_a(); }')
+expect 1 "a cycle inside one folder" "$loop"
+printf 'CYCLE shim/core/a.o+shim/core/b.o  # seeded\n' > "$tmp/loop.allow"
+expect 0 "a cycle inside one folder listed as an exception" "$loop" "$tmp/loop.allow"
+fclean=$(tree fclean 'formatter/base/low.c=int mf_low(void) { return 1; }' 'formatter/modes/high.c=int mf_low(void);\nint mf_high(void) { return mf_low(); }')
+expect 0 "the formatter: a downward call" "$fclean"
+fup=$(tree fup 'formatter/modes/high.h=int mf_high(void);' 'formatter/model/low.c=#include "modes/high.h"\nint mf_low(void) { return 1; }')
+expect 1 "the formatter: an upward include" "$fup"
+floop=$(tree floop 'formatter/modes/a.c=int mf_b(void);\nint mf_a(void) { return mf_b(); }' 'formatter/modes/b.c=int mf_a(void);\nint mf_b(void) { return mf_a(); }')
+expect 1 "the formatter: a cycle inside one folder" "$floop"
 printf 'shim/core/low.o ms_gone  # seeded, never used\n' > "$tmp/stale.allow"
 expect 1 "a stale exception" "$clean" "$tmp/stale.allow"
 printf 'shim/core/low.o ms_high  # no reason\n' | sed 's/  #.*//' > "$tmp/bad.allow"

@@ -82,6 +82,15 @@ static int wait_status(pid_t pid)
 	return st;
 }
 
+/* live_fixture climbing in a fresh directory, its record in live_dir: its pid once it is ready. */
+static pid_t climbing(void)
+{
+	fresh_dir();
+	pid_t pid = spawn_fixture("climb", live_env(live_dir, NULL));
+	wait_for(ready);
+	return pid;
+}
+
 /* Runs a tool with ARGV and MEMSHIM_LIVE_DIR=LIVE (NULL: unset), its stdout and stderr into OUT
  * (SIZE bytes); returns its exit code. */
 static int run_tool_live(const char *live, const char *const *argv, char *out, size_t size)
@@ -234,9 +243,7 @@ END_TEST
 START_TEST(a_killed_climb_is_recovered_from_its_record)
 {
 	char out[1 << 15], names[4][PATH_MAX];
-	fresh_dir();
-	pid_t pid = spawn_fixture("climb", live_env(live_dir, NULL));
-	wait_for(ready);
+	pid_t pid = climbing();
 	top_lists(pid, "running", "train");
 	pause_ms(1500);
 	kill(pid, SIGKILL);
@@ -284,10 +291,8 @@ static int dump_shows(const char *text, const char *key, const char *value)
 START_TEST(a_killed_runs_snapshot_reads_as_its_newer_record)
 {
 	char out[1 << 15], names[4][PATH_MAX], file[PATH_MAX + 16];
-	fresh_dir();
+	pid_t pid = climbing();
 	snprintf(file, sizeof file, "%s/m.json", dir);
-	pid_t pid = spawn_fixture("climb", live_env(live_dir, NULL));
-	wait_for(ready);
 	pause_ms(500);
 	kill(pid, SIGKILL);
 	ck_assert_int_eq(exit_code(wait_status(pid)), 128 + SIGKILL);
@@ -486,9 +491,7 @@ END_TEST
 START_TEST(a_fatal_signal_marks_the_record)
 {
 	char out[1 << 15], names[2][PATH_MAX];
-	fresh_dir();
-	pid_t pid = spawn_fixture("climb", live_env(live_dir, NULL));
-	wait_for(ready);
+	pid_t pid = climbing();
 	kill(pid, SIGTERM);
 	ck_assert_int_eq(exit_code(wait_status(pid)), 128 + SIGTERM);
 	top_lists(pid, "signal 15", "train");
@@ -507,9 +510,7 @@ END_TEST
 START_TEST(memshim_format_reads_a_record_of_a_running_process)
 {
 	char out[1 << 15], names[4][PATH_MAX];
-	fresh_dir();
-	pid_t pid = spawn_fixture("climb", live_env(live_dir, NULL));
-	wait_for(ready);
+	pid_t pid = climbing();
 	ck_assert_int_eq(records(live_dir, names, 4), 1);
 	const char *argv[] = { built("memshim-format"), names[0], NULL };
 	int code = run_tool(argv, out, sizeof out);

@@ -5,13 +5,11 @@ import json
 import os
 import re
 import subprocess
-import sys
-import textwrap
 
 import pytest
 
-ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
-STANDIN_CUDA = os.environ.get("MEMSHIM_STANDIN_CUDA") or os.path.join(ROOT, "build", "gpu", "libcuda.so.1")
+from pytest_driver import ROOT, STANDIN_CUDA, pytest_run
+
 FORMAT = os.environ.get("MEMSHIM_FORMAT") or os.path.join(ROOT, "build", "memshim-format")
 
 TESTS = """
@@ -29,16 +27,6 @@ def test_sized(mb):
 def test_uses_fixture(big):
     pass
 """
-
-
-def pytest_run(tmp_path, source, *args, **env):
-    (tmp_path / "test_x.py").write_text(textwrap.dedent(source))
-    e = {k: v for k, v in os.environ.items() if not k.startswith(("MEMSHIM_", "PYTEST_"))}
-    e.pop("LD_PRELOAD", None)
-    e.update(PYTHONPATH=os.path.join(ROOT, "python"), MEMSHIM_OUTPUT=str(tmp_path / "m.json"), **env)
-    cmd = [sys.executable, "-m", "pytest", "-p", "memshim.pytest_plugin", "-p", "no:cacheprovider"] + list(args)
-    return subprocess.run(cmd + ["test_x.py"], cwd=str(tmp_path), env=e, stdout=subprocess.PIPE,
-                          stderr=subprocess.STDOUT, universal_newlines=True, timeout=120)
 
 
 def by_node(doc):

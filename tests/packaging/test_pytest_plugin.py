@@ -6,18 +6,15 @@ package on PYTHONPATH, the plugin by -p; the installed entry point is test_wheel
 import json
 import os
 import re
-import subprocess
 import sys
-import textwrap
 import xml.etree.ElementTree as ET
 
 import pytest
 
-ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
+from pytest_driver import ROOT, STANDIN_CUDA, pytest_run
+
 sys.path.insert(0, os.path.join(ROOT, "python"))
 from memshim.pytest_plugin import parse_size  # noqa: E402
-
-STANDIN_CUDA = os.environ.get("MEMSHIM_STANDIN_CUDA") or os.path.join(ROOT, "build", "gpu", "libcuda.so.1")
 
 BUDGET = """
 import pytest
@@ -33,16 +30,6 @@ def test_big():
 def test_free():
     pass
 """
-
-
-def pytest_run(tmp_path, source, *args, **env):
-    (tmp_path / "test_x.py").write_text(textwrap.dedent(source))
-    e = {k: v for k, v in os.environ.items() if not k.startswith(("MEMSHIM_", "PYTEST_"))}
-    e.pop("LD_PRELOAD", None)
-    e.update(PYTHONPATH=os.path.join(ROOT, "python"), MEMSHIM_OUTPUT=str(tmp_path / "m.json"), **env)
-    cmd = [sys.executable, "-m", "pytest", "-p", "memshim.pytest_plugin", "-p", "no:cacheprovider"] + list(args)
-    return subprocess.run(cmd + ["test_x.py"], cwd=str(tmp_path), env=e, stdout=subprocess.PIPE,
-                          stderr=subprocess.STDOUT, universal_newlines=True, timeout=120)
 
 
 def summary_rows(out):

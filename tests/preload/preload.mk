@@ -47,6 +47,13 @@ $(BUILD)/preload/test_%: tests/preload/test_%.c $(HARNESS)
 	$(CC) $(BASEFLAGS) $(CFLAGS) $(CHECK_CFLAGS) $(JANSSON_CFLAGS) $(TEST_COMMON_INC) $(PRELOAD_TEST_INC) -o $@ \
 		$(filter %.c %.o %.a,$^) $(CHECK_LIBS) $(JANSSON_LIBS)
 
+# alloc_fixture's modes, as the suites that drive it call them.
+$(BUILD)/preload/alloc_modes.o: tests/preload/alloc_modes.c
+	@mkdir -p $(@D)
+	$(CC) $(BASEFLAGS) $(CFLAGS) $(CHECK_CFLAGS) $(JANSSON_CFLAGS) $(TEST_COMMON_INC) -c $< -o $@
+$(addprefix $(BUILD)/preload/test_,malloc mmap fork_exec signals lifecycle output_files output_paths): \
+	$(BUILD)/preload/alloc_modes.o
+
 # It writes lineage records as the library does (core/lineage.h), to plant a stale one.
 $(BUILD)/preload/test_environment: $(SHIM_CORE_LIB)
 $(BUILD)/preload/test_environment: PRELOAD_TEST_INC := -Ishim

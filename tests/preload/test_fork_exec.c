@@ -13,23 +13,11 @@
 #include <unistd.h>
 #include "suite.h"
 #include "harness.h"
+#include "alloc_modes.h"
 
 #define MiB ((int64_t)1 << 20)
 
 static struct run r;
-
-/* alloc_fixture MODE under the shim; its metrics file or NULL. */
-static json_t *run_mode(const char *mode, const char *const *env)
-{
-	const char *args[] = { mode, NULL };
-	return run_built(&r, "preload/alloc_fixture", args, env);
-}
-
-/* As run_mode, for a run that must exit normally with STATUS and leave a metrics file. */
-static json_t *run_mode_exited(const char *mode, const char *const *env, int status)
-{
-	return exited_with_file(&r, run_mode(mode, env), status, mode);
-}
 
 /* A hang fails the test instead of stalling the suite. */
 static void bounded(void)
@@ -37,20 +25,28 @@ static void bounded(void)
 	harness_timeout = 60;
 }
 
+/* The child alloc_fixture reported on stdout ("child <pid> status <status>") into *PID and
+ * *STATUS: its own metrics file, m.json.<pid> (fails the test, naming WHAT, when it is missing). */
+static json_t *reported_child_file(int *pid, int *status, const char *what)
+{
+	ck_assert_int_eq(sscanf(r.out, "child %d status %d", pid, status), 2);
+	char name[64];
+	snprintf(name, sizeof name, "m.json.%d", *pid);
+	json_t *c = load_metrics(&r, name);
+	ck_assert_msg(c != NULL, "%s: child file %s missing", what, name);
+	return c;
+}
+
 START_TEST(forked_child_writes_its_own_file_and_parent_is_intact)
 {
-	json_t *m = run_mode("fork", NULL);
+	json_t *m = run_alloc_mode(&r, "fork", NULL);
 	ck_assert_ptr_nonnull(m);
 	int child = 0, st = -1;
-	ck_assert_int_eq(sscanf(r.out, "child %d status %d", &child, &st), 2);
+	json_t *c = reported_child_file(&child, &st, "fork");
 	ck_assert_int_eq(st, 0);
 	assert_between(metric(m, "parent_work_mem_cpu_alloc_delta"), 6 * MiB, 6 * MiB + 16384, "parent");
 	ck_assert(!has_metric(m, "child_work_mem_cpu_alloc_delta"));
 	ck_assert(json_is_false(json_object_get(m, "is_child")));
-	char name[64];
-	snprintf(name, sizeof name, "m.json.%d", child);
-	json_t *c = load_metrics(&r, name);
-	ck_assert_msg(c != NULL, "child file %s missing", name);
 	ck_assert(json_is_true(json_object_get(c, "is_child")));
 	ck_assert(json_is_true(json_object_get(c, "forked")));
 	ck_assert_int_eq(json_integer_value(json_object_get(c, "pid")), child);
@@ -67,7 +63,7 @@ END_TEST
 
 START_TEST(fork_while_threads_are_inside_hooks_never_hangs)
 {
-	json_t *m = run_mode_exited("forkstress", NULL, 0);
+	json_t *m = run_alloc_mode_exited(&r, "forkstress", NULL, 0);
 	assert_between(metric(m, "stress_mem_cpu_alloc_delta"), -65536, 65536, "stress alloc_delta");
 	ck_assert_int_eq(count_files(r.dir, "m.json.", NULL, 0), 100);
 	DIR *d = opendir(r.dir);
@@ -87,14 +83,10 @@ END_TEST
 
 START_TEST(exec_child_writes_its_own_file)
 {
-	json_t *m = run_mode("exec", NULL);
+	json_t *m = run_alloc_mode(&r, "exec", NULL);
 	ck_assert_ptr_nonnull(m);
 	int child = 0, st = -1;
-	ck_assert_int_eq(sscanf(r.out, "child %d status %d", &child, &st), 2);
-	char name[64];
-	snprintf(name, sizeof name, "m.json.%d", child);
-	json_t *c = load_metrics(&r, name);
-	ck_assert_msg(c != NULL, "exec'd child file %s missing", name);
+	json_t *c = reported_child_file(&child, &st, "exec'd");
 	ck_assert(json_is_true(json_object_get(c, "is_child")));
 	ck_assert(json_is_false(json_object_get(c, "forked")));
 	ck_assert_int_eq(json_integer_value(json_object_get(c, "root_pid")),
@@ -108,11 +100,11 @@ END_TEST
 START_TEST(follow_children_off_leaves_no_child_files)
 {
 	const char *env[] = { "MEMSHIM_FOLLOW_CHILDREN=0", NULL };
-	json_t *m = run_mode("fork", env);
+	json_t *m = run_alloc_mode(&r, "fork", env);
 	ck_assert_ptr_nonnull(m);
 	json_decref(m);
 	ck_assert_int_eq(count_files(r.dir, "m.json.", NULL, 0), 0);
-	m = run_mode("exec", env);
+	m = run_alloc_mode(&r, "exec", env);
 	ck_assert_ptr_nonnull(m);
 	json_decref(m);
 	ck_assert_int_eq(count_files(r.dir, "m.json.", NULL, 0), 0);
@@ -136,12 +128,8 @@ START_TEST(vfork_and_posix_spawn_children_report_on_their_own)
 		ck_assert(json_is_false(json_object_get(m, "is_child")));
 		ck_assert(!has_metric(m, "simple_calls")); /* the child never wrote into the parent's file */
 		int child = 0, st = -1;
-		ck_assert_int_eq(sscanf(r.out, "child %d status %d", &child, &st), 2);
+		json_t *c = reported_child_file(&child, &st, hows[i]);
 		ck_assert_int_eq(st, 0);
-		char name[64];
-		snprintf(name, sizeof name, "m.json.%d", child);
-		json_t *c = load_metrics(&r, name);
-		ck_assert_msg(c != NULL, "%s: child file missing", hows[i]);
 		ck_assert(json_is_true(json_object_get(c, "is_child")));
 		assert_between(metric(c, "simple_mem_cpu_alloc_delta"), 2 * MiB, 2 * MiB + 8192, hows[i]);
 		json_decref(c);
@@ -175,15 +163,10 @@ START_TEST(a_forked_worker_reports_what_it_added)
 	ck_assert_ptr_null(json_object_get(json_object_get(parent, "metrics"), "inherited_mem_cpu"));
 	json_decref(parent);
 
-	DIR *d = opendir(r.dir);
-	ck_assert_ptr_nonnull(d);
-	struct dirent *e;
-	int children = 0;
-	while ((e = readdir(d))) {
-		if (strncmp(e->d_name, "m.json.", 7) != 0)
-			continue;
-		json_t *child = load_metrics(&r, e->d_name);
-		ck_assert_ptr_nonnull(child);
+	json_t *children[2];
+	ck_assert_int_eq(load_files(r.dir, "m.json.", children, 2), 2);
+	for (int k = 0; k < 2; k++) {
+		json_t *child = children[k];
 		ck_assert(json_is_true(json_object_get(child, "forked")));
 		int64_t inherited = metric(child, "inherited_mem_cpu");
 		ck_assert_msg(inherited >= 96 * MiB && inherited < 98 * MiB, "inherited %lld", (long long)inherited);
@@ -194,35 +177,9 @@ START_TEST(a_forked_worker_reports_what_it_added)
 		ck_assert_int_eq(json_integer_value(json_object_get(json_object_get(proc, "inherited"), "cpu")), inherited);
 		ck_assert_int_eq(json_integer_value(json_object_get(json_object_get(proc, "cpu"), "peak")), peak);
 		json_decref(child);
-		children++;
 	}
-	closedir(d);
-	ck_assert_int_eq(children, 2);
 }
 END_TEST
-
-/* The names of the files in DIR that start with PREFIX: how many, each loaded into FILES (up to N). */
-static int children_in(const char *dir, const char *prefix, json_t **files, int n)
-{
-	DIR *d = opendir(dir);
-	struct dirent *e;
-	int k = 0;
-	while (d && (e = readdir(d))) {
-		char path[PATH_MAX + 256];
-		json_error_t je;
-		if (strncmp(e->d_name, prefix, strlen(prefix)))
-			continue;
-		snprintf(path, sizeof path, "%s/%s", dir, e->d_name);
-		if (k < n) {
-			files[k] = json_load_file(path, 0, &je);
-			ck_assert_msg(files[k] != NULL, "%s: %s", path, je.text);
-		}
-		k++;
-	}
-	if (d)
-		closedir(d);
-	return k;
-}
 
 static void release(json_t **files, int n)
 {
@@ -251,7 +208,7 @@ START_TEST(helpers_leave_nothing_beside_the_output)
 	const char *env[] = { var, NULL };
 	ck_assert_int_eq(run_under_shim(&r, small, env), 0);
 	ck_assert_int_eq(count_files(r.dir, "m.json", NULL, 0), 1);
-	ck_assert_int_eq(children_in(run_dir, "m.json.", files, 4), 2);
+	ck_assert_int_eq(load_files(run_dir, "m.json.", files, 4), 2);
 	for (int i = 0; i < 2; i++) {
 		ck_assert(json_is_true(json_object_get(files[i], "complete")));
 		ck_assert(json_is_true(json_object_get(files[i], "forked")));
@@ -263,7 +220,7 @@ START_TEST(helpers_leave_nothing_beside_the_output)
 	snprintf(kvar, sizeof kvar, "MEMSHIM_CHILDREN_DIR=%s", kids);
 	const char *kenv[] = { kvar, NULL };
 	ck_assert_int_eq(run_under_shim(&r, small, kenv), 0);
-	ck_assert_int_eq(children_in(kids, "m.json.", files, 4), 2);
+	ck_assert_int_eq(load_files(kids, "m.json.", files, 4), 2);
 	release(files, 2);
 	/* a worker that added more than a helper does writes beside the output (above) */
 }
@@ -282,7 +239,7 @@ START_TEST(children_named_as_they_named_themselves)
 	const char *argv[] = { built("preload/names_fixture"), "--a-long-argument-a-title-can-take-the-place-of", NULL };
 	ck_assert_int_eq(run_under_shim(&r, argv, env), 0);
 	ck_assert_msg(!strcmp(r.out, "named ok\n"), "%s %s", r.out, r.err);
-	ck_assert_int_eq(children_in(kids, "m.json.", files, 4), 3);
+	ck_assert_int_eq(load_files(kids, "m.json.", files, 4), 3);
 	int named = 0, titled = 0, plain = 0;
 	for (int i = 0; i < 3; i++) {
 		json_t *a = json_object_get(files[i], "argv");

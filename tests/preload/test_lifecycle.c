@@ -8,28 +8,16 @@
 #include <sys/wait.h>
 #include "suite.h"
 #include "harness.h"
+#include "alloc_modes.h"
 
 #define MiB (1024 * 1024)
 
 static struct run r;
 
-/* alloc_fixture MODE under the shim; its metrics file or NULL. */
-static json_t *run_mode(const char *mode, const char *const *env)
-{
-	const char *args[] = { mode, NULL };
-	return run_built(&r, "preload/alloc_fixture", args, env);
-}
-
-/* As run_mode, for a run that must exit normally with STATUS and leave a metrics file. */
-static json_t *run_mode_exited(const char *mode, const char *const *env, int status)
-{
-	return exited_with_file(&r, run_mode(mode, env), status, mode);
-}
-
 START_TEST(bad_stage_spec_warns_and_runs)
 {
 	const char *env[] = { "MEMSHIM_STAGES=ok=f,bad name=g,x", NULL };
-	json_t *m = run_mode_exited("simple", env, 0);
+	json_t *m = run_alloc_mode_exited(&r, "simple", env, 0);
 	ck_assert_msg(strstr(r.err, "memshim: MEMSHIM_STAGES entry \"bad name=g\"") != NULL, "%s", r.err);
 	ck_assert_msg(strstr(r.err, "memshim: MEMSHIM_STAGES entry \"x\"") != NULL, "%s", r.err);
 	int lines = 0; /* the native detector may add its own line about the target "f" */
@@ -44,7 +32,7 @@ END_TEST
 START_TEST(disabled_writes_nothing)
 {
 	const char *env[] = { "MEMSHIM_DISABLE=1", NULL };
-	json_t *m = run_mode("api", env);
+	json_t *m = run_alloc_mode(&r, "api", env);
 	ck_assert_ptr_null(m);
 	ck_assert_int_eq(WEXITSTATUS(r.status), 10); /* the API returns 0 for everything when disabled */
 	ck_assert_str_eq(r.err, "");
@@ -53,7 +41,7 @@ END_TEST
 
 START_TEST(api_nesting_recursion_and_unmatched_ends)
 {
-	json_t *m = run_mode_exited("api", NULL, 0);
+	json_t *m = run_alloc_mode_exited(&r, "api", NULL, 0);
 	ck_assert_int_eq(metric(m, "outer_calls"), 1);
 	assert_between(metric(m, "outer_mem_cpu_alloc_delta"), 2 * MiB, 2 * MiB + 8192, "outer");
 	assert_between(metric(m, "outer_mem_cpu_peaked_delta"), 4 * MiB, 4 * MiB + 8192, "outer peak");
@@ -78,7 +66,7 @@ static int64_t series_peak(json_t *m, const char *component)
 
 START_TEST(timeline_holds_the_peak_and_stage_events)
 {
-	json_t *m = run_mode("api", NULL);
+	json_t *m = run_alloc_mode(&r, "api", NULL);
 	ck_assert_ptr_nonnull(m);
 	json_t *tl = json_object_get(m, "timeline");
 	ck_assert_ptr_nonnull(tl);
@@ -96,7 +84,7 @@ START_TEST(timeline_holds_the_peak_and_stage_events)
 	ck_assert_int_eq(inner_end, 1);
 	json_decref(m);
 	const char *env[] = { "MEMSHIM_TIMELINE=0", NULL };
-	m = run_mode("api", env);
+	m = run_alloc_mode(&r, "api", env);
 	ck_assert_ptr_null(json_object_get(m, "timeline"));
 	json_decref(m);
 }
@@ -112,7 +100,7 @@ END_TEST
 
 START_TEST(underscore_exit_writes_the_file_and_keeps_the_status)
 {
-	json_t *m = run_mode_exited("_exit", NULL, 7);
+	json_t *m = run_alloc_mode_exited(&r, "_exit", NULL, 7);
 	ck_assert_str_eq(json_string_value(json_object_get(m, "reason")), "_exit");
 	ck_assert(json_is_true(json_object_get(stage_of(m, "open_stage"), "closed_at_exit")));
 	assert_between(metric(m, "open_stage_mem_cpu_alloc_delta"), MiB, MiB + 8192, "open stage");
@@ -122,7 +110,7 @@ END_TEST
 
 START_TEST(exit_from_a_thread_writes_the_file)
 {
-	json_t *m = run_mode_exited("thread_exit", NULL, 4);
+	json_t *m = run_alloc_mode_exited(&r, "thread_exit", NULL, 4);
 	ck_assert(json_is_true(json_object_get(m, "complete")));
 	ck_assert(json_is_true(json_object_get(stage_of(m, "main_work"), "closed_at_exit")));
 	json_decref(m);
@@ -131,7 +119,7 @@ END_TEST
 
 START_TEST(stages_open_at_exit_are_closed_and_marked)
 {
-	json_t *m = run_mode("open_at_exit", NULL);
+	json_t *m = run_alloc_mode(&r, "open_at_exit", NULL);
 	ck_assert_ptr_nonnull(m);
 	json_t *s = stage_of(m, "left_open");
 	ck_assert(json_is_true(json_object_get(s, "closed_at_exit")));

@@ -10,6 +10,7 @@
 #include <unistd.h>
 #include "suite.h"
 #include "harness.h"
+#include "alloc_modes.h"
 
 #define MALLOC_DEBUG_LIB "/usr/lib/x86_64-linux-gnu/libc_malloc_debug.so.0"
 
@@ -18,22 +19,9 @@
 
 static struct run r;
 
-/* alloc_fixture MODE under the shim; its metrics file or NULL. */
-static json_t *run_mode(const char *mode, const char *const *env)
-{
-	const char *args[] = { mode, NULL };
-	return run_built(&r, "preload/alloc_fixture", args, env);
-}
-
-/* As run_mode, for a run that must exit normally with STATUS and leave a metrics file. */
-static json_t *run_mode_exited(const char *mode, const char *const *env, int status)
-{
-	return exited_with_file(&r, run_mode(mode, env), status, mode);
-}
-
 START_TEST(every_wrapped_function_is_counted_exactly)
 {
-	json_t *m = run_mode_exited("funcs", NULL, 0);
+	json_t *m = run_alloc_mode_exited(&r, "funcs", NULL, 0);
 	ck_assert_str_eq(r.err, ""); /* quiet by default */
 	static const char *const one_block[] = { "malloc", "calloc", "realloc", "reallocarray",
 		"posix_memalign", "memalign", "valloc", "pvalloc" };
@@ -63,7 +51,7 @@ END_TEST
  * the byte, for every kind of block (fails when the mmapped-chunk rule is dropped). */
 START_TEST(usable_sizes_exact_for_every_kind_of_glibc_block)
 {
-	json_t *m = run_mode("usable", NULL);
+	json_t *m = run_alloc_mode(&r, "usable", NULL);
 	ck_assert_ptr_nonnull(m);
 	long long live = -1, peak = -1;
 	ck_assert_int_eq(sscanf(r.out, "live=%lld peak=%lld", &live, &peak), 2);
@@ -82,7 +70,7 @@ START_TEST(usable_sizes_exact_under_another_allocator)
 	snprintf(preload, sizeof preload, "LD_PRELOAD=%s %s", built("libmemshim.so"), MALLOC_DEBUG_LIB);
 	ck_assert_msg(access(MALLOC_DEBUG_LIB, R_OK) == 0, "glibc's %s is missing", MALLOC_DEBUG_LIB);
 	const char *env[] = { preload, "MALLOC_CHECK_=3", NULL };
-	json_t *m = run_mode("usable", env);
+	json_t *m = run_alloc_mode(&r, "usable", env);
 	ck_assert_ptr_nonnull(m);
 	long long live = -1, peak = -1;
 	ck_assert_int_eq(sscanf(r.out, "live=%lld peak=%lld", &live, &peak), 2);
@@ -94,7 +82,7 @@ END_TEST
 
 START_TEST(eight_threads_churning_return_to_baseline)
 {
-	json_t *m = run_mode_exited("threads", NULL, 0);
+	json_t *m = run_alloc_mode_exited(&r, "threads", NULL, 0);
 	assert_between(metric(m, "churn_mem_cpu_alloc_delta"), -65536, 65536, "churn alloc_delta");
 	ck_assert_int_gt(metric(m, "churn_mem_cpu_peaked_delta"), 1 * MiB);
 	ck_assert_int_lt(metric(m, "churn_mem_cpu_peaked_delta"), 8 * 128 * 66000 + MiB);
@@ -107,7 +95,7 @@ START_TEST(allocations_before_the_constructor_are_counted)
 	static char preload[1200];
 	snprintf(preload, sizeof preload, "LD_PRELOAD=%s %s", built("libmemshim.so"), built("preload/early_lib.so"));
 	const char *env[] = { preload, NULL };
-	json_t *m = run_mode_exited("simple", env, 0);
+	json_t *m = run_alloc_mode_exited(&r, "simple", env, 0);
 	assert_between(metric(m, "before_init_mem_cpu"), 4 * MiB, 4 * MiB + 64 * 1024, "before_init");
 	assert_between(metric(m, "simple_mem_cpu_alloc_delta"), 2 * MiB, 2 * MiB + 8192, "simple");
 	json_decref(m);
@@ -116,7 +104,7 @@ END_TEST
 
 START_TEST(malloc_after_the_file_was_written_works)
 {
-	json_t *m = run_mode_exited("late", NULL, 0);
+	json_t *m = run_alloc_mode_exited(&r, "late", NULL, 0);
 	ck_assert_str_eq(r.err, "");
 	json_decref(m);
 }

@@ -13,24 +13,12 @@
 #include <sys/wait.h>
 #include "suite.h"
 #include "harness.h"
+#include "alloc_modes.h"
 
 #define MiB ((int64_t)1 << 20)
 #define SLACK (MiB / 2) /* the C library's own start-up allocations */
 
 static struct run r;
-
-/* alloc_fixture MODE under the shim; its metrics file or NULL. */
-static json_t *run_mode(const char *mode, const char *const *env)
-{
-	const char *args[] = { mode, NULL };
-	return run_built(&r, "preload/alloc_fixture", args, env);
-}
-
-/* As run_mode, for a run that must exit normally with STATUS and leave a metrics file. */
-static json_t *run_mode_exited(const char *mode, const char *const *env, int status)
-{
-	return exited_with_file(&r, run_mode(mode, env), status, mode);
-}
 
 /* reserve_fixture MODE under the shim: exited 0, quiet, with its metrics file. */
 static json_t *run_reserve(const char *mode)
@@ -51,7 +39,7 @@ static void bounded(void)
 
 START_TEST(anonymous_mappings_partial_unmaps_and_remaps)
 {
-	json_t *m = run_mode_exited("mmap", NULL, 0);
+	json_t *m = run_alloc_mode_exited(&r, "mmap", NULL, 0);
 	ck_assert_int_eq(metric(m, "map_mem_cpu_alloc_delta"), 8 * MiB);
 	ck_assert_int_eq(metric(m, "unmap_middle_mem_cpu_alloc_delta"), -2 * MiB);
 	ck_assert_int_eq(metric(m, "remap_grow_mem_cpu_alloc_delta"), 3 * MiB);

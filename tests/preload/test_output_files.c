@@ -16,18 +16,12 @@
 #include <unistd.h>
 #include "suite.h"
 #include "harness.h"
+#include "alloc_modes.h"
 
 #define NOBODY 65534
 #define MiB (1024 * 1024)
 
 static struct run r;
-
-/* alloc_fixture MODE under the shim; its metrics file or NULL. */
-static json_t *run_mode(const char *mode, const char *const *env)
-{
-	const char *args[] = { mode, NULL };
-	return run_built(&r, "preload/alloc_fixture", args, env);
-}
 
 /* Runs the output fixture in MODE with ARG and MEMSHIM_OUTPUT=OUTPUT (NULL: the harness default). */
 static void run_fixture(const char *mode, const char *arg, const char *output)
@@ -197,7 +191,7 @@ END_TEST
 START_TEST(devices_are_written_in_place_never_replaced)
 {
 	const char *env[] = { "MEMSHIM_OUTPUT=/dev/stdout", NULL };
-	run_mode("simple", env);
+	run_alloc_mode(&r, "simple", env);
 	struct stat st;
 	ck_assert_int_eq(stat("/dev/null", &st), 0);
 	ck_assert(S_ISCHR(st.st_mode));
@@ -207,7 +201,7 @@ START_TEST(devices_are_written_in_place_never_replaced)
 	ck_assert_int_gt(metric(m, "simple_mem_cpu_alloc_delta"), 2 * MiB - 1);
 	json_decref(m);
 	const char *env2[] = { "MEMSHIM_OUTPUT=/dev/null", NULL };
-	run_mode("simple", env2);
+	run_alloc_mode(&r, "simple", env2);
 	ck_assert_int_eq(stat("/dev/null", &st), 0);
 	ck_assert(S_ISCHR(st.st_mode));
 	ck_assert_str_eq(r.err, "");
@@ -360,7 +354,7 @@ END_TEST
 START_TEST(unwritable_output_warns_once_naming_the_path)
 {
 	const char *env[] = { "MEMSHIM_OUTPUT=/nonexistent-dir/sub/m.json", NULL };
-	run_mode("fork", env);
+	run_alloc_mode(&r, "fork", env);
 	ck_assert_int_eq(WEXITSTATUS(r.status), 0);
 	ck_assert_msg(strstr(r.err, "memshim: cannot write metrics file /nonexistent-dir/sub/m.json") != NULL,
 		      "%s", r.err);

@@ -11,16 +11,10 @@
 #include <unistd.h>
 #include "suite.h"
 #include "harness.h"
+#include "alloc_modes.h"
 #include "child.h"
 
 static struct run r;
-
-/* alloc_fixture MODE under the shim; its metrics file or NULL. */
-static json_t *run_mode(const char *mode, const char *const *env)
-{
-	const char *args[] = { mode, NULL };
-	return run_built(&r, "preload/alloc_fixture", args, env);
-}
 
 /* The pid on the stdout line "PREFIX <pid> status <status>", whose status must be 0. */
 static int child_pid(const char *prefix)
@@ -126,7 +120,7 @@ START_TEST(pid_in_output_path_is_expanded)
 	static char env0[400];
 	snprintf(env0, sizeof env0, "MEMSHIM_OUTPUT=%s", "/tmp/memshim-pid-test-%p.json");
 	const char *env[] = { env0, NULL };
-	run_mode("fork", env);
+	run_alloc_mode(&r, "fork", env);
 	int child = 0, st;
 	ck_assert_int_eq(sscanf(r.out, "child %d status %d", &child, &st), 2);
 	char path[128];
@@ -350,6 +344,31 @@ START_TEST(unknown_settings_are_named)
 }
 END_TEST
 
+/* MEMSHIM_LOG=debug names every setting's value at start, one line each, and where it came from;
+ * a process the first one execs (it inherited the settings) does not say them again. */
+START_TEST(debug_log_names_the_effective_settings)
+{
+	const char *argv[] = { "/bin/sh", "-c", "/bin/true", NULL };
+	const char *env[] = { "MEMSHIM_LOG=debug", "MEMSHIM_SITES_RATE=1M", "MEMSHIM_TIMELINE=bogus", NULL };
+	struct run x;
+	ck_assert_int_eq(run_under_shim(&x, argv, env), 0);
+	ck_assert(WIFEXITED(x.status) && WEXITSTATUS(x.status) == 0);
+	static const char *const lines[] = {
+		"memshim: setting MEMSHIM_LOG=debug (source: env)\n",
+		"memshim: setting MEMSHIM_SITES_RATE=1048576 bytes (source: env)\n",
+		"memshim: setting MEMSHIM_TIMELINE=1 (source: default: the environment's was not valid)\n",
+		"memshim: setting MEMSHIM_FOLLOW_CHILDREN=1 (source: default)\n",
+		"memshim: setting MEMSHIM_SNAPSHOT_INTERVAL=auto (source: default)\n",
+	};
+	for (size_t i = 0; i < sizeof lines / sizeof *lines; i++)
+		ck_assert_msg(strstr(x.err, lines[i]), "no \"%s\" in: %s", lines[i], x.err);
+	int settings = 0;
+	for (const char *p = x.err; (p = strstr(p, "memshim: setting MEMSHIM_")); p++)
+		settings++;
+	ck_assert_int_eq(settings, 13); /* each of config.c's settings once: not again in /bin/true */
+}
+END_TEST
+
 /* A '%' that is no placeholder is kept as written, with one warning saying so. */
 START_TEST(an_unknown_placeholder_is_named)
 {
@@ -412,6 +431,7 @@ int main(void)
 	TCase *tc2 = tcase_create("templates");
 	tcase_set_timeout(tc2, 120);
 	tcase_add_test(tc2, pid_in_output_path_is_expanded);
+	tcase_add_test(tc2, debug_log_names_the_effective_settings);
 	tcase_add_test(tc2, rank_and_host_placeholders);
 	tcase_add_test(tc2, a_template_naming_the_rank_is_taken_as_given);
 	tcase_add_loop_test(tc2, bad_output_directory_falls_back_at_start, 0, 2);

@@ -9,23 +9,11 @@
 #include <sys/wait.h>
 #include "suite.h"
 #include "harness.h"
+#include "alloc_modes.h"
 
 #define MiB (1024 * 1024)
 
 static struct run r;
-
-/* alloc_fixture MODE under the shim; its metrics file or NULL. */
-static json_t *run_mode(const char *mode, const char *const *env)
-{
-	const char *args[] = { mode, NULL };
-	return run_built(&r, "preload/alloc_fixture", args, env);
-}
-
-/* As run_mode, for a run that must exit normally with STATUS and leave a metrics file. */
-static json_t *run_mode_exited(const char *mode, const char *const *env, int status)
-{
-	return exited_with_file(&r, run_mode(mode, env), status, mode);
-}
 
 static json_t *crash_run(const char *how, const char *const *env)
 {
@@ -73,7 +61,7 @@ END_TEST
 
 START_TEST(a_signal_handler_that_allocates_never_deadlocks)
 {
-	json_t *m = run_mode_exited("sigmalloc", NULL, 0);
+	json_t *m = run_alloc_mode_exited(&r, "sigmalloc", NULL, 0);
 	ck_assert_int_eq(metric(m, "chunk_calls"), 400);
 	json_decref(m);
 }
@@ -163,7 +151,7 @@ END_TEST
 START_TEST(bad_snapshot_interval_warns_and_is_off)
 {
 	const char *env[] = { "MEMSHIM_SNAPSHOT_INTERVAL=soon", NULL };
-	json_t *m = run_mode("simple", env);
+	json_t *m = run_alloc_mode(&r, "simple", env);
 	ck_assert_ptr_nonnull(m);
 	ck_assert_msg(strstr(r.err, "memshim: MEMSHIM_SNAPSHOT_INTERVAL=\"soon\" is not valid") != NULL, "%s", r.err);
 	json_decref(m);

@@ -1,5 +1,8 @@
-# Python stages: fixture scripts under LD_PRELOAD on every installed interpreter (Check + jansson).
-PYTHON_SUITES := $(BUILD)/python/test_python
+# Python stages: fixture scripts under LD_PRELOAD on every installed interpreter (Check + jansson),
+# one suite per topic (tests/python/test_<topic>.c) on the harness of tests/python/pyrun.c.
+# TEST_PYTHON=3.12 runs one interpreter, CK_RUN_CASE=<case> one test case.
+PYTHON_TOPICS := calls targets install frame_hook monitoring processes torch
+PYTHON_SUITES := $(PYTHON_TOPICS:%=$(BUILD)/python/test_%)
 # An embedded interpreter (tests the start without cpython.run_* events), when a pyenv 3.12/3.13
 # with python3-config is present; the suite skips that test otherwise.
 PY_EMBED_CONFIG := $(firstword $(wildcard /root/.pyenv/versions/3.1[23].*/bin/python3-config))
@@ -8,7 +11,11 @@ ifneq ($(PY_EMBED_CONFIG),)
 PYTHON_EXTRA += $(BUILD)/python/embed
 endif
 
-$(BUILD)/python/test_python: tests/python/test_python.c $(COMMON_CHILD)
+$(BUILD)/python/pyrun.o: tests/python/pyrun.c tests/python/pyrun.h
+	@mkdir -p $(@D)
+	$(CC) $(BASEFLAGS) $(CFLAGS) $(CHECK_CFLAGS) $(JANSSON_CFLAGS) $(TEST_COMMON_INC) -c $< -o $@
+
+$(PYTHON_SUITES): $(BUILD)/python/test_%: tests/python/test_%.c tests/python/pyrun.h $(BUILD)/python/pyrun.o $(COMMON_CHILD)
 	@mkdir -p $(@D)
 	$(CC) $(BASEFLAGS) $(CFLAGS) $(CHECK_CFLAGS) $(JANSSON_CFLAGS) $(TEST_COMMON_INC) -o $@ $(filter %.c %.o %.a,$^) \
 		$(CHECK_LIBS) $(JANSSON_LIBS) -lm

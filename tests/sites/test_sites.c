@@ -17,14 +17,19 @@
 
 static struct run r;
 
+/* sites_fixture MODE under the shim with ENV: its metrics file (the run must exit 0). */
 static json_t *run_fixture(const char *mode, const char *const *env)
 {
-	const char *argv[] = { built("sites/sites_fixture"), mode, NULL };
-	ck_assert_int_eq(run_under_shim(&r, argv, env), 0);
-	ck_assert_msg(WIFEXITED(r.status) && WEXITSTATUS(r.status) == 0, "fixture failed: %s", r.err);
-	json_t *root = load_metrics(&r, "m.json");
-	ck_assert_ptr_nonnull(root);
-	return root;
+	const char *args[] = { mode, NULL };
+	return exited_with_file(&r, run_built(&r, "sites/sites_fixture", args, env), 0, mode);
+}
+
+/* The stage NAME of the metrics file ROOT (fails the test when there is none). */
+static json_t *required_stage(json_t *root, const char *name)
+{
+	json_t *stage = stage_of(root, name);
+	ck_assert_ptr_nonnull(stage);
+	return stage;
 }
 
 /* Bytes of the sites in LIST whose innermost frame starts with PREFIX. */
@@ -88,8 +93,7 @@ static void assert_within(double got, double truth, double lag, const char *what
 
 static void check_shares(json_t *root, double *shares)
 {
-	json_t *work = stage_of(root, "work");
-	ck_assert_ptr_nonnull(work);
+	json_t *work = required_stage(root, "work");
 	double a = site_bytes(work, "peak_sites", "alloc_sixty+"), b = site_bytes(work, "peak_sites", "alloc_thirty+"),
 	       c = site_bytes(work, "peak_sites", "alloc_ten+"), lag = lag_of(work);
 	assert_within(a, 60 * MiB, lag, "alloc_sixty");
@@ -229,8 +233,7 @@ START_TEST(exact_mode_reads_the_shares_in_every_run)
 		json_t *sites = json_object_get(root, "sites");
 		ck_assert_str_eq(json_string_value(json_object_get(sites, "mode")), "exact");
 		ck_assert_ptr_null(strstr(r.err, "memshim:"));
-		json_t *work = stage_of(root, "work");
-		ck_assert_ptr_nonnull(work);
+		json_t *work = required_stage(root, "work");
 		double got[3] = { site_bytes(work, "peak_sites", "alloc_sixty+"), site_bytes(work, "peak_sites", "alloc_thirty+"),
 				  site_bytes(work, "peak_sites", "alloc_ten+") };
 		double sum = got[0] + got[1] + got[2];
@@ -264,8 +267,7 @@ START_TEST(single_large_blocks_are_exact_in_every_run)
 {
 	for (int i = 0; i < 10; i++) {
 		json_t *root = run_fixture("single", NULL);
-		json_t *work = stage_of(root, "work");
-		ck_assert_ptr_nonnull(work);
+		json_t *work = required_stage(root, "work");
 		double a = site_bytes(work, "peak_sites", "alloc_one_sixty"),
 		       b = site_bytes(work, "peak_sites", "alloc_one_thirty"),
 		       c = site_bytes(work, "peak_sites", "alloc_one_ten"), sum = a + b + c;
@@ -465,8 +467,7 @@ START_TEST(freed_blocks_sharing_a_filter_bit_are_both_found)
 {
 	const char *env[] = { "MEMSHIM_SITES_RATE=1", NULL };
 	json_t *root = run_fixture("collide", env);
-	json_t *work = stage_of(root, "work");
-	ck_assert_ptr_nonnull(work);
+	json_t *work = required_stage(root, "work");
 	ck_assert_msg(site_bytes(work, "peak_sites", "map_at+") == 0, "a freed mapping still live at the peak");
 	ck_assert(site_bytes(work, "peak_sites", "alloc_ten+") >= 8 * MiB);
 	json_decref(root);
@@ -519,8 +520,7 @@ START_TEST(a_program_run_through_a_link_is_named_as_its_file)
 	ck_assert_msg(WIFEXITED(r.status) && WEXITSTATUS(r.status) == 0, "fixture failed: %s", r.err);
 	json_t *root = load_metrics(&r, "m.json");
 	ck_assert_ptr_nonnull(root);
-	json_t *work = stage_of(root, "work");
-	ck_assert_ptr_nonnull(work);
+	json_t *work = required_stage(root, "work");
 	const char *f0 = json_string_value(json_array_get(json_object_get(json_array_get(json_object_get(work, "peak_sites"), 0), "frames"), 0));
 	ck_assert_msg(f0 && strstr(f0, "(sites_fixture)"), "first frame: %s", f0 ? f0 : "?");
 	json_decref(root);
@@ -554,13 +554,11 @@ START_TEST(threads_and_fork)
 	json_t *root = run_fixture("safety", NULL);
 	harness_timeout = 0;
 	ck_assert_msg(strstr(r.out, "child 0"), "out: %s", r.out);
-	json_t *threads = stage_of(root, "threads");
-	ck_assert_ptr_nonnull(threads);
+	json_t *threads = required_stage(root, "threads");
 	ck_assert(json_array_size(json_object_get(threads, "peak_sites")) > 0);
 	ck_assert(json_integer_value(json_object_get(json_object_get(root, "sites"), "samples")) > 100);
 	json_t *child = the_child_file();
-	json_t *cs = stage_of(child, "child");
-	ck_assert_ptr_nonnull(cs);
+	json_t *cs = required_stage(child, "child");
 	assert_within(site_bytes(cs, "peak_sites", "alloc_ten+"), 8 * MiB, lag_of(cs), "child");
 	json_decref(child);
 	json_decref(root);
@@ -572,14 +570,10 @@ END_TEST
 START_TEST(signal_handler_allocates_while_sampling)
 {
 	harness_timeout = 120;
-	const char *argv[] = { built("sites/sites_signal"), NULL };
 	const char *env[] = { "MEMSHIM_SITES_RATE=4096", NULL };
 	for (int i = 0; i < 5; i++) {
-		ck_assert_int_eq(run_under_shim(&r, argv, env), 0);
-		ck_assert_msg(WIFEXITED(r.status) && WEXITSTATUS(r.status) == 0, "status %d: %s", r.status, r.err);
+		json_t *root = exited_with_file(&r, run_built(&r, "sites/sites_signal", NULL, env), 0, "sites_signal");
 		ck_assert_msg(strstr(r.out, "handled 1"), "out: %s", r.out);
-		json_t *root = load_metrics(&r, "m.json");
-		ck_assert_ptr_nonnull(root);
 		ck_assert(json_integer_value(json_object_get(json_object_get(root, "sites"), "samples")) > 1000);
 		ck_assert(site_bytes(stage_of(root, "signals"), "peak_sites", "churn+") > 0);
 		json_decref(root);
@@ -597,45 +591,53 @@ static const char *const pythons[] = {
 
 static const char *const work_stage[] = { "MEMSHIM_STAGES=work=run_work", NULL };
 
-/* Runs Python PY on tests/sites/fixtures/FIXTURE with ENV (e.g. work_stage); SCRIPT gets the
- * script's absolute path; returns the metrics file (the run must exit 0). */
-static json_t *run_py_fixture(const char *py, const char *fixture, const char *const *env, char *script)
+/* One run of a Python on a sites fixture: the interpreter, the script's absolute path (the frames
+ * name it) and the metrics file. */
+struct py_run {
+	const char *py;
+	char script[1024];
+	json_t *root;
+};
+
+/* Runs pythons[I] on tests/sites/fixtures/FIXTURE with ENV (e.g. work_stage) into P; the run must
+ * exit 0.  Returns 0, running nothing, when that Python is not installed here. */
+static int run_python(struct py_run *p, int i, const char *fixture, const char *const *env)
 {
+	p->py = pythons[i];
+	if (access(p->py, X_OK) != 0)
+		return 0;
 	char rel[256];
 	snprintf(rel, sizeof rel, "tests/sites/fixtures/%s", fixture);
-	ck_assert_ptr_nonnull(realpath(rel, script));
-	const char *argv[] = { py, script, NULL };
+	ck_assert_ptr_nonnull(realpath(rel, p->script));
+	const char *argv[] = { p->py, p->script, NULL };
 	ck_assert_int_eq(run_under_shim(&r, argv, env), 0);
-	ck_assert_msg(WIFEXITED(r.status) && WEXITSTATUS(r.status) == 0, "%s: %s", py, r.err);
-	json_t *root = load_metrics(&r, "m.json");
-	ck_assert_ptr_nonnull(root);
-	return root;
+	ck_assert_msg(WIFEXITED(r.status) && WEXITSTATUS(r.status) == 0, "%s: %s", p->py, r.err);
+	p->root = load_metrics(&r, "m.json");
+	ck_assert_ptr_nonnull(p->root);
+	return 1;
 }
 
 /* 50/20 MiB of bytearrays from two functions: Python frames name them and their lines. */
 START_TEST(python_frames_name_functions_and_lines)
 {
-	const char *py = pythons[_i];
-	if (access(py, X_OK) != 0)
+	struct py_run p;
+	if (!run_python(&p, _i, "sites_fixture.py", work_stage))
 		return; /* not installed here */
-	char script[1024];
-	json_t *root = run_py_fixture(py, "sites_fixture.py", work_stage, script);
-	ck_assert_msg(!strstr(r.err, "memshim:"), "%s: %s", py, r.err);
-	ck_assert(json_is_true(json_object_get(json_object_get(root, "sites"), "python_frames")));
-	json_t *work = stage_of(root, "work");
-	ck_assert_ptr_nonnull(work);
+	ck_assert_msg(!strstr(r.err, "memshim:"), "%s: %s", p.py, r.err);
+	ck_assert(json_is_true(json_object_get(json_object_get(p.root, "sites"), "python_frames")));
+	json_t *work = required_stage(p.root, "work");
 	char fifty[1200], twenty[1200];
-	snprintf(fifty, sizeof fifty, "alloc_fifty (%s:11)", script);
-	snprintf(twenty, sizeof twenty, "alloc_twenty (%s:18)", script);
+	snprintf(fifty, sizeof fifty, "alloc_fifty (%s:11)", p.script);
+	snprintf(twenty, sizeof twenty, "alloc_twenty (%s:18)", p.script);
 	double a = site_bytes(work, "peak_sites", fifty), b = site_bytes(work, "peak_sites", twenty);
 	assert_within(a, 50 * MiB, lag_of(work), fifty);
 	assert_within(b, 20 * MiB, lag_of(work), twenty);
 	json_t *e = json_array_get(json_object_get(work, "peak_sites"), 0);
 	char caller[1200];
-	snprintf(caller, sizeof caller, "run_work (%s:", script);
+	snprintf(caller, sizeof caller, "run_work (%s:", p.script);
 	const char *f1 = json_string_value(json_array_get(json_object_get(e, "frames"), 1));
-	ck_assert_msg(f1 && !strncmp(f1, caller, strlen(caller)), "%s: caller %s", py, f1);
-	json_decref(root);
+	ck_assert_msg(f1 && !strncmp(f1, caller, strlen(caller)), "%s: caller %s", p.py, f1);
+	json_decref(p.root);
 }
 END_TEST
 
@@ -643,23 +645,20 @@ END_TEST
  * sites name the two, the 64 MiB is in peak_sites_before. */
 START_TEST(python_stage_sites_are_what_it_added)
 {
-	const char *py = pythons[_i];
-	if (access(py, X_OK) != 0)
+	struct py_run p;
+	if (!run_python(&p, _i, "sites_added.py", work_stage))
 		return;
-	char script[1024];
-	json_t *root = run_py_fixture(py, "sites_added.py", work_stage, script);
-	json_t *work = stage_of(root, "work");
-	ck_assert_ptr_nonnull(work);
+	json_t *work = required_stage(p.root, "work");
 	char thirty[1200], ten[1200], before[1200];
-	snprintf(thirty, sizeof thirty, "alloc_thirty (%s:", script);
-	snprintf(ten, sizeof ten, "alloc_ten (%s:", script);
-	snprintf(before, sizeof before, "alloc_before (%s:", script);
+	snprintf(thirty, sizeof thirty, "alloc_thirty (%s:", p.script);
+	snprintf(ten, sizeof ten, "alloc_ten (%s:", p.script);
+	snprintf(before, sizeof before, "alloc_before (%s:", p.script);
 	assert_within(site_bytes(work, "peak_sites", thirty), 30 * MiB, lag_of(work), thirty);
 	assert_within(site_bytes(work, "peak_sites", ten), 10 * MiB, lag_of(work), ten);
-	ck_assert_msg(site_bytes(work, "peak_sites", before) == 0, "%s: the 64 MiB from before is in peak_sites", py);
+	ck_assert_msg(site_bytes(work, "peak_sites", before) == 0, "%s: the 64 MiB from before is in peak_sites", p.py);
 	assert_within(site_bytes(work, "peak_sites_before", before), 64 * MiB, lag_of(work), before);
 	ck_assert(site_bytes(work, "peak_sites_before", thirty) == 0);
-	json_decref(root);
+	json_decref(p.root);
 }
 END_TEST
 
@@ -667,22 +666,21 @@ END_TEST
  * __init__: its sites are what __init__ added, the 64 MiB made before in peak_sites_before. */
 START_TEST(python_init_taking_over_splits_at_its_begin)
 {
-	const char *py = pythons[_i];
-	if (access(py, X_OK) != 0)
+	if (access(pythons[_i], X_OK) != 0)
 		return;
-	char script[1024], stub[1200];
+	struct py_run p;
+	char stub[1200];
 	ck_assert_ptr_nonnull(realpath("tests/python/fixtures/hfstub", stub + 11));
 	memcpy(stub, "PYTHONPATH=", 11);
 	const char *env[] = { stub, NULL }; /* the default stage names: MEMSHIM_STAGES unset */
-	json_t *root = run_py_fixture(py, "sites_init.py", env, script);
-	json_t *init = stage_of(root, "init");
-	ck_assert_ptr_nonnull(init);
+	run_python(&p, _i, "sites_init.py", env); /* installed: seen above */
+	json_t *init = required_stage(p.root, "init");
 	char before[1200];
-	snprintf(before, sizeof before, "alloc_before (%s:", script);
-	ck_assert_msg(site_bytes(init, "peak_sites", before) == 0, "%s: the 64 MiB from before is in init's peak_sites", py);
+	snprintf(before, sizeof before, "alloc_before (%s:", p.script);
+	ck_assert_msg(site_bytes(init, "peak_sites", before) == 0, "%s: the 64 MiB from before is in init's peak_sites", p.py);
 	assert_within(site_bytes(init, "peak_sites_before", before), 64 * MiB, lag_of(init), before);
 	assert_within(site_bytes(init, "peak_sites", "__init__ ("), 20 * MiB, lag_of(init), "__init__");
-	json_decref(root);
+	json_decref(p.root);
 }
 END_TEST
 
@@ -691,14 +689,11 @@ END_TEST
  * (they were dropped before, and the sites missed their bytes). */
 START_TEST(blocks_whose_stack_is_not_kept_still_count)
 {
-	const char *py = pythons[3];
-	if (access(py, X_OK) != 0)
-		return;
-	char script[1024];
 	const char *env[] = { "MEMSHIM_STAGES=work=run_work", "MEMSHIM_SITES=exact", NULL };
-	json_t *root = run_py_fixture(py, "sites_unkept.py", env, script);
-	json_t *sites = json_object_get(root, "sites"), *work = stage_of(root, "work");
-	ck_assert_ptr_nonnull(work);
+	struct py_run p;
+	if (!run_python(&p, 3, "sites_unkept.py", env))
+		return;
+	json_t *sites = json_object_get(p.root, "sites"), *work = required_stage(p.root, "work");
 	ck_assert_int_gt(json_integer_value(json_object_get(sites, "unkept")), 1000);
 	ck_assert_int_eq(json_integer_value(json_object_get(sites, "samples_dropped")), 0);
 	json_t *cpu = json_object_get(work, "cpu");
@@ -709,7 +704,7 @@ START_TEST(blocks_whose_stack_is_not_kept_still_count)
 	double closing = json_number_value(json_object_get(json_array_get(list, json_array_size(list) - 1), "bytes"));
 	ck_assert_msg(fabs(listed - need) < MiB, "sites %.1f MiB, need %.1f MiB", listed / MiB, need / MiB);
 	ck_assert_msg(closing > 0.9 * need, "closing entry %.1f MiB of %.1f", closing / MiB, need / MiB);
-	json_decref(root);
+	json_decref(p.root);
 }
 END_TEST
 
@@ -725,36 +720,34 @@ static double site_at(json_t *stage, const char *frame)
 	return sum;
 }
 
-/* sites_long.py under PY with ENV: each allocating line of run_work named with its bytes. */
-static void long_function_lines(const char *py, const char *const *env)
+/* sites_long.py under pythons[I] (when installed) with ENV: each allocating line of run_work named
+ * with its bytes. */
+static void long_function_lines(int i, const char *const *env)
 {
-	char script[1024];
-	json_t *root = run_py_fixture(py, "sites_long.py", env, script);
-	json_t *work = stage_of(root, "work");
-	ck_assert_ptr_nonnull(work);
+	struct py_run p;
+	if (!run_python(&p, i, "sites_long.py", env))
+		return;
+	json_t *work = required_stage(p.root, "work");
 	static const struct { int line, blocks; } want[] = { { 700, 1 }, { 1800, 1 }, { 2900, 1 }, { 3002, 1 }, { 3003, 1 }, { 3004, 2 } };
 	double named = 0;
 	for (size_t k = 0; k < sizeof want / sizeof *want; k++) {
 		char frame[64];
 		snprintf(frame, sizeof frame, "run_work (generated.py:%d)", want[k].line);
 		double got = site_at(work, frame), truth = (double)want[k].blocks * 8 * MiB;
-		ck_assert_msg(got >= truth && got <= truth + want[k].blocks * 64 * 1024.0, "%s: %s %.3f MiB", py, frame,
+		ck_assert_msg(got >= truth && got <= truth + want[k].blocks * 64 * 1024.0, "%s: %s %.3f MiB", p.py, frame,
 			      got / MiB);
 		named += got;
 	}
 	double all = site_bytes(work, "peak_sites", "run_work (generated.py:");
-	ck_assert_msg(all - named < MiB, "%s: %.1f MiB at other lines of run_work", py, (all - named) / MiB);
-	json_decref(root);
+	ck_assert_msg(all - named < MiB, "%s: %.1f MiB at other lines of run_work", p.py, (all - named) / MiB);
+	json_decref(p.root);
 }
 
 /* A 3,000-line generated function: each 8 MiB block named at its own line, top to bottom and in a
  * loop that jumps back (a walk of the line table resumed where the last one stopped, or not). */
 START_TEST(python_lines_of_a_long_function)
 {
-	const char *py = pythons[_i];
-	if (access(py, X_OK) != 0)
-		return;
-	long_function_lines(py, work_stage);
+	long_function_lines(_i, work_stage);
 }
 END_TEST
 
@@ -762,22 +755,21 @@ END_TEST
  * allocated and the script's own line at the base (imports in imports run this deep). */
 START_TEST(python_deep_stacks_keep_their_base)
 {
-	const char *py = pythons[_i];
-	if (access(py, X_OK) != 0)
+	struct py_run p;
+	if (!run_python(&p, _i, "sites_deep.py", work_stage))
 		return;
-	char script[1024], first[1200], base[1200];
-	json_t *root = run_py_fixture(py, "sites_deep.py", work_stage, script);
-	json_t *e = json_array_get(json_object_get(stage_of(root, "work"), "peak_sites"), 0);
+	char first[1200], base[1200];
+	json_t *e = json_array_get(json_object_get(stage_of(p.root, "work"), "peak_sites"), 0);
 	json_t *frames = json_object_get(e, "frames");
 	size_t n = json_array_size(frames);
-	snprintf(first, sizeof first, "down (%s:11)", script);
-	snprintf(base, sizeof base, "<module> (%s:21)", script);
-	long max = json_integer_value(json_object_get(json_object_get(root, "sites"), "max_frames"));
-	ck_assert_msg(max > 0 && n == (size_t)max, "%s: %zu frames of %ld", py, n, max);
+	snprintf(first, sizeof first, "down (%s:11)", p.script);
+	snprintf(base, sizeof base, "<module> (%s:21)", p.script);
+	long max = json_integer_value(json_object_get(json_object_get(p.root, "sites"), "max_frames"));
+	ck_assert_msg(max > 0 && n == (size_t)max, "%s: %zu frames of %ld", p.py, n, max);
 	ck_assert_str_eq(json_string_value(json_array_get(frames, 0)), first);
 	ck_assert_str_eq(json_string_value(json_array_get(frames, n - 1)), base);
-	ck_assert_msg(json_integer_value(json_object_get(e, "bytes")) >= 16 * MiB, "%s", py);
-	json_decref(root);
+	ck_assert_msg(json_integer_value(json_object_get(e, "bytes")) >= 16 * MiB, "%s", p.py);
+	json_decref(p.root);
 }
 END_TEST
 
@@ -785,21 +777,18 @@ END_TEST
  * them: anonymous mmap is sampled too. */
 START_TEST(python_small_objects_through_arenas)
 {
-	const char *py = pythons[_i];
-	if (access(py, X_OK) != 0)
+	struct py_run p;
+	if (!run_python(&p, _i, "sites_pyobj.py", work_stage))
 		return;
-	char script[1024];
-	json_t *root = run_py_fixture(py, "sites_pyobj.py", work_stage, script);
-	json_t *work = stage_of(root, "work");
-	ck_assert_ptr_nonnull(work);
+	json_t *work = required_stage(p.root, "work");
 	char name[1200];
-	snprintf(name, sizeof name, "small_objects (%s:", script);
+	snprintf(name, sizeof name, "small_objects (%s:", p.script);
 	double mine = site_bytes(work, "peak_sites", name), all = site_bytes(work, "peak_sites", "");
 	int64_t peaked = json_integer_value(json_object_get(json_object_get(work, "cpu"), "peak")) -
 			 json_integer_value(json_object_get(json_object_get(work, "cpu"), "begin"));
 	ck_assert_msg(mine > 0.5 * all && mine > 0.5 * (double)peaked, "%s: %.1f MiB of %.1f MiB (stage grew %.1f MiB)",
-		      py, mine / MiB, all / MiB, (double)peaked / MiB);
-	json_decref(root);
+		      p.py, mine / MiB, all / MiB, (double)peaked / MiB);
+	json_decref(p.root);
 }
 END_TEST
 
@@ -903,8 +892,7 @@ START_TEST(exact_stage_reads_the_shares_in_every_run)
 	for (int i = 0; i < 5; i++) {
 		json_t *root = run_fixture("shares", env);
 		assert_exact_stages(root, "work");
-		json_t *work = stage_of(root, "work");
-		ck_assert_ptr_nonnull(work);
+		json_t *work = required_stage(root, "work");
 		assert_recorded(work, "peak_sites", "alloc_sixty+", 60, 0);
 		assert_recorded(work, "peak_sites", "alloc_thirty+", 30, 0);
 		assert_recorded(work, "peak_sites", "alloc_ten+", 10, 0);
@@ -1031,8 +1019,7 @@ START_TEST(exact_init_in_a_forked_child)
 	json_t *root = run_fixture("forkidle", env);
 	ck_assert_msg(strstr(r.out, "child 0"), "out: %s", r.out);
 	json_t *child = the_child_file_in(kids);
-	json_t *init = stage_of(child, "init");
-	ck_assert_ptr_nonnull(init);
+	json_t *init = required_stage(child, "init");
 	assert_recorded(init, "peak_sites", "alloc_thirty+", 10, lag_of(init) + 0.02 * 20 * MiB);
 	json_decref(child);
 	json_decref(root);
@@ -1062,26 +1049,24 @@ END_TEST
  * one past its total by under 1 MiB) is recorded at its size, what it found stays sampled. */
 START_TEST(python_exact_stage_records_what_it_added)
 {
-	const char *py = pythons[_i];
-	if (access(py, X_OK) != 0)
-		return;
-	char script[1024];
 	const char *env[] = { "MEMSHIM_STAGES=work=run_work", "MEMSHIM_SITES=exact:work", NULL };
-	json_t *root = run_py_fixture(py, "sites_added.py", env, script);
-	assert_exact_stages(root, "work");
-	json_t *work = stage_of(root, "work");
+	struct py_run p;
+	if (!run_python(&p, _i, "sites_added.py", env))
+		return;
+	assert_exact_stages(p.root, "work");
+	json_t *work = stage_of(p.root, "work");
 	char thirty[1200], ten[1200], before[1200];
-	snprintf(thirty, sizeof thirty, "alloc_thirty (%s:", script);
-	snprintf(ten, sizeof ten, "alloc_ten (%s:", script);
-	snprintf(before, sizeof before, "alloc_before (%s:", script);
+	snprintf(thirty, sizeof thirty, "alloc_thirty (%s:", p.script);
+	snprintf(ten, sizeof ten, "alloc_ten (%s:", p.script);
+	snprintf(before, sizeof before, "alloc_before (%s:", p.script);
 	for (int k = 0; k < 2; k++) {
 		const char *site = k ? ten : thirty;
 		double got = site_bytes(work, "peak_sites", site), truth = (k ? 10 : 30) * MiB;
-		ck_assert_msg(site_exact(work, "peak_sites", site) == got, "%s: %s not all exact", py, site);
-		ck_assert_msg(got >= truth && got < truth + 2 * MiB, "%s: %s reads %.0f bytes", py, site, got);
+		ck_assert_msg(site_exact(work, "peak_sites", site) == got, "%s: %s not all exact", p.py, site);
+		ck_assert_msg(got >= truth && got < truth + 2 * MiB, "%s: %s reads %.0f bytes", p.py, site, got);
 	}
 	assert_sampled(work, "peak_sites_before", before);
-	json_decref(root);
+	json_decref(p.root);
 }
 END_TEST
 

@@ -1,0 +1,189 @@
+/* --merge: one table per stage over the processes: min, max, mean, sum and who had the max. Ranks
+ * are merged when there are any; launchers and other processes are then left out (one line). */
+#include "modes/modes.h"
+#include "base/base.h"
+#include "model/document.h"
+#include "model/opts.h"
+#include "model/select.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+static const enum mf_align mf_merge_align[] = { MF_LEFT, MF_RIGHT, MF_RIGHT, MF_RIGHT, MF_RIGHT,
+						MF_LEFT };
+static const char *const mf_merge_seps[] = { "  ", "  ", "  ", "  ", "  " };
+
+static void mf_merge_row(struct mf_table *t, struct mf_file *files, size_t n, const char *key)
+{
+	json_t *lo = NULL, *hi = NULL;
+	size_t hi_at = 0, have = 0, numeric = 0;
+	long double sum = 0;
+	double x, y;
+	for (size_t i = 0; i < n; i++) {
+		json_t *v = json_object_get(files[i].metrics, key);
+		have += v != NULL;
+		if (!mf_num(v, &x))
+			continue;
+		numeric++;
+		sum += x;
+		if (!lo || (mf_num(lo, &y) && x < y))
+			lo = v;
+		if (!hi || (mf_num(hi, &y) && x > y))
+			hi = v, hi_at = i;
+	}
+	char *cells[6] = { mf_xstrdup(key), NULL, NULL, NULL, NULL, NULL };
+	if (numeric) {
+		json_t *mean = json_real((double)(sum / (long double)numeric));
+		json_t *total = json_real((double)sum);
+		char *who = mf_proc_label(&files[hi_at]);
+		cells[1] = mf_format_value(key, lo);
+		cells[2] = mf_format_value(key, hi);
+		cells[3] = mf_format_value(key, mean);
+		/* a sum of bytes is memory the processes held together; of runtimes or counts, nothing */
+		cells[4] = mf_is_mem_key(key) ? mf_format_value(key, total) : mf_xstrdup("");
+		cells[5] = have < n ? mf_xasprintf("%s (in %zu of %zu)", who, have, n) : mf_xstrdup(who);
+		free(who);
+		json_decref(mean);
+		json_decref(total);
+	} else {
+		for (int c = 1; c < 6; c++)
+			cells[c] = mf_xstrdup(c == 4 ? "" : "-");
+	}
+	mf_table_row(t, cells);
+}
+
+/* "; open in rank 1, rank 2" for the processes where stage NAME is still open in a snapshot. */
+static char *mf_open_in(struct mf_file *files, size_t n, const char *name)
+{
+	char *list = mf_xstrdup("");
+	for (size_t i = 0; i < n; i++) {
+		if (!mf_open_stage(files[i].stages, name))
+			continue;
+		char *who = mf_proc_label(&files[i]);
+		char *s = mf_xasprintf("%s%s%s", list, *list ? ", " : "; open in ", who);
+		free(who);
+		free(list);
+		list = s;
+	}
+	return list;
+}
+
+static void mf_merge_group(FILE *out, struct mf_file *files, size_t n, const struct mf_group *g)
+{
+	struct mf_table t;
+	char *open = mf_open_in(files, n, g->name);
+	fprintf(out, "\n***** %s metrics (%zu processes%s) *****\n", g->name, n, open);
+	free(open);
+	mf_table_init(&t, 6, mf_merge_align, mf_merge_seps);
+	char *head[6] = { mf_xstrdup("key"), mf_xstrdup("min"), mf_xstrdup("max"),
+			  mf_xstrdup("mean"), mf_xstrdup("sum"), mf_xstrdup("max at") };
+	mf_table_row(&t, head);
+	for (size_t i = 0; i < g->nkeys; i++)
+		mf_merge_row(&t, files, n, g->keys[i]);
+	mf_table_print(out, &t, "  ");
+	mf_table_free(&t);
+}
+
+/* One shared memory segment over the merged files: how many name it, their peaks' largest and sum. */
+struct mf_segment {
+	const char *dev, *kind;
+	long long ino;
+	size_t files;
+	double top, sum, mapped;
+};
+
+static char *mf_bytes(double b)
+{
+	json_t *v = json_real(b);
+	char *s = mf_format_value("process_mem_cpu_peak", v);
+	json_decref(v);
+	return s;
+}
+
+/* Segments named alike by several of the merged processes (doc/metrics-format.md): each counted the
+ * pages it touched, so a sum counts them once per process; one line says so, with the largest. */
+static void mf_merge_shared(FILE *out, struct mf_file *files, size_t n)
+{
+	struct mf_segment *seg = NULL;
+	size_t nseg = 0, cap = 0;
+	for (size_t i = 0; i < n; i++) {
+		json_t *list = json_object_get(json_object_get(json_object_get(files[i].root, "process"), "shared"),
+					       "segments"), *g;
+		size_t k;
+		json_array_foreach(list, k, g) {
+			const char *dev = json_string_value(json_object_get(g, "dev"));
+			long long ino = json_integer_value(json_object_get(g, "ino"));
+			double peak = json_number_value(json_object_get(g, "peak"));
+			if (!dev)
+				continue;
+			size_t j = 0;
+			while (j < nseg && (seg[j].ino != ino || strcmp(seg[j].dev, dev)))
+				j++;
+			if (j == nseg) {
+				if (nseg == cap)
+					seg = mf_xrealloc(seg, (cap = cap ? 2 * cap : 16) * sizeof *seg);
+				seg[nseg++] = (struct mf_segment){ dev, json_string_value(json_object_get(g, "kind")), ino, 0, 0, 0, 0 };
+			}
+			seg[j].files++;
+			seg[j].sum += peak;
+			if (peak > seg[j].top)
+				seg[j].top = peak;
+			double mapped = json_number_value(json_object_get(g, "mapped_peak"));
+			if (mapped > seg[j].mapped)
+				seg[j].mapped = mapped;
+		}
+	}
+	size_t shared = 0, big = 0;
+	for (size_t j = 0; j < nseg; j++) {
+		if (seg[j].files < 2)
+			continue;
+		if (!shared++ || seg[j].sum > seg[big].sum)
+			big = j;
+	}
+	if (shared) {
+		char *mapped = mf_bytes(seg[big].mapped), *top = mf_bytes(seg[big].top), *sum = mf_bytes(seg[big].sum);
+		fprintf(out, "memshim: %zu shared memory segment%s mapped by several of these processes, each counting "
+			"the pages it touched (a sum counts them once per process); the largest, %s %s:%lld (%s "
+			"mapped) in %zu: one touched at most %s, all %s\n", shared, shared == 1 ? " is" : "s are",
+			seg[big].kind ? seg[big].kind : "?", seg[big].dev, seg[big].ino, mapped, seg[big].files, top, sum);
+		free(mapped);
+		free(top);
+		free(sum);
+	}
+	free(seg);
+}
+
+void mf_merge(FILE *out, const struct mf_set *s, const struct mf_opts *o)
+{
+	struct mf_groups u;
+	struct mf_file *files = s->f;
+	const int *keep = s->keep;
+	size_t n = s->n, left_out = s->left_out, m = 0;
+	size_t ranks = mf_count_ranks(files, n);
+	struct mf_file *set = mf_xmalloc((n ? n : 1) * sizeof *set);
+	for (size_t i = 0; i < n; i++) {
+		if (!keep[i])
+			continue;
+		set[m++] = files[i];
+		mf_print_header(out, &files[i]);
+		if (!files[i].complete)
+			mf_print_status(out, &files[i]);
+	}
+	if (left_out && ranks && !o->all) {
+		char *list = mf_proc_list(files, n, keep);
+		fprintf(out, "memshim: merged the %zu ranks; left out %zu process%s without a rank of "
+			"%s own: %s; --all merges every file\n", ranks, left_out,
+			left_out == 1 ? "" : "es", left_out == 1 ? "its" : "their", list);
+		free(list);
+	} else if (left_out) {
+		mf_print_hidden(out, files, n, keep, left_out, "merges them too");
+	}
+	mf_print_targets(out, files, n);
+	mf_merge_shared(out, set, m);
+	mf_group_union(set, m, &u);
+	for (size_t j = 0; j < u.n; j++)
+		if (!o->stage || !strcmp(o->stage, u.g[j].name))
+			mf_merge_group(out, set, m, &u.g[j]);
+	mf_groups_free(&u);
+	free(set);
+}
