@@ -20,8 +20,6 @@
 #include "intercept/got.h"
 #include "intercept/hooks.h"
 
-__thread int ms_tls_new_guarded MS_TLS;
-
 typedef const void *nothrow_ref;
 
 /* One operator's definition as every caller gets it, for one generation of loaded objects; the
@@ -102,10 +100,12 @@ static inline __attribute__((always_inline)) void *plain(struct cxx_op *op)
 
 /* ---- stepping aside ------------------------------------------------------------------------- */
 
-static int aside_busy;          /* one thread rewrites at a time; the others go on through us */
-static unsigned aside_closes;   /* ms_dlclose_calls when DONE was last valid */
-static const void *done[1024];  /* dynamic sections of the objects whose slots were rewritten */
-static unsigned ndone;
+static struct {
+	int aside_busy;          /* one thread rewrites at a time; the others go on through us */
+	unsigned aside_closes;   /* ms_dlclose_calls when DONE was last valid */
+	const void *done[1024];  /* dynamic sections of the objects whose slots were rewritten */
+	unsigned ndone;
+} cxx_st;
 
 static int same_name(const char *a, const char *b)
 {
@@ -153,14 +153,14 @@ static int rewrite_new_object(struct dl_phdr_info *info, size_t size, void *arg)
 	const struct link_map *map = dyn ? ms_elf_object_of(dyn) : NULL;
 	if (!map || map == ms_elf_object_of((const void *)rewrite_new_object) || !in_main_namespace(map))
 		return 0; /* another namespace binds in its own objects */
-	for (unsigned k = 0; k < ndone; k++)
-		if (done[k] == dyn)
+	for (unsigned k = 0; k < cxx_st.ndone; k++)
+		if (cxx_st.done[k] == dyn)
 			return 0;
 	struct ms_got_object o;
 	if (ms_got_object_at(info->dlpi_addr, dyn, info->dlpi_phdr, info->dlpi_phnum, &o) == 0)
 		ms_got_slots_matching(&o, cxx_name, NULL, redirect, (void *)map);
-	if (ndone < sizeof done / sizeof *done)
-		done[ndone++] = dyn;
+	if (cxx_st.ndone < sizeof cxx_st.done / sizeof *cxx_st.done)
+		cxx_st.done[cxx_st.ndone++] = dyn;
 	return 0;
 }
 
@@ -171,20 +171,20 @@ static void settle(struct cxx_op *op, unsigned gen);
 static void step_aside(unsigned gen)
 {
 	int idle = 0;
-	if (!__atomic_compare_exchange_n(&aside_busy, &idle, 1, 0, __ATOMIC_ACQUIRE, __ATOMIC_RELAXED))
+	if (!__atomic_compare_exchange_n(&cxx_st.aside_busy, &idle, 1, 0, __ATOMIC_ACQUIRE, __ATOMIC_RELAXED))
 		return;
 	ms_tls_guard++;
 	for (size_t i = 0; i < NROWS; i++)
 		if (__atomic_load_n(&rows[i].op->gen, __ATOMIC_RELAXED) != gen)
 			settle(rows[i].op, gen);
 	unsigned closes = __atomic_load_n(&ms_dlclose_calls, __ATOMIC_ACQUIRE);
-	if (closes != aside_closes) { /* a dynamic section may now be another object's */
-		ndone = 0;
-		aside_closes = closes;
+	if (closes != cxx_st.aside_closes) { /* a dynamic section may now be another object's */
+		cxx_st.ndone = 0;
+		cxx_st.aside_closes = closes;
 	}
 	dl_iterate_phdr(rewrite_new_object, NULL);
 	ms_tls_guard--;
-	__atomic_store_n(&aside_busy, 0, __ATOMIC_RELEASE);
+	__atomic_store_n(&cxx_st.aside_busy, 0, __ATOMIC_RELEASE);
 }
 
 /* Publishes OP's definition when every caller gets the same one. */

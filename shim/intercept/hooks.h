@@ -110,7 +110,9 @@ size_t ms_bootstrap_size(const void *p);
  * tail-jumps to), that is where the program's return address lies, and a call from a place seen
  * before is decided without walking the shim's frames; from anywhere else it is still correct,
  * only slower (the check then walks up through the shim's frames). */
-extern void (*ms_before_count)(uintptr_t *slot);
+/* Declared hidden (as all our symbols are, here where the compiler sees it too): one RIP-relative
+ * load in the wrappers, not one through the GOT. */
+extern void (*ms_before_count)(uintptr_t *slot) __attribute__((visibility("hidden")));
 /* Sets ms_before_count (NULL: none); the malloc family leaves its fast path while one is set. */
 void ms_set_before_count(void (*fn)(uintptr_t *slot));
 
@@ -118,15 +120,22 @@ void ms_set_before_count(void (*fn)(uintptr_t *slot));
  * outside the malloc wrappers (jemalloc's or tcmalloc's operator new and delete: cxx.c). */
 void ms_malloc_counted(void *p);
 void ms_malloc_uncounted(void *p);
-/* cxx.c: 1 while this thread runs the allocator's operator new under a guard cxx.c raised; a raise
- * from there (bad_alloc) lowers that guard (jump.c): nothing after the call runs. */
+/* jump.c: 1 while this thread runs the allocator's operator new under a guard cxx.c raised; a
+ * raise from there (bad_alloc) lowers that guard (jump.c): nothing after the call runs. */
 extern __thread int ms_tls_new_guarded MS_TLS;
 
-/* malloc.c: non-zero while the malloc family may take its fast path (resolved, counting, glibc's
- * allocator underneath, no hook before counting).  Recomputed by ms_malloc_fast_update whenever
- * one of those changes (ms_counting included). */
-extern int ms_malloc_fast;
+/* mode.c: non-zero while the malloc family may take its fast path (resolved, counting, glibc's
+ * allocator underneath): 0 (the general path), MS_FAST_ON, or MS_FAST_CHECKED (the fast path with
+ * the hook before counting first, run in an out-of-line function the wrapper tail-jumps to, so
+ * its return-address slot is the program's; negative, so the one compare of MS_FAST_ON's path
+ * never takes it).  Recomputed by ms_malloc_fast_update whenever one of those changes
+ * (ms_counting included); ms_malloc_fast_resolved(GLIBC) is resolve.c's word that the real
+ * functions are published, GLIBC when glibc's allocator is underneath. */
+#define MS_FAST_ON 1
+#define MS_FAST_CHECKED (-1)
+extern int ms_malloc_fast __attribute__((visibility("hidden"))); /* one load: see ms_before_count */
 void ms_malloc_fast_update(void);
+void ms_malloc_fast_resolved(int glibc);
 
 /* The current function's return-address slot (its canonical frame address minus 8, x86-64):
  * computed without a frame pointer, in the function the caller of the macro is inlined into. */

@@ -82,6 +82,8 @@ EXPORT void __longjmp_chk(struct __jmp_buf_tag env[1], int val)
 #define MAX_FLIGHTS 4
 static __thread void *flights[MAX_FLIGHTS] MS_TLS;
 __thread int ms_tls_flights MS_TLS;
+/* Raised by cxx.c around the allocator's operator new; lowered here when that call raises. */
+__thread int ms_tls_new_guarded MS_TLS;
 
 static void unwind_told(void (**hook)(void))
 {

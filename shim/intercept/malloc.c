@@ -15,34 +15,11 @@ void cfree(void *ptr);
 void free_sized(void *ptr, size_t size);
 void free_aligned_sized(void *ptr, size_t align, size_t size);
 
-void (*ms_before_count)(uintptr_t *slot);
-int ms_malloc_fast;
-
-/* ms_malloc_fast: 0 (general path), FAST_ON, or FAST_CHECKED: the fast path with the native stage
- * check first, run in an out-of-line function the wrapper tail-jumps to (so its return-address slot
- * is the program's).  Negative, so the one compare of FAST_ON's path never takes it. */
-#define FAST_ON 1
-#define FAST_CHECKED (-1)
-
-void ms_malloc_fast_update(void)
-{
-	int fast = 0;
-	if (ms_resolved() && ms_allocator_is_glibc && __atomic_load_n(&ms_counting, __ATOMIC_ACQUIRE))
-		fast = __atomic_load_n(&ms_before_count, __ATOMIC_ACQUIRE) ? FAST_CHECKED : FAST_ON;
-	__atomic_store_n(&ms_malloc_fast, fast, __ATOMIC_RELEASE);
-}
-
-void ms_set_before_count(void (*fn)(uintptr_t *slot))
-{
-	__atomic_store_n(&ms_before_count, fn, __ATOMIC_RELEASE);
-	ms_malloc_fast_update();
-}
-
-/* The mode and this thread's guard (never negative): MODE > GUARD is FAST_ON outside the shim;
- * MODE == FAST_CHECKED with GUARD 0 the checked fast path. */
+/* The mode and this thread's guard (never negative): MODE > GUARD is MS_FAST_ON outside the shim;
+ * MODE == MS_FAST_CHECKED with GUARD 0 the checked fast path. */
 #define LOAD_MODE(mode, guard) \
 	((mode) = __atomic_load_n(&ms_malloc_fast, __ATOMIC_RELAXED), (guard) = ms_tls_guard)
-#define CHECKED(mode, guard) ((mode) == FAST_CHECKED && (guard) == 0)
+#define CHECKED(mode, guard) ((mode) == MS_FAST_CHECKED && (guard) == 0)
 
 /* glibc's chunk header: the size word before the block (low bits: flags, 2 = mmapped). */
 static inline uint64_t glibc_head(const void *p)

@@ -19,11 +19,14 @@
 
 int ms_allocator_is_glibc;
 
-static int state; /* 0 unresolved, 1 resolving, 2 done */
+static struct {
+	int state;             /* 0 unresolved, 1 resolving, 2 done */
+	const char *sanitizer; /* the runtime that owns malloc, when one does */
+} resolve_st;
 
 int ms_resolved(void)
 {
-	return __atomic_load_n(&state, __ATOMIC_ACQUIRE) == 2;
+	return __atomic_load_n(&resolve_st.state, __ATOMIC_ACQUIRE) == 2;
 }
 
 /* dlsym lives beside dladdr1 (libc since 2.34, libdl before); a versioned dlvsym of a version
@@ -41,8 +44,6 @@ ms_dlsym_fn ms_libc_dlsym(void)
 	return f;
 }
 
-static const char *sanitizer;
-
 /* A sanitizer runtime owns malloc when it is the allocator underneath (gcc's shared runtimes) or
  * is linked into the program (clang's static ones); its allocator cannot be asked about blocks
  * before it has initialised, so the shim steps aside in such a program. */
@@ -56,7 +57,7 @@ static int find_sanitizer(const struct link_map *allocator)
 	const struct link_map *program = _r_debug.r_map;
 	for (size_t i = 0; i < sizeof runtimes / sizeof *runtimes; i++)
 		if (ms_elf_own_symbol(allocator, runtimes[i][0]) || ms_elf_own_symbol(program, runtimes[i][0])) {
-			sanitizer = runtimes[i][1];
+			resolve_st.sanitizer = runtimes[i][1];
 			return 1;
 		}
 	return 0;
@@ -89,13 +90,13 @@ const char *ms_allocator_ahead(void)
 
 const char *ms_sanitizer(void)
 {
-	return sanitizer;
+	return resolve_st.sanitizer;
 }
 
 void ms_resolve(void)
 {
 	int expected = 0;
-	if (!__atomic_compare_exchange_n(&state, &expected, 1, 0, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE))
+	if (!__atomic_compare_exchange_n(&resolve_st.state, &expected, 1, 0, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE))
 		return; /* done, or in progress: callers use the bootstrap buffer meanwhile */
 	int saved = errno;
 	ms_tls_guard++;
@@ -130,8 +131,8 @@ void ms_resolve(void)
 #undef MS_HOOK_RESOLVER
 #undef MS_HOOK_LAZY
 	ms_tls_guard--;
-	__atomic_store_n(&state, 2, __ATOMIC_RELEASE);
-	ms_malloc_fast_update();
+	__atomic_store_n(&resolve_st.state, 2, __ATOMIC_RELEASE);
+	ms_malloc_fast_resolved(ms_allocator_is_glibc);
 	errno = saved;
 }
 

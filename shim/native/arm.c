@@ -11,6 +11,7 @@
 #include <errno.h>
 #include "core/ms.h"
 #include "intercept/hooks.h"
+#include "native/check.h"
 #include "native/native.h"
 
 #define MAX_NESTED 4 /* dlopen calls under way on one thread (constructors that dlopen); static TLS is scarce */

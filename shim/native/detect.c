@@ -1,5 +1,5 @@
 /* Native stages: reads the targets of MEMSHIM_STAGES that name C/C++ functions, resolves them,
- * lets native/arm.c turn the stack check (ms_native_check, native/frames.c) on while one is loaded
+ * lets native/arm.c turn the stack check (ms_native_check, native/check.c) on while one is loaded
  * and, at exit, warns once about every target found nowhere.
  *
  * Which targets are native (the rest is left to the Python detector, without warnings here):
@@ -24,14 +24,17 @@
 #include "core/process.h"
 #include "core/stages.h"
 #include "intercept/hooks.h"
+#include "native/leave.h"
 #include "native/native.h"
 
 #define MAX_NATIVE_TARGETS MS_PLT_MAX_TARGETS
 
 static struct ms_target targets[MAX_NATIVE_TARGETS] MS_LARGE;
-static unsigned char python_owned[MAX_NATIVE_TARGETS];
-static int loaded;   /* native targets were read: they are reported at exit */
-static int watching; /* the stack check is on */
+static struct {
+	unsigned char python_owned[MAX_NATIVE_TARGETS];
+	int loaded;   /* native targets were read: they are reported at exit */
+	int watching; /* the stack check is on */
+} detect_st;
 
 static const char *exe_basename(char *buf, size_t size)
 {
@@ -62,7 +65,7 @@ static int load_targets(void)
 
 static const char *bound_by(int i)
 {
-	if (ms_plt_bound(i))
+	if (targets[i].bound_plt)
 		return "plt";
 	return targets[i].found ? "stack" : "none";
 }
@@ -70,15 +73,15 @@ static const char *bound_by(int i)
 void ms_native_each_target(void (*fn)(void *ctx, const char *target, const char *stage, const char *bound),
 			   void *ctx)
 {
-	for (int i = 0; loaded && i < ms_native_ntargets; i++)
-		if (!python_owned[i])
+	for (int i = 0; detect_st.loaded && i < ms_native_ntargets; i++)
+		if (!detect_st.python_owned[i])
 			fn(ctx, targets[i].text, ms_cfg.spec.stage[targets[i].spec_stage].name, bound_by(i));
 }
 
 /* ---- "not found", judged over the run ------------------------------------------------------
- * A target is found nowhere only when no process of the run found it (issue 39: `time ./prog`
- * named prog's function "not found in any loaded object", time having none; each of PostgreSQL's
- * children repeated the line).  The run's first process says it at its exit; the others note what
+ * A target is found nowhere only when no process of the run found it (judged by each process
+ * alone, `time ./prog` named prog's function "not found in any loaded object", time having none,
+ * and each of PostgreSQL's children repeated the line).  The run's first process says it at its exit; the others note what
  * they found, one byte per target, in a file of the run (/dev/shm/memshim-native-..., ms_run_path;
  * made by the first of them to find something, mode 0600, this user's), which the first process
  * reads and removes.  A process that found nothing writes nothing, so a run whose first process is
@@ -105,7 +108,7 @@ static void tell_first(void)
 	char path[96];
 	int any = 0;
 	for (int i = 0; i < ms_native_ntargets; i++)
-		any |= targets[i].found || python_owned[i];
+		any |= targets[i].found || detect_st.python_owned[i];
 	if (!any || !ms_proc.is_child || dump_follows() || !ms_run_path(path, sizeof path, "native"))
 		return;
 	long fd = syscall(SYS_openat, AT_FDCWD, path, O_WRONLY | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600);
@@ -115,7 +118,7 @@ static void tell_first(void)
 		static const char one = 1;
 		/* found, or taken as a Python function here: the run's first Python process judges it */
 		for (int i = 0; i < ms_native_ntargets; i++)
-			if (targets[i].found || python_owned[i])
+			if (targets[i].found || detect_st.python_owned[i])
 				syscall(SYS_pwrite64, fd, &one, 1, (long)i);
 	}
 	syscall(SYS_close, fd);
@@ -141,7 +144,7 @@ static void read_notes(unsigned char *elsewhere)
 static void report(int refresh)
 {
 	static unsigned char elsewhere[MAX_NATIVE_TARGETS] MS_LARGE;
-	if (!loaded || !ms_is_tracked_process())
+	if (!detect_st.loaded || !ms_is_tracked_process())
 		return;
 	ms_tls_guard++;
 	if (refresh)
@@ -156,11 +159,11 @@ static void report(int refresh)
 		const struct ms_target *t = &targets[i];
 		const char *stage = ms_cfg.spec.stage[t->spec_stage].name;
 		int id = ms_stage_find(stage);
-		if (t->found && t->tail_call && !ms_plt_bound(i) && (id < 0 || ms_stage_begins(id) == 0))
+		if (t->found && t->tail_call && !t->bound_plt && (id < 0 || ms_stage_begins(id) == 0))
 			ms_warn("native stage %s: '%s' was never seen: it ends in a tail call (a jmp to its callee, "
 				"as -O2 builds it), so while the callee allocates its frame is gone; name the "
 				"callee, or build it with -fno-optimize-sibling-calls", stage, t->text);
-		if (t->found || python_owned[i] || quiet || elsewhere[i])
+		if (t->found || detect_st.python_owned[i] || quiet || elsewhere[i])
 			continue;
 		ms_warn("native stage %s: '%s' was not found in any loaded object%s%s%s",
 			ms_cfg.spec.stage[t->spec_stage].name, t->text, stripped[0] ? " (no symbol table: " : "",
@@ -193,7 +196,7 @@ static int worth_checking(void)
 	for (int i = 0; i < ms_native_ntargets; i++) {
 		const struct ms_target *t = &targets[i];
 		if (python && !t->found && !t->object && t->kind == MS_TK_PLAIN)
-			python_owned[i] = 1;
+			detect_st.python_owned[i] = 1;
 		else
 			worth = 1; /* bound to its calls or checked on the stack; either way dlopen is watched */
 	}
@@ -205,7 +208,7 @@ void ms_native_init(void)
 	if (ms_cfg.spec.is_default || load_targets() == 0)
 		return;
 	ms_tls_guard++;
-	int ok = ms_pool_init() == 0 && ms_stack_init() == 0;
+	int ok = ms_pool_init() == 0 && ms_frames_init() == 0;
 	if (!ok)
 		ms_warn("native stages disabled: the trampolines were not linked as expected");
 	if (ok) {
@@ -215,17 +218,17 @@ void ms_native_init(void)
 		ok = worth_checking();
 	}
 	ms_tls_guard--;
-	loaded = 1;
+	detect_st.loaded = 1;
 	tell_first(); /* what the objects loaded at start hold, also for a process that ends in _exit */
 	if (!ok)
 		return;
-	watching = 1;
+	detect_st.watching = 1;
 	ms_arm_init(); /* the stack check runs only while a target is loaded */
 }
 
 void ms_native_fork_child(int tracking)
 {
-	if (!watching)
+	if (!detect_st.watching)
 		return;
 	ms_syms_fork_child();
 	ms_arm_fork_child();

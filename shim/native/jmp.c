@@ -1,9 +1,10 @@
 /* Frames left without returning, as native stages hear of them from intercept/jump.c's wrappers:
  * frames a longjmp jumps over never return, so their stages close before the jump; while a C++
- * exception is in flight no return address changes (native/stack.c says why).  Exceptions and
+ * exception is in flight no return address changes (native/leave.c says why).  Exceptions and
  * forced unwinds that pass a trampoline are seen by the trampolines' personality instead. */
 #include "core/ms.h"
 #include "intercept/hooks.h"
+#include "native/leave.h"
 #include "native/native.h"
 
 void ms_jmp_init(void)

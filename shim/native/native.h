@@ -1,8 +1,9 @@
 /* Native stages (C/C++ functions named in MEMSHIM_STAGES): shared declarations of the native/
  * files.  Targets are resolved to address ranges (native/syms.c); allocations look at the stack
- * (native/frames.c, walking with the cursor of native/unwinder.c); a frame of a target function
- * gets its return address replaced by one of the trampolines (native/tramp.c, native/pool.c),
- * which closes the stage when the function returns. */
+ * (native/check.c and native/look.c, walking with the cursor of native/unwinder.c, keeping each
+ * thread's known frames: native/frames.h); a frame of a target function gets its return address
+ * replaced by one of the trampolines (native/tramp.c, native/pool.c), which closes the stage when
+ * the function returns (native/leave.c). */
 #ifndef MS_NATIVE_H
 #define MS_NATIVE_H
 
@@ -30,6 +31,15 @@ static inline int ms_tramp_index(uintptr_t ip)
 		return -1;
 	return (int)(off / MS_TRAMP_SIZE);
 }
+
+/* What the trampolines call (set by native/leave.c before any trampoline is used): on_return when
+ * the function that returned into trampoline BLOCK_RET - 6 has left (it returns the address to
+ * continue at), on_unwind as the personality routine the trampolines' unwind entries name. */
+struct ms_tramp_handlers {
+	uintptr_t (*on_return)(uintptr_t block_ret);
+	int (*on_unwind)(int version, int actions, uint64_t cls, void *exc, void *ctx);
+};
+extern struct ms_tramp_handlers ms_tramp_handlers;
 
 /* Checks that each trampoline block leads to its return-address word; 0 when usable. */
 int ms_pool_init(void);
@@ -168,6 +178,7 @@ struct ms_target {
 	int spec_stage;        /* index into ms_cfg.spec */
 	int stage;             /* index into ms_cfg.spec (-1: none); the engine's id comes at its first call */
 	int found;             /* resolved in some object */
+	int bound_plt;         /* its calls are bound through the GOT (native/plt.c): set once, never cleared */
 	int tail_call;         /* a function it names ends in a tail call (seen from the stack only) */
 };
 
@@ -182,6 +193,13 @@ int ms_target_matches(const struct ms_target *t, const char *sym);
 /* Whether object path PATH is the one T pins (basename equal, or "lib.so" for "lib.so.1.2"). */
 int ms_target_object_matches(const struct ms_target *t, const char *path);
 
+/* The native targets of MEMSHIM_STAGES (native/targets.c; read by native/detect.c at start). */
+extern struct ms_target *ms_native_targets;
+extern int ms_native_ntargets;
+/* Warns (once per function, a few functions at most) that targets FIRST and OTHER (indexes into
+ * ms_native_targets) of different stages both name function SYM at ADDR: FIRST gets its calls. */
+void ms_native_warn_shared(const char *sym, uintptr_t addr, int first, int other);
+
 /* ---- resolution (native/syms.c) -------------------------------------------------------------- */
 
 struct ms_syms_range {
@@ -194,9 +212,6 @@ struct ms_syms_table {
 	uintptr_t lo, hi; /* bounds of all ranges: a quick reject */
 	struct ms_syms_range r[];
 };
-
-extern struct ms_target *ms_native_targets;
-extern int ms_native_ntargets;
 
 /* Resolves every target in the objects loaded now and publishes the range table. */
 void ms_syms_resolve(void);
@@ -213,33 +228,6 @@ void ms_syms_stripped(char *buf, size_t size);
 extern uintptr_t ms_self_lo, ms_self_hi;
 /* A forked child: locks a thread that no longer exists may have held are free again. */
 void ms_syms_fork_child(void);
-/* Warns (once per function, a few functions at most) that targets FIRST and OTHER (indexes into
- * ms_native_targets) of different stages both name function SYM at ADDR: FIRST gets its calls. */
-void ms_native_warn_shared(const char *sym, uintptr_t addr, int first, int other);
-
-/* ---- known frames (native/frames.c) ---------------------------------------------------------- */
-
-/* Set as intercept's ms_before_count while a target is loaded: looks at the stack before an
- * allocation or free is counted, opening the stages of target functions found there.  SLOT is the
- * wrapper's return-address slot (see intercept/hooks.h). */
-void ms_native_check(uintptr_t *slot);
-
-/* A call of a target bound through the GOT (native/plt.c) begins: the frame whose return address
- * is in SLOT gets a trampoline and opens stage SPEC (an index into ms_cfg.spec). */
-void ms_native_enter_call(int spec, uintptr_t *slot);
-
-/* Called by the trampoline: the function that returned into trampoline BLOCK+6 has left; returns
- * the address to continue at. */
-uintptr_t ms_native_tramp_fire(uintptr_t block_ret);
-/* Frames at addresses below SP are being discarded (longjmp): close their stages (intercept's
- * ms_before_jump, set by native/jmp.c). */
-void ms_native_discard_below(uintptr_t sp);
-/* An exception starts unwinding this thread / was caught (intercept's ms_on_unwind_begin/end). */
-void ms_native_unwind_begin(void);
-void ms_native_unwind_end(void);
-/* Sets up the per-thread state key; 0 when usable. */
-int ms_stack_init(void);
-
 /* ---- when the stack check runs (native/arm.c) ---------------------------------------------- */
 
 /* Sets intercept's hooks: the stack check on while a target is loaded, dlopen/dlclose watched. */
@@ -279,19 +267,15 @@ void ms_native_each_target(void (*fn)(void *ctx, const char *target, const char 
 
 /* ---- calls bound through the GOT (native/plt.c) ----------------------------------------------- */
 
-#define MS_PLT_MAX_TARGETS 128 /* native targets (native/stages.c reads at most this many) */
+#define MS_PLT_MAX_TARGETS 128 /* native targets bound through the GOT: the first this many */
 
 /* Rewrites the GOT slots that call a plain-named target in every loaded object, when objects were
  * loaded since the last time (slots of an object not yet relocated are left for the next time). */
 void ms_plt_bind(void);
 /* Unloaded functions no longer stand behind an entry (their addresses may be reused). */
 void ms_plt_forget_unloaded(void);
-/* Whether some slot calls target T (index into ms_native_targets) through our entry. */
-int ms_plt_bound(int t);
 /* Binds the targets' calls in the objects loaded now (unless MEMSHIM_NATIVE_PLT=0); from then on
  * dlopen'd objects are bound too and dlsym answers bound names with their entries. */
 void ms_plt_init(void);
-/* What dlsym should return for FOUND: our entry when FOUND is a bound function, else FOUND. */
-void *ms_plt_dlsym(void *found);
 
 #endif

@@ -1,7 +1,7 @@
 /* Native stages bound to the call itself: every GOT slot through which a loaded object calls a
  * target function (intercept/got.c finds them) is rewritten to an entry of ours.  The entry saves the
  * argument registers, opens the stage with the caller's return address replaced by a trampoline
- * (native/stack.c, the same frames the stack check keeps, so a return, a longjmp, an exception or
+ * (native/enter.c: the same frames the stack check keeps, so a return, a longjmp, an exception or
  * thread exit closes it as for a frame found on the stack), and jumps to the real function with
  * the stack as the caller left it.  So a call that never allocates is counted, and allocations
  * inside need no look at the stack.
@@ -9,7 +9,7 @@
  * Imported symbols are matched by the rules of the symbol tables (native/names.c): a demangled
  * C++ name binds every mangled overload it names.  One entry per (stage, real function) pair: calls of a name the dynamic linker bound to
  * different definitions in different objects keep going where they went.  dlsym of a bound name
- * returns the entry (ms_plt_dlsym), so pointers the program looks up enter the stage too. */
+ * returns the entry (on_dlsym), so pointers the program looks up enter the stage too. */
 #include <dlfcn.h>
 #include <errno.h>
 #include <link.h>
@@ -19,6 +19,7 @@
 #include "intercept/elf.h"
 #include "intercept/hooks.h"
 #include "intercept/got.h"
+#include "native/enter.h"
 #include "native/native.h"
 
 #define MS_PLT_ENTRIES 256 /* entries in the asm block below */
@@ -32,10 +33,11 @@ struct binding {
 };
 
 static struct binding bindings[MS_PLT_ENTRIES] MS_LARGE;
-static int nbindings;
-static int enabled;     /* MEMSHIM_NATIVE_PLT and native targets to bind */
-static int unrelocated; /* slots met in an object still being loaded: read it again next time */
-static unsigned char bound_by_plt[MS_PLT_MAX_TARGETS];
+static struct {
+	int nbindings;
+	int enabled;     /* MEMSHIM_NATIVE_PLT and native targets to bind */
+	int unrelocated; /* slots met in an object still being loaded: read it again next time */
+} plt_st;
 extern char ms_plt_entries[];
 
 __asm__(
@@ -53,7 +55,7 @@ __asm__(
 "	.endr\n"
 
 /* Entered as the target itself would be: arguments in rdi..r9, xmm0..7, al (varargs), r10 (static
- * chain) and on the stack above the return address at (%rsp).  ms_plt_enter gets the entry's index
+ * chain) and on the stack above the return address at (%rsp).  plt_enter gets the entry's index
  * and the address of that return-address slot, and returns the function to continue at. */
 "	.p2align 4\n"
 "ms_plt_common:\n"
@@ -86,7 +88,7 @@ __asm__(
 "	movdqu %xmm7, 112(%rsp)\n"
 "	movl %r11d, %edi\n"
 "	leaq 200(%rsp), %rsi\n"        /* 136 + 8 pushes: the return-address slot */
-"	call ms_plt_enter\n"
+"	call plt_enter\n"
 "	movq %rax, %r11\n"
 "	movdqu 0(%rsp), %xmm0\n"
 "	movdqu 16(%rsp), %xmm1\n"
@@ -132,8 +134,8 @@ static int entry_index(uintptr_t addr)
 	return (int)(off / MS_PLT_ENTRY_SIZE);
 }
 
-__attribute__((visibility("hidden"), used)) uintptr_t ms_plt_enter(int i, uintptr_t *slot);
-uintptr_t ms_plt_enter(int i, uintptr_t *slot)
+/* Static, named by the assembly above (used: the compiler sees no call). */
+static __attribute__((used)) uintptr_t plt_enter(int i, uintptr_t *slot)
 {
 	const struct binding *b = &bindings[i];
 	if (ms_tls_guard)
@@ -150,24 +152,24 @@ uintptr_t ms_plt_enter(int i, uintptr_t *slot)
 static int binding_for(int target, uintptr_t real)
 {
 	int spec = ms_native_targets[target].spec_stage;
-	for (int i = 0; i < nbindings; i++)
+	for (int i = 0; i < plt_st.nbindings; i++)
 		if (bindings[i].spec == spec && bindings[i].real == real && !bindings[i].unloaded)
 			return i;
-	if (nbindings == MS_PLT_ENTRIES) {
+	if (plt_st.nbindings == MS_PLT_ENTRIES) {
 		static int warned;
 		if (!__atomic_exchange_n(&warned, 1, __ATOMIC_RELAXED))
 			ms_warn("native stages: more than %d functions to bind to their calls; the calls of the "
 				"rest are not counted", MS_PLT_ENTRIES);
 		return -1;
 	}
-	bindings[nbindings] = (struct binding){ .spec = spec, .target = target, .real = real };
-	__atomic_store_n(&nbindings, nbindings + 1, __ATOMIC_RELEASE);
-	return nbindings - 1;
+	bindings[plt_st.nbindings] = (struct binding){ .spec = spec, .target = target, .real = real };
+	__atomic_store_n(&plt_st.nbindings, plt_st.nbindings + 1, __ATOMIC_RELEASE);
+	return plt_st.nbindings - 1;
 }
 
 static int self_object(const struct link_map *map)
 {
-	return map == ms_elf_object_of((const void *)ms_plt_enter);
+	return map == ms_elf_object_of((const void *)plt_enter);
 }
 
 struct scan {
@@ -182,7 +184,7 @@ static uintptr_t real_target(const struct scan *sc, uintptr_t held, const char *
 {
 	const struct link_map *m = ms_elf_object_of((const void *)held);
 	if (!m) {
-		unrelocated = 1; /* not relocated yet: an object another thread is loading */
+		plt_st.unrelocated = 1; /* not relocated yet: an object another thread is loading */
 		return 0;
 	}
 	if (self_object(m))
@@ -244,7 +246,7 @@ static int bind_object(struct dl_phdr_info *info, size_t size, void *arg)
 		struct scan sc = { .map = map, .target = t };
 		ms_got_slots_matching(&o, names_function, &ms_native_targets[t], bind_slot, &sc);
 		if (sc.bound) {
-			bound_by_plt[t] = 1;
+			ms_native_targets[t].bound_plt = 1;
 			ms_native_targets[t].found = 1;
 		}
 	}
@@ -263,27 +265,31 @@ void ms_plt_bind(void)
 	static unsigned long long bound_adds = ~0ULL;
 	static int busy;
 	unsigned long long adds = 0;
-	if (!__atomic_load_n(&enabled, __ATOMIC_ACQUIRE))
+	if (!__atomic_load_n(&plt_st.enabled, __ATOMIC_ACQUIRE))
 		return;
 	dl_iterate_phdr(read_adds, &adds);
 	if (adds == __atomic_load_n(&bound_adds, __ATOMIC_ACQUIRE) || __atomic_exchange_n(&busy, 1, __ATOMIC_ACQUIRE))
 		return; /* nothing new, or another thread is binding (it or the next call sees the rest) */
-	unrelocated = 0;
+	plt_st.unrelocated = 0;
 	dl_iterate_phdr(bind_object, NULL);
-	__atomic_store_n(&bound_adds, unrelocated ? ~0ULL : adds, __ATOMIC_RELEASE);
+	__atomic_store_n(&bound_adds, plt_st.unrelocated ? ~0ULL : adds, __ATOMIC_RELEASE);
 	__atomic_store_n(&busy, 0, __ATOMIC_RELEASE);
 }
 
 void ms_plt_forget_unloaded(void)
 {
-	for (int i = 0; i < nbindings; i++)
+	for (int i = 0; i < plt_st.nbindings; i++)
 		if (!ms_elf_object_of((const void *)bindings[i].real))
 			bindings[i].unloaded = 1; /* its callers went with it; the address may be reused */
 }
 
-int ms_plt_bound(int target)
+/* What dlsym should return for FOUND: our entry when FOUND is a bound function, else FOUND. */
+static void *entry_for(void *found)
 {
-	return target >= 0 && target < MS_PLT_MAX_TARGETS && bound_by_plt[target];
+	for (int i = 0; found && i < __atomic_load_n(&plt_st.nbindings, __ATOMIC_ACQUIRE); i++)
+		if (bindings[i].real == (uintptr_t)found && !bindings[i].unloaded)
+			return (void *)entry_addr(i);
+	return found;
 }
 
 /* The dlsym hook: binds what a dlopen loaded, then answers a bound function's name with its entry
@@ -294,9 +300,9 @@ static void *on_dlsym(void *handle, const char *name)
 	ms_tls_guard++;
 	ms_plt_bind();
 	void *answer = MS_DLSYM_PASS;
-	for (int i = 0; i < nbindings && answer == MS_DLSYM_PASS; i++)
+	for (int i = 0; i < plt_st.nbindings && answer == MS_DLSYM_PASS; i++)
 		if (!bindings[i].unloaded && ms_target_matches(&ms_native_targets[bindings[i].target], name))
-			answer = ms_plt_dlsym(ms_real_dlsym(handle, name));
+			answer = entry_for(ms_real_dlsym(handle, name));
 	ms_tls_guard--;
 	errno = saved;
 	return answer;
@@ -306,15 +312,7 @@ void ms_plt_init(void)
 {
 	if (!ms_cfg.native_plt)
 		return;
-	__atomic_store_n(&enabled, 1, __ATOMIC_RELEASE);
+	__atomic_store_n(&plt_st.enabled, 1, __ATOMIC_RELEASE);
 	ms_plt_bind();
 	__atomic_store_n(&ms_on_dlsym, on_dlsym, __ATOMIC_RELEASE);
-}
-
-void *ms_plt_dlsym(void *found)
-{
-	for (int i = 0; found && i < __atomic_load_n(&nbindings, __ATOMIC_ACQUIRE); i++)
-		if (bindings[i].real == (uintptr_t)found && !bindings[i].unloaded)
-			return (void *)entry_addr(i);
-	return found;
 }

@@ -20,8 +20,6 @@
 #define PATH_POOL ((size_t)256 * 1024)
 #define MAX_STRIPPED 8
 
-struct ms_target *ms_native_targets;
-int ms_native_ntargets;
 uintptr_t ms_self_lo, ms_self_hi;
 static uintptr_t self_base; /* load address of libmemshim.so: never searched for targets */
 
@@ -111,27 +109,6 @@ static int ends_in_tail_call(uintptr_t addr, size_t size)
 
 /* ---- reading one object's symbol tables ------------------------------------------------------ */
 
-#define MAX_SHARED_WARNINGS 8
-
-void ms_native_warn_shared(const char *sym, uintptr_t addr, int first, int other)
-{
-	static uintptr_t warned[MAX_SHARED_WARNINGS];
-	static int nwarned;
-	const struct ms_target *a = &ms_native_targets[first], *b = &ms_native_targets[other];
-	int n = __atomic_load_n(&nwarned, __ATOMIC_RELAXED);
-	for (int i = 0; i < n && i < MAX_SHARED_WARNINGS; i++)
-		if (warned[i] == addr)
-			return; /* the same function again (.symtab and .dynsym, another caller's slot) */
-	int slot = __atomic_fetch_add(&nwarned, 1, __ATOMIC_RELAXED); /* the GOT's binder may run beside */
-	if (slot >= MAX_SHARED_WARNINGS)
-		return;
-	warned[slot] = addr;
-	ms_warn("native stages %s ('%s') and %s ('%s') both name %s: its calls count for %s only (the first "
-		"in MEMSHIM_STAGES)%s", ms_cfg.spec.stage[a->spec_stage].name, a->text,
-		ms_cfg.spec.stage[b->spec_stage].name, b->text, sym, ms_cfg.spec.stage[a->spec_stage].name,
-		slot == MAX_SHARED_WARNINGS - 1 ? "; further such functions are not reported" : "");
-}
-
 /* Whether a target bound through the GOT is still looked for on the stack: a C++ or Rust function
  * (demangled or mangled) may be reached through a vtable or a direct call the GOT never sees. */
 static int also_from_stack(const struct ms_target *t)
@@ -149,7 +126,7 @@ static void match_symbol(const char *name, uintptr_t addr, size_t size, const ch
 	int first = -1;
 	for (int i = 0; i < ms_native_ntargets; i++) {
 		struct ms_target *t = &ms_native_targets[i];
-		if (t->stage < 0 || (ms_plt_bound(i) && !also_from_stack(t)) || !ms_target_object_matches(t, path) ||
+		if (t->stage < 0 || (t->bound_plt && !also_from_stack(t)) || !ms_target_object_matches(t, path) ||
 		    !ms_target_matches(t, name))
 			continue;
 		if (first >= 0 && ms_native_targets[first].stage != t->stage) {

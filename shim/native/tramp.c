@@ -10,9 +10,18 @@
  * ms_tramp_ra[i], found from rip alone with the DWARF operations every reader knows (valgrind's
  * CFI reader has no DW_OP_const8u/dup/deref_size): block = rip & -16 (rip - 1 or rip, whichever the
  * unwinder uses), word = block + 8, rip = *(word + *word).  The unwind data stays read-only.
- * The CIE names ms_native_personality, called for each such frame that an exception or a forced
+ * The CIE names ms_tramp_personality, called for each such frame that an exception or a forced
  * unwind passes, which closes the stage.
+ * A trampoline calls up through ms_tramp_handlers (native/leave.c sets them at start, before any
+ * trampoline is used): the pool stays below the known frames that use it, at the cost of an
+ * indirect call where a direct one was (the same instruction count).
  * Only top-level assembly here: no compiler-generated unwind info shares the section. */
+#include <stddef.h>
+#include "native/native.h"
+
+struct ms_tramp_handlers ms_tramp_handlers;
+_Static_assert(offsetof(struct ms_tramp_handlers, on_return) == 0 &&
+	       offsetof(struct ms_tramp_handlers, on_unwind) == 8, "the assembly below reads them so");
 
 __asm__(
 "	.pushsection .text.ms_tramp,\"ax\",@progbits\n"
@@ -35,7 +44,7 @@ __asm__(
 "	.byte 16\n"                    /* return address column: rip */
 "	.uleb128 6\n"                  /* augmentation data length */
 "	.byte 0x1b\n"                  /* personality: pcrel sdata4 */
-"	.long ms_native_personality - .\n"
+"	.long ms_tramp_personality - .\n"
 "	.byte 0x1b\n"                  /* FDE addresses: pcrel sdata4 */
 "	.byte 0x0c, 7, 8\n"            /* DW_CFA_def_cfa rsp, 8 */
 "	.byte 0x14, 7, 1\n"            /* DW_CFA_val_offset rsp, CFA - 8 */
@@ -88,6 +97,14 @@ __asm__(
 "	ret\n"
 "	.popsection\n"
 
+/* The personality the CIE names: the unwinder's call goes on to ms_tramp_handlers.on_unwind with
+ * its arguments and return address untouched (the handler asks which unwinder called it). */
+"	.pushsection .text.ms_tramp,\"ax\",@progbits\n"
+"	.p2align 4\n"
+"ms_tramp_personality:\n"
+"	jmp *ms_tramp_handlers+8(%rip)\n"
+"	.popsection\n"
+
 /* Entered with the returned function's return values live: rax, rdx, xmm0, xmm1 (and x87, which
  * the C code never touches).  The pushed block address says which trampoline fired. */
 "	.pushsection .text.ms_tramp,\"ax\",@progbits\n"
@@ -99,7 +116,7 @@ __asm__(
 "	movdqu %xmm0, 0(%rsp)\n"
 "	movdqu %xmm1, 16(%rsp)\n"
 "	movq 56(%rsp), %rdi\n"
-"	call ms_native_tramp_fire\n"
+"	call *ms_tramp_handlers(%rip)\n"
 "	movq %rax, 56(%rsp)\n"         /* ret below continues at the original return address */
 "	movdqu 0(%rsp), %xmm0\n"
 "	movdqu 16(%rsp), %xmm1\n"

@@ -20,18 +20,6 @@ void *ms_real_dlsym(void *handle, const char *name)
 	return dlsym(handle, name);
 }
 
-__attribute__((visibility("hidden"))) int ms_native_personality(int version, int actions, uint64_t cls,
-								   void *exc, void *ctx);
-int ms_native_personality(int version, int actions, uint64_t cls, void *exc, void *ctx)
-{
-	return 8; /* _URC_CONTINUE_UNWIND */
-}
-
-uintptr_t ms_native_tramp_fire(uintptr_t block_ret)
-{
-	return ms_pool_ra((int)((block_ret - (uintptr_t)ms_tramp_base - 6) / MS_TRAMP_SIZE));
-}
-
 /* ---- byte strings ---------------------------------------------------------------------------- */
 
 /* Opcodes written out here by number, as a reader of the DWARF standard would (cfi.c names them). */
