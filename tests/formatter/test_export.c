@@ -124,7 +124,7 @@ START_TEST(test_pprof_parses)
 }
 END_TEST
 
-/* A file with issue 24's lists: the exports take what each stage added, the closing entry
+/* A file with the call-site lists of what each stage added: the exports take what each stage added, the closing entry
  * included (one frame, "(7 other stacks)"), never what was live from before it. */
 START_TEST(test_speedscope_added)
 {

@@ -181,7 +181,7 @@ START_TEST(test_fold_length)
 }
 END_TEST
 
-/* Issue 39: a Trainer run's sites all lead with main's trainer.train() (one call into a framework),
+/* A Trainer run's sites all lead with main's trainer.train() (one call into a framework),
  * so they lead with the framework's own line that allocated, the user's line under it; sites whose
  * user's lines differ keep them first.  --by framework groups by that frame. */
 static const char *const trainer_a[] = { "_ZN3c109alloc_cpuEm+0x1f (libc10.so)",

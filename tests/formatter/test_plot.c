@@ -168,7 +168,7 @@ START_TEST(test_merge_one_stage)
 }
 END_TEST
 
-/* Issue 39: the implicit init ends at the instant the Trainer's init begins (the engine's hand-over):
+/* The implicit init ends at the instant the Trainer's init begins (the engine's hand-over):
  * one "init" bar, not two side by side; calls of a stage back to back (a clock reading apart) stay
  * two, and so does a stage that begins again later. */
 START_TEST(test_handover_is_one_bar)

@@ -55,11 +55,11 @@ START_TEST(test_svg_cpu)
 	char *args[] = { "cpu.json", NULL }, *path = plot("cpu.svg", args);
 	struct t_svg s;
 	t_svg_load_ok(path, &s);
-	/* issue 39: every word is a <text> element, none a glyph outline */
+	/* every word is a <text> element, none a glyph outline */
 	ck_assert_msg(!s.has_glyphs, "text drawn as glyph outlines");
 	ck_assert_uint_gt(s.ntext_elements, 10);
 	ck_assert_uint_eq(s.ntext_elements, s.ntexts);
-	/* issue 39: nothing is filled in the CPU line's blue (the area under it is grey), which read as
+	/* nothing is filled in the CPU line's blue (the area under it is grey), which read as
 	 * the first stage's tint (init) where no stage runs */
 	struct mf_rgb blue = mf_series_colour(-1);
 	for (size_t i = 0; i < s.nboxes; i++)

@@ -33,7 +33,7 @@ START_TEST(test_values)
 	static const struct { const char *key, *json, *want; } cases[] = {
 		{ "x_mem_cpu_alloc_delta", "-67113062", "-64MB" },  /* -64.004 MiB: toward zero */
 		{ "x_mem_cpu_alloc_delta", "0", "0MB" },
-		/* under 1 MiB but not 0: whole KiB toward zero, under 1 KiB in bytes (issue 39: never 0MB) */
+		/* under 1 MiB but not 0: whole KiB toward zero, under 1 KiB in bytes (never 0MB) */
 		{ "x_mem_cpu_alloc_delta", "-1", "-1B" },
 		{ "x_mem_cpu_alloc_delta", "1023", "1023B" },
 		{ "x_mem_cpu_alloc_delta", "1048575", "1023KB" },

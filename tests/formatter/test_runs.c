@@ -1,4 +1,4 @@
-/* Runs through launchers and helpers (issue 39): when every process of a run is small and opened
+/* Runs through launchers and helpers: when every process of a run is small and opened
  * no stage (hello world through pyenv's shim, `time python st.py`), the one that did the work
  * stands for the run and the rest are one line each; a launcher (a process that ran the command
  * it was given as another process) is summarised whatever it holds; processes are named as they

@@ -554,7 +554,7 @@ START_TEST(test_bad_output_directory_before_the_run)
 END_TEST
 
 /* A statically linked command (pure Go, Rust's crt-static): one line saying LD_PRELOAD cannot apply
- * to it, not "no metrics file was written" (issue 39); its status is kept. */
+ * to it, not "no metrics file was written"; its status is kept. */
 START_TEST(test_static_command)
 {
 	char *out, *err, *args[] = { NULL, "run", "--", (char *)need_env("MF_STATIC_PROG"), NULL };
@@ -578,7 +578,7 @@ START_TEST(test_static_command)
 END_TEST
 
 /* A directory that says it takes the file and does not (/proc: root may write there, yet no file
- * can be made) is found before the run too, with the option that chooses another (issue 39). */
+ * can be made) is found before the run too, with the option that chooses another. */
 START_TEST(test_output_directory_that_takes_no_file)
 {
 	char *out, *err, marker[4300];
@@ -592,7 +592,7 @@ START_TEST(test_output_directory_that_takes_no_file)
 }
 END_TEST
 
-/* An option whose value is missing takes no "--" or option as its value (issue 39: `memshim run
+/* An option whose value is missing takes no "--" or option as its value (`memshim run
  * --stages -- true` ran `true` with the stage list "--"): a usage error naming the option. */
 START_TEST(test_option_without_its_value)
 {
@@ -785,7 +785,7 @@ START_TEST(test_launchers_summarised)
 }
 END_TEST
 
-/* Helpers (issue 39: pyenv's shim ran 40 of them before python) write into the run's own
+/* Helpers (pyenv's shim ran 40 of them before python) write into the run's own
  * directory, which memshim run reads for the dump and removes: the user's directory keeps the one
  * file of the process that did the work. */
 START_TEST(test_helpers_in_the_run_directory)

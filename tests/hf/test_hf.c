@@ -124,7 +124,7 @@ static void expect_known_numbers(json_t *m, long long params)
 	ck_assert_msg(init < params / 2, "init alloc delta %lld holds the model (%lld bytes)?", init, params);
 }
 
-/* Call sites at train's peak (issue 16): AdamW's two states per parameter, PyTorch tensors made
+/* Call sites at train's peak: AdamW's two states per parameter, PyTorch tensors made
  * in torch/optim/adam.py, within the documented bound 4 sqrt(rate x bytes) + the copy's lag. */
 static void expect_adam_sites(json_t *m, long long params)
 {
@@ -232,7 +232,7 @@ static int shm_segments(json_t *m, char keys[][48], int n)
 /* DataLoader workers are forked children: each writes its own file (in MEMSHIM_CHILDREN_DIR, here
  * the run's directory: a worker that added little is a helper, whose file a plain LD_PRELOAD
  * writes nowhere else); the main process's stages are the same as without workers, and train shows
- * the batches the workers sent through shared memory (issue 40): the trainer names the same
+ * the batches the workers sent through shared memory: the trainer names the same
  * segments as the worker that wrote them. */
 START_TEST(dataloader_workers)
 {
@@ -252,7 +252,7 @@ START_TEST(dataloader_workers)
 		if (strncmp(e->d_name, "m.json.", 7) != 0)
 			continue;
 		children++;
-		/* a worker reports what it added, not the trainer's memory it shares (issue 30) */
+		/* a worker reports what it added, not the trainer's memory it shares */
 		json_t *w = load(&r, e->d_name);
 		ck_assert_msg(metric(w, "inherited_mem_cpu") >= 100 * MiB, "worker inherited %lld", metric(w, "inherited_mem_cpu"));
 		ck_assert_msg(metric(w, "process_mem_cpu_peak") < 64 * MiB, "worker peak %lld", metric(w, "process_mem_cpu_peak"));
@@ -317,7 +317,7 @@ START_TEST(torchrun_two_ranks)
 	run(&f, merge, "unused.json", NULL, 0);
 	ck_assert_ptr_nonnull(strstr(f.out, "train_mem_cpu_alloc_delta"));
 	ck_assert_ptr_nonnull(strstr(f.out, "rank"));
-	/* MemshimCallback gathered both ranks' numbers through the job's gloo group (issue 27) */
+	/* MemshimCallback gathered both ranks' numbers through the job's gloo group */
 	json_t *hf = load(&r, "hf.json"), *eval = json_object_get(json_object_get(hf, "metrics"), "eval");
 	ck_assert_msg(json_object_get(eval, "eval_mem_cpu_peaked_delta_max") != NULL, "%s", json_dumps(eval, 0));
 	long long rank = json_integer_value(json_object_get(eval, "eval_mem_cpu_peaked_delta_max_rank"));
@@ -436,7 +436,7 @@ START_TEST(late_load_says_so)
 }
 END_TEST
 
-/* pyarrow's mimalloc maps a 1 GiB MAP_NORESERVE arena (issue 30): counted by its resident pages, a
+/* pyarrow's mimalloc maps a 1 GiB MAP_NORESERVE arena: counted by its resident pages, a
  * 16 MiB array made in it reads 16 MiB (counted by size, the arena read 0 there and 1.2 GB before
  * init) and the process peak stays under the kernel's high-water RSS. */
 START_TEST(pyarrow_arena_counts_what_was_touched)

@@ -1,4 +1,4 @@
-/* Integration: the live record (issue 25).  A fixture climbs inside a stage and is killed with
+/* Integration: the live record.  A fixture climbs inside a stage and is killed with
  * SIGKILL; the record it leaves is recovered into a metrics file that shows the climb.  Records
  * appear only where worth it, go at a normal exit, are per process after fork, and are created
  * only in a private directory of the user's own (symlinks, modes, read-only and full file systems). */
@@ -284,7 +284,7 @@ static int dump_shows(const char *text, const char *key, const char *value)
 	return 0;
 }
 
-/* kill -9 under a plain LD_PRELOAD (issue 39): the file at MEMSHIM_OUTPUT is the snapshot the
+/* kill -9 under a plain LD_PRELOAD: the file at MEMSHIM_OUTPUT is the snapshot the
  * stage's begin wrote, the record holds the climb up to the kill; `memshim-format FILE` shows the
  * record's numbers and says so.  The snapshot is never older than the record by more than the
  * default policy's 2 s. */
@@ -319,7 +319,7 @@ START_TEST(a_killed_runs_snapshot_reads_as_its_newer_record)
 END_TEST
 
 /* `memshim run` whose command died by a signal writes the files its killed processes could not,
- * from their records, and its dump shows the climb (issue 25 item 2). */
+ * from their records, and its dump shows the climb. */
 START_TEST(memshim_run_recovers_a_killed_run)
 {
 	char out[1 << 15], script[4 * PATH_MAX], output[PATH_MAX + 16];

@@ -3,7 +3,7 @@
 
 memshim promises a program behaves the same with and without it. The Python packages that load
 C++ libraries RTLD_LOCAL and throw C++ exceptions through them (torch, jax's XLA, pyarrow, scipy's
-C++ parts, pandas over pyarrow) are where an interposed library can break that (issue 38: every
+C++ parts, pandas over pyarrow) are where an interposed library can break that (every
 exception caught inside such a library aborted the process). This runs their own test suites, as
 their wheels install them (tests/ml/suites.py), and batteries of our own (test_*_battery.py), with
 pytest in four modes:

@@ -11,7 +11,7 @@ native one too where the library exports it), and MEMSHIM_SITES=exact:s in the `
 ({}: all of it; None: not at all; `full` is all of it when not given). The fast set has suites of
 its own, one pytest run per package family (each run pays the imports and the collection once),
 chosen for the C++ exceptions they throw (among them the three tests that aborted the process
-before issue 38's fix) and for time: 4 CPU minutes in all four modes (6 minutes of wall time on
+before the wrappers found each caller's own unwinder) and for time: 4 CPU minutes in all four modes (6 minutes of wall time on
 2 cores shared with a load of 9). The full set runs each package's suites whole, one run each.
 """
 
@@ -28,7 +28,7 @@ SUITES = [
          stage="s=torch.nn.modules.module:Module._call_impl", fast={}, full=None, timeout=600),
     dict(name="pyarrow-fast", venv="ml",
          # test_byte_stream_split: a ParquetException thrown and caught in libparquet (it
-         # aborted the process before issue 38's fix); casts and string kernels: ArrowInvalid
+         # aborted the process before the wrappers found each caller's own unwinder); casts and string kernels: ArrowInvalid
          paths=["pyarrow/tests/test_compute.py", "pyarrow/tests/parquet/test_basic.py"],
          args=["-k", "cast or utf8 or strptime or strftime or ascii or test_basic"],
          stage="s=pyarrow.compute:_make_generic_wrapper.<locals>.wrapper"

@@ -118,7 +118,7 @@ $(NATIVE_DIR)/test_got: tests/native/test_got.c shim/intercept/got.c $(GOT_LIBS)
 	$(CC) $(BASEFLAGS) $(CFLAGS) $(SANFLAGS) $(CHECK_CFLAGS) -Ishim -o $@ $(filter %.c,$^) $(CHECK_LIBS) -ldl
 NATIVE_SUITES += $(NATIVE_DIR)/test_got
 
-# Targets bound through the GOT (issue 26): a library called through the PLT by a program built
+# Targets bound through the GOT: a library called through the PLT by a program built
 # lazily bound and with -z now, a library loaded later that calls it, a C++ library that throws, and
 # a C++ library whose methods are named demangled.
 PLT_FIXTURES := $(NATIVE_DIR)/nplt $(NATIVE_DIR)/nplt-now $(NATIVE_DIR)/npltxx $(NATIVE_DIR)/libnpltdl.so \

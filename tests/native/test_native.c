@@ -430,7 +430,7 @@ static const char *ended_calls(json_t *m, const char *stage)
 	return text;
 }
 
-/* Issue 39: a call a C++ exception unwound is "unwound", one a longjmp jumped over "jumped", each
+/* A call a C++ exception unwound is "unwound", one a longjmp jumped over "jumped", each
  * counted: what they kept is not the function's own leak. */
 START_TEST(how_native_calls_ended)
 {

@@ -1,6 +1,6 @@
 /* Native stages: what a stack-detected stage costs, counted (never timed).  A target called once
  * per "statement" under a library call tree rebuilt at the same places every time (the sqlite3
- * shell's sqlite3_step, issue 26): the stack is walked about once per call, not once per
+ * shell's sqlite3_step): the stack is walked about once per call, not once per
  * allocation, and the trampolines fire about once per call, not once per frame of the tree.
  * The counts come from the debug line the shim prints at exit. */
 #include <check.h>

@@ -1,4 +1,4 @@
-/* Native stages bound to the call through the GOT (issue 26): every call counted, allocating or
+/* Native stages bound to the call through the GOT: every call counted, allocating or
  * not, frees-only calls negative, exact through -z now, dlopen, dlsym, the library's own PLT,
  * longjmp, C++ exceptions and fork, C++ methods named demangled; which mechanism bound each target
  * is in the file. */
@@ -197,7 +197,7 @@ START_TEST(native_plt_off_leaves_the_stack)
 }
 END_TEST
 
-/* A C++ library's methods named as users write them (issue 26): demangled, pinned to the library or
+/* A C++ library's methods named as users write them: demangled, pinned to the library or
  * not, with a parameter list or not, they bind the mangled imports, every overload included. */
 static const char *const engine_targets[] = { "eng::Engine::step", "libnengine.so:eng::Engine::step",
 					      "eng::Engine::step(long)" };

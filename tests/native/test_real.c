@@ -1,4 +1,4 @@
-/* Native stages on real programs nobody here wrote (issue 26): sqlite3's sqlite3_step and xz's
+/* Native stages on real programs nobody here wrote: sqlite3's sqlite3_step and xz's
  * lzma_code bound through the GOT, their call counts checked against the programs' own behaviour
  * (one step per row inserted) and against a second preloaded library counting the same calls. */
 #include <check.h>

@@ -98,7 +98,7 @@ def run_code(tmp_path, code, python=None):
 
 @pytest.mark.parametrize("python", PYTHONS, ids=lambda p: p.split("/")[-3])
 def test_a_call_an_exception_ended_is_marked(tmp_path, python):
-    """Issue 39: the decorator's and the block's calls an exception left are "raised", with the
+    """The decorator's and the block's calls an exception left are "raised", with the
     type's name; a generator's end, close() and a coroutine's return are not."""
     if not os.path.exists(python):
         pytest.skip("no " + python)
@@ -121,7 +121,7 @@ def test_a_call_an_exception_ended_is_marked(tmp_path, python):
 
 
 def test_the_65th_stage_name_raises(tmp_path):
-    """Issue 39: a stage that cannot be opened (the process has 64 names: init and 63 of the
+    """A stage that cannot be opened (the process has 64 names: init and 63 of the
     program's) raises ValueError naming the limit, instead of measuring nothing."""
     r = run_code(tmp_path, "import memshim\nfor i in range(63):\n    with memshim.stage('s%d' % i):\n        pass\n"
                            "try:\n    with memshim.stage('one_more'):\n        print('ran')\n"

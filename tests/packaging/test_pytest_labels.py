@@ -1,4 +1,4 @@
-"""pytest --memshim keeps every test's numbers in the metrics file by node id (issue 27): each phase
+"""pytest --memshim keeps every test's numbers in the metrics file by node id: each phase
 is a labelled call (memshim_stage_begin_labelled), listed under "labelled_calls"; memshim-format
 shows them.  Same driver as test_pytest_plugin.py: pytest on a small file in a subprocess."""
 import json

@@ -180,7 +180,7 @@ def test_without_the_option_nothing_happens(tmp_path):
 
 
 def test_disable_reads_as_the_library(monkeypatch):
-    """MEMSHIM_DISABLE's words are the library's, one rule for every boolean setting (issue 39):
+    """MEMSHIM_DISABLE's words are the library's, one rule for every boolean setting:
     no and off do not disable, yes and on do."""
     from memshim.pytest_plugin import _disabled
     for value, disabled in (("1", True), ("yes", True), ("ON", True), ("True", True), ("0", False),

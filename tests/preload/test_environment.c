@@ -1,4 +1,4 @@
-/* Integration: the program sees nothing of memshim in its environment (issue 38).  Under the
+/* Integration: the program sees nothing of memshim in its environment.  Under the
  * library a process's environment (env's output, Python's os.environ, /proc/self/environ of a
  * process it execs) is exactly what it is bare with the same settings, plus the user's LD_PRELOAD
  * and nothing else; and the processes it execs still find their run without it: a child that
@@ -177,7 +177,7 @@ START_TEST(a_child_with_an_environment_from_scratch_finds_the_run)
 		char name[64], first[256];
 		snprintf(name, sizeof name, "m.json.%d", child);
 		/* the child in between is a helper (it began no stage, stayed small): it writes no file
-		 * under a plain LD_PRELOAD (issue 39); had it taken itself for a run's first, it would
+		 * under a plain LD_PRELOAD; had it taken itself for a run's first, it would
 		 * have written m.json over the root's, checked above */
 		ck_assert_int_eq(count_files(r.dir, name, NULL, 0), 0);
 		/* the grandchild: the one other file, its pid in its name */

@@ -1,7 +1,7 @@
 /* Integration: children.  Forked, vfork'd, posix_spawn'd and exec'd children write files of their
  * own (m.json.<pid>) and leave the parent's intact, an exec in place keeps the main file, a fork
  * while threads are inside hooks never hangs; and forked workers report what they added, not the
- * memory they share with their parent (issue 30: a DataLoader worker of a 355 MB trainer read
+ * memory they share with their parent (a DataLoader worker of a 355 MB trainer read
  * 355 MB as its own peak). */
 
 #include <check.h>
@@ -187,7 +187,7 @@ static void release(json_t **files, int n)
 		json_decref(files[i]);
 }
 
-/* Helpers (issue 39): a child that writes its parent's name with ".<pid>" and did nothing worth a
+/* Helpers: a child that writes its parent's name with ".<pid>" and did nothing worth a
  * file (no stage of its own, little memory: a shell's subshells, the readlink and uname pyenv's
  * shim runs) leaves nothing beside the output; under memshim run (MEMSHIM_RUN_DIR) its file goes to
  * the run's directory; with MEMSHIM_CHILDREN_DIR every child's file goes there, as asked. */
@@ -226,7 +226,7 @@ START_TEST(helpers_leave_nothing_beside_the_output)
 }
 END_TEST
 
-/* A forked child named as it named itself (issue 39: PostgreSQL's children rewrite their
+/* A forked child named as it named itself (PostgreSQL's children rewrite their
  * arguments to "postgres: checkpointer"; every child's file had the postmaster's): the arguments
  * as /proc/PID/cmdline has them at its end, and "comm" when it renamed itself with prctl. */
 START_TEST(children_named_as_they_named_themselves)

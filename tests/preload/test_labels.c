@@ -1,4 +1,4 @@
-/* memshim_stage_begin_labelled (issue 27): every labelled call's numbers under its label in
+/* memshim_stage_begin_labelled: every labelled call's numbers under its label in
  * "labelled_calls", however many calls the stage has; a forked child lists only its own. */
 #include <check.h>
 #include <stdio.h>

@@ -1,9 +1,9 @@
 /* Integration: anonymous mappings.  Partial unmaps, remaps and MAP_FIXED counted exactly
  * (alloc_fixture), and reservations counted by the pages the program touched, not by what it
- * mapped (reserve_fixture): an arena of 1 GiB of which 8 MiB are used reads 8 MiB (issue 30), its
+ * mapped (reserve_fixture): an arena of 1 GiB of which 8 MiB are used reads 8 MiB, its
  * highs are never lost when pages go back (madvise, munmap), and the kernel's own RSS figures sit
  * beside the counts.  Memory committed in pieces inside a PROT_NONE reservation reads what was
- * touched (issue 40): node's and the JVM's own figures, where they are installed, as oracles. */
+ * touched: node's and the JVM's own figures, where they are installed, as oracles. */
 
 #include <check.h>
 #include <limits.h>

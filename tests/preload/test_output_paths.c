@@ -214,7 +214,7 @@ START_TEST(bad_output_directory_falls_back_at_start)
 END_TEST
 
 /* An output whose directory passes the start's check and still takes no file (/proc for root, who
- * may write anywhere: no file can be made there; issue 39) falls back when the file is written, as
+ * may write anywhere: no file can be made there) falls back when the file is written, as
  * an unwritable directory does at start: one warning naming the cause, the file in $TMPDIR. */
 START_TEST(an_output_refused_only_at_exit_falls_back)
 {

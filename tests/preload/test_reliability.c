@@ -166,7 +166,7 @@ START_TEST(default_term_leaves_a_snapshot)
 	json_t *m = load_metrics(&r, "m.json");
 	ck_assert_ptr_nonnull(m);
 	ck_assert_int_eq(json_integer_value(json_object_get(m, "signal")), SIGTERM);
-	/* no stage of its own was open: a stop, not a crash (issue 30: Jupyter ends kernels so) */
+	/* no stage of its own was open: a stop, not a crash (Jupyter ends kernels so) */
 	ck_assert(json_is_true(json_object_get(m, "complete")));
 	json_decref(m);
 }
@@ -188,7 +188,7 @@ START_TEST(term_inside_a_stage_leaves_an_incomplete_file)
 END_TEST
 
 /* Reserved PROT_NONE, committed by mprotect, decommitted by mprotect and madvise or a fixed PROT_NONE
- * map: what was committed counts by the pages written (issue 40), the rest nothing. */
+ * map: what was committed counts by the pages written, the rest nothing. */
 START_TEST(heap_committed_with_mprotect)
 {
 	const char *argv[] = { built("preload/reliab_fixture"), "mprotect", NULL };

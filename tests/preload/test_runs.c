@@ -1,4 +1,4 @@
-/* Integration: what a user sees on a normal run (issue 39).  A warning is said once per run, not
+/* Integration: what a user sees on a normal run.  A warning is said once per run, not
  * by every process a shell or a launcher starts; a native target is "not found" only when no
  * process of the run found it; hello world through a launcher (pyenv's shim, conda run, uv run,
  * poetry run, /usr/bin/time) is one table and a line or two, and one file. */

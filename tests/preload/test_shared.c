@@ -1,4 +1,4 @@
-/* Integration: shared memory (issue 40).  MAP_SHARED mappings of memory (memfd, /dev/shm, anonymous
+/* Integration: shared memory.  MAP_SHARED mappings of memory (memfd, /dev/shm, anonymous
  * shared, /dev/zero, SysV) are the "shared" component, part of cpu, read by the pages this process
  * touched; a forked child holds none of its parent's; every process names each segment by its
  * object (dev, ino), the same in each of them; a file on disk mapped shared is page cache and not

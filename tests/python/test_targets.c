@@ -49,7 +49,7 @@ START_TEST(target_matched_several_functions)
 }
 END_TEST
 
-/* Issue 39: a bare target names the program's own function and an installed package's (as
+/* A bare target names the program's own function and an installed package's (as
  * eval=evaluate named sympy's evaluate, which torch imports): the program's wins, the package's
  * calls open no stage (counted as passed over), and the exit line says which won.  The program's
  * function may come late, from a module under the working directory: the package's calls before
@@ -93,7 +93,7 @@ START_TEST(the_programs_own_function_wins)
 }
 END_TEST
 
-/* Issue 39: a target that matched nothing is named with the nearest name of a function the program
+/* A target that matched nothing is named with the nearest name of a function the program
  * has, as an unknown MEMSHIM_ setting is with the nearest setting's. */
 START_TEST(a_typo_gets_did_you_mean)
 {

@@ -25,7 +25,7 @@ static int torch_or_skip(const char *python, const char *test)
 	return have;
 }
 
-/* Issue 24's known answer on real PyTorch (the project venv's): an MLP's training stage (Adam,
+/* A known answer on real PyTorch (the project venv's): an MLP's training stage (Adam,
  * backward) with 64 MiB made before it still live.  Its call sites cover its need and memshim-format
  * shows the script's own line first; the 64 MiB is in what it found (peak_sites_before), not in
  * what it added. */

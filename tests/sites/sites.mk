@@ -1,4 +1,4 @@
-# Peak call sites (issue 16): C, Python and stand-in GPU fixtures under LD_PRELOAD (Check + jansson).
+# Peak call sites: C, Python and stand-in GPU fixtures under LD_PRELOAD (Check + jansson).
 SITES_SUITES := $(BUILD)/sites/test_sites
 
 $(BUILD)/sites/sites_fixture: tests/sites/fixtures/sites_fixture.c

@@ -1,4 +1,4 @@
-/* Peak call sites (issue 16): fixtures with known sites under the shim, the metrics file parsed.
+/* Peak call sites: fixtures with known sites under the shim, the metrics file parsed.
  * Error bound checked (doc/metrics-format.md, "Call sites"): a site with B bytes live is estimated
  * within 4 sqrt(R B) (+ the copy's lag and one block) at sampling rate R. */
 #include <check.h>
@@ -74,7 +74,7 @@ static json_t *the_child_file(void)
 }
 
 /* "MEMSHIM_CHILDREN_DIR=DIR" for a fresh DIR: a child that added under 16 MiB and began no stage
- * of its own is a helper, whose file a plain LD_PRELOAD writes nowhere else (issue 39). */
+ * of its own is a helper, whose file a plain LD_PRELOAD writes nowhere else. */
 static const char *kids_dir(char *dir, size_t size)
 {
 	static char var[PATH_MAX + 32];

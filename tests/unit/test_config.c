@@ -212,7 +212,7 @@ START_TEST(exact_stages_setting)
 }
 END_TEST
 
-/* Issue 39: every bad value's warning says what the setting takes: the range and unit, the
+/* Every bad value's warning says what the setting takes: the range and unit, the
  * minimum, the limit of a list. */
 START_TEST(warnings_say_what_is_valid)
 {
@@ -237,7 +237,7 @@ START_TEST(warnings_say_what_is_valid)
 }
 END_TEST
 
-/* One rule for every boolean: the same words on and off, whatever the setting (issue 39). */
+/* One rule for every boolean: the same words on and off, whatever the setting. */
 START_TEST(one_rule_for_every_boolean)
 {
 	static const char *const yes[] = { "1", "yes", "YES", "on", "True" }, *const no[] = { "0", "no", "Off", "false" };
@@ -295,7 +295,7 @@ START_TEST(stages_without_an_entry_warn)
 END_TEST
 
 /* A value past the limits (stages, bytes of targets) gets one warning naming the limit and the
- * first entry left out, not one per entry (issue 39); what fits is kept. */
+ * first entry left out, not one per entry; what fits is kept. */
 START_TEST(an_over_long_spec_warns_once)
 {
 	static char spec[80000];

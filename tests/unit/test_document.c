@@ -255,7 +255,7 @@ END_TEST
 static void unmatched(ms_doc_target_fn fn, void *ctx)
 {
 	fn(ctx, "train", "mod:Nope.train", NULL);
-	fn(ctx, "data", "load_dat", "load_data"); /* a name near it exists (issue 39) */
+	fn(ctx, "data", "load_dat", "load_data"); /* a name near it exists */
 }
 
 static void sites_summary(struct ms_json *jw)
