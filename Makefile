@@ -91,7 +91,15 @@ CHECK_JOBS ?= 2
 CHECK_PARALLEL = --no-print-directory -j$(CHECK_JOBS) $(if $(filter-out 1,$(CHECK_JOBS)),--output-sync=target)
 check: deps
 	@$(MAKE) $(CHECK_PARALLEL) build-all
+	@$(MAKE) $(CHECK_PARALLEL) timed-check-venvs
 	@$(MAKE) $(CHECK_PARALLEL) check-run
+
+# The suites' venvs (pinned wheels), installed before the suites start: an install is not a suite's
+# time, and the first CI run of a clone spends minutes in pip.
+CHECK_VENVS = $(VENV)/.requirements $(VENV_OLD_TF)/.requirements $(VENV_ML)/.requirements \
+	$(PROTO_VENV)/.requirements $(TOOLS_VENV)/.requirements
+.PHONY: check-venvs
+check-venvs: $(CHECK_VENVS)
 
 # The longest first (as measured on 2 cores), so that the short ones fill the time beside them.
 CHECK_SLOWEST := check-cpython check-ml check-hf lint check-valgrind check-asan check-fuzz check-wheel check-python \
