@@ -223,6 +223,33 @@ def test_gloo_two_ranks(tmp_path):
         assert got == repr(([3.0] * 4, [[0.0, 0.0], [1.0, 1.0]], [0.0, 1.0, 2.0]))
 
 
+def _peer_leaves(rank, world, init, out):
+    import datetime
+    dist.init_process_group("gloo", init_method=init, rank=rank, world_size=world,
+                            timeout=datetime.timedelta(seconds=30))
+    t = torch.ones(4)
+    dist.all_reduce(t)
+    if rank == 0:
+        return  # leaves without its group's teardown: the peer's barrier fails inside gloo
+    try:
+        dist.barrier()
+        caught = "nothing"
+    except RuntimeError as e:  # thrown in libgloo, caught by torch's C++, raised to Python
+        caught = type(e).__name__
+    with open(os.path.join(out, "peer"), "w") as f:
+        f.write(caught)
+    os._exit(0)  # the group's teardown would wait on the peer that left
+
+
+def test_gloo_peer_leaves_during_barrier(tmp_path):
+    # The error path of CI's one Lightning ddp abort: before the unwinder wrappers found each
+    # caller's own functions, this C++ throw aborted the rank ("terminate called without an
+    # active exception").
+    init = "file://" + str(tmp_path / "rendezvous")
+    tmp.spawn(_peer_leaves, args=(2, init, str(tmp_path)), nprocs=2, join=True)
+    assert (tmp_path / "peer").read_text() == "RuntimeError"
+
+
 # --- autograd anomaly mode ---------------------------------------------------------------------
 
 def test_detect_anomaly_nan():

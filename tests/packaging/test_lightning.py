@@ -71,14 +71,11 @@ def test_callback_logs_each_stage_and_pinned_stages_bind(tmp_path):
 
 
 def test_callback_gathers_two_ddp_ranks(tmp_path):
-    # A rank aborting in gloo's teardown at interpreter exit after the whole script ran is torch's
-    # (pytorch/pytorch#190489; under torchrun 3 runs in 20 without memshim, tests/hf): tried again.
-    for tries in range(3):
-        r = run(tmp_path, [VENV_PY, os.path.join(FIXTURES, "lightning_run.py"), str(tmp_path / "out"), "--ddp"],
-                MASTER_PORT=str(free_port()))
-        if r.returncode == 0 or TEARDOWN_ABORT not in r.stdout or not os.path.exists(str(tmp_path / "out.0.json")):
-            break
-    assert r.returncode == 0, r.stdout
+    # No retry: the one abort CI saw here ("terminate called without an active exception") was
+    # memshim's failed C++ throw in gloo's teardown, not torch's; 0 in 30 runs bare and fixed.
+    r = run(tmp_path, [VENV_PY, os.path.join(FIXTURES, "lightning_run.py"), str(tmp_path / "out"), "--ddp"],
+            MASTER_PORT=str(free_port()))
+    assert r.returncode == 0 and TEARDOWN_ABORT not in r.stdout, r.stdout
     assert "It is recommended to use `self.log('fit_mem" not in r.stdout
     rank0 = json.load(open(str(tmp_path / "out.0.json")))
     rank1 = json.load(open(str(tmp_path / "out.1.json")))
