@@ -92,7 +92,7 @@ CHECK_PARALLEL = --no-print-directory -j$(CHECK_JOBS) $(if $(filter-out 1,$(CHEC
 check: deps
 	@$(MAKE) $(CHECK_PARALLEL) build-all
 	@$(MAKE) $(CHECK_PARALLEL) timed-check-venvs
-	@$(MAKE) $(CHECK_PARALLEL) check-run
+	@$(MAKE) $(CHECK_PARALLEL) LINT_ANALYZE=shim check-run
 
 # The suites' venvs (pinned wheels), installed before the suites start: an install is not a suite's
 # time, and the first CI run of a clone spends minutes in pip.
@@ -124,8 +124,9 @@ check-tsan:
 check-valgrind: $(BUILD)/memshim-format
 	@tools/valgrind-formatter.sh $(BUILD)/memshim-format
 
+LINT_ANALYZE ?= shim formatter
 lint: $(BUILD)/libmemshim.so $(FMT_BIN)
-	@BUILD=$(BUILD) tools/lint.sh
+	@BUILD=$(BUILD) LINT_ANALYZE='$(LINT_ANALYZE)' tools/lint.sh
 
 # Each fuzz target briefly (CI); `make fuzz FUZZ_SECONDS=600` for a real run.
 check-fuzz:
