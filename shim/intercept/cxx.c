@@ -31,11 +31,11 @@ struct cxx_op {
 	int counted;
 };
 
-#define MS_CXX_NEW(name, params, args, fallback) \
-	EXPORT void *name params;                \
+#define MS_CXX_NEW(name, params, args, fallback)                                                                       \
+	EXPORT void *name params;                                                                                      \
 	static struct cxx_op op_##name = { .scoped = MS_SCOPED(#name) };
-#define MS_CXX_DELETE(name, params, args, ptr) \
-	EXPORT void name params;               \
+#define MS_CXX_DELETE(name, params, args, ptr)                                                                         \
+	EXPORT void name params;                                                                                       \
 	static struct cxx_op op_##name = { .scoped = MS_SCOPED(#name) };
 #include "intercept/cxx.def"
 #undef MS_CXX_DELETE
@@ -43,7 +43,7 @@ struct cxx_op {
 
 /* Every operator with its wrapper, for the slots that step aside (hidden aliases: their addresses
  * need no lookup by the dynamic linker when the library is loaded). */
-#define MS_CXX_NEW(name, params, args, fallback) \
+#define MS_CXX_NEW(name, params, args, fallback)                                                                       \
 	extern __typeof__(name) name##_self __attribute__((alias(#name), visibility("hidden")));
 #define MS_CXX_DELETE MS_CXX_NEW
 #include "intercept/cxx.def"
@@ -101,9 +101,9 @@ static inline __attribute__((always_inline)) void *plain(struct cxx_op *op)
 /* ---- stepping aside ------------------------------------------------------------------------- */
 
 static struct {
-	int aside_busy;          /* one thread rewrites at a time; the others go on through us */
-	unsigned aside_closes;   /* ms_dlclose_calls when DONE was last valid */
-	const void *done[1024];  /* dynamic sections of the objects whose slots were rewritten */
+	int aside_busy;         /* one thread rewrites at a time; the others go on through us */
+	unsigned aside_closes;  /* ms_dlclose_calls when DONE was last valid */
+	const void *done[1024]; /* dynamic sections of the objects whose slots were rewritten */
 	unsigned ndone;
 } cxx_st;
 
@@ -221,58 +221,58 @@ static void *aligned(size_t n, size_t align)
 
 /* NAME(PARAMS) allocating: the plain definition tail-called, else NAME_other decides (entered by a
  * tail call, so the definition still sees the program's return address). */
-#define MS_CXX_NEW(name, params, args, fallback)                                                   \
-	static __attribute__((noinline)) void *name##_other params                                 \
-	{                                                                                          \
-		int counted;                                                                       \
-		void *(*f) params = (void *(*) params)real_for(&op_##name, MS_CALLER(), &counted); \
-		if (!f)                                                                            \
-			return fallback;                                                           \
-		if (!counted)                                                                      \
-			return f args;                                                             \
-		ms_tls_guard++;                                                                    \
-		ms_tls_new_guarded = 1;                                                            \
-		void *p = f args;                                                                  \
-		ms_tls_new_guarded = 0;                                                            \
-		ms_tls_guard--;                                                                    \
-		ms_malloc_counted(p);                                                              \
-		return p;                                                                          \
-	}                                                                                          \
-	void *name params                                                                          \
-	{                                                                                          \
-		void *(*f) params = (void *(*) params)plain(&op_##name);                           \
-		if (MS_LIKELY(f != NULL))                                                          \
-			return f args;                                                             \
-		return name##_other args;                                                          \
+#define MS_CXX_NEW(name, params, args, fallback)                                                                       \
+	static __attribute__((noinline)) void *name##_other params                                                     \
+	{                                                                                                              \
+		int counted;                                                                                           \
+		void *(*f)params = (void *(*)params)real_for(&op_##name, MS_CALLER(), &counted);                       \
+		if (!f)                                                                                                \
+			return fallback;                                                                               \
+		if (!counted)                                                                                          \
+			return f args;                                                                                 \
+		ms_tls_guard++;                                                                                        \
+		ms_tls_new_guarded = 1;                                                                                \
+		void *p = f args;                                                                                      \
+		ms_tls_new_guarded = 0;                                                                                \
+		ms_tls_guard--;                                                                                        \
+		ms_malloc_counted(p);                                                                                  \
+		return p;                                                                                              \
+	}                                                                                                              \
+	void *name params                                                                                              \
+	{                                                                                                              \
+		void *(*f)params = (void *(*)params)plain(&op_##name);                                                 \
+		if (MS_LIKELY(f != NULL))                                                                              \
+			return f args;                                                                                 \
+		return name##_other args;                                                                              \
 	}
 
 /* NAME(PARAMS) releasing PTR. */
-#define MS_CXX_DELETE(name, params, args, ptr)                                                     \
-	static __attribute__((noinline)) void name##_other params                                  \
-	{                                                                                          \
-		int counted;                                                                       \
-		void (*f) params = (void (*) params)real_for(&op_##name, MS_CALLER(), &counted);   \
-		if (!f) {                                                                          \
-			free(ptr);                                                                 \
-			return;                                                                    \
-		}                                                                                  \
-		if (!counted) {                                                                    \
-			f args;                                                                    \
-			return;                                                                    \
-		}                                                                                  \
-		ms_malloc_uncounted(ptr);                                                          \
-		ms_tls_guard++;                                                                    \
-		f args;                                                                            \
-		ms_tls_guard--;                                                                    \
-	}                                                                                          \
-	void name params                                                                           \
-	{                                                                                          \
-		void (*f) params = (void (*) params)plain(&op_##name);                             \
-		if (MS_LIKELY(f != NULL)) {                                                        \
-			f args;                                                                    \
-			return;                                                                    \
-		}                                                                                  \
-		name##_other args;                                                                 \
+#define MS_CXX_DELETE(name, params, args, ptr)                                                                         \
+	static __attribute__((noinline)) void name##_other params                                                      \
+	{                                                                                                              \
+		int counted;                                                                                           \
+		void(*f) params = (void(*) params)real_for(&op_##name, MS_CALLER(), &counted);                         \
+		if (!f) {                                                                                              \
+			free(ptr);                                                                                     \
+			return;                                                                                        \
+		}                                                                                                      \
+		if (!counted) {                                                                                        \
+			f args;                                                                                        \
+			return;                                                                                        \
+		}                                                                                                      \
+		ms_malloc_uncounted(ptr);                                                                              \
+		ms_tls_guard++;                                                                                        \
+		f args;                                                                                                \
+		ms_tls_guard--;                                                                                        \
+	}                                                                                                              \
+	void name params                                                                                               \
+	{                                                                                                              \
+		void(*f) params = (void(*) params)plain(&op_##name);                                                   \
+		if (MS_LIKELY(f != NULL)) {                                                                            \
+			f args;                                                                                        \
+			return;                                                                                        \
+		}                                                                                                      \
+		name##_other args;                                                                                     \
 	}
 
 #include "intercept/cxx.def"

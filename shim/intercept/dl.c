@@ -18,11 +18,12 @@ void (*ms_after_dlclose)(void);
 void *(*ms_on_dlsym)(void *handle, const char *name);
 
 /* Tells the hook (the wrapper's frame is gone before the real function runs: a tail call). */
-#define BEFORE_DLOPEN() do { \
-		__atomic_add_fetch(&ms_dl_generation, 1, __ATOMIC_RELEASE); \
-		void (*hook_)(uintptr_t *) = __atomic_load_n(&ms_on_dlopen, __ATOMIC_ACQUIRE); \
-		if (hook_) \
-			hook_(MS_RA_SLOT()); \
+#define BEFORE_DLOPEN()                                                                                                \
+	do {                                                                                                           \
+		__atomic_add_fetch(&ms_dl_generation, 1, __ATOMIC_RELEASE);                                            \
+		void (*hook_)(uintptr_t *) = __atomic_load_n(&ms_on_dlopen, __ATOMIC_ACQUIRE);                         \
+		if (hook_)                                                                                             \
+			hook_(MS_RA_SLOT());                                                                           \
 	} while (0)
 
 EXPORT __attribute__((optimize("O2", "optimize-sibling-calls"))) void *dlopen(const char *file, int mode)
@@ -32,8 +33,7 @@ EXPORT __attribute__((optimize("O2", "optimize-sibling-calls"))) void *dlopen(co
 	return real ? real(file, mode) : NULL; /* never missing: the C library (or libdl, linked) has it */
 }
 
-EXPORT __attribute__((optimize("O2", "optimize-sibling-calls"))) void *dlmopen(Lmid_t lmid, const char *file,
-									    int mode)
+EXPORT __attribute__((optimize("O2", "optimize-sibling-calls"))) void *dlmopen(Lmid_t lmid, const char *file, int mode)
 {
 	BEFORE_DLOPEN();
 	void *(*real)(Lmid_t, const char *, int) = MS_REAL_LAZY(dlmopen);

@@ -28,6 +28,7 @@ int ms_elf_tables_at(uintptr_t base, const Elf64_Dyn *dyn, struct ms_elf_tables 
 	for (const Elf64_Dyn *d = dyn; d && d->d_tag != DT_NULL; d++) {
 		const void *p = dyn_ptr(base, d->d_un.d_ptr);
 		switch (d->d_tag) {
+		/* clang-format off */
 		case DT_SYMTAB: t->syms = p; break;
 		case DT_STRTAB: t->strs = p; break;
 		case DT_STRSZ: t->strsz = d->d_un.d_val; break;
@@ -35,6 +36,7 @@ int ms_elf_tables_at(uintptr_t base, const Elf64_Dyn *dyn, struct ms_elf_tables 
 		case DT_HASH: t->sysv_hash = p; break;
 		case DT_VERSYM: t->versym = p; break;
 		default: break;
+			/* clang-format on */
 		}
 	}
 	return t->syms && t->strs && (t->gnu_hash || t->sysv_hash) ? 0 : -1;
@@ -57,7 +59,8 @@ static void *accept(const struct ms_elf_tables *t, uint32_t i, const char *name)
 {
 	const Elf64_Sym *s = &t->syms[i];
 	int bind = ELF64_ST_BIND(s->st_info), type = ELF64_ST_TYPE(s->st_info);
-	if (s->st_shndx == SHN_UNDEF || (bind != STB_GLOBAL && bind != STB_WEAK) || !same_name(t->strs + s->st_name, name))
+	if (s->st_shndx == SHN_UNDEF || (bind != STB_GLOBAL && bind != STB_WEAK) ||
+	    !same_name(t->strs + s->st_name, name))
 		return NULL;
 	if (t->versym && ((t->versym[i] & 0x8000) || t->versym[i] == 0)) /* hidden version, or local */
 		return NULL;
@@ -115,7 +118,8 @@ static void *sysv_lookup(const struct ms_elf_tables *t, const char *name)
 	const uint32_t *buckets = t->sysv_hash + 2, *chain = buckets + nbuckets;
 	if (!nbuckets)
 		return NULL;
-	for (uint32_t i = buckets[sysv_hash_of(name) % nbuckets], n = 0; i && i < nchain && n < nchain; i = chain[i], n++) {
+	for (uint32_t i = buckets[sysv_hash_of(name) % nbuckets], n = 0; i && i < nchain && n < nchain;
+	     i = chain[i], n++) {
 		void *p = accept(t, i, name);
 		if (p)
 			return p;
@@ -154,7 +158,8 @@ int ms_elf_file_has_section(const char *path, Elf64_Word type)
 		found = 0;
 		for (Elf64_Half i = 0; i < eh.e_shnum && found == 0; i += 32) {
 			Elf64_Half k = eh.e_shnum - i < 32 ? eh.e_shnum - i : 32;
-			if (syscall(SYS_pread64, fd, sh, k * sizeof *sh, eh.e_shoff + i * sizeof *sh) != (long)(k * sizeof *sh)) {
+			if (syscall(SYS_pread64, fd, sh, k * sizeof *sh, eh.e_shoff + i * sizeof *sh) !=
+			    (long)(k * sizeof *sh)) {
 				found = -1;
 				break;
 			}
@@ -271,8 +276,8 @@ int ms_elf_program_has_note(const char *name, unsigned type)
 			bias = (uintptr_t)ph - ph[i].p_vaddr;
 	for (int i = 0; ph && i < n; i++) {
 		size_t len;
-		if (ph[i].p_type == PT_NOTE &&
-		    ms_note_find((const unsigned char *)(bias + ph[i].p_vaddr), ph[i].p_memsz, ph[i].p_align, name, type, &len))
+		if (ph[i].p_type == PT_NOTE && ms_note_find((const unsigned char *)(bias + ph[i].p_vaddr),
+							    ph[i].p_memsz, ph[i].p_align, name, type, &len))
 			return 1;
 	}
 	return 0;

@@ -30,8 +30,7 @@ static int same_name(const char *a, const char *b)
 	return *a == *b;
 }
 
-int ms_got_object_at(uintptr_t base, const Elf64_Dyn *dyn, const Elf64_Phdr *ph, int phnum,
-		     struct ms_got_object *o)
+int ms_got_object_at(uintptr_t base, const Elf64_Dyn *dyn, const Elf64_Phdr *ph, int phnum, struct ms_got_object *o)
 {
 	*o = (struct ms_got_object){ .base = base };
 	for (int i = 0; ph && i < phnum; i++)
@@ -41,6 +40,7 @@ int ms_got_object_at(uintptr_t base, const Elf64_Dyn *dyn, const Elf64_Phdr *ph,
 		}
 	for (const Elf64_Dyn *d = dyn; d && d->d_tag != DT_NULL; d++)
 		switch (d->d_tag) {
+		/* clang-format off */
 		case DT_SYMTAB: o->syms = (const Elf64_Sym *)dyn_addr(base, d->d_un.d_ptr); break;
 		case DT_STRTAB: o->strs = (const char *)dyn_addr(base, d->d_un.d_ptr); break;
 		case DT_JMPREL: o->jmprel = (const Elf64_Rela *)dyn_addr(base, d->d_un.d_ptr); break;
@@ -50,6 +50,7 @@ int ms_got_object_at(uintptr_t base, const Elf64_Dyn *dyn, const Elf64_Phdr *ph,
 		case DT_RELASZ: o->nrela = d->d_un.d_val / sizeof(Elf64_Rela); break;
 		case DT_RELACOUNT: o->nrelative = d->d_un.d_val; break;
 		default: break;
+			/* clang-format on */
 		}
 	if (!o->plt_is_rela)
 		o->njmprel = 0; /* x86-64 objects use RELA; anything else is not ours to read */
@@ -66,7 +67,8 @@ static uintptr_t *slot_of(const struct ms_got_object *o, const Elf64_Rela *r, ms
 		return NULL;
 	const Elf64_Sym *s = &o->syms[sym];
 	if (type == R_X86_64_GLOB_DAT && ELF64_ST_TYPE(s->st_info) != STT_FUNC &&
-	    ELF64_ST_TYPE(s->st_info) != STT_GNU_IFUNC && !(s->st_shndx == SHN_UNDEF && ELF64_ST_TYPE(s->st_info) == STT_NOTYPE))
+	    ELF64_ST_TYPE(s->st_info) != STT_GNU_IFUNC &&
+	    !(s->st_shndx == SHN_UNDEF && ELF64_ST_TYPE(s->st_info) == STT_NOTYPE))
 		return NULL;
 	*sym_name = o->strs + s->st_name;
 	return match(*sym_name, key) ? (uintptr_t *)(o->base + r->r_offset) : NULL;

@@ -12,7 +12,7 @@ struct ms_got_object {
 	uintptr_t base;
 	const Elf64_Sym *syms;
 	const char *strs;
-	const Elf64_Rela *jmprel, *rela; /* PLT relocations, other dynamic relocations */
+	const Elf64_Rela *jmprel, *rela;  /* PLT relocations, other dynamic relocations */
 	size_t njmprel, nrela, nrelative; /* the first NRELATIVE of RELA are R_X86_64_RELATIVE */
 	int plt_is_rela;
 	uintptr_t relro_lo, relro_hi; /* pages read-only once relocated */
@@ -20,8 +20,7 @@ struct ms_got_object {
 
 /* Fills O for the object loaded at BASE (dynamic section DYN, program headers PH): 0, or -1 when it
  * has no dynamic symbol table. */
-int ms_got_object_at(uintptr_t base, const Elf64_Dyn *dyn, const Elf64_Phdr *ph, int phnum,
-		     struct ms_got_object *o);
+int ms_got_object_at(uintptr_t base, const Elf64_Dyn *dyn, const Elf64_Phdr *ph, int phnum, struct ms_got_object *o);
 
 /* Visits SLOT of O, a call of (or address taken of) the function whose symbol is SYM. */
 typedef void (*ms_got_visit)(const struct ms_got_object *o, uintptr_t *slot, const char *sym, void *arg);

@@ -18,7 +18,7 @@
 #ifndef MS_REAL_STORAGE
 #define MS_REAL_STORAGE extern
 #endif
-#define MS_HOOK(ret, name, params, args) MS_REAL_STORAGE ret (*ms_real_##name) params;
+#define MS_HOOK(ret, name, params, args) MS_REAL_STORAGE ret(*ms_real_##name) params;
 #define MS_HOOK_OPTIONAL MS_HOOK
 #define MS_HOOK_LAZY MS_HOOK
 #define MS_HOOK_RESOLVER(ret, name, params, args)
@@ -59,7 +59,9 @@ struct ms_scoped {
 	unsigned next;
 	struct ms_scoped_entry keep[MS_SCOPED_KEEP];
 };
+/* clang-format off */
 #define MS_SCOPED(name_) { .name = (name_) }
+/* clang-format on */
 /* The definition of S->name that the object containing CALLER (a return address; NULL: the main
  * namespace's view) would have bound without the shim: one in an object loaded at start, else in
  * the caller's local scope (RTLD_LOCAL libraries), else anywhere in its namespace; never ours.
@@ -167,16 +169,23 @@ void ms_mmap_init(void);
  * as every process that maps it names it. */
 #define MS_SHARED_NAME 64
 #define MS_SHARED_SEGMENTS 128
-enum ms_shared_kind { MS_SHARED_NONE, MS_SHARED_ANONYMOUS, MS_SHARED_MEMFD, MS_SHARED_SHM, MS_SHARED_TMPFS,
-		      MS_SHARED_HUGETLBFS, MS_SHARED_SYSV };
+enum ms_shared_kind {
+	MS_SHARED_NONE,
+	MS_SHARED_ANONYMOUS,
+	MS_SHARED_MEMFD,
+	MS_SHARED_SHM,
+	MS_SHARED_TMPFS,
+	MS_SHARED_HUGETLBFS,
+	MS_SHARED_SYSV
+};
 struct ms_shared_segment {
 	int kind;
-	uint32_t major, minor;    /* the object's device and inode, as /proc/PID/maps shows them */
+	uint32_t major, minor; /* the object's device and inode, as /proc/PID/maps shows them */
 	uint64_t ino;
-	int64_t mapped;           /* bytes of it mapped now (0: unmapped since) */
-	int64_t mapped_peak;      /* most bytes mapped at once */
-	int64_t resident;         /* its pages resident in this process at the last read */
-	int64_t peak;             /* the most read */
+	int64_t mapped;            /* bytes of it mapped now (0: unmapped since) */
+	int64_t mapped_peak;       /* most bytes mapped at once */
+	int64_t resident;          /* its pages resident in this process at the last read */
+	int64_t peak;              /* the most read */
 	char name[MS_SHARED_NAME]; /* the file's path (memfd: "/memfd:NAME"), "" for anonymous memory */
 };
 /* The segments into OUT (MS_SHARED_SEGMENTS of room), without the mapping lock (a signal handler
@@ -220,7 +229,7 @@ extern void *(*ms_on_dlsym)(void *handle, const char *name);
  * lookup may return: at worst the real dlsym is asked again. */
 typedef void *(*ms_dlsym_claim_fn)(void *handle, const char *name);
 #define MS_DLSYM_PASS ((void *)-1)
-#define MS_DLSYM_CLAIM(fn) \
+#define MS_DLSYM_CLAIM(fn)                                                                                             \
 	static const ms_dlsym_claim_fn ms_dlsym_claim_##fn __attribute__((used, section("ms_dlsym_claims"))) = fn
 
 /* jump.c: frames left without returning, told to the native stage detector once it sets these:

@@ -17,8 +17,7 @@ void free_aligned_sized(void *ptr, size_t align, size_t size);
 
 /* The mode and this thread's guard (never negative): MODE > GUARD is MS_FAST_ON outside the shim;
  * MODE == MS_FAST_CHECKED with GUARD 0 the checked fast path. */
-#define LOAD_MODE(mode, guard) \
-	((mode) = __atomic_load_n(&ms_malloc_fast, __ATOMIC_RELAXED), (guard) = ms_tls_guard)
+#define LOAD_MODE(mode, guard) ((mode) = __atomic_load_n(&ms_malloc_fast, __ATOMIC_RELAXED), (guard) = ms_tls_guard)
 #define CHECKED(mode, guard) ((mode) == MS_FAST_CHECKED && (guard) == 0)
 
 /* glibc's chunk header: the size word before the block (low bits: flags, 2 = mmapped). */
@@ -164,7 +163,12 @@ static inline int64_t usable_before_release(void *p)
 
 /* Runs CALL with the guard raised (an allocator underneath calling mmap is not counted twice),
  * then counts RESULT when this is the outermost wrapped call. */
-#define GUARDED(call) do { ms_tls_guard++; call; ms_tls_guard--; } while (0)
+#define GUARDED(call)                                                                                                  \
+	do {                                                                                                           \
+		ms_tls_guard++;                                                                                        \
+		call;                                                                                                  \
+		ms_tls_guard--;                                                                                        \
+	} while (0)
 #define COUNTABLE() (ms_tls_guard == 0 && ms_counting)
 
 static __attribute__((noinline)) void *malloc_general(size_t size)
@@ -420,16 +424,16 @@ EXPORT int posix_memalign(void **out, size_t align, size_t size)
 	return rc;
 }
 
-#define ALIGNED_WRAPPER(name, params, args, boot_align, boot_size)        \
-	EXPORT void *name params                                           \
-	{                                                                  \
-		if (!READY(name))                                          \
-			return ms_bootstrap_alloc(boot_size, boot_align);  \
-		void *p;                                                   \
-		GUARDED(p = ms_real_##name args);                          \
-		if (p && COUNTABLE())                                      \
-			count(p);                                       \
-		return p;                                                  \
+#define ALIGNED_WRAPPER(name, params, args, boot_align, boot_size)                                                     \
+	EXPORT void *name params                                                                                       \
+	{                                                                                                              \
+		if (!READY(name))                                                                                      \
+			return ms_bootstrap_alloc(boot_size, boot_align);                                              \
+		void *p;                                                                                               \
+		GUARDED(p = ms_real_##name args);                                                                      \
+		if (p && COUNTABLE())                                                                                  \
+			count(p);                                                                                      \
+		return p;                                                                                              \
 	}
 
 ALIGNED_WRAPPER(aligned_alloc, (size_t align, size_t size), (align, size), align, size)

@@ -152,19 +152,24 @@ struct ms_pm_scan_arg {
 #define MS_PM_PRESENT (UINT64_C(1) << 63)
 
 static struct ms_page_region regions[256] MS_LARGE; /* under the lock */
-static unsigned char incore[16384] MS_LARGE __attribute__((aligned(8))); /* mincore's or pagemap's
-									  * answer; likewise */
-static int pagemap_fd = -1;                          /* open only while the lock is held */
+/* mincore's or pagemap's answer; likewise */
+static unsigned char incore[16384] MS_LARGE __attribute__((aligned(8)));
+static int pagemap_fd = -1; /* open only while the lock is held */
 static int no_pagemap_scan;
 
 static uint64_t scan_present(uintptr_t b, uintptr_t e, int *failed)
 {
 	uint64_t bytes = 0;
 	while (b < e) {
-		struct ms_pm_scan_arg arg = { .size = sizeof arg, .start = b, .end = e, .vec = (uintptr_t)regions,
+		struct ms_pm_scan_arg arg = { .size = sizeof arg,
+					      .start = b,
+					      .end = e,
+					      .vec = (uintptr_t)regions,
 					      .vec_len = sizeof regions / sizeof *regions,
-					      .category_inverted = MS_PAGE_IS_PFNZERO, .category_mask = MS_PAGE_IS_PFNZERO,
-					      .category_anyof_mask = MS_PAGE_IS_PRESENT, .return_mask = MS_PAGE_IS_PRESENT };
+					      .category_inverted = MS_PAGE_IS_PFNZERO,
+					      .category_mask = MS_PAGE_IS_PFNZERO,
+					      .category_anyof_mask = MS_PAGE_IS_PRESENT,
+					      .return_mask = MS_PAGE_IS_PRESENT };
 		long n = syscall(SYS_ioctl, pagemap_fd, MS_PAGEMAP_SCAN, &arg);
 		if (n < 0) {
 			*failed = 1;
@@ -372,7 +377,8 @@ static void drop_begin(struct drop *d, uintptr_t b, uintptr_t e)
 			read_all(p);
 		else if (d->hi[k])
 			part_add(p, read_between(p, d->lo[k], d->hi[k]));
-		for (size_t i = ms_ranges_find(&p->r, d->lo[k]); d->hi[k] && i < p->r.n && p->r.v[i].start < d->hi[k]; i++)
+		for (size_t i = ms_ranges_find(&p->r, d->lo[k]); d->hi[k] && i < p->r.n && p->r.v[i].start < d->hi[k];
+		     i++)
 			d->old[k] += (int64_t)p->r.v[i].pages * (int64_t)PAGE;
 	}
 	pagemap_close();
@@ -531,7 +537,10 @@ static void remember(uintptr_t addr, size_t len, enum kind kind, uint32_t tag)
 	/* the kernel just handed out this range: anything still recorded there was unmapped unseen
 	 * (by a signal handler that ran while this thread held the lock) */
 	forget(addr, len);
-	struct ms_ranges *into = kind == COUNTED ? &table : kind == RESERVED ? &reserved : kind == SPARSE ? &sparse.r : &shm.r;
+	struct ms_ranges *into = kind == COUNTED    ? &table
+				 : kind == RESERVED ? &reserved
+				 : kind == SPARSE   ? &sparse.r
+						    : &shm.r;
 	if (ms_ranges_add_tagged(into, addr, addr + page_up(len), tag) < 0) {
 		__atomic_add_fetch(&untracked, 1, __ATOMIC_RELAXED);
 		return;
@@ -560,8 +569,8 @@ static int commits(uintptr_t b, uintptr_t e)
 	return ms_ranges_overlap(&reserved, b, e) || (sparse.r.n && ms_ranges_overlap(&sparse.r, b, e));
 }
 
-static void *call_mmap(void *(*real)(void *, size_t, int, int, int, off_t), void *addr, size_t len,
-		       int prot, int flags, int fd, off_t off)
+static void *call_mmap(void *(*real)(void *, size_t, int, int, int, off_t), void *addr, size_t len, int prot, int flags,
+		       int fd, off_t off)
 {
 	if (real)
 		return real(addr, len, prot, flags, fd, off);
@@ -578,8 +587,8 @@ static int passes_through(void)
 	return ms_tls_guard || !ms_counting || lock_held;
 }
 
-static void *wrap_mmap(void *(*real)(void *, size_t, int, int, int, off_t), void *addr, size_t len,
-		       int prot, int flags, int fd, off_t off)
+static void *wrap_mmap(void *(*real)(void *, size_t, int, int, int, off_t), void *addr, size_t len, int prot, int flags,
+		       int fd, off_t off)
 {
 	if (passes_through())
 		return call_mmap(real, addr, len, prot, flags, fd, off);
@@ -719,7 +728,8 @@ static int call_madvise(void *addr, size_t len, int advice)
  * reclaimed, and stay counted, as the kernel counts them). */
 static int drops_pages(int advice)
 {
-	return advice == MADV_DONTNEED || advice == MADV_REMOVE || advice == MADV_PAGEOUT || advice == 24 /* MADV_DONTNEED_LOCKED */;
+	return advice == MADV_DONTNEED || advice == MADV_REMOVE || advice == MADV_PAGEOUT ||
+	       advice == 24 /* MADV_DONTNEED_LOCKED */;
 }
 
 EXPORT int madvise(void *addr, size_t len, int advice)
@@ -772,11 +782,13 @@ EXPORT void *mremap(void *old, size_t old_len, size_t new_len, int flags, ...)
 	table_lock();
 	uintptr_t o = (uintptr_t)old, oe = o + page_up(old_len);
 	/* one mapping (the kernel refuses more): tracked, reserved, read, or neither */
+	/* clang-format off */
 	enum kind kind = ms_ranges_overlap(&table, o, oe)		      ? COUNTED
 			 : sparse.r.n && ms_ranges_overlap(&sparse.r, o, oe) ? SPARSE
 			 : shm.r.n && ms_ranges_overlap(&shm.r, o, oe)       ? SHARED
 			 : ms_ranges_overlap(&reserved, o, oe)		      ? RESERVED
 									      : (enum kind)-1;
+	/* clang-format on */
 	uint32_t tag = kind == SHARED ? tag_in(&shm.r, o, oe) : 0;
 	/* the pages move (or go): the old range's resident bytes leave, the new range is read after */
 	struct drop d, dn = { .any = 0 };
@@ -790,10 +802,12 @@ EXPORT void *mremap(void *old, size_t old_len, size_t new_len, int flags, ...)
 	if (p != MAP_FAILED) {
 		if (!(flags & MREMAP_DONTUNMAP))
 			forget(o, old_len);
+		/* clang-format off */
 		if (kind != (enum kind)-1)
 			remember((uintptr_t)p, new_len, kind, tag);
 		else if (flags & MREMAP_FIXED)
 			forget((uintptr_t)p, new_len);
+		/* clang-format on */
 	}
 	drop_end(&d);
 	drop_end(&dn);

@@ -18,7 +18,8 @@ static struct {
 void ms_malloc_fast_update(void)
 {
 	int fast = 0;
-	if (__atomic_load_n(&mode_st.glibc_resolved, __ATOMIC_ACQUIRE) && __atomic_load_n(&ms_counting, __ATOMIC_ACQUIRE))
+	if (__atomic_load_n(&mode_st.glibc_resolved, __ATOMIC_ACQUIRE) &&
+	    __atomic_load_n(&ms_counting, __ATOMIC_ACQUIRE))
 		fast = __atomic_load_n(&ms_before_count, __ATOMIC_ACQUIRE) ? MS_FAST_CHECKED : MS_FAST_ON;
 	__atomic_store_n(&ms_malloc_fast, fast, __ATOMIC_RELEASE);
 }

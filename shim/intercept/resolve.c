@@ -51,8 +51,8 @@ static int find_sanitizer(const struct link_map *allocator)
 {
 	static const char *const runtimes[][2] = {
 		{ "__asan_init", "AddressSanitizer" }, { "__tsan_init", "ThreadSanitizer" },
-		{ "__msan_init", "MemorySanitizer" }, { "__hwasan_init", "HWAddressSanitizer" },
-		{ "__lsan_init", "LeakSanitizer" }, { "__memprof_init", "MemProfiler" },
+		{ "__msan_init", "MemorySanitizer" },  { "__hwasan_init", "HWAddressSanitizer" },
+		{ "__lsan_init", "LeakSanitizer" },    { "__memprof_init", "MemProfiler" },
 	};
 	const struct link_map *program = _r_debug.r_map;
 	for (size_t i = 0; i < sizeof runtimes / sizeof *runtimes; i++)
@@ -108,8 +108,9 @@ void ms_resolve(void)
 #define MS_HOOK_LAZY(ret, name, params, args)
 #define MS_HOOK_RESOLVER(ret, name, params, args)
 #define MS_HOOK_SCOPED(ret, name, params, args)
-#define MS_HOOK(ret, name, params, args) ret (*name##_found) params = real_dlsym ? (ret (*) params)real_dlsym(RTLD_NEXT, #name) : NULL;
-#define MS_HOOK_OPTIONAL(ret, name, params, args) ret (*name##_found) params = NULL;
+#define MS_HOOK(ret, name, params, args)                                                                               \
+	ret(*name##_found) params = real_dlsym ? (ret(*) params)real_dlsym(RTLD_NEXT, #name) : NULL;
+#define MS_HOOK_OPTIONAL(ret, name, params, args) ret(*name##_found) params = NULL;
 #include "intercept/libc.def"
 #undef MS_HOOK_OPTIONAL
 #undef MS_HOOK
@@ -118,7 +119,7 @@ void ms_resolve(void)
 	if (find_sanitizer(allocator))
 		__atomic_store_n(&ms_counting, 0, __ATOMIC_RELEASE); /* before any wrapper can count */
 #define MS_HOOK(ret, name, params, args)
-#define MS_HOOK_OPTIONAL(ret, name, params, args) name##_found = (ret (*) params)ms_elf_own_symbol(allocator, #name);
+#define MS_HOOK_OPTIONAL(ret, name, params, args) name##_found = (ret(*) params)ms_elf_own_symbol(allocator, #name);
 #include "intercept/libc.def"
 #undef MS_HOOK_OPTIONAL
 #undef MS_HOOK

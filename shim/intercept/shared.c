@@ -186,8 +186,8 @@ uint32_t ms_shared_segment(const struct ms_shared_id *id)
 		return 0;
 	}
 	write_begin(free_slot);
-	free_slot->s = (struct ms_shared_segment){ .kind = id->kind, .major = id->major, .minor = id->minor,
-						   .ino = id->ino };
+	free_slot->s =
+		(struct ms_shared_segment){ .kind = id->kind, .major = id->major, .minor = id->minor, .ino = id->ino };
 	ms_strlcpy(free_slot->s.name, id->name, sizeof free_slot->s.name);
 	free_slot->used = 1;
 	write_end(free_slot);

@@ -10,10 +10,10 @@
 
 /* What a shared mapping maps, as far as it is known before the mapping is made. */
 struct ms_shared_id {
-	int kind;                 /* enum ms_shared_kind; MS_SHARED_NONE: not memory, not counted */
-	uint32_t major, minor;    /* st_dev of the object, as /proc/PID/maps shows it */
+	int kind;              /* enum ms_shared_kind; MS_SHARED_NONE: not memory, not counted */
+	uint32_t major, minor; /* st_dev of the object, as /proc/PID/maps shows it */
 	uint64_t ino;
-	int known;                /* dev and ino are read (else after the mapping, from /proc/self/maps) */
+	int known; /* dev and ino are read (else after the mapping, from /proc/self/maps) */
 	char name[MS_SHARED_NAME];
 };
 

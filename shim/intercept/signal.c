@@ -165,16 +165,16 @@ EXPORT int __sigaction(int sig, const struct sigaction *act, struct sigaction *o
 	return hide(ms_real___sigaction, sig, act, old);
 }
 
-#define SIGNAL_WRAPPER(name)                                          \
-	EXPORT sighandler_t name(int sig, sighandler_t handler)       \
-	{                                                             \
-		if (!REAL(name)) {                                    \
-			errno = ENOSYS;                               \
-			return SIG_ERR;                               \
-		}                                                     \
-		if (!managed(sig))                                    \
-			return ms_real_##name(sig, handler);          \
-		return hide_handler(ms_real_##name, sig, handler);    \
+#define SIGNAL_WRAPPER(name)                                                                                           \
+	EXPORT sighandler_t name(int sig, sighandler_t handler)                                                        \
+	{                                                                                                              \
+		if (!REAL(name)) {                                                                                     \
+			errno = ENOSYS;                                                                                \
+			return SIG_ERR;                                                                                \
+		}                                                                                                      \
+		if (!managed(sig))                                                                                     \
+			return ms_real_##name(sig, handler);                                                           \
+		return hide_handler(ms_real_##name, sig, handler);                                                     \
 	}
 
 SIGNAL_WRAPPER(signal)
