@@ -70,8 +70,8 @@ enum eh_pe {
 #define DW_EH_PE_APPLY 0x70
 
 struct cfi_obj {
-	uintptr_t lo, hi;          /* executable segment */
-	const unsigned char *hdr;  /* .eh_frame_hdr */
+	uintptr_t lo, hi;         /* executable segment */
+	const unsigned char *hdr; /* .eh_frame_hdr */
 };
 
 /* The rule cache: a small table first, a big one mapped when the small one is half full (lookups
@@ -95,8 +95,7 @@ static uint64_t pack(const struct ms_cfi_rule *r)
 {
 	return 1ULL | (uint64_t)(r->cfa_rbp & 1) << 1 | (uint64_t)(r->rbp_saved & 1) << 2 |
 	       (uint64_t)(r->outermost & 1) << 3 | (uint64_t)(r->signal & 1) << 4 |
-	       (uint64_t)(uint16_t)(int16_t)r->cfa_off << 16 |
-	       (uint64_t)(uint16_t)(int16_t)r->rbp_off << 32;
+	       (uint64_t)(uint16_t)(int16_t)r->cfa_off << 16 | (uint64_t)(uint16_t)(int16_t)r->rbp_off << 32;
 }
 
 static struct ms_cfi_rule unpack(uint64_t w)
@@ -171,13 +170,17 @@ static int read_enc(const unsigned char **p, const unsigned char *end, unsigned 
 	if (enc == DW_EH_PE_omit)
 		return -1;
 	switch (enc & DW_EH_PE_FORMAT) {
-	case DW_EH_PE_absptr: case DW_EH_PE_udata8: case DW_EH_PE_sdata8:
+	case DW_EH_PE_absptr:
+	case DW_EH_PE_udata8:
+	case DW_EH_PE_sdata8:
 		bad = fixed(p, end, 8, 0, &v);
 		break;
-	case DW_EH_PE_udata4: case DW_EH_PE_sdata4:
+	case DW_EH_PE_udata4:
+	case DW_EH_PE_sdata4:
 		bad = fixed(p, end, 4, (enc & DW_EH_PE_FORMAT) == DW_EH_PE_sdata4, &v);
 		break;
-	case DW_EH_PE_udata2: case DW_EH_PE_sdata2:
+	case DW_EH_PE_udata2:
+	case DW_EH_PE_sdata2:
 		bad = fixed(p, end, 2, (enc & DW_EH_PE_FORMAT) == DW_EH_PE_sdata2, &v);
 		break;
 	case DW_EH_PE_uleb128:
@@ -311,7 +314,7 @@ static void restore_rule(struct regs_state *st, const struct regs_state *initial
 struct program {
 	const unsigned char *p, *end;
 	const struct cie *cie;
-	uintptr_t loc, pc;              /* location reached; the instruction whose rule is wanted */
+	uintptr_t loc, pc; /* location reached; the instruction whose rule is wanted */
 	struct regs_state *st;
 	const struct regs_state *initial; /* after the CIE's instructions (the FDE's DW_CFA_restore) */
 	struct regs_state saved[STATE_DEPTH];
@@ -481,8 +484,8 @@ static int one_op(struct program *pr)
 
 /* Runs the CFA instructions [P, END) from location START while it is <= PC, updating *ST; INITIAL
  * is what DW_CFA_restore goes back to.  -1 on anything not understood. */
-static int run(const unsigned char *p, const unsigned char *end, const struct cie *cie, uintptr_t start,
-	       uintptr_t pc, struct regs_state *st, const struct regs_state *initial)
+static int run(const unsigned char *p, const unsigned char *end, const struct cie *cie, uintptr_t start, uintptr_t pc,
+	       struct regs_state *st, const struct regs_state *initial)
 {
 	struct program pr = { .p = p, .end = end, .cie = cie, .loc = start, .pc = pc, .st = st, .initial = initial };
 	while (pr.p < pr.end) {
@@ -596,8 +599,7 @@ int ms_cfi_fde_rule(const unsigned char *fde, uintptr_t pc, struct ms_cfi_rule *
 	}
 	const unsigned char *p = fde + 8, *end = fde + 4 + len;
 	uintptr_t start, range;
-	if (read_enc(&p, end, cie.fde_enc, &start) < 0 ||
-	    read_enc(&p, end, cie.fde_enc & DW_EH_PE_FORMAT, &range) < 0)
+	if (read_enc(&p, end, cie.fde_enc, &start) < 0 || read_enc(&p, end, cie.fde_enc & DW_EH_PE_FORMAT, &range) < 0)
 		return -1;
 	if (pc < start || pc >= start + range)
 		return -1;

@@ -13,7 +13,7 @@
 /* Where the chains of calls from SLOT with return address IP under the known frame at TOP_SLOT
  * are kept: their set, and the tag byte (never 0) their ways carry. */
 static inline struct chain_set *chain_set(struct tstate *s, uintptr_t slot, uintptr_t ip, uintptr_t top_slot,
-					   uint64_t *tag)
+					  uint64_t *tag)
 {
 	_Static_assert(CHAIN_SETS == 128, "the hash's top 7 bits");
 	uint64_t h = (ip ^ (slot ^ top_slot) << 9) * 0x9e3779b97f4a7c15ULL;
@@ -37,6 +37,7 @@ static inline __attribute__((always_inline)) int chain_frames_hold(const struct 
 {
 	_Static_assert(CHAIN_MAX == 16, "one case per frame below");
 	const struct chain_frame *f = k->fr;
+/* clang-format off */
 #define ONE(i) if (load(f[i].slot) != f[i].ra) return 0; __attribute__((fallthrough))
 	switch (k->n) {
 	case 16: ONE(0); case 15: ONE(1); case 14: ONE(2); case 13: ONE(3);
@@ -47,6 +48,7 @@ static inline __attribute__((always_inline)) int chain_frames_hold(const struct 
 	default: __builtin_unreachable(); /* add_chain keeps n within CHAIN_MAX: no range check */
 	}
 #undef ONE
+	/* clang-format on */
 	return 1;
 }
 
@@ -60,7 +62,7 @@ static inline uintptr_t entry_slot(const struct chain_key *k)
  * in place.  TOP's slot is read only once K is known to be made under it (TOP is none, slot 0,
  * while no frame is known: no chain's top_slot is 0). */
 static inline __attribute__((always_inline)) int chain_holds_key(const struct chain_key *k, uintptr_t key, uintptr_t ip,
-								const struct frame *top, unsigned unloads)
+								 const struct frame *top, unsigned unloads)
 {
 	return k->entry_ip == ip && k->entry_key == key && k->top_slot == top->slot && k->unloads == unloads &&
 	       load(top->slot) == top->watched && chain_frames_hold(k);
@@ -68,16 +70,15 @@ static inline __attribute__((always_inline)) int chain_holds_key(const struct ch
 
 /* The same for a call from SLOT, through a target's frame or not. */
 static inline __attribute__((always_inline)) int chain_holds(const struct chain_key *k, uintptr_t slot, uintptr_t ip,
-							    const struct frame *top, unsigned unloads)
+							     const struct frame *top, unsigned unloads)
 {
 	return chain_holds_key(k, entry_slot(k) == slot ? k->entry_key : ~(uintptr_t)0, ip, top, unloads);
 }
 
 /* The way of SET (tag TAG) holding the chain of the call from SLOT with return address IP up to the
  * innermost known frame TOP, intact, or NULL. */
-static inline __attribute__((always_inline)) struct chain_key *chain_find(struct chain_set *set, uint64_t tag,
-									  uintptr_t slot, uintptr_t ip,
-									  const struct frame *top, unsigned unloads)
+static inline __attribute__((always_inline)) struct chain_key *
+chain_find(struct chain_set *set, uint64_t tag, uintptr_t slot, uintptr_t ip, const struct frame *top, unsigned unloads)
 {
 	for (uint64_t m = chain_candidates(set, tag); m; m &= m - 1) {
 		struct chain_key *k = &set->way[__builtin_ctzll(m) >> 3];

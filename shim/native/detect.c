@@ -70,8 +70,7 @@ static const char *bound_by(int i)
 	return targets[i].found ? "stack" : "none";
 }
 
-void ms_native_each_target(void (*fn)(void *ctx, const char *target, const char *stage, const char *bound),
-			   void *ctx)
+void ms_native_each_target(void (*fn)(void *ctx, const char *target, const char *stage, const char *bound), void *ctx)
 {
 	for (int i = 0; detect_st.loaded && i < ms_native_ntargets; i++)
 		if (!detect_st.python_owned[i])
@@ -162,7 +161,8 @@ static void report(int refresh)
 		if (t->found && t->tail_call && !t->bound_plt && (id < 0 || ms_stage_begins(id) == 0))
 			ms_warn("native stage %s: '%s' was never seen: it ends in a tail call (a jmp to its callee, "
 				"as -O2 builds it), so while the callee allocates its frame is gone; name the "
-				"callee, or build it with -fno-optimize-sibling-calls", stage, t->text);
+				"callee, or build it with -fno-optimize-sibling-calls",
+				stage, t->text);
 		if (t->found || detect_st.python_owned[i] || quiet || elsewhere[i])
 			continue;
 		ms_warn("native stage %s: '%s' was not found in any loaded object%s%s%s",
@@ -213,7 +213,7 @@ void ms_native_init(void)
 		ms_warn("native stages disabled: the trampolines were not linked as expected");
 	if (ok) {
 		ms_jmp_init();
-		ms_plt_init();   /* first: a target bound to its calls needs no stack check */
+		ms_plt_init(); /* first: a target bound to its calls needs no stack check */
 		ms_syms_resolve();
 		ok = worth_checking();
 	}

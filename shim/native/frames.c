@@ -16,9 +16,9 @@ struct ms_native_stats ms_native_stats;
 __thread struct tstate *ms_tls_frames MS_TLS;
 
 static struct {
-	pthread_key_t state_key;               /* its destructor returns a thread's trampolines */
-	int stage_ids[MS_SPEC_MAX_STAGES];     /* engine id + 1 */
-	uint32_t native_stages;                /* spec stages with a native target: what a look can open */
+	pthread_key_t state_key;           /* its destructor returns a thread's trampolines */
+	int stage_ids[MS_SPEC_MAX_STAGES]; /* engine id + 1 */
+	uint32_t native_stages;            /* spec stages with a native target: what a look can open */
 } frames_st;
 
 static int engine_id(int spec)

@@ -33,11 +33,11 @@
 #define ADOPT_BACKOFF 8 /* each adoption doubles the hits the next one needs, this many times */
 
 struct frame {
-	uintptr_t slot;     /* where this frame's return address lives */
-	uintptr_t ra;       /* the return address itself */
-	uintptr_t watched;  /* what the slot holds while the frame is there: its trampoline's address */
-	int stage;          /* spec stage this frame opened, -1 */
-	int tramp;          /* trampoline now in the slot, -1 */
+	uintptr_t slot;    /* where this frame's return address lives */
+	uintptr_t ra;      /* the return address itself */
+	uintptr_t watched; /* what the slot holds while the frame is there: its trampoline's address */
+	int stage;         /* spec stage this frame opened, -1 */
+	int tramp;         /* trampoline now in the slot, -1 */
 	/* calls into the shim made from this frame (while it has a trampoline; else key_slot is 0):
 	 * the slot of their return address, and the return addresses */
 	uintptr_t key_slot, key_ip[NKEYS];
@@ -49,8 +49,8 @@ struct cand {
 };
 
 #define CHAIN_SETS 128 /* chains of new frames remembered per thread, by where they call the shim, */
-#define CHAIN_WAYS 8  /* ...several for each place (a function called from several callers) */
-#define CHAIN_MAX 16 /* frames in one (a longer way up keeps its outer frames instead) */
+#define CHAIN_WAYS 8   /* ...several for each place (a function called from several callers) */
+#define CHAIN_MAX 16   /* frames in one (a longer way up keeps its outer frames instead) */
 
 /* A call into the shim from frames not taken in (too short-lived to be worth a trampoline each:
  * a library's call tree under a frame that lasts, rebuilt at the same places call after call):
@@ -61,15 +61,16 @@ struct chain_key {
 	uintptr_t entry_ip, top_slot;
 	uintptr_t entry_key; /* ENTRY_SLOT, bit 0 set when a frame is a target's (TARGET not 0): slots are
 			      * 8-byte aligned, so the check's one compare of it never meets such a chain */
-	unsigned unloads;  /* ms_dlclose_calls when it was made */
+	unsigned unloads;    /* ms_dlclose_calls when it was made */
 	int n;
-	uint32_t target;   /* a walk that found a target's frame: which of the frames are targets' (a
-			    * hit takes them in as that walk did) */
+	/* a walk that found a target's frame: which of the frames are targets' (a hit takes them in as
+	 * that walk did) */
+	uint32_t target;
 	int8_t stage[CHAIN_MAX]; /* and the spec stage of each (-1: none), at the places of fr */
-	unsigned pos;      /* where in the thread's trace it was last found by a look-up (or made) */
+	unsigned pos;            /* where in the thread's trace it was last found by a look-up (or made) */
 	struct chain_frame {
 		uintptr_t slot, ra;
-	} fr[CHAIN_MAX];   /* the last N, innermost first (the unrolled check starts at CHAIN_MAX - N) */
+	} fr[CHAIN_MAX]; /* the last N, innermost first (the unrolled check starts at CHAIN_MAX - N) */
 };
 
 /* The chains of one hash: a tag byte per way (0: free) finds the candidates in a few instructions. */
@@ -85,24 +86,25 @@ struct chain_set {
 
 struct tstate {
 	const struct frame *top; /* f[n - 1], or none while n is 0: the check's one load (set_n) */
-	uint32_t closed;   /* spec stages a look could open that are not open here (0: a check has
-			    * nothing to do; see frames.c's set_open) */
-	unsigned adopt_at; /* the trace's place at which the chain hit is adopted */
-	unsigned tpos;     /* chains hit so far: the trace's next place */
-	unsigned lag;      /* the chain expected next is the one LAG places before that (expected()) */
-	struct frame none;       /* key_slot 0: no call matches it */
-	struct chain_key nokey;  /* entry_ip 0: no call matches it (what the trace holds at first) */
-	int n;             /* known frames */
-	int watch;         /* this thread's marker trampoline, -1 */
-	int watch_at;      /* frame holding it, -1 */
-	uint32_t open;     /* spec stages opened by known frames (a bit while its count is not 0) */
+	/* spec stages a look could open that are not open here (0: a check has nothing to do; see
+	 * frames.c's set_open) */
+	uint32_t closed;
+	unsigned adopt_at;                  /* the trace's place at which the chain hit is adopted */
+	unsigned tpos;                      /* chains hit so far: the trace's next place */
+	unsigned lag;                       /* the chain expected next is the one LAG places before that (expected()) */
+	struct frame none;                  /* key_slot 0: no call matches it */
+	struct chain_key nokey;             /* entry_ip 0: no call matches it (what the trace holds at first) */
+	int n;                              /* known frames */
+	int watch;                          /* this thread's marker trampoline, -1 */
+	int watch_at;                       /* frame holding it, -1 */
+	uint32_t open;                      /* spec stages opened by known frames (a bit while its count is not 0) */
 	uint16_t nopen[MS_SPEC_MAX_STAGES]; /* known frames that opened each */
-	int busy;          /* inside these files (a signal handler allocating must not re-enter) */
-	int unwinding;     /* exceptions in flight: no return address may change (leave.c) */
-	int adopt;         /* a chain came often: the next look takes in all its frames */
-	unsigned adoptions; /* so far (short-lived frames taken in come back: each needs more hits) */
-	unsigned unloads_seen; /* ms_dlclose_calls at the last walk */
-	uintptr_t stack_top;   /* highest address of this thread's stack */
+	int busy;                           /* inside these files (a signal handler allocating must not re-enter) */
+	int unwinding;                      /* exceptions in flight: no return address may change (leave.c) */
+	int adopt;                          /* a chain came often: the next look takes in all its frames */
+	unsigned adoptions;                 /* so far (short-lived frames taken in come back: each needs more hits) */
+	unsigned unloads_seen;              /* ms_dlclose_calls at the last walk */
+	uintptr_t stack_top;                /* highest address of this thread's stack */
 	int ndeferred;
 	int deferred[MAX_DEFERRED]; /* trampolines to give back once the unwinder has read them */
 	struct frame f[MAX_FRAMES];
@@ -128,9 +130,10 @@ struct chain {
 extern __thread struct tstate *ms_tls_frames MS_TLS;
 
 /* Counted only for MEMSHIM_LOG=debug: a shared counter would be contended by every thread. */
-#define STAT(field) do { \
-		if (MS_UNLIKELY(ms_cfg.log_level >= MS_LOG_DEBUG)) \
-			__atomic_add_fetch(&ms_native_stats.field, 1, __ATOMIC_RELAXED); \
+#define STAT(field)                                                                                                    \
+	do {                                                                                                           \
+		if (MS_UNLIKELY(ms_cfg.log_level >= MS_LOG_DEBUG))                                                     \
+			__atomic_add_fetch(&ms_native_stats.field, 1, __ATOMIC_RELAXED);                               \
 	} while (0)
 
 /* Every stage a look could open is open on this thread already, by a known frame that will close

@@ -94,8 +94,7 @@ void ms_native_discard_below(uintptr_t target_sp)
 {
 	struct tstate *s = ms_tls_frames;
 	uintptr_t here = (uintptr_t)__builtin_frame_address(0);
-	if (!s || s->busy || target_sp <= here ||
-	    (target_sp > s->stack_top && (s->n == 0 || target_sp > s->f[0].slot)))
+	if (!s || s->busy || target_sp <= here || (target_sp > s->stack_top && (s->n == 0 || target_sp > s->f[0].slot)))
 		return; /* not a jump up this thread's stack (another stack: leave everything) */
 	int saved = errno;
 	ms_tls_guard++;

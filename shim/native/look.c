@@ -26,7 +26,8 @@ static void off_learn(uintptr_t ip, uintptr_t off)
 		if (v)
 			continue;
 		/* the value is published together with its key: a second writer loses the race cleanly */
-		if (__atomic_compare_exchange_n(&ms_self_sizes.ip[h], &v, (uintptr_t)1, 0, __ATOMIC_ACQ_REL, __ATOMIC_RELAXED)) {
+		if (__atomic_compare_exchange_n(&ms_self_sizes.ip[h], &v, (uintptr_t)1, 0, __ATOMIC_ACQ_REL,
+						__ATOMIC_RELAXED)) {
 			__atomic_store_n(&ms_self_sizes.val[h], off, __ATOMIC_RELAXED);
 			__atomic_store_n(&ms_self_sizes.ip[h], ip, __ATOMIC_RELEASE);
 			return;
@@ -285,7 +286,7 @@ __attribute__((noinline)) int ms_frames_replay(struct tstate *s, const struct ch
 		int j = 31 - __builtin_clz(m);
 		m &= ~(1u << j); /* a frame's own place: the return address above it */
 		ms_frames_push(s, &(struct cand){ fr[j].slot, fr[j].ra, j ? fr[j - 1].ra : k->entry_ip },
-			   k->stage[CHAIN_MAX - k->n + j]);
+			       k->stage[CHAIN_MAX - k->n + j]);
 	}
 	uintptr_t top_slot = s->f[s->n - 1].slot;
 	if (last > 0 && top_slot == fr[last].slot && !all_open(s)) {

@@ -12,8 +12,7 @@
 
 static int ident_char(char c)
 {
-	return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_' ||
-	       c == '$';
+	return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_' || c == '$';
 }
 
 static int is_ident(const char *s, size_t n)
@@ -76,7 +75,7 @@ static int put(char *out, size_t size, size_t *at, const char *s)
 
 struct comps {
 	const char *s[MAX_COMPONENTS];
-	size_t n[MAX_COMPONENTS];    /* the identifier */
+	size_t n[MAX_COMPONENTS];      /* the identifier */
 	const char *a[MAX_COMPONENTS]; /* its template arguments ("double" of "f<double>"), or NULL */
 	size_t an[MAX_COMPONENTS];
 	int count;
@@ -118,12 +117,21 @@ static int split(const char *name, struct comps *c)
 static const struct {
 	const char *name, *code;
 } builtin_types[] = {
-	{ "void", "v" }, { "bool", "b" }, { "char", "c" }, { "signed char", "a" }, { "unsigned char", "h" },
-	{ "short", "s" }, { "unsigned short", "t" }, { "int", "i" }, { "unsigned", "j" }, { "unsigned int", "j" },
-	{ "long", "l" }, { "unsigned long", "m" }, { "long long", "x" }, { "unsigned long long", "y" },
-	{ "float", "f" }, { "double", "d" }, { "long double", "e" }, { "wchar_t", "w" }, { "char16_t", "Ds" },
-	{ "char32_t", "Di" }, { "size_t", "m" }, { "int8_t", "a" }, { "uint8_t", "h" }, { "int16_t", "s" },
-	{ "uint16_t", "t" }, { "int32_t", "i" }, { "uint32_t", "j" }, { "int64_t", "l" }, { "uint64_t", "m" },
+	{ "void", "v" },           { "bool", "b" },
+	{ "char", "c" },           { "signed char", "a" },
+	{ "unsigned char", "h" },  { "short", "s" },
+	{ "unsigned short", "t" }, { "int", "i" },
+	{ "unsigned", "j" },       { "unsigned int", "j" },
+	{ "long", "l" },           { "unsigned long", "m" },
+	{ "long long", "x" },      { "unsigned long long", "y" },
+	{ "float", "f" },          { "double", "d" },
+	{ "long double", "e" },    { "wchar_t", "w" },
+	{ "char16_t", "Ds" },      { "char32_t", "Di" },
+	{ "size_t", "m" },         { "int8_t", "a" },
+	{ "uint8_t", "h" },        { "int16_t", "s" },
+	{ "uint16_t", "t" },       { "int32_t", "i" },
+	{ "uint32_t", "j" },       { "int64_t", "l" },
+	{ "uint64_t", "m" },
 };
 
 static int space(char c)
@@ -323,8 +331,8 @@ static int rust_hash_end(const char *s)
 
 /* ---- Rust's v0 mangling ("_R..."): the path read, as a demangler prints it ---------------------- */
 
-#define V0_DEPTH 16 /* back references followed at once */
-#define V0_NEST 64  /* paths and types inside each other: the reader runs on the program's stacks */
+#define V0_DEPTH 16   /* back references followed at once */
+#define V0_NEST 64    /* paths and types inside each other: the reader runs on the program's stacks */
 #define V0_STEPS 4096 /* paths and types read in all (back references can repeat a part) */
 
 /* A v0 symbol being read: S is the text after "_R" (back references count from there). */
@@ -513,6 +521,7 @@ static int v0_type_in(struct v0 *p, int emit)
 	if (strchr("abcdefhijlmnostuvxyzp", c))
 		return 0;
 	switch (c) {
+	/* clang-format off */
 	case 'A': return v0_type(p, 0) < 0 ? -1 : v0_const(p, 0);
 	case 'S': case 'P': case 'O': return v0_type(p, 0);
 	case 'R': case 'Q': return v0_lifetime(p) < 0 ? -1 : v0_type(p, 0);
@@ -521,6 +530,7 @@ static int v0_type_in(struct v0 *p, int emit)
 	case 'D': return v0_dyn_bounds(p);
 	case 'B': return v0_backref(p, v0_type, 0);
 	default: return -1;
+		/* clang-format on */
 	}
 }
 
@@ -639,7 +649,8 @@ int ms_target_matches(const struct ms_target *t, const char *sym)
 		while (*s == 'r' || *s == 'V' || *s == 'K' || *s == 'R' || *s == 'O')
 			s++;
 		size_t n = strlen(p + 3);
-		if (!strncmp(s, p + 3, n) && (nested_end(s[n]) || rust_hash_end(s + n))) // NOLINT(bugprone-not-null-terminated-result): a prefix test
+		// NOLINTNEXTLINE(bugprone-not-null-terminated-result): a prefix test
+		if (!strncmp(s, p + 3, n) && (nested_end(s[n]) || rust_hash_end(s + n)))
 			return 1;
 	}
 	return 0;
@@ -651,8 +662,8 @@ int ms_target_object_matches(const struct ms_target *t, const char *path)
 		return 1;
 	size_t n = t->object_len, len = strlen(path);
 	if (memchr(t->object, '/', n))
-		return len >= n && !memcmp(path + len - n, t->object, n) && (len == n || path[len - n - 1] == '/' ||
-									     t->object[0] == '/');
+		return len >= n && !memcmp(path + len - n, t->object, n) &&
+		       (len == n || path[len - n - 1] == '/' || t->object[0] == '/');
 	const char *slash = strrchr(path, '/');
 	const char *base = slash ? slash + 1 : path;
 	return !strncmp(base, t->object, n) && (base[n] == '\0' || base[n] == '.');

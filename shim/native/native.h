@@ -12,11 +12,11 @@
 
 /* ---- trampolines (native/tramp.c, native/pool.c) --------------------------------------------- */
 
-#define MS_NTRAMP 4096    /* trampolines in the pool */
-#define MS_TRAMP_SIZE 16  /* bytes per trampoline; the entry point is one byte in */
+#define MS_NTRAMP 4096   /* trampolines in the pool */
+#define MS_TRAMP_SIZE 16 /* bytes per trampoline; the entry point is one byte in */
 
-extern char ms_tramp_base[];     /* first trampoline block */
-extern uintptr_t ms_tramp_ra[];  /* the return address each trampoline stands for */
+extern char ms_tramp_base[];    /* first trampoline block */
+extern uintptr_t ms_tramp_ra[]; /* the return address each trampoline stands for */
 
 static inline uintptr_t ms_tramp_addr(int i)
 {
@@ -91,13 +91,13 @@ int ms_cfi_rule_at(uintptr_t pc, struct ms_cfi_rule *r);
  * native stage's trampoline took it over, RAW is the trampoline and IP the return address it
  * stands for (stepping on goes on from IP, as if the trampoline were not there). */
 struct ms_cursor {
-	uintptr_t ip;    /* return address of the frame (never a trampoline) */
-	uintptr_t raw;   /* what SLOT holds: IP, or the trampoline standing for it */
-	int tramp;       /* that trampoline's index, -1 */
-	uintptr_t slot;  /* where RAW was read */
-	uintptr_t sp;    /* the stack pointer once the frame has returned (its CFA) */
-	uintptr_t rbp;   /* quick walks only */
-	void *full;      /* libunwind's cursor when the walk uses it, else NULL */
+	uintptr_t ip;   /* return address of the frame (never a trampoline) */
+	uintptr_t raw;  /* what SLOT holds: IP, or the trampoline standing for it */
+	int tramp;      /* that trampoline's index, -1 */
+	uintptr_t slot; /* where RAW was read */
+	uintptr_t sp;   /* the stack pointer once the frame has returned (its CFA) */
+	uintptr_t rbp;  /* quick walks only */
+	void *full;     /* libunwind's cursor when the walk uses it, else NULL */
 };
 
 /* Room for libunwind's context and cursor, for a walk that uses it (sizes checked at build). */
@@ -161,25 +161,25 @@ void ms_unwinder_init(void);
 /* ---- targets (native/names.c) ---------------------------------------------------------------- */
 
 enum ms_target_kind {
-	MS_TK_PLAIN,     /* a C symbol or a mangled C++ symbol */
-	MS_TK_CXX,       /* a demangled C++ name, matched through its mangled prefixes */
+	MS_TK_PLAIN, /* a C symbol or a mangled C++ symbol */
+	MS_TK_CXX,   /* a demangled C++ name, matched through its mangled prefixes */
 };
 
 #define MS_TARGET_PREFIXES 3
 
 struct ms_target {
-	const char *text;      /* as written in MEMSHIM_STAGES */
-	const char *object;    /* "lib.so" of "lib.so:symbol", else NULL */
+	const char *text;   /* as written in MEMSHIM_STAGES */
+	const char *object; /* "lib.so" of "lib.so:symbol", else NULL */
 	size_t object_len;
-	char name[160];        /* the symbol part (parameters dropped for C++ names) */
+	char name[160]; /* the symbol part (parameters dropped for C++ names) */
 	int kind;
-	int nprefix;           /* MS_TK_CXX: mangled prefixes that a matching symbol starts with */
+	int nprefix; /* MS_TK_CXX: mangled prefixes that a matching symbol starts with */
 	char prefix[MS_TARGET_PREFIXES][176];
-	int spec_stage;        /* index into ms_cfg.spec */
-	int stage;             /* index into ms_cfg.spec (-1: none); the engine's id comes at its first call */
-	int found;             /* resolved in some object */
-	int bound_plt;         /* its calls are bound through the GOT (native/plt.c): set once, never cleared */
-	int tail_call;         /* a function it names ends in a tail call (seen from the stack only) */
+	int spec_stage; /* index into ms_cfg.spec */
+	int stage;      /* index into ms_cfg.spec (-1: none); the engine's id comes at its first call */
+	int found;      /* resolved in some object */
+	int bound_plt;  /* its calls are bound through the GOT (native/plt.c): set once, never cleared */
+	int tail_call;  /* a function it names ends in a tail call (seen from the stack only) */
 };
 
 /* Parses TEXT (one MEMSHIM_STAGES target) into T; returns 0 when it is a native target, -1 when it
@@ -262,8 +262,7 @@ extern struct ms_native_stats ms_native_stats;
 
 /* Every native target (Python names left out) with its stage and how it was bound: "plt" (its
  * calls through the GOT), "stack" (found in a symbol table, seen from the stack) or "none". */
-void ms_native_each_target(void (*fn)(void *ctx, const char *target, const char *stage, const char *bound),
-			   void *ctx);
+void ms_native_each_target(void (*fn)(void *ctx, const char *target, const char *stage, const char *bound), void *ctx);
 
 /* ---- calls bound through the GOT (native/plt.c) ----------------------------------------------- */
 

@@ -40,6 +40,7 @@ static struct {
 } plt_st;
 extern char ms_plt_entries[];
 
+/* clang-format off */
 __asm__(
 "	.pushsection .text.ms_plt,\"ax\",@progbits\n"
 "	.p2align 4\n"
@@ -120,6 +121,7 @@ __asm__(
 "	.cfi_endproc\n"
 "	.popsection\n"
 );
+/* clang-format on */
 
 static uintptr_t entry_addr(int i)
 {
@@ -159,7 +161,8 @@ static int binding_for(int target, uintptr_t real)
 		static int warned;
 		if (!__atomic_exchange_n(&warned, 1, __ATOMIC_RELAXED))
 			ms_warn("native stages: more than %d functions to bind to their calls; the calls of the "
-				"rest are not counted", MS_PLT_ENTRIES);
+				"rest are not counted",
+				MS_PLT_ENTRIES);
 		return -1;
 	}
 	bindings[plt_st.nbindings] = (struct binding){ .spec = spec, .target = target, .real = real };

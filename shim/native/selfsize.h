@@ -8,7 +8,7 @@
 #include <stdint.h>
 #include "native/native.h"
 
-#define NOFF 128        /* shim-internal return addresses with known frame sizes */
+#define NOFF 128 /* shim-internal return addresses with known frame sizes */
 
 struct ms_self_sizes {
 	uintptr_t ip[NOFF];  /* return address (1 while its value is being written) */

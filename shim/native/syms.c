@@ -57,7 +57,6 @@ static char stripped[MAX_STRIPPED][256] MS_LARGE;
 static int nstripped;
 static unsigned char first_chars[256 / 8];
 
-
 static uint64_t hash_of(const char *s)
 {
 	uint64_t h = 1469598103934665603ULL;

@@ -28,7 +28,8 @@ void ms_native_warn_shared(const char *sym, uintptr_t addr, int first, int other
 		return;
 	targets_st.warned[slot] = addr;
 	ms_warn("native stages %s ('%s') and %s ('%s') both name %s: its calls count for %s only (the first "
-		"in MEMSHIM_STAGES)%s", ms_cfg.spec.stage[a->spec_stage].name, a->text,
-		ms_cfg.spec.stage[b->spec_stage].name, b->text, sym, ms_cfg.spec.stage[a->spec_stage].name,
+		"in MEMSHIM_STAGES)%s",
+		ms_cfg.spec.stage[a->spec_stage].name, a->text, ms_cfg.spec.stage[b->spec_stage].name, b->text, sym,
+		ms_cfg.spec.stage[a->spec_stage].name,
 		slot == MAX_SHARED_WARNINGS - 1 ? "; further such functions are not reported" : "");
 }

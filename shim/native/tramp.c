@@ -20,9 +20,10 @@
 #include "native/native.h"
 
 struct ms_tramp_handlers ms_tramp_handlers;
-_Static_assert(offsetof(struct ms_tramp_handlers, on_return) == 0 &&
-	       offsetof(struct ms_tramp_handlers, on_unwind) == 8, "the assembly below reads them so");
+_Static_assert(offsetof(struct ms_tramp_handlers, on_return) == 0 && offsetof(struct ms_tramp_handlers, on_unwind) == 8,
+	       "the assembly below reads them so");
 
+/* clang-format off */
 __asm__(
 "	.pushsection .text.ms_tramp,\"ax\",@progbits\n"
 "	.p2align 4\n"
@@ -126,3 +127,4 @@ __asm__(
 "	ret\n"
 "	.popsection\n"
 );
+/* clang-format on */
