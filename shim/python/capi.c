@@ -40,13 +40,12 @@ int ms_py_capi_locate(const void *symbol)
 	return capi.have_py_tables ? 0 : -1;
 }
 
-#define NEED(field, name)                                 \
-	do {                                              \
-		*(void **)&ms_py.field = ms_py_sym(name); \
-		if (!ms_py.field)                         \
-			return name;                      \
+#define NEED(field, name)                                                                                              \
+	do {                                                                                                           \
+		*(void **)&ms_py.field = ms_py_sym(name);                                                              \
+		if (!ms_py.field)                                                                                      \
+			return name;                                                                                   \
 	} while (0)
-
 
 /* Fills ms_py; returns the name of a missing symbol, or NULL. */
 const char *ms_py_load_api(void)
@@ -164,4 +163,3 @@ int ms_py_attr_text(ms_pyobj *o, const char *name, char *buf, size_t size)
 	ms_py_decref(v);
 	return r;
 }
-

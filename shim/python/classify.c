@@ -34,8 +34,7 @@ static int runs_code(ms_pyobj *v, ms_pyobj *code)
 }
 
 /* Finds the class in CLS's MRO whose own namespace defines NAME as CODE: "Class.name". */
-static int qual_from_mro(ms_pyobj *cls, ms_pyobj *name, const char *co_name, ms_pyobj *code,
-			 char *out, size_t size)
+static int qual_from_mro(ms_pyobj *cls, ms_pyobj *name, const char *co_name, ms_pyobj *code, char *out, size_t size)
 {
 	ms_pyobj *mro = ms_py_attr(cls, "__mro__");
 	int found = -1;
@@ -68,8 +67,8 @@ static int qual_from_mro(ms_pyobj *cls, ms_pyobj *name, const char *co_name, ms_
 /* Before 3.11 code objects have no co_qualname: rebuild it from the frame (a method's first
  * argument names its class; a module-level function is in the globals), or, for nested
  * functions, from the function object that runs CODE.  Called once per candidate code object. */
-static int rebuild_qualname(ms_pyobj *code, ms_pyobj *frame, ms_pyobj *globals, ms_pyobj *name,
-			    const char *co_name, char *out, size_t size)
+static int rebuild_qualname(ms_pyobj *code, ms_pyobj *frame, ms_pyobj *globals, ms_pyobj *name, const char *co_name,
+			    char *out, size_t size)
 {
 	if (frame && ms_py_attr_long(code, "co_argcount", 0) + ms_py_attr_long(code, "co_kwonlyargcount", 0) >= 1) {
 		ms_pyobj *varnames = ms_py_attr(code, "co_varnames");
@@ -161,8 +160,8 @@ uintptr_t ms_py_classify(ms_pyobj *code, ms_pyobj *frame, ms_pyobj *func, ms_pyo
 		if (!globals && frame)
 			globals = own_globals = ms_py_attr(frame, "f_globals");
 		int have_qual = ms_py.minor >= 11
-			? ms_py_attr_text(code, "co_qualname", qual, sizeof qual)
-			: rebuild_qualname(code, frame, globals, name, co_name, qual, sizeof qual);
+					? ms_py_attr_text(code, "co_qualname", qual, sizeof qual)
+					: rebuild_qualname(code, frame, globals, name, co_name, qual, sizeof qual);
 		int have_module = -1;
 		if (globals)
 			have_module = ms_py_text(ms_py.DictGetItemString(globals, "__name__"), module, sizeof module);
@@ -171,7 +170,8 @@ uintptr_t ms_py_classify(ms_pyobj *code, ms_pyobj *frame, ms_pyobj *func, ms_pyo
 		int entry_index = -1;
 		char file[MS_PATH_MAX];
 		int user = ms_py_attr_text(code, "co_filename", file, sizeof file) == 0 && ms_py_user_file(file);
-		uint32_t mask = have_qual == 0 ? ms_py_match(qual, have_module == 0 ? module : NULL, user, &entry_index) : 0;
+		uint32_t mask =
+			have_qual == 0 ? ms_py_match(qual, have_module == 0 ? module : NULL, user, &entry_index) : 0;
 		if (mask) {
 			value |= (uintptr_t)mask << MS_PY_SHIFT;
 			if (entry_index >= 0)

@@ -212,7 +212,8 @@ static int audit_hook(const char *event, ms_pyobj *args, void *data)
 		return 0;
 	}
 	if (MS_LIKELY(boot.state != WAITING)) {
-		if ((boot.state == ARMED || (boot.route_local && boot.state == INSTALLED)) && ms_py_in_main_interpreter())
+		if ((boot.state == ARMED || (boot.route_local && boot.state == INSTALLED)) &&
+		    ms_py_in_main_interpreter())
 			watch(event, args);
 		else if (boot.state == INSTALLED && boot.route_frame && ms_py_in_main_interpreter())
 			ms_py_frame_reclaim();
@@ -321,7 +322,8 @@ static void warn_old_python(void)
 	if (v)
 		ms_strlcpy(shown, v, strcspn(v, " ") + 1 < sizeof shown ? strcspn(v, " ") + 1 : sizeof shown);
 	ms_warn("Python stages need Python 3.8 or newer; this is Python %s: the Python targets of "
-		"MEMSHIM_STAGES are ignored (memshim_stage_begin/end still work)", shown);
+		"MEMSHIM_STAGES are ignored (memshim_stage_begin/end still work)",
+		shown);
 }
 
 void ms_py_init(void)

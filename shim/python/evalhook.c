@@ -25,16 +25,16 @@ typedef ms_pyobj *(*eval39_fn)(void *tstate, void *frame, int throwflag);
 
 /* The hook's place in the interpreter and what ran there before it. */
 static struct {
-	eval38_fn prev38;       /* 3.8: the evaluator the hook calls */
-	eval39_fn prev39;       /* 3.9-3.11 */
-	void **slot38;          /* 3.8: &interp->eval_frame, found by scanning */
+	eval38_fn prev38; /* 3.8: the evaluator the hook calls */
+	eval39_fn prev39; /* 3.9-3.11 */
+	void **slot38;    /* 3.8: &interp->eval_frame, found by scanning */
 	void *interp;
 	eval39_fn (*get_eval)(void *interp);
 	void (*set_eval)(void *interp, eval39_fn fn);
-	void *default_eval;     /* _PyEval_EvalFrameDefault: what a tool that gives the place up puts back */
-	int enabled;            /* the hook went in (ms_py_frame_enable) */
-	int stopped_deep;       /* taken out for a recursion deeper than the C stack allows */
-	unsigned lost;          /* times another tool held the hook and gave it back (ms_py_frame_reclaim) */
+	void *default_eval; /* _PyEval_EvalFrameDefault: what a tool that gives the place up puts back */
+	int enabled;        /* the hook went in (ms_py_frame_enable) */
+	int stopped_deep;   /* taken out for a recursion deeper than the C stack allows */
+	unsigned lost;      /* times another tool held the hook and gave it back (ms_py_frame_reclaim) */
 } hook;
 
 /* Every frame evaluated through the hook is a C recursion (on 3.11 the hook also turns off the

@@ -18,9 +18,9 @@
 
 struct layout {
 	int minor;
-	size_t ts_frame;      /* PyThreadState: frame (3.8-3.10), cframe (3.11-3.12), current_frame */
-	size_t cf_current;    /* _PyCFrame.current_frame; SIZE_MAX: no cframe */
-	size_t fr_back, fr_code, fr_instr, fr_owner; /* fr_owner 0: no owner byte */
+	size_t ts_frame;   /* PyThreadState: frame (3.8-3.10), cframe (3.11-3.12), current_frame */
+	size_t cf_current; /* _PyCFrame.current_frame; SIZE_MAX: no cframe */
+	size_t fr_back, fr_code, fr_instr, fr_owner;                    /* fr_owner 0: no owner byte */
 	size_t co_filename, co_name, co_firstlineno, co_lines, co_code; /* co_code: bytes object or inline */
 	size_t str_ascii, str_compact; /* sizeof PyASCIIObject, PyCompactUnicodeObject */
 };
@@ -231,7 +231,7 @@ static int frame_line_uncached(const void *frame, const void *code, struct ms_py
 static int frame_line(const void *frame, const void *code, struct ms_py_line_cache *cache)
 {
 	intptr_t pos = frames.lay->minor >= 11 ? (intptr_t)word(frame, frames.lay->fr_instr)
-					 : *(const int *)((const char *)frame + frames.lay->fr_instr);
+					       : *(const int *)((const char *)frame + frames.lay->fr_instr);
 	const void *table = word(code, frames.lay->co_lines);
 	if (!cache)
 		return frame_line_uncached(frame, code, NULL);
@@ -309,7 +309,7 @@ int ms_py_stack_read(struct ms_py_frame *out, int max, struct ms_py_line_cache *
 		}
 	}
 	int kept = f && n == max ? 0 : seen < k ? seen : k; /* walked out before the base: no base to keep */
-	for (int i = 0; i < kept; i++) { /* lines only for the frames kept, while they still run */
+	for (int i = 0; i < kept; i++) {                    /* lines only for the frames kept, while they still run */
 		int at = (seen - kept + i) % k;
 		outer[i].code = ring_code[at];
 		outer[i].line = frame_line(ring[at], ring_code[at], cache);

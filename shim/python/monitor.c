@@ -22,15 +22,27 @@
 #include "python/py.h"
 
 /* sys.monitoring's functions memshim calls (the originals) and shows the program wrapped. */
-enum { F_USE, F_FREE, F_CLEAR, F_GET_TOOL, F_GET_EVENTS, F_SET_EVENTS, F_GET_LOCAL, F_SET_LOCAL,
-       F_REGISTER, F_ALL, NF };
-static const char *const fn_names[NF] = { "use_tool_id", "free_tool_id", "clear_tool_id", "get_tool",
-					  "get_events", "set_events", "get_local_events",
-					  "set_local_events", "register_callback", "_all_events" };
+enum {
+	F_USE,
+	F_FREE,
+	F_CLEAR,
+	F_GET_TOOL,
+	F_GET_EVENTS,
+	F_SET_EVENTS,
+	F_GET_LOCAL,
+	F_SET_LOCAL,
+	F_REGISTER,
+	F_ALL,
+	NF
+};
+static const char *const fn_names[NF] = { "use_tool_id",       "free_tool_id", "clear_tool_id",    "get_tool",
+					  "get_events",        "set_events",   "get_local_events", "set_local_events",
+					  "register_callback", "_all_events" };
 /* The originals memshim cannot work without (clear_tool_id is 3.13+'s; the readers are asked only
  * whether a later tool watches a return, and a missing one answers "cannot tell"). */
-#define F_NEEDED ((1u << F_USE) | (1u << F_FREE) | (1u << F_GET_TOOL) | (1u << F_SET_EVENTS) | \
-		  (1u << F_SET_LOCAL) | (1u << F_REGISTER))
+#define F_NEEDED                                                                                                       \
+	((1u << F_USE) | (1u << F_FREE) | (1u << F_GET_TOOL) | (1u << F_SET_EVENTS) | (1u << F_SET_LOCAL) |            \
+	 (1u << F_REGISTER))
 /* Whether the program's call of F only reads (memshim's id answers as an unused one) or would use
  * or change an id (memshim moves away from it first). */
 #define F_READS ((1u << F_GET_TOOL) | (1u << F_GET_EVENTS) | (1u << F_GET_LOCAL) | (1u << F_ALL))
@@ -45,9 +57,9 @@ static const struct {
 	const char *name;
 	int callback;
 } events[NE] = {
-	[E_START] = { "PY_START", CB_START },    [E_RESUME] = { "PY_RESUME", CB_ENTER },
-	[E_THROW] = { "PY_THROW", CB_ENTER },    [E_RETURN] = { "PY_RETURN", CB_RETURN },
-	[E_YIELD] = { "PY_YIELD", CB_LEAVE },    [E_UNWIND] = { "PY_UNWIND", CB_UNWIND },
+	[E_START] = { "PY_START", CB_START }, [E_RESUME] = { "PY_RESUME", CB_ENTER },
+	[E_THROW] = { "PY_THROW", CB_ENTER }, [E_RETURN] = { "PY_RETURN", CB_RETURN },
+	[E_YIELD] = { "PY_YIELD", CB_LEAVE }, [E_UNWIND] = { "PY_UNWIND", CB_UNWIND },
 };
 
 /* 0-2 are debuggers', coverage's, profilers'; 3 and 4 are the free ones tools and tests take
@@ -65,11 +77,11 @@ static struct {
 	/* Watched code objects not called yet, and whether any matched: while neither, no target can
 	 * match (the watched names ran in other modules) and the tool id is given back. */
 	int waiting, matched_any;
-	ms_pyobj *orig[NF];       /* sys.monitoring's own functions */
-	long ev[NE];              /* the events' bits */
+	ms_pyobj *orig[NF]; /* sys.monitoring's own functions */
+	long ev[NE];        /* the events' bits */
 	ms_pyobj *callback[NCB];
-	int code_layout;          /* 0 not checked, 1 verified, -1 different (a returning frame's locals) */
-	int wrapped;              /* sys.monitoring's functions replaced by memshim's (wrap_functions) */
+	int code_layout; /* 0 not checked, 1 verified, -1 different (a returning frame's locals) */
+	int wrapped;     /* sys.monitoring's functions replaced by memshim's (wrap_functions) */
 	struct ms_pymethoddef wrapper_defs[NF]; /* the originals' names and documentation, memshim's functions */
 	ms_pyobj *(*list_new)(ms_pyssize n);
 	int (*list_append)(ms_pyobj *l, ms_pyobj *o);
@@ -259,8 +271,10 @@ static void check_code_layout(ms_pyobj *code)
 	long frees = attr_len(code, "co_freevars");
 	long n = CODE_INT(code, 72);
 	/* a cell that is also an argument has one slot */
+	/* clang-format off */
 	m.code_layout = line >= 0 && vars >= 0 && cells >= 0 && frees >= 0 && CODE_INT(code, 68) == line &&
 		n >= vars + frees && n <= vars + cells + frees ? 1 : -1;
+	/* clang-format on */
 	if (ms_py.ErrOccurred())
 		ms_py.ErrClear();
 	ms_debug("python frames' locals released at return: %s", m.code_layout > 0 ? "yes" : "no (layout differs)");
@@ -597,10 +611,10 @@ static ms_pyobj *as_without_memshim(int f, ms_pyobj *const *args, ms_pyssize nar
 }
 
 /* One entry per function: SELF is sys.monitoring, as for the originals. */
-#define WRAPPER(f)                                                                                    \
-	static ms_pyobj *wrapper_##f(ms_pyobj *self, ms_pyobj *const *args, ms_pyssize nargs)       \
-	{                                                                                             \
-		return as_without_memshim(f, args, nargs);                                            \
+#define WRAPPER(f)                                                                                                     \
+	static ms_pyobj *wrapper_##f(ms_pyobj *self, ms_pyobj *const *args, ms_pyssize nargs)                          \
+	{                                                                                                              \
+		return as_without_memshim(f, args, nargs);                                                             \
 	}
 WRAPPER(F_USE)
 WRAPPER(F_FREE)
@@ -612,9 +626,10 @@ WRAPPER(F_GET_LOCAL)
 WRAPPER(F_SET_LOCAL)
 WRAPPER(F_REGISTER)
 WRAPPER(F_ALL)
-static const ms_pyfastcall wrappers[NF] = { wrapper_F_USE, wrapper_F_FREE, wrapper_F_CLEAR, wrapper_F_GET_TOOL,
-					    wrapper_F_GET_EVENTS, wrapper_F_SET_EVENTS, wrapper_F_GET_LOCAL,
-					    wrapper_F_SET_LOCAL, wrapper_F_REGISTER, wrapper_F_ALL };
+static const ms_pyfastcall wrappers[NF] = { wrapper_F_USE,       wrapper_F_FREE,       wrapper_F_CLEAR,
+					    wrapper_F_GET_TOOL,  wrapper_F_GET_EVENTS, wrapper_F_SET_EVENTS,
+					    wrapper_F_GET_LOCAL, wrapper_F_SET_LOCAL,  wrapper_F_REGISTER,
+					    wrapper_F_ALL };
 
 /* sys.monitoring's functions are replaced once memshim takes an id (python/py.h's layout of a
  * built-in function: its PyMethodDef is the third word), each keeping its name and documentation. */
@@ -630,8 +645,10 @@ static void wrap_functions(void)
 		/* another tool may have put a function of its own there: its documentation is not ours to read */
 		const struct ms_pymethoddef *def =
 			ms_py_type_of(m.orig[f]) == builtin ? ((struct ms_pymethoddef *const *)m.orig[f])[2] : NULL;
-		m.wrapper_defs[f] = (struct ms_pymethoddef){ .name = fn_names[f], .meth = (void *)wrappers[f],
-							     .flags = MS_METH_FASTCALL, .doc = def ? def->doc : NULL };
+		m.wrapper_defs[f] = (struct ms_pymethoddef){ .name = fn_names[f],
+							     .meth = (void *)wrappers[f],
+							     .flags = MS_METH_FASTCALL,
+							     .doc = def ? def->doc : NULL };
 		ms_pyobj *module = ms_py_attr(m.orig[f], "__module__");
 		ms_pyobj *w = ms_py.CFunctionNewEx(&m.wrapper_defs[f], m.mon, module);
 		ms_py_decref(module);

@@ -51,16 +51,16 @@ struct ms_pyapi {
 	void (*ErrClear)(void);
 	void (*ErrFetch)(ms_pyobj **t, ms_pyobj **v, ms_pyobj **tb);
 	void (*ErrRestore)(ms_pyobj *t, ms_pyobj *v, ms_pyobj *tb);
-	ms_pyobj *(*DictGetItemString)(ms_pyobj *d, const char *key); /* borrowed */
-	ms_pyobj *(*EvalGetGlobals)(void);                             /* borrowed */
-	ms_pyobj *(*GetModuleDict)(void);                              /* borrowed: sys.modules */
+	ms_pyobj *(*DictGetItemString)(ms_pyobj *d, const char *key);                    /* borrowed */
+	ms_pyobj *(*EvalGetGlobals)(void);                                               /* borrowed */
+	ms_pyobj *(*GetModuleDict)(void);                                                /* borrowed: sys.modules */
 	int (*DictNext)(ms_pyobj *d, ms_pyssize *pos, ms_pyobj **key, ms_pyobj **value); /* borrowed */
-	ms_pyobj *(*DictGetItem)(ms_pyobj *d, ms_pyobj *key);          /* borrowed, no exception */
-	ms_pyobj *(*ModuleGetDict)(ms_pyobj *m);                       /* borrowed */
+	ms_pyobj *(*DictGetItem)(ms_pyobj *d, ms_pyobj *key);                            /* borrowed, no exception */
+	ms_pyobj *(*ModuleGetDict)(ms_pyobj *m);                                         /* borrowed */
 	ms_pyssize (*TupleSize)(ms_pyobj *t);
-	ms_pyobj *(*TupleGetItem)(ms_pyobj *t, ms_pyssize i);          /* borrowed */
+	ms_pyobj *(*TupleGetItem)(ms_pyobj *t, ms_pyssize i); /* borrowed */
 	ms_pyssize (*ListSize)(ms_pyobj *l);
-	ms_pyobj *(*ListGetItem)(ms_pyobj *l, ms_pyssize i);           /* borrowed */
+	ms_pyobj *(*ListGetItem)(ms_pyobj *l, ms_pyssize i); /* borrowed */
 	ms_pyobj *None;
 	ms_pyobj *False;
 	ms_pyobj *CodeType;
@@ -119,7 +119,6 @@ static inline uint32_t ms_py_mask(uintptr_t extra)
 {
 	return (uint32_t)(extra >> MS_PY_SHIFT);
 }
-
 
 /* ---- python/targets.c ---------------------------------------------------------------------- */
 
@@ -180,8 +179,8 @@ void ms_py_each_unmatched(void (*fn)(void *ctx, const char *stage, const char *t
 /* Calls FN for each function (module:qualname) a Python target of STAGE matched, with the calls
  * in which it opened the stage, the calls in which it was passed over (the program's own function
  * won) and whether it is the program's own code (those with neither calls are left out). */
-typedef void (*ms_py_function_fn)(void *ctx, const char *target, const char *function, uint64_t calls,
-				  uint64_t passed, int user);
+typedef void (*ms_py_function_fn)(void *ctx, const char *target, const char *function, uint64_t calls, uint64_t passed,
+				  int user);
 void ms_py_each_function(const char *stage, ms_py_function_fn fn, void *ctx);
 /* At exit: one warning naming the targets that matched nothing, one naming those that matched
  * several functions. */
@@ -267,7 +266,7 @@ void *ms_py_current_frame(void);
 #define MS_PY_LINE_WALKS 64
 struct ms_py_line_walk {
 	const void *code, *table;
-	long off, addr; /* the table entry's byte offset and the instruction position it starts at */
+	long off, addr;  /* the table entry's byte offset and the instruction position it starts at */
 	int line, found; /* the line before that entry, and the last line with a location */
 };
 struct ms_py_line_cache {

@@ -21,16 +21,17 @@
 struct target {
 	const char *module; /* NULL: any module */
 	size_t module_len;
-	const char *qual;   /* qualified name */
-	const char *last;   /* its last component (what co_name must be) */
-	const char *text;   /* as written in MEMSHIM_STAGES */
-	int stage;          /* spec index */
-	int matched;        /* a function it names has run in this process */
-	int user;           /* the program's own code (its __main__, a file under the working directory)
-			     * has a function of its name: for an unpinned target it wins over an
-			     * installed package's (eval=evaluate is not sympy's evaluate, which torch imports) */
-	int near_score;     /* how near NEAR is (lower is nearer; 0: nothing near was seen) */
-	char near[128];     /* the nearest name a function that exists has, written as the target would be */
+	const char *qual; /* qualified name */
+	const char *last; /* its last component (what co_name must be) */
+	const char *text; /* as written in MEMSHIM_STAGES */
+	int stage;        /* spec index */
+	int matched;      /* a function it names has run in this process */
+	/* the program's own code (its __main__, a file under the working directory) has a function of
+	 * its name: for an unpinned target it wins over an installed package's (eval=evaluate is not
+	 * sympy's evaluate, which torch imports) */
+	int user;
+	int near_score; /* how near NEAR is (lower is nearer; 0: nothing near was seen) */
+	char near[128]; /* the nearest name a function that exists has, written as the target would be */
 };
 
 #define MAX_TARGETS (MS_SPEC_MAX_STAGES * MS_SPEC_MAX_TARGETS)
@@ -44,8 +45,8 @@ static struct {
 	char start_dir[MS_PATH_MAX];
 	int stage_ids[MS_SPEC_MAX_STAGES];   /* engine id + 1; 0 before first use */
 	int outstanding[MS_SPEC_MAX_STAGES]; /* enters not yet left, per spec stage */
-	pid_t speaker_pid; /* the process that speaks about targets (below) */
-	char shared[64];   /* the file of what the run's other processes matched (below) */
+	pid_t speaker_pid;                   /* the process that speaks about targets (below) */
+	char shared[64];                     /* the file of what the run's other processes matched (below) */
 	int shared_made;
 } state;
 
@@ -57,8 +58,8 @@ static int plausible_python_name(const char *s)
 	if (!*s)
 		return 0;
 	for (; *s; s++)
-		if (!((*s >= 'a' && *s <= 'z') || (*s >= 'A' && *s <= 'Z') || (*s >= '0' && *s <= '9') ||
-		      *s == '_' || *s == '.' || *s == '<' || *s == '>' || (unsigned char)*s >= 0x80))
+		if (!((*s >= 'a' && *s <= 'z') || (*s >= 'A' && *s <= 'Z') || (*s >= '0' && *s <= '9') || *s == '_' ||
+		      *s == '.' || *s == '<' || *s == '>' || (unsigned char)*s >= 0x80))
 			return 0;
 	return 1;
 }
@@ -123,11 +124,12 @@ int ms_py_is_candidate(const char *co_name)
 static struct {
 	char name[192]; /* module:qualname, or the qualified name when the module is unknown */
 	uint64_t calls;
-	int user;          /* the program's own code (module __main__, a file under the working directory) */
-	uint32_t refused;  /* stages (spec bits) it no longer opens: the program's own function of the same
-			    * unpinned target exists, and wins */
-	uint64_t passed;   /* calls in which it would have opened a refused stage */
-	int inflight;      /* its calls that entered stages and have not left them (refusal waits for 0) */
+	int user; /* the program's own code (module __main__, a file under the working directory) */
+	/* stages (spec bits) it no longer opens: the program's own function of the same unpinned target
+	 * exists, and wins */
+	uint32_t refused;
+	uint64_t passed; /* calls in which it would have opened a refused stage */
+	int inflight;    /* its calls that entered stages and have not left them (refusal waits for 0) */
 } funcs[MAX_FUNCS] MS_LARGE;
 static struct {
 	short target, func;
@@ -480,8 +482,9 @@ static void report_ambiguous(struct unmatched_line *l)
 				own = funcs[f].user ? function : own;
 			}
 			if (l->len < sizeof l->text)
-				l->len += ms_format(l->text + l->len, sizeof l->text - l->len, "%s%s (%llu call%s", listed++ ? ", " : "",
-						    function, (unsigned long long)calls, calls == 1 ? "" : "s");
+				l->len += ms_format(l->text + l->len, sizeof l->text - l->len, "%s%s (%llu call%s",
+						    listed++ ? ", " : "", function, (unsigned long long)calls,
+						    calls == 1 ? "" : "s");
 			if (passed && l->len < sizeof l->text) {
 				l->len += ms_format(l->text + l->len, sizeof l->text - l->len, ", %llu passed over",
 						    (unsigned long long)passed);
@@ -493,10 +496,12 @@ static void report_ambiguous(struct unmatched_line *l)
 	}
 	if (l->n)
 		ms_warn("Python stage target%s matched more than one function: %s; %sname the one meant as "
-			"module:qualname (e.g. %s=%s)", l->n > 1 ? "s" : "", l->text,
+			"module:qualname (e.g. %s=%s)",
+			l->n > 1 ? "s" : "", l->text,
 			won ? "the program's own function won: an installed package's opens no stage once the program's "
-			      "is known; " : "", stage,
-			example);
+			      "is known; "
+			    : "",
+			stage, example);
 }
 
 /* memshim run prints the dump of the run's files next, with the same line for the whole run. */
@@ -522,11 +527,13 @@ void ms_py_report(void)
 	static unsigned char elsewhere[MAX_TARGETS] MS_LARGE;
 	read_shared(elsewhere, state.ntargets);
 	for (int i = 0; names_unmatched() && i < state.ntargets; i++)
-		if (!__atomic_load_n(&targets[i].matched, __ATOMIC_RELAXED) && !elsewhere[i] && !native_name(&targets[i]))
+		if (!__atomic_load_n(&targets[i].matched, __ATOMIC_RELAXED) && !elsewhere[i] &&
+		    !native_name(&targets[i]))
 			add_to_line(&line, ms_cfg.spec.stage[targets[i].stage].name, targets[i].text,
 				    targets[i].near_score ? targets[i].near : NULL);
 	if (line.n && !dump_follows())
-		ms_warn("Python stage target%s that matched no function that ran: %s", line.n > 1 ? "s" : "", line.text);
+		ms_warn("Python stage target%s that matched no function that ran: %s", line.n > 1 ? "s" : "",
+			line.text);
 	report_ambiguous(&line);
 	ms_tls_guard--;
 }
@@ -557,7 +564,8 @@ uint32_t ms_py_enter(uintptr_t v)
 {
 	uint32_t mask = ms_py_mask(v);
 	int f = func_of(v);
-	if (f >= 0 && MS_UNLIKELY(funcs[f].refused & mask) && __atomic_load_n(&funcs[f].inflight, __ATOMIC_RELAXED) == 0) {
+	if (f >= 0 && MS_UNLIKELY(funcs[f].refused & mask) &&
+	    __atomic_load_n(&funcs[f].inflight, __ATOMIC_RELAXED) == 0) {
 		if (ms_active) /* the program's own function of the name wins: this call opens none of them */
 			__atomic_add_fetch(&funcs[f].passed, 1, __ATOMIC_RELAXED);
 		mask &= ~funcs[f].refused;
@@ -592,7 +600,8 @@ static uint32_t leaving(uintptr_t v)
 	if (f < 0 || funcs[f].user)
 		return mask;
 	int n = __atomic_load_n(&funcs[f].inflight, __ATOMIC_RELAXED);
-	while (n > 0 && !__atomic_compare_exchange_n(&funcs[f].inflight, &n, n - 1, 0, __ATOMIC_RELAXED, __ATOMIC_RELAXED))
+	while (n > 0 &&
+	       !__atomic_compare_exchange_n(&funcs[f].inflight, &n, n - 1, 0, __ATOMIC_RELAXED, __ATOMIC_RELAXED))
 		;
 	return n > 0 ? mask : mask & ~funcs[f].refused; /* a call passed over left nothing open */
 }
@@ -604,8 +613,8 @@ static void leave_ended(uint32_t mask, int how, const char *exception)
 		if (!(mask & (1u << i)))
 			continue;
 		int n = __atomic_load_n(&state.outstanding[i], __ATOMIC_RELAXED);
-		while (n > 0 && !__atomic_compare_exchange_n(&state.outstanding[i], &n, n - 1, 0,
-							     __ATOMIC_RELAXED, __ATOMIC_RELAXED))
+		while (n > 0 && !__atomic_compare_exchange_n(&state.outstanding[i], &n, n - 1, 0, __ATOMIC_RELAXED,
+							     __ATOMIC_RELAXED))
 			;
 		if (n > 0)
 			ms_stage_leave_ended(stage_id(i), now, how, exception, NULL, NULL);

@@ -58,7 +58,6 @@ static struct {
 	char main_file[QUAL_MAX]; /* the main script's path (cpython.run_file), or "" */
 } watching;
 
-
 static ms_pyobj *field(ms_pyobj *code, size_t off)
 {
 	return *(ms_pyobj **)((char *)code + off);
@@ -347,8 +346,9 @@ const char *ms_py_watch_event(const char *event, ms_pyobj *args, void (*each)(ms
 		}
 		char prefix[QUAL_MAX] = "", file[QUAL_MAX];
 		watching.each_code = ms_py.minor >= 11 ? each : NULL;
-		watching.event_user = ms_py_attr_text(code, "co_filename", file, sizeof file) == 0 &&
-			     ((watching.main_file[0] && !strcmp(file, watching.main_file)) || ms_py_user_file(file));
+		watching.event_user =
+			ms_py_attr_text(code, "co_filename", file, sizeof file) == 0 &&
+			((watching.main_file[0] && !strcmp(file, watching.main_file)) || ms_py_user_file(file));
 		watching.walk_all = watching.event_user || ms_py_unmatched_any();
 		const char *r = search(code, prefix, 0, 0);
 		watching.each_code = NULL;
