@@ -32,9 +32,14 @@ static void mf_py_string(FILE *out, const char *str, size_t len)
 	fputc('"', out);
 	while (p < end) {
 		unsigned long c = mf_utf8_next(&p);
-		const char *esc = c == '"' ? "\\\"" : c == '\\' ? "\\\\" : c == '\n' ? "\\n" :
-				  c == '\r' ? "\\r" : c == '\t' ? "\\t" : c == '\b' ? "\\b" :
-				  c == '\f' ? "\\f" : NULL;
+		const char *esc = c == '"'    ? "\\\""
+				  : c == '\\' ? "\\\\"
+				  : c == '\n' ? "\\n"
+				  : c == '\r' ? "\\r"
+				  : c == '\t' ? "\\t"
+				  : c == '\b' ? "\\b"
+				  : c == '\f' ? "\\f"
+					      : NULL;
 		if (esc)
 			fputs(esc, out);
 		else if (c >= 0x20 && c <= 0x7E)
@@ -114,6 +119,7 @@ static void mf_py_real(FILE *out, double x)
 static void mf_py_value(FILE *out, json_t *v, int depth)
 {
 	switch (json_typeof(v)) {
+	/* clang-format off */
 	case JSON_OBJECT: mf_py_object(out, v, depth); break;
 	case JSON_ARRAY: mf_py_array(out, v, depth); break;
 	case JSON_STRING: mf_py_string(out, json_string_value(v), json_string_length(v)); break;
@@ -122,6 +128,7 @@ static void mf_py_value(FILE *out, json_t *v, int depth)
 	case JSON_TRUE: fputs("true", out); break;
 	case JSON_FALSE: fputs("false", out); break;
 	case JSON_NULL: fputs("null", out); break;
+		/* clang-format on */
 	}
 }
 

@@ -4,8 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-void mf_table_init(struct mf_table *t, size_t ncols, const enum mf_align *align,
-		   const char *const *seps)
+void mf_table_init(struct mf_table *t, size_t ncols, const enum mf_align *align, const char *const *seps)
 {
 	memset(t, 0, sizeof *t);
 	t->ncols = ncols;

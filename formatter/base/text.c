@@ -18,8 +18,7 @@ char *mf_fmt_bytes(double v)
 		return mf_xstrdup("?");
 	while (u < 5 && a >= 1000)
 		a /= 1024, v /= 1024, u++;
-	return mf_xasprintf("%.*f %s", u == 0 || a >= 99.95 ? 0 : a >= 9.995 ? 1 : 2, v,
-			    mf_byte_units[u]);
+	return mf_xasprintf("%.*f %s", u == 0 || a >= 99.95 ? 0 : a >= 9.995 ? 1 : 2, v, mf_byte_units[u]);
 }
 
 char *mf_fmt_bytes_cut(double v)
