@@ -105,8 +105,8 @@ static void mf_run_free(struct mf_run *r)
 /* The modes that show call sites read the native frames' lines (not --no-lines). */
 static void mf_read_lines(const struct mf_run *r)
 {
-	if (r->o->no_lines || (r->mode != MF_SITES && r->mode != MF_FLAME && r->mode != MF_SPEEDSCOPE &&
-			       r->mode != MF_PPROF))
+	if (r->o->no_lines ||
+	    (r->mode != MF_SITES && r->mode != MF_FLAME && r->mode != MF_SPEEDSCOPE && r->mode != MF_PPROF))
 		return;
 	for (size_t s = 0; s < r->nsides; s++)
 		for (size_t i = 0; i < r->side[s].n; i++)

@@ -11,16 +11,16 @@
 
 /* How a value is read (the option table's kinds). */
 enum mf_kind {
-	MF_FLAG,                /* no value: sets an int field to 1 (or only selects its mode) */
-	MF_TEXT,                /* any non-empty text */
-	MF_PICTURE,             /* a file name ending in .svg or .png */
-	MF_COUNT,               /* a whole number from 1 to MF_SITES_MAX */
-	MF_CHOICE,              /* one of the option's choices: its index + 1 in an int field */
-	MF_SIZE,                /* WxH, each MF_PLOT_MIN to MF_PLOT_MAX: plot_w and plot_h */
-	MF_THRESHOLD,           /* 5%,1MB (mf_parse_threshold), at most once */
-	MF_OWN,                 /* selects a mode that reads the whole command line itself */
-	MF_SHOW_HELP,           /* prints --help and stops */
-	MF_SHOW_VERSION,        /* prints the version and stops */
+	MF_FLAG,         /* no value: sets an int field to 1 (or only selects its mode) */
+	MF_TEXT,         /* any non-empty text */
+	MF_PICTURE,      /* a file name ending in .svg or .png */
+	MF_COUNT,        /* a whole number from 1 to MF_SITES_MAX */
+	MF_CHOICE,       /* one of the option's choices: its index + 1 in an int field */
+	MF_SIZE,         /* WxH, each MF_PLOT_MIN to MF_PLOT_MAX: plot_w and plot_h */
+	MF_THRESHOLD,    /* 5%,1MB (mf_parse_threshold), at most once */
+	MF_OWN,          /* selects a mode that reads the whole command line itself */
+	MF_SHOW_HELP,    /* prints --help and stops */
+	MF_SHOW_VERSION, /* prints the version and stops */
 };
 
 #define MF_MODE_BIT(id) (1u << MF_##id)
@@ -28,16 +28,16 @@ enum mf_kind {
 
 /* One option: what it reads, where it goes, which modes take it, and its --help entry. */
 struct mf_option {
-	const char *name;       /* "--stage" */
-	const char *alias;      /* "-h", or NULL */
-	const char *arg;        /* what --help shows after the name ("NAME"), or NULL */
+	const char *name;  /* "--stage" */
+	const char *alias; /* "-h", or NULL */
+	const char *arg;   /* what --help shows after the name ("NAME"), or NULL */
 	enum mf_kind kind;
-	size_t field;           /* offsetof(struct mf_opts, ...), or MF_NO_FIELD */
-	unsigned modes;         /* MF_MODE_BIT of each mode that takes it */
-	int selects;            /* it selects its one mode (--merge, --plot OUT) */
-	const char *bad;        /* the usage error of a bad value (MF_COUNT, MF_CHOICE, MF_SIZE, ...) */
+	size_t field;               /* offsetof(struct mf_opts, ...), or MF_NO_FIELD */
+	unsigned modes;             /* MF_MODE_BIT of each mode that takes it */
+	int selects;                /* it selects its one mode (--merge, --plot OUT) */
+	const char *bad;            /* the usage error of a bad value (MF_COUNT, MF_CHOICE, MF_SIZE, ...) */
 	const char *const *choices; /* MF_CHOICE: the values it takes, NULL-terminated */
-	const char *help;       /* --help text, lines after the first indented; NULL: not listed */
+	const char *help;           /* --help text, lines after the first indented; NULL: not listed */
 };
 extern const struct mf_option mf_options[];
 extern const size_t mf_noptions;
@@ -57,8 +57,8 @@ struct mf_args {
 	struct mf_opts o;
 	char **files;
 	int nfiles;
-	int sep;                /* --diff: files before a "--" that follows a file, else -1 */
-	size_t *given;          /* every option given, in order: its index in mf_options */
+	int sep;       /* --diff: files before a "--" that follows a file, else -1 */
+	size_t *given; /* every option given, in order: its index in mf_options */
 	int ngiven;
 };
 

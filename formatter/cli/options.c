@@ -24,6 +24,7 @@ const struct mf_mode_def mf_modes[MF_NMODES] = {
 static const char *const mf_by_names[] = { "line", "function", "file", "framework", NULL };
 
 /* In the order --help lists them. */
+/* clang-format off */
 const struct mf_option mf_options[] = {
 	{ .name = "--stage", .arg = "NAME", .kind = MF_TEXT, .field = F(stage),
 	  .modes = M(DUMP) | M(MERGE) | M(DIFF) | M(CSV) | M(SITES) | M(FLAME) | M(SPEEDSCOPE) |
@@ -130,6 +131,7 @@ const struct mf_option mf_options[] = {
 	  .help = "prints memshim-format's version" },
 	{ .name = "--help", .alias = "-h", .kind = MF_SHOW_HELP, .field = MF_NO_FIELD },
 };
+/* clang-format on */
 const size_t mf_noptions = sizeof mf_options / sizeof mf_options[0];
 
 static const char mf_help_about[] =
@@ -139,8 +141,7 @@ enum { MF_HELP_COL = 19 }; /* where the help texts start */
 
 int mf_usage_error(FILE *err, const char *what, const char *arg)
 {
-	fprintf(err, "memshim-format: %s%s%s (see memshim-format --help)\n", what, arg ? ": " : "",
-		arg ? arg : "");
+	fprintf(err, "memshim-format: %s%s%s (see memshim-format --help)\n", what, arg ? ": " : "", arg ? arg : "");
 	return MF_BAD;
 }
 
@@ -160,8 +161,9 @@ void mf_print_help(FILE *out)
 	for (int m = 0; m < MF_NMODES; m++)
 		for (const char *p = mf_modes[m].synopsis; *p;) {
 			size_t n = strcspn(p, "\n");
-			fprintf(out, "%s%.*s\n", m || p != mf_modes[m].synopsis ? "       memshim-format " :
-				"usage: memshim-format ", (int)n, p);
+			fprintf(out, "%s%.*s\n",
+				m || p != mf_modes[m].synopsis ? "       memshim-format " : "usage: memshim-format ",
+				(int)n, p);
 			p += n + (p[n] == '\n');
 		}
 	fputs(mf_help_about, out);
@@ -366,7 +368,8 @@ static int mf_check_modes(const struct mf_args *a, FILE *err)
 			return mf_conflict(err, op, m);
 		if (m == MF_DUMP && a->o.auto_merge && !(op->modes & M(MERGE))) {
 			char *what = mf_xasprintf("%s does not combine with --auto-merge (a --merge with "
-						  "two or more ranks)", op->name);
+						  "two or more ranks)",
+						  op->name);
 			mf_usage_error(err, what, NULL);
 			free(what);
 			return MF_BAD;
@@ -395,8 +398,8 @@ static int mf_check_picture(const struct mf_args *a, FILE *err)
 		int page = op->modes == M(FLAME); /* --flame also writes a page */
 		if (op->kind != MF_PICTURE || mf_plot_kind(a->o.mode_arg) || (page && mf_html_name(a->o.mode_arg)))
 			continue;
-		char *what = mf_xasprintf("%s wants a file name ending in .svg%s .png%s", op->name,
-					  page ? "," : " or", page ? " or .html" : "");
+		char *what = mf_xasprintf("%s wants a file name ending in .svg%s .png%s", op->name, page ? "," : " or",
+					  page ? " or .html" : "");
 		mf_usage_error(err, what, a->o.mode_arg);
 		free(what);
 		return MF_BAD;
