@@ -18,10 +18,10 @@
 
 /* One object as a file names it: where libdw found its lines, or that it found none. */
 struct mf_obj {
-	char *path, *build_id;  /* build_id: NULL when the file gave none */
-	Dwfl *dwfl;             /* NULL: no lines from this object */
+	char *path, *build_id; /* build_id: NULL when the file gave none */
+	Dwfl *dwfl;            /* NULL: no lines from this object */
 	Dwfl_Module *mod;
-	Dwarf_Addr bias;        /* libdw's address of the file's address 0 */
+	Dwarf_Addr bias; /* libdw's address of the file's address 0 */
 };
 
 /* The objects opened so far (kept for every file read, until mf_lines_end) and the debug-file
@@ -129,7 +129,8 @@ static void mf_frame_resolve(json_t *frames, size_t k, json_t *loc, json_t *obje
 {
 	json_t *obj = json_array_get(objects, (size_t)json_integer_value(json_array_get(loc, 0)));
 	json_t *off = json_array_get(loc, 1), *bid = json_object_get(obj, "build_id");
-	const char *path = json_string_value(json_object_get(obj, "path")), *frame = json_string_value(json_array_get(frames, k));
+	const char *path = json_string_value(json_object_get(obj, "path")),
+		   *frame = json_string_value(json_array_get(frames, k));
 	const char *function;
 	int line = 0;
 	if (json_array_size(loc) != 2 || !json_is_integer(json_array_get(loc, 0)) || !json_is_integer(off) ||

@@ -53,13 +53,15 @@ static int mf_live_check(const char *path, const struct ms_live_record *r, FILE 
 	if (r->magic != MS_LIVE_MAGIC)
 		return mf_live_fail(err, path, "not a memshim live record (bad magic number)");
 	if (r->version != MS_LIVE_VERSION) {
-		snprintf(msg, sizeof msg, "live record version %u; this memshim-format reads version %d",
-			 r->version, MS_LIVE_VERSION);
+		snprintf(msg, sizeof msg, "live record version %u; this memshim-format reads version %d", r->version,
+			 MS_LIVE_VERSION);
 		return mf_live_fail(err, path, msg);
 	}
 	if (r->size != sizeof *r) {
-		snprintf(msg, sizeof msg, "live record of %u bytes, from another build of memshim (this one "
-			 "reads %zu)", r->size, sizeof *r);
+		snprintf(msg, sizeof msg,
+			 "live record of %u bytes, from another build of memshim (this one "
+			 "reads %zu)",
+			 r->size, sizeof *r);
 		return mf_live_fail(err, path, msg);
 	}
 	if (r->uid != getuid())
@@ -302,7 +304,8 @@ static void mf_flat_stage(json_t *m, const struct ms_live_record *r, const struc
 	mf_flat(m, name, "mem_cpu_alloc_delta", json_integer(mf_sub(sp->end[MS_LIVE_CPU], sp->begin[MS_LIVE_CPU])));
 	mf_flat(m, name, "mem_cpu_peaked_delta", json_integer(cpu_peaked > 0 ? cpu_peaked : 0));
 	if (r->gpu_used) {
-		mf_flat(m, name, "mem_gpu_alloc_delta", json_integer(mf_sub(sp->end[MS_LIVE_GPU], sp->begin[MS_LIVE_GPU])));
+		mf_flat(m, name, "mem_gpu_alloc_delta",
+			json_integer(mf_sub(sp->end[MS_LIVE_GPU], sp->begin[MS_LIVE_GPU])));
 		mf_flat(m, name, "mem_gpu_peaked_delta", json_integer(gpu_peaked > 0 ? gpu_peaked : 0));
 		mf_flat(m, name, "mem_gpu_failed_allocs", json_integer(sp->gpu_failed_allocs));
 	}
@@ -362,8 +365,9 @@ static json_t *mf_process(const struct ms_live_record *r, const int64_t *peaks, 
 	mf_set(p, "shared", sh); /* the segments are in the metrics file only */
 	mf_set_int(rss, "peak", r->rss_peak);
 	mf_set_int(rss, "live", r->live[MS_LIVE_RSS]);
-	mf_set(rss, "read", json_string("peak: getrusage ru_maxrss (VmHWM) at the last stage boundary; "
-				       "live: /proc/self/statm"));
+	mf_set(rss, "read",
+	       json_string("peak: getrusage ru_maxrss (VmHWM) at the last stage boundary; "
+			   "live: /proc/self/statm"));
 	mf_set(p, "rss", rss);
 	if (r->forked) {
 		json_t *inh = json_object();
@@ -439,8 +443,11 @@ json_t *mf_live_json(const struct ms_live_record *r, const char *path, int alive
 	mf_above_inherited(r, live);
 	mf_identity(d, r, alive);
 	mf_set(about, "path", mf_live_text(path, strlen(path)));
-	mf_set(about, "state", json_string(alive ? "running" : r->state == MS_LIVE_ENDED ? "ended"
-					   : r->state == MS_LIVE_SIGNALED ? "signal" : "killed"));
+	mf_set(about, "state",
+	       json_string(alive                          ? "running"
+			   : r->state == MS_LIVE_ENDED    ? "ended"
+			   : r->state == MS_LIVE_SIGNALED ? "signal"
+							  : "killed"));
 	if (!alive && r->state == MS_LIVE_SIGNALED)
 		mf_set_int(about, "signal", r->signal);
 	mf_set_int(about, "updates", (int64_t)r->updates);
@@ -480,8 +487,7 @@ int mf_live_load(const char *path, struct mf_file *f, FILE *err)
 
 /* The record in DIR of process PID started at START (a name "<pid>.<start ms>.live"; the start is
  * compared inside, to the millisecond) into R, its path into *PATH (malloc'd): 1, else 0. */
-static int mf_record_of(const char *dir, long long pid, double start, struct ms_live_record *r, int *torn,
-			char **path)
+static int mf_record_of(const char *dir, long long pid, double start, struct ms_live_record *r, int *torn, char **path)
 {
 	char prefix[32];
 	DIR *d = opendir(dir);
@@ -490,10 +496,12 @@ static int mf_record_of(const char *dir, long long pid, double start, struct ms_
 	snprintf(prefix, sizeof prefix, "%lld.", pid);
 	while (d && !found && (e = readdir(d))) {
 		size_t len = strlen(e->d_name), sl = strlen(MS_LIVE_SUFFIX);
-		if (strncmp(e->d_name, prefix, strlen(prefix)) || len <= sl || strcmp(e->d_name + len - sl, MS_LIVE_SUFFIX))
+		if (strncmp(e->d_name, prefix, strlen(prefix)) || len <= sl ||
+		    strcmp(e->d_name + len - sl, MS_LIVE_SUFFIX))
 			continue;
 		char *p = mf_xasprintf("%s/%s", dir, e->d_name);
-		found = mf_live_read(p, r, torn, NULL) == 0 && r->pid == pid && fabs(r->start_unix - start) < MF_SAME_START;
+		found = mf_live_read(p, r, torn, NULL) == 0 && r->pid == pid &&
+			fabs(r->start_unix - start) < MF_SAME_START;
 		if (found)
 			*path = p;
 		else
@@ -524,8 +532,10 @@ int mf_live_newer(struct mf_file *f, FILE *err)
 		mf_file_free(f);
 		newer = mf_load_json(file, doc, f, err) == 0;
 		if (newer)
-			fprintf(err, "memshim-format: %s: its snapshot is from %.3fs after start; its live record %s is "
-				"newer (%.3fs): showing the record\n", file, was, path, r->elapsed);
+			fprintf(err,
+				"memshim-format: %s: its snapshot is from %.3fs after start; its live record %s is "
+				"newer (%.3fs): showing the record\n",
+				file, was, path, r->elapsed);
 		free(file);
 	}
 	free(path);

@@ -32,14 +32,13 @@ static int mf_check_format(const char *path, json_t *root, FILE *err)
 		return mf_file_problem(err, path, "bad \"version\" (expected a whole number from 1)");
 	if (json_integer_value(ver) > MF_VERSION)
 		return mf_file_problem(err, path,
-			       "metrics format version %lld is newer than this memshim-format reads (%d)",
-			       (long long)json_integer_value(ver), MF_VERSION);
+				       "metrics format version %lld is newer than this memshim-format reads (%d)",
+				       (long long)json_integer_value(ver), MF_VERSION);
 	return 0;
 }
 
 /* A required key of a given JSON type; TYPE_NAME is for the message. */
-static json_t *mf_need(const char *path, json_t *obj, const char *key, json_type type,
-		       const char *type_name, FILE *err)
+static json_t *mf_need(const char *path, json_t *obj, const char *key, json_type type, const char *type_name, FILE *err)
 {
 	json_t *v = json_object_get(obj, key);
 	if (!v)

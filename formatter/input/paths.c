@@ -70,8 +70,10 @@ static int mf_paths_dir(struct mf_paths *ps, const char *dir, FILE *err)
 	}
 	closedir(d);
 	if (ps->n == first) {
-		fprintf(err, "memshim-format: %s: no metrics files (*.json, *.json.<pid>) in this "
-			"directory\n", dir);
+		fprintf(err,
+			"memshim-format: %s: no metrics files (*.json, *.json.<pid>) in this "
+			"directory\n",
+			dir);
 		return MF_BAD;
 	}
 	qsort(ps->p + first, ps->n - first, sizeof *ps->p, mf_cmp_path);

@@ -47,11 +47,11 @@ static json_t *mf_parse(const char *path, const char *buf, size_t len, FILE *err
 	json_t *root = json_loadb(buf, len, 0, &je);
 	if (!root) {
 		if (json_error_code(&je) == json_error_premature_end_of_input)
-			mf_file_problem(err, path, "truncated JSON (%s at line %d, column %d)", je.text,
-				je.line, je.column);
+			mf_file_problem(err, path, "truncated JSON (%s at line %d, column %d)", je.text, je.line,
+					je.column);
 		else
-			mf_file_problem(err, path, "not valid JSON (%s at line %d, column %d)", je.text,
-				je.line, je.column);
+			mf_file_problem(err, path, "not valid JSON (%s at line %d, column %d)", je.text, je.line,
+					je.column);
 		return NULL;
 	}
 	if (!json_is_object(root)) {
