@@ -9,44 +9,46 @@
 /* One loaded, validated metrics file. */
 struct mf_file {
 	char *path;
-	json_t *root;           /* owned */
-	json_t *metrics;        /* owned: the file's metrics, plus the numbers so far (current span) of
-				 * every stage open in a snapshot that had finished no call yet */
-	json_t *file_metrics;   /* borrowed from root: the metrics as written (--json-dir, --compare) */
-	json_t *stages;         /* borrowed from root */
+	json_t *root; /* owned */
+	/* owned: the file's metrics, plus the numbers so far (current span) of every stage open in a
+	 * snapshot that had finished no call yet */
+	json_t *metrics;
+	json_t *file_metrics; /* borrowed from root: the metrics as written (--json-dir, --compare) */
+	json_t *stages;       /* borrowed from root */
 	long long pid, ppid, root_pid;
 	int has_rank;
 	long long rank, local_rank, world_size;
 	const char *rank_source; /* may be NULL */
 	int complete, is_child, forked;
-	const char *reason;     /* may be NULL */
-	long long signal;       /* 0 when none */
+	const char *reason; /* may be NULL */
+	long long signal;   /* 0 when none */
 	int has_times;
 	double start_time, end_time;
-	int gpu_used;           /* "gpu_used", or GPU keys in the metrics */
-	const char *prog;       /* argv[0], may be NULL */
-	double inherited_cpu;   /* a forked child: inherited_mem_cpu (CPU live at the fork), or -1; its
-				 * process peaks are above it */
+	int gpu_used;     /* "gpu_used", or GPU keys in the metrics */
+	const char *prog; /* argv[0], may be NULL */
+	/* a forked child: inherited_mem_cpu (CPU live at the fork), or -1; its process peaks are above
+	 * it */
+	double inherited_cpu;
 };
 
 /* One printed group: a stage (or "init", "process", "main") and its sorted metric keys. */
 struct mf_group {
 	char *name;
-	const char **keys;      /* borrowed from the file's metrics object */
+	const char **keys; /* borrowed from the file's metrics object */
 	size_t nkeys, cap;
-	json_t *open;           /* one file's groups: the stage's entry when it is open, else NULL */
+	json_t *open; /* one file's groups: the stage's entry when it is open, else NULL */
 };
 
 struct mf_groups {
 	struct mf_group *g;
 	size_t n;
-	struct mf_group init;   /* init_* and before_init_* keys, wherever they were folded */
+	struct mf_group init; /* init_* and before_init_* keys, wherever they were folded */
 };
 
 /* open.c: stages still open in a snapshot. */
 json_t *mf_open_stage(json_t *stages, const char *name); /* the open entry of NAME, or NULL */
-void mf_add_so_far(json_t *metrics, json_t *stages);       /* S_* keys of open stages without calls */
-long long mf_calls_of(json_t *stage);                   /* finished calls */
+void mf_add_so_far(json_t *metrics, json_t *stages);     /* S_* keys of open stages without calls */
+long long mf_calls_of(json_t *stage);                    /* finished calls */
 /* "open: call N had not returned; so far: ..." (malloc'd, no newline); IN_DUMP: worded for the
  * dump, whose keys already are the numbers so far when the stage finished no call. */
 char *mf_open_line(json_t *stage, int in_dump);

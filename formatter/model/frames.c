@@ -77,8 +77,9 @@ static char *mf_fold_native(const struct mf_site *s, size_t from, size_t to)
 		return NULL;
 	if (!nameable)
 		return mf_xasprintf("[native: %zu frame%s of the interpreter]", total, total == 1 ? "" : "s");
-	size_t named = nameable < total ? (nameable < MF_FOLD_NAMES ? nameable : MF_FOLD_NAMES) :
-		total <= MF_FOLD_NAMES + 1 ? total : MF_FOLD_NAMES; /* never "… 1 more" of nameable ones */
+	size_t named = nameable < total             ? (nameable < MF_FOLD_NAMES ? nameable : MF_FOLD_NAMES)
+		       : total <= MF_FOLD_NAMES + 1 ? total
+						    : MF_FOLD_NAMES; /* never "… 1 more" of nameable ones */
 	char *line = mf_xstrdup("[native: ");
 	int above = 0;
 	for (size_t k = from; k < to && done < named; k++) {
@@ -143,8 +144,9 @@ static char *mf_fold_library(const struct mf_site *s, size_t from, size_t to, in
 	for (size_t k = from; k < to && left; k++) {
 		if (!mf_frame_is_python(mf_site_frame(s, k)))
 			continue;
-		char *name = shown == MF_FOLD_NAMES && left > 1 ? mf_xasprintf("… %zu more", left) :
-			shown || !full_first ? mf_python_name(mf_site_frame(s, k)) : mf_clean_frame(mf_site_frame(s, k));
+		char *name = shown == MF_FOLD_NAMES && left > 1 ? mf_xasprintf("… %zu more", left)
+			     : shown || !full_first             ? mf_python_name(mf_site_frame(s, k))
+								: mf_clean_frame(mf_site_frame(s, k));
 		char *next = mf_xasprintf("%s%s%s", line ? line : "[library: ", shown ? " <- " : "", name);
 		free(line), free(name);
 		line = next, left--;

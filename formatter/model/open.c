@@ -31,6 +31,7 @@ json_t *mf_span_value(json_t *stage, const char *comp, const char *member)
 }
 
 /* The flat keys the shim writes for a finished call, and where the span keeps each. */
+/* clang-format off */
 static const char *const mf_span_keys[][3] = {
 	{ "mem_cpu_alloc_delta", "cpu", "alloc_delta" },
 	{ "mem_cpu_peaked_delta", "cpu", "peaked_delta" },
@@ -38,6 +39,7 @@ static const char *const mf_span_keys[][3] = {
 	{ "mem_gpu_peaked_delta", "gpu", "peaked_delta" },
 	{ "mem_gpu_failed_allocs", "gpu", "failed_allocs" },
 };
+/* clang-format on */
 
 static void mf_set_absent(json_t *metrics, const char *stage, const char *suffix, json_t *v)
 {
@@ -69,8 +71,7 @@ void mf_add_so_far(json_t *metrics, json_t *stages)
 }
 
 /* ", cpu alloc 20MB" for one span member that is there. */
-static void mf_so_far_part(char **text, json_t *stage, const char *comp, const char *member,
-			   const char *label)
+static void mf_so_far_part(char **text, json_t *stage, const char *comp, const char *member, const char *label)
 {
 	json_t *v = mf_span_value(stage, comp, member);
 	if (!v)
@@ -102,8 +103,8 @@ char *mf_open_line(json_t *stage, int in_dump)
 		free(nums);
 		nums = s;
 	}
-	char *line = mf_xasprintf("open: call %lld had not returned; so far: %s", calls + 1,
-				  *nums ? nums : "no numbers");
+	char *line =
+		mf_xasprintf("open: call %lld had not returned; so far: %s", calls + 1, *nums ? nums : "no numbers");
 	free(nums);
 	if (in_dump) {
 		char *s = mf_xasprintf("%s (%s_* above are call %lld)", line, name, calls);

@@ -76,8 +76,8 @@ void mf_infer_lightning_ranks(struct mf_file *files, size_t n)
 		struct mf_file *f = &files[i];
 		for (size_t j = 0; j < n && !f->has_rank; j++) {
 			const struct mf_file *c = &files[j];
-			if (c->ppid != f->pid || c->forked || !c->has_rank || c->local_rank < 1 ||
-			    !c->rank_source || strcmp(c->rank_source, "lightning"))
+			if (c->ppid != f->pid || c->forked || !c->has_rank || c->local_rank < 1 || !c->rank_source ||
+			    strcmp(c->rank_source, "lightning"))
 				continue;
 			f->has_rank = 1; /* local rank 0 of the node its children are on */
 			f->rank = c->rank - c->local_rank;
@@ -309,8 +309,7 @@ static char *mf_size_text(double bytes, int up)
 }
 
 /* One line for the small forked workers among those KEEP leaves out (KEEP marks the rest kept). */
-static void mf_print_forks(FILE *out, const struct mf_file *files, size_t n, const int *keep,
-			   const char *how)
+static void mf_print_forks(FILE *out, const struct mf_file *files, size_t n, const int *keep, const char *how)
 {
 	int *other = mf_xmalloc(n * sizeof *other);
 	size_t forks = 0;
@@ -330,17 +329,17 @@ static void mf_print_forks(FILE *out, const struct mf_file *files, size_t n, con
 		char *list = mf_proc_list(files, n, other), *a = mf_size_text(added, 1);
 		char *b = mf_size_text(inherited, 0), *c = mf_size_text(least, 0);
 		int same = !strcmp(b, c);
-		fprintf(out, "memshim: %zu forked worker%s opened no stage of %s own; %s added <= %s to the %s%s "
-			"it inherited at the fork: %s; --all %s\n", forks, forks == 1 ? "" : "s",
-			forks == 1 ? "its" : "their", forks == 1 ? "it" : "each", a, same ? "" : "up to ", b, list,
-			how);
+		fprintf(out,
+			"memshim: %zu forked worker%s opened no stage of %s own; %s added <= %s to the %s%s "
+			"it inherited at the fork: %s; --all %s\n",
+			forks, forks == 1 ? "" : "s", forks == 1 ? "its" : "their", forks == 1 ? "it" : "each", a,
+			same ? "" : "up to ", b, list, how);
 		free(list), free(a), free(b), free(c);
 	}
 	free(other);
 }
 
-void mf_print_hidden(FILE *out, const struct mf_file *files, size_t n, const int *keep,
-		     size_t hidden, const char *how)
+void mf_print_hidden(FILE *out, const struct mf_file *files, size_t n, const int *keep, size_t hidden, const char *how)
 {
 	if (!hidden)
 		return;
@@ -352,8 +351,10 @@ void mf_print_hidden(FILE *out, const struct mf_file *files, size_t n, const int
 	}
 	if (minor) {
 		char *list = mf_proc_list(files, n, shown);
-		fprintf(out, "memshim: %zu other process%s (launchers, shells) opened no stage and peaked under "
-			"%dMB: %s; --all %s\n", minor, minor == 1 ? "" : "es", MF_MINOR_PEAK >> 20, list, how);
+		fprintf(out,
+			"memshim: %zu other process%s (launchers, shells) opened no stage and peaked under "
+			"%dMB: %s; --all %s\n",
+			minor, minor == 1 ? "" : "es", MF_MINOR_PEAK >> 20, list, how);
 		free(list);
 	}
 	mf_print_forks(out, files, n, keep, how);

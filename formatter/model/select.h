@@ -9,21 +9,21 @@
 
 /* Which of a run's files a mode shows (select.c). */
 enum mf_pick {
-	MF_PICK_EVERY,          /* every file */
-	MF_PICK_SHOWN,          /* all but the launchers, shells and small forked workers (--all: every) */
-	MF_PICK_RANKS,          /* the ranks when there are any (--all: every), else as SHOWN */
-	MF_PICK_COMPARED,       /* --diff: the ranks, else the one process that is not minor */
-	MF_PICK_TOP_RANK,       /* the rank with call sites that peaked highest, else as SHOWN */
-	MF_PICK_OWN,            /* no files: the mode reads its own arguments */
+	MF_PICK_EVERY,    /* every file */
+	MF_PICK_SHOWN,    /* all but the launchers, shells and small forked workers (--all: every) */
+	MF_PICK_RANKS,    /* the ranks when there are any (--all: every), else as SHOWN */
+	MF_PICK_COMPARED, /* --diff: the ranks, else the one process that is not minor */
+	MF_PICK_TOP_RANK, /* the rank with call sites that peaked highest, else as SHOWN */
+	MF_PICK_OWN,      /* no files: the mode reads its own arguments */
 };
 
 /* One side of a run through the pipeline: its files, sorted, and which of them the mode shows. */
 struct mf_set {
 	struct mf_file *f;
 	size_t n;
-	int *keep;              /* keep[i]: f[i] is shown */
-	size_t left_out;        /* how many are not */
-	enum mf_pick how;       /* the selection made (MF_PICK_TOP_RANK falls back to SHOWN) */
+	int *keep;        /* keep[i]: f[i] is shown */
+	size_t left_out;  /* how many are not */
+	enum mf_pick how; /* the selection made (MF_PICK_TOP_RANK falls back to SHOWN) */
 };
 
 /* select.c: the processes that matter. A minor process (a launcher, a shell) opened no stage of
@@ -59,8 +59,7 @@ char *mf_proc_prog(const struct mf_file *f);
 size_t mf_hide_minor(const struct mf_file *files, size_t n, int all, int *keep);
 /* The lines naming the processes left out (launchers and shells in one, small forked workers in
  * another); HOW follows "--all" ("shows them"). */
-void mf_print_hidden(FILE *out, const struct mf_file *files, size_t n, const int *keep,
-		     size_t hidden, const char *how);
+void mf_print_hidden(FILE *out, const struct mf_file *files, size_t n, const int *keep, size_t hidden, const char *how);
 /* The one selection of every mode: S->keep and S->left_out as HOW says (ALL: --all), S->how the
  * selection made. */
 void mf_select(struct mf_set *s, enum mf_pick how, int all);

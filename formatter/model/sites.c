@@ -34,8 +34,8 @@ static long long mf_closing_count(json_t *e, json_t *frames)
 	char tail;
 	if (json_is_integer(n) && json_integer_value(n) >= 0)
 		return json_integer_value(n);
-	if (json_array_size(frames) == 1 && f && sscanf(f, "(%lld other stacks%c", &k, &tail) == 2 &&
-	    tail == ')' && k >= 0)
+	if (json_array_size(frames) == 1 && f && sscanf(f, "(%lld other stacks%c", &k, &tail) == 2 && tail == ')' &&
+	    k >= 0)
 		return k;
 	return -1;
 }
@@ -96,8 +96,7 @@ double mf_stage_need(json_t *stage, int gpu)
 	return alloc + peaked;
 }
 
-double mf_sites_base(json_t *stage, int gpu, enum mf_view view, const struct mf_sites *s,
-		     enum mf_base *kind)
+double mf_sites_base(json_t *stage, int gpu, enum mf_view view, const struct mf_sites *s, enum mf_base *kind)
 {
 	double need = mf_stage_need(stage, gpu), peak = mf_stage_peak(stage, gpu);
 	if (view == MF_ADDED && s->split && need > 0)
@@ -195,12 +194,13 @@ char *mf_sites_about(const struct mf_file *f, json_t *stage, int gpu, const stru
 				   gpu ? "" : " (MEMSHIM_SITES=exact)", s->samples, s->samples == 1 ? "" : "s");
 	} else if (mf_exact_stage(f, stage)) {
 		how = mf_xasprintf("every allocation recorded (an exact stage: MEMSHIM_SITES=exact:%s), %lld "
-				   "allocation%s at the peak", json_string_value(json_object_get(stage, "name")),
-				   s->samples, s->samples == 1 ? "" : "s");
+				   "allocation%s at the peak",
+				   json_string_value(json_object_get(stage, "name")), s->samples,
+				   s->samples == 1 ? "" : "s");
 	} else if (mf_num(json_object_get(sites, "rate"), &rate) && rate > 0) {
 		char *r = mf_fmt_bytes(rate);
-		how = mf_xasprintf("sampled every %s on average, %lld sample%s at the peak", r,
-				   s->samples, s->samples == 1 ? "" : "s");
+		how = mf_xasprintf("sampled every %s on average, %lld sample%s at the peak", r, s->samples,
+				   s->samples == 1 ? "" : "s");
 		free(r);
 	} else {
 		how = mf_xasprintf("sampled, %lld sample%s at the peak", s->samples, s->samples == 1 ? "" : "s");
@@ -218,8 +218,8 @@ char *mf_sites_about(const struct mf_file *f, json_t *stage, int gpu, const stru
 	return line;
 }
 
-char *mf_sites_summary(json_t *stage, int gpu, enum mf_view view, const struct mf_sites *s,
-		       mf_bytes_fn *fmt, double *base)
+char *mf_sites_summary(json_t *stage, int gpu, enum mf_view view, const struct mf_sites *s, mf_bytes_fn *fmt,
+		       double *base)
 {
 	static const char *const what[] = { "added by the stage, live at its peak",
 					    "live from before the stage, still live at its peak" };
@@ -233,10 +233,12 @@ char *mf_sites_summary(json_t *stage, int gpu, enum mf_view view, const struct m
 	else
 		of = mf_xstrdup("shares are of the bytes listed");
 	long long others = s->named < s->n ? s->s[s->n - 1].others : -1;
-	char *more = others >= 0 ? mf_xasprintf(" and %lld other stack%s", others, others == 1 ? "" :
-						"s") : mf_xstrdup("");
-	char *line = mf_xasprintf("%s: %s in %zu site%s%s; %s", s->split ? what[view] : "everything "
-				  "live at the peak (an older file: it does not tell what the stage added)",
+	char *more =
+		others >= 0 ? mf_xasprintf(" and %lld other stack%s", others, others == 1 ? "" : "s") : mf_xstrdup("");
+	char *line = mf_xasprintf("%s: %s in %zu site%s%s; %s",
+				  s->split ? what[view]
+					   : "everything "
+					     "live at the peak (an older file: it does not tell what the stage added)",
 				  listed, s->named, s->named == 1 ? "" : "s", more, of);
 	free(more), free(listed), free(mb), free(of);
 	if (base)
@@ -253,8 +255,8 @@ char *mf_sites_exact_text(const struct mf_sites *s, mf_bytes_fn *fmt, int shares
 	char *exact = fmt(s->exact), *est = fmt(s->total - s->exact);
 	char *pe = shares ? mf_xasprintf("%.1f%%, ", 100 * s->exact / s->total) : mf_xstrdup("");
 	char *ps = shares ? mf_xasprintf("%.1f%%, ", 100 - 100 * s->exact / s->total) : mf_xstrdup("");
-	char *line = mf_xasprintf("%s exact (%sblocks counted at their size), %s sampled (%sestimated)",
-				  exact, pe, est, ps);
+	char *line =
+		mf_xasprintf("%s exact (%sblocks counted at their size), %s sampled (%sestimated)", exact, pe, est, ps);
 	free(exact), free(est), free(pe), free(ps);
 	return line;
 }

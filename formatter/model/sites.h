@@ -14,27 +14,27 @@
 enum { MF_SITES_TOP = 10, MF_SITES_DEPTH = 5, MF_SITES_MAX = 1000 };
 struct mf_site {
 	double bytes;
-	long long samples;      /* -1 when the file does not say */
-	json_t *frames;         /* borrowed: innermost first; NULL when the entry has none */
-	size_t order;           /* its index in the file */
-	double exact;           /* exact_bytes: the part counted at true size, -1 when not said */
-	long long others;       /* the closing entry: the stacks it stands for; -1 for a site */
-	json_t *lines;          /* borrowed: [file, line] or null per frame (input/lines.c), or NULL */
-	int framework_first;    /* leads with the framework's own line that allocated (mf_sites_lead) */
+	long long samples;   /* -1 when the file does not say */
+	json_t *frames;      /* borrowed: innermost first; NULL when the entry has none */
+	size_t order;        /* its index in the file */
+	double exact;        /* exact_bytes: the part counted at true size, -1 when not said */
+	long long others;    /* the closing entry: the stacks it stands for; -1 for a site */
+	json_t *lines;       /* borrowed: [file, line] or null per frame (input/lines.c), or NULL */
+	int framework_first; /* leads with the framework's own line that allocated (mf_sites_lead) */
 };
 /* Which list of a stage: what the stage added (peak_sites), or what it inherited (_before). */
 enum mf_view { MF_ADDED, MF_BEFORE };
 struct mf_sites {
-	struct mf_site *s;      /* owned, largest first, the closing entry (if any) last */
+	struct mf_site *s; /* owned, largest first, the closing entry (if any) last */
 	size_t n;
-	size_t named;           /* the sites before the closing entry */
-	double total;           /* the bytes of all entries */
-	double exact;           /* their exact_bytes */
-	int exact_known;        /* some entry says its exact_bytes */
-	long long samples;      /* their samples (GPU: allocations) */
-	int present;            /* the stage has the list */
-	int split;              /* the stage has the _before list: peak_sites is only what it added */
-	double lag;             /* how far the list may lag the peak, -1 when not said */
+	size_t named;      /* the sites before the closing entry */
+	double total;      /* the bytes of all entries */
+	double exact;      /* their exact_bytes */
+	int exact_known;   /* some entry says its exact_bytes */
+	long long samples; /* their samples (GPU: allocations) */
+	int present;       /* the stage has the list */
+	int split;         /* the stage has the _before list: peak_sites is only what it added */
+	double lag;        /* how far the list may lag the peak, -1 when not said */
 };
 /* STAGE's CPU (GPU != 0: GPU) sites that the stage added (an older file: all live at the peak);
  * entries that are not sites are left out. */
@@ -47,8 +47,8 @@ char *mf_mb(double bytes);
 /* "added by the stage, live at its peak: 47MB in 5 sites and 7 other stacks; shares are of its
  * need, 42MB (alloc_delta + peaked_delta)" (malloc'd); *BASE (when not NULL): what the shares
  * are of. */
-char *mf_sites_summary(json_t *stage, int gpu, enum mf_view view, const struct mf_sites *s,
-		       mf_bytes_fn *fmt, double *base);
+char *mf_sites_summary(json_t *stage, int gpu, enum mf_view view, const struct mf_sites *s, mf_bytes_fn *fmt,
+		       double *base);
 /* "40MB exact (blocks counted at their size), 7MB sampled (estimated)" (SHARES: "40MB exact
  * (85.1%, blocks ...), 7MB sampled (14.9%, estimated)"), "all of it exact: ...", or NULL when the
  * entries do not say (malloc'd). */
@@ -59,13 +59,12 @@ double mf_stage_need(json_t *stage, int gpu);
 /* What a list's shares are of: the stage's need (what it added, when it says), else its peak (an
  * older file, or what it inherited), else the bytes listed; returns those bytes. */
 enum mf_base { MF_BASE_NEED, MF_BASE_PEAK, MF_BASE_LISTED };
-double mf_sites_base(json_t *stage, int gpu, enum mf_view view, const struct mf_sites *s,
-		     enum mf_base *kind);
+double mf_sites_base(json_t *stage, int gpu, enum mf_view view, const struct mf_sites *s, enum mf_base *kind);
 void mf_sites_free(struct mf_sites *s);
 size_t mf_site_nframes(const struct mf_site *s);
 const char *mf_site_frame(const struct mf_site *s, size_t i); /* "?" for what is not a string */
 int mf_file_has_sites(const struct mf_file *f);
-double mf_stage_peak(json_t *stage, int gpu);  /* its "peak", or -1 */
+double mf_stage_peak(json_t *stage, int gpu); /* its "peak", or -1 */
 /* "CPU peak 150MB" or "GPU peak unknown" (malloc'd). */
 char *mf_stage_peak_text(json_t *stage, int gpu);
 /* Every allocation is in the list (GPU; CPU with MEMSHIM_SITES=exact, or what an exact stage
