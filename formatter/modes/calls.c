@@ -49,10 +49,8 @@ static void mf_calls_row(struct mf_table *t, const char *stage, json_t *hist, si
 		return;
 	char *key = mf_xasprintf("%s%s", stage, mf_fields[f][1]);
 	json_t *hl = json_array_get(hist, (size_t)lo), *hh = json_array_get(hist, (size_t)hi);
-	char *cells[5] = { key, mf_format_value(key, json_object_get(hl, mf_fields[f][0])),
-			   mf_call_no(hl, lo),
-			   mf_format_value(key, json_object_get(hh, mf_fields[f][0])),
-			   mf_call_no(hh, hi) };
+	char *cells[5] = { key, mf_format_value(key, json_object_get(hl, mf_fields[f][0])), mf_call_no(hl, lo),
+			   mf_format_value(key, json_object_get(hh, mf_fields[f][0])), mf_call_no(hh, hi) };
 	mf_table_row(t, cells);
 }
 
@@ -65,9 +63,8 @@ static void mf_print_needed(FILE *out, const char *stage, json_t *need, const ch
 	snprintf(call_key, sizeof call_key, "%s_call", dev);
 	char *key = mf_xasprintf("%s_mem_%s", stage, dev); /* a _mem_ key: printed as MB */
 	char *text = mf_format_value(key, v);
-	fprintf(out, "  most %s memory needed (alloc + peaked): %s in call %lld\n",
-		strcmp(dev, "cpu") ? "GPU" : "CPU", text,
-		(long long)json_integer_value(json_object_get(need, call_key)));
+	fprintf(out, "  most %s memory needed (alloc + peaked): %s in call %lld\n", strcmp(dev, "cpu") ? "GPU" : "CPU",
+		text, (long long)json_integer_value(json_object_get(need, call_key)));
 	free(text);
 	free(key);
 }
@@ -102,10 +99,8 @@ static void mf_print_stage_calls(FILE *out, json_t *s)
 	json_t *hist = json_object_get(s, "history"), *need = json_object_get(s, "max_needed");
 	json_t *calls = json_object_get(s, "calls"), *dropped = json_object_get(s, "history_dropped");
 	struct mf_table t;
-	fprintf(out, "\n***** %s%s calls *****\n", name,
-		json_is_true(json_object_get(s, "open")) ? " (open)" : "");
-	fprintf(out, "  calls: %lld, %zu kept in history", (long long)json_integer_value(calls),
-		json_array_size(hist));
+	fprintf(out, "\n***** %s%s calls *****\n", name, json_is_true(json_object_get(s, "open")) ? " (open)" : "");
+	fprintf(out, "  calls: %lld, %zu kept in history", (long long)json_integer_value(calls), json_array_size(hist));
 	if (json_integer_value(dropped) > 0)
 		fprintf(out, ", %lld not kept (min/max cover the kept calls only)",
 			(long long)json_integer_value(dropped));
@@ -116,8 +111,8 @@ static void mf_print_stage_calls(FILE *out, json_t *s)
 		free(line);
 	}
 	mf_table_init(&t, 5, mf_calls_align, mf_calls_seps);
-	char *head[5] = { mf_xstrdup("key"), mf_xstrdup("min"), mf_xstrdup("call"),
-			  mf_xstrdup("max"), mf_xstrdup("call") };
+	char *head[5] = { mf_xstrdup("key"), mf_xstrdup("min"), mf_xstrdup("call"), mf_xstrdup("max"),
+			  mf_xstrdup("call") };
 	mf_table_row(&t, head);
 	for (size_t f = 0; f < sizeof mf_fields / sizeof mf_fields[0]; f++)
 		mf_calls_row(&t, name, hist, f);

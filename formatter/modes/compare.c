@@ -63,8 +63,7 @@ static char *mf_cmp_delta(const char *key, json_t *hf, json_t *ours)
 
 static void mf_cmp_row(struct mf_table *t, const char *key, json_t *hf, json_t *ours)
 {
-	char *cells[4] = { mf_xstrdup(key), mf_cmp_cell(key, hf), mf_cmp_cell(key, ours),
-			   mf_cmp_delta(key, hf, ours) };
+	char *cells[4] = { mf_xstrdup(key), mf_cmp_cell(key, hf), mf_cmp_cell(key, ours), mf_cmp_delta(key, hf, ours) };
 	mf_table_row(t, cells);
 }
 

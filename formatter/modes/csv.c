@@ -7,9 +7,17 @@
 #include <stdlib.h>
 #include <string.h>
 
-static const char *const mf_csv_head[] = { "file", "pid", "rank", "stage", "calls",
-					   "cpu_alloc_delta", "cpu_peaked_delta", "gpu_alloc_delta",
-					   "gpu_peaked_delta", "runtime", "open" };
+static const char *const mf_csv_head[] = { "file",
+					   "pid",
+					   "rank",
+					   "stage",
+					   "calls",
+					   "cpu_alloc_delta",
+					   "cpu_peaked_delta",
+					   "gpu_alloc_delta",
+					   "gpu_peaked_delta",
+					   "runtime",
+					   "open" };
 #define MF_CSV_COLS (sizeof mf_csv_head / sizeof mf_csv_head[0])
 
 void mf_csv_field(FILE *out, const char *s, int last)
@@ -42,8 +50,7 @@ static char *mf_csv_num(json_t *v)
 
 /* A finished stage's value from the flat key the dump shows, else its entry; an open stage's from
  * its entry (the current call so far). */
-static json_t *mf_csv_value(const struct mf_file *f, json_t *s, const char *flat, const char *comp,
-			    const char *member)
+static json_t *mf_csv_value(const struct mf_file *f, json_t *s, const char *flat, const char *comp, const char *member)
 {
 	const char *name = json_string_value(json_object_get(s, "name"));
 	int open = json_is_true(json_object_get(s, "open"));

@@ -10,16 +10,18 @@
 #include <stdlib.h>
 #include <string.h>
 
-static const enum mf_align mf_diff_align[] = { MF_LEFT, MF_RIGHT, MF_RIGHT, MF_RIGHT, MF_RIGHT,
-					       MF_LEFT };
+static const enum mf_align mf_diff_align[] = { MF_LEFT, MF_RIGHT, MF_RIGHT, MF_RIGHT, MF_RIGHT, MF_LEFT };
 static const char *const mf_diff_seps[] = { "  ", "  ", "  ", "  ", "  " };
 
 /* One part: "N%" or N with a byte unit; -1 when bad. */
 static int mf_parse_part(const char *text, size_t n, double *value, int *pct)
 {
-	static const struct { const char *unit; double scale; } units[] = {
-		{ "%", 1 }, { "B", 1 }, { "KB", 1024.0 }, { "KiB", 1024.0 }, { "MB", 1048576.0 },
-		{ "MiB", 1048576.0 }, { "GB", 1073741824.0 }, { "GiB", 1073741824.0 },
+	static const struct {
+		const char *unit;
+		double scale;
+	} units[] = {
+		{ "%", 1 },          { "B", 1 },           { "KB", 1024.0 },       { "KiB", 1024.0 },
+		{ "MB", 1048576.0 }, { "MiB", 1048576.0 }, { "GB", 1073741824.0 }, { "GiB", 1073741824.0 },
 	};
 	char buf[64], *end;
 	if (n == 0 || n >= sizeof buf)
@@ -100,13 +102,16 @@ static int mf_regressed(const char *key, double a, double b, const struct mf_opt
 
 /* One row; returns 1 when it is a regression. SO_FAR: a value is the numbers so far of a stage
  * open in a snapshot, which is shown but never gated. */
-static int mf_diff_row(struct mf_table *t, const char *key, json_t *a, json_t *b, int so_far,
-		       const struct mf_opts *o)
+static int mf_diff_row(struct mf_table *t, const char *key, json_t *a, json_t *b, int so_far, const struct mf_opts *o)
 {
 	double x, y;
 	int bad = 0;
-	char *cells[6] = { mf_xstrdup(key), a ? mf_format_value(key, a) : mf_xstrdup("-"),
-			   b ? mf_format_value(key, b) : mf_xstrdup("-"), NULL, NULL, NULL };
+	char *cells[6] = { mf_xstrdup(key),
+			   a ? mf_format_value(key, a) : mf_xstrdup("-"),
+			   b ? mf_format_value(key, b) : mf_xstrdup("-"),
+			   NULL,
+			   NULL,
+			   NULL };
 	if (!a || !b) {
 		cells[3] = mf_xstrdup(a ? "removed" : "added");
 	} else if (mf_num(a, &x) && mf_num(b, &y)) {
@@ -143,15 +148,15 @@ static const char *mf_open_note(struct mf_file *f, const char *name)
 	return o && n ? " (open in old and new)" : o ? " (open in old)" : n ? " (open in new)" : "";
 }
 
-static int mf_diff_group(FILE *out, struct mf_file *f, const struct mf_group *g,
-			 const struct mf_opts *o, const char *prefix, char **regressions)
+static int mf_diff_group(FILE *out, struct mf_file *f, const struct mf_group *g, const struct mf_opts *o,
+			 const char *prefix, char **regressions)
 {
 	struct mf_table t;
 	int bad = 0;
 	fprintf(out, "\n***** %s metrics%s *****\n", g->name, mf_open_note(f, g->name));
 	mf_table_init(&t, 6, mf_diff_align, mf_diff_seps);
-	char *head[6] = { mf_xstrdup("key"), mf_xstrdup("old"), mf_xstrdup("new"),
-			  mf_xstrdup("change"), mf_xstrdup("%"), NULL };
+	char *head[6] = { mf_xstrdup("key"),    mf_xstrdup("old"), mf_xstrdup("new"),
+			  mf_xstrdup("change"), mf_xstrdup("%"),   NULL };
 	mf_table_row(&t, head);
 	for (size_t i = 0; i < g->nkeys; i++) {
 		const char *k = g->keys[i];
@@ -166,11 +171,10 @@ static int mf_diff_group(FILE *out, struct mf_file *f, const struct mf_group *g,
 	return bad;
 }
 
-static int mf_gone(FILE *out, const char *name, const char *why, const struct mf_opts *o,
-		   const char *prefix, const char *what, char **regressions)
+static int mf_gone(FILE *out, const char *name, const char *why, const struct mf_opts *o, const char *prefix,
+		   const char *what, char **regressions)
 {
-	fprintf(out, "\nmemshim: %sstage %s %s%s\n", prefix, name, why,
-		o->allow_missing ? " (allowed)" : "");
+	fprintf(out, "\nmemshim: %sstage %s %s%s\n", prefix, name, why, o->allow_missing ? " (allowed)" : "");
 	if (o->allow_missing)
 		return 0;
 	char *note = mf_xasprintf("stage %s %s", name, what);
@@ -196,8 +200,8 @@ static int mf_finished(const struct mf_file *f, const char *name)
 /* Stages of OLD that NEW never ran (a renamed function, a typo in MEMSHIM_STAGES), or that NEW
  * never finished (open in its snapshot: the run died in it): each is a regression unless
  * --allow-missing. */
-static int mf_missing_stages(FILE *out, struct mf_file *oldf, struct mf_file *newf,
-			     const struct mf_opts *o, const char *prefix, char **regressions)
+static int mf_missing_stages(FILE *out, struct mf_file *oldf, struct mf_file *newf, const struct mf_opts *o,
+			     const char *prefix, char **regressions)
 {
 	size_t i;
 	json_t *s;
@@ -208,20 +212,21 @@ static int mf_missing_stages(FILE *out, struct mf_file *oldf, struct mf_file *ne
 		if (!name || (o->stage && strcmp(o->stage, name)))
 			continue;
 		if (!mf_has_stage(newf, name))
-			bad += mf_gone(out, name, "is in the old run but not in the new one", o, prefix,
-				       "missing", regressions);
-		else if (open && mf_calls_of(open) == 0 && mf_finished(oldf, name))
-			bad += mf_gone(out, name, "finished in the old run but not in the new one (still "
-				       "open when its snapshot was written)", o, prefix, "unfinished",
+			bad += mf_gone(out, name, "is in the old run but not in the new one", o, prefix, "missing",
 				       regressions);
+		else if (open && mf_calls_of(open) == 0 && mf_finished(oldf, name))
+			bad += mf_gone(out, name,
+				       "finished in the old run but not in the new one (still "
+				       "open when its snapshot was written)",
+				       o, prefix, "unfinished", regressions);
 	}
 	return bad;
 }
 
 /* OLD against NEW: status lines, a table per group, stages gone; regressions go to *REGRESSIONS,
  * each named after PREFIX ("rank 1 "). */
-static int mf_diff_pair(FILE *out, struct mf_file *oldf, struct mf_file *newf,
-			const struct mf_opts *o, const char *prefix, int stages_too, char **regressions)
+static int mf_diff_pair(FILE *out, struct mf_file *oldf, struct mf_file *newf, const struct mf_opts *o,
+			const char *prefix, int stages_too, char **regressions)
 {
 	struct mf_file pair[2] = { *oldf, *newf };
 	struct mf_groups u;
@@ -242,20 +247,17 @@ static int mf_diff_pair(FILE *out, struct mf_file *oldf, struct mf_file *newf,
 static int mf_diff_verdict(FILE *out, int bad, const char *regressions, const struct mf_opts *o)
 {
 	if (bad)
-		fprintf(out, "\nmemshim: %d regression%s (threshold %s): %s\n", bad,
-			bad == 1 ? "" : "s", o->threshold_text, regressions);
+		fprintf(out, "\nmemshim: %d regression%s (threshold %s): %s\n", bad, bad == 1 ? "" : "s",
+			o->threshold_text, regressions);
 	else
-		fprintf(out, "\nmemshim: no memory metric grew past the threshold (%s)\n",
-			o->threshold_text);
+		fprintf(out, "\nmemshim: no memory metric grew past the threshold (%s)\n", o->threshold_text);
 	return bad ? MF_REGRESSION : MF_OK;
 }
 
-int mf_diff(FILE *out, struct mf_file *oldf, struct mf_file *newf,
-	    const struct mf_opts *o)
+int mf_diff(FILE *out, struct mf_file *oldf, struct mf_file *newf, const struct mf_opts *o)
 {
 	char *regressions = NULL;
-	fprintf(out, "memshim diff: old %s, new %s, threshold %s\n", oldf->path, newf->path,
-		o->threshold_text);
+	fprintf(out, "memshim diff: old %s, new %s, threshold %s\n", oldf->path, newf->path, o->threshold_text);
 	int bad = mf_diff_pair(out, oldf, newf, o, "", 1, &regressions);
 	int rc = mf_diff_verdict(out, bad, regressions, o);
 	free(regressions);
@@ -272,8 +274,8 @@ static struct mf_file *mf_rank_file(struct mf_file *files, size_t n, const int *
 
 /* The largest value of every numeric key over the ranks (as written: numbers so far of open
  * stages are left out), with every stage name, as one file. */
-static void mf_max_file(struct mf_file *files, size_t n, const int *keep, const char *label,
-			struct mf_file *out, FILE *err)
+static void mf_max_file(struct mf_file *files, size_t n, const int *keep, const char *label, struct mf_file *out,
+			FILE *err)
 {
 	json_t *max = json_object(), *stages = json_array(), *names = json_object();
 	for (size_t i = 0; i < n; i++) {
@@ -293,22 +295,22 @@ static void mf_max_file(struct mf_file *files, size_t n, const int *keep, const 
 			if (json_object_get(names, name))
 				continue;
 			json_object_set_new(names, name, json_true());
-			json_array_append_new(stages, json_pack("{s:s, s:O}", "name", name, "implicit",
-								 json_object_get(s, "implicit") ?
-								 json_object_get(s, "implicit") : json_false()));
+			json_array_append_new(stages,
+					      json_pack("{s:s, s:O}", "name", name, "implicit",
+							json_object_get(s, "implicit") ? json_object_get(s, "implicit")
+										       : json_false()));
 		}
 	}
 	json_decref(names);
-	json_t *root = json_pack("{s:s, s:i, s:i, s:o, s:o}", "format", "memshim-metrics", "version",
-				 MF_VERSION, "pid", 0, "metrics", max, "stages", stages);
+	json_t *root = json_pack("{s:s, s:i, s:i, s:o, s:o}", "format", "memshim-metrics", "version", MF_VERSION, "pid",
+				 0, "metrics", max, "stages", stages);
 	if (!root || mf_load_json(label, root, out, err))
 		mf_oom();
 }
 
 /* Ranks named in one run but not the other; with a prefix for the lines. */
-static int mf_lone_ranks(FILE *out, struct mf_file *a, size_t na, const int *ka, struct mf_file *b,
-			 size_t nb, const int *kb, int old_side, const struct mf_opts *o,
-			 char **regressions)
+static int mf_lone_ranks(FILE *out, struct mf_file *a, size_t na, const int *ka, struct mf_file *b, size_t nb,
+			 const int *kb, int old_side, const struct mf_opts *o, char **regressions)
 {
 	int bad = 0;
 	for (size_t i = 0; i < na; i++) {
@@ -318,8 +320,8 @@ static int mf_lone_ranks(FILE *out, struct mf_file *a, size_t na, const int *ka,
 			fprintf(out, "\nmemshim: rank %lld is in the new run only (%s)\n", a[i].rank, a[i].path);
 			continue;
 		}
-		fprintf(out, "\nmemshim: rank %lld is in the old run (%s) but not in the new one%s\n",
-			a[i].rank, a[i].path, o->allow_missing ? " (allowed)" : "");
+		fprintf(out, "\nmemshim: rank %lld is in the old run (%s) but not in the new one%s\n", a[i].rank,
+			a[i].path, o->allow_missing ? " (allowed)" : "");
 		if (!o->allow_missing) {
 			char *what = mf_xasprintf("rank %lld missing", a[i].rank);
 			mf_note(regressions, "", what);
@@ -336,8 +338,7 @@ static char *mf_side_text(struct mf_file *files, size_t n, size_t used, int rank
 			    ranked ? (used == 1 ? "rank" : "ranks") : "compared");
 }
 
-int mf_diff_runs(FILE *out, const struct mf_set *olds, const struct mf_set *news,
-		 const struct mf_opts *o, FILE *err)
+int mf_diff_runs(FILE *out, const struct mf_set *olds, const struct mf_set *news, const struct mf_opts *o, FILE *err)
 {
 	struct mf_file *oldf = olds->f, *newf = news->f;
 	size_t nold = olds->n, nnew = news->n;
@@ -346,7 +347,8 @@ int mf_diff_runs(FILE *out, const struct mf_set *olds, const struct mf_set *news
 	int ro = mf_count_ranks(oldf, nold) > 0, rn = mf_count_ranks(newf, nnew) > 0, bad = 0;
 	char *regressions = NULL;
 	if (ro != rn || (!ro && (uo != 1 || un != 1))) {
-		fprintf(err, "memshim-format: --diff: cannot match the processes of the two runs (%s); "
+		fprintf(err,
+			"memshim-format: --diff: cannot match the processes of the two runs (%s); "
 			"compare ranks with ranks, or one file with one file\n",
 			ro != rn ? "one has ranks, the other none" : "no ranks and several processes");
 		return MF_BAD;

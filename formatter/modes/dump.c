@@ -29,7 +29,8 @@ static char *mf_bigger_call(json_t *metrics, json_t *stage, const char *comp)
 	if (!json_is_integer(most) || !json_is_integer(alloc) || !json_is_integer(peaked) || call <= 0 ||
 	    call == mf_calls_of(stage))
 		return NULL;
-	json_int_t last = json_integer_value(alloc) + json_integer_value(peaked), more = json_integer_value(most) - last;
+	json_int_t last = json_integer_value(alloc) + json_integer_value(peaked),
+		   more = json_integer_value(most) - last;
 	if (more < (json_int_t)1 << 20 || more * 20 < (last < 0 ? -last : last))
 		return NULL;
 	json_t *lastv = json_integer(last);
@@ -81,7 +82,8 @@ static void mf_print_exceptions(FILE *out, json_t *stage)
 	const char *name = json_string_value(json_object_get(stage, "name"));
 	fprintf(out, "  %s: ", name);
 	if (raised + unwound) {
-		fprintf(out, "%lld of %lld call%s ended by an exception (", raised + unwound, calls, calls == 1 ? "" : "s");
+		fprintf(out, "%lld of %lld call%s ended by an exception (", raised + unwound, calls,
+			calls == 1 ? "" : "s");
 		size_t i, n = 0;
 		json_t *e;
 		json_array_foreach(json_object_get(stage, "exceptions"), i, e)
@@ -94,8 +96,8 @@ static void mf_print_exceptions(FILE *out, json_t *stage)
 		fputc(')', out);
 	}
 	if (jumped)
-		fprintf(out, "%s%lld of %lld call%s jumped over by a longjmp", raised + unwound ? "; " : "", jumped, calls,
-			calls == 1 ? " was" : "s were");
+		fprintf(out, "%s%lld of %lld call%s jumped over by a longjmp", raised + unwound ? "; " : "", jumped,
+			calls, calls == 1 ? " was" : "s were");
 	const char *last = json_string_value(json_object_get(stage, "ended"));
 	if (last && !strcmp(last, "returned"))
 		fprintf(out, "; the last call (%s_*) returned\n", name);
@@ -141,7 +143,8 @@ static void mf_print_functions(FILE *out, json_t *stage)
 		if (target && !strcmp(target, t))
 			fputs(", ", out);
 		else
-			fprintf(out, "%s%s=%s ran ", target ? "; " : "  ", json_string_value(json_object_get(stage, "name")), t);
+			fprintf(out, "%s%s=%s ran ", target ? "; " : "  ",
+				json_string_value(json_object_get(stage, "name")), t);
 		fprintf(out, "%s (%lld call%s", fn, calls, calls == 1 ? "" : "s");
 		if (passed > 0)
 			fprintf(out, ", %lld passed over", passed);
@@ -196,7 +199,8 @@ static int mf_need_tenths(json_int_t whole, json_int_t part1, json_int_t part2, 
  * group needed above the memory it began with (alloc + peaked, so nobody adds the two up), its CPU
  * and then its GPU; a call that let go of memory it found says so instead of "kept".  Nothing for a
  * call that needed nothing and kept nothing. */
-static void mf_print_one_need(FILE *out, json_t *metrics, const char *stage, int len, const char *comp, const char *where)
+static void mf_print_one_need(FILE *out, json_t *metrics, const char *stage, int len, const char *comp,
+			      const char *where)
 {
 	char *ak = mf_xasprintf("%.*s_mem_%s_alloc_delta", len, stage, comp);
 	char *pk = mf_xasprintf("%.*s_mem_%s_peaked_delta", len, stage, comp);
@@ -212,12 +216,15 @@ static void mf_print_one_need(FILE *out, json_t *metrics, const char *stage, int
 	if (alloc < 0 || !mf_need_tenths(need, alloc, peaked, &nt, &at, &pt))
 		nt = mf_mem_text(need), at = mf_mem_text(alloc < 0 ? -alloc : alloc), pt = mf_mem_text(peaked);
 	if (alloc >= 0 && (!alloc || !peaked)) /* "+ 0MB" reads as a rounding, not as nothing */
-		fprintf(out, "  %.*s needed %s%s, all of it %s\n", len, stage, nt, where, alloc ? "kept" : "came and went");
+		fprintf(out, "  %.*s needed %s%s, all of it %s\n", len, stage, nt, where,
+			alloc ? "kept" : "came and went");
 	else if (alloc >= 0)
 		fprintf(out, "  %.*s needed %s%s: %s kept + %s that came and went\n", len, stage, nt, where, at, pt);
 	else
-		fprintf(out, "  %.*s needed %s%s above what it began with: %s came and went, and it let go of %s it "
-			"found\n", len, stage, nt, where, pt, at);
+		fprintf(out,
+			"  %.*s needed %s%s above what it began with: %s came and went, and it let go of %s it "
+			"found\n",
+			len, stage, nt, where, pt, at);
 	free(nt), free(at), free(pt);
 }
 
@@ -238,7 +245,10 @@ static json_t *mf_init_entry(json_t *stages)
 	size_t i;
 	json_t *s;
 	json_array_foreach(stages, i, s)
-		if (!strcmp(json_string_value(json_object_get(s, "name")) ? json_string_value(json_object_get(s, "name")) : "", "init"))
+		if (!strcmp(json_string_value(json_object_get(s, "name"))
+				    ? json_string_value(json_object_get(s, "name"))
+				    : "",
+			    "init"))
 			return s;
 	return NULL;
 }
@@ -249,8 +259,8 @@ static json_t *mf_init_entry(json_t *stages)
 static void mf_print_before_work(FILE *out, json_t *metrics, json_t *stages)
 {
 	json_t *init = mf_init_entry(stages);
-	if (!init || json_is_true(json_object_get(init, "open")) || json_is_true(json_object_get(init, "closed_at_exit")) ||
-	    mf_calls_of(init) <= 0)
+	if (!init || json_is_true(json_object_get(init, "open")) ||
+	    json_is_true(json_object_get(init, "closed_at_exit")) || mf_calls_of(init) <= 0)
 		return;
 	static const char *const comps[2] = { "cpu", "gpu" };
 	for (int c = 0; c < 2; c++) {
@@ -260,7 +270,8 @@ static void mf_print_before_work(FILE *out, json_t *metrics, json_t *stages)
 		json_t *end = json_object_get(span, "end"), *ipeak = json_object_get(span, "peak");
 		if (!json_is_integer(pk) || !json_is_integer(end) || json_integer_value(pk) <= 0)
 			continue;
-		json_int_t peak = json_integer_value(pk), live = json_integer_value(end), top = json_integer_value(ipeak);
+		json_int_t peak = json_integer_value(pk), live = json_integer_value(end),
+			   top = json_integer_value(ipeak);
 		json_t *inherited = c ? NULL : json_object_get(metrics, "inherited_mem_cpu");
 		if (json_is_integer(inherited)) { /* a forked child's peaks are above what it inherited */
 			live -= json_integer_value(inherited);
@@ -285,7 +296,10 @@ static json_t *mf_stage_named(json_t *stages, const char *name)
 	json_t *s;
 	json_array_foreach(stages, i, s)
 		if (!json_is_true(json_object_get(s, "open")) &&
-		    !strcmp(json_string_value(json_object_get(s, "name")) ? json_string_value(json_object_get(s, "name")) : "", name))
+		    !strcmp(json_string_value(json_object_get(s, "name"))
+				    ? json_string_value(json_object_get(s, "name"))
+				    : "",
+			    name))
 			return s;
 	return NULL;
 }
@@ -347,8 +361,7 @@ static void mf_print_when(FILE *out, const struct mf_file *f)
 	if (!f->has_times || !(f->end_time > -1e15 && f->end_time < 1e15))
 		return;
 	time_t t = (time_t)f->end_time;
-	if (!localtime_r(&t, &tm) ||
-	    !strftime(when, sizeof when, "%Y-%m-%d %H:%M:%S %Z", &tm))
+	if (!localtime_r(&t, &tm) || !strftime(when, sizeof when, "%Y-%m-%d %H:%M:%S %Z", &tm))
 		return;
 	fprintf(out, " written %s, %.3fs after start", when, f->end_time - f->start_time);
 }
@@ -372,8 +385,10 @@ void mf_print_status(FILE *out, const struct mf_file *f)
 	if (f->complete)
 		return;
 	if (mf_stopped_idle(f)) {
-		fprintf(out, "memshim: %s: ended by SIGTERM with no stage open (a shutdown: Jupyter's of a "
-			"kernel, docker stop)", f->path);
+		fprintf(out,
+			"memshim: %s: ended by SIGTERM with no stage open (a shutdown: Jupyter's of a "
+			"kernel, docker stop)",
+			f->path);
 		mf_print_when(out, f);
 		fprintf(out, "; its numbers are final\n");
 		return;
@@ -383,7 +398,8 @@ void mf_print_status(FILE *out, const struct mf_file *f)
 	fprintf(out, "memshim: %s: incomplete metrics (a snapshot", f->path);
 	json_t *live_sig = json_object_get(json_object_get(f->root, "live_record"), "signal");
 	if (state && json_is_integer(live_sig)) /* a live record (input/live.c) */
-		fprintf(out, " from a live record: process ended by signal %lld", (long long)json_integer_value(live_sig));
+		fprintf(out, " from a live record: process ended by signal %lld",
+			(long long)json_integer_value(live_sig));
 	else if (state)
 		fprintf(out, " from a live record: process %s", state);
 	else if (f->reason && f->signal)
@@ -424,7 +440,8 @@ static void mf_print_hook_lost(FILE *out, const struct mf_file *f)
 {
 	json_t *lost = json_object_get(f->root, "python_hook_lost");
 	if (json_is_integer(lost) && json_integer_value(lost) > 0)
-		fprintf(out, "memshim: another tool held Python's frame evaluation hook %lld time%s and gave it back: "
+		fprintf(out,
+			"memshim: another tool held Python's frame evaluation hook %lld time%s and gave it back: "
 			"Python stages that began while it held it were not seen\n\n",
 			(long long)json_integer_value(lost), json_integer_value(lost) == 1 ? "" : "s");
 }
@@ -437,13 +454,15 @@ static void mf_print_no_stage(FILE *out, const struct mf_file *f)
 	if (f->forked || !json_array_size(f->stages) || json_array_size(json_object_get(f->root, "unmatched_targets")))
 		return;
 	json_array_foreach(f->stages, i, s)
-		if (!json_is_true(json_object_get(s, "implicit")) || !json_is_true(json_object_get(s, "closed_at_exit")))
+		if (!json_is_true(json_object_get(s, "implicit")) ||
+		    !json_is_true(json_object_get(s, "closed_at_exit")))
 			return;
 	json_t *python = json_object_get(json_object_get(f->root, "sites"), "python_frames");
 	if (json_is_false(python)) /* a native program: its functions, not the Trainer's */
 		fputs("memshim: no stage began, so init is the whole run; stages come from MEMSHIM_STAGES, functions of "
 		      "the program or its libraries as nm -C names them, e.g. memshim run --stages step=sqlite3_step -- "
-		      "CMD\n\n", out);
+		      "CMD\n\n",
+		      out);
 	else
 		fputs("memshim: no stage began, so init is the whole run; stages come from MEMSHIM_STAGES (unset: "
 		      "Hugging Face Trainer's methods), e.g. memshim run --stages fit=Trainer.fit -- python script.py\n\n",

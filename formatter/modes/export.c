@@ -16,10 +16,8 @@
 #include <unistd.h>
 
 /* Calls EACH for every (file shown, stage) with sites, as the options say; returns how many. */
-typedef void mf_each_fn(void *arg, const struct mf_file *f, const char *stage,
-			const struct mf_sites *s);
-static size_t mf_each_stage(const struct mf_set *set, const struct mf_opts *o, mf_each_fn *each,
-			    void *arg)
+typedef void mf_each_fn(void *arg, const struct mf_file *f, const char *stage, const struct mf_sites *s);
+static size_t mf_each_stage(const struct mf_set *set, const struct mf_opts *o, mf_each_fn *each, void *arg)
 {
 	size_t n = 0;
 	for (size_t i = 0; i < set->n; i++) {
@@ -46,14 +44,13 @@ static size_t mf_each_stage(const struct mf_set *set, const struct mf_opts *o, m
 /* FRAME as the viewers show it: demangled, or "(no frames)" for a site without any. */
 static char *mf_export_frame(const struct mf_site *site, size_t k)
 {
-	return mf_site_nframes(site) ? mf_frame_display(mf_site_frame(site, k)) :
-		mf_xstrdup("(no frames)");
+	return mf_site_nframes(site) ? mf_frame_display(mf_site_frame(site, k)) : mf_xstrdup("(no frames)");
 }
 
 /* Frame K as the viewers name it, and its source line apart (FILE NULL when it has none): the
  * name without " file.c:42", which they show from the file and line themselves (malloc'd). */
 struct mf_export_frame {
-	char *key, *name;       /* key: the frame as shown, one per line */
+	char *key, *name; /* key: the frame as shown, one per line */
 	const char *file;
 	long line;
 };
@@ -93,14 +90,14 @@ static json_int_t mf_ss_frame(struct mf_speedscope *d, const struct mf_export_fr
 	json_int_t k = (json_int_t)json_array_size(d->frames);
 	json_t *frame = json_pack("{s:s}", "name", x->name);
 	if (x->file) /* speedscope shows them beside the name */
-		json_object_set_new(frame, "file", json_string(x->file)), json_object_set_new(frame, "line", json_integer(x->line));
+		json_object_set_new(frame, "file", json_string(x->file)),
+			json_object_set_new(frame, "line", json_integer(x->line));
 	json_array_append_new(d->frames, frame);
 	json_object_set_new(d->index, x->key, json_integer(k));
 	return k;
 }
 
-static void mf_ss_profile(void *arg, const struct mf_file *f, const char *stage,
-			  const struct mf_sites *s)
+static void mf_ss_profile(void *arg, const struct mf_file *f, const char *stage, const struct mf_sites *s)
 {
 	struct mf_speedscope *d = arg;
 	json_t *samples = json_array(), *weights = json_array();
@@ -121,9 +118,9 @@ static void mf_ss_profile(void *arg, const struct mf_file *f, const char *stage,
 	}
 	char *proc = mf_proc_label(f);
 	char *name = mf_xasprintf("%s · %s · %s", proc, stage, d->gpu ? "GPU" : "CPU");
-	json_array_append_new(d->profiles, json_pack("{s:s, s:s, s:s, s:i, s:I, s:o, s:o}", "type",
-		"sampled", "name", name, "unit", "bytes", "startValue", 0, "endValue", (json_int_t)total,
-		"samples", samples, "weights", weights));
+	json_array_append_new(d->profiles, json_pack("{s:s, s:s, s:s, s:i, s:I, s:o, s:o}", "type", "sampled", "name",
+						     name, "unit", "bytes", "startValue", 0, "endValue",
+						     (json_int_t)total, "samples", samples, "weights", weights));
 	free(proc);
 	free(name);
 }
@@ -179,13 +176,21 @@ static void mf_pb_msg(struct mf_pb *b, unsigned field, struct mf_pb *sub)
 }
 
 /* Profile's fields. */
-enum { PB_SAMPLE_TYPE = 1, PB_SAMPLE = 2, PB_LOCATION = 4, PB_FUNCTION = 5, PB_STRINGS = 6,
-       PB_PERIOD_TYPE = 11, PB_COMMENT = 13, PB_DEFAULT_TYPE = 14 };
+enum {
+	PB_SAMPLE_TYPE = 1,
+	PB_SAMPLE = 2,
+	PB_LOCATION = 4,
+	PB_FUNCTION = 5,
+	PB_STRINGS = 6,
+	PB_PERIOD_TYPE = 11,
+	PB_COMMENT = 13,
+	PB_DEFAULT_TYPE = 14
+};
 
 struct mf_pprof {
 	struct mf_pb out, sub, tmp;
-	json_t *strings;        /* text -> index in the string table */
-	json_t *frames;         /* frame -> location and function id */
+	json_t *strings; /* text -> index in the string table */
+	json_t *frames;  /* frame -> location and function id */
 };
 
 static uint64_t mf_pp_str(struct mf_pprof *d, const char *s)
@@ -217,6 +222,7 @@ static uint64_t mf_pp_location(struct mf_pprof *d, const struct mf_export_frame 
 	uint64_t id = json_object_size(d->frames) + 1, s = mf_pp_str(d, x->name);
 	uint64_t file = x->file ? mf_pp_str(d, x->file) : 0;
 	json_object_set_new(d->frames, x->key, json_integer((json_int_t)id));
+	/* clang-format off */
 	mf_pb_int(&d->sub, 1, id);          /* Function.id */
 	mf_pb_int(&d->sub, 2, s);           /* .name */
 	mf_pb_int(&d->sub, 3, s);           /* .system_name */
@@ -228,6 +234,7 @@ static uint64_t mf_pp_location(struct mf_pprof *d, const struct mf_export_frame 
 		mf_pb_int(&d->tmp, 2, (uint64_t)x->line); /* Line.line */
 	mf_pb_int(&d->sub, 1, id);          /* Location.id */
 	mf_pb_msg(&d->sub, 4, &d->tmp);     /* .line */
+	/* clang-format on */
 	mf_pb_msg(&d->out, PB_LOCATION, &d->sub);
 	return id;
 }
@@ -241,8 +248,7 @@ static void mf_pp_label(struct mf_pprof *d, struct mf_pb *sample, const char *ke
 	mf_pb_msg(sample, 3, &d->tmp);
 }
 
-static void mf_pp_profile(void *arg, const struct mf_file *f, const char *stage,
-			  const struct mf_sites *s)
+static void mf_pp_profile(void *arg, const struct mf_file *f, const char *stage, const struct mf_sites *s)
 {
 	struct mf_pprof *d = arg;
 	char *proc = mf_proc_label(f);
@@ -256,10 +262,10 @@ static void mf_pp_profile(void *arg, const struct mf_file *f, const char *stage,
 			mf_pb_varint(&ids, mf_pp_location(d, &x));
 			mf_export_frame_free(&x);
 		}
-		mf_pb_msg(&sample, 1, &ids);                        /* location_id, packed */
+		mf_pb_msg(&sample, 1, &ids); /* location_id, packed */
 		mf_pb_varint(&ids, (uint64_t)mf_weight(site->bytes));
 		mf_pb_varint(&ids, (uint64_t)(site->samples > 0 ? site->samples : 0));
-		mf_pb_msg(&sample, 2, &ids);                        /* value, packed */
+		mf_pb_msg(&sample, 2, &ids); /* value, packed */
 		mf_pp_label(d, &sample, "stage", stage);
 		mf_pp_label(d, &sample, "process", proc);
 		mf_pb_msg(&d->out, PB_SAMPLE, &sample);
@@ -321,10 +327,9 @@ int mf_write_whole(FILE *err, const char *path, const void *data, size_t n)
 static int mf_export_none(FILE *err, const struct mf_run *r)
 {
 	const struct mf_set *s = &r->side[0];
-	fprintf(err, "memshim-format: no %s call sites%s%s%s to export in %s%s\n",
-		r->o->flame_gpu ? "GPU" : "CPU", r->o->stage ? " for stage \"" : "",
-		r->o->stage ? r->o->stage : "", r->o->stage ? "\"" : "", s->f[0].path,
-		s->n > 1 ? " or the other files" : "");
+	fprintf(err, "memshim-format: no %s call sites%s%s%s to export in %s%s\n", r->o->flame_gpu ? "GPU" : "CPU",
+		r->o->stage ? " for stage \"" : "", r->o->stage ? r->o->stage : "", r->o->stage ? "\"" : "",
+		s->f[0].path, s->n > 1 ? " or the other files" : "");
 	return MF_BAD;
 }
 
@@ -337,10 +342,11 @@ int mf_run_speedscope(const struct mf_run *r, FILE *out, FILE *err)
 		json_decref(d.frames), json_decref(d.profiles);
 	} else {
 		char *exporter = mf_xasprintf("memshim-format %s", mf_version());
-		json_t *doc = json_pack("{s:s, s:{s:o}, s:o, s:s, s:i, s:s}", "$schema",
-			"https://www.speedscope.app/file-format-schema.json", "shared", "frames",
-			d.frames, "profiles", d.profiles, "name", "memshim: call sites at the stages' peaks",
-			"activeProfileIndex", 0, "exporter", exporter);
+		json_t *doc =
+			json_pack("{s:s, s:{s:o}, s:o, s:s, s:i, s:s}", "$schema",
+				  "https://www.speedscope.app/file-format-schema.json", "shared", "frames", d.frames,
+				  "profiles", d.profiles, "name", "memshim: call sites at the stages' peaks",
+				  "activeProfileIndex", 0, "exporter", exporter);
 		char *text = json_dumps(doc, JSON_COMPACT);
 		if (!text)
 			mf_oom();
@@ -357,14 +363,16 @@ int mf_run_pprof(const struct mf_run *r, FILE *out, FILE *err)
 	struct mf_pprof d;
 	memset(&d, 0, sizeof d);
 	d.strings = json_object(), d.frames = json_object();
-	mf_pp_str(&d, "");                 /* string_table[0] is always "" */
+	mf_pp_str(&d, ""); /* string_table[0] is always "" */
 	mf_pp_type(&d, PB_SAMPLE_TYPE, "inuse_space", "bytes");
 	mf_pp_type(&d, PB_SAMPLE_TYPE, "samples", "count");
 	mf_pp_type(&d, PB_PERIOD_TYPE, "space", "bytes");
 	mf_pb_int(&d.out, PB_DEFAULT_TYPE, mf_pp_str(&d, "inuse_space"));
-	mf_pb_int(&d.out, PB_COMMENT, mf_pp_str(&d, r->o->flame_gpu ?
-		"memshim: GPU allocations live at each stage's peak (every allocation recorded)" :
-		"memshim: CPU bytes live at each stage's peak, as sampled by the shim"));
+	mf_pb_int(
+		&d.out, PB_COMMENT,
+		mf_pp_str(&d, r->o->flame_gpu
+				      ? "memshim: GPU allocations live at each stage's peak (every allocation recorded)"
+				      : "memshim: CPU bytes live at each stage's peak, as sampled by the shim"));
 	int rc;
 	if (!mf_each_stage(&r->side[0], r->o, mf_pp_profile, &d)) {
 		rc = mf_export_none(err, r);

@@ -61,8 +61,8 @@ static json_t *mf_html_stages(const struct mf_set *set, const struct mf_opts *o,
 			if (s.n) {
 				struct mf_fnode root;
 				double peak = mf_stage_peak(st, o->flame_gpu);
-				char *proc = mf_proc_label(&set->f[i]), *about = mf_html_about(&set->f[i], st,
-					o->flame_gpu, &s);
+				char *proc = mf_proc_label(&set->f[i]),
+				     *about = mf_html_about(&set->f[i], st, o->flame_gpu, &s);
 				char *title = mf_xasprintf("%s · %s · %s", proc, name, o->flame_gpu ? "GPU" : "CPU");
 				double base;
 				char *of = mf_flame_share_of(st, o->flame_gpu, &s, &base);
@@ -70,8 +70,8 @@ static json_t *mf_html_stages(const struct mf_set *set, const struct mf_opts *o,
 				if ((peak >= 0 ? peak : s.total) > best)
 					best = peak >= 0 ? peak : s.total, *pick = json_array_size(stages);
 				json_array_append_new(stages, json_pack("{s:s, s:s, s:f, s:s, s:o}", "name", title,
-									"about", about, "base", base, "of", of,
-									"tree", mf_html_node(&root)));
+									"about", about, "base", base, "of", of, "tree",
+									mf_html_node(&root)));
 				mf_flame_free(&root);
 				free(proc), free(about), free(title), free(of);
 			}
@@ -163,9 +163,9 @@ int mf_flame_html(FILE *err, const struct mf_set *s, const struct mf_opts *o)
 	json_t *stages = mf_html_stages(s, o, &pick);
 	if (!json_array_size(stages)) {
 		json_decref(stages);
-		fprintf(err, "memshim-format: no %s call sites%s%s%s to draw in %s%s\n",
-			o->flame_gpu ? "GPU" : "CPU", o->stage ? " for stage \"" : "", o->stage ? o->stage : "",
-			o->stage ? "\"" : "", s->f[0].path, s->n > 1 ? " or the other files" : "");
+		fprintf(err, "memshim-format: no %s call sites%s%s%s to draw in %s%s\n", o->flame_gpu ? "GPU" : "CPU",
+			o->stage ? " for stage \"" : "", o->stage ? o->stage : "", o->stage ? "\"" : "", s->f[0].path,
+			s->n > 1 ? " or the other files" : "");
 		return MF_BAD;
 	}
 	json_t *doc = json_pack("{s:o, s:I}", "stages", stages, "pick", (json_int_t)pick);

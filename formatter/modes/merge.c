@@ -9,8 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-static const enum mf_align mf_merge_align[] = { MF_LEFT, MF_RIGHT, MF_RIGHT, MF_RIGHT, MF_RIGHT,
-						MF_LEFT };
+static const enum mf_align mf_merge_align[] = { MF_LEFT, MF_RIGHT, MF_RIGHT, MF_RIGHT, MF_RIGHT, MF_LEFT };
 static const char *const mf_merge_seps[] = { "  ", "  ", "  ", "  ", "  " };
 
 static void mf_merge_row(struct mf_table *t, struct mf_file *files, size_t n, const char *key)
@@ -75,7 +74,7 @@ static void mf_merge_group(FILE *out, struct mf_file *files, size_t n, const str
 	fprintf(out, "\n***** %s metrics (%zu processes%s) *****\n", g->name, n, open);
 	free(open);
 	mf_table_init(&t, 6, mf_merge_align, mf_merge_seps);
-	char *head[6] = { mf_xstrdup("key"), mf_xstrdup("min"), mf_xstrdup("max"),
+	char *head[6] = { mf_xstrdup("key"),  mf_xstrdup("min"), mf_xstrdup("max"),
 			  mf_xstrdup("mean"), mf_xstrdup("sum"), mf_xstrdup("max at") };
 	mf_table_row(&t, head);
 	for (size_t i = 0; i < g->nkeys; i++)
@@ -108,7 +107,8 @@ static void mf_merge_shared(FILE *out, struct mf_file *files, size_t n)
 	size_t nseg = 0, cap = 0;
 	for (size_t i = 0; i < n; i++) {
 		json_t *list = json_object_get(json_object_get(json_object_get(files[i].root, "process"), "shared"),
-					       "segments"), *g;
+					       "segments"),
+		       *g;
 		size_t k;
 		json_array_foreach(list, k, g) {
 			const char *dev = json_string_value(json_object_get(g, "dev"));
@@ -122,7 +122,9 @@ static void mf_merge_shared(FILE *out, struct mf_file *files, size_t n)
 			if (j == nseg) {
 				if (nseg == cap)
 					seg = mf_xrealloc(seg, (cap = cap ? 2 * cap : 16) * sizeof *seg);
-				seg[nseg++] = (struct mf_segment){ dev, json_string_value(json_object_get(g, "kind")), ino, 0, 0, 0, 0 };
+				seg[nseg++] = (struct mf_segment){
+					dev, json_string_value(json_object_get(g, "kind")), ino, 0, 0, 0, 0
+				};
 			}
 			seg[j].files++;
 			seg[j].sum += peak;
@@ -142,10 +144,12 @@ static void mf_merge_shared(FILE *out, struct mf_file *files, size_t n)
 	}
 	if (shared) {
 		char *mapped = mf_bytes(seg[big].mapped), *top = mf_bytes(seg[big].top), *sum = mf_bytes(seg[big].sum);
-		fprintf(out, "memshim: %zu shared memory segment%s mapped by several of these processes, each counting "
+		fprintf(out,
+			"memshim: %zu shared memory segment%s mapped by several of these processes, each counting "
 			"the pages it touched (a sum counts them once per process); the largest, %s %s:%lld (%s "
-			"mapped) in %zu: one touched at most %s, all %s\n", shared, shared == 1 ? " is" : "s are",
-			seg[big].kind ? seg[big].kind : "?", seg[big].dev, seg[big].ino, mapped, seg[big].files, top, sum);
+			"mapped) in %zu: one touched at most %s, all %s\n",
+			shared, shared == 1 ? " is" : "s are", seg[big].kind ? seg[big].kind : "?", seg[big].dev,
+			seg[big].ino, mapped, seg[big].files, top, sum);
 		free(mapped);
 		free(top);
 		free(sum);
@@ -171,9 +175,10 @@ void mf_merge(FILE *out, const struct mf_set *s, const struct mf_opts *o)
 	}
 	if (left_out && ranks && !o->all) {
 		char *list = mf_proc_list(files, n, keep);
-		fprintf(out, "memshim: merged the %zu ranks; left out %zu process%s without a rank of "
-			"%s own: %s; --all merges every file\n", ranks, left_out,
-			left_out == 1 ? "" : "es", left_out == 1 ? "its" : "their", list);
+		fprintf(out,
+			"memshim: merged the %zu ranks; left out %zu process%s without a rank of "
+			"%s own: %s; --all merges every file\n",
+			ranks, left_out, left_out == 1 ? "" : "es", left_out == 1 ? "its" : "their", list);
 		free(list);
 	} else if (left_out) {
 		mf_print_hidden(out, files, n, keep, left_out, "merges them too");

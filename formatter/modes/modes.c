@@ -16,8 +16,9 @@ static int mf_results_all(FILE *err, const struct mf_set *s, const char *dir)
 	int rc = MF_OK;
 	for (size_t i = 0; i < s->n && dir; i++) {
 		const struct mf_file *f = &s->f[i];
-		char *sub = s->n == 1 ? mf_xstrdup(dir) : mf_xasprintf("%s/%s%lld", dir,
-			f->has_rank ? "rank" : "pid", f->has_rank ? f->rank : f->pid);
+		char *sub = s->n == 1 ? mf_xstrdup(dir)
+				      : mf_xasprintf("%s/%s%lld", dir, f->has_rank ? "rank" : "pid",
+						     f->has_rank ? f->rank : f->pid);
 		struct mf_groups gs;
 		mf_group_metrics(f->file_metrics, f->stages, &gs);
 		if (mf_write_results(err, sub, f->file_metrics, &gs))
@@ -59,8 +60,10 @@ int mf_run_merge(const struct mf_run *r, FILE *out, FILE *err)
 	const struct mf_set *s = &r->side[0];
 	mf_merge(out, s, r->o);
 	if (r->o->mode != MF_MERGE)
-		fprintf(out, "\nmemshim: one table for the %zu ranks; memshim-format FILE... prints each "
-			"process's own dump\n", mf_count_ranks(s->f, s->n));
+		fprintf(out,
+			"\nmemshim: one table for the %zu ranks; memshim-format FILE... prints each "
+			"process's own dump\n",
+			mf_count_ranks(s->f, s->n));
 	return mf_results_all(err, s, r->o->json_dir);
 }
 
@@ -121,9 +124,10 @@ int mf_run_sites(const struct mf_run *r, FILE *out, FILE *err)
 		one = i;
 	}
 	if (s->how == MF_PICK_TOP_RANK)
-		fprintf(out, "\nmemshim: call sites of rank %lld only, the highest CPU peak of the %zu "
-			"ranks; memshim-format --sites FILE... shows every process\n", s->f[one].rank,
-			mf_count_ranks(s->f, s->n));
+		fprintf(out,
+			"\nmemshim: call sites of rank %lld only, the highest CPU peak of the %zu "
+			"ranks; memshim-format --sites FILE... shows every process\n",
+			s->f[one].rank, mf_count_ranks(s->f, s->n));
 	else if (s->left_out) {
 		fputc('\n', out);
 		mf_print_hidden(out, s->f, s->n, s->keep, s->left_out, "shows them");

@@ -19,7 +19,7 @@ struct mf_run {
 	const struct mf_opts *o;
 	struct mf_set side[2];
 	size_t nsides;
-	enum mf_mode mode;      /* the mode run: --auto-merge makes the dump a --merge */
+	enum mf_mode mode; /* the mode run: --auto-merge makes the dump a --merge */
 	int argc;
 	char **argv;
 };
@@ -57,11 +57,9 @@ int mf_compare(FILE *out, FILE *err, const char *hf_path, const struct mf_file *
 /* merge.c, diff.c, results.c */
 /* One table per stage over the files S keeps (S->how MF_PICK_RANKS or SHOWN). */
 void mf_merge(FILE *out, const struct mf_set *s, const struct mf_opts *o);
-int mf_diff(FILE *out, struct mf_file *oldf, struct mf_file *newf,
-	    const struct mf_opts *o);
+int mf_diff(FILE *out, struct mf_file *oldf, struct mf_file *newf, const struct mf_opts *o);
 /* Several files on a side (a multi-rank run): rank by rank, then the max over the ranks. */
-int mf_diff_runs(FILE *out, const struct mf_set *olds, const struct mf_set *news,
-		 const struct mf_opts *o, FILE *err);
+int mf_diff_runs(FILE *out, const struct mf_set *olds, const struct mf_set *news, const struct mf_opts *o, FILE *err);
 /* "5%", "1MB" or both, comma-separated ("5%,1MB": growth must exceed both); 0 or -1. */
 int mf_parse_threshold(const char *text, struct mf_threshold *t);
 int mf_write_results(FILE *err, const char *dir, json_t *metrics, struct mf_groups *gs);
@@ -74,7 +72,7 @@ void mf_csv_field(FILE *out, const char *s, int last);
  * ERR when it cannot be written. */
 int mf_write_whole(FILE *err, const char *path, const void *data, size_t n);
 /* flame_html.c: --flame OUT.html, every stage's sites in one interactive page. */
-int mf_html_name(const char *path);     /* PATH ends in .html (any case) */
+int mf_html_name(const char *path); /* PATH ends in .html (any case) */
 int mf_flame_html(FILE *err, const struct mf_set *s, const struct mf_opts *o);
 
 /* recover.c: memshim-format --recover RECORD -o FILE [--keep]. */

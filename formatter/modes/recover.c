@@ -55,7 +55,8 @@ int mf_recover_main(int argc, char **argv, FILE *out, FILE *err)
 			return fputs(mf_recover_usage, out), MF_OK;
 		else
 			return fprintf(err, "memshim-format: --recover takes RECORD -o FILE [--keep], not %s\n",
-				       argv[i]), MF_BAD;
+				       argv[i]),
+			       MF_BAD;
 	}
 	if (!record || !file)
 		return fputs(mf_recover_usage, err), MF_BAD;
@@ -115,8 +116,7 @@ static int mf_recover_wanted(const struct ms_live_record *r, const struct mf_rec
 /* The record at PATH, of a process gone whose metrics file is under DIR and does not hold what the
  * record does, written out as that file; the record is removed once written, or when its own
  * process's file already holds it.  Returns 1 when a file was written. */
-static int mf_recover_one(const char *path, const char *dir, const struct mf_recover_filter *f, FILE *out,
-			  FILE *err)
+static int mf_recover_one(const char *path, const char *dir, const struct mf_recover_filter *f, FILE *out, FILE *err)
 {
 	struct ms_live_record *r = mf_xmalloc(sizeof *r);
 	int torn = 0, done = 0, own = 0;
@@ -131,7 +131,8 @@ static int mf_recover_one(const char *path, const char *dir, const struct mf_rec
 		} else if (under) {
 			json_t *doc = mf_live_json(r, path, 0, torn);
 			if (mf_write_doc(doc, output, out, err) == MF_OK) {
-				fprintf(err, "memshim: pid %d ended without writing its file: recovered %s from its live record\n",
+				fprintf(err,
+					"memshim: pid %d ended without writing its file: recovered %s from its live record\n",
 					r->pid, output);
 				unlink(path);
 				done = 1;
@@ -161,7 +162,8 @@ static int mf_recover_under_args(int argc, char **argv, struct mf_recover_filter
 			if (*v && !*end && isfinite(f->since) && f->since >= 0)
 				continue;
 		} else {
-			fprintf(err, "memshim-format: --recover-under takes DIR [--root-pid PID] [--since SECONDS], not %s\n",
+			fprintf(err,
+				"memshim-format: --recover-under takes DIR [--root-pid PID] [--since SECONDS], not %s\n",
 				argv[i]);
 			return -1;
 		}

@@ -31,8 +31,8 @@ static char *mf_samples_cell(long long samples)
 
 /* One site (STACKS stacks that show the same): its lines (model/frames.c) up to DEPTH, the first on
  * the row, the rest indented below. */
-static void mf_site_rows(struct mf_table *t, const struct mf_site *s, size_t stacks, size_t rank,
-			 double base, size_t depth, int native)
+static void mf_site_rows(struct mf_table *t, const struct mf_site *s, size_t stacks, size_t rank, double base,
+			 size_t depth, int native)
 {
 	char **lines;
 	size_t n = mf_site_lines(s, native, &lines), shown = n < depth ? n : depth;
@@ -49,8 +49,8 @@ static void mf_site_rows(struct mf_table *t, const struct mf_site *s, size_t sta
 		free(lines[i]);
 	if (n > shown) {
 		const char *what = mf_site_python_first(s, native) ? "line" : "frame";
-		mf_text_row(t, NULL, NULL, NULL, NULL, mf_xasprintf("  … %zu more %s%s", n - shown, what,
-								    n - shown == 1 ? "" : "s"));
+		mf_text_row(t, NULL, NULL, NULL, NULL,
+			    mf_xasprintf("  … %zu more %s%s", n - shown, what, n - shown == 1 ? "" : "s"));
 	}
 	free(lines);
 }
@@ -68,10 +68,13 @@ static void mf_closing_row(struct mf_table *t, const struct mf_sites *s, double 
 	if (s->named == s->n)
 		return;
 	const struct mf_site *c = &s->s[s->n - 1];
-	mf_text_row(t, mf_xstrdup("+"), mf_mb(c->bytes), mf_share(c->bytes, base),
-		    mf_samples_cell(c->samples), mf_xasprintf("%lld other stack%s together (%s; their frames are not "
-		    "kept)", c->others, c->others == 1 ? "" : "s", unkept > 0 ? "among them the blocks whose stack the "
-		    "full stack table could not keep" : "each smaller than the sites above"));
+	mf_text_row(t, mf_xstrdup("+"), mf_mb(c->bytes), mf_share(c->bytes, base), mf_samples_cell(c->samples),
+		    mf_xasprintf("%lld other stack%s together (%s; their frames are not "
+				 "kept)",
+				 c->others, c->others == 1 ? "" : "s",
+				 unkept > 0 ? "among them the blocks whose stack the "
+					      "full stack table could not keep"
+					    : "each smaller than the sites above"));
 }
 
 /* The named sites past --top, in one row. */
@@ -125,13 +128,12 @@ static char *mf_shown_key(const struct mf_site *s, size_t depth, int native)
 	return key;
 }
 
-static size_t mf_group_sites(const struct mf_sites *s, const struct mf_opts *o, size_t depth,
-			     struct mf_group_row *g)
+static size_t mf_group_sites(const struct mf_sites *s, const struct mf_opts *o, size_t depth, struct mf_group_row *g)
 {
 	size_t n = 0;
 	for (size_t i = 0; i < s->named; i++) {
-		char *key = o->by ? mf_site_key(&s->s[i], (enum mf_by)o->by, o->native) :
-				    mf_shown_key(&s->s[i], depth, o->native);
+		char *key = o->by ? mf_site_key(&s->s[i], (enum mf_by)o->by, o->native)
+				  : mf_shown_key(&s->s[i], depth, o->native);
 		size_t k = 0;
 		while (k < n && strcmp(g[k].key, key))
 			k++;
@@ -150,8 +152,7 @@ static size_t mf_group_sites(const struct mf_sites *s, const struct mf_opts *o, 
 }
 
 /* The rows of the named sites: per --by key, else per site as shown. */
-static void mf_group_rows(struct mf_table *t, const struct mf_sites *s, const struct mf_opts *o,
-			  double base)
+static void mf_group_rows(struct mf_table *t, const struct mf_sites *s, const struct mf_opts *o, double base)
 {
 	struct mf_group_row *g = mf_xmalloc((s->named ? s->named : 1) * sizeof *g);
 	size_t depth = o->depth > 0 ? (size_t)o->depth : MF_SITES_DEPTH;
@@ -161,8 +162,8 @@ static void mf_group_rows(struct mf_table *t, const struct mf_sites *s, const st
 		if (i < top && o->by)
 			mf_text_row(t, mf_xasprintf("%zu", i + 1), mf_mb(g[i].sum.bytes),
 				    mf_share(g[i].sum.bytes, base), mf_samples_cell(g[i].sum.samples),
-				    g[i].stacks > 1 ? mf_xasprintf("%s  (%zu stacks)", g[i].key, g[i].stacks) :
-				    mf_xstrdup(g[i].key));
+				    g[i].stacks > 1 ? mf_xasprintf("%s  (%zu stacks)", g[i].key, g[i].stacks)
+						    : mf_xstrdup(g[i].key));
 		else if (i < top)
 			mf_site_rows(t, &g[i].sum, g[i].stacks, i + 1, base, depth, o->native);
 		free(g[i].key);
@@ -178,8 +179,8 @@ static void mf_group_rows(struct mf_table *t, const struct mf_sites *s, const st
 }
 
 /* What the list is and what its shares are of (*BASE: those bytes); then how much is exact. */
-static void mf_print_view_head(FILE *out, json_t *stage, int gpu, enum mf_view view,
-			       const struct mf_sites *s, double *base)
+static void mf_print_view_head(FILE *out, json_t *stage, int gpu, enum mf_view view, const struct mf_sites *s,
+			       double *base)
 {
 	char *head = mf_sites_summary(stage, gpu, view, s, mf_mb, base), *exact = mf_sites_exact_text(s, mf_mb, 0);
 	fprintf(out, "  %s\n", head);
@@ -198,8 +199,8 @@ static void mf_print_view(FILE *out, const struct mf_file *f, json_t *stage, int
 	mf_table_init(&t, 5, mf_sites_align, mf_sites_seps);
 	static const char *const by[] = { "", "line", "function", "file", "the framework's line" };
 	mf_text_row(&t, mf_xstrdup("#"), mf_xstrdup("bytes"), mf_xstrdup("share"),
-		    mf_xstrdup(mf_sites_every_allocation(f, stage, gpu, view) ? "allocs" : "samples"), o->by ? mf_xasprintf("sites grouped by %s",
-		    by[o->by]) : mf_xstrdup("site, then its callers"));
+		    mf_xstrdup(mf_sites_every_allocation(f, stage, gpu, view) ? "allocs" : "samples"),
+		    o->by ? mf_xasprintf("sites grouped by %s", by[o->by]) : mf_xstrdup("site, then its callers"));
 	mf_group_rows(&t, s, o, base);
 	mf_closing_row(&t, s, base, mf_unkept(f));
 	mf_table_print(out, &t, "  ");
@@ -207,8 +208,7 @@ static void mf_print_view(FILE *out, const struct mf_file *f, json_t *stage, int
 }
 
 /* What was live from before the stage: its table (--all), else one line saying what it holds. */
-static void mf_print_before(FILE *out, const struct mf_file *f, json_t *stage, int gpu,
-			    const struct mf_opts *o)
+static void mf_print_before(FILE *out, const struct mf_file *f, json_t *stage, int gpu, const struct mf_opts *o)
 {
 	struct mf_sites b;
 	mf_sites_view(stage, gpu, MF_BEFORE, &b);
@@ -228,8 +228,7 @@ static void mf_print_before(FILE *out, const struct mf_file *f, json_t *stage, i
 
 /* One device's lists: the line that says how it was measured, then the table of what the stage
  * added (an older file: of all that was live), then what it inherited. */
-static void mf_print_site_list(FILE *out, const struct mf_file *f, json_t *stage, int gpu,
-			       const struct mf_opts *o)
+static void mf_print_site_list(FILE *out, const struct mf_file *f, json_t *stage, int gpu, const struct mf_opts *o)
 {
 	struct mf_sites s;
 	mf_sites_get(stage, gpu, &s);
@@ -256,8 +255,7 @@ static int mf_print_stage_sites(FILE *out, const struct mf_file *f, json_t *s, i
 {
 	const char *name = json_string_value(json_object_get(s, "name"));
 	json_t *cpu = json_object_get(s, "peak_sites"), *gpu = json_object_get(s, "peak_sites_gpu");
-	int has_cpu = json_is_array(cpu), has_gpu = json_is_array(gpu) &&
-						    (json_array_size(gpu) || f->gpu_used);
+	int has_cpu = json_is_array(cpu), has_gpu = json_is_array(gpu) && (json_array_size(gpu) || f->gpu_used);
 	if (!has_cpu && !has_gpu && !asked)
 		return 0;
 	fprintf(out, "%s***** %s%s call sites at the peak *****\n", first ? "" : "\n", name,
@@ -289,26 +287,33 @@ static void mf_print_dropped(FILE *out, const struct mf_file *f)
 	double rate;
 	long long nu = mf_unkept(f);
 	if (nu > 0) /* recorded, so counted: only their frames are missing */
-		fprintf(out, "\nmemshim: the stack table was full: %lld %s%s recorded without %s stack; %s bytes are "
-			"in the closing rows (+)\n", nu, mf_cpu_record(f),
-			nu == 1 ? " was" : "s were", nu == 1 ? "its" : "their", nu == 1 ? "its" : "their");
+		fprintf(out,
+			"\nmemshim: the stack table was full: %lld %s%s recorded without %s stack; %s bytes are "
+			"in the closing rows (+)\n",
+			nu, mf_cpu_record(f), nu == 1 ? " was" : "s were", nu == 1 ? "its" : "their",
+			nu == 1 ? "its" : "their");
 	if (ns > 0 && strcmp(mf_cpu_record(f), "sample")) { /* allocations of any size: no bound to give */
-		fprintf(out, "\nmemshim: %lld %s%s not recorded (the shim's stack or live-block table "
-			"was full): the sites above miss %s bytes\n", ns, mf_cpu_record(f), ns == 1 ? " was" : "s were",
-			ns == 1 ? "its" : "their");
+		fprintf(out,
+			"\nmemshim: %lld %s%s not recorded (the shim's stack or live-block table "
+			"was full): the sites above miss %s bytes\n",
+			ns, mf_cpu_record(f), ns == 1 ? " was" : "s were", ns == 1 ? "its" : "their");
 	} else if (ns > 0 && mf_num(json_object_get(sites, "rate"), &rate) && rate > 0) {
 		char *b = mf_fmt_bytes((double)ns * rate);
-		fprintf(out, "\nmemshim: %lld sample%s not recorded (the shim's stack or sample table was "
-			"full): the sites above miss up to about %s\n", ns, ns == 1 ? " was" : "s were", b);
+		fprintf(out,
+			"\nmemshim: %lld sample%s not recorded (the shim's stack or sample table was "
+			"full): the sites above miss up to about %s\n",
+			ns, ns == 1 ? " was" : "s were", b);
 		free(b);
 	} else if (ns > 0) {
-		fprintf(out, "\nmemshim: %lld sample%s not recorded (the shim's stack or sample table was "
-			"full): the sites above miss %s bytes\n", ns, ns == 1 ? " was" : "s were",
-			ns == 1 ? "its" : "their");
+		fprintf(out,
+			"\nmemshim: %lld sample%s not recorded (the shim's stack or sample table was "
+			"full): the sites above miss %s bytes\n",
+			ns, ns == 1 ? " was" : "s were", ns == 1 ? "its" : "their");
 	} else if (nd > 0 && nu == 0) { /* an older file: the samples of stacks not kept were dropped */
-		fprintf(out, "\nmemshim: the stack table was full: %lld sampled stack%s not kept; the "
-			"sites above miss %s bytes\n", nd, nd == 1 ? " was" : "s were",
-			nd == 1 ? "its" : "their");
+		fprintf(out,
+			"\nmemshim: the stack table was full: %lld sampled stack%s not kept; the "
+			"sites above miss %s bytes\n",
+			nd, nd == 1 ? " was" : "s were", nd == 1 ? "its" : "their");
 	}
 }
 
@@ -317,8 +322,10 @@ void mf_print_sites(FILE *out, const struct mf_file *f, const struct mf_opts *o)
 	size_t i, shown = 0;
 	json_t *s;
 	if (!mf_file_has_sites(f)) {
-		fprintf(out, "memshim: %s has no call sites: sampling was off (MEMSHIM_SITES=0), or the "
-			"file predates call-site sampling\n", f->path);
+		fprintf(out,
+			"memshim: %s has no call sites: sampling was off (MEMSHIM_SITES=0), or the "
+			"file predates call-site sampling\n",
+			f->path);
 		return;
 	}
 	if (!f->complete) {

@@ -49,7 +49,8 @@ static int mf_listed_before(const struct mf_file *files, size_t i, size_t j, con
 		json_t *list = json_object_get(files[k].root, "unmatched_targets");
 		for (size_t e = 0; e < (k < i ? json_array_size(list) : j); e++) {
 			json_t *t = json_array_get(list, e);
-			if (mf_same(json_object_get(t, "stage"), stage) && mf_same(json_object_get(t, "target"), target))
+			if (mf_same(json_object_get(t, "stage"), stage) &&
+			    mf_same(json_object_get(t, "target"), target))
 				return 1;
 		}
 	}
@@ -73,8 +74,9 @@ static int mf_print_unmatched_run(FILE *out, const struct mf_file *files, size_t
 			if (!stage || !target || matched || mf_listed_before(files, i, j, stage, target))
 				continue;
 			const char *near = json_string_value(json_object_get(t, "did_you_mean"));
-			fprintf(out, "%s%s=%s", shown++ ? ", " : "memshim: stage targets that matched no function that ran: ",
-				stage, target);
+			fprintf(out, "%s%s=%s",
+				shown++ ? ", " : "memshim: stage targets that matched no function that ran: ", stage,
+				target);
 			if (near)
 				fprintf(out, " (did you mean %s?)", near);
 		}
@@ -98,7 +100,8 @@ static size_t mf_functions_of(json_t *stage, const char *target, const char **on
 	json_t *e;
 	*one = NULL;
 	json_array_foreach(json_object_get(stage, "matched_functions"), i, e) {
-		if (!mf_same(json_object_get(e, "target"), target) || !json_string_value(json_object_get(e, "function")))
+		if (!mf_same(json_object_get(e, "target"), target) ||
+		    !json_string_value(json_object_get(e, "function")))
 			continue;
 		*one = json_string_value(json_object_get(e, "function"));
 		n++;
@@ -216,7 +219,8 @@ static int mf_native_found(const struct mf_file *files, size_t n, const char *st
 		size_t j;
 		json_t *t;
 		json_array_foreach(json_object_get(files[k].root, "native_targets"), j, t)
-			if (mf_same(json_object_get(t, "stage"), stage) && mf_same(json_object_get(t, "target"), target) &&
+			if (mf_same(json_object_get(t, "stage"), stage) &&
+			    mf_same(json_object_get(t, "target"), target) &&
 			    !mf_same(json_object_get(t, "bound"), "none"))
 				return 1;
 		if (mf_lists_unmatched(&files[k], stage, target) || mf_has_stage(&files[k], stage))
@@ -233,7 +237,8 @@ static int mf_native_listed_before(const struct mf_file *files, size_t i, size_t
 		json_t *list = json_object_get(files[k].root, "native_targets");
 		for (size_t e = 0; e < (k < i ? json_array_size(list) : j); e++) {
 			json_t *t = json_array_get(list, e);
-			if (mf_same(json_object_get(t, "stage"), stage) && mf_same(json_object_get(t, "target"), target))
+			if (mf_same(json_object_get(t, "stage"), stage) &&
+			    mf_same(json_object_get(t, "target"), target))
 				return 1;
 		}
 	}
@@ -255,7 +260,8 @@ static int mf_print_native_unfound(FILE *out, const struct mf_file *files, size_
 			if (!stage || !target || mf_native_found(files, n, stage, target) ||
 			    mf_native_listed_before(files, i, j, stage, target))
 				continue;
-			fprintf(out, "memshim: native stage %s: '%s' was not found in any loaded object", stage, target);
+			fprintf(out, "memshim: native stage %s: '%s' was not found in any loaded object", stage,
+				target);
 			if (n > 1)
 				fprintf(out, " (in none of the %zu processes)", n);
 			fputc('\n', out);
