@@ -12,8 +12,7 @@ static struct mf_rgb mf_hex(unsigned x)
 /* CPU blue, then GPUs in colours that stay apart from it and from each other. */
 struct mf_rgb mf_series_colour(int device)
 {
-	static const unsigned c[] = { 0xd62728, 0x2ca02c, 0xff7f0e, 0x9467bd,
-				      0x8c564b, 0xe377c2, 0x17becf, 0xbcbd22 };
+	static const unsigned c[] = { 0xd62728, 0x2ca02c, 0xff7f0e, 0x9467bd, 0x8c564b, 0xe377c2, 0x17becf, 0xbcbd22 };
 	return mf_hex(device < 0 ? 0x1f77b4 : c[device % 8]);
 }
 

@@ -275,8 +275,8 @@ void mf_panel_build(const struct mf_file *f, double offset, struct mf_panel *p)
 	} else {
 		mf_peak_only_series(p);
 	}
-	int all_events = p->has_timeline && json_is_array(json_object_get(tl, "events")) &&
-			 mf_get(tl, "events_dropped", 0) <= 0;
+	int all_events =
+		p->has_timeline && json_is_array(json_object_get(tl, "events")) && mf_get(tl, "events_dropped", 0) <= 0;
 	json_array_foreach(f->stages, i, st) {
 		if (!all_events)
 			mf_stage_calls(p, st);

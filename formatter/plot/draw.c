@@ -56,8 +56,8 @@ static void mf_line_box(struct mf_taken *lines, double x0, double y0, double x1,
 	mf_taken_add(lines, &r);
 }
 
-static void mf_draw_one(cairo_t *cr, const struct mf_panel *p, const struct mf_series *s,
-			const struct mf_frame *fr, const struct mf_ticks *yt, struct mf_taken *lines)
+static void mf_draw_one(cairo_t *cr, const struct mf_panel *p, const struct mf_series *s, const struct mf_frame *fr,
+			const struct mf_ticks *yt, struct mf_taken *lines)
 {
 	struct mf_pt *d = mf_xmalloc((s->n + 1) * sizeof *d);
 	size_t n = mf_decimate(s->p, s->n, fr->w / fr->tmax, d);
@@ -94,8 +94,8 @@ static void mf_draw_one(cairo_t *cr, const struct mf_panel *p, const struct mf_s
 	free(d);
 }
 
-void mf_draw_series(cairo_t *cr, const struct mf_panel *p, const struct mf_frame *fr,
-		    const struct mf_ticks *yt, struct mf_room *room)
+void mf_draw_series(cairo_t *cr, const struct mf_panel *p, const struct mf_frame *fr, const struct mf_ticks *yt,
+		    struct mf_room *room)
 {
 	cairo_save(cr);
 	cairo_rectangle(cr, fr->x, fr->y - 1, fr->w + 1, fr->h + 2);
@@ -115,9 +115,8 @@ static int mf_place(cairo_t *cr, const struct mf_frame *fr, struct mf_room *room
 	for (int i = 0; i < 2 * nspots; i++) {
 		const double *at = spots[i % nspots];
 		struct mf_rect r = { at[0], at[1] - h, at[0] + w, at[1] + 3 };
-		if (r.x0 < fr->x + 2 || r.x1 > fr->x + fr->w - 2 || r.y0 < fr->y + 2 ||
-		    r.y1 > fr->y + fr->h - 2 || !mf_taken_free_at(&room->marks, &r) ||
-		    (i < nspots && !mf_taken_free_at(&room->lines, &r)))
+		if (r.x0 < fr->x + 2 || r.x1 > fr->x + fr->w - 2 || r.y0 < fr->y + 2 || r.y1 > fr->y + fr->h - 2 ||
+		    !mf_taken_free_at(&room->marks, &r) || (i < nspots && !mf_taken_free_at(&room->lines, &r)))
 			continue;
 		mf_taken_add(&room->marks, &r);
 		cairo_set_source_rgba(cr, 1, 1, 1, 0.8);
@@ -132,14 +131,14 @@ static int mf_place(cairo_t *cr, const struct mf_frame *fr, struct mf_room *room
 }
 
 /* Beside a mark at X, Y: above it first, then to the sides, then below. */
-static int mf_place_near(cairo_t *cr, const struct mf_frame *fr, struct mf_room *room,
-			 const char *s, double x, double y, struct mf_rgb c)
+static int mf_place_near(cairo_t *cr, const struct mf_frame *fr, struct mf_room *room, const char *s, double x,
+			 double y, struct mf_rgb c)
 {
 	double w = mf_text_w(cr, s);
-	const double spots[][2] = { { x - w / 2, y - 8 }, { x + 7, y - 5 }, { x - 7 - w, y - 5 },
-				    { x + 7, y + 14 }, { x - 7 - w, y + 14 }, { x - w / 2, y + 19 },
-				    { x - w / 2, y - 22 }, { x + 7, y - 20 }, { x - 7 - w, y - 20 },
-				    { x - w / 2, y - 36 }, { x + 7, y - 34 }, { x - 7 - w, y - 34 } };
+	const double spots[][2] = { { x - w / 2, y - 8 },  { x + 7, y - 5 },      { x - 7 - w, y - 5 },
+				    { x + 7, y + 14 },     { x - 7 - w, y + 14 }, { x - w / 2, y + 19 },
+				    { x - w / 2, y - 22 }, { x + 7, y - 20 },     { x - 7 - w, y - 20 },
+				    { x - w / 2, y - 36 }, { x + 7, y - 34 },     { x - 7 - w, y - 34 } };
 	return mf_place(cr, fr, room, s, spots, 12, c);
 }
 
@@ -179,8 +178,8 @@ static const char *mf_stage_at(const struct mf_panel *p, double t)
 
 /* The process peak: a dashed line at its height, a ring where it happened, its value at the right
  * and the stage open at that moment ("CPU process peak 400 MB in train"). */
-static void mf_process_peak(cairo_t *cr, const struct mf_panel *p, const struct mf_series *s,
-			    const struct mf_frame *fr, const struct mf_ticks *yt, struct mf_room *room)
+static void mf_process_peak(cairo_t *cr, const struct mf_panel *p, const struct mf_series *s, const struct mf_frame *fr,
+			    const struct mf_ticks *yt, struct mf_room *room)
 {
 	struct mf_rgb c = mf_series_colour(s->device);
 	double y = round(mf_frame_y(fr, yt, s->peak)) + 0.5, dash = 4;
@@ -202,15 +201,17 @@ static void mf_process_peak(cairo_t *cr, const struct mf_panel *p, const struct 
 	}
 	if (mf_peak_of_run(p, s)) /* the stage's label says it */
 		return;
-	char *v = mf_fmt_bytes(s->peak), *dev = s->device < 0 ? mf_xstrdup("CPU")
-				: mf_xasprintf("GPU %d", s->device);
+	char *v = mf_fmt_bytes(s->peak), *dev = s->device < 0 ? mf_xstrdup("CPU") : mf_xasprintf("GPU %d", s->device);
 	const char *stage = s->peak_t >= 0 ? mf_stage_at(p, s->peak_t) : NULL;
 	char *in = stage ? mf_clean_text(stage) : NULL;
-	char *t = in ? mf_xasprintf("%s process peak %s in %s", dev, v, in) : mf_xasprintf("%s process peak %s", dev, v);
+	char *t =
+		in ? mf_xasprintf("%s process peak %s in %s", dev, v, in) : mf_xasprintf("%s process peak %s", dev, v);
 	free(in);
 	double w = mf_text_w(cr, t);
-	const double spots[][2] = { { fr->x + fr->w - w - 6, y - 4 }, { fr->x + fr->w - w - 6, y + 13 },
-				    { fr->x + 6, y - 4 }, { fr->x + 6, y + 13 } };
+	const double spots[][2] = { { fr->x + fr->w - w - 6, y - 4 },
+				    { fr->x + fr->w - w - 6, y + 13 },
+				    { fr->x + 6, y - 4 },
+				    { fr->x + 6, y + 13 } };
 	mf_place(cr, fr, room, t, spots, 4, c);
 	free(v), free(dev), free(t);
 }
@@ -224,8 +225,8 @@ static int mf_is_run_peak(const struct mf_panel *p, const struct mf_peak *m)
 }
 
 /* "train 131 MB", and "(process peak)" after the stage where the process peak happened. */
-static void mf_peak_label(cairo_t *cr, const struct mf_panel *p, const struct mf_frame *fr,
-			  const struct mf_ticks *yt, struct mf_room *room, const struct mf_peak *m)
+static void mf_peak_label(cairo_t *cr, const struct mf_panel *p, const struct mf_frame *fr, const struct mf_ticks *yt,
+			  struct mf_room *room, const struct mf_peak *m)
 {
 	double x = mf_frame_x(fr, p, m->t), y = mf_frame_y(fr, yt, m->v);
 	char *v = mf_fmt_bytes(m->v), *name = mf_clean_text(m->stage);
@@ -236,8 +237,8 @@ static void mf_peak_label(cairo_t *cr, const struct mf_panel *p, const struct mf
 
 /* Marks first, so that no label covers one; then the labels of the process peaks, which matter
  * most, then the other stages'. */
-void mf_draw_peaks(cairo_t *cr, const struct mf_panel *p, const struct mf_frame *fr,
-		   const struct mf_ticks *yt, struct mf_room *room)
+void mf_draw_peaks(cairo_t *cr, const struct mf_panel *p, const struct mf_frame *fr, const struct mf_ticks *yt,
+		   struct mf_room *room)
 {
 	mf_font(cr, MF_FS_SMALL, 0);
 	for (size_t i = 0; i < p->npk; i++)

@@ -91,8 +91,7 @@ struct mf_flame_pick {
 	double peak;
 };
 
-static void mf_flame_choose(struct mf_file *files, size_t n, const struct mf_opts *o,
-			    struct mf_flame_pick *p)
+static void mf_flame_choose(struct mf_file *files, size_t n, const struct mf_opts *o, struct mf_flame_pick *p)
 {
 	memset(p, 0, sizeof *p);
 	for (size_t i = 0; i < n; i++) {
@@ -120,14 +119,16 @@ static int mf_flame_none(FILE *err, struct mf_file *files, size_t n, const struc
 	for (size_t i = 0; i < n; i++)
 		any |= mf_file_has_sites(&files[i]);
 	if (!any)
-		fprintf(err, "memshim-format: no call sites to draw in %s%s: sampling was off "
-			"(MEMSHIM_SITES=0), or the file predates call-site sampling\n", files[0].path, more);
+		fprintf(err,
+			"memshim-format: no call sites to draw in %s%s: sampling was off "
+			"(MEMSHIM_SITES=0), or the file predates call-site sampling\n",
+			files[0].path, more);
 	else if (o->stage)
 		fprintf(err, "memshim-format: no %s call sites for stage \"%s\" in %s%s\n",
 			o->flame_gpu ? "GPU" : "CPU", o->stage, files[0].path, more);
 	else
-		fprintf(err, "memshim-format: no %s call sites in %s%s\n", o->flame_gpu ? "GPU" : "CPU",
-			files[0].path, more);
+		fprintf(err, "memshim-format: no %s call sites in %s%s\n", o->flame_gpu ? "GPU" : "CPU", files[0].path,
+			more);
 	return MF_BAD;
 }
 
@@ -138,8 +139,8 @@ struct mf_flame_page {
 	struct mf_sites s;
 	struct mf_fnode root;
 	int rows;
-	double base;            /* what the tooltips' shares are of (as --sites's) */
-	char *of;               /* "of the stage's need (42.0 MB)" */
+	double base; /* what the tooltips' shares are of (as --sites's) */
+	char *of;    /* "of the stage's need (42.0 MB)" */
 };
 
 /* The function's name only (up to "+0x" or " ("), so its call sites share one colour. */
@@ -169,7 +170,7 @@ static struct mf_rgb mf_frame_colour(const char *label)
  * cairo measures the text for both, so labels fit alike. */
 struct mf_canvas {
 	cairo_t *cr;
-	FILE *svg;              /* NULL: draw with cr */
+	FILE *svg; /* NULL: draw with cr */
 };
 
 enum mf_ink { MF_INK_TITLE, MF_INK_SUB, MF_INK_LABEL, MF_INK_NOTE };
@@ -183,8 +184,7 @@ static void mf_cv_font(const struct mf_canvas *cv, enum mf_ink ink)
 }
 
 /* S at (X, Y), shortened in the middle to fit W. */
-static void mf_cv_text(const struct mf_canvas *cv, double x, double y, enum mf_ink ink,
-		       const char *s, double w)
+static void mf_cv_text(const struct mf_canvas *cv, double x, double y, enum mf_ink ink, const char *s, double w)
 {
 	static const char *const cls[] = { "h", "p", NULL, "q" };
 	mf_cv_font(cv, ink);
@@ -196,8 +196,7 @@ static void mf_cv_text(const struct mf_canvas *cv, double x, double y, enum mf_i
 	free(t);
 }
 
-static void mf_cv_rect(const struct mf_canvas *cv, double x, double y, double w, double h,
-		       struct mf_rgb c)
+static void mf_cv_rect(const struct mf_canvas *cv, double x, double y, double w, double h, struct mf_rgb c)
 {
 	if (cv->svg) {
 		mf_svg_rect(cv->svg, x, y, w, h, c);
@@ -213,12 +212,11 @@ struct mf_flame_frame {
 };
 
 /* A frame's tooltip: its whole name, then its bytes and their share ("all": the sum listed). */
-static void mf_flame_tooltip(FILE *svg, const struct mf_flame_page *p, const struct mf_fnode *nd,
-			     const char *shown)
+static void mf_flame_tooltip(FILE *svg, const struct mf_flame_page *p, const struct mf_fnode *nd, const char *shown)
 {
 	char *bytes = mf_fmt_bytes_cut(nd->bytes);
-	char *tip = mf_xasprintf("%s%s\n%s, %.1f%% %s", shown, nd->label ? "" : ": every stack listed",
-				 bytes, p->base > 0 ? 100 * nd->bytes / p->base : 0.0, p->of);
+	char *tip = mf_xasprintf("%s%s\n%s, %.1f%% %s", shown, nd->label ? "" : ": every stack listed", bytes,
+				 p->base > 0 ? 100 * nd->bytes / p->base : 0.0, p->of);
 	fputs("<g><title>", svg);
 	mf_svg_escaped(svg, tip, 1);
 	fputs("</title>", svg);
@@ -226,8 +224,7 @@ static void mf_flame_tooltip(FILE *svg, const struct mf_flame_page *p, const str
 }
 
 /* "name · 60.0 MB" when it fits, else the name alone, shortened to fit. */
-static void mf_flame_label(const struct mf_canvas *cv, const char *clean, double bytes, double x,
-			   double y, double w)
+static void mf_flame_label(const struct mf_canvas *cv, const char *clean, double bytes, double x, double y, double w)
 {
 	char *b = mf_fmt_bytes_cut(bytes), *text = mf_xasprintf("%s · %s", clean, b);
 	mf_cv_font(cv, MF_INK_LABEL);
@@ -235,8 +232,8 @@ static void mf_flame_label(const struct mf_canvas *cv, const char *clean, double
 	free(b), free(text);
 }
 
-static void mf_flame_node(const struct mf_canvas *cv, const struct mf_flame_page *p,
-			  const struct mf_fnode *nd, const struct mf_flame_frame *fr, double x, int row)
+static void mf_flame_node(const struct mf_canvas *cv, const struct mf_flame_page *p, const struct mf_fnode *nd,
+			  const struct mf_flame_frame *fr, double x, int row)
 {
 	double w = nd->bytes * fr->scale, y = fr->bottom - (row + 1) * fr->row_h;
 	if (w < 0.25 || y < MF_FL_HEAD - 1)
@@ -263,8 +260,7 @@ static void mf_flame_titles(const struct mf_canvas *cv, const struct mf_flame_pa
 	const char *name = json_string_value(json_object_get(p->stage, "name"));
 	char *about = mf_sites_about(p->f, p->stage, p->gpu, &p->s);
 	char *proc = mf_proc_label(p->f), *argv = mf_argv_text(p->f), *clean = mf_clean_text(name);
-	char *title = mf_xasprintf("memshim · %s call sites at the peak of %s", p->gpu ? "GPU" : "CPU",
-				   clean);
+	char *title = mf_xasprintf("memshim · %s call sites at the peak of %s", p->gpu ? "GPU" : "CPU", clean);
 	char *sub = mf_xasprintf("%s · %s · %s", about, proc, argv), *list, *exact;
 	double tw = w - 2 * MF_FL_SIDE;
 	mf_flame_list_lines(p->stage, p->gpu, &p->s, &list, &exact);
@@ -287,9 +283,11 @@ static void mf_flame_paint(const struct mf_canvas *cv, const struct mf_flame_pag
 	mf_flame_titles(cv, p, w);
 	if (p->root.bytes > 0)
 		mf_flame_node(cv, p, &p->root, &fr, fr.x0, 0);
-	mf_cv_text(cv, MF_FL_SIDE, h - 12, MF_INK_NOTE, "width: bytes live at the peak, the bottom bar "
+	mf_cv_text(cv, MF_FL_SIDE, h - 12, MF_INK_NOTE,
+		   "width: bytes live at the peak, the bottom bar "
 		   "their sum · callers below, the allocating frame on top · Python frames green, native "
-		   "warm", w - 2 * MF_FL_SIDE);
+		   "warm",
+		   w - 2 * MF_FL_SIDE);
 }
 
 static void mf_flame_draw(cairo_t *cr, void *arg, int w, int h)
@@ -324,8 +322,8 @@ void mf_flame_list_lines(json_t *stage, int gpu, const struct mf_sites *s, char 
 	*list = mf_sites_summary(stage, gpu, MF_ADDED, s, mf_fmt_bytes_cut, NULL);
 	*exact = mf_sites_exact_text(s, mf_fmt_bytes_cut, 1);
 	if (!*exact)
-		*exact = mf_xstrdup(gpu ? "all of it exact: every allocation recorded at its size" :
-				    "how much of it is exact is not said (an older file)");
+		*exact = mf_xstrdup(gpu ? "all of it exact: every allocation recorded at its size"
+					: "how much of it is exact is not said (an older file)");
 }
 
 char *mf_flame_share_of(json_t *stage, int gpu, const struct mf_sites *s, double *base)
@@ -359,8 +357,8 @@ int mf_flame(FILE *err, struct mf_file *files, size_t n, const struct mf_opts *o
 	double want = MF_FL_HEAD + MF_FL_FOOT + (double)p.rows * MF_FL_ROW;
 	int w = o->plot_w ? o->plot_w : MF_FL_W;
 	int h = o->plot_h ? o->plot_h : (int)fmax(MF_PLOT_MIN, fmin(MF_PLOT_MAX, want));
-	int rc = mf_plot_kind(o->mode_arg) == 1 ? mf_flame_svg(err, o->mode_arg, &p, w, h) :
-		mf_picture(err, o->mode_arg, w, h, mf_flame_draw, &p);
+	int rc = mf_plot_kind(o->mode_arg) == 1 ? mf_flame_svg(err, o->mode_arg, &p, w, h)
+						: mf_picture(err, o->mode_arg, w, h, mf_flame_draw, &p);
 	mf_flame_free(&p.root);
 	mf_sites_free(&p.s);
 	free(p.of);

@@ -12,8 +12,7 @@ enum { MF_TITLE_H = 22, MF_MIN_PX = 3 };
 static char *mf_band_text(const struct mf_band *b)
 {
 	char *name = mf_clean_text(b->stage), *other = mf_clean_text(b->other);
-	char *more = b->kinds > 2 ? mf_xstrdup(" + more") : b->other ?
-		mf_xasprintf(" + %s", other) : mf_xstrdup("");
+	char *more = b->kinds > 2 ? mf_xstrdup(" + more") : b->other ? mf_xasprintf(" + %s", other) : mf_xstrdup("");
 	char *calls = b->calls > 1 ? mf_xasprintf(" ×%d", b->calls) : mf_xstrdup("");
 	char *t = mf_xasprintf("%s%s%s%s", name, more, calls, b->open ? " (open)" : "");
 	free(name), free(other), free(more), free(calls);
@@ -21,8 +20,7 @@ static char *mf_band_text(const struct mf_band *b)
 }
 
 /* A run of several stages shows the second one's colour in stripes over the first one's. */
-static void mf_band_stripes(cairo_t *cr, const struct mf_frame *fr, const struct mf_band *b,
-			    const struct mf_rect *r)
+static void mf_band_stripes(cairo_t *cr, const struct mf_frame *fr, const struct mf_band *b, const struct mf_rect *r)
 {
 	mf_set_rgb(cr, mf_stage_colour(fr->names, b->other), 1);
 	for (double x = r->x0 + 3; x + 3 <= r->x1; x += 6)
@@ -30,8 +28,7 @@ static void mf_band_stripes(cairo_t *cr, const struct mf_frame *fr, const struct
 	cairo_fill(cr);
 }
 
-static struct mf_rect mf_band_rect(const struct mf_frame *fr, const struct mf_panel *p,
-				   const struct mf_band *b)
+static struct mf_rect mf_band_rect(const struct mf_frame *fr, const struct mf_panel *p, const struct mf_band *b)
 {
 	double x0 = fmax(mf_frame_x(fr, p, b->t0), fr->x);
 	double x1 = fmax(fmin(mf_frame_x(fr, p, b->t1), fr->x + fr->w), x0 + 1);
@@ -79,8 +76,8 @@ static size_t *mf_by_width(const struct mf_panel *p)
 }
 
 /* K holds the labels, BANDS the bands: a label inside its own band only avoids other labels. */
-static int mf_label_band(cairo_t *cr, const struct mf_panel *p, const struct mf_frame *fr,
-			 const struct mf_band *b, int need, struct mf_taken *k, struct mf_taken *bands)
+static int mf_label_band(cairo_t *cr, const struct mf_panel *p, const struct mf_frame *fr, const struct mf_band *b,
+			 int need, struct mf_taken *k, struct mf_taken *bands)
 {
 	struct mf_rect r = mf_band_rect(fr, p, b);
 	char *t = mf_band_text(b);
@@ -90,11 +87,9 @@ static int mf_label_band(cairo_t *cr, const struct mf_panel *p, const struct mf_
 	struct mf_rect left = { r.x0 - 3 - w, r.y0, r.x0 - 3, r.y1 };
 	const struct mf_rect *at = w + 6 <= r.x1 - r.x0 && mf_taken_free_at(k, &in) ? &in : NULL;
 	/* Outside its band only the first label of a stage, and only over an empty stretch. */
-	if (!at && need && right.x1 < fr->x + fr->w && mf_taken_free_at(k, &right) &&
-	    mf_taken_free_at(bands, &right))
+	if (!at && need && right.x1 < fr->x + fr->w && mf_taken_free_at(k, &right) && mf_taken_free_at(bands, &right))
 		at = &right;
-	if (!at && need && left.x0 > fr->x && mf_taken_free_at(k, &left) &&
-	    mf_taken_free_at(bands, &left))
+	if (!at && need && left.x0 > fr->x && mf_taken_free_at(k, &left) && mf_taken_free_at(bands, &left))
 		at = &left;
 	if (at) {
 		cairo_set_source_rgb(cr, 0.1, 0.1, 0.1);
@@ -107,8 +102,7 @@ static int mf_label_band(cairo_t *cr, const struct mf_panel *p, const struct mf_
 }
 
 /* Every band is in the way of outside labels; labels go to the widest bands first. */
-static void mf_band_labels(cairo_t *cr, const struct mf_panel *p, const struct mf_frame *fr,
-			   struct mf_taken *k)
+static void mf_band_labels(cairo_t *cr, const struct mf_panel *p, const struct mf_frame *fr, struct mf_taken *k)
 {
 	struct mf_taken bands = { 0 };
 	size_t *o = mf_by_width(p);
@@ -179,8 +173,10 @@ static double mf_legend(cairo_t *cr, const struct mf_panel *p, double right, dou
 	mf_font(cr, MF_FS_SMALL, 0);
 	for (size_t i = 0; i < p->ns + 2; i++) {
 		int m = i < 2 ? (int)i : -1, dev = i < 2 ? 0 : p->s[p->ns + 1 - i].device;
-		char *t = m == 0 ? mf_xstrdup("process peak") : m == 1 ? mf_xstrdup("stage peak") :
-			dev < 0 ? mf_xstrdup("CPU live") : mf_xasprintf("GPU %d live", dev);
+		char *t = m == 0    ? mf_xstrdup("process peak")
+			  : m == 1  ? mf_xstrdup("stage peak")
+			  : dev < 0 ? mf_xstrdup("CPU live")
+				    : mf_xasprintf("GPU %d live", dev);
 		x -= mf_text_w(cr, t);
 		if (draw) {
 			cairo_set_source_rgb(cr, 0.25, 0.25, 0.25);
@@ -194,8 +190,7 @@ static double mf_legend(cairo_t *cr, const struct mf_panel *p, double right, dou
 	return x;
 }
 
-static void mf_panel_head(cairo_t *cr, const struct mf_panel *p, const struct mf_frame *fr,
-			  double y, int with_argv)
+static void mf_panel_head(cairo_t *cr, const struct mf_panel *p, const struct mf_frame *fr, double y, int with_argv)
 {
 	char *t = mf_panel_title(p->f), *a = with_argv ? mf_argv_text(p->f) : NULL;
 	char *full = a ? mf_xasprintf("%s · %s", t, a) : mf_xstrdup(t);
@@ -222,8 +217,7 @@ static void mf_no_timeline(cairo_t *cr, const struct mf_frame *fr)
 }
 
 /* The panel fills Y .. Y+H: title line, plot area, then one row of bands per nesting level. */
-void mf_draw_panel(cairo_t *cr, struct mf_panel *p, struct mf_frame *fr, double y, double h,
-		   int with_argv)
+void mf_draw_panel(cairo_t *cr, struct mf_panel *p, struct mf_frame *fr, double y, double h, int with_argv)
 {
 	struct mf_ticks yt;
 	struct mf_room room = { { 0 }, { 0 } };

@@ -41,8 +41,7 @@ static cairo_status_t mf_sink_write(void *closure, const unsigned char *data, un
 static void mf_page_title(cairo_t *cr, const struct mf_file *files, size_t n, double w)
 {
 	char *argv = mf_argv_text(&files[0]);
-	char *t = n > 1 ? mf_xasprintf("memshim · %zu processes · %s", n, argv)
-			: mf_xasprintf("memshim · %s", argv);
+	char *t = n > 1 ? mf_xasprintf("memshim · %zu processes · %s", n, argv) : mf_xasprintf("memshim · %s", argv);
 	mf_font(cr, MF_FS_TITLE, 1);
 	cairo_set_source_rgb(cr, 0.1, 0.1, 0.1);
 	mf_text_fit(cr, MF_PAGE_L, 26, t, w - MF_PAGE_L - MF_PAGE_R);
@@ -61,8 +60,10 @@ static void mf_time_axis(cairo_t *cr, const struct mf_frame *fr, double y, size_
 		mf_show_text(cr, s);
 		free(s);
 	}
-	char *s = mf_xasprintf("time since %s started (%s)", n == 1 ? "the process" : aligned ?
-			       "the first process" : "each process (not one run: started far apart)",
+	char *s = mf_xasprintf("time since %s started (%s)",
+			       n == 1    ? "the process"
+			       : aligned ? "the first process"
+					 : "each process (not one run: started far apart)",
 			       fr->xt->uname);
 	cairo_move_to(cr, fr->x + (fr->w - mf_text_w(cr, s)) / 2, y + 32);
 	mf_show_text(cr, s);
@@ -95,8 +96,8 @@ static void mf_draw_page(cairo_t *cr, struct mf_file *files, size_t n, int w, in
 		mf_panel_build(&files[i], off, &p[i]);
 		tmax = fmax(tmax, off + p[i].end);
 		for (size_t k = 0; k < json_array_size(files[i].stages); k++)
-			mf_names_add(&names, json_string_value(json_object_get(
-				json_array_get(files[i].stages, k), "name")));
+			mf_names_add(&names,
+				     json_string_value(json_object_get(json_array_get(files[i].stages, k), "name")));
 	}
 	/* One memory scale for every panel, so ranks and children compare at a glance. */
 	double vmax = 0;
@@ -106,9 +107,11 @@ static void mf_draw_page(cairo_t *cr, struct mf_file *files, size_t n, int w, in
 		p[i].vmax = vmax;
 	/* The axis ends at the end of the data, not at the next tick: no empty stretch at the right. */
 	mf_ticks_time(tmax, &xt);
-	struct mf_frame fr = { .x = MF_PAGE_L, .w = fmax(10, w - MF_PAGE_L - MF_PAGE_R),
+	struct mf_frame fr = { .x = MF_PAGE_L,
+			       .w = fmax(10, w - MF_PAGE_L - MF_PAGE_R),
 			       .tmax = tmax > 0 && isfinite(tmax) ? tmax * 1.01 : xt.top * xt.unit,
-			       .xt = &xt, .names = &names };
+			       .xt = &xt,
+			       .names = &names };
 	double ph = fmax(20, (h - MF_HEAD_H - MF_FOOT_H - (double)(n - 1) * MF_GAP) / n);
 	cairo_set_source_rgb(cr, 1, 1, 1);
 	cairo_paint(cr);

@@ -28,39 +28,39 @@ struct mf_rgb {
 };
 
 struct mf_pt {
-	double t, v;            /* seconds since the process's start_time, bytes */
+	double t, v; /* seconds since the process's start_time, bytes */
 };
 
 /* One line: CPU live memory (device -1) or one GPU's. */
 struct mf_series {
 	int device;
-	struct mf_pt *p;        /* owned, in time order */
+	struct mf_pt *p; /* owned, in time order */
 	size_t n;
-	double peak;            /* the process peak of this component, or -1 when unknown */
-	double peak_t;          /* when it was reached, or -1 when unknown */
+	double peak;   /* the process peak of this component, or -1 when unknown */
+	double peak_t; /* when it was reached, or -1 when unknown */
 };
 
 /* One stage call, or after mf_bands_merge a run of neighbouring calls too thin to tell apart. */
 struct mf_band {
-	const char *stage;      /* borrowed from the file */
+	const char *stage; /* borrowed from the file */
 	double t0, t1;
 	int row, calls, open;
-	const char *other;      /* a second stage in a merged run, or NULL */
-	int kinds;              /* how many stages the run holds (counting stops at 3) */
+	const char *other; /* a second stage in a merged run, or NULL */
+	int kinds;         /* how many stages the run holds (counting stops at 3) */
 };
 
 /* A stage's peak (of its last call) on one series. */
 struct mf_peak {
-	const char *stage;      /* borrowed */
-	int device;             /* -1: CPU */
+	const char *stage; /* borrowed */
+	int device;        /* -1: CPU */
 	double t, v;
 };
 
 /* Everything drawn for one process. */
 struct mf_panel {
 	const struct mf_file *f;
-	double offset;          /* its start_time minus the earliest of all panels */
-	double end;             /* its last known time, seconds since its start */
+	double offset; /* its start_time minus the earliest of all panels */
+	double end;    /* its last known time, seconds since its start */
 	int has_timeline;
 	struct mf_series *s;
 	size_t ns;
@@ -84,15 +84,15 @@ size_t mf_bands_merge(struct mf_band *b, size_t n, double px_per_s, double min_p
 
 /* scale.c: axis ticks on a 1-2-5 scale and readable units. */
 struct mf_ticks {
-	double step, top;       /* tick spacing and the axis end (a multiple of step) */
-	double unit;            /* bytes or seconds per displayed unit */
-	const char *uname;      /* "MB", "s", "min", ... */
+	double step, top;  /* tick spacing and the axis end (a multiple of step) */
+	double unit;       /* bytes or seconds per displayed unit */
+	const char *uname; /* "MB", "s", "min", ... */
 	int decimals;
 };
 void mf_ticks_bytes(double vmax, struct mf_ticks *t);
 void mf_ticks_time(double tmax, struct mf_ticks *t);
 char *mf_tick_label(const struct mf_ticks *t, double v, int with_unit);
-char *mf_fmt_secs(double s);                /* "6.67 s", "12.5 min" */
+char *mf_fmt_secs(double s); /* "6.67 s", "12.5 min" */
 /* At most four points per pixel column (first, lowest, highest, last): every extreme is kept. */
 size_t mf_decimate(const struct mf_pt *in, size_t n, double px_per_s, struct mf_pt *out);
 
@@ -136,7 +136,7 @@ struct mf_rgb mf_area_colour(void);
 #define MF_AREA_ALPHA 0.10
 /* Stage colours follow the order stage names first appear in any of the files. */
 struct mf_names {
-	const char **name;      /* borrowed */
+	const char **name; /* borrowed */
 	size_t n;
 };
 void mf_names_add(struct mf_names *nm, const char *name);
@@ -145,18 +145,17 @@ void mf_set_rgb(cairo_t *cr, struct mf_rgb c, double alpha);
 
 /* draw.c, panel.c: one panel in the rectangle (x, y, w, h) with the shared time axis. */
 struct mf_frame {
-	double x, y, w, h;      /* the memory plot area */
-	double band_y, row_h;   /* the stage rows below it */
-	double tmax;            /* the shared time axis: 0 .. tmax seconds */
+	double x, y, w, h;    /* the memory plot area */
+	double band_y, row_h; /* the stage rows below it */
+	double tmax;          /* the shared time axis: 0 .. tmax seconds */
 	const struct mf_ticks *xt;
 	const struct mf_names *names;
 };
-void mf_draw_panel(cairo_t *cr, struct mf_panel *p, struct mf_frame *fr, double y, double h,
-		   int with_argv);
-void mf_draw_series(cairo_t *cr, const struct mf_panel *p, const struct mf_frame *fr,
-		    const struct mf_ticks *yt, struct mf_room *room);
-void mf_draw_peaks(cairo_t *cr, const struct mf_panel *p, const struct mf_frame *fr,
-		   const struct mf_ticks *yt, struct mf_room *room);
+void mf_draw_panel(cairo_t *cr, struct mf_panel *p, struct mf_frame *fr, double y, double h, int with_argv);
+void mf_draw_series(cairo_t *cr, const struct mf_panel *p, const struct mf_frame *fr, const struct mf_ticks *yt,
+		    struct mf_room *room);
+void mf_draw_peaks(cairo_t *cr, const struct mf_panel *p, const struct mf_frame *fr, const struct mf_ticks *yt,
+		   struct mf_room *room);
 void mf_draw_bands(cairo_t *cr, struct mf_panel *p, const struct mf_frame *fr);
 void mf_draw_grid(cairo_t *cr, const struct mf_frame *fr, const struct mf_ticks *yt);
 double mf_frame_x(const struct mf_frame *fr, const struct mf_panel *p, double t);
@@ -171,7 +170,7 @@ typedef void mf_draw_fn(cairo_t *cr, void *arg, int w, int h);
 int mf_picture(FILE *err, const char *path, int w, int h, mf_draw_fn *draw, void *arg);
 
 /* svgdoc.c: SVG written as text (words stay <text>), and a picture's bytes written to a file. */
-void mf_svg_begin(FILE *fp, int w, int h);   /* the head, the text classes, a white page */
+void mf_svg_begin(FILE *fp, int w, int h); /* the head, the text classes, a white page */
 void mf_svg_end(FILE *fp);
 void mf_svg_num(FILE *fp, double v);
 void mf_svg_escaped(FILE *fp, const char *s, int newlines);
@@ -183,9 +182,9 @@ int mf_write_picture(FILE *err, const char *path, const char *data, size_t n);
 
 /* flame.c: --flame, a stage's peak call sites as a flame graph (callers at the bottom). */
 struct mf_fnode {
-	const char *label;      /* borrowed from the file; NULL for the root */
+	const char *label; /* borrowed from the file; NULL for the root */
 	double bytes;
-	struct mf_fnode *kid;   /* owned, largest first once built */
+	struct mf_fnode *kid; /* owned, largest first once built */
 	size_t nkids, cap;
 };
 /* The sites merged by common prefix from their outermost frame. */

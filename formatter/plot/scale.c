@@ -25,8 +25,7 @@ static int mf_decimals(double step)
 	return d;
 }
 
-static void mf_ticks_in(double max, double unit, const char *uname, int intervals,
-			struct mf_ticks *t)
+static void mf_ticks_in(double max, double unit, const char *uname, int intervals, struct mf_ticks *t)
 {
 	double m = max / unit;
 	if (!(m > 0) || !isfinite(m))

@@ -12,7 +12,8 @@
 /* The text classes: a label (no class), h a title, p a panel's line, q a note; plot.h's sizes. */
 void mf_svg_begin(FILE *fp, int w, int h)
 {
-	fprintf(fp, "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<svg xmlns=\"http://www.w3.org/2000/svg\" "
+	fprintf(fp,
+		"<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<svg xmlns=\"http://www.w3.org/2000/svg\" "
 		"width=\"%d\" height=\"%d\" viewBox=\"0 0 %d %d\">\n<style>text{font-family:'%s',sans-serif;"
 		"font-size:%gpx;fill:#1a1a1a}.h{font-size:%gpx;font-weight:bold}.p{font-size:%gpx;"
 		"fill:#4d4d4d}.q{fill:#4d4d4d}</style>\n<rect width=\"100%%\" height=\"100%%\" fill=\"#fff\"/>\n",

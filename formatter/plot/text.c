@@ -72,10 +72,9 @@ static char *mf_snapshot_text(const struct mf_file *f)
 
 char *mf_panel_title(const struct mf_file *f)
 {
-	char *rank = f->has_rank ? mf_xasprintf(" · rank %lld of %lld", f->rank, f->world_size)
-				 : mf_xstrdup("");
-	char *child = f->is_child ? mf_xasprintf(" · child of %lld (%s)", f->ppid,
-						 f->forked ? "forked" : "exec'd") : mf_xstrdup("");
+	char *rank = f->has_rank ? mf_xasprintf(" · rank %lld of %lld", f->rank, f->world_size) : mf_xstrdup("");
+	char *child = f->is_child ? mf_xasprintf(" · child of %lld (%s)", f->ppid, f->forked ? "forked" : "exec'd")
+				  : mf_xstrdup("");
 	char *secs = f->has_times ? mf_fmt_secs(f->end_time - f->start_time) : NULL;
 	char *ran = secs ? mf_xasprintf(" · ran %s", secs) : mf_xstrdup("");
 	char *snap = mf_snapshot_text(f);
