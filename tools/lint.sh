@@ -14,10 +14,10 @@ tools/settings_lint.sh "${BUILD:-build}" shim
 # Every upward hook listed once (shim/hooks.def), each with exactly one setter.
 python3 tools/hooks_lint.py shim
 
-# The format (.clang-format) where the code follows it: the top, core/, cuda/, output/ and sites/.
-# Another folder joins once `clang-format -i` leaves it readable; a region clang-format would make
-# worse (a hand-aligned table) is marked /* clang-format off */ ... /* clang-format on */.
-formatted="shim/*.c shim/*.h shim/core/*.[ch] shim/cuda/*.[ch] shim/output/*.[ch] shim/sites/*.[ch]"
+# The format (.clang-format): every C file of shim/ and formatter/, each folder and the top.  A
+# region clang-format would make worse (a hand-aligned table, an assembly listing) is marked
+# /* clang-format off */ ... /* clang-format on */.
+formatted="shim/*.[ch] shim/*/*.[ch] formatter/*.[ch] formatter/*/*.[ch]"
 # shellcheck disable=SC2086
 clang-format --dry-run --Werror $formatted || {
 	echo "lint: clang-format would change the lines above (clang-format -i FILE)" >&2
