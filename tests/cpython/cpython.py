@@ -25,21 +25,22 @@ directory per run, removed when everything agreed (--keep keeps it).
 """
 import argparse
 import concurrent.futures
-import fnmatch
 import glob
-import json
 import os
 import re
-import shutil
 import signal
 import subprocess
 import sys
-import tempfile
-import threading
 import time
 import xml.etree.ElementTree as ET
 
 HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.join(os.path.dirname(HERE), "common"))
+from suite_runner import (RunnerBase, ShortTmpDirs, add_common_arguments, capped,  # noqa: E402
+                          check_common_arguments, clean_env, differs_again, memshim_lines_by_kind,
+                          memshim_message, metrics_files_below, metrics_files_in, run_in_session,
+                          stage_called, walls_against_bare)
+
 MODES = ("bare", "shim", "stage")
 STAGE_SPEC = "s=TestCase.run"
 EXTRA_DIR = os.path.join(HERE, "extra")
@@ -48,7 +49,6 @@ EXTRA_DIR = os.path.join(HERE, "extra")
 EXTRA = {"test_multiprocessing_fork": "test_mp_fork",
          "test_multiprocessing_spawn": "test_mp_spawn",
          "test_multiprocessing_forkserver": "test_mp_forkserver"}
-METRICS_GLOB = "memshim_metrics.json*"
 MAX_SHOWN = 10      # differences printed per interpreter, mode and module (all in report.json)
 
 
@@ -141,20 +141,11 @@ def default_pythons():
         ["/usr/bin/python3"]
 
 
-def clean_env():
-    """The environment without the shim's settings or anything that changes Python's start."""
-    env = {k: v for k, v in os.environ.items()
-           if not k.startswith(("MEMSHIM_", "PYTHON")) and k != "LD_PRELOAD"}
-    return env
-
-
 class Job:
     """One `python -m test` run: an interpreter, a mode, modules, optional test ids to match."""
-    # TMPDIR: short, under /tmp (a forkserver's AF_UNIX socket path, TMPDIR/test_python_*/pymp-*/
-    # listener-*, must fit in 108 bytes, or the forkserver tests fail bare and under the shim alike)
-    tmp_root = None
-    tmp_count = 0
-    tmp_lock = threading.Lock()
+    # TMPDIR: short, or the forkserver tests' sockets (TMPDIR/test_python_*/pymp-*/listener-*) fail
+    # bare and under the shim alike
+    tmp_dirs = ShortTmpDirs("mscpy")
 
     def __init__(self, py, mode, modules, args, rundir, label, match=(), ignore=(), testdir=None):
         self.py, self.mode, self.modules, self.args = py, mode, modules, args
@@ -164,11 +155,7 @@ class Job:
         self.wall = None
         self.rc = None
         self.timed_out = False
-        with Job.tmp_lock:
-            if Job.tmp_root is None:
-                Job.tmp_root = tempfile.mkdtemp(prefix="mscpy", dir="/tmp")
-            Job.tmp_count += 1
-            self.tmp = os.path.join(Job.tmp_root, str(Job.tmp_count))
+        self.tmp = Job.tmp_dirs.new()
 
     def env(self, lib):
         env = clean_env()
@@ -202,21 +189,11 @@ class Job:
             os.makedirs(os.path.join(self.dir, sub), exist_ok=True)
         os.makedirs(self.tmp, exist_ok=True)
         start = time.monotonic()
-        with open(os.path.join(self.dir, "log.txt"), "w") as log:
-            proc = subprocess.Popen(self.command(), cwd=self.dir, env=self.env(lib), stdout=log,
-                                    stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-                                    start_new_session=True)
-            try:
-                self.rc = proc.wait(timeout=self.args.timeout * 2 + 120)
-            except subprocess.TimeoutExpired:
-                # regrtest's workers are in sessions of their own: SIGINT makes it stop them
-                self.timed_out = True
-                os.killpg(proc.pid, signal.SIGINT)
-                try:
-                    self.rc = proc.wait(timeout=60)
-                except subprocess.TimeoutExpired:
-                    os.killpg(proc.pid, signal.SIGKILL)
-                    self.rc = proc.wait()
+        # regrtest's workers are in sessions of their own: SIGINT makes it stop them
+        proc, self.timed_out = run_in_session(
+            self.command(), self.dir, self.env(lib), os.path.join(self.dir, "log.txt"),
+            timeout=self.args.timeout * 2 + 120, stop_signal=signal.SIGINT, grace=60)
+        self.rc = proc.returncode
         self.wall = time.monotonic() - start
         return self
 
@@ -260,22 +237,19 @@ class Job:
                 if m:
                     method, where = m.group(1), m.group(2)
                     current = where if where.endswith("." + method) else where + "." + method
-                if "memshim:" in line:
-                    found.append((current, line[line.index("memshim:"):].rstrip()))
+                msg = memshim_message(line)
+                if msg is not None:
+                    found.append((current, msg))
         return found
 
     def metrics_files(self):
-        where = os.path.join(self.dir, "metrics" if self.mode == "stage" else "")
-        return glob.glob(os.path.join(where, METRICS_GLOB))
+        return metrics_files_in(os.path.join(self.dir, "metrics" if self.mode == "stage" else ""))
 
     def stray_metrics_files(self):
         """Metrics files anywhere but where this mode's settings put them."""
-        stray = []
-        for where in (os.path.join(self.dir, "work"), self.tmp):
-            for root, _dirs, files in os.walk(where):
-                stray += [os.path.join(root, f) for f in files if fnmatch.fnmatch(f, METRICS_GLOB)]
+        stray = metrics_files_below(os.path.join(self.dir, "work")) + metrics_files_below(self.tmp)
         if self.mode == "stage":
-            stray += glob.glob(os.path.join(self.dir, METRICS_GLOB))
+            stray += metrics_files_in(self.dir)
         return stray
 
 
@@ -341,19 +315,10 @@ def normalise_category(text):
 
 # --- the run -----------------------------------------------------------------------------------
 
-class Runner:
+class Runner(RunnerBase):
     def __init__(self, args):
-        self.args = args
-        self.lib = os.path.abspath(args.lib)
-        self.rundir = args.out or tempfile.mkdtemp(prefix="memshim-cpython-")
-        os.makedirs(self.rundir, exist_ok=True)
-        self.lock = threading.Lock()
-        self.report = {"differences": [], "flaky": [], "excluded": [], "problems": [],
-                       "walls": []}
-
-    def say(self, *a):
-        with self.lock:
-            print(*a, flush=True)
+        super().__init__(args, "memshim-cpython-", {"differences": [], "flaky": [], "excluded": [],
+                                                    "problems": [], "walls": []})
 
     def jobs_for(self, py, modules):
         """[[a job per mode] per group]: a group per module (--per-module), else one group of the
@@ -423,10 +388,7 @@ class Runner:
                 self.report["problems"].append(
                     "%s stage %s: stage s (%s) never called in %d metrics files" % (
                         job.py.tag, " ".join(job.modules), STAGE_SPEC, len(files)))
-            seen = {}
-            for test, msg in job.messages():
-                seen.setdefault((test, re.sub(r"\d+", "N", msg)), []).append(msg)
-            for (test, _kind), msgs in sorted(seen.items()):
+            for test, msgs in memshim_lines_by_kind(job.messages()):
                 self.report["differences"].append({
                     "python": job.py.tag, "mode": job.mode, "module": " ".join(job.modules),
                     "test": test, "bare": "-", "log": job.dir,
@@ -502,7 +464,7 @@ class Runner:
         the first time): a hang under the shim first and bare the second time is flaky."""
         entry = {"python": py.tag, "mode": job.mode, "module": module, "test": test,
                  "bare": first[0], "shim": first[1], "rerun": list(again), "log": logdir}
-        if again[0] != again[1] and (again[0] == first[0] or again[1] == first[1]):
+        if differs_again(first, again):
             self.report["differences"].append(entry)
         else:
             self.report["flaky"].append(entry)
@@ -519,16 +481,12 @@ class Runner:
             return
         self.say("cpython: wall time per module (s), and against bare")
         for r in rows:
-            w = r["walls"]
-            b = w.get("bare") or 0
-            self.say("  %-8s %-40s " % (r["python"], r["module"]) + "  ".join(
-                "%s %7.1f%s" % (m, w[m], (" (%.2fx)" % (w[m] / b)) if m != "bare" and b else "")
-                for m in self.args.modes if m in w))
+            self.say("  %-8s %-40s " % (r["python"], r["module"]) +
+                     walls_against_bare(r["walls"], self.args.modes, 7))
 
     def finish(self, elapsed):
         rep = self.report
-        with open(os.path.join(self.rundir, "report.json"), "w") as f:
-            json.dump(rep, f, indent=1)
+        self.write_report()
         for p in rep["problems"]:
             self.say("cpython: note: " + p)
         for e in rep["excluded"]:
@@ -536,16 +494,12 @@ class Runner:
         for e in rep["flaky"]:
             self.say("cpython: flaky (agreed when run again): %(python)s %(mode)s %(module)s "
                      "%(test)s: bare %(bare)s, %(mode)s %(shim)s" % e)
-        shown = {}
-        for e in rep["differences"]:
-            key = (e["python"], e["mode"], e["module"])
-            shown[key] = shown.get(key, 0) + 1
-            if shown[key] == MAX_SHOWN + 1:
-                more = sum(1 for d in rep["differences"]
-                           if (d["python"], d["mode"], d["module"]) == key) - MAX_SHOWN
+        for e, left_out in capped(rep["differences"],
+                                  lambda d: (d["python"], d["mode"], d["module"]), MAX_SHOWN):
+            if left_out:
+                key, more = left_out
                 self.say("cpython: DIFFERENCE %s %s %s: %d more tests (report.json)" % (
                     key + (more,)))
-            if shown[key] > MAX_SHOWN:
                 continue
             self.say("cpython: DIFFERENCE %(python)s %(mode)s %(module)s %(test)s: bare %(bare)s, "
                      "%(mode)s %(shim)s (again: %(rerun)s); logs %(log)s" % e
@@ -555,12 +509,8 @@ class Runner:
                                         for p in rep["problems"])
         self.say("cpython: %s in %.0f s (report %s)" % (
             "%d differences" % len(rep["differences"]) if rep["differences"] else
-            ("the shim did not run" if bad else "every test agreed"), elapsed,
-            os.path.join(self.rundir, "report.json")))
-        if not bad and not self.args.keep:
-            shutil.rmtree(self.rundir, ignore_errors=True)
-            if Job.tmp_root:
-                shutil.rmtree(Job.tmp_root, ignore_errors=True)
+            ("the shim did not run" if bad else "every test agreed"), elapsed, self.report_path))
+        self.clean_up(bad, Job.tmp_dirs)
         return 1 if bad else 0
 
 
@@ -578,42 +528,18 @@ def base_id(test_id):
     return test_id.split(" ")[0]
 
 
-def stage_called(path):
-    try:
-        with open(path) as f:
-            data = json.load(f)
-    except (OSError, ValueError):
-        return False
-    stages = data.get("stages")
-    if isinstance(stages, dict):
-        s = stages.get("s") or {}
-        return (s.get("calls") or 0) > 0
-    if isinstance(stages, list):
-        return any(s.get("name") == "s" and (s.get("calls") or 0) > 0 for s in stages)
-    return False
-
-
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--lib", default="build/libmemshim.so")
-    ap.add_argument("--set", choices=("fast", "full"), default="fast")
+    add_common_arguments(ap, MODES, "build/libmemshim.so", "regrtest runs at once")
     ap.add_argument("--python", action="append", help="interpreter (repeatable; default: all)")
     ap.add_argument("--module", action="append", help="only this module (repeatable)")
-    ap.add_argument("--modes", default=",".join(MODES),
-                    type=lambda s: [m for m in s.split(",") if m])
-    ap.add_argument("--jobs", type=int, default=2, help="regrtest runs at once")
     ap.add_argument("--workers", type=int, default=4, help="regrtest -j in a multi-module run")
     ap.add_argument("--per-module", action="store_true",
                     help="one regrtest run per module (wall time per module)")
     ap.add_argument("--timeout", type=int, default=300, help="regrtest --timeout per test file")
     ap.add_argument("--use", default="", help="regrtest -u resources (e.g. network,subprocess)")
-    ap.add_argument("--out", help="run directory (default: a new one under $TMPDIR)")
-    ap.add_argument("--keep", action="store_true", help="keep the run directory")
     args = ap.parse_args()
-    if args.modes[0] != "bare" or any(m not in MODES for m in args.modes):
-        ap.error("--modes: bare first, then shim and/or stage")
-    if not os.path.exists(args.lib):
-        ap.error("%s not found (make build/libmemshim.so)" % args.lib)
+    check_common_arguments(ap, args, MODES)
     return Runner(args).main()
 
 

@@ -108,3 +108,18 @@ char *t_draw(const char *option, const char *dir, const char *name, char **args)
 	free(out), free(err);
 	return path;
 }
+
+char *t_draw_to_full_disk(const char *option, const char *dir, const char *name, const char *input)
+{
+	char *out, *err, *link;
+	if (access("/dev/full", W_OK))
+		return NULL;
+	ck_assert_int_ge(asprintf(&link, "%s/%s", dir, name), 0);
+	ck_assert_int_eq(symlink("/dev/full", link), 0);
+	char *argv[] = { "memshim-format", (char *)option, link, (char *)input, NULL };
+	ck_assert_int_eq(t_run(argv, &out, &err), 2);
+	ck_assert_msg(strstr(err, ": cannot write: No space left on device\n") && !strchr(err, '\n')[1], "stderr: %s",
+		      err);
+	free(out), free(err);
+	return link;
+}

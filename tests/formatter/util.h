@@ -20,6 +20,10 @@ int t_run(char **argv, char **out, char **err);
 /* memshim-format OPTION DIR/NAME ARGS... (NULL-terminated) must exit 0 printing nothing; returns
  * DIR/NAME (free it). */
 char *t_draw(const char *option, const char *dir, const char *name, char **args);
+/* memshim-format OPTION DIR/NAME INPUT with DIR/NAME a link to /dev/full (a disk that fills midway)
+ * must exit 2 with one message, the write's; returns DIR/NAME (free it), or NULL (nothing run) where
+ * /dev/full cannot be written. */
+char *t_draw_to_full_disk(const char *option, const char *dir, const char *name, const char *input);
 
 Suite *golden_suite(void);
 Suite *pyfloat_suite(void);

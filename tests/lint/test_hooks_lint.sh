@@ -2,11 +2,8 @@
 # tools/hooks_lint.py on copies of shim/: the tree as it is passes; a second setter of a hook (a
 # store, an atomic store, a second call of a setter function), a hook without its setter, and a
 # pointer set from another file without a row in hooks.def each fail it.
-set -u
-cd "$(dirname "$0")/../.."
+. "$(dirname "$0")/lib.sh"
 tool=$PWD/tools/hooks_lint.py
-tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
-pass=0 fail=0
 
 # expect WANT NAME [FILE TEXT]...: a copy of shim/ with TEXT appended to each FILE (shim/-relative)
 expect() {
@@ -18,11 +15,7 @@ expect() {
 		shift 2
 	done
 	python3 "$tool" "$t" >"$tmp/out" 2>&1 || got=$?
-	if [ "$got" -eq "$want" ]; then
-		pass=$((pass + 1))
-	else
-		fail=$((fail + 1)); echo "FAIL $name: exit $got, wanted $want"; cat "$tmp/out"
-	fi
+	tally "$name" "$want" "$got"
 	rm -rf "$t"
 }
 
@@ -43,5 +36,4 @@ expect 1 "a new pointer set from above without a row" \
 	core/stages.h 'extern void (*ms_new_hook)(void);' \
 	core/stages.c 'void (*ms_new_hook)(void);' \
 	lifecycle.c 'static void g(void) {}\nstatic void f(void) { ms_new_hook = g; }'
-echo "hooks lint: $pass passed, $fail failed"
-[ "$fail" -eq 0 ]
+verdict "hooks lint"

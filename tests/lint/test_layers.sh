@@ -3,11 +3,8 @@
 # include, a sibling call, a cycle across folders (through a listed exception, or between folders of
 # no layer), a cycle inside one folder (unless listed) and a stale exception each fail it, in the
 # shim's tree and the formatter's.
-set -u
-cd "$(dirname "$0")/../.."
+. "$(dirname "$0")/lib.sh"
 tool=$PWD/tools/layers.py
-tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
-pass=0 fail=0
 
 # tree NAME FILE=SOURCE...: compiles each shim/FOLDER/F.c of the tree into build/shim/FOLDER/F.o,
 # and each formatter/FOLDER/F.c into build/formatter/plain/FOLDER/F.o
@@ -30,11 +27,7 @@ expect() {
 	local want=$1 name=$2 dir=$3 allow=${4:-$tmp/none.allow}
 	local got=0
 	(cd "$dir" && python3 "$tool" build "$allow" >"$tmp/out" 2>&1) || got=$?
-	if [ "$got" -eq "$want" ]; then
-		pass=$((pass + 1))
-	else
-		fail=$((fail + 1)); echo "FAIL $name: exit $got, wanted $want"; cat "$tmp/out"
-	fi
+	tally "$name" "$want" "$got"
 }
 
 : > "$tmp/none.allow"
@@ -68,5 +61,4 @@ printf 'shim/core/low.o ms_gone  # seeded, never used\n' > "$tmp/stale.allow"
 expect 1 "a stale exception" "$clean" "$tmp/stale.allow"
 printf 'shim/core/low.o ms_high  # no reason\n' | sed 's/  #.*//' > "$tmp/bad.allow"
 expect 1 "an exception without a reason" "$up" "$tmp/bad.allow"
-echo "layers: $pass passed, $fail failed"
-[ "$fail" -eq 0 ]
+verdict "layers"

@@ -2,11 +2,8 @@
 # tools/settings_lint.sh on throwaway trees: the environment read in core/config.c only passes; a
 # getenv, a secure_getenv or environ anywhere else fails it, in an object or in a source, and so
 # does a setenv, putenv or unsetenv anywhere (config.c included).
-set -u
-cd "$(dirname "$0")/../.."
+. "$(dirname "$0")/lib.sh"
 tool=$PWD/tools/settings_lint.sh
-tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
-pass=0 fail=0
 
 # tree NAME FILE=SOURCE...: each shim/FOLDER/F.c compiled into build/shim/FOLDER/F.o
 tree() {
@@ -23,11 +20,7 @@ tree() {
 expect() {
 	local want=$1 name=$2 dir=$3 got=0
 	(cd "$dir" && "$tool" build shim >"$tmp/out" 2>&1) || got=$?
-	if [ "$got" -eq "$want" ]; then
-		pass=$((pass + 1))
-	else
-		fail=$((fail + 1)); echo "FAIL $name: exit $got, wanted $want"; cat "$tmp/out"
-	fi
+	tally "$name" "$want" "$got"
 }
 
 config='shim/core/config.c=#include <stdlib.h>\nconst char *ms_env(const char *n) { return secure_getenv(n); }'
@@ -41,5 +34,4 @@ expect 1 "unsetenv in python/" "$(tree unset "$config" 'shim/python/t.c=#include
 src=$(tree src "$config")
 printf '#include <stdlib.h>\nstatic const char *f(void) { return getenv("X"); }\n' > "$src/shim/core/unbuilt.c"
 expect 1 "a getenv in a source no object has" "$src"
-echo "settings lint: $pass passed, $fail failed"
-[ "$fail" -eq 0 ]
+verdict "settings lint"

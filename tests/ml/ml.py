@@ -29,26 +29,25 @@ is never retried under the shim alone). Everything a run writes is under one dir
 import argparse
 import concurrent.futures
 import fnmatch
-import glob
-import json
 import os
 import re
-import shutil
 import signal
 import subprocess
 import sys
-import tempfile
-import threading
 import time
 import xml.etree.ElementTree as ET
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(os.path.dirname(HERE))
 sys.path.insert(0, HERE)
+sys.path.insert(0, os.path.join(os.path.dirname(HERE), "common"))
 from suites import SUITES  # noqa: E402
+from suite_runner import (RunnerBase, ShortTmpDirs, add_common_arguments, capped,  # noqa: E402
+                          check_common_arguments, clean_env, differs_again, memshim_lines_by_kind,
+                          memshim_message, metrics_files_below, metrics_files_in, run_in_session,
+                          stage_called, walls_against_bare)
 
 MODES = ("bare", "shim", "stage", "exact")
-METRICS_GLOB = "memshim_metrics.json*"
 MAX_SHOWN = 10          # differences printed per suite and mode (all of them in report.json)
 MAX_RERUN = 200         # differing tests run again per suite and mode; beyond: differences as is
 TEST_TIMEOUT = 600      # pytest-timeout per test: a hang fails its test, named
@@ -64,12 +63,6 @@ def site_packages(python):
                          stdout=subprocess.PIPE, universal_newlines=True, env=clean_env(),
                          check=True)
     return out.stdout.strip()
-
-
-def clean_env():
-    """The environment without the shim's settings or anything that changes Python's start."""
-    return {k: v for k, v in os.environ.items()
-            if not k.startswith(("MEMSHIM_", "PYTHON")) and k != "LD_PRELOAD"}
 
 
 def mangle(nodeid):
@@ -99,9 +92,7 @@ class Selection:
 
 class Job:
     """One pytest run: a suite, a mode, its selection or some test ids."""
-    tmp_root = None
-    tmp_count = 0
-    tmp_lock = threading.Lock()
+    tmp_dirs = ShortTmpDirs("msml")
 
     def __init__(self, runner, suite, sel, mode, label, nodeids=None):
         self.runner, self.suite, self.sel, self.mode = runner, suite, sel, mode
@@ -110,11 +101,7 @@ class Job:
         self.python = venv_python(runner.args, suite["venv"])
         self.wall = self.rc = None
         self.timed_out = False
-        with Job.tmp_lock:
-            if Job.tmp_root is None:
-                Job.tmp_root = tempfile.mkdtemp(prefix="msml", dir="/tmp")
-            Job.tmp_count += 1
-            self.tmp = os.path.join(Job.tmp_root, str(Job.tmp_count))
+        self.tmp = Job.tmp_dirs.new()
 
     @property
     def timeout(self):
@@ -165,20 +152,11 @@ class Job:
             os.makedirs(os.path.join(self.dir, sub), exist_ok=True)
         os.makedirs(self.tmp, exist_ok=True)
         start = time.monotonic()
-        with open(os.path.join(self.dir, "output.txt"), "w") as out:
-            proc = subprocess.Popen(self.command(), cwd=os.path.join(self.dir, "work"),
-                                    env=self.env(), stdout=out, stderr=subprocess.STDOUT,
-                                    stdin=subprocess.DEVNULL, start_new_session=True)
-            try:
-                self.rc = proc.wait(timeout=self.timeout)
-            except subprocess.TimeoutExpired:
-                self.timed_out = True
-                os.killpg(proc.pid, signal.SIGTERM)
-                try:
-                    self.rc = proc.wait(timeout=30)
-                except subprocess.TimeoutExpired:
-                    os.killpg(proc.pid, signal.SIGKILL)
-                    self.rc = proc.wait()
+        proc, self.timed_out = run_in_session(
+            self.command(), os.path.join(self.dir, "work"), self.env(),
+            os.path.join(self.dir, "output.txt"), timeout=self.timeout,
+            stop_signal=signal.SIGTERM, grace=30)
+        self.rc = proc.returncode
         # whatever the run left behind (workers of a killed run) goes with it
         try:
             os.killpg(proc.pid, signal.SIGKILL)
@@ -239,8 +217,9 @@ class Job:
         found = []
         with open(os.path.join(self.dir, "output.txt"), errors="replace") as f:
             for line in f:
-                if "memshim:" in line:
-                    found.append(("-", line[line.index("memshim:"):].rstrip()))
+                msg = memshim_message(line)
+                if msg is not None:
+                    found.append(("-", msg))
         try:
             root = ET.parse(self.junit_path).getroot()
         except (OSError, ET.ParseError):
@@ -248,21 +227,19 @@ class Job:
         for case in (root.iter("testcase") if root is not None else ()):
             for err in case.iter("system-err"):
                 for line in (err.text or "").split("\n"):
-                    if "memshim:" in line:
-                        found.append(("%s::%s" % (case.get("classname"), case.get("name")),
-                                      line[line.index("memshim:"):].rstrip()))
+                    msg = memshim_message(line)
+                    if msg is not None:
+                        found.append(("%s::%s" % (case.get("classname"), case.get("name")), msg))
         return found
 
     def metrics_files(self):
-        where = os.path.join(self.dir, "metrics" if self.mode in ("stage", "exact") else "work")
-        return glob.glob(os.path.join(where, METRICS_GLOB))
+        return metrics_files_in(os.path.join(
+            self.dir, "metrics" if self.mode in ("stage", "exact") else "work"))
 
     def stray_metrics_files(self):
-        stray = []
-        for root, _dirs, files in os.walk(self.tmp):
-            stray += [os.path.join(root, f) for f in files if fnmatch.fnmatch(f, METRICS_GLOB)]
+        stray = metrics_files_below(self.tmp)
         if self.mode in ("stage", "exact"):
-            stray += glob.glob(os.path.join(self.dir, "work", METRICS_GLOB))
+            stray += metrics_files_in(os.path.join(self.dir, "work"))
         return stray
 
     def ended(self):
@@ -301,33 +278,11 @@ def junit_outcome(case):
     return "+".join(sorted(kinds)) or "passed"
 
 
-def stage_called(path):
-    try:
-        with open(path) as f:
-            data = json.load(f)
-    except (OSError, ValueError):
-        return False
-    stages = data.get("stages")
-    if isinstance(stages, dict):
-        return ((stages.get("s") or {}).get("calls") or 0) > 0
-    if isinstance(stages, list):
-        return any(s.get("name") == "s" and (s.get("calls") or 0) > 0 for s in stages)
-    return False
-
-
-class Runner:
+class Runner(RunnerBase):
     def __init__(self, args):
-        self.args = args
-        self.lib = os.path.abspath(args.lib)
-        self.rundir = args.out or tempfile.mkdtemp(prefix="memshim-ml-")
-        os.makedirs(self.rundir, exist_ok=True)
-        self.lock = threading.Lock()
-        self.report = {"differences": [], "flaky": [], "problems": [], "suites": []}
+        super().__init__(args, "memshim-ml-",
+                         {"differences": [], "flaky": [], "problems": [], "suites": []})
         self.sites = {}
-
-    def say(self, *a):
-        with self.lock:
-            print(*a, flush=True)
 
     def suites(self):
         chosen = []
@@ -436,10 +391,7 @@ class Runner:
         elif job.mode in ("stage", "exact") and not any(stage_called(f) for f in files):
             self.report["problems"].append("%s %s: stage s (%s) never called in %d metrics files" % (
                 job.suite["name"], job.mode, job.suite["stage"], len(files)))
-        seen = {}
-        for test, msg in job.memshim_lines():
-            seen.setdefault((test, re.sub(r"\d+", "N", msg)), []).append(msg)
-        for (test, _kind), msgs in sorted(seen.items()):
+        for test, msgs in memshim_lines_by_kind(job.memshim_lines()):
             self.difference(job, test, "-", "%d line(s) from memshim in the output: %s" % (
                 len(msgs), msgs[0]))
         for path in job.stray_metrics_files():
@@ -475,7 +427,7 @@ class Runner:
                 a = (again_b.get(t, "absent"), again_s.get(t, "absent"))
                 entry = dict(suite=job.suite["name"], mode=job.mode, test=t, bare=f[0],
                              shim=f[1], rerun=list(a), log=pair[1].dir)
-                if a[0] != a[1] and (a[0] == f[0] or a[1] == f[1]):
+                if differs_again(f, a):
                     self.report["differences"].append(entry)
                 else:
                     self.report["flaky"].append(entry)
@@ -494,33 +446,24 @@ class Runner:
             row = {"suite": name, "tests": len(b_out), "outcomes": counts,
                    "agreeing": len([t for t in b_out if t not in bad]), "walls": walls}
             self.report["suites"].append(row)
-            b = walls.get("bare") or 0
             self.say("  %-22s %6d tests, %6d agree  %s" % (
-                name, row["tests"], row["agreeing"], "  ".join(
-                    "%s %6.1f%s" % (m, walls[m], " (%.2fx)" % (walls[m] / b)
-                                    if m != "bare" and b else "")
-                    for m in self.args.modes if m in walls)))
+                name, row["tests"], row["agreeing"],
+                walls_against_bare(walls, self.args.modes, 6)))
 
     def finish(self, elapsed):
         rep = self.report
-        with open(os.path.join(self.rundir, "report.json"), "w") as f:
-            json.dump(rep, f, indent=1)
+        self.write_report()
         for p in rep["problems"]:
             self.say("ml: PROBLEM: " + p)
         for e in rep["flaky"]:
             self.say("ml: flaky (agreed when run again): %(suite)s %(mode)s %(test)s: bare "
                      "%(bare)s, %(mode)s %(shim)s" % e)
-        shown = {}
-        for e in rep["differences"]:
-            key = (e["suite"], e["mode"])
-            shown[key] = shown.get(key, 0) + 1
-            if shown[key] == MAX_SHOWN + 1:
-                more = sum(1 for d in rep["differences"] if (d["suite"], d["mode"]) == key)
-                self.say("ml: DIFFERENCE %s %s: %d more (report.json)" % (
-                    key + (more - MAX_SHOWN,)))
-            if shown[key] > MAX_SHOWN:
-                continue
-            if e.get("crash"):
+        for e, left_out in capped(rep["differences"], lambda d: (d["suite"], d["mode"]),
+                                  MAX_SHOWN):
+            if left_out:
+                key, more = left_out
+                self.say("ml: DIFFERENCE %s %s: %d more (report.json)" % (key + (more,)))
+            elif e.get("crash"):
                 self.say("ml: DIFFERENCE %(suite)s %(mode)s: the run died in %(test)s: %(shim)s; "
                          "logs %(log)s" % e)
             elif "rerun" in e:
@@ -535,33 +478,22 @@ class Runner:
             "%d differences" % len(rep["differences"]) if rep["differences"] else
             ("%d problems" % len(rep["problems"]) if bad else
              "every test agreed (%d tests, %d modes)" % (total, len(self.args.modes))),
-            elapsed, os.path.join(self.rundir, "report.json")))
-        if not bad and not self.args.keep:
-            shutil.rmtree(self.rundir, ignore_errors=True)
-            if Job.tmp_root:
-                shutil.rmtree(Job.tmp_root, ignore_errors=True)
+            elapsed, self.report_path))
+        self.clean_up(bad, Job.tmp_dirs)
         return 1 if bad else 0
 
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--lib", default=os.path.join(ROOT, "build", "libmemshim.so"))
-    ap.add_argument("--set", choices=("fast", "full"), default="fast")
+    add_common_arguments(ap, MODES, os.path.join(ROOT, "build", "libmemshim.so"),
+                         "pytest runs at once")
     ap.add_argument("--suite", action="append", help="only this suite (a glob; repeatable)")
-    ap.add_argument("--modes", default=",".join(MODES),
-                    type=lambda s: [m for m in s.split(",") if m])
-    ap.add_argument("--jobs", type=int, default=2, help="pytest runs at once")
     ap.add_argument("--venv", default=os.path.join(ROOT, ".venv-ml"))
     ap.add_argument("--venv-cuda", default=os.path.join(ROOT, ".venv-ml-cuda"))
     ap.add_argument("--timeout-scale", type=float, default=1.0,
                     help="multiplies each suite's time limit")
-    ap.add_argument("--out", help="run directory (default: a new one under $TMPDIR)")
-    ap.add_argument("--keep", action="store_true", help="keep the run directory")
     args = ap.parse_args()
-    if args.modes[0] != "bare" or any(m not in MODES for m in args.modes):
-        ap.error("--modes: bare first, then shim, stage and/or exact")
-    if not os.path.exists(args.lib):
-        ap.error("%s not found (make build/libmemshim.so)" % args.lib)
+    check_common_arguments(ap, args, MODES)
     return Runner(args).main()
 
 

@@ -107,18 +107,25 @@ START_TEST(env_prints_the_environment_it_was_given)
 }
 END_TEST
 
+/* /usr/bin/python3 -c SCRIPT prints the same environment (SEP after each entry) under the library
+ * as bare, run directly and as the child of a tracked Python process that starts it. */
+static void python_and_its_child_same_environment(const char *script, const char *const *extra, char sep)
+{
+	static const char spawn[] = "import subprocess, sys; subprocess.run([sys.executable, '-c', sys.argv[1]], check=True)";
+	const char *direct[] = { "/usr/bin/python3", "-c", script, NULL };
+	same_environment(direct, extra, sep);
+	const char *child[] = { "/usr/bin/python3", "-c", spawn, script, NULL };
+	same_environment(child, extra, sep);
+}
+
 /* (2) Python's os.environ, in a Python process that names Python targets (the one that speaks
  * about them) and in the Python process it starts. */
 START_TEST(python_sees_its_own_environment)
 {
 	static const char print[] =
 		"import os; print('\\n'.join(k + '=' + v for k, v in sorted(os.environ.items())))";
-	static const char spawn[] = "import subprocess, sys; subprocess.run([sys.executable, '-c', sys.argv[1]], check=True)";
 	const char *extra[] = { "MEMSHIM_STAGES=work=no_such_function", "MEMSHIM_LOG=quiet", NULL };
-	const char *direct[] = { "/usr/bin/python3", "-c", print, NULL };
-	same_environment(direct, extra, '\n');
-	const char *child[] = { "/usr/bin/python3", "-c", spawn, print, NULL };
-	same_environment(child, extra, '\n');
+	python_and_its_child_same_environment(print, extra, '\n');
 }
 END_TEST
 
@@ -128,11 +135,7 @@ START_TEST(proc_self_environ_holds_what_was_given)
 {
 	static const char read_it[] =
 		"import sys; sys.stdout.write(open('/proc/self/environ').read().replace('\\0', '\\1'))";
-	static const char spawn[] = "import subprocess, sys; subprocess.run([sys.executable, '-c', sys.argv[1]], check=True)";
-	const char *direct[] = { "/usr/bin/python3", "-c", read_it, NULL };
-	same_environment(direct, NULL, '\1');
-	const char *child[] = { "/usr/bin/python3", "-c", spawn, read_it, NULL };
-	same_environment(child, NULL, '\1');
+	python_and_its_child_same_environment(read_it, NULL, '\1');
 }
 END_TEST
 

@@ -30,6 +30,60 @@ static int opened_by(json_t *root, const char *stage, const char *function)
 	return 0;
 }
 
+/* The per-process metrics files (m_<pid>.json) a run_py_children run left, read one at a time:
+ *	struct process_files f;
+ *	for (open_process_files(&f, r.dir); next_process_file(&f);)
+ *		... f.name, f.root ...
+ * A file that does not parse is passed over. */
+struct process_files {
+	DIR *d;
+	const char *dir;
+	const char *name; /* the current file's name */
+	json_t *root;     /* its contents, freed by the next call */
+};
+
+static void open_process_files(struct process_files *f, const char *dir)
+{
+	f->d = opendir(dir);
+	f->dir = dir;
+	f->name = NULL;
+	f->root = NULL;
+}
+
+/* Moves to the next file that parses; 0 (the directory closed) after the last. */
+static int next_process_file(struct process_files *f)
+{
+	json_decref(f->root);
+	f->root = NULL;
+	struct dirent *e;
+	while (f->d && (e = readdir(f->d))) {
+		if (strncmp(e->d_name, "m_", 2) != 0)
+			continue;
+		char path[512];
+		json_error_t jerr;
+		snprintf(path, sizeof path, "%s/%s", f->dir, e->d_name);
+		f->root = json_load_file(path, 0, &jerr);
+		if (f->root) {
+			f->name = e->d_name;
+			return 1;
+		}
+	}
+	if (f->d)
+		closedir(f->d);
+	f->d = NULL;
+	return 0;
+}
+
+/* The fixture SCRIPT run by PY with children (run_py_children) under STAGES: it must exit 0 and
+ * print EXPECTED. */
+static void run_children_ok(struct run *r, const char *py, const char *script, const char *stages,
+			    const char *expected)
+{
+	const char *args[] = { fixture(script), NULL };
+	run_py_children(r, py, args, stages);
+	ck_assert_msg(r->status == 0 && strstr(r->out, expected), "%s: %d %s %s", py, r->status, r->out, r->err);
+}
+
 /* Spawned workers: a target pinned as __main__:prepare matches the script's function there (its
  * module is __mp_main__), and each worker's file names the functions that opened its stages, the
  * bare target's multiprocessing.spawn:prepare among them, though SIGTERM ended the worker. */
@@ -39,29 +93,19 @@ START_TEST(spawned_workers_name_their_functions)
 	if (!py)
 		return;
 	struct run r;
-	const char *args[] = { fixture("spawn_prepare.py"), NULL };
-	run_py_children(&r, py, args, "prep=prepare,own=__main__:prepare");
-	ck_assert_msg(r.status == 0 && strstr(r.out, "spawn ok 10"), "%s: %d %s %s", py, r.status, r.out, r.err);
+	run_children_ok(&r, py, "spawn_prepare.py", "prep=prepare,own=__main__:prepare", "spawn ok 10");
 	long own = 0;
 	int workers = 0;
-	DIR *d = opendir(r.dir);
-	struct dirent *e;
-	while (d && (e = readdir(d))) {
-		char path[512];
-		json_error_t jerr;
-		snprintf(path, sizeof path, "%s/%s", r.dir, e->d_name);
-		json_t *root = strncmp(e->d_name, "m_", 2) ? NULL : json_load_file(path, 0, &jerr);
-		json_t *n = json_object_get(json_object_get(root, "metrics"), "own_calls");
+	struct process_files f;
+	for (open_process_files(&f, r.dir); next_process_file(&f);) {
+		json_t *n = json_object_get(json_object_get(f.root, "metrics"), "own_calls");
 		if (n) {
 			workers++;
 			own += (long)json_integer_value(n);
-			ck_assert_msg(opened_by(root, "own", "__mp_main__:prepare"), "%s: %s: own", py, e->d_name);
-			ck_assert_msg(opened_by(root, "prep", "multiprocessing.spawn:prepare"), "%s: %s: prep", py, e->d_name);
+			ck_assert_msg(opened_by(f.root, "own", "__mp_main__:prepare"), "%s: %s: own", py, f.name);
+			ck_assert_msg(opened_by(f.root, "prep", "multiprocessing.spawn:prepare"), "%s: %s: prep", py, f.name);
 		}
-		json_decref(root);
 	}
-	if (d)
-		closedir(d);
 	ck_assert_msg(workers >= 1 && own == 4, "%s: %d workers ran own %ld times of 4", py, workers, own);
 	run_done(&r);
 }
@@ -77,26 +121,16 @@ START_TEST(pool_workers_terminated_leave_complete_files)
 		return;
 	for (int round = 0; round < 3; round++) {
 		struct run r;
-		const char *args[] = { fixture("pool_exit.py"), NULL };
-		run_py_children(&r, py, args, "work=work");
-		ck_assert_msg(r.status == 0 && strstr(r.out, "pool ok 210"), "%s: %d %s %s", py, r.status, r.out, r.err);
+		run_children_ok(&r, py, "pool_exit.py", "work=work", "pool ok 210");
 		long calls = 0;
-		DIR *d = opendir(r.dir);
-		struct dirent *e;
-		while (d && (e = readdir(d))) {
-			char path[512];
-			json_error_t jerr;
-			snprintf(path, sizeof path, "%s/%s", r.dir, e->d_name);
-			json_t *root = strncmp(e->d_name, "m_", 2) ? NULL : json_load_file(path, 0, &jerr);
-			json_t *n = json_object_get(json_object_get(root, "metrics"), "work_calls");
+		struct process_files f;
+		for (open_process_files(&f, r.dir); next_process_file(&f);) {
+			json_t *n = json_object_get(json_object_get(f.root, "metrics"), "work_calls");
 			if (n)
-				ck_assert_msg(json_is_true(json_object_get(root, "complete")), "%s: %s is %s", py,
-					      e->d_name, json_string_value(json_object_get(root, "reason")));
+				ck_assert_msg(json_is_true(json_object_get(f.root, "complete")), "%s: %s is %s", py,
+					      f.name, json_string_value(json_object_get(f.root, "reason")));
 			calls += (long)json_integer_value(n);
-			json_decref(root);
 		}
-		if (d)
-			closedir(d);
 		ck_assert_msg(calls == 20, "%s: the workers' files count %ld calls of 20", py, calls);
 		run_done(&r);
 	}
@@ -116,32 +150,20 @@ START_TEST(python_children)
 		ck_assert_msg(r.status == 0 && strstr(r.out, "mp ok 0"), "%s %s: %d %s %s", py, modes[m], r.status,
 			      r.out, r.err);
 		int parents = 0, children = 0;
-		DIR *d = opendir(r.dir);
-		struct dirent *e;
-		while (d && (e = readdir(d))) {
-			if (strncmp(e->d_name, "m_", 2) != 0)
-				continue;
-			char path[512];
-			snprintf(path, sizeof path, "%s/%s", r.dir, e->d_name);
-			json_error_t jerr;
-			json_t *root = json_load_file(path, 0, &jerr);
-			if (!root)
-				continue;
+		struct process_files f;
+		for (open_process_files(&f, r.dir); next_process_file(&f);) {
 			json_t *saved = r.root;
-			r.root = root;
-			int ran = json_object_get(json_object_get(root, "metrics"), "cw_calls") != NULL;
+			r.root = f.root;
+			int ran = json_object_get(json_object_get(f.root, "metrics"), "cw_calls") != NULL;
 			if (ran) { /* helpers (spawn's resource tracker) run no stage */
 				expect_stage(&r, "cw", 1, 7);
 			}
 			r.root = saved;
-			if (ran && json_is_true(json_object_get(root, "is_child")))
+			if (ran && json_is_true(json_object_get(f.root, "is_child")))
 				children++;
 			else if (ran)
 				parents++;
-			json_decref(root);
 		}
-		if (d)
-			closedir(d);
 		ck_assert_msg(parents == 1 && children == 1, "%s %s: %d parent and %d child reports with the stage", py,
 			      modes[m], parents, children);
 		run_done(&r);
@@ -176,6 +198,15 @@ static int run_still_going(const char *dir)
 	return found;
 }
 
+/* Waits (10 s at most) for the run's helpers that end after its parent (multiprocessing's resource
+ * tracker and forkserver), then reads the run's output again, theirs with it. */
+static void wait_for_helpers(struct run *r)
+{
+	for (int k = 0; k < 200 && run_still_going(r->dir); k++)
+		usleep(50 * 1000);
+	read_back(r->dir, r->out, sizeof r->out, r->err, sizeof r->err);
+}
+
 /* Messages about targets are the parent's: children that never run the target (a fork Pool's
  * workers, a spawned Process and spawn's resource tracker, the forkserver and its child) print
  * nothing, and record the target in their own files. */
@@ -185,29 +216,17 @@ START_TEST(children_say_nothing_about_targets)
 	if (!py)
 		return;
 	struct run r;
-	const char *args[] = { fixture("mpquiet.py"), NULL };
-	run_py_children(&r, py, args, "mw=main_work");
-	ck_assert_msg(r.status == 0 && strstr(r.out, "mpquiet ok [0, 0]"), "%s: %d %s %s", py, r.status, r.out, r.err);
-	for (int k = 0; k < 200 && run_still_going(r.dir); k++) /* the helpers end after the parent */
-		usleep(50 * 1000);
-	read_back(r.dir, r.out, sizeof r.out, r.err, sizeof r.err);
+	run_children_ok(&r, py, "mpquiet.py", "mw=main_work", "mpquiet ok [0, 0]");
+	wait_for_helpers(&r);
 	ck_assert_msg(r.err[0] == '\0', "%s: stderr: %s", py, r.err);
 	int children = 0, recorded = 0;
-	DIR *d = opendir(r.dir);
-	struct dirent *e;
-	while (d && (e = readdir(d))) {
-		char path[512];
-		snprintf(path, sizeof path, "%s/%s", r.dir, e->d_name);
-		json_error_t jerr;
-		json_t *root = strncmp(e->d_name, "m_", 2) == 0 ? json_load_file(path, 0, &jerr) : NULL;
-		if (root && json_is_true(json_object_get(root, "is_child"))) {
+	struct process_files f;
+	for (open_process_files(&f, r.dir); next_process_file(&f);) {
+		if (json_is_true(json_object_get(f.root, "is_child"))) {
 			children++;
-			recorded += json_array_size(json_object_get(root, "unmatched_targets")) == 1;
+			recorded += json_array_size(json_object_get(f.root, "unmatched_targets")) == 1;
 		}
-		json_decref(root);
 	}
-	if (d)
-		closedir(d);
 	/* the spawned child, the forkserver and its child, the resource tracker; pool workers ended by
 	 * the pool's terminate() may not get to write theirs */
 	ck_assert_msg(children >= 4 && recorded >= 3, "%s: %d child files, %d recording the target", py, children,
@@ -218,9 +237,7 @@ START_TEST(children_say_nothing_about_targets)
 	snprintf(cmd, sizeof cmd, "%s %s; true", py, fixture("mpquiet.py"));
 	const char *sh[] = { "-c", cmd, NULL };
 	run_py_children(&r, "/bin/sh", sh, "mw=main_work,x=no_such_function");
-	for (int k = 0; k < 200 && run_still_going(r.dir); k++)
-		usleep(50 * 1000);
-	read_back(r.dir, r.out, sizeof r.out, r.err, sizeof r.err);
+	wait_for_helpers(&r);
 	ck_assert_msg(r.status == 0 && strstr(r.out, "mpquiet ok"), "%s: %d %s %s", py, r.status, r.out, r.err);
 	ck_assert_msg(count_lines(r.err, "memshim:") == 1 &&
 		      strstr(r.err, "memshim: Python stage target that matched no function that ran: x=no_such_function\n"),
@@ -228,6 +245,14 @@ START_TEST(children_say_nothing_about_targets)
 	run_done(&r);
 }
 END_TEST
+
+/* signals.py MODE run by PY without the shim into BARE and with it into SHIM. */
+static void run_signals_bare_and_shim(struct run *bare, struct run *shim, const char *py, const char *mode)
+{
+	const char *args[] = { fixture("signals.py"), mode, NULL };
+	run_py(bare, py, args, NULL, NULL, NULL, 0);
+	run_py(shim, py, args, NULL, NULL, NULL, 1);
+}
 
 /* The program's signal dispositions are its own: Ctrl-C raises KeyboardInterrupt, getsignal and
  * restoring an old handler work, forkserver starts; the same output and status as without the shim. */
@@ -239,9 +264,7 @@ START_TEST(signals_as_without_shim)
 	static const char *const modes[] = { "facts", "forkserver" };
 	for (int m = 0; m < 2; m++) {
 		struct run bare, shim;
-		const char *args[] = { fixture("signals.py"), modes[m], NULL };
-		run_py(&bare, py, args, NULL, NULL, NULL, 0);
-		run_py(&shim, py, args, NULL, NULL, NULL, 1);
+		run_signals_bare_and_shim(&bare, &shim, py, modes[m]);
 		ck_assert_msg(bare.status == 0 && strstr(bare.out, m ? "process exit: 0" : "interrupt: raised"),
 			      "%s %s without the shim: %d %s %s", py, modes[m], bare.status, bare.out, bare.err);
 		ck_assert_msg(shim.status == bare.status && !strcmp(shim.out, bare.out) && !strstr(shim.err, "Error"),
@@ -265,9 +288,7 @@ START_TEST(signal_deaths_leave_a_snapshot)
 	static const int sigs[] = { 2, 15 };
 	for (int m = 0; m < 2; m++) {
 		struct run bare, shim;
-		const char *args[] = { fixture("signals.py"), modes[m], NULL };
-		run_py(&bare, py, args, NULL, NULL, NULL, 0);
-		run_py(&shim, py, args, NULL, NULL, NULL, 1);
+		run_signals_bare_and_shim(&bare, &shim, py, modes[m]);
 		ck_assert_msg(bare.status == 128 + sigs[m] && shim.status == bare.status, "%s %s: %d vs %d %s", py,
 			      modes[m], shim.status, bare.status, shim.err);
 		ck_assert_msg(shim.root != NULL, "%s %s: no metrics file", py, modes[m]);
@@ -311,9 +332,7 @@ START_TEST(children_matches_count_for_the_run)
 	if (!py)
 		return;
 	struct run r;
-	const char *args[] = { fixture("kidsonly.py"), NULL };
-	run_py_children(&r, py, args, "cw=child_work,x=never_defined");
-	ck_assert_msg(r.status == 0 && strstr(r.out, "kidsonly ok [0, 0]"), "%s: %d %s %s", py, r.status, r.out, r.err);
+	run_children_ok(&r, py, "kidsonly.py", "cw=child_work,x=never_defined", "kidsonly ok [0, 0]");
 	ck_assert_msg(count_lines(r.err, "memshim:") == 1 && strstr(r.err, "matched no function that ran: x=never_defined\n"),
 		      "%s: expected one line naming x only: %s", py, r.err);
 	const char *pid = strstr(r.out, " pid ");

@@ -35,6 +35,14 @@ static int load_capturing(struct ms_config *cfg)
 
 static struct ms_config cfg;
 
+/* Loads CFG with NAME=VALUE the only setting; returns the number of "memshim:" lines. */
+static int load_only(const char *name, const char *value)
+{
+	nenv = 0;
+	set(name, value);
+	return load_capturing(&cfg);
+}
+
 START_TEST(defaults_when_unset)
 {
 	nenv = 0;
@@ -80,9 +88,9 @@ END_TEST
 
 START_TEST(each_bad_stage_entry_warns_once_and_the_rest_is_used)
 {
-	nenv = 0;
-	set("MEMSHIM_STAGES", "ok=f,process=p,bad name=g,=h,noequals,empty=,x=a||b,,fine=z,processing=q");
-	ck_assert_int_eq(load_capturing(&cfg), 6);
+	ck_assert_int_eq(load_only("MEMSHIM_STAGES", "ok=f,process=p,bad name=g,=h,noequals,empty=,x=a||b,,fine=z,"
+						     "processing=q"),
+			 6);
 	ck_assert(strstr(captured, "\"bad name=g\"") != NULL);
 	ck_assert(strstr(captured, "\"process=p\" ignored: \"process\" is the process-wide metrics' prefix") != NULL);
 	ck_assert(strstr(captured, "\"noequals\"") != NULL);
@@ -98,15 +106,13 @@ END_TEST
  * warns; every form the detectors take is kept. */
 START_TEST(targets_no_detector_takes_warn)
 {
-	nenv = 0;
-	set("MEMSHIM_STAGES", "a=train;,b=train eval,c=train-x,d=:f,e=g;h=i");
-	ck_assert_int_eq(load_capturing(&cfg), 5);
+	ck_assert_int_eq(load_only("MEMSHIM_STAGES", "a=train;,b=train eval,c=train-x,d=:f,e=g;h=i"), 5);
 	ck_assert(strstr(captured, "\"a=train;\" ignored: a target is a Python name or a C/C++ symbol") != NULL);
 	ck_assert_int_eq(cfg.spec.nstages, 0);
-	nenv = 0;
-	set("MEMSHIM_STAGES", "a=Trainer.train|mod.sub:Class.<locals>.f,b=ns::T::run(int) const,c=/usr/lib/libfoo-1.2.so:f,"
-			      "d=libsqlite3.so.0:sqlite3_step,e=A::~A|~A|ns::A::operator()|operator new,f=_ZN2ns1fEv");
-	ck_assert_int_eq(load_capturing(&cfg), 0);
+	ck_assert_int_eq(load_only("MEMSHIM_STAGES", "a=Trainer.train|mod.sub:Class.<locals>.f,b=ns::T::run(int) const,"
+						     "c=/usr/lib/libfoo-1.2.so:f,d=libsqlite3.so.0:sqlite3_step,"
+						     "e=A::~A|~A|ns::A::operator()|operator new,f=_ZN2ns1fEv"),
+			 0);
 	ck_assert_int_eq(cfg.spec.nstages, 6);
 	ck_assert_int_eq(cfg.spec.stage[4].ntargets, 4);
 }
@@ -117,9 +123,7 @@ START_TEST(snapshot_interval_auto_off_and_seconds)
 	static const struct { const char *v; double want; } cases[] = {
 		{ "auto", MS_SNAPSHOT_AUTO }, { "AUTO", MS_SNAPSHOT_AUTO }, { "off", 0 }, { "0", 0 }, { "1.5", 1.5 } };
 	for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
-		nenv = 0;
-		set("MEMSHIM_SNAPSHOT_INTERVAL", cases[i].v);
-		ck_assert_int_eq(load_capturing(&cfg), 0);
+		ck_assert_int_eq(load_only("MEMSHIM_SNAPSHOT_INTERVAL", cases[i].v), 0);
 		ck_assert_msg(cfg.snapshot_interval == cases[i].want, "%s", cases[i].v);
 	}
 	nenv = 0;
@@ -161,9 +165,7 @@ START_TEST(sites_settings)
 		{ "5Kx", 1, 524288 }, { " 5", 1, 524288 }, { "-5", 1, 524288 },
 	};
 	for (size_t i = 0; i < sizeof rates / sizeof *rates; i++) {
-		nenv = 0;
-		set("MEMSHIM_SITES_RATE", rates[i].v);
-		ck_assert_int_eq(load_capturing(&cfg), rates[i].warn);
+		ck_assert_int_eq(load_only("MEMSHIM_SITES_RATE", rates[i].v), rates[i].warn);
 		ck_assert_int_eq(cfg.sites_rate, rates[i].rate);
 		ck_assert_int_eq(cfg.sites, 1);
 	}
@@ -173,9 +175,8 @@ START_TEST(sites_settings)
 		{ "exactly", 1, MS_SITES_SAMPLED }, { "exact:train", 0, MS_SITES_SAMPLED }, { "2", 1, MS_SITES_SAMPLED },
 	};
 	for (size_t i = 0; i < sizeof modes / sizeof *modes; i++) {
-		nenv = 0;
-		set("MEMSHIM_SITES", modes[i].v);
-		ck_assert_msg(load_capturing(&cfg) == modes[i].warn, "MEMSHIM_SITES=%s: warnings", modes[i].v);
+		ck_assert_msg(load_only("MEMSHIM_SITES", modes[i].v) == modes[i].warn, "MEMSHIM_SITES=%s: warnings",
+			      modes[i].v);
 		ck_assert_msg(cfg.sites == modes[i].mode, "MEMSHIM_SITES=%s: mode %d", modes[i].v, cfg.sites);
 	}
 }
@@ -193,9 +194,8 @@ START_TEST(exact_stages_setting)
 		{ "exact: train", 1, "" }, { "exact:train|eval", 1, "" }, { "exact", 0, "" }, { "1", 0, "" },
 	};
 	for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
-		nenv = 0;
-		set("MEMSHIM_SITES", cases[i].v);
-		ck_assert_msg(load_capturing(&cfg) == cases[i].warn, "MEMSHIM_SITES=%s: warnings", cases[i].v);
+		ck_assert_msg(load_only("MEMSHIM_SITES", cases[i].v) == cases[i].warn, "MEMSHIM_SITES=%s: warnings",
+			      cases[i].v);
 		char names[256] = "";
 		for (int k = 0; k < cfg.nsites_exact; k++)
 			snprintf(names + strlen(names), sizeof names - strlen(names), "%s%s", k ? " " : "", cfg.sites_exact[k]);
@@ -227,9 +227,8 @@ START_TEST(warnings_say_what_is_valid)
 		{ "MEMSHIM_LOG", "loud", { "quiet, warn or debug", NULL, NULL } },
 	};
 	for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
-		nenv = 0;
-		set(cases[i].name, cases[i].value);
-		ck_assert_msg(load_capturing(&cfg) == 1, "%s=%s: one warning: %s", cases[i].name, cases[i].value, captured);
+		ck_assert_msg(load_only(cases[i].name, cases[i].value) == 1, "%s=%s: one warning: %s", cases[i].name,
+			      cases[i].value, captured);
 		for (int k = 0; k < 3 && cases[i].says[k]; k++)
 			ck_assert_msg(strstr(captured, cases[i].says[k]), "%s=%s: no \"%s\" in %s", cases[i].name,
 				      cases[i].value, cases[i].says[k], captured);
@@ -237,19 +236,24 @@ START_TEST(warnings_say_what_is_valid)
 }
 END_TEST
 
+/* Every boolean setting, and the two that take the same words (MEMSHIM_SITES,
+ * MEMSHIM_SNAPSHOT_INTERVAL), set to WORD, and nothing else. */
+static void set_only_every_boolean(const char *word)
+{
+	static const char *const names[] = { "MEMSHIM_DISABLE", "MEMSHIM_TIMELINE", "MEMSHIM_FOLLOW_CHILDREN",
+					     "MEMSHIM_LIVE", "MEMSHIM_NATIVE_PLT", "MEMSHIM_SITES",
+					     "MEMSHIM_SNAPSHOT_INTERVAL" };
+	nenv = 0;
+	for (size_t i = 0; i < sizeof names / sizeof *names; i++)
+		set(names[i], word);
+}
+
 /* One rule for every boolean: the same words on and off, whatever the setting. */
 START_TEST(one_rule_for_every_boolean)
 {
 	static const char *const yes[] = { "1", "yes", "YES", "on", "True" }, *const no[] = { "0", "no", "Off", "false" };
 	for (size_t i = 0; i < sizeof yes / sizeof *yes; i++) {
-		nenv = 0;
-		set("MEMSHIM_DISABLE", yes[i]);
-		set("MEMSHIM_TIMELINE", yes[i]);
-		set("MEMSHIM_FOLLOW_CHILDREN", yes[i]);
-		set("MEMSHIM_LIVE", yes[i]);
-		set("MEMSHIM_NATIVE_PLT", yes[i]);
-		set("MEMSHIM_SITES", yes[i]);
-		set("MEMSHIM_SNAPSHOT_INTERVAL", yes[i]);
+		set_only_every_boolean(yes[i]);
 		ck_assert_msg(load_capturing(&cfg) == 0, "%s: %s", yes[i], captured);
 		ck_assert(cfg.disabled == 1 && cfg.timeline == 1 && cfg.follow_children == 1 && cfg.live == 1 &&
 			  cfg.native_plt == 1 && cfg.sites == MS_SITES_SAMPLED);
@@ -257,14 +261,7 @@ START_TEST(one_rule_for_every_boolean)
 		ck_assert(cfg.snapshot_interval == (yes[i][0] == '1' ? 1.0 : MS_SNAPSHOT_AUTO));
 	}
 	for (size_t i = 0; i < sizeof no / sizeof *no; i++) {
-		nenv = 0;
-		set("MEMSHIM_DISABLE", no[i]);
-		set("MEMSHIM_TIMELINE", no[i]);
-		set("MEMSHIM_FOLLOW_CHILDREN", no[i]);
-		set("MEMSHIM_LIVE", no[i]);
-		set("MEMSHIM_NATIVE_PLT", no[i]);
-		set("MEMSHIM_SITES", no[i]);
-		set("MEMSHIM_SNAPSHOT_INTERVAL", no[i]);
+		set_only_every_boolean(no[i]);
 		ck_assert_msg(load_capturing(&cfg) == 0, "%s: %s", no[i], captured);
 		ck_assert(cfg.disabled == 0 && cfg.timeline == 0 && cfg.follow_children == 0 && cfg.live == 0 &&
 			  cfg.native_plt == 0 && cfg.sites == MS_SITES_OFF && cfg.snapshot_interval == 0);
@@ -275,21 +272,13 @@ END_TEST
 /* MEMSHIM_STAGES="," holds no entry: one warning (set empty, it means no stages, silently). */
 START_TEST(stages_without_an_entry_warn)
 {
-	nenv = 0;
-	set("MEMSHIM_STAGES", ",");
-	ck_assert_int_eq(load_capturing(&cfg), 1);
+	ck_assert_int_eq(load_only("MEMSHIM_STAGES", ","), 1);
 	ck_assert(strstr(captured, "MEMSHIM_STAGES=\",\" holds no stage=target entry") != NULL);
 	ck_assert_int_eq(cfg.spec.nstages, 0);
 	ck_assert(!cfg.spec.is_default);
-	nenv = 0;
-	set("MEMSHIM_STAGES", " , ,");
-	ck_assert_int_eq(load_capturing(&cfg), 1);
-	nenv = 0;
-	set("MEMSHIM_STAGES", "");
-	ck_assert_int_eq(load_capturing(&cfg), 0);
-	nenv = 0;
-	set("MEMSHIM_STAGES", "train=f,");
-	ck_assert_int_eq(load_capturing(&cfg), 0);
+	ck_assert_int_eq(load_only("MEMSHIM_STAGES", " , ,"), 1);
+	ck_assert_int_eq(load_only("MEMSHIM_STAGES", ""), 0);
+	ck_assert_int_eq(load_only("MEMSHIM_STAGES", "train=f,"), 0);
 	ck_assert_int_eq(cfg.spec.nstages, 1);
 }
 END_TEST
@@ -302,27 +291,21 @@ START_TEST(an_over_long_spec_warns_once)
 	size_t n = 0;
 	for (int i = 0; i < 40; i++)
 		n += (size_t)snprintf(spec + n, sizeof spec - n, "s%d=f%d,", i, i);
-	nenv = 0;
-	set("MEMSHIM_STAGES", spec);
-	ck_assert_int_eq(load_capturing(&cfg), 1);
+	ck_assert_int_eq(load_only("MEMSHIM_STAGES", spec), 1);
 	ck_assert(strstr(captured, "more than " MS_STR(MS_SPEC_MAX_STAGES) " stages") != NULL);
 	ck_assert(strstr(captured, "8 entries from \"s32=f32\" on ignored") != NULL);
 	ck_assert_int_eq(cfg.spec.nstages, MS_SPEC_MAX_STAGES);
 	n = 0;
 	for (int i = 0; n < sizeof spec - 3000; i++)
 		n += (size_t)snprintf(spec + n, sizeof spec - n, "s%d=%0*d,", i % 20, 2000, i);
-	nenv = 0;
-	set("MEMSHIM_STAGES", spec);
-	ck_assert_msg(load_capturing(&cfg) == 1, "%s", captured);
+	ck_assert_msg(load_only("MEMSHIM_STAGES", spec) == 1, "%s", captured);
 	ck_assert(strstr(captured, "MEMSHIM_STAGES is too long: its targets take at most " MS_STR(MS_SPEC_POOL) " bytes") != NULL);
 	ck_assert_int_eq(cfg.spec.nstages, 16); /* 16 targets of 2000 bytes fit in 32 KiB */
 	/* a stage's targets past its limit: that entry's warning says the limit */
 	n = (size_t)snprintf(spec, sizeof spec, "t=f0");
 	for (int i = 1; i <= MS_SPEC_MAX_TARGETS; i++)
 		n += (size_t)snprintf(spec + n, sizeof spec - n, "|f%d", i);
-	nenv = 0;
-	set("MEMSHIM_STAGES", spec);
-	ck_assert_int_eq(load_capturing(&cfg), 1);
+	ck_assert_int_eq(load_only("MEMSHIM_STAGES", spec), 1);
 	ck_assert(strstr(captured, "a stage takes at most " MS_STR(MS_SPEC_MAX_TARGETS)) != NULL);
 }
 END_TEST
