@@ -90,12 +90,11 @@ check-%: export MEMSHIM_LIVE_DIR := $(CHECK_RECORDS)
 CHECK_JOBS ?= 2
 CHECK_PARALLEL = --no-print-directory -j$(CHECK_JOBS) $(if $(filter-out 1,$(CHECK_JOBS)),--output-sync=target)
 check: deps
-	@$(MAKE) $(CHECK_PARALLEL) build-all
-	@$(MAKE) $(CHECK_PARALLEL) timed-check-venvs
+	@$(MAKE) $(CHECK_PARALLEL) build-all timed-check-venvs
 	@$(MAKE) $(CHECK_PARALLEL) LINT_ANALYZE=shim check-run
 
-# The suites' venvs (pinned wheels), installed before the suites start: an install is not a suite's
-# time, and the first CI run of a clone spends minutes in pip.
+# The suites' venvs (pinned wheels), installed while the build compiles and before the suites start:
+# an install is not a suite's time, and the first CI run of a clone spends minutes in pip.
 CHECK_VENVS = $(VENV)/.requirements $(VENV_OLD_TF)/.requirements $(VENV_ML)/.requirements \
 	$(PROTO_VENV)/.requirements $(TOOLS_VENV)/.requirements
 .PHONY: check-venvs

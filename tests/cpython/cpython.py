@@ -335,8 +335,15 @@ class Runner(RunnerBase):
             testdir = where[module][1] if module else None
             match = [modules[module]] if module and modules[module] else []
             jobs.append([Job(py, mode, names, self.args, self.rundir, label, ignore=ignore,
-                             testdir=testdir, match=match) for mode in self.args.modes])
+                             testdir=testdir, match=match) for mode in self.modes_for(py)])
         return jobs
+
+    def modes_for(self, py):
+        """The modes PY runs in: without `stage` when --stage-python names other interpreters."""
+        chosen = [os.path.realpath(p) for p in self.args.stage_python or []]
+        if not chosen or os.path.realpath(py.path) in chosen:
+            return self.args.modes
+        return [m for m in self.args.modes if m != "stage"]
 
     def run_jobs(self, jobs):
         with concurrent.futures.ThreadPoolExecutor(self.args.jobs) as pool:
@@ -532,6 +539,8 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     add_common_arguments(ap, MODES, "build/libmemshim.so", "regrtest runs at once")
     ap.add_argument("--python", action="append", help="interpreter (repeatable; default: all)")
+    ap.add_argument("--stage-python", action="append",
+                    help="run the stage mode only on this interpreter (repeatable; default: all)")
     ap.add_argument("--module", action="append", help="only this module (repeatable)")
     ap.add_argument("--workers", type=int, default=4, help="regrtest -j in a multi-module run")
     ap.add_argument("--per-module", action="store_true",
