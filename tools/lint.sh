@@ -31,11 +31,12 @@ cppcheck -q --enable=warning,performance,portability --std=c11 -D_GNU_SOURCE -D_
 # flags, checks and clang-tidy are those of an earlier clean run is not analysed again: its findings
 # could only be the same, none.
 # LINT_ANALYZE names the folders the static analyzer (clang-analyzer-*, 5 s a file against 0.2 s
-# for the other checks) reads too: all by default; `make check` gives it shim/ alone, the code that
-# runs inside other people's programs (the formatter has ASan, UBSan, valgrind and the fuzzers).
+# for the other checks) reads too: all by default, none when set empty; `make check` gives it shim/
+# alone, the code that runs inside other people's programs (the formatter has ASan, UBSan,
+# valgrind and the fuzzers).
 cache="${BUILD:-build}/lint-clean"
 mkdir -p "$cache"
-export LINT_CFLAGS="$cflags" LINT_CACHE="$cache" LINT_ANALYZE="${LINT_ANALYZE:-shim formatter}"
+export LINT_CFLAGS="$cflags" LINT_CACHE="$cache" LINT_ANALYZE="${LINT_ANALYZE-shim formatter}"
 # shellcheck disable=SC2016,SC2086
 ls shim/*.c shim/*/*.c formatter/*.c formatter/*/*.c | xargs -P "$(nproc 2>/dev/null || echo 2)" -n 1 sh -c '
 	checks=-clang-analyzer-*
