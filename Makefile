@@ -82,6 +82,12 @@ build-all: $(ALL_TARGETS)
 CHECK_RECORDS := $(abspath $(BUILD))/check-records
 check: export MEMSHIM_LIVE_DIR := $(CHECK_RECORDS)
 check-%: export MEMSHIM_LIVE_DIR := $(CHECK_RECORDS)
+# OpenMP's threads (torch's) sleep when they wait instead of spinning: with the suites side by side
+# on 2 cores a spinning team burns the CPU another suite needs (the Trainer script: 53 CPU s
+# spinning, 19 sleeping, the same steps); bare and shim runs see the same setting.
+OMP_WAIT_POLICY ?= PASSIVE
+check: export OMP_WAIT_POLICY := $(OMP_WAIT_POLICY)
+check-%: export OMP_WAIT_POLICY := $(OMP_WAIT_POLICY)
 
 # Installs missing Debian packages first, then builds and runs every suite in a fresh make (so
 # pkg-config sees what was just installed).  The suites run CHECK_JOBS at a time: most of their
