@@ -1,0 +1,170 @@
+/* A real memory cgroup's OOM kill (cgroup v1, where /sys/fs/cgroup/memory is writable, as root on
+ * the test machines): a child group of the test's own with a 64 MiB limit (swap included), a program
+ * under `memshim run` moved into it climbs past the limit and the group's OOM killer ends it; memshim
+ * run's dump and the file it recovers from the live record say so, naming the group's peak and
+ * limit.  The group is removed afterwards; where cgroups are not writable the test says it skipped. */
+#include <check.h>
+#include <errno.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+#include "child.h"
+#include "harness.h"
+#include "suite.h"
+
+#define LIMIT (64L << 20)
+
+static char group[512], dir[256], own[400];
+
+static int put(const char *name, const char *text)
+{
+	char path[600];
+	snprintf(path, sizeof path, "%s/%s", group, name);
+	FILE *f = fopen(path, "w");
+	if (!f)
+		return -1;
+	int ok = fputs(text, f) >= 0;
+	return fclose(f) == 0 && ok ? 0 : -1;
+}
+
+/* The memory controller's v1 group of this process under /sys/fs/cgroup/memory into OUT; 0 when
+ * there is none (cgroup v2 alone, or the controller mounted elsewhere). */
+static int own_v1_group(char *out, size_t size)
+{
+	char line[512];
+	FILE *f = fopen("/proc/self/cgroup", "r");
+	int found = 0;
+	while (f && !found && fgets(line, sizeof line, f)) {
+		char *c1 = strchr(line, ':'), *c2 = c1 ? strchr(c1 + 1, ':') : NULL;
+		if (!c2 || strncmp(c1 + 1, "memory:", 7))
+			continue;
+		c2[1 + strcspn(c2 + 1, "\n")] = '\0';
+		snprintf(out, size, "/sys/fs/cgroup/memory%s", strcmp(c2 + 1, "/") ? c2 + 1 : "");
+		found = 1;
+	}
+	if (f)
+		fclose(f);
+	struct stat st;
+	return found && stat(out, &st) == 0 && S_ISDIR(st.st_mode);
+}
+
+/* The child group's name (in the suite's process: its teardown removes it, whatever the test did). */
+static void name_group(void)
+{
+	if (own_v1_group(own, sizeof own))
+		snprintf(group, sizeof group, "%s/memshim-test-%d", own, (int)getpid());
+}
+
+/* The child group with the limit, or a reason it cannot be made (then nothing is left behind). */
+static const char *make_group(void)
+{
+	static char why[1024];
+	if (!group[0])
+		return "no cgroup v1 memory controller at /sys/fs/cgroup/memory";
+	if (mkdir(group, 0755) != 0) {
+		snprintf(why, sizeof why, "cannot create a memory cgroup under %s: %s", own, strerror(errno));
+		return why;
+	}
+	char limit[32], memsw[600];
+	snprintf(limit, sizeof limit, "%ld\n", LIMIT);
+	/* memsw (memory + swap) too, where swap is accounted: killed, not swapped */
+	snprintf(memsw, sizeof memsw, "%s/memory.memsw.limit_in_bytes", group);
+	if (put("memory.limit_in_bytes", limit) != 0 ||
+	    (access(memsw, F_OK) == 0 && put("memory.memsw.limit_in_bytes", limit) != 0))
+		return "cannot set the memory cgroup's limit";
+	return NULL;
+}
+
+/* Every process still in the group killed, then the group removed (also after a failed test). */
+static void remove_group(void)
+{
+	if (!group[0])
+		return;
+	for (int i = 0; i < 200 && rmdir(group) != 0 && errno == EBUSY; i++) { /* ENOENT: never made */
+		char path[600], line[32];
+		snprintf(path, sizeof path, "%s/cgroup.procs", group);
+		FILE *f = fopen(path, "r");
+		while (f && fgets(line, sizeof line, f))
+			kill(atoi(line), SIGKILL);
+		if (f)
+			fclose(f);
+		struct timespec ts = { 0, 10000000 };
+		nanosleep(&ts, NULL);
+	}
+	group[0] = '\0';
+}
+
+START_TEST(a_cgroup_oom_kill_is_named_with_the_groups_peak_and_limit)
+{
+	const char *why = make_group();
+	if (why) {
+		fprintf(stderr, "skipped: a real cgroup OOM kill: %s\n", why);
+		return;
+	}
+	snprintf(dir, sizeof dir, "/tmp/memshim-oom.XXXXXX");
+	ck_assert_ptr_nonnull(mkdtemp(dir));
+	char script[8192], wrapper[PATH_MAX], output[300], livevar[300], runtime[300];
+	snprintf(wrapper, sizeof wrapper, "%s/../scripts/memshim", built("."));
+	snprintf(output, sizeof output, "%s/m.json", dir);
+	/* the shell moves itself into the group, then becomes memshim run: its command starts there */
+	snprintf(script, sizeof script, "echo $$ > %s/cgroup.procs && exec %s run --output %s -- %s 1024", group,
+		 wrapper, output, built("live/oom_climb"));
+	snprintf(livevar, sizeof livevar, "MEMSHIM_LIVE_DIR=%s/live", dir);
+	snprintf(runtime, sizeof runtime, "XDG_RUNTIME_DIR=%s", dir);
+	const char *env[] = { livevar, runtime, NULL };
+	char **envp = shim_env(dir, env);
+	for (char **e = envp; *e; e++) /* memshim run preloads the library itself */
+		if (!strncmp(*e, "LD_PRELOAD=", 11))
+			*e = "MEMSHIM_LOG=warn";
+	const char *argv[] = { "/bin/sh", "-c", script, NULL };
+	pid_t pid = spawn_redirected(dir, argv, envp, NULL);
+	ck_assert_int_gt(pid, 0);
+	int st = 0;
+	ck_assert_int_eq(waitpid(pid, &st, 0), pid);
+	static char out[1 << 16], err[1 << 16];
+	read_back(dir, out, sizeof out, err, sizeof err);
+	fprintf(stderr, "%s", strstr(err, "memshim: ") ? strstr(err, "memshim: ") : err);
+	ck_assert_msg(exit_code(st) == 128 + SIGKILL, "status %#x: %s%s", st, out, err);
+	ck_assert_msg(!strstr(out, "climbed"), "never killed: %s", out);
+	char want[1024];
+	snprintf(
+		want, sizeof want,
+		"killed by its memory cgroup's OOM killer (oom_kill 0 -> 1): cgroup peak 64.0MB of 64.0MB (100%%) (%s)",
+		group);
+	ck_assert_msg(strstr(err, want), "no line \"%s\" in:\n%s", want, err);
+	ck_assert_msg(strstr(err, "  cgroup peak 64.0MB of 64.0MB (100%)\n"), "%s", err);
+	/* the file memshim run left: the group, its limit and peak, from the record or the snapshot */
+	struct run r = { 0 };
+	snprintf(r.dir, sizeof r.dir, "%s", dir);
+	json_t *m = load_metrics(&r, "m.json");
+	ck_assert_ptr_nonnull(m);
+	ck_assert_int_eq(metric(m, "process_mem_cgroup_limit"), LIMIT);
+	json_t *cg = json_object_get(json_object_get(m, "process"), "cgroup");
+	ck_assert_str_eq(json_string_value(json_object_get(cg, "path")), group);
+	ck_assert_int_eq(json_integer_value(json_object_get(cg, "version")), 1);
+	ck_assert_int_eq(json_integer_value(json_object_get(cg, "limit")), LIMIT);
+	json_t *train = stage_of(m, "train");
+	ck_assert_ptr_nonnull(train);
+	json_t *tc = json_object_get(train, "cgroup");
+	ck_assert_msg(json_is_object(tc), "train has no cgroup");
+	/* read at the timeline's points of the climb, the last within a step of the kill */
+	ck_assert_int_gt(json_integer_value(json_object_get(tc, "peak")), LIMIT / 2);
+	json_decref(m);
+}
+END_TEST
+
+int main(void)
+{
+	Suite *s = suite_create("cgroup");
+	TCase *tc = tcase_create("oom");
+	tcase_add_unchecked_fixture(tc, name_group, remove_group);
+	tcase_set_timeout(tc, 60);
+	tcase_add_test(tc, a_cgroup_oom_kill_is_named_with_the_groups_peak_and_limit);
+	suite_add_tcase(s, tc);
+	return run_suite(s);
+}
