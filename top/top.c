@@ -48,18 +48,18 @@ struct row {
 struct rows {
 	struct row *v;
 	size_t n, cap;
-	size_t bad;          /* records that could not be read */
-	size_t hidden;       /* records of processes gone for over GONE_LISTED_S, not listed */
+	size_t bad;    /* records that could not be read */
+	size_t hidden; /* records of processes gone for over GONE_LISTED_S, not listed */
 };
 
 struct top {
-	char **dirs;         /* where records are read */
+	char **dirs; /* where records are read */
 	size_t ndirs;
-	char **runs;         /* DIR arguments: only records in or writing under them */
+	char **runs; /* DIR arguments: only records in or writing under them */
 	size_t nruns;
 	enum key sort;
 	int reverse;
-	int all;             /* --all: list every gone process, however old */
+	int all; /* --all: list every gone process, however old */
 };
 
 static double now_unix(void)
@@ -165,13 +165,27 @@ static int by_key(const void *pa, const void *pb)
 	if (a->alive != b->alive)
 		return b->alive - a->alive;
 	switch (sorting->sort) {
-	case K_CPU: c = cmp_num((double)b->r->live[MS_LIVE_CPU], (double)a->r->live[MS_LIVE_CPU]); break;
-	case K_PEAK: c = cmp_num((double)b->r->peak[MS_LIVE_CPU], (double)a->r->peak[MS_LIVE_CPU]); break;
-	case K_GPU: c = cmp_num((double)gpu_live(b->r), (double)gpu_live(a->r)); break;
-	case K_PID: c = cmp_num(a->r->pid, b->r->pid); break;
-	case K_RANK: c = cmp_num(a->r->rank, b->r->rank); break;
-	case K_TIME: c = cmp_num(runtime(b, now), runtime(a, now)); break;
-	case K_UPDATE: c = cmp_num(b->r->update_unix, a->r->update_unix); break;
+	case K_CPU:
+		c = cmp_num((double)b->r->live[MS_LIVE_CPU], (double)a->r->live[MS_LIVE_CPU]);
+		break;
+	case K_PEAK:
+		c = cmp_num((double)b->r->peak[MS_LIVE_CPU], (double)a->r->peak[MS_LIVE_CPU]);
+		break;
+	case K_GPU:
+		c = cmp_num((double)gpu_live(b->r), (double)gpu_live(a->r));
+		break;
+	case K_PID:
+		c = cmp_num(a->r->pid, b->r->pid);
+		break;
+	case K_RANK:
+		c = cmp_num(a->r->rank, b->r->rank);
+		break;
+	case K_TIME:
+		c = cmp_num(runtime(b, now), runtime(a, now));
+		break;
+	case K_UPDATE:
+		c = cmp_num(b->r->update_unix, a->r->update_unix);
+		break;
 	}
 	if (!c)
 		c = cmp_num(a->r->pid, b->r->pid);
@@ -282,9 +296,38 @@ static const char *state(const struct row *w)
 	return w->alive ? "running" : w->r->state == MS_LIVE_ENDED ? "ended" : "killed";
 }
 
-enum { C_PID, C_RANK, C_STATE, C_CPU, C_GPU, C_TIME, C_UPD, C_STAGES, C_CMD, NCOLS };
-static const char *const heads[NCOLS] = { "PID", "RANK", "STATE", "CPU LIVE/PEAK", "GPU LIVE/PEAK",
-					   "RUNTIME", "UPDATED", "STAGES", "COMMAND" };
+enum { C_PID, C_RANK, C_STATE, C_CPU, C_GPU, C_CGROUP, C_TIME, C_UPD, C_STAGES, C_CMD, NCOLS };
+static const char *const heads[NCOLS] = { "PID",           "RANK",          "STATE",
+					  "CPU LIVE/PEAK", "GPU LIVE/PEAK", "CGROUP HEADROOM",
+					  "RUNTIME",       "UPDATED",       "STAGES",
+					  "COMMAND" };
+
+/* The memory cgroup's headroom, its limit less its usage at the last reading ("1.9G of 24G"); "-"
+ * without a limit or a reading. */
+static char *headroom(const struct ms_live_record *r)
+{
+	if (!r->cgroup_version || r->cgroup_limit < 0)
+		return mf_xstrdup("-");
+	int64_t room = r->cgroup_limit - r->cgroup_usage;
+	char *h = bytes(room > 0 ? room : 0), *l = bytes(r->cgroup_limit), *out = mf_xasprintf("%s of %s", h, l);
+	free(h), free(l);
+	return out;
+}
+
+/* The cgroup for --json: its usage, peak, limit and headroom as last read; null without a reading. */
+static json_t *cgroup_json(const struct ms_live_record *r)
+{
+	if (!r->cgroup_version)
+		return json_null();
+	json_t *o = json_object();
+	json_object_set_new(o, "path", mf_live_text(r->cgroup_dir, strnlen(r->cgroup_dir, sizeof r->cgroup_dir)));
+	json_object_set_new(o, "usage", json_integer(r->cgroup_usage));
+	json_object_set_new(o, "peak", json_integer(r->cgroup_peak));
+	json_object_set_new(o, "limit", r->cgroup_limit >= 0 ? json_integer(r->cgroup_limit) : json_null());
+	json_object_set_new(o, "headroom",
+			    r->cgroup_limit >= 0 ? json_integer(r->cgroup_limit - r->cgroup_usage) : json_null());
+	return o;
+}
 
 static void cells(const struct row *w, double now, char *c[NCOLS])
 {
@@ -295,6 +338,7 @@ static void cells(const struct row *w, double now, char *c[NCOLS])
 	c[C_STATE] = mf_xstrdup(state(w));
 	c[C_CPU] = mf_xasprintf("%s/%s", l, p);
 	c[C_GPU] = gpu(r);
+	c[C_CGROUP] = headroom(r);
 	c[C_TIME] = duration(runtime(w, now));
 	c[C_UPD] = mf_xasprintf("%s ago", age);
 	c[C_STAGES] = stages(r);
@@ -340,7 +384,8 @@ static void print_table(FILE *out, const struct rows *rs)
 	if (!rs->n)
 		fprintf(out, "(no memshim process with a live record)\n");
 	if (rs->hidden)
-		fprintf(out, "(%zu more of processes gone for over an hour: memshim top --all lists them)\n", rs->hidden);
+		fprintf(out, "(%zu more of processes gone for over an hour: memshim top --all lists them)\n",
+			rs->hidden);
 }
 
 static json_t *comp(int64_t live, int64_t peak)
@@ -386,6 +431,7 @@ static json_t *row_json(const struct row *w, double now)
 		json_decref(devs);
 		json_object_set_new(o, "gpu", json_null());
 	}
+	json_object_set_new(o, "cgroup", cgroup_json(r));
 	json_object_set_new(o, "start_time", json_real(r->start_unix));
 	json_object_set_new(o, "runtime", json_real(runtime(w, now)));
 	json_object_set_new(o, "updated", json_real(r->update_unix));
@@ -443,9 +489,11 @@ static void draw(const struct top *t, const struct rows *rs)
 	char more[64] = "";
 	if (rs->hidden)
 		snprintf(more, sizeof more, "; %zu more gone over an hour ago", rs->hidden);
-	mvprintw(0, 0, "memshim top: %zu process%s (%zu gone%s)%s, sorted by %s%s; q quits, c p P g r t u sort, "
-		 "R reverses, a lists all", rs->n, rs->n == 1 ? "" : "es", killed, more,
-		 rs->bad ? " + unreadable records" : "", key_names[t->sort], t->reverse ? " (reversed)" : "");
+	mvprintw(0, 0,
+		 "memshim top: %zu process%s (%zu gone%s)%s, sorted by %s%s; q quits, c p P g r t u sort, "
+		 "R reverses, a lists all",
+		 rs->n, rs->n == 1 ? "" : "es", killed, more, rs->bad ? " + unreadable records" : "",
+		 key_names[t->sort], t->reverse ? " (reversed)" : "");
 	attron(A_REVERSE);
 	move(2, 0);
 	draw_line(w, heads);
@@ -473,17 +521,39 @@ static void draw(const struct top *t, const struct rows *rs)
 static int key(struct top *t, int ch)
 {
 	switch (ch) {
-	case 'q': case 'Q': case 27: return 1;
-	case 'c': t->sort = K_CPU; break;
-	case 'P': t->sort = K_PEAK; break;
-	case 'g': t->sort = K_GPU; break;
-	case 'p': t->sort = K_PID; break;
-	case 'r': t->sort = K_RANK; break;
-	case 't': t->sort = K_TIME; break;
-	case 'u': t->sort = K_UPDATE; break;
-	case 'R': t->reverse = !t->reverse; break;
-	case 'a': t->all = !t->all; break;
-	default: break;
+	case 'q':
+	case 'Q':
+	case 27:
+		return 1;
+	case 'c':
+		t->sort = K_CPU;
+		break;
+	case 'P':
+		t->sort = K_PEAK;
+		break;
+	case 'g':
+		t->sort = K_GPU;
+		break;
+	case 'p':
+		t->sort = K_PID;
+		break;
+	case 'r':
+		t->sort = K_RANK;
+		break;
+	case 't':
+		t->sort = K_TIME;
+		break;
+	case 'u':
+		t->sort = K_UPDATE;
+		break;
+	case 'R':
+		t->reverse = !t->reverse;
+		break;
+	case 'a':
+		t->all = !t->all;
+		break;
+	default:
+		break;
 	}
 	return 0;
 }
@@ -543,8 +613,11 @@ int main(int argc, char **argv)
 			while (k < sizeof key_names / sizeof *key_names && strcmp(key_names[k], argv[i + 1]))
 				k++;
 			if (k == sizeof key_names / sizeof *key_names)
-				return fprintf(stderr, "memshim top: unknown sort key %s (cpu, peak, gpu, pid, rank, "
-					       "time, update)\n", argv[i + 1]), MF_BAD;
+				return fprintf(stderr,
+					       "memshim top: unknown sort key %s (cpu, peak, gpu, pid, rank, "
+					       "time, update)\n",
+					       argv[i + 1]),
+				       MF_BAD;
 			t.sort = (enum key)k;
 			i++;
 		} else if (a[0] == '-')

@@ -2,7 +2,8 @@
  * the test machines): a child group of the test's own with a 64 MiB limit (swap included), a program
  * under `memshim run` moved into it climbs past the limit and the group's OOM killer ends it; memshim
  * run's dump and the file it recovers from the live record say so, naming the group's peak and
- * limit.  The group is removed afterwards; where cgroups are not writable the test says it skipped. */
+ * limit.  The group is removed afterwards; where cgroups are not writable the test says it skipped.
+ * And `memshim top` shows a group's headroom (a v2 group laid out in a directory). */
 #include <check.h>
 #include <errno.h>
 #include <signal.h>
@@ -158,6 +159,57 @@ START_TEST(a_cgroup_oom_kill_is_named_with_the_groups_peak_and_limit)
 }
 END_TEST
 
+/* Runs CMD through the shell; its stdout and stderr into OUT (SIZE bytes). */
+static void shell(const char *cmd, char *out, size_t size)
+{
+	FILE *p = popen(cmd, "r");
+	ck_assert_ptr_nonnull(p);
+	size_t n = fread(out, 1, size - 1, p);
+	out[n] = '\0';
+	pclose(p);
+}
+
+/* `memshim top` shows the group's headroom (its limit less its usage at the last reading) of a
+ * running process, here of a v2 group laid out in a directory: 1 GiB, 300 MiB used. */
+START_TEST(top_shows_the_cgroups_headroom)
+{
+	char cg[300], path[400], ready[300], var[400], livevar[300], out[1 << 14], cmd[2048];
+	snprintf(dir, sizeof dir, "/tmp/memshim-oom.XXXXXX");
+	ck_assert_ptr_nonnull(mkdtemp(dir));
+	snprintf(cg, sizeof cg, "%s/group", dir);
+	ck_assert_int_eq(mkdir(cg, 0755), 0);
+	static const char *const files[][2] = { { "memory.current", "314572800\n" },
+						{ "memory.peak", "419430400\n" },
+						{ "memory.max", "1073741824\n" },
+						{ "memory.events", "oom 0\noom_kill 0\n" } };
+	for (size_t i = 0; i < sizeof files / sizeof *files; i++) {
+		snprintf(path, sizeof path, "%s/%s", cg, files[i][0]);
+		FILE *f = fopen(path, "w");
+		ck_assert_ptr_nonnull(f);
+		fputs(files[i][1], f);
+		fclose(f);
+	}
+	snprintf(ready, sizeof ready, "%s/ready", dir);
+	snprintf(var, sizeof var, "MEMSHIM_CGROUP_DIR=%s", cg);
+	snprintf(livevar, sizeof livevar, "MEMSHIM_LIVE_DIR=%s/live", dir);
+	const char *env[] = { var, livevar, NULL };
+	const char *argv[] = { built("live/live_fixture"), "climb", ready, NULL };
+	pid_t pid = spawn_redirected(dir, argv, shim_env(dir, env), NULL);
+	ck_assert_int_gt(pid, 0);
+	for (int i = 0; i < 2000 && access(ready, F_OK) != 0; i++)
+		usleep(10000);
+	ck_assert_int_eq(access(ready, F_OK), 0);
+	snprintf(cmd, sizeof cmd, "MEMSHIM_LIVE_DIR=%s/live %s --once 2>&1", dir, built("memshim-top"));
+	shell(cmd, out, sizeof out);
+	ck_assert_msg(strstr(out, "CGROUP HEADROOM") && strstr(out, " 724M of 1.0G "), "%s", out);
+	snprintf(cmd, sizeof cmd, "MEMSHIM_LIVE_DIR=%s/live %s --json 2>&1", dir, built("memshim-top"));
+	shell(cmd, out, sizeof out);
+	ck_assert_msg(strstr(out, "\"headroom\": 759169024") && strstr(out, "\"limit\": 1073741824"), "%s", out);
+	kill(pid, SIGKILL);
+	waitpid(pid, NULL, 0);
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("cgroup");
@@ -166,5 +218,8 @@ int main(void)
 	tcase_set_timeout(tc, 60);
 	tcase_add_test(tc, a_cgroup_oom_kill_is_named_with_the_groups_peak_and_limit);
 	suite_add_tcase(s, tc);
+	TCase *top = tcase_create("top");
+	tcase_add_test(top, top_shows_the_cgroups_headroom);
+	suite_add_tcase(s, top);
 	return run_suite(s);
 }
