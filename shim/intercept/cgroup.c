@@ -1,12 +1,15 @@
 /* The memory cgroup, read at stage boundaries, timeline points and reports (from intercept/mmap.c's
  * refresh, within its CPU-time budget).  The group is found once, at the first read: the memory
  * line of /proc/self/cgroup (v1 wins over v2, as the kernel charges there), its mount in
- * /proc/self/mountinfo, or MEMSHIM_CGROUP_DIR (a directory laid out by a test, or "none").  Each
- * file is opened, read and closed with raw system calls (no stdio, no allocation), so the program
- * never sees an fd of ours, except one: on cgroup v2 with a writable memory.peak (Linux 6.12+) an
- * fd of memory.peak is kept, moved to a high number and close-on-exec, and reset at every boundary:
- * its reads are the peak since the last boundary (each stage's own), and other readers of the file
- * see their own peaks, unchanged. */
+ * /proc/self/mountinfo, or MEMSHIM_CGROUP_DIR (a directory laid out by a test, or "none").  Raw
+ * system calls only (no stdio, no allocation).  Opening a cgroup file costs ~20 us here, reading an
+ * open one ~3 us: the usage file is kept open (every boundary and point reads it), as is, on cgroup
+ * v2 with a writable memory.peak (Linux 6.12+), an fd of memory.peak reset at every boundary, whose
+ * reads are the peak since the last boundary (each stage's own; other readers of the file see
+ * their own peaks, unchanged).  Kept fds are moved to high numbers, close-on-exec, and checked
+ * (fstat) before each use, so the program's fds keep their numbers and a number the program took
+ * over is never read.  The group's high-water, limit and OOM kills are opened and read at a report
+ * and at most once a second at boundaries. */
 #include "intercept/cgroup.h"
 
 #include <errno.h>
@@ -24,13 +27,23 @@
 #define HIGH_FD_CAP 4096         /* as native/unwinder.c: a fork copies the fd table up to the top */
 #define HIGH_FD_TRIES 64
 
+#define STATE_GAP 1.0 /* seconds between two reads of the high-water, limit and OOM kills */
+#define REOPENS 8     /* a program that keeps closing our fds: read by opening after that */
+
 enum { UNKNOWN, FINDING, FOUND, NONE };
 static int found;                    /* enum above; one thread finds */
 static struct ms_cgroup cg MS_LARGE; /* written by the reading thread; fields read whole */
-static int peak_fd = -1;             /* v2 per-reader memory.peak, owned by PEAK_PID */
-static pid_t peak_pid;
-static uint64_t peak_dev, peak_ino;
-static char buf[4096] MS_LARGE; /* /proc/self/cgroup and mountinfo, a line at a time (one finder) */
+static char buf[4096] MS_LARGE;      /* /proc/self/cgroup and mountinfo, a line at a time (one finder) */
+static double state_read_at;
+
+/* A file kept open: its fd and identity, and who opened it (a forked child's are its parent's). */
+struct kept {
+	int fd;
+	pid_t pid;
+	uint64_t dev, ino;
+	int reopens;
+};
+static struct kept usage_fd = { .fd = -1 }, peak_fd = { .fd = -1 };
 
 /* NAME in the group's directory into PATH; 0 when it does not fit. */
 static int file_path(char *path, size_t size, const char *name)
@@ -193,68 +206,85 @@ static int move_high(int fd)
 	return -1;
 }
 
+/* NAME opened into K (FLAGS), moved high; 0 when it could not be kept. */
+static int keep(struct kept *k, const char *name, int flags)
+{
+	struct stat st;
+	int fd = k->reopens++ < REOPENS ? open_file(name, flags) : -1;
+	if (fd < 0 || (fd = move_high(fd)) < 0)
+		return 0;
+	if (syscall(SYS_fstat, fd, &st) != 0) {
+		syscall(SYS_close, fd);
+		return 0;
+	}
+	*k = (struct kept){ fd, ms_proc.pid, st.st_dev, st.st_ino, k->reopens };
+	return 1;
+}
+
+/* Whether K's fd is still ours: a program may close fds it did not open and reuse the number (then
+ * it is the program's: never touched again). */
+static int still_ours(const struct kept *k)
+{
+	struct stat st;
+	return k->fd >= 0 && syscall(SYS_fstat, k->fd, &st) == 0 && st.st_dev == k->dev && st.st_ino == k->ino;
+}
+
+/* Up to SIZE - 1 bytes of NAME through K (kept open, opened again once lost), NUL-terminated; the
+ * length, or -1.  A file that cannot be kept is opened for the read. */
+static long read_kept(struct kept *k, const char *name, char *out, size_t size)
+{
+	if (!still_ours(k) && !keep(k, name, O_RDONLY))
+		return read_small(name, out, size);
+	long n = syscall(SYS_pread64, k->fd, out, size - 1, 0);
+	if (n < 0)
+		return -1;
+	out[n] = '\0';
+	return n;
+}
+
 /* The per-reader peak: only the kernel's cgroup2 files (a test's directory is written to by no
  * one), only where memory.peak takes a reset (Linux 6.12+: before, it cannot be opened to write). */
 static void open_peak_fd(void)
 {
 	struct statfs fs;
-	char path[MS_CGROUP_PATH + 32];
-	if (cg.version != 2 || !file_path(path, sizeof path, "memory.peak") || syscall(SYS_statfs, cg.dir, &fs) != 0 ||
-	    fs.f_type != CGROUP2_MAGIC)
+	if (cg.version != 2 || !exists("memory.peak") || syscall(SYS_statfs, cg.dir, &fs) != 0 ||
+	    fs.f_type != CGROUP2_MAGIC || !keep(&peak_fd, "memory.peak", O_RDWR))
 		return;
-	int fd = (int)syscall(SYS_openat, AT_FDCWD, path, O_RDWR | O_CLOEXEC);
-	if (fd < 0)
-		return;
-	if (syscall(SYS_write, fd, "reset\n", 6) != 6 || (fd = move_high(fd)) < 0) {
-		if (fd >= 0)
-			syscall(SYS_close, fd);
+	if (syscall(SYS_pwrite64, peak_fd.fd, "reset\n", 6, 0) != 6) {
+		syscall(SYS_close, peak_fd.fd);
+		peak_fd.fd = -1;
 		return;
 	}
-	struct stat st;
-	if (syscall(SYS_fstat, fd, &st) != 0) {
-		syscall(SYS_close, fd);
-		return;
-	}
-	peak_dev = st.st_dev;
-	peak_ino = st.st_ino;
-	peak_pid = ms_proc.pid;
-	peak_fd = fd;
 	cg.per_reader = 1;
 }
 
-/* Whether our peak fd is still ours: a forked child shares its parent's (a reset would be seen by
- * both), and a program may close every fd it did not open and reuse the number. */
-static int peak_fd_ours(void)
-{
-	struct stat st;
-	if (peak_fd < 0)
-		return 0;
-	if (peak_pid == ms_proc.pid && syscall(SYS_fstat, peak_fd, &st) == 0 && st.st_dev == peak_dev &&
-	    st.st_ino == peak_ino)
-		return 1;
-	if (peak_pid != ms_proc.pid) /* the parent's: closed here, a fresh one opened */
-		syscall(SYS_close, peak_fd);
-	peak_fd = -1; /* else the number is the program's now: never touched again */
-	cg.per_reader = 0;
-	if (peak_pid != ms_proc.pid)
-		open_peak_fd();
-	return peak_fd >= 0;
-}
-
-/* Our fd's peak since its last reset into the window's peak; at a boundary, reset. */
+/* Our fd's peak since its last reset into the window's peak; at a boundary, reset.  A forked child
+ * shares its parent's fd (a reset would be seen by both): it opens its own. */
 static void read_own_peak(int reset)
 {
 	char text[64];
-	if (!peak_fd_ours())
+	if (!cg.per_reader)
 		return;
-	long n = syscall(SYS_pread64, peak_fd, text, sizeof text - 1, 0);
+	if (peak_fd.pid != ms_proc.pid) {
+		syscall(SYS_close, peak_fd.fd);
+		peak_fd.fd = -1;
+		peak_fd.reopens = 0;
+		cg.per_reader = 0;
+		open_peak_fd();
+	} else if (!still_ours(&peak_fd)) {
+		peak_fd.fd = -1;
+		cg.per_reader = 0;
+	}
+	if (!cg.per_reader)
+		return;
+	long n = syscall(SYS_pread64, peak_fd.fd, text, sizeof text - 1, 0);
 	if (n > 0) {
 		int64_t v = ms_cgroup_number(text, (size_t)n);
 		if (v >= 0)
 			ms_counter_raise_peak(MS_CGROUP, v);
 	}
 	if (reset)
-		syscall(SYS_pwrite64, peak_fd, "reset\n", 6, 0);
+		syscall(SYS_pwrite64, peak_fd.fd, "reset\n", 6, 0);
 }
 
 /* The group's state beyond its usage: its high-water, limit and OOM kills. */
@@ -279,11 +309,19 @@ static int ready(void)
 	int ok = find() != 0;
 	if (ok) {
 		read_state();
+		state_read_at = ms_now();
 		cg.oom_kills_first = cg.oom_kills;
 		open_peak_fd();
 	}
 	__atomic_store_n(&found, ok ? FOUND : NONE, __ATOMIC_RELEASE);
 	return ok;
+}
+
+static int64_t read_usage(void)
+{
+	char text[64];
+	long n = read_kept(&usage_fd, cg.version == 2 ? "memory.current" : "memory.usage_in_bytes", text, sizeof text);
+	return n < 0 ? MS_CGROUP_NONE : ms_cgroup_number(text, (size_t)n);
 }
 
 int ms_cgroup_read(enum ms_refresh_reason why)
@@ -295,16 +333,19 @@ int ms_cgroup_read(enum ms_refresh_reason why)
 		errno = saved;
 		return 0;
 	}
-	int64_t usage = read_number(cg.version == 2 ? "memory.current" : "memory.usage_in_bytes", ms_cgroup_number);
+	int64_t usage = read_usage();
 	if (usage >= 0) {
 		cg.usage = usage;
+		if (usage > cg.peak) /* the group's high is at least what we read (a killed process's record) */
+			cg.peak = usage;
 		ms_counter_set(MS_CGROUP, usage);
 	}
 	read_own_peak(why == MS_REFRESH_BOUNDARY);
-	if (why != MS_REFRESH_POINT)
+	double now = ms_now();
+	if (why == MS_REFRESH_REPORT || (why == MS_REFRESH_BOUNDARY && now - state_read_at >= STATE_GAP)) {
+		state_read_at = now;
 		read_state();
-	else if (cg.version == 1 || !cg.per_reader) /* the group's high for a killed process's record */
-		cg.peak = usage > cg.peak ? usage : cg.peak;
+	}
 	errno = saved;
 	return usage >= 0;
 }
