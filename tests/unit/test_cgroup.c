@@ -83,10 +83,10 @@ START_TEST(values_max_and_huge_v1_limits)
 	ck_assert_int_eq(number("max\n"), MS_CGROUP_NONE);
 	ck_assert_int_eq(number(""), MS_CGROUP_NONE);
 	ck_assert_int_eq(number("99999999999999999999999\n"), INT64_MAX);
-	ck_assert_int_eq(limit("max\n"), MS_CGROUP_NONE);                   /* v2: no limit */
-	ck_assert_int_eq(limit("25769803776\n"), 25769803776);              /* 24 GiB */
-	ck_assert_int_eq(limit("9223372036854771712\n"), MS_CGROUP_NONE);   /* v1, 4 KiB pages */
-	ck_assert_int_eq(limit("9223372036854710272\n"), MS_CGROUP_NONE);   /* v1, 64 KiB pages */
+	ck_assert_int_eq(limit("max\n"), MS_CGROUP_NONE);                 /* v2: no limit */
+	ck_assert_int_eq(limit("25769803776\n"), 25769803776);            /* 24 GiB */
+	ck_assert_int_eq(limit("9223372036854771712\n"), MS_CGROUP_NONE); /* v1, 4 KiB pages */
+	ck_assert_int_eq(limit("9223372036854710272\n"), MS_CGROUP_NONE); /* v1, 64 KiB pages */
 	ck_assert_int_eq(limit("67108864"), 67108864);
 }
 END_TEST
