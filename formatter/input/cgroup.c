@@ -47,7 +47,8 @@ void mf_live_cgroup_process(json_t *p, const struct ms_live_record *r, int64_t p
 	int v2 = r->cgroup_version == 2;
 	json_t *c = json_object();
 	json_object_set_new(c, "version", json_integer(r->cgroup_version));
-	json_object_set_new(c, "path", mf_live_text(r->cgroup_dir, strnlen(r->cgroup_dir, sizeof r->cgroup_dir)));
+	json_t *path = json_stringn(r->cgroup_dir, strnlen(r->cgroup_dir, sizeof r->cgroup_dir));
+	json_object_set_new(c, "path", path ? path : json_string("?")); /* not UTF-8: no path to read */
 	json_object_set_new(c, "usage", json_integer(r->cgroup_usage));
 	json_object_set_new(c, "peak", json_integer(mf_cgroup_peak(r)));
 	json_object_set_new(c, "peak_read", json_integer(peak_read));
