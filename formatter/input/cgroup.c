@@ -101,6 +101,15 @@ static int mf_pid_runs(json_int_t pid)
 	return pid > 0 && pid <= INT_MAX && (kill((pid_t)pid, 0) == 0 || errno == EPERM);
 }
 
+/* Whether nothing says the process ended otherwise than by SIGKILL: no file its signal handler wrote,
+ * no record of a fatal signal (the OOM killer's SIGKILL runs no handler). */
+static int mf_sigkilled(json_t *root)
+{
+	const char *reason = json_string_value(json_object_get(root, "reason"));
+	const char *state = json_string_value(json_object_get(json_object_get(root, "live_record"), "state"));
+	return !(reason && !strcmp(reason, "signal")) && !(state && strcmp(state, "killed"));
+}
+
 void mf_cgroup_after_exit(json_t *root)
 {
 	json_t *cg = json_object_get(json_object_get(root, "process"), "cgroup");
@@ -116,7 +125,7 @@ void mf_cgroup_after_exit(json_t *root)
 	if (after < 0 || !json_is_integer(before))
 		return; /* the group is gone (or states no kills): the last reading is all there is */
 	json_object_set_new(cg, "oom_kills_after", json_integer(after));
-	json_object_set_new(cg, "oom_killed", json_boolean(after > json_integer_value(before)));
+	json_object_set_new(cg, "oom_killed", json_boolean(after > json_integer_value(before) && mf_sigkilled(root)));
 	if (peak > json_integer_value(json_object_get(cg, "peak"))) {
 		json_object_set_new(cg, "peak", json_integer(peak));
 		json_object_set_new(json_object_get(root, "metrics"), "process_mem_cgroup_peak", json_integer(peak));

@@ -210,6 +210,53 @@ START_TEST(top_shows_the_cgroups_headroom)
 }
 END_TEST
 
+/* A gone process's snapshot naming a group (laid out: v2, 1 oom_kill now, 0 at its last reading),
+ * with REASON; memshim-format's output into OUT. */
+static void format_gone(const char *reason, char *out, size_t size)
+{
+	char cg[300], path[400], cmd[1024];
+	snprintf(dir, sizeof dir, "/tmp/memshim-oom.XXXXXX");
+	ck_assert_ptr_nonnull(mkdtemp(dir));
+	snprintf(cg, sizeof cg, "%s/group", dir);
+	ck_assert_int_eq(mkdir(cg, 0755), 0);
+	snprintf(path, sizeof path, "%s/memory.events", cg);
+	FILE *f = fopen(path, "w");
+	ck_assert_ptr_nonnull(f);
+	fputs("oom 1\noom_kill 1\n", f);
+	fclose(f);
+	pid_t gone = fork(); /* a pid that is gone */
+	if (gone == 0)
+		_exit(0);
+	waitpid(gone, NULL, 0);
+	snprintf(path, sizeof path, "%s/m.json", dir);
+	f = fopen(path, "w");
+	ck_assert_ptr_nonnull(f);
+	fprintf(f,
+		"{\"format\": \"memshim-metrics\", \"version\": 1, \"complete\": false, \"reason\": \"%s\", "
+		"\"signal\": 15, \"pid\": %d, \"metrics\": {\"process_mem_cgroup_peak\": 1048576, "
+		"\"process_mem_cgroup_limit\": 2097152}, \"stages\": [], \"process\": {\"cgroup\": {\"version\": 2, "
+		"\"path\": \"%s\", \"usage\": 1048576, \"peak\": 1048576, \"limit\": 2097152, \"oom_kills\": 0, "
+		"\"read\": \"x\"}}}\n",
+		reason, (int)gone, cg);
+	fclose(f);
+	snprintf(cmd, sizeof cmd, "%s %s 2>&1", built("memshim-format"), path);
+	shell(cmd, out, size);
+}
+
+/* The OOM line needs the group's count gone up and a death no handler saw: a file the process's
+ * SIGTERM handler wrote is not an OOM kill, whatever the group's count says. */
+START_TEST(the_oom_line_only_for_a_death_by_sigkill)
+{
+	char out[1 << 14];
+	format_gone("snapshot", out, sizeof out);
+	ck_assert_msg(strstr(out, "killed by its memory cgroup's OOM killer (oom_kill 0 -> 1): cgroup peak "
+				  "1.00MB of 2.00MB (50%)"),
+		      "%s", out);
+	format_gone("signal", out, sizeof out);
+	ck_assert_msg(!strstr(out, "OOM killer") && strstr(out, "cgroup peak 1.00MB of 2.00MB (50%)"), "%s", out);
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("cgroup");
@@ -218,8 +265,9 @@ int main(void)
 	tcase_set_timeout(tc, 60);
 	tcase_add_test(tc, a_cgroup_oom_kill_is_named_with_the_groups_peak_and_limit);
 	suite_add_tcase(s, tc);
-	TCase *top = tcase_create("top");
+	TCase *top = tcase_create("laid_out");
 	tcase_add_test(top, top_shows_the_cgroups_headroom);
+	tcase_add_test(top, the_oom_line_only_for_a_death_by_sigkill);
 	suite_add_tcase(s, top);
 	return run_suite(s);
 }
