@@ -311,6 +311,8 @@ static int ready(void)
 		read_state();
 		state_read_at = ms_now();
 		cg.oom_kills_first = cg.oom_kills;
+		keep(&usage_fd, cg.version == 2 ? "memory.current" : "memory.usage_in_bytes",
+		     O_RDONLY); /* one thread */
 		open_peak_fd();
 	}
 	__atomic_store_n(&found, ok ? FOUND : NONE, __ATOMIC_RELEASE);
