@@ -27,9 +27,13 @@ static void fill_state(void)
 	memset(&st, 0, sizeof st);
 	memset(&tl, 0, sizeof tl);
 	memset(&doc, 0, sizeof doc);
-	proc = (struct ms_process){ .pid = 42, .ppid = 1, .root_pid = 42, .start_unix = 100.0,
-				    .rank = { .source = "torchrun", .rank = 3, .local_rank = 1, .world_size = 8,
-					      .node_rank = -1 } };
+	proc = (struct ms_process){
+		.pid = 42,
+		.ppid = 1,
+		.root_pid = 42,
+		.start_unix = 100.0,
+		.rank = { .source = "torchrun", .rank = 3, .local_rank = 1, .world_size = 8, .node_rank = -1 }
+	};
 	st.nstages = 2;
 	st.order_next = 2;
 	struct ms_stage *t = &st.stage[0], *e = &st.stage[1];
@@ -44,17 +48,29 @@ static void fill_state(void)
 	t->last.runtime = 2.0;
 	t->max_cpu_needed = 3500;
 	t->max_cpu_call = 1;
-	t->history[0] = (struct ms_call){ .start = 1.5, .runtime = 2.0, .cpu_alloc = 3000, .cpu_peaked = 500,
-					  .gpu_alloc = 2048, .gpu_peaked = 2048 };
+	t->history[0] = (struct ms_call){ .start = 1.5,
+					  .runtime = 2.0,
+					  .cpu_alloc = 3000,
+					  .cpu_peaked = 500,
+					  .gpu_alloc = 2048,
+					  .gpu_peaked = 2048 };
 	strcpy(e->name, "eval");
 	e->used = 1;
 	e->first_order = 0;
 	st.depth[1] = 1;
 	span(&e->cur, MS_CPU, 4000, 3000, 5000);
 	e->cur.start = 4.0;
-	doc = (struct ms_doc){ .reason = "exit", .complete = 1, .end_unix = 110.25, .proc = &proc,
-			       .argv = "prog\0--flag", .argv_len = 12, .stages = &st, .gpu = 1, .devices = 1u << 1,
-			       .rss_peak = 1 << 20, .mmap_untracked = 2 };
+	doc = (struct ms_doc){ .reason = "exit",
+			       .complete = 1,
+			       .end_unix = 110.25,
+			       .proc = &proc,
+			       .argv = "prog\0--flag",
+			       .argv_len = 12,
+			       .stages = &st,
+			       .gpu = 1,
+			       .devices = 1u << 1,
+			       .rss_peak = 1 << 20,
+			       .mmap_untracked = 2 };
 	doc.peaks[MS_CPU] = 5000;
 	doc.peaks[MS_GPU] = 4096;
 	doc.peaks[MS_DEV0 + 1] = 4096;
@@ -103,10 +119,29 @@ START_TEST(identity_and_order)
 {
 	fill_state();
 	json_t *root = written();
-	static const char *const top[] = { "format", "version", "complete", "reason", "pid", "ppid", "root_pid",
-					   "is_child", "forked", "argv", "argv_truncated", "start_time", "end_time",
-					   "elapsed", "rank", "gpu_used", "metrics", "stages", "unmatched_targets", "native_targets",
-					   "gpu_events", "gpu_events_dropped", "process" };
+	static const char *const top[] = { "format",
+					   "version",
+					   "complete",
+					   "reason",
+					   "pid",
+					   "ppid",
+					   "root_pid",
+					   "is_child",
+					   "forked",
+					   "argv",
+					   "argv_truncated",
+					   "start_time",
+					   "end_time",
+					   "elapsed",
+					   "rank",
+					   "gpu_used",
+					   "metrics",
+					   "stages",
+					   "unmatched_targets",
+					   "native_targets",
+					   "gpu_events",
+					   "gpu_events_dropped",
+					   "process" };
 	const char *p = out;
 	for (size_t i = 0; i < sizeof top / sizeof *top; i++) { /* in this order, as the format says */
 		char key[64];
@@ -223,8 +258,15 @@ START_TEST(shared_memory)
 	ck_assert_int_eq(json_array_size(at(root, "process/shared/segments")), 0);
 	json_decref(root);
 	static const struct ms_shared_segment seg[] = {
-		{ .kind = MS_SHARED_SHM, .major = 0, .minor = 0x1b, .ino = 3547, .mapped = 8192, .mapped_peak = 8192,
-		  .resident = 4096, .peak = 8192, .name = "/dev/shm/torch_1_2_0" },
+		{ .kind = MS_SHARED_SHM,
+		  .major = 0,
+		  .minor = 0x1b,
+		  .ino = 3547,
+		  .mapped = 8192,
+		  .mapped_peak = 8192,
+		  .resident = 4096,
+		  .peak = 8192,
+		  .name = "/dev/shm/torch_1_2_0" },
 		{ .kind = MS_SHARED_ANONYMOUS, .major = 259, .minor = 1, .ino = 30 },
 	};
 	doc.shared_mappings = 3;
@@ -248,6 +290,54 @@ START_TEST(shared_memory)
 	expect_str(root, "process/shared/segments/1/dev", "103:01");
 	ck_assert(json_is_null(at(root, "process/shared/segments/1/name")));
 	expect_int(root, "process/shared/segments_dropped", 5);
+	json_decref(root);
+}
+END_TEST
+
+/* The memory cgroup: nothing without a reading; with one, a stage's usage as read and its kind of
+ * peak, the process's group, the flat keys (the limit only when there is one). */
+START_TEST(memory_cgroup)
+{
+	fill_state();
+	json_t *root = written();
+	ck_assert_ptr_null(at(root, "metrics/process_mem_cgroup_peak"));
+	ck_assert_ptr_null(at(root, "process/cgroup"));
+	ck_assert_ptr_null(at(root, "stages/1/cgroup"));
+	json_decref(root);
+	struct ms_cgroup cg = { .version = 2,
+				.per_reader = 1,
+				.usage = 3 << 20,
+				.peak = 9 << 20,
+				.limit = 16 << 20,
+				.oom_kills = 1,
+				.oom_kills_first = 0,
+				.dir = "/sys/fs/cgroup/job.slice" };
+	doc.cgroup = &cg;
+	doc.peaks[MS_CGROUP] = 7 << 20;
+	span(&st.stage[0].last, MS_CGROUP, 1 << 20, 3 << 20, 7 << 20);
+	root = written();
+	expect_int(root, "metrics/process_mem_cgroup_peak", 9 << 20);
+	expect_int(root, "metrics/process_mem_cgroup_limit", 16 << 20);
+	expect_int(root, "stages/1/cgroup/begin", 1 << 20);
+	expect_int(root, "stages/1/cgroup/end", 3 << 20);
+	expect_int(root, "stages/1/cgroup/peak", 7 << 20);
+	expect_str(root, "stages/1/cgroup/peak_kind", "kernel");
+	ck_assert_ptr_null(at(root, "stages/0/cgroup")); /* eval never read one */
+	expect_int(root, "process/cgroup/version", 2);
+	expect_str(root, "process/cgroup/path", "/sys/fs/cgroup/job.slice");
+	expect_int(root, "process/cgroup/usage", 3 << 20);
+	expect_int(root, "process/cgroup/peak", 9 << 20);
+	expect_int(root, "process/cgroup/peak_read", 7 << 20);
+	expect_int(root, "process/cgroup/limit", 16 << 20);
+	expect_int(root, "process/cgroup/oom_kills", 1);
+	expect_int(root, "process/cgroup/oom_kills_at_start", 0);
+	json_decref(root);
+	cg.limit = MS_CGROUP_NONE;
+	cg.per_reader = 0;
+	root = written();
+	ck_assert_ptr_null(at(root, "metrics/process_mem_cgroup_limit"));
+	ck_assert_ptr_null(at(root, "process/cgroup/limit"));
+	expect_str(root, "stages/1/cgroup/peak_kind", "reads");
 	json_decref(root);
 }
 END_TEST
@@ -344,6 +434,7 @@ int main(void)
 	tcase_add_test(tc, calls_ended);
 	tcase_add_test(tc, cpu_only);
 	tcase_add_test(tc, shared_memory);
+	tcase_add_test(tc, memory_cgroup);
 	tcase_add_test(tc, child_timeline_and_layers);
 	tcase_add_test(tc, labelled_calls);
 	suite_add_tcase(s, tc);
