@@ -48,18 +48,18 @@ struct row {
 struct rows {
 	struct row *v;
 	size_t n, cap;
-	size_t bad;    /* records that could not be read */
-	size_t hidden; /* records of processes gone for over GONE_LISTED_S, not listed */
+	size_t bad;          /* records that could not be read */
+	size_t hidden;       /* records of processes gone for over GONE_LISTED_S, not listed */
 };
 
 struct top {
-	char **dirs; /* where records are read */
+	char **dirs;         /* where records are read */
 	size_t ndirs;
-	char **runs; /* DIR arguments: only records in or writing under them */
+	char **runs;         /* DIR arguments: only records in or writing under them */
 	size_t nruns;
 	enum key sort;
 	int reverse;
-	int all; /* --all: list every gone process, however old */
+	int all;             /* --all: list every gone process, however old */
 };
 
 static double now_unix(void)
@@ -165,27 +165,13 @@ static int by_key(const void *pa, const void *pb)
 	if (a->alive != b->alive)
 		return b->alive - a->alive;
 	switch (sorting->sort) {
-	case K_CPU:
-		c = cmp_num((double)b->r->live[MS_LIVE_CPU], (double)a->r->live[MS_LIVE_CPU]);
-		break;
-	case K_PEAK:
-		c = cmp_num((double)b->r->peak[MS_LIVE_CPU], (double)a->r->peak[MS_LIVE_CPU]);
-		break;
-	case K_GPU:
-		c = cmp_num((double)gpu_live(b->r), (double)gpu_live(a->r));
-		break;
-	case K_PID:
-		c = cmp_num(a->r->pid, b->r->pid);
-		break;
-	case K_RANK:
-		c = cmp_num(a->r->rank, b->r->rank);
-		break;
-	case K_TIME:
-		c = cmp_num(runtime(b, now), runtime(a, now));
-		break;
-	case K_UPDATE:
-		c = cmp_num(b->r->update_unix, a->r->update_unix);
-		break;
+	case K_CPU: c = cmp_num((double)b->r->live[MS_LIVE_CPU], (double)a->r->live[MS_LIVE_CPU]); break;
+	case K_PEAK: c = cmp_num((double)b->r->peak[MS_LIVE_CPU], (double)a->r->peak[MS_LIVE_CPU]); break;
+	case K_GPU: c = cmp_num((double)gpu_live(b->r), (double)gpu_live(a->r)); break;
+	case K_PID: c = cmp_num(a->r->pid, b->r->pid); break;
+	case K_RANK: c = cmp_num(a->r->rank, b->r->rank); break;
+	case K_TIME: c = cmp_num(runtime(b, now), runtime(a, now)); break;
+	case K_UPDATE: c = cmp_num(b->r->update_unix, a->r->update_unix); break;
 	}
 	if (!c)
 		c = cmp_num(a->r->pid, b->r->pid);
@@ -297,10 +283,8 @@ static const char *state(const struct row *w)
 }
 
 enum { C_PID, C_RANK, C_STATE, C_CPU, C_GPU, C_CGROUP, C_TIME, C_UPD, C_STAGES, C_CMD, NCOLS };
-static const char *const heads[NCOLS] = { "PID",           "RANK",          "STATE",
-					  "CPU LIVE/PEAK", "GPU LIVE/PEAK", "CGROUP HEADROOM",
-					  "RUNTIME",       "UPDATED",       "STAGES",
-					  "COMMAND" };
+static const char *const heads[NCOLS] = { "PID", "RANK", "STATE", "CPU LIVE/PEAK", "GPU LIVE/PEAK",
+					   "CGROUP HEADROOM", "RUNTIME", "UPDATED", "STAGES", "COMMAND" };
 
 /* The memory cgroup's headroom, its limit less its usage at the last reading ("1.9G of 24G"); "-"
  * without a limit or a reading. */
@@ -384,8 +368,7 @@ static void print_table(FILE *out, const struct rows *rs)
 	if (!rs->n)
 		fprintf(out, "(no memshim process with a live record)\n");
 	if (rs->hidden)
-		fprintf(out, "(%zu more of processes gone for over an hour: memshim top --all lists them)\n",
-			rs->hidden);
+		fprintf(out, "(%zu more of processes gone for over an hour: memshim top --all lists them)\n", rs->hidden);
 }
 
 static json_t *comp(int64_t live, int64_t peak)
@@ -489,11 +472,9 @@ static void draw(const struct top *t, const struct rows *rs)
 	char more[64] = "";
 	if (rs->hidden)
 		snprintf(more, sizeof more, "; %zu more gone over an hour ago", rs->hidden);
-	mvprintw(0, 0,
-		 "memshim top: %zu process%s (%zu gone%s)%s, sorted by %s%s; q quits, c p P g r t u sort, "
-		 "R reverses, a lists all",
-		 rs->n, rs->n == 1 ? "" : "es", killed, more, rs->bad ? " + unreadable records" : "",
-		 key_names[t->sort], t->reverse ? " (reversed)" : "");
+	mvprintw(0, 0, "memshim top: %zu process%s (%zu gone%s)%s, sorted by %s%s; q quits, c p P g r t u sort, "
+		 "R reverses, a lists all", rs->n, rs->n == 1 ? "" : "es", killed, more,
+		 rs->bad ? " + unreadable records" : "", key_names[t->sort], t->reverse ? " (reversed)" : "");
 	attron(A_REVERSE);
 	move(2, 0);
 	draw_line(w, heads);
@@ -521,39 +502,17 @@ static void draw(const struct top *t, const struct rows *rs)
 static int key(struct top *t, int ch)
 {
 	switch (ch) {
-	case 'q':
-	case 'Q':
-	case 27:
-		return 1;
-	case 'c':
-		t->sort = K_CPU;
-		break;
-	case 'P':
-		t->sort = K_PEAK;
-		break;
-	case 'g':
-		t->sort = K_GPU;
-		break;
-	case 'p':
-		t->sort = K_PID;
-		break;
-	case 'r':
-		t->sort = K_RANK;
-		break;
-	case 't':
-		t->sort = K_TIME;
-		break;
-	case 'u':
-		t->sort = K_UPDATE;
-		break;
-	case 'R':
-		t->reverse = !t->reverse;
-		break;
-	case 'a':
-		t->all = !t->all;
-		break;
-	default:
-		break;
+	case 'q': case 'Q': case 27: return 1;
+	case 'c': t->sort = K_CPU; break;
+	case 'P': t->sort = K_PEAK; break;
+	case 'g': t->sort = K_GPU; break;
+	case 'p': t->sort = K_PID; break;
+	case 'r': t->sort = K_RANK; break;
+	case 't': t->sort = K_TIME; break;
+	case 'u': t->sort = K_UPDATE; break;
+	case 'R': t->reverse = !t->reverse; break;
+	case 'a': t->all = !t->all; break;
+	default: break;
 	}
 	return 0;
 }
@@ -613,11 +572,8 @@ int main(int argc, char **argv)
 			while (k < sizeof key_names / sizeof *key_names && strcmp(key_names[k], argv[i + 1]))
 				k++;
 			if (k == sizeof key_names / sizeof *key_names)
-				return fprintf(stderr,
-					       "memshim top: unknown sort key %s (cpu, peak, gpu, pid, rank, "
-					       "time, update)\n",
-					       argv[i + 1]),
-				       MF_BAD;
+				return fprintf(stderr, "memshim top: unknown sort key %s (cpu, peak, gpu, pid, rank, "
+					       "time, update)\n", argv[i + 1]), MF_BAD;
 			t.sort = (enum key)k;
 			i++;
 		} else if (a[0] == '-')

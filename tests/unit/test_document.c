@@ -27,13 +27,9 @@ static void fill_state(void)
 	memset(&st, 0, sizeof st);
 	memset(&tl, 0, sizeof tl);
 	memset(&doc, 0, sizeof doc);
-	proc = (struct ms_process){
-		.pid = 42,
-		.ppid = 1,
-		.root_pid = 42,
-		.start_unix = 100.0,
-		.rank = { .source = "torchrun", .rank = 3, .local_rank = 1, .world_size = 8, .node_rank = -1 }
-	};
+	proc = (struct ms_process){ .pid = 42, .ppid = 1, .root_pid = 42, .start_unix = 100.0,
+				    .rank = { .source = "torchrun", .rank = 3, .local_rank = 1, .world_size = 8,
+					      .node_rank = -1 } };
 	st.nstages = 2;
 	st.order_next = 2;
 	struct ms_stage *t = &st.stage[0], *e = &st.stage[1];
@@ -48,29 +44,17 @@ static void fill_state(void)
 	t->last.runtime = 2.0;
 	t->max_cpu_needed = 3500;
 	t->max_cpu_call = 1;
-	t->history[0] = (struct ms_call){ .start = 1.5,
-					  .runtime = 2.0,
-					  .cpu_alloc = 3000,
-					  .cpu_peaked = 500,
-					  .gpu_alloc = 2048,
-					  .gpu_peaked = 2048 };
+	t->history[0] = (struct ms_call){ .start = 1.5, .runtime = 2.0, .cpu_alloc = 3000, .cpu_peaked = 500,
+					  .gpu_alloc = 2048, .gpu_peaked = 2048 };
 	strcpy(e->name, "eval");
 	e->used = 1;
 	e->first_order = 0;
 	st.depth[1] = 1;
 	span(&e->cur, MS_CPU, 4000, 3000, 5000);
 	e->cur.start = 4.0;
-	doc = (struct ms_doc){ .reason = "exit",
-			       .complete = 1,
-			       .end_unix = 110.25,
-			       .proc = &proc,
-			       .argv = "prog\0--flag",
-			       .argv_len = 12,
-			       .stages = &st,
-			       .gpu = 1,
-			       .devices = 1u << 1,
-			       .rss_peak = 1 << 20,
-			       .mmap_untracked = 2 };
+	doc = (struct ms_doc){ .reason = "exit", .complete = 1, .end_unix = 110.25, .proc = &proc,
+			       .argv = "prog\0--flag", .argv_len = 12, .stages = &st, .gpu = 1, .devices = 1u << 1,
+			       .rss_peak = 1 << 20, .mmap_untracked = 2 };
 	doc.peaks[MS_CPU] = 5000;
 	doc.peaks[MS_GPU] = 4096;
 	doc.peaks[MS_DEV0 + 1] = 4096;
@@ -119,29 +103,10 @@ START_TEST(identity_and_order)
 {
 	fill_state();
 	json_t *root = written();
-	static const char *const top[] = { "format",
-					   "version",
-					   "complete",
-					   "reason",
-					   "pid",
-					   "ppid",
-					   "root_pid",
-					   "is_child",
-					   "forked",
-					   "argv",
-					   "argv_truncated",
-					   "start_time",
-					   "end_time",
-					   "elapsed",
-					   "rank",
-					   "gpu_used",
-					   "metrics",
-					   "stages",
-					   "unmatched_targets",
-					   "native_targets",
-					   "gpu_events",
-					   "gpu_events_dropped",
-					   "process" };
+	static const char *const top[] = { "format", "version", "complete", "reason", "pid", "ppid", "root_pid",
+					   "is_child", "forked", "argv", "argv_truncated", "start_time", "end_time",
+					   "elapsed", "rank", "gpu_used", "metrics", "stages", "unmatched_targets", "native_targets",
+					   "gpu_events", "gpu_events_dropped", "process" };
 	const char *p = out;
 	for (size_t i = 0; i < sizeof top / sizeof *top; i++) { /* in this order, as the format says */
 		char key[64];
@@ -258,15 +223,8 @@ START_TEST(shared_memory)
 	ck_assert_int_eq(json_array_size(at(root, "process/shared/segments")), 0);
 	json_decref(root);
 	static const struct ms_shared_segment seg[] = {
-		{ .kind = MS_SHARED_SHM,
-		  .major = 0,
-		  .minor = 0x1b,
-		  .ino = 3547,
-		  .mapped = 8192,
-		  .mapped_peak = 8192,
-		  .resident = 4096,
-		  .peak = 8192,
-		  .name = "/dev/shm/torch_1_2_0" },
+		{ .kind = MS_SHARED_SHM, .major = 0, .minor = 0x1b, .ino = 3547, .mapped = 8192, .mapped_peak = 8192,
+		  .resident = 4096, .peak = 8192, .name = "/dev/shm/torch_1_2_0" },
 		{ .kind = MS_SHARED_ANONYMOUS, .major = 259, .minor = 1, .ino = 30 },
 	};
 	doc.shared_mappings = 3;
