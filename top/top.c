@@ -282,9 +282,36 @@ static const char *state(const struct row *w)
 	return w->alive ? "running" : w->r->state == MS_LIVE_ENDED ? "ended" : "killed";
 }
 
-enum { C_PID, C_RANK, C_STATE, C_CPU, C_GPU, C_TIME, C_UPD, C_STAGES, C_CMD, NCOLS };
+enum { C_PID, C_RANK, C_STATE, C_CPU, C_GPU, C_CGROUP, C_TIME, C_UPD, C_STAGES, C_CMD, NCOLS };
 static const char *const heads[NCOLS] = { "PID", "RANK", "STATE", "CPU LIVE/PEAK", "GPU LIVE/PEAK",
-					   "RUNTIME", "UPDATED", "STAGES", "COMMAND" };
+					   "CGROUP HEADROOM", "RUNTIME", "UPDATED", "STAGES", "COMMAND" };
+
+/* The memory cgroup's headroom, its limit less its usage at the last reading ("1.9G of 24G"); "-"
+ * without a limit or a reading. */
+static char *headroom(const struct ms_live_record *r)
+{
+	if (!r->cgroup_version || r->cgroup_limit < 0)
+		return mf_xstrdup("-");
+	int64_t room = r->cgroup_limit - r->cgroup_usage;
+	char *h = bytes(room > 0 ? room : 0), *l = bytes(r->cgroup_limit), *out = mf_xasprintf("%s of %s", h, l);
+	free(h), free(l);
+	return out;
+}
+
+/* The cgroup for --json: its usage, peak, limit and headroom as last read; null without a reading. */
+static json_t *cgroup_json(const struct ms_live_record *r)
+{
+	if (!r->cgroup_version)
+		return json_null();
+	json_t *o = json_object();
+	json_object_set_new(o, "path", mf_live_text(r->cgroup_dir, strnlen(r->cgroup_dir, sizeof r->cgroup_dir)));
+	json_object_set_new(o, "usage", json_integer(r->cgroup_usage));
+	json_object_set_new(o, "peak", json_integer(r->cgroup_peak));
+	json_object_set_new(o, "limit", r->cgroup_limit >= 0 ? json_integer(r->cgroup_limit) : json_null());
+	json_object_set_new(o, "headroom",
+			    r->cgroup_limit >= 0 ? json_integer(r->cgroup_limit - r->cgroup_usage) : json_null());
+	return o;
+}
 
 static void cells(const struct row *w, double now, char *c[NCOLS])
 {
@@ -295,6 +322,7 @@ static void cells(const struct row *w, double now, char *c[NCOLS])
 	c[C_STATE] = mf_xstrdup(state(w));
 	c[C_CPU] = mf_xasprintf("%s/%s", l, p);
 	c[C_GPU] = gpu(r);
+	c[C_CGROUP] = headroom(r);
 	c[C_TIME] = duration(runtime(w, now));
 	c[C_UPD] = mf_xasprintf("%s ago", age);
 	c[C_STAGES] = stages(r);
@@ -386,6 +414,7 @@ static json_t *row_json(const struct row *w, double now)
 		json_decref(devs);
 		json_object_set_new(o, "gpu", json_null());
 	}
+	json_object_set_new(o, "cgroup", cgroup_json(r));
 	json_object_set_new(o, "start_time", json_real(r->start_unix));
 	json_object_set_new(o, "runtime", json_real(runtime(w, now)));
 	json_object_set_new(o, "updated", json_real(r->update_unix));

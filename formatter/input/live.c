@@ -5,6 +5,7 @@
 #include "base/base.h"
 #include "model/document.h"
 #include "input/live.h"
+#include "input/cgroup.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -270,6 +271,7 @@ static json_t *mf_stage_json(const struct ms_live_record *r, const struct ms_liv
 	mf_set_int(rss, "peak", sp->peak[MS_LIVE_RSS]);
 	mf_set(rss, "read", json_string("/proc/self/statm at boundaries"));
 	mf_set(o, "rss", rss);
+	mf_live_cgroup_stage(o, r, sp);
 	if (r->gpu_used)
 		mf_set(o, "gpu", mf_gpu_tree(r, &src));
 	mf_set_int(need, "cpu", st->max_cpu_needed);
@@ -456,12 +458,16 @@ json_t *mf_live_json(const struct ms_live_record *r, const char *path, int alive
 	mf_set(about, "output", mf_live_text(r->output, strnlen(r->output, sizeof r->output)));
 	mf_set(d, "live_record", about);
 	mf_set(d, "gpu_used", json_boolean(r->gpu_used));
-	mf_set(d, "metrics", mf_metrics(r, ids, n, peaks));
+	json_t *m = mf_metrics(r, ids, n, peaks);
+	mf_live_cgroup_flat(m, r);
+	mf_set(d, "metrics", m);
 	for (int i = 0; i < n; i++)
 		json_array_append_new(stages, mf_stage_json(r, &r->stage[ids[i]]));
 	mf_set(d, "stages", stages);
 	mf_set(d, "unmatched_targets", json_array());
-	mf_set(d, "process", mf_process(r, peaks, live));
+	json_t *p = mf_process(r, peaks, live);
+	mf_live_cgroup_process(p, r, peaks[MS_LIVE_CGROUP]);
+	mf_set(d, "process", p);
 	return d;
 }
 

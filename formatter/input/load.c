@@ -1,6 +1,7 @@
 /* A parsed metrics document checked and filled into struct mf_file: every problem becomes one
  * message naming the file. */
 #include "input/input.h"
+#include "input/cgroup.h"
 #include "base/base.h"
 #include "model/document.h"
 
@@ -113,6 +114,7 @@ int mf_load_json(const char *path, json_t *root, struct mf_file *f, FILE *err)
 		return -1;
 	}
 	f->pid = json_integer_value(pid);
+	mf_cgroup_after_exit(f->root);
 	f->metrics = json_copy(f->file_metrics);
 	if (!f->metrics)
 		mf_oom();

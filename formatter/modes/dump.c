@@ -318,9 +318,10 @@ int mf_print_group(FILE *out, json_t *metrics, json_t *stages, const struct mf_g
 	}
 	mf_table_print(out, &t, "  ");
 	mf_table_free(&t);
-	if (!strcmp(g->name, "process"))
+	if (!strcmp(g->name, "process")) {
 		mf_print_before_work(out, metrics, stages);
-	else
+		mf_print_cgroup(out, metrics);
+	} else
 		mf_print_needed(out, metrics, g);
 	mf_print_calls_hint(out, metrics, mf_stage_named(stages, g->name));
 	mf_print_exceptions(out, mf_stage_named(stages, g->name));
@@ -410,6 +411,7 @@ void mf_print_status(FILE *out, const struct mf_file *f)
 	mf_print_when(out, f);
 	fprintf(out, "; open stages: %s\n", open);
 	free(open);
+	mf_print_cgroup_killed(out, f);
 }
 
 /* A forked child (a DataLoader worker) inherits the stages open at the fork, restarted at its time

@@ -36,6 +36,10 @@ int mf_print_group(FILE *out, json_t *metrics, json_t *stages, const struct mf_g
 void mf_dump_file(FILE *out, const struct mf_file *f, const struct mf_opts *o);
 void mf_print_header(FILE *out, const struct mf_file *f);
 void mf_sort_files(struct mf_file *files, size_t n);
+/* cgroup.c: "cgroup peak 22.1GB of 24.0GB (92%)" under the process group (from its flat keys), and
+ * the line saying the memory cgroup's OOM killer ended a process (a record read after the kill). */
+void mf_print_cgroup(FILE *out, json_t *metrics);
+void mf_print_cgroup_killed(FILE *out, const struct mf_file *f);
 int mf_has_stage(const struct mf_file *f, const char *stage);
 
 /* targets.c: over all the files of a run, once: the stage targets no process matched, and the

@@ -123,6 +123,8 @@ static const struct setting settings[] = {
 	{ "MEMSHIM_RUN_DUMP", K_TEXT, NULL, 24 },
 	/* Set by memshim run: its directory of the run, where helpers write (output/report.c) */
 	{ "MEMSHIM_RUN_DIR", K_TEXT, NULL, 25 },
+	/* directory read as the memory cgroup (intercept/cgroup.c; tests lay one out); "none": no cgroup */
+	{ "MEMSHIM_CGROUP_DIR", K_TEXT, NULL, 26 },
 };
 #define N_SETTINGS (sizeof settings / sizeof *settings)
 static unsigned char source_of[N_SETTINGS];

@@ -302,6 +302,12 @@ void ms_counter_set(enum ms_comp comp, int64_t value)
 	raise_peak(&c->win_peak, value);
 }
 
+void ms_counter_raise_peak(enum ms_comp comp, int64_t value)
+{
+	mark_moved(1u << comp);
+	raise_peak(&counters[comp].win_peak, value);
+}
+
 uint64_t ms_cpu_ring_misses(void)
 {
 	return __atomic_load_n(&ring_misses, __ATOMIC_RELAXED);

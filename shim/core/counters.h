@@ -18,6 +18,7 @@ enum ms_comp {
 	MS_RESERVE, /* resident pages of reservations (MAP_NORESERVE, large mappings): read, not counted */
 	MS_RSS,     /* the kernel's resident set size: read, not counted, not part of MS_CPU */
 	MS_SHARED,  /* resident pages of shared memory mappings (memfd, shm, anonymous shared): read */
+	MS_CGROUP,  /* the memory cgroup's usage (intercept/cgroup.c): read, not counted, not part of MS_CPU */
 	MS_DEV0,    /* device memory of device 0 .. MS_MAX_DEVICES-1 */
 	MS_NCOMP = MS_DEV0 + MS_MAX_DEVICES
 };
@@ -131,6 +132,10 @@ static inline void ms_cpu_add(enum ms_comp part, int64_t bytes)
 
 /* Live CPU, malloc, mmap, reserve and shared bytes as one consistent set (any may be NULL). */
 void ms_cpu_live(int64_t *cpu, int64_t *malloc_part, int64_t *mmap_part, int64_t *reserve_part, int64_t *shared_part);
+
+/* The kernel's own high of a component read rather than counted (MS_CGROUP's memory.peak of our
+ * fd) raises the window's peak without a live value: the stages open now get it. */
+void ms_counter_raise_peak(enum ms_comp comp, int64_t value);
 
 /* A component read rather than counted (MS_RSS) is now VALUE; one writer at a time. */
 void ms_counter_set(enum ms_comp comp, int64_t value);

@@ -29,6 +29,7 @@
 #include "core/process.h"
 #include "core/ranges.h"
 #include "core/spin.h"
+#include "intercept/cgroup.h"
 #include "intercept/hooks.h"
 #include "intercept/sample.h"
 #include "intercept/shared.h"
@@ -460,7 +461,8 @@ static void refresh(enum ms_refresh_reason why)
 	if (refreshing || lock_held || (ms_tls_guard && why != MS_REFRESH_BOUNDARY) || !ms_counting)
 		return;
 	int reads = nranges(&sparse) || nranges(&shm);
-	if (!reads && why != MS_REFRESH_BOUNDARY && !(why == MS_REFRESH_REPORT && rss_wanted))
+	int cgroup = why != MS_REFRESH_REPORT || ms_cgroup_state(); /* a report: only a group read before */
+	if (!reads && !cgroup && why != MS_REFRESH_BOUNDARY && !(why == MS_REFRESH_REPORT && rss_wanted))
 		return; /* nothing to read: no clock either */
 	double start = thread_cpu();
 	if (why != MS_REFRESH_REPORT && !within_budget(refresh_spent))
@@ -482,6 +484,8 @@ static void refresh(enum ms_refresh_reason why)
 		if (rss >= 0)
 			ms_counter_set(MS_RSS, rss);
 	}
+	if (cgroup)
+		ms_cgroup_read(why);
 	charge(&refresh_spent, start);
 	errno = saved;
 	refreshing = 0;

@@ -3,6 +3,7 @@
  * allocation. */
 #include <string.h>
 #include "core/ms.h"
+#include "output/doc_cgroup.h"
 #include "output/document.h"
 
 #define RESERVE_READ "resident pages (pagemap scan or mincore)"
@@ -188,6 +189,7 @@ static void write_stage(struct ms_json *w, const struct ms_doc *d, int id)
 	ms_json_double(w, "runtime_total", s->runtime_total);
 	write_cpu(w, sp);
 	write_rss(w, sp);
+	ms_doc_cgroup_stage(w, d->cgroup, sp);
 	if (gpu)
 		write_gpu_tree(w, d, open_span, sp, sp);
 	ms_json_object(w, "max_needed");
@@ -260,6 +262,7 @@ static void write_metrics(struct ms_json *w, const struct ms_doc *d, const int *
 	if (d->shared_mappings)
 		ms_json_int(w, "process_mem_cpu_shared_peak", peaks[MS_SHARED]);
 	ms_json_int(w, "process_mem_rss_peak", d->rss_peak);
+	ms_doc_cgroup_flat(w, d->cgroup);
 	if (d->gpu) {
 		ms_json_int(w, "before_init_mem_gpu", st->before_init_set ? st->before_init[MS_GPU] : 0);
 		ms_json_int(w, "process_mem_gpu_peak", peaks[MS_GPU]);
@@ -360,6 +363,7 @@ static void write_process(struct ms_json *w, const struct ms_doc *d)
 	ms_json_int(w, "live", d->live[MS_RSS]);
 	ms_json_string(w, "read", "peak: getrusage ru_maxrss (VmHWM); live: /proc/self/statm");
 	ms_json_end_object(w);
+	ms_doc_cgroup_process(w, d->cgroup, d->peaks[MS_CGROUP]);
 	if (d->proc->forked)
 		write_inherited(w, d);
 	if (d->gpu)

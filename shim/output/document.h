@@ -12,6 +12,7 @@
 #include "core/stages.h"
 #include "core/timeline.h"
 #include "cuda/cuda.h"
+#include "intercept/cgroup.h"
 #include "intercept/hooks.h"
 #include "output/labels.h"
 
@@ -40,6 +41,7 @@ struct ms_doc {
 	int64_t live[MS_NCOMP];         /* live now, likewise */
 	int64_t inherited[MS_NCOMP];    /* a forked child: its parent's memory at the fork, else zeros */
 	int64_t rss_peak;               /* the kernel's high-water RSS */
+	const struct ms_cgroup *cgroup; /* the memory cgroup as last read; NULL: none */
 	uint64_t mmap_untracked;
 	/* shared memory mappings made or inherited (0: no shared keys but the components' zeros) */
 	uint64_t shared_mappings;

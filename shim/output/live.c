@@ -31,6 +31,7 @@
 #include "core/process.h"
 #include "core/stages.h"
 #include "core/timeline.h"
+#include "intercept/cgroup.h"
 #include "intercept/hooks.h"
 #include "output/live.h"
 #include "output/live_record.h"
@@ -45,7 +46,8 @@ _Static_assert(COUNT(((struct ms_live_record *)0)->live) == COUNT(((struct ms_st
 		       sizeof((struct ms_live_stage *)0)->name == sizeof((struct ms_stage *)0)->name &&
 		       MS_LIVE_DEV0 == (int)MS_DEV0 && MS_LIVE_RSS == (int)MS_RSS && MS_LIVE_GPU == (int)MS_GPU &&
 		       MS_LIVE_RESERVE == (int)MS_RESERVE && MS_LIVE_MANAGED == (int)MS_MANAGED &&
-		       MS_LIVE_SHARED == (int)MS_SHARED,
+		       MS_LIVE_SHARED == (int)MS_SHARED && MS_LIVE_CGROUP == (int)MS_CGROUP &&
+		       sizeof((struct ms_live_record *)0)->cgroup_dir == MS_CGROUP_PATH,
 	       "the live record follows core/counters.h and core/stages.h");
 
 #define WORTH_AGE 2.0 /* as the default snapshot policy */
@@ -245,13 +247,30 @@ static void end_write(double t)
 }
 
 /* The components written at every update: the CPU ones, and the GPU ones once a GPU is used. */
-static const int cpu_comps[] = { MS_CPU, MS_MALLOC, MS_MMAP, MS_RESERVE, MS_SHARED, MS_RSS };
-static const int all_comps[] = { MS_CPU,       MS_MALLOC,    MS_MMAP,      MS_RESERVE,   MS_SHARED,
-				 MS_RSS,       MS_GPU,       MS_MANAGED,   MS_PINNED,    MS_DEV0,
-				 MS_DEV0 + 1,  MS_DEV0 + 2,  MS_DEV0 + 3,  MS_DEV0 + 4,  MS_DEV0 + 5,
-				 MS_DEV0 + 6,  MS_DEV0 + 7,  MS_DEV0 + 8,  MS_DEV0 + 9,  MS_DEV0 + 10,
-				 MS_DEV0 + 11, MS_DEV0 + 12, MS_DEV0 + 13, MS_DEV0 + 14, MS_DEV0 + 15 };
+static const int cpu_comps[] = { MS_CPU, MS_MALLOC, MS_MMAP, MS_RESERVE, MS_SHARED, MS_RSS, MS_CGROUP };
+static const int all_comps[] = { MS_CPU,       MS_MALLOC,   MS_MMAP,      MS_RESERVE,   MS_SHARED,    MS_RSS,
+				 MS_CGROUP,    MS_GPU,      MS_MANAGED,   MS_PINNED,    MS_DEV0,      MS_DEV0 + 1,
+				 MS_DEV0 + 2,  MS_DEV0 + 3, MS_DEV0 + 4,  MS_DEV0 + 5,  MS_DEV0 + 6,  MS_DEV0 + 7,
+				 MS_DEV0 + 8,  MS_DEV0 + 9, MS_DEV0 + 10, MS_DEV0 + 11, MS_DEV0 + 12, MS_DEV0 + 13,
+				 MS_DEV0 + 14, MS_DEV0 + 15 };
 _Static_assert(sizeof all_comps / sizeof *all_comps == MS_NCOMP, "every component once");
+
+/* The memory cgroup as last read: what a reader needs to say the group OOM-killed the process. */
+static void cgroup_of(struct ms_live_record *r)
+{
+	const struct ms_cgroup *cg = ms_cgroup_state();
+	if (!cg)
+		return;
+	r->cgroup_version = cg->version;
+	r->cgroup_per_reader = cg->per_reader;
+	r->cgroup_usage = cg->usage;
+	r->cgroup_peak = cg->peak;
+	r->cgroup_limit = cg->limit;
+	r->cgroup_oom_kills = cg->oom_kills;
+	r->cgroup_oom_kills_first = cg->oom_kills_first;
+	if (!r->cgroup_dir[0])
+		ms_strlcpy(r->cgroup_dir, cg->dir, sizeof r->cgroup_dir);
+}
 
 /* Live memory moved (or a boundary): live, and from it the process peaks and the open stages' end
  * and peak so far (within one timeline step of the exact peaks, which boundaries bring). */
@@ -280,6 +299,7 @@ static void light(double t)
 	}
 	record.map->gpu_used = (uint32_t)gpu;
 	record.map->devices_used = ms_gpu_devices_used();
+	cgroup_of(record.map);
 	for (int i = 0; i < record.map->nopen && i < MS_LIVE_STAGES; i++) {
 		struct ms_live_span *sp = &record.map->stage[record.map->open[i] & (MS_LIVE_STAGES - 1)].cur;
 		for (int k = 0; k < n; k++) {

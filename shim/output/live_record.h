@@ -10,10 +10,10 @@
 #include <stdint.h>
 
 #define MS_LIVE_MAGIC UINT64_C(0x314556494c4d534d) /* "MSMLIVE1" in the file's first bytes */
-#define MS_LIVE_VERSION 2                          /* 2: the shared component (MS_LIVE_SHARED) */
+#define MS_LIVE_VERSION 3                          /* 2: the shared component (MS_LIVE_SHARED); 3: the memory cgroup */
 #define MS_LIVE_SUFFIX ".live"
 #define MS_LIVE_STAGES 64 /* MS_MAX_STAGES */
-#define MS_LIVE_COMPS 25  /* MS_NCOMP: the components of core/counters.h, in its order */
+#define MS_LIVE_COMPS 26  /* MS_NCOMP: the components of core/counters.h, in its order */
 #define MS_LIVE_NAME 64   /* MS_STAGE_NAME_MAX */
 #define MS_LIVE_ARGV 2048
 #define MS_LIVE_PATH 1024
@@ -29,6 +29,7 @@ enum {
 	MS_LIVE_RESERVE,
 	MS_LIVE_RSS,
 	MS_LIVE_SHARED,
+	MS_LIVE_CGROUP,
 	MS_LIVE_DEV0,
 	MS_LIVE_DEVICES = MS_LIVE_COMPS - MS_LIVE_DEV0
 };
@@ -91,6 +92,10 @@ struct ms_live_record {
 	int64_t rss_peak; /* the kernel's high-water RSS at the last stage boundary */
 	uint64_t mmap_untracked;
 	uint64_t shared_mappings; /* shared memory mappings made or inherited (0: no shared keys) */
+	/* the memory cgroup as last read (cgroup_version 0: none read; limits MS_CGROUP_NONE: none) */
+	int32_t cgroup_version, cgroup_per_reader;
+	int64_t cgroup_usage, cgroup_peak, cgroup_limit, cgroup_oom_kills, cgroup_oom_kills_first;
+	char cgroup_dir[512]; /* MS_CGROUP_PATH */
 	uint32_t argv_len, argv_truncated;
 	char argv[MS_LIVE_ARGV];   /* NUL-separated, as /proc/PID/cmdline */
 	char output[MS_LIVE_PATH]; /* the metrics file this process writes at exit */

@@ -85,6 +85,7 @@ static void counters_into(struct ms_doc *d)
 		above_inherited(d->live, d->inherited);
 	}
 	d->rss_peak = rss_high_water();
+	d->cgroup = ms_cgroup_state();
 	d->mmap_untracked = ms_mmap_untracked();
 	d->shared_mappings = ms_mmap_shared_mappings();
 	d->segments = segments;

@@ -1,6 +1,6 @@
 # The live record (shim/output/live.c), memshim-format --recover and memshim top: `make check-live`.
-LIVE_FIXTURES := $(BUILD)/live/live_fixture
-LIVE_SUITES := $(BUILD)/live/test_live
+LIVE_FIXTURES := $(BUILD)/live/live_fixture $(BUILD)/live/oom_climb
+LIVE_SUITES := $(BUILD)/live/test_live $(BUILD)/live/test_cgroup
 
 # With device memory: linked against the stand-in driver (tests/gpu/gpu.mk), where CUDA's headers are.
 LIVE_CUDA_INCLUDE := $(or $(CUDA_INCLUDE),/usr/local/cuda/include)

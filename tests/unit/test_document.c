@@ -252,6 +252,54 @@ START_TEST(shared_memory)
 }
 END_TEST
 
+/* The memory cgroup: nothing without a reading; with one, a stage's usage as read and its kind of
+ * peak, the process's group, the flat keys (the limit only when there is one). */
+START_TEST(memory_cgroup)
+{
+	fill_state();
+	json_t *root = written();
+	ck_assert_ptr_null(at(root, "metrics/process_mem_cgroup_peak"));
+	ck_assert_ptr_null(at(root, "process/cgroup"));
+	ck_assert_ptr_null(at(root, "stages/1/cgroup"));
+	json_decref(root);
+	struct ms_cgroup cg = { .version = 2,
+				.per_reader = 1,
+				.usage = 3 << 20,
+				.peak = 9 << 20,
+				.limit = 16 << 20,
+				.oom_kills = 1,
+				.oom_kills_first = 0,
+				.dir = "/sys/fs/cgroup/job.slice" };
+	doc.cgroup = &cg;
+	doc.peaks[MS_CGROUP] = 7 << 20;
+	span(&st.stage[0].last, MS_CGROUP, 1 << 20, 3 << 20, 7 << 20);
+	root = written();
+	expect_int(root, "metrics/process_mem_cgroup_peak", 9 << 20);
+	expect_int(root, "metrics/process_mem_cgroup_limit", 16 << 20);
+	expect_int(root, "stages/1/cgroup/begin", 1 << 20);
+	expect_int(root, "stages/1/cgroup/end", 3 << 20);
+	expect_int(root, "stages/1/cgroup/peak", 7 << 20);
+	expect_str(root, "stages/1/cgroup/peak_kind", "kernel");
+	ck_assert_ptr_null(at(root, "stages/0/cgroup")); /* eval never read one */
+	expect_int(root, "process/cgroup/version", 2);
+	expect_str(root, "process/cgroup/path", "/sys/fs/cgroup/job.slice");
+	expect_int(root, "process/cgroup/usage", 3 << 20);
+	expect_int(root, "process/cgroup/peak", 9 << 20);
+	expect_int(root, "process/cgroup/peak_read", 7 << 20);
+	expect_int(root, "process/cgroup/limit", 16 << 20);
+	expect_int(root, "process/cgroup/oom_kills", 1);
+	expect_int(root, "process/cgroup/oom_kills_at_start", 0);
+	json_decref(root);
+	cg.limit = MS_CGROUP_NONE;
+	cg.per_reader = 0;
+	root = written();
+	ck_assert_ptr_null(at(root, "metrics/process_mem_cgroup_limit"));
+	ck_assert_ptr_null(at(root, "process/cgroup/limit"));
+	expect_str(root, "stages/1/cgroup/peak_kind", "reads");
+	json_decref(root);
+}
+END_TEST
+
 static void unmatched(ms_doc_target_fn fn, void *ctx)
 {
 	fn(ctx, "train", "mod:Nope.train", NULL);
@@ -344,6 +392,7 @@ int main(void)
 	tcase_add_test(tc, calls_ended);
 	tcase_add_test(tc, cpu_only);
 	tcase_add_test(tc, shared_memory);
+	tcase_add_test(tc, memory_cgroup);
 	tcase_add_test(tc, child_timeline_and_layers);
 	tcase_add_test(tc, labelled_calls);
 	suite_add_tcase(s, tc);

@@ -628,9 +628,30 @@ def shared_ranks():
         write("shared-rank%d.json" % r, d)
 
 
+def cgroup():
+    """The job's memory cgroup: how close it came to its limit (and a group without one)."""
+    G = 1024 * M
+    for name, limit in (("cgroup.json", 24 * G), ("cgroup-nolimit.json", None)):
+        peak = int(22.1 * G)
+        m = {"train_mem_cpu_alloc_delta": 3 * G, "train_mem_cpu_peaked_delta": 0, "train_runtime": 60.0,
+             "train_calls": 1, "process_mem_cpu_peak": 4 * G, "process_mem_rss_peak": 5 * G,
+             "process_mem_cgroup_peak": peak}
+        tr = stage("train", cpu=(3 * G, 0))
+        tr["cgroup"] = {"begin": 2 * G, "end": 20 * G, "peak": 21 * G, "peak_kind": "reads"}
+        d = doc(m, [tr])
+        d["process"]["cgroup"] = {"version": 2, "path": "/sys/fs/cgroup/job.slice", "usage": 20 * G,
+                                  "peak": peak, "peak_read": 21 * G, "oom_kills": 0, "oom_kills_at_start": 0,
+                                  "peak_kind": "reads", "read": "cgroup v2: memory.current, memory.peak, "
+                                  "memory.max, memory.events at boundaries, timeline points and exit"}
+        if limit:
+            m["process_mem_cgroup_limit"] = limit
+            d["process"]["cgroup"]["limit"] = limit
+        write(name, d)
+
+
 if __name__ == "__main__":
     os.makedirs(os.path.join(HERE, "in"), exist_ok=True)
     for f in (seed, widths, snapshot, calls, ranks, diffs, small, bad, died, launchers, runs,
               csv_odd, sites, sites_added, sites_lines, sites_exact_stage, sites_fold, sites_odd, calls_close,
-              ended, needed, sites_trainer, shared_ranks):
+              ended, needed, sites_trainer, shared_ranks, cgroup):
         f()
