@@ -451,6 +451,18 @@ START_TEST(fixtures_pass_bare)
 }
 END_TEST
 
+/* A stage whose only device allocation turned the call sites on lists it at its peak. */
+START_TEST(first_device_allocation_is_a_site)
+{
+	struct run r;
+	run_clean(&r, "fx_linked", "footprint");
+	json_t *sites = json_object_get(stage(&r, "load"), "peak_sites_gpu");
+	ck_assert_int_eq(json_array_size(sites), 1);
+	ck_assert_int_eq(get_int(json_array_get(sites, 0), "bytes"), 40 * MiB);
+	done(&r);
+}
+END_TEST
+
 static Suite *gpu_suite(void)
 {
 	Suite *s = suite_create("gpu");
@@ -476,6 +488,7 @@ static Suite *gpu_suite(void)
 	tcase_add_test(mem, eight_threads_exact);
 	tcase_add_test(mem, managed_and_pinned_counters);
 	tcase_add_test(mem, nested_driver_calls_count_once);
+	tcase_add_test(mem, first_device_allocation_is_a_site);
 	suite_add_tcase(s, mem);
 	return s;
 }
