@@ -12,6 +12,7 @@
 #include "core/stages.h"
 #include "core/timeline.h"
 #include "cuda/cuda.h"
+#include "cuda/footprint.h"
 #include "intercept/hooks.h"
 #include "output/labels.h"
 
@@ -50,6 +51,8 @@ struct ms_doc {
 	int npools;
 	uint64_t gpu_untracked_allocs;
 	int64_t gpu_untracked_bytes;
+	/* the GPU's footprint as read, or NULL (no keys) */
+	const struct ms_gpu_footprint *footprint;
 	const struct ms_timeline *timeline;      /* NULL: MEMSHIM_TIMELINE off */
 	const struct ms_labelled_call *labelled; /* NLABELLED entries, those whose ready is
 						  * LABELLED_GENERATION written ("labelled_calls") */

@@ -36,6 +36,7 @@ static int in_handler;                                 /* the writer runs from a
 static struct ms_stages snap MS_PAGE_ALIGNED MS_LARGE; /* large: static, never on a handler's stack */
 static struct ms_timeline tl_snap MS_PAGE_ALIGNED MS_LARGE;
 static struct ms_pool_sample pools[MS_CUDA_MAX_POOLS] MS_LARGE;
+static struct ms_gpu_footprint footprint MS_LARGE;
 static struct ms_doc doc MS_LARGE; /* filled by the one writer at a time */
 static char comm[16];
 static struct ms_shared_segment segments[MS_SHARED_SEGMENTS] MS_LARGE;
@@ -101,6 +102,7 @@ static void gpu_into(struct ms_doc *d)
 	d->gpu_untracked_bytes = 0;
 	if (d->gpu)
 		ms_cuda_untracked(&d->gpu_untracked_allocs, &d->gpu_untracked_bytes);
+	d->footprint = d->gpu && ms_gpufp_copy(&footprint) ? &footprint : NULL;
 }
 
 /* The state of the document from the engine, counters, CUDA and Python layers; then the call sites

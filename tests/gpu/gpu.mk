@@ -43,7 +43,7 @@ $(GPU_DIR)/test_gpu $(GPU_DIR)/test_boundary_order: $(GPU_DIR)/%: tests/gpu/%.c
 # The shim builds without a CUDA toolkit (shim/cuda/min.h); where cuda.h exists, the wrappers'
 # prototypes and every constant and offset the shim uses are checked against it.
 GPU_SYNTAX := $(filter-out -MMD -MP,$(BASEFLAGS)) -Ishim -fsyntax-only
-GPU_ABI_SRCS := shim/cuda/lookup.c shim/cuda/wrappers.c shim/cuda/pools.c
+GPU_ABI_SRCS := shim/cuda/lookup.c shim/cuda/wrappers.c shim/cuda/pools.c shim/cuda/footprint.c shim/cuda/nvml.c
 $(GPU_DIR)/abi.ok: tests/gpu/abi_check.c shim/cuda/min.h shim/cuda/driver.h $(GPU_ABI_SRCS)
 	@mkdir -p $(@D)
 	$(CC) $(GPU_SYNTAX) tests/gpu/abi_check.c

@@ -4,7 +4,7 @@ UNIT_SUITES := test_counters test_stages test_config test_json test_ranges test_
 	test_rank test_document test_settings_text test_expmath test_elfnote test_lineage
 UNIT_BINS := $(UNIT_SUITES:%=$(BUILD)/unit/%)
 
-$(BUILD)/unit/test_document: shim/output/document.c $(wildcard shim/output/document.h)
+$(BUILD)/unit/test_document: shim/output/document.c shim/output/footprint.c $(wildcard shim/output/document.h)
 
 $(BUILD)/unit/%: tests/unit/%.c $(SHIM_CORE_LIB)
 	@mkdir -p $(@D)
