@@ -54,7 +54,7 @@ $(GPU_DIR)/abi.ok: tests/gpu/abi_check.c shim/cuda/min.h shim/cuda/driver.h $(GP
 # The stand-in and fixtures need CUDA's headers (not its libraries): without them the suite says so.
 .PHONY: check-gpu
 ifneq ($(wildcard $(CUDA_INCLUDE)/cuda.h),)
-check-gpu: $(BUILD)/libmemshim.so $(GPU_DIR)/abi.ok $(GPU_DIR)/libcuda.so.1 \
+check-gpu: $(BUILD)/libmemshim.so $(BUILD)/memshim-format $(GPU_DIR)/abi.ok $(GPU_DIR)/libcuda.so.1 \
 	$(GPU_DIR)/nvml/libnvidia-ml.so.1 $(GPU_FIXTURES) $(GPU_SUITES)
 	@for t in $(GPU_SUITES); do BUILD=$(BUILD) $$t || exit 1; done
 else

@@ -525,6 +525,18 @@ START_TEST(footprint_without_nvml)
 }
 END_TEST
 
+/* What memshim-format prints for the run's file, into OUT. */
+static void format_dump(const struct run *r, char *out, size_t size)
+{
+	char cmd[3 * LONG_PATH];
+	snprintf(cmd, sizeof cmd, "%s/memshim-format %s/m.json", build_dir, r->dir);
+	FILE *p = popen(cmd, "r");
+	ck_assert_ptr_nonnull(p);
+	size_t n = fread(out, 1, size - 1, p);
+	out[n] = 0;
+	ck_assert_int_eq(pclose(p), 0);
+}
+
 static json_t *first_oom(const struct run *r)
 {
 	json_t *all = json_object_get(r->m, "gpu_oom");
@@ -535,6 +547,7 @@ static json_t *first_oom(const struct run *r)
 START_TEST(oom_report_burst_and_retry)
 {
 	struct run r;
+	char text[8192];
 	run_nvml(&r, "oom_retry", "STANDIN_CUDA_MEM_LIMIT=67108864");
 	assert_clean(&r);
 	json_t *o = first_oom(&r);
@@ -554,6 +567,14 @@ START_TEST(oom_report_burst_and_retry)
 	ck_assert_int_eq(get_int(other, "pid"), 4242);
 	ck_assert_int_eq(get_int(other, "used"), 2048 * MiB);
 	ck_assert_int_eq(json_array_size(json_object_get(r.m, "gpu_events")), 2); /* unchanged */
+	format_dump(&r, text, sizeof text);
+	const char *want = "GPU 0 out of memory in train: asked 40MB, 24MB free of 96MB; this process 72MB (counted "
+			   "40MB); others: pid 4242 2.0GB\n";
+	ck_assert_msg(strncmp(text, want, strlen(want)) == 0, "dump begins: %s", text);
+	ck_assert_msg(strstr(text, "GPU sites (all devices) live at train's peak:\n        40MB  oom_retry+0x"), "%s", text);
+	ck_assert_msg(strstr(text, "2 failed allocations in this burst; the program went on"), "%s", text);
+	ck_assert_msg(strstr(text, "GPU 0 footprint 72MB: 40MB counted + 32MB context, modules and driver"), "%s",
+		      text);
 	done(&r);
 }
 END_TEST
@@ -561,6 +582,7 @@ END_TEST
 START_TEST(oom_report_without_nvml)
 {
 	struct run r;
+	char text[8192];
 	run_fixture(&r, "fx_linked", "oom", 1, "STANDIN_CUDA_MEM_LIMIT=67108864", NULL);
 	assert_clean(&r);
 	json_t *all = json_object_get(r.m, "gpu_oom");
@@ -573,6 +595,11 @@ START_TEST(oom_report_without_nvml)
 	ck_assert(json_is_false(json_object_get(o, "went_on")));
 	ck_assert_int_eq(get_int(o1, "device"), 1);
 	ck_assert_ptr_null(json_object_get(o1, "free")); /* device 0's context was current */
+	format_dump(&r, text, sizeof text);
+	const char *want = "GPU 0 out of memory in big: asked 100MB, 48MB free of 96MB; this process counted 16MB; "
+			   "others: not known (no NVML)\n";
+	ck_assert_msg(strncmp(text, want, strlen(want)) == 0, "dump begins: %s", text);
+	ck_assert_msg(strstr(text, "the program did not go on after it"), "%s", text);
 	done(&r);
 }
 END_TEST
