@@ -135,6 +135,28 @@ static void mf_print_oom_sites(FILE *out, const struct mf_file *f, const char *s
 	}
 }
 
+/* The GPU sites live at the burst's first failure (the record's own list), largest first. */
+static int mf_print_oom_own_sites(FILE *out, json_t *e)
+{
+	size_t i;
+	json_t *site;
+	json_t *sites = json_object_get(e, "sites");
+	if (!json_is_array(sites))
+		return 0;
+	fputs("  GPU sites live then (all devices):\n", out);
+	json_array_foreach(sites, i, site) {
+		double bytes = 0;
+		if (i >= MF_OOM_SITES)
+			break;
+		mf_bytes_of(site, "bytes", &bytes);
+		char *b = mf_size(bytes);
+		const char *top = json_string_value(json_array_get(json_object_get(site, "frames"), 0));
+		fprintf(out, "    %8s  %s\n", b, top ? top : "?");
+		free(b);
+	}
+	return 1;
+}
+
 void mf_print_gpu_oom(FILE *out, const struct mf_file *f)
 {
 	size_t i;
@@ -144,7 +166,8 @@ void mf_print_gpu_oom(FILE *out, const struct mf_file *f)
 		long long n = json_integer_value(json_object_get(e, "failures"));
 		mf_print_oom_line(out, e);
 		mf_print_oom_stages(out, e);
-		mf_print_oom_sites(out, f, json_string_value(json_object_get(e, "stage")));
+		if (!mf_print_oom_own_sites(out, e)) /* an older file: the stage's peak */
+			mf_print_oom_sites(out, f, json_string_value(json_object_get(e, "stage")));
 		fprintf(out, "  %lld failed allocation%s in this burst; %s\n", n, n == 1 ? "" : "s",
 			json_is_true(json_object_get(e, "went_on"))
 				? "the program went on (a later allocation on the device succeeded, or a further "

@@ -29,11 +29,11 @@ static pid_t fp_pid;                       /* the process that read: a forked ch
 static double last_point;                  /* ms_elapsed() of the last reading at a timeline point */
 static uint64_t fresh;                     /* bit s: stage s began and its record was not reset yet */
 static int open_ids[MS_MAX_STAGES], nopen; /* outermost first */
-static void (*oom_observer)(void);
+static void (*oom_observer)(int index);
 uint32_t ms_gpufp_bursts; /* bit d: an out-of-memory burst is open on device d */
 __thread int ms_gpufp_counting MS_TLS;
 
-void ms_cuda_set_oom_observer(void (*fn)(void))
+void ms_cuda_set_oom_observer(void (*fn)(int index))
 {
 	__atomic_store_n(&oom_observer, fn, __ATOMIC_RELEASE);
 }
@@ -276,7 +276,7 @@ static struct ms_fp_oom *latest(int device)
 	return NULL;
 }
 
-/* Under the lock: 1 when a new burst was recorded. */
+/* Under the lock: the index of a new burst's record, or -1. */
 static int note_oom(int device, int64_t bytes, int result)
 {
 	uint32_t bit = 1u << device;
@@ -284,17 +284,16 @@ static int note_oom(int device, int64_t bytes, int result)
 		struct ms_fp_oom *o = latest(device);
 		if (o)
 			o->failures++;
-		return 0;
+		return -1;
 	}
 	__atomic_fetch_or(&ms_gpufp_bursts, bit, __ATOMIC_RELAXED);
 	if (fp.noom >= MS_FP_OOMS) {
 		fp.oom_dropped++;
-		return 0;
+		return -1;
 	}
 	read_now(1);
 	record_oom(&fp.oom[fp.noom], device, bytes, result);
-	fp.noom++;
-	return 1;
+	return (int)fp.noom++;
 }
 
 void ms_gpufp_failed(int device, int64_t bytes, int result)
@@ -303,12 +302,12 @@ void ms_gpufp_failed(int device, int64_t bytes, int result)
 		return;
 	int saved = errno;
 	ms_tls_guard++;
-	int recorded = note_oom(device, bytes, result);
+	int index = note_oom(device, bytes, result);
 	ms_tls_guard--;
 	unlock();
-	void (*fn)(void) = __atomic_load_n(&oom_observer, __ATOMIC_ACQUIRE);
-	if (recorded && fn)
-		fn(); /* the snapshot, outside our lock */
+	void (*fn)(int) = __atomic_load_n(&oom_observer, __ATOMIC_ACQUIRE);
+	if (index >= 0 && fn)
+		fn(index); /* the sites and the snapshot, outside our lock */
 	errno = saved;
 }
 

@@ -78,9 +78,9 @@ void ms_gpufp_point(double now);
 /* Copies the state into OUT; returns 0 when nothing was ever read or recorded (no keys). */
 int ms_gpufp_copy(struct ms_gpu_footprint *out);
 
-/* After an out-of-memory burst was recorded, outside every lock of ours: output/snapshots.c writes
- * a snapshot (set once at start). */
-void ms_cuda_set_oom_observer(void (*fn)(void));
+/* After out-of-memory burst INDEX (in oom[]) was recorded, outside every lock of ours:
+ * output/snapshots.c keeps the GPU sites live then and writes a snapshot (set once at start). */
+void ms_cuda_set_oom_observer(void (*fn)(int index));
 
 /* ---- between the CUDA files (wrappers.c calls them) ------------------------------------------ */
 

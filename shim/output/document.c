@@ -640,7 +640,7 @@ void ms_document_write(struct ms_json *w, const struct ms_doc *d)
 		write_gpu_pools(w, d);
 	}
 	if (d->gpu && d->footprint)
-		ms_doc_gpu_oom(w, d->footprint, d->stages);
+		ms_doc_gpu_oom(w, d->footprint, d->stages, d->oom_sites);
 	write_process(w, d);
 	if (d->timeline)
 		write_timeline(w, d->timeline, d->stages);

@@ -66,6 +66,7 @@ struct ms_doc {
 	int brief;                 /* the numbers alone: no call history (memshim_metrics_json_brief) */
 	void (*stage_sites)(struct ms_json *w, int id, const struct ms_span *sp); /* output/peak_sites.c */
 	void (*sites_summary)(struct ms_json *w);
+	void (*oom_sites)(struct ms_json *w, int index); /* output/peak_sites.c: a gpu_oom record's */
 };
 
 /* Stage ids of ST in the order they first began into IDS; returns how many. */

@@ -127,7 +127,8 @@ static void oom_lists(struct ms_json *w, const struct ms_fp_oom *o, const struct
 	ms_json_end_array(w);
 }
 
-static void oom_one(struct ms_json *w, const struct ms_fp_oom *o, const struct ms_stages *st)
+static void oom_one(struct ms_json *w, const struct ms_fp_oom *o, const struct ms_stages *st, int index,
+		    void (*sites)(struct ms_json *w, int index))
 {
 	ms_json_object(w, NULL);
 	ms_json_double(w, "time", o->time);
@@ -145,16 +146,19 @@ static void oom_one(struct ms_json *w, const struct ms_fp_oom *o, const struct m
 	ms_json_uint(w, "failures", o->failures);
 	ms_json_bool(w, "went_on", o->went_on);
 	oom_lists(w, o, st);
+	if (sites)
+		sites(w, index);
 	ms_json_end_object(w);
 }
 
-void ms_doc_gpu_oom(struct ms_json *w, const struct ms_gpu_footprint *fp, const struct ms_stages *st)
+void ms_doc_gpu_oom(struct ms_json *w, const struct ms_gpu_footprint *fp, const struct ms_stages *st,
+		    void (*sites)(struct ms_json *w, int index))
 {
 	if (!fp->noom)
 		return;
 	ms_json_array(w, "gpu_oom");
 	for (uint32_t i = 0; i < fp->noom && i < MS_FP_OOMS; i++)
-		oom_one(w, &fp->oom[i], st);
+		oom_one(w, &fp->oom[i], st, (int)i, sites);
 	ms_json_end_array(w);
 	ms_json_uint(w, "gpu_oom_dropped", fp->oom_dropped);
 }

@@ -16,7 +16,9 @@ void ms_doc_footprint_metrics(struct ms_json *w, const struct ms_gpu_footprint *
 void ms_doc_footprint_stage(struct ms_json *w, const struct ms_gpu_footprint *fp, int id);
 /* Inside "process": "gpu_footprint" (how it was read, NVML's state, every device read). */
 void ms_doc_footprint_process(struct ms_json *w, const struct ms_gpu_footprint *fp);
-/* Top level: "gpu_oom", one record per out-of-memory burst, and "gpu_oom_dropped". */
-void ms_doc_gpu_oom(struct ms_json *w, const struct ms_gpu_footprint *fp, const struct ms_stages *st);
+/* Top level: "gpu_oom", one record per out-of-memory burst (SITES, when given, writes record i's
+ * GPU sites), and "gpu_oom_dropped". */
+void ms_doc_gpu_oom(struct ms_json *w, const struct ms_gpu_footprint *fp, const struct ms_stages *st,
+		    void (*sites)(struct ms_json *w, int index));
 
 #endif

@@ -122,7 +122,8 @@ static int gather(struct ms_doc *d, const char *reason, int sig, int complete, i
 			      .each_function = each_function,
 			      .each_native = ms_native_each_target,
 			      .stage_sites = ms_peak_sites_stage,
-			      .sites_summary = ms_peak_sites_summary };
+			      .sites_summary = ms_peak_sites_summary,
+			      .oom_sites = ms_peak_sites_oom };
 	d->argv = ms_identity_argv(&d->argv_len, &d->argv_truncated);
 	d->comm = ms_identity_comm(comm);
 	if (in_handler)

@@ -25,6 +25,7 @@
 #include "cuda/footprint.h"
 #include "intercept/signal.h"
 #include "output/live.h"
+#include "output/peak_sites.h"
 #include "output/report.h"
 #include "output/snapshots.h"
 
@@ -113,10 +114,14 @@ static void auto_snapshot(double now)
 	set_next_due(done + (gap > AUTO_GAP ? gap : AUTO_GAP));
 }
 
-/* A GPU out-of-memory burst was recorded: a snapshot now, so the evidence survives a crash after it. */
-static void oom_snapshot(void)
+/* GPU out-of-memory burst INDEX was recorded: the GPU sites live now, then a snapshot, so the
+ * evidence survives a crash after it. */
+static void oom_snapshot(int index)
 {
-	if (ms_is_tracked_process() && !ms_stages_held_here())
+	if (!ms_is_tracked_process())
+		return;
+	ms_peak_sites_oom_capture(index);
+	if (!ms_stages_held_here())
 		ms_report_try_snapshot();
 }
 

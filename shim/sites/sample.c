@@ -863,6 +863,15 @@ void ms_sites_stats(struct ms_sites_stats *out)
 					.exact_stages = ms_cfg.nsites_exact };
 }
 
+int ms_sites_gpu_live(struct ms_sites_list *out)
+{
+	if (!on || lock_mine || ms_spin_trylock(&shared.lock, &lock_mine, 1 << 20) < 0)
+		return 0;
+	list_all(1, out);
+	ms_spin_unlock(&shared.lock, &lock_mine);
+	return 1;
+}
+
 int ms_sites_stage_copy(int id, struct ms_sites_copy *out, int nowait)
 {
 	if (!on || id < 0 || id >= MS_MAX_STAGES)

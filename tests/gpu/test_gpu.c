@@ -571,7 +571,8 @@ START_TEST(oom_report_burst_and_retry)
 	const char *want = "GPU 0 out of memory in train: asked 40MB, 24MB free of 96MB; this process 72MB (counted "
 			   "40MB); others: pid 4242 2.0GB\n";
 	ck_assert_msg(strncmp(text, want, strlen(want)) == 0, "dump begins: %s", text);
-	ck_assert_msg(strstr(text, "GPU sites (all devices) live at train's peak:\n        40MB  oom_retry+0x"), "%s", text);
+	ck_assert_int_eq(get_int(json_array_get(json_object_get(o, "sites"), 0), "bytes"), 40 * MiB);
+	ck_assert_msg(strstr(text, "GPU sites live then (all devices):\n        40MB  oom_retry+0x"), "%s", text);
 	ck_assert_msg(strstr(text, "2 failed allocations in this burst; the program went on"), "%s", text);
 	ck_assert_msg(strstr(text, "GPU 0 footprint 72MB: 40MB counted + 32MB context, modules and driver"), "%s",
 		      text);
