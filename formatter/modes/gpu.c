@@ -78,6 +78,10 @@ static void mf_print_oom_line(FILE *out, json_t *e)
 		fprintf(out, "; this process counted %s", c);
 	}
 	mf_print_others(out, json_object_get(e, "others"));
+	if (json_is_false(json_object_get(e, "self_listed")))
+		fputs(" (this pid is not in NVML's list: in a container NVML names host pids, so this process "
+		      "may be one of the others)",
+		      out);
 	fputc('\n', out);
 	free(a);
 	free(c);
@@ -217,6 +221,8 @@ void mf_print_gpu_footprint(FILE *out, const struct mf_file *f)
 		return;
 	fputc('\n', out);
 	const char *nvml = json_string_value(json_object_get(g, "nvml"));
+	if (nvml && !strcmp(nvml, "ok") && !json_is_integer(json_object_get(g, "peak")))
+		fputs("GPU footprint: this pid is not in NVML's list (in a container NVML names host pids)\n", out);
 	if (nvml && strcmp(nvml, "ok"))
 		fprintf(out,
 			"GPU footprint: NVML %s, so what this process holds beyond its counted "

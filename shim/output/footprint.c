@@ -117,6 +117,8 @@ static void oom_lists(struct ms_json *w, const struct ms_fp_oom *o, const struct
 		ms_json_null(w, "others");
 		return;
 	}
+	if (!o->have_fp)
+		ms_json_bool(w, "self_listed", 0); /* a pid namespace: NVML lists host pids */
 	ms_json_array(w, "others");
 	for (int i = 0; i < o->nothers && i < MS_FP_OTHERS; i++) {
 		ms_json_object(w, NULL);

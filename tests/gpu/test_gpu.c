@@ -25,7 +25,8 @@ struct run {
 
 #define LONG_PATH (PATH_MAX + 64)
 
-static int with_nvml; /* the fixtures find the stand-in NVML (build/gpu/nvml) */
+static int with_nvml;         /* the fixtures find the stand-in NVML (build/gpu/nvml) */
+static const char *more_env; /* one more "NAME=value" for the fixture, or NULL */
 
 static void path_in(char *out, const char *rel)
 {
@@ -74,6 +75,8 @@ static void run_fixture(struct run *r, const char *prog, const char *arg, int sh
 		unsetenv("MEMSHIM_LOG");
 		if (extra)
 			putenv((char *)extra);
+		if (more_env)
+			putenv((char *)more_env);
 		execl(exe, exe, arg, (char *)NULL);
 		_exit(127);
 	}
@@ -605,6 +608,26 @@ START_TEST(oom_report_without_nvml)
 }
 END_TEST
 
+START_TEST(oom_report_pid_namespace)
+{
+	struct run r;
+	char text[8192];
+	more_env = "STANDIN_NVML_HOST_PIDS=1";
+	run_nvml(&r, "oom_retry", "STANDIN_CUDA_MEM_LIMIT=67108864");
+	more_env = NULL;
+	assert_clean(&r);
+	json_t *o = first_oom(&r);
+	ck_assert_ptr_null(json_object_get(o, "footprint"));
+	ck_assert(json_is_false(json_object_get(o, "self_listed")));
+	ck_assert_int_eq(json_array_size(json_object_get(o, "others")), 2);
+	ck_assert_ptr_null(json_object_get(json_object_get(r.m, "metrics"), "process_mem_gpu_footprint_peak"));
+	format_dump(&r, text, sizeof text);
+	ck_assert_msg(strstr(text, "this process may be one of the others)\n"), "%s", text);
+	ck_assert_msg(strstr(text, "GPU footprint: this pid is not in NVML's list"), "%s", text);
+	done(&r);
+}
+END_TEST
+
 START_TEST(oom_snapshot_survives_kill)
 {
 	struct run r;
@@ -679,6 +702,7 @@ static Suite *gpu_suite(void)
 	tcase_add_test(fp, footprint_without_nvml);
 	tcase_add_test(fp, oom_report_burst_and_retry);
 	tcase_add_test(fp, oom_report_without_nvml);
+	tcase_add_test(fp, oom_report_pid_namespace);
 	tcase_add_test(fp, oom_snapshot_survives_kill);
 	tcase_add_test(fp, footprint_boundary_cost);
 	suite_add_tcase(s, fp);

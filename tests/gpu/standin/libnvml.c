@@ -2,9 +2,12 @@
  * order (NVML index 0 is CUDA device 1, found by PCI bus id 0000:02:00.0), and on each device this
  * process with what the stand-in libcuda.so.1 holds for it (standin_cuda_footprint: its allocations
  * plus the context) and one other process, pid 4242 with 2 GiB.  Built into build/gpu/nvml/ so
- * that a test chooses whether a process finds it (LD_LIBRARY_PATH). */
+ * that a test chooses whether a process finds it (LD_LIBRARY_PATH).
+ * STANDIN_NVML_HOST_PIDS=1: this process is listed under another pid (its pid + 100000), as NVML
+ * lists host pids to a process in a container's pid namespace. */
 #include <dlfcn.h>
 #include <stdint.h>
+#include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -100,7 +103,8 @@ EXPORT int nvmlDeviceGetComputeRunningProcesses_v3(struct dev *d, unsigned int *
 	infos[0].pid = OTHER_PID;
 	infos[0].usedGpuMemory = OTHER_BYTES;
 	if (mine) {
-		infos[1].pid = (unsigned int)getpid();
+		const char *host = getenv("STANDIN_NVML_HOST_PIDS");
+		infos[1].pid = (unsigned int)getpid() + (host && *host == '1' ? 100000u : 0u);
 		infos[1].usedGpuMemory = mine;
 	}
 	*count = n;
