@@ -510,6 +510,18 @@ START_TEST(footprint_read_at_boundaries)
 }
 END_TEST
 
+/* Inside one stage the footprint rises and falls back: only GPU timeline points read it between. */
+START_TEST(footprint_read_at_gpu_points)
+{
+	struct run r;
+	run_nvml(&r, "points", NULL);
+	assert_clean(&r);
+	int64_t peak = metric(&r, "grow_mem_gpu_footprint_peak");
+	ck_assert_msg(peak >= CTX + 16 * MiB && peak <= CTX + 80 * MiB, "grow's footprint peak %lld", (long long)peak);
+	done(&r);
+}
+END_TEST
+
 START_TEST(footprint_without_nvml)
 {
 	struct run r;
@@ -699,6 +711,7 @@ static Suite *gpu_suite(void)
 	TCase *fp = tcase_create("footprint");
 	tcase_set_timeout(fp, 60);
 	tcase_add_test(fp, footprint_read_at_boundaries);
+	tcase_add_test(fp, footprint_read_at_gpu_points);
 	tcase_add_test(fp, footprint_without_nvml);
 	tcase_add_test(fp, oom_report_burst_and_retry);
 	tcase_add_test(fp, oom_report_without_nvml);
