@@ -12,6 +12,7 @@
 #include "core/stages.h"
 #include "core/timeline.h"
 #include "cuda/cuda.h"
+#include "cuda/footprint.h"
 #include "intercept/elf.h"
 #include "intercept/hooks.h"
 #include "intercept/sample.h"

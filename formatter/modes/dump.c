@@ -512,6 +512,7 @@ void mf_dump_file(FILE *out, const struct mf_file *f, const struct mf_opts *o)
 {
 	struct mf_groups gs;
 	mf_group_metrics(f->metrics, f->stages, &gs);
+	mf_print_gpu_oom(out, f);
 	if (!f->complete) {
 		mf_print_status(out, f);
 		fputc('\n', out);
@@ -530,6 +531,7 @@ void mf_dump_file(FILE *out, const struct mf_file *f, const struct mf_opts *o)
 			mf_print_group(out, f->metrics, f->stages, &gs.g[i], i == 0);
 		if (!gs.n)
 			fprintf(out, "memshim: no metrics in %s\n", f->path);
+		mf_print_gpu_footprint(out, f);
 	}
 	if (o->calls)
 		mf_print_calls(out, f->stages, o->stage);

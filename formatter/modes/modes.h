@@ -42,6 +42,11 @@ void mf_print_cgroup(FILE *out, json_t *metrics);
 void mf_print_cgroup_killed(FILE *out, const struct mf_file *f);
 int mf_has_stage(const struct mf_file *f, const char *stage);
 
+/* gpu.c: the GPU out-of-memory bursts (first in the dump), and each device's footprint against
+ * what memshim counted (after the groups); nothing when the file has none. */
+void mf_print_gpu_oom(FILE *out, const struct mf_file *f);
+void mf_print_gpu_footprint(FILE *out, const struct mf_file *f);
+
 /* targets.c: over all the files of a run, once: the stage targets no process matched, and the
  * stages a bare target opened from a function outside the program's __main__; 1 when it printed. */
 int mf_print_targets(FILE *out, const struct mf_file *files, size_t n);

@@ -8,6 +8,7 @@
 #include "core/stages.h"
 #include "cuda/cuda.h"
 #include "cuda/driver.h"
+#include "cuda/footprint.h"
 #include "cuda/table.h"
 #include "intercept/hooks.h"
 
@@ -98,7 +99,9 @@ static void count(const struct ms_centry *e, int sign)
 {
 	int64_t bytes = sign * e->size;
 	if (e->kind == MS_CK_DEVICE || (e->kind == MS_CK_VMM && e->device >= 0)) {
+		ms_gpufp_counting++; /* a timeline point raised here may read the footprint */
 		ms_gpu_add(e->device, bytes);
+		ms_gpufp_counting--;
 		observe(e->key, bytes, sign); /* every device allocation, unsampled */
 	} else if (e->kind == MS_CK_MANAGED)
 		ms_gpu_side_add(MS_MANAGED, bytes);
@@ -123,12 +126,16 @@ static void note_alloc(struct ms_table *tab, uint64_t key, int64_t size, int dev
 		return;
 	}
 	count(&e, 1);
+	if (MS_UNLIKELY(__atomic_load_n(&ms_gpufp_bursts, __ATOMIC_RELAXED)) &&
+	    (kind == MS_CK_DEVICE || kind == MS_CK_VMM))
+		ms_gpufp_succeeded(device); /* an out-of-memory burst on it ends: the program went on */
 }
 
 static void note_failure(int device, int64_t bytes, CUresult r)
 {
 	ms_gpu_mark_used();
 	ms_stages_note_gpu_failure(device, bytes, (int)r, ms_elapsed());
+	ms_gpufp_failed(device, bytes, (int)r);
 }
 
 /* After an allocation call: counts it or records its failure; errno stays as the driver left it. */

@@ -5,6 +5,7 @@
 #include "core/ms.h"
 #include "output/doc_cgroup.h"
 #include "output/document.h"
+#include "output/footprint.h"
 
 #define RESERVE_READ "resident pages (pagemap scan or mincore)"
 #define SHARED_READ "resident pages of shared memory mappings in this process (pagemap)"
@@ -192,6 +193,8 @@ static void write_stage(struct ms_json *w, const struct ms_doc *d, int id)
 	ms_doc_cgroup_stage(w, d->cgroup, sp);
 	if (gpu)
 		write_gpu_tree(w, d, open_span, sp, sp);
+	if (gpu && d->footprint)
+		ms_doc_footprint_stage(w, d->footprint, id);
 	ms_json_object(w, "max_needed");
 	ms_json_int(w, "cpu", s->max_cpu_needed);
 	ms_json_uint(w, "cpu_call", s->max_cpu_call);
@@ -269,6 +272,8 @@ static void write_metrics(struct ms_json *w, const struct ms_doc *d, const int *
 		ms_json_int(w, "process_mem_gpu_managed_peak", peaks[MS_MANAGED]);
 		ms_json_int(w, "process_mem_gpu_pinned_peak", peaks[MS_PINNED]);
 	}
+	if (d->gpu && d->footprint)
+		ms_doc_footprint_metrics(w, d->footprint, st, ids, n);
 	ms_json_end_object(w);
 }
 
@@ -368,6 +373,8 @@ static void write_process(struct ms_json *w, const struct ms_doc *d)
 		write_inherited(w, d);
 	if (d->gpu)
 		write_gpu_tree(w, d, open_peak, d, NULL);
+	if (d->gpu && d->footprint)
+		ms_doc_footprint_process(w, d->footprint);
 	ms_json_uint(w, "mmap_untracked", d->mmap_untracked);
 	ms_json_end_object(w);
 }
@@ -636,6 +643,8 @@ void ms_document_write(struct ms_json *w, const struct ms_doc *d)
 		write_gpu_events(w, d->stages);
 		write_gpu_pools(w, d);
 	}
+	if (d->gpu && d->footprint)
+		ms_doc_gpu_oom(w, d->footprint, d->stages, d->oom_sites);
 	write_process(w, d);
 	if (d->timeline)
 		write_timeline(w, d->timeline, d->stages);

@@ -12,6 +12,7 @@
 #include "core/stages.h"
 #include "core/timeline.h"
 #include "cuda/cuda.h"
+#include "cuda/footprint.h"
 #include "intercept/cgroup.h"
 #include "intercept/hooks.h"
 #include "output/labels.h"
@@ -52,6 +53,8 @@ struct ms_doc {
 	int npools;
 	uint64_t gpu_untracked_allocs;
 	int64_t gpu_untracked_bytes;
+	/* the GPU's footprint as read, or NULL (no keys) */
+	const struct ms_gpu_footprint *footprint;
 	const struct ms_timeline *timeline;      /* NULL: MEMSHIM_TIMELINE off */
 	const struct ms_labelled_call *labelled; /* NLABELLED entries, those whose ready is
 						  * LABELLED_GENERATION written ("labelled_calls") */
@@ -65,6 +68,7 @@ struct ms_doc {
 	int brief;                 /* the numbers alone: no call history (memshim_metrics_json_brief) */
 	void (*stage_sites)(struct ms_json *w, int id, const struct ms_span *sp); /* output/peak_sites.c */
 	void (*sites_summary)(struct ms_json *w);
+	void (*oom_sites)(struct ms_json *w, int index); /* output/peak_sites.c: a gpu_oom record's */
 };
 
 /* Stage ids of ST in the order they first began into IDS; returns how many. */

@@ -3,14 +3,26 @@
  * once per file, before any stage is written, so the symbols of all of them are read in one
  * pass. */
 #include <string.h>
+#include <sys/syscall.h>
+#include <unistd.h>
 #include "core/config.h"
 #include "core/ms.h"
+#include "cuda/footprint.h"
 #include "output/peak_sites.h"
 #include "sites/sites.h"
 
 static struct ms_sites_copy copies[MS_MAX_STAGES] MS_LARGE;
 static int have[MS_MAX_STAGES];
 static int active;
+static struct ms_sites_list oom_sites[MS_FP_OOMS] MS_LARGE; /* the GPU stacks live at each burst */
+static int oom_have[MS_FP_OOMS];
+static pid_t oom_pid; /* the process that captured them (a forked child's tables are its own) */
+
+static int oom_kept(int index)
+{
+	return index >= 0 && index < MS_FP_OOMS && __atomic_load_n(&oom_have[index], __ATOMIC_ACQUIRE) &&
+	       __atomic_load_n(&oom_pid, __ATOMIC_RELAXED) == (pid_t)syscall(SYS_getpid);
+}
 
 static int list_stacks(const struct ms_sites_list *l, int32_t *out)
 {
@@ -25,7 +37,7 @@ int ms_peak_sites_begin(const int *ids, int n, int in_handler)
 	memset(have, 0, sizeof have);
 	if (!active || !ms_sites_on()) /* no sample yet: empty lists, nothing to copy or name */
 		return active;
-	static int32_t stacks[MS_MAX_STAGES * 4 * MS_SITES_TOP] MS_LARGE;
+	static int32_t stacks[(MS_MAX_STAGES * 4 + MS_FP_OOMS) * MS_SITES_TOP] MS_LARGE;
 	int ns = 0;
 	for (int i = 0; i < n; i++) {
 		int id = ids[i];
@@ -39,6 +51,9 @@ int ms_peak_sites_begin(const int *ids, int n, int in_handler)
 			ns += list_stacks(&copies[id].before[side], stacks + ns);
 		}
 	}
+	for (int i = 0; i < MS_FP_OOMS; i++)
+		if (oom_kept(i))
+			ns += list_stacks(&oom_sites[i], stacks + ns);
 	if (!in_handler)
 		ms_sites_symbolise(stacks, ns);
 	return 1;
@@ -123,6 +138,20 @@ void ms_peak_sites_stage(struct ms_json *w, int id, const struct ms_span *sp)
 	int64_t lag = ok ? sp->peak[MS_CPU] - c->cpu_at : 0, gpu_lag = ok ? sp->peak[MS_GPU] - c->gpu_at : 0;
 	ms_json_int(w, "peak_sites_lag", lag > 0 ? lag : 0);
 	ms_json_int(w, "peak_sites_gpu_lag", gpu_lag > 0 ? gpu_lag : 0);
+}
+
+void ms_peak_sites_oom_capture(int index)
+{
+	if (index < 0 || index >= MS_FP_OOMS || oom_kept(index) || !ms_sites_gpu_live(&oom_sites[index]))
+		return;
+	__atomic_store_n(&oom_pid, (pid_t)syscall(SYS_getpid), __ATOMIC_RELAXED);
+	__atomic_store_n(&oom_have[index], 1, __ATOMIC_RELEASE);
+}
+
+void ms_peak_sites_oom(struct ms_json *w, int index)
+{
+	if (active && oom_kept(index))
+		write_list(w, "sites", &oom_sites[index]);
 }
 
 /* The objects the locations name, by path and build-id, for the formatter's line tables. */

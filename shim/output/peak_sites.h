@@ -14,6 +14,11 @@ int ms_peak_sites_begin(const int *ids, int n, int in_handler);
 void ms_peak_sites_stage(struct ms_json *w, int id, const struct ms_span *sp);
 /* The top-level "sites" object. */
 void ms_peak_sites_summary(struct ms_json *w);
+/* At GPU out-of-memory burst INDEX (cuda/footprint.h's record): the GPU stacks live now, kept for
+ * the files written after it. */
+void ms_peak_sites_oom_capture(int index);
+/* Inside gpu_oom record INDEX: "sites", the GPU stacks live at its first failure, when captured. */
+void ms_peak_sites_oom(struct ms_json *w, int index);
 /* Releases what begin mapped. */
 void ms_peak_sites_end(void);
 

@@ -36,6 +36,7 @@ static int in_handler;                                 /* the writer runs from a
 static struct ms_stages snap MS_PAGE_ALIGNED MS_LARGE; /* large: static, never on a handler's stack */
 static struct ms_timeline tl_snap MS_PAGE_ALIGNED MS_LARGE;
 static struct ms_pool_sample pools[MS_CUDA_MAX_POOLS] MS_LARGE;
+static struct ms_gpu_footprint footprint MS_LARGE;
 static struct ms_doc doc MS_LARGE; /* filled by the one writer at a time */
 static char comm[16];
 static struct ms_shared_segment segments[MS_SHARED_SEGMENTS] MS_LARGE;
@@ -102,6 +103,7 @@ static void gpu_into(struct ms_doc *d)
 	d->gpu_untracked_bytes = 0;
 	if (d->gpu)
 		ms_cuda_untracked(&d->gpu_untracked_allocs, &d->gpu_untracked_bytes);
+	d->footprint = d->gpu && ms_gpufp_copy(&footprint) ? &footprint : NULL;
 }
 
 /* The state of the document from the engine, counters, CUDA and Python layers; then the call sites
@@ -121,7 +123,8 @@ static int gather(struct ms_doc *d, const char *reason, int sig, int complete, i
 			      .each_function = each_function,
 			      .each_native = ms_native_each_target,
 			      .stage_sites = ms_peak_sites_stage,
-			      .sites_summary = ms_peak_sites_summary };
+			      .sites_summary = ms_peak_sites_summary,
+			      .oom_sites = ms_peak_sites_oom };
 	d->argv = ms_identity_argv(&d->argv_len, &d->argv_truncated);
 	d->comm = ms_identity_comm(comm);
 	if (in_handler)

@@ -22,8 +22,10 @@
 #include "core/process.h"
 #include "core/stages.h"
 #include "core/timeline.h"
+#include "cuda/footprint.h"
 #include "intercept/signal.h"
 #include "output/live.h"
+#include "output/peak_sites.h"
 #include "output/report.h"
 #include "output/snapshots.h"
 
@@ -112,9 +114,22 @@ static void auto_snapshot(double now)
 	set_next_due(done + (gap > AUTO_GAP ? gap : AUTO_GAP));
 }
 
-/* The timeline's one observer: the default snapshot policy, then the live record. */
+/* GPU out-of-memory burst INDEX was recorded: the GPU sites live now, then a snapshot, so the
+ * evidence survives a crash after it. */
+static void oom_snapshot(int index)
+{
+	if (!ms_is_tracked_process())
+		return;
+	ms_peak_sites_oom_capture(index);
+	if (!ms_stages_held_here())
+		ms_report_try_snapshot();
+}
+
+/* The timeline's one observer: the GPU footprint's reading, the default snapshot policy, then the
+ * live record. */
 static void memory_moved(double now)
 {
+	ms_gpufp_point(now);
 	if (auto_on)
 		auto_snapshot(now);
 	ms_live_moved(now);
@@ -143,8 +158,9 @@ void ms_snapshots_init(void)
 		start_thread();
 	if (ms_cfg.snapshot_interval == MS_SNAPSHOT_AUTO)
 		auto_on = 1;
-	if (auto_on || ms_cfg.live)
-		__atomic_store_n(&ms_timeline_moved_observer, memory_moved, __ATOMIC_RELAXED);
+	/* always: a GPU point may read the footprint */
+	__atomic_store_n(&ms_timeline_moved_observer, memory_moved, __ATOMIC_RELAXED);
+	ms_cuda_set_oom_observer(oom_snapshot);
 }
 
 void ms_snapshots_fork_child(int tracking)

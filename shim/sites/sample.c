@@ -638,6 +638,15 @@ static void record(uint64_t addr, int64_t weight, int gpu, int exact, const uint
 }
 
 /* Maps the tables and picks up the open stages, once (the first sample or device allocation). */
+/* The open calls were copied before the record that turned sampling on was made, at a live value
+ * that already holds it: that record must refresh them, or a stage's first site is never listed. */
+static void copy_again_at_first_record(void)
+{
+	for (int k = 0; k < nopen; k++)
+		cur[open_ids[k]].cpu_at = cur[open_ids[k]].gpu_at = 0;
+	recompute_next();
+}
+
 static int turn_on(void)
 {
 	ms_spin_lock(&shared.lock, &lock_mine);
@@ -651,6 +660,7 @@ static int turn_on(void)
 		    ms_sites_stacks_init(exact_tables) == 0) {
 			build_weight_table();
 			sync_stages(-1);
+			copy_again_at_first_record();
 			__atomic_store_n(&on, 1, __ATOMIC_RELEASE);
 		} else {
 			wanted = 0;
@@ -851,6 +861,15 @@ void ms_sites_stats(struct ms_sites_stats *out)
 					.python_frames = ms_py_stack_ready(),
 					.exact = exact_mode,
 					.exact_stages = ms_cfg.nsites_exact };
+}
+
+int ms_sites_gpu_live(struct ms_sites_list *out)
+{
+	if (!on || lock_mine || ms_spin_trylock(&shared.lock, &lock_mine, 1 << 20) < 0)
+		return 0;
+	list_all(1, out);
+	ms_spin_unlock(&shared.lock, &lock_mine);
+	return 1;
 }
 
 int ms_sites_stage_copy(int id, struct ms_sites_copy *out, int nowait)

@@ -75,6 +75,9 @@ void ms_sites_stats(struct ms_sites_stats *out);
 /* The copy to report for stage ID: its open call's, else its last call's; 0 when there is none.
  * NOWAIT: from a signal handler (copies without the lock when it is busy). */
 int ms_sites_stage_copy(int id, struct ms_sites_copy *out, int nowait);
+/* Every GPU stack live now, the largest MS_SITES_TOP and the rest, into OUT; 0 when sampling is off
+ * or the lock is this thread's or stays busy (a GPU out-of-memory report: output/peak_sites.c). */
+int ms_sites_gpu_live(struct ms_sites_list *out);
 /* The frames of stack ID, innermost first; returns their number. */
 int ms_sites_stack_frames(int32_t id, uint64_t *out, int max);
 

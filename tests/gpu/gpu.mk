@@ -12,6 +12,11 @@ $(GPU_DIR)/libcuda.so.1: tests/gpu/standin/libcuda.c
 	$(CC) $(BASEFLAGS) $(CFLAGS) $(GPU_CUDA_INC) -fPIC -fvisibility=hidden -shared \
 		-Wl,-soname,libcuda.so.1 -Wl,-Bsymbolic -o $@ $< -ldl -lpthread
 
+# A stand-in NVML in a folder of its own: a test puts it on LD_LIBRARY_PATH, or leaves it out.
+$(GPU_DIR)/nvml/libnvidia-ml.so.1: tests/gpu/standin/libnvml.c
+	@mkdir -p $(@D)
+	$(CC) $(BASEFLAGS) $(CFLAGS) -fPIC -fvisibility=hidden -shared -Wl,-soname,libnvidia-ml.so.1 -o $@ $< -ldl
+
 $(GPU_DIR)/libcuda.so: $(GPU_DIR)/libcuda.so.1
 	ln -sf libcuda.so.1 $@
 
@@ -38,7 +43,7 @@ $(GPU_DIR)/test_gpu $(GPU_DIR)/test_boundary_order: $(GPU_DIR)/%: tests/gpu/%.c
 # The shim builds without a CUDA toolkit (shim/cuda/min.h); where cuda.h exists, the wrappers'
 # prototypes and every constant and offset the shim uses are checked against it.
 GPU_SYNTAX := $(filter-out -MMD -MP,$(BASEFLAGS)) -Ishim -fsyntax-only
-GPU_ABI_SRCS := shim/cuda/lookup.c shim/cuda/wrappers.c shim/cuda/pools.c
+GPU_ABI_SRCS := shim/cuda/lookup.c shim/cuda/wrappers.c shim/cuda/pools.c shim/cuda/footprint.c shim/cuda/nvml.c
 $(GPU_DIR)/abi.ok: tests/gpu/abi_check.c shim/cuda/min.h shim/cuda/driver.h $(GPU_ABI_SRCS)
 	@mkdir -p $(@D)
 	$(CC) $(GPU_SYNTAX) tests/gpu/abi_check.c
@@ -49,7 +54,8 @@ $(GPU_DIR)/abi.ok: tests/gpu/abi_check.c shim/cuda/min.h shim/cuda/driver.h $(GP
 # The stand-in and fixtures need CUDA's headers (not its libraries): without them the suite says so.
 .PHONY: check-gpu
 ifneq ($(wildcard $(CUDA_INCLUDE)/cuda.h),)
-check-gpu: $(BUILD)/libmemshim.so $(GPU_DIR)/abi.ok $(GPU_DIR)/libcuda.so.1 $(GPU_FIXTURES) $(GPU_SUITES)
+check-gpu: $(BUILD)/libmemshim.so $(BUILD)/memshim-format $(GPU_DIR)/abi.ok $(GPU_DIR)/libcuda.so.1 \
+	$(GPU_DIR)/nvml/libnvidia-ml.so.1 $(GPU_FIXTURES) $(GPU_SUITES)
 	@for t in $(GPU_SUITES); do BUILD=$(BUILD) $$t || exit 1; done
 else
 check-gpu: $(BUILD)/libmemshim.so

@@ -5,6 +5,7 @@
 #include <fcntl.h>
 #include <jansson.h>
 #include <limits.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -23,6 +24,9 @@ struct run {
 };
 
 #define LONG_PATH (PATH_MAX + 64)
+
+static int with_nvml;         /* the fixtures find the stand-in NVML (build/gpu/nvml) */
+static const char *more_env; /* one more "NAME=value" for the fixture, or NULL */
 
 static void path_in(char *out, const char *rel)
 {
@@ -63,12 +67,16 @@ static void run_fixture(struct run *r, const char *prog, const char *arg, int sh
 		int fd = open(errpath, O_WRONLY | O_CREAT | O_TRUNC, 0600);
 		dup2(fd, 2);
 		setenv("LD_PRELOAD", preload, 1);
-		setenv("LD_LIBRARY_PATH", libdir, 1);
+		char libs[2 * LONG_PATH + 8];
+		snprintf(libs, sizeof libs, with_nvml ? "%s:%s/nvml" : "%s", libdir, libdir);
+		setenv("LD_LIBRARY_PATH", libs, 1);
 		setenv("MEMSHIM_OUTPUT", out, 1);
 		unsetenv("MEMSHIM_DISABLE");
 		unsetenv("MEMSHIM_LOG");
 		if (extra)
 			putenv((char *)extra);
+		if (more_env)
+			putenv((char *)more_env);
 		execl(exe, exe, arg, (char *)NULL);
 		_exit(127);
 	}
@@ -451,6 +459,228 @@ START_TEST(fixtures_pass_bare)
 }
 END_TEST
 
+/* ---- the GPU's footprint (read, not counted) and out-of-memory reports ---- */
+
+#define CTX (32 * MiB)                /* the stand-in's context overhead */
+#define TOTAL (80 * 1024 * MiB + CTX) /* its default limit plus the context */
+
+static json_t *fp_device(json_t *fp, int device)
+{
+	json_t *d = device_of(fp, device);
+	ck_assert_msg(d != NULL, "gpu_footprint device %d missing", device);
+	return d;
+}
+
+/* build/gpu/fx_linked ARG with the stand-in NVML found, EXTRA as in run_fixture. */
+static void run_nvml(struct run *r, const char *arg, const char *extra)
+{
+	with_nvml = 1;
+	run_fixture(r, "fx_linked", arg, 1, extra, NULL);
+	with_nvml = 0;
+}
+
+START_TEST(footprint_read_at_boundaries)
+{
+	struct run r;
+	run_nvml(&r, "footprint", NULL);
+	assert_clean(&r);
+	ck_assert_int_eq(metric(&r, "load_mem_gpu_footprint_peak"), 40 * MiB + CTX);
+	ck_assert_int_eq(metric(&r, "dev1_mem_gpu_footprint_peak"), 50 * MiB + 2 * CTX);
+	ck_assert_int_eq(metric(&r, "release_mem_gpu_footprint_peak"), 50 * MiB + 2 * CTX);
+	ck_assert_int_eq(metric(&r, "process_mem_gpu_footprint_peak"), 50 * MiB + 2 * CTX);
+	ck_assert_ptr_null(json_object_get(json_object_get(r.m, "metrics"), "pre_mem_gpu_footprint_peak"));
+	json_t *load = fp_device(json_object_get(stage(&r, "load"), "gpu_footprint"), 0);
+	ck_assert_int_eq(get_int(load, "total"), TOTAL);
+	ck_assert_int_eq(get_int(load, "free_min"), TOTAL - CTX - 40 * MiB);
+	ck_assert_int_eq(get_int(load, "footprint"), 40 * MiB + CTX);
+	json_t *dev1 = json_object_get(stage(&r, "dev1"), "gpu_footprint");
+	ck_assert_int_eq(get_int(fp_device(dev1, 1), "free_min"), TOTAL - CTX - 10 * MiB);
+	ck_assert_int_eq(get_int(fp_device(dev1, 1), "footprint"), 10 * MiB + CTX);
+	ck_assert_ptr_null(json_object_get(fp_device(dev1, 0), "free_min")); /* another device's context */
+	json_t *p = json_object_get(json_object_get(r.m, "process"), "gpu_footprint");
+	ck_assert_str_eq(json_string_value(json_object_get(p, "nvml")), "ok");
+	json_t *d0 = fp_device(p, 0);
+	ck_assert_int_eq(get_int(d0, "footprint"), CTX); /* at exit, after the free */
+	ck_assert_int_eq(get_int(d0, "footprint_peak"), 40 * MiB + CTX);
+	ck_assert_int_eq(get_int(d0, "counted_at_peak"), 40 * MiB);
+	ck_assert_int_eq(get_int(d0, "free"), TOTAL - CTX);
+	ck_assert_int_eq(get_int(d0, "free_min"), TOTAL - CTX - 40 * MiB);
+	ck_assert_ptr_null(json_object_get(r.m, "gpu_oom"));
+	done(&r);
+}
+END_TEST
+
+/* Inside one stage the footprint rises and falls back: only GPU timeline points read it between. */
+START_TEST(footprint_read_at_gpu_points)
+{
+	struct run r;
+	run_nvml(&r, "points", NULL);
+	assert_clean(&r);
+	int64_t peak = metric(&r, "grow_mem_gpu_footprint_peak");
+	ck_assert_msg(peak >= CTX + 16 * MiB && peak <= CTX + 80 * MiB, "grow's footprint peak %lld", (long long)peak);
+	done(&r);
+}
+END_TEST
+
+START_TEST(footprint_without_nvml)
+{
+	struct run r;
+	run_clean(&r, "fx_linked", "footprint");
+	const char *key;
+	json_t *v;
+	json_object_foreach(json_object_get(r.m, "metrics"), key, v)
+		ck_assert_msg(strstr(key, "footprint") == NULL, "%s without NVML", key);
+	json_t *p = json_object_get(json_object_get(r.m, "process"), "gpu_footprint");
+	ck_assert_str_eq(json_string_value(json_object_get(p, "nvml")), "absent");
+	ck_assert_int_eq(get_int(fp_device(p, 0), "free_min"), TOTAL - CTX - 40 * MiB);
+	ck_assert_ptr_null(json_object_get(fp_device(p, 0), "footprint"));
+	json_t *load = fp_device(json_object_get(stage(&r, "load"), "gpu_footprint"), 0);
+	ck_assert_int_eq(get_int(load, "free_min"), TOTAL - CTX - 40 * MiB);
+	done(&r);
+}
+END_TEST
+
+/* What memshim-format prints for the run's file, into OUT. */
+static void format_dump(const struct run *r, char *out, size_t size)
+{
+	char cmd[3 * LONG_PATH];
+	snprintf(cmd, sizeof cmd, "%s/memshim-format %s/m.json", build_dir, r->dir);
+	FILE *p = popen(cmd, "r");
+	ck_assert_ptr_nonnull(p);
+	size_t n = fread(out, 1, size - 1, p);
+	out[n] = 0;
+	ck_assert_int_eq(pclose(p), 0);
+}
+
+static json_t *first_oom(const struct run *r)
+{
+	json_t *all = json_object_get(r->m, "gpu_oom");
+	ck_assert_int_eq(json_array_size(all), 1);
+	return json_array_get(all, 0);
+}
+
+START_TEST(oom_report_burst_and_retry)
+{
+	struct run r;
+	char text[8192];
+	run_nvml(&r, "oom_retry", "STANDIN_CUDA_MEM_LIMIT=67108864");
+	assert_clean(&r);
+	json_t *o = first_oom(&r);
+	ck_assert_int_eq(get_int(o, "device"), 0);
+	ck_assert_str_eq(json_string_value(json_object_get(o, "stage")), "train");
+	ck_assert_int_eq(get_int(o, "asked"), 40 * MiB);
+	ck_assert_int_eq(get_int(o, "free"), 24 * MiB);
+	ck_assert_int_eq(get_int(o, "total"), 64 * MiB + CTX);
+	ck_assert_int_eq(get_int(o, "footprint"), 40 * MiB + CTX);
+	ck_assert_int_eq(get_int(o, "counted"), 40 * MiB);
+	ck_assert_int_eq(get_int(o, "failures"), 2);
+	ck_assert(json_is_true(json_object_get(o, "went_on")));
+	json_t *open = json_array_get(json_object_get(o, "open_stages"), 0);
+	ck_assert_str_eq(json_string_value(json_object_get(open, "stage")), "train");
+	ck_assert_int_eq(get_int(open, "added"), 40 * MiB);
+	json_t *other = json_array_get(json_object_get(o, "others"), 0);
+	ck_assert_int_eq(get_int(other, "pid"), 4242);
+	ck_assert_int_eq(get_int(other, "used"), 2048 * MiB);
+	ck_assert_int_eq(json_array_size(json_object_get(r.m, "gpu_events")), 2); /* unchanged */
+	format_dump(&r, text, sizeof text);
+	const char *want = "GPU 0 out of memory in train: asked 40MB, 24MB free of 96MB; this process 72MB (counted "
+			   "40MB); others: pid 4242 2.0GB\n";
+	ck_assert_msg(strncmp(text, want, strlen(want)) == 0, "dump begins: %s", text);
+	ck_assert_int_eq(get_int(json_array_get(json_object_get(o, "sites"), 0), "bytes"), 40 * MiB);
+	ck_assert_msg(strstr(text, "GPU sites live then (all devices):\n        40MB  oom_retry+0x"), "%s", text);
+	ck_assert_msg(strstr(text, "2 failed allocations in this burst; the program went on"), "%s", text);
+	ck_assert_msg(strstr(text, "GPU 0 footprint 72MB: 40MB counted + 32MB context, modules and driver"), "%s",
+		      text);
+	done(&r);
+}
+END_TEST
+
+START_TEST(oom_report_without_nvml)
+{
+	struct run r;
+	char text[8192];
+	run_fixture(&r, "fx_linked", "oom", 1, "STANDIN_CUDA_MEM_LIMIT=67108864", NULL);
+	assert_clean(&r);
+	json_t *all = json_object_get(r.m, "gpu_oom");
+	ck_assert_int_eq(json_array_size(all), 2); /* device 0 (two failures), device 1 */
+	json_t *o = json_array_get(all, 0), *o1 = json_array_get(all, 1);
+	ck_assert_int_eq(get_int(o, "failures"), 2);
+	ck_assert_int_eq(get_int(o, "free"), 48 * MiB);
+	ck_assert_ptr_null(json_object_get(o, "footprint"));
+	ck_assert(json_is_null(json_object_get(o, "others")));
+	ck_assert(json_is_false(json_object_get(o, "went_on")));
+	ck_assert_int_eq(get_int(o1, "device"), 1);
+	ck_assert_ptr_null(json_object_get(o1, "free")); /* device 0's context was current */
+	format_dump(&r, text, sizeof text);
+	const char *want = "GPU 0 out of memory in big: asked 100MB, 48MB free of 96MB; this process counted 16MB; "
+			   "others: not known (no NVML)\n";
+	ck_assert_msg(strncmp(text, want, strlen(want)) == 0, "dump begins: %s", text);
+	ck_assert_msg(strstr(text, "the program did not go on after it"), "%s", text);
+	done(&r);
+}
+END_TEST
+
+START_TEST(oom_report_pid_namespace)
+{
+	struct run r;
+	char text[8192];
+	more_env = "STANDIN_NVML_HOST_PIDS=1";
+	run_nvml(&r, "oom_retry", "STANDIN_CUDA_MEM_LIMIT=67108864");
+	more_env = NULL;
+	assert_clean(&r);
+	json_t *o = first_oom(&r);
+	ck_assert_ptr_null(json_object_get(o, "footprint"));
+	ck_assert(json_is_false(json_object_get(o, "self_listed")));
+	ck_assert_int_eq(json_array_size(json_object_get(o, "others")), 2);
+	ck_assert_ptr_null(json_object_get(json_object_get(r.m, "metrics"), "process_mem_gpu_footprint_peak"));
+	format_dump(&r, text, sizeof text);
+	ck_assert_msg(strstr(text, "this process may be one of the others)\n"), "%s", text);
+	ck_assert_msg(strstr(text, "GPU footprint: this pid is not in NVML's list"), "%s", text);
+	done(&r);
+}
+END_TEST
+
+START_TEST(oom_snapshot_survives_kill)
+{
+	struct run r;
+	run_nvml(&r, "oom_killed", "STANDIN_CUDA_MEM_LIMIT=67108864");
+	ck_assert(WIFSIGNALED(r.status) && WTERMSIG(r.status) == SIGKILL);
+	ck_assert_msg(r.m != NULL, "no snapshot");
+	ck_assert_str_eq(json_string_value(json_object_get(r.m, "reason")), "snapshot");
+	json_t *o = first_oom(&r);
+	ck_assert_int_eq(get_int(o, "asked"), 40 * MiB);
+	ck_assert(json_is_false(json_object_get(o, "went_on")));
+	done(&r);
+}
+END_TEST
+
+/* The least time of a boundary before the driver was used (no reading) and after (cuMemGetInfo and
+ * NVML on the stand-ins): the reading must stay under 20 us. */
+START_TEST(footprint_boundary_cost)
+{
+	struct run r;
+	run_nvml(&r, "boundary_cost", NULL);
+	ck_assert_msg(WIFEXITED(r.status) && WEXITSTATUS(r.status) == 0, "%s", r.err);
+	double cold = 0, hot = 0;
+	ck_assert_int_eq(sscanf(r.err, "boundary ns: without reading %lf, with reading %lf", &cold, &hot), 2);
+	fprintf(stderr, "footprint: a boundary takes %.0f ns without the reading, %.0f ns with it\n", cold, hot);
+	ck_assert_msg(hot - cold < 20000.0, "a boundary's reading took %.0f ns", hot - cold);
+	done(&r);
+}
+END_TEST
+
+/* A stage whose only device allocation turned the call sites on lists it at its peak. */
+START_TEST(first_device_allocation_is_a_site)
+{
+	struct run r;
+	run_clean(&r, "fx_linked", "footprint");
+	json_t *sites = json_object_get(stage(&r, "load"), "peak_sites_gpu");
+	ck_assert_int_eq(json_array_size(sites), 1);
+	ck_assert_int_eq(get_int(json_array_get(sites, 0), "bytes"), 40 * MiB);
+	done(&r);
+}
+END_TEST
+
 static Suite *gpu_suite(void)
 {
 	Suite *s = suite_create("gpu");
@@ -476,7 +706,19 @@ static Suite *gpu_suite(void)
 	tcase_add_test(mem, eight_threads_exact);
 	tcase_add_test(mem, managed_and_pinned_counters);
 	tcase_add_test(mem, nested_driver_calls_count_once);
+	tcase_add_test(mem, first_device_allocation_is_a_site);
 	suite_add_tcase(s, mem);
+	TCase *fp = tcase_create("footprint");
+	tcase_set_timeout(fp, 60);
+	tcase_add_test(fp, footprint_read_at_boundaries);
+	tcase_add_test(fp, footprint_read_at_gpu_points);
+	tcase_add_test(fp, footprint_without_nvml);
+	tcase_add_test(fp, oom_report_burst_and_retry);
+	tcase_add_test(fp, oom_report_without_nvml);
+	tcase_add_test(fp, oom_report_pid_namespace);
+	tcase_add_test(fp, oom_snapshot_survives_kill);
+	tcase_add_test(fp, footprint_boundary_cost);
+	suite_add_tcase(s, fp);
 	return s;
 }
 

@@ -197,6 +197,48 @@ START_TEST(calls_ended)
 END_TEST
 
 /* No GPU: no GPU key anywhere. */
+/* The GPU footprint's keys and an out-of-memory record, from a copy as cuda/footprint.c keeps it. */
+START_TEST(gpu_footprint_and_oom)
+{
+	static struct ms_gpu_footprint fp;
+	fill_state();
+	memset(&fp, 0, sizeof fp);
+	fp.nvml = MS_NVML_OK;
+	fp.peak = 9000;
+	fp.dev[1] = (struct ms_fp_device){ .total = 100000, .free = 20000, .free_min = 10000, .footprint = 8000,
+					   .footprint_peak = 9000, .counted_at_peak = 4096, .have_mem = 1, .have_fp = 1 };
+	struct ms_fp_stage *train = &fp.stage[0];
+	train->peak = 9000;
+	train->total[1] = 100000;
+	train->free_min[1] = 10000;
+	train->footprint_peak[1] = 9000;
+	train->have_mem = train->have_fp = 1u << 1;
+	fp.noom = 1;
+	fp.oom[0] = (struct ms_fp_oom){ .time = 3.0, .device = 1, .result = 2, .stage = 0, .asked = 50000,
+					.free = 10000, .total = 100000, .footprint = 9000, .counted = 4096,
+					.have_mem = 1, .have_fp = 1, .went_on = 1, .others_known = 1, .failures = 2,
+					.nopen = 1, .open = { 0 }, .open_added = { 2048 }, .nothers = 1,
+					.others = { { 4242, 7777 } } };
+	doc.footprint = &fp;
+	json_t *root = written();
+	expect_int(root, "metrics/train_mem_gpu_footprint_peak", 9000);
+	expect_int(root, "metrics/process_mem_gpu_footprint_peak", 9000);
+	ck_assert_ptr_null(at(root, "stages/0/gpu_footprint")); /* eval read nothing */
+	expect_int(root, "stages/1/gpu_footprint/devices/0/device", 1);
+	expect_int(root, "stages/1/gpu_footprint/devices/0/free_min", 10000);
+	expect_int(root, "stages/1/gpu_footprint/devices/0/footprint", 9000);
+	expect_str(root, "process/gpu_footprint/nvml", "ok");
+	expect_int(root, "process/gpu_footprint/devices/0/counted_at_peak", 4096);
+	expect_str(root, "gpu_oom/0/stage", "train");
+	expect_int(root, "gpu_oom/0/asked", 50000);
+	expect_int(root, "gpu_oom/0/open_stages/0/added", 2048);
+	expect_int(root, "gpu_oom/0/others/0/pid", 4242);
+	ck_assert(json_is_true(at(root, "gpu_oom/0/went_on")));
+	expect_int(root, "gpu_oom_dropped", 0);
+	json_decref(root);
+}
+END_TEST
+
 START_TEST(cpu_only)
 {
 	fill_state();
@@ -391,6 +433,7 @@ int main(void)
 	tcase_add_test(tc, stage_numbers);
 	tcase_add_test(tc, calls_ended);
 	tcase_add_test(tc, cpu_only);
+	tcase_add_test(tc, gpu_footprint_and_oom);
 	tcase_add_test(tc, shared_memory);
 	tcase_add_test(tc, memory_cgroup);
 	tcase_add_test(tc, child_timeline_and_layers);

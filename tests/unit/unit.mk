@@ -5,7 +5,7 @@ UNIT_SUITES := test_counters test_stages test_config test_json test_ranges test_
 	test_cgroup
 UNIT_BINS := $(UNIT_SUITES:%=$(BUILD)/unit/%)
 
-$(BUILD)/unit/test_document: shim/output/document.c shim/output/doc_cgroup.c $(wildcard shim/output/document.h)
+$(BUILD)/unit/test_document: shim/output/document.c shim/output/doc_cgroup.c shim/output/footprint.c $(wildcard shim/output/document.h)
 
 $(BUILD)/unit/%: tests/unit/%.c $(SHIM_CORE_LIB)
 	@mkdir -p $(@D)

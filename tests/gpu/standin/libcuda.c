@@ -4,6 +4,10 @@
  * hands out are its own functions, like the real driver's.
  *
  * STANDIN_CUDA_MEM_LIMIT: bytes per device before CUDA_ERROR_OUT_OF_MEMORY (default 80 GiB).
+ * cuMemGetInfo: a device's total is that limit plus CTX_OVERHEAD, which a device's context takes
+ * once retained or made current and never hands out; free shrinks as memory is handed out.
+ * standin_cuda_footprint (for the stand-in NVML) is what the device holds for this process: its
+ * allocations plus the context.  PCI bus ids are 0000:0<device + 1>:00.0.
  * STANDIN_CUDA_NESTED=1: some entry points are built on other exported ones, called through their
  * global symbols (as a layered driver or interposer may): a preloaded wrapper of the inner one is
  * then reached from inside the outer one.  cuMemAlloc_v2 also keeps a malloc'ed host record of
@@ -25,6 +29,7 @@
 #define MAX_MAPS 16384
 #define MAX_POOLS 16
 #define MAX_STREAMS 64
+#define CTX_OVERHEAD (32ull << 20)
 
 enum kind { K_DEVICE = 1, K_MANAGED, K_HOST, K_REGISTERED, K_LEGACY };
 
@@ -51,6 +56,7 @@ static int current_pool[NDEV] = { 1, 2 }; /* pools[0], pools[1] are the default 
 static struct handle handles[MAX_HANDLES];
 static struct map maps[MAX_MAPS];
 static uint64_t dev_used[NDEV];
+static int ctx_made[NDEV]; /* the device's context exists: it holds CTX_OVERHEAD */
 static uint64_t limit;
 static uint64_t next_addr[NDEV] = { 0x100000000000ull, 0x200000000000ull };
 static uint64_t next_managed = 0x300000000000ull, next_host = 0x400000000000ull;
@@ -185,6 +191,7 @@ EXPORT CUresult cuDevicePrimaryCtxRetain(CUcontext *pctx, CUdevice dev)
 	if (dev < 0 || dev >= NDEV)
 		return CUDA_ERROR_INVALID_DEVICE;
 	*pctx = (CUcontext)&ctxs[dev];
+	__atomic_store_n(&ctx_made[dev], 1, __ATOMIC_RELAXED);
 	return CUDA_SUCCESS;
 }
 
@@ -196,7 +203,43 @@ EXPORT CUresult cuDevicePrimaryCtxRelease_v2(CUdevice dev)
 EXPORT CUresult cuCtxSetCurrent(CUcontext ctx)
 {
 	current = (struct ctx *)ctx;
+	if (current)
+		__atomic_store_n(&ctx_made[current->device], 1, __ATOMIC_RELAXED);
 	return CUDA_SUCCESS;
+}
+
+EXPORT CUresult cuMemGetInfo_v2(size_t *free_b, size_t *total_b)
+{
+	int dev;
+	CUresult r = ctx_device(&dev);
+	if (r)
+		return r;
+	pthread_mutex_lock(&mu);
+	*total_b = mem_limit() + CTX_OVERHEAD;
+	*free_b = *total_b - CTX_OVERHEAD - dev_used[dev];
+	pthread_mutex_unlock(&mu);
+	return CUDA_SUCCESS;
+}
+
+EXPORT CUresult cuDeviceGetPCIBusId(char *id, int len, CUdevice dev)
+{
+	if (dev < 0 || dev >= NDEV || len < 13)
+		return CUDA_ERROR_INVALID_VALUE;
+	memcpy(id, "0000:01:00.0", 13);
+	id[6] = (char)('1' + dev);
+	return CUDA_SUCCESS;
+}
+
+/* What device DEV holds for this process (the stand-in NVML's usedGpuMemory): 0 without a context. */
+EXPORT uint64_t standin_cuda_footprint(int dev);
+EXPORT uint64_t standin_cuda_footprint(int dev)
+{
+	if (dev < 0 || dev >= NDEV || !__atomic_load_n(&ctx_made[dev], __ATOMIC_RELAXED))
+		return 0;
+	pthread_mutex_lock(&mu);
+	uint64_t v = dev_used[dev] + CTX_OVERHEAD;
+	pthread_mutex_unlock(&mu);
+	return v;
 }
 
 EXPORT CUresult cuCtxGetCurrent(CUcontext *ctx)
@@ -873,6 +916,8 @@ static const struct proc procs[] = {
 	P(cuCtxSetCurrent, 4000, cuCtxSetCurrent),
 	P(cuCtxGetCurrent, 4000, cuCtxGetCurrent),
 	P(cuCtxGetDevice, 2000, cuCtxGetDevice),
+	P(cuMemGetInfo, 3020, cuMemGetInfo_v2),
+	P(cuDeviceGetPCIBusId, 4010, cuDeviceGetPCIBusId),
 	P(cuStreamCreate, 2000, cuStreamCreate),
 	P(cuStreamDestroy, 4000, cuStreamDestroy_v2),
 	PZ(cuStreamGetDevice, 12080, cuStreamGetDevice),
