@@ -47,6 +47,13 @@ static int may_read(void)
 	return __atomic_compare_exchange_n(&fp_pid, &none, self, 0, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE) || none == self;
 }
 
+void ms_gpufp_fork_child(int tracking)
+{
+	(void)tracking;
+	if (ms_gpu_used()) /* the parent's driver: its calls may hang or fail in the child */
+		__atomic_store_n(&fp_pid, (pid_t)-1, __ATOMIC_RELEASE);
+}
+
 static int lock(void)
 {
 	return ms_spin_trylock(&fp_lock, &fp_mine, LOCK_SPINS);

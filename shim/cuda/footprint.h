@@ -69,6 +69,8 @@ struct ms_gpu_footprint {
 /* Subsystem steps (subsystems.def): reads at every stage boundary (outside the engine's lock) and
  * at exit, on the calling thread, only in a process that used the driver. */
 void ms_gpufp_boundary(int stage, int end);
+/* A forked child of a process that used the driver never reads: CUDA's state does not cross fork. */
+void ms_gpufp_fork_child(int tracking);
 void ms_gpufp_report(void);
 
 /* A timeline point at NOW: reads when the point was raised by a device allocation this thread's

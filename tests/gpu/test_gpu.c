@@ -522,6 +522,18 @@ START_TEST(footprint_read_at_gpu_points)
 }
 END_TEST
 
+/* A forked child of a process that used the driver calls nothing of it (the stand-in aborts if it
+ * does); the parent reads on. */
+START_TEST(footprint_not_read_in_a_forked_child)
+{
+	struct run r;
+	run_nvml(&r, "fork_child", "STANDIN_CUDA_FORK_ABORT=1");
+	assert_clean(&r);
+	ck_assert_int_eq(metric(&r, "parent_mem_gpu_footprint_peak"), 8 * MiB + CTX);
+	done(&r);
+}
+END_TEST
+
 START_TEST(footprint_without_nvml)
 {
 	struct run r;
@@ -712,6 +724,7 @@ static Suite *gpu_suite(void)
 	tcase_set_timeout(fp, 60);
 	tcase_add_test(fp, footprint_read_at_boundaries);
 	tcase_add_test(fp, footprint_read_at_gpu_points);
+	tcase_add_test(fp, footprint_not_read_in_a_forked_child);
 	tcase_add_test(fp, footprint_without_nvml);
 	tcase_add_test(fp, oom_report_burst_and_retry);
 	tcase_add_test(fp, oom_report_without_nvml);

@@ -11,7 +11,9 @@
  * STANDIN_CUDA_NESTED=1: some entry points are built on other exported ones, called through their
  * global symbols (as a layered driver or interposer may): a preloaded wrapper of the inner one is
  * then reached from inside the outer one.  cuMemAlloc_v2 also keeps a malloc'ed host record of
- * each allocation, which cuMemFree_v2 frees. */
+ * each allocation, which cuMemFree_v2 frees.
+ * STANDIN_CUDA_FORK_ABORT=1: cuMemGetInfo called in a forked child of the process that called
+ * cuInit aborts (the real driver's state does not cross fork: nothing may call it there). */
 #define __CUDA_API_VERSION_INTERNAL 1
 #include <cuda.h>
 #include <dlfcn.h>
@@ -19,6 +21,7 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #define EXPORT __attribute__((visibility("default")))
 #define NDEV 2
@@ -63,6 +66,7 @@ static uint64_t next_managed = 0x300000000000ull, next_host = 0x400000000000ull;
 static uint64_t next_va = 0x500000000000ull, next_legacy = 0x10000000ull;
 static uint64_t recent_addr[NDEV], recent_size[NDEV]; /* last freed block, reused like a real heap */
 static int initialized;
+static pid_t init_pid; /* STANDIN_CUDA_FORK_ABORT: who called cuInit */
 static __thread struct ctx *current;
 
 /* ---- bookkeeping (under mu) ---- */
@@ -158,6 +162,7 @@ static CUresult ctx_device(int *dev)
 EXPORT CUresult cuInit(unsigned int flags)
 {
 	(void)flags;
+	init_pid = getpid();
 	__atomic_store_n(&initialized, 1, __ATOMIC_RELEASE);
 	return CUDA_SUCCESS;
 }
@@ -211,6 +216,8 @@ EXPORT CUresult cuCtxSetCurrent(CUcontext ctx)
 EXPORT CUresult cuMemGetInfo_v2(size_t *free_b, size_t *total_b)
 {
 	int dev;
+	if (getenv("STANDIN_CUDA_FORK_ABORT") && init_pid && getpid() != init_pid)
+		abort(); /* a forked child's call: the real driver's state is not usable there */
 	CUresult r = ctx_device(&dev);
 	if (r)
 		return r;
