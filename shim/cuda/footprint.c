@@ -50,7 +50,9 @@ static int may_read(void)
 void ms_gpufp_fork_child(int tracking)
 {
 	(void)tracking;
-	if (ms_gpu_used()) /* the parent's driver: its calls may hang or fail in the child */
+	ms_spin_reset(&fp_lock, &fp_mine); /* another thread of the parent may have held it */
+	/* the parent's driver: its calls may hang or fail in the child */
+	if (ms_gpu_used())
 		__atomic_store_n(&fp_pid, (pid_t)-1, __ATOMIC_RELEASE);
 }
 
@@ -225,12 +227,6 @@ void ms_gpufp_boundary(int stage, int end)
 		close_stage(stage);
 		unlock();
 	}
-}
-
-void ms_gpufp_report(void)
-{
-	if (may_read())
-		reading(1);
 }
 
 void ms_gpufp_point(double now)

@@ -66,12 +66,12 @@ struct ms_gpu_footprint {
 	struct ms_fp_oom oom[MS_FP_OOMS];
 };
 
-/* Subsystem steps (subsystems.def): reads at every stage boundary (outside the engine's lock) and
- * at exit, on the calling thread, only in a process that used the driver. */
+/* Subsystem steps (subsystems.def): reads at every stage boundary (outside the engine's lock), on
+ * the calling thread, only in a process that used the driver; never at exit, where the runtime's
+ * exit handlers and libcuda's destructors have run before ours: the last reading stands. */
 void ms_gpufp_boundary(int stage, int end);
 /* A forked child of a process that used the driver never reads: CUDA's state does not cross fork. */
 void ms_gpufp_fork_child(int tracking);
-void ms_gpufp_report(void);
 
 /* A timeline point at NOW: reads when the point was raised by a device allocation this thread's
  * wrapper counted (outside every driver call) and the last point's reading is 100 ms old. */

@@ -23,7 +23,8 @@
 typedef int nvmlReturn_t;
 typedef struct nvmlDevice_st *nvmlDevice_t;
 
-/* nvmlProcessInfo_t of _v2 and _v3 (nvmlProcessInfo_v2_t); _v1_t is its first two fields. */
+/* nvmlProcessInfo_v2_t (what _v2 fills, 24 bytes on every driver); _v1_t is its first two fields.
+ * _v3's records are not used: some R535 drivers fill them 32 bytes long, others 24. */
 struct nvml_proc_v2 {
 	unsigned int pid;
 	unsigned long long usedGpuMemory;
@@ -43,7 +44,8 @@ static struct {
 	uint8_t dev_tried[MS_MAX_DEVICES];
 } nv;
 
-static struct nvml_proc_v2 procs_buf[MAX_PROCS] MS_LARGE;
+/* room for 32-byte records too (a driver's other layout must not write past it) */
+static struct nvml_proc_v2 procs_buf[2 * MAX_PROCS] MS_LARGE;
 static struct nvml_proc_v1 *const procs_v1 = (struct nvml_proc_v1 *)procs_buf; /* same storage */
 
 static void *sym(void *h, const char *name)
@@ -51,12 +53,10 @@ static void *sym(void *h, const char *name)
 	return ms_elf_own_symbol((const struct link_map *)h, name);
 }
 
-/* The newest process query the library has. */
+/* The process query whose records have one size on every driver: _v2, else the first. */
 static void pick_procs(void *h)
 {
-	nv.procs = sym(h, "nvmlDeviceGetComputeRunningProcesses_v3");
-	if (!nv.procs)
-		nv.procs = sym(h, "nvmlDeviceGetComputeRunningProcesses_v2");
+	nv.procs = sym(h, "nvmlDeviceGetComputeRunningProcesses_v2");
 	if (!nv.procs) {
 		nv.procs = sym(h, "nvmlDeviceGetComputeRunningProcesses");
 		nv.v1 = 1;

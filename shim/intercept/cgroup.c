@@ -22,6 +22,7 @@
 #include "core/config.h"
 #include "core/ms.h"
 #include "core/process.h"
+#include "core/spin.h"
 
 #define CGROUP2_MAGIC 0x63677270 /* CGROUP2_SUPER_MAGIC */
 #define HIGH_FD_CAP 4096         /* as native/unwinder.c: a fork copies the fd table up to the top */
@@ -31,7 +32,9 @@
 #define REOPENS 8     /* a program that keeps closing our fds: read by opening after that */
 
 enum { UNKNOWN, FINDING, FOUND, NONE };
-static int found;                    /* enum above; one thread finds */
+static int found;                /* enum above; one thread finds */
+static struct ms_spin read_lock; /* one reader at a time: the kept fds are reopened by it */
+static __thread int read_mine MS_TLS;
 static struct ms_cgroup cg MS_LARGE; /* written by the reading thread; fields read whole */
 static char buf[4096] MS_LARGE;      /* /proc/self/cgroup and mountinfo, a line at a time (one finder) */
 static double state_read_at;
@@ -266,7 +269,8 @@ static void read_own_peak(int reset)
 	if (!cg.per_reader)
 		return;
 	if (peak_fd.pid != ms_proc.pid) {
-		syscall(SYS_close, peak_fd.fd);
+		if (still_ours(&peak_fd)) /* else the child took the number over: its fd */
+			syscall(SYS_close, peak_fd.fd);
 		peak_fd.fd = -1;
 		peak_fd.reopens = 0;
 		cg.per_reader = 0;
@@ -331,7 +335,7 @@ int ms_cgroup_read(enum ms_refresh_reason why)
 	if (why == MS_REFRESH_FORK)
 		return 0;
 	int saved = errno;
-	if (!ready()) {
+	if (!ready() || ms_spin_trylock(&read_lock, &read_mine, 1) < 0) { /* busy: another thread reads */
 		errno = saved;
 		return 0;
 	}
@@ -348,8 +352,14 @@ int ms_cgroup_read(enum ms_refresh_reason why)
 		state_read_at = now;
 		read_state();
 	}
+	ms_spin_unlock(&read_lock, &read_mine);
 	errno = saved;
 	return usage >= 0;
+}
+
+void ms_cgroup_fork_child(void)
+{
+	ms_spin_reset(&read_lock, &read_mine);
 }
 
 const struct ms_cgroup *ms_cgroup_state(void)

@@ -22,6 +22,8 @@ struct ms_cgroup {
  * and reports), the first time finding it.  From the read components' refresh (intercept/mmap.c),
  * inside its CPU-time budget: raw system calls, errno kept.  0 when nothing was read. */
 int ms_cgroup_read(enum ms_refresh_reason why);
+/* A forked child: the read lock another thread of the parent held is free. */
+void ms_cgroup_fork_child(void);
 
 /* The state as last read, or NULL when this process has no memory cgroup or never read it. */
 const struct ms_cgroup *ms_cgroup_state(void);

@@ -87,6 +87,7 @@ void ms_mmap_fork_parent(void)
 void ms_mmap_fork_child(int tracking)
 {
 	table_unlock();
+	ms_cgroup_fork_child();
 	ms_cpu_fork_child();
 }
 

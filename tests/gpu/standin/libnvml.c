@@ -25,7 +25,7 @@ typedef struct {
 	unsigned int pid;
 	unsigned long long usedGpuMemory;
 	unsigned int gpuInstanceId, computeInstanceId;
-} proc_info; /* nvmlProcessInfo_t (v2 and v3) */
+} proc_info; /* nvmlProcessInfo_v2_t */
 
 struct dev {
 	int cuda; /* the CUDA ordinal this NVML device is */
@@ -86,8 +86,8 @@ static uint64_t footprint(int cuda)
 	return v;
 }
 
-EXPORT int nvmlDeviceGetComputeRunningProcesses_v3(struct dev *d, unsigned int *count, proc_info *infos);
-EXPORT int nvmlDeviceGetComputeRunningProcesses_v3(struct dev *d, unsigned int *count, proc_info *infos)
+EXPORT int nvmlDeviceGetComputeRunningProcesses_v2(struct dev *d, unsigned int *count, proc_info *infos);
+EXPORT int nvmlDeviceGetComputeRunningProcesses_v2(struct dev *d, unsigned int *count, proc_info *infos)
 {
 	if (!inited)
 		return ERROR_UNINITIALIZED;
@@ -109,4 +109,23 @@ EXPORT int nvmlDeviceGetComputeRunningProcesses_v3(struct dev *d, unsigned int *
 	}
 	*count = n;
 	return SUCCESS;
+}
+
+/* _v3 as some R535 drivers fill it: 32-byte records (usedGpuCcProtectedMemory added), which a
+ * reader of 24-byte ones decodes wrong from the second record on. */
+typedef struct {
+	proc_info v2;
+	unsigned long long usedGpuCcProtectedMemory;
+} proc_info_r535;
+
+EXPORT int nvmlDeviceGetComputeRunningProcesses_v3(struct dev *d, unsigned int *count, proc_info_r535 *infos);
+EXPORT int nvmlDeviceGetComputeRunningProcesses_v3(struct dev *d, unsigned int *count, proc_info_r535 *infos)
+{
+	proc_info v2[2];
+	unsigned int n = *count < 2 ? *count : 2;
+	int r = nvmlDeviceGetComputeRunningProcesses_v2(d, &n, v2);
+	*count = n;
+	for (unsigned int i = 0; r == SUCCESS && i < n; i++)
+		infos[i] = (proc_info_r535){ v2[i], 0 };
+	return r;
 }
