@@ -14,7 +14,6 @@
 
 #include <errno.h>
 #include <fcntl.h>
-#include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/statfs.h>
 #include <sys/syscall.h>
@@ -23,10 +22,9 @@
 #include "core/ms.h"
 #include "core/process.h"
 #include "core/spin.h"
+#include "intercept/fds.h"
 
 #define CGROUP2_MAGIC 0x63677270 /* CGROUP2_SUPER_MAGIC */
-#define HIGH_FD_CAP 4096         /* as native/unwinder.c: a fork copies the fd table up to the top */
-#define HIGH_FD_TRIES 64
 
 #define STATE_GAP 1.0 /* seconds between two reads of the high-water, limit and OOM kills */
 #define REOPENS 8     /* a program that keeps closing our fds: read by opening after that */
@@ -184,29 +182,15 @@ static int find(void)
 	return cg.version;
 }
 
-/* FD moved to a free number just under the fd limit (at most HIGH_FD_CAP), so the program's own
- * fds keep the numbers they have without the shim; -1 (FD closed) when none is free there. */
+/* FD moved high (fds.h), -1 (FD closed) when no number is free there. */
 static int move_high(int fd)
 {
-	struct rlimit lim;
-	if (syscall(SYS_prlimit64, 0, RLIMIT_NOFILE, NULL, &lim) != 0) {
+	int top = ms_fd_top();
+	if (top < 0) {
 		syscall(SYS_close, fd);
 		return -1;
 	}
-	int top = lim.rlim_cur > HIGH_FD_CAP ? HIGH_FD_CAP : (int)lim.rlim_cur;
-	for (int want = top - 1; want > fd && want >= top - HIGH_FD_TRIES; want--) {
-		long moved = syscall(SYS_fcntl, fd, F_DUPFD_CLOEXEC, want);
-		if (moved >= 0 && moved < top) {
-			syscall(SYS_close, fd);
-			return (int)moved;
-		}
-		if (moved >= 0)
-			syscall(SYS_close, moved);
-		else if (errno != EMFILE)
-			break;
-	}
-	syscall(SYS_close, fd);
-	return -1;
+	return ms_fd_move_high(fd, top, F_DUPFD_CLOEXEC);
 }
 
 /* NAME opened into K (FLAGS), moved high; 0 when it could not be kept. */

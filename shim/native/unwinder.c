@@ -14,10 +14,10 @@
 #include <fcntl.h>
 #include <libunwind.h>
 #include <link.h>
-#include <sys/resource.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 #include "core/ms.h"
+#include "intercept/fds.h"
 #include "intercept/hooks.h"
 #include "intercept/got.h"
 #include "native/native.h"
@@ -95,38 +95,6 @@ int ms_cursor_full_step(struct ms_cursor *c)
 
 /* ---- libunwind's pipe, out of the program's way ---------------------------------------------- */
 
-/* Highest fd numbers for the pipe: just under the soft RLIMIT_NOFILE, but not above 4096 (a fork
- * copies the fd table up to the highest fd open, and a limit of 1M would make that table 8 MB). */
-#define HIGH_FD_CAP 4096
-#define HIGH_FD_TRIES 64
-
-static int high_fd_top(void)
-{
-	struct rlimit lim;
-	if (syscall(SYS_prlimit64, 0, RLIMIT_NOFILE, NULL, &lim) != 0)
-		return -1;
-	return lim.rlim_cur > HIGH_FD_CAP ? HIGH_FD_CAP : (int)lim.rlim_cur;
-}
-
-/* FD moved to the highest free number below TOP (a duplicate made, FD closed), or -1 (FD closed)
- * when no number above it is free up there. */
-static int move_high(int fd, int top, int cmd)
-{
-	for (int want = top - 1; want > fd && want >= top - HIGH_FD_TRIES; want--) {
-		long moved = syscall(SYS_fcntl, fd, cmd, want);
-		if (moved >= 0 && moved < top) {
-			syscall(SYS_close, fd);
-			return (int)moved;
-		}
-		if (moved >= 0)
-			syscall(SYS_close, moved); /* above the cap (the limit is higher): try lower */
-		else if (errno != EMFILE)
-			break;
-	}
-	syscall(SYS_close, fd);
-	return -1;
-}
-
 /* libunwind's pipe2, through its own GOT slot: the pipe that validates memory (opened at its
  * first use and again whenever a read finds it closed) is made as asked, then both ends move to
  * high numbers, so the program's fds are the numbers it would get without the shim.  Where they
@@ -140,8 +108,8 @@ static int pipe2_out_of_the_way(int fds[2], int flags)
 	fds[0] = fds[1] = -1;
 	if (syscall(SYS_pipe2, made, flags) != 0)
 		return -1;
-	int top = high_fd_top(), cmd = (flags & O_CLOEXEC) ? F_DUPFD_CLOEXEC : F_DUPFD;
-	int high[2] = { move_high(made[0], top, cmd), move_high(made[1], top, cmd) };
+	int top = ms_fd_top(), cmd = (flags & O_CLOEXEC) ? F_DUPFD_CLOEXEC : F_DUPFD;
+	int high[2] = { ms_fd_move_high(made[0], top, cmd), ms_fd_move_high(made[1], top, cmd) };
 	if (high[0] < 0 || high[1] < 0) {
 		for (int i = 0; i < 2; i++)
 			if (high[i] >= 0)

@@ -70,7 +70,8 @@ $(NATIVE_DIR)/test_names: tests/native/test_names.c shim/native/names.c $(SHIM_C
 
 # The quick unwinder and the cursor without a preload: the trampolines linked in, libunwind as the
 # reference; frame pointers so a test can find its own return-address slot.
-NATIVE_UNWIND_SRCS := shim/native/cfi.c shim/native/unwinder.c shim/native/tramp.c shim/native/pool.c shim/intercept/got.c
+NATIVE_UNWIND_SRCS := shim/native/cfi.c shim/native/unwinder.c shim/native/tramp.c shim/native/pool.c shim/intercept/got.c \
+	shim/intercept/fds.c
 $(NATIVE_DIR)/test_cfi: tests/native/test_cfi.c $(NATIVE_UNWIND_SRCS) $(SHIM_CORE_LIB)
 	@mkdir -p $(@D)
 	$(CC) $(BASEFLAGS) $(CFLAGS) -fno-omit-frame-pointer $(CHECK_CFLAGS) -Ishim $(TEST_COMMON_INC) -o $@ \
