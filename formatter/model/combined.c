@@ -14,12 +14,6 @@ static double *mf_zeros(size_t n)
 	return d;
 }
 
-/* One change of one process's value at time T on the common clock. */
-struct mf_step {
-	double t, v;
-	size_t who;
-};
-
 static int mf_step_cmp(const void *a, const void *b)
 {
 	const struct mf_step *x = a, *y = b;
@@ -93,6 +87,20 @@ static void mf_sweep(struct mf_combined *c, struct mf_step *v, size_t nv)
 		c->slack += c->own[k] > 0 ? fmax(1048576.0, c->own[k] / 100) : 0;
 	}
 	free(now);
+}
+
+size_t mf_combined_steps(const struct mf_file *files, size_t n, int gpu, long long device, double origin,
+			 struct mf_step **out)
+{
+	size_t nv = 0, cap = 0;
+	*out = NULL;
+	for (size_t i = 0; i < n; i++) {
+		json_t *pts = files[i].has_times ? mf_series_of(&files[i], gpu, device) : NULL;
+		if (json_is_array(pts))
+			mf_add_steps(&files[i], i, pts, gpu, origin, out, &nv, &cap);
+	}
+	qsort(*out, nv, sizeof **out, mf_step_cmp);
+	return nv;
 }
 
 static int mf_component(const struct mf_file *files, size_t n, double origin, int gpu, long long device,

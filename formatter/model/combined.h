@@ -22,6 +22,17 @@ struct mf_combined {
 	double slack;       /* the sum of each one's timeline step, max(1 MiB, 1% of its peak) */
 };
 
+/* One change of file WHO's value to V at time T on the common clock. */
+struct mf_step {
+	double t, v;
+	size_t who;
+};
+
+/* Every file's steps of one component, from ORIGIN (a start_time), in time order; returns how
+ * many, *OUT malloc'd. */
+size_t mf_combined_steps(const struct mf_file *files, size_t n, int gpu, long long device, double origin,
+			 struct mf_step **out);
+
 /* Every component with a series in two or more of FILES, CPU first then GPU devices in order;
  * returns how many, *OUT malloc'd (mf_combined_free). */
 size_t mf_combined_build(const struct mf_file *files, size_t n, struct mf_combined **out);

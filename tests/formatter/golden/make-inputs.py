@@ -668,6 +668,10 @@ def wholejob():
                 start_time=t0 + start, end_time=t0 + end, elapsed=end - start, gpu_used=bool(gpu))
         d["timeline"] = {"merges": 0, "points_dropped": 0, "series": series, "events": [],
                          "events_dropped": 0}
+        if pid == 6000:  # the limits a plot draws across the stacks
+            d["process"]["cgroup"] = {"version": 2, "path": "/sys/fs/cgroup/job.slice", "limit": 400 * M}
+        if gpu:
+            d["process"]["gpu_footprint"] = {"devices": [{"device": 0, "total": 8000 * M}]}
         if inherited is not None:
             m["inherited_mem_cpu"] = inherited
             d["process"]["inherited"] = {"cpu": inherited}
