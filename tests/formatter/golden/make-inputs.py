@@ -669,9 +669,11 @@ def wholejob():
         d["timeline"] = {"merges": 0, "points_dropped": 0, "series": series, "events": [],
                          "events_dropped": 0}
         if pid == 6000:  # the limits a plot draws across the stacks
-            d["process"]["cgroup"] = {"version": 2, "path": "/sys/fs/cgroup/job.slice", "limit": 400 * M}
+            d["process"]["cgroup"] = {"version": 2, "path": "/sys/fs/cgroup/job.slice", "usage": 150 * M,
+                                      "peak": 230 * M, "oom_kills": 0, "oom_kills_at_start": 0,
+                                      "peak_kind": "reads", "read": "cgroup v2", "limit": 400 * M}
         if gpu:
-            d["process"]["gpu_footprint"] = {"devices": [{"device": 0, "total": 8000 * M}]}
+            d["process"]["gpu_footprint"] = {"nvml": "absent", "devices": [{"device": 0, "total": 8000 * M}]}
         if inherited is not None:
             m["inherited_mem_cpu"] = inherited
             d["process"]["inherited"] = {"cpu": inherited}
