@@ -2,6 +2,7 @@
  * are merged when there are any; launchers and other processes are then left out (one line). */
 #include "modes/modes.h"
 #include "base/base.h"
+#include "model/combined.h"
 #include "model/document.h"
 #include "model/opts.h"
 #include "model/select.h"
@@ -157,6 +158,57 @@ static void mf_merge_shared(FILE *out, struct mf_file *files, size_t n)
 	free(seg);
 }
 
+static const enum mf_align mf_combined_align[] = { MF_LEFT, MF_RIGHT, MF_RIGHT, MF_RIGHT };
+static const char *const mf_combined_seps[] = { "  ", "  ", "  " };
+
+static char *mf_secs(double t)
+{
+	return mf_xasprintf("%.2fs", t);
+}
+
+/* One process's row: its own peak and when, and what it held at the combined peak. */
+static void mf_combined_row(struct mf_table *t, const struct mf_combined *c, const struct mf_file *f, size_t i)
+{
+	char *cells[4] = { mf_proc_label(f), mf_bytes(c->own[i]), mf_secs(c->own_at[i]), mf_bytes(c->held[i]) };
+	mf_table_row(t, cells);
+}
+
+static void mf_combined_table(FILE *out, const struct mf_combined *c, const struct mf_file *files)
+{
+	struct mf_table t;
+	char *what = c->gpu ? mf_xasprintf("GPU %lld", c->device) : mf_xstrdup("CPU");
+	char *peak = mf_bytes(c->peak), *slack = mf_bytes(c->slack), *sum = mf_bytes(c->own_sum);
+	fprintf(out, "\n***** combined %s over time (%zu processes on one clock) *****\n", what, c->with);
+	fprintf(out,
+		"  combined %s peak %s at %.2fs from the run's start (the own peaks add up to %s); within %s "
+		"(each timeline within one step of its live)\n",
+		what, peak, c->at, sum, slack);
+	mf_table_init(&t, 4, mf_combined_align, mf_combined_seps);
+	char *head[4] = { mf_xstrdup("process"), mf_xstrdup("own peak"), mf_xstrdup("at"),
+			  mf_xstrdup("at the combined peak") };
+	mf_table_row(&t, head);
+	for (size_t i = 0; i < c->n; i++)
+		if (c->has[i])
+			mf_combined_row(&t, c, &files[i], i);
+	mf_table_print(out, &t, "  ");
+	mf_table_free(&t);
+	free(what);
+	free(peak);
+	free(slack);
+	free(sum);
+}
+
+/* The run's processes summed over time (model/combined.h); forked children above what they
+ * inherited, since their parent's timeline already holds it. */
+void mf_print_combined(FILE *out, const struct mf_file *files, size_t n)
+{
+	struct mf_combined *c;
+	size_t nc = mf_combined_build(files, n, &c);
+	for (size_t k = 0; k < nc; k++)
+		mf_combined_table(out, &c[k], files);
+	mf_combined_free(c, nc);
+}
+
 void mf_merge(FILE *out, const struct mf_set *s, const struct mf_opts *o)
 {
 	struct mf_groups u;
@@ -190,5 +242,6 @@ void mf_merge(FILE *out, const struct mf_set *s, const struct mf_opts *o)
 		if (!o->stage || !strcmp(o->stage, u.g[j].name))
 			mf_merge_group(out, set, m, &u.g[j]);
 	mf_groups_free(&u);
+	mf_print_combined(out, set, m);
 	free(set);
 }

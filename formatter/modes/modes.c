@@ -29,6 +29,18 @@ static int mf_results_all(FILE *err, const struct mf_set *s, const char *dir)
 	return rc;
 }
 
+/* The combined peak of the files S keeps (two or more with timelines). */
+static void mf_print_kept_combined(FILE *out, const struct mf_set *s)
+{
+	struct mf_file *shown = mf_xmalloc((s->n ? s->n : 1) * sizeof *shown);
+	size_t m = 0;
+	for (size_t i = 0; i < s->n; i++)
+		if (s->keep[i])
+			shown[m++] = s->f[i];
+	mf_print_combined(out, shown, m);
+	free(shown);
+}
+
 /* What the targets matched, once for the run; each file shown under its header (when there are
  * several); the ones left out in one line. */
 int mf_run_dump(const struct mf_run *r, FILE *out, FILE *err)
@@ -51,6 +63,8 @@ int mf_run_dump(const struct mf_run *r, FILE *out, FILE *err)
 		fputc('\n', out);
 		mf_print_hidden(out, s->f, s->n, s->keep, s->left_out, "shows them");
 	}
+	if (r->o->auto_merge) /* what `memshim run` prints: the processes together, over time */
+		mf_print_kept_combined(out, s);
 	return mf_results_all(err, s, r->o->json_dir);
 }
 

@@ -66,6 +66,8 @@ int mf_compare(FILE *out, FILE *err, const char *hf_path, const struct mf_file *
 /* merge.c, diff.c, results.c */
 /* One table per stage over the files S keeps (S->how MF_PICK_RANKS or SHOWN). */
 void mf_merge(FILE *out, const struct mf_set *s, const struct mf_opts *o);
+/* The combined peak over time of FILES (each one's timeline on one clock), a table per component. */
+void mf_print_combined(FILE *out, const struct mf_file *files, size_t n);
 int mf_diff(FILE *out, struct mf_file *oldf, struct mf_file *newf, const struct mf_opts *o);
 /* Several files on a side (a multi-rank run): rank by rank, then the max over the ranks. */
 int mf_diff_runs(FILE *out, const struct mf_set *olds, const struct mf_set *news, const struct mf_opts *o, FILE *err);

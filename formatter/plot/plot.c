@@ -1,6 +1,7 @@
 /* --plot: the page (title, panels stacked on one time axis) and writing it as SVG or PNG. */
 #include "plot/plot.h"
 #include "base/base.h"
+#include "model/combined.h"
 #include "model/document.h"
 
 #include <cairo-svg.h>
@@ -112,13 +113,20 @@ static void mf_draw_page(cairo_t *cr, struct mf_file *files, size_t n, int w, in
 			       .tmax = tmax > 0 && isfinite(tmax) ? tmax * 1.01 : xt.top * xt.unit,
 			       .xt = &xt,
 			       .names = &names };
-	double ph = fmax(20, (h - MF_HEAD_H - MF_FOOT_H - (double)(n - 1) * MF_GAP) / n);
+	/* Several processes of one run: first what they held together (issue 42). */
+	struct mf_combined *c = NULL;
+	size_t nc = n > 1 && !isnan(t0) ? mf_combined_build(files, n, &c) : 0, np = n + nc;
+	double ph = fmax(20, (h - MF_HEAD_H - MF_FOOT_H - (double)(np - 1) * MF_GAP) / np);
 	cairo_set_source_rgb(cr, 1, 1, 1);
 	cairo_paint(cr);
 	mf_page_title(cr, files, n, w);
 	double axis_y = 0;
+	for (size_t k = 0; k < nc; k++)
+		mf_draw_stack(cr, files, n, &c[k], t0, &fr, MF_HEAD_H + k * (ph + MF_GAP), ph);
+	if (c)
+		mf_combined_free(c, nc);
 	for (size_t i = 0; i < n; i++) {
-		mf_draw_panel(cr, &p[i], &fr, MF_HEAD_H + i * (ph + MF_GAP), ph, n > 1);
+		mf_draw_panel(cr, &p[i], &fr, MF_HEAD_H + (i + nc) * (ph + MF_GAP), ph, n > 1);
 		axis_y = fr.band_y + (p[i].nrows ? p[i].nrows : 1) * fr.row_h;
 		mf_panel_free(&p[i]);
 	}

@@ -160,6 +160,11 @@ void mf_draw_bands(cairo_t *cr, struct mf_panel *p, const struct mf_frame *fr);
 void mf_draw_grid(cairo_t *cr, const struct mf_frame *fr, const struct mf_ticks *yt);
 double mf_frame_x(const struct mf_frame *fr, const struct mf_panel *p, double t);
 
+/* stack.c: C's component of FILES stacked on the clock from ORIGIN, its limit across, in (y, h). */
+struct mf_combined;
+void mf_draw_stack(cairo_t *cr, const struct mf_file *files, size_t n, const struct mf_combined *c, double origin,
+		   struct mf_frame *fr, double y, double h);
+
 /* plot.c: the picture of FILES into PATH (.svg or .png), W x H pixels. */
 int mf_plot(FILE *err, struct mf_file *files, size_t n, const char *path, int w, int h);
 /* 1 for "x.svg", 2 for "x.png" (any case), 0 otherwise. */

@@ -64,7 +64,8 @@ START_TEST(test_svg_cpu)
 	struct mf_rgb blue = mf_series_colour(-1);
 	for (size_t i = 0; i < s.nboxes; i++)
 		ck_assert_msg(!(fabs(s.boxes[i].r - blue.r) < 0.01 && fabs(s.boxes[i].g - blue.g) < 0.01 &&
-				fabs(s.boxes[i].b - blue.b) < 0.01), "a fill in the CPU line's colour");
+				fabs(s.boxes[i].b - blue.b) < 0.01),
+			      "a fill in the CPU line's colour");
 	has_line(&s, -1, 10);
 	const char *stages[] = { "init", "train", "eval", "test" };
 	for (int i = 0; i < 4; i++)
@@ -147,6 +148,23 @@ START_TEST(test_several_panels)
 }
 END_TEST
 
+/* Issue 42: a run's processes stacked on one clock, the cgroup limit and the GPU total across. */
+START_TEST(test_stacked)
+{
+	char *args[] = { "../golden/in/job-parent.json", "../golden/in/job-forked.json",
+			 "../golden/in/job-spawned.json", NULL },
+	     *path = plot("job.svg", args);
+	struct t_svg s;
+	t_svg_load_ok(path, &s);
+	has_text(&s, "3 processes stacked · combined CPU peak 220MB at 2.00 s");
+	has_text(&s, "2 processes stacked · combined GPU 0 peak 5000MB at 1.90 s");
+	has_text(&s, "cgroup limit 400MB");
+	has_text(&s, "GPU 0 total 8000MB");
+	t_svg_free(&s);
+	free(path);
+}
+END_TEST
+
 START_TEST(test_snapshot_title)
 {
 	char *args[] = { "snapshot.json", NULL }, *path = plot("snap.svg", args);
@@ -207,8 +225,7 @@ START_TEST(test_unwritable)
 	char *argv[] = { "memshim-format", "--plot", target, "cpu.json", NULL };
 	ck_assert_int_eq(t_run(argv, &out, &err), 2);
 	char *want;
-	ck_assert_int_ge(asprintf(&want, "memshim-format: %s: cannot write: No such file or directory\n",
-				  target), 0);
+	ck_assert_int_ge(asprintf(&want, "memshim-format: %s: cannot write: No such file or directory\n", target), 0);
 	ck_assert_str_eq(err, want);
 	ck_assert_str_eq(out, "");
 	free(out), free(err), free(want), free(target);
@@ -259,6 +276,7 @@ Suite *plotfile_suite(void)
 	tcase_add_test(tc, test_process_peak_names_its_stage);
 	tcase_add_test(tc, test_panels_share_the_memory_scale);
 	tcase_add_test(tc, test_no_timeline);
+	tcase_add_test(tc, test_stacked);
 	tcase_add_test(tc, test_unwritable);
 	tcase_add_test(tc, test_full_disk);
 	tcase_add_test(tc, test_usage);

@@ -649,9 +649,47 @@ def cgroup():
         write(name, d)
 
 
+def wholejob():
+    """One run's processes over time (issue 42): a parent, a child it forked holding 40 MiB it
+    inherited, and a spawned worker starting 1 s later; each peaks alone lower than the three
+    together at t = 2 s on the common clock, and the own peaks add up to more. The child and the worker used GPU 0."""
+    t0 = 1764675000.0
+
+    def proc(name, pid, start, end, cpu, gpu=None, inherited=None, argv=("python3", "job.py")):
+        peak = max(v for _, v in cpu)
+        m = {"work_mem_cpu_alloc_delta": cpu[-1][1], "work_runtime": end - start, "work_calls": 1,
+             "process_mem_cpu_peak": peak - (inherited or 0)}
+        series = [{"component": "cpu", "points": [[round(t - start, 6), v] for t, v in cpu]}]
+        if gpu:
+            series.append({"component": "gpu", "device": 0,
+                           "points": [[round(t - start, 6), v] for t, v in gpu]})
+        d = doc(m, [stage("work", start=0.0, runtime=end - start)], pid=pid, ppid=6000 if pid != 6000 else 1,
+                root_pid=6000, is_child=pid != 6000, forked=inherited is not None, argv=list(argv),
+                start_time=t0 + start, end_time=t0 + end, elapsed=end - start, gpu_used=bool(gpu))
+        d["timeline"] = {"merges": 0, "points_dropped": 0, "series": series, "events": [],
+                         "events_dropped": 0}
+        if pid == 6000:  # the limits a plot draws across the stacks
+            d["process"]["cgroup"] = {"version": 2, "path": "/sys/fs/cgroup/job.slice", "usage": 150 * M,
+                                      "peak": 230 * M, "oom_kills": 0, "oom_kills_at_start": 0,
+                                      "peak_kind": "reads", "read": "cgroup v2", "limit": 400 * M}
+        if gpu:
+            d["process"]["gpu_footprint"] = {"nvml": "absent", "devices": [{"device": 0, "total": 8000 * M}]}
+        if inherited is not None:
+            m["inherited_mem_cpu"] = inherited
+            d["process"]["inherited"] = {"cpu": inherited}
+        write(name, d)
+    proc("job-parent.json", 6000, 0.0, 4.0, [(0.0, 1 * M), (0.5, 40 * M), (1.5, 100 * M), (1.9, 60 * M),
+                                               (3.5, 40 * M)])
+    proc("job-forked.json", 6001, 1.0, 3.0, [(1.0, 40 * M), (1.8, 110 * M), (2.6, 45 * M)],
+         gpu=[(1.2, 0), (1.9, 3000 * M)], inherited=40 * M)
+    proc("job-spawned.json", 6002, 1.0, 3.2, [(1.0, 2 * M), (2.0, 90 * M), (3.0, 10 * M)],
+         gpu=[(1.5, 2000 * M), (2.8, 500 * M)],
+         argv=("python3", "-c", "from multiprocessing.spawn import spawn_main; spawn_main()"))
+
+
 if __name__ == "__main__":
     os.makedirs(os.path.join(HERE, "in"), exist_ok=True)
     for f in (seed, widths, snapshot, calls, ranks, diffs, small, bad, died, launchers, runs,
               csv_odd, sites, sites_added, sites_lines, sites_exact_stage, sites_fold, sites_odd, calls_close,
-              ended, needed, sites_trainer, shared_ranks, cgroup):
+              ended, needed, sites_trainer, shared_ranks, cgroup, wholejob):
         f()
