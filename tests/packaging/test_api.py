@@ -86,7 +86,9 @@ def test_metrics_inside_a_stage_adds_little_to_it(tmp_path):
     assert r.returncode == 0, r.stdout + r.stderr
     seen = json.loads(r.stdout)
     assert seen["whole"] > 500000 and seen["s0_calls"] == 50 and seen["keys"] > 60
-    assert seen["peaked"] < MIB // 2 and abs(seen["alloc"]) < 64 * 1024, seen
+    # what the call needed (peak above the stage's begin) and left; a stage may also see Python free
+    # a 1 MiB pymalloc arena that was live before it (alloc -1 MiB, peaked +1 MiB, needed the same)
+    assert seen["peaked"] + seen["alloc"] < MIB // 2 and seen["alloc"] < 64 * 1024, seen
 
 
 def run_code(tmp_path, code, python=None):
