@@ -179,11 +179,12 @@ struct scan {
 	const struct link_map *map; /* the object whose slots are read */
 	int target;
 	int bound;
+	int again; /* a slot whose function is not loaded yet: read the object again after a dlopen */
 };
 
 /* What a slot's call reaches: what it holds once bound; a lazily bound slot still points into its
  * own object (the PLT's resolver path): then the symbol SYM as the dynamic linker would find it. */
-static uintptr_t real_target(const struct scan *sc, uintptr_t held, const char *sym)
+static uintptr_t real_target(struct scan *sc, uintptr_t held, const char *sym)
 {
 	const struct link_map *m = ms_elf_object_of((const void *)held);
 	if (!m) {
@@ -194,7 +195,9 @@ static uintptr_t real_target(const struct scan *sc, uintptr_t held, const char *
 		return 0; /* one of our own wrappers (a target named like a hooked function) */
 	if (m != sc->map)
 		return held;
-	return (uintptr_t)ms_elf_loaded_symbol(sym);
+	uintptr_t real = (uintptr_t)ms_elf_loaded_symbol(sym);
+	sc->again |= !real; /* its definition may come with a later dlopen */
+	return real;
 }
 
 static int target_accepts(const struct ms_target *t, uintptr_t real)
@@ -205,9 +208,8 @@ static int target_accepts(const struct ms_target *t, uintptr_t real)
 	return dladdr((const void *)real, &info) && info.dli_fname && ms_target_object_matches(t, info.dli_fname);
 }
 
-static void bind_slot(const struct ms_got_object *o, uintptr_t *slot, const char *sym, void *arg)
+static void bind_slot_to(const struct ms_got_object *o, uintptr_t *slot, const char *sym, struct scan *sc)
 {
-	struct scan *sc = arg;
 	uintptr_t held = __atomic_load_n(slot, __ATOMIC_ACQUIRE);
 	int bound = entry_index(held);
 	if (bound >= 0) {
@@ -225,34 +227,92 @@ static void bind_slot(const struct ms_got_object *o, uintptr_t *slot, const char
 		sc->bound++;
 }
 
-/* The same rules as the symbol tables' (native/names.c): a demangled C++ or Rust name binds the
- * mangled symbols it names. */
-static int names_function(const char *sym, const void *target)
+static int ntargets(void)
 {
-	return ms_target_matches(target, sym);
+	return ms_native_ntargets < MS_PLT_MAX_TARGETS ? ms_native_ntargets : MS_PLT_MAX_TARGETS;
+}
+
+/* Every target SYM names binds the slot, in target order (the first stage's entry wins). */
+static void bind_slot(const struct ms_got_object *o, uintptr_t *slot, const char *sym, void *arg)
+{
+	struct scan *sc = arg;
+	for (int t = 0; t < ntargets(); t++) {
+		if (!ms_target_matches(&ms_native_targets[t], sym))
+			continue;
+		sc->target = t;
+		int before = sc->bound;
+		bind_slot_to(o, slot, sym, sc);
+		if (sc->bound > before)
+			ms_native_targets[t].bound_plt = ms_native_targets[t].found = 1;
+	}
+}
+
+/* The same rules as the symbol tables' (native/names.c): a demangled C++ or Rust name binds the
+ * mangled symbols it names; one pass over an object's relocations for all targets. */
+static int names_a_target(const char *sym, const void *unused)
+{
+	(void)unused;
+	if (!ms_target_filter_may(&ms_native_filter, sym))
+		return 0;
+	for (int t = 0; t < ntargets(); t++)
+		if (ms_target_matches(&ms_native_targets[t], sym))
+			return 1;
+	return 0;
+}
+
+/* Objects whose slots were all read (their dynamic sections, since the last unload): a dlopen reads
+ * only the new ones, so an import of many extensions costs their relocations once, not per import. */
+#define SCANNED_SLOTS 4096
+static struct {
+	const Elf64_Dyn *dyn[SCANNED_SLOTS];
+	unsigned long long subs; /* dlpi_subs when the set was started: an unload starts it over */
+} scanned MS_LARGE;
+
+static size_t scanned_slot(const Elf64_Dyn *dyn)
+{
+	return ((uintptr_t)dyn >> 4) * 0x9E3779B97F4A7C15ULL >> 52; /* 12 bits: SCANNED_SLOTS */
+}
+
+/* 1 when DYN's object was read before; with ADD, remembers it (a full set reads again). */
+static int was_scanned(const Elf64_Dyn *dyn, int add)
+{
+	for (size_t i = scanned_slot(dyn), n = 0; n < SCANNED_SLOTS; i = (i + 1) % SCANNED_SLOTS, n++) {
+		if (scanned.dyn[i] == dyn)
+			return 1;
+		if (!scanned.dyn[i]) {
+			if (add)
+				scanned.dyn[i] = dyn;
+			return 0;
+		}
+	}
+	return 0;
 }
 
 static int bind_object(struct dl_phdr_info *info, size_t size, void *arg)
 {
 	(void)size, (void)arg;
+	if (info->dlpi_subs != scanned.subs) {
+		memset(scanned.dyn, 0, sizeof scanned.dyn); /* an address may now be another object's */
+		scanned.subs = info->dlpi_subs;
+	}
 	const Elf64_Dyn *dyn = NULL;
 	for (int i = 0; i < info->dlpi_phnum; i++)
 		if (info->dlpi_phdr[i].p_type == PT_DYNAMIC)
 			dyn = (const Elf64_Dyn *)(info->dlpi_addr + info->dlpi_phdr[i].p_vaddr);
 	struct ms_got_object o;
-	if (!dyn || ms_got_object_at(info->dlpi_addr, dyn, info->dlpi_phdr, info->dlpi_phnum, &o) < 0)
+	if (!dyn || was_scanned(dyn, 0) ||
+	    ms_got_object_at(info->dlpi_addr, dyn, info->dlpi_phdr, info->dlpi_phnum, &o) < 0)
 		return 0;
 	const struct link_map *map = ms_elf_object_of(dyn);
 	if (!map || self_object(map))
 		return 0;
-	for (int t = 0; t < ms_native_ntargets && t < MS_PLT_MAX_TARGETS; t++) {
-		struct scan sc = { .map = map, .target = t };
-		ms_got_slots_matching(&o, names_function, &ms_native_targets[t], bind_slot, &sc);
-		if (sc.bound) {
-			ms_native_targets[t].bound_plt = 1;
-			ms_native_targets[t].found = 1;
-		}
-	}
+	int unrelocated = plt_st.unrelocated;
+	plt_st.unrelocated = 0;
+	struct scan sc = { .map = map };
+	ms_got_slots_matching(&o, names_a_target, NULL, bind_slot, &sc);
+	if (!sc.again && !plt_st.unrelocated)
+		was_scanned(dyn, 1);
+	plt_st.unrelocated |= unrelocated;
 	return 0;
 }
 

@@ -123,7 +123,11 @@ NATIVE_SUITES += $(NATIVE_DIR)/test_got
 # lazily bound and with -z now, a library loaded later that calls it, a C++ library that throws, and
 # a C++ library whose methods are named demangled.
 PLT_FIXTURES := $(NATIVE_DIR)/nplt $(NATIVE_DIR)/nplt-now $(NATIVE_DIR)/npltxx $(NATIVE_DIR)/libnpltdl.so \
+	$(NATIVE_DIR)/libnpltlate.so $(NATIVE_DIR)/libnpltlatedef.so \
 	$(NATIVE_DIR)/nengine
+$(NATIVE_DIR)/libnpltlate.so: tests/native/fixtures/libnpltlate.c
+	@mkdir -p $(@D)
+	$(CC) -g -shared -fPIC -o $@ $< -Wl,-z,lazy
 $(NATIVE_DIR)/nplt: tests/native/fixtures/nplt.c $(NATIVE_DIR)/libnplt.so
 	$(CC) -g -o $@ $< -L$(NATIVE_DIR) -lnplt -Wl,-z,lazy,-rpath,'$$ORIGIN' -ldl
 $(NATIVE_DIR)/nplt-now: tests/native/fixtures/nplt.c $(NATIVE_DIR)/libnplt.so

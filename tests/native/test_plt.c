@@ -157,6 +157,23 @@ START_TEST(calls_from_a_library_loaded_later)
 }
 END_TEST
 
+/* A library loaded lazily before the one defining what it calls: read again at the next dlopen
+ * (objects bound once are not read again; this one had a slot with nothing to bind yet). */
+START_TEST(calls_resolved_by_a_later_library)
+{
+	const char *env[] = { "MEMSHIM_STAGES=w=late_work", NULL };
+	const char *argv[] = { built("native/nplt"), "late", "5", built("native/libnpltlate.so"),
+			       built("native/libnpltlatedef.so"), NULL };
+	ck_assert_int_eq(run_under_shim(&r, argv, env), 0);
+	ck_assert_msg(WIFEXITED(r.status) && WEXITSTATUS(r.status) == 0, "nplt late: %d %s", r.status, r.err);
+	json_t *m = load_metrics(&r, "m.json");
+	ck_assert_ptr_nonnull(m);
+	expect(m, "w_calls", 5);
+	expect_bound(m, "late_work", "plt");
+	json_decref(m);
+}
+END_TEST
+
 START_TEST(a_pointer_from_dlsym_enters_the_stage)
 {
 	json_t *m = run_plt("native/nplt", "c=plt_compute", "dlsym", "7", NULL);
@@ -262,6 +279,7 @@ int main(void)
 	tcase_add_loop_test(tc, demangled_cxx_methods_are_bound_to_their_calls, 0, 3);
 	tcase_add_test(tc, a_bound_cxx_method_keeps_its_virtual_calls);
 	tcase_add_test(tc, calls_from_a_library_loaded_later);
+	tcase_add_test(tc, calls_resolved_by_a_later_library);
 	tcase_add_test(tc, a_pointer_from_dlsym_enters_the_stage);
 	tcase_add_test(tc, a_static_function_is_bound_by_the_stack);
 	tcase_add_test(tc, ld_bind_now);
