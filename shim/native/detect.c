@@ -58,6 +58,7 @@ static int load_targets(void)
 			targets[n].stage = i;
 			n++;
 		}
+	ms_target_filter_build(&ms_native_filter, targets, n);
 	ms_native_targets = targets;
 	ms_native_ntargets = n;
 	return n;
@@ -138,6 +139,16 @@ static void read_notes(unsigned char *elsewhere)
 	syscall(SYS_unlinkat, AT_FDCWD, path, 0);
 }
 
+/* A target neither found nor taken as a Python function: only it needs the objects read again
+ * (all of them at exit, thousands of symbols each, after an import of many extensions). */
+static int any_unsettled(void)
+{
+	for (int i = 0; i < ms_native_ntargets; i++)
+		if (!targets[i].found && !detect_st.python_owned[i])
+			return 1;
+	return 0;
+}
+
 /* The last word on the targets; REFRESH: read the loaded objects again first (not on _exit, which
  * a signal handler may call while its thread holds the dynamic linker's lock). */
 static void report(int refresh)
@@ -146,7 +157,7 @@ static void report(int refresh)
 	if (!detect_st.loaded || !ms_is_tracked_process())
 		return;
 	ms_tls_guard++;
-	if (refresh)
+	if (refresh && any_unsettled())
 		ms_syms_refresh();
 	tell_first();
 	read_notes(elsewhere);

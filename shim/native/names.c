@@ -626,18 +626,45 @@ static int v0_matches(const char *name, const char *sym)
 	return p.count > 0;
 }
 
+static void filter_add(struct ms_target_filter *f, unsigned char a, unsigned char b)
+{
+	unsigned k = (unsigned)a << 8 | b;
+	f->bits[k / 8] |= (unsigned char)(1u << (k % 8));
+}
+
+/* What ms_target_matches can accept starts with: the plain name (a one-byte name: itself or its
+ * clones), "_Z" for mangled forms, "_R" for Rust v0. */
+void ms_target_filter_build(struct ms_target_filter *f, const struct ms_target *t, int n)
+{
+	memset(f, 0, sizeof *f);
+	for (int i = 0; i < n; i++) {
+		unsigned char a = (unsigned char)t[i].name[0], b = (unsigned char)(a ? t[i].name[1] : 0);
+		filter_add(f, a, b);
+		if (a && !b)
+			filter_add(f, a, '.');
+		if (t[i].nprefix) {
+			filter_add(f, '_', 'Z');
+			filter_add(f, '_', 'R');
+		}
+	}
+}
+
 int ms_target_matches(const struct ms_target *t, const char *sym)
 {
 	if (sym[0] == '_' && sym[1] == 'R' && t->kind == MS_TK_CXX && t->nprefix)
 		return v0_matches(t->name, sym);
-	if (t->kind == MS_TK_PLAIN) {
+	if (t->kind == MS_TK_PLAIN && sym[0] == t->name[0]) { /* most symbols differ at once */
 		size_t n = strlen(t->name);
 		if (!strncmp(sym, t->name, n) && (sym[n] == '\0' || sym[n] == '.'))
 			return 1;
 	}
+	if (t->nprefix == 0 || sym[0] != '_' || sym[1] != 'Z')
+		return 0; /* every prefix starts "_Z" (lead) */
 	for (int k = 0; k < t->nprefix; k++) {
 		const char *p = t->prefix[k];
 		if (p[2] != 'N') { /* _Z<name>: the length makes the prefix unambiguous */
+			if (sym[2] != p[2] || sym[3] != p[3])
+				continue; /* the length's first digit and what follows: most differ here */
 			size_t n = strlen(p);
 			if (!strncmp(sym, p, n) && sym[n] != '\0' && sym[n] != '.')
 				return 1;

@@ -190,12 +190,25 @@ int ms_target_parse(struct ms_target *t, const char *text, const char *exe_base)
  * ("name.constprop.0", "name.cold"), or for C++ names any overload / const / constructor variant. */
 int ms_target_matches(const struct ms_target *t, const char *sym);
 
+/* Which symbols may name one of a set of targets, by their first two bytes: symbol tables and
+ * relocations hold hundreds of thousands of names, nearly all refused by one bit. */
+struct ms_target_filter {
+	unsigned char bits[65536 / 8];
+};
+void ms_target_filter_build(struct ms_target_filter *f, const struct ms_target *t, int n);
+static inline int ms_target_filter_may(const struct ms_target_filter *f, const char *sym)
+{
+	unsigned k = (unsigned)(unsigned char)sym[0] << 8 | (sym[0] ? (unsigned char)sym[1] : 0u);
+	return f->bits[k / 8] >> (k % 8) & 1;
+}
+
 /* Whether object path PATH is the one T pins (basename equal, or "lib.so" for "lib.so.1.2"). */
 int ms_target_object_matches(const struct ms_target *t, const char *path);
 
 /* The native targets of MEMSHIM_STAGES (native/targets.c; read by native/detect.c at start). */
 extern struct ms_target *ms_native_targets;
 extern int ms_native_ntargets;
+extern struct ms_target_filter ms_native_filter; /* of ms_native_targets */
 /* Warns (once per function, a few functions at most) that targets FIRST and OTHER (indexes into
  * ms_native_targets) of different stages both name function SYM at ADDR: FIRST gets its calls. */
 void ms_native_warn_shared(const char *sym, uintptr_t addr, int first, int other);

@@ -55,7 +55,6 @@ static size_t path_used;
 static char exe_path[1024] MS_LARGE;
 static char stripped[MAX_STRIPPED][256] MS_LARGE;
 static int nstripped;
-static unsigned char first_chars[256 / 8];
 
 static uint64_t hash_of(const char *s)
 {
@@ -119,14 +118,13 @@ static int also_from_stack(const struct ms_target *t)
  * the first (as its calls through the GOT do), with a warning. */
 static void match_symbol(const char *name, uintptr_t addr, size_t size, const char *path, uintptr_t base)
 {
-	unsigned char c = (unsigned char)name[0];
-	if (!(first_chars[c / 8] & (1u << (c % 8))))
+	if (!ms_target_filter_may(&ms_native_filter, name))
 		return;
 	int first = -1;
 	for (int i = 0; i < ms_native_ntargets; i++) {
 		struct ms_target *t = &ms_native_targets[i];
-		if (t->stage < 0 || (t->bound_plt && !also_from_stack(t)) || !ms_target_object_matches(t, path) ||
-		    !ms_target_matches(t, name))
+		if (t->stage < 0 || (t->bound_plt && !also_from_stack(t)) || !ms_target_matches(t, name) ||
+		    !ms_target_object_matches(t, path))
 			continue;
 		if (first >= 0 && ms_native_targets[first].stage != t->stage) {
 			ms_native_warn_shared(name, addr, first, i);
@@ -395,13 +393,6 @@ void ms_syms_resolve(void)
 	long n = syscall(SYS_readlink, "/proc/self/exe", exe_path, sizeof exe_path - 1);
 	exe_path[n > 0 ? n : 0] = '\0';
 	dl_iterate_phdr(find_self, NULL);
-	for (int i = 0; i < ms_native_ntargets; i++) {
-		const struct ms_target *t = &ms_native_targets[i];
-		unsigned char c = (unsigned char)t->name[0];
-		first_chars[c / 8] |= (unsigned char)(1u << (c % 8));
-		if (t->nprefix) /* mangled forms start with "_Z" */
-			first_chars['_' / 8] |= (unsigned char)(1u << ('_' % 8));
-	}
 	warn_unmatchable();
 	ms_syms_refresh();
 	while (!try_lock())

@@ -10,6 +10,7 @@
 
 struct ms_target *ms_native_targets;
 int ms_native_ntargets;
+struct ms_target_filter ms_native_filter MS_LARGE;
 
 static struct {
 	uintptr_t warned[MAX_SHARED_WARNINGS]; /* functions warned about */
