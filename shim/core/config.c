@@ -472,6 +472,33 @@ int ms_edit_distance(const char *a, size_t n, const char *b)
 	return row[m];
 }
 
+int ms_edit_distance_at_most(const char *a, size_t n, const char *b, int most)
+{
+	size_t m = strlen(b), k = most < 0 ? 0 : (size_t)most;
+	int row[64], far = (int)k + 1;
+	if (n >= 63 || m >= 63 || (n > m ? n - m : m - n) > k)
+		return far;
+	for (size_t j = 0; j <= m; j++)
+		row[j] = j <= k ? (int)j : far;
+	for (size_t i = 1; i <= n; i++) {
+		size_t lo = i > k ? i - k : 1, hi = i + k < m ? i + k : m;
+		int diag = row[lo - 1], least = far;
+		row[lo - 1] = lo == 1 && i <= k ? (int)i : far; /* left of the band: too far */
+		for (size_t j = lo; j <= hi; j++) {
+			int up = row[j], best = diag + (a[i - 1] != b[j - 1]);
+			best = up + 1 < best ? up + 1 : best;
+			best = row[j - 1] + 1 < best ? row[j - 1] + 1 : best;
+			best = best > far ? far : best;
+			diag = up;
+			row[j] = best;
+			least = best < least ? best : least;
+		}
+		if (least > (int)k && !(lo == 1 && i <= k))
+			return far; /* every way on is already too long */
+	}
+	return row[m];
+}
+
 int ms_config_unknown_settings(void)
 {
 	return nunknown;

@@ -111,6 +111,9 @@ int ms_target_names_object(const char *text, size_t n);
 /* Edits (insert, delete, replace) from A[0, N) to B, or a large number when either has 63 bytes or
  * more: how near a misspelt name is (an unknown MEMSHIM_ setting, a Python target). */
 int ms_edit_distance(const char *a, size_t n, const char *b);
+/* The same when it is at most MOST, else MOST + 1: only a band of the table, so a name far from B
+ * costs a few steps (names the program defines are compared with every target). */
+int ms_edit_distance_at_most(const char *a, size_t n, const char *b, int most);
 
 /* Index of the spec stage named NAME, or -1. */
 int ms_spec_find(const struct ms_spec *spec, const char *name);

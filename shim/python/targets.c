@@ -245,8 +245,8 @@ static int near_enough(const char *a, size_t n, const char *b, size_t m)
 {
 	if (n + 2 < m || m + 2 < n || (n == m && !memcmp(a, b, n)))
 		return -1;
-	int d = ms_edit_distance(a, n, b);
-	return d <= (m <= 4 ? 1 : 2) ? d : -1;
+	int most = m <= 4 ? 1 : 2, d = ms_edit_distance_at_most(a, n, b, most);
+	return d <= most ? d : -1;
 }
 
 int ms_py_unmatched_any(void)

@@ -336,6 +336,42 @@ START_TEST(long_specs_are_bounded)
 }
 END_TEST
 
+/* Every string over {a, b, c} up to 5 letters against every other: the band gives the full
+ * table's distance where it is at most MOST, else MOST + 1. */
+static int spell(int code, char *out)
+{
+	int n = 0;
+	for (; code > 0; code = (code - 1) / 3)
+		out[n++] = (char)('a' + (code - 1) % 3);
+	out[n] = '\0';
+	return n;
+}
+
+START_TEST(the_banded_distance_agrees_with_the_full_one)
+{
+	char a[8], b[8];
+	int checked = 0, near = 0;
+	for (int x = 0; x < 364; x++)
+		for (int y = 0; y < 364; y++) {
+			int n = spell(x, a), full = (spell(y, b), ms_edit_distance(a, (size_t)n, b));
+			for (int most = 0; most <= 3; most++) {
+				int want = full <= most ? full : most + 1;
+				ck_assert_msg(ms_edit_distance_at_most(a, (size_t)n, b, most) == want,
+					      "'%s' -> '%s' within %d: %d, want %d", a, b, most,
+					      ms_edit_distance_at_most(a, (size_t)n, b, most), want);
+				checked++;
+				near += full <= most;
+			}
+		}
+	ck_assert_int_eq(checked, 364 * 364 * 4);
+	ck_assert_int_gt(near, 364 * 4); /* not only the equal pairs */
+	char long_name[80];
+	memset(long_name, 'x', sizeof long_name - 1);
+	long_name[sizeof long_name - 1] = '\0';
+	ck_assert_int_eq(ms_edit_distance_at_most(long_name, strlen(long_name), long_name, 2), 3);
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("config");
@@ -354,6 +390,7 @@ int main(void)
 	tcase_add_test(tc, an_over_long_spec_warns_once);
 	tcase_add_test(tc, quiet_silences_warnings);
 	tcase_add_test(tc, long_specs_are_bounded);
+	tcase_add_test(tc, the_banded_distance_agrees_with_the_full_one);
 	suite_add_tcase(s, tc);
 	return run_suite(s);
 }
