@@ -31,14 +31,17 @@ struct mf_run {
 
 /* dump.c */
 void mf_print_status(FILE *out, const struct mf_file *f);
-/* One group; STAGES gives the hint when the stage's last call (its flat keys) is not its largest. */
-int mf_print_group(FILE *out, json_t *metrics, json_t *stages, const struct mf_group *g, int first);
+/* One group of F's metrics; its stages give the hint when the stage's last call (its flat keys) is
+ * not its largest. */
+int mf_print_group(FILE *out, const struct mf_file *f, const struct mf_group *g, int first);
 void mf_dump_file(FILE *out, const struct mf_file *f, const struct mf_opts *o);
 void mf_print_header(FILE *out, const struct mf_file *f);
 void mf_sort_files(struct mf_file *files, size_t n);
-/* cgroup.c: "cgroup peak 22.1GB of 24.0GB (92%)" under the process group (from its flat keys), and
- * the line saying the memory cgroup's OOM killer ended a process (a record read after the kill). */
-void mf_print_cgroup(FILE *out, json_t *metrics);
+/* cgroup.c: "cgroup peak 22.1GB of 24.0GB (92%)" under the process group (from its flat keys; CGROUP,
+ * the file's process.cgroup or NULL, says when that is the group's high-water beyond what the
+ * process read), and the line saying the memory cgroup's OOM killer ended a process (a record read
+ * after the kill). */
+void mf_print_cgroup(FILE *out, json_t *metrics, json_t *cgroup);
 void mf_print_cgroup_killed(FILE *out, const struct mf_file *f);
 int mf_has_stage(const struct mf_file *f, const char *stage);
 
