@@ -41,5 +41,6 @@ Suite *flame_html_suite(void);
 Suite *frames_suite(void);
 Suite *runs_suite(void);
 Suite *meminfo_suite(void);
+Suite *job_suite(void);
 
 #endif
