@@ -3,9 +3,11 @@
  * formatter/input/live.c): open stages, CPU and GPU live and peak, runtime, the age of the last update.
  * Processes killed with SIGKILL keep their record and stay, marked, with their last numbers, after
  * the running ones; those gone for over an hour are counted, not listed, unless asked (--all, DIR).
+ * Above them, the host's memory (/proc/meminfo's total and available), read at every refresh.
  * A curses view refreshed every second; --once prints one table, --json one JSON document. */
 #include "base/base.h"
 #include "input/live.h"
+#include "input/meminfo.h"
 
 #include <curses.h>
 #include <dirent.h>
@@ -18,14 +20,17 @@
 
 static const char top_usage[] =
 	"usage: memshim top [--once | --json] [--sort KEY] [--all] [DIR...]\n"
-	"Shows this user's running memshim processes on this host from their live records: pid,\n"
-	"rank, command, open stages (outermost first), CPU and GPU memory live and peak (GPU per\n"
-	"device), runtime and the time since the last update.  Processes killed with SIGKILL are\n"
-	"kept, marked \"killed\", with their last numbers, listed after the running ones; those\n"
-	"gone for over an hour are only counted unless --all or a DIR is given (memshim-format\n"
-	"--recover RECORD -o FILE writes one out; removing the record forgets it).  Records are read from $MEMSHIM_LIVE_DIR, $XDG_RUNTIME_DIR/memshim or\n"
-	"/dev/shm/memshim-<uid>; each DIR adds the records in DIR (a MEMSHIM_LIVE_DIR) and shows only\n"
-	"records in DIR or of processes writing their metrics file under DIR (a run directory).\n"
+	"Shows this user's running memshim processes on this host from their live records: pid, rank,\n"
+	"command, open stages (outermost first), CPU and GPU memory live and peak (GPU per device),\n"
+	"the memory cgroup's headroom, runtime and the time since the last update, under a line with\n"
+	"the host's memory (\"host 24.0GB, 19.3GB available\": MemTotal and MemAvailable of\n"
+	"/proc/meminfo, read at every refresh; --once prints it first).  Processes killed with\n"
+	"SIGKILL are kept, marked \"killed\", with their last numbers, listed after the running ones;\n"
+	"those gone for over an hour are only counted unless --all or a DIR is given (memshim-format\n"
+	"--recover RECORD -o FILE writes one out; removing the record forgets it).  Records are read\n"
+	"from $MEMSHIM_LIVE_DIR, $XDG_RUNTIME_DIR/memshim or /dev/shm/memshim-<uid>; each DIR adds\n"
+	"the records in DIR (a MEMSHIM_LIVE_DIR) and shows only records in DIR or of processes\n"
+	"writing their metrics file under DIR (a run directory).\n"
 	"  --once       prints one table and exits\n"
 	"  --json       prints one JSON array (one object per process) and exits\n"
 	"  --sort KEY   cpu (live CPU, the default), peak, gpu, pid, rank, time, update\n"
@@ -336,6 +341,34 @@ static void cells_free(char *c[NCOLS])
 		free(c[i]);
 }
 
+/* "24.0GB": three significant digits, no space, as the dump's cgroup line writes bytes. */
+static char *host_bytes(long long v)
+{
+	char *t = mf_fmt_bytes((double)v), *sp = strchr(t, ' ');
+	if (sp)
+		memmove(sp, sp + 1, strlen(sp));
+	return t;
+}
+
+/* "host 24.0GB, 19.3GB available" from /proc/meminfo as it is now ("host 24.0GB" on a kernel
+ * without MemAvailable); NULL when it cannot be read. */
+static char *host_line(void)
+{
+	struct mf_meminfo m;
+	if (mf_meminfo_read(NULL, &m))
+		return NULL;
+	char *total = host_bytes(m.total), *line;
+	if (m.available >= 0) {
+		char *avail = host_bytes(m.available);
+		line = mf_xasprintf("host %s, %s available", total, avail);
+		free(avail);
+	} else {
+		line = mf_xasprintf("host %s", total);
+	}
+	free(total);
+	return line;
+}
+
 /* ---- --once and --json -------------------------------------------------------------------------- */
 
 /* One line of cells, each padded to its column's display width, the last (the command) as it is. */
@@ -350,6 +383,10 @@ static void print_table(FILE *out, const struct rows *rs)
 {
 	double now = now_unix();
 	size_t w[NCOLS];
+	char *host = host_line();
+	if (host)
+		fprintf(out, "%s\n", host);
+	free(host);
 	char *(*all)[NCOLS] = mf_xmalloc((rs->n ? rs->n : 1) * sizeof *all);
 	for (int k = 0; k < NCOLS; k++)
 		w[k] = strlen(heads[k]);
@@ -475,6 +512,10 @@ static void draw(const struct top *t, const struct rows *rs)
 	mvprintw(0, 0, "memshim top: %zu process%s (%zu gone%s)%s, sorted by %s%s; q quits, c p P g r t u sort, "
 		 "R reverses, a lists all", rs->n, rs->n == 1 ? "" : "es", killed, more,
 		 rs->bad ? " + unreadable records" : "", key_names[t->sort], t->reverse ? " (reversed)" : "");
+	char *host = host_line(); /* read at every refresh, as the rows are */
+	if (host)
+		mvprintw(1, 0, "%s", host);
+	free(host);
 	attron(A_REVERSE);
 	move(2, 0);
 	draw_line(w, heads);

@@ -34,7 +34,9 @@ const struct mf_option mf_options[] = {
 	  .help = "per stage, min/max over its calls" },
 	{ .name = "--json-dir", .arg = "DIR", .kind = MF_TEXT, .field = F(json_dir),
 	  .modes = M(DUMP) | M(MERGE),
-	  .help = "also write {stage}_results.json and update all_results.json in DIR" },
+	  .help = "also write {stage}_results.json and update all_results.json in DIR;\n"
+		  "several files: DIR/rank<N>/ or DIR/pid<N>/ each, and the job's\n"
+		  "combined peaks (job_mem_*) in DIR/job_results.json" },
 	{ .name = "--all", .kind = MF_FLAG, .field = F(all),
 	  .modes = M(DUMP) | M(MERGE) | M(PLOT) | M(SITES) | M(SPEEDSCOPE) | M(PPROF),
 	  .help = "every process: no launcher or shell is summarised in one line, and\n"

@@ -1,5 +1,6 @@
 /* The memory cgroup in the dump: how close the job's group came to its limit, under the process
- * group, and the line that says the group's OOM killer ended a process (doc/format.md). */
+ * group (saying so when the figure is the group's high-water from before what the process read),
+ * and the line that says the group's OOM killer ended a process (doc/format.md). */
 #include "modes/modes.h"
 
 #include <stdlib.h>
@@ -32,12 +33,24 @@ static char *mf_cgroup_text(json_t *peak, json_t *limit)
 	return t;
 }
 
-void mf_print_cgroup(FILE *out, json_t *metrics)
+/* The group's high-water (memory.peak, memory.max_usage_in_bytes) counts from the group's creation,
+ * which may be long before this process: when it is above the highest usage the process read
+ * (process.cgroup.peak_read), the line says whose figure it is, the contract's prefix unchanged. */
+void mf_print_cgroup(FILE *out, json_t *metrics, json_t *cgroup)
 {
-	char *t = mf_cgroup_text(json_object_get(metrics, "process_mem_cgroup_peak"),
-				 json_object_get(metrics, "process_mem_cgroup_limit"));
-	if (t)
+	json_t *peak = json_object_get(metrics, "process_mem_cgroup_peak");
+	json_t *read = json_object_get(cgroup, "peak_read");
+	char *t = mf_cgroup_text(peak, json_object_get(metrics, "process_mem_cgroup_limit"));
+	if (!t)
+		return;
+	if (json_is_integer(read) && json_integer_value(peak) > json_integer_value(read)) {
+		char *r = mf_cgroup_bytes(json_integer_value(read));
+		fprintf(out, "  %s, the group's high-water since it was created (this process read at most %s)\n", t,
+			r);
+		free(r);
+	} else {
 		fprintf(out, "  %s\n", t);
+	}
 	free(t);
 }
 

@@ -304,8 +304,9 @@ static json_t *mf_stage_named(json_t *stages, const char *name)
 	return NULL;
 }
 
-int mf_print_group(FILE *out, json_t *metrics, json_t *stages, const struct mf_group *g, int first)
+int mf_print_group(FILE *out, const struct mf_file *f, const struct mf_group *g, int first)
 {
+	json_t *metrics = f->metrics, *stages = f->stages;
 	struct mf_table t;
 	if (!first)
 		fputc('\n', out);
@@ -320,7 +321,7 @@ int mf_print_group(FILE *out, json_t *metrics, json_t *stages, const struct mf_g
 	mf_table_free(&t);
 	if (!strcmp(g->name, "process")) {
 		mf_print_before_work(out, metrics, stages);
-		mf_print_cgroup(out, metrics);
+		mf_print_cgroup(out, metrics, json_object_get(json_object_get(f->root, "process"), "cgroup"));
 	} else
 		mf_print_needed(out, metrics, g);
 	mf_print_calls_hint(out, metrics, mf_stage_named(stages, g->name));
@@ -523,12 +524,12 @@ void mf_dump_file(FILE *out, const struct mf_file *f, const struct mf_opts *o)
 	if (o->stage) {
 		const struct mf_group *g = mf_pick(&gs, o->stage);
 		if (g)
-			mf_print_group(out, f->metrics, f->stages, g, 1);
+			mf_print_group(out, f, g, 1);
 		else
 			fprintf(out, "memshim: no stage \"%s\" in %s\n", o->stage, f->path);
 	} else {
 		for (size_t i = 0; i < gs.n; i++)
-			mf_print_group(out, f->metrics, f->stages, &gs.g[i], i == 0);
+			mf_print_group(out, f, &gs.g[i], i == 0);
 		if (!gs.n)
 			fprintf(out, "memshim: no metrics in %s\n", f->path);
 		mf_print_gpu_footprint(out, f);

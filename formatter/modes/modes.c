@@ -10,15 +10,31 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* --json-dir: DIR itself for one file, DIR/rank<N> or DIR/pid<N> for each of several. */
+/* The files S keeps (shown), in order, into a new array; *M how many. */
+static struct mf_file *mf_kept(const struct mf_set *s, size_t *m)
+{
+	struct mf_file *shown = mf_xmalloc((s->n ? s->n : 1) * sizeof *shown);
+	*m = 0;
+	for (size_t i = 0; i < s->n; i++)
+		if (s->keep[i])
+			shown[(*m)++] = s->f[i];
+	return shown;
+}
+
+/* --json-dir: DIR itself for one file, DIR/rank<N> or DIR/pid<N> for each of several (a worker that
+ * inherited its parent's rank by its pid: one directory per process), and for
+ * several the whole job's combined peaks over the files shown (DIR/job_results.json), as the
+ * combined tables print them. */
 static int mf_results_all(FILE *err, const struct mf_set *s, const char *dir)
 {
 	int rc = MF_OK;
+	if (dir && s->n > 1 && mf_write_job_results(err, dir, s))
+		rc = MF_BAD;
 	for (size_t i = 0; i < s->n && dir; i++) {
 		const struct mf_file *f = &s->f[i];
-		char *sub = s->n == 1 ? mf_xstrdup(dir)
-				      : mf_xasprintf("%s/%s%lld", dir, f->has_rank ? "rank" : "pid",
-						     f->has_rank ? f->rank : f->pid);
+		char *who = s->n == 1 ? NULL : mf_results_label(s->f, s->n, i);
+		char *sub = who ? mf_xasprintf("%s/%s", dir, who) : mf_xstrdup(dir);
+		free(who);
 		struct mf_groups gs;
 		mf_group_metrics(f->file_metrics, f->stages, &gs);
 		if (mf_write_results(err, sub, f->file_metrics, &gs))
@@ -32,11 +48,8 @@ static int mf_results_all(FILE *err, const struct mf_set *s, const char *dir)
 /* The combined peak of the files S keeps (two or more with timelines). */
 static void mf_print_kept_combined(FILE *out, const struct mf_set *s)
 {
-	struct mf_file *shown = mf_xmalloc((s->n ? s->n : 1) * sizeof *shown);
-	size_t m = 0;
-	for (size_t i = 0; i < s->n; i++)
-		if (s->keep[i])
-			shown[m++] = s->f[i];
+	size_t m;
+	struct mf_file *shown = mf_kept(s, &m);
 	mf_print_combined(out, shown, m);
 	free(shown);
 }

@@ -31,14 +31,17 @@ struct mf_run {
 
 /* dump.c */
 void mf_print_status(FILE *out, const struct mf_file *f);
-/* One group; STAGES gives the hint when the stage's last call (its flat keys) is not its largest. */
-int mf_print_group(FILE *out, json_t *metrics, json_t *stages, const struct mf_group *g, int first);
+/* One group of F's metrics; its stages give the hint when the stage's last call (its flat keys) is
+ * not its largest. */
+int mf_print_group(FILE *out, const struct mf_file *f, const struct mf_group *g, int first);
 void mf_dump_file(FILE *out, const struct mf_file *f, const struct mf_opts *o);
 void mf_print_header(FILE *out, const struct mf_file *f);
 void mf_sort_files(struct mf_file *files, size_t n);
-/* cgroup.c: "cgroup peak 22.1GB of 24.0GB (92%)" under the process group (from its flat keys), and
- * the line saying the memory cgroup's OOM killer ended a process (a record read after the kill). */
-void mf_print_cgroup(FILE *out, json_t *metrics);
+/* cgroup.c: "cgroup peak 22.1GB of 24.0GB (92%)" under the process group (from its flat keys; CGROUP,
+ * the file's process.cgroup or NULL, says when that is the group's high-water beyond what the
+ * process read), and the line saying the memory cgroup's OOM killer ended a process (a record read
+ * after the kill). */
+void mf_print_cgroup(FILE *out, json_t *metrics, json_t *cgroup);
 void mf_print_cgroup_killed(FILE *out, const struct mf_file *f);
 int mf_has_stage(const struct mf_file *f, const char *stage);
 
@@ -74,6 +77,18 @@ int mf_diff_runs(FILE *out, const struct mf_set *olds, const struct mf_set *news
 /* "5%", "1MB" or both, comma-separated ("5%,1MB": growth must exceed both); 0 or -1. */
 int mf_parse_threshold(const char *text, struct mf_threshold *t);
 int mf_write_results(FILE *err, const char *dir, json_t *metrics, struct mf_groups *gs);
+/* The name of file I of FILES among several: "rank1", or "pid4242" for a process without a rank of
+ * its own (a worker that inherited its parent's) or whose rank another of them has too; its
+ * --json-dir directory and its job_mem_*_peak_ key. */
+char *mf_results_label(const struct mf_file *files, size_t n, size_t i);
+/* The whole job's keys over the files S keeps (a run's processes shown), from their combined peaks
+ * (model/combined.h), per component C (cpu, gpu0, ...) with a series in two or more of them:
+ * job_mem_C_peak, _peak_at (seconds from the earliest start_time), _peak_within, _own_peaks_sum and
+ * job_mem_C_peak_rank<N> / _pid<N> (what each held then); NULL when no component has two. */
+json_t *mf_job_metrics(const struct mf_set *s);
+/* DIR/job_results.json with those keys, and DIR/all_results.json updated with them; nothing
+ * without them. 0 or -1 (a line on ERR). */
+int mf_write_job_results(FILE *err, const char *dir, const struct mf_set *s);
 
 /* csv.c: --csv, and one RFC 4180 field (LAST: ends the record with CRLF). */
 void mf_csv(FILE *out, const struct mf_file *files, size_t n, const char *only_stage);

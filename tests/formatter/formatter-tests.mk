@@ -38,6 +38,12 @@ $(FMT_STATIC_PROG): tests/formatter/fixtures/static_prog.c
 	@mkdir -p $(@D)
 	$(CC) $(BASEFLAGS) -O2 -static -o $@ $<
 
+# A job of overlapping processes, run under the real library by memshim run (test_job.c).
+FMT_JOB_PROG := $(BUILD)/tests/formatter/job_overlap
+$(FMT_JOB_PROG): tests/formatter/fixtures/job_overlap.c
+	@mkdir -p $(@D)
+	$(CC) $(BASEFLAGS) -O2 -o $@ $<
+
 $(FMT_FAKE_SHIM): tests/formatter/fake_shim.c
 	@mkdir -p $(@D)
 	$(CC) $(BASEFLAGS) -O2 -fPIC -shared -o $@ $<
@@ -49,12 +55,13 @@ FMT_GPU_FX := $(if $(wildcard $(or $(CUDA_INCLUDE),/usr/local/cuda/include)/cuda
 
 # The install test runs make install/uninstall into a temporary DESTDIR with this BUILD; the
 # schema test runs the real library on small programs.
-check-formatter: $(FMT_TEST_BIN) $(FMT_BIN) $(FMT_FAKE_SHIM) $(FMT_FAKE_OTHER) $(FMT_STATIC_PROG) $(BUILD)/libmemshim.so \
+check-formatter: $(FMT_TEST_BIN) $(FMT_BIN) $(FMT_FAKE_SHIM) $(FMT_FAKE_OTHER) $(FMT_STATIC_PROG) $(FMT_JOB_PROG) \
+		$(BUILD)/libmemshim.so \
 		$(FMT_GPU_FX) $(PROTO_VENV)/.requirements
 	MF_PROTO_PY=$(abspath $(PROTO_VENV))/bin/python \
 	MF_GOLDEN=tests/formatter/golden MF_PLOT_IN=tests/formatter/plot MF_SCRIPT=scripts/memshim MF_FORMAT_BIN=$(abspath $(FMT_BIN)) \
 	MF_FAKE_SHIM=$(abspath $(FMT_FAKE_SHIM)) MF_FAKE_OTHER=$(abspath $(FMT_FAKE_OTHER)) \
-	MF_STATIC_PROG=$(abspath $(FMT_STATIC_PROG)) \
+	MF_STATIC_PROG=$(abspath $(FMT_STATIC_PROG)) MF_JOB_PROG=$(abspath $(FMT_JOB_PROG)) \
 	MF_MAKE_ROOT=$(CURDIR) MF_BUILD=$(BUILD) MF_SHIM_LIB=$(abspath $(BUILD)/libmemshim.so) \
 	MF_GPU_DIR=$(if $(FMT_GPU_FX),$(abspath $(BUILD)/gpu)) \
 		$(FMT_TEST_BIN)

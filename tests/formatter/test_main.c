@@ -35,6 +35,8 @@ int main(void)
 	srunner_add_suite(sr, flame_html_suite());
 	srunner_add_suite(sr, frames_suite());
 	srunner_add_suite(sr, runs_suite());
+	srunner_add_suite(sr, meminfo_suite());
+	srunner_add_suite(sr, job_suite());
 	srunner_run_all(sr, CK_NORMAL);
 	int failed = srunner_ntests_failed(sr);
 	srunner_free(sr);

@@ -40,5 +40,7 @@ Suite *export_suite(void);
 Suite *flame_html_suite(void);
 Suite *frames_suite(void);
 Suite *runs_suite(void);
+Suite *meminfo_suite(void);
+Suite *job_suite(void);
 
 #endif

@@ -8,6 +8,7 @@
 #include <fcntl.h>
 #include <jansson.h>
 #include <limits.h>
+#include <math.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -857,6 +858,68 @@ START_TEST(top_on_a_run_directory_lists_that_run_only)
 }
 END_TEST
 
+/* /proc/meminfo's MemTotal and MemAvailable in bytes, read here apart from the tool's parser. */
+static void host_memory(double *total, double *avail)
+{
+	FILE *f = fopen("/proc/meminfo", "r");
+	char line[256];
+	long long v;
+	*total = *avail = -1;
+	while (f && fgets(line, sizeof line, f)) {
+		if (sscanf(line, "MemTotal: %lld kB", &v) == 1)
+			*total = (double)v * 1024;
+		else if (sscanf(line, "MemAvailable: %lld kB", &v) == 1)
+			*avail = (double)v * 1024;
+	}
+	if (f)
+		fclose(f);
+}
+
+/* "23.5GB" at S back into bytes; *END after it. */
+static double bytes_at(const char *s, const char **end)
+{
+	static const char *const units[] = { "PB", "TB", "GB", "MB", "KB", "B" };
+	static const double scale[] = { 1125899906842624.0, 1099511627776.0, 1073741824.0, 1048576.0, 1024.0, 1.0 };
+	char *e;
+	double v = strtod(s, &e);
+	ck_assert_msg(e != s, "no number at %s", s);
+	for (int u = 0; u < 6; u++)
+		if (!strncmp(e, units[u], strlen(units[u]))) {
+			*end = e + strlen(units[u]);
+			return v * scale[u];
+		}
+	ck_abort_msg("no unit at %s", s);
+	return 0;
+}
+
+/* memshim top --once: the host's memory first ("host 23.5GB, 21.3GB available"), /proc/meminfo's
+ * MemTotal and MemAvailable in three significant digits (within 0.5%); MemAvailable moves with the
+ * host's other programs, so it is checked against what it was before and after top read it, with
+ * 1% of the total more for a move that came and went in between. */
+START_TEST(top_shows_the_hosts_memory)
+{
+	char out[1 << 15];
+	double t0, a0, t1, a1;
+	fresh_dir();
+	ck_assert_int_eq(mkdir(live_dir, 0700), 0);
+	host_memory(&t0, &a0);
+	const char *argv[] = { built("memshim-top"), "--once", live_dir, NULL };
+	ck_assert_int_eq(run_tool(argv, out, sizeof out), 0);
+	host_memory(&t1, &a1);
+	ck_assert_msg(t0 > 0 && a0 >= 0 && t0 == t1, "/proc/meminfo: %g %g %g", t0, a0, t1);
+	ck_assert_msg(!strncmp(out, "host ", 5), "no host line first:\n%s", out);
+	const char *p;
+	double total = bytes_at(out + 5, &p);
+	ck_assert_msg(!strncmp(p, ", ", 2), "%s", out);
+	double avail = bytes_at(p + 2, &p);
+	ck_assert_msg(!strncmp(p, " available\nPID ", 15), "the table does not follow:\n%s", out);
+	ck_assert_msg(fabs(total - t0) <= 0.005 * t0, "host total %.0f, MemTotal %.0f:\n%s", total, t0, out);
+	double lo = (a0 < a1 ? a0 : a1) * 0.995 - 0.01 * t0, hi = (a0 > a1 ? a0 : a1) * 1.005 + 0.01 * t0;
+	ck_assert_msg(avail >= lo && avail <= hi, "available %.0f, MemAvailable %.0f then %.0f:\n%s", avail, a0, a1,
+		      out);
+}
+END_TEST
+
 /* tmux: run ARGS (a shell command) in a detached session NAME of 200 x 40. */
 static int tmux(const char *args, char *out, size_t size)
 {
@@ -896,6 +959,7 @@ START_TEST(the_curses_view_shows_running_and_killed_processes)
 	}
 	ck_assert_msg(found, "screen:\n%s", out);
 	ck_assert_msg(strstr(out, "train") && strstr(out, "70M/70M") && strstr(out, "sorted by cpu"), "%s", out);
+	ck_assert_msg(strstr(out, "\nhost ") && strstr(out, " available\n"), "no host line:\n%s", out);
 	snprintf(cmd, sizeof cmd, "tmux -L %s send-keys -t %s p", session, session);
 	ck_assert_int_eq(tmux(cmd, out, sizeof out), 0);
 	for (int i = 0; i < 50 && !strstr(out, "sorted by pid"); i++) {
@@ -1127,6 +1191,7 @@ int main(void)
 	tcase_set_timeout(top, 240);
 	tcase_add_test(top, the_curses_view_shows_running_and_killed_processes);
 	tcase_add_test(top, top_on_a_run_directory_lists_that_run_only);
+	tcase_add_test(top, top_shows_the_hosts_memory);
 	tcase_add_test(top, a_killed_torchrun_job_is_recovered_rank_by_rank);
 	tcase_add_test(top, device_memory_per_device_in_top_and_the_record);
 	suite_add_tcase(s, top);

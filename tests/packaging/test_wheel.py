@@ -147,7 +147,8 @@ def test_top(venv, tmp_path):
     env = dict(OFFLINE, MEMSHIM_LIVE_DIR=str(live), XDG_RUNTIME_DIR=str(tmp_path))
     r = run([venv + "/bin/memshim", "top", "--once"], env=env)
     assert r.returncode == 0, r.stderr
-    assert r.stdout.startswith("PID ") and "(no memshim process with a live record)" in r.stdout, r.stdout
+    assert r.stdout.startswith("host ") and "\nPID " in r.stdout, r.stdout  # the host's memory, then the table
+    assert "(no memshim process with a live record)" in r.stdout, r.stdout
     r = run([venv + "/bin/memshim", "top", "--json"], env=env)
     assert r.returncode == 0 and json.loads(r.stdout) == [], r.stderr
 
@@ -278,4 +279,4 @@ def test_formatter_and_library_with_the_base_system_alone(venv, tmp_path):
     # memshim top's table needs no terminal description (ncurses' terminfo is not in the root)
     os.makedirs(root + "/live", mode=0o700)
     r = in_root(root, ["/pkg/memshim/_bin/memshim-top", "--once"], MEMSHIM_LIVE_DIR="/live")
-    assert r.returncode == 0 and r.stdout.startswith("PID "), r.stderr
+    assert r.returncode == 0 and r.stdout.startswith("host ") and "\nPID " in r.stdout, r.stderr

@@ -629,9 +629,12 @@ def shared_ranks():
 
 
 def cgroup():
-    """The job's memory cgroup: how close it came to its limit (and a group without one)."""
+    """The job's memory cgroup: how close it came to its limit (and a group without one). Its
+    high-water is above what the process read (the group's, from before it), but in cgroup-own.json,
+    where the process read the group's peak itself."""
     G = 1024 * M
-    for name, limit in (("cgroup.json", 24 * G), ("cgroup-nolimit.json", None)):
+    for name, limit, read in (("cgroup.json", 24 * G, 21 * G), ("cgroup-nolimit.json", None, 21 * G),
+                              ("cgroup-own.json", 24 * G, int(22.1 * G))):
         peak = int(22.1 * G)
         m = {"train_mem_cpu_alloc_delta": 3 * G, "train_mem_cpu_peaked_delta": 0, "train_runtime": 60.0,
              "train_calls": 1, "process_mem_cpu_peak": 4 * G, "process_mem_rss_peak": 5 * G,
@@ -640,7 +643,7 @@ def cgroup():
         tr["cgroup"] = {"begin": 2 * G, "end": 20 * G, "peak": 21 * G, "peak_kind": "reads"}
         d = doc(m, [tr])
         d["process"]["cgroup"] = {"version": 2, "path": "/sys/fs/cgroup/job.slice", "usage": 20 * G,
-                                  "peak": peak, "peak_read": 21 * G, "oom_kills": 0, "oom_kills_at_start": 0,
+                                  "peak": peak, "peak_read": read, "oom_kills": 0, "oom_kills_at_start": 0,
                                   "peak_kind": "reads", "read": "cgroup v2: memory.current, memory.peak, "
                                   "memory.max, memory.events at boundaries, timeline points and exit"}
         if limit:
