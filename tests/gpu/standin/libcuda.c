@@ -13,7 +13,11 @@
  * then reached from inside the outer one.  cuMemAlloc_v2 also keeps a malloc'ed host record of
  * each allocation, which cuMemFree_v2 frees.
  * STANDIN_CUDA_FORK_ABORT=1: cuMemGetInfo called in a forked child of the process that called
- * cuInit aborts (the real driver's state does not cross fork: nothing may call it there). */
+ * cuInit aborts (the real driver's state does not cross fork: nothing may call it there).
+ * standin_cuda_hold(which) makes the next call of one function (STANDIN_HOLD_POOL_ATTR:
+ * cuMemPoolGetAttribute, STANDIN_HOLD_MEM_INFO: cuMemGetInfo) wait until standin_cuda_release()
+ * (at most 10 s); standin_cuda_held() waits for such a call: a fixture forces an interleaving of
+ * threads with it. */
 #define __CUDA_API_VERSION_INTERNAL 1
 #include <cuda.h>
 #include <dlfcn.h>
@@ -21,6 +25,7 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #define EXPORT __attribute__((visibility("default")))
@@ -213,11 +218,58 @@ EXPORT CUresult cuCtxSetCurrent(CUcontext ctx)
 	return CUDA_SUCCESS;
 }
 
+/* ---- holding a call, so that a test orders threads ---- */
+
+#define STANDIN_HOLD_POOL_ATTR 1
+#define STANDIN_HOLD_MEM_INFO 2
+static int hold_armed, holding, released;
+
+EXPORT void standin_cuda_hold(int which);
+EXPORT void standin_cuda_hold(int which)
+{
+	__atomic_store_n(&released, 0, __ATOMIC_RELAXED);
+	__atomic_store_n(&hold_armed, which, __ATOMIC_RELEASE);
+}
+
+EXPORT void standin_cuda_release(void);
+EXPORT void standin_cuda_release(void)
+{
+	__atomic_store_n(&released, 1, __ATOMIC_RELEASE);
+}
+
+static void pause_ms(void)
+{
+	struct timespec ms = { 0, 1000000 };
+	nanosleep(&ms, NULL);
+}
+
+/* 1 once a call is held (0 after 10 s without one). */
+EXPORT int standin_cuda_held(void);
+EXPORT int standin_cuda_held(void)
+{
+	for (int i = 0; i < 10000 && !__atomic_load_n(&holding, __ATOMIC_ACQUIRE); i++)
+		pause_ms();
+	return __atomic_load_n(&holding, __ATOMIC_ACQUIRE);
+}
+
+/* The call WHICH waits here when it was armed (outside mu: the other threads go on). */
+static void maybe_hold(int which)
+{
+	int armed = which;
+	if (!__atomic_compare_exchange_n(&hold_armed, &armed, 0, 0, __ATOMIC_ACQ_REL, __ATOMIC_RELAXED))
+		return;
+	__atomic_store_n(&holding, 1, __ATOMIC_RELEASE);
+	for (int i = 0; i < 10000 && !__atomic_load_n(&released, __ATOMIC_ACQUIRE); i++)
+		pause_ms();
+	__atomic_store_n(&holding, 0, __ATOMIC_RELEASE);
+}
+
 EXPORT CUresult cuMemGetInfo_v2(size_t *free_b, size_t *total_b)
 {
 	int dev;
 	if (getenv("STANDIN_CUDA_FORK_ABORT") && init_pid && getpid() != init_pid)
 		abort(); /* a forked child's call: the real driver's state is not usable there */
+	maybe_hold(STANDIN_HOLD_MEM_INFO);
 	CUresult r = ctx_device(&dev);
 	if (r)
 		return r;
@@ -617,6 +669,7 @@ EXPORT CUresult cuMemPoolDestroy(CUmemoryPool p)
 
 EXPORT CUresult cuMemPoolGetAttribute(CUmemoryPool p, CUmemPool_attribute attr, void *value)
 {
+	maybe_hold(STANDIN_HOLD_POOL_ATTR);
 	struct pool *q = pool_of(p);
 	if (!q)
 		return CUDA_ERROR_INVALID_VALUE;
