@@ -5,10 +5,10 @@
  * this process's footprint on every device it used, current context or not.  Readings happen at
  * stage boundaries, at exit, at GPU timeline points at most every 100 ms, and at a failed
  * allocation: never inside a driver call (the driver's locks may be held) and never in a process
- * that has not used the driver.  Which stage calls are open, and when a stage's record starts
- * over, is the engine's (ms_stages_calls, copied at each reading): another thread's boundary may
- * come between the engine's and our observer's.  One try-lock serialises readings; a busy one
- * skips. */
+ * that has not used the driver; each in relaxed stream-capture mode (a graph the program captures
+ * meanwhile stays valid).  Which stage calls are open, and when a stage's record starts over, is
+ * the engine's (ms_stages_calls, copied at each reading): another thread's boundary may come
+ * between the engine's and our observer's.  One try-lock serialises readings; a busy one skips. */
 #include <errno.h>
 #include <string.h>
 #include <sys/syscall.h>
@@ -202,12 +202,17 @@ static int closed_call(const struct ms_stage_call *c)
 	return c->id;
 }
 
-/* A reading at a boundary or point (the lock held) with our allocations uncounted and errno kept. */
+/* A reading at a boundary or point (the lock held) with our allocations uncounted and errno kept;
+ * skipped when the capture mode cannot be relaxed. */
 static void reading(int closed)
 {
 	int saved = errno;
 	ms_tls_guard++;
-	read_now(1, closed);
+	int mode = ms_cuda_relax_capture();
+	if (mode != MS_CAPTURE_FAILED) {
+		read_now(1, closed);
+		ms_cuda_restore_capture(mode);
+	}
 	ms_tls_guard--;
 	errno = saved;
 }
@@ -243,9 +248,9 @@ void ms_gpufp_point(double now)
 
 /* ---- out of memory ---- */
 
-/* A new burst's record (the lock held): the moment, the device as read now, the open stages, the
- * other processes. */
-static void record_oom(struct ms_fp_oom *o, int device, int64_t bytes, int result)
+/* A new burst's record (the lock held): the moment, the device as read now (when READ: the capture
+ * mode is relaxed), the open stages, the other processes. */
+static void record_oom(struct ms_fp_oom *o, int device, int64_t bytes, int result, int read)
 {
 	memset(o, 0, sizeof *o);
 	o->time = ms_elapsed();
@@ -255,13 +260,13 @@ static void record_oom(struct ms_fp_oom *o, int device, int64_t bytes, int resul
 	o->failures = 1;
 	o->counted = ms_live((enum ms_comp)(MS_DEV0 + device));
 	o->stage = nopen ? open_calls[nopen - 1].id : -1;
-	int64_t free_b, total_b, mine;
-	if (current_mem(&free_b, &total_b) == device) {
+	int64_t free_b, total_b, mine = -1;
+	if (read && current_mem(&free_b, &total_b) == device) {
 		o->free = free_b;
 		o->total = total_b;
 		o->have_mem = 1;
 	}
-	o->others_known = ms_nvml_usage(device, &mine, o->others, MS_FP_OTHERS, &o->nothers) == 0;
+	o->others_known = read && ms_nvml_usage(device, &mine, o->others, MS_FP_OTHERS, &o->nothers) == 0;
 	o->footprint = mine;
 	o->have_fp = mine >= 0;
 	for (int i = 0; i < nopen && o->nopen < MS_FP_OPEN; i++) {
@@ -295,8 +300,12 @@ static int note_oom(int device, int64_t bytes, int result)
 		fp.oom_dropped++;
 		return -1;
 	}
-	read_now(1, -1);
-	record_oom(&fp.oom[fp.noom], device, bytes, result);
+	int mode = ms_cuda_relax_capture(), read = mode != MS_CAPTURE_FAILED;
+	if (read)
+		read_now(1, -1);
+	record_oom(&fp.oom[fp.noom], device, bytes, result, read);
+	if (read)
+		ms_cuda_restore_capture(mode);
 	return (int)fp.noom++;
 }
 

@@ -163,11 +163,13 @@ void ms_cuda_boundary(int stage, int end)
 	struct boundary b = { stage, end,
 			      (CUresult(*)(CUmemoryPool, CUmemPool_attribute, void *))ms_cuda_real(
 				      H_cuMemPoolGetAttribute) };
-	if (b.get) {
+	int mode = b.get ? ms_cuda_relax_capture() : MS_CAPTURE_FAILED;
+	if (mode != MS_CAPTURE_FAILED) {
 		add_async_pools();
 		__atomic_add_fetch(&sampling, 1, __ATOMIC_SEQ_CST); /* ordered against destroy's removal */
 		ms_table_each(&pool_tab, sample_pool, &b);
 		__atomic_sub_fetch(&sampling, 1, __ATOMIC_SEQ_CST);
+		ms_cuda_restore_capture(mode);
 	}
 	ms_tls_guard--;
 	errno = saved;

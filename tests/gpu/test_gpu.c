@@ -439,6 +439,7 @@ START_TEST(fixtures_pass_bare)
 	static const char *const cases[][2] = {
 		{ "fx_linked", "linked" }, { "fx_linked", "vmm" },  { "fx_linked", "async" },
 		{ "fx_linked", "threads" }, { "fx_linked", "side" }, { "fx_linked", "unknown" },
+		{ "fx_linked", "capture" },
 		{ "fx_dl", "dlsym" },	    { "fx_dl", "procaddr12" }, { "fx_dl", "procaddr11" },
 	};
 	char next[LONG_PATH];
@@ -712,6 +713,23 @@ START_TEST(footprint_of_a_stage_whose_end_came_first)
 }
 END_TEST
 
+/* A graph captured in global mode while stages begin and end on its thread and another: the
+ * readings (relaxed capture mode) leave it valid and each thread's mode as it was (the fixture
+ * checks both), and still read. */
+START_TEST(footprint_read_during_a_capture)
+{
+	struct run r;
+	run_nvml(&r, "capture", NULL);
+	assert_clean(&r);
+	json_t *d0 = fp_device(json_object_get(stage(&r, "captured"), "gpu_footprint"), 0);
+	ck_assert_int_eq(get_int(d0, "free_min"), TOTAL - CTX - 4 * MiB);
+	ck_assert_int_eq(get_int(d0, "footprint"), 4 * MiB + CTX);
+	d0 = fp_device(json_object_get(stage(&r, "beside"), "gpu_footprint"), 0);
+	ck_assert_int_eq(get_int(d0, "free_min"), TOTAL - CTX - 4 * MiB);
+	done(&r);
+}
+END_TEST
+
 /* A stage whose only device allocation turned the call sites on lists it at its peak. */
 START_TEST(first_device_allocation_is_a_site)
 {
@@ -764,6 +782,7 @@ static Suite *gpu_suite(void)
 	tcase_add_test(fp, footprint_boundary_cost);
 	tcase_add_test(fp, footprint_of_a_stage_two_threads_begin);
 	tcase_add_test(fp, footprint_of_a_stage_whose_end_came_first);
+	tcase_add_test(fp, footprint_read_during_a_capture);
 	suite_add_tcase(s, fp);
 	return s;
 }
