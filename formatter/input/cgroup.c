@@ -49,6 +49,13 @@ void mf_live_cgroup_process(json_t *p, const struct ms_live_record *r, int64_t p
 	json_object_set_new(c, "version", json_integer(r->cgroup_version));
 	json_t *path = json_stringn(r->cgroup_dir, strnlen(r->cgroup_dir, sizeof r->cgroup_dir));
 	json_object_set_new(c, "path", path ? path : json_string("?")); /* not UTF-8: no path to read */
+	size_t boot = strnlen(r->cgroup_boot_id, sizeof r->cgroup_boot_id);
+	if (boot && boot < sizeof r->cgroup_boot_id)
+		json_object_set_new(c, "boot_id", json_stringn(r->cgroup_boot_id, boot));
+	if (r->cgroup_ino && r->cgroup_ino <= INT64_MAX && r->cgroup_dev <= INT64_MAX) {
+		json_object_set_new(c, "dev", json_integer((json_int_t)r->cgroup_dev));
+		json_object_set_new(c, "ino", json_integer((json_int_t)r->cgroup_ino));
+	}
 	json_object_set_new(c, "usage", json_integer(r->cgroup_usage));
 	json_object_set_new(c, "peak", json_integer(mf_cgroup_peak(r)));
 	json_object_set_new(c, "peak_read", json_integer(peak_read));
