@@ -2,7 +2,9 @@
  * in the document made from it, and for an incomplete file or record whose process is gone, the
  * group's files read again now, when they are still there: its OOM kill count gone up says the
  * group's OOM killer ended the process (which the process could not write), and its high-water then
- * is the one the kill happened at. */
+ * is the one the kill happened at.  Only the same group on the same boot is read again (the boot
+ * id and the directory's device and inode the file recorded): a file read on another host, after
+ * a reboot, or once the group was made again under its path says only what it recorded. */
 #include "input/cgroup.h"
 
 #include <errno.h>
@@ -12,6 +14,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 void mf_live_cgroup_stage(json_t *o, const struct ms_live_record *r, const struct ms_live_span *sp)
@@ -49,6 +52,13 @@ void mf_live_cgroup_process(json_t *p, const struct ms_live_record *r, int64_t p
 	json_object_set_new(c, "version", json_integer(r->cgroup_version));
 	json_t *path = json_stringn(r->cgroup_dir, strnlen(r->cgroup_dir, sizeof r->cgroup_dir));
 	json_object_set_new(c, "path", path ? path : json_string("?")); /* not UTF-8: no path to read */
+	size_t boot = strnlen(r->cgroup_boot_id, sizeof r->cgroup_boot_id);
+	if (boot && boot < sizeof r->cgroup_boot_id)
+		json_object_set_new(c, "boot_id", json_stringn(r->cgroup_boot_id, boot));
+	if (r->cgroup_ino && r->cgroup_ino <= INT64_MAX && r->cgroup_dev <= INT64_MAX) {
+		json_object_set_new(c, "dev", json_integer((json_int_t)r->cgroup_dev));
+		json_object_set_new(c, "ino", json_integer((json_int_t)r->cgroup_ino));
+	}
 	json_object_set_new(c, "usage", json_integer(r->cgroup_usage));
 	json_object_set_new(c, "peak", json_integer(mf_cgroup_peak(r)));
 	json_object_set_new(c, "peak_read", json_integer(peak_read));
@@ -95,6 +105,37 @@ static int64_t mf_cgroup_file(const char *dir, const char *file, const char *key
 	return end == p || v < 0 ? -1 : (int64_t)v;
 }
 
+/* This boot's id into OUT (SIZE bytes, the newline dropped); 0, or -1 when it cannot be read. */
+static int mf_boot_id(char *out, size_t size)
+{
+	int fd = open("/proc/sys/kernel/random/boot_id", O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -1;
+	ssize_t n = read(fd, out, size - 1);
+	close(fd);
+	while (n > 0 && (out[n - 1] == '\n' || out[n - 1] == ' '))
+		n--;
+	if (n <= 0)
+		return -1;
+	out[n] = '\0';
+	return 0;
+}
+
+/* Whether the group CG recorded is the one at DIR now: this boot's, and the same directory (a
+ * group removed and made again under the path is another).  A file without them: not known. */
+static int mf_same_group(json_t *cg, const char *dir)
+{
+	const char *boot = json_string_value(json_object_get(cg, "boot_id"));
+	json_t *dev = json_object_get(cg, "dev"), *ino = json_object_get(cg, "ino");
+	char now[64];
+	struct stat st;
+	if (!boot || !json_is_integer(dev) || !json_is_integer(ino) || mf_boot_id(now, sizeof now) != 0 ||
+	    strcmp(boot, now) != 0 || stat(dir, &st) != 0)
+		return 0;
+	return (uint64_t)json_integer_value(dev) == (uint64_t)st.st_dev &&
+	       (uint64_t)json_integer_value(ino) == (uint64_t)st.st_ino;
+}
+
 /* Whether process PID of this host still runs (or is another user's). */
 static int mf_pid_runs(json_int_t pid)
 {
@@ -116,7 +157,7 @@ void mf_cgroup_after_exit(json_t *root)
 	const char *dir = json_string_value(json_object_get(cg, "path"));
 	const char *reason = json_string_value(json_object_get(root, "reason"));
 	if (!dir || json_is_true(json_object_get(root, "complete")) || (reason && !strcmp(reason, "live")) ||
-	    mf_pid_runs(json_integer_value(json_object_get(root, "pid"))))
+	    !mf_same_group(cg, dir) || mf_pid_runs(json_integer_value(json_object_get(root, "pid"))))
 		return;
 	int v2 = json_integer_value(json_object_get(cg, "version")) == 2;
 	json_t *before = json_object_get(cg, "oom_kills");

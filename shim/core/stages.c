@@ -317,6 +317,34 @@ uint64_t ms_stage_begins(int id)
 	return __atomic_load_n(&ms_st.stage[id].begins, __ATOMIC_RELAXED);
 }
 
+/* Call ID as it stands (the lock held): its begin is cur's until its next call starts. */
+static void copy_call(int id, struct ms_stage_call *c)
+{
+	const struct ms_stage *s = &ms_st.stage[id];
+	c->id = id;
+	c->open = ms_st.depth[id] > 0;
+	c->unheard = s->cur.quiet || id == implicit_id();
+	c->begins = s->begins;
+	memcpy(c->dev_begin, &s->cur.begin[MS_DEV0], sizeof c->dev_begin);
+}
+
+int ms_stages_calls(struct ms_stage_call *open, int id, struct ms_stage_call *latest)
+{
+	int n = 0;
+	if (lock_or_refuse() < 0)
+		return -1;
+	for (int i = 0; open && i < ms_st.nopen; i++) {
+		copy_call(ms_st.open[i], &open[n]);
+		n += !open[n].unheard;
+	}
+	if (latest && id >= 0 && id < ms_st.nstages)
+		copy_call(id, latest);
+	else if (latest)
+		latest->id = -1;
+	stages_unlock();
+	return n;
+}
+
 int ms_stage_enter(int id, double now)
 {
 	ms_refresh(MS_REFRESH_BOUNDARY);

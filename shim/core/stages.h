@@ -103,13 +103,30 @@ int ms_stage_id(const char *name);
 /* Finds the stage called NAME without creating it; -1 when unknown. */
 int ms_stage_find(const char *name);
 
-/* Open nesting depth of stage ID now (0: not open), read without the lock: for a decision made
- * right after the caller's own enter or leave (cuda/pools.c samples outermost calls only). */
+/* Open nesting depth of stage ID now (0: not open), read without the lock: after the caller's own
+ * enter or leave it may already be another thread's (to follow calls: ms_stages_calls). */
 int ms_stage_depth(int id);
 /* Completed calls of stage ID so far (0 for an unknown ID). */
 uint64_t ms_stage_calls(int id);
 /* How many calls of stage ID have begun: a changed count while it stays open is a new call. */
 uint64_t ms_stage_begins(int id);
+/* One call of a stage as the engine holds it: which call (the stage's begins counter once it
+ * began; 0: none yet), whether it is open, whether it is quiet or the implicit init (the boundary
+ * observer hears of neither), and memshim's count of each device at its begin. */
+struct ms_stage_call {
+	int id, open, unheard;
+	uint64_t begins;
+	int64_t dev_begin[MS_MAX_DEVICES];
+};
+
+/* The engine's calls in one copy under its lock, for a subsystem that follows them from the
+ * boundary observer (cuda/): the depth read there may already be another thread's boundary's.
+ * Into OPEN (MS_MAX_STAGES entries, or NULL) the open calls the observer heard begin, outermost
+ * first; into *LATEST (or NULL) stage ID's latest call (id -1 when ID names none).  Returns how
+ * many went into OPEN, or -1 when this thread holds the lock (a handler interrupted it): nothing
+ * copied.  Never from inside the engine's lock. */
+int ms_stages_calls(struct ms_stage_call *open, int id, struct ms_stage_call *latest);
+
 /* Open stages other than the implicit init (no lock: a signal handler's estimate). */
 int ms_stages_explicit_open(void);
 

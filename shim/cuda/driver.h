@@ -30,6 +30,16 @@ void *ms_cuda_real(int idx);
 /* A helper the driver may lack: looked up once, then remembered as absent. */
 void *ms_cuda_real_optional(int idx);
 
+/* The calling thread's stream capture mode set to relaxed for a reading of ours: a call a capture
+ * prohibits (cuMemGetInfo, NVML's) in global mode would invalidate the graph some thread of the
+ * program is capturing.  Returns the mode to restore, MS_CAPTURE_NONE when the driver has no such
+ * function (the reading runs as it is), or MS_CAPTURE_FAILED (no reading). */
+#define MS_CAPTURE_NONE (-1)
+#define MS_CAPTURE_FAILED (-2)
+int ms_cuda_relax_capture(void);
+/* Puts back MODE (ms_cuda_relax_capture's). */
+void ms_cuda_restore_capture(int mode);
+
 #define REAL(name, type) ((type)ms_cuda_real(H_##name))
 #define NO_DRIVER CUDA_ERROR_NOT_INITIALIZED
 

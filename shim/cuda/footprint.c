@@ -5,7 +5,10 @@
  * this process's footprint on every device it used, current context or not.  Readings happen at
  * stage boundaries, at exit, at GPU timeline points at most every 100 ms, and at a failed
  * allocation: never inside a driver call (the driver's locks may be held) and never in a process
- * that has not used the driver.  One try-lock serialises readings; a busy one skips a reading. */
+ * that has not used the driver; each in relaxed stream-capture mode (a graph the program captures
+ * meanwhile stays valid).  Which stage calls are open, and when a stage's record starts over, is
+ * the engine's (ms_stages_calls, copied at each reading): another thread's boundary may come
+ * between the engine's and our observer's.  One try-lock serialises readings; a busy one skips. */
 #include <errno.h>
 #include <string.h>
 #include <sys/syscall.h>
@@ -25,10 +28,13 @@
 static struct ms_gpu_footprint fp MS_LARGE;
 static struct ms_spin fp_lock;
 static __thread int fp_mine MS_TLS;
-static pid_t fp_pid;                       /* the process that read: a forked child's copy is its parent's */
-static double last_point;                  /* ms_elapsed() of the last reading at a timeline point */
-static uint64_t fresh;                     /* bit s: stage s began and its record was not reset yet */
-static int open_ids[MS_MAX_STAGES], nopen; /* outermost first */
+static pid_t fp_pid;                  /* the process that read: a forked child's copy is its parent's */
+static double last_point;             /* ms_elapsed() of the last reading at a timeline point */
+static uint64_t held[MS_MAX_STAGES];  /* the begins of the call fp.stage[s] is the record of */
+static uint64_t ended[MS_MAX_STAGES]; /* the begins of the last call read at its end */
+/* The engine's open calls at the last reading, outermost first. */
+static struct ms_stage_call open_calls[MS_MAX_STAGES] MS_LARGE;
+static int nopen;
 static void (*oom_observer)(int index);
 uint32_t ms_gpufp_bursts; /* bit d: an out-of-memory burst is open on device d */
 __thread int ms_gpufp_counting MS_TLS;
@@ -106,25 +112,12 @@ static void fold_fp(struct ms_fp_device *d, int dev, int64_t mine)
 	d->have_fp = 1;
 }
 
-/* Stage S's record starts over (its call began); what it counted then is its base. */
-static void reset_stage(int s, int counted_now)
+/* Every open stage's record, and CLOSED's (a call just ended, or -1), takes the devices read now
+ * (MEM, FP: bits). */
+static void fold_stages(uint32_t mem, uint32_t fpbits, int64_t sum, int closed)
 {
-	struct ms_fp_stage *r = &fp.stage[s];
-	memset(r, 0, sizeof *r);
-	for (int d = 0; counted_now && d < MS_MAX_DEVICES; d++)
-		r->counted_begin[d] = ms_live((enum ms_comp)(MS_DEV0 + d));
-}
-
-/* Every open stage's record takes the devices read now (MEM, FP: bits). */
-static void fold_stages(uint32_t mem, uint32_t fpbits, int64_t sum)
-{
-	for (int i = 0; i < nopen; i++) {
-		int s = open_ids[i];
-		if (fresh & (1ULL << s)) {
-			reset_stage(s, 0); /* began before any GPU memory was counted */
-			fresh &= ~(1ULL << s);
-		}
-		struct ms_fp_stage *r = &fp.stage[s];
+	for (int i = 0; i < nopen + (closed >= 0); i++) {
+		struct ms_fp_stage *r = &fp.stage[i < nopen ? open_calls[i].id : closed];
 		for (int d = 0; d < MS_MAX_DEVICES; d++) {
 			const struct ms_fp_device *v = &fp.dev[d];
 			uint32_t bit = 1u << d;
@@ -142,9 +135,9 @@ static void fold_stages(uint32_t mem, uint32_t fpbits, int64_t sum)
 	}
 }
 
-/* A reading (the lock held): the current device's memory, NVML's footprint of every device used
- * when WITH_NVML; folded into the process and the open stages. */
-static void read_now(int with_nvml)
+/* A reading (the lock held, the calls synced): the current device's memory, NVML's footprint of
+ * every device used when WITH_NVML; folded into the process, the open stages and CLOSED's. */
+static void read_now(int with_nvml, int closed)
 {
 	int64_t free_b, total_b, sum = 0;
 	uint32_t mem = 0, fpbits = 0, used = ms_gpu_devices_used();
@@ -166,67 +159,77 @@ static void read_now(int with_nvml)
 	if (fpbits && sum > fp.peak)
 		fp.peak = sum;
 	fp.read |= mem | fpbits;
-	fold_stages(mem, fpbits, sum);
+	fold_stages(mem, fpbits, sum, closed);
 }
 
-/* Runs a reading with our own allocations uncounted and errno kept; 0, or -1 when skipped. */
-static int reading(int with_nvml)
+/* ---- the engine's calls ---- */
+
+/* Call C gets a fresh record unless it has one (1: it is new): its begin's count is its base, and
+ * a stage begun after an out-of-memory burst says the program went on. */
+static int adopt(const struct ms_stage_call *c)
 {
-	if (lock() < 0)
+	if (held[c->id] == c->begins)
+		return 0;
+	held[c->id] = c->begins;
+	struct ms_fp_stage *r = &fp.stage[c->id];
+	memset(r, 0, sizeof *r);
+	memcpy(r->counted_begin, c->dev_begin, sizeof r->counted_begin);
+	for (uint32_t i = 0; i < fp.noom && i < MS_FP_OOMS; i++)
+		fp.oom[i].went_on = 1;
+	__atomic_store_n(&ms_gpufp_bursts, 0, __ATOMIC_RELAXED);
+	return 1;
+}
+
+/* The engine's open calls copied (the lock held), with stage ID's latest into *LATEST (or NULL),
+ * and the new ones adopted: how many, or -1 when the engine refused (this thread is inside it). */
+static int sync_calls(int id, struct ms_stage_call *latest)
+{
+	int n = ms_stages_calls(open_calls, id, latest), began = 0;
+	nopen = n < 0 ? 0 : n;
+	for (int i = 0; i < nopen; i++)
+		began += adopt(&open_calls[i]);
+	return n < 0 ? -1 : began;
+}
+
+/* At an end: the stage of call C when C is closed, loud and not read at its end yet (adopted if it
+ * began unseen), else -1. */
+static int closed_call(const struct ms_stage_call *c)
+{
+	if (c->id < 0 || c->open || c->unheard || !c->begins || ended[c->id] == c->begins)
 		return -1;
+	ended[c->id] = c->begins;
+	adopt(c);
+	return c->id;
+}
+
+/* A reading at a boundary or point (the lock held) with our allocations uncounted and errno kept;
+ * skipped when the capture mode cannot be relaxed. */
+static void reading(int closed)
+{
 	int saved = errno;
 	ms_tls_guard++;
-	read_now(with_nvml);
+	int mode = ms_cuda_relax_capture();
+	if (mode != MS_CAPTURE_FAILED) {
+		read_now(1, closed);
+		ms_cuda_restore_capture(mode);
+	}
 	ms_tls_guard--;
 	errno = saved;
-	unlock();
-	return 0;
 }
 
 /* ---- stage boundaries, points, exit ---- */
 
-static void open_stage(int s)
-{
-	if (nopen < MS_MAX_STAGES)
-		open_ids[nopen++] = s;
-	fresh |= 1ULL << s;
-	for (uint32_t i = 0; i < fp.noom && i < MS_FP_OOMS; i++)
-		fp.oom[i].went_on = 1; /* a further stage: the program went on */
-	__atomic_store_n(&ms_gpufp_bursts, 0, __ATOMIC_RELAXED);
-}
-
-static void close_stage(int s)
-{
-	for (int i = 0; i < nopen; i++)
-		if (open_ids[i] == s) {
-			memmove(&open_ids[i], &open_ids[i + 1], (size_t)(nopen - i - 1) * sizeof *open_ids);
-			nopen--;
-			break;
-		}
-}
-
-/* A stage's outermost begin resets its record and reads; its outermost end reads, then closes it. */
+/* A call's begin reads into its fresh record; its end (the stage's call closed) reads into it. */
 void ms_gpufp_boundary(int stage, int end)
 {
-	if (stage < 0 || stage >= MS_MAX_STAGES || ms_stage_depth(stage) != (end ? 0 : 1))
+	if (stage < 0 || stage >= MS_MAX_STAGES || !may_read() || lock() < 0)
 		return;
-	int gpu = may_read();
-	if (lock() < 0)
-		return;
-	if (!end) {
-		open_stage(stage);
-		if (gpu) {
-			reset_stage(stage, 1);
-			fresh &= ~(1ULL << stage);
-		}
-	}
+	struct ms_stage_call latest;
+	int began = sync_calls(end ? stage : -1, end ? &latest : NULL);
+	int closed = began >= 0 && end ? closed_call(&latest) : -1;
+	if (began > 0 || closed >= 0)
+		reading(closed);
 	unlock();
-	if (gpu)
-		reading(1);
-	if (end && lock() == 0) {
-		close_stage(stage);
-		unlock();
-	}
 }
 
 void ms_gpufp_point(double now)
@@ -236,14 +239,18 @@ void ms_gpufp_point(double now)
 	if (!ms_gpufp_counting || now - last < POINT_GAP || !may_read())
 		return;
 	__atomic_store(&last_point, &now, __ATOMIC_RELAXED);
-	reading(1);
+	if (lock() < 0)
+		return;
+	if (sync_calls(-1, NULL) >= 0)
+		reading(-1);
+	unlock();
 }
 
 /* ---- out of memory ---- */
 
-/* A new burst's record (the lock held): the moment, the device as read now, the open stages, the
- * other processes. */
-static void record_oom(struct ms_fp_oom *o, int device, int64_t bytes, int result)
+/* A new burst's record (the lock held): the moment, the device as read now (when READ: the capture
+ * mode is relaxed), the open stages, the other processes. */
+static void record_oom(struct ms_fp_oom *o, int device, int64_t bytes, int result, int read)
 {
 	memset(o, 0, sizeof *o);
 	o->time = ms_elapsed();
@@ -252,21 +259,20 @@ static void record_oom(struct ms_fp_oom *o, int device, int64_t bytes, int resul
 	o->asked = bytes;
 	o->failures = 1;
 	o->counted = ms_live((enum ms_comp)(MS_DEV0 + device));
-	o->stage = nopen ? open_ids[nopen - 1] : -1;
-	int64_t free_b, total_b, mine;
-	if (current_mem(&free_b, &total_b) == device) {
+	o->stage = nopen ? open_calls[nopen - 1].id : -1;
+	int64_t free_b, total_b, mine = -1;
+	if (read && current_mem(&free_b, &total_b) == device) {
 		o->free = free_b;
 		o->total = total_b;
 		o->have_mem = 1;
 	}
-	o->others_known = ms_nvml_usage(device, &mine, o->others, MS_FP_OTHERS, &o->nothers) == 0;
+	o->others_known = read && ms_nvml_usage(device, &mine, o->others, MS_FP_OTHERS, &o->nothers) == 0;
 	o->footprint = mine;
 	o->have_fp = mine >= 0;
 	for (int i = 0; i < nopen && o->nopen < MS_FP_OPEN; i++) {
-		int s = open_ids[i];
-		int64_t base = (fresh & (1ULL << s)) ? 0 : fp.stage[s].counted_begin[device];
+		int s = open_calls[i].id;
 		o->open[o->nopen] = s;
-		o->open_added[o->nopen++] = o->counted - base;
+		o->open_added[o->nopen++] = o->counted - fp.stage[s].counted_begin[device];
 	}
 }
 
@@ -294,8 +300,12 @@ static int note_oom(int device, int64_t bytes, int result)
 		fp.oom_dropped++;
 		return -1;
 	}
-	read_now(1);
-	record_oom(&fp.oom[fp.noom], device, bytes, result);
+	int mode = ms_cuda_relax_capture(), read = mode != MS_CAPTURE_FAILED;
+	if (read)
+		read_now(1, -1);
+	record_oom(&fp.oom[fp.noom], device, bytes, result, read);
+	if (read)
+		ms_cuda_restore_capture(mode);
 	return (int)fp.noom++;
 }
 
@@ -305,6 +315,7 @@ void ms_gpufp_failed(int device, int64_t bytes, int result)
 		return;
 	int saved = errno;
 	ms_tls_guard++;
+	sync_calls(-1, NULL); /* before the burst's bit: a stage begun since says the last burst went on */
 	int index = note_oom(device, bytes, result);
 	ms_tls_guard--;
 	unlock();

@@ -66,9 +66,10 @@ struct ms_gpu_footprint {
 	struct ms_fp_oom oom[MS_FP_OOMS];
 };
 
-/* Subsystem steps (subsystems.def): reads at every stage boundary (outside the engine's lock), on
- * the calling thread, only in a process that used the driver; never at exit, where the runtime's
- * exit handlers and libcuda's destructors have run before ours: the last reading stands. */
+/* Subsystem steps (subsystems.def): reads at a boundary that begins or ends a stage's call, as the
+ * engine's calls tell (outside its lock), on the calling thread, only in a process that used the
+ * driver; never at exit, where the runtime's exit handlers and libcuda's destructors have run
+ * before ours: the last reading stands. */
 void ms_gpufp_boundary(int stage, int end);
 /* A forked child of a process that used the driver never reads: CUDA's state does not cross fork. */
 void ms_gpufp_fork_child(int tracking);

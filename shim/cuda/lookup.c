@@ -142,6 +142,27 @@ void *ms_cuda_real_optional(int idx)
 	return p;
 }
 
+/* ---- stream capture: our readings never count as the program's calls ---- */
+
+typedef CUresult (*exchange_fn)(CUstreamCaptureMode *);
+
+int ms_cuda_relax_capture(void)
+{
+	exchange_fn swap = (exchange_fn)ms_cuda_real_optional(H_cuThreadExchangeStreamCaptureMode);
+	CUstreamCaptureMode mode = CU_STREAM_CAPTURE_MODE_RELAXED;
+	if (!swap)
+		return MS_CAPTURE_NONE;
+	return swap(&mode) == CUDA_SUCCESS ? (int)mode : MS_CAPTURE_FAILED;
+}
+
+void ms_cuda_restore_capture(int mode)
+{
+	exchange_fn swap = (exchange_fn)ms_cuda_real_optional(H_cuThreadExchangeStreamCaptureMode);
+	CUstreamCaptureMode back = (CUstreamCaptureMode)mode;
+	if (swap && mode >= 0)
+		swap(&back);
+}
+
 /* Looks every slot up in the library that holds ADDR (the real cuGetProcAddress). */
 static void resolve_all(const void *addr)
 {

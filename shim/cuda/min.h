@@ -14,7 +14,8 @@
 	X(CU_MEM_LOCATION_TYPE_DEVICE, 1)                                                                              \
 	X(CU_MEM_ALLOCATION_TYPE_MANAGED, 2)                                                                           \
 	X(CU_MEMPOOL_ATTR_RESERVED_MEM_CURRENT, 5)                                                                     \
-	X(CU_MEMPOOL_ATTR_RESERVED_MEM_HIGH, 6)
+	X(CU_MEMPOOL_ATTR_RESERVED_MEM_HIGH, 6)                                                                        \
+	X(CU_STREAM_CAPTURE_MODE_RELAXED, 2)
 
 /* struct, field, offset: every field the shim reads */
 #define MS_CU_OFFSETS(X)                                                                                               \
@@ -35,6 +36,7 @@ typedef int CUdevice;
 typedef int CUmemPool_attribute;
 typedef int CUmemAllocationType;
 typedef int CUdriverProcAddressQueryResult;
+typedef int CUstreamCaptureMode;
 typedef unsigned long long CUdeviceptr;
 typedef unsigned int CUdeviceptr_v1;
 typedef unsigned long long CUmemGenericAllocationHandle;

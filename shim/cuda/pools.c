@@ -1,6 +1,8 @@
 /* Memory pools: which device and kind each pool's allocations are (the wrappers ask), and the
  * memory each pool holds in reserve, sampled at stage boundaries: what stream-ordered allocation
- * really holds on the device.  The report writer copies the samples (output/report.c). */
+ * really holds on the device.  The report writer copies the samples (output/report.c).  A call is
+ * sampled once at its begin and once at its end, told by the engine's own calls (ms_stages_calls):
+ * the depth read after one's boundary may be another thread's. */
 #include <errno.h>
 #include <sched.h>
 #include <string.h>
@@ -31,6 +33,7 @@ static struct ms_pool_sample samples[MS_CUDA_MAX_POOLS] MS_LARGE;
 static int nsamples;
 static int sampling;           /* boundaries querying pools now: cuMemPoolDestroy waits for them */
 static uint32_t async_devices; /* devices whose current pool served cuMemAllocAsync */
+static uint64_t begun[MS_MAX_STAGES], ended[MS_MAX_STAGES]; /* the begins of the calls sampled */
 
 /* ---- which device and kind ---- */
 
@@ -140,24 +143,33 @@ static void add_async_pools(void)
 	}
 }
 
+/* Whether this boundary of STAGE is the first to see its call begin (END 0) or closed (END 1):
+ * only the outermost begin and end of a call, whichever thread's observer comes first. */
+static int first_to_see(int stage, int end)
+{
+	struct ms_stage_call c;
+	if (ms_stages_calls(NULL, stage, &c) < 0 || c.id < 0 || c.unheard || !c.begins || c.open == end)
+		return 0;
+	return __atomic_exchange_n(end ? &ended[stage] : &begun[stage], c.begins, __ATOMIC_RELAXED) != c.begins;
+}
+
 void ms_cuda_boundary(int stage, int end)
 {
 	if (stage < 0 || stage >= MS_MAX_STAGES || !__atomic_load_n(&pools_seen, __ATOMIC_ACQUIRE) ||
-	    (pid_t)syscall(SYS_getpid) != __atomic_load_n(&pools_pid, __ATOMIC_RELAXED))
-		return;
-	int depth = ms_stage_depth(stage);
-	if (end ? depth != 0 : depth != 1) /* only the outermost call of a recursive stage */
+	    (pid_t)syscall(SYS_getpid) != __atomic_load_n(&pools_pid, __ATOMIC_RELAXED) || !first_to_see(stage, end))
 		return;
 	int saved = errno;
 	ms_tls_guard++;
 	struct boundary b = { stage, end,
 			      (CUresult(*)(CUmemoryPool, CUmemPool_attribute, void *))ms_cuda_real(
 				      H_cuMemPoolGetAttribute) };
-	if (b.get) {
+	int mode = b.get ? ms_cuda_relax_capture() : MS_CAPTURE_FAILED;
+	if (mode != MS_CAPTURE_FAILED) {
 		add_async_pools();
 		__atomic_add_fetch(&sampling, 1, __ATOMIC_SEQ_CST); /* ordered against destroy's removal */
 		ms_table_each(&pool_tab, sample_pool, &b);
 		__atomic_sub_fetch(&sampling, 1, __ATOMIC_SEQ_CST);
+		ms_cuda_restore_capture(mode);
 	}
 	ms_tls_guard--;
 	errno = saved;

@@ -9,7 +9,9 @@
  * their own peaks, unchanged).  Kept fds are moved to high numbers, close-on-exec, and checked
  * (fstat) before each use, so the program's fds keep their numbers and a number the program took
  * over is never read.  The group's high-water, limit and OOM kills are opened and read at a report
- * and at most once a second at boundaries. */
+ * and at most once a second at boundaries.  With the group, the boot id and the directory's device
+ * and inode are read once: they tell a later reader of the file whether the group it names is
+ * still this one. */
 #include "intercept/cgroup.h"
 
 #include <errno.h>
@@ -286,6 +288,37 @@ static void read_state(void)
 	cg.oom_kills = read_key(v2 ? "memory.events" : "memory.oom_control", "oom_kill");
 }
 
+/* The boot id into cg.boot_id (left "" when unreadable or not a UUID's characters). */
+static void read_boot_id(void)
+{
+	char text[MS_BOOT_ID_LEN];
+	int fd = (int)syscall(SYS_openat, AT_FDCWD, "/proc/sys/kernel/random/boot_id", O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return;
+	long n = syscall(SYS_read, fd, text, sizeof text - 1);
+	syscall(SYS_close, fd);
+	while (n > 0 && (text[n - 1] == '\n' || text[n - 1] == ' '))
+		n--;
+	for (long i = 0; i < n; i++)
+		if (!((text[i] >= '0' && text[i] <= '9') || (text[i] >= 'a' && text[i] <= 'f') || text[i] == '-'))
+			return;
+	if (n <= 0)
+		return;
+	memcpy(cg.boot_id, text, (size_t)n);
+	cg.boot_id[n] = '\0';
+}
+
+/* The group's directory's device and inode (0 when it cannot be read): a group made again under the
+ * same path is another one. */
+static void read_dir_id(void)
+{
+	struct stat st;
+	if (syscall(SYS_newfstatat, AT_FDCWD, cg.dir, &st, 0) != 0 || !S_ISDIR(st.st_mode))
+		return;
+	cg.dev = (uint64_t)st.st_dev;
+	cg.ino = (uint64_t)st.st_ino;
+}
+
 /* Found once; the first caller looks, the others read nothing meanwhile. */
 static int ready(void)
 {
@@ -296,6 +329,8 @@ static int ready(void)
 		return 0;
 	int ok = find() != 0;
 	if (ok) {
+		read_boot_id();
+		read_dir_id();
 		read_state();
 		state_read_at = ms_now();
 		cg.oom_kills_first = cg.oom_kills;

@@ -7,6 +7,8 @@
 #include "core/cgroup.h"
 #include "core/counters.h"
 
+#define MS_BOOT_ID_LEN 40 /* /proc/sys/kernel/random/boot_id: a 36-character UUID, NUL-terminated */
+
 struct ms_cgroup {
 	int version;             /* 1 or 2 */
 	int per_reader;          /* v2 memory.peak of our own fd (Linux 6.12+): each stage's own peak */
@@ -16,6 +18,10 @@ struct ms_cgroup {
 	int64_t oom_kills;       /* memory.events / oom_control oom_kill; MS_CGROUP_NONE: not stated */
 	int64_t oom_kills_first; /* at this process's first read */
 	char dir[MS_CGROUP_PATH];
+	/* which group on which boot, found with it: a reader elsewhere or after a reboot must not read
+	 * another group's files as this one's (boot_id "": unknown; ino 0: unknown) */
+	char boot_id[MS_BOOT_ID_LEN];
+	uint64_t dev, ino;
 };
 
 /* Reads the group now (MS_CGROUP's live value and window peak; the rest of the state on boundaries

@@ -40,6 +40,13 @@ void ms_doc_cgroup_process(struct ms_json *w, const struct ms_cgroup *cg, int64_
 	ms_json_object(w, "cgroup");
 	ms_json_int(w, "version", cg->version);
 	ms_json_string(w, "path", cg->dir);
+	/* which group on which boot: memshim-format reads the group again only where both still hold */
+	if (cg->boot_id[0])
+		ms_json_string(w, "boot_id", cg->boot_id);
+	if (cg->ino && cg->ino <= INT64_MAX && cg->dev <= INT64_MAX) { /* a reader's whole numbers */
+		ms_json_int(w, "dev", (int64_t)cg->dev);
+		ms_json_int(w, "ino", (int64_t)cg->ino);
+	}
 	ms_json_int(w, "usage", cg->usage);
 	ms_json_int(w, "peak", cg->peak > cg->usage ? cg->peak : cg->usage);
 	ms_json_int(w, "peak_read", peak_read);

@@ -47,7 +47,8 @@ _Static_assert(COUNT(((struct ms_live_record *)0)->live) == COUNT(((struct ms_st
 		       MS_LIVE_DEV0 == (int)MS_DEV0 && MS_LIVE_RSS == (int)MS_RSS && MS_LIVE_GPU == (int)MS_GPU &&
 		       MS_LIVE_RESERVE == (int)MS_RESERVE && MS_LIVE_MANAGED == (int)MS_MANAGED &&
 		       MS_LIVE_SHARED == (int)MS_SHARED && MS_LIVE_CGROUP == (int)MS_CGROUP &&
-		       sizeof((struct ms_live_record *)0)->cgroup_dir == MS_CGROUP_PATH,
+		       sizeof((struct ms_live_record *)0)->cgroup_dir == MS_CGROUP_PATH &&
+		       sizeof((struct ms_live_record *)0)->cgroup_boot_id == MS_BOOT_ID_LEN,
 	       "the live record follows core/counters.h and core/stages.h");
 
 #define WORTH_AGE 2.0 /* as the default snapshot policy */
@@ -268,8 +269,12 @@ static void cgroup_of(struct ms_live_record *r)
 	r->cgroup_limit = cg->limit;
 	r->cgroup_oom_kills = cg->oom_kills;
 	r->cgroup_oom_kills_first = cg->oom_kills_first;
-	if (!r->cgroup_dir[0])
+	if (!r->cgroup_dir[0]) {
 		ms_strlcpy(r->cgroup_dir, cg->dir, sizeof r->cgroup_dir);
+		ms_strlcpy(r->cgroup_boot_id, cg->boot_id, sizeof r->cgroup_boot_id);
+		r->cgroup_dev = cg->dev;
+		r->cgroup_ino = cg->ino;
+	}
 }
 
 /* Live memory moved (or a boundary): live, and from it the process peaks and the open stages' end

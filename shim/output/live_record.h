@@ -10,7 +10,7 @@
 #include <stdint.h>
 
 #define MS_LIVE_MAGIC UINT64_C(0x314556494c4d534d) /* "MSMLIVE1" in the file's first bytes */
-#define MS_LIVE_VERSION 3                          /* 2: the shared component (MS_LIVE_SHARED); 3: the memory cgroup */
+#define MS_LIVE_VERSION 4 /* 2: the shared component; 3: the memory cgroup; 4: its boot id, dev, ino */
 #define MS_LIVE_SUFFIX ".live"
 #define MS_LIVE_STAGES 64 /* MS_MAX_STAGES */
 #define MS_LIVE_COMPS 26  /* MS_NCOMP: the components of core/counters.h, in its order */
@@ -95,7 +95,9 @@ struct ms_live_record {
 	/* the memory cgroup as last read (cgroup_version 0: none read; limits MS_CGROUP_NONE: none) */
 	int32_t cgroup_version, cgroup_per_reader;
 	int64_t cgroup_usage, cgroup_peak, cgroup_limit, cgroup_oom_kills, cgroup_oom_kills_first;
-	char cgroup_dir[512]; /* MS_CGROUP_PATH */
+	char cgroup_dir[512];            /* MS_CGROUP_PATH */
+	char cgroup_boot_id[40];         /* MS_BOOT_ID_LEN: the boot the group was found on ("": unknown) */
+	uint64_t cgroup_dev, cgroup_ino; /* the group's directory (0: unknown) */
 	uint32_t argv_len, argv_truncated;
 	char argv[MS_LIVE_ARGV];   /* NUL-separated, as /proc/PID/cmdline */
 	char output[MS_LIVE_PATH]; /* the metrics file this process writes at exit */

@@ -439,6 +439,7 @@ START_TEST(fixtures_pass_bare)
 	static const char *const cases[][2] = {
 		{ "fx_linked", "linked" }, { "fx_linked", "vmm" },  { "fx_linked", "async" },
 		{ "fx_linked", "threads" }, { "fx_linked", "side" }, { "fx_linked", "unknown" },
+		{ "fx_linked", "capture" },
 		{ "fx_dl", "dlsym" },	    { "fx_dl", "procaddr12" }, { "fx_dl", "procaddr11" },
 	};
 	char next[LONG_PATH];
@@ -681,6 +682,54 @@ START_TEST(footprint_boundary_cost)
 }
 END_TEST
 
+/* Two threads begin one stage, the second's boundary while the first's observers are held: the
+ * stage is read at its begin and end all the same, and its pool sampled once at each. */
+START_TEST(footprint_of_a_stage_two_threads_begin)
+{
+	struct run r;
+	run_nvml(&r, "race_open", NULL);
+	assert_clean(&r);
+	ck_assert_int_eq(metric(&r, "shared_mem_gpu_footprint_peak"), 9 * MiB + CTX);
+	json_t *d0 = fp_device(json_object_get(stage(&r, "shared"), "gpu_footprint"), 0);
+	ck_assert_int_eq(get_int(d0, "footprint"), 9 * MiB + CTX);
+	ck_assert_int_eq(get_int(d0, "free_min"), TOTAL - CTX - 9 * MiB);
+	json_t *row = pool_row(&r, 0, "shared");
+	ck_assert_msg(row != NULL, "the pool has no row for the stage");
+	ck_assert_int_eq(get_int(row, "reserved_begin"), 0);
+	ck_assert_int_eq(get_int(row, "reserved_end"), 0);
+	done(&r);
+}
+END_TEST
+
+/* A stage's end overtakes its begin's reading: the stage is not left open to later readings. */
+START_TEST(footprint_of_a_stage_whose_end_came_first)
+{
+	struct run r;
+	run_nvml(&r, "race_close", NULL);
+	assert_clean(&r);
+	ck_assert_int_eq(metric(&r, "early_mem_gpu_footprint_peak"), 1 * MiB + CTX);
+	ck_assert_int_eq(metric(&r, "later_mem_gpu_footprint_peak"), 65 * MiB + CTX);
+	done(&r);
+}
+END_TEST
+
+/* A graph captured in global mode while stages begin and end on its thread and another: the
+ * readings (relaxed capture mode) leave it valid and each thread's mode as it was (the fixture
+ * checks both), and still read. */
+START_TEST(footprint_read_during_a_capture)
+{
+	struct run r;
+	run_nvml(&r, "capture", NULL);
+	assert_clean(&r);
+	json_t *d0 = fp_device(json_object_get(stage(&r, "captured"), "gpu_footprint"), 0);
+	ck_assert_int_eq(get_int(d0, "free_min"), TOTAL - CTX - 4 * MiB);
+	ck_assert_int_eq(get_int(d0, "footprint"), 4 * MiB + CTX);
+	d0 = fp_device(json_object_get(stage(&r, "beside"), "gpu_footprint"), 0);
+	ck_assert_int_eq(get_int(d0, "free_min"), TOTAL - CTX - 4 * MiB);
+	done(&r);
+}
+END_TEST
+
 /* A stage whose only device allocation turned the call sites on lists it at its peak. */
 START_TEST(first_device_allocation_is_a_site)
 {
@@ -731,6 +780,9 @@ static Suite *gpu_suite(void)
 	tcase_add_test(fp, oom_report_pid_namespace);
 	tcase_add_test(fp, oom_snapshot_survives_kill);
 	tcase_add_test(fp, footprint_boundary_cost);
+	tcase_add_test(fp, footprint_of_a_stage_two_threads_begin);
+	tcase_add_test(fp, footprint_of_a_stage_whose_end_came_first);
+	tcase_add_test(fp, footprint_read_during_a_capture);
 	suite_add_tcase(s, fp);
 	return s;
 }

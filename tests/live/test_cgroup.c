@@ -212,11 +212,35 @@ START_TEST(top_shows_the_cgroups_headroom)
 }
 END_TEST
 
-/* A gone process's snapshot naming a group (laid out: v2, 1 oom_kill now, 0 at its last reading),
- * with REASON; memshim-format's output into OUT. */
-static void format_gone(const char *reason, char *out, size_t size)
+/* How the snapshot below names its group's boot and directory. */
+enum which { SAME_GROUP, OTHER_BOOT, OTHER_DIR, NOT_SAID };
+
+/* The "boot_id", "dev" and "ino" keys of a file naming the group at CG as WHICH says, into OUT. */
+static void group_keys(enum which which, const char *cg, char *out, size_t size)
 {
-	char cg[300], path[400], cmd[1024];
+	char boot[64] = "";
+	struct stat st;
+	FILE *f = fopen("/proc/sys/kernel/random/boot_id", "r");
+	ck_assert_ptr_nonnull(f);
+	ck_assert_ptr_nonnull(fgets(boot, sizeof boot, f));
+	fclose(f);
+	boot[strcspn(boot, "\n")] = '\0';
+	if (which == OTHER_BOOT) /* a boot id of another boot: this one's with its first digit changed */
+		boot[0] = boot[0] == '0' ? '1' : '0';
+	ck_assert_int_eq(stat(cg, &st), 0);
+	if (which == NOT_SAID)
+		out[0] = '\0';
+	else
+		snprintf(out, size, "\"boot_id\": \"%s\", \"dev\": %llu, \"ino\": %llu, ", boot,
+			 (unsigned long long)st.st_dev, (unsigned long long)st.st_ino + (which == OTHER_DIR));
+}
+
+/* A gone process's snapshot naming a group (laid out: v2, 1 oom_kill now, 0 at its last reading;
+ * PEAK, when not NULL, its memory.peak now), with REASON, its boot and directory as WHICH says;
+ * memshim-format's output into OUT. */
+static void format_gone(const char *reason, enum which which, const char *peak, char *out, size_t size)
+{
+	char cg[300], path[400], cmd[1024], keys[256];
 	snprintf(dir, sizeof dir, "/tmp/memshim-oom.XXXXXX");
 	ck_assert_ptr_nonnull(mkdtemp(dir));
 	snprintf(cg, sizeof cg, "%s/group", dir);
@@ -226,10 +250,17 @@ static void format_gone(const char *reason, char *out, size_t size)
 	ck_assert_ptr_nonnull(f);
 	fputs("oom 1\noom_kill 1\n", f);
 	fclose(f);
+	snprintf(path, sizeof path, "%s/memory.peak", cg);
+	f = peak ? fopen(path, "w") : NULL;
+	if (f) {
+		fputs(peak, f);
+		fclose(f);
+	}
 	pid_t gone = fork(); /* a pid that is gone */
 	if (gone == 0)
 		_exit(0);
 	waitpid(gone, NULL, 0);
+	group_keys(which, cg, keys, sizeof keys);
 	snprintf(path, sizeof path, "%s/m.json", dir);
 	f = fopen(path, "w");
 	ck_assert_ptr_nonnull(f);
@@ -237,9 +268,9 @@ static void format_gone(const char *reason, char *out, size_t size)
 		"{\"format\": \"memshim-metrics\", \"version\": 1, \"complete\": false, \"reason\": \"%s\", "
 		"\"signal\": 15, \"pid\": %d, \"metrics\": {\"process_mem_cgroup_peak\": 1048576, "
 		"\"process_mem_cgroup_limit\": 2097152}, \"stages\": [], \"process\": {\"cgroup\": {\"version\": 2, "
-		"\"path\": \"%s\", \"usage\": 1048576, \"peak\": 1048576, \"limit\": 2097152, \"oom_kills\": 0, "
+		"\"path\": \"%s\", %s\"usage\": 1048576, \"peak\": 1048576, \"limit\": 2097152, \"oom_kills\": 0, "
 		"\"read\": \"x\"}}}\n",
-		reason, (int)gone, cg);
+		reason, (int)gone, cg, keys);
 	fclose(f);
 	snprintf(cmd, sizeof cmd, "%s %s 2>&1", built("memshim-format"), path);
 	shell(cmd, out, size);
@@ -250,12 +281,42 @@ static void format_gone(const char *reason, char *out, size_t size)
 START_TEST(the_oom_line_only_for_a_death_by_sigkill)
 {
 	char out[1 << 14];
-	format_gone("snapshot", out, sizeof out);
+	format_gone("snapshot", SAME_GROUP, NULL, out, sizeof out);
 	ck_assert_msg(strstr(out, "killed by its memory cgroup's OOM killer (oom_kill 0 -> 1): cgroup peak "
 				  "1.00MB of 2.00MB (50%)"),
 		      "%s", out);
-	format_gone("signal", out, sizeof out);
+	format_gone("signal", SAME_GROUP, NULL, out, sizeof out);
 	ck_assert_msg(!strstr(out, "OOM killer") && strstr(out, "cgroup peak 1.00MB of 2.00MB (50%)"), "%s", out);
+}
+END_TEST
+
+/* format_gone's directory removed. */
+static void remove_gone(void)
+{
+	char cmd[300];
+	snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
+	if (system(cmd) != 0)
+		fprintf(stderr, "could not remove %s\n", dir);
+}
+
+/* The group's files are read again only for the group the file recorded, on the boot it ran on: a
+ * file from another boot (or host), naming a directory made again under the path, or saying
+ * neither, keeps what it recorded and borrows no verdict from the files there now. */
+START_TEST(the_group_is_read_again_only_where_it_is_the_same)
+{
+	static const enum which others[] = { OTHER_BOOT, OTHER_DIR, NOT_SAID };
+	char out[1 << 14];
+	format_gone("snapshot", SAME_GROUP, "1572864\n", out, sizeof out); /* the group's high-water now */
+	ck_assert_msg(strstr(out, "(oom_kill 0 -> 1): cgroup peak 1.50MB of 2.00MB (75%)") &&
+			      strstr(out, "  cgroup peak 1.50MB of 2.00MB (75%)\n"),
+		      "%s", out);
+	remove_gone();
+	for (size_t i = 0; i < sizeof others / sizeof *others; i++) {
+		format_gone("snapshot", others[i], "1572864\n", out, sizeof out);
+		ck_assert_msg(!strstr(out, "OOM killer") && strstr(out, "  cgroup peak 1.00MB of 2.00MB (50%)\n"),
+			      "case %zu: %s", i, out);
+		remove_gone();
+	}
 }
 END_TEST
 
@@ -270,6 +331,7 @@ int main(void)
 	TCase *top = tcase_create("laid_out");
 	tcase_add_test(top, top_shows_the_cgroups_headroom);
 	tcase_add_test(top, the_oom_line_only_for_a_death_by_sigkill);
+	tcase_add_test(top, the_group_is_read_again_only_where_it_is_the_same);
 	suite_add_tcase(s, top);
 	return run_suite(s);
 }

@@ -101,6 +101,23 @@ static void stages_read_at_boundaries_and_points(json_t *m)
 	ck_assert_str_eq(json_string_value(json_object_get(train, "peak_kind")), "reads");
 }
 
+/* Which group on which boot: this boot's id and the group directory's device and inode, read once
+ * when the group was found (memshim-format reads the group again only where they still hold). */
+static void names_the_group_and_the_boot(json_t *c)
+{
+	char boot[64] = "";
+	struct stat st;
+	FILE *f = fopen("/proc/sys/kernel/random/boot_id", "r");
+	ck_assert_ptr_nonnull(f);
+	ck_assert_ptr_nonnull(fgets(boot, sizeof boot, f));
+	fclose(f);
+	boot[strcspn(boot, "\n")] = '\0';
+	ck_assert_int_eq(stat(group, &st), 0);
+	ck_assert_str_eq(json_string_value(json_object_get(c, "boot_id")), boot);
+	ck_assert_int_eq(num(c, "dev"), (int64_t)st.st_dev);
+	ck_assert_int_eq(num(c, "ino"), (int64_t)st.st_ino);
+}
+
 /* The dump of R's file: memshim-format's stdout. */
 static char *dump(void)
 {
@@ -131,6 +148,7 @@ START_TEST(v2_group_with_a_limit)
 	ck_assert_int_eq(num(c, "limit"), 1024 * MiB);
 	ck_assert_int_eq(num(c, "oom_kills"), 3);
 	ck_assert_int_eq(num(c, "oom_kills_at_start"), 3);
+	names_the_group_and_the_boot(c);
 	ck_assert_ptr_nonnull(strstr(json_string_value(json_object_get(c, "read")), "memory.current"));
 	char *out = dump();
 	/* the group's high-water (400MB) is above anything the process read: the line says whose it is */
@@ -168,6 +186,7 @@ START_TEST(v1_group_and_its_unlimited_value)
 	ck_assert_int_eq(num(c, "version"), 1);
 	ck_assert_int_eq(num(c, "peak"), 400 * MiB);
 	ck_assert_int_eq(num(c, "oom_kills"), 0);
+	names_the_group_and_the_boot(c);
 	ck_assert_ptr_nonnull(strstr(json_string_value(json_object_get(c, "read")), "memory.usage_in_bytes"));
 	json_decref(m);
 	remove_group();

@@ -295,7 +295,8 @@ START_TEST(shared_memory)
 END_TEST
 
 /* The memory cgroup: nothing without a reading; with one, a stage's usage as read and its kind of
- * peak, the process's group, the flat keys (the limit only when there is one). */
+ * peak, the process's group (with its boot and directory when known), the flat keys (the limit
+ * only when there is one). */
 START_TEST(memory_cgroup)
 {
 	fill_state();
@@ -311,7 +312,10 @@ START_TEST(memory_cgroup)
 				.limit = 16 << 20,
 				.oom_kills = 1,
 				.oom_kills_first = 0,
-				.dir = "/sys/fs/cgroup/job.slice" };
+				.dir = "/sys/fs/cgroup/job.slice",
+				.boot_id = "0e4a6b1c-2d3f-4a5b-8c7d-9e0f1a2b3c4d",
+				.dev = 29,
+				.ino = 4294971234u };
 	doc.cgroup = &cg;
 	doc.peaks[MS_CGROUP] = 7 << 20;
 	span(&st.stage[0].last, MS_CGROUP, 1 << 20, 3 << 20, 7 << 20);
@@ -331,12 +335,19 @@ START_TEST(memory_cgroup)
 	expect_int(root, "process/cgroup/limit", 16 << 20);
 	expect_int(root, "process/cgroup/oom_kills", 1);
 	expect_int(root, "process/cgroup/oom_kills_at_start", 0);
+	expect_str(root, "process/cgroup/boot_id", "0e4a6b1c-2d3f-4a5b-8c7d-9e0f1a2b3c4d");
+	expect_int(root, "process/cgroup/dev", 29);
+	expect_int(root, "process/cgroup/ino", 4294971234);
 	json_decref(root);
 	cg.limit = MS_CGROUP_NONE;
 	cg.per_reader = 0;
+	cg.boot_id[0] = '\0';
+	cg.ino = 0;
 	root = written();
 	ck_assert_ptr_null(at(root, "metrics/process_mem_cgroup_limit"));
 	ck_assert_ptr_null(at(root, "process/cgroup/limit"));
+	ck_assert_ptr_null(at(root, "process/cgroup/boot_id")); /* not known: no key */
+	ck_assert_ptr_null(at(root, "process/cgroup/ino"));
 	expect_str(root, "stages/1/cgroup/peak_kind", "reads");
 	json_decref(root);
 }

@@ -323,6 +323,48 @@ START_TEST(a_device_first_used_in_a_later_call_is_counted_there)
 }
 END_TEST
 
+/* What the observer's followers copy (cuda/): the open calls the observer heard begin, each with
+ * its begins and device count at its begin, and one stage's latest call, open or closed. */
+START_TEST(calls_copy_follows_the_engine)
+{
+	struct ms_stage_call open[MS_MAX_STAGES], latest;
+	reset();
+	ms_stages_begin_implicit_init(0);
+	int init = ms_stage_find("init"), a = ms_stage_id("a"), b = ms_stage_id("b"), q = ms_stage_id("q");
+	ck_assert_int_eq(ms_stages_calls(open, init, &latest), 0); /* the implicit init: never heard */
+	ck_assert(latest.open && latest.unheard);
+	ms_gpu_add(0, 3 * MiB);
+	ms_stage_enter(a, 1);
+	ms_gpu_add(0, 2 * MiB);
+	ms_stage_enter(b, 2);
+	ms_stage_enter(a, 3); /* a recursion: the same call */
+	ck_assert_int_eq(ms_stages_calls(open, a, &latest), 2);
+	ck_assert(open[0].id == a && open[0].open && !open[0].unheard && open[0].begins == 1);
+	ck_assert_int_eq(open[0].dev_begin[0], 3 * MiB);
+	ck_assert(open[1].id == b && open[1].begins == 1);
+	ck_assert_int_eq(open[1].dev_begin[0], 5 * MiB);
+	ck_assert(latest.id == a && latest.open && latest.begins == 1);
+	ms_stage_leave(a, 4);
+	ms_stage_leave(a, 5);
+	ck_assert_int_eq(ms_stages_calls(open, a, &latest), 1);
+	ck_assert(open[0].id == b && latest.id == a && !latest.open && latest.begins == 1);
+	ck_assert_int_eq(latest.dev_begin[0], 3 * MiB);
+	ms_stage_enter(a, 6);
+	ck_assert_int_eq(ms_stages_calls(NULL, a, &latest), 0);
+	ck_assert(latest.open && latest.begins == 2);
+	ck_assert_int_eq(latest.dev_begin[0], 5 * MiB);
+	for (int i = 0; i < MS_QUIET_AFTER + 1; i++) { /* then a quiet call: no observer hears it */
+		ms_stage_enter(q, 7 + i * 0.0001);
+		ms_stage_leave(q, 7 + i * 0.0001);
+	}
+	ms_stage_enter(q, 7 + (MS_QUIET_AFTER + 1) * 0.0001);
+	ck_assert_int_eq(ms_stages_calls(open, q, &latest), 2);
+	ck_assert(latest.open && latest.unheard);
+	ck_assert_int_eq(ms_stages_calls(NULL, MS_MAX_STAGES - 1, &latest), 0);
+	ck_assert_int_eq(latest.id, -1);
+}
+END_TEST
+
 START_TEST(snapshot_copy_reports_open_stage_so_far)
 {
 	static struct ms_stages copy;
@@ -452,6 +494,7 @@ int main(void)
 	tcase_add_test(tc, gpu_failures_go_to_open_stages_and_events);
 	tcase_add_test(tc, child_reset_starts_from_live_memory);
 	tcase_add_test(tc, snapshot_copy_reports_open_stage_so_far);
+	tcase_add_test(tc, calls_copy_follows_the_engine);
 	tcase_add_test(tc, a_device_first_used_in_a_later_call_is_counted_there);
 	tcase_add_test(tc, brief_copy_takes_what_changed);
 	tcase_add_test(tc, threads_entering_one_stage_stay_consistent);

@@ -13,7 +13,17 @@
  * then reached from inside the outer one.  cuMemAlloc_v2 also keeps a malloc'ed host record of
  * each allocation, which cuMemFree_v2 frees.
  * STANDIN_CUDA_FORK_ABORT=1: cuMemGetInfo called in a forked child of the process that called
- * cuInit aborts (the real driver's state does not cross fork: nothing may call it there). */
+ * cuInit aborts (the real driver's state does not cross fork: nothing may call it there).
+ * Stream capture as the real driver rules it: each thread's capture mode (global by default,
+ * cuThreadExchangeStreamCaptureMode), one capture at a time (cuStreamBeginCapture_v2 with its mode,
+ * cuStreamEndCapture), and cuMemGetInfo, a call a capture prohibits, failing with
+ * CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED and invalidating the capture when the calling thread's mode
+ * prohibits it: its own capture not begun relaxed, or another thread's begun in global mode while
+ * its own mode is global (the end then returns CUDA_ERROR_STREAM_CAPTURE_INVALIDATED).
+ * standin_cuda_hold(which) makes the next call of one function (STANDIN_HOLD_POOL_ATTR:
+ * cuMemPoolGetAttribute, STANDIN_HOLD_MEM_INFO: cuMemGetInfo) wait until standin_cuda_release()
+ * (at most 10 s); standin_cuda_held() waits for such a call: a fixture forces an interleaving of
+ * threads with it. */
 #define __CUDA_API_VERSION_INTERNAL 1
 #include <cuda.h>
 #include <dlfcn.h>
@@ -21,6 +31,7 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #define EXPORT __attribute__((visibility("default")))
@@ -68,6 +79,12 @@ static uint64_t recent_addr[NDEV], recent_size[NDEV]; /* last freed block, reuse
 static int initialized;
 static pid_t init_pid; /* STANDIN_CUDA_FORK_ABORT: who called cuInit */
 static __thread struct ctx *current;
+static __thread int capture_mode; /* CU_STREAM_CAPTURE_MODE_GLOBAL until exchanged */
+static struct {
+	CUstream stream; /* the stream capturing while on */
+	int on, mode, invalidated;
+	pthread_t thread;
+} capture; /* under mu */
 
 /* ---- bookkeeping (under mu) ---- */
 
@@ -213,15 +230,123 @@ EXPORT CUresult cuCtxSetCurrent(CUcontext ctx)
 	return CUDA_SUCCESS;
 }
 
+/* ---- holding a call, so that a test orders threads ---- */
+
+#define STANDIN_HOLD_POOL_ATTR 1
+#define STANDIN_HOLD_MEM_INFO 2
+static int hold_armed, holding, released;
+
+EXPORT void standin_cuda_hold(int which);
+EXPORT void standin_cuda_hold(int which)
+{
+	__atomic_store_n(&released, 0, __ATOMIC_RELAXED);
+	__atomic_store_n(&hold_armed, which, __ATOMIC_RELEASE);
+}
+
+EXPORT void standin_cuda_release(void);
+EXPORT void standin_cuda_release(void)
+{
+	__atomic_store_n(&released, 1, __ATOMIC_RELEASE);
+}
+
+static void pause_ms(void)
+{
+	struct timespec ms = { 0, 1000000 };
+	nanosleep(&ms, NULL);
+}
+
+/* 1 once a call is held (0 after 10 s without one). */
+EXPORT int standin_cuda_held(void);
+EXPORT int standin_cuda_held(void)
+{
+	for (int i = 0; i < 10000 && !__atomic_load_n(&holding, __ATOMIC_ACQUIRE); i++)
+		pause_ms();
+	return __atomic_load_n(&holding, __ATOMIC_ACQUIRE);
+}
+
+/* The call WHICH waits here when it was armed (outside mu: the other threads go on). */
+static void maybe_hold(int which)
+{
+	int armed = which;
+	if (!__atomic_compare_exchange_n(&hold_armed, &armed, 0, 0, __ATOMIC_ACQ_REL, __ATOMIC_RELAXED))
+		return;
+	__atomic_store_n(&holding, 1, __ATOMIC_RELEASE);
+	for (int i = 0; i < 10000 && !__atomic_load_n(&released, __ATOMIC_ACQUIRE); i++)
+		pause_ms();
+	__atomic_store_n(&holding, 0, __ATOMIC_RELEASE);
+}
+
+/* ---- stream capture ---- */
+
+EXPORT CUresult cuThreadExchangeStreamCaptureMode(CUstreamCaptureMode *mode)
+{
+	if (!mode || *mode < CU_STREAM_CAPTURE_MODE_GLOBAL || *mode > CU_STREAM_CAPTURE_MODE_RELAXED)
+		return CUDA_ERROR_INVALID_VALUE;
+	int old = capture_mode;
+	capture_mode = (int)*mode;
+	*mode = (CUstreamCaptureMode)old;
+	return CUDA_SUCCESS;
+}
+
+EXPORT CUresult cuStreamBeginCapture_v2(CUstream s, CUstreamCaptureMode mode)
+{
+	if (!s || mode < CU_STREAM_CAPTURE_MODE_GLOBAL || mode > CU_STREAM_CAPTURE_MODE_RELAXED)
+		return CUDA_ERROR_INVALID_VALUE;
+	pthread_mutex_lock(&mu);
+	CUresult r = capture.on ? CUDA_ERROR_ILLEGAL_STATE : CUDA_SUCCESS;
+	if (!r) {
+		capture.stream = s;
+		capture.on = 1;
+		capture.mode = (int)mode;
+		capture.invalidated = 0;
+		capture.thread = pthread_self();
+	}
+	pthread_mutex_unlock(&mu);
+	return r;
+}
+
+EXPORT CUresult cuStreamEndCapture(CUstream s, CUgraph *graph)
+{
+	static int a_graph;
+	pthread_mutex_lock(&mu);
+	CUresult r = !capture.on || capture.stream != s ? CUDA_ERROR_ILLEGAL_STATE
+		     : capture.mode != CU_STREAM_CAPTURE_MODE_RELAXED && !pthread_equal(capture.thread, pthread_self())
+			     ? CUDA_ERROR_STREAM_CAPTURE_WRONG_THREAD
+		     : capture.invalidated ? CUDA_ERROR_STREAM_CAPTURE_INVALIDATED
+					   : CUDA_SUCCESS;
+	if (r != CUDA_ERROR_ILLEGAL_STATE && r != CUDA_ERROR_STREAM_CAPTURE_WRONG_THREAD)
+		capture.on = 0;
+	pthread_mutex_unlock(&mu);
+	*graph = r ? NULL : (CUgraph)&a_graph;
+	return r;
+}
+
+/* Whether the calling thread's mode prohibits a potentially unsafe call now (under mu). */
+static int prohibited(void)
+{
+	if (!capture.on || capture_mode == CU_STREAM_CAPTURE_MODE_RELAXED)
+		return 0;
+	int own = pthread_equal(capture.thread, pthread_self());
+	if (own)
+		return capture.mode != CU_STREAM_CAPTURE_MODE_RELAXED;
+	return capture_mode == CU_STREAM_CAPTURE_MODE_GLOBAL && capture.mode == CU_STREAM_CAPTURE_MODE_GLOBAL;
+}
+
 EXPORT CUresult cuMemGetInfo_v2(size_t *free_b, size_t *total_b)
 {
 	int dev;
 	if (getenv("STANDIN_CUDA_FORK_ABORT") && init_pid && getpid() != init_pid)
 		abort(); /* a forked child's call: the real driver's state is not usable there */
+	maybe_hold(STANDIN_HOLD_MEM_INFO);
 	CUresult r = ctx_device(&dev);
 	if (r)
 		return r;
 	pthread_mutex_lock(&mu);
+	if (prohibited()) {
+		capture.invalidated = 1;
+		pthread_mutex_unlock(&mu);
+		return CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED;
+	}
 	*total_b = mem_limit() + CTX_OVERHEAD;
 	*free_b = *total_b - CTX_OVERHEAD - dev_used[dev];
 	pthread_mutex_unlock(&mu);
@@ -617,6 +742,7 @@ EXPORT CUresult cuMemPoolDestroy(CUmemoryPool p)
 
 EXPORT CUresult cuMemPoolGetAttribute(CUmemoryPool p, CUmemPool_attribute attr, void *value)
 {
+	maybe_hold(STANDIN_HOLD_POOL_ATTR);
 	struct pool *q = pool_of(p);
 	if (!q)
 		return CUDA_ERROR_INVALID_VALUE;
@@ -927,6 +1053,9 @@ static const struct proc procs[] = {
 	P(cuDeviceGetPCIBusId, 4010, cuDeviceGetPCIBusId),
 	P(cuStreamCreate, 2000, cuStreamCreate),
 	P(cuStreamDestroy, 4000, cuStreamDestroy_v2),
+	P(cuStreamBeginCapture, 10010, cuStreamBeginCapture_v2),
+	P(cuStreamEndCapture, 10000, cuStreamEndCapture),
+	P(cuThreadExchangeStreamCaptureMode, 10010, cuThreadExchangeStreamCaptureMode),
 	PZ(cuStreamGetDevice, 12080, cuStreamGetDevice),
 	P(cuMemAlloc, 2000, cuMemAlloc),
 	P(cuMemAlloc, 3020, cuMemAlloc_v2),
