@@ -13,6 +13,14 @@ bench-python-ir: $(BUILD)/libmemshim.so
 
 BENCH_TARGETS += bench-python bench-python-ir
 
+# Instructions (callgrind) memshim adds to `import pandas`: no stages, one and three plain targets
+# (each also a native target bound through the GOT of every object loaded), three `__main__:` ones.
+.PHONY: bench-import
+bench-import: $(BUILD)/libmemshim.so $(VENV_ML)/.requirements
+	$(PYTHON) bench/python/bench_import.py $(BUILD)/libmemshim.so --python $(VENV_ML)/bin/python
+
+BENCH_TARGETS += bench-import
+
 # What a child process costs: fork + _exit, fork Pools and Processes, spawn, forkserver, against bare.
 .PHONY: bench-fork
 bench-fork: $(BUILD)/libmemshim.so
