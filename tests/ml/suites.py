@@ -102,7 +102,7 @@ SUITES = [
                "|libarrow.so:arrow::compute::CallFunction",
          fast=None, timeout=2400),
     dict(name="pandas.groupby", venv="ml", paths=["pandas/tests/groupby"], args=PANDAS_MARKS,
-         stage="s=pandas.core.groupby.groupby:GroupBy._agg_general"
+         stage="s=pandas.core.groupby.groupby:GroupBy._cython_agg_general"
                "|pandas.core.groupby.ops:WrappedCythonOp.cython_operation",
          fast=None, timeout=2400),
     dict(name="pandas.io", venv="ml", paths=["pandas/tests/io"], args=PANDAS_MARKS,
