@@ -323,6 +323,7 @@ static int rss_wanted; /* a stage boundary happened: /bin/true's exit reads no /
  * too many; calls that drop pages read everything before they do, unless a runtime dropping pages
  * of hundreds of reservations (V8) makes that too much, and then only the ranges they drop. */
 static double refresh_spent, drop_spent; /* CPU seconds spent reading */
+static double cgroup_spent;              /* the memory cgroup's: a few us a read, never starved by those */
 
 static double thread_cpu(void)
 {
@@ -335,12 +336,13 @@ static int within_budget(double spent)
 	return spent < READ_FLOOR + READ_SHARE * (ms_now() - ms_proc.start_monotonic);
 }
 
-/* Adds the CPU time since START to *SPENT. */
-static void charge(double *spent, double start)
+/* Adds the CPU time since START to *SPENT; returns the time now. */
+static double charge(double *spent, double start)
 {
 	double now = thread_cpu();
 	if (now > start)
 		*spent += now - start;
+	return now;
 }
 
 /* What a call that drops pages of [b, e) had read of each part before it: the ranges it touches
@@ -450,26 +452,9 @@ static void fork_read(void)
 	read_all(&shm);
 }
 
-/* ms_refresh: the read components and the RSS read now. */
-static void refresh(enum ms_refresh_reason why)
+/* The reservations' and shared memory's resident pages (READS: there are some) and the RSS. */
+static void read_parts_and_rss(enum ms_refresh_reason why, int reads)
 {
-	if (why == MS_REFRESH_FORK) {
-		if (lock_held && ms_counting)
-			fork_read();
-		return;
-	}
-	/* a boundary is read also from inside a hook (native stages open and close there) */
-	if (refreshing || lock_held || (ms_tls_guard && why != MS_REFRESH_BOUNDARY) || !ms_counting)
-		return;
-	int reads = nranges(&sparse) || nranges(&shm);
-	int cgroup = why != MS_REFRESH_REPORT || ms_cgroup_state(); /* a report: only a group read before */
-	if (!reads && !cgroup && why != MS_REFRESH_BOUNDARY && !(why == MS_REFRESH_REPORT && rss_wanted))
-		return; /* nothing to read: no clock either */
-	double start = thread_cpu();
-	if (why != MS_REFRESH_REPORT && !within_budget(refresh_spent))
-		return;
-	refreshing = 1;
-	int saved = errno;
 	if (reads) {
 		table_lock();
 		pagemap_open();
@@ -485,9 +470,40 @@ static void refresh(enum ms_refresh_reason why)
 		if (rss >= 0)
 			ms_counter_set(MS_RSS, rss);
 	}
-	if (cgroup)
+}
+
+/* ms_refresh: the read components and the RSS read now, and the memory cgroup, each within its
+ * own share of the CPU (a program with huge reservations still reads its group at boundaries). */
+static void refresh(enum ms_refresh_reason why)
+{
+	if (why == MS_REFRESH_FORK) {
+		if (lock_held && ms_counting)
+			fork_read();
+		return;
+	}
+	/* a boundary is read also from inside a hook (native stages open and close there) */
+	if (refreshing || lock_held || (ms_tls_guard && why != MS_REFRESH_BOUNDARY) || !ms_counting)
+		return;
+	int reads = nranges(&sparse) || nranges(&shm);
+	int cgroup = why != MS_REFRESH_REPORT || ms_cgroup_state(); /* a report: only a group read before */
+	if (!reads && !cgroup && why != MS_REFRESH_BOUNDARY && !(why == MS_REFRESH_REPORT && rss_wanted))
+		return; /* nothing to read: no clock either */
+	double start = thread_cpu();
+	int report = why == MS_REFRESH_REPORT;
+	int reading = report || within_budget(refresh_spent);
+	cgroup = cgroup && (report || within_budget(cgroup_spent));
+	if (!reading && !cgroup)
+		return;
+	refreshing = 1;
+	int saved = errno;
+	if (reading) {
+		read_parts_and_rss(why, reads);
+		start = charge(&refresh_spent, start);
+	}
+	if (cgroup) {
 		ms_cgroup_read(why);
-	charge(&refresh_spent, start);
+		charge(&cgroup_spent, start);
+	}
 	errno = saved;
 	refreshing = 0;
 }

@@ -61,15 +61,20 @@ static void remove_group(void)
 	rmdir(group);
 }
 
-static json_t *run_fixture(int version, const char *setting)
+static json_t *run_fixture_as(int version, const char *setting, const char *mode)
 {
 	char var[320], v[4];
 	snprintf(var, sizeof var, "MEMSHIM_CGROUP_DIR=%s", setting ? setting : group);
 	snprintf(v, sizeof v, "%d", version);
-	const char *args[] = { group, v, NULL };
+	const char *args[] = { group, v, mode, NULL };
 	const char *env[] = { var, "MEMSHIM_SITES=0", NULL };
 	json_t *m = run_built(&r, "preload/cgroup_fixture", args, env);
 	return exited_with_file(&r, m, 0, "cgroup_fixture");
+}
+
+static json_t *run_fixture(int version, const char *setting)
+{
+	return run_fixture_as(version, setting, NULL);
 }
 
 static json_t *cgroup_of(json_t *o)
@@ -161,6 +166,18 @@ START_TEST(v2_group_with_a_limit)
 }
 END_TEST
 
+/* Reservations whose reads spent their share of the CPU: the group is still read at every
+ * boundary (its own share: a few us a read). */
+START_TEST(the_group_is_read_when_the_reservations_are_not)
+{
+	lay_out(2, "1073741824\n", 0);
+	json_t *m = run_fixture_as(2, NULL, "starve");
+	stages_read_at_boundaries_and_points(m);
+	json_decref(m);
+	remove_group();
+}
+END_TEST
+
 START_TEST(v2_max_is_no_limit)
 {
 	lay_out(2, "max\n", 0);
@@ -211,6 +228,7 @@ int main(void)
 	TCase *tc = tcase_create("laid_out");
 	tcase_add_test(tc, v2_group_with_a_limit);
 	tcase_add_test(tc, v2_max_is_no_limit);
+	tcase_add_test(tc, the_group_is_read_when_the_reservations_are_not);
 	tcase_add_test(tc, v1_group_and_its_unlimited_value);
 	tcase_add_test(tc, none_reads_no_group);
 	suite_add_tcase(s, tc);
