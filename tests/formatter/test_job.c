@@ -53,11 +53,13 @@ static void lay_out(const char *tree, char *script, size_t size)
 	ck_assert_int_eq(symlink(need_env("MF_FORMAT_BIN"), path), 0);
 }
 
-/* memshim run --output m.json -- PROG in TREE/run; its stdout and stderr into *OUT and *ERR. */
+/* memshim run --output m.json --json-dir TREE/run-results -- PROG in TREE/run; its stdout and
+ * stderr into *OUT and *ERR. */
 static int run_job(const char *tree, const char *script, const char *prog, char **out, char **err)
 {
-	char run[4300], o[4300], e[4300], live[4300];
+	char run[4300], o[4300], e[4300], live[4300], results[4300];
 	snprintf(run, sizeof run, "%s/run", tree);
+	snprintf(results, sizeof results, "%s/run-results", tree);
 	ck_assert_int_eq(mkdir(run, 0755), 0);
 	snprintf(o, sizeof o, "%s/stdout", tree);
 	snprintf(e, sizeof e, "%s/stderr", tree);
@@ -73,7 +75,7 @@ static int run_job(const char *tree, const char *script, const char *prog, char 
 		unsetenv("MEMSHIM_CHILDREN_DIR");
 		setenv("MEMSHIM_LIVE_DIR", live, 1); /* the records of this run, not the user's */
 		setenv("MEMSHIM_CGROUP_DIR", "none", 1);
-		execl(script, "memshim", "run", "--output", "m.json", "--", prog, (char *)NULL);
+		execl(script, "memshim", "run", "--output", "m.json", "--json-dir", results, "--", prog, (char *)NULL);
 		_exit(98);
 	}
 	int st;
@@ -193,6 +195,13 @@ START_TEST(test_overlapping_children_add_up)
 	}
 	ck_assert_msg(held == peak, "the shares add up to %.0f, the peak is %.0f", held, peak);
 	json_decref(job);
+	/* memshim run --json-dir wrote the same files itself */
+	char ran[4400];
+	snprintf(ran, sizeof ran, "%s/run-results/job_results.json", tree);
+	char *mine = t_read(path, NULL), *theirs = t_read(ran, NULL);
+	ck_assert_msg(theirs != NULL, "memshim run --json-dir wrote no %s", ran);
+	ck_assert_str_eq(theirs, mine);
+	free(mine), free(theirs);
 	globfree(&g);
 	free(fo), free(fe), free(out), free(err);
 	t_rmtree(tree);
