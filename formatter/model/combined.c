@@ -67,7 +67,8 @@ static void mf_add_steps(const struct mf_file *f, size_t who, json_t *pts, int g
 static void mf_sweep(struct mf_combined *c, struct mf_step *v, size_t nv)
 {
 	double *now = mf_zeros(c->n), sum = 0;
-	qsort(v, nv, sizeof *v, mf_step_cmp);
+	if (nv) /* no steps: no array either */
+		qsort(v, nv, sizeof *v, mf_step_cmp);
 	for (size_t i = 0; i < nv;) {
 		size_t j = i;
 		for (; j < nv && v[j].t == v[i].t; j++) {
@@ -99,7 +100,8 @@ size_t mf_combined_steps(const struct mf_file *files, size_t n, int gpu, long lo
 		if (json_is_array(pts))
 			mf_add_steps(&files[i], i, pts, gpu, origin, out, &nv, &cap);
 	}
-	qsort(*out, nv, sizeof **out, mf_step_cmp);
+	if (nv)
+		qsort(*out, nv, sizeof **out, mf_step_cmp);
 	return nv;
 }
 
