@@ -3,6 +3,7 @@
 #include <fcntl.h>
 #include <string.h>
 #include <unistd.h>
+#include "core/sys.h"
 #include "core/json.h"
 #include "core/ms.h"
 
@@ -52,10 +53,10 @@ static __attribute__((noinline)) void flush(struct ms_json *w)
 	 * a small file, most of a short process's cost).  A file system without it says so; the write
 	 * reports real errors. */
 	if (w->len && !w->err)
-		fallocate(w->fd, FALLOC_FL_KEEP_SIZE, (off_t)w->mem_len, (off_t)w->len);
+		ms_sys_fallocate(w->fd, FALLOC_FL_KEEP_SIZE, (off_t)w->mem_len, (off_t)w->len);
 	w->mem_len += w->len;
 	while (off < w->len && !w->err) {
-		ssize_t n = write(w->fd, w->buf + off, w->len - off);
+		ssize_t n = ms_sys_write(w->fd, w->buf + off, w->len - off);
 		if (n > 0)
 			off += (size_t)n;
 		else if (n < 0 && errno == EINTR)

@@ -11,6 +11,7 @@
 #include <string.h>
 #include <unistd.h>
 #define MS_REAL_STORAGE /* the ms_real_ pointers are defined here */
+#include "core/sys.h"
 #include "core/config.h"
 #include "core/ms.h"
 #include "core/process.h"
@@ -115,7 +116,8 @@ void ms_resolve(void)
 #undef MS_HOOK_OPTIONAL
 #undef MS_HOOK
 	const struct link_map *allocator = ms_elf_object_of((const void *)malloc_found);
-	ms_allocator_is_glibc = allocator && allocator == ms_elf_object_of((const void *)getpid);
+	/* the C library's object, found by a function the shim imports anyway */
+	ms_allocator_is_glibc = allocator && allocator == ms_elf_object_of((const void *)syscall);
 	if (find_sanitizer(allocator))
 		__atomic_store_n(&ms_counting, 0, __ATOMIC_RELEASE); /* before any wrapper can count */
 #define MS_HOOK(ret, name, params, args)
@@ -141,7 +143,7 @@ int ms_resolve_wait(void)
 {
 	ms_resolve();
 	for (int i = 0; !ms_resolved() && ms_tls_guard == 0 && i < 100000; i++)
-		sched_yield(); /* another thread is publishing them */
+		ms_sys_sched_yield(); /* another thread is publishing them */
 	return ms_resolved() ? 0 : -1;
 }
 
