@@ -55,9 +55,11 @@ static int find_sanitizer(const struct link_map *allocator)
 		{ "__msan_init", "MemorySanitizer" },  { "__hwasan_init", "HWAddressSanitizer" },
 		{ "__lsan_init", "LeakSanitizer" },    { "__memprof_init", "MemProfiler" },
 	};
-	const struct link_map *program = _r_debug.r_map;
+	struct ms_elf_tables a, p; /* found once for the twelve lookups */
+	int has_a = ms_elf_tables_of(allocator, &a) == 0, has_p = ms_elf_tables_of(_r_debug.r_map, &p) == 0;
 	for (size_t i = 0; i < sizeof runtimes / sizeof *runtimes; i++)
-		if (ms_elf_own_symbol(allocator, runtimes[i][0]) || ms_elf_own_symbol(program, runtimes[i][0])) {
+		if ((has_a && ms_elf_tables_symbol(&a, runtimes[i][0])) ||
+		    (has_p && ms_elf_tables_symbol(&p, runtimes[i][0]))) {
 			resolve_st.sanitizer = runtimes[i][1];
 			return 1;
 		}
