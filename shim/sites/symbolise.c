@@ -224,7 +224,13 @@ static void scan(const Elf64_Sym *sym, size_t n, const char *strs, size_t strsz,
 	uintptr_t base = objs[obj].base;
 	static struct marks m; /* one scan at a time (the report's writer) */
 	marks_of(&m, first, end);
+	uintptr_t from = m.min - base, span = m.max - m.min; /* the wanted range in symbol values */
 	for (size_t i = 0; i < n; i++) {
+		uintptr_t off = sym[i].st_value - from; /* lo - min */
+		/* starting outside [min, max] and not reaching into it from below: passed over on a compare
+		 * or two (most symbols), as marked would pass them */
+		if (off > span && off + sym[i].st_size - 1 >= sym[i].st_size - 1)
+			continue;
 		uintptr_t lo = base + sym[i].st_value, hi = lo + sym[i].st_size;
 		if (!marked(&m, lo, hi))
 			continue;
