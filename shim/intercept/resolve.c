@@ -66,13 +66,20 @@ static int find_sanitizer(const struct link_map *allocator)
 	return 0;
 }
 
-/* The object the program's free is bound to, when it is not ours: NULL when ours. */
+/* The object the program's free is bound to, when it is not ours: NULL when ours.  Asked twice by
+ * the constructor (ms_loaded_late, ms_allocator_ahead): looked up once, a dlsym each time. */
 static const struct link_map *program_free(void)
 {
+	static int known;
+	static const struct link_map *found;
+	if (known)
+		return found;
 	ms_dlsym_fn real = ms_libc_dlsym();
 	void *bound = real ? real(RTLD_DEFAULT, "free") : NULL;
 	const struct link_map *m = bound ? ms_elf_object_of(bound) : NULL;
-	return m == ms_elf_object_of((const void *)program_free) ? NULL : m;
+	found = m == ms_elf_object_of((const void *)program_free) ? NULL : m;
+	known = 1;
+	return found;
 }
 
 int ms_loaded_late(void)
