@@ -7,6 +7,7 @@
 #include <string.h>
 #include <sys/auxv.h>
 #include <unistd.h>
+#include "core/sys.h"
 #include "core/config.h"
 #include "core/ms.h"
 
@@ -282,7 +283,7 @@ static int parse_path(const char *v, char *out)
 		return 0;
 	}
 	char cwd[MS_PATH_MAX];
-	if (!getcwd(cwd, sizeof cwd))
+	if (!ms_sys_getcwd(cwd, sizeof cwd))
 		return -1;
 	size_t c = strlen(cwd);
 	if (c + 1 + n >= MS_PATH_MAX)

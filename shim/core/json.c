@@ -3,6 +3,7 @@
 #include <fcntl.h>
 #include <string.h>
 #include <unistd.h>
+#include "core/sys.h"
 #include "core/json.h"
 #include "core/ms.h"
 
@@ -52,10 +53,10 @@ static __attribute__((noinline)) void flush(struct ms_json *w)
 	 * a small file, most of a short process's cost).  A file system without it says so; the write
 	 * reports real errors. */
 	if (w->len && !w->err)
-		fallocate(w->fd, FALLOC_FL_KEEP_SIZE, (off_t)w->mem_len, (off_t)w->len);
+		ms_sys_fallocate(w->fd, FALLOC_FL_KEEP_SIZE, (off_t)w->mem_len, (off_t)w->len);
 	w->mem_len += w->len;
 	while (off < w->len && !w->err) {
-		ssize_t n = write(w->fd, w->buf + off, w->len - off);
+		ssize_t n = ms_sys_write(w->fd, w->buf + off, w->len - off);
 		if (n > 0)
 			off += (size_t)n;
 		else if (n < 0 && errno == EINTR)
@@ -169,14 +170,76 @@ static const unsigned char plain[256] = {
 	[0x7f] = PLAIN_IN_STRING,
 };
 
+#define ONES UINT64_C(0x0101010101010101)
+#define HIGHS UINT64_C(0x8080808080808080)
+
+/* The high bit of each byte of X (eight bytes of text, the first lowest) that a string or a key
+ * cannot take as it is: below the space, the quote, the backslash, past ASCII, and DEL in a key.
+ * The lowest bit set is the first such byte: a borrow or carry only runs on from a byte that is
+ * set itself. */
+static uint64_t not_plain8(uint64_t x, int key)
+{
+	uint64_t q = x ^ (ONES * '"'), b = x ^ (ONES * '\\');
+	uint64_t m = ((x - ONES * 0x20) & ~x) | ((q - ONES) & ~q) | ((b - ONES) & ~b) | x;
+	if (key)
+		m |= x + ONES; /* 0x7f becomes 0x80 (a byte past it is set already) */
+	return m & HIGHS;
+}
+
+static uint64_t load8(const char *s)
+{
+	uint64_t x;
+	memcpy(&x, s, 8);
+	return x;
+}
+
+static uint64_t load4(const char *s)
+{
+	uint32_t x;
+	memcpy(&x, s, 4);
+	return x;
+}
+
+/* ms_json_plain_prefix inline: whole words, then the last eight (or two overlapping fours) again,
+ * whose bytes before I are known plain; three bytes or fewer one at a time. */
+static inline __attribute__((always_inline)) size_t plain_prefix(const char *s, size_t n, int key)
+{
+	size_t i = 0;
+	uint64_t m;
+#if __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+	for (; i + 8 <= n; i += 8)
+		if ((m = not_plain8(load8(s + i), key)) != 0)
+			return i + (size_t)__builtin_ctzll(m) / 8;
+	if (i == n)
+		return n;
+	if (n >= 8) {
+		m = not_plain8(load8(s + n - 8), key);
+		return m ? n - 8 + (size_t)__builtin_ctzll(m) / 8 : n;
+	}
+	if (n >= 4) {
+		m = not_plain8(load4(s) | load4(s + n - 4) << 32, key);
+		size_t at = m ? (size_t)__builtin_ctzll(m) / 8 : 8;
+		return at < 4 ? at : at < 8 ? n - 8 + at : n;
+	}
+#endif
+	unsigned want = key ? PLAIN_IN_KEY : PLAIN_IN_STRING;
+	while (i < n && (plain[(unsigned char)s[i]] & want))
+		i++;
+	return i;
+}
+
+size_t ms_json_plain_prefix(const char *s, size_t n, int key)
+{
+	return plain_prefix(s, n, key);
+}
+
 static void put_escaped(struct ms_json *w, const char *str, size_t n)
 {
 	const unsigned char *s = (const unsigned char *)str;
 	put(w, "\"", 1);
 	for (size_t i = 0; i < n;) {
-		size_t run = i; /* a run of printable ASCII needing no escape goes in one piece */
-		while (run < n && (plain[s[run]] & PLAIN_IN_STRING))
-			run++;
+		/* a run of printable ASCII needing no escape goes in one piece */
+		size_t run = i + plain_prefix(str + i, n - i, 0);
 		if (run > i) {
 			put(w, (const char *)s + i, run - i);
 			i = run;
@@ -206,7 +269,7 @@ static void put_escaped(struct ms_json *w, const char *str, size_t n)
 /* "KEY": in one copy when KEY needs no escape (our keys never do; a label may). */
 static void put_key(struct ms_json *w, const char *key)
 {
-	size_t n = 0;
+	size_t n = 0; /* byte by byte: keys are short, a strlen and the word scan cost more */
 	while (plain[(unsigned char)key[n]] & PLAIN_IN_KEY)
 		n++;
 	if (key[n] || n + 4 > sizeof w->buf - w->len) {

@@ -40,6 +40,9 @@ void ms_json_null(struct ms_json *w, const char *key);
 /* Escapes quotes, backslashes and control bytes; invalid UTF-8 becomes U+FFFD. */
 void ms_json_string(struct ms_json *w, const char *key, const char *value);
 void ms_json_string_n(struct ms_json *w, const char *key, const char *value, size_t n);
+/* How many of the N bytes at S go into a string (KEY 0) or a key (KEY 1) as they are, before the
+ * first that is escaped or checked as UTF-8 (json.c's own scan, eight bytes at a time). */
+size_t ms_json_plain_prefix(const char *s, size_t n, int key);
 /* Flushes; returns 0, or -1 when anything failed (the cause in W->err). */
 int ms_json_finish(struct ms_json *w);
 

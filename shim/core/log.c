@@ -7,6 +7,7 @@
 #include <unistd.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
+#include "core/sys.h"
 #include "core/config.h"
 #include "core/ms.h"
 
@@ -20,7 +21,7 @@ void ms_log_bind_stderr(void)
 {
 	struct stat st;
 	int saved = errno;
-	if (fstat(2, &st) < 0) {
+	if (ms_sys_fstat(2, &st) < 0) {
 		stderr_state = STDERR_CLOSED;
 	} else {
 		stderr_dev = st.st_dev;
@@ -36,7 +37,8 @@ static int stderr_is_ours(void)
 	struct stat st;
 	if (stderr_state == STDERR_UNBOUND)
 		return 1;
-	return stderr_state == STDERR_BOUND && fstat(2, &st) == 0 && st.st_dev == stderr_dev && st.st_ino == stderr_ino;
+	return stderr_state == STDERR_BOUND && ms_sys_fstat(2, &st) == 0 && st.st_dev == stderr_dev &&
+	       st.st_ino == stderr_ino;
 }
 
 struct sink {
@@ -236,7 +238,7 @@ static int printed_in_run(const char *line, size_t n)
 	struct stat st;
 	uint64_t seen[32], h = line_hash(line, n); /* a few hundred bytes: a handler's stack may be small */
 	int found = 0;
-	if (fstat((int)fd, &st) == 0 && S_ISREG(st.st_mode) && st.st_uid == (uid_t)syscall(SYS_geteuid)) {
+	if (ms_sys_fstat((int)fd, &st) == 0 && S_ISREG(st.st_mode) && st.st_uid == (uid_t)syscall(SYS_geteuid)) {
 		long got = (long)sizeof seen;
 		for (long at = 0; !found && got == (long)sizeof seen && at < RUN_WARNINGS_MAX * (long)sizeof h;
 		     at += got) {

@@ -7,6 +7,7 @@
 #include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
+#include "core/sys.h"
 #include "core/config.h"
 #include "core/lineage.h"
 #include "core/ms.h"
@@ -47,8 +48,8 @@ int ms_is_tracked_process(void)
 
 void ms_process_start(void)
 {
-	ms_proc.pid = getpid();
-	ms_proc.ppid = getppid();
+	ms_proc.pid = ms_sys_getpid();
+	ms_proc.ppid = ms_sys_getppid();
 	ms_proc.start_monotonic = ms_now();
 	ms_proc.start_unix = unix_now();
 }
@@ -80,11 +81,11 @@ size_t ms_process_cmdline(char *buf, size_t size, int *truncated)
 	if (fd < 0)
 		return 0;
 	ssize_t n;
-	while (len < size && (n = read(fd, buf + len, size - len)) > 0)
+	while (len < size && (n = ms_sys_read(fd, buf + len, size - len)) > 0)
 		len += (size_t)n;
 	char extra;
-	*truncated = len == size && read(fd, &extra, 1) == 1;
-	close(fd);
+	*truncated = len == size && ms_sys_read(fd, &extra, 1) == 1;
+	ms_sys_close(fd);
 	return len;
 }
 

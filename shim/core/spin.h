@@ -5,7 +5,7 @@
 #ifndef MS_SPIN_H
 #define MS_SPIN_H
 
-#include <sched.h>
+#include "core/sys.h"
 
 struct ms_spin {
 	int word;
@@ -22,7 +22,7 @@ static inline void ms_spin_lock(struct ms_spin *l, int *mine)
 			if (++spins < 64)
 				__builtin_ia32_pause();
 			else
-				sched_yield(); /* the holder may be inside a system call: let it run */
+				ms_sys_sched_yield(); /* the holder may be inside a system call: let it run */
 		}
 	}
 }

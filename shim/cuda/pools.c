@@ -8,6 +8,7 @@
 #include <string.h>
 #include <sys/syscall.h>
 #include <unistd.h>
+#include "core/sys.h"
 #include "core/ms.h"
 #include "core/stages.h"
 #include "cuda/cuda.h"
@@ -57,7 +58,7 @@ const struct ms_centry *ms_cuda_pool_find(CUmemoryPool pool)
 static void wait_for_sampling(void)
 {
 	for (int i = 0; i < SAMPLE_WAIT_SPINS && __atomic_load_n(&sampling, __ATOMIC_SEQ_CST); i++)
-		sched_yield();
+		ms_sys_sched_yield();
 }
 
 int ms_cuda_pool_forget(CUmemoryPool pool, struct ms_centry *out)

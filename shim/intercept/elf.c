@@ -78,6 +78,19 @@ static uint32_t gnu_hash_of(const char *s)
 	return h;
 }
 
+/* Whether the GNU hash table's Bloom filter (H: its header) may hold HASH: no false negatives, so
+ * a name it rules out is in no chain (most lookups are of names the object lacks). */
+static int bloom_may_hold(const uint32_t *h, uint32_t hash)
+{
+	uint32_t words = h[2], shift = h[3];
+	if (!words)
+		return 1;
+	const Elf64_Addr *bloom = (const Elf64_Addr *)(h + 4);
+	Elf64_Addr word = bloom[(hash / 64) % words];
+	Elf64_Addr mask = ((Elf64_Addr)1 << (hash % 64)) | ((Elf64_Addr)1 << ((hash >> (shift % 32)) % 64));
+	return (word & mask) == mask;
+}
+
 static void *gnu_lookup(const struct ms_elf_tables *t, const char *name)
 {
 	const uint32_t *h = t->gnu_hash;
@@ -85,7 +98,7 @@ static void *gnu_lookup(const struct ms_elf_tables *t, const char *name)
 	const uint32_t *buckets = (const uint32_t *)((const Elf64_Addr *)(h + 4) + bloom_words);
 	const uint32_t *chain = buckets + nbuckets;
 	uint32_t hash = gnu_hash_of(name);
-	if (!nbuckets)
+	if (!nbuckets || !bloom_may_hold(h, hash))
 		return NULL;
 	for (uint32_t i = buckets[hash % nbuckets]; i >= symoffset && i; i++) {
 		uint32_t ch = chain[i - symoffset];

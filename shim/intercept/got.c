@@ -13,6 +13,7 @@
 #include <sys/mman.h>
 #include <sys/syscall.h>
 #include <unistd.h>
+#include "core/sys.h"
 #include "intercept/got.h"
 
 #define PAGE 4096u
@@ -112,7 +113,7 @@ int ms_got_slots(const struct ms_got_object *o, const char *name, ms_got_visit v
 static int write_if_writable(uintptr_t *slot, uintptr_t value)
 {
 	struct iovec local = { &value, sizeof value }, remote = { slot, sizeof value };
-	long n = syscall(SYS_process_vm_writev, (long)getpid(), &local, 1UL, &remote, 1UL, 0UL);
+	long n = syscall(SYS_process_vm_writev, (long)ms_sys_getpid(), &local, 1UL, &remote, 1UL, 0UL);
 	if (n == (long)sizeof value)
 		return 1;
 	return errno == EFAULT ? 0 : -1;

@@ -11,6 +11,7 @@
 #include <string.h>
 #include <unistd.h>
 #define MS_REAL_STORAGE /* the ms_real_ pointers are defined here */
+#include "core/sys.h"
 #include "core/config.h"
 #include "core/ms.h"
 #include "core/process.h"
@@ -54,22 +55,31 @@ static int find_sanitizer(const struct link_map *allocator)
 		{ "__msan_init", "MemorySanitizer" },  { "__hwasan_init", "HWAddressSanitizer" },
 		{ "__lsan_init", "LeakSanitizer" },    { "__memprof_init", "MemProfiler" },
 	};
-	const struct link_map *program = _r_debug.r_map;
+	struct ms_elf_tables a, p; /* found once for the twelve lookups */
+	int has_a = ms_elf_tables_of(allocator, &a) == 0, has_p = ms_elf_tables_of(_r_debug.r_map, &p) == 0;
 	for (size_t i = 0; i < sizeof runtimes / sizeof *runtimes; i++)
-		if (ms_elf_own_symbol(allocator, runtimes[i][0]) || ms_elf_own_symbol(program, runtimes[i][0])) {
+		if ((has_a && ms_elf_tables_symbol(&a, runtimes[i][0])) ||
+		    (has_p && ms_elf_tables_symbol(&p, runtimes[i][0]))) {
 			resolve_st.sanitizer = runtimes[i][1];
 			return 1;
 		}
 	return 0;
 }
 
-/* The object the program's free is bound to, when it is not ours: NULL when ours. */
+/* The object the program's free is bound to, when it is not ours: NULL when ours.  Asked twice by
+ * the constructor (ms_loaded_late, ms_allocator_ahead): looked up once, a dlsym each time. */
 static const struct link_map *program_free(void)
 {
+	static int known;
+	static const struct link_map *found;
+	if (known)
+		return found;
 	ms_dlsym_fn real = ms_libc_dlsym();
 	void *bound = real ? real(RTLD_DEFAULT, "free") : NULL;
 	const struct link_map *m = bound ? ms_elf_object_of(bound) : NULL;
-	return m == ms_elf_object_of((const void *)program_free) ? NULL : m;
+	found = m == ms_elf_object_of((const void *)program_free) ? NULL : m;
+	known = 1;
+	return found;
 }
 
 int ms_loaded_late(void)
@@ -115,7 +125,8 @@ void ms_resolve(void)
 #undef MS_HOOK_OPTIONAL
 #undef MS_HOOK
 	const struct link_map *allocator = ms_elf_object_of((const void *)malloc_found);
-	ms_allocator_is_glibc = allocator && allocator == ms_elf_object_of((const void *)getpid);
+	/* the C library's object, found by a function the shim imports anyway */
+	ms_allocator_is_glibc = allocator && allocator == ms_elf_object_of((const void *)syscall);
 	if (find_sanitizer(allocator))
 		__atomic_store_n(&ms_counting, 0, __ATOMIC_RELEASE); /* before any wrapper can count */
 #define MS_HOOK(ret, name, params, args)
@@ -141,7 +152,7 @@ int ms_resolve_wait(void)
 {
 	ms_resolve();
 	for (int i = 0; !ms_resolved() && ms_tls_guard == 0 && i < 100000; i++)
-		sched_yield(); /* another thread is publishing them */
+		ms_sys_sched_yield(); /* another thread is publishing them */
 	return ms_resolved() ? 0 : -1;
 }
 

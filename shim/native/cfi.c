@@ -487,7 +487,9 @@ static int one_op(struct program *pr)
 static int run(const unsigned char *p, const unsigned char *end, const struct cie *cie, uintptr_t start, uintptr_t pc,
 	       struct regs_state *st, const struct regs_state *initial)
 {
-	struct program pr = { .p = p, .end = end, .cie = cie, .loc = start, .pc = pc, .st = st, .initial = initial };
+	struct program pr; /* field by field: an initialiser would zero the saved states, most of a short run */
+	pr.p = p, pr.end = end, pr.cie = cie, pr.loc = start, pr.pc = pc, pr.st = st, pr.initial = initial;
+	pr.depth = 0;
 	while (pr.p < pr.end) {
 		int got = one_op(&pr);
 		if (got != RUN_ON)

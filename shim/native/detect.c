@@ -19,6 +19,7 @@
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <unistd.h>
+#include "core/sys.h"
 #include "core/config.h"
 #include "core/ms.h"
 #include "core/process.h"
@@ -98,7 +99,7 @@ static int dump_follows(void)
 static int ours(long fd)
 {
 	struct stat st;
-	return fstat((int)fd, &st) == 0 && S_ISREG(st.st_mode) && st.st_uid == geteuid();
+	return ms_sys_fstat((int)fd, &st) == 0 && S_ISREG(st.st_mode) && st.st_uid == ms_sys_geteuid();
 }
 
 /* A later process of the run: the targets it found (or took as Python functions), for the first

@@ -6,6 +6,7 @@
 #include <sys/syscall.h>
 #include <sys/utsname.h>
 #include <unistd.h>
+#include "core/sys.h"
 #include "core/config.h"
 #include "core/ms.h"
 #include "core/process.h"
@@ -50,7 +51,7 @@ void ms_identity_init(void)
 	argv_len = ms_process_cmdline(argv_buf, sizeof argv_buf, &argv_truncated);
 	keep_area(ms_proc.argv);
 	if (main_thread())
-		prctl(PR_GET_NAME, comm_at_start, 0, 0, 0);
+		ms_sys_prctl(PR_GET_NAME, (unsigned long)comm_at_start);
 }
 
 /* The arguments as /proc/self/cmdline shows them now (raw system calls: also from a handler). */
@@ -83,7 +84,7 @@ const char *ms_identity_argv(size_t *len, int *truncated)
 
 const char *ms_identity_comm(char out[16])
 {
-	if (!comm_at_start[0] || !main_thread() || prctl(PR_GET_NAME, out, 0, 0, 0) != 0)
+	if (!comm_at_start[0] || !main_thread() || ms_sys_prctl(PR_GET_NAME, (unsigned long)out) != 0)
 		return NULL;
 	out[15] = '\0';
 	return strcmp(out, comm_at_start) ? out : NULL;

@@ -25,6 +25,7 @@
 #include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
+#include "core/sys.h"
 #include "core/config.h"
 #include "core/counters.h"
 #include "core/ms.h"
@@ -109,7 +110,7 @@ static void record_dir(char *out, size_t size)
 	else if (xdg && xdg[0] == '/')
 		ms_format(out, size, "%s/memshim", xdg);
 	else
-		ms_format(out, size, "/dev/shm/memshim-%u", (unsigned)getuid());
+		ms_format(out, size, "/dev/shm/memshim-%u", (unsigned)ms_sys_getuid());
 }
 
 /* DIR opened (O_PATH), created 0700 when missing: never through a link in its last name or one the
@@ -124,19 +125,20 @@ static int open_dir(const char *dir, int quiet)
 		       : rc < 0 ? give_up(dir, ms_errno_text(-rc), -rc)
 				: give_up(dir,
 					  "not following a symlink on the way in a sticky world-writable directory", 0);
-	int fd = (int)openat(where.dirfd, where.name, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-	if (fd < 0 && errno == ENOENT && !quiet && (mkdirat(where.dirfd, where.name, 0700) == 0 || errno == EEXIST))
-		fd = (int)openat(where.dirfd, where.name, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	int fd = (int)ms_sys_openat(where.dirfd, where.name, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC, 0);
+	if (fd < 0 && errno == ENOENT && !quiet &&
+	    (ms_sys_mkdirat(where.dirfd, where.name, 0700) == 0 || errno == EEXIST))
+		fd = (int)ms_sys_openat(where.dirfd, where.name, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC, 0);
 	int e = errno;
-	close(where.dirfd);
+	ms_sys_close(where.dirfd);
 	if (fd < 0)
 		return quiet ? -1
 			     : give_up(dir,
 				       e == ENOTDIR || e == ELOOP ? "a symlink or not a directory" : ms_errno_text(e),
 				       e);
 	struct stat st;
-	if (fstat(fd, &st) < 0 || st.st_uid != geteuid() || (st.st_mode & 077)) {
-		close(fd);
+	if (ms_sys_fstat(fd, &st) < 0 || st.st_uid != ms_sys_geteuid() || (st.st_mode & 077)) {
+		ms_sys_close(fd);
 		return quiet ? -1 : give_up(dir, "not a directory of this user with mode 0700", 0);
 	}
 	return fd;
@@ -147,7 +149,7 @@ static int fill(int fd, size_t size)
 {
 	for (size_t off = 0; off < size;) {
 		size_t n = size - off < sizeof zeros ? size - off : sizeof zeros;
-		ssize_t w = pwrite(fd, zeros, n, (off_t)off);
+		ssize_t w = ms_sys_pwrite(fd, zeros, n, (off_t)off);
 		if (w < 0 && errno == EINTR)
 			continue;
 		if (w <= 0)
@@ -177,7 +179,7 @@ static void identity(struct ms_live_record *r)
 	r->version = MS_LIVE_VERSION;
 	r->size = sizeof *r;
 	r->state = MS_LIVE_RUNNING;
-	r->uid = getuid();
+	r->uid = ms_sys_getuid();
 	r->pid = ms_proc.pid;
 	r->ppid = ms_proc.ppid;
 	r->root_pid = ms_proc.root_pid;
@@ -198,13 +200,13 @@ static int map_record(int dfd, int fd, const char *dir)
 {
 	struct stat st;
 	int e = fill(fd, sizeof *record.map);
-	if (e || fstat(fd, &st) < 0) {
-		unlinkat(dfd, record.name, 0);
+	if (e || ms_sys_fstat(fd, &st) < 0) {
+		ms_sys_unlinkat(dfd, record.name, 0);
 		return give_up(dir, ms_errno_text(e ? e : errno), e ? e : errno);
 	}
 	long p = syscall(SYS_mmap, NULL, sizeof *record.map, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
 	if (p == 0 || (p < 0 && p > -4096)) {
-		unlinkat(dfd, record.name, 0);
+		ms_sys_unlinkat(dfd, record.name, 0);
 		return give_up(dir, ms_errno_text(p ? (int)-p : ENOMEM), p ? (int)-p : ENOMEM);
 	}
 	record.dev = st.st_dev;
@@ -223,11 +225,11 @@ static int create(void)
 	int dfd = open_dir(rec_dir, 0);
 	if (dfd < 0)
 		return -1;
-	int fd = (int)openat(dfd, record.name, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+	int fd = (int)ms_sys_openat(dfd, record.name, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
 	int rc = fd < 0 ? give_up(rec_dir, ms_errno_text(errno), errno) : map_record(dfd, fd, rec_dir);
 	if (fd >= 0)
-		close(fd);
-	close(dfd);
+		ms_sys_close(fd);
+	ms_sys_close(dfd);
 	return rc;
 }
 
@@ -360,7 +362,7 @@ static void exact(double t)
 	for (int c = 0; c < MS_NCOMP; c++)
 		if (peaks[c] > record.map->peak[c])
 			record.map->peak[c] = peaks[c];
-	if (getrusage(RUSAGE_SELF, &ru) == 0)
+	if (ms_sys_getrusage(RUSAGE_SELF, &ru) == 0)
 		record.map->rss_peak = (int64_t)ru.ru_maxrss * 1024;
 	record.map->mmap_untracked = ms_mmap_untracked();
 	record.map->shared_mappings = ms_mmap_shared_mappings();
@@ -479,7 +481,7 @@ void ms_live_finish(void)
 		struct timespec pause = { 0, 100000 };
 		if (tries > 1000)
 			return; /* a writer stuck (this thread, under a handler): the record stays */
-		nanosleep(&pause, NULL);
+		ms_sys_nanosleep(&pause, NULL);
 	}
 	begin_write();
 	record.map->state = MS_LIVE_ENDED;
@@ -487,9 +489,9 @@ void ms_live_finish(void)
 	__atomic_store_n(&record.busy, 0, __ATOMIC_RELEASE);
 	int dfd = open_dir(rec_dir, 1);
 	struct stat st;
-	if (dfd >= 0 && fstatat(dfd, record.name, &st, AT_SYMLINK_NOFOLLOW) == 0 && st.st_dev == record.dev &&
+	if (dfd >= 0 && ms_sys_fstatat(dfd, record.name, &st, AT_SYMLINK_NOFOLLOW) == 0 && st.st_dev == record.dev &&
 	    st.st_ino == record.ino)
-		unlinkat(dfd, record.name, 0);
+		ms_sys_unlinkat(dfd, record.name, 0);
 	if (dfd >= 0)
-		close(dfd);
+		ms_sys_close(dfd);
 }

@@ -8,6 +8,7 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 #include <linux/openat2.h>
+#include "core/sys.h"
 #include "core/ms.h"
 #include "output/outpath.h"
 
@@ -19,12 +20,12 @@
 
 static int open_dir(const char *path)
 {
-	return (int)openat(AT_FDCWD, path, O_PATH | O_DIRECTORY | O_CLOEXEC);
+	return (int)ms_sys_openat(AT_FDCWD, path, O_PATH | O_DIRECTORY | O_CLOEXEC, 0);
 }
 
 static void move_to(struct ms_outpath_walk *wk, int fd)
 {
-	close(wk->dirfd);
+	ms_sys_close(wk->dirfd);
 	wk->dirfd = fd;
 }
 
@@ -33,18 +34,18 @@ static void move_to(struct ms_outpath_walk *wk, int fd)
 static int may_follow(struct ms_outpath_walk *wk, const struct stat *link)
 {
 	struct stat dir;
-	if (fstat(wk->dirfd, &dir) < 0)
+	if (ms_sys_fstat(wk->dirfd, &dir) < 0)
 		return 0;
 	if ((dir.st_mode & (S_ISVTX | S_IWOTH)) != (S_ISVTX | S_IWOTH))
 		return 1;
-	return link->st_uid == geteuid() || link->st_uid == dir.st_uid;
+	return link->st_uid == ms_sys_geteuid() || link->st_uid == dir.st_uid;
 }
 
 /* Links in /proc (/proc/self, /proc/self/fd/1 behind /dev/stdout) name open files, not paths. */
 static int in_proc(struct ms_outpath_walk *wk)
 {
 	struct statfs fs;
-	return fstatfs(wk->dirfd, &fs) == 0 && fs.f_type == PROC_SUPER_MAGIC;
+	return ms_sys_fstatfs(wk->dirfd, &fs) == 0 && fs.f_type == PROC_SUPER_MAGIC;
 }
 
 static int found(struct ms_outpath *out, const char *name, enum ms_out_how how)
@@ -57,7 +58,7 @@ static int found(struct ms_outpath *out, const char *name, enum ms_out_how how)
 /* Steps into directory NAME, keeping the text of the walk for messages. */
 static int enter(struct ms_outpath_walk *wk, const char *name)
 {
-	int fd = (int)openat(wk->dirfd, name, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	int fd = (int)ms_sys_openat(wk->dirfd, name, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC, 0);
 	if (fd < 0)
 		return -errno;
 	move_to(wk, fd);
@@ -74,7 +75,7 @@ static int splice_link(struct ms_outpath_walk *wk, const char *name, const char 
 {
 	if (++wk->links > MAX_LINKS)
 		return -ELOOP;
-	ssize_t n = readlinkat(wk->dirfd, name, wk->target, sizeof wk->target);
+	ssize_t n = ms_sys_readlinkat(wk->dirfd, name, wk->target, sizeof wk->target);
 	if (n < 0)
 		return -errno;
 	if (n == 0 || (size_t)n >= sizeof wk->target)
@@ -133,7 +134,7 @@ static int step(struct ms_outpath *out, const char **p)
 	if (last && out->parent_only)
 		return found(out, name, MS_OUT_REPLACE); /* the caller opens NAME itself */
 	struct stat st;
-	if (fstatat(wk->dirfd, name, &st, AT_SYMLINK_NOFOLLOW) < 0)
+	if (ms_sys_fstatat(wk->dirfd, name, &st, AT_SYMLINK_NOFOLLOW) < 0)
 		return errno == ENOENT && last ? found(out, name, MS_OUT_REPLACE) : -errno;
 	if (S_ISLNK(st.st_mode)) {
 		int rc = through_link(out, wk, name, &st, after);
@@ -193,7 +194,7 @@ int ms_outpath_walk(struct ms_outpath *out, const char *path)
 	while ((rc = step(out, &p)) > 0)
 		;
 	if (rc < 0 || out->how == MS_OUT_REFUSED) {
-		close(wk->dirfd);
+		ms_sys_close(wk->dirfd);
 		return rc;
 	}
 	out->dirfd = wk->dirfd;

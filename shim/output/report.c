@@ -14,6 +14,7 @@
 #include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
+#include "core/sys.h"
 #include "core/config.h"
 #include "core/counters.h"
 #include "core/json.h"
@@ -57,7 +58,7 @@ static void above_inherited(int64_t *v, const int64_t *inherited)
 static int64_t rss_high_water(void)
 {
 	struct rusage ru;
-	return getrusage(RUSAGE_SELF, &ru) == 0 ? (int64_t)ru.ru_maxrss * 1024 : 0;
+	return ms_sys_getrusage(RUSAGE_SELF, &ru) == 0 ? (int64_t)ru.ru_maxrss * 1024 : 0;
 }
 
 /* Not from a handler: telling a native name from a typo asks the dynamic linker (NULL: empty list). */
@@ -191,7 +192,7 @@ static int fail(const char *path, int e)
 static int finish(struct ms_json *w, int fd)
 {
 	int e = ms_json_finish(w) < 0 ? w->err : 0;
-	if (close(fd) < 0 && !e)
+	if (ms_sys_close(fd) < 0 && !e)
 		e = errno;
 	return e;
 }
@@ -217,9 +218,9 @@ static int write_in_place(const char *path, const char *reason, int sig, int com
 			      : (int)syscall(SYS_openat, where.dirfd, where.name, flags | O_NOFOLLOW);
 	if (fd < 0)
 		return fail(path, errno);
-	int fl = fcntl(fd, F_GETFL);
+	int fl = ms_sys_fcntl(fd, F_GETFL, 0);
 	if (fl >= 0)
-		fcntl(fd, F_SETFL, fl & ~O_NONBLOCK);
+		ms_sys_fcntl(fd, F_SETFL, fl & ~O_NONBLOCK);
 	ms_json_init(&w, fd);
 	write_document(&w, reason, sig, complete, 0);
 	int e = finish(&w, fd);
@@ -231,11 +232,11 @@ static int write_in_place(const char *path, const char *reason, int sig, int com
 static int open_temporary(const char *tmp)
 {
 	struct stat old;
-	int keep = fstatat(where.dirfd, where.name, &old, AT_SYMLINK_NOFOLLOW) == 0 && S_ISREG(old.st_mode);
+	int keep = ms_sys_fstatat(where.dirfd, where.name, &old, AT_SYMLINK_NOFOLLOW) == 0 && S_ISREG(old.st_mode);
 	int fd = (int)syscall(SYS_openat, where.dirfd, tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC,
 			      keep ? 0600 : 0644);
 	if (fd >= 0 && keep)
-		fchmod(fd, old.st_mode & 0777); /* on failure it stays 0600: narrower, never wider */
+		ms_sys_fchmod(fd, old.st_mode & 0777); /* on failure it stays 0600: narrower, never wider */
 	return fd;
 }
 
@@ -254,10 +255,10 @@ static int write_replacing(const char *path, const char *reason, int sig, int co
 	ms_json_init(&w, fd);
 	write_document(&w, reason, sig, complete, 0);
 	int e = finish(&w, fd);
-	if (!e && renameat(where.dirfd, tmp, where.dirfd, where.name) < 0)
+	if (!e && ms_sys_renameat(where.dirfd, tmp, where.dirfd, where.name) < 0)
 		e = errno;
 	if (e) {
-		unlinkat(where.dirfd, tmp, 0);
+		ms_sys_unlinkat(where.dirfd, tmp, 0);
 		return fail(path, e);
 	}
 	return 0;
@@ -275,7 +276,7 @@ static int write_to(const char *path, const char *reason, int sig, int complete)
 		 : where.how == MS_OUT_IN_PLACE                ? write_in_place(path, reason, sig, complete)
 							       : write_replacing(path, reason, sig, complete);
 	if (where.dirfd >= 0)
-		close(where.dirfd);
+		ms_sys_close(where.dirfd);
 	return rc;
 }
 
@@ -316,7 +317,7 @@ static int acquire_writer(int from_handler)
 		if (from_handler && tries > 1000)
 			return -1;
 		struct timespec pause = { 0, 100000 };
-		nanosleep(&pause, NULL);
+		ms_sys_nanosleep(&pause, NULL);
 	}
 	return 0;
 }

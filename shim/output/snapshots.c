@@ -17,6 +17,7 @@
 #include <string.h>
 #include <signal.h>
 #include <time.h>
+#include "core/sys.h"
 #include "core/config.h"
 #include "core/ms.h"
 #include "core/process.h"
@@ -66,7 +67,7 @@ static void *snapshot_loop(void *arg)
 	double interval = ms_cfg.snapshot_interval;
 	struct timespec ts = { (time_t)interval, (long)((interval - (double)(time_t)interval) * 1e9) };
 	for (;;) {
-		while (clock_nanosleep(CLOCK_MONOTONIC, 0, &ts, NULL) == EINTR)
+		while (ms_sys_clock_nanosleep(CLOCK_MONOTONIC, 0, &ts, NULL) == EINTR)
 			;
 		if (!ms_is_tracked_process() || ms_report_finished())
 			break;

@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+#include "core/sys.h"
 #include "core/config.h"
 #include "core/ms.h"
 #include "core/process.h"
@@ -67,7 +68,7 @@ static int plausible_python_name(const char *s)
 int ms_py_targets_load(void)
 {
 	const struct ms_spec *spec = &ms_cfg.spec;
-	if (!getcwd(state.start_dir, sizeof state.start_dir))
+	if (!ms_sys_getcwd(state.start_dir, sizeof state.start_dir))
 		state.start_dir[0] = '\0';
 	for (int i = 0; i < spec->nstages && i < 32; i++) {
 		for (int j = 0; j < spec->stage[i].ntargets && state.ntargets < MAX_TARGETS; j++) {
@@ -381,19 +382,20 @@ static void add_to_line(void *ctx, const char *stage, const char *target, const 
 
 static void shared_name(pid_t speaker)
 {
-	ms_format(state.shared, sizeof state.shared, "/dev/shm/memshim-py-%u-%d", (unsigned)getuid(), (int)speaker);
+	ms_format(state.shared, sizeof state.shared, "/dev/shm/memshim-py-%u-%d", (unsigned)ms_sys_getuid(),
+		  (int)speaker);
 }
 
 static void make_shared(void)
 {
 	shared_name(ms_proc.pid);
 	for (int tries = 0; tries < 2 && !state.shared_made; tries++) {
-		int fd = open(state.shared, O_CREAT | O_EXCL | O_RDWR | O_NOFOLLOW | O_CLOEXEC, 0600);
+		int fd = ms_sys_open(state.shared, O_CREAT | O_EXCL | O_RDWR | O_NOFOLLOW | O_CLOEXEC, 0600);
 		if (fd >= 0) {
-			close(fd);
+			ms_sys_close(fd);
 			state.shared_made = 1;
 		} else if (errno == EEXIST) {
-			unlink(state.shared); /* left by a killed run whose pid this one took */
+			ms_sys_unlink(state.shared); /* left by a killed run whose pid this one took */
 		} else {
 			break;
 		}
@@ -405,12 +407,12 @@ static void tell_speaker(int target)
 	if (!state.speaker_pid || ms_proc.pid == state.speaker_pid || !state.shared[0])
 		return;
 	int saved = errno;
-	int fd = open(state.shared, O_WRONLY | O_NOFOLLOW | O_CLOEXEC);
+	int fd = ms_sys_open(state.shared, O_WRONLY | O_NOFOLLOW | O_CLOEXEC, 0);
 	if (fd >= 0) {
 		char one = 1;
-		if (pwrite(fd, &one, 1, target) != 1)
+		if (ms_sys_pwrite(fd, &one, 1, target) != 1)
 			ms_debug("python targets: could not tell the run's first process about a match");
-		close(fd);
+		ms_sys_close(fd);
 	}
 	errno = saved;
 }
@@ -420,13 +422,13 @@ static void read_shared(unsigned char *elsewhere, int n)
 {
 	if (!state.shared_made || ms_proc.pid != state.speaker_pid)
 		return; /* not made, or a forked copy of the speaker */
-	int fd = open(state.shared, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+	int fd = ms_sys_open(state.shared, O_RDONLY | O_NOFOLLOW | O_CLOEXEC, 0);
 	if (fd >= 0) {
-		if (pread(fd, elsewhere, (size_t)n, 0) < 0)
+		if (ms_sys_pread(fd, elsewhere, (size_t)n, 0) < 0)
 			ms_debug("python targets: could not read what the run's other processes matched");
-		close(fd);
+		ms_sys_close(fd);
 	}
-	unlink(state.shared);
+	ms_sys_unlink(state.shared);
 	state.shared_made = 0;
 }
 
@@ -518,7 +520,7 @@ void ms_py_report(void)
 	static struct unmatched_line line MS_LARGE;
 	if (!ms_py_speaks_for_targets() || (!names_unmatched() && state.npairs < 2)) {
 		if (state.shared_made && ms_proc.pid == state.speaker_pid)
-			unlink(state.shared);
+			ms_sys_unlink(state.shared);
 		return; /* its page stays untouched */
 	}
 	ms_tls_guard++;
@@ -628,7 +630,7 @@ void ms_py_exit(uintptr_t v, enum ms_py_exit how, ms_pyobj *type)
 		return;
 	const char *name = how == MS_PY_RAISED ? ms_py_type_name(type) : NULL;
 	if (name && !strcmp(name, "GeneratorExit"))
-		leave_ended(mask, MS_END_RETURNED, NULL); /* close() of a suspended generator: its normal end */
+		leave_ended(mask, MS_END_RETURNED, NULL); /* ms_sys_close() of a suspended generator: its normal end */
 	else
 		leave_ended(mask, how == MS_PY_RAISED ? MS_END_RAISED : MS_END_RETURNED, name);
 }

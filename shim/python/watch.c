@@ -22,6 +22,7 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
+#include "core/sys.h"
 #include "core/config.h"
 #include "core/ms.h"
 #include "intercept/hooks.h"
@@ -253,12 +254,12 @@ static int pyc_file(const char *file)
 	*(void **)&magic = ms_real_dlsym(RTLD_DEFAULT, "PyImport_GetMagicNumber");
 	unsigned char head[2];
 	struct stat st;
-	if (stat(file, &st) != 0 || !S_ISREG(st.st_mode))
+	if (ms_sys_stat(file, &st) != 0 || !S_ISREG(st.st_mode))
 		return 0; /* a pipe (python <(...), /dev/stdin): reading would take the program's bytes */
-	int fd = open(file, O_RDONLY | O_CLOEXEC);
-	int got = fd >= 0 && read(fd, head, 2) == 2;
+	int fd = ms_sys_open(file, O_RDONLY | O_CLOEXEC, 0);
+	int got = fd >= 0 && ms_sys_read(fd, head, 2) == 2;
 	if (fd >= 0)
-		close(fd);
+		ms_sys_close(fd);
 	return got && magic && (head[0] | head[1] << 8) == (magic() & 0xffff);
 }
 

@@ -8,6 +8,7 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 #include "core/ms.h"
+#include "core/text.h"
 #include "native/native.h"
 #include "python/py.h"
 #include "sites/sites.h"
@@ -579,5 +580,12 @@ size_t ms_sites_py_text(uint64_t w, char *buf, size_t size)
 	uint32_t f = (uint32_t)(w >> PY_FUNC_SHIFT) & PY_ID_MASK, l = (uint32_t)(w >> PY_FILE_SHIFT) & PY_ID_MASK;
 	const char *func = f < nstrings ? string_pool + strings[f].off : "?";
 	const char *file = l < nstrings ? string_pool + strings[l].off : "?";
-	return ms_format(buf, size, "%s (%s:%u)", func, file, (unsigned)(w & PY_LINE_MASK));
+	struct ms_text t = ms_text_start(buf, size); /* "FUNC (FILE:LINE)", without ms_format's parsing */
+	ms_text_str(&t, func);
+	ms_text_put(&t, " (", 2);
+	ms_text_str(&t, file);
+	ms_text_put(&t, ":", 1);
+	ms_text_num(&t, (unsigned)(w & PY_LINE_MASK), 0);
+	ms_text_put(&t, ")", 1);
+	return ms_text_end(&t);
 }

@@ -14,6 +14,7 @@
 #include <unistd.h>
 #include "core/elfnote.h"
 #include "core/ms.h"
+#include "core/text.h"
 #include "intercept/elf.h"
 #include "sites/sites.h"
 
@@ -223,7 +224,13 @@ static void scan(const Elf64_Sym *sym, size_t n, const char *strs, size_t strsz,
 	uintptr_t base = objs[obj].base;
 	static struct marks m; /* one scan at a time (the report's writer) */
 	marks_of(&m, first, end);
+	uintptr_t from = m.min - base, span = m.max - m.min; /* the wanted range in symbol values */
 	for (size_t i = 0; i < n; i++) {
+		uintptr_t off = sym[i].st_value - from; /* lo - min */
+		/* starting outside [min, max] and not reaching into it from below: passed over on a compare
+		 * or two (most symbols), as marked would pass them */
+		if (off > span && off + sym[i].st_size - 1 >= sym[i].st_size - 1)
+			continue;
 		uintptr_t lo = base + sym[i].st_value, hi = lo + sym[i].st_size;
 		if (!marked(&m, lo, hi))
 			continue;
@@ -435,13 +442,19 @@ size_t ms_sites_frame_text(uint64_t w, char *buf, size_t size)
 {
 	if (ms_sites_frame_is_py(w))
 		return ms_sites_py_text(w, buf, size);
+	/* "NAME+0xOFF (OBJECT)", "0xADDR (OBJECT)" or "0xADDR (?)", built without ms_format's parsing */
 	const struct addr *e = find_addr(w);
-	if (e) {
-		const char *obj = e->obj >= 0 ? basename_of(objs[e->obj].path) : "?";
-		if (e->name)
-			return ms_format(buf, size, "%s+0x%lx (%s)", names + e->name - 1, (unsigned long)(w - e->start),
-					 obj);
-		return ms_format(buf, size, "0x%lx (%s)", (unsigned long)w, obj);
+	struct ms_text t = ms_text_start(buf, size);
+	if (e && e->name) {
+		ms_text_str(&t, names + e->name - 1);
+		ms_text_put(&t, "+0x", 3);
+		ms_text_num(&t, w - e->start, 4);
+	} else {
+		ms_text_put(&t, "0x", 2);
+		ms_text_num(&t, w, 4);
 	}
-	return ms_format(buf, size, "0x%lx (?)", (unsigned long)w);
+	ms_text_put(&t, " (", 2);
+	ms_text_str(&t, e && e->obj >= 0 ? basename_of(objs[e->obj].path) : "?");
+	ms_text_put(&t, ")", 1);
+	return ms_text_end(&t);
 }

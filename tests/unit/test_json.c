@@ -92,7 +92,9 @@ START_TEST(pairs_are_one_line_each)
 	ms_json_end_object(&w);
 	ck_assert_int_eq(ms_json_finish(&w), 0);
 	mem[w.mem_len] = 0;
-	ck_assert_str_eq(mem, "{\n  \"points\": [\n    [0.0, 632],\n    [1.25, -4096],\n    [0.0, 9223372036854775807]\n  ]\n}\n");
+	ck_assert_str_eq(
+		mem,
+		"{\n  \"points\": [\n    [0.0, 632],\n    [1.25, -4096],\n    [0.0, 9223372036854775807]\n  ]\n}\n");
 }
 END_TEST
 
@@ -190,6 +192,48 @@ START_TEST(write_errors_and_unbalanced_nesting_are_reported)
 }
 END_TEST
 
+/* The reference: byte by byte, as the writer took them before the eight-byte scan. */
+static size_t plain_prefix_bytes(const char *s, size_t n, int key)
+{
+	size_t i = 0;
+	for (; i < n; i++) {
+		unsigned char c = (unsigned char)s[i];
+		if (c < 0x20 || c == '"' || c == '\\' || c >= 0x80 || (key && c == 0x7f))
+			break;
+	}
+	return i;
+}
+
+START_TEST(plain_prefix_matches_the_byte_loop)
+{
+	char s[48];
+	for (int key = 0; key <= 1; key++)
+		for (size_t n = 0; n <= 40; n++)
+			for (size_t at = 0; at <= n; at++)
+				for (int c = 0; c < 256; c++) {
+					for (size_t k = 0; k < n; k++)
+						s[k] = (char)('a' + (k * 7) % 26);
+					if (at < n)
+						s[at] = (char)c;
+					if (at + 1 < n)
+						s[at + 1] =
+							(char)(255 - c); /* what follows a bad byte changes nothing */
+					ck_assert_uint_eq(ms_json_plain_prefix(s, n, key),
+							  plain_prefix_bytes(s, n, key));
+				}
+	unsigned r = 12345; /* and arbitrary bytes */
+	for (int round = 0; round < 200000; round++) {
+		size_t n = (r = r * 1103515245 + 12345) >> 16 & 31;
+		for (size_t k = 0; k < n; k++) {
+			r = r * 1103515245 + 12345;
+			unsigned v = r >> 16 & 255;
+			s[k] = (char)(v < 200 ? 0x20 + v % 0x60 : v); /* mostly printable */
+		}
+		ck_assert_uint_eq(ms_json_plain_prefix(s, n, round & 1), plain_prefix_bytes(s, n, round & 1));
+	}
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("json");
@@ -201,6 +245,7 @@ int main(void)
 	tcase_add_test(tc, large_documents_flush_through_the_buffer);
 	tcase_add_test(tc, write_errors_and_unbalanced_nesting_are_reported);
 	tcase_add_test(tc, memory_sink_counts_the_whole_document);
+	tcase_add_test(tc, plain_prefix_matches_the_byte_loop);
 	suite_add_tcase(s, tc);
 	return run_suite(s);
 }
