@@ -1,4 +1,5 @@
-/* 1 - e^-x in about 50 instructions (see expmath.h): every sample weighs its block with it. */
+/* 1 - e^-x in about 50 instructions, ln x, and the table of -ln U (see expmath.h): every sample
+ * weighs its block with the first and draws its successor's distance with the last. */
 #include <stdint.h>
 #include <string.h>
 #include "core/expmath.h"
@@ -29,4 +30,32 @@ double ms_one_minus_exp_neg(double x)
 		   t * (1.0 / 5040 - t * (1.0 / 40320 - t * (1.0 / 362880)))))))));
 	/* clang-format on */
 	return 1 - 0.7071067811865476 * e * two_to_minus(n);
+}
+
+double ms_ln(double x)
+{
+	uint64_t b;
+	memcpy(&b, &x, sizeof b);
+	int e = (int)((b >> 52) & 0x7ff) - 1023;
+	b = (b & ((1ULL << 52) - 1)) | (1023ULL << 52); /* x = m 2^e, m in [1, 2) */
+	double m;
+	memcpy(&m, &b, sizeof m);
+	if (m > 1.4142135623730951) { /* m near 1: the series below converges fast */
+		m *= 0.5;
+		e++;
+	}
+	double s = (m - 1) / (m + 1), s2 = s * s; /* ln m = 2 atanh s */
+	return e * 0.6931471805599453 + 2 * s * (1 + s2 * (1.0 / 3 + s2 * (1.0 / 5 + s2 * (1.0 / 7 + s2 / 9))));
+}
+
+void ms_neg_ln_build(struct ms_neg_ln *t, double scale)
+{
+	for (int z = 0; z < 64; z++)
+		t->z[z] = (z + 1) * 0.6931471805599453 * scale;
+	for (int i = 0; i < MS_NEG_LN_CELLS; i++) {
+		double lo = i ? ms_ln(1 + (double)i / MS_NEG_LN_CELLS) : 0,
+		       hi = ms_ln(1 + (double)(i + 1) / MS_NEG_LN_CELLS);
+		t->m[i].at = lo * scale;
+		t->m[i].slope = (hi - lo) * scale * 0x1p-53;
+	}
 }

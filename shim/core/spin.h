@@ -11,12 +11,10 @@ struct ms_spin {
 	int word;
 };
 
-/* MINE is the caller's initial-exec thread-local flag for this lock. */
-static inline void ms_spin_lock(struct ms_spin *l, int *mine)
+/* Takes a lock found held: out of line, so a caller that seldom waits keeps no registers for it. */
+static __attribute__((noinline, cold, unused)) void ms_spin_wait(struct ms_spin *l)
 {
-	*mine = 1;
-	__atomic_signal_fence(__ATOMIC_SEQ_CST); /* the flag is visible to a handler before the take */
-	for (int spins = 0; __atomic_exchange_n(&l->word, 1, __ATOMIC_ACQUIRE);) {
+	for (int spins = 0;;) {
 		/* wait reading, not exchanging: the holder keeps the line and finishes sooner */
 		while (__atomic_load_n(&l->word, __ATOMIC_RELAXED)) {
 			if (++spins < 64)
@@ -24,7 +22,18 @@ static inline void ms_spin_lock(struct ms_spin *l, int *mine)
 			else
 				ms_sys_sched_yield(); /* the holder may be inside a system call: let it run */
 		}
+		if (!__atomic_exchange_n(&l->word, 1, __ATOMIC_ACQUIRE))
+			return;
 	}
+}
+
+/* MINE is the caller's initial-exec thread-local flag for this lock. */
+static inline void ms_spin_lock(struct ms_spin *l, int *mine)
+{
+	*mine = 1;
+	__atomic_signal_fence(__ATOMIC_SEQ_CST); /* the flag is visible to a handler before the take */
+	if (__builtin_expect(__atomic_exchange_n(&l->word, 1, __ATOMIC_ACQUIRE) != 0, 0))
+		ms_spin_wait(l);
 }
 
 /* Takes the lock within about MAX_SPINS tries; 0 on success, -1 (flag lowered) otherwise. */

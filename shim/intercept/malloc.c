@@ -52,10 +52,10 @@ static __attribute__((noinline)) void *new_past_gate(void *p, uint64_t result, u
 	return p;
 }
 
+/* A tail call: the sampler's walk starts in the wrapper's caller, with no frame of ours between. */
 static __attribute__((noinline)) void *new_sampled(void *p, uint64_t usable)
 {
-	ms_sample_take(p, (int64_t)usable);
-	return p;
+	return ms_sample_take(p, (int64_t)usable);
 }
 
 static __attribute__((noinline)) void free_below_gate(void *ptr, uint64_t result)

@@ -20,20 +20,21 @@ void ms_sample_rest(void)
 	ms_sample_left = ms_cfg.sites && !ms_cfg.disabled ? 1 << 20 : INT64_MAX / 2;
 }
 
-static void take_none(void *p, int64_t usable, uintptr_t sp, uintptr_t rbp)
+static void *take_none(void *p, int64_t usable, uintptr_t sp, uintptr_t rbp)
 {
-	(void)p, (void)usable, (void)sp, (void)rbp;
+	(void)usable, (void)sp, (void)rbp;
 	ms_sample_rest();
+	return p;
 }
 
 /* Read by the stub below (one indirect jump, on the sampled path only); not static, so the
  * assembly can name it (hidden like every symbol of ours). */
 ms_sample_take_fn ms_sample_take_hook = take_none;
-static ms_sample_forget_fn forget_hook;
+ms_sample_forget_fn ms_sample_forget_hook;
 
 void ms_set_sampler(ms_sample_take_fn take, ms_sample_forget_fn forget)
 {
-	__atomic_store_n(&forget_hook, forget, __ATOMIC_RELEASE);
+	__atomic_store_n(&ms_sample_forget_hook, forget, __ATOMIC_RELEASE);
 	__atomic_store_n(&ms_sample_take_hook, take ? take : take_none, __ATOMIC_RELEASE);
 }
 
@@ -52,10 +53,3 @@ __asm__(".pushsection .text\n"
 	"	.cfi_endproc\n"
 	".size ms_sample_take, .-ms_sample_take\n"
 	".popsection\n");
-
-void ms_sample_forget(void *p)
-{
-	ms_sample_forget_fn f = __atomic_load_n(&forget_hook, __ATOMIC_ACQUIRE);
-	if (f) /* always set once a filter bit is */
-		f(p);
-}

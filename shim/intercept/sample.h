@@ -35,16 +35,23 @@ extern uint64_t ms_sample_filter[(1u << MS_SAMPLE_FILTER_BITS) / 64];
 /* The sampler's slow paths (sites/sample.c registers them):
  *   take(p, usable, sp, rbp)  the countdown ran out at block P of USABLE bytes; SP is the wrapper's
  *                             stack pointer after ms_sample_take returns and RBP its rbp, so a stack
- *                             walk starts at the wrapper, not in the sampling code;
+ *                             walk starts at the wrapper, not in the sampling code; returns P (a
+ *                             wrapper that returns the block can enter it by a tail call);
  *   forget(p)                 block P, whose filter bit is set, is being released. */
-typedef void (*ms_sample_take_fn)(void *p, int64_t usable, uintptr_t sp, uintptr_t rbp);
+typedef void *(*ms_sample_take_fn)(void *p, int64_t usable, uintptr_t sp, uintptr_t rbp);
 typedef void (*ms_sample_forget_fn)(void *p);
 void ms_set_sampler(ms_sample_take_fn take, ms_sample_forget_fn forget);
 
 /* The slow entries: an assembly stub that passes SP and RBP on to the registered take (or, while
- * none is, to ms_sample_rest), and forget's. */
-void ms_sample_take(void *p, int64_t usable);
-void ms_sample_forget(void *p);
+ * none is, to ms_sample_rest), and forget's, called from the wrapper itself (no stub between). */
+void *ms_sample_take(void *p, int64_t usable);
+extern ms_sample_forget_fn ms_sample_forget_hook __attribute__((visibility("hidden")));
+static inline void ms_sample_forget(void *p)
+{
+	ms_sample_forget_fn f = __atomic_load_n(&ms_sample_forget_hook, __ATOMIC_ACQUIRE);
+	if (f) /* always set once a filter bit is */
+		f(p);
+}
 /* No sampler yet, or sampling off: this thread looks again after 1 MiB, or never when MEMSHIM_SITES
  * or MEMSHIM_DISABLE say it is off for good. */
 void ms_sample_rest(void);
@@ -70,7 +77,7 @@ static inline int ms_sample_due(int64_t usable)
 /* Whether every allocation is recorded now (the sampler's take looks). */
 static inline int ms_sample_every(void)
 {
-	return __atomic_load_n(&ms_sample_floor[0], __ATOMIC_RELAXED) == MS_SAMPLE_EVERY;
+	return __atomic_load_n(&ms_sample_floor[0], __ATOMIC_RELAXED) != 0; /* 0 or MS_SAMPLE_EVERY */
 }
 
 /* Every allocation of every thread recorded from now on (EVERY), or sampling as before. */

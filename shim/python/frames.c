@@ -42,6 +42,8 @@ static struct {
 	void *code_type;
 } frames;
 
+int ms_py_stack_on;
+
 #define OWNED_BY_CSTACK 3 /* 3.12+: the interpreter's entry frames, not Python code */
 #define BYTES_DATA 32     /* PyBytesObject.ob_sval */
 #define VAR_SIZE 16       /* PyVarObject.ob_size */
@@ -63,12 +65,8 @@ int ms_py_stack_install(void)
 		ms_warn("Python 3.%d's frame layout is not known: call sites get native frames only", ms_py.minor);
 		return -1;
 	}
+	__atomic_store_n(&ms_py_stack_on, 1, __ATOMIC_RELEASE); /* after the layout: readers follow it */
 	return 0;
-}
-
-int ms_py_stack_ready(void)
-{
-	return __atomic_load_n(&frames.lay, __ATOMIC_ACQUIRE) != NULL;
 }
 
 /* The innermost frame of TSTATE, or NULL. */

@@ -253,8 +253,13 @@ struct ms_py_frame {
 };
 /* Picks this version's frame layout (GIL held, at install); -1 and one warning when unknown. */
 int ms_py_stack_install(void);
-/* Whether Python stacks can be read (a known layout was installed). */
-int ms_py_stack_ready(void);
+/* Whether Python stacks can be read (a known layout was installed): inline, call sites ask at
+ * every sample. */
+extern int ms_py_stack_on __attribute__((visibility("hidden")));
+static inline int ms_py_stack_ready(void)
+{
+	return __atomic_load_n(&ms_py_stack_on, __ATOMIC_ACQUIRE);
+}
 /* The calling thread's innermost interpreter frame (GIL held), or NULL when no layout is known. */
 void *ms_py_current_frame(void);
 /* Lines by (code object, instruction position), direct-mapped: a sample's frames are mostly the

@@ -6,8 +6,11 @@
  * GPU) live rises more than 2% above the live at the last copy.  A copy splits them into what the
  * call added and what was live from before its begin: every block records the boundary generation
  * it was sampled in, and a copy sums the blocks born since the call's begin from the live table
- * (copies are few: at most one per 2% of growth), so samples and frees do no more work.  One spin lock guards the tables;
- * a thread that finds itself already inside (a signal handler) skips the sample.
+ * (copies are few: at most one per 2% of growth), so samples and frees do no more work.  One spin
+ * lock guards the tables; a thread that finds itself already inside (a signal handler) skips the
+ * sample.  The common sample, from where its thread sampled last, takes its stack by id (sites.h's
+ * inline check) and calls nothing but a held lock's wait: with its free, about 340 instructions
+ * (doc/bench.md, `make bench-sites`).
  * MEMSHIM_SITES=exact records every allocation instead, at its size: intercept's floor is raised,
  * so each allocation of every thread enters take (a stack and the lock each: the cost of exact
  * shares).  MEMSHIM_SITES=exact:STAGE,... raises it only while a call of a named stage is open (each
@@ -38,7 +41,8 @@ struct live {
 	uint64_t addr; /* 0: empty */
 	int32_t stack;
 	uint8_t gpu;
-	uint8_t exact; /* a BLOCK_ kind: counted at its true size unless BLOCK_ESTIMATED */
+	uint8_t exact;   /* a BLOCK_ kind: counted at its true size unless BLOCK_ESTIMATED */
+	uint16_t points; /* the samples it counts for (points()), 0 when that does not fit: no division at its free */
 	int64_t weight;
 	uint64_t born; /* the boundary generation it was sampled in */
 };
@@ -62,6 +66,14 @@ static int exact_ids[MS_SITES_EXACT_MAX];
 static int64_t rate;
 static struct live *live;
 static unsigned live_bits = LIVE_BITS_FIRST, live_bits_max = LIVE_BITS_MAX;
+/* LIVE_SLOTS - 1 and slot_of's shift, kept with live_bits: no computing them at each sample */
+static uint32_t live_mask = (1u << LIVE_BITS_FIRST) - 1;
+static unsigned live_shift = 64 - LIVE_BITS_FIRST;
+/* The table doubles when this many blocks are live: a quarter of a small table (short probe runs:
+ * fewer instructions a sample and a free, at most 256 KiB more), half of one of LIVE_BITS_SMALL or more. */
+#define LIVE_BITS_SMALL 14
+#define LIVE_ROOM(bits) ((1u << (bits)) / ((bits) < LIVE_BITS_SMALL ? 4 : 2))
+static uint32_t live_room = LIVE_ROOM(LIVE_BITS_FIRST);
 /* Per filter hash, the CPU blocks in the live table with that hash: a free clears the filter bit
  * when the last one goes, without scanning the table. */
 static uint32_t *hash_live;
@@ -83,6 +95,16 @@ static uint64_t boundary_gen, newest_born;
 
 static struct ms_sites_copy cur[MS_MAX_STAGES] MS_LARGE, last[MS_MAX_STAGES] MS_LARGE;
 static int64_t cpu_next = INT64_MAX, gpu_next = INT64_MAX; /* lowest refresh threshold of open calls */
+/* What a sample compares the CPU word's value bits with: cpu_next as the word holds it (biased), or
+ * 0 once a device allocation was seen (then each sample looks at both live values): one compare. */
+static uint64_t sample_next = UINT64_MAX;
+
+static uint64_t as_word_value(int64_t bytes)
+{
+	if (bytes >= (int64_t)(MS_CPU_VALUE_MASK - MS_CPU_BIAS))
+		return UINT64_MAX;
+	return bytes < -(int64_t)MS_CPU_BIAS ? 0 : (uint64_t)(bytes + (int64_t)MS_CPU_BIAS);
+}
 
 /* What every sample and sampled free writes, on one line (two threads sampling pass one line
  * between them, not six). */
@@ -92,9 +114,11 @@ static struct {
 	uint64_t samples, gpu_allocs, samples_dropped, unkept;
 	uint64_t gen[2]; /* of each side's stack totals (see latest) */
 } shared __attribute__((aligned(64))) = { .gen = { 1, 1 } };
-static __thread int lock_mine MS_TLS;
-static __thread int busy MS_TLS;
-static __thread uint64_t rng MS_TLS;
+/* This thread's flags and generator, together: one thread-pointer offset for all three. */
+static __thread struct {
+	int lock_mine, busy;
+	uint64_t rng;
+} me MS_TLS;
 
 /* Stack ids the tables take (stacks.c interns no more); the last one is never interned: blocks
  * whose stack the tables could not keep count under it, in the lists' closing entry. */
@@ -113,23 +137,6 @@ int ms_sites_on(void)
 
 /* ---- drawing ------------------------------------------------------------------------------- */
 
-/* Natural log of X in (0, 1] without libm: X = m 2^e with m near 1, then the atanh series. */
-static double ln(double x)
-{
-	uint64_t b;
-	memcpy(&b, &x, sizeof b);
-	int e = (int)((b >> 52) & 0x7ff) - 1023;
-	b = (b & ((1ULL << 52) - 1)) | (1023ULL << 52);
-	double m;
-	memcpy(&m, &b, sizeof m);
-	if (m > 1.4142135623730951) {
-		m *= 0.5;
-		e++;
-	}
-	double s = (m - 1) / (m + 1), s2 = s * s;
-	return e * 0.6931471805599453 + 2 * s * (1 + s2 * (1.0 / 3 + s2 * (1.0 / 5 + s2 * (1.0 / 7 + s2 / 9))));
-}
-
 /* The bytes a sampled block of USABLE bytes stands for. */
 static int64_t weight_of(int64_t usable)
 {
@@ -137,28 +144,42 @@ static int64_t weight_of(int64_t usable)
 	return p > 0 ? (int64_t)((double)usable / p + 0.5) : rate;
 }
 
+/* A 64-bit linear congruential generator (Steele and Vigna's multiplier): its high bits, which
+ * the draws use, are well spread; state 0 means this thread has not drawn yet. */
+#define LCG_MUL 0xd1342543de82ef95ULL
+
 static uint64_t next_random(void)
 {
-	uint64_t x = rng;
+	uint64_t x = me.rng;
 	if (MS_UNLIKELY(!x)) {
 		unsigned lo, hi;
 		__asm__ volatile("rdtsc" : "=a"(lo), "=d"(hi));
-		x = ((uint64_t)hi << 32 | lo) ^ (uint64_t)(uintptr_t)&rng * 0x9e3779b97f4a7c15ULL;
-		x = x ? x : 88172645463325252ULL;
+		x = ((uint64_t)hi << 32 | lo) ^ (uint64_t)(uintptr_t)&me.rng * 0x9e3779b97f4a7c15ULL;
 	}
-	x ^= x >> 12;
-	x ^= x << 25;
-	x ^= x >> 27;
-	rng = x;
-	return x * 0x2545f4914f6cdd1dULL;
+	x = x * LCG_MUL + 1;
+	me.rng = x;
+	return x;
 }
 
-/* Bytes to the next sample: exponential with mean RATE, at least 1. */
+/* Bytes to the next sample: exponential with mean RATE, at least 1 (before the tables are built). */
 static int64_t draw(void)
 {
 	double u = (double)((next_random() >> 11) + 1) * (1.0 / 9007199254740992.0);
-	double d = -ln(u) * (double)rate;
+	double d = -ms_ln(u) * (double)rate;
 	return d < 1 ? 1 : d > 4e18 ? (int64_t)4e18 : (int64_t)d;
+}
+
+/* draw_fast's table: -ln U in bytes (rate -ln U). */
+static struct ms_neg_ln ln_table MS_LARGE;
+
+/* draw once the tables are built and this thread's generator seeded (about 50 instructions fewer;
+ * a rate is at most 2^40 bytes, so 45 rates fit an int64). */
+static inline int64_t draw_fast(void)
+{
+	uint64_t r = me.rng * LCG_MUL + 1;
+	me.rng = r;
+	int64_t v = (int64_t)ms_neg_ln(&ln_table, r);
+	return v < 1 ? 1 : v;
 }
 
 /* A sampled block's weight x / (1 - e^-x) in rates (x = s / R) from a table with linear steps
@@ -166,29 +187,35 @@ static int64_t draw(void)
  * it, and within 2e-5 of it (the sampling's own error is 1 / sqrt(samples)). */
 #define WEIGHT_STEPS 32 /* entries per rate */
 #define WEIGHT_ENTRIES (EXACT_RATES * WEIGHT_STEPS + 1)
-static double weight_table[WEIGHT_ENTRIES] MS_LARGE; /* x / (1 - e^-x) at x = i / WEIGHT_STEPS */
+/* In bytes: rate x / (1 - e^-x) at x = i / WEIGHT_STEPS, and the step to the next entry (one more
+ * than below exact_from needs, for a product rounded up to the last). */
+static struct {
+	double at, slope;
+} weight_table[WEIGHT_ENTRIES] MS_LARGE;
 static double steps_per_byte;
 
-static void build_weight_table(void)
+static void build_tables(void)
 {
-	double step = 1.0 / WEIGHT_STEPS, decay = 1 - ms_one_minus_exp_neg(step), e = 1;
+	double step = 1.0 / WEIGHT_STEPS, decay = 1 - ms_one_minus_exp_neg(step), e = 1, w = 1;
 	ms_touch(weight_table);
-	weight_table[0] = 1;
-	for (int i = 1; i < WEIGHT_ENTRIES; i++) {
-		e *= decay; /* e^-(i step): powers, not an exponential per entry */
-		weight_table[i] = i * step / (1 - e);
+	for (int i = 0; i < WEIGHT_ENTRIES; i++) {
+		e *= decay; /* e^-((i + 1) step): powers, not an exponential per entry */
+		double next = (i + 1) * step / (1 - e);
+		weight_table[i].at = w * (double)rate + 0.5; /* rounded to the nearest byte by truncation */
+		weight_table[i].slope = (next - w) * (double)rate;
+		w = next;
 	}
 	steps_per_byte = WEIGHT_STEPS / (double)rate;
+	ms_touch(&ln_table);
+	ms_neg_ln_build(&ln_table, (double)rate);
 }
 
 /* The bytes a sampled block of USABLE bytes (below exact_from) stands for, once the table is built. */
-static int64_t weight_fast(int64_t usable)
+static inline int64_t weight_fast(int64_t usable)
 {
 	double x = (double)usable * steps_per_byte;
 	int i = (int)x;
-	i = i < WEIGHT_ENTRIES - 1 ? i : WEIGHT_ENTRIES - 2;
-	double f = weight_table[i] + (weight_table[i + 1] - weight_table[i]) * (x - i);
-	return (int64_t)(f * (double)rate + 0.5);
+	return (int64_t)(weight_table[i].at + weight_table[i].slope * (x - i));
 }
 
 /* ---- the live table ------------------------------------------------------------------------ */
@@ -196,37 +223,48 @@ static int64_t weight_fast(int64_t usable)
 /* The home slot: leading bits of the same mix as the filter's hash. */
 static uint32_t slot_of(uint64_t addr)
 {
-	return (uint32_t)(ms_sample_mix(addr) >> (64 - live_bits));
+	return (uint32_t)(ms_sample_mix(addr) >> live_shift);
 }
 
 static void live_put(const struct live *e)
 {
 	uint32_t i = slot_of(e->addr);
 	while (live[i].addr)
-		i = (i + 1) & (LIVE_SLOTS - 1);
+		i = (i + 1) & live_mask;
 	live[i] = *e;
 }
 
-/* Doubles the table when half full (lock held): the pages touched follow the samples live, not
- * the whole bound. */
-static int live_grow(void)
+/* Doubles the table (lock held): the pages touched follow the samples live, not the whole bound;
+ * -1 when it holds MAX_LIVE already.  errno is kept (a sample saves it only around walks). */
+static __attribute__((noinline)) int live_double(void)
 {
-	if (shared.nlive < LIVE_SLOTS / 2)
-		return 0;
 	if (live_bits >= live_bits_max)
 		return -1;
+	int saved = errno;
 	struct live *old = live;
 	size_t old_slots = LIVE_SLOTS;
 	struct live *bigger = ms_raw_map(2 * old_slots * sizeof *live);
-	if (!bigger)
+	if (!bigger) {
+		errno = saved;
 		return -1;
+	}
 	__atomic_store_n(&live, bigger, __ATOMIC_RELAXED); /* prefetch_slot reads both unlocked */
 	__atomic_store_n(&live_bits, live_bits + 1, __ATOMIC_RELAXED);
+	__atomic_store_n(&live_shift, live_shift - 1, __ATOMIC_RELAXED);
+	live_mask = LIVE_SLOTS - 1;
+	live_room = LIVE_ROOM(live_bits);
 	for (size_t i = 0; i < old_slots; i++)
 		if (old[i].addr)
 			live_put(&old[i]);
 	syscall(SYS_munmap, old, old_slots * sizeof *old);
+	errno = saved;
 	return 0;
+}
+
+/* Room for one more block: the table doubles at live_room (lock held). */
+static inline int live_grow(void)
+{
+	return shared.nlive < live_room ? 0 : live_double();
 }
 
 /* Sets or clears filter hash H's bit (lock held: a plain read and write, no locked instruction;
@@ -238,17 +276,18 @@ static void filter_set(unsigned h, int set)
 	__atomic_store_n(word, set ? old | bit : old & ~bit, __ATOMIC_RELAXED);
 }
 
-static int live_insert(uint64_t addr, int32_t stack, int gpu, int exact, int64_t weight)
+static inline __attribute__((always_inline)) int live_insert(uint64_t addr, int32_t stack, int gpu, int exact,
+							     int64_t weight, int64_t k)
 {
-	if (shared.nlive >= MAX_LIVE || live_grow() < 0)
+	if (MS_UNLIKELY(live_grow() < 0))
 		return -1;
 	uint32_t i = slot_of(addr);
 	ms_touch(&live[i]); /* a fresh page: written before it is read */
-	while (live[i].addr && live[i].addr != addr)
-		i = (i + 1) & (LIVE_SLOTS - 1);
-	if (live[i].addr == addr) /* a block we never saw freed (a free in a handler): replace it */
-		return -1;
-	live[i] = (struct live){ addr, stack, (uint8_t)gpu, (uint8_t)exact, weight, boundary_gen };
+	for (uint64_t a; (a = live[i].addr) != 0; i = (i + 1) & live_mask)
+		if (a == addr) /* a block we never saw freed (a free in a handler): the first stays */
+			return -1;
+	live[i] = (struct live){ addr,   stack,       (uint8_t)gpu, (uint8_t)exact, k <= UINT16_MAX ? (uint16_t)k : 0,
+				 weight, boundary_gen };
 	newest_born = boundary_gen;
 	shared.nlive++;
 	if (!gpu) {
@@ -260,43 +299,45 @@ static int live_insert(uint64_t addr, int32_t stack, int gpu, int exact, int64_t
 	return 0;
 }
 
-/* Removes ADDR (backward-shift deletion keeps probe chains short); 0 when found, into *OUT. */
-static int live_remove(uint64_t addr, int gpu, struct live *out)
+/* The slot of ADDR on side GPU, or -1. */
+static inline __attribute__((always_inline)) int64_t live_find(uint64_t addr, int gpu)
 {
-	uint32_t i = slot_of(addr);
-	while (live[i].addr && !(live[i].addr == addr && live[i].gpu == gpu))
-		i = (i + 1) & (LIVE_SLOTS - 1);
-	if (!live[i].addr)
-		return -1;
-	*out = live[i];
-	for (uint32_t j = i;;) {
-		live[i].addr = 0;
-		uint32_t k;
-		for (;;) {
-			j = (j + 1) & (LIVE_SLOTS - 1);
-			if (!live[j].addr)
-				goto done;
-			k = slot_of(live[j].addr);
-			/* move J back to I unless its home lies cyclically in (I, J] */
-			if (i <= j ? (i < k && k <= j) : (i < k || k <= j))
-				continue;
-			break;
-		}
-		live[i] = live[j];
-		i = j;
+	for (uint32_t mask = live_mask, i = slot_of(addr);; i = (i + 1) & mask) {
+		uint64_t a = live[i].addr;
+		if (a == addr && live[i].gpu == gpu)
+			return i;
+		if (!a)
+			return -1;
 	}
-done:
+}
+
+/* Empties slot I of block ADDR (backward-shift deletion keeps probe chains short). */
+static inline __attribute__((always_inline)) void live_remove(uint32_t i, uint64_t addr, int gpu)
+{
+	uint32_t mask = live_mask, shift = live_shift;
+	for (uint32_t j = i;;) {
+		j = (j + 1) & mask;
+		uint64_t a = live[j].addr;
+		if (!a)
+			break;
+		/* J moves back to the hole at I unless its home K lies cyclically in (I, J] */
+		uint32_t k = (uint32_t)(ms_sample_mix(a) >> shift);
+		if (((j - k) & mask) >= ((j - i) & mask)) {
+			live[i] = live[j];
+			i = j;
+		}
+	}
+	live[i].addr = 0;
 	shared.nlive--;
 	if (!gpu && --hash_live[ms_sample_hash(addr)] == 0)
 		filter_set(ms_sample_hash(addr), 0);
-	return 0;
 }
 
 /* ---- peak copies --------------------------------------------------------------------------- */
 
 /* Samples a block of WEIGHT stands for: one per RATE bytes (a GPU allocation, and every block
  * recorded with every allocation, is one). */
-static int64_t points(int64_t weight, int gpu, int exact)
+static inline int64_t points(int64_t weight, int gpu, int exact)
 {
 	int64_t k = gpu || exact == BLOCK_EVERY ? 1 : weight / rate;
 	return k > 0 ? k : 1;
@@ -459,6 +500,7 @@ static void recompute_next(void)
 	}
 	__atomic_store_n(&cpu_next, cn, __ATOMIC_RELAXED);
 	__atomic_store_n(&gpu_next, gn, __ATOMIC_RELAXED);
+	sample_next = shared.gpu_allocs ? 0 : as_word_value(cn);
 }
 
 /* Refreshes the copies of open calls whose peak rose past their threshold (lock held). */
@@ -550,11 +592,11 @@ static void update_window(void)
 
 /* ---- the slow paths ------------------------------------------------------------------------ */
 
-static int enter(void)
+static inline int enter(void)
 {
-	if (busy || lock_mine)
+	if (me.busy || me.lock_mine)
 		return -1;
-	busy = 1;
+	me.busy = 1;
 	return 0;
 }
 
@@ -562,20 +604,25 @@ static int enter(void)
  * it was: the next leave looks again, so a window never stays open past its stage. */
 static int window_stale;
 
-static void leave(void)
+static __attribute__((noinline)) void look_at_window(void)
 {
-	if (MS_UNLIKELY(__atomic_load_n(&window_stale, __ATOMIC_ACQUIRE)) && !lock_mine) {
-		ms_spin_lock(&shared.lock, &lock_mine);
-		if (__atomic_exchange_n(&window_stale, 0, __ATOMIC_ACQ_REL))
-			update_window();
-		ms_spin_unlock(&shared.lock, &lock_mine);
-	}
-	busy = 0;
+	ms_spin_lock(&shared.lock, &me.lock_mine);
+	if (__atomic_exchange_n(&window_stale, 0, __ATOMIC_ACQ_REL))
+		update_window();
+	ms_spin_unlock(&shared.lock, &me.lock_mine);
+}
+
+static inline void leave(void)
+{
+	if (MS_UNLIKELY(__atomic_load_n(&window_stale, __ATOMIC_ACQUIRE)) && !me.lock_mine)
+		look_at_window();
+	me.busy = 0;
 }
 
 /* A block of WEIGHT bytes standing for K samples, of stack ID (EXACT: counted at its true size),
  * came (SIGN 1) or went (-1) on side GPU (lock held: every reader holds it too). */
-static void stack_moved(int32_t id, int gpu, int exact, int64_t weight, int64_t k, int sign)
+static inline __attribute__((always_inline)) void stack_moved(int32_t id, int gpu, int exact, int64_t weight, int64_t k,
+							      int sign)
 {
 	int side = gpu != 0;
 	per_stack[id].bytes[side] += sign * weight;
@@ -585,36 +632,61 @@ static void stack_moved(int32_t id, int gpu, int exact, int64_t weight, int64_t 
 	shared.gen[side]++;
 }
 
-/* Refreshes the copies of open calls when a live value passed their threshold (lock held); reads
- * the live values only while some call is open (each read is of a line every thread writes). */
-static void refresh_if_high(void)
+/* Refreshes the copies of open calls when a live value passed their threshold (lock held): the GPU
+ * word is read only once a device allocation was seen. */
+static __attribute__((noinline)) void refresh_at(int64_t cpu_now)
 {
-	if (cpu_next == INT64_MAX && gpu_next == INT64_MAX)
-		return;
 	/* no device allocation yet: no GPU site to copy, and the GPU word is not read */
-	int64_t cpu_now = ms_live(MS_CPU), gpu_now = shared.gpu_allocs ? ms_live(MS_GPU) : 0;
+	int64_t gpu_now = shared.gpu_allocs ? ms_live(MS_GPU) : 0;
 	if (cpu_now > cpu_next || gpu_now > gpu_next)
 		refresh(cpu_now, gpu_now);
+}
+
+static inline void refresh_if_high(void)
+{
+	/* the CPU word is this thread's own line after its allocation's add: read whether a call is open or not */
+	uint64_t v = __atomic_load_n(&ms_cpu.word, __ATOMIC_RELAXED) & MS_CPU_VALUE_MASK;
+	if (MS_UNLIKELY(v > sample_next))
+		refresh_at((int64_t)(v - MS_CPU_BIAS));
 }
 
 /* Starts fetching ADDR's live-table slot, to arrive while the stack is walked: the table is seldom
  * in cache, and that one miss was most of a sample's cost.  Reads the table unlocked: a stale one
  * only wastes the prefetch, which never faults. */
-static void prefetch_slot(uint64_t addr)
+static inline void prefetch_slot(uint64_t addr)
 {
 	const struct live *t = __atomic_load_n(&live, __ATOMIC_RELAXED);
-	unsigned bits = __atomic_load_n(&live_bits, __ATOMIC_RELAXED);
-	__builtin_prefetch((const char *)t + (ms_sample_mix(addr) >> (64 - bits)) * sizeof *t, 1);
+	unsigned shift = __atomic_load_n(&live_shift, __ATOMIC_RELAXED);
+	__builtin_prefetch((const char *)t + (ms_sample_mix(addr) >> shift) * sizeof *t, 1);
 }
 
-/* Records block ADDR of WEIGHT bytes (EXACT: its true size) with the calling thread's stack. */
-static void record(uint64_t addr, int64_t weight, int gpu, int exact, const uintptr_t *start)
+/* Adds block ADDR of WEIGHT bytes (EXACT: its kind) of stack ID to the tables (lock held). */
+static inline __attribute__((always_inline)) void add_block(uint64_t addr, int32_t id, int gpu, int exact,
+							    int64_t weight)
+{
+	int64_t k = points(weight, gpu, exact); /* one division for the stack's total and the count */
+	if (MS_LIKELY(live_insert(addr, id, gpu, exact, weight, k) == 0))
+		stack_moved(id, gpu, exact, weight, k, 1);
+	else
+		shared.samples_dropped++;
+	if (gpu) {
+		shared.gpu_allocs++;
+		sample_next = 0;
+	} else {
+		shared.samples += (uint64_t)k;
+	}
+}
+
+/* Records block ADDR of WEIGHT bytes (EXACT: its true size) with the calling thread's stack, read
+ * by a walk (a device block, or a CPU one from elsewhere than this thread's last sample). */
+static __attribute__((noinline)) void record(uint64_t addr, int64_t weight, int gpu, int exact, const uintptr_t *start)
 {
 	uint64_t frames[2 * MS_SITES_MAX_FRAMES];
 	int32_t id;
+	int saved = errno; /* the walk may make system calls */
 	prefetch_slot(addr);
 	int n = ms_sites_capture(frames, MS_SITES_MAX_FRAMES, start, &id);
-	ms_spin_lock(&shared.lock, &lock_mine);
+	ms_spin_lock(&shared.lock, &me.lock_mine);
 	if (id < 0) {
 		int remember = id == -2;
 		id = ms_sites_capture_locked(frames, n);
@@ -623,18 +695,35 @@ static void record(uint64_t addr, int64_t weight, int gpu, int exact, const uint
 		else if (id < 0)
 			id = UNKEPT_ID, shared.unkept++; /* its bytes still count, in the closing entry */
 	}
-	int64_t k = points(weight, gpu, exact); /* one division for the stack's total and the count */
-	if (id >= 0 && live_insert(addr, id, gpu, exact, weight) == 0) {
-		stack_moved(id, gpu, exact, weight, k, 1);
-	} else {
-		shared.samples_dropped++;
-	}
-	if (gpu)
-		shared.gpu_allocs++;
-	else
-		shared.samples += (uint64_t)k;
+	add_block(addr, id, gpu, exact, weight);
 	refresh_if_high();
-	ms_spin_unlock(&shared.lock, &lock_mine);
+	ms_spin_unlock(&shared.lock, &me.lock_mine);
+	errno = saved;
+}
+
+/* Records CPU block P (the sampler entered, busy set), then leaves the sampler: when this thread's
+ * last stack is still the one (a sample from the same place), it is taken by id with no frame
+ * copied; otherwise walked. */
+static inline __attribute__((always_inline)) void *record_cpu(void *p, int64_t weight, int exact, uintptr_t sp,
+							      uintptr_t rbp)
+{
+	uintptr_t ra = *(const uintptr_t *)(sp - 8);
+	uint64_t addr = (uint64_t)(uintptr_t)p;
+	prefetch_slot(addr);
+	int32_t id = ms_sites_known(sp, rbp, ra);
+	if (MS_UNLIKELY(id == MS_SITES_CHECK_SLOW))
+		id = ms_sites_known_slow();
+	if (MS_UNLIKELY(id < 0)) {
+		uintptr_t start[3] = { sp, rbp, ra };
+		record(addr, weight, 0, exact, start);
+	} else {
+		ms_spin_lock(&shared.lock, &me.lock_mine);
+		add_block(addr, id, 0, exact, weight);
+		refresh_if_high();
+		ms_spin_unlock(&shared.lock, &me.lock_mine);
+	}
+	leave();
+	return p;
 }
 
 /* Maps the tables and picks up the open stages, once (the first sample or device allocation). */
@@ -647,9 +736,20 @@ static void copy_again_at_first_record(void)
 	recompute_next();
 }
 
+static void *take(void *p, int64_t usable, uintptr_t sp, uintptr_t rbp);
+static void *take_other(void *p, int64_t usable, uintptr_t sp, uintptr_t rbp);
+static void forget(void *p);
+
+/* The wrappers' way up (intercept's hooks): take_other until the tables are on, then take and
+ * forget, so neither looks at on (it goes back to 0 only in a forked child, the one thread). */
+static void set_sampler(int tables_on)
+{
+	ms_set_sampler(tables_on ? take : take_other, tables_on ? forget : NULL);
+}
+
 static int turn_on(void)
 {
-	ms_spin_lock(&shared.lock, &lock_mine);
+	ms_spin_lock(&shared.lock, &me.lock_mine);
 	if (!on && wanted) {
 		__atomic_store_n(&live, ms_raw_map(LIVE_SLOTS * sizeof *live), __ATOMIC_RELAXED);
 		per_stack = ms_raw_map(STACK_IDS * sizeof *per_stack);
@@ -658,33 +758,35 @@ static int turn_on(void)
 		hash_live = ms_raw_map(sizeof *hash_live << MS_SAMPLE_FILTER_BITS);
 		if (live && per_stack && cpu_exact && added_tally && hash_live &&
 		    ms_sites_stacks_init(exact_tables) == 0) {
-			build_weight_table();
+			build_tables();
 			sync_stages(-1);
 			copy_again_at_first_record();
 			__atomic_store_n(&on, 1, __ATOMIC_RELEASE);
+			set_sampler(1);
 		} else {
 			wanted = 0;
 			ms_sample_set_every(0); /* nothing to record: the wrappers stop asking */
 			ms_warn("call sites are off: could not map their tables");
 		}
 	}
-	ms_spin_unlock(&shared.lock, &lock_mine);
+	ms_spin_unlock(&shared.lock, &me.lock_mine);
 	return on;
 }
 
-/* The countdown ran out (intercept's ms_sample_take): SP and RBP are the wrapper's. */
-static void take(void *p, int64_t usable, uintptr_t sp, uintptr_t rbp)
+/* take's other cases: not on yet or off, every allocation recorded, this thread's first draw, a
+ * countdown not run out (the floor moved), a handler inside the sampler. */
+static __attribute__((noinline)) void *take_other(void *p, int64_t usable, uintptr_t sp, uintptr_t rbp)
 {
 	if (!wanted) { /* off, or not started yet: look again in a while unless it is off for good */
 		ms_sample_rest();
-		return;
+		return p;
 	}
 	int sampled = 1, exact = BLOCK_EVERY;
 	int64_t weight = usable;
 	if (ms_sample_every()) {
 		ms_sample_left += usable; /* the countdown paused: memoryless, so sampling resumes unbiased */
 	} else {
-		if (MS_UNLIKELY(!rng)) /* this thread's first allocation: it starts with a drawn budget */
+		if (MS_UNLIKELY(!me.rng)) /* this thread's first allocation: it starts with a drawn budget */
 			ms_sample_left += draw();
 		sampled = ms_sample_left < 0; /* the next sample point fell inside this block */
 		if (sampled)
@@ -695,44 +797,69 @@ static void take(void *p, int64_t usable, uintptr_t sp, uintptr_t rbp)
 									     : weight_of(usable);
 	}
 	if (!sampled || !p || enter() < 0)
-		return;
+		return p;
+	int saved = errno; /* turning on maps the tables */
 	if (!on && !turn_on()) {
+		errno = saved;
 		leave();
-		return;
+		return p;
 	}
-	int saved = errno;
+	errno = saved;
+	if (exact != BLOCK_EVERY)
+		return record_cpu(p, weight, exact, sp, rbp);
 	uintptr_t start[3] = { sp, rbp, *(const uintptr_t *)(sp - 8) };
 	record((uint64_t)(uintptr_t)p, weight, 0, exact, start);
-	errno = saved;
 	leave();
+	return p;
 }
 
-static void take_out(uint64_t addr, int gpu)
+/* The countdown ran out at block P (never NULL) (intercept's ms_sample_take, registered once on):
+ * SP and RBP are the wrapper's.  The common case first: sampling, this thread's generator seeded,
+ * and a sample point in this block. */
+static void *take(void *p, int64_t usable, uintptr_t sp, uintptr_t rbp)
 {
-	struct live e;
-	ms_spin_lock(&shared.lock, &lock_mine);
-	if (live_remove(addr, gpu, &e) == 0) {
-		stack_moved(e.stack, gpu, e.exact, e.weight, points(e.weight, gpu, e.exact), -1);
-	}
-	ms_spin_unlock(&shared.lock, &lock_mine);
+	if (MS_UNLIKELY(ms_sample_every() || !me.rng || ms_sample_left >= 0 || me.busy || me.lock_mine))
+		return take_other(p, usable, sp, rbp);
+	ms_sample_left = draw_fast(); /* memoryless: the next point is a fresh draw from the block's end */
+	me.busy = 1;
+	if (usable >= exact_from)
+		return record_cpu(p, usable, BLOCK_AT_SIZE, sp, rbp);
+	return record_cpu(p, weight_fast(usable), BLOCK_ESTIMATED, sp, rbp);
 }
 
-/* A block whose filter bit is set is released (intercept's ms_sample_forget). */
+/* Block ADDR of side GPU leaves the tables (lock held): its stack's totals first, so the shift
+ * that follows keeps few values. */
+static inline __attribute__((always_inline)) void take_out(uint64_t addr, int gpu)
+{
+	int64_t i = live_find(addr, gpu);
+	if (i < 0)
+		return;
+	const struct live *e = &live[i];
+	stack_moved(e->stack, gpu, e->exact, e->weight, e->points ? e->points : points(e->weight, gpu, e->exact), -1);
+	live_remove((uint32_t)i, addr, gpu);
+}
+
+/* A block whose filter bit is set is released (intercept's ms_sample_forget, registered while on).
+ * Only the lock is taken: nothing of this thread's is written outside it, so busy is neither
+ * needed nor touched (a handler freeing during a sample's walk takes its block out). */
 static void forget(void *p)
 {
-	if (!on || enter() < 0)
+	if (me.lock_mine)
 		return; /* a handler freeing inside our lock: the block stays counted (rare) */
+	ms_spin_lock(&shared.lock, &me.lock_mine);
 	take_out((uint64_t)(uintptr_t)p, 0);
-	leave();
+	ms_spin_unlock(&shared.lock, &me.lock_mine);
+	if (MS_UNLIKELY(__atomic_load_n(&window_stale, __ATOMIC_ACQUIRE)))
+		look_at_window();
 }
 
 void ms_sites_cpu_high(int64_t now)
 {
 	if (!on || now <= __atomic_load_n(&cpu_next, __ATOMIC_RELAXED) || enter() < 0)
 		return;
-	ms_spin_lock(&shared.lock, &lock_mine);
+	ms_spin_lock(&shared.lock, &me.lock_mine);
 	refresh(now, ms_live(MS_GPU));
-	ms_spin_unlock(&shared.lock, &lock_mine);
+	ms_spin_unlock(&shared.lock, &me.lock_mine);
 	leave();
 }
 
@@ -755,7 +882,9 @@ static void gpu_free(uint64_t dptr)
 {
 	if (!on || !dptr || enter() < 0)
 		return;
+	ms_spin_lock(&shared.lock, &me.lock_mine);
 	take_out(dptr, 1);
+	ms_spin_unlock(&shared.lock, &me.lock_mine);
 	leave();
 }
 
@@ -773,7 +902,7 @@ void ms_sites_init(void)
 	for (int k = 0; k < MS_SITES_EXACT_MAX; k++)
 		exact_ids[k] = -1;
 	__atomic_store_n(&wanted, 1, __ATOMIC_RELEASE); /* the tables come with the first sample */
-	ms_set_sampler(take, forget);                   /* the wrappers below call up only through these */
+	set_sampler(0);                                 /* the wrappers below call up only through these */
 	/* this thread's countdown was the resting 1 MiB: a draw from the next allocation instead, so the
 	 * program's first MiB is sampled like the rest (and recorded, in exact mode) */
 	ms_sample_left = 0;
@@ -793,31 +922,31 @@ void ms_sites_boundary(int stage, int end)
 			__atomic_store_n(&window_stale, 1, __ATOMIC_RELEASE); /* our leave, or the next, looks */
 		return;
 	}
-	ms_spin_lock(&shared.lock, &lock_mine);
+	ms_spin_lock(&shared.lock, &me.lock_mine);
 	__atomic_store_n(&window_stale, 0, __ATOMIC_RELAXED); /* this look is after the skipped one */
 	update_window(); /* first: what an opened call adds is recorded from its begin's copy on */
 	if (on)
 		sync_stages(stage >= 0 && stage < MS_MAX_STAGES ? stage : -1);
-	ms_spin_unlock(&shared.lock, &lock_mine);
+	ms_spin_unlock(&shared.lock, &me.lock_mine);
 	leave();
 }
 
 void ms_sites_fork_prepare(void)
 {
-	ms_spin_lock(&shared.lock, &lock_mine);
+	ms_spin_lock(&shared.lock, &me.lock_mine);
 }
 
 void ms_sites_fork_parent(void)
 {
-	ms_spin_unlock(&shared.lock, &lock_mine);
+	ms_spin_unlock(&shared.lock, &me.lock_mine);
 }
 
 /* A child that goes on tracking starts over from nothing sampled: the blocks it inherited were
  * the parent's, and its stages start fresh. */
 void ms_sites_fork_child(int tracking)
 {
-	ms_spin_reset(&shared.lock, &lock_mine);
-	busy = 0;
+	ms_spin_reset(&shared.lock, &me.lock_mine);
+	me.busy = 0;
 	if (!tracking) {
 		wanted = 0;
 		ms_sample_set_every(0); /* untracked: the wrappers stop asking */
@@ -828,6 +957,7 @@ void ms_sites_fork_child(int tracking)
 		return;
 	if (!tracking) {
 		on = 0;
+		set_sampler(0); /* the parent's filter bits stay: nothing to forget */
 		return;
 	}
 	/* dropped, not written: a write copies each page the parent touched (~1 ms per child) */
@@ -865,10 +995,10 @@ void ms_sites_stats(struct ms_sites_stats *out)
 
 int ms_sites_gpu_live(struct ms_sites_list *out)
 {
-	if (!on || lock_mine || ms_spin_trylock(&shared.lock, &lock_mine, 1 << 20) < 0)
+	if (!on || me.lock_mine || ms_spin_trylock(&shared.lock, &me.lock_mine, 1 << 20) < 0)
 		return 0;
 	list_all(1, out);
-	ms_spin_unlock(&shared.lock, &lock_mine);
+	ms_spin_unlock(&shared.lock, &me.lock_mine);
 	return 1;
 }
 
@@ -876,10 +1006,10 @@ int ms_sites_stage_copy(int id, struct ms_sites_copy *out, int nowait)
 {
 	if (!on || id < 0 || id >= MS_MAX_STAGES)
 		return 0;
-	int locked = nowait ? ms_spin_trylock(&shared.lock, &lock_mine, 1 << 20) == 0
-			    : (ms_spin_lock(&shared.lock, &lock_mine), 1);
+	int locked = nowait ? ms_spin_trylock(&shared.lock, &me.lock_mine, 1 << 20) == 0
+			    : (ms_spin_lock(&shared.lock, &me.lock_mine), 1);
 	*out = cur[id].valid ? cur[id] : last[id];
 	if (locked)
-		ms_spin_unlock(&shared.lock, &lock_mine);
+		ms_spin_unlock(&shared.lock, &me.lock_mine);
 	return out->valid;
 }

@@ -16,6 +16,8 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include "core/ms.h"
+#include "python/py.h"
 
 #define MS_SITES_TOP 50        /* stacks kept per copy (the file's lists) */
 #define MS_SITES_MAX_FRAMES 64 /* frames per stack */
@@ -122,6 +124,62 @@ int32_t ms_sites_capture_locked(const uint64_t *frames, int n);
  * ones), outside the lock, allocating nothing; from START (sp after return, rbp, return address
  * of a frame) when given, else from here. */
 int ms_sites_capture(uint64_t *frames, int max, const uintptr_t *start, int32_t *known);
+/* The thread's last native chain (stacks.c writes it with each walk): the return-address slot and
+ * value of each frame.  A walk whose first frame has the same slot and return address, and whose
+ * later slots still hold the same return addresses, is the same chain (each frame's position
+ * follows from the one below it), so it is taken from here with one load per frame instead of one
+ * unwinding step.  A slot a native stage's trampoline took over holds the trampoline (RAW); the
+ * frame is the same while the trampoline still stands for the same return address (IP). */
+#define MS_SITES_MAX_OWN 4 /* the shim's own frames a walk from a sampler's registers steps through */
+struct ms_sites_chain {
+	int n;
+	int32_t id;     /* its interned stack when it had no Python frames, else -1 */
+	uint32_t epoch; /* of the stack table the id belongs to */
+	/* Walked up to the interpreter (a thread running Python: its native frames only), and the slot
+	 * of the interpreter's frame it stopped at (0: it stopped for another reason). */
+	int to_python;
+	uintptr_t python_slot;
+	/* Where the walk started (the sampler's registers: sp, rbp, return address) and the slots of
+	 * the shim's own frames above that (none when the sampler was entered by a tail call), so a
+	 * sample from the same place finds the chain without a step (ms_sites_known); start_ok 0 when
+	 * the walk cannot be found that way. */
+	uintptr_t start[3];
+	int nown, start_ok;
+	int32_t known;      /* id when start_ok, no Python frames and the id of this stack table: else -1 */
+	uintptr_t rbp_mask; /* ~0 where one of the shim's frames finds its caller by rbp: start[1] must match */
+	int tramps;         /* a slot held a native stage's trampoline: the known check asks the pool */
+	int slow;           /* checked out of line (ms_sites_known_slow): trampolines, own frames to check, no frame */
+	uintptr_t own_slot[MS_SITES_MAX_OWN], own_raw[MS_SITES_MAX_OWN];
+	uintptr_t slot[MS_SITES_MAX_FRAMES], raw[MS_SITES_MAX_FRAMES], ip[MS_SITES_MAX_FRAMES];
+};
+/* The calling thread's chain (NULL until its first sample mapped its caches). */
+extern __thread struct ms_sites_chain *ms_sites_chain MS_TLS __attribute__((visibility("hidden")));
+/* The calling thread's chain checked out of line (its slow flag: the pool asked what each
+ * trampoline stands for, the shim's own frames checked too): its stack id, or -1. */
+int32_t ms_sites_known_slow(void);
+
+/* The id of the calling thread's stack when it is its previous native-only one, found from the
+ * sampler's registers (sp after return, rbp, the return address) without a walk: one load per
+ * frame, inline (a sample's stack is most often its thread's last).  -1 otherwise
+ * (ms_sites_capture walks it); MS_SITES_CHECK_SLOW when the rest is checked out of line
+ * (ms_sites_known_slow), so the inline check makes no call. */
+#define MS_SITES_CHECK_SLOW (-2)
+static inline int32_t ms_sites_known(uintptr_t sp, uintptr_t rbp, uintptr_t ra)
+{
+	const struct ms_sites_chain *c = ms_sites_chain;
+	if (!c || ms_py_stack_ready()) /* a thread running Python: its frames are read each time */
+		return -1;
+	if (c->known < 0 || c->start[0] != sp || c->start[2] != ra || ((c->start[1] ^ rbp) & c->rbp_mask))
+		return -1;
+	if (MS_UNLIKELY(c->slow))
+		return MS_SITES_CHECK_SLOW;
+	int k = 0, n = c->n; /* at least one frame, no trampoline: each slot holds its return address */
+	do {
+		if (*(const uintptr_t *)c->slot[k] != c->raw[k])
+			return -1;
+	} while (++k < n);
+	return c->known;
+}
 /* *KNOWN: the stack id when the walk found this thread's previous native-only stack again; -2
  * when this walk is remembered for the next one (ms_sites_capture_known gives it its id once
  * interned); -1 otherwise. */

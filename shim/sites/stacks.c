@@ -167,16 +167,6 @@ static void index_room(struct index *x, uint32_t count, uint64_t (*hash)(int32_t
 	}
 }
 
-void ms_sites_stacks_reset(void)
-{
-	__atomic_add_fetch(&epoch, 1, __ATOMIC_RELAXED);
-	ms_zero(code_cache, sizeof code_cache);
-	index_reset(&stack_index);
-	index_reset(&string_index);
-	nstacks = nstrings = frames_used = chars_used = 0;
-	dropped = 0;
-}
-
 uint32_t ms_sites_nstacks(void)
 {
 	return __atomic_load_n(&nstacks, __ATOMIC_ACQUIRE);
@@ -194,41 +184,19 @@ static int in_self(uintptr_t ip)
 	return ip >= self_lo && ip < self_hi && ms_tramp_index(ip) < 0;
 }
 
-/* The thread's last native chain: the return-address slot and value of each frame.  A walk whose
- * first frame has the same slot and return address, and whose later slots still hold the same
- * return addresses, is the same chain (each frame's position follows from the one below it), so
- * it is taken from here with one load per frame instead of one unwinding step.  A slot a native
- * stage's trampoline took over holds the trampoline (RAW); the frame is the same while the
- * trampoline still stands for the same return address (IP). */
-#define MAX_OWN 4 /* the shim's own frames a walk from a sampler's registers steps through */
-struct chain {
-	int n;
-	int32_t id;     /* its interned stack when it had no Python frames, else -1 */
-	uint32_t epoch; /* of the stack table the id belongs to */
-	/* Walked up to the interpreter (a thread running Python: its native frames only), and the slot
-	 * of the interpreter's frame it stopped at (0: it stopped for another reason). */
-	int to_python;
-	uintptr_t python_slot;
-	/* Where the walk started (the sampler's registers: sp, rbp, return address) and the slots of
-	 * the shim's own frames above that, so a sample from the same place finds the chain without
-	 * a step (known_chain); nown 0 when the walk cannot be found that way. */
-	uintptr_t start[3];
-	int nown, rbp_matters;
-	uintptr_t own_slot[MAX_OWN], own_raw[MAX_OWN];
-	uintptr_t slot[MS_SITES_MAX_FRAMES], raw[MS_SITES_MAX_FRAMES], ip[MS_SITES_MAX_FRAMES];
-};
-
 /* Each thread's caches, mapped at its first sample and unmapped when it ends (not in TLS: static
  * TLS is scarce for a library loaded late, and threads would all carry them). */
 struct thread_caches {
-	struct chain last_chain;
+	struct ms_sites_chain chain;
 	struct ms_py_line_cache lines;
 };
 static __thread struct thread_caches *caches MS_TLS;
-static struct chain no_chain MS_LARGE; /* stands in when a thread's caches could not be mapped: never read */
+__thread struct ms_sites_chain *ms_sites_chain MS_TLS; /* &caches->chain, for sample.c's inline check */
+static struct ms_sites_chain no_chain MS_LARGE; /* stands in when a thread's caches could not be mapped: never read */
 
 static void caches_gone(void *c)
 {
+	ms_sites_chain = NULL;
 	caches = NULL;
 	syscall(SYS_munmap, c, sizeof(struct thread_caches));
 }
@@ -242,12 +210,13 @@ static struct thread_caches *thread_caches(void)
 	if (c) {
 		ms_touch(c); /* the chain's header: written before it is read */
 		caches = c;
+		ms_sites_chain = &c->chain;
 		pthread_setspecific(caches_key, c); /* a low key index: no allocation */
 	}
 	return c;
 }
 
-#define last_chain (*(caches ? &caches->last_chain : &no_chain))
+#define last_chain (*(caches ? &caches->chain : &no_chain))
 
 static int in_python(uintptr_t ip)
 {
@@ -256,7 +225,7 @@ static int in_python(uintptr_t ip)
 
 static int same_chain(uint64_t *out, int max, uintptr_t slot, uintptr_t ip, int to_python)
 {
-	const struct chain *c = &last_chain;
+	const struct ms_sites_chain *c = &last_chain;
 	if (!caches || c->n == 0 || c->n > max || c->to_python != to_python || c->slot[0] != slot || c->ip[0] != ip)
 		return 0;
 	for (int k = 1; k < c->n; k++) {
@@ -282,34 +251,51 @@ static inline int slots_hold(const uintptr_t *slot, const uintptr_t *raw, const 
 	return 1;
 }
 
-/* The id of the thread's last native-only stack when a walk from START would find it again
- * without a step: the same registers at the start (rbp only where one of the shim's frames finds
- * its caller by it), the shim's own frames and the chain still in their slots.  -1 otherwise. */
-static int32_t known_chain(const uintptr_t *start)
+int32_t ms_sites_known_slow(void)
 {
-	const struct chain *c = &last_chain;
-	if (!caches || !start || c->nown == 0 || c->id < 0 || c->to_python || c->start[0] != start[0] ||
-	    c->start[2] != start[2] || (c->rbp_matters && c->start[1] != start[1]) ||
-	    c->epoch != __atomic_load_n(&epoch, __ATOMIC_RELAXED))
-		return -1;
-	if (!slots_hold(c->own_slot + 1, c->own_raw + 1, c->own_raw + 1, c->nown - 1) ||
-	    !slots_hold(c->slot, c->raw, c->ip, c->n))
-		return -1;
-	return c->id;
+	const struct ms_sites_chain *c = ms_sites_chain;
+	for (int k = 1; k < c->nown; k++) /* the shim's own frames hold no trampoline */
+		if (*(const uintptr_t *)c->own_slot[k] != c->own_raw[k])
+			return -1;
+	return slots_hold(c->slot, c->raw, c->ip, c->n) ? c->known : -1;
+}
+
+void ms_sites_stacks_reset(void)
+{
+	__atomic_add_fetch(&epoch, 1, __ATOMIC_RELAXED);
+	if (caches) /* the only thread left (a forked child): its stack's id is the old table's */
+		caches->chain.known = caches->chain.id = -1;
+	ms_zero(code_cache, sizeof code_cache);
+	index_reset(&stack_index);
+	index_reset(&string_index);
+	nstacks = nstrings = frames_used = chars_used = 0;
+	dropped = 0;
+}
+
+/* The chain's id for ms_sites_known, once its start, its id and its table all hold. */
+static void set_known(void)
+{
+	const struct ms_sites_chain *c = &last_chain;
+	int ok = c->start_ok && c->id >= 0 && !c->to_python && c->epoch == __atomic_load_n(&epoch, __ATOMIC_RELAXED);
+	last_chain.slow = c->tramps || c->nown > 1 || c->n < 1;
+	last_chain.known = ok ? c->id : -1;
 }
 
 /* The last chain was reached from START through the shim's own frames OWN_SLOT/OWN_RAW. */
 static void remember_start(const uintptr_t *start, const uintptr_t *own_slot, const uintptr_t *own_raw, int nown,
 			   int rbp_matters)
 {
-	last_chain.nown = 0; /* a handler sampling meanwhile never matches a half-written start */
+	last_chain.known = -1; /* a handler sampling meanwhile never matches a half-written start */
+	last_chain.start_ok = 0;
 	__atomic_signal_fence(__ATOMIC_SEQ_CST);
 	memcpy(last_chain.start, start, sizeof last_chain.start);
 	memcpy(last_chain.own_slot, own_slot, (size_t)nown * sizeof *own_slot);
 	memcpy(last_chain.own_raw, own_raw, (size_t)nown * sizeof *own_raw);
-	last_chain.rbp_matters = rbp_matters;
-	__atomic_signal_fence(__ATOMIC_SEQ_CST);
 	last_chain.nown = nown;
+	last_chain.rbp_mask = rbp_matters ? ~(uintptr_t)0 : 0;
+	__atomic_signal_fence(__ATOMIC_SEQ_CST);
+	last_chain.start_ok = 1;
+	set_known();
 }
 
 /* Native return addresses from the caller of the shim outwards (the cursor gives the return
@@ -323,7 +309,7 @@ static int native_frames(uint64_t *out, int max, int stop_in_python, const uintp
 	else
 		ms_cursor_here(&c, NULL);
 	uintptr_t slots[MS_SITES_MAX_FRAMES], raws[MS_SITES_MAX_FRAMES];
-	uintptr_t own_slots[MAX_OWN], own_raws[MAX_OWN];
+	uintptr_t own_slots[MS_SITES_MAX_OWN], own_raws[MS_SITES_MAX_OWN];
 	int n = 0, nown = 0, rbp_matters = 0;
 	uintptr_t python_slot = 0;
 	for (int d = 0; d < max + 48 && n < max; d++) {
@@ -332,7 +318,7 @@ static int native_frames(uint64_t *out, int max, int stop_in_python, const uintp
 			break;
 		}
 		if (n == 0 && in_self(c.ip)) {
-			if (nown < MAX_OWN) {
+			if (nown < MS_SITES_MAX_OWN) {
 				own_slots[nown] = c.slot;
 				own_raws[nown] = c.raw;
 			}
@@ -343,7 +329,7 @@ static int native_frames(uint64_t *out, int max, int stop_in_python, const uintp
 				int got = same_chain(out, max, c.slot, c.ip, stop_in_python);
 				if (got) {
 					*hit = 1;
-					if (start && nown <= MAX_OWN)
+					if (start && nown <= MS_SITES_MAX_OWN)
 						remember_start(start, own_slots, own_raws, nown, rbp_matters);
 					return got;
 				}
@@ -358,18 +344,22 @@ static int native_frames(uint64_t *out, int max, int stop_in_python, const uintp
 	if (caches && n <= MS_SITES_MAX_FRAMES) {
 		last_chain.n = 0; /* a handler sampling meanwhile never sees a half-written chain as whole */
 		last_chain.id = -1;
-		last_chain.nown = 0;
+		last_chain.known = -1;
+		last_chain.start_ok = 0;
 		__atomic_signal_fence(__ATOMIC_SEQ_CST);
 		last_chain.to_python = stop_in_python;
 		last_chain.python_slot = python_slot;
+		int tramps = 0;
 		for (int k = 0; k < n; k++) {
 			last_chain.slot[k] = slots[k];
 			last_chain.raw[k] = raws[k];
 			last_chain.ip[k] = (uintptr_t)out[k];
+			tramps |= raws[k] != (uintptr_t)out[k];
 		}
+		last_chain.tramps = tramps;
 		__atomic_signal_fence(__ATOMIC_SEQ_CST);
 		last_chain.n = n;
-		if (start && nown <= MAX_OWN)
+		if (start && nown <= MS_SITES_MAX_OWN)
 			remember_start(start, own_slots, own_raws, nown, rbp_matters);
 		*hit = 2; /* stored: its id may be remembered once interned */
 	}
@@ -382,6 +372,7 @@ void ms_sites_capture_known(int32_t id)
 		return;
 	last_chain.id = id;
 	last_chain.epoch = __atomic_load_n(&epoch, __ATOMIC_RELAXED);
+	set_known();
 }
 
 /* ms_sites_capture without the known chain looked for first. */
@@ -424,8 +415,9 @@ static __attribute__((noinline)) int capture_walk(uint64_t *frames, int max, con
 
 int ms_sites_capture(uint64_t *frames, int max, const uintptr_t *start, int32_t *known)
 {
-	/* a thread running no Python, sampled where it was sampled last: one load per frame */
-	int32_t id = !ms_py_stack_ready() ? known_chain(start) : -1;
+	int32_t id = start ? ms_sites_known(start[0], start[1], start[2]) : -1;
+	if (id == MS_SITES_CHECK_SLOW)
+		id = ms_sites_known_slow();
 	if (id >= 0) {
 		*known = id;
 		return last_chain.n; /* FRAMES are not read for a known stack */

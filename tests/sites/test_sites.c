@@ -330,6 +330,73 @@ START_TEST(sites_split_what_a_call_added_from_what_it_found)
 }
 END_TEST
 
+/* Bytes and samples of the sites in STAGE's LIST whose frame I starts with PREFIX (*N: how many). */
+static double frame_bytes(json_t *stage, const char *list, int i, const char *prefix, json_int_t *samples, int *n)
+{
+	json_t *l = json_object_get(stage, list), *e;
+	size_t k;
+	double sum = 0;
+	*samples = 0;
+	*n = 0;
+	json_array_foreach(l, k, e) {
+		const char *f = json_string_value(json_array_get(json_object_get(e, "frames"), (size_t)i));
+		if (f && !strncmp(f, prefix, strlen(prefix))) {
+			sum += (double)json_integer_value(json_object_get(e, "bytes"));
+			*samples += json_integer_value(json_object_get(e, "samples"));
+			(*n)++;
+		}
+	}
+	return sum;
+}
+
+/* STAGE holds BLOCKS 8 MiB blocks (sampled at their size: 16 samples each) whose frames are
+ * alloc_via then CALLER, in one site. */
+static void assert_path(json_t *stage, const char *caller, int blocks)
+{
+	json_int_t samples;
+	int n;
+	double got = frame_bytes(stage, "peak_sites", 1, caller, &samples, &n);
+	ck_assert_msg(n == (blocks > 0), "%d sites through %s", n, caller);
+	ck_assert_msg(blocks ? got >= blocks * 8 * MiB && got < blocks * (8 * MiB + 8192) : got == 0,
+		      "%s: %.0f bytes, not %d blocks of 8 MiB", caller, got, blocks);
+	ck_assert_msg(samples == 16 * blocks, "%s: %lld samples, not %d", caller, (long long)samples, 16 * blocks);
+	ck_assert(frame_bytes(stage, "peak_sites", 0, "alloc_via+", &samples, &n) >= (blocks ? got : 0));
+}
+
+/* The same allocating frame (same stack pointer, same return address) reached through two callers
+ * by turns: each sample is its caller's (a sample's stack is taken from its thread's last only
+ * while every slot still holds it), and a freed block leaves its site at once. */
+START_TEST(a_frame_reached_by_two_callers_is_two_sites)
+{
+	json_t *root = run_fixture("paths", NULL);
+	json_t *paths = required_stage(root, "paths"), *after = required_stage(root, "after");
+	assert_path(paths, "path_a+", 2);
+	assert_path(paths, "path_b+", 2);
+	assert_path(after, "path_a+", 0);
+	assert_path(after, "path_b+", 1);
+	json_decref(root);
+}
+END_TEST
+
+/* The same, every block recorded (exact mode: each allocation's stack, and its free): the counts
+ * are the blocks' own. */
+START_TEST(a_frame_reached_by_two_callers_in_exact_mode)
+{
+	const char *env[] = { "MEMSHIM_SITES=exact", NULL };
+	json_t *root = run_fixture("paths", env);
+	json_t *paths = required_stage(root, "paths");
+	json_int_t samples;
+	int n;
+	double a = frame_bytes(paths, "peak_sites", 1, "path_a+", &samples, &n);
+	ck_assert_msg(n == 1 && samples == 2 && a >= 16 * MiB && a < 16 * MiB + 16384,
+		      "path_a: %.0f bytes, %lld blocks", a, (long long)samples);
+	double b = frame_bytes(paths, "peak_sites", 1, "path_b+", &samples, &n);
+	ck_assert_msg(n == 1 && samples == 2 && b >= 16 * MiB && b < 16 * MiB + 16384,
+		      "path_b: %.0f bytes, %lld blocks", b, (long long)samples);
+	json_decref(root);
+}
+END_TEST
+
 /* Past 50 stacks, one closing entry stands for the rest: each list sums to every sampled byte (at
  * rate 1, every block: 1568 of one size, two per stack). */
 START_TEST(a_closing_entry_makes_the_list_sum_to_the_total)
@@ -1093,6 +1160,8 @@ static Suite *suite(void)
 	tcase_add_test(tc, bad_exact_stage_falls_back_to_sampled);
 	tcase_add_loop_test(tc, python_exact_stage_records_what_it_added, 0, (int)(sizeof pythons / sizeof *pythons));
 	tcase_add_test(tc, sites_split_what_a_call_added_from_what_it_found);
+	tcase_add_test(tc, a_frame_reached_by_two_callers_is_two_sites);
+	tcase_add_test(tc, a_frame_reached_by_two_callers_in_exact_mode);
 	tcase_add_test(tc, a_closing_entry_makes_the_list_sum_to_the_total);
 	tcase_add_test(tc, locations_name_each_native_frame_in_its_file);
 	tcase_add_test(tc, native_frames_show_their_source_line);

@@ -1,6 +1,8 @@
-/* Sampling's exponential: 1 - e^-x against libm over the range weights use. */
+/* Sampling's exponential and logarithms: 1 - e^-x against libm over the range weights use, ln, and
+ * the table of -ln U the draws read. */
 #include <check.h>
 #include <math.h>
+#include <stdint.h>
 #include "suite.h"
 #include "core/expmath.h"
 
@@ -34,6 +36,70 @@ START_TEST(ends_of_the_range)
 }
 END_TEST
 
+START_TEST(ln_within_1e9_of_libm)
+{
+	double worst = 0, at = 0;
+	for (double x = 1e-300; x < 1e300; x *= 1.0009765625 + (x > 1e-6 && x < 1e6 ? 0 : 1)) {
+		double want = log(x), e = fabs(ms_ln(x) - want) / (fabs(want) > 1 ? fabs(want) : 1);
+		if (e > worst) {
+			worst = e;
+			at = x;
+		}
+	}
+	ck_assert_msg(worst < 1e-9, "error %g at x = %g", worst, at);
+	ck_assert(ms_ln(1) == 0);
+}
+END_TEST
+
+static struct ms_neg_ln table;
+
+/* The random word R whose R / 2^64 is U (rounded down). */
+static uint64_t word_of(double u)
+{
+	return (uint64_t)ldexp(u, 64);
+}
+
+/* Within 2e-6 of -ln U over the whole range of U, down to the smallest words, and never short of it
+ * but by the table's own 1e-9 (the chord of a concave ln lies below it). */
+START_TEST(neg_ln_within_2e6_and_never_short)
+{
+	ms_neg_ln_build(&table, 1);
+	double worst = 0, at = 0;
+	for (double u = 0x1p-62; u < 1; u *= 1.000244140625) {
+		uint64_t r = word_of(u);
+		double want = -log(ldexp((double)(r | 1), -64)), got = ms_neg_ln(&table, r); /* R is read odd */
+		ck_assert_msg(got >= want - 1e-9, "draw %.17g short of %.17g at U = %g", got, want, u);
+		if (got - want > worst) {
+			worst = got - want;
+			at = u;
+		}
+	}
+	ck_assert_msg(worst < 2e-6, "error %g at U = %g", worst, at);
+	ck_assert(ms_neg_ln(&table, 0) > 43 && ms_neg_ln(&table, 1) > 43); /* R 0 read as 1: U = 2^-64 */
+	ck_assert(fabs(ms_neg_ln(&table, UINT64_MAX)) < 1e-15);
+}
+END_TEST
+
+/* Scaled by a rate, the draws of words spread evenly over U (one in each of 2^20 equal parts)
+ * average the rate (an exponential's mean), and their variance is its square. */
+START_TEST(neg_ln_draws_average_the_scale)
+{
+	double rate = 524288;
+	ms_neg_ln_build(&table, rate);
+	int n = 1 << 20;
+	double sum = 0, sq = 0;
+	for (int k = 0; k < n; k++) {
+		uint64_t r = (((uint64_t)k << 44) | (0x9e3779b97f4a7c15ULL * (uint64_t)(k + 1) >> 20)) + 1;
+		double d = ms_neg_ln(&table, r) / rate;
+		sum += d;
+		sq += d * d;
+	}
+	double mean = sum / n, var = sq / n - mean * mean;
+	ck_assert_msg(fabs(mean - 1) < 1e-4, "mean %.6f rates", mean);
+	ck_assert_msg(fabs(var - 1) < 2e-3, "variance %.6f", var);
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("expmath");
@@ -41,5 +107,10 @@ int main(void)
 	tcase_add_test(tc, within_1e9_of_libm);
 	tcase_add_test(tc, ends_of_the_range);
 	suite_add_tcase(s, tc);
+	TCase *ln = tcase_create("ln");
+	tcase_add_test(ln, ln_within_1e9_of_libm);
+	tcase_add_test(ln, neg_ln_within_2e6_and_never_short);
+	tcase_add_test(ln, neg_ln_draws_average_the_scale);
+	suite_add_tcase(s, ln);
 	return run_suite(s);
 }
