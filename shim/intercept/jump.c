@@ -92,15 +92,26 @@ static void unwind_told(void (**hook)(void))
 		f();
 }
 
+static int in_flight(const void *exc)
+{
+	for (int i = 0; i < ms_tls_flights; i++)
+		if (flights[i] == exc)
+			return 1;
+	return 0;
+}
+
 /* Only while native stages watch the stack: nothing else needs to hear, and only then does every
- * free take the general path that can see the object go. */
-static void flight_begins(void *exc)
+ * free take the general path that can see the object go.  1 when EXC was added: a rethrow's real
+ * _Unwind_Resume_or_Rethrow raises the same object again through our _Unwind_RaiseException, and
+ * one catch ends it. */
+static int flight_begins(void *exc)
 {
 	if (!__atomic_load_n(&ms_on_unwind_begin, __ATOMIC_ACQUIRE) ||
-	    !__atomic_load_n(&ms_before_count, __ATOMIC_ACQUIRE) || ms_tls_flights == MAX_FLIGHTS)
-		return;
+	    !__atomic_load_n(&ms_before_count, __ATOMIC_ACQUIRE) || ms_tls_flights == MAX_FLIGHTS || in_flight(exc))
+		return 0;
 	flights[ms_tls_flights++] = exc;
 	unwind_told(&ms_on_unwind_begin);
+	return 1;
 }
 
 static void flight_ends(void *exc)
@@ -133,9 +144,10 @@ static int raise_told(struct ms_scoped *real, const void *caller, void *exc)
 		ms_tls_new_guarded = 0;
 		ms_tls_guard--;
 	}
-	flight_begins(exc);
+	int added = flight_begins(exc);
 	int rc = f(exc);
-	flight_ends(exc);
+	if (added)
+		flight_ends(exc);
 	return rc;
 }
 

@@ -148,6 +148,24 @@ START_TEST(cxx_exception_through_a_bound_call)
 }
 END_TEST
 
+/* Exceptions caught and rethrown (`throw;`: __cxa_rethrow, whose real _Unwind_Resume_or_Rethrow
+ * raises the object again through the exported _Unwind_RaiseException), bound to the calls or found
+ * on the stack: every later call still counted (one flight per object, ended by its one catch). */
+START_TEST(calls_after_a_rethrown_exception)
+{
+	const char *env[] = { "MEMSHIM_STAGES=t=plt_thrower", _i ? "MEMSHIM_NATIVE_PLT=0" : NULL, NULL };
+	const char *argv[] = { built("native/npltxx"), "3", "rethrow", NULL };
+	ck_assert_int_eq(run_under_shim(&r, argv, env), 0);
+	ck_assert_msg(WIFEXITED(r.status) && WEXITSTATUS(r.status) == 0, "npltxx: %d %s", r.status, r.err);
+	ck_assert_ptr_nonnull(strstr(r.out, "caught=3"));
+	json_t *m = load_metrics(&r, "m.json");
+	ck_assert_ptr_nonnull(m);
+	expect(m, "t_calls", 4);
+	expect_bound(m, "plt_thrower", _i ? "stack" : "plt");
+	json_decref(m);
+}
+END_TEST
+
 /* A library loaded later calls the target through its own GOT, bound once dlopen returned. */
 START_TEST(calls_from_a_library_loaded_later)
 {
@@ -278,6 +296,7 @@ int main(void)
 	tcase_add_test(tc, cxx_exception_through_a_bound_call);
 	tcase_add_loop_test(tc, demangled_cxx_methods_are_bound_to_their_calls, 0, 3);
 	tcase_add_test(tc, a_bound_cxx_method_keeps_its_virtual_calls);
+	tcase_add_loop_test(tc, calls_after_a_rethrown_exception, 0, 2);
 	tcase_add_test(tc, calls_from_a_library_loaded_later);
 	tcase_add_test(tc, calls_resolved_by_a_later_library);
 	tcase_add_test(tc, a_pointer_from_dlsym_enters_the_stage);
