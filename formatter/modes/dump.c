@@ -123,38 +123,70 @@ static size_t mf_target_functions(json_t *functions, const char *target)
 	return n;
 }
 
-/* "  eval=evaluate ran __main__:evaluate (2 calls), sympy.core.parameters:evaluate (1 call); name
- * the one meant as module:qualname": a target that matched functions of several modules (the file
- * names the one function of every other target too). */
-static void mf_print_functions(FILE *out, json_t *stage)
+#define MF_FUNCTIONS_LISTED 5 /* per target, as the shim's warning: "<module>" matches every module */
+
+struct mf_listing {
+	int listed, more, more_passed, won;
+};
+
+/* TARGET's functions in FUNCTIONS of one kind (PASSED_ONLY: no call of their own, all passed
+ * over), at most MF_FUNCTIONS_LISTED in all, the rest counted in L. */
+static void mf_list_functions(FILE *out, json_t *functions, const char *target, int passed_only, struct mf_listing *l)
 {
 	size_t i;
 	json_t *e;
-	const char *target = NULL;
-	json_t *functions = stage ? json_object_get(stage, "matched_functions") : NULL;
-	int won = 0;
 	json_array_foreach(functions, i, e) {
 		const char *t = json_string_value(json_object_get(e, "target"));
 		const char *fn = json_string_value(json_object_get(e, "function"));
 		long long calls = (long long)json_integer_value(json_object_get(e, "calls"));
 		long long passed = (long long)json_integer_value(json_object_get(e, "passed_over"));
-		if (!t || !fn || mf_target_functions(functions, t) < 2)
+		if (!t || !fn || strcmp(t, target) || (calls == 0) != passed_only)
 			continue;
-		if (target && !strcmp(target, t))
-			fputs(", ", out);
-		else
-			fprintf(out, "%s%s=%s ran ", target ? "; " : "  ",
-				json_string_value(json_object_get(stage, "name")), t);
-		fprintf(out, "%s (%lld call%s", fn, calls, calls == 1 ? "" : "s");
+		l->won |= passed > 0;
+		if (l->listed == MF_FUNCTIONS_LISTED) {
+			l->more++;
+			l->more_passed += calls == 0;
+			continue;
+		}
+		fprintf(out, "%s%s (%lld call%s", l->listed++ ? ", " : "", fn, calls, calls == 1 ? "" : "s");
 		if (passed > 0)
 			fprintf(out, ", %lld passed over", passed);
 		fputc(')', out);
-		won |= passed > 0;
-		target = t;
 	}
-	if (target)
+}
+
+/* "  eval=evaluate ran __main__:evaluate (2 calls), sympy.core.parameters:evaluate (1 call); name
+ * the one meant as module:qualname": a target that matched functions of several modules (the file
+ * names the one function of every other target too), those that ran first, five at most. */
+static void mf_print_functions(FILE *out, json_t *stage)
+{
+	size_t i;
+	json_t *e;
+	json_t *functions = stage ? json_object_get(stage, "matched_functions") : NULL;
+	struct mf_listing l = { 0 };
+	int targets = 0;
+	json_array_foreach(functions, i, e) {
+		const char *t = json_string_value(json_object_get(e, "target"));
+		int first = 1; /* each target once, where its first function stands */
+		for (size_t k = 0; t && k < i && first; k++) {
+			const char *earlier =
+				json_string_value(json_object_get(json_array_get(functions, k), "target"));
+			first = !earlier || strcmp(t, earlier);
+		}
+		if (!t || !json_string_value(json_object_get(e, "function")) || !first ||
+		    mf_target_functions(functions, t) < 2)
+			continue;
+		fprintf(out, "%s%s=%s ran ", targets++ ? "; " : "  ", json_string_value(json_object_get(stage, "name")),
+			t);
+		l.listed = l.more = l.more_passed = 0;
+		mf_list_functions(out, functions, t, 0, &l);
+		mf_list_functions(out, functions, t, 1, &l);
+		if (l.more)
+			fprintf(out, " and %d more (%d passed over)", l.more, l.more_passed);
+	}
+	if (targets)
 		fprintf(out, "; %sname the one meant as module:qualname\n",
-			won ? "the program's own function won over the installed package's; " : "");
+			l.won ? "the program's own function won over the installed package's; " : "");
 }
 
 static int mf_ends(const char *s, const char *suffix, size_t *stem)

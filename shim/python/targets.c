@@ -454,13 +454,52 @@ int ms_py_speaks_for_targets(void)
 	return state.speaker_pid ? ms_proc.pid == state.speaker_pid : !ms_proc.is_child;
 }
 
+#define AMBIGUOUS_LISTED 5 /* functions named per target; a bare "<module>" matches every module */
+
+struct ambiguous {
+	const char *stage, *example, *own; /* the pin suggested: the program's own function first */
+	int won, listed, more, more_passed;
+};
+
+/* Appends target I's functions of one kind (PASSED_ONLY: those whose calls were all passed over)
+ * to L, at most AMBIGUOUS_LISTED in all, the rest counted in A. */
+static void list_functions(struct unmatched_line *l, int i, int passed_only, struct ambiguous *a)
+{
+	for (int k = 0; k < state.npairs; k++) {
+		const int f = pairs[k].func;
+		uint64_t calls = __atomic_load_n(&funcs[f].calls, __ATOMIC_RELAXED);
+		uint64_t passed = __atomic_load_n(&funcs[f].passed, __ATOMIC_RELAXED);
+		if (pairs[k].target != i || (calls == 0 && passed == 0) || (calls == 0) != passed_only)
+			continue;
+		if (!a->example || (funcs[f].user && !a->own)) {
+			a->stage = ms_cfg.spec.stage[targets[i].stage].name;
+			a->example = funcs[f].name;
+			a->own = funcs[f].user ? funcs[f].name : a->own;
+		}
+		a->won |= passed != 0;
+		if (a->listed == AMBIGUOUS_LISTED) {
+			a->more++;
+			a->more_passed += calls == 0;
+			continue;
+		}
+		if (l->len < sizeof l->text)
+			l->len += ms_format(l->text + l->len, sizeof l->text - l->len, "%s%s (%llu call%s",
+					    a->listed++ ? ", " : "", funcs[f].name, (unsigned long long)calls,
+					    calls == 1 ? "" : "s");
+		if (passed && l->len < sizeof l->text)
+			l->len += ms_format(l->text + l->len, sizeof l->text - l->len, ", %llu passed over",
+					    (unsigned long long)passed);
+		if (l->len < sizeof l->text)
+			l->len += ms_format(l->text + l->len, sizeof l->text - l->len, ")");
+	}
+}
+
 /* One line naming each target that matched functions of more than one module:qualname, with
  * the calls in which each opened the stage, and how to pin one (eval=evaluate also ran sympy's
- * evaluate, which torch imports). */
+ * evaluate, which torch imports); the functions that ran first, five at most. */
 static void report_ambiguous(struct unmatched_line *l)
 {
-	const char *stage = NULL, *example = NULL, *own = NULL;
-	int won = 0;
+	struct ambiguous a = { 0 };
 	l->len = 0;
 	l->n = 0;
 	for (int i = 0; i < state.ntargets; i++) {
@@ -470,40 +509,21 @@ static void report_ambiguous(struct unmatched_line *l)
 		if (l->len < sizeof l->text)
 			l->len += ms_format(l->text + l->len, sizeof l->text - l->len, "%s%s=%s ran ",
 					    l->n++ ? "; " : "", name, targets[i].text);
-		int listed = 0;
-		for (int k = 0; k < state.npairs; k++) {
-			const int f = pairs[k].func;
-			const char *function = funcs[f].name;
-			uint64_t calls = __atomic_load_n(&funcs[f].calls, __ATOMIC_RELAXED);
-			uint64_t passed = __atomic_load_n(&funcs[f].passed, __ATOMIC_RELAXED);
-			if (pairs[k].target != i || (calls == 0 && passed == 0))
-				continue;
-			if (!example || (funcs[f].user && !own)) {
-				stage = name;
-				example = function;
-				own = funcs[f].user ? function : own;
-			}
-			if (l->len < sizeof l->text)
-				l->len += ms_format(l->text + l->len, sizeof l->text - l->len, "%s%s (%llu call%s",
-						    listed++ ? ", " : "", function, (unsigned long long)calls,
-						    calls == 1 ? "" : "s");
-			if (passed && l->len < sizeof l->text) {
-				l->len += ms_format(l->text + l->len, sizeof l->text - l->len, ", %llu passed over",
-						    (unsigned long long)passed);
-				won = 1;
-			}
-			if (l->len < sizeof l->text)
-				l->len += ms_format(l->text + l->len, sizeof l->text - l->len, ")");
-		}
+		a.listed = a.more = a.more_passed = 0;
+		list_functions(l, i, 0, &a);
+		list_functions(l, i, 1, &a);
+		if (a.more && l->len < sizeof l->text)
+			l->len += ms_format(l->text + l->len, sizeof l->text - l->len, " and %d more (%d passed over)",
+					    a.more, a.more_passed);
 	}
 	if (l->n)
 		ms_warn("Python stage target%s matched more than one function: %s; %sname the one meant as "
 			"module:qualname (e.g. %s=%s)",
 			l->n > 1 ? "s" : "", l->text,
-			won ? "the program's own function won: an installed package's opens no stage once the program's "
-			      "is known; "
-			    : "",
-			stage, example);
+			a.won ? "the program's own function won: an installed package's opens no stage once the "
+				"program's is known; "
+			      : "",
+			a.stage, a.example);
 }
 
 /* memshim run prints the dump of the run's files next, with the same line for the whole run. */

@@ -49,6 +49,37 @@ START_TEST(target_matched_several_functions)
 }
 END_TEST
 
+/* A bare target that named nine functions (the program's and eight modules'): the exit line and
+ * the dump name the functions that ran first, five at most, then how many more. */
+START_TEST(many_functions_are_named_briefly)
+{
+	const char *py = python_or_skip(_i);
+	if (!py)
+		return;
+	struct run r;
+	run_fixture_ok(&r, py, "many_steps.py", "s=step", NULL);
+	expect_out(&r, "steps ok");
+	expect_one_warning(&r, "matched more than one function: s=step ran __main__:step (1 call), stepmod0:step (0 "
+			       "calls, 2 passed over), ");
+	ck_assert_msg(strstr(r.err, "stepmod3:step (0 calls, 2 passed over) and 4 more (4 passed over); "), "%s: %s",
+		      py, r.err);
+	ck_assert_msg(!strstr(r.err, "stepmod4"), "%s: %s", py, r.err);
+	char file[128], fmt[PATH_MAX + 32];
+	snprintf(file, sizeof file, "%s/m.json", r.dir);
+	snprintf(fmt, sizeof fmt, "%s/memshim-format", getenv("BUILD") ? getenv("BUILD") : "build");
+	json_t *m = json_object_get(stage_entry(&r, "s"), "matched_functions");
+	ck_assert_msg(json_array_size(m) == 9, "%s: matched_functions: %zu", py, json_array_size(m));
+	struct run f;
+	const char *fargs[] = { file, NULL };
+	run_py(&f, fmt, fargs, NULL, NULL, NULL, 0);
+	ck_assert_msg(f.status == 0 && strstr(f.out, "  s=step ran __main__:step (1 call), stepmod0:step") &&
+			      strstr(f.out, " and 4 more (4 passed over); ") && !strstr(f.out, "stepmod4"),
+		      "%s: %s %s", py, f.out, f.err);
+	run_done(&f);
+	run_done(&r);
+}
+END_TEST
+
 /* A bare target names the program's own function and an installed package's (as
  * eval=evaluate named sympy's evaluate, which torch imports): the program's wins, the package's
  * calls open no stage (counted as passed over), and the exit line says which won.  The program's
@@ -66,7 +97,7 @@ START_TEST(the_programs_own_function_wins)
 	run_fixture_ok(&r, py, "own_wins.py", "eval=evaluate,t=train", env);
 	expect_out(&r, "own wins ok");
 	expect_stage(&r, "eval", 1, 3); /* the program's evaluate, not the package's 7 MiB */
-	expect_one_warning(&r, "eval=evaluate ran pkg_eval:evaluate (0 calls, 2 passed over), __main__:evaluate (1 call); "
+	expect_one_warning(&r, "eval=evaluate ran __main__:evaluate (1 call), pkg_eval:evaluate (0 calls, 2 passed over); "
 			       "the program's own function won");
 	json_t *m = json_object_get(stage_entry(&r, "eval"), "matched_functions"), *e;
 	size_t i;
@@ -150,6 +181,7 @@ Suite *python_suite(void)
 	tcase_add_loop_test(stages, unmatched_targets, 0, NPY);
 	tcase_add_loop_test(stages, target_matched_several_functions, 0, NPY);
 	tcase_add_loop_test(stages, the_programs_own_function_wins, 0, NPY);
+	tcase_add_loop_test(stages, many_functions_are_named_briefly, 0, NPY);
 	tcase_add_loop_test(stages, a_typo_gets_did_you_mean, 0, NPY);
 	suite_add_tcase(s, stages);
 	return s;
