@@ -7,6 +7,8 @@
 #   target found nowhere    train=no_such_function (waits for a dlopen)          target ~1.00x
 #   target never called     train=never_called (found: checks on, loop outside)  reported only
 #   through a helper        nchurn allocating through a small function (a new frame each time)
+# then library functions bound to their calls through the GOT (whole process): stepcall, tokcall
+# (~80 allocations a call, target <= 1.10x) and sqlite3 when installed.
 set -euo pipefail
 B=$(cd "${1:-build}" && pwd); ops=${2:-200000}
 lib=$B/libmemshim.so
@@ -64,6 +66,13 @@ sbase=$(whole "" "$B/bench/native/stepcall" "$calls"); spaced=$(paced)
 prow "stepcall: no stages" "" "$sbase" "$spaced" "$B/bench/native/stepcall" "$calls"
 prow "stepcall: s=step_work (target <= 1.10x)" "s=step_work" "$sbase" "$spaced" "$B/bench/native/stepcall" "$calls"
 prow "stepcall: x=no_such_function (target 1.0x)" "x=no_such_function" "$sbase" "$spaced" "$B/bench/native/stepcall" "$calls"
+# Issue 43: an ordinary library function doing ~80 allocations and frees a call, its live memory
+# climbing through most of the call (each allocation a new high of the call's peak); found from the
+# stack too (what a static or hidden function gets).
+tcalls=${TOK_CALLS:-10000}
+tbase=$(whole "" "$B/bench/native/tokcall" "$tcalls"); tpaced=$(paced)
+prow "tokcall: t=tok_line (target <= 1.10x)" "t=tok_line" "$tbase" "$tpaced" "$B/bench/native/tokcall" "$tcalls"
+MEMSHIM_NATIVE_PLT=0 prow "tokcall: t=tok_line, from the stack" "t=tok_line" "$tbase" "$tpaced" "$B/bench/native/tokcall" "$tcalls"
 if command -v sqlite3 >/dev/null; then
 	rows=${SQLITE_ROWS:-300000}
 	{ echo "begin; create table t(a integer primary key, b text, c real);"
