@@ -40,6 +40,7 @@ static void set_open(struct tstate *s, uint32_t open)
 {
 	s->open = open;
 	s->closed = frames_st.native_stages ? frames_st.native_stages & ~open : 1;
+	ms_tls_before_count_idle = all_open(s); /* the wrappers skip the check it would end at once */
 }
 
 /* 0 when the stage was entered (refused from a signal handler that interrupted the engine). */
