@@ -71,6 +71,8 @@ struct ms_cpu_word ms_cpu = {
 	.word = (FIRST_EPOCH << MS_CPU_VALUE_BITS) | MS_CPU_BIAS,
 	.gate_hi = (FIRST_EPOCH << MS_CPU_VALUE_BITS) | MS_CPU_BIAS,
 	.gate_lo = FIRST_EPOCH << MS_CPU_VALUE_BITS,
+	.watch_hi = INT64_MAX,
+	.watch_lo = INT64_MIN,
 };
 /* The current epoch and its mmap pages in one word (epoch << 48 | pages), and the recent ones. */
 static uint64_t mmap_now = FIRST_EPOCH << MS_CPU_VALUE_BITS;
@@ -88,26 +90,6 @@ static uint64_t ring_misses;
 static uint64_t lowering;
 /* Makes every lowered gate value unique, so a raise computed before a lowering cannot land on it. */
 static uint64_t lowered_tag;
-
-/* The common new high: of the current epoch, inside the timeline's watch, while no boundary or mmap
- * change holds the gate lowered.  The gate itself becomes the high, one compare-and-swap; the
- * peaks take it when the gate is next replaced or read for them (counters.c folds it).  0: the
- * general path must run. */
-static inline int cpu_raise_gate(uint64_t result)
-{
-	int64_t cpu = (int64_t)((result & MS_CPU_VALUE_MASK) - MS_CPU_BIAS);
-	if (cpu > __atomic_load_n(&watch_hi[MS_CPU], __ATOMIC_RELAXED) ||
-	    cpu < __atomic_load_n(&watch_lo[MS_CPU], __ATOMIC_RELAXED))
-		return 0;
-	uint64_t old = __atomic_load_n(&ms_cpu.gate_hi, __ATOMIC_SEQ_CST);
-	do {
-		if ((old ^ result) >> MS_CPU_VALUE_BITS || (old & MS_CPU_VALUE_MASK) < MS_CPU_LOWERED_LIMIT)
-			return 0; /* another epoch, or lowered */
-		if (result <= old)
-			return 1; /* another thread's high is above it */
-	} while (!__atomic_compare_exchange_n(&ms_cpu.gate_hi, &old, result, 1, __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST));
-	return 1;
-}
 
 static int64_t mmap_bytes_of(uint64_t entry)
 {
@@ -230,7 +212,7 @@ static void lower_end(void)
 	}
 }
 
-static __attribute__((noinline)) void slow_general(uint64_t result)
+void ms_cpu_slow_general(uint64_t result)
 {
 	int64_t cpu = cpu_of(result);
 	raise_peak(&counters[MS_CPU].win_peak, cpu);
@@ -241,8 +223,8 @@ static __attribute__((noinline)) void slow_general(uint64_t result)
 
 void ms_cpu_slow(uint64_t result)
 {
-	if (!cpu_raise_gate(result))
-		slow_general(result);
+	if (!ms_cpu_raise_gate(result))
+		ms_cpu_slow_general(result);
 }
 
 void ms_cpu_mmap_add(enum ms_comp part, int64_t bytes)
@@ -338,8 +320,11 @@ void ms_watch_set(enum ms_comp comp, int64_t lo, int64_t hi)
 		lower_begin();
 	__atomic_store_n(&watch_hi[comp], hi, __ATOMIC_RELAXED);
 	__atomic_store_n(&watch_lo[comp], lo, __ATOMIC_RELAXED);
-	if (comp == MS_CPU)
+	if (comp == MS_CPU) {
+		__atomic_store_n(&ms_cpu.watch_hi, hi, __ATOMIC_RELAXED);
+		__atomic_store_n(&ms_cpu.watch_lo, lo, __ATOMIC_RELAXED);
 		lower_end();
+	}
 }
 
 void ms_gpu_mark_used(void)

@@ -70,16 +70,39 @@ void ms_watch_set(enum ms_comp comp, int64_t lo, int64_t hi);
 
 struct ms_cpu_word {
 	uint64_t word;
-	uint64_t gate_hi; /* an add whose result is above it takes the slow path */
-	uint64_t gate_lo; /* a release whose result is below it takes the slow path */
+	uint64_t gate_hi;           /* an add whose result is above it takes the slow path */
+	uint64_t gate_lo;           /* a release whose result is below it takes the slow path */
+	int64_t watch_hi, watch_lo; /* MS_CPU's watch window (ms_watch_set), on the line a new high reads */
 } __attribute__((aligned(64)));
 extern struct ms_cpu_word ms_cpu;
 
 /* Gate values below this (in the value bits) are "lowered": every add takes the slow path. */
 #define MS_CPU_LOWERED_LIMIT (UINT64_C(1) << 40)
 
+/* The common new high: of the current epoch, inside the watch, while no boundary or mmap change
+ * holds the gate lowered.  The gate itself becomes the high, one compare-and-swap; the peaks take
+ * it when the gate is next replaced or read for them (counters.c folds it).  0: ms_cpu_slow_general
+ * must run.  Inline, so a wrapper's way out for a new high calls nothing. */
+static inline int ms_cpu_raise_gate(uint64_t result)
+{
+	int64_t cpu = (int64_t)((result & MS_CPU_VALUE_MASK) - MS_CPU_BIAS);
+	if (cpu > __atomic_load_n(&ms_cpu.watch_hi, __ATOMIC_RELAXED) ||
+	    cpu < __atomic_load_n(&ms_cpu.watch_lo, __ATOMIC_RELAXED))
+		return 0;
+	uint64_t old = __atomic_load_n(&ms_cpu.gate_hi, __ATOMIC_SEQ_CST);
+	do {
+		if ((old ^ result) >> MS_CPU_VALUE_BITS || (old & MS_CPU_VALUE_MASK) < MS_CPU_LOWERED_LIMIT)
+			return 0; /* another epoch, or lowered */
+		if (result <= old)
+			return 1; /* another thread's high is above it */
+	} while (!__atomic_compare_exchange_n(&ms_cpu.gate_hi, &old, result, 1, __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST));
+	return 1;
+}
+
 /* New highs, timeline crossings, adds of an older epoch: the exact bookkeeping, out of line. */
 void ms_cpu_slow(uint64_t result);
+/* The same past ms_cpu_raise_gate (what it declined). */
+void ms_cpu_slow_general(uint64_t result);
 
 /* The CPU word after adding BYTES to the malloc component (one xadd). */
 static inline uint64_t ms_cpu_word_add(int64_t bytes)
