@@ -58,6 +58,18 @@ static void mark_moved(uint32_t bits)
 		__atomic_fetch_or(&moved, bits, __ATOMIC_RELAXED);
 }
 
+/* The components that move only where they are read or mapped, not on any fast path: a cut
+ * exchanges their window only when they were touched since the last one.  The window of one that
+ * was not is its live value, unchanged (a cut starts it there and never raises it). */
+#define TRACKED ((1u << MS_MMAP) | (1u << MS_RESERVE) | (1u << MS_SHARED) | (1u << MS_RSS) | (1u << MS_CGROUP))
+static uint32_t touched = TRACKED;
+
+/* After a tracked component's live or window moved: a change racing with a cut is in the next one. */
+static void mark_touched(uint32_t bits)
+{
+	__atomic_fetch_or(&touched, bits, __ATOMIC_SEQ_CST);
+}
+
 /* ---- the CPU word (see counters.h) ------------------------------------------------------------- */
 
 #define PAGE_SHIFT 12
@@ -256,6 +268,7 @@ void ms_cpu_mmap_add(enum ms_comp part, int64_t bytes)
 	uint64_t r = __atomic_add_fetch(&ms_cpu.word, (uint64_t)bytes - MS_CPU_EPOCH_STEP, __ATOMIC_SEQ_CST);
 	int64_t cpu = cpu_of(r);
 	raise_peak(&counters[MS_CPU].win_peak, cpu);
+	mark_touched((1u << MS_MMAP) | (1u << MS_RESERVE) | (1u << MS_SHARED));
 	watch_check(MS_CPU, cpu);
 	lower_end();
 }
@@ -282,12 +295,14 @@ void ms_counter_set(enum ms_comp comp, int64_t value)
 	mark_moved(1u << comp);
 	__atomic_store_n(&c->live, value, __ATOMIC_RELAXED);
 	raise_peak(&c->win_peak, value);
+	mark_touched(1u << comp);
 }
 
 void ms_counter_raise_peak(enum ms_comp comp, int64_t value)
 {
 	mark_moved(1u << comp);
 	raise_peak(&counters[comp].win_peak, value);
+	mark_touched(1u << comp);
 }
 
 uint64_t ms_cpu_ring_misses(void)
@@ -377,11 +392,19 @@ uint32_t ms_counters_moved(void)
 	return __atomic_load_n(&moved, __ATOMIC_RELAXED);
 }
 
+#define CPU_PARTS ((1u << MS_CPU) | (1u << MS_MALLOC) | (1u << MS_MMAP) | (1u << MS_RESERVE) | (1u << MS_SHARED))
+/* The components whose window the last cut exchanged (under the stage engine's lock). */
+static uint32_t last_cut;
+
+uint32_t ms_counters_last_cut(void)
+{
+	return last_cut;
+}
+
 /* Live of the first N components, the CPU ones as one consistent set. */
 static void live_all(int64_t live[MS_NCOMP], int n)
 {
-	const uint32_t cpu_parts =
-		(1u << MS_CPU) | (1u << MS_MALLOC) | (1u << MS_MMAP) | (1u << MS_RESERVE) | (1u << MS_SHARED);
+	const uint32_t cpu_parts = CPU_PARTS;
 	if (n == MS_DEV0) /* a component that never moved is 0; fixed sizes are written inline */
 		memset(live, 0, sizeof *live * MS_DEV0);
 	else
@@ -394,16 +417,53 @@ static void live_all(int64_t live[MS_NCOMP], int n)
 	ms_cpu_live(&live[MS_CPU], &live[MS_MALLOC], &live[MS_MMAP], &live[MS_RESERVE], &live[MS_SHARED]);
 }
 
+/* The mmap, reserve and shared bytes of the epoch the last cut read them for (cuts run under the
+ * stage engine's lock): while the word is of that epoch and no mapping changed since, the ring
+ * need not be read again (an epoch number comes back only after 65536 changes). */
+static struct {
+	uint64_t epoch;
+	int64_t mm, rs, sh;
+} cut_parts = { .epoch = ~UINT64_C(0) };
+
+/* live_all for a cut; WAS: the tracked components touched since the last one. */
+static void cut_live(int64_t live[MS_NCOMP], int n, uint32_t was)
+{
+	if (n == MS_DEV0)
+		memset(live, 0, sizeof *live * MS_DEV0);
+	else
+		memset(live, 0, sizeof *live * (size_t)n);
+	uint32_t others = __atomic_load_n(&moved, __ATOMIC_RELAXED) & ~CPU_PARTS & ((UINT32_C(1) << n) - 1);
+	for (; others; others &= others - 1) {
+		int c = __builtin_ctz(others);
+		live[c] = __atomic_load_n(&counters[c].live, __ATOMIC_RELAXED);
+	}
+	uint64_t w = __atomic_load_n(&ms_cpu.word, __ATOMIC_SEQ_CST);
+	if (EPOCH_OF(w) != cut_parts.epoch || (was & (1u << MS_MMAP))) {
+		cut_parts.mm = mmap_at(w);
+		cut_parts.rs = read_at(w, READ_RESERVE);
+		cut_parts.sh = read_at(w, READ_SHARED);
+		cut_parts.epoch = EPOCH_OF(w);
+	}
+	live[MS_CPU] = cpu_of(w);
+	live[MS_MALLOC] = cpu_of(w) - cut_parts.mm;
+	live[MS_MMAP] = cut_parts.mm - cut_parts.rs - cut_parts.sh;
+	live[MS_RESERVE] = cut_parts.rs;
+	live[MS_SHARED] = cut_parts.sh;
+}
+
 int ms_counters_cut_window(int64_t peaks[MS_NCOMP], int64_t live[MS_NCOMP], int open_after)
 {
 	int n = ms_counters_used(); /* a device never used has 0 everywhere: nothing to cut */
 	lower_begin();              /* adds during the cut take the slow path: none is missed by the new window */
-	live_all(live, n);
+	uint32_t was =
+		__atomic_load_n(&touched, __ATOMIC_RELAXED) ? __atomic_exchange_n(&touched, 0, __ATOMIC_SEQ_CST) : 0;
+	cut_live(live, n, was);
 	if (n == MS_DEV0)
 		memcpy(peaks, live, sizeof *peaks * MS_DEV0);
 	else
 		memcpy(peaks, live, sizeof *peaks * (size_t)n);
-	uint32_t cut = __atomic_load_n(&moved, __ATOMIC_RELAXED) & ((UINT32_C(1) << n) - 1);
+	uint32_t cut = __atomic_load_n(&moved, __ATOMIC_RELAXED) & (~TRACKED | was) & ((UINT32_C(1) << n) - 1);
+	last_cut = cut;
 	for (; cut; cut &= cut - 1) {
 		int c = __builtin_ctz(cut);
 		struct ms_counter *k = &counters[c];
@@ -413,7 +473,7 @@ int ms_counters_cut_window(int64_t peaks[MS_NCOMP], int64_t live[MS_NCOMP], int 
 		peaks[c] = old > now ? old : now;
 		if (peaks[c] > closed_peaks[c])
 			closed_peaks[c] = peaks[c];
-		if (!open_after) /* only the process peak reads this window: adds below it stay fast */
+		if (!open_after && !((TRACKED >> c) & 1)) /* only the process peak reads it: adds below stay fast */
 			raise_peak(&k->win_peak, closed_peaks[c]);
 	}
 	lower_end();
@@ -445,6 +505,7 @@ void ms_counters_reset_peaks(void)
 		closed_peaks[c] = live[c];
 		inherited_live[c] = live[c];
 	}
+	mark_touched(TRACKED);
 	lower_end();
 }
 
@@ -468,5 +529,7 @@ void ms_counters_clear(void)
 	__atomic_store_n(&ms_cpu.word, (FIRST_EPOCH << MS_CPU_VALUE_BITS) | MS_CPU_BIAS, __ATOMIC_SEQ_CST);
 	memset(closed_peaks, 0, sizeof closed_peaks);
 	memset(inherited_live, 0, sizeof inherited_live);
+	cut_parts.epoch = ~UINT64_C(0);
+	mark_touched(TRACKED);
 	lower_end();
 }

@@ -191,9 +191,14 @@ int64_t ms_live(enum ms_comp comp);
  * boundary (at least its live now) and a new window starts at the live values, stored in LIVE.
  * OPEN_AFTER 0 (no stage is open after this boundary): only the process peaks read the new window,
  * so it starts at them instead, and adds below them stay on the fast path, as before any stage
- * (PEAKS of the next cut may then be up to the process peak: fold them into no stage).
+ * (PEAKS of the next cut may then be up to the process peak: fold them into no stage); the
+ * components only read or mapped (RSS, cgroup, mmap parts) start at their live values all the same.
  * Returns N, the components written (ms_counters_used()): the others are 0 and left unwritten. */
 int ms_counters_cut_window(int64_t peaks[MS_NCOMP], int64_t live[MS_NCOMP], int open_after);
+
+/* The components whose window the last cut exchanged, a bit per ms_comp (the others' peaks were
+ * their live values, unchanged since a cut that did): folding and checking those alone is exact. */
+uint32_t ms_counters_last_cut(void);
 
 /* Highest live of each component over the whole process (all windows so far, current included). */
 void ms_counters_process_peaks(int64_t peaks[MS_NCOMP]);

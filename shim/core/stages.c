@@ -91,7 +91,7 @@ static void boundary(int64_t live[MS_NCOMP], int open_after)
 {
 	int64_t peaks[MS_NCOMP];
 	cut_n = ms_counters_cut_window(peaks, live, open_after);
-	uint32_t moved = ms_counters_moved() & ((UINT32_C(1) << cut_n) - 1);
+	uint32_t moved = ms_counters_last_cut(); /* the others' peaks are their live values, folded before */
 	for (int i = 0; i < ms_st.nopen; i++) {
 		struct ms_span *cur = &ms_st.stage[ms_st.open[i]].cur;
 		for (uint32_t m = moved; m; m &= m - 1) {
@@ -231,7 +231,7 @@ static void finish_call(int id, const int64_t live[MS_NCOMP], double now, int at
 	struct ms_stage *s = &ms_st.stage[id];
 	struct ms_span *cur = &s->cur;
 	copy_comps(cur->end, live, cut_n);
-	for (uint32_t m = ms_counters_moved(); m; m &= m - 1) {
+	for (uint32_t m = ms_counters_last_cut(); m; m &= m - 1) { /* the boundary just before cut them */
 		int c = __builtin_ctz(m);
 		if (cur->begin[c] > cur->peak[c])
 			cur->peak[c] = cur->begin[c];

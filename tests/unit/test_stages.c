@@ -434,6 +434,26 @@ START_TEST(exact_sites_stages_are_never_quiet)
 }
 END_TEST
 
+/* A read component (RSS) left as it was between two stages' calls: the second call's window of it
+ * starts at its live value, not at the first call's high. */
+START_TEST(a_read_component_starts_each_call_at_its_value)
+{
+	reset();
+	int a = ms_stage_id("a"), b = ms_stage_id("b");
+	ms_counter_set(MS_RSS, 100 * MiB);
+	ms_stage_enter(a, 0);
+	ms_counter_set(MS_RSS, 10 * MiB);
+	ms_stage_leave(a, 1);
+	ms_stage_enter(b, 2);
+	ms_counter_set(MS_RSS, 20 * MiB);
+	ms_stage_leave(b, 3);
+	ck_assert_int_eq(ms_st.stage[a].last.peak[MS_RSS], 100 * MiB);
+	ck_assert_int_eq(ms_st.stage[b].last.begin[MS_RSS], 10 * MiB);
+	ck_assert_int_eq(ms_st.stage[b].last.peak[MS_RSS], 20 * MiB);
+	ck_assert_int_eq(ms_st.stage[b].last.end[MS_RSS], 20 * MiB);
+}
+END_TEST
+
 /* A quiet call's boundaries read nothing (the components that are read keep their last reading)
  * and its counted numbers stay exact; a loud call reads at its begin and end, a recursive begin
  * and end (no boundary) at neither. */
@@ -497,6 +517,7 @@ int main(void)
 	tcase_add_test(tc, threads_entering_one_stage_stay_consistent);
 	tcase_add_test(tc, exact_sites_stages_are_never_quiet);
 	tcase_add_test(tc, quiet_calls_read_nothing);
+	tcase_add_test(tc, a_read_component_starts_each_call_at_its_value);
 	suite_add_tcase(s, tc);
 	return run_suite(s);
 }
