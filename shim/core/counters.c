@@ -83,8 +83,7 @@ struct ms_cpu_word ms_cpu = {
 	.word = (FIRST_EPOCH << MS_CPU_VALUE_BITS) | MS_CPU_BIAS,
 	.gate_hi = (FIRST_EPOCH << MS_CPU_VALUE_BITS) | MS_CPU_BIAS,
 	.gate_lo = FIRST_EPOCH << MS_CPU_VALUE_BITS,
-	.watch_hi = INT64_MAX,
-	.watch_lo = INT64_MIN,
+	.raise_max = (FIRST_EPOCH << MS_CPU_VALUE_BITS) | MS_CPU_VALUE_MASK,
 };
 /* The current epoch and its mmap pages in one word (epoch << 48 | pages), and the recent ones. */
 static uint64_t mmap_now = FIRST_EPOCH << MS_CPU_VALUE_BITS;
@@ -182,6 +181,11 @@ static uint64_t gate_lo_for(uint64_t mm)
 	return gate_value(mm, __atomic_load_n(&watch_lo[MS_CPU], __ATOMIC_RELAXED));
 }
 
+static uint64_t raise_max_for(uint64_t mm)
+{
+	return gate_value(mm, __atomic_load_n(&watch_hi[MS_CPU], __ATOMIC_RELAXED));
+}
+
 /* gate_hi back up to what the state allows, unless a lowering is in progress.  A raise computed
  * from a state a lowering has since changed fails its compare-and-swap: lowerings store first. */
 static void raise_gates(void)
@@ -192,9 +196,11 @@ static void raise_gates(void)
 			return;
 		fold_gate(old); /* before the peaks it is computed from are read */
 		uint64_t mm = __atomic_load_n(&mmap_now, __ATOMIC_SEQ_CST);
-		uint64_t lo = gate_lo_for(mm);
+		uint64_t lo = gate_lo_for(mm), max = raise_max_for(mm);
 		if (__atomic_load_n(&ms_cpu.gate_lo, __ATOMIC_RELAXED) != lo)
 			__atomic_store_n(&ms_cpu.gate_lo, lo, __ATOMIC_RELAXED);
+		if (__atomic_load_n(&ms_cpu.raise_max, __ATOMIC_RELAXED) != max)
+			__atomic_store_n(&ms_cpu.raise_max, max, __ATOMIC_RELAXED);
 		uint64_t want = gate_hi_for(mm);
 		if (want == old ||
 		    __atomic_compare_exchange_n(&ms_cpu.gate_hi, &old, want, 0, __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST))
@@ -265,6 +271,7 @@ void ms_cpu_mmap_add(enum ms_comp part, int64_t bytes)
 	raise_peak(&counters[MS_SHARED].win_peak, rd[READ_SHARED]);
 	store_lowered(); /* the new epoch's adds take the slow path from the moment the word has it */
 	__atomic_store_n(&ms_cpu.gate_lo, gate_lo_for(entry), __ATOMIC_RELAXED);
+	__atomic_store_n(&ms_cpu.raise_max, raise_max_for(entry), __ATOMIC_RELAXED);
 	uint64_t r = __atomic_add_fetch(&ms_cpu.word, (uint64_t)bytes - MS_CPU_EPOCH_STEP, __ATOMIC_SEQ_CST);
 	int64_t cpu = cpu_of(r);
 	raise_peak(&counters[MS_CPU].win_peak, cpu);
@@ -335,11 +342,8 @@ void ms_watch_set(enum ms_comp comp, int64_t lo, int64_t hi)
 		lower_begin();
 	__atomic_store_n(&watch_hi[comp], hi, __ATOMIC_RELAXED);
 	__atomic_store_n(&watch_lo[comp], lo, __ATOMIC_RELAXED);
-	if (comp == MS_CPU) {
-		__atomic_store_n(&ms_cpu.watch_hi, hi, __ATOMIC_RELAXED);
-		__atomic_store_n(&ms_cpu.watch_lo, lo, __ATOMIC_RELAXED);
-		lower_end();
-	}
+	if (comp == MS_CPU)
+		lower_end(); /* raise_gates: raise_max and gate_lo follow */
 }
 
 void ms_gpu_mark_used(void)

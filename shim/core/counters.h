@@ -70,9 +70,10 @@ void ms_watch_set(enum ms_comp comp, int64_t lo, int64_t hi);
 
 struct ms_cpu_word {
 	uint64_t word;
-	uint64_t gate_hi;           /* an add whose result is above it takes the slow path */
-	uint64_t gate_lo;           /* a release whose result is below it takes the slow path */
-	int64_t watch_hi, watch_lo; /* MS_CPU's watch window (ms_watch_set), on the line a new high reads */
+	uint64_t gate_hi;   /* an add whose result is above it takes the slow path */
+	uint64_t gate_lo;   /* a release whose result is below it takes the slow path */
+	uint64_t raise_max; /* the watch's high as a word of the current epoch: a new high above it is no
+			     * common one (ms_cpu_raise_gate), nor one of an older epoch */
 } __attribute__((aligned(64)));
 extern struct ms_cpu_word ms_cpu;
 
@@ -85,10 +86,9 @@ extern struct ms_cpu_word ms_cpu;
  * must run.  Inline, so a wrapper's way out for a new high calls nothing. */
 static inline int ms_cpu_raise_gate(uint64_t result)
 {
-	int64_t cpu = (int64_t)((result & MS_CPU_VALUE_MASK) - MS_CPU_BIAS);
-	if (cpu > __atomic_load_n(&ms_cpu.watch_hi, __ATOMIC_RELAXED) ||
-	    cpu < __atomic_load_n(&ms_cpu.watch_lo, __ATOMIC_RELAXED))
-		return 0;
+	if (result > __atomic_load_n(&ms_cpu.raise_max, __ATOMIC_RELAXED) ||
+	    result < __atomic_load_n(&ms_cpu.gate_lo, __ATOMIC_RELAXED))
+		return 0; /* outside the watch, or of another epoch */
 	uint64_t old = __atomic_load_n(&ms_cpu.gate_hi, __ATOMIC_SEQ_CST);
 	do {
 		if ((old ^ result) >> MS_CPU_VALUE_BITS || (old & MS_CPU_VALUE_MASK) < MS_CPU_LOWERED_LIMIT)
