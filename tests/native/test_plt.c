@@ -380,6 +380,18 @@ START_TEST(threads_in_one_stage)
 }
 END_TEST
 
+/* More threads than trampolines, one after another, each calling the stage once: every thread
+ * gives back what it kept for its next call at its exit. */
+START_TEST(threads_one_after_another_give_their_trampolines_back)
+{
+	json_t *m = run_plt("native/nplt", "w=plt_work", "serial", "5000", NULL);
+	expect(m, "w_calls", 5000);
+	ck_assert_int_eq(call_of(m, "w", 127, "cpu_alloc_delta"), keep);
+	expect(m, "w_mem_cpu_alloc_delta", keep);
+	json_decref(m);
+}
+END_TEST
+
 /* Found from the stack: the check is skipped while the stage is open on the thread, and runs again
  * once its call returned, so each call is found. */
 START_TEST(many_calls_found_from_the_stack)
@@ -423,6 +435,7 @@ int main(void)
 	tcase_add_test(many, many_cxx_exceptions_through_bound_calls);
 	tcase_add_test(many, many_forks_inside_bound_calls);
 	tcase_add_test(many, threads_in_one_stage);
+	tcase_add_test(many, threads_one_after_another_give_their_trampolines_back);
 	tcase_add_test(many, many_calls_found_from_the_stack);
 	suite_add_tcase(s, many);
 	return run_suite(s);
