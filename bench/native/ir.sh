@@ -9,15 +9,20 @@
 #   through a helper        nchurn allocating through a small function (a new frame each time)
 # then library functions bound to their calls through the GOT (whole process): stepcall, tokcall
 # (~80 allocations a call, target <= 1.10x) and sqlite3 when installed.
+# IR_EXACT=1: the features whose work the wall clock paces off in every run (timeline, call sites,
+# live record, snapshots: callgrind's slowdown makes it ~50x more frequent and it follows the
+# machine's load), so two builds compare within ~0.1-0.3% (a reported call every 10 ms remains).
 set -euo pipefail
 B=$(cd "${1:-build}" && pwd); ops=${2:-200000}
 lib=$B/libmemshim.so
 command -v valgrind >/dev/null || { echo "ir.sh: valgrind is needed" >&2; exit 1; }
 tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
+exact=()
+[ "${IR_EXACT:-0}" = 1 ] && exact=(MEMSHIM_TIMELINE=0 MEMSHIM_SITES=0 MEMSHIM_LIVE=0 MEMSHIM_SNAPSHOT_INTERVAL=0)
 # ir STAGES PROG ARGS...: instructions of the whole process
 ir() {
 	local stages=$1; shift
-	env LD_PRELOAD="$lib" MEMSHIM_OUTPUT="$tmp/m.json" MEMSHIM_STAGES="$stages" \
+	env LD_PRELOAD="$lib" MEMSHIM_OUTPUT="$tmp/m.json" MEMSHIM_STAGES="$stages" "${exact[@]}" \
 		valgrind --tool=callgrind --callgrind-out-file="$tmp/cg.out" "$@" 2>&1 >/dev/null |
 		sed -n 's/.*Collected : \([0-9]*\).*/\1/p'
 }
@@ -28,6 +33,7 @@ row() { # LABEL STAGES PROG BASE [ARGS]
 	awk -v l="$1" -v n="$n" -v b="$4" -v o="$ops" \
 		'BEGIN {printf "%-44s %12d Ir %7.1f Ir/op  %6.3fx\n", l, n, (n - b) / o, n / b}'
 }
+[ ${#exact[@]} -eq 0 ] || echo "== IR_EXACT=1: ${exact[*]}"
 echo "== native stages on the churn loop ($ops operations, 1 thread), instructions, start subtracted"
 base=$(loop "" "$B/bench/churn")
 row "churn: no stages" "" "$B/bench/churn" "$base"
