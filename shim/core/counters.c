@@ -150,7 +150,7 @@ static int64_t load_peak(enum ms_comp c)
 	return __atomic_load_n(&counters[c].win_peak, __ATOMIC_RELAXED);
 }
 
-/* A gate that is neither lowered nor clamped may be a CPU high the fast path set (cpu_raise_gate)
+/* A gate that is neither lowered nor clamped may be a CPU high the fast path set (ms_cpu_raise_gate)
  * and no peak holds yet: whoever replaces or reads the gate for the peaks folds it in first.  Any
  * other gate came from the peaks (a minimum of them), so folding it changes nothing. */
 static void fold_gate(uint64_t gate)
