@@ -2,8 +2,9 @@
 # bench/ir/run.sh: the hot path in instructions (callgrind: deterministic on noisy machines) and in
 # wall time.  The churn loop (mix.c) bare, under a floor wrapper (floor.c: forward, usable size at
 # both ends, one atomic add and a CAS max) and under memshim; startup subtracted (a run of 0
-# operations); memshim printed as a ratio to the floor.  Then paired wall runs, memshim vs floor, on
-# 1 and 2 threads.  Run through `make bench-ir` (BENCH_IR_OPS, BENCH_IR_WALL_OPS, BENCH_IR_PAIRS).
+# operations); memshim printed as a ratio to the floor, and with a native stage on the loop as a
+# ratio to memshim without it.  Then paired wall runs, memshim vs floor, on 1 and 2 threads.  Run
+# through `make bench-ir` (BENCH_IR_OPS, BENCH_IR_WALL_OPS, BENCH_IR_PAIRS; 0 pairs: no wall runs).
 set -euo pipefail
 B=${BUILD:?}
 LIB=$B/libmemshim.so FLOOR=$B/bench/ir/floor.so MIX=$B/bench/ir/mix
@@ -35,9 +36,14 @@ echo "== instructions: churn loop, $pairs malloc+free pairs, 1 thread (target: m
 printf '%-28s %12s %9s %8s\n' variant instructions per_pair x_floor
 row bare "$bare"
 row floor "$floor"
-row memshim "$(ir LD_PRELOAD="$LIB")"
+ms=$(ir LD_PRELOAD="$LIB")
+row memshim "$ms"
 row "memshim, timeline off" "$(ir LD_PRELOAD="$LIB" MEMSHIM_TIMELINE=0)"
 row "memshim, call sites off" "$(ir LD_PRELOAD="$LIB" MEMSHIM_SITES=0)"
+# A native stage on the loop's thread function (found from the stack): against memshim without it.
+native=$(ir LD_PRELOAD="$LIB" MEMSHIM_STAGES=train=worker)
+row "memshim, native stage" "$native"
+awk -v n="$native" -v m="$ms" 'BEGIN {printf "native stage / memshim: %.3fx (target <= 1.10x)\n", n / m}'
 for extra in ${BENCH_IR_EXTRA:-}; do # NAME=VALUE settings to compare, e.g. MEMSHIM_SITES=0
 	row "memshim, $extra" "$(ir LD_PRELOAD="$LIB" "$extra")"
 done
@@ -63,6 +69,7 @@ wall() {
 			l == "memshim" ? "memshim" : "memshim, call sites off", m, a[1], a[NR]}' "$tmp/w.ratio"
 	done
 }
+[ "$PAIRS" -gt 0 ] || exit 0
 echo "== wall: churn loop, $WALL_OPS operations per thread (target: within 5% of the floor)"
 wall 1
 wall 2

@@ -26,11 +26,18 @@ $(BUILD)/bench/native/libstepwork.so: bench/native/libstepwork.c
 	$(CC) $(BASEFLAGS) -O2 -g -shared -fPIC -o $@ $<
 $(BUILD)/bench/native/stepcall: bench/native/stepcall.c $(BUILD)/bench/native/libstepwork.so
 	$(CC) $(BASEFLAGS) -O2 -g -o $@ $< -L$(@D) -lstepwork -Wl,-rpath,'$$ORIGIN'
+# A library function of ordinary code doing ~80 allocations and frees a call (strndup, realloc).
+$(BUILD)/bench/native/libtokens.so: bench/native/libtokens.c
+	@mkdir -p $(@D)
+	$(CC) $(BASEFLAGS) -O2 -g -shared -fPIC -o $@ $<
+$(BUILD)/bench/native/tokcall: bench/native/tokcall.c $(BUILD)/bench/native/libtokens.so
+	$(CC) $(BASEFLAGS) -O2 -g -o $@ $< -L$(@D) -ltokens -Wl,-rpath,'$$ORIGIN'
 
 # The same in instructions (callgrind, deterministic): a native stage on the churn loop vs no stages,
 # the library fixture and sqlite3 (when installed) with their targets bound through the GOT.
 .PHONY: bench-native-ir
-bench-native-ir: $(BUILD)/libmemshim.so $(BUILD)/bench/churn $(BUILD)/bench/native/nchurn $(BUILD)/bench/native/stepcall
+bench-native-ir: $(BUILD)/libmemshim.so $(BUILD)/bench/churn $(BUILD)/bench/native/nchurn $(BUILD)/bench/native/stepcall \
+		 $(BUILD)/bench/native/tokcall
 	@bench/native/ir.sh $(BUILD) 200000
 
 # A stack-detected stage on a real program: the sqlite3 shell building a table (issue 26).

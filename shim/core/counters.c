@@ -58,6 +58,18 @@ static void mark_moved(uint32_t bits)
 		__atomic_fetch_or(&moved, bits, __ATOMIC_RELAXED);
 }
 
+/* The components that move only where they are read or mapped, not on any fast path: a cut
+ * exchanges their window only when they were touched since the last one.  The window of one that
+ * was not is its live value, unchanged (a cut starts it there and never raises it). */
+#define TRACKED ((1u << MS_MMAP) | (1u << MS_RESERVE) | (1u << MS_SHARED) | (1u << MS_RSS) | (1u << MS_CGROUP))
+static uint32_t touched = TRACKED;
+
+/* After a tracked component's live or window moved: a change racing with a cut is in the next one. */
+static void mark_touched(uint32_t bits)
+{
+	__atomic_fetch_or(&touched, bits, __ATOMIC_SEQ_CST);
+}
+
 /* ---- the CPU word (see counters.h) ------------------------------------------------------------- */
 
 #define PAGE_SHIFT 12
@@ -71,6 +83,7 @@ struct ms_cpu_word ms_cpu = {
 	.word = (FIRST_EPOCH << MS_CPU_VALUE_BITS) | MS_CPU_BIAS,
 	.gate_hi = (FIRST_EPOCH << MS_CPU_VALUE_BITS) | MS_CPU_BIAS,
 	.gate_lo = FIRST_EPOCH << MS_CPU_VALUE_BITS,
+	.raise_max = (FIRST_EPOCH << MS_CPU_VALUE_BITS) | MS_CPU_VALUE_MASK,
 };
 /* The current epoch and its mmap pages in one word (epoch << 48 | pages), and the recent ones. */
 static uint64_t mmap_now = FIRST_EPOCH << MS_CPU_VALUE_BITS;
@@ -88,26 +101,6 @@ static uint64_t ring_misses;
 static uint64_t lowering;
 /* Makes every lowered gate value unique, so a raise computed before a lowering cannot land on it. */
 static uint64_t lowered_tag;
-
-/* The common new high: of the current epoch, inside the timeline's watch, while no boundary or mmap
- * change holds the gate lowered.  The gate itself becomes the high, one compare-and-swap; the
- * peaks take it when the gate is next replaced or read for them (counters.c folds it).  0: the
- * general path must run. */
-static inline int cpu_raise_gate(uint64_t result)
-{
-	int64_t cpu = (int64_t)((result & MS_CPU_VALUE_MASK) - MS_CPU_BIAS);
-	if (cpu > __atomic_load_n(&watch_hi[MS_CPU], __ATOMIC_RELAXED) ||
-	    cpu < __atomic_load_n(&watch_lo[MS_CPU], __ATOMIC_RELAXED))
-		return 0;
-	uint64_t old = __atomic_load_n(&ms_cpu.gate_hi, __ATOMIC_SEQ_CST);
-	do {
-		if ((old ^ result) >> MS_CPU_VALUE_BITS || (old & MS_CPU_VALUE_MASK) < MS_CPU_LOWERED_LIMIT)
-			return 0; /* another epoch, or lowered */
-		if (result <= old)
-			return 1; /* another thread's high is above it */
-	} while (!__atomic_compare_exchange_n(&ms_cpu.gate_hi, &old, result, 1, __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST));
-	return 1;
-}
 
 static int64_t mmap_bytes_of(uint64_t entry)
 {
@@ -157,7 +150,7 @@ static int64_t load_peak(enum ms_comp c)
 	return __atomic_load_n(&counters[c].win_peak, __ATOMIC_RELAXED);
 }
 
-/* A gate that is neither lowered nor clamped may be a CPU high the fast path set (cpu_raise_gate)
+/* A gate that is neither lowered nor clamped may be a CPU high the fast path set (ms_cpu_raise_gate)
  * and no peak holds yet: whoever replaces or reads the gate for the peaks folds it in first.  Any
  * other gate came from the peaks (a minimum of them), so folding it changes nothing. */
 static void fold_gate(uint64_t gate)
@@ -188,6 +181,11 @@ static uint64_t gate_lo_for(uint64_t mm)
 	return gate_value(mm, __atomic_load_n(&watch_lo[MS_CPU], __ATOMIC_RELAXED));
 }
 
+static uint64_t raise_max_for(uint64_t mm)
+{
+	return gate_value(mm, __atomic_load_n(&watch_hi[MS_CPU], __ATOMIC_RELAXED));
+}
+
 /* gate_hi back up to what the state allows, unless a lowering is in progress.  A raise computed
  * from a state a lowering has since changed fails its compare-and-swap: lowerings store first. */
 static void raise_gates(void)
@@ -198,9 +196,11 @@ static void raise_gates(void)
 			return;
 		fold_gate(old); /* before the peaks it is computed from are read */
 		uint64_t mm = __atomic_load_n(&mmap_now, __ATOMIC_SEQ_CST);
-		uint64_t lo = gate_lo_for(mm);
+		uint64_t lo = gate_lo_for(mm), max = raise_max_for(mm);
 		if (__atomic_load_n(&ms_cpu.gate_lo, __ATOMIC_RELAXED) != lo)
 			__atomic_store_n(&ms_cpu.gate_lo, lo, __ATOMIC_RELAXED);
+		if (__atomic_load_n(&ms_cpu.raise_max, __ATOMIC_RELAXED) != max)
+			__atomic_store_n(&ms_cpu.raise_max, max, __ATOMIC_RELAXED);
 		uint64_t want = gate_hi_for(mm);
 		if (want == old ||
 		    __atomic_compare_exchange_n(&ms_cpu.gate_hi, &old, want, 0, __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST))
@@ -230,7 +230,7 @@ static void lower_end(void)
 	}
 }
 
-static __attribute__((noinline)) void slow_general(uint64_t result)
+void ms_cpu_slow_general(uint64_t result)
 {
 	int64_t cpu = cpu_of(result);
 	raise_peak(&counters[MS_CPU].win_peak, cpu);
@@ -241,8 +241,8 @@ static __attribute__((noinline)) void slow_general(uint64_t result)
 
 void ms_cpu_slow(uint64_t result)
 {
-	if (!cpu_raise_gate(result))
-		slow_general(result);
+	if (!ms_cpu_raise_gate(result))
+		ms_cpu_slow_general(result);
 }
 
 void ms_cpu_mmap_add(enum ms_comp part, int64_t bytes)
@@ -271,9 +271,11 @@ void ms_cpu_mmap_add(enum ms_comp part, int64_t bytes)
 	raise_peak(&counters[MS_SHARED].win_peak, rd[READ_SHARED]);
 	store_lowered(); /* the new epoch's adds take the slow path from the moment the word has it */
 	__atomic_store_n(&ms_cpu.gate_lo, gate_lo_for(entry), __ATOMIC_RELAXED);
+	__atomic_store_n(&ms_cpu.raise_max, raise_max_for(entry), __ATOMIC_RELAXED);
 	uint64_t r = __atomic_add_fetch(&ms_cpu.word, (uint64_t)bytes - MS_CPU_EPOCH_STEP, __ATOMIC_SEQ_CST);
 	int64_t cpu = cpu_of(r);
 	raise_peak(&counters[MS_CPU].win_peak, cpu);
+	mark_touched((1u << MS_MMAP) | (1u << MS_RESERVE) | (1u << MS_SHARED));
 	watch_check(MS_CPU, cpu);
 	lower_end();
 }
@@ -300,12 +302,14 @@ void ms_counter_set(enum ms_comp comp, int64_t value)
 	mark_moved(1u << comp);
 	__atomic_store_n(&c->live, value, __ATOMIC_RELAXED);
 	raise_peak(&c->win_peak, value);
+	mark_touched(1u << comp);
 }
 
 void ms_counter_raise_peak(enum ms_comp comp, int64_t value)
 {
 	mark_moved(1u << comp);
 	raise_peak(&counters[comp].win_peak, value);
+	mark_touched(1u << comp);
 }
 
 uint64_t ms_cpu_ring_misses(void)
@@ -339,7 +343,7 @@ void ms_watch_set(enum ms_comp comp, int64_t lo, int64_t hi)
 	__atomic_store_n(&watch_hi[comp], hi, __ATOMIC_RELAXED);
 	__atomic_store_n(&watch_lo[comp], lo, __ATOMIC_RELAXED);
 	if (comp == MS_CPU)
-		lower_end();
+		lower_end(); /* raise_gates: raise_max and gate_lo follow */
 }
 
 void ms_gpu_mark_used(void)
@@ -392,11 +396,19 @@ uint32_t ms_counters_moved(void)
 	return __atomic_load_n(&moved, __ATOMIC_RELAXED);
 }
 
+#define CPU_PARTS ((1u << MS_CPU) | (1u << MS_MALLOC) | (1u << MS_MMAP) | (1u << MS_RESERVE) | (1u << MS_SHARED))
+/* The components whose window the last cut exchanged (under the stage engine's lock). */
+static uint32_t last_cut;
+
+uint32_t ms_counters_last_cut(void)
+{
+	return last_cut;
+}
+
 /* Live of the first N components, the CPU ones as one consistent set. */
 static void live_all(int64_t live[MS_NCOMP], int n)
 {
-	const uint32_t cpu_parts =
-		(1u << MS_CPU) | (1u << MS_MALLOC) | (1u << MS_MMAP) | (1u << MS_RESERVE) | (1u << MS_SHARED);
+	const uint32_t cpu_parts = CPU_PARTS;
 	if (n == MS_DEV0) /* a component that never moved is 0; fixed sizes are written inline */
 		memset(live, 0, sizeof *live * MS_DEV0);
 	else
@@ -409,16 +421,53 @@ static void live_all(int64_t live[MS_NCOMP], int n)
 	ms_cpu_live(&live[MS_CPU], &live[MS_MALLOC], &live[MS_MMAP], &live[MS_RESERVE], &live[MS_SHARED]);
 }
 
+/* The mmap, reserve and shared bytes of the epoch the last cut read them for (cuts run under the
+ * stage engine's lock): while the word is of that epoch and no mapping changed since, the ring
+ * need not be read again (an epoch number comes back only after 65536 changes). */
+static struct {
+	uint64_t epoch;
+	int64_t mm, rs, sh;
+} cut_parts = { .epoch = ~UINT64_C(0) };
+
+/* live_all for a cut; WAS: the tracked components touched since the last one. */
+static void cut_live(int64_t live[MS_NCOMP], int n, uint32_t was)
+{
+	if (n == MS_DEV0)
+		memset(live, 0, sizeof *live * MS_DEV0);
+	else
+		memset(live, 0, sizeof *live * (size_t)n);
+	uint32_t others = __atomic_load_n(&moved, __ATOMIC_RELAXED) & ~CPU_PARTS & ((UINT32_C(1) << n) - 1);
+	for (; others; others &= others - 1) {
+		int c = __builtin_ctz(others);
+		live[c] = __atomic_load_n(&counters[c].live, __ATOMIC_RELAXED);
+	}
+	uint64_t w = __atomic_load_n(&ms_cpu.word, __ATOMIC_SEQ_CST);
+	if (EPOCH_OF(w) != cut_parts.epoch || (was & (1u << MS_MMAP))) {
+		cut_parts.mm = mmap_at(w);
+		cut_parts.rs = read_at(w, READ_RESERVE);
+		cut_parts.sh = read_at(w, READ_SHARED);
+		cut_parts.epoch = EPOCH_OF(w);
+	}
+	live[MS_CPU] = cpu_of(w);
+	live[MS_MALLOC] = cpu_of(w) - cut_parts.mm;
+	live[MS_MMAP] = cut_parts.mm - cut_parts.rs - cut_parts.sh;
+	live[MS_RESERVE] = cut_parts.rs;
+	live[MS_SHARED] = cut_parts.sh;
+}
+
 int ms_counters_cut_window(int64_t peaks[MS_NCOMP], int64_t live[MS_NCOMP], int open_after)
 {
 	int n = ms_counters_used(); /* a device never used has 0 everywhere: nothing to cut */
 	lower_begin();              /* adds during the cut take the slow path: none is missed by the new window */
-	live_all(live, n);
+	uint32_t was =
+		__atomic_load_n(&touched, __ATOMIC_RELAXED) ? __atomic_exchange_n(&touched, 0, __ATOMIC_SEQ_CST) : 0;
+	cut_live(live, n, was);
 	if (n == MS_DEV0)
 		memcpy(peaks, live, sizeof *peaks * MS_DEV0);
 	else
 		memcpy(peaks, live, sizeof *peaks * (size_t)n);
-	uint32_t cut = __atomic_load_n(&moved, __ATOMIC_RELAXED) & ((UINT32_C(1) << n) - 1);
+	uint32_t cut = __atomic_load_n(&moved, __ATOMIC_RELAXED) & (~TRACKED | was) & ((UINT32_C(1) << n) - 1);
+	last_cut = cut;
 	for (; cut; cut &= cut - 1) {
 		int c = __builtin_ctz(cut);
 		struct ms_counter *k = &counters[c];
@@ -428,7 +477,7 @@ int ms_counters_cut_window(int64_t peaks[MS_NCOMP], int64_t live[MS_NCOMP], int 
 		peaks[c] = old > now ? old : now;
 		if (peaks[c] > closed_peaks[c])
 			closed_peaks[c] = peaks[c];
-		if (!open_after) /* only the process peak reads this window: adds below it stay fast */
+		if (!open_after && !((TRACKED >> c) & 1)) /* only the process peak reads it: adds below stay fast */
 			raise_peak(&k->win_peak, closed_peaks[c]);
 	}
 	lower_end();
@@ -460,6 +509,7 @@ void ms_counters_reset_peaks(void)
 		closed_peaks[c] = live[c];
 		inherited_live[c] = live[c];
 	}
+	mark_touched(TRACKED);
 	lower_end();
 }
 
@@ -483,5 +533,7 @@ void ms_counters_clear(void)
 	__atomic_store_n(&ms_cpu.word, (FIRST_EPOCH << MS_CPU_VALUE_BITS) | MS_CPU_BIAS, __ATOMIC_SEQ_CST);
 	memset(closed_peaks, 0, sizeof closed_peaks);
 	memset(inherited_live, 0, sizeof inherited_live);
+	cut_parts.epoch = ~UINT64_C(0);
+	mark_touched(TRACKED);
 	lower_end();
 }

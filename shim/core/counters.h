@@ -70,16 +70,39 @@ void ms_watch_set(enum ms_comp comp, int64_t lo, int64_t hi);
 
 struct ms_cpu_word {
 	uint64_t word;
-	uint64_t gate_hi; /* an add whose result is above it takes the slow path */
-	uint64_t gate_lo; /* a release whose result is below it takes the slow path */
+	uint64_t gate_hi;   /* an add whose result is above it takes the slow path */
+	uint64_t gate_lo;   /* a release whose result is below it takes the slow path */
+	uint64_t raise_max; /* the watch's high as a word of the current epoch: a new high above it is no
+			     * common one (ms_cpu_raise_gate), nor one of an older epoch */
 } __attribute__((aligned(64)));
 extern struct ms_cpu_word ms_cpu;
 
 /* Gate values below this (in the value bits) are "lowered": every add takes the slow path. */
 #define MS_CPU_LOWERED_LIMIT (UINT64_C(1) << 40)
 
+/* The common new high: of the current epoch, inside the watch, while no boundary or mmap change
+ * holds the gate lowered.  The gate itself becomes the high, one compare-and-swap; the peaks take
+ * it when the gate is next replaced or read for them (counters.c folds it).  0: ms_cpu_slow_general
+ * must run.  Inline, so a wrapper's way out for a new high calls nothing. */
+static inline int ms_cpu_raise_gate(uint64_t result)
+{
+	if (result > __atomic_load_n(&ms_cpu.raise_max, __ATOMIC_RELAXED) ||
+	    result < __atomic_load_n(&ms_cpu.gate_lo, __ATOMIC_RELAXED))
+		return 0; /* outside the watch, or of another epoch */
+	uint64_t old = __atomic_load_n(&ms_cpu.gate_hi, __ATOMIC_SEQ_CST);
+	do {
+		if ((old ^ result) >> MS_CPU_VALUE_BITS || (old & MS_CPU_VALUE_MASK) < MS_CPU_LOWERED_LIMIT)
+			return 0; /* another epoch, or lowered */
+		if (result <= old)
+			return 1; /* another thread's high is above it */
+	} while (!__atomic_compare_exchange_n(&ms_cpu.gate_hi, &old, result, 1, __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST));
+	return 1;
+}
+
 /* New highs, timeline crossings, adds of an older epoch: the exact bookkeeping, out of line. */
 void ms_cpu_slow(uint64_t result);
+/* The same past ms_cpu_raise_gate (what it declined). */
+void ms_cpu_slow_general(uint64_t result);
 
 /* The CPU word after adding BYTES to the malloc component (one xadd). */
 static inline uint64_t ms_cpu_word_add(int64_t bytes)
@@ -168,9 +191,14 @@ int64_t ms_live(enum ms_comp comp);
  * boundary (at least its live now) and a new window starts at the live values, stored in LIVE.
  * OPEN_AFTER 0 (no stage is open after this boundary): only the process peaks read the new window,
  * so it starts at them instead, and adds below them stay on the fast path, as before any stage
- * (PEAKS of the next cut may then be up to the process peak: fold them into no stage).
+ * (PEAKS of the next cut may then be up to the process peak: fold them into no stage); the
+ * components only read or mapped (RSS, cgroup, mmap parts) start at their live values all the same.
  * Returns N, the components written (ms_counters_used()): the others are 0 and left unwritten. */
 int ms_counters_cut_window(int64_t peaks[MS_NCOMP], int64_t live[MS_NCOMP], int open_after);
+
+/* The components whose window the last cut exchanged, a bit per ms_comp (the others' peaks were
+ * their live values, unchanged since a cut that did): folding and checking those alone is exact. */
+uint32_t ms_counters_last_cut(void);
 
 /* Highest live of each component over the whole process (all windows so far, current included). */
 void ms_counters_process_peaks(int64_t peaks[MS_NCOMP]);

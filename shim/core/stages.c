@@ -91,7 +91,7 @@ static void boundary(int64_t live[MS_NCOMP], int open_after)
 {
 	int64_t peaks[MS_NCOMP];
 	cut_n = ms_counters_cut_window(peaks, live, open_after);
-	uint32_t moved = ms_counters_moved() & ((UINT32_C(1) << cut_n) - 1);
+	uint32_t moved = ms_counters_last_cut(); /* the others' peaks are their live values, folded before */
 	for (int i = 0; i < ms_st.nopen; i++) {
 		struct ms_span *cur = &ms_st.stage[ms_st.open[i]].cur;
 		for (uint32_t m = moved; m; m &= m - 1) {
@@ -117,6 +117,15 @@ static void copy_comps(int64_t dst[MS_NCOMP], const int64_t src[MS_NCOMP], int n
 		memcpy(dst, src, sizeof *dst * (size_t)n);
 }
 
+/* A call of S beginning at NOW is quiet (MS_QUIET_AFTER): exact, but no timeline point and no call
+ * to the observer.  Read without the lock too (only_reads_at_enter): its fields are then a guess. */
+static int quiet_at(const struct ms_stage *s, double now)
+{
+	double last;
+	__atomic_load(&s->last_loud, &last, __ATOMIC_RELAXED);
+	return !s->loud && __atomic_load_n(&s->calls, __ATOMIC_RELAXED) >= MS_QUIET_AFTER && now - last < MS_QUIET_GAP;
+}
+
 static void start_call(int id, const int64_t live[MS_NCOMP], double now)
 {
 	struct ms_stage *s = &ms_st.stage[id];
@@ -132,7 +141,7 @@ static void start_call(int id, const int64_t live[MS_NCOMP], double now)
 	cur->ended = MS_END_RETURNED;
 	cur->exception = 0;
 	__atomic_store_n(&s->begins, s->begins + 1, __ATOMIC_RELAXED);
-	s->cur.quiet = !s->loud && s->calls >= MS_QUIET_AFTER && now - s->last_loud < MS_QUIET_GAP;
+	s->cur.quiet = quiet_at(s, now);
 	if (!s->cur.quiet) {
 		s->last_loud = now;
 		ms_timeline_boundary(id, 1, now);
@@ -222,7 +231,7 @@ static void finish_call(int id, const int64_t live[MS_NCOMP], double now, int at
 	struct ms_stage *s = &ms_st.stage[id];
 	struct ms_span *cur = &s->cur;
 	copy_comps(cur->end, live, cut_n);
-	for (uint32_t m = ms_counters_moved(); m; m &= m - 1) {
+	for (uint32_t m = ms_counters_last_cut(); m; m &= m - 1) { /* the boundary just before cut them */
 		int c = __builtin_ctz(m);
 		if (cur->begin[c] > cur->peak[c])
 			cur->peak[c] = cur->begin[c];
@@ -345,10 +354,31 @@ int ms_stages_calls(struct ms_stage_call *open, int id, struct ms_stage_call *la
 	return n;
 }
 
+/* Whether a begin of ID at NOW is no boundary (ID is open: recursion, an overlapping caller) or a
+ * quiet call's: the components that are read (RSS, the cgroup, reservations' pages) keep their last
+ * reading, which a stage called thousands of times a second would otherwise take (a few system
+ * calls) at every call.  Read without the lock: a wrong guess only reads, or does not. */
+static int no_read_at_enter(int id, double now)
+{
+	if (__atomic_load_n(&ms_st.implicit_init, __ATOMIC_RELAXED))
+		return 0; /* the implicit init ends here */
+	return __atomic_load_n(&ms_st.depth[id], __ATOMIC_RELAXED) > 0 || quiet_at(&ms_st.stage[id], now);
+}
+
+/* The same for a leave of ID: it only makes the call shallower, or ends a quiet call. */
+static int no_read_at_leave(int id)
+{
+	return __atomic_load_n(&ms_st.depth[id], __ATOMIC_RELAXED) > 1 ||
+	       __atomic_load_n(&ms_st.stage[id].cur.quiet, __ATOMIC_RELAXED);
+}
+
 int ms_stage_enter(int id, double now)
 {
-	ms_refresh(MS_REFRESH_BOUNDARY);
-	if (id < 0 || id >= MS_MAX_STAGES || lock_or_refuse() < 0)
+	if (id < 0 || id >= MS_MAX_STAGES)
+		return -1;
+	if (!no_read_at_enter(id, now))
+		ms_refresh(MS_REFRESH_BOUNDARY);
+	if (lock_or_refuse() < 0)
 		return -1;
 	int64_t live[MS_NCOMP];
 	int *depth = &ms_st.depth[id], took_over = 0;
@@ -378,8 +408,11 @@ int ms_stage_leave_span(int id, double now, struct ms_span *closed, uint64_t *ca
 
 int ms_stage_leave_ended(int id, double now, int how, const char *exception, struct ms_span *closed, uint64_t *call)
 {
-	ms_refresh(MS_REFRESH_BOUNDARY);
-	if (id < 0 || id >= MS_MAX_STAGES || lock_or_refuse() < 0)
+	if (id < 0 || id >= MS_MAX_STAGES)
+		return -1;
+	if (!no_read_at_leave(id))
+		ms_refresh(MS_REFRESH_BOUNDARY);
+	if (lock_or_refuse() < 0)
 		return -1;
 	int rc = 0;
 	int *depth = &ms_st.depth[id];

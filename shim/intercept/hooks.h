@@ -117,6 +117,9 @@ size_t ms_bootstrap_size(const void *p);
 extern void (*ms_before_count)(uintptr_t *slot) __attribute__((visibility("hidden")));
 /* Sets ms_before_count (NULL: none); the malloc family leaves its fast path while one is set. */
 void ms_set_before_count(void (*fn)(uintptr_t *slot));
+/* Non-zero while the hook has nothing to do on this thread (native stages: every stage a look could
+ * open is open on it), set by its owner: the wrappers then skip its call. */
+extern __thread int ms_tls_before_count_idle MS_TLS;
 
 /* malloc.c: counts block P that the allocator underneath handed out / is about to take back
  * outside the malloc wrappers (jemalloc's or tcmalloc's operator new and delete: cxx.c). */
@@ -146,7 +149,7 @@ void ms_malloc_fast_resolved(int glibc);
 static inline __attribute__((always_inline)) void ms_before_counting_at(uintptr_t *slot)
 {
 	void (*f)(uintptr_t *) = __atomic_load_n(&ms_before_count, __ATOMIC_RELAXED);
-	if (MS_UNLIKELY(f != NULL))
+	if (MS_UNLIKELY(f != NULL) && !ms_tls_before_count_idle)
 		f(slot);
 }
 

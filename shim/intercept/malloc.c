@@ -45,17 +45,27 @@ static inline int glibc_would_reject(const void *p, uint64_t head)
 
 /* The rare ends of the fast path, out of line and entered by tail calls, so the common path keeps
  * nothing across a call (no registers saved). */
-static __attribute__((noinline)) void *new_past_gate(void *p, uint64_t result, uint64_t usable)
-{
-	ms_cpu_slow(result);
-	ms_sample_alloc(p, (int64_t)usable);
-	return p;
-}
-
 /* A tail call: the sampler's walk starts in the wrapper's caller, with no frame of ours between. */
 static __attribute__((noinline)) void *new_sampled(void *p, uint64_t usable)
 {
 	return ms_sample_take(p, (int64_t)usable);
+}
+
+static __attribute__((noinline)) void *new_past_watch(void *p, uint64_t result, uint64_t usable)
+{
+	ms_cpu_slow_general(result);
+	ms_sample_alloc(p, (int64_t)usable);
+	return p;
+}
+
+/* A new high (every allocation of a call whose memory climbs): the gate raised inline, no frame. */
+static __attribute__((noinline)) void *new_past_gate(void *p, uint64_t result, uint64_t usable)
+{
+	if (MS_UNLIKELY(!ms_cpu_raise_gate(result)))
+		return new_past_watch(p, result, usable);
+	if (MS_UNLIKELY(ms_sample_due((int64_t)usable)))
+		return new_sampled(p, usable);
+	return p;
 }
 
 static __attribute__((noinline)) void free_below_gate(void *ptr, uint64_t result)

@@ -9,6 +9,7 @@
 #include "intercept/hooks.h"
 
 void (*ms_before_count)(uintptr_t *slot);
+__thread int ms_tls_before_count_idle MS_TLS;
 int ms_malloc_fast;
 
 static struct {

@@ -74,7 +74,7 @@ static void while_dlopen(uintptr_t *slot)
 	rearm();
 	ms_tls_guard--;
 	errno = saved;
-	if (__atomic_load_n(&ms_before_count, __ATOMIC_ACQUIRE) == ms_native_check)
+	if (__atomic_load_n(&ms_before_count, __ATOMIC_ACQUIRE) == ms_native_check && !ms_tls_before_count_idle)
 		ms_native_check(slot); /* a target was just found: this allocation may be inside it */
 }
 

@@ -125,9 +125,10 @@ static __attribute__((noinline)) void check_chains_lookup(uintptr_t *slot, struc
 	check_chains_after(s, slot, k);
 }
 
-/* The common case in a few loads (no frame of its own): every stage open, or the wrapper called
- * again from a place seen before, or through the chain of frames expected next (through no
- * target's frame: see entry_key); else through any chain, or slowly. */
+/* The common case in a few loads (no frame of its own): the wrapper called again from a place seen
+ * before, or through the chain of frames expected next (through no target's frame: see
+ * entry_key); else through any chain, or slowly.  Never called while every stage is open on the
+ * thread (ms_tls_before_count_idle): no look could change a count then, and no key is added. */
 void ms_native_check(uintptr_t *slot)
 {
 	struct tstate *s = ms_tls_frames;
@@ -135,9 +136,7 @@ void ms_native_check(uintptr_t *slot)
 		check_slow(slot);
 		return;
 	}
-	/* every stage open: no look can change a count (and no key is added then, so this comes first);
-	 * no frame known: top is none, which never matches */
-	if (all_open(s) || seen_before(s, (uintptr_t)slot, *slot))
+	if (seen_before(s, (uintptr_t)slot, *slot)) /* no frame known: top is none, never matching */
 		return;
 	struct chain_key *k = expected(s);
 	if (MS_LIKELY(chain_holds_key(k, (uintptr_t)slot, *slot, s->top, unloads_now()))) {

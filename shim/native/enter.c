@@ -24,9 +24,9 @@ void ms_native_enter_call(int spec, uintptr_t *slot)
 		f->ra = *slot;
 		f->stage = spec;
 		set_tramp(f, -1);
-		int t = ms_pool_take();
+		int t = take_tramp(s);
 		if (t < 0 || ms_frames_enter(s, spec) < 0) {
-			ms_pool_give(t);
+			give_tramp(s, t);
 			f->stage = -1;
 		} else {
 			ms_pool_set_ra(t, f->ra);

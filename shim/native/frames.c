@@ -40,6 +40,7 @@ static void set_open(struct tstate *s, uint32_t open)
 {
 	s->open = open;
 	s->closed = frames_st.native_stages ? frames_st.native_stages & ~open : 1;
+	ms_tls_before_count_idle = all_open(s); /* the wrappers skip the check it would end at once */
 }
 
 /* 0 when the stage was entered (refused from a signal handler that interrupted the engine). */
@@ -79,7 +80,7 @@ struct tstate *ms_frames_new_state(void)
 	struct tstate *s = ms_raw_map(sizeof *s);
 	if (!s)
 		return NULL;
-	s->watch = s->watch_at = -1;
+	s->watch = s->watch_at = s->spare = -1;
 	s->adopt_at = ADOPT_HITS;
 	s->top = &s->none; /* n is 0 in the fresh mapping */
 	set_open(s, 0);
@@ -109,7 +110,7 @@ void ms_frames_pop_stale(struct tstate *s, int how)
 		if (still_there)
 			s->watch = -1; /* retired: a fresh marker is taken next time */
 	} else if (!still_there) {
-		ms_pool_give(f->tramp);
+		give_tramp(s, f->tramp);
 	}
 }
 
@@ -162,9 +163,9 @@ void ms_frames_push(struct tstate *s, const struct cand *c, int stage)
 	f->stage = stage;
 	set_tramp(f, -1);
 	if (f->stage >= 0) {
-		int t = ms_pool_take();
+		int t = take_tramp(s);
 		if (t < 0 || ms_frames_enter(s, f->stage) < 0) {
-			ms_pool_give(t);
+			give_tramp(s, t);
 			f->stage = -1; /* pool exhausted, or the engine busy below us: this call is not seen */
 		} else {
 			ms_pool_set_ra(t, f->ra);

@@ -96,6 +96,7 @@ struct tstate {
 	struct chain_key nokey;             /* entry_ip 0: no call matches it (what the trace holds at first) */
 	int n;                              /* known frames */
 	int watch;                          /* this thread's marker trampoline, -1 */
+	int spare;                          /* a trampoline its last stage frame gave back, -1 */
 	int watch_at;                       /* frame holding it, -1 */
 	uint32_t open;                      /* spec stages opened by known frames (a bit while its count is not 0) */
 	uint16_t nopen[MS_SPEC_MAX_STAGES]; /* known frames that opened each */
@@ -165,6 +166,26 @@ static inline void flush_deferred(struct tstate *s)
 	for (int i = 0; i < s->ndeferred; i++)
 		ms_pool_give(s->deferred[i]);
 	s->ndeferred = 0;
+}
+
+/* A trampoline for a new stage frame of this thread: the one the last gave back, else the pool's. */
+static inline int take_tramp(struct tstate *s)
+{
+	int t = s->spare;
+	if (t < 0)
+		return ms_pool_take();
+	s->spare = -1;
+	return t;
+}
+
+/* Trampoline T (or none, -1) is free again: kept for the thread's next stage frame (a stage called
+ * in a loop then takes and gives back nothing through the shared pool's atomics), or given back. */
+static inline void give_tramp(struct tstate *s, int t)
+{
+	if (s->spare < 0)
+		s->spare = t;
+	else
+		ms_pool_give(t);
 }
 
 static inline void defer(struct tstate *s, int t)

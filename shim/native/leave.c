@@ -25,7 +25,7 @@ static void drop_to(struct tstate *s, int k, int t, int unwinding)
 	else if (unwinding)
 		defer(s, t); /* the unwinder reads the return address after we return */
 	else
-		ms_pool_give(t);
+		give_tramp(s, t);
 	set_n(s, k);
 }
 
@@ -47,8 +47,10 @@ static uintptr_t tramp_fired(uintptr_t block_ret)
 			drop_to(s, k, t, 0);
 			if (!s->unwinding)
 				ms_frames_ensure_watch(s);
-		} else if (t != s->watch) {
-			ms_pool_give(t); /* a retired trampoline: its frame did return after all */
+		} else if (t != s->watch) { /* a retired trampoline: its frame did return after all */
+			if (t == s->spare)
+				s->spare = -1; /* the pool's again, and only the pool's */
+			ms_pool_give(t);
 		}
 		s->busy = 0;
 	}
@@ -111,7 +113,7 @@ void ms_native_discard_below(uintptr_t target_sp)
 		if (f->tramp == s->watch)
 			s->watch_at = -1;
 		else
-			ms_pool_give(f->tramp);
+			give_tramp(s, f->tramp);
 	}
 	s->busy = 0;
 	ms_tls_guard--;
@@ -159,6 +161,8 @@ static void thread_gone(void *arg)
 	}
 	if (s->watch >= 0)
 		ms_pool_give(s->watch);
+	if (s->spare >= 0)
+		ms_pool_give(s->spare);
 	ms_tls_frames = NULL;
 	syscall(SYS_munmap, s, sizeof *s);
 }

@@ -137,6 +137,15 @@ static int innermost_target(const struct tstate *s, const struct chain *ch)
 	return -1;
 }
 
+/* The outermost of the new frames that is a target function's (one is). */
+static int outermost_target(const struct tstate *s, const struct chain *ch)
+{
+	int k = ch->nc - 1;
+	while (k > 0 && !(ch->targets_known ? ch->targets >> k & 1 : ms_syms_stage_at(s->c[k].ip - 1) >= 0))
+		k--;
+	return k;
+}
+
 /* Takes in what the walk found: known frames no longer there go, new frames come in (outermost
  * first, down to the innermost target frame; target frames get their trampolines and open their
  * stages). */
@@ -147,9 +156,14 @@ static void apply(struct tstate *s, const struct chain *ch)
 	int last = ch->targets_known ? __builtin_ctz(ch->targets) : innermost_target(s, ch);
 	/* with a target found, only the target frames are taken in: the frames between them are their
 	 * callers, gone only after them (each would cost a firing of the marker as it leaves, once a
-	 * statement for a target called from a short-lived caller) */
+	 * statement for a target called from a short-lived caller); with no known frame outside them
+	 * (a thread's first look), the callers outside the outermost are taken in too: they outlast its
+	 * calls, and the next call's walk ends at them (a chain, then replayed) instead of at the
+	 * stack's end */
+	int callers = last >= 0 && s->n == 0 ? outermost_target(s, ch) : ch->nc;
 	for (int k = ch->nc - 1; k >= (last > 0 ? last : 0) && s->n < MAX_FRAMES; k--)
-		if (last < 0 || (ch->targets_known ? ch->targets >> k & 1 : ms_syms_stage_at(s->c[k].ip - 1) >= 0))
+		if (last < 0 || k > callers ||
+		    (ch->targets_known ? ch->targets >> k & 1 : ms_syms_stage_at(s->c[k].ip - 1) >= 0))
 			push(s, &s->c[k]);
 	/* the frames a target function called are left out (they come and go call after call): its
 	 * trampoline watches them, and the way up to it is remembered (unless every stage is open now:

@@ -129,9 +129,9 @@ $(NATIVE_DIR)/libnpltlate.so: tests/native/fixtures/libnpltlate.c
 	@mkdir -p $(@D)
 	$(CC) -g -shared -fPIC -o $@ $< -Wl,-z,lazy
 $(NATIVE_DIR)/nplt: tests/native/fixtures/nplt.c $(NATIVE_DIR)/libnplt.so
-	$(CC) -g -o $@ $< -L$(NATIVE_DIR) -lnplt -Wl,-z,lazy,-rpath,'$$ORIGIN' -ldl
+	$(CC) -g -o $@ $< -L$(NATIVE_DIR) -lnplt -Wl,-z,lazy,-rpath,'$$ORIGIN' -ldl -lpthread
 $(NATIVE_DIR)/nplt-now: tests/native/fixtures/nplt.c $(NATIVE_DIR)/libnplt.so
-	$(CC) -g -o $@ $< -L$(NATIVE_DIR) -lnplt -Wl,-z,now,-z,relro,-rpath,'$$ORIGIN' -ldl
+	$(CC) -g -o $@ $< -L$(NATIVE_DIR) -lnplt -Wl,-z,now,-z,relro,-rpath,'$$ORIGIN' -ldl -lpthread
 $(NATIVE_DIR)/libnpltxx.so: tests/native/fixtures/libnpltxx.cc
 	@mkdir -p $(@D)
 	$(CXX) -g -shared -fPIC -o $@ $<

@@ -15,24 +15,31 @@
 static struct run r;
 
 struct stats {
-	unsigned long quick, full, fired, looked_up;
+	unsigned long quick, full, fired, replayed, looked_up;
 };
+
+static struct stats run_counted(const char *const argv[], const char *stages)
+{
+	const char *env[] = { stages, "MEMSHIM_LOG=debug", "MEMSHIM_NATIVE_PLT=0", NULL };
+	ck_assert_int_eq(run_under_shim(&r, argv, env), 0);
+	ck_assert_msg(WIFEXITED(r.status) && WEXITSTATUS(r.status) == 0, "exit %d: %s", r.status, r.err);
+	struct stats st = { 0, 0, 0, 0, 0 };
+	const char *line = strstr(r.err, "native stages: ");
+	ck_assert_msg(line && sscanf(line, "native stages: %lu quick walks, %lu full looks, %lu trampolines fired",
+				     &st.quick, &st.full, &st.fired) == 3, "%s", r.err);
+	const char *tail = strstr(line, "hot chains taken in, ");
+	ck_assert_msg(tail && sscanf(tail, "hot chains taken in, %lu walks replayed, %lu chains looked up", &st.replayed,
+				     &st.looked_up) == 2,
+		      "%s", r.err);
+	return st;
+}
 
 static struct stats run_statements(void)
 {
 	char n[16];
 	snprintf(n, sizeof n, "%d", STATEMENTS);
-	const char *env[] = { "MEMSHIM_STAGES=s=stmt_step", "MEMSHIM_LOG=debug", NULL };
 	const char *argv[] = { built("native/nstatement"), n, NULL };
-	ck_assert_int_eq(run_under_shim(&r, argv, env), 0);
-	ck_assert_msg(WIFEXITED(r.status) && WEXITSTATUS(r.status) == 0, "exit %d: %s", r.status, r.err);
-	struct stats st = { 0, 0, 0, 0 };
-	const char *line = strstr(r.err, "native stages: ");
-	ck_assert_msg(line && sscanf(line, "native stages: %lu quick walks, %lu full looks, %lu trampolines fired",
-				     &st.quick, &st.full, &st.fired) == 3, "%s", r.err);
-	const char *tail = strstr(line, "walks replayed, ");
-	ck_assert_msg(tail && sscanf(tail, "walks replayed, %lu chains looked up", &st.looked_up) == 1, "%s", r.err);
-	return st;
+	return run_counted(argv, "MEMSHIM_STAGES=s=stmt_step");
 }
 
 START_TEST(a_target_called_per_statement_costs_one_walk_per_call)
@@ -57,12 +64,32 @@ START_TEST(a_target_called_per_statement_costs_one_walk_per_call)
 }
 END_TEST
 
+/* A target called in a loop by a function that allocated nothing before (no frame known when the
+ * first call is found): the first look takes in the target's callers too, so each later call's
+ * walk ends at them and is replayed (every call was a full walk to the end of the stack). */
+START_TEST(a_target_called_by_a_fresh_main_is_replayed)
+{
+	char n[16];
+	snprintf(n, sizeof n, "%d", STATEMENTS);
+	const char *argv[] = { built("native/nstatement"), n, "direct", NULL };
+	struct stats st = run_counted(argv, "MEMSHIM_STAGES=s=stmt_step");
+	json_t *m = load_metrics(&r, "m.json");
+	ck_assert_ptr_nonnull(m);
+	ck_assert_int_eq(metric(m, "s_calls"), STATEMENTS);
+	ck_assert_int_eq(metric(m, "s_mem_cpu_alloc_delta"), 0);
+	json_decref(m);
+	ck_assert_msg(st.full <= 4, "%lu full looks", st.full);
+	ck_assert_msg(st.replayed >= STATEMENTS - 10, "%lu walks replayed", st.replayed);
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("native cost");
 	TCase *tc = tcase_create("counts");
 	tcase_set_timeout(tc, 60);
 	tcase_add_test(tc, a_target_called_per_statement_costs_one_walk_per_call);
+	tcase_add_test(tc, a_target_called_by_a_fresh_main_is_replayed);
 	suite_add_tcase(s, tc);
 	return run_suite(s);
 }

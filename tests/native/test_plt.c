@@ -12,12 +12,13 @@
 
 static struct run r;
 static int64_t keep, temp, park;
+static const char *extra_env; /* one more NAME=VALUE for run_plt, or NULL */
 
 static json_t *run_plt(const char *prog, const char *stages, const char *a1, const char *a2, const char *a3)
 {
 	char spec[256];
 	snprintf(spec, sizeof spec, "MEMSHIM_STAGES=%s", stages);
-	const char *env[] = { spec, NULL };
+	const char *env[] = { spec, extra_env, NULL };
 	const char *argv[] = { built(prog), a1, a2, a3, NULL };
 	ck_assert_int_eq(run_under_shim(&r, argv, env), 0);
 	ck_assert_msg(WIFEXITED(r.status) && WEXITSTATUS(r.status) == 0, "%s exited with %d: %s", prog, r.status, r.err);
@@ -282,6 +283,146 @@ START_TEST(a_static_function_is_bound_by_the_stack)
 }
 END_TEST
 
+/* A stage called often: past MS_QUIET_AFTER calls, most are quiet (no reading, no report at their
+ * boundaries) and each is still exact.  The history keeps the first MS_HISTORY calls; the file
+ * also has the last call's numbers and the largest need of all. */
+#define MANY 400
+#define MANY_S "400"
+#define KEPT_CALLS 128
+
+static void expect_every_call(json_t *m, const char *stage, int calls, int64_t alloc, int64_t peaked)
+{
+	char key[64];
+	snprintf(key, sizeof key, "%s_calls", stage);
+	expect(m, key, calls);
+	for (int i = 0; i < calls && i < KEPT_CALLS; i++) {
+		ck_assert_msg(call_of(m, stage, i, "cpu_alloc_delta") == alloc, "%s call %d: alloc %lld, expected %lld",
+			      stage, i, (long long)call_of(m, stage, i, "cpu_alloc_delta"), (long long)alloc);
+		ck_assert_msg(call_of(m, stage, i, "cpu_peaked_delta") == peaked, "%s call %d: peaked %lld, expected %lld",
+			      stage, i, (long long)call_of(m, stage, i, "cpu_peaked_delta"), (long long)peaked);
+	}
+	snprintf(key, sizeof key, "%s_mem_cpu_alloc_delta", stage);
+	expect(m, key, alloc);
+	snprintf(key, sizeof key, "%s_mem_cpu_peaked_delta", stage);
+	expect(m, key, peaked);
+	json_t *need = json_object_get(stage_of(m, stage), "max_needed");
+	ck_assert_int_eq(json_integer_value(json_object_get(need, "cpu")), alloc + peaked);
+}
+
+static int64_t ended(json_t *m, const char *stage, const char *how)
+{
+	return json_integer_value(json_object_get(json_object_get(stage_of(m, stage), "calls_ended"), how));
+}
+
+START_TEST(many_back_to_back_calls_are_exact)
+{
+	json_t *m = run_plt(programs[_i], "w=plt_work", "work", MANY_S, NULL);
+	expect_every_call(m, "w", MANY, keep, temp);
+	ck_assert_int_eq(ended(m, "w", "returned"), MANY);
+	json_decref(m);
+}
+END_TEST
+
+/* plt_compute inside plt_work, both stages: every call of each. */
+START_TEST(many_nested_calls_are_exact)
+{
+	json_t *m = run_plt("native/nplt", "w=plt_work,c=plt_compute", "work", MANY_S, NULL);
+	expect_every_call(m, "w", MANY, keep, temp);
+	expect_every_call(m, "c", MANY, 0, 0);
+	json_decref(m);
+}
+END_TEST
+
+/* plt_recurse(3) calls itself three times through the PLT: one call of the stage each time. */
+START_TEST(many_recursive_calls_are_one_call_each)
+{
+	json_t *m = run_plt("native/nplt", "r=plt_recurse", "recurse", MANY_S, NULL);
+	expect_every_call(m, "r", MANY, 4 * keep, temp);
+	json_decref(m);
+}
+END_TEST
+
+START_TEST(many_longjmps_out_of_bound_calls)
+{
+	json_t *m = run_plt("native/nplt", "j=plt_jump", "jump", MANY_S, NULL);
+	expect_every_call(m, "j", MANY, keep, temp);
+	ck_assert_int_eq(ended(m, "j", "jumped"), MANY);
+	json_decref(m);
+}
+END_TEST
+
+START_TEST(many_cxx_exceptions_through_bound_calls)
+{
+	char spec[] = "MEMSHIM_STAGES=t=plt_thrower";
+	const char *env[] = { spec, NULL };
+	const char *argv[] = { built("native/npltxx"), MANY_S, NULL };
+	ck_assert_int_eq(run_under_shim(&r, argv, env), 0);
+	ck_assert_msg(WIFEXITED(r.status) && WEXITSTATUS(r.status) == 0, "npltxx: %d %s", r.status, r.err);
+	json_t *m = load_metrics(&r, "m.json");
+	ck_assert_ptr_nonnull(m);
+	expect(m, "t_calls", MANY + 1);
+	ck_assert_int_eq(ended(m, "t", "unwound"), MANY);
+	ck_assert_int_eq(ended(m, "t", "returned"), 1);
+	long k = 0, t = 0;
+	ck_assert(sscanf(r.out, "keep=%ld temp=%ld", &k, &t) == 2);
+	expect(m, "t_mem_cpu_alloc_delta", k); /* the last call returned */
+	expect(m, "t_mem_cpu_peaked_delta", t);
+	json_decref(m);
+}
+END_TEST
+
+START_TEST(many_forks_inside_bound_calls)
+{
+	json_t *m = run_plt("native/nplt", "k=plt_fork", "forks", "80", NULL);
+	expect_every_call(m, "k", 80, keep, 0);
+	json_decref(m);
+}
+END_TEST
+
+/* Four threads in one stage: overlapping calls merge, and each call holds whole calls of plt_work
+ * (nothing else allocates while they run). */
+START_TEST(threads_in_one_stage)
+{
+	json_t *m = run_plt("native/nplt", "w=plt_work", "threads", "200", NULL);
+	int64_t calls = metric(m, "w_calls");
+	ck_assert_int_ge(calls, 1);
+	ck_assert_int_le(calls, 800);
+	ck_assert_int_eq(ended(m, "w", "returned"), calls);
+	for (int i = 0; i < calls && i < KEPT_CALLS; i++) {
+		int64_t alloc = call_of(m, "w", i, "cpu_alloc_delta");
+		ck_assert_msg(alloc >= keep && alloc % keep == 0, "call %d: alloc %lld", i, (long long)alloc);
+		ck_assert_int_ge(call_of(m, "w", i, "cpu_peaked_delta"), 0);
+	}
+	ck_assert(!json_is_true(json_object_get(stage_of(m, "w"), "closed_at_exit")));
+	json_decref(m);
+}
+END_TEST
+
+/* More threads than trampolines, one after another, each calling the stage once: every thread
+ * gives back what it kept for its next call at its exit. */
+START_TEST(threads_one_after_another_give_their_trampolines_back)
+{
+	json_t *m = run_plt("native/nplt", "w=plt_work", "serial", "5000", NULL);
+	expect(m, "w_calls", 5000);
+	ck_assert_int_eq(call_of(m, "w", 127, "cpu_alloc_delta"), keep);
+	expect(m, "w_mem_cpu_alloc_delta", keep);
+	json_decref(m);
+}
+END_TEST
+
+/* Found from the stack: the check is skipped while the stage is open on the thread, and runs again
+ * once its call returned, so each call is found. */
+START_TEST(many_calls_found_from_the_stack)
+{
+	extra_env = "MEMSHIM_NATIVE_PLT=0";
+	json_t *m = run_plt("native/nplt", "w=plt_work", "work", MANY_S, NULL);
+	extra_env = NULL;
+	expect_every_call(m, "w", MANY, keep, temp);
+	expect_bound(m, "plt_work", "stack");
+	json_decref(m);
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("native plt");
@@ -304,5 +445,17 @@ int main(void)
 	tcase_add_test(tc, ld_bind_now);
 	tcase_add_test(tc, native_plt_off_leaves_the_stack);
 	suite_add_tcase(s, tc);
+	TCase *many = tcase_create("many calls");
+	tcase_set_timeout(many, 60);
+	tcase_add_loop_test(many, many_back_to_back_calls_are_exact, 0, 2);
+	tcase_add_test(many, many_nested_calls_are_exact);
+	tcase_add_test(many, many_recursive_calls_are_one_call_each);
+	tcase_add_test(many, many_longjmps_out_of_bound_calls);
+	tcase_add_test(many, many_cxx_exceptions_through_bound_calls);
+	tcase_add_test(many, many_forks_inside_bound_calls);
+	tcase_add_test(many, threads_in_one_stage);
+	tcase_add_test(many, threads_one_after_another_give_their_trampolines_back);
+	tcase_add_test(many, many_calls_found_from_the_stack);
+	suite_add_tcase(s, many);
 	return run_suite(s);
 }

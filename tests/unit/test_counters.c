@@ -142,6 +142,48 @@ START_TEST(a_window_no_stage_reads_starts_at_the_process_peak)
 }
 END_TEST
 
+/* The components that are read (RSS) or mapped (mmap, reservations): a cut exchanges their window
+ * only after they moved, and a window no stage reads still starts at their live value, so a later
+ * stage's window of them is exact; the mmap parts a cut read are taken again while no mapping
+ * changed. */
+START_TEST(a_read_component_is_cut_once_it_moved)
+{
+	int64_t peaks[MS_NCOMP], live[MS_NCOMP];
+	reset();
+	ms_counter_set(MS_RSS, 100);
+	ms_counter_set(MS_RSS, 10);
+	ms_counters_cut_window(peaks, live, 0); /* no stage after it */
+	ck_assert_int_eq(peaks[MS_RSS], 100);
+	ck_assert_uint_ne(ms_counters_last_cut() & (1u << MS_RSS), 0);
+	ms_counters_cut_window(peaks, live, 1); /* untouched: its live value, not the process peak */
+	ck_assert_int_eq(peaks[MS_RSS], 10);
+	ck_assert_int_eq(live[MS_RSS], 10);
+	ck_assert_uint_eq(ms_counters_last_cut() & (1u << MS_RSS), 0);
+	ms_counter_set(MS_RSS, 20);
+	ms_counter_set(MS_RSS, 15);
+	ms_counters_cut_window(peaks, live, 1);
+	ck_assert_int_eq(peaks[MS_RSS], 20);
+	ck_assert_int_eq(live[MS_RSS], 15);
+	ms_counters_process_peaks(peaks);
+	ck_assert_int_eq(peaks[MS_RSS], 100);
+	ms_cpu_add(MS_MMAP, 8192);
+	ms_cpu_add(MS_MALLOC, 100);
+	ms_counters_cut_window(peaks, live, 1);
+	ck_assert_int_eq(live[MS_MMAP], 8192);
+	ck_assert_int_eq(live[MS_MALLOC], 100);
+	ms_cpu_add(MS_MALLOC, 50); /* no mapping changed: the parts of the last cut */
+	ms_counters_cut_window(peaks, live, 1);
+	ck_assert_int_eq(live[MS_MMAP], 8192);
+	ck_assert_int_eq(live[MS_MALLOC], 150);
+	ck_assert_int_eq(live[MS_CPU], 8342);
+	ms_cpu_add(MS_MMAP, -4096);
+	ms_counters_cut_window(peaks, live, 1);
+	ck_assert_int_eq(peaks[MS_MMAP], 8192);
+	ck_assert_int_eq(live[MS_MMAP], 4096);
+	ck_assert_int_eq(live[MS_MALLOC], 150);
+}
+END_TEST
+
 static int64_t gate_hi_value(void)
 {
 	return (int64_t)((__atomic_load_n(&ms_cpu.gate_hi, __ATOMIC_RELAXED) & MS_CPU_VALUE_MASK) - MS_CPU_BIAS);
@@ -383,6 +425,7 @@ int main(void)
 	tcase_add_test(tc, a_component_first_moved_later_has_its_peak_in_the_cut);
 	tcase_add_test(tc, a_new_high_moves_the_gate_to_it);
 	tcase_add_test(tc, a_window_no_stage_reads_starts_at_the_process_peak);
+	tcase_add_test(tc, a_read_component_is_cut_once_it_moved);
 	tcase_add_test(tc, shared_rides_the_mmap_epoch_apart);
 	tcase_add_test(tc, epochs_wrap_and_the_triple_stays_exact);
 	tcase_add_test(tc, an_add_of_an_older_epoch_is_exact);

@@ -476,6 +476,66 @@ START_TEST(exact_sites_stages_are_never_quiet)
 }
 END_TEST
 
+/* A read component (RSS) left as it was between two stages' calls: the second call's window of it
+ * starts at its live value, not at the first call's high. */
+START_TEST(a_read_component_starts_each_call_at_its_value)
+{
+	reset();
+	int a = ms_stage_id("a"), b = ms_stage_id("b");
+	ms_counter_set(MS_RSS, 100 * MiB);
+	ms_stage_enter(a, 0);
+	ms_counter_set(MS_RSS, 10 * MiB);
+	ms_stage_leave(a, 1);
+	ms_stage_enter(b, 2);
+	ms_counter_set(MS_RSS, 20 * MiB);
+	ms_stage_leave(b, 3);
+	ck_assert_int_eq(ms_st.stage[a].last.peak[MS_RSS], 100 * MiB);
+	ck_assert_int_eq(ms_st.stage[b].last.begin[MS_RSS], 10 * MiB);
+	ck_assert_int_eq(ms_st.stage[b].last.peak[MS_RSS], 20 * MiB);
+	ck_assert_int_eq(ms_st.stage[b].last.end[MS_RSS], 20 * MiB);
+}
+END_TEST
+
+/* A quiet call's boundaries read nothing (the components that are read keep their last reading)
+ * and its counted numbers stay exact; a loud call reads at its begin and end, a recursive begin
+ * and end (no boundary) at neither. */
+static int refreshes;
+
+static void count_refresh(enum ms_refresh_reason why)
+{
+	refreshes += why == MS_REFRESH_BOUNDARY;
+}
+
+START_TEST(quiet_calls_read_nothing)
+{
+	reset();
+	int s = ms_stage_id("step");
+	refreshes = 0;
+	ms_refresh_fn = count_refresh;
+	for (int i = 0; i < 200; i++) {
+		double now = i * 0.0001;
+		ms_stage_enter(s, now);
+		ms_cpu_add(MS_MALLOC, (i + 1) * 4096);
+		ms_cpu_add(MS_MALLOC, -4096);
+		ms_stage_leave(s, now);
+		ck_assert_int_eq(alloc_delta(s, MS_CPU), i * 4096);
+		ck_assert_int_eq(peaked_delta(s, MS_CPU), 4096);
+		ms_cpu_add(MS_MALLOC, -i * 4096);
+	}
+	/* the first MS_QUIET_AFTER calls are loud, then one in 10 ms (100 calls here) */
+	ck_assert_int_ge(refreshes, 2 * MS_QUIET_AFTER + 2);
+	ck_assert_int_le(refreshes, 2 * MS_QUIET_AFTER + 4);
+	refreshes = 0;
+	ms_stage_enter(s, 1.0);
+	ms_stage_enter(s, 1.0);
+	ms_stage_leave(s, 1.0);
+	ms_stage_leave(s, 1.0);
+	ms_refresh_fn = NULL;
+	ck_assert_int_eq(refreshes, 2);
+	ck_assert_uint_eq(ms_st.stage[s].calls, 201);
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("stages");
@@ -499,6 +559,8 @@ int main(void)
 	tcase_add_test(tc, brief_copy_takes_what_changed);
 	tcase_add_test(tc, threads_entering_one_stage_stay_consistent);
 	tcase_add_test(tc, exact_sites_stages_are_never_quiet);
+	tcase_add_test(tc, quiet_calls_read_nothing);
+	tcase_add_test(tc, a_read_component_starts_each_call_at_its_value);
 	suite_add_tcase(s, tc);
 	return run_suite(s);
 }
