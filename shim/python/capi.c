@@ -68,6 +68,7 @@ const char *ms_py_load_api(void)
 	NEED(LongFromLong, "PyLong_FromLong");
 	NEED(LongAsLong, "PyLong_AsLong");
 	NEED(UnicodeFromString, "PyUnicode_FromString");
+	NEED(UnicodeInternFromString, "PyUnicode_InternFromString");
 	NEED(UnicodeAsUTF8, "PyUnicode_AsUTF8");
 	NEED(CFunctionNewEx, "PyCFunction_NewEx");
 	NEED(IncRef, "Py_IncRef");

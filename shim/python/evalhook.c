@@ -51,6 +51,57 @@ unsigned ms_py_frame_hook_lost(void)
 	return __atomic_load_n(&hook.lost, __ATOMIC_RELAXED);
 }
 
+/* The targets' names (their last components) as the interpreter's interned strings.  An interned
+ * string is the only one of its text, so a code object whose co_name is interned and none of them
+ * can match no target: its frame passes with a few loads (most frames), without the table lookup.
+ * A name that is not interned (3.11's "<lambda>", namedtuple's methods) is looked up as before. */
+static struct {
+	uint64_t bloom;  /* one bit per target name object, by address */
+	size_t off_name; /* co_name in PyCodeObject */
+	int ready;       /* the names were made: the filter applies */
+} names;
+
+/* While names near a target that matched nothing are wanted, every code object is classified once
+ * (python/classify.c notes them): the code objects of no target's name already classified, by
+ * address.  One that died and left its address to another of no target's name leaves only that
+ * one's name unnoted (a hint at exit), never a target unseen. */
+#define NOTED 1024
+static const void *noted[NOTED] MS_LARGE;
+
+static inline size_t noted_slot(const void *code)
+{
+	return ((uintptr_t)code >> 4) & (NOTED - 1);
+}
+
+/* PyASCIIObject.state's first byte: the two low bits say interned (3.8-3.11). */
+#define STR_STATE 32
+#define STR_INTERNED 3
+
+static inline unsigned name_bit(const void *name)
+{
+	uintptr_t p = (uintptr_t)name;
+	return (unsigned)((p >> 4) ^ (p >> 10)) & 63;
+}
+
+/* The filter's names, made once (GIL held): a name that cannot be made leaves the filter off. */
+static void names_init(void)
+{
+	size_t file, line;
+	const char *module, *last;
+	size_t mlen;
+	if (ms_py_code_layout(&names.off_name, &file, &line) != 0)
+		return;
+	for (int i = 0; ms_py_target(i, &module, &mlen, &last); i++) {
+		ms_pyobj *s = ms_py.UnicodeInternFromString(last); /* kept: the filter needs it alive */
+		if (!s) {
+			ms_py.ErrClear();
+			return;
+		}
+		names.bloom |= UINT64_C(1) << name_bit(s);
+	}
+	names.ready = 1;
+}
+
 #define FRAME_CODE(f) (((ms_pyobj **)(f))[4])
 #define FRAME311_FUNC(f) (((ms_pyobj **)(f))[0])
 #define FRAME311_GLOBALS(f) (((ms_pyobj **)(f))[1])
@@ -62,6 +113,25 @@ unsigned ms_py_frame_hook_lost(void)
 #define CODE311_NLOCALSPLUS(c) (*(const int *)((const char *)(c) + 76))
 #define OWNED_BY_THREAD 0
 #define REFCNT(o) (*(const ms_pyssize *)(o))
+
+/* Whether code object CODE's name is no target's (its filter's answer). */
+static inline int unnamed(const ms_pyobj *code)
+{
+	const char *name = *(const char *const *)((const char *)code + names.off_name);
+	return (name[STR_STATE] & STR_INTERNED) && !((names.bloom >> name_bit(name)) & 1);
+}
+
+/* Whether FRAME runs code that no target names and nobody waits to classify (names near a target
+ * that matched nothing are noted from every code object that runs): the hook's common case. */
+static inline int plain(void *frame)
+{
+	const ms_pyobj *code = FRAME_CODE(frame);
+	if (MS_UNLIKELY(!names.ready || !code || ms_py_type_of((ms_pyobj *)code) != ms_py.CodeType))
+		return 0;
+	if (!unnamed(code))
+		return 0;
+	return !__atomic_load_n(&ms_py_names_wanted, __ATOMIC_RELAXED) || noted[noted_slot(code)] == code;
+}
 
 /* The cached classification of CODE, classifying it on first sight. */
 static inline uintptr_t lookup(ms_pyobj *code, ms_pyobj *frame, ms_pyobj *func, ms_pyobj *globals)
@@ -188,9 +258,12 @@ HOOK_BODY int passes(enum version ver, void *frame, uintptr_t v)
  * (R), its stages left however it was left (R NULL: the thread's current exception). */
 HOOK_BODY ms_pyobj *evaluate(enum version ver, void *tstate, void *frame, int throwflag)
 {
-	if (MS_UNLIKELY(stack_low()))
+	if (MS_UNLIKELY(stack_low()) || plain(frame))
 		return previous(ver, tstate, frame, throwflag);
 	uintptr_t v = classification(ver, frame);
+	const ms_pyobj *code = FRAME_CODE(frame);
+	if (names.ready && code && ms_py_type_of((ms_pyobj *)code) == ms_py.CodeType && unnamed(code))
+		noted[noted_slot(code)] = code; /* classified: its name was noted if near a target's */
 	if (passes(ver, frame, v))
 		return previous(ver, tstate, frame, throwflag);
 	ms_py_enter(v);
@@ -207,19 +280,44 @@ HOOK_BODY ms_pyobj *evaluate(enum version ver, void *tstate, void *frame, int th
 	return r;
 }
 
-static ms_pyobj *hook38(void *frame, int throwflag)
+/* Each entry point passes a plain frame straight on (a tail call: no frame of the hook's own, so no
+ * C stack either, where 3.8-3.10 use a C frame per Python call anyway); the rest goes out of line. */
+static __attribute__((noinline)) ms_pyobj *slow38(void *frame, int throwflag)
 {
 	return evaluate(V38, NULL, frame, throwflag);
 }
 
-static ms_pyobj *hook310(void *tstate, void *frame, int throwflag)
+static __attribute__((noinline)) ms_pyobj *slow310(void *tstate, void *frame, int throwflag)
 {
 	return evaluate(V310, tstate, frame, throwflag);
 }
 
-static ms_pyobj *hook311(void *tstate, void *frame, int throwflag)
+static __attribute__((noinline)) ms_pyobj *slow311(void *tstate, void *frame, int throwflag)
 {
 	return evaluate(V311, tstate, frame, throwflag);
+}
+
+static ms_pyobj *hook38(void *frame, int throwflag)
+{
+	if (MS_LIKELY(plain(frame)))
+		return hook.prev38(frame, throwflag);
+	return slow38(frame, throwflag);
+}
+
+static ms_pyobj *hook310(void *tstate, void *frame, int throwflag)
+{
+	if (MS_LIKELY(plain(frame)))
+		return hook.prev39(tstate, frame, throwflag);
+	return slow310(tstate, frame, throwflag);
+}
+
+/* 3.11 runs Python calls without C recursion unless a hook is in: the stack is watched on every
+ * frame (the floor is measured on the slow path). */
+static ms_pyobj *hook311(void *tstate, void *frame, int throwflag)
+{
+	if (MS_LIKELY(plain(frame) && (uintptr_t)__builtin_frame_address(0) > stack.floor && stack.floor))
+		return hook.prev39(tstate, frame, throwflag);
+	return slow311(tstate, frame, throwflag);
 }
 
 /* This interpreter's hook, and the evaluator in its place now (NULL: unknown). */
@@ -273,6 +371,7 @@ int ms_py_frame_prepare(void)
 {
 	if (ms_py.minor < 8 || ms_py.minor > 11)
 		return -1;
+	names_init();
 	if (ms_py.minor == 8) {
 		if (find_slot38() == 0)
 			return 0;

@@ -43,6 +43,7 @@ struct ms_pyapi {
 	ms_pyobj *(*LongFromLong)(long v);
 	long (*LongAsLong)(ms_pyobj *o);
 	ms_pyobj *(*UnicodeFromString)(const char *s);
+	ms_pyobj *(*UnicodeInternFromString)(const char *s);
 	const char *(*UnicodeAsUTF8)(ms_pyobj *o);
 	ms_pyobj *(*CFunctionNewEx)(struct ms_pymethoddef *def, ms_pyobj *self, ms_pyobj *module);
 	void (*IncRef)(ms_pyobj *o);
@@ -148,6 +149,8 @@ int ms_py_user_file(const char *file);
 int ms_py_near_wanted(const char *name);
 /* Whether a target has matched nothing yet (names near it are still wanted). */
 int ms_py_unmatched_any(void);
+/* The same, kept as a flag the frame hook reads on every call (0 for the default names). */
+extern int ms_py_names_wanted;
 void ms_py_near(const char *qual, int user);
 
 /* Enters every stage of classification V (a call of its function when it opens one of them) that

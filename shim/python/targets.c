@@ -37,6 +37,8 @@ struct target {
 #define MAX_TARGETS (MS_SPEC_MAX_STAGES * MS_SPEC_MAX_TARGETS)
 static struct target targets[MAX_TARGETS] MS_LARGE;
 
+int ms_py_names_wanted;
+
 /* The state beside the tables of targets, functions and pairs (apart: 1 KiB and more go to .lbss). */
 static struct {
 	int ntargets, nfuncs, npairs;
@@ -92,6 +94,7 @@ int ms_py_targets_load(void)
 			state.ntargets++;
 		}
 	}
+	ms_py_names_wanted = state.ntargets > 0 && !spec->is_default;
 	return state.ntargets;
 }
 
@@ -223,8 +226,11 @@ uint32_t ms_py_match(const char *qual, const char *module, int user, int *func)
 		if (strcmp(t->qual, qual) != 0 || !module_is(t, module))
 			continue;
 		mask |= 1u << t->stage;
-		if (!__atomic_exchange_n(&targets[i].matched, 1, __ATOMIC_RELAXED))
+		if (!__atomic_exchange_n(&targets[i].matched, 1, __ATOMIC_RELAXED)) {
 			tell_speaker(i);
+			if (!ms_py_unmatched_any()) /* the last one: the frame hook may skip other names now */
+				__atomic_store_n(&ms_py_names_wanted, 0, __ATOMIC_RELAXED);
+		}
 		if (*func < 0)
 			*func = func_index(qual, module, user);
 		if (*func >= 0)
