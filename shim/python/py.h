@@ -60,6 +60,8 @@ struct ms_pyapi {
 	ms_pyobj *(*ModuleGetDict)(ms_pyobj *m);                                         /* borrowed */
 	ms_pyssize (*TupleSize)(ms_pyobj *t);
 	ms_pyobj *(*TupleGetItem)(ms_pyobj *t, ms_pyssize i); /* borrowed */
+	void *(*ThreadHead)(void *interp);                    /* PyInterpreterState_ThreadHead */
+	void *(*ThreadNext)(void *tstate);                    /* PyThreadState_Next */
 	ms_pyssize (*ListSize)(ms_pyobj *l);
 	ms_pyobj *(*ListGetItem)(ms_pyobj *l, ms_pyssize i); /* borrowed */
 	ms_pyobj *None;
@@ -168,6 +170,11 @@ enum ms_py_exit {
  * module did not enter are ignored, so a leave can never close a stage someone else opened. */
 void ms_py_exit(uintptr_t v, enum ms_py_exit how, ms_pyobj *type);
 
+/* Whether a call of any target now would change nothing but stage depths: every target has
+ * matched, no function is refused a stage (passed over), and every stage a Python target names is
+ * open, entered here.  The frame hook may then stay out of the way (python/evalhook.c). */
+int ms_py_all_open(void);
+
 /* Whether targets that matched nothing are named at exit (set by the bootstrap: the route is armed
  * or installed). */
 void ms_py_targets_live(int on);
@@ -260,6 +267,10 @@ int ms_py_stack_install(void);
 int ms_py_stack_ready(void);
 /* The calling thread's innermost interpreter frame (GIL held), or NULL when no layout is known. */
 void *ms_py_current_frame(void);
+/* The innermost frame of thread state TSTATE (another thread's: GIL held, so it stands still),
+ * and the frame FRAME was called from. */
+void *ms_py_thread_frame(const void *tstate);
+void *ms_py_frame_back(const void *frame);
 /* Lines by (code object, instruction position), direct-mapped: a sample's frames are mostly the
  * previous sample's.  The caller keeps one per thread (never in TLS: static TLS is scarce for a
  * library loaded late). */

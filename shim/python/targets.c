@@ -47,6 +47,7 @@ static struct {
 	char start_dir[MS_PATH_MAX];
 	int stage_ids[MS_SPEC_MAX_STAGES];   /* engine id + 1; 0 before first use */
 	int outstanding[MS_SPEC_MAX_STAGES]; /* enters not yet left, per spec stage */
+	int refused_any;                     /* some function was refused a stage (below) */
 	pid_t speaker_pid;                   /* the process that speaks about targets (below) */
 	char shared[64];                     /* the file of what the run's other processes matched (below) */
 	int shared_made;
@@ -191,8 +192,10 @@ static void user_wins(int i)
 	if (__atomic_exchange_n(&targets[i].user, 1, __ATOMIC_RELAXED) || targets[i].module)
 		return;
 	for (int k = 0; k < state.npairs; k++)
-		if (pairs[k].target == i && !funcs[pairs[k].func].user)
+		if (pairs[k].target == i && !funcs[pairs[k].func].user) {
 			funcs[pairs[k].func].refused |= 1u << targets[i].stage;
+			__atomic_store_n(&state.refused_any, 1, __ATOMIC_RELAXED);
+		}
 }
 
 void ms_py_user_defines(const char *qual)
@@ -237,8 +240,11 @@ uint32_t ms_py_match(const char *qual, const char *module, int user, int *func)
 			pair(i, *func);
 		if (user && !t->module)
 			user_wins(i);
-		else if (*func >= 0 && !t->module && !funcs[*func].user && __atomic_load_n(&t->user, __ATOMIC_RELAXED))
+		else if (*func >= 0 && !t->module && !funcs[*func].user &&
+			 __atomic_load_n(&t->user, __ATOMIC_RELAXED)) {
 			funcs[*func].refused |= 1u << t->stage;
+			__atomic_store_n(&state.refused_any, 1, __ATOMIC_RELAXED);
+		}
 	}
 	return mask;
 }
@@ -625,6 +631,26 @@ static void leave_ended(uint32_t mask, int how, const char *exception)
 		if (n > 0)
 			ms_stage_leave_ended(stage_id(i), now, how, exception, NULL, NULL);
 	}
+}
+
+int ms_py_all_open(void)
+{
+	uint32_t need = 0;
+	if (__atomic_load_n(&state.refused_any, __ATOMIC_RELAXED))
+		return 0;
+	for (int i = 0; i < state.ntargets; i++) {
+		if (!__atomic_load_n(&targets[i].matched, __ATOMIC_RELAXED))
+			return 0;
+		need |= 1u << targets[i].stage;
+	}
+	for (int i = 0; need; i++, need >>= 1) {
+		int id = need & 1 ? stage_id(i) : 0;
+		/* the engine's depth too: the explicit API may have ended a stage a target opened */
+		if ((need & 1) && (__atomic_load_n(&state.outstanding[i], __ATOMIC_RELAXED) <= 0 || id < 0 ||
+				   ms_stage_depth(id) <= 0))
+			return 0;
+	}
+	return state.ntargets > 0;
 }
 
 void ms_py_exit(uintptr_t v, enum ms_py_exit how, ms_pyobj *type)
