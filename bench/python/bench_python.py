@@ -1,13 +1,15 @@
 """Cost of memshim's Python stage detection: the same workload with and without the preloaded
 library, runs alternating in one invocation, median of per-round ratios to the run without it.
 
-usage: bench_python.py LIB [--rounds N] [--fib N] [--torch | --torch-stages] [--also LIB] [PYTHON...]
+usage: bench_python.py LIB [--rounds N] [--fib N] [--torch | --torch-stages] [--stages SPEC] [--also LIB]
+                        [PYTHON...]
 CPU time of the workload is compared (the children print it), so other load on the machine
 disturbs less.  --torch (a training loop inside one stage) and --torch-stages (a Trainer-shaped
 script, MEMSHIM_STAGES="init=build,train=train,eval=evaluate") also compare against the library
 without any Python target, which separates the detection's cost from the allocation counting's.
 --also adds another library (a build of main, say) to the same rounds, so before and after are
-measured against the same bare runs.
+measured against the same bare runs.  --stages replaces the workload's MEMSHIM_STAGES (for fib,
+"bench=work,warm=warm" keeps another stage closed while fib runs: 3.11's frame hook stays in).
 """
 import argparse
 import os
@@ -55,6 +57,7 @@ def main():
     ap.add_argument("--torch-stages", action="store_true",
                     help="a Trainer-shaped PyTorch script, three stages (/usr/bin/python3)")
     ap.add_argument("--epochs", type=int, default=40, help="--torch-stages: epochs")
+    ap.add_argument("--stages", help="MEMSHIM_STAGES instead of the workload's own")
     ap.add_argument("--also", help="another library measured in the same rounds")
     ap.add_argument("pythons", nargs="*")
     a = ap.parse_intermixed_args()
@@ -66,6 +69,7 @@ def main():
         script, args, stages = "torch_child.py", [], "bench=work"
     else:
         script, args, stages = "fib_child.py", [str(a.fib)], "bench=work"
+    stages = a.stages or stages
     settings = [("no library", None, ""), ("library", lib, stages)]
     if a.also:
         settings.append((f"also {os.path.basename(a.also)}", os.path.abspath(a.also), stages))

@@ -3,7 +3,8 @@
 # (Debian's python3), each against the same run without the library.
 .PHONY: bench-python
 bench-python: $(BUILD)/libmemshim.so
-	$(PYTHON) bench/python/bench_python.py $(BUILD)/libmemshim.so --rounds 9 --fib 27
+	$(PYTHON) bench/python/bench_python.py $(BUILD)/libmemshim.so --rounds 9 --fib 32
+	$(PYTHON) bench/python/bench_python.py $(BUILD)/libmemshim.so --rounds 9 --fib 32 --stages bench=work,warm=warm
 	$(PYTHON) bench/python/bench_python.py $(BUILD)/libmemshim.so --rounds 7 --torch
 	$(PYTHON) bench/python/bench_python.py $(BUILD)/libmemshim.so --rounds 7 --torch-stages
 
