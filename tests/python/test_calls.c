@@ -322,10 +322,10 @@ START_TEST(call_kinds)
 		ck_assert_msg(!strcmp(err, bare_err), "%s %s: stderr\n%s\nwithout memshim\n%s", py, stages[k], err,
 			      bare_err);
 		if (k == 0) {
-			expect_stage(&r, "s", 44, 0); /* 42, then D().m and the uncaught raise at the end */
+			expect_stage(&r, "s", 45, 0); /* 43, then D().m and the uncaught raise at the end */
 			json_t *hist = json_object_get(stage_entry(&r, "s"), "history");
 			double threads = (double)json_integer_value(
-						 json_object_get(json_array_get(hist, 41), "cpu_alloc_delta")) /
+						 json_object_get(json_array_get(hist, 42), "cpu_alloc_delta")) /
 					 MIB;
 			ck_assert_msg(fabs(threads - 6) <= 1, "%s: the threads' call kept %.2f MiB, not 6", py,
 				      threads);
@@ -335,7 +335,7 @@ START_TEST(call_kinds)
 			const long calls[] = { 1, 8, 9, 4, 3, 6, 4, 2, 4, 2 };
 			for (int i = 0; i < 10; i++)
 				expect_calls(&r, names[i], calls[i]);
-			expect_stage(&r, "sh", 1, 6);
+			expect_stage(&r, "sh", 2, 6);
 			json_t *ended = json_object_get(stage_entry(&r, "fails"), "calls_ended");
 			ck_assert_int_eq(json_integer_value(json_object_get(ended, "raised")), 3);
 		}
