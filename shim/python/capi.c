@@ -68,6 +68,7 @@ const char *ms_py_load_api(void)
 	NEED(LongFromLong, "PyLong_FromLong");
 	NEED(LongAsLong, "PyLong_AsLong");
 	NEED(UnicodeFromString, "PyUnicode_FromString");
+	NEED(UnicodeInternFromString, "PyUnicode_InternFromString");
 	NEED(UnicodeAsUTF8, "PyUnicode_AsUTF8");
 	NEED(CFunctionNewEx, "PyCFunction_NewEx");
 	NEED(IncRef, "Py_IncRef");
@@ -84,6 +85,8 @@ const char *ms_py_load_api(void)
 	NEED(ModuleGetDict, "PyModule_GetDict");
 	NEED(TupleSize, "PyTuple_Size");
 	NEED(TupleGetItem, "PyTuple_GetItem");
+	NEED(ThreadHead, "PyInterpreterState_ThreadHead");
+	NEED(ThreadNext, "PyThreadState_Next");
 	NEED(ListSize, "PyList_Size");
 	NEED(ListGetItem, "PyList_GetItem");
 	NEED(None, "_Py_NoneStruct");

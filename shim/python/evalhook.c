@@ -1,8 +1,12 @@
 /* Python 3.8-3.11: a PEP 523 frame evaluation hook.  Every Python frame (function call, generator
  * or coroutine resumption) on every thread passes through it; a matched code object enters its
  * stages before the frame runs and leaves them when it returns, raises or yields (ms_py_exit, the
- * leave path sys.monitoring's route shares), so entry and exit are paired by the C call itself.  Cheaper than a profile function (which on 3.11 turns off
- * the specialising interpreter) and independent of sys.setprofile / cProfile.
+ * leave path sys.monitoring's route shares), so entry and exit are paired by the C call itself.
+ * Cheaper than a profile function (which on 3.11 turns off the specialising interpreter) and
+ * independent of sys.setprofile / cProfile.  A frame whose code has no target's name passes in a
+ * few loads; on 3.11, where any hook stops CPython inlining Python-to-Python calls, the hook stays
+ * out while every stage is open (below).  Function objects' vectorcall slots were no alternative:
+ * 3.11 inlines calls of a plain function whatever its slot holds (doc/internals/python-hook.md).
  *
  * A returning function's locals are released before its stages are left (python/py.h, "what the
  * call left behind"): its caller would release them right after the hook returns, with nothing in
@@ -12,7 +16,7 @@
  * pointer of both PyFrameObject (3.8-3.10) and _PyInterpreterFrame (3.11); in 3.11 f_func and
  * f_globals are the first two pointers, frame_obj the sixth, stacktop the int at offset 64, the
  * owner byte at offset 69, localsplus at 72, and co_nlocalsplus the int at offset 76 of the code
- * object. */
+ * object; a str's interned bits are the low two of the byte at offset 32 (PyASCIIObject.state). */
 #include <dlfcn.h>
 #include <errno.h>
 #include <pthread.h>
@@ -51,6 +55,58 @@ unsigned ms_py_frame_hook_lost(void)
 	return __atomic_load_n(&hook.lost, __ATOMIC_RELAXED);
 }
 
+/* The targets' names (their last components) as the interpreter's interned strings.  An interned
+ * string is the only one of its text, so a code object whose co_name is interned and none of them
+ * can match no target: its frame passes with a few loads (most frames), without the table lookup.
+ * A name that is not interned (3.11's "<lambda>", namedtuple's methods) is looked up as before. */
+static struct {
+	uint64_t bloom;  /* one bit per target name object, by address */
+	size_t off_name; /* co_name in PyCodeObject */
+	int ready;       /* the names were made */
+	int fast;        /* the filter applies (READY, and no call adopted from another thread: below) */
+} names;
+
+/* While names near a target that matched nothing are wanted, every code object is classified once
+ * (python/classify.c notes them): the code objects of no target's name already classified, by
+ * address.  One that died and left its address to another of no target's name leaves only that
+ * one's name unnoted (a hint at exit), never a target unseen. */
+#define NOTED 1024
+static const void *noted[NOTED] MS_LARGE;
+
+static inline size_t noted_slot(const void *code)
+{
+	return ((uintptr_t)code >> 4) & (NOTED - 1);
+}
+
+/* PyASCIIObject.state's first byte: the two low bits say interned (3.8-3.11). */
+#define STR_STATE 32
+#define STR_INTERNED 3
+
+static inline unsigned name_bit(const void *name)
+{
+	uintptr_t p = (uintptr_t)name;
+	return (unsigned)((p >> 4) ^ (p >> 10)) & 63;
+}
+
+/* The filter's names, made once (GIL held): a name that cannot be made leaves the filter off. */
+static void names_init(void)
+{
+	size_t file, line;
+	const char *module, *last;
+	size_t mlen;
+	if (ms_py_code_layout(&names.off_name, &file, &line) != 0)
+		return;
+	for (int i = 0; ms_py_target(i, &module, &mlen, &last); i++) {
+		ms_pyobj *s = ms_py.UnicodeInternFromString(last); /* kept: the filter needs it alive */
+		if (!s) {
+			ms_py.ErrClear();
+			return;
+		}
+		names.bloom |= UINT64_C(1) << name_bit(s);
+	}
+	names.ready = names.fast = 1;
+}
+
 #define FRAME_CODE(f) (((ms_pyobj **)(f))[4])
 #define FRAME311_FUNC(f) (((ms_pyobj **)(f))[0])
 #define FRAME311_GLOBALS(f) (((ms_pyobj **)(f))[1])
@@ -62,6 +118,25 @@ unsigned ms_py_frame_hook_lost(void)
 #define CODE311_NLOCALSPLUS(c) (*(const int *)((const char *)(c) + 76))
 #define OWNED_BY_THREAD 0
 #define REFCNT(o) (*(const ms_pyssize *)(o))
+
+/* Whether code object CODE's name is no target's (its filter's answer). */
+static inline int unnamed(const ms_pyobj *code)
+{
+	const char *name = *(const char *const *)((const char *)code + names.off_name);
+	return (name[STR_STATE] & STR_INTERNED) && !((names.bloom >> name_bit(name)) & 1);
+}
+
+/* Whether FRAME runs code that no target names and nobody waits to classify (names near a target
+ * that matched nothing are noted from every code object that runs): the hook's common case. */
+static inline int plain(void *frame)
+{
+	const ms_pyobj *code = FRAME_CODE(frame);
+	if (MS_UNLIKELY(!names.fast || !code || ms_py_type_of((ms_pyobj *)code) != ms_py.CodeType))
+		return 0;
+	if (!unnamed(code))
+		return 0;
+	return !__atomic_load_n(&ms_py_names_wanted, __ATOMIC_RELAXED) || noted[noted_slot(code)] == code;
+}
 
 /* The cached classification of CODE, classifying it on first sight. */
 static inline uintptr_t lookup(ms_pyobj *code, ms_pyobj *frame, ms_pyobj *func, ms_pyobj *globals)
@@ -153,6 +228,148 @@ static void release_locals_311(void *frame)
 	ms_py_release_locals_dict(FRAME_CODE(frame), FRAME311_LOCALS_DICT(frame));
 }
 
+/* ---- 3.11: the hook out of the way while every stage is open -------------------------------
+ * 3.11 inlines Python-to-Python calls only while no frame hook is in (a hook that does nothing
+ * costs 1.3-1.4x on call-heavy code).  While every stage a Python target names is open, every target
+ * has matched and no function is passed over (ms_py_all_open), no target's call could change a
+ * number but a stage depth: the call that made it so takes the hook out (a window) and puts it back
+ * when it ends, which its own C frame sees.  A stage can only close at the end of a call the hook
+ * saw, so the end of any such call, on any thread, closes the window first.  Other threads may run
+ * targets unseen in the window: when it closes, the target frames on their stacks that the hook did
+ * not evaluate are adopted (their stages stay open) and left once gone from their thread's stack,
+ * looked at on the hook's slow path (every frame's while one is adopted) and at audit events.  A
+ * fork in a window leaves the child's stages open for good (their callers' threads are gone), so
+ * the hook staying out there changes nothing either. */
+static void *ours(void);
+static void *in_place(void);
+static void put(void *fn);
+
+#define SEEN_MAX 256
+#define ADOPTED_MAX 16
+#define WALK_MAX 100000 /* frames walked up one thread's stack at most */
+
+struct adopted {
+	void *ts, *frame;
+	const void *code;
+	uintptr_t v;
+};
+
+static struct {
+	int out;    /* a window is open: the hook is out */
+	void *left; /* what was put in the hook's place: the evaluator the hook calls */
+	int broken; /* the table of frames in the hook overflowed: the hook stays in from then on */
+	int nseen, nadopted;
+	unsigned polls;
+	void *seen[SEEN_MAX]; /* matched frames the hook evaluates now, on every thread */
+	struct adopted adopted[ADOPTED_MAX];
+} aside MS_LARGE;
+
+static void seen_push(void *frame)
+{
+	if (aside.nseen == SEEN_MAX)
+		aside.broken = 1; /* a frame not in the table would read as unseen */
+	else
+		aside.seen[aside.nseen++] = frame;
+}
+
+static void seen_pop(void *frame)
+{
+	for (int i = aside.nseen - 1; i >= 0; i--)
+		if (aside.seen[i] == frame) {
+			aside.seen[i] = aside.seen[--aside.nseen];
+			return;
+		}
+}
+
+static int seen(const void *frame)
+{
+	for (int i = 0; i < aside.nseen; i++)
+		if (aside.seen[i] == frame)
+			return 1;
+	for (int i = 0; i < aside.nadopted; i++)
+		if (aside.adopted[i].frame == frame)
+			return 1;
+	return 0;
+}
+
+/* Whether thread state TS is still the interpreter's and FRAME, running CODE, on its stack. */
+static int on_stack(const struct adopted *a)
+{
+	void *ts = ms_py.ThreadHead(hook.interp);
+	while (ts && ts != a->ts)
+		ts = ms_py.ThreadNext(ts);
+	void *f = ts ? ms_py_thread_frame(ts) : NULL;
+	for (int n = 0; f && n < WALK_MAX; n++, f = ms_py_frame_back(f))
+		if (f == a->frame && FRAME_CODE(f) == a->code)
+			return 1;
+	return 0;
+}
+
+/* Leaves the adopted calls gone from their stacks: those of thread TS (the one running: its own
+ * can only end while it runs), or of every thread now and then (a thread that ended). */
+static void poll_adopted(void *ts)
+{
+	int all = (++aside.polls & 255) == 0 || !ts;
+	for (int i = aside.nadopted - 1; i >= 0; i--) {
+		struct adopted *a = &aside.adopted[i];
+		if ((!all && a->ts != ts) || on_stack(a))
+			continue;
+		ms_py_exit(a->v, MS_PY_RETURNED, NULL); /* how it ended is not known: as a return */
+		*a = aside.adopted[--aside.nadopted];
+	}
+	if (!aside.nadopted)
+		names.fast = names.ready;
+}
+
+/* A target frame of another thread that the hook did not evaluate (its code classified now if
+ * it never ran through the hook): its stages are entered for it. */
+static void adopt(void *ts, void *frame)
+{
+	ms_pyobj *code = FRAME_CODE(frame);
+	if (!code || ms_py_type_of(code) != ms_py.CodeType || seen(frame))
+		return;
+	uintptr_t v = ms_py_code_get(code);
+	if (!v && !(names.ready && unnamed(code)))
+		v = ms_py_classify(code, NULL, FRAME311_FUNC(frame), FRAME311_GLOBALS(frame));
+	if (!ms_py_mask(v) || ((v & MS_PY_GENLIKE) && FRAME311_OWNER(frame) == OWNED_BY_THREAD))
+		return;
+	if (aside.nadopted == ADOPTED_MAX) {
+		ms_debug("python frame hook: too many target calls on other threads to follow");
+		return;
+	}
+	ms_py_enter(v);
+	ms_debug("python frame hook: a target's call on another thread, run while the hook was out, followed");
+	aside.adopted[aside.nadopted++] = (struct adopted){ ts, frame, code, v };
+	names.fast = 0; /* every frame takes the slow path, which looks for their end */
+}
+
+/* A matched frame's stages were just entered: the window opens when no target's call could
+ * change a number now. */
+static void step_out(void)
+{
+	if (aside.out || aside.broken || aside.nadopted || !hook.enabled || hook.stopped_deep || in_place() != ours() ||
+	    !ms_py_all_open())
+		return;
+	aside.out = 1;
+	aside.left = (void *)hook.prev39;
+	put(aside.left);
+}
+
+/* A call the hook saw ended on thread TS, before its stages are left: the window closes, the hook
+ * back in unless another tool took the place meanwhile (it comes back when that tool gives the
+ * place up), and the targets other threads run unseen are adopted. */
+static void step_in(void *ts)
+{
+	aside.out = 0;
+	if (in_place() == aside.left)
+		put(ours());
+	for (void *t = ms_py.ThreadHead(hook.interp); t; t = ms_py.ThreadNext(t)) {
+		void *f = t == ts ? NULL : ms_py_thread_frame(t);
+		for (int n = 0; f && n < WALK_MAX; n++, f = ms_py_frame_back(f))
+			adopt(t, f);
+	}
+}
+
 /* ---- the hook: one body, the version's differences as a constant each entry point passes ---- */
 
 /* The frame layouts and evaluator signatures: 3.8 (no thread state argument), 3.9-3.10 (the
@@ -188,13 +405,26 @@ HOOK_BODY int passes(enum version ver, void *frame, uintptr_t v)
  * (R), its stages left however it was left (R NULL: the thread's current exception). */
 HOOK_BODY ms_pyobj *evaluate(enum version ver, void *tstate, void *frame, int throwflag)
 {
-	if (MS_UNLIKELY(stack_low()))
+	if (ver == V311 && MS_UNLIKELY(aside.nadopted))
+		poll_adopted(tstate);
+	if (MS_UNLIKELY(stack_low()) || plain(frame))
 		return previous(ver, tstate, frame, throwflag);
 	uintptr_t v = classification(ver, frame);
+	const ms_pyobj *code = FRAME_CODE(frame);
+	if (names.ready && code && ms_py_type_of((ms_pyobj *)code) == ms_py.CodeType && unnamed(code))
+		noted[noted_slot(code)] = code; /* classified: its name was noted if near a target's */
 	if (passes(ver, frame, v))
 		return previous(ver, tstate, frame, throwflag);
+	if (ver == V311)
+		seen_push(frame);
 	ms_py_enter(v);
+	if (ver == V311)
+		step_out();
 	ms_pyobj *r = previous(ver, tstate, frame, throwflag);
+	if (ver == V311 && aside.out)
+		step_in(tstate);
+	if (ver == V311)
+		seen_pop(frame);
 	if (r && ver == V311)
 		release_locals_311(frame);
 	else if (r)
@@ -207,19 +437,44 @@ HOOK_BODY ms_pyobj *evaluate(enum version ver, void *tstate, void *frame, int th
 	return r;
 }
 
-static ms_pyobj *hook38(void *frame, int throwflag)
+/* Each entry point passes a plain frame straight on (a tail call: no frame of the hook's own, so no
+ * C stack either, where 3.8-3.10 use a C frame per Python call anyway); the rest goes out of line. */
+static __attribute__((noinline)) ms_pyobj *slow38(void *frame, int throwflag)
 {
 	return evaluate(V38, NULL, frame, throwflag);
 }
 
-static ms_pyobj *hook310(void *tstate, void *frame, int throwflag)
+static __attribute__((noinline)) ms_pyobj *slow310(void *tstate, void *frame, int throwflag)
 {
 	return evaluate(V310, tstate, frame, throwflag);
 }
 
-static ms_pyobj *hook311(void *tstate, void *frame, int throwflag)
+static __attribute__((noinline)) ms_pyobj *slow311(void *tstate, void *frame, int throwflag)
 {
 	return evaluate(V311, tstate, frame, throwflag);
+}
+
+static ms_pyobj *hook38(void *frame, int throwflag)
+{
+	if (MS_LIKELY(plain(frame)))
+		return hook.prev38(frame, throwflag);
+	return slow38(frame, throwflag);
+}
+
+static ms_pyobj *hook310(void *tstate, void *frame, int throwflag)
+{
+	if (MS_LIKELY(plain(frame)))
+		return hook.prev39(tstate, frame, throwflag);
+	return slow310(tstate, frame, throwflag);
+}
+
+/* 3.11 runs Python calls without C recursion unless a hook is in: the stack is watched on every
+ * frame (the floor is measured on the slow path). */
+static ms_pyobj *hook311(void *tstate, void *frame, int throwflag)
+{
+	if (MS_LIKELY(plain(frame) && (uintptr_t)__builtin_frame_address(0) > stack.floor && stack.floor))
+		return hook.prev39(tstate, frame, throwflag);
+	return slow311(tstate, frame, throwflag);
 }
 
 /* This interpreter's hook, and the evaluator in its place now (NULL: unknown). */
@@ -273,6 +528,7 @@ int ms_py_frame_prepare(void)
 {
 	if (ms_py.minor < 8 || ms_py.minor > 11)
 		return -1;
+	names_init();
 	if (ms_py.minor == 8) {
 		if (find_slot38() == 0)
 			return 0;
@@ -333,8 +589,10 @@ static void deep_recursion(void)
  * stages that began while the other tool held it were not seen. */
 void ms_py_frame_reclaim(void)
 {
-	if (!hook.enabled || hook.stopped_deep)
-		return;
+	if (aside.nadopted)
+		poll_adopted(NULL);
+	if (!hook.enabled || hook.stopped_deep || aside.out)
+		return; /* out: the default is in place by memshim's own choice */
 	void *now = in_place();
 	if (now == ours() || (now && now != hook.default_eval))
 		return; /* ours, or the other tool still holds it */
@@ -352,7 +610,7 @@ void ms_py_frame_check(void)
 	if (!hook.enabled)
 		return;
 	void *now = in_place();
-	if (now && now != ours() && !hook.stopped_deep)
+	if (now && now != ours() && !hook.stopped_deep && !(aside.out && now == aside.left))
 		ms_py_warn_once(1, "another tool replaced the Python frame evaluation hook: Python stages "
 				   "that began after that were not seen");
 }

@@ -78,6 +78,16 @@ static const void *top_frame(const void *ts)
 	return f;
 }
 
+void *ms_py_thread_frame(const void *tstate)
+{
+	return ms_py_stack_ready() && tstate ? (void *)top_frame(tstate) : NULL;
+}
+
+void *ms_py_frame_back(const void *frame)
+{
+	return word(frame, frames.lay->fr_back);
+}
+
 void *ms_py_current_frame(void)
 {
 	void *ts = ms_py_stack_ready() ? frames.this_tstate() : NULL;

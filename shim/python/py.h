@@ -43,6 +43,7 @@ struct ms_pyapi {
 	ms_pyobj *(*LongFromLong)(long v);
 	long (*LongAsLong)(ms_pyobj *o);
 	ms_pyobj *(*UnicodeFromString)(const char *s);
+	ms_pyobj *(*UnicodeInternFromString)(const char *s);
 	const char *(*UnicodeAsUTF8)(ms_pyobj *o);
 	ms_pyobj *(*CFunctionNewEx)(struct ms_pymethoddef *def, ms_pyobj *self, ms_pyobj *module);
 	void (*IncRef)(ms_pyobj *o);
@@ -59,6 +60,8 @@ struct ms_pyapi {
 	ms_pyobj *(*ModuleGetDict)(ms_pyobj *m);                                         /* borrowed */
 	ms_pyssize (*TupleSize)(ms_pyobj *t);
 	ms_pyobj *(*TupleGetItem)(ms_pyobj *t, ms_pyssize i); /* borrowed */
+	void *(*ThreadHead)(void *interp);                    /* PyInterpreterState_ThreadHead */
+	void *(*ThreadNext)(void *tstate);                    /* PyThreadState_Next */
 	ms_pyssize (*ListSize)(ms_pyobj *l);
 	ms_pyobj *(*ListGetItem)(ms_pyobj *l, ms_pyssize i); /* borrowed */
 	ms_pyobj *None;
@@ -148,6 +151,8 @@ int ms_py_user_file(const char *file);
 int ms_py_near_wanted(const char *name);
 /* Whether a target has matched nothing yet (names near it are still wanted). */
 int ms_py_unmatched_any(void);
+/* The same, kept as a flag the frame hook reads on every call (0 for the default names). */
+extern int ms_py_names_wanted;
 void ms_py_near(const char *qual, int user);
 
 /* Enters every stage of classification V (a call of its function when it opens one of them) that
@@ -164,6 +169,11 @@ enum ms_py_exit {
  * ended as it did; a call passed over (the program's own function won) opened none.  Stages this
  * module did not enter are ignored, so a leave can never close a stage someone else opened. */
 void ms_py_exit(uintptr_t v, enum ms_py_exit how, ms_pyobj *type);
+
+/* Whether a call of any target now would change nothing but stage depths: every target has
+ * matched, no function is refused a stage (passed over), and every stage a Python target names is
+ * open, entered here.  The frame hook may then stay out of the way (python/evalhook.c). */
+int ms_py_all_open(void);
 
 /* Whether targets that matched nothing are named at exit (set by the bootstrap: the route is armed
  * or installed). */
@@ -262,6 +272,10 @@ static inline int ms_py_stack_ready(void)
 }
 /* The calling thread's innermost interpreter frame (GIL held), or NULL when no layout is known. */
 void *ms_py_current_frame(void);
+/* The innermost frame of thread state TSTATE (another thread's: GIL held, so it stands still),
+ * and the frame FRAME was called from. */
+void *ms_py_thread_frame(const void *tstate);
+void *ms_py_frame_back(const void *frame);
 /* Lines by (code object, instruction position), direct-mapped: a sample's frames are mostly the
  * previous sample's.  The caller keeps one per thread (never in TLS: static TLS is scarce for a
  * library loaded late). */

@@ -38,6 +38,8 @@ struct target {
 #define MAX_TARGETS (MS_SPEC_MAX_STAGES * MS_SPEC_MAX_TARGETS)
 static struct target targets[MAX_TARGETS] MS_LARGE;
 
+int ms_py_names_wanted;
+
 /* The state beside the tables of targets, functions and pairs (apart: 1 KiB and more go to .lbss). */
 static struct {
 	int ntargets, nfuncs, npairs;
@@ -46,6 +48,7 @@ static struct {
 	char start_dir[MS_PATH_MAX];
 	int stage_ids[MS_SPEC_MAX_STAGES];   /* engine id + 1; 0 before first use */
 	int outstanding[MS_SPEC_MAX_STAGES]; /* enters not yet left, per spec stage */
+	int refused_any;                     /* some function was refused a stage (below) */
 	pid_t speaker_pid;                   /* the process that speaks about targets (below) */
 	char shared[64];                     /* the file of what the run's other processes matched (below) */
 	int shared_made;
@@ -93,6 +96,7 @@ int ms_py_targets_load(void)
 			state.ntargets++;
 		}
 	}
+	ms_py_names_wanted = state.ntargets > 0 && !spec->is_default;
 	return state.ntargets;
 }
 
@@ -189,8 +193,10 @@ static void user_wins(int i)
 	if (__atomic_exchange_n(&targets[i].user, 1, __ATOMIC_RELAXED) || targets[i].module)
 		return;
 	for (int k = 0; k < state.npairs; k++)
-		if (pairs[k].target == i && !funcs[pairs[k].func].user)
+		if (pairs[k].target == i && !funcs[pairs[k].func].user) {
 			funcs[pairs[k].func].refused |= 1u << targets[i].stage;
+			__atomic_store_n(&state.refused_any, 1, __ATOMIC_RELAXED);
+		}
 }
 
 void ms_py_user_defines(const char *qual)
@@ -224,16 +230,22 @@ uint32_t ms_py_match(const char *qual, const char *module, int user, int *func)
 		if (strcmp(t->qual, qual) != 0 || !module_is(t, module))
 			continue;
 		mask |= 1u << t->stage;
-		if (!__atomic_exchange_n(&targets[i].matched, 1, __ATOMIC_RELAXED))
+		if (!__atomic_exchange_n(&targets[i].matched, 1, __ATOMIC_RELAXED)) {
 			tell_speaker(i);
+			if (!ms_py_unmatched_any()) /* the last one: the frame hook may skip other names now */
+				__atomic_store_n(&ms_py_names_wanted, 0, __ATOMIC_RELAXED);
+		}
 		if (*func < 0)
 			*func = func_index(qual, module, user);
 		if (*func >= 0)
 			pair(i, *func);
 		if (user && !t->module)
 			user_wins(i);
-		else if (*func >= 0 && !t->module && !funcs[*func].user && __atomic_load_n(&t->user, __ATOMIC_RELAXED))
+		else if (*func >= 0 && !t->module && !funcs[*func].user &&
+			 __atomic_load_n(&t->user, __ATOMIC_RELAXED)) {
 			funcs[*func].refused |= 1u << t->stage;
+			__atomic_store_n(&state.refused_any, 1, __ATOMIC_RELAXED);
+		}
 	}
 	return mask;
 }
@@ -641,6 +653,26 @@ static void leave_ended(uint32_t mask, int how, const char *exception)
 		if (n > 0)
 			ms_stage_leave_ended(stage_id(i), now, how, exception, NULL, NULL);
 	}
+}
+
+int ms_py_all_open(void)
+{
+	uint32_t need = 0;
+	if (__atomic_load_n(&state.refused_any, __ATOMIC_RELAXED))
+		return 0;
+	for (int i = 0; i < state.ntargets; i++) {
+		if (!__atomic_load_n(&targets[i].matched, __ATOMIC_RELAXED))
+			return 0;
+		need |= 1u << targets[i].stage;
+	}
+	for (int i = 0; need; i++, need >>= 1) {
+		int id = need & 1 ? stage_id(i) : 0;
+		/* the engine's depth too: the explicit API may have ended a stage a target opened */
+		if ((need & 1) && (__atomic_load_n(&state.outstanding[i], __ATOMIC_RELAXED) <= 0 || id < 0 ||
+				   ms_stage_depth(id) <= 0))
+			return 0;
+	}
+	return state.ntargets > 0;
 }
 
 void ms_py_exit(uintptr_t v, enum ms_py_exit how, ms_pyobj *type)

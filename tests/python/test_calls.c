@@ -269,6 +269,81 @@ START_TEST(other_threads)
 }
 END_TEST
 
+/* The lines of TEXT that are not memshim's, into OUT. */
+static void program_lines(const char *text, char *out, size_t size)
+{
+	size_t n = 0;
+	for (const char *line = text; *line && n + 1 < size;) {
+		const char *end = strchr(line, '\n');
+		size_t len = end ? (size_t)(end - line + 1) : strlen(line);
+		if (strncmp(line, "memshim:", 8) != 0 && n + len < size) {
+			memcpy(out + n, line, len);
+			n += len;
+		}
+		line += len;
+	}
+	out[n] = '\0';
+}
+
+#define KINDS_ONE "s=work|C.m|rec|gen|aw|fails|K.helper|looks|redefined|swapped|shared"
+#define KINDS_EACH                                                                                                     \
+	"w=work,m=C.m,rec=rec,gen=gen,aw=aw,fails=fails,helper=K.helper,looks=looks,redef=redefined,swapped=swapped,"  \
+	"sh=shared"
+
+/* Every way a target gets called (call_kinds.py: directly, as a method, a stored bound method,
+ * through functools.partial and super(), recursively, raising, generators and coroutines, defined in
+ * a class body, redefined, its __code__ replaced, pickled, under a profile and a trace function,
+ * on four threads at once): the program prints what it sees (tracebacks, profile and trace events,
+ * inspect.stack(), f_back) and it is what it sees without memshim, the uncaught exception's
+ * traceback too.  Every call counts, with one stage holding every target (on 3.11 the frame hook
+ * steps out inside it once all have matched, and the threads that enter meanwhile are followed:
+ * the stage holds what they keep after the first returned) and with a stage each. */
+START_TEST(call_kinds)
+{
+	const char *py = python_or_skip(_i);
+	if (!py)
+		return;
+	static char bare_out[8192], bare_err[16384], out[8192], err[16384];
+	struct run bare, r;
+	const char *args[] = { fixture("call_kinds.py"), "uncaught", NULL };
+	run_py(&bare, py, args, NULL, NULL, NULL, 0);
+	ck_assert_msg(bare.status == 1 && strstr(bare.out, "threads ok"), "%s: %d %s", py, bare.status, bare.err);
+	program_lines(bare.out, bare_out, sizeof bare_out);
+	program_lines(bare.err, bare_err, sizeof bare_err);
+	run_done(&bare);
+	const char *const stages[] = { KINDS_ONE, KINDS_EACH };
+	for (int k = 0; k < 2; k++) {
+		run_py(&r, py, args, stages[k], NULL, NULL, 1);
+		ck_assert_msg(r.status == 1 && r.root, "%s: %d %s", py, r.status, r.err);
+		program_lines(r.out, out, sizeof out);
+		program_lines(r.err, err, sizeof err);
+		ck_assert_msg(!strcmp(out, bare_out), "%s %s: the program saw\n%s\nwithout memshim\n%s", py, stages[k],
+			      out, bare_out);
+		ck_assert_msg(!strcmp(err, bare_err), "%s %s: stderr\n%s\nwithout memshim\n%s", py, stages[k], err,
+			      bare_err);
+		if (k == 0) {
+			expect_stage(&r, "s", 45, 0); /* 43, then D().m and the uncaught raise at the end */
+			json_t *hist = json_object_get(stage_entry(&r, "s"), "history");
+			double threads = (double)json_integer_value(
+						 json_object_get(json_array_get(hist, 42), "cpu_alloc_delta")) /
+					 MIB;
+			ck_assert_msg(fabs(threads - 6) <= 1, "%s: the threads' call kept %.2f MiB, not 6", py,
+				      threads);
+		} else {
+			const char *names[] = { "helper", "w",  "m",     "rec",   "fails",
+						"gen",    "aw", "looks", "redef", "swapped" };
+			const long calls[] = { 1, 8, 9, 4, 3, 6, 4, 2, 4, 2 };
+			for (int i = 0; i < 10; i++)
+				expect_calls(&r, names[i], calls[i]);
+			expect_stage(&r, "sh", 2, 6);
+			json_t *ended = json_object_get(stage_entry(&r, "fails"), "calls_ended");
+			ck_assert_int_eq(json_integer_value(json_object_get(ended, "raised")), 3);
+		}
+		run_done(&r);
+	}
+}
+END_TEST
+
 START_TEST(helper_module)
 {
 	const char *py = python_or_skip(_i);
@@ -363,6 +438,7 @@ Suite *python_suite(void)
 	tcase_add_loop_test(stages, locals_released_at_return, 0, NPY);
 	tcase_add_loop_test(stages, run_module_and_command, 0, NPY);
 	tcase_add_loop_test(stages, other_threads, 0, NPY);
+	tcase_add_loop_test(stages, call_kinds, 0, NPY);
 	tcase_add_loop_test(stages, helper_module, 0, NPY);
 	tcase_add_loop_test(stages, stage_before_trainer_init, 0, NPY);
 	tcase_add_loop_test(stages, debug_allocator, 0, NPY);

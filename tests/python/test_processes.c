@@ -7,6 +7,7 @@
 #include <jansson.h>
 #include <signal.h>
 #include <limits.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -343,6 +344,40 @@ START_TEST(children_matches_count_for_the_run)
 }
 END_TEST
 
+/* fork inside a stage (on 3.11 with the frame hook out: the stage is the only one): the child
+ * goes on inside the call, which ends there as in the parent, and its next call is seen. */
+START_TEST(fork_inside_a_stage)
+{
+	const char *py = python_or_skip(_i);
+	if (!py)
+		return;
+	struct run r;
+	run_children_ok(&r, py, "fork_stage.py", "work=work", "parent again");
+	ck_assert_msg(strstr(r.out, "child again"), "%s: %s", py, r.out);
+	int files = 0;
+	struct process_files f;
+	for (open_process_files(&f, r.dir); next_process_file(&f);) {
+		json_t *work = NULL, *st;
+		size_t k;
+		json_array_foreach(json_object_get(f.root, "stages"), k, st)
+			if (!strcmp(json_string_value(json_object_get(st, "name")), "work"))
+				work = st;
+		ck_assert_msg(work, "%s: %s has no stage work", py, f.name);
+		json_t *hist = json_object_get(work, "history");
+		ck_assert_msg(json_array_size(hist) == 2, "%s: %s: %zu calls", py, f.name, json_array_size(hist));
+		double first =
+			(double)json_integer_value(json_object_get(json_array_get(hist, 0), "cpu_alloc_delta")) / MIB;
+		double again =
+			(double)json_integer_value(json_object_get(json_array_get(hist, 1), "cpu_alloc_delta")) / MIB;
+		ck_assert_msg(fabs(again - 3) <= 1 && (fabs(first - 1) <= 1 || fabs(first - 2) <= 1),
+			      "%s: %s: calls kept %.2f and %.2f MiB", py, f.name, first, again);
+		files++;
+	}
+	ck_assert_int_eq(files, 2);
+	run_done(&r);
+}
+END_TEST
+
 Suite *python_suite(void)
 {
 	Suite *s = suite_create("python_processes");
@@ -353,6 +388,7 @@ Suite *python_suite(void)
 	tcase_add_loop_test(stages, signals_as_without_shim, 0, NPY);
 	tcase_add_loop_test(stages, signal_deaths_leave_a_snapshot, 0, NPY);
 	tcase_add_loop_test(stages, fork_sees_no_extra_thread, 0, NPY);
+	tcase_add_loop_test(stages, fork_inside_a_stage, 0, NPY);
 	tcase_add_loop_test(stages, children_matches_count_for_the_run, 0, NPY);
 	suite_add_tcase(s, stages);
 	TCase *pool = tcase_create("pool");
