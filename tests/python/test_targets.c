@@ -59,10 +59,12 @@ START_TEST(many_functions_are_named_briefly)
 	struct run r;
 	run_fixture_ok(&r, py, "many_steps.py", "s=step", NULL);
 	expect_out(&r, "steps ok");
+	/* how many of a package's calls were passed over depends on the version (3.11 inlines those
+	 * made while every stage is open): only that none opened the stage */
 	expect_one_warning(&r, "matched more than one function: s=step ran __main__:step (1 call), stepmod0:step (0 "
-			       "calls, 2 passed over), ");
-	ck_assert_msg(strstr(r.err, "stepmod3:step (0 calls, 2 passed over) and 4 more (4 passed over); "), "%s: %s",
-		      py, r.err);
+			       "calls, ");
+	ck_assert_msg(strstr(r.err, "stepmod3:step (0 calls, ") && strstr(r.err, " and 4 more (4 passed over); "),
+		      "%s: %s", py, r.err);
 	ck_assert_msg(!strstr(r.err, "stepmod4"), "%s: %s", py, r.err);
 	char file[128], fmt[PATH_MAX + 32];
 	snprintf(file, sizeof file, "%s/m.json", r.dir);
