@@ -58,6 +58,17 @@ static void expect_bound(json_t *m, const char *target, const char *bound)
 	ck_abort_msg("%s not in native_targets", target);
 }
 
+/* ARGV under the shim with ENV: it exits 0 (printing SAYS, when given); its metrics file. */
+static json_t *run_ok(const char *const *argv, const char *const *env, const char *says)
+{
+	ck_assert_int_eq(run_under_shim(&r, argv, env), 0);
+	ck_assert_msg(WIFEXITED(r.status) && WEXITSTATUS(r.status) == 0, "%s: %d %s", argv[0], r.status, r.err);
+	ck_assert_msg(!says || strstr(r.out, says), "%s: %s", argv[0], r.out);
+	json_t *m = load_metrics(&r, "m.json");
+	ck_assert_ptr_nonnull(m);
+	return m;
+}
+
 static const char *const programs[] = { "native/nplt", "native/nplt-now" };
 
 START_TEST(calls_that_never_allocate_are_counted)
@@ -135,14 +146,9 @@ END_TEST
 
 START_TEST(cxx_exception_through_a_bound_call)
 {
-	char spec[] = "MEMSHIM_STAGES=t=plt_thrower";
-	const char *env[] = { spec, NULL };
+	const char *env[] = { "MEMSHIM_STAGES=t=plt_thrower", NULL };
 	const char *argv[] = { built("native/npltxx"), "3", NULL };
-	ck_assert_int_eq(run_under_shim(&r, argv, env), 0);
-	ck_assert_msg(WIFEXITED(r.status) && WEXITSTATUS(r.status) == 0, "npltxx: %d %s", r.status, r.err);
-	ck_assert_ptr_nonnull(strstr(r.out, "caught=3"));
-	json_t *m = load_metrics(&r, "m.json");
-	ck_assert_ptr_nonnull(m);
+	json_t *m = run_ok(argv, env, "caught=3");
 	expect(m, "t_calls", 4);
 	expect_bound(m, "plt_thrower", "plt");
 	json_decref(m);
@@ -156,11 +162,7 @@ START_TEST(calls_after_a_rethrown_exception)
 {
 	const char *env[] = { "MEMSHIM_STAGES=t=plt_thrower", _i ? "MEMSHIM_NATIVE_PLT=0" : NULL, NULL };
 	const char *argv[] = { built("native/npltxx"), "3", "rethrow", NULL };
-	ck_assert_int_eq(run_under_shim(&r, argv, env), 0);
-	ck_assert_msg(WIFEXITED(r.status) && WEXITSTATUS(r.status) == 0, "npltxx: %d %s", r.status, r.err);
-	ck_assert_ptr_nonnull(strstr(r.out, "caught=3"));
-	json_t *m = load_metrics(&r, "m.json");
-	ck_assert_ptr_nonnull(m);
+	json_t *m = run_ok(argv, env, "caught=3");
 	expect(m, "t_calls", 4);
 	expect_bound(m, "plt_thrower", _i ? "stack" : "plt");
 	json_decref(m);
@@ -183,10 +185,7 @@ START_TEST(calls_resolved_by_a_later_library)
 	const char *env[] = { "MEMSHIM_STAGES=w=late_work", NULL };
 	const char *argv[] = { built("native/nplt"), "late", "5", built("native/libnpltlate.so"),
 			       built("native/libnpltlatedef.so"), NULL };
-	ck_assert_int_eq(run_under_shim(&r, argv, env), 0);
-	ck_assert_msg(WIFEXITED(r.status) && WEXITSTATUS(r.status) == 0, "nplt late: %d %s", r.status, r.err);
-	json_t *m = load_metrics(&r, "m.json");
-	ck_assert_ptr_nonnull(m);
+	json_t *m = run_ok(argv, env, NULL);
 	expect(m, "w_calls", 5);
 	expect_bound(m, "late_work", "plt");
 	json_decref(m);
