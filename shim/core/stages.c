@@ -42,9 +42,20 @@ static int implicit_id(void)
 	return ms_st.implicit_init - 1;
 }
 
+/* Fields the boundaries read without the lock (no_read_at_enter) are stored atomically under it. */
 static void set_implicit(int id)
 {
-	ms_st.implicit_init = id + 1;
+	__atomic_store_n(&ms_st.implicit_init, id + 1, __ATOMIC_RELAXED);
+}
+
+static void set_depth(int id, int depth)
+{
+	__atomic_store_n(&ms_st.depth[id], depth, __ATOMIC_RELAXED);
+}
+
+static void set_calls(struct ms_stage *s, uint64_t calls)
+{
+	__atomic_store_n(&s->calls, calls, __ATOMIC_RELAXED);
 }
 
 static int find(const char *name)
@@ -141,9 +152,9 @@ static void start_call(int id, const int64_t live[MS_NCOMP], double now)
 	cur->ended = MS_END_RETURNED;
 	cur->exception = 0;
 	__atomic_store_n(&s->begins, s->begins + 1, __ATOMIC_RELAXED);
-	s->cur.quiet = quiet_at(s, now);
+	__atomic_store_n(&s->cur.quiet, quiet_at(s, now), __ATOMIC_RELAXED);
 	if (!s->cur.quiet) {
-		s->last_loud = now;
+		__atomic_store(&s->last_loud, &now, __ATOMIC_RELAXED);
 		ms_timeline_boundary(id, 1, now);
 	}
 	if (s->first_order < 0)
@@ -248,7 +259,7 @@ static void finish_call(int id, const int64_t live[MS_NCOMP], double now, int at
 	if (!cur->quiet || at_exit)
 		ms_timeline_boundary(id, 0, now);
 	keep_last(s);
-	s->calls++;
+	set_calls(s, s->calls + 1);
 	s->runtime_total += cur->runtime;
 	record_history(s, cur);
 	remove_open(id);
@@ -282,7 +293,7 @@ static void forget_implicit_call(int id)
 {
 	struct ms_stage *s = &ms_st.stage[id];
 	s->implicit = 0;
-	s->calls = 0;
+	set_calls(s, 0);
 	s->dropped = 0;
 	s->runtime_total = 0;
 	s->max_cpu_needed = s->max_gpu_needed = 0;
@@ -387,7 +398,7 @@ int ms_stage_enter(int id, double now)
 		settle_implicit_init(id, live, now);
 		took_over = *depth > 0; /* the explicit init took over the implicit one: a new call */
 	}
-	if (!took_over && (*depth)++ == 0) {
+	if (!took_over && (set_depth(id, *depth + 1), *depth == 1)) {
 		if (ms_st.stage[id].implicit)
 			forget_implicit_call(id);
 		boundary(live, 1);
@@ -419,7 +430,7 @@ int ms_stage_leave_ended(int id, double now, int how, const char *exception, str
 	int quiet = ms_st.stage[id].cur.quiet;
 	if (*depth == 0) {
 		rc = -1;
-	} else if (--*depth == 0) {
+	} else if (set_depth(id, *depth - 1), *depth == 0) {
 		int64_t live[MS_NCOMP];
 		boundary(live, ms_st.nopen > 1);
 		if (how < 0 || how >= MS_NEND || how == MS_END_AT_EXIT)
@@ -451,7 +462,7 @@ void ms_stages_begin_implicit_init(double now)
 		int64_t live[MS_NCOMP];
 		boundary(live, 1);
 		ms_st.stage[id].implicit = 1;
-		ms_st.depth[id] = 1;
+		set_depth(id, 1);
 		start_call(id, live, now);
 		ms_st.open[ms_st.nopen++] = id;
 		set_implicit(id);
@@ -467,7 +478,7 @@ static void close_all_locked(double now)
 	boundary(live, 0);
 	while (ms_st.nopen > 0) {
 		int id = ms_st.open[ms_st.nopen - 1];
-		ms_st.depth[id] = 0;
+		set_depth(id, 0);
 		finish_call(id, live, now, 1, MS_END_AT_EXIT, 0);
 	}
 }
@@ -512,7 +523,8 @@ void ms_stages_reset_for_child(double now)
 	ms_st.ngpu_events = ms_st.gpu_events_dropped = 0;
 	for (int i = 0; i < ms_st.nstages; i++) {
 		struct ms_stage *s = &ms_st.stage[i];
-		s->calls = s->dropped = 0;
+		set_calls(s, 0);
+		s->dropped = 0;
 		s->runtime_total = 0;
 		s->max_cpu_needed = s->max_gpu_needed = 0;
 		s->max_cpu_call = s->max_gpu_call = 0;
