@@ -214,3 +214,12 @@ void make_dir(char *dir, size_t size, mode_t mode, uid_t owner)
 	ck_assert_int_eq(chmod(dir, mode), 0);
 	ck_assert_int_eq(chown(dir, owner, owner), 0);
 }
+
+void this_boot_id(char *out, size_t size)
+{
+	FILE *f = fopen("/proc/sys/kernel/random/boot_id", "r");
+	ck_assert_ptr_nonnull(f);
+	ck_assert_ptr_nonnull(fgets(out, (int)size, f));
+	fclose(f);
+	out[strcspn(out, "\n")] = '\0';
+}

@@ -64,6 +64,9 @@ void make_dir(char *dir, size_t size, mode_t mode, uid_t owner);
 /* Absolute path of program PROG found in PATH (a static buffer), or NULL when it is not there. */
 const char *in_path(const char *prog);
 
+/* This boot's id (/proc/sys/kernel/random/boot_id, without its newline) into OUT. */
+void this_boot_id(char *out, size_t size);
+
 /* Path of a built artefact under the build directory (BUILD env, default "build"). */
 const char *built(const char *relative);
 

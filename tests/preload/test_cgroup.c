@@ -112,11 +112,7 @@ static void names_the_group_and_the_boot(json_t *c)
 {
 	char boot[64] = "";
 	struct stat st;
-	FILE *f = fopen("/proc/sys/kernel/random/boot_id", "r");
-	ck_assert_ptr_nonnull(f);
-	ck_assert_ptr_nonnull(fgets(boot, sizeof boot, f));
-	fclose(f);
-	boot[strcspn(boot, "\n")] = '\0';
+	this_boot_id(boot, sizeof boot);
 	ck_assert_int_eq(stat(group, &st), 0);
 	ck_assert_str_eq(json_string_value(json_object_get(c, "boot_id")), boot);
 	ck_assert_int_eq(num(c, "dev"), (int64_t)st.st_dev);
