@@ -48,14 +48,18 @@ double ms_ln(double x)
 	return e * 0.6931471805599453 + 2 * s * (1 + s2 * (1.0 / 3 + s2 * (1.0 / 5 + s2 * (1.0 / 7 + s2 / 9))));
 }
 
-void ms_neg_ln_build(struct ms_neg_ln *t, double scale)
-{
-	for (int z = 0; z < 64; z++)
-		t->z[z] = (z + 1) * 0.6931471805599453 * scale;
-	for (int i = 0; i < MS_NEG_LN_CELLS; i++) {
-		double lo = i ? ms_ln(1 + (double)i / MS_NEG_LN_CELLS) : 0,
-		       hi = ms_ln(1 + (double)(i + 1) / MS_NEG_LN_CELLS);
-		t->m[i].at = lo * scale;
-		t->m[i].slope = (hi - lo) * scale * 0x1p-53;
-	}
-}
+/* ln(1 + I / CELLS) as a constant expression: 2 atanh s with s = I / (2 CELLS + I) <= 1/3, the
+ * series to s^33 (its remainder under 1e-17). */
+#define LN_S(i) ((double)(i) / (2.0 * MS_NEG_LN_CELLS + (double)(i)))
+#define LN_Q(i) (LN_S(i) * LN_S(i))
+#define LN_SERIES(q) \
+	(1 + q * (1.0 / 3 + q * (1.0 / 5 + q * (1.0 / 7 + q * (1.0 / 9 + q * (1.0 / 11 + q * (1.0 / 13 + q * \
+	(1.0 / 15 + q * (1.0 / 17 + q * (1.0 / 19 + q * (1.0 / 21 + q * (1.0 / 23 + q * (1.0 / 25 + q * (1.0 \
+	/ 27 + q * (1.0 / 29 + q * (1.0 / 31 + q * (1.0 / 33)))))))))))))))))
+#define LN_CELL(i) (2 * LN_S(i) * LN_SERIES(LN_Q(i)))
+#define CELL(i) { LN_CELL(i), (LN_CELL((i) + 1) - LN_CELL(i)) * 0x1p-53 },
+#define CELLS4(i) CELL(i) CELL((i) + 1) CELL((i) + 2) CELL((i) + 3)
+#define CELLS16(i) CELLS4(i) CELLS4((i) + 4) CELLS4((i) + 8) CELLS4((i) + 12)
+#define CELLS64(i) CELLS16(i) CELLS16((i) + 16) CELLS16((i) + 32) CELLS16((i) + 48)
+const struct ms_neg_ln_cell ms_neg_ln_cells[MS_NEG_LN_CELLS] = { CELLS64(0) CELLS64(64) CELLS64(128) CELLS64(192) };
+_Static_assert(MS_NEG_LN_CELLS == 256, "the table's initialiser lists 256 cells");

@@ -169,16 +169,13 @@ static int64_t draw(void)
 	return d < 1 ? 1 : d > 4e18 ? (int64_t)4e18 : (int64_t)d;
 }
 
-/* draw_fast's table: -ln U in bytes (rate -ln U). */
-static struct ms_neg_ln ln_table MS_LARGE;
-
 /* draw once the tables are built and this thread's generator seeded (about 50 instructions fewer;
  * a rate is at most 2^40 bytes, so 45 rates fit an int64). */
 static inline int64_t draw_fast(void)
 {
 	uint64_t r = me.rng * LCG_MUL + 1;
 	me.rng = r;
-	int64_t v = (int64_t)ms_neg_ln(&ln_table, r);
+	int64_t v = (int64_t)(ms_neg_ln(r) * (double)rate);
 	return v < 1 ? 1 : v;
 }
 
@@ -206,8 +203,6 @@ static void build_tables(void)
 		w = next;
 	}
 	steps_per_byte = WEIGHT_STEPS / (double)rate;
-	ms_touch(&ln_table);
-	ms_neg_ln_build(&ln_table, (double)rate);
 }
 
 /* The bytes a sampled block of USABLE bytes (below exact_from) stands for, once the table is built. */

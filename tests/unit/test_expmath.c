@@ -51,8 +51,6 @@ START_TEST(ln_within_1e9_of_libm)
 }
 END_TEST
 
-static struct ms_neg_ln table;
-
 /* The random word R whose R / 2^64 is U (rounded down). */
 static uint64_t word_of(double u)
 {
@@ -63,11 +61,10 @@ static uint64_t word_of(double u)
  * but by the table's own 1e-9 (the chord of a concave ln lies below it). */
 START_TEST(neg_ln_within_2e6_and_never_short)
 {
-	ms_neg_ln_build(&table, 1);
 	double worst = 0, at = 0;
 	for (double u = 0x1p-62; u < 1; u *= 1.000244140625) {
 		uint64_t r = word_of(u);
-		double want = -log(ldexp((double)(r | 1), -64)), got = ms_neg_ln(&table, r); /* R is read odd */
+		double want = -log(ldexp((double)(r | 1), -64)), got = ms_neg_ln(r); /* R is read odd */
 		ck_assert_msg(got >= want - 1e-9, "draw %.17g short of %.17g at U = %g", got, want, u);
 		if (got - want > worst) {
 			worst = got - want;
@@ -75,22 +72,32 @@ START_TEST(neg_ln_within_2e6_and_never_short)
 		}
 	}
 	ck_assert_msg(worst < 2e-6, "error %g at U = %g", worst, at);
-	ck_assert(ms_neg_ln(&table, 0) > 43 && ms_neg_ln(&table, 1) > 43); /* R 0 read as 1: U = 2^-64 */
-	ck_assert(fabs(ms_neg_ln(&table, UINT64_MAX)) < 1e-15);
+	ck_assert(ms_neg_ln(0) > 43 && ms_neg_ln(1) > 43); /* R 0 read as 1: U = 2^-64 */
+	ck_assert(fabs(ms_neg_ln(UINT64_MAX)) < 1e-15);
 }
 END_TEST
 
-/* Scaled by a rate, the draws of words spread evenly over U (one in each of 2^20 equal parts)
- * average the rate (an exponential's mean), and their variance is its square. */
-START_TEST(neg_ln_draws_average_the_scale)
+/* The draws of words spread evenly over U (one in each of 2^20 equal parts) average 1 (an
+ * exponential's mean; a sample's distance is a draw times the rate), and their variance is 1. */
+/* The compiler's table is ln(1 + i / 256) to the last bit or two, and each slope reaches the next. */
+START_TEST(neg_ln_table_is_the_log)
 {
-	double rate = 524288;
-	ms_neg_ln_build(&table, rate);
+	for (int i = 0; i < MS_NEG_LN_CELLS; i++) {
+		double want = log1p((double)i / MS_NEG_LN_CELLS), next = log1p((double)(i + 1) / MS_NEG_LN_CELLS);
+		ck_assert_msg(fabs(ms_neg_ln_cells[i].at - want) <= 2e-16, "cell %d: %.17g, log1p %.17g", i,
+			      ms_neg_ln_cells[i].at, want);
+		ck_assert_msg(fabs(ms_neg_ln_cells[i].slope * 0x1p53 - (next - want)) <= 4e-16, "cell %d's slope", i);
+	}
+}
+END_TEST
+
+START_TEST(neg_ln_draws_average_one)
+{
 	int n = 1 << 20;
 	double sum = 0, sq = 0;
 	for (int k = 0; k < n; k++) {
 		uint64_t r = (((uint64_t)k << 44) | (0x9e3779b97f4a7c15ULL * (uint64_t)(k + 1) >> 20)) + 1;
-		double d = ms_neg_ln(&table, r) / rate;
+		double d = ms_neg_ln(r);
 		sum += d;
 		sq += d * d;
 	}
@@ -110,7 +117,8 @@ int main(void)
 	TCase *ln = tcase_create("ln");
 	tcase_add_test(ln, ln_within_1e9_of_libm);
 	tcase_add_test(ln, neg_ln_within_2e6_and_never_short);
-	tcase_add_test(ln, neg_ln_draws_average_the_scale);
+	tcase_add_test(ln, neg_ln_table_is_the_log);
+	tcase_add_test(ln, neg_ln_draws_average_one);
 	suite_add_tcase(s, ln);
 	return run_suite(s);
 }
