@@ -637,15 +637,13 @@ int ms_target_names_object(const char *text, size_t n)
 
 int ms_stage_name_valid(const char *name)
 {
-	size_t n = name ? strnlen(name, MS_STAGE_NAME_MAX) : 0;
-	if (n == 0 || n >= MS_STAGE_NAME_MAX)
-		return 0;
-	for (size_t i = 0; i < n; i++) {
-		char c = name[i];
+	size_t n = 0;
+	for (; name && n < MS_STAGE_NAME_MAX && name[n]; n++) {
+		char c = name[n];
 		if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_'))
 			return 0;
 	}
-	return strcmp(name, "process") != 0;
+	return n > 0 && n < MS_STAGE_NAME_MAX && strcmp(name, "process") != 0;
 }
 
 int ms_spec_find(const struct ms_spec *spec, const char *name)
@@ -708,16 +706,22 @@ static int target_plausible(const char *b, const char *e)
 	for (const char *p = b; p < name; p++)
 		if (*p == ' ' || *p == ';' || *p == '=')
 			return 0;
-	const char *paren = memchr(name, '(', (size_t)(e - name)), *end = paren ? paren : e;
-	size_t n = (size_t)(end - name);
-	const char *op = n >= 8 ? memmem(name, n, "operator", 8) : NULL;
-	if (op)
-		end = op; /* "operator()", "operator new", "operator<<": its own characters */
-	if (name == end && !op)
+	const char *end = name; /* the name ends at its parameter list */
+	while (end < e && *end != '(')
+		end++;
+	const char *paren = end < e ? end : NULL;
+	const char *bad = name; /* the first character a name cannot have */
+	while (bad < end && name_char((unsigned char)*bad))
+		bad++;
+	if (name == end)
 		return 0;
-	for (const char *p = name; p < end; p++)
-		if (!name_char((unsigned char)*p))
+	if (bad < end) { /* fine after "operator" only ("operator()", "operator new", "operator<<"): searched
+			  * for then, as most names are plain (every process parses the default targets) */
+		size_t n = (size_t)(end - name);
+		const char *op = n >= 8 ? memmem(name, n, "operator", 8) : NULL;
+		if (!op || op > bad)
 			return 0;
+	}
 	for (const char *p = paren ? paren : e; p < e; p++)
 		if (*p == ';' || *p == '=')
 			return 0;

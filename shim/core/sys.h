@@ -1,5 +1,5 @@
 /* The plain system calls the shim makes, as raw syscall(2)s: the C library's wrappers of them are
- * imports the dynamic linker binds at every process start (-z now: a symbol lookup of ~700
+ * imports the dynamic linker binds in every process that calls them (a symbol lookup of ~700
  * instructions each), for calls that add nothing over the kernel's.  Same arguments, results and
  * errno as the C library's functions; none is a cancellation point (the shim's calls never should
  * be).  Never installed. */
@@ -8,7 +8,9 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <signal.h>
 #include <stdarg.h>
+#include <stdint.h>
 #include <string.h>
 #include <time.h>
 #include <sys/resource.h>
@@ -92,6 +94,28 @@ static inline char *ms_sys_getcwd(char *buf, size_t size)
 	if (n > 0 && buf[0] != '/') /* "(unreachable)/...": outside the process's root */
 		errno = ENOENT;
 	return n > 0 && buf[0] == '/' ? buf : NULL;
+}
+
+/* pthread_sigmask(3) on the kernel's 64 signals: blocks the signals whose bits are set in BLOCK
+ * (signal N is bit N-1) and returns 0, or an error number, errno kept.  Never the two the C library
+ * keeps for itself (32 and 33, thread cancellation and set*id), as it does; OLD gets the mask before. */
+#define MS_SIGBIT(sig) (UINT64_C(1) << ((sig)-1))
+static inline int ms_sys_sigmask(int how, uint64_t block, sigset_t *old)
+{
+	int saved = errno;
+	block &= ~(MS_SIGBIT(32) | MS_SIGBIT(33));
+	long r = syscall(SYS_rt_sigprocmask, how, &block, old, sizeof block);
+	int e = r < 0 ? errno : 0;
+	errno = saved;
+	return e;
+}
+
+/* The mask a sigset_t holds, for ms_sys_sigmask (the rest of its bytes are the C library's room). */
+static inline uint64_t ms_sigset_bits(const sigset_t *set)
+{
+	uint64_t bits;
+	memcpy(&bits, set, sizeof bits);
+	return bits;
 }
 
 #endif

@@ -81,10 +81,9 @@ static int is_ours(const struct sigaction *sa)
 static void cover(int sig, const struct sigaction *current)
 {
 	struct sigaction ours;
-	memset(&ours, 0, sizeof ours);
+	memset(&ours, 0, sizeof ours); /* an empty sa_mask too */
 	ours.sa_sigaction = on_fatal_signal;
 	ours.sa_flags = SA_SIGINFO | SA_ONSTACK | SA_RESTART;
-	sigemptyset(&ours.sa_mask);
 	*view_of(sig) = *current;
 	real_sigaction(sig, &ours, NULL);
 }

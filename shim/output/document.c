@@ -513,7 +513,8 @@ static void write_identity(struct ms_json *w, const struct ms_doc *d)
 	ms_json_bool(w, "forked", p->forked);
 	ms_json_array(w, "argv");
 	for (size_t i = 0; i < d->argv_len;) {
-		size_t n = strnlen(d->argv + i, d->argv_len - i);
+		const char *nul = memchr(d->argv + i, '\0', d->argv_len - i);
+		size_t n = nul ? (size_t)(nul - (d->argv + i)) : d->argv_len - i;
 		ms_json_string_n(w, NULL, d->argv + i, n);
 		i += n + 1;
 	}

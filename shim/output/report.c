@@ -289,13 +289,13 @@ static sigset_t writer_mask; /* the holder's signal mask before it took the writ
 static int try_writer(void)
 {
 	static const int synchronous[] = { SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGTRAP, SIGSYS };
-	sigset_t async, old;
-	sigfillset(&async);
+	uint64_t async = ~UINT64_C(0);
+	sigset_t old;
 	for (size_t i = 0; i < sizeof synchronous / sizeof *synchronous; i++)
-		sigdelset(&async, synchronous[i]);
-	pthread_sigmask(SIG_BLOCK, &async, &old);
+		async &= ~MS_SIGBIT(synchronous[i]);
+	ms_sys_sigmask(SIG_BLOCK, async, &old);
 	if (__atomic_exchange_n(&writing, 1, __ATOMIC_ACQUIRE)) {
-		pthread_sigmask(SIG_SETMASK, &old, NULL);
+		ms_sys_sigmask(SIG_SETMASK, ms_sigset_bits(&old), NULL);
 		return -1;
 	}
 	writer_mask = old;
@@ -305,9 +305,9 @@ static int try_writer(void)
 /* Gives the writer back; a signal that waited is taken now. */
 static void release_writer(void)
 {
-	sigset_t mask = writer_mask;
+	uint64_t mask = ms_sigset_bits(&writer_mask);
 	__atomic_store_n(&writing, 0, __ATOMIC_RELEASE);
-	pthread_sigmask(SIG_SETMASK, &mask, NULL);
+	ms_sys_sigmask(SIG_SETMASK, mask, NULL);
 }
 
 /* One writer at a time: the final file waits for a snapshot in progress; a handler waits ~100 ms. */
@@ -488,7 +488,7 @@ void ms_report_fork_parent(void)
 void ms_report_fork_child(int tracking)
 {
 	if (held_for_fork)
-		pthread_sigmask(SIG_SETMASK, &writer_mask, NULL); /* the forking thread's, as before fork */
+		ms_sys_sigmask(SIG_SETMASK, ms_sigset_bits(&writer_mask), NULL); /* the forking thread's, as before fork */
 	held_for_fork = 0;
 	writing = 0;
 	if (!tracking)

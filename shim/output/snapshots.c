@@ -80,11 +80,10 @@ static void start_thread(void)
 {
 	pthread_t t;
 	pthread_attr_t attr;
-	sigset_t all, old;
+	sigset_t old;
 	if (__atomic_exchange_n(&thread_running, 1, __ATOMIC_ACQ_REL))
 		return;
-	sigfillset(&all);
-	pthread_sigmask(SIG_SETMASK, &all, &old); /* signals stay with the program's threads */
+	ms_sys_sigmask(SIG_SETMASK, ~UINT64_C(0), &old); /* signals stay with the program's threads */
 	pthread_attr_init(&attr);
 	pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
 	pthread_attr_setstacksize(&attr, (size_t)256 * 1024);
@@ -92,7 +91,7 @@ static void start_thread(void)
 		ms_warn("cannot start the snapshot thread; MEMSHIM_SNAPSHOT_INTERVAL is ignored");
 	}
 	pthread_attr_destroy(&attr);
-	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	ms_sys_sigmask(SIG_SETMASK, ms_sigset_bits(&old), NULL);
 }
 
 static int worth_it(double now)

@@ -2,7 +2,7 @@
 # other layers (the metrics document) linked from their sources beside it.
 UNIT_SUITES := test_counters test_stages test_config test_json test_ranges test_timeline test_settings_table \
 	test_rank test_document test_settings_text test_expmath test_elfnote test_lineage \
-	test_cgroup test_text
+	test_cgroup test_text test_sys
 UNIT_BINS := $(UNIT_SUITES:%=$(BUILD)/unit/%)
 
 $(BUILD)/unit/test_document: shim/output/document.c shim/output/doc_cgroup.c shim/output/footprint.c $(wildcard shim/output/document.h)
