@@ -52,10 +52,12 @@ double ms_ln(double x)
  * series to s^33 (its remainder under 1e-17). */
 #define LN_S(i) ((double)(i) / (2.0 * MS_NEG_LN_CELLS + (double)(i)))
 #define LN_Q(i) (LN_S(i) * LN_S(i))
+/* clang-format off */
 #define LN_SERIES(q) \
-	(1 + q * (1.0 / 3 + q * (1.0 / 5 + q * (1.0 / 7 + q * (1.0 / 9 + q * (1.0 / 11 + q * (1.0 / 13 + q * \
-	(1.0 / 15 + q * (1.0 / 17 + q * (1.0 / 19 + q * (1.0 / 21 + q * (1.0 / 23 + q * (1.0 / 25 + q * (1.0 \
-	/ 27 + q * (1.0 / 29 + q * (1.0 / 31 + q * (1.0 / 33)))))))))))))))))
+	(1 + q * (1.0 / 3 + q * (1.0 / 5 + q * (1.0 / 7 + q * (1.0 / 9 + q * (1.0 / 11 + q * (1.0 / 13 + \
+	q * (1.0 / 15 + q * (1.0 / 17 + q * (1.0 / 19 + q * (1.0 / 21 + q * (1.0 / 23 + q * (1.0 / 25 + \
+	q * (1.0 / 27 + q * (1.0 / 29 + q * (1.0 / 31 + q * (1.0 / 33)))))))))))))))))
+/* clang-format on */
 #define LN_CELL(i) (2 * LN_S(i) * LN_SERIES(LN_Q(i)))
 #define CELL(i) { LN_CELL(i), (LN_CELL((i) + 1) - LN_CELL(i)) * 0x1p-53 },
 #define CELLS4(i) CELL(i) CELL((i) + 1) CELL((i) + 2) CELL((i) + 3)
