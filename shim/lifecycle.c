@@ -23,6 +23,7 @@
 #include "output/live.h"
 #include "output/report.h"
 #include "output/snapshots.h"
+#include "output/spare_stack.h"
 #include "python/py.h"
 #include "sites/sites.h"
 
@@ -86,11 +87,10 @@ static void reports(void)
 			subsystems[i].report();
 }
 
-/* Writes the final metrics file once (closing open stages); REASON is "exit" or "_exit". */
-static void finish(const char *reason)
+/* finish's work, on the spare stack when a signal handler ends the process (output/spare_stack.h). */
+static void finish_on(void *arg)
 {
-	if (!ms_is_tracked_process() || __atomic_exchange_n(&finished, 1, __ATOMIC_ACQ_REL))
-		return;
+	const char *reason = arg;
 	/* the run's first process speaks for the run's native targets at its end, also through _exit
 	 * (dash ends so); the other report steps may take locks a handler calling _exit could hold */
 	if (reason[0] == '_' && !ms_proc.is_child && !__atomic_load_n(&reported, __ATOMIC_ACQUIRE))
@@ -103,6 +103,14 @@ static void finish(const char *reason)
 	ms_process_unpublish(); /* and the lineage record */
 	ms_log_run_end();
 	ms_tls_guard--;
+}
+
+/* Writes the final metrics file once (closing open stages); REASON is "exit" or "_exit". */
+static void finish(const char *reason)
+{
+	if (!ms_is_tracked_process() || __atomic_exchange_n(&finished, 1, __ATOMIC_ACQ_REL))
+		return;
+	ms_on_spare_stack(finish_on, (void *)reason);
 }
 
 static void after_boundary(int stage, int end)

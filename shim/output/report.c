@@ -488,7 +488,8 @@ void ms_report_fork_parent(void)
 void ms_report_fork_child(int tracking)
 {
 	if (held_for_fork)
-		ms_sys_sigmask(SIG_SETMASK, ms_sigset_bits(&writer_mask), NULL); /* the forking thread's, as before fork */
+		ms_sys_sigmask(SIG_SETMASK, ms_sigset_bits(&writer_mask),
+			       NULL); /* the forking thread's, as before fork */
 	held_for_fork = 0;
 	writing = 0;
 	if (!tracking)

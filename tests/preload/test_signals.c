@@ -35,8 +35,10 @@ static void assert_signal_snapshot(json_t *m, int sig)
 
 START_TEST(fatal_signals_leave_a_snapshot_and_the_same_status)
 {
-	static const struct { const char *how; int sig; } cases[] = {
-		{ "segv", SIGSEGV }, { "abort", SIGABRT }, { "term", SIGTERM } };
+	static const struct {
+		const char *how;
+		int sig;
+	} cases[] = { { "segv", SIGSEGV }, { "abort", SIGABRT }, { "term", SIGTERM } };
 	for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
 		json_t *m = crash_run(cases[i].how, NULL);
 		ck_assert_msg(WIFSIGNALED(r.status) && WTERMSIG(r.status) == cases[i].sig, "%s: status %d",
@@ -56,6 +58,33 @@ START_TEST(the_programs_own_handler_keeps_working)
 	ck_assert(json_is_true(json_object_get(m, "complete")));
 	ck_assert_str_eq(json_string_value(json_object_get(m, "reason")), "_exit");
 	json_decref(m);
+}
+END_TEST
+
+/* A SIGSEGV handled on an 8 KiB alternate stack: the program's handler ending it with _exit or exit,
+ * or the default disposition (memshim's handler on that stack): the same status as without memshim
+ * and the file (the report is written on a stack of memshim's own: on the program's it crashed). */
+START_TEST(a_small_alternate_stack_ends_as_without_memshim)
+{
+	json_t *m = crash_run("alt_segv", NULL);
+	ck_assert_msg(WIFSIGNALED(r.status) && WTERMSIG(r.status) == SIGSEGV, "default: status %d", r.status);
+	assert_signal_snapshot(m, SIGSEGV);
+	json_decref(m);
+	static const struct {
+		const char *how, *reason;
+		int status;
+	} ends[] = { { "alt_exit", "_exit", 3 }, { "alt_libc_exit", "exit", 4 } };
+	for (size_t i = 0; i < sizeof ends / sizeof *ends; i++) {
+		m = crash_run(ends[i].how, NULL);
+		ck_assert_msg(WIFEXITED(r.status) && WEXITSTATUS(r.status) == ends[i].status, "%s: status %d",
+			      ends[i].how, r.status);
+		ck_assert_msg(m != NULL, "%s: no metrics file", ends[i].how);
+		ck_assert(json_is_true(json_object_get(m, "complete")));
+		ck_assert_str_eq(json_string_value(json_object_get(m, "reason")), ends[i].reason);
+		assert_between(member(stage_of(m, "doomed"), "cpu", "alloc_delta"), 2 * MiB, 2 * MiB + 8192,
+			       ends[i].how);
+		json_decref(m);
+	}
 }
 END_TEST
 
@@ -128,8 +157,9 @@ START_TEST(default_snapshot_only_for_processes_worth_it)
 	ck_assert_int_eq(count_files(r.dir, "m.json", NULL, 0), 0);
 	m = policy_run("big", NULL);
 	assert_default_snapshot(m);
-	ck_assert_int_ge(json_integer_value(json_object_get(json_object_get(json_object_get(m, "process"), "cpu"), "live")),
-			 80 * MiB);
+	ck_assert_int_ge(
+		json_integer_value(json_object_get(json_object_get(json_object_get(m, "process"), "cpu"), "live")),
+		80 * MiB);
 	json_decref(m);
 }
 END_TEST
@@ -165,6 +195,7 @@ int main(void)
 	tcase_set_timeout(tc1, 120);
 	tcase_add_test(tc1, fatal_signals_leave_a_snapshot_and_the_same_status);
 	tcase_add_test(tc1, the_programs_own_handler_keeps_working);
+	tcase_add_test(tc1, a_small_alternate_stack_ends_as_without_memshim);
 	tcase_add_test(tc1, a_signal_handler_that_allocates_never_deadlocks);
 	suite_add_tcase(s, tc1);
 	TCase *tc2 = tcase_create("snapshots");
