@@ -96,26 +96,18 @@ static inline char *ms_sys_getcwd(char *buf, size_t size)
 	return n > 0 && buf[0] == '/' ? buf : NULL;
 }
 
-/* pthread_sigmask(3) on the kernel's 64 signals: blocks the signals whose bits are set in BLOCK
- * (signal N is bit N-1) and returns 0, or an error number, errno kept.  Never the two the C library
- * keeps for itself (32 and 33, thread cancellation and set*id), as it does; OLD gets the mask before. */
+/* pthread_sigmask(3) on the kernel's 64 signals (signal N is bit N-1): returns 0, or an error
+ * number, errno kept.  Never blocks the two the C library keeps for itself (32 and 33, thread
+ * cancellation and set*id), as it does; OLD (when not NULL) gets the mask before. */
 #define MS_SIGBIT(sig) (UINT64_C(1) << ((sig)-1))
-static inline int ms_sys_sigmask(int how, uint64_t block, sigset_t *old)
+static inline int ms_sys_sigmask(int how, uint64_t set, uint64_t *old)
 {
 	int saved = errno;
-	block &= ~(MS_SIGBIT(32) | MS_SIGBIT(33));
-	long r = syscall(SYS_rt_sigprocmask, how, &block, old, sizeof block);
+	set &= ~(MS_SIGBIT(32) | MS_SIGBIT(33));
+	long r = syscall(SYS_rt_sigprocmask, how, &set, old, sizeof set);
 	int e = r < 0 ? errno : 0;
 	errno = saved;
 	return e;
-}
-
-/* The mask a sigset_t holds, for ms_sys_sigmask (the rest of its bytes are the C library's room). */
-static inline uint64_t ms_sigset_bits(const sigset_t *set)
-{
-	uint64_t bits;
-	memcpy(&bits, set, sizeof bits);
-	return bits;
 }
 
 #endif

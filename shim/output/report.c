@@ -281,7 +281,7 @@ static int write_to(const char *path, const char *reason, int sig, int complete)
 }
 
 static int writing, finished_final;
-static sigset_t writer_mask; /* the holder's signal mask before it took the writer */
+static uint64_t writer_mask; /* the holder's signal mask before it took the writer */
 
 /* Takes the writer now or returns -1.  Signals sent to the process wait while it is held: a handler
  * ending the process on this thread (ours, or the program's calling _exit) would otherwise wait for
@@ -289,13 +289,12 @@ static sigset_t writer_mask; /* the holder's signal mask before it took the writ
 static int try_writer(void)
 {
 	static const int synchronous[] = { SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGTRAP, SIGSYS };
-	uint64_t async = ~UINT64_C(0);
-	sigset_t old;
+	uint64_t async = ~UINT64_C(0), old;
 	for (size_t i = 0; i < sizeof synchronous / sizeof *synchronous; i++)
 		async &= ~MS_SIGBIT(synchronous[i]);
 	ms_sys_sigmask(SIG_BLOCK, async, &old);
 	if (__atomic_exchange_n(&writing, 1, __ATOMIC_ACQUIRE)) {
-		ms_sys_sigmask(SIG_SETMASK, ms_sigset_bits(&old), NULL);
+		ms_sys_sigmask(SIG_SETMASK, old, NULL);
 		return -1;
 	}
 	writer_mask = old;
@@ -305,7 +304,7 @@ static int try_writer(void)
 /* Gives the writer back; a signal that waited is taken now. */
 static void release_writer(void)
 {
-	uint64_t mask = ms_sigset_bits(&writer_mask);
+	uint64_t mask = writer_mask;
 	__atomic_store_n(&writing, 0, __ATOMIC_RELEASE);
 	ms_sys_sigmask(SIG_SETMASK, mask, NULL);
 }
@@ -487,9 +486,8 @@ void ms_report_fork_parent(void)
 
 void ms_report_fork_child(int tracking)
 {
-	if (held_for_fork)
-		ms_sys_sigmask(SIG_SETMASK, ms_sigset_bits(&writer_mask),
-			       NULL); /* the forking thread's, as before fork */
+	if (held_for_fork) /* the forking thread's mask, as before fork */
+		ms_sys_sigmask(SIG_SETMASK, writer_mask, NULL);
 	held_for_fork = 0;
 	writing = 0;
 	if (!tracking)

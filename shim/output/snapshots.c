@@ -86,7 +86,7 @@ static void start_thread(void)
 {
 	pthread_t t;
 	pthread_attr_t attr;
-	sigset_t old;
+	uint64_t old;
 	if (__atomic_exchange_n(&thread_running, 1, __ATOMIC_ACQ_REL))
 		return;
 	ms_sys_sigmask(SIG_SETMASK, ~UINT64_C(0), &old); /* signals stay with the program's threads */
@@ -97,7 +97,7 @@ static void start_thread(void)
 		ms_warn("cannot start the snapshot thread; MEMSHIM_SNAPSHOT_INTERVAL is ignored");
 	}
 	pthread_attr_destroy(&attr);
-	ms_sys_sigmask(SIG_SETMASK, ms_sigset_bits(&old), NULL);
+	ms_sys_sigmask(SIG_SETMASK, old, NULL);
 }
 
 static int worth_it(double now)
