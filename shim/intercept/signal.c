@@ -12,6 +12,7 @@
 #include "core/ms.h"
 #include "intercept/hooks.h"
 #include "intercept/signal.h"
+#include "intercept/spare_stack.h"
 
 /* Not declared by every C library's headers. */
 int __sigaction(int sig, const struct sigaction *act, struct sigaction *old);
@@ -59,9 +60,9 @@ static int real_sigaction(int sig, const struct sigaction *act, struct sigaction
 	return ms_real_sigaction(sig, act, old);
 }
 
-static void on_fatal_signal(int sig, siginfo_t *info, void *uctx)
+static void on_fatal_signal_on(void *arg)
 {
-	int saved = errno;
+	int sig = *(const int *)arg;
 	void (*f)(int) = __atomic_load_n(&on_fatal, __ATOMIC_ACQUIRE);
 	if (f)
 		f(sig);
@@ -69,6 +70,14 @@ static void on_fatal_signal(int sig, siginfo_t *info, void *uctx)
 	 * signal stays blocked until we return, so the exit status is the signal's) */
 	real_sigaction(sig, view_of(sig), NULL);
 	raise(sig);
+}
+
+/* On memshim's own stack when on an alternate one: the last file and raise's first call (a lazy
+ * symbol lookup saves the vector registers there) do not fit what a crash handler left of 8 KiB. */
+static void on_fatal_signal(int sig, siginfo_t *info, void *uctx)
+{
+	int saved = errno;
+	ms_on_spare_stack(on_fatal_signal_on, &sig);
 	errno = saved;
 }
 

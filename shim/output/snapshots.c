@@ -29,7 +29,6 @@
 #include "output/peak_sites.h"
 #include "output/report.h"
 #include "output/snapshots.h"
-#include "output/spare_stack.h"
 
 #define AUTO_GAP 2.0
 #define AUTO_AGE 2.0
@@ -52,19 +51,15 @@ static void set_next_due(double v)
 	__atomic_store(&auto_next, &v, __ATOMIC_RELAXED);
 }
 
-static void last_snapshot_on(void *arg)
-{
-	int sig = *(const int *)arg;
-	ms_live_signal(sig); /* first: the record says so even if the file cannot be written */
-	ms_report_signal(sig);
-	ms_process_unpublish(); /* the process is gone: its lineage record goes too */
-}
-
-/* A fatal signal is about to end the process: a last snapshot, never waiting long for locks. */
+/* A fatal signal is about to end the process: a last snapshot, never waiting long for locks (on
+ * memshim's spare stack when the handler runs on an alternate one: intercept/signal.c). */
 static void last_snapshot(int sig)
 {
-	if (ms_is_tracked_process())
-		ms_on_spare_stack(last_snapshot_on, &sig);
+	if (ms_is_tracked_process()) {
+		ms_live_signal(sig); /* first: the record says so even if the file cannot be written */
+		ms_report_signal(sig);
+		ms_process_unpublish(); /* the process is gone: its lineage record goes too */
+	}
 }
 
 static void *snapshot_loop(void *arg)

@@ -62,14 +62,21 @@ START_TEST(the_programs_own_handler_keeps_working)
 END_TEST
 
 /* A SIGSEGV handled on an 8 KiB alternate stack: the program's handler ending it with _exit or exit,
- * or the default disposition (memshim's handler on that stack): the same status as without memshim
- * and the file (the report is written on a stack of memshim's own: on the program's it crashed). */
+ * or calling abort() there (Rust's stack overflow handler: memshim's SIGABRT handler runs on what
+ * is left of that stack), or the default disposition (memshim's handler on that stack): the same
+ * status as without memshim and the file (written on a stack of memshim's own: on the program's
+ * it crashed, and raise's first call did in the abort case). */
 START_TEST(a_small_alternate_stack_ends_as_without_memshim)
 {
-	json_t *m = crash_run("alt_segv", NULL);
-	ck_assert_msg(WIFSIGNALED(r.status) && WTERMSIG(r.status) == SIGSEGV, "default: status %d", r.status);
-	assert_signal_snapshot(m, SIGSEGV);
-	json_decref(m);
+	static const struct { const char *how; int sig; } deaths[] = { { "alt_segv", SIGSEGV }, { "alt_abort", SIGABRT } };
+	json_t *m;
+	for (size_t i = 0; i < sizeof deaths / sizeof *deaths; i++) {
+		m = crash_run(deaths[i].how, NULL);
+		ck_assert_msg(WIFSIGNALED(r.status) && WTERMSIG(r.status) == deaths[i].sig, "%s: status %d",
+			      deaths[i].how, r.status);
+		assert_signal_snapshot(m, deaths[i].sig);
+		json_decref(m);
+	}
 	static const struct {
 		const char *how, *reason;
 		int status;

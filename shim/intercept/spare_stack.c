@@ -6,7 +6,7 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 #include "core/ms.h"
-#include "output/spare_stack.h"
+#include "intercept/spare_stack.h"
 
 #define SPARE_STACK_SIZE (256 * 1024)
 static unsigned char spare[SPARE_STACK_SIZE] MS_LARGE __attribute__((aligned(64)));
