@@ -368,6 +368,17 @@ static void exact(double t)
 	record.map->shared_mappings = ms_mmap_shared_mappings();
 }
 
+/* exact() between boundaries too: a process that allocates and never reaches another boundary (a
+ * Go program leaving by its own exit_group, a killed one) has its RSS high-water in the record. */
+static void exact_when_due(double t)
+{
+	if (t < record.next_exact)
+		return;
+	begin_write();
+	exact(t);
+	end_write(t);
+}
+
 /* A boundary: the stages that changed from a brief copy of the engine (exact peaks of the open
  * ones as of this boundary), then what light() writes. */
 static void full(double t, int all)
@@ -403,10 +414,12 @@ static void request(int kind, double t)
 		int later = (k & FULL) && ms_stages_held_here(); /* a handler inside the engine: not now */
 		if (ok && __atomic_load_n(&record.state, __ATOMIC_RELAXED) != OFF) {
 			__atomic_store_n(&record.state, ON, __ATOMIC_RELAXED);
-			if ((k & FULL) && !later)
+			if ((k & FULL) && !later) {
 				full(ms_elapsed(), fresh);
-			else
+			} else {
+				exact_when_due(t);
 				light(t);
+			}
 		}
 		if (later)
 			__atomic_or_fetch(&record.pending, FULL, __ATOMIC_RELAXED);

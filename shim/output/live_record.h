@@ -89,7 +89,7 @@ struct ms_live_record {
 	int64_t peak[MS_LIVE_COMPS];      /* process peaks so far */
 	int64_t inherited[MS_LIVE_COMPS]; /* a forked child: live at the fork (its parent's memory) */
 	int64_t before_init[MS_LIVE_COMPS];
-	int64_t rss_peak; /* the kernel's high-water RSS at the last stage boundary */
+	int64_t rss_peak; /* the kernel's high-water RSS, read at boundaries and points at most every 0.1 s */
 	uint64_t mmap_untracked;
 	uint64_t shared_mappings; /* shared memory mappings made or inherited (0: no shared keys) */
 	/* the memory cgroup as last read (cgroup_version 0: none read; limits MS_CGROUP_NONE: none) */

@@ -261,6 +261,10 @@ START_TEST(a_killed_climb_is_recovered_from_its_record)
 	ck_assert(json_is_false(json_object_get(root, "complete")));
 	long long alloc = so_far(root, "train", "alloc_delta");
 	ck_assert_msg(alloc >= 70LL * MIB && alloc < 71LL * MIB, "train alloc so far %lld", alloc);
+	/* the RSS high-water is read between boundaries too (the last stage boundary came before the
+	 * climb): by the 30 MiB allocation's point, 0.3 s in, the first 40 MiB were written */
+	long long rss = json_integer_value(json_object_get(json_object_get(root, "metrics"), "process_mem_rss_peak"));
+	ck_assert_msg(rss >= 40LL * MIB, "RSS peak %lld", rss);
 	json_decref(root);
 
 	/* the dump, as a user reads it */
