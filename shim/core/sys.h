@@ -96,10 +96,15 @@ static inline char *ms_sys_getcwd(char *buf, size_t size)
 	return n > 0 && buf[0] == '/' ? buf : NULL;
 }
 
+/* Signal N's bit in the kernel's 64-bit mask. */
+#define MS_SIGBIT(sig) (UINT64_C(1) << ((sig)-1))
+/* The signals a thread's own instruction raises (a fault): blocking them would not defer them. */
+#define MS_SIG_SYNCHRONOUS                                                                                             \
+	(MS_SIGBIT(SIGSEGV) | MS_SIGBIT(SIGBUS) | MS_SIGBIT(SIGFPE) | MS_SIGBIT(SIGILL) | MS_SIGBIT(SIGTRAP) |         \
+	 MS_SIGBIT(SIGSYS))
 /* pthread_sigmask(3) on the kernel's 64 signals (signal N is bit N-1): returns 0, or an error
  * number, errno kept.  Never blocks the two the C library keeps for itself (32 and 33, thread
  * cancellation and set*id), as it does; OLD (when not NULL) gets the mask before. */
-#define MS_SIGBIT(sig) (UINT64_C(1) << ((sig)-1))
 static inline int ms_sys_sigmask(int how, uint64_t set, uint64_t *old)
 {
 	int saved = errno;

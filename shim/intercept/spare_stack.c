@@ -6,6 +6,7 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 #include "core/ms.h"
+#include "core/sys.h"
 #include "intercept/spare_stack.h"
 
 #define SPARE_STACK_SIZE (256 * 1024)
@@ -41,6 +42,12 @@ void ms_on_spare_stack(void (*fn)(void *), void *arg)
 		fn(arg);
 		return;
 	}
+	/* a handler with SA_ONSTACK entered meanwhile would start at the top of the alternate stack (the
+	 * kernel sees this thread off it), over the frames waiting there: asynchronous signals wait */
+	uint64_t old;
+	int masked = ms_sys_sigmask(SIG_BLOCK, ~MS_SIG_SYNCHRONOUS, &old) == 0;
 	call_at(fn, arg, spare + sizeof spare);
 	__atomic_store_n(&taken, 0, __ATOMIC_RELEASE);
+	if (masked)
+		ms_sys_sigmask(SIG_SETMASK, old, NULL);
 }

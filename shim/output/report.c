@@ -288,11 +288,8 @@ static uint64_t writer_mask; /* the holder's signal mask before it took the writ
  * the writer its own thread holds, and the file it cut short would be lost. */
 static int try_writer(void)
 {
-	static const int synchronous[] = { SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGTRAP, SIGSYS };
-	uint64_t async = ~UINT64_C(0), old;
-	for (size_t i = 0; i < sizeof synchronous / sizeof *synchronous; i++)
-		async &= ~MS_SIGBIT(synchronous[i]);
-	ms_sys_sigmask(SIG_BLOCK, async, &old);
+	uint64_t old;
+	ms_sys_sigmask(SIG_BLOCK, ~MS_SIG_SYNCHRONOUS, &old);
 	if (__atomic_exchange_n(&writing, 1, __ATOMIC_ACQUIRE)) {
 		ms_sys_sigmask(SIG_SETMASK, old, NULL);
 		return -1;
