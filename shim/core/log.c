@@ -297,6 +297,9 @@ const char *ms_errno_text(int e)
 	case EDQUOT: return "disk quota exceeded";
 	case EFBIG: return "file too large";
 	case EIO: return "I/O error";
+	case EMFILE: return "too many open files (the process's RLIMIT_NOFILE)";
+	case ENFILE: return "too many open files in the system";
+	case ENOMEM: return "out of memory";
 	default: return "system error"; /* the errno number follows in the message */
 		/* clang-format on */
 	}

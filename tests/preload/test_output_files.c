@@ -317,6 +317,22 @@ START_TEST(a_full_device_is_reported_as_enospc)
 }
 END_TEST
 
+/* A process that lowered its own RLIMIT_NOFILE to its three standard fds: its exit status, and
+ * one warning per path tried that says why in words. */
+START_TEST(no_fds_left_is_said_in_words)
+{
+	char dir[64], path[96];
+	make_dir(dir, sizeof dir, 0755, 0);
+	snprintf(path, sizeof path, "%s/m.json", dir);
+	run_fixture("no_fds_left", "", path);
+	ck_assert_int_eq(WEXITSTATUS(r.status), 6);
+	char want[200];
+	snprintf(want, sizeof want, "cannot write metrics file %s: too many open files (the process's RLIMIT_NOFILE) (errno 24)",
+		 path);
+	ck_assert_msg(strstr(r.err, want) != NULL, "stderr: %s", r.err);
+}
+END_TEST
+
 /* Fills the file system at DIR so the next write fails. */
 static void fill(const char *dir)
 {
@@ -381,6 +397,7 @@ int main(void)
 	tcase_add_test(tc2, no_warning_when_fd_2_was_closed_at_start);
 	tcase_add_test(tc2, the_same_stderr_still_gets_the_warning);
 	tcase_add_test(tc2, a_full_device_is_reported_as_enospc);
+	tcase_add_test(tc2, no_fds_left_is_said_in_words);
 	tcase_add_test(tc2, a_full_file_system_is_reported_as_enospc);
 	tcase_add_test(tc2, unwritable_output_warns_once_naming_the_path);
 	suite_add_tcase(s, tc2);
