@@ -405,19 +405,24 @@ uint32_t ms_counters_last_cut(void)
 	return last_cut;
 }
 
-/* Live of the first N components, the CPU ones as one consistent set. */
-static void live_all(int64_t live[MS_NCOMP], int n)
+/* Live of the first N components but the CPU ones, which the caller reads as one set. */
+static inline __attribute__((always_inline)) void live_but_cpu(int64_t live[MS_NCOMP], int n)
 {
-	const uint32_t cpu_parts = CPU_PARTS;
 	if (n == MS_DEV0) /* a component that never moved is 0; fixed sizes are written inline */
 		memset(live, 0, sizeof *live * MS_DEV0);
 	else
 		memset(live, 0, sizeof *live * (size_t)n);
-	uint32_t others = __atomic_load_n(&moved, __ATOMIC_RELAXED) & ~cpu_parts & ((UINT32_C(1) << n) - 1);
+	uint32_t others = __atomic_load_n(&moved, __ATOMIC_RELAXED) & ~CPU_PARTS & ((UINT32_C(1) << n) - 1);
 	for (; others; others &= others - 1) {
 		int c = __builtin_ctz(others);
 		live[c] = __atomic_load_n(&counters[c].live, __ATOMIC_RELAXED);
 	}
+}
+
+/* Live of the first N components, the CPU ones as one consistent set. */
+static void live_all(int64_t live[MS_NCOMP], int n)
+{
+	live_but_cpu(live, n);
 	ms_cpu_live(&live[MS_CPU], &live[MS_MALLOC], &live[MS_MMAP], &live[MS_RESERVE], &live[MS_SHARED]);
 }
 
@@ -432,15 +437,7 @@ static struct {
 /* live_all for a cut; WAS: the tracked components touched since the last one. */
 static void cut_live(int64_t live[MS_NCOMP], int n, uint32_t was)
 {
-	if (n == MS_DEV0)
-		memset(live, 0, sizeof *live * MS_DEV0);
-	else
-		memset(live, 0, sizeof *live * (size_t)n);
-	uint32_t others = __atomic_load_n(&moved, __ATOMIC_RELAXED) & ~CPU_PARTS & ((UINT32_C(1) << n) - 1);
-	for (; others; others &= others - 1) {
-		int c = __builtin_ctz(others);
-		live[c] = __atomic_load_n(&counters[c].live, __ATOMIC_RELAXED);
-	}
+	live_but_cpu(live, n);
 	uint64_t w = __atomic_load_n(&ms_cpu.word, __ATOMIC_SEQ_CST);
 	if (EPOCH_OF(w) != cut_parts.epoch || (was & (1u << MS_MMAP))) {
 		cut_parts.mm = mmap_at(w);
