@@ -143,12 +143,13 @@ static int mf_pid_runs(json_int_t pid)
 }
 
 /* Whether nothing says the process ended otherwise than by SIGKILL: no file its signal handler wrote,
- * no record of a fatal signal (the OOM killer's SIGKILL runs no handler). */
+ * no record of a fatal signal (the OOM killer's SIGKILL runs no handler; a Go program's record that
+ * says "exited" cannot tell its exit from one). */
 static int mf_sigkilled(json_t *root)
 {
 	const char *reason = json_string_value(json_object_get(root, "reason"));
 	const char *state = json_string_value(json_object_get(json_object_get(root, "live_record"), "state"));
-	return !(reason && !strcmp(reason, "signal")) && !(state && strcmp(state, "killed"));
+	return !(reason && !strcmp(reason, "signal")) && !(state && strcmp(state, "killed") && strcmp(state, "exited"));
 }
 
 void mf_cgroup_after_exit(json_t *root)

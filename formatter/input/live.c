@@ -434,7 +434,42 @@ static int mf_ordered(const struct ms_live_record *r, int ids[MS_LIVE_STAGES])
 	return n;
 }
 
-json_t *mf_live_json(const struct ms_live_record *r, const char *path, int alive, int torn)
+/* The CPU (or GPU: C) bytes a span needed: what it kept plus what came and went. */
+static int64_t mf_needed(const struct ms_live_span *sp, int c)
+{
+	int64_t peaked = mf_sub(sp->peak[c], sp->end[c]);
+	return mf_sub(sp->end[c], sp->begin[c]) + (peaked > 0 ? peaked : 0);
+}
+
+/* What the shim does to the stages still open at a normal exit (each call closed at exit, its
+ * numbers those of the last update), for a program that leaves past that exit (Go). */
+static void mf_close_at_exit(struct ms_live_record *r)
+{
+	int nst = r->nstages < MS_LIVE_STAGES ? r->nstages : MS_LIVE_STAGES;
+	for (int i = 0; i < nst; i++) {
+		struct ms_live_stage *st = &r->stage[i];
+		if (st->depth <= 0)
+			continue;
+		st->calls++;
+		if (st->calls == 1 || mf_needed(&st->cur, MS_LIVE_CPU) > st->max_cpu_needed)
+			st->max_cpu_needed = mf_needed(&st->cur, MS_LIVE_CPU), st->max_cpu_call = st->calls;
+		if (st->calls == 1 || mf_needed(&st->cur, MS_LIVE_GPU) > st->max_gpu_needed)
+			st->max_gpu_needed = mf_needed(&st->cur, MS_LIVE_GPU), st->max_gpu_call = st->calls;
+		st->last = st->cur;
+		st->last.closed_at_exit = 1;
+		st->depth = 0;
+	}
+	r->nopen = 0;
+}
+
+/* A program that leaves by its own exit system call (leaves_raw), gone while its record says it
+ * runs: it exited (or was killed: the record cannot tell the two apart). */
+static int mf_left_raw(const struct ms_live_record *r, int alive)
+{
+	return !alive && r->leaves_raw && r->state == MS_LIVE_RUNNING;
+}
+
+static json_t *mf_live_json_of(const struct ms_live_record *r, const char *path, int alive, int torn)
 {
 	json_t *d = json_object(), *stages = json_array(), *about = json_object();
 	int64_t peaks[MS_LIVE_COMPS], live[MS_LIVE_COMPS];
@@ -449,6 +484,7 @@ json_t *mf_live_json(const struct ms_live_record *r, const char *path, int alive
 	       json_string(alive                          ? "running"
 			   : r->state == MS_LIVE_ENDED    ? "ended"
 			   : r->state == MS_LIVE_SIGNALED ? "signal"
+			   : r->leaves_raw                ? "exited"
 							  : "killed"));
 	if (!alive && r->state == MS_LIVE_SIGNALED)
 		mf_set_int(about, "signal", r->signal);
@@ -468,6 +504,18 @@ json_t *mf_live_json(const struct ms_live_record *r, const char *path, int alive
 	json_t *p = mf_process(r, peaks, live);
 	mf_live_cgroup_process(p, r, peaks[MS_LIVE_CGROUP]);
 	mf_set(d, "process", p);
+	return d;
+}
+
+json_t *mf_live_json(const struct ms_live_record *r, const char *path, int alive, int torn)
+{
+	if (!mf_left_raw(r, alive))
+		return mf_live_json_of(r, path, alive, torn);
+	struct ms_live_record *closed = mf_xmalloc(sizeof *closed);
+	memcpy(closed, r, sizeof *closed);
+	mf_close_at_exit(closed);
+	json_t *d = mf_live_json_of(closed, path, alive, torn);
+	free(closed);
 	return d;
 }
 

@@ -418,6 +418,17 @@ void mf_print_status(FILE *out, const struct mf_file *f)
 {
 	if (f->complete)
 		return;
+	const char *state = json_string_value(json_object_get(json_object_get(f->root, "live_record"), "state"));
+	if (state && !strcmp(state, "exited")) { /* input/live.c: a Go program gone, its stages closed at exit */
+		fprintf(out,
+			"memshim: %s: from a live record: a Go program leaves by its own exit system call, past "
+			"memshim's exit report, so these are its numbers at its last update (record",
+			f->path);
+		mf_print_when(out, f);
+		fprintf(out, "); a kill -9 would leave the same\n");
+		mf_print_cgroup_killed(out, f);
+		return;
+	}
 	if (mf_stopped_idle(f)) {
 		fprintf(out,
 			"memshim: %s: ended by SIGTERM with no stage open (a shutdown: Jupyter's of a "
@@ -428,7 +439,6 @@ void mf_print_status(FILE *out, const struct mf_file *f)
 		return;
 	}
 	char *open = mf_open_stages(f->stages);
-	const char *state = json_string_value(json_object_get(json_object_get(f->root, "live_record"), "state"));
 	fprintf(out, "memshim: %s: incomplete metrics (a snapshot", f->path);
 	json_t *live_sig = json_object_get(json_object_get(f->root, "live_record"), "signal");
 	if (state && json_is_integer(live_sig)) /* a live record (input/live.c) */

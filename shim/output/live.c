@@ -187,6 +187,7 @@ static void identity(struct ms_live_record *r)
 	r->forked = ms_proc.forked;
 	r->start_unix = ms_proc.start_unix;
 	r->timeline = ms_cfg.timeline;
+	r->leaves_raw = ms_proc.leaves_raw;
 	ranks(r);
 	int truncated;
 	r->argv_len = (uint32_t)ms_process_cmdline(r->argv, sizeof r->argv, &truncated);

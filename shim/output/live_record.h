@@ -10,7 +10,7 @@
 #include <stdint.h>
 
 #define MS_LIVE_MAGIC UINT64_C(0x314556494c4d534d) /* "MSMLIVE1" in the file's first bytes */
-#define MS_LIVE_VERSION 4 /* 2: the shared component; 3: the memory cgroup; 4: its boot id, dev, ino */
+#define MS_LIVE_VERSION 5 /* 2: the shared component; 3: the memory cgroup; 4: its boot id, dev, ino; 5: leaves_raw */
 #define MS_LIVE_SUFFIX ".live"
 #define MS_LIVE_STAGES 64 /* MS_MAX_STAGES */
 #define MS_LIVE_COMPS 26  /* MS_NCOMP: the components of core/counters.h, in its order */
@@ -85,6 +85,7 @@ struct ms_live_record {
 	int32_t nstages, nopen;
 	int32_t open[MS_LIVE_STAGES]; /* ids of the open stages, in begin order (outermost first) */
 	int32_t before_init_set;
+	int32_t leaves_raw; /* it leaves by its own exit system call (Go): gone while running is its usual end */
 	int64_t live[MS_LIVE_COMPS];
 	int64_t peak[MS_LIVE_COMPS];      /* process peaks so far */
 	int64_t inherited[MS_LIVE_COMPS]; /* a forked child: live at the fork (its parent's memory) */

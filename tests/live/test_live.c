@@ -1104,6 +1104,20 @@ static void go_counted(json_t *doc, long long c, long long heap, long long sys)
 		      peak, c, heap, sys);
 }
 
+/* A Go program gone is read as one that exited (its usual end, which its record cannot tell from a
+ * kill -9): its record's state says so and the stage open at its end (init) is closed at exit, as
+ * the shim closes open stages at a normal exit. */
+static void go_closed_at_exit(json_t *doc)
+{
+	ck_assert_str_eq(json_string_value(json_object_get(json_object_get(doc, "live_record"), "state")), "exited");
+	json_t *init = json_array_get(json_object_get(doc, "stages"), 0);
+	ck_assert_str_eq(json_string_value(json_object_get(init, "name")), "init");
+	ck_assert(json_is_false(json_object_get(init, "open")));
+	ck_assert(json_is_true(json_object_get(init, "closed_at_exit")));
+	ck_assert_int_eq(json_integer_value(json_object_get(init, "calls")), 1);
+	ck_assert_int_eq(json_integer_value(json_object_get(json_object_get(doc, "metrics"), "init_calls")), 1);
+}
+
 /* Go leaves by its own exit_group, past every exit handler: the file it leaves under plain
  * LD_PRELOAD is a snapshot from its start, and its record, there from the start, has the rest. */
 START_TEST(a_go_program_leaves_its_file_and_record)
@@ -1134,6 +1148,7 @@ START_TEST(a_go_program_leaves_its_file_and_record)
 	json_t *doc = load_metrics(&r, "m.json");
 	ck_assert_str_eq(json_string_value(json_object_get(doc, "reason")), "recovered");
 	go_counted(doc, c, heap, sys);
+	go_closed_at_exit(doc);
 	json_decref(doc);
 }
 END_TEST
@@ -1149,13 +1164,19 @@ START_TEST(memshim_run_recovers_a_go_program)
 	const char *command[] = { built("live/gocgo"), NULL };
 	ck_assert_int_eq(exit_code(wait_status(spawn_memshim_run(output, command, NULL))), 0);
 	read_back(dir, out, sizeof out, out + sizeof out / 2, sizeof out / 2);
-	ck_assert_msg(strstr(out + sizeof out / 2, "recovered"), "%s", out + sizeof out / 2);
+	const char *err = out + sizeof out / 2;
+	ck_assert_msg(strstr(err, "recovered"), "%s", err);
+	/* the dump says why, and reads as a run that ended: no "killed", no open stage */
+	ck_assert_msg(strstr(err, "a Go program leaves by its own exit system call"), "%s", err);
+	ck_assert_msg(!strstr(err, "killed") && !strstr(err, "(open)"), "%s", err);
+	ck_assert_msg(dump_shows(err, "init_calls", "1\n"), "%s", err);
 	long long c, heap, sys;
 	go_figures(out, &c, &heap, &sys);
 	json_error_t jerr;
 	json_t *doc = json_load_file(output, 0, &jerr);
 	ck_assert_msg(doc != NULL, "%s", jerr.text);
 	go_counted(doc, c, heap, sys);
+	go_closed_at_exit(doc);
 	json_decref(doc);
 }
 END_TEST
