@@ -1102,6 +1102,10 @@ static void go_counted(json_t *doc, long long c, long long heap, long long sys)
 	long long peak = member(json_object_get(doc, "process"), "cpu", "peak");
 	ck_assert_msg(peak >= c + heap && peak <= c + sys + 8LL * MIB, "cpu peak %lld for C %lld + heap %lld (sys %lld)",
 		      peak, c, heap, sys);
+	/* its RSS high-water as of its last point (read at every point: its record is all there is),
+	 * not of its start: the C bytes and most of the written Go heap */
+	long long rss = json_integer_value(json_object_get(json_object_get(doc, "metrics"), "process_mem_rss_peak"));
+	ck_assert_msg(rss >= c + 40LL * MIB, "RSS peak %lld for C %lld + heap %lld", rss, c, heap);
 }
 
 /* A Go program gone is read as one that exited (its usual end, which its record cannot tell from a
