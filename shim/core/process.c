@@ -2,6 +2,8 @@
  * tracked process hands the processes it execs (the run's root, its file, the rank it held) goes
  * through lineage records (core/lineage.c), never the environment: the program sees none of it. */
 #include <fcntl.h>
+#include <stdint.h>
+#include <sys/resource.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/syscall.h>
@@ -46,12 +48,58 @@ int ms_is_tracked_process(void)
 	return ms_active && (pid_t)syscall(SYS_getpid) == ms_proc.pid;
 }
 
+/* getrusage's high-water RSS in bytes (-1: unread). */
+static int64_t ru_maxrss_bytes(void)
+{
+	struct rusage ru;
+	return ms_sys_getrusage(RUSAGE_SELF, &ru) == 0 ? (int64_t)ru.ru_maxrss * 1024 : -1;
+}
+
+/* The high-water when tracking began: what the kernel carried across exec (the image before it, or
+ * the parent's resident pages at the fork before it), since this image's own was ~1 MB then. */
+static int64_t maxrss_at_start;
+
 void ms_process_start(void)
 {
 	ms_proc.pid = ms_sys_getpid();
 	ms_proc.ppid = ms_sys_getppid();
 	ms_proc.start_monotonic = ms_now();
 	ms_proc.start_unix = unix_now();
+	maxrss_at_start = ru_maxrss_bytes();
+}
+
+/* VmHWM of /proc/self/status in bytes (-1: unread): this image's own high-water. */
+static int64_t status_vm_hwm(void)
+{
+	char buf[4096];
+	int fd = ms_sys_open("/proc/self/status", O_RDONLY | O_CLOEXEC, 0);
+	if (fd < 0)
+		return -1;
+	ssize_t n = ms_sys_read(fd, buf, sizeof buf - 1);
+	ms_sys_close(fd);
+	if (n <= 0)
+		return -1;
+	buf[n] = '\0';
+	for (const char *p = buf; (p = strchr(p, '\n')); p++) {
+		if (strncmp(p + 1, "VmHWM:", 6))
+			continue;
+		int64_t kb = 0;
+		for (p += 7; *p == ' ' || *p == '\t'; p++)
+			;
+		for (; *p >= '0' && *p <= '9'; p++)
+			kb = kb * 10 + (*p - '0');
+		return kb * 1024;
+	}
+	return -1;
+}
+
+int64_t ms_process_rss_peak(void)
+{
+	int64_t now = ru_maxrss_bytes();
+	if (now > maxrss_at_start)
+		return now; /* above what came with the image: its own */
+	int64_t own = status_vm_hwm();
+	return own >= 0 ? own : (now > 0 ? now : 0);
 }
 
 void ms_process_args(int argc, char *const *argv, char *const *envp)

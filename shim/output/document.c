@@ -366,7 +366,9 @@ static void write_process(struct ms_json *w, const struct ms_doc *d)
 	ms_json_object(w, "rss");
 	ms_json_int(w, "peak", d->rss_peak);
 	ms_json_int(w, "live", d->live[MS_RSS]);
-	ms_json_string(w, "read", "peak: getrusage ru_maxrss (VmHWM); live: /proc/self/statm");
+	ms_json_string(
+		w, "read",
+		"peak: getrusage ru_maxrss, or /proc/self/status VmHWM below what exec carried over; live: /proc/self/statm");
 	ms_json_end_object(w);
 	ms_doc_cgroup_process(w, d->cgroup, d->peaks[MS_CGROUP]);
 	if (d->proc->forked)

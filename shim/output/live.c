@@ -354,7 +354,6 @@ static void stage_of(struct ms_live_stage *out, const struct ms_stage *in, int d
  * boundaries may come every microsecond), and when the record is new. */
 static void exact(double t)
 {
-	struct rusage ru;
 	int64_t peaks[MS_NCOMP];
 	if (t < record.next_exact)
 		return;
@@ -364,8 +363,7 @@ static void exact(double t)
 	for (int c = 0; c < MS_NCOMP; c++)
 		if (peaks[c] > record.map->peak[c])
 			record.map->peak[c] = peaks[c];
-	if (ms_sys_getrusage(RUSAGE_SELF, &ru) == 0)
-		record.map->rss_peak = (int64_t)ru.ru_maxrss * 1024;
+	record.map->rss_peak = ms_process_rss_peak();
 	record.map->mmap_untracked = ms_mmap_untracked();
 	record.map->shared_mappings = ms_mmap_shared_mappings();
 }

@@ -54,13 +54,6 @@ static void above_inherited(int64_t *v, const int64_t *inherited)
 	}
 }
 
-/* The kernel's high-water RSS (VmHWM): one system call, no /proc. */
-static int64_t rss_high_water(void)
-{
-	struct rusage ru;
-	return ms_sys_getrusage(RUSAGE_SELF, &ru) == 0 ? (int64_t)ru.ru_maxrss * 1024 : 0;
-}
-
 /* Not from a handler: telling a native name from a typo asks the dynamic linker (NULL: empty list). */
 static void each_unmatched(ms_doc_target_fn fn, void *ctx)
 {
@@ -86,7 +79,7 @@ static void counters_into(struct ms_doc *d)
 		above_inherited(d->peaks, d->inherited);
 		above_inherited(d->live, d->inherited);
 	}
-	d->rss_peak = rss_high_water();
+	d->rss_peak = ms_process_rss_peak();
 	d->cgroup = ms_cgroup_state();
 	d->mmap_untracked = ms_mmap_untracked();
 	d->shared_mappings = ms_mmap_shared_mappings();

@@ -97,6 +97,21 @@ START_TEST(exec_child_writes_its_own_file)
 }
 END_TEST
 
+/* The kernel's high-water RSS (getrusage) carries the 64 MiB its parent had written across the
+ * child's exec: the child's process_mem_rss_peak is its own (VmHWM), not 64 MiB. */
+START_TEST(an_exec_child_s_rss_peak_is_its_own)
+{
+	json_t *m = run_alloc_mode(&r, "exec_big", NULL);
+	ck_assert_ptr_nonnull(m);
+	int child = 0, st = -1;
+	json_t *c = reported_child_file(&child, &st, "exec'd");
+	ck_assert_int_ge(metric(m, "process_mem_rss_peak"), 64 * MiB);
+	assert_between(metric(c, "process_mem_rss_peak"), 2 * MiB, 32 * MiB, "exec child's RSS peak");
+	json_decref(c);
+	json_decref(m);
+}
+END_TEST
+
 START_TEST(follow_children_off_leaves_no_child_files)
 {
 	const char *env[] = { "MEMSHIM_FOLLOW_CHILDREN=0", NULL };
@@ -275,6 +290,7 @@ int main(void)
 	tcase_add_test(tc1, forked_child_writes_its_own_file_and_parent_is_intact);
 	tcase_add_test(tc1, fork_while_threads_are_inside_hooks_never_hangs);
 	tcase_add_test(tc1, exec_child_writes_its_own_file);
+	tcase_add_test(tc1, an_exec_child_s_rss_peak_is_its_own);
 	tcase_add_test(tc1, follow_children_off_leaves_no_child_files);
 	tcase_add_test(tc1, vfork_and_posix_spawn_children_report_on_their_own);
 	tcase_add_test(tc1, exec_in_place_keeps_the_main_file);
