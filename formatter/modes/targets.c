@@ -221,7 +221,8 @@ static int mf_native_found(const struct mf_file *files, size_t n, const char *st
 		json_array_foreach(json_object_get(files[k].root, "native_targets"), j, t)
 			if (mf_same(json_object_get(t, "stage"), stage) &&
 			    mf_same(json_object_get(t, "target"), target) &&
-			    !mf_same(json_object_get(t, "bound"), "none"))
+			    !mf_same(json_object_get(t, "bound"), "none") &&
+			    !mf_same(json_object_get(t, "bound"), "runtime"))
 				return 1;
 		if (mf_lists_unmatched(&files[k], stage, target) || mf_has_stage(&files[k], stage))
 			return 1;
@@ -260,6 +261,15 @@ static int mf_print_native_unfound(FILE *out, const struct mf_file *files, size_
 			if (!stage || !target || mf_native_found(files, n, stage, target) ||
 			    mf_native_listed_before(files, i, j, stage, target))
 				continue;
+			if (mf_same(json_object_get(t, "bound"), "runtime")) {
+				fprintf(out,
+					"memshim: native stage %s: '%s' is a C runtime function, which a plain name "
+					"does not bind (a function of the program's own, or a Python function, of that "
+					"name is what it names); to mean that one, name it with its library (libc.so.6:%s)\n",
+					stage, target, target);
+				printed = 1;
+				continue;
+			}
 			fprintf(out, "memshim: native stage %s: '%s' was not found in any loaded object", stage,
 				target);
 			if (n > 1)

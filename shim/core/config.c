@@ -646,6 +646,32 @@ int ms_stage_name_valid(const char *name)
 	return n > 0 && n < MS_STAGE_NAME_MAX && strcmp(name, "process") != 0;
 }
 
+/* Bit T of stage S: ms_cfg.spec.stage[S].targets[T] was found natively. */
+static uint32_t native_found[MS_SPEC_MAX_STAGES];
+
+static int spec_target_index(int stage, const char *target)
+{
+	if (stage < 0 || stage >= ms_cfg.spec.nstages || stage >= MS_SPEC_MAX_STAGES)
+		return -1;
+	for (int k = 0; k < ms_cfg.spec.stage[stage].ntargets && k < 32; k++)
+		if (!strcmp(ms_cfg.spec.stage[stage].targets[k], target))
+			return k;
+	return -1;
+}
+
+void ms_spec_note_native(int stage, const char *target)
+{
+	int k = spec_target_index(stage, target);
+	if (k >= 0 && !(__atomic_load_n(&native_found[stage], __ATOMIC_RELAXED) >> k & 1))
+		__atomic_fetch_or(&native_found[stage], UINT32_C(1) << k, __ATOMIC_RELAXED);
+}
+
+int ms_spec_native(int stage, const char *target)
+{
+	int k = spec_target_index(stage, target);
+	return k >= 0 && (__atomic_load_n(&native_found[stage], __ATOMIC_RELAXED) >> k & 1);
+}
+
 int ms_spec_find(const struct ms_spec *spec, const char *name)
 {
 	for (int i = 0; i < spec->nstages; i++)

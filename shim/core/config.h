@@ -118,4 +118,9 @@ int ms_edit_distance_at_most(const char *a, size_t n, const char *b, int most);
 /* Index of the spec stage named NAME, or -1. */
 int ms_spec_find(const struct ms_spec *spec, const char *name);
 
+/* Targets of ms_cfg.spec a native detector found (stage index STAGE, TARGET as written there): a
+ * plain name that is native here is not also "a Python target that matched nothing". */
+void ms_spec_note_native(int stage, const char *target);
+int ms_spec_native(int stage, const char *target);
+
 #endif

@@ -8,13 +8,15 @@
  *   - plain identifiers ("train_epoch"): native, except in a Python process, where an identifier
  *     found in no object loaded at start is taken to be a Python function (no warning, and no
  *     stack checks are paid for it; pin it as "lib.so:name" to look for it in libraries loaded
- *     later);
+ *     later); never a function of the C runtime, nor of the interpreter in a Python process
+ *     (runtime_owner: "write", "main" name the program's or a Python function);
  *   - dotted names ("Trainer.train", "module:Class.method"): Python only.
  * Nothing is done when MEMSHIM_STAGES is unset (its defaults are Python names).  Warnings about
  * targets found nowhere come at exit (ms_native_report: libraries loaded later count), once per
  * target, from the first process of the run or any process that found at least one target. */
 #include <dlfcn.h>
 #include <fcntl.h>
+#include <link.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
@@ -24,6 +26,7 @@
 #include "core/ms.h"
 #include "core/process.h"
 #include "core/stages.h"
+#include "intercept/elf.h"
 #include "intercept/hooks.h"
 #include "native/leave.h"
 #include "native/native.h"
@@ -45,6 +48,41 @@ static const char *exe_basename(char *buf, size_t size)
 	return slash ? slash + 1 : buf;
 }
 
+/* Objects of the C runtime, by file name: the functions users' own are named after. */
+static int c_runtime_file(const char *base)
+{
+	static const char *const runtime[] = { "libc.so",       "libm.so",     "libmvec.so",  "ld-linux",
+					       "libpthread.so", "libdl.so",    "librt.so",    "libutil.so",
+					       "libresolv.so",  "libcrypt.so", "libgcc_s.so", "libstdc++.so" };
+	for (size_t i = 0; i < sizeof runtime / sizeof *runtime; i++)
+		if (!strncmp(base, runtime[i], strlen(runtime[i])))
+			return 1;
+	return 0;
+}
+
+static const char *file_base(const char *path)
+{
+	const char *slash = strrchr(path, '/');
+	return slash ? slash + 1 : path;
+}
+
+/* Where a plain name NAME is a runtime's function (native.h, runtime_of): into OUT, the object's
+ * file name ("libc.so.6", "python3.11"), else "".  The interpreter (the object with Py_IsInitialized,
+ * or the program when it is pythonX) counts in a Python process: a script's main() is not its C main. */
+static void runtime_owner(const char *name, const char *exe_base, char *out, size_t size)
+{
+	void *p = ms_real_dlsym(RTLD_DEFAULT, name);
+	const struct link_map *m = p ? ms_elf_object_of(p) : NULL;
+	if (m && m == ms_elf_object_of((const void *)runtime_owner)) /* a function memshim wraps: the next */
+		m = (p = ms_real_dlsym(RTLD_NEXT, name)) ? ms_elf_object_of(p) : NULL;
+	void *py = ms_real_dlsym(RTLD_DEFAULT, "Py_IsInitialized");
+	const char *base = !m ? "" : m->l_name[0] ? file_base(m->l_name) : exe_base;
+	out[0] = '\0';
+	if (m && (c_runtime_file(base) ||
+		  (py && (m == ms_elf_object_of(py) || (!m->l_name[0] && !strncmp(exe_base, "python", 6))))))
+		ms_strlcpy(out, base, size);
+}
+
 static int load_targets(void)
 {
 	char exe[1024];
@@ -57,6 +95,9 @@ static int load_targets(void)
 				continue;
 			targets[n].spec_stage = i;
 			targets[n].stage = i;
+			if (targets[n].kind == MS_TK_PLAIN && !targets[n].object)
+				runtime_owner(targets[n].name, base, targets[n].runtime_of,
+					      sizeof targets[n].runtime_of);
 			n++;
 		}
 	ms_target_filter_build(&ms_native_filter, targets, n);
@@ -67,6 +108,8 @@ static int load_targets(void)
 
 static const char *bound_by(int i)
 {
+	if (targets[i].runtime_of[0])
+		return "runtime"; /* a plain name of the C runtime's: bound by nothing (native.h) */
 	if (targets[i].bound_plt)
 		return "plt";
 	return targets[i].found ? "stack" : "none";
@@ -145,7 +188,7 @@ static void read_notes(unsigned char *elsewhere)
 static int any_unsettled(void)
 {
 	for (int i = 0; i < ms_native_ntargets; i++)
-		if (!targets[i].found && !detect_st.python_owned[i])
+		if (!targets[i].found && !detect_st.python_owned[i] && !targets[i].runtime_of[0])
 			return 1;
 	return 0;
 }
@@ -177,6 +220,13 @@ static void report(int refresh)
 				stage, t->text);
 		if (t->found || detect_st.python_owned[i] || quiet || elsewhere[i])
 			continue;
+		if (t->runtime_of[0]) {
+			ms_warn("native stage %s: '%s' is a function of %s, which a plain name does not bind (a "
+				"function of the program's own, or a Python function, of that name is what it "
+				"names); to mean that one, name it %s:%s",
+				stage, t->text, t->runtime_of, t->runtime_of, t->name);
+			continue;
+		}
 		ms_warn("native stage %s: '%s' was not found in any loaded object%s%s%s",
 			ms_cfg.spec.stage[t->spec_stage].name, t->text, stripped[0] ? " (no symbol table: " : "",
 			stripped, stripped[0] ? ")" : "");

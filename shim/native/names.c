@@ -651,6 +651,8 @@ void ms_target_filter_build(struct ms_target_filter *f, const struct ms_target *
 
 int ms_target_matches(const struct ms_target *t, const char *sym)
 {
+	if (t->runtime_of[0])
+		return 0;
 	if (sym[0] == '_' && sym[1] == 'R' && t->kind == MS_TK_CXX && t->nprefix)
 		return v0_matches(t->name, sym);
 	if (t->kind == MS_TK_PLAIN && sym[0] == t->name[0]) { /* most symbols differ at once */

@@ -9,6 +9,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include "core/config.h"
 
 /* ---- trampolines (native/tramp.c, native/pool.c) --------------------------------------------- */
 
@@ -180,7 +181,18 @@ struct ms_target {
 	int found;      /* resolved in some object */
 	int bound_plt;  /* its calls are bound through the GOT (native/plt.c): set once, never cleared */
 	int tail_call;  /* a function it names ends in a tail call (seen from the stack only) */
+	/* A plain name of the C runtime's (read, write, log), or in a Python process of the
+	 * interpreter's (main): the object that has it; such a target binds nothing (ms_target_matches)
+	 * unless pinned ("libc.so.6:write"): a function of the program's is what it names. */
+	char runtime_of[48];
 };
+
+/* T was found in some object (its function's calls open its stage). */
+static inline void ms_target_set_found(struct ms_target *t)
+{
+	t->found = 1;
+	ms_spec_note_native(t->spec_stage, t->text);
+}
 
 /* Parses TEXT (one MEMSHIM_STAGES target) into T; returns 0 when it is a native target, -1 when it
  * is something only the Python detector can match (qualified names with dots). */

@@ -242,8 +242,10 @@ static void bind_slot(const struct ms_got_object *o, uintptr_t *slot, const char
 		sc->target = t;
 		int before = sc->bound;
 		bind_slot_to(o, slot, sym, sc);
-		if (sc->bound > before)
-			ms_native_targets[t].bound_plt = ms_native_targets[t].found = 1;
+		if (sc->bound > before) {
+			ms_native_targets[t].bound_plt = 1;
+			ms_target_set_found(&ms_native_targets[t]);
+		}
 	}
 }
 

@@ -128,12 +128,12 @@ static void match_symbol(const char *name, uintptr_t addr, size_t size, const ch
 			continue;
 		if (first >= 0 && ms_native_targets[first].stage != t->stage) {
 			ms_native_warn_shared(name, addr, first, i);
-			t->found = 1; /* found, and warned about: not "found nowhere" at exit */
+			ms_target_set_found(t); /* found, and warned about: not "found nowhere" at exit */
 			continue;
 		}
 		first = first < 0 ? i : first;
 		if (add_range(addr, addr + (size ? size : 1), t->stage, base) == 0)
-			t->found = 1;
+			ms_target_set_found(t);
 		if (size && !strstr(name, ".cold") && ends_in_tail_call(addr, size))
 			t->tail_call = 1;
 	}
@@ -343,7 +343,7 @@ static void dlsym_fallback(void)
 {
 	for (int i = 0; i < ms_native_ntargets; i++) {
 		struct ms_target *t = &ms_native_targets[i];
-		if (t->found || t->stage < 0 || t->kind != MS_TK_PLAIN)
+		if (t->found || t->stage < 0 || t->kind != MS_TK_PLAIN || t->runtime_of[0])
 			continue;
 		void *a = ms_real_dlsym(RTLD_DEFAULT, t->name);
 		Dl_info info;
@@ -354,7 +354,7 @@ static void dlsym_fallback(void)
 			continue;
 		if (add_range((uintptr_t)a, (uintptr_t)a + (sym->st_size ? sym->st_size : 1), t->stage,
 			      (uintptr_t)info.dli_fbase) == 0)
-			t->found = 1;
+			ms_target_set_found(t);
 	}
 }
 

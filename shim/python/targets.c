@@ -335,10 +335,10 @@ void ms_py_each_function(const char *stage, ms_py_function_fn fn, void *ctx)
 
 /* ---- targets that matched nothing -------------------------------------------------------- */
 
-/* A plain identifier the dynamic linker knows is a native function (the native detector's). */
+/* A plain identifier the native detector found here: its calls are that detector's to report. */
 static int native_name(const struct target *t)
 {
-	return !t->module && !strchr(t->qual, '.') && ms_real_dlsym(RTLD_DEFAULT, t->qual) != NULL;
+	return !t->module && !strchr(t->qual, '.') && ms_spec_native(t->stage, t->text);
 }
 
 /* Whether targets that matched nothing are named at exit: not in a program without Python, nor for

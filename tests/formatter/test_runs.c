@@ -165,11 +165,16 @@ START_TEST(test_native_target_judged_over_the_run)
 	       "{\"target\": \"typo\", \"stage\": \"x\", \"bound\": \"none\"}]");
 	native(dir, "m.json.5001", 5001, "[\"./prog\"]",
 	       "[{\"target\": \"work\", \"stage\": \"w\", \"bound\": \"stack\"}, "
-	       "{\"target\": \"typo\", \"stage\": \"x\", \"bound\": \"none\"}]");
+	       "{\"target\": \"typo\", \"stage\": \"x\", \"bound\": \"none\"}, "
+	       "{\"target\": \"read\", \"stage\": \"r\", \"bound\": \"runtime\"}]");
 	ck_assert_int_eq(format_run(dir, files, &out, &err), 0);
 	ck_assert_msg(!strstr(out, "'work'"), "%s", out);
 	ck_assert_int_eq(count(out, "memshim: native stage x: 'typo' was not found in any loaded object "
 				    "(in none of the 2 processes)\n"), 1);
+	/* a plain name of the C library's, which binds nothing: said as such, with its pinned form */
+	ck_assert_int_eq(count(out, "memshim: native stage r: 'read' is a C runtime function, which a plain name "
+				    "does not bind"), 1);
+	ck_assert_int_eq(count(out, "name it with its library (libc.so.6:read)\n"), 1);
 	free(out), free(err);
 	t_rmtree(dir);
 	free(dir);

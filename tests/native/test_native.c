@@ -503,6 +503,25 @@ START_TEST(names_of_the_shims_own_functions_are_not_found)
 }
 END_TEST
 
+/* A plain name of the C library's (opendir, which the fds mode calls) binds nothing: in practice it
+ * names a function of the program's own or a Python function; pinned, it is the C library's. */
+START_TEST(a_c_library_function_needs_its_library_named)
+{
+	json_t *m = run_fixture("native/nstages", "d=opendir,l=list_fds", "fds", "1", NULL);
+	ck_assert_int_eq(count(r.err, "native stage d: 'opendir' is a function of libc.so.6, which a plain name "
+				      "does not bind"),
+			 1);
+	ck_assert_int_eq(count(r.err, "name it libc.so.6:opendir"), 1);
+	ck_assert(!has_metric(m, "d_calls"));
+	ck_assert_int_eq(metric(m, "l_calls"), 1);
+	json_decref(m);
+	m = run_fixture("native/nstages", "d=libc.so.6:opendir,l=list_fds", "fds", "1", NULL);
+	ck_assert_msg(!strstr(r.err, "native stage"), "%s", r.err);
+	ck_assert_int_eq(metric(m, "d_calls"), 1);
+	json_decref(m);
+}
+END_TEST
+
 /* The fds the program sees inside a stage (its own listing of /proc/self/fd) are those it sees
  * bare: libunwind's pipe for memory validation is moved to high numbers. */
 START_TEST(the_program_sees_its_own_fds)
@@ -619,6 +638,7 @@ int main(void)
 	tcase_add_test(tc, gdb_backtrace_through_a_trampoline_reaches_main);
 	tcase_add_test(tc, missing_name_warns_once_naming_the_stripped_binary);
 	tcase_add_test(tc, names_of_the_shims_own_functions_are_not_found);
+	tcase_add_test(tc, a_c_library_function_needs_its_library_named);
 	tcase_add_test(tc, the_program_sees_its_own_fds);
 	tcase_add_loop_test(tc, rust_functions_are_named_by_their_path, 0, 2);
 	tcase_add_test(tc, python_names_are_left_alone);

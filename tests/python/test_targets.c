@@ -175,6 +175,32 @@ START_TEST(unmatched_targets)
 }
 END_TEST
 
+/* A script's own functions named like the C library's (write, read, log): their calls, never the
+ * C library's (a print is libc's write); a plain name found natively in a library loaded later
+ * (sqlite3_step) is no "Python target that matched nothing"; one neither ran is (gone=sleep). */
+START_TEST(c_library_names_are_the_scripts_functions)
+{
+	const char *py = python_or_skip(_i);
+	if (!py)
+		return;
+	struct run r;
+	run_fixture_ok(&r, py, "cnames.py", "save=write,load=read,calc=log,step=sqlite3_step,gone=sleep", NULL);
+	expect_out(&r, "cnames ok 2097152");
+	expect_calls(&r, "save", 1);
+	expect_calls(&r, "load", 1);
+	expect_calls(&r, "calc", 1);
+	expect_stage(&r, "save", 1, 0);
+	expect_mib(&r, "load", "peaked", 2);
+	if (!strstr(r.out, "no sqlite3"))
+		ck_assert_msg(json_integer_value(metric(&r, "step", "calls")) >= 100, "%s: %s", py, r.err);
+	expect_one_warning(&r, "memshim: Python stage target that matched no function that ran: gone=sleep");
+	ck_assert_msg(!strstr(r.err, "native stage"), "%s: %s", py, r.err);
+	json_t *u = json_object_get(r.root, "unmatched_targets");
+	ck_assert_int_eq((int)json_array_size(u), 1);
+	run_done(&r);
+}
+END_TEST
+
 Suite *python_suite(void)
 {
 	Suite *s = suite_create("python_targets");
@@ -185,6 +211,7 @@ Suite *python_suite(void)
 	tcase_add_loop_test(stages, the_programs_own_function_wins, 0, NPY);
 	tcase_add_loop_test(stages, many_functions_are_named_briefly, 0, NPY);
 	tcase_add_loop_test(stages, a_typo_gets_did_you_mean, 0, NPY);
+	tcase_add_loop_test(stages, c_library_names_are_the_scripts_functions, 0, NPY);
 	suite_add_tcase(s, stages);
 	return s;
 }
