@@ -17,10 +17,25 @@ struct ms_config ms_cfg = {
 
 /* transformers' Trainer only (and subclasses, which run its methods): another framework's class
  * named Trainer (Lightning's) binds when named */
-static const char ms_default_stages[] =
+const char ms_default_stages[] =
 	"init=transformers.trainer:Trainer.__init__,"
 	"train=transformers.trainer:Trainer.train|transformers.trainer:Trainer._inner_training_loop,"
 	"eval=transformers.trainer:Trainer.evaluate,test=transformers.trainer:Trainer.predict";
+
+/* The same parsed, copied in by every process that loads the settings instead of parsing the text
+ * (7K instructions of a 150K start; tests/unit/test_config.c holds the two equal). */
+static const struct ms_spec_stage default_spec[] = {
+	{ "init", 1, { "transformers.trainer:Trainer.__init__" } },
+	{ "train", 2, { "transformers.trainer:Trainer.train", "transformers.trainer:Trainer._inner_training_loop" } },
+	{ "eval", 1, { "transformers.trainer:Trainer.evaluate" } },
+	{ "test", 1, { "transformers.trainer:Trainer.predict" } },
+};
+
+static void spec_default(struct ms_spec *spec)
+{
+	spec->nstages = sizeof default_spec / sizeof *default_spec;
+	memcpy(spec->stage, default_spec, sizeof default_spec);
+}
 
 /* An exec'd process of a run (one that found a lineage record above it) inherited the settings
  * its first process read and warned about: what is wrong with them is said once per run, by the
@@ -336,7 +351,10 @@ static int apply(const struct setting *s, struct ms_config *cfg, const char *v)
 	case K_BYTES:
 		return parse_bytes(v, field);
 	case K_STAGES:
-		ms_spec_parse(field, v);
+		if (v == ms_default_stages)
+			spec_default(field);
+		else
+			ms_spec_parse(field, v);
 		return 0; /* bad entries were warned about one by one */
 	case K_TEXT:
 		keep_text(cfg, s->offset, v);

@@ -95,6 +95,9 @@ const char *ms_setting_text(const char *name);
 /* The same from CFG (tests load their own). */
 const char *ms_config_text(const struct ms_config *cfg, const char *name);
 
+/* MEMSHIM_STAGES when unset: the Hugging Face Trainer's methods. */
+extern const char ms_default_stages[];
+
 /* Parses TEXT into SPEC; bad entries get one warning each and are skipped.  Returns the number of
  * bad entries. */
 int ms_spec_parse(struct ms_spec *spec, const char *text);

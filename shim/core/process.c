@@ -68,29 +68,46 @@ void ms_process_start(void)
 	maxrss_at_start = ru_maxrss_bytes();
 }
 
+/* The number of kB after "VmHWM:" in TEXT (N bytes, 8 NULs after them), -1 when absent: eight
+ * bytes a step for an 'H', rare in the file (no C library call: each would be bound at exit). */
+static int64_t vm_hwm_kb(const char *text, size_t n)
+{
+	const uint64_t ones = UINT64_C(0x0101010101010101), highs = UINT64_C(0x8080808080808080);
+	for (size_t i = 0; i < n; i += 8) {
+		uint64_t w;
+		memcpy(&w, text + i, 8);
+		w ^= ones * 'H';
+		if (!((w - ones) & ~w & highs))
+			continue;
+		for (size_t k = i < 2 ? 2 : i; k < i + 8 && k + 4 < n; k++) {
+			if (memcmp(text + k - 2, "VmHWM:", 6))
+				continue;
+			const char *p = text + k + 4;
+			int64_t kb = 0;
+			while (*p == ' ' || *p == '\t')
+				p++;
+			for (; *p >= '0' && *p <= '9'; p++)
+				kb = kb * 10 + (*p - '0');
+			return kb;
+		}
+	}
+	return -1;
+}
+
 /* VmHWM of /proc/self/status in bytes (-1: unread): this image's own high-water. */
 static int64_t status_vm_hwm(void)
 {
-	char buf[4096];
+	char buf[4096 + 8];
 	int fd = ms_sys_open("/proc/self/status", O_RDONLY | O_CLOEXEC, 0);
 	if (fd < 0)
 		return -1;
-	ssize_t n = ms_sys_read(fd, buf, sizeof buf - 1);
+	ssize_t n = ms_sys_read(fd, buf, 4096);
 	ms_sys_close(fd);
 	if (n <= 0)
 		return -1;
-	buf[n] = '\0';
-	for (const char *p = buf; (p = strchr(p, '\n')); p++) {
-		if (strncmp(p + 1, "VmHWM:", 6))
-			continue;
-		int64_t kb = 0;
-		for (p += 7; *p == ' ' || *p == '\t'; p++)
-			;
-		for (; *p >= '0' && *p <= '9'; p++)
-			kb = kb * 10 + (*p - '0');
-		return kb * 1024;
-	}
-	return -1;
+	memset(buf + n, 0, 8);
+	int64_t kb = vm_hwm_kb(buf, (size_t)n);
+	return kb < 0 ? -1 : kb * 1024;
 }
 
 int64_t ms_process_rss_peak(void)

@@ -60,6 +60,27 @@ START_TEST(defaults_when_unset)
 }
 END_TEST
 
+/* The default spec is copied in from a table, not parsed: the table is what its text parses to. */
+START_TEST(the_default_table_is_the_default_text)
+{
+	static struct ms_spec parsed;
+	nenv = 0;
+	ck_assert_int_eq(load_capturing(&cfg), 0);
+	memset(&parsed, 0, sizeof parsed);
+	ck_assert_int_eq(ms_spec_parse(&parsed, ms_default_stages), 0);
+	ck_assert_int_eq(cfg.spec.nstages, parsed.nstages);
+	for (int i = 0; i < parsed.nstages; i++) {
+		ck_assert_str_eq(cfg.spec.stage[i].name, parsed.stage[i].name);
+		ck_assert_int_eq(cfg.spec.stage[i].ntargets, parsed.stage[i].ntargets);
+		for (int t = 0; t < parsed.stage[i].ntargets; t++)
+			ck_assert_str_eq(cfg.spec.stage[i].targets[t], parsed.stage[i].targets[t]);
+	}
+	/* a value with no good entry watches nothing: no fallback to the defaults */
+	ck_assert_int_eq(load_only("MEMSHIM_STAGES", "=x"), 1);
+	ck_assert_int_eq(cfg.spec.nstages, 0);
+}
+END_TEST
+
 START_TEST(good_values_are_used)
 {
 	nenv = 0;
@@ -377,6 +398,7 @@ int main(void)
 	Suite *s = suite_create("config");
 	TCase *tc = tcase_create("settings");
 	tcase_add_test(tc, defaults_when_unset);
+	tcase_add_test(tc, the_default_table_is_the_default_text);
 	tcase_add_test(tc, good_values_are_used);
 	tcase_add_test(tc, each_bad_stage_entry_warns_once_and_the_rest_is_used);
 	tcase_add_test(tc, targets_no_detector_takes_warn);
