@@ -229,7 +229,8 @@ static int mf_need_tenths(json_int_t whole, json_int_t part1, json_int_t part2, 
 
 /* "  train needed 112MB: 33MB kept + 79MB that came and went": what the call of each stage of the
  * group needed above the memory it began with (alloc + peaked, so nobody adds the two up), its CPU
- * and then its GPU; a call that let go of memory it found says so instead of "kept".  Nothing for a
+ * and then its GPU; a call that let go of memory it found says so instead of "kept" (its peaked
+ * holds what it let go of: only the need came and went).  Nothing for a
  * call that needed nothing and kept nothing. */
 static void mf_print_one_need(FILE *out, json_t *metrics, const char *stage, int len, const char *comp,
 			      const char *where)
@@ -252,11 +253,13 @@ static void mf_print_one_need(FILE *out, json_t *metrics, const char *stage, int
 			alloc ? "kept" : "came and went");
 	else if (alloc >= 0)
 		fprintf(out, "  %.*s needed %s%s: %s kept + %s that came and went\n", len, stage, nt, where, at, pt);
-	else
+	else if (need > 0) /* what rose above its start came and went: it ended below it */
 		fprintf(out,
-			"  %.*s needed %s%s above what it began with: %s came and went, and it let go of %s it "
-			"found\n",
-			len, stage, nt, where, pt, at);
+			"  %.*s needed %s%s above what it began with, which came and went, and it let go of %s it found\n",
+			len, stage, nt, where, at);
+	else
+		fprintf(out, "  %.*s needed nothing%s above what it began with, and let go of %s it found\n", len,
+			stage, where, at);
 	free(nt), free(at), free(pt);
 }
 
@@ -400,13 +403,14 @@ static void mf_print_when(FILE *out, const struct mf_file *f)
 	fprintf(out, " written %s, %.3fs after start", when, f->end_time - f->start_time);
 }
 
-/* Ended by SIGTERM with no stage of its own open: a shutdown (Jupyter ending a notebook kernel, an
- * idle service stopped), whose numbers are all final, not a crash in the middle of a stage. */
+/* Ended by SIGTERM or SIGINT with no stage of its own open: a shutdown (Jupyter ending a notebook
+ * kernel, an idle service stopped), or Ctrl-C, which Python re-raises once it has finished (an
+ * uncaught KeyboardInterrupt): numbers that are all final, not a crash in the middle of a stage. */
 static int mf_stopped_idle(const struct mf_file *f)
 {
 	size_t i;
 	json_t *s;
-	if (!f->reason || strcmp(f->reason, "signal") || f->signal != 15)
+	if (!f->reason || strcmp(f->reason, "signal") || (f->signal != 15 && f->signal != 2))
 		return 0;
 	json_array_foreach(f->stages, i, s)
 		if (json_is_true(json_object_get(s, "open")) && !json_is_true(json_object_get(s, "implicit")))
@@ -431,8 +435,10 @@ void mf_print_status(FILE *out, const struct mf_file *f)
 	}
 	if (mf_stopped_idle(f)) {
 		fprintf(out,
-			"memshim: %s: ended by SIGTERM with no stage open (a shutdown: Jupyter's of a "
-			"kernel, docker stop)",
+			f->signal == 2 ? "memshim: %s: ended by SIGINT with no stage open (Ctrl-C, which Python "
+					 "re-raises once it has finished)"
+				       : "memshim: %s: ended by SIGTERM with no stage open (a shutdown: Jupyter's of a "
+					 "kernel, docker stop)",
 			f->path);
 		mf_print_when(out, f);
 		fprintf(out, "; its numbers are final\n");
