@@ -584,6 +584,11 @@ static void deep_recursion(void)
 			   "hook: Python stage detection stopped here (open stages still close)");
 }
 
+int ms_py_frame_stopped(void)
+{
+	return hook.stopped_deep;
+}
+
 /* An audit event of the main interpreter (GIL held): a tool that put its own hook in and later the
  * default back (a PEP 523 test, a debugger detaching) gave the place up, so memshim's goes back in;
  * stages that began while the other tool held it were not seen. */

@@ -565,7 +565,11 @@ void ms_py_report(void)
 		    !native_name(&targets[i]))
 			add_to_line(&line, ms_cfg.spec.stage[targets[i].stage].name, targets[i].text,
 				    targets[i].near_score ? targets[i].near : NULL);
-	if (line.n && !dump_follows())
+	if (line.n && !dump_follows() && ms_py_frame_stopped())
+		ms_warn("Python stage target%s not matched before Python stage detection stopped (the deep "
+			"recursion above): %s",
+			line.n > 1 ? "s" : "", line.text);
+	else if (line.n && !dump_follows())
 		ms_warn("Python stage target%s that matched no function that ran: %s", line.n > 1 ? "s" : "",
 			line.text);
 	report_ambiguous(&line);

@@ -94,6 +94,27 @@ START_TEST(deep_recursion)
 }
 END_TEST
 
+/* A target that ran only after detection stopped on 3.11 is not said to have matched nothing that
+ * ran: it was not matched before detection stopped, and the warning says so. */
+START_TEST(deep_recursion_then_a_target)
+{
+	struct run r;
+	if (!run_deep(&r, _i, "outer=outer_deep,warm=warm,a=after"))
+		return;
+	if (minor_of(r.python) == 11) {
+		ck_assert_msg(count_lines(r.err, "memshim:") == 2, "%s: %s", r.python, r.err);
+		ck_assert_msg(strstr(r.err, "memshim: Python stage target not matched before Python stage detection "
+					    "stopped (the deep recursion above): a=after\n"),
+			      "%s: %s", r.python, r.err);
+		ck_assert_msg(!strstr(r.err, "matched no function that ran"), "%s: %s", r.python, r.err);
+	} else {
+		ck_assert_msg(count_lines(r.err, "memshim:") == 0, "%s: %s", r.python, r.err);
+		expect_calls(&r, "a", 1);
+	}
+	run_done(&r);
+}
+END_TEST
+
 /* The recursion's stage is the only one: on 3.11 the hook is out while it runs (the calls are
  * inlined, as without memshim), so nothing runs short and nothing is said. */
 START_TEST(deep_recursion_hook_out)
@@ -130,6 +151,7 @@ Suite *python_suite(void)
 	tcase_add_loop_test(stages, frame_hook_replaced, 0, NPY);
 	tcase_add_loop_test(stages, frame_hook_given_back, 0, NPY);
 	tcase_add_loop_test(stages, deep_recursion, 0, NPY);
+	tcase_add_loop_test(stages, deep_recursion_then_a_target, 0, NPY);
 	tcase_add_loop_test(stages, deep_recursion_hook_out, 0, NPY);
 	tcase_add_loop_test(stages, stage_closes_while_hook_out, 0, NPY);
 	suite_add_tcase(s, stages);
