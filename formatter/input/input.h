@@ -28,6 +28,9 @@ struct mf_paths {
 };
 int mf_paths_add(struct mf_paths *ps, const char *path, FILE *err);
 void mf_paths_free(struct mf_paths *ps);
+/* The files beside PATH named PATH.<pid> that processes of the run rooted at ROOT_PID wrote (its
+ * children's, which a dump of PATH alone does not show), in name order into PS. */
+void mf_paths_children(struct mf_paths *ps, const char *path, long long root_pid);
 
 /* lines.c: native frames' source lines from the objects' DWARF line tables (elfutils' libdw).
  * F's frames that have a location and a line become "sym file.c:42 (obj)"; the objects stay open

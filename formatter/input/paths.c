@@ -89,6 +89,41 @@ int mf_paths_add(struct mf_paths *ps, const char *path, FILE *err)
 	return MF_OK;
 }
 
+/* Whether the metrics file PATH names ROOT_PID as its run's root. */
+static int mf_rooted_at(const char *path, long long root_pid)
+{
+	json_t *root = json_load_file(path, 0, NULL);
+	json_t *r = json_object_get(root, "root_pid");
+	int yes = json_is_integer(r) && json_integer_value(r) == root_pid;
+	json_decref(root);
+	return yes;
+}
+
+void mf_paths_children(struct mf_paths *ps, const char *path, long long root_pid)
+{
+	const char *slash = strrchr(path, '/');
+	char *dir = slash ? mf_xasprintf("%.*s", (int)(slash - path + (slash == path)), path) : mf_xstrdup(".");
+	const char *base = slash ? slash + 1 : path;
+	size_t len = strlen(base), first = ps->n;
+	DIR *d = opendir(dir);
+	struct dirent *e;
+	while (d && (e = readdir(d))) {
+		const char *n = e->d_name;
+		if (strncmp(n, base, len) || n[len] != '.' || !n[len + 1] ||
+		    strspn(n + len + 1, "0123456789") != strlen(n + len + 1))
+			continue;
+		char *p = mf_xasprintf("%s/%s", dir, n);
+		if (mf_rooted_at(p, root_pid))
+			mf_paths_push(ps, p);
+		else
+			free(p);
+	}
+	if (d)
+		closedir(d);
+	free(dir);
+	qsort(ps->p + first, ps->n - first, sizeof *ps->p, mf_cmp_path);
+}
+
 void mf_paths_free(struct mf_paths *ps)
 {
 	for (size_t i = 0; i < ps->n; i++)

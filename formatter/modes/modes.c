@@ -5,6 +5,7 @@
 #include "model/document.h"
 #include "model/opts.h"
 #include "model/select.h"
+#include "input/input.h"
 #include "plot/plot.h"
 
 #include <stdlib.h>
@@ -54,13 +55,32 @@ static void mf_print_kept_combined(FILE *out, const struct mf_set *s)
 	free(shown);
 }
 
+/* A run's first file dumped alone, its children's files beside it (KIDS: a launcher under a plain
+ * LD_PRELOAD, `timeout 60 python train.py`, took the name and python wrote NAME.<pid>): named, with
+ * how to see them together. */
+static void mf_print_children_beside(FILE *out, const struct mf_file *f, const struct mf_paths *kids)
+{
+	fprintf(out, "\nmemshim: %zu process%s of this run wrote %s own beside it: ", kids->n, kids->n > 1 ? "es" : "",
+		kids->n > 1 ? "files of their" : "a file of its");
+	for (size_t i = 0; i < kids->n && i < 3; i++) {
+		const char *slash = strrchr(kids->p[i], '/');
+		fprintf(out, "%s%s", i ? ", " : "", slash ? slash + 1 : kids->p[i]);
+	}
+	fprintf(out, "%s; memshim-format %s* shows them together, and what the stage targets matched in the run\n",
+		kids->n > 3 ? ", ..." : "", f->path);
+}
+
 /* What the targets matched, once for the run; each file shown under its header (when there are
  * several); the ones left out in one line. */
 int mf_run_dump(const struct mf_run *r, FILE *out, FILE *err)
 {
 	const struct mf_set *s = &r->side[0];
 	int first = 1;
-	if (mf_print_targets(out, s->f, s->n))
+	struct mf_paths kids = { 0 };
+	if (s->n == 1 && !r->o->auto_merge && !s->f[0].is_child && s->f[0].pid > 0)
+		mf_paths_children(&kids, s->f[0].path, s->f[0].pid);
+	/* what the targets matched is the run's to say: not from its first file alone */
+	if (!kids.n && mf_print_targets(out, s->f, s->n))
 		fputc('\n', out);
 	for (size_t i = 0; i < s->n; i++) {
 		if (!s->keep[i])
@@ -78,6 +98,9 @@ int mf_run_dump(const struct mf_run *r, FILE *out, FILE *err)
 	}
 	if (r->o->auto_merge) /* what `memshim run` prints: the processes together, over time */
 		mf_print_kept_combined(out, s);
+	if (kids.n)
+		mf_print_children_beside(out, &s->f[0], &kids);
+	mf_paths_free(&kids);
 	return mf_results_all(err, s, r->o->json_dir);
 }
 

@@ -154,6 +154,32 @@ static void native(const char *dir, const char *name, int pid, const char *argv,
 	t_write(path, text, (size_t)n);
 }
 
+/* `timeout 60 ./prog` under a plain LD_PRELOAD: timeout took the name, prog wrote m.json.5001; the
+ * dump of m.json alone names the children's files of its run (not another run's m.json.6001) and
+ * leaves what the targets matched to the dump of them all (prog found work). */
+START_TEST(test_first_file_alone_names_its_childrens)
+{
+	char *dir = t_tmpdir(), *out, *err;
+	native(dir, "m.json", 5000, "[\"timeout\", \"60\", \"./prog\"]",
+	       "[{\"target\": \"work\", \"stage\": \"w\", \"bound\": \"none\"}]");
+	native(dir, "m.json.5001", 5001, "[\"./prog\"]", "[{\"target\": \"work\", \"stage\": \"w\", \"bound\": \"stack\"}]");
+	char other[4400];
+	snprintf(other, sizeof other, "%s/m.json.6001", dir);
+	const char *another = "{\"format\": \"memshim-metrics\", \"version\": 1, \"pid\": 6001, \"root_pid\": 6000}";
+	t_write(other, another, strlen(another));
+	char path[4300];
+	snprintf(path, sizeof path, "%s/m.json", dir);
+	char *argv[] = { "memshim-format", path, NULL };
+	ck_assert_int_eq(t_run(argv, &out, &err), 0);
+	ck_assert_int_eq(count(out, "memshim: 1 process of this run wrote a file of its own beside it: m.json.5001; "
+				    "memshim-format "), 1);
+	ck_assert_msg(!strstr(out, "6001") && !strstr(out, "was not found"), "%s", out);
+	free(out), free(err);
+	t_rmtree(dir);
+	free(dir);
+}
+END_TEST
+
 /* `time ./prog` with a stage on prog's function: time has none, prog has it; one found by no
  * process of the run is named once (memshim run leaves the line to the dump). */
 START_TEST(test_native_target_judged_over_the_run)
@@ -204,6 +230,7 @@ Suite *runs_suite(void)
 	tcase_add_test(tc, test_launcher_yields_to_its_command);
 	tcase_add_test(tc, test_processes_named_as_they_named_themselves);
 	tcase_add_test(tc, test_native_target_judged_over_the_run);
+	tcase_add_test(tc, test_first_file_alone_names_its_childrens);
 	tcase_add_test(tc, test_good_file_shown_beside_a_bad_one);
 	suite_add_tcase(s, tc);
 	return s;
