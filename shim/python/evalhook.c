@@ -579,14 +579,10 @@ static void deep_recursion(void)
 	if (hook.stopped_deep)
 		return;
 	hook.stopped_deep = 1;
+	ms_py_targets_stopped();
 	put(ms_py.minor == 8 ? (void *)hook.prev38 : (void *)hook.prev39);
 	ms_py_warn_once(4, "Python recursion went deeper than the C stack allows with memshim's frame "
 			   "hook: Python stage detection stopped here (open stages still close)");
-}
-
-int ms_py_frame_stopped(void)
-{
-	return hook.stopped_deep;
 }
 
 /* An audit event of the main interpreter (GIL held): a tool that put its own hook in and later the

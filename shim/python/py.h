@@ -195,6 +195,9 @@ void ms_py_each_function(const char *stage, ms_py_function_fn fn, void *ctx);
 /* At exit: one warning naming the targets that matched nothing, one naming those that matched
  * several functions. */
 void ms_py_report(void);
+/* Python stage detection stopped (a recursion deeper than the C stack allows took the frame hook
+ * out): a target not matched by then may have run after, and the report says so. */
+void ms_py_targets_stopped(void);
 
 /* ---- python/codes.c ------------------------------------------------------------------------ */
 
@@ -238,9 +241,6 @@ int ms_py_frame_enable(const char *why);
 void ms_py_frame_check(void);
 /* The frame hook back in when another tool set the default evaluator (GIL held, main interpreter). */
 void ms_py_frame_reclaim(void);
-/* Non-zero once a recursion deeper than the C stack allows took the frame hook out: Python stage
- * detection stopped there, so a target not matched may have run after. */
-int ms_py_frame_stopped(void);
 /* How often another tool held the frame hook and gave it back (stages begun then were missed). */
 unsigned ms_py_frame_hook_lost(void);
 /* Whether the calling thread runs the main interpreter (1 when that cannot be told): Python stages

@@ -51,6 +51,7 @@ static struct {
 	int refused_any;                     /* some function was refused a stage (below) */
 	pid_t speaker_pid;                   /* the process that speaks about targets (below) */
 	char shared[64];                     /* the file of what the run's other processes matched (below) */
+	int stopped;                         /* detection stopped (ms_py_targets_stopped) */
 	int shared_made;
 } state;
 
@@ -348,6 +349,11 @@ static int names_unmatched(void)
 	return __atomic_load_n(&state.live, __ATOMIC_ACQUIRE) && !ms_cfg.spec.is_default;
 }
 
+void ms_py_targets_stopped(void)
+{
+	__atomic_store_n(&state.stopped, 1, __ATOMIC_RELAXED);
+}
+
 void ms_py_targets_live(int on)
 {
 	__atomic_store_n(&state.live, on, __ATOMIC_RELEASE);
@@ -565,7 +571,7 @@ void ms_py_report(void)
 		    !native_name(&targets[i]))
 			add_to_line(&line, ms_cfg.spec.stage[targets[i].stage].name, targets[i].text,
 				    targets[i].near_score ? targets[i].near : NULL);
-	if (line.n && !dump_follows() && ms_py_frame_stopped())
+	if (line.n && !dump_follows() && __atomic_load_n(&state.stopped, __ATOMIC_RELAXED))
 		ms_warn("Python stage target%s not matched before Python stage detection stopped (the deep "
 			"recursion above): %s",
 			line.n > 1 ? "s" : "", line.text);
