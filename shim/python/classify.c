@@ -67,6 +67,19 @@ static int qual_from_mro(ms_pyobj *cls, ms_pyobj *name, const char *co_name, ms_
 /* Before 3.11 code objects have no co_qualname: rebuild it from the frame (a method's first
  * argument names its class; a module-level function is in the globals), or, for nested
  * functions, from the function object that runs CODE.  Called once per candidate code object. */
+/* The name of __main__'s spec (GLOBALS its namespace) into OUT: "pkg.mod" under python -m pkg.mod;
+ * 0 when there is one (a script run by path has __spec__ None). */
+static int main_spec_name(ms_pyobj *globals, char *out, size_t size)
+{
+	ms_pyobj *spec = ms_py.DictGetItemString(globals, "__spec__"); /* borrowed */
+	if (!spec)
+		return -1;
+	ms_pyobj *name = ms_py_attr(spec, "name"); /* None has none: an error, cleared by the caller */
+	int rc = name ? ms_py_text(name, out, size) : -1;
+	ms_py_decref(name);
+	return rc;
+}
+
 static int rebuild_qualname(ms_pyobj *code, ms_pyobj *frame, ms_pyobj *globals, ms_pyobj *name, const char *co_name,
 			    char *out, size_t size)
 {
@@ -162,16 +175,20 @@ uintptr_t ms_py_classify(ms_pyobj *code, ms_pyobj *frame, ms_pyobj *func, ms_pyo
 		int have_qual = ms_py.minor >= 11
 					? ms_py_attr_text(code, "co_qualname", qual, sizeof qual)
 					: rebuild_qualname(code, frame, globals, name, co_name, qual, sizeof qual);
-		int have_module = -1;
+		int have_module = -1, have_alias = -1;
+		char alias[256];
 		if (globals)
 			have_module = ms_py_text(ms_py.DictGetItemString(globals, "__name__"), module, sizeof module);
+		if (have_module == 0 && !strcmp(module, "__main__")) /* python -m pkg.mod: its spec says pkg.mod */
+			have_alias = main_spec_name(globals, alias, sizeof alias);
 		if (ms_py.ErrOccurred())
 			ms_py.ErrClear();
 		int entry_index = -1;
 		char file[MS_PATH_MAX];
 		int user = ms_py_attr_text(code, "co_filename", file, sizeof file) == 0 && ms_py_user_file(file);
-		uint32_t mask =
-			have_qual == 0 ? ms_py_match(qual, have_module == 0 ? module : NULL, user, &entry_index) : 0;
+		uint32_t mask = have_qual == 0 ? ms_py_match(qual, have_module == 0 ? module : NULL,
+							     have_alias == 0 ? alias : NULL, user, &entry_index)
+					       : 0;
 		if (mask) {
 			value |= (uintptr_t)mask << MS_PY_SHIFT;
 			if (entry_index >= 0)

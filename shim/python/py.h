@@ -133,11 +133,12 @@ const char *ms_py_target(int i, const char **module, size_t *module_len, const c
 /* Whether a target's last name component is CO_NAME. */
 int ms_py_is_candidate(const char *co_name);
 /* The spec stages (mask of indexes) whose targets name QUAL in MODULE (NULL: unknown), marking
- * them matched; *FUNC the distinct function's entry, or -1.  USER: the function is the program's
+ * them matched (MODULE also named ALIAS, or NULL: __main__ run by python -m pkg.mod is pkg.mod
+ * too); *FUNC the distinct function's entry, or -1.  USER: the function is the program's
  * own code (module __main__ counts as such whatever USER says): for a target without a module, the
  * program's own function wins over an installed package's of the same name, which then opens none
  * of that target's stages (from its next call on; eval=evaluate is not sympy's evaluate). */
-uint32_t ms_py_match(const char *qual, const char *module, int user, int *func);
+uint32_t ms_py_match(const char *qual, const char *module, const char *alias, int user, int *func);
 /* The program's own code defines a function QUAL (python/watch.c, before it runs): the targets
  * without a module that name it are the program's. */
 void ms_py_user_defines(const char *qual);

@@ -218,9 +218,9 @@ int ms_py_user_file(const char *file)
 	return n > 1 && strncmp(file, state.start_dir, n) == 0 && file[n] == '/';
 }
 
-/* The stages QUAL in MODULE matches; *FUNC its function entry (or -1).  USER: the function is the
- * program's own code. */
-uint32_t ms_py_match(const char *qual, const char *module, int user, int *func)
+/* The stages QUAL in MODULE (also named ALIAS: __main__ run as python -m pkg.mod is pkg.mod too, or
+ * NULL) matches; *FUNC its function entry (or -1).  USER: the function is the program's own code. */
+uint32_t ms_py_match(const char *qual, const char *module, const char *alias, int user, int *func)
 {
 	uint32_t mask = 0;
 	*func = -1;
@@ -228,7 +228,8 @@ uint32_t ms_py_match(const char *qual, const char *module, int user, int *func)
 		user = 1;
 	for (int i = 0; i < state.ntargets; i++) {
 		const struct target *t = &targets[i];
-		if (strcmp(t->qual, qual) != 0 || !module_is(t, module))
+		if (strcmp(t->qual, qual) != 0 ||
+		    (!module_is(t, module) && !(alias && t->module && module_is(t, alias))))
 			continue;
 		mask |= 1u << t->stage;
 		if (!__atomic_exchange_n(&targets[i].matched, 1, __ATOMIC_RELAXED)) {

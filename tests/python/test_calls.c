@@ -239,11 +239,13 @@ START_TEST(run_module_and_command)
 		return;
 	struct run r;
 	const char *args[] = { "-m", "modmain", NULL };
-	run_py(&r, py, args, "m=work,m2=__main__:work2", NULL, fixtures, 1);
+	run_py(&r, py, args, "m=work,m2=__main__:work2,m3=modmain:work3", NULL, fixtures, 1);
 	RUN_OK(&r);
 	expect_out(&r, "module ok");
 	expect_stage(&r, "m", 1, 6);
 	expect_stage(&r, "m2", 1, 2);
+	expect_stage(&r, "m3", 1, 3); /* pinned by the module's name, as python -m was given it */
+	ck_assert_msg(!strstr(r.err, "memshim:"), "%s: %s", py, r.err);
 	run_done(&r);
 
 	const char *cargs[] = { "-c",
