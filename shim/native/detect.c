@@ -48,18 +48,6 @@ static const char *exe_basename(char *buf, size_t size)
 	return slash ? slash + 1 : buf;
 }
 
-/* Objects of the C runtime, by file name: the functions users' own are named after. */
-static int c_runtime_file(const char *base)
-{
-	static const char *const runtime[] = { "libc.so",       "libm.so",     "libmvec.so",  "ld-linux",
-					       "libpthread.so", "libdl.so",    "librt.so",    "libutil.so",
-					       "libresolv.so",  "libcrypt.so", "libgcc_s.so", "libstdc++.so" };
-	for (size_t i = 0; i < sizeof runtime / sizeof *runtime; i++)
-		if (!strncmp(base, runtime[i], strlen(runtime[i])))
-			return 1;
-	return 0;
-}
-
 static const char *file_base(const char *path)
 {
 	const char *slash = strrchr(path, '/');
@@ -78,7 +66,7 @@ static void runtime_owner(const char *name, const char *exe_base, char *out, siz
 	void *py = ms_real_dlsym(RTLD_DEFAULT, "Py_IsInitialized");
 	const char *base = !m ? "" : m->l_name[0] ? file_base(m->l_name) : exe_base;
 	out[0] = '\0';
-	if (m && (c_runtime_file(base) ||
+	if (m && (ms_c_runtime_file(base) ||
 		  (py && (m == ms_elf_object_of(py) || (!m->l_name[0] && !strncmp(exe_base, "python", 6))))))
 		ms_strlcpy(out, base, size);
 }

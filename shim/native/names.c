@@ -651,8 +651,6 @@ void ms_target_filter_build(struct ms_target_filter *f, const struct ms_target *
 
 int ms_target_matches(const struct ms_target *t, const char *sym)
 {
-	if (t->runtime_of[0])
-		return 0;
 	if (sym[0] == '_' && sym[1] == 'R' && t->kind == MS_TK_CXX && t->nprefix)
 		return v0_matches(t->name, sym);
 	if (t->kind == MS_TK_PLAIN && sym[0] == t->name[0]) { /* most symbols differ at once */
@@ -685,8 +683,25 @@ int ms_target_matches(const struct ms_target *t, const char *sym)
 	return 0;
 }
 
+int ms_c_runtime_file(const char *base)
+{
+	static const char *const runtime[] = { "libc.so",       "libm.so",     "libmvec.so",  "ld-linux",
+					       "libpthread.so", "libdl.so",    "librt.so",    "libutil.so",
+					       "libresolv.so",  "libcrypt.so", "libgcc_s.so", "libstdc++.so" };
+	for (size_t i = 0; i < sizeof runtime / sizeof *runtime; i++)
+		if (!strncmp(base, runtime[i], strlen(runtime[i])))
+			return 1;
+	return 0;
+}
+
 int ms_target_object_matches(const struct ms_target *t, const char *path)
 {
+	if (t->runtime_of[0]) { /* a plain name of the runtime's: any object but the runtime's own */
+		const char *slash = strrchr(path, '/');
+		const char *base = slash ? slash + 1 : path;
+		if (ms_c_runtime_file(base) || !strcmp(base, t->runtime_of))
+			return 0;
+	}
 	if (!t->object)
 		return 1;
 	size_t n = t->object_len, len = strlen(path);

@@ -182,8 +182,9 @@ struct ms_target {
 	int bound_plt;  /* its calls are bound through the GOT (native/plt.c): set once, never cleared */
 	int tail_call;  /* a function it names ends in a tail call (seen from the stack only) */
 	/* A plain name of the C runtime's (read, write, log), or in a Python process of the
-	 * interpreter's (main): the object that has it; such a target binds nothing (ms_target_matches)
-	 * unless pinned ("libc.so.6:write"): a function of the program's is what it names. */
+	 * interpreter's (main): the object that has it, whose functions (and the C runtime's) it does
+	 * not bind (ms_target_object_matches) unless pinned ("libc.so.6:write"): a function of the
+	 * program's own of that name is what it names. */
 	char runtime_of[48];
 };
 
@@ -214,8 +215,12 @@ static inline int ms_target_filter_may(const struct ms_target_filter *f, const c
 	return f->bits[k / 8] >> (k % 8) & 1;
 }
 
-/* Whether object path PATH is the one T pins (basename equal, or "lib.so" for "lib.so.1.2"). */
+/* Whether object path PATH is the one T pins (basename equal, or "lib.so" for "lib.so.1.2"); for a
+ * plain name of the runtime's (runtime_of), any object but a C runtime's or that one. */
 int ms_target_object_matches(const struct ms_target *t, const char *path);
+/* Whether BASE, an object's file name, is the C runtime's (libc, libm, libpthread, ld.so, libgcc_s,
+ * libstdc++): the functions users' own are named after. */
+int ms_c_runtime_file(const char *base);
 
 /* The native targets of MEMSHIM_STAGES (native/targets.c; read by native/detect.c at start). */
 extern struct ms_target *ms_native_targets;

@@ -202,7 +202,7 @@ static uintptr_t real_target(struct scan *sc, uintptr_t held, const char *sym)
 
 static int target_accepts(const struct ms_target *t, uintptr_t real)
 {
-	if (!real || !t->object)
+	if (!real || (!t->object && !t->runtime_of[0]))
 		return real != 0;
 	Dl_info info;
 	return dladdr((const void *)real, &info) && info.dli_fname && ms_target_object_matches(t, info.dli_fname);

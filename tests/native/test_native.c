@@ -519,6 +519,11 @@ START_TEST(a_c_library_function_needs_its_library_named)
 	ck_assert_msg(!strstr(r.err, "native stage"), "%s", r.err);
 	ck_assert_int_eq(metric(m, "d_calls"), 1);
 	json_decref(m);
+	/* the program's own static function of such a name is the one it names */
+	m = run_fixture("native/nstages", "h=gethostid", "own_libc_name", "1", NULL);
+	ck_assert_msg(!strstr(r.err, "native stage"), "%s", r.err);
+	ck_assert_int_eq(metric(m, "h_calls"), 1);
+	json_decref(m);
 }
 END_TEST
 
@@ -584,7 +589,6 @@ END_TEST
  * for that reason is named in one warning with it; its callee, named instead, is a stage as usual. */
 START_TEST(a_tail_calling_target_is_named_in_one_warning)
 {
-	static struct run r;
 	const char *env[] = { _i ? "MEMSHIM_STAGES=f=fill" : "MEMSHIM_STAGES=m=make_buffer", NULL };
 	json_t *m = exited_with_file(&r, run_built(&r, "native/ntail", NULL, env), 0, "ntail");
 	if (_i) {
