@@ -57,6 +57,24 @@ static inline void ms_spin_unlock(struct ms_spin *l, int *mine)
 	*mine = 0;
 }
 
+/* fork_prepare's take of L: 0 (nothing taken) when this thread holds it already, in the frame a
+ * signal handler that forked interrupted (spinning would wait for ever): the parent's frame goes on
+ * holding it, the child resets it. */
+static inline int ms_spin_lock_for_fork(struct ms_spin *l, int *mine)
+{
+	if (*mine)
+		return 0;
+	ms_spin_lock(l, mine);
+	return 1;
+}
+
+/* fork_parent's release of what ms_spin_lock_for_fork took (TOOK). */
+static inline void ms_spin_unlock_after_fork(struct ms_spin *l, int *mine, int took)
+{
+	if (took)
+		ms_spin_unlock(l, mine);
+}
+
 /* A forked child: only the forking thread survives, and it holds no lock any more. */
 static inline void ms_spin_reset(struct ms_spin *l, int *mine)
 {

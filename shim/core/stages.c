@@ -615,14 +615,16 @@ void ms_stages_init(void)
 		ms_stages_begin_implicit_init(0.0);
 }
 
+static int took_for_fork; /* fork_prepare took the lock (forks are one at a time) */
+
 void ms_stages_fork_prepare(void)
 {
-	stages_lock();
+	took_for_fork = ms_spin_lock_for_fork(&lock, &lock_held);
 }
 
 void ms_stages_fork_parent(void)
 {
-	stages_unlock();
+	ms_spin_unlock_after_fork(&lock, &lock_held, took_for_fork);
 }
 
 void ms_stages_fork_child(int tracking)

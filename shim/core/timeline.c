@@ -29,14 +29,16 @@ static void timeline_unlock(void)
 	ms_spin_unlock(&lock, &lock_held);
 }
 
+static int took_for_fork; /* fork_prepare took the lock (forks are one at a time) */
+
 void ms_timeline_fork_prepare(void)
 {
-	timeline_lock();
+	took_for_fork = ms_spin_lock_for_fork(&lock, &lock_held);
 }
 
 void ms_timeline_fork_parent(void)
 {
-	timeline_unlock();
+	ms_spin_unlock_after_fork(&lock, &lock_held, took_for_fork);
 }
 
 /* A signal handler on a thread that holds the lock must not spin on it: it skips the point. */

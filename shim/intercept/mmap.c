@@ -33,6 +33,7 @@
 #include "intercept/hooks.h"
 #include "intercept/sample.h"
 #include "intercept/shared.h"
+#include "intercept/signal.h"
 
 #define PAGE 4096UL
 #define MAX_RANGES (1UL << 20)
@@ -74,19 +75,21 @@ static void table_unlock(void)
 	ms_spin_unlock(&lock, &lock_held);
 }
 
+static int took_for_fork; /* fork_prepare took the lock (forks are one at a time) */
+
 void ms_mmap_fork_prepare(void)
 {
-	table_lock();
+	took_for_fork = ms_spin_lock_for_fork(&lock, &lock_held);
 }
 
 void ms_mmap_fork_parent(void)
 {
-	table_unlock();
+	ms_spin_unlock_after_fork(&lock, &lock_held, took_for_fork);
 }
 
 void ms_mmap_fork_child(int tracking)
 {
-	table_unlock();
+	ms_spin_reset(&lock, &lock_held);
 	ms_cgroup_fork_child();
 	ms_cpu_fork_child();
 }
@@ -608,11 +611,35 @@ static int passes_through(void)
 	return ms_tls_guard || !ms_counting || lock_held;
 }
 
-static void *wrap_mmap(void *(*real)(void *, size_t, int, int, int, off_t), void *addr, size_t len, int prot, int flags,
-		       int fd, off_t off)
+/* Asynchronous signals wait while a wrapper changes the table (the lock held, the guard raised, a
+ * system call between): a handler that ran inside and forked spun for ever on the lock, and one
+ * left by siglongjmp kept it held and this thread's counting off, where the bare calls are plain
+ * system calls.  Two more a tracked change of the mappings (about 0.4 us here). */
+struct held_signals {
+	int held;
+	uint64_t old;
+};
+
+/* Only the program's handlers wait: ours run anywhere, and without any (most native programs) this
+ * costs nothing. */
+static struct held_signals signals_wait(void)
 {
-	if (passes_through())
-		return call_mmap(real, addr, len, prot, flags, fd, off);
+	struct held_signals h = { 0, 0 };
+	uint64_t wait = ms_signals_handled() & ~MS_SIG_SYNCHRONOUS;
+	if (wait)
+		h.held = ms_sys_sigmask(SIG_BLOCK, wait, &h.old) == 0;
+	return h;
+}
+
+static void signals_resume(const struct held_signals *h)
+{
+	if (h->held)
+		ms_sys_sigmask(SIG_SETMASK, h->old, NULL);
+}
+
+static void *tracked_mmap(void *(*real)(void *, size_t, int, int, int, off_t), void *addr, size_t len, int prot,
+			  int flags, int fd, off_t off)
+{
 	int fixed = flags & (MAP_FIXED | MAP_FIXED_NOREPLACE);
 	struct ms_shared_id id = { .kind = MS_SHARED_NONE };
 	if (flags & MAP_SHARED) { /* a few system calls, their errors not the program's */
@@ -667,6 +694,18 @@ static void *wrap_mmap(void *(*real)(void *, size_t, int, int, int, off_t), void
 	return p;
 }
 
+static void *wrap_mmap(void *(*real)(void *, size_t, int, int, int, off_t), void *addr, size_t len, int prot, int flags,
+		       int fd, off_t off)
+{
+	/* a private file mapping at no fixed place is none of ours: straight through */
+	if (passes_through() || !(flags & (MAP_FIXED | MAP_FIXED_NOREPLACE | MAP_SHARED) || anonymous_private(flags)))
+		return call_mmap(real, addr, len, prot, flags, fd, off);
+	struct held_signals h = signals_wait();
+	void *p = tracked_mmap(real, addr, len, prot, flags, fd, off);
+	signals_resume(&h);
+	return p;
+}
+
 EXPORT void *mmap(void *addr, size_t len, int prot, int flags, int fd, off_t off)
 {
 	return wrap_mmap(ms_real_mmap, addr, len, prot, flags, fd, off);
@@ -688,6 +727,7 @@ EXPORT int munmap(void *addr, size_t len)
 {
 	if (passes_through())
 		return call_munmap(addr, len);
+	struct held_signals h = signals_wait();
 	ms_sample_free(addr); /* a sampled mapping is known by its start */
 	table_lock();
 	struct drop d;
@@ -700,6 +740,7 @@ EXPORT int munmap(void *addr, size_t len)
 		forget((uintptr_t)addr, len);
 	drop_end(&d);
 	table_unlock();
+	signals_resume(&h);
 	errno = saved;
 	return rc;
 }
@@ -718,6 +759,7 @@ EXPORT int mprotect(void *addr, size_t len, int prot)
 {
 	if (passes_through())
 		return call_mprotect(addr, len, prot);
+	struct held_signals h = signals_wait();
 	table_lock();
 	ms_tls_guard++;
 	int rc = call_mprotect(addr, len, prot);
@@ -734,6 +776,7 @@ EXPORT int mprotect(void *addr, size_t len, int prot)
 			forget(b, e - b), __atomic_add_fetch(&untracked, 1, __ATOMIC_RELAXED);
 	}
 	table_unlock();
+	signals_resume(&h);
 	errno = saved;
 	return rc;
 }
@@ -757,6 +800,7 @@ EXPORT int madvise(void *addr, size_t len, int advice)
 {
 	if (passes_through() || !drops_pages(advice) || !(nranges(&sparse) || nranges(&shm)))
 		return call_madvise(addr, len, advice);
+	struct held_signals h = signals_wait();
 	table_lock();
 	struct drop d;
 	drop_begin(&d, (uintptr_t)addr, (uintptr_t)addr + page_up(len));
@@ -766,6 +810,7 @@ EXPORT int madvise(void *addr, size_t len, int advice)
 	int saved = errno;
 	drop_end(&d); /* what is left, also when it failed part-way */
 	table_unlock();
+	signals_resume(&h);
 	errno = saved;
 	return rc;
 }
@@ -800,6 +845,7 @@ EXPORT void *mremap(void *old, size_t old_len, size_t new_len, int flags, ...)
 	}
 	if (passes_through())
 		return call_mremap(old, old_len, new_len, flags, new_addr);
+	struct held_signals h = signals_wait();
 	table_lock();
 	uintptr_t o = (uintptr_t)old, oe = o + page_up(old_len);
 	/* one mapping (the kernel refuses more): tracked, reserved, read, or neither */
@@ -835,6 +881,7 @@ EXPORT void *mremap(void *old, size_t old_len, size_t new_len, int flags, ...)
 	if (p != MAP_FAILED && (kind == SPARSE || kind == SHARED))
 		read_new(kind == SPARSE ? &sparse : &shm, (uintptr_t)p, (uintptr_t)p + page_up(new_len));
 	table_unlock();
+	signals_resume(&h);
 	errno = saved;
 	return p;
 }
@@ -859,6 +906,7 @@ EXPORT void *shmat(int shmid, const void *addr, int flags)
 {
 	if (passes_through())
 		return call_shmat(shmid, addr, flags);
+	struct held_signals h = signals_wait();
 	struct shmid_ds ds;
 	int e = errno;
 	ms_tls_guard++;
@@ -891,6 +939,7 @@ EXPORT void *shmat(int shmid, const void *addr, int flags)
 	}
 	if (remap && sized)
 		table_unlock();
+	signals_resume(&h);
 	errno = saved;
 	return p;
 }
@@ -907,6 +956,7 @@ EXPORT int shmdt(const void *addr)
 {
 	if (passes_through() || !nranges(&shm))
 		return call_shmdt(addr);
+	struct held_signals h = signals_wait();
 	table_lock();
 	uintptr_t b = (uintptr_t)addr, e = b;
 	size_t i = ms_ranges_find(&shm.r, b);
@@ -923,6 +973,7 @@ EXPORT int shmdt(const void *addr)
 		forget(b, e - b);
 	drop_end(&d);
 	table_unlock();
+	signals_resume(&h);
 	errno = saved;
 	return rc;
 }

@@ -45,6 +45,47 @@ ms_dlsym_fn ms_libc_dlsym(void)
 	return f;
 }
 
+typedef void *(*ms_dlvsym_fn)(void *, const char *, const char *);
+
+/* The C library's dlvsym, found as dlsym is (NULL when it has none). */
+static ms_dlvsym_fn libc_dlvsym(void)
+{
+	static ms_dlvsym_fn found;
+	if (!found)
+		found = (ms_dlvsym_fn)ms_elf_own_symbol(ms_elf_object_of((const void *)dladdr1), "dlvsym");
+	return found;
+}
+
+/* Of two definitions, the one in the object that comes first in load order (the search order). */
+static void *earlier(void *a, void *b)
+{
+	const struct link_map *ma = a ? ms_elf_object_of(a) : NULL, *mb = b ? ms_elf_object_of(b) : NULL;
+	if (!ma || !mb || ma == mb)
+		return ma ? a : b;
+	for (const struct link_map *m = _r_debug.r_map; m; m = m->l_next)
+		if (m == ma || m == mb)
+			return m == ma ? a : b;
+	return a;
+}
+
+/* The definition of NAME after HANDLE that the program's reference binds.  Its references to the
+ * malloc family's first names are of version GLIBC_2.2.5, which an unversioned lookup passes over
+ * where it is not the default (libc_malloc_debug.so's malloc@GLIBC_2.2.5: mtrace and MALLOC_CHECK_
+ * went unseen behind memshim), and which dlvsym finds only where it is named so (not an
+ * allocator's unversioned malloc): the earlier of the two is the dynamic linker's answer.  Every C
+ * library has those names at that version: no lookup fails. */
+static void *bound_definition(ms_dlsym_fn real_dlsym, void *handle, const char *name)
+{
+	static const char *const classic[] = { "malloc",   "free",   "calloc",  "realloc",
+					       "memalign", "valloc", "pvalloc", "posix_memalign" };
+	void *plain = real_dlsym ? real_dlsym(handle, name) : NULL;
+	ms_dlvsym_fn v = libc_dlvsym();
+	for (size_t i = 0; v && i < sizeof classic / sizeof *classic; i++)
+		if (!strcmp(name, classic[i]))
+			return earlier(plain, v(handle, name, "GLIBC_2.2.5"));
+	return plain;
+}
+
 /* A sanitizer runtime owns malloc when it is the allocator underneath (gcc's shared runtimes) or
  * is linked into the program (clang's static ones); its allocator cannot be asked about blocks
  * before it has initialised, so the shim steps aside in such a program. */
@@ -74,8 +115,7 @@ static const struct link_map *program_free(void)
 	static const struct link_map *found;
 	if (known)
 		return found;
-	ms_dlsym_fn real = ms_libc_dlsym();
-	void *bound = real ? real(RTLD_DEFAULT, "free") : NULL;
+	void *bound = bound_definition(ms_libc_dlsym(), RTLD_DEFAULT, "free");
 	const struct link_map *m = bound ? ms_elf_object_of(bound) : NULL;
 	found = m == ms_elf_object_of((const void *)program_free) ? NULL : m;
 	known = 1;
@@ -119,7 +159,7 @@ void ms_resolve(void)
 #define MS_HOOK_RESOLVER(ret, name, params, args)
 #define MS_HOOK_SCOPED(ret, name, params, args)
 #define MS_HOOK(ret, name, params, args)                                                                               \
-	ret(*name##_found) params = real_dlsym ? (ret(*) params)real_dlsym(RTLD_NEXT, #name) : NULL;
+	ret(*name##_found) params = (ret(*) params)bound_definition(real_dlsym, RTLD_NEXT, #name);
 #define MS_HOOK_OPTIONAL(ret, name, params, args) ret(*name##_found) params = NULL;
 #include "intercept/libc.def"
 #undef MS_HOOK_OPTIONAL

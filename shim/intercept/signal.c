@@ -10,6 +10,7 @@
 #include <signal.h>
 #include <string.h>
 #include "core/ms.h"
+#include "core/sys.h"
 #include "intercept/hooks.h"
 #include "intercept/signal.h"
 #include "intercept/spare_stack.h"
@@ -117,6 +118,24 @@ void ms_signals_cover(void (*fn)(int sig))
 
 /* ---- the wrappers ------------------------------------------------------------------------------ */
 
+/* Signals the program set a handler of its own for through these wrappers (bit N-1: signal N). */
+static uint64_t handled;
+
+static void note_handler(int sig, sighandler_t h)
+{
+	if (sig < 1 || sig > 64)
+		return;
+	if (h == SIG_DFL || h == SIG_IGN || h == (sighandler_t)2 /* sigset's SIG_HOLD */)
+		__atomic_and_fetch(&handled, ~MS_SIGBIT(sig), __ATOMIC_RELAXED);
+	else
+		__atomic_or_fetch(&handled, MS_SIGBIT(sig), __ATOMIC_RELAXED);
+}
+
+uint64_t ms_signals_handled(void)
+{
+	return __atomic_load_n(&handled, __ATOMIC_RELAXED);
+}
+
 typedef int (*sigaction_fn)(int, const struct sigaction *, struct sigaction *);
 typedef sighandler_t (*signal_fn)(int, sighandler_t);
 
@@ -157,9 +176,10 @@ EXPORT int sigaction(int sig, const struct sigaction *act, struct sigaction *old
 		errno = ENOSYS;
 		return -1;
 	}
-	if (!managed(sig))
-		return ms_real_sigaction(sig, act, old);
-	return hide(ms_real_sigaction, sig, act, old);
+	int rc = managed(sig) ? hide(ms_real_sigaction, sig, act, old) : ms_real_sigaction(sig, act, old);
+	if (rc == 0 && act)
+		note_handler(sig, act->sa_handler);
+	return rc;
 }
 
 EXPORT int __sigaction(int sig, const struct sigaction *act, struct sigaction *old)
@@ -168,9 +188,10 @@ EXPORT int __sigaction(int sig, const struct sigaction *act, struct sigaction *o
 		errno = ENOSYS;
 		return -1;
 	}
-	if (!managed(sig))
-		return ms_real___sigaction(sig, act, old);
-	return hide(ms_real___sigaction, sig, act, old);
+	int rc = managed(sig) ? hide(ms_real___sigaction, sig, act, old) : ms_real___sigaction(sig, act, old);
+	if (rc == 0 && act)
+		note_handler(sig, act->sa_handler);
+	return rc;
 }
 
 #define SIGNAL_WRAPPER(name)                                                                                           \
@@ -180,9 +201,11 @@ EXPORT int __sigaction(int sig, const struct sigaction *act, struct sigaction *o
 			errno = ENOSYS;                                                                                \
 			return SIG_ERR;                                                                                \
 		}                                                                                                      \
-		if (!managed(sig))                                                                                     \
-			return ms_real_##name(sig, handler);                                                           \
-		return hide_handler(ms_real_##name, sig, handler);                                                     \
+		sighandler_t was =                                                                                     \
+			managed(sig) ? hide_handler(ms_real_##name, sig, handler) : ms_real_##name(sig, handler);      \
+		if (was != SIG_ERR)                                                                                    \
+			note_handler(sig, handler);                                                                    \
+		return was;                                                                                            \
 	}
 
 SIGNAL_WRAPPER(signal)

@@ -926,14 +926,16 @@ void ms_sites_boundary(int stage, int end)
 	leave();
 }
 
+static int took_for_fork; /* fork_prepare took the lock (forks are one at a time) */
+
 void ms_sites_fork_prepare(void)
 {
-	ms_spin_lock(&shared.lock, &me.lock_mine);
+	took_for_fork = ms_spin_lock_for_fork(&shared.lock, &me.lock_mine);
 }
 
 void ms_sites_fork_parent(void)
 {
-	ms_spin_unlock(&shared.lock, &me.lock_mine);
+	ms_spin_unlock_after_fork(&shared.lock, &me.lock_mine, took_for_fork);
 }
 
 /* A child that goes on tracking starts over from nothing sampled: the blocks it inherited were

@@ -4,8 +4,11 @@
  * default policy (in a stage, or old and large), which starts no thread. */
 
 #include <check.h>
+#include <limits.h>
 #include <signal.h>
+#include <stdio.h>
 #include <string.h>
+#include <unistd.h>
 #include <sys/wait.h>
 #include "suite.h"
 #include "harness.h"
@@ -99,6 +102,75 @@ START_TEST(a_signal_handler_that_allocates_never_deadlocks)
 {
 	json_t *m = run_alloc_mode_exited(&r, "sigmalloc", NULL, 0);
 	ck_assert_int_eq(metric(m, "chunk_calls"), 400);
+	json_decref(m);
+}
+END_TEST
+
+/* sigmap_fixture MODE under the shim (ENV more), killed after 60 s: it must end as bare, "ok". */
+static void sigmap_ok(const char *mode, const char *const *env)
+{
+	const char *argv[] = { built("preload/sigmap_fixture"), mode, NULL };
+	harness_timeout = 60;
+	ck_assert_int_eq(run_under_shim(&r, argv, env), 0);
+	harness_timeout = 0;
+	ck_assert_msg(WIFEXITED(r.status) && WEXITSTATUS(r.status) == 0 && strstr(r.out, "ok\n"),
+		      "%s: status %#x, stdout %s, stderr %s", mode, r.status, r.out, r.err);
+}
+
+/* A SIGALRM handler that forks while the program maps and unmaps: it spun for ever on the mapping
+ * table's lock, which the munmap it interrupted held (and SIGTERM could not end it). */
+START_TEST(fork_in_a_handler_that_interrupted_munmap)
+{
+	sigmap_ok("forksig", NULL);
+	json_t *m = load_metrics(&r, "m.json");
+	ck_assert_ptr_nonnull(m);
+	json_decref(m);
+}
+END_TEST
+
+/* A handler that siglongjmps out of mmap/munmap: the lock the wrapper held stayed held (another
+ * thread's mmap then spun for ever) and the thread's counting stayed off (50 MiB malloc'ed after
+ * read as 0). */
+START_TEST(siglongjmp_out_of_mmap_keeps_counting)
+{
+	sigmap_ok("jump", NULL);
+	json_t *m = load_metrics(&r, "m.json");
+	ck_assert_ptr_nonnull(m);
+	int64_t live = member(json_object_get(m, "process"), "malloc", "live");
+	assert_between(live, 50 * MiB, 50 * MiB + 8 * MiB, "malloc live at exit (50 MiB held)");
+	json_decref(m);
+}
+END_TEST
+
+/* glibc's debugging allocator (mtrace, MALLOC_CHECK_) preloaded after memshim: the program's malloc
+ * is its malloc@GLIBC_2.2.5, which memshim's calls must reach too (an unversioned lookup passed
+ * over it: the trace held no call). */
+START_TEST(the_debugging_allocator_behind_memshim_sees_every_call)
+{
+	static const char debug[] = "/usr/lib/x86_64-linux-gnu/libc_malloc_debug.so.0";
+	if (access(debug, R_OK) != 0)
+		return;
+	char preload[1024], trace[PATH_MAX + 32];
+	snprintf(preload, sizeof preload, "LD_PRELOAD=%s:%s", built("libmemshim.so"), debug);
+	char dir[] = "/tmp/memshim-mtrace.XXXXXX";
+	ck_assert_ptr_nonnull(mkdtemp(dir));
+	snprintf(trace, sizeof trace, "MALLOC_TRACE=%s/trace", dir);
+	const char *env[] = { preload, trace, NULL };
+	sigmap_ok("mtrace", env);
+	ck_assert_int_eq(memshim_lines(r.err), 0);
+	char text[4096] = "";
+	FILE *f = fopen(trace + strlen("MALLOC_TRACE="), "r");
+	ck_assert_ptr_nonnull(f);
+	size_t n = fread(text, 1, sizeof text - 1, f);
+	fclose(f);
+	text[n] = '\0';
+	unlink(trace + strlen("MALLOC_TRACE="));
+	rmdir(dir);
+	/* malloc 111, malloc 222, free, calloc, realloc: five events between Start and End */
+	ck_assert_msg(strstr(text, "+ ") && strstr(text, "- ") && strstr(text, "< ") && strstr(text, "> "), "%s", text);
+	json_t *m = load_metrics(&r, "m.json");
+	ck_assert_ptr_nonnull(m);
+	ck_assert_int_ge(member(json_object_get(m, "process"), "malloc", "peak"), 444 + 222);
 	json_decref(m);
 }
 END_TEST
@@ -204,6 +276,9 @@ int main(void)
 	tcase_add_test(tc1, the_programs_own_handler_keeps_working);
 	tcase_add_test(tc1, a_small_alternate_stack_ends_as_without_memshim);
 	tcase_add_test(tc1, a_signal_handler_that_allocates_never_deadlocks);
+	tcase_add_test(tc1, fork_in_a_handler_that_interrupted_munmap);
+	tcase_add_test(tc1, siglongjmp_out_of_mmap_keeps_counting);
+	tcase_add_test(tc1, the_debugging_allocator_behind_memshim_sees_every_call);
 	suite_add_tcase(s, tc1);
 	TCase *tc2 = tcase_create("snapshots");
 	tcase_set_timeout(tc2, 120);
