@@ -68,18 +68,34 @@ static void *earlier(void *a, void *b)
 	return a;
 }
 
+/* Whether glibc's debugging allocator is loaded (preloaded: it interposes nothing otherwise), the
+ * one whose malloc family is of a version that is not the default.  Asked once. */
+static int debug_allocator_loaded(void)
+{
+	static int known = -1;
+	if (known >= 0)
+		return known;
+	known = 0;
+	for (const struct link_map *m = _r_debug.r_map; m && !known; m = m->l_next) {
+		const char *slash = m->l_name ? strrchr(m->l_name, '/') : NULL;
+		known = m->l_name && !strncmp(slash ? slash + 1 : m->l_name, "libc_malloc_debug.so", 20);
+	}
+	return known;
+}
+
 /* The definition of NAME after HANDLE that the program's reference binds.  Its references to the
  * malloc family's first names are of version GLIBC_2.2.5, which an unversioned lookup passes over
  * where it is not the default (libc_malloc_debug.so's malloc@GLIBC_2.2.5: mtrace and MALLOC_CHECK_
  * went unseen behind memshim), and which dlvsym finds only where it is named so (not an
  * allocator's unversioned malloc): the earlier of the two is the dynamic linker's answer.  Every C
- * library has those names at that version: no lookup fails. */
+ * library has those names at that version: no lookup fails.  Only with that library loaded: each
+ * versioned lookup costs ~2K instructions at every start. */
 static void *bound_definition(ms_dlsym_fn real_dlsym, void *handle, const char *name)
 {
 	static const char *const classic[] = { "malloc",   "free",   "calloc",  "realloc",
 					       "memalign", "valloc", "pvalloc", "posix_memalign" };
 	void *plain = real_dlsym ? real_dlsym(handle, name) : NULL;
-	ms_dlvsym_fn v = libc_dlvsym();
+	ms_dlvsym_fn v = debug_allocator_loaded() ? libc_dlvsym() : NULL;
 	for (size_t i = 0; v && i < sizeof classic / sizeof *classic; i++)
 		if (!strcmp(name, classic[i]))
 			return earlier(plain, v(handle, name, "GLIBC_2.2.5"));
