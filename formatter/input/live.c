@@ -368,8 +368,9 @@ static json_t *mf_process(const struct ms_live_record *r, const int64_t *peaks, 
 	mf_set_int(rss, "peak", r->rss_peak);
 	mf_set_int(rss, "live", r->live[MS_LIVE_RSS]);
 	mf_set(rss, "read",
-	       json_string("peak: getrusage ru_maxrss (VmHWM), read at stage boundaries and timeline points, "
-			   "at most every 0.1 s; live: /proc/self/statm"));
+	       json_string("peak: getrusage ru_maxrss, or /proc/self/status VmHWM below what exec carried over, "
+			   "read at stage boundaries and timeline points (at most every 0.1 s but in a Go program); "
+			   "live: /proc/self/statm"));
 	mf_set(p, "rss", rss);
 	if (r->forked) {
 		json_t *inh = json_object();

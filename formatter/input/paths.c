@@ -112,7 +112,7 @@ void mf_paths_children(struct mf_paths *ps, const char *path, long long root_pid
 		if (strncmp(n, base, len) || n[len] != '.' || !n[len + 1] ||
 		    strspn(n + len + 1, "0123456789") != strlen(n + len + 1))
 			continue;
-		char *p = mf_xasprintf("%s/%s", dir, n);
+		char *p = slash ? mf_xasprintf("%s/%s", dir, n) : mf_xstrdup(n); /* named as PATH is */
 		if (mf_rooted_at(p, root_pid))
 			mf_paths_push(ps, p);
 		else

@@ -435,8 +435,8 @@ void mf_print_status(FILE *out, const struct mf_file *f)
 	}
 	if (mf_stopped_idle(f)) {
 		fprintf(out,
-			f->signal == 2 ? "memshim: %s: ended by SIGINT with no stage open (Ctrl-C, which Python "
-					 "re-raises once it has finished)"
+			f->signal == 2 ? "memshim: %s: ended by SIGINT with no stage open (Ctrl-C, between stages; "
+					 "Python raises it again once it has finished)"
 				       : "memshim: %s: ended by SIGTERM with no stage open (a shutdown: Jupyter's of a "
 					 "kernel, docker stop)",
 			f->path);

@@ -66,8 +66,12 @@ static void mf_print_children_beside(FILE *out, const struct mf_file *f, const s
 		const char *slash = strrchr(kids->p[i], '/');
 		fprintf(out, "%s%s", i ? ", " : "", slash ? slash + 1 : kids->p[i]);
 	}
-	fprintf(out, "%s; memshim-format %s* shows them together, and what the stage targets matched in the run\n",
-		kids->n > 3 ? ", ..." : "", f->path);
+	/* the exact files: NAME* would also take other runs' files left there */
+	fprintf(out, "%s; memshim-format %s", kids->n > 3 ? ", ..." : "", f->path);
+	for (size_t i = 0; i < kids->n && i < 8; i++)
+		fprintf(out, " %s", kids->p[i]);
+	fprintf(out, "%s shows them together, and what the stage targets matched in the run\n",
+		kids->n > 8 ? " ... (all the files of this run)" : "");
 }
 
 /* What the targets matched, once for the run; each file shown under its header (when there are

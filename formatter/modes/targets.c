@@ -262,11 +262,13 @@ static int mf_print_native_unfound(FILE *out, const struct mf_file *files, size_
 			    mf_native_listed_before(files, i, j, stage, target))
 				continue;
 			if (mf_same(json_object_get(t, "bound"), "runtime")) {
+				const char *object = json_string_value(json_object_get(t, "object"));
 				fprintf(out,
-					"memshim: native stage %s: '%s' is a C runtime function, which a plain name "
-					"does not bind (a function of the program's own, or a Python function, of that "
-					"name is what it names); to mean that one, name it with its library (libc.so.6:%s)\n",
-					stage, target, target);
+					"memshim: native stage %s: '%s' is a function of %s, which a plain name does "
+					"not bind (a function of the program's own, or a Python function, of that "
+					"name is what it names); to mean that one, name it %s:%s\n",
+					stage, target, object ? object : "the C runtime", object ? object : "libc.so.6",
+					target);
 				printed = 1;
 				continue;
 			}

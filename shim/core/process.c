@@ -79,9 +79,9 @@ static int64_t vm_hwm_kb(const char *text, size_t n)
 		w ^= ones * 'H';
 		if (!((w - ones) & ~w & highs))
 			continue;
-		for (size_t k = i < 2 ? 2 : i; k < i + 8 && k + 4 < n; k++) {
-			if (memcmp(text + k - 2, "VmHWM:", 6))
-				continue;
+		for (size_t k = i < 3 ? 3 : i; k < i + 8 && k + 4 < n; k++) {
+			if (text[k - 3] != '\n' || memcmp(text + k - 2, "VmHWM:", 6))
+				continue; /* a line's start: not a name set to "VmHWM:" */
 			const char *p = text + k + 4;
 			int64_t kb = 0;
 			while (*p == ' ' || *p == '\t')
@@ -115,7 +115,9 @@ int64_t ms_process_rss_peak(void)
 	int64_t now = ru_maxrss_bytes();
 	if (now > maxrss_at_start)
 		return now; /* above what came with the image: its own */
+	int saved = errno;  /* read at timeline points too, inside the program's calls */
 	int64_t own = status_vm_hwm();
+	errno = saved;
 	return own >= 0 ? own : (now > 0 ? now : 0);
 }
 

@@ -615,16 +615,17 @@ void ms_stages_init(void)
 		ms_stages_begin_implicit_init(0.0);
 }
 
-static int took_for_fork; /* fork_prepare took the lock (forks are one at a time) */
+/* fork_prepare took the lock, and the flag before (ms_spin_lock_for_fork) */
+static __thread int took_for_fork MS_TLS, flag_before_fork MS_TLS;
 
 void ms_stages_fork_prepare(void)
 {
-	took_for_fork = ms_spin_lock_for_fork(&lock, &lock_held);
+	took_for_fork = ms_spin_lock_for_fork(&lock, &lock_held, &flag_before_fork);
 }
 
 void ms_stages_fork_parent(void)
 {
-	ms_spin_unlock_after_fork(&lock, &lock_held, took_for_fork);
+	ms_spin_unlock_after_fork(&lock, &lock_held, took_for_fork, flag_before_fork);
 }
 
 void ms_stages_fork_child(int tracking)

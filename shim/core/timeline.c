@@ -29,16 +29,17 @@ static void timeline_unlock(void)
 	ms_spin_unlock(&lock, &lock_held);
 }
 
-static int took_for_fork; /* fork_prepare took the lock (forks are one at a time) */
+/* fork_prepare took the lock, and the flag before (ms_spin_lock_for_fork) */
+static __thread int took_for_fork MS_TLS, flag_before_fork MS_TLS;
 
 void ms_timeline_fork_prepare(void)
 {
-	took_for_fork = ms_spin_lock_for_fork(&lock, &lock_held);
+	took_for_fork = ms_spin_lock_for_fork(&lock, &lock_held, &flag_before_fork);
 }
 
 void ms_timeline_fork_parent(void)
 {
-	ms_spin_unlock_after_fork(&lock, &lock_held, took_for_fork);
+	ms_spin_unlock_after_fork(&lock, &lock_held, took_for_fork, flag_before_fork);
 }
 
 /* A signal handler on a thread that holds the lock must not spin on it: it skips the point. */

@@ -92,13 +92,21 @@ static int debug_allocator_loaded(void)
  * versioned lookup costs ~2K instructions at every start. */
 static void *bound_definition(ms_dlsym_fn real_dlsym, void *handle, const char *name)
 {
-	static const char *const classic[] = { "malloc",   "free",   "calloc",  "realloc",
-					       "memalign", "valloc", "pvalloc", "posix_memalign" };
+	/* the program's references' versions (x86-64); the debugging allocator has each of the first
+	 * nine, the C library all ten: a family is never split between the two (aligned_alloc then
+	 * free) */
+	static const char *const family[][2] = {
+		{ "malloc", "GLIBC_2.2.5" },       { "free", "GLIBC_2.2.5" },
+		{ "calloc", "GLIBC_2.2.5" },       { "realloc", "GLIBC_2.2.5" },
+		{ "memalign", "GLIBC_2.2.5" },     { "valloc", "GLIBC_2.2.5" },
+		{ "pvalloc", "GLIBC_2.2.5" },      { "posix_memalign", "GLIBC_2.2.5" },
+		{ "aligned_alloc", "GLIBC_2.16" }, { "reallocarray", "GLIBC_2.26" },
+	};
 	void *plain = real_dlsym ? real_dlsym(handle, name) : NULL;
 	ms_dlvsym_fn v = debug_allocator_loaded() ? libc_dlvsym() : NULL;
-	for (size_t i = 0; v && i < sizeof classic / sizeof *classic; i++)
-		if (!strcmp(name, classic[i]))
-			return earlier(plain, v(handle, name, "GLIBC_2.2.5"));
+	for (size_t i = 0; v && i < sizeof family / sizeof *family; i++)
+		if (!strcmp(name, family[i][0]))
+			return earlier(plain, v(handle, name, family[i][1]));
 	return plain;
 }
 

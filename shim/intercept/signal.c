@@ -125,7 +125,9 @@ static void note_handler(int sig, sighandler_t h)
 {
 	if (sig < 1 || sig > 64)
 		return;
-	if (h == SIG_DFL || h == SIG_IGN || h == (sighandler_t)2 /* sigset's SIG_HOLD */)
+	if (h == (sighandler_t)2) /* sigset's SIG_HOLD: blocked, the handler kept */
+		return;
+	if (h == SIG_DFL || h == SIG_IGN)
 		__atomic_and_fetch(&handled, ~MS_SIGBIT(sig), __ATOMIC_RELAXED);
 	else
 		__atomic_or_fetch(&handled, MS_SIGBIT(sig), __ATOMIC_RELAXED);

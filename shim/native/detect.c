@@ -59,16 +59,19 @@ static const char *file_base(const char *path)
  * or the program when it is pythonX) counts in a Python process: a script's main() is not its C main. */
 static void runtime_owner(const char *name, const char *exe_base, char *out, size_t size)
 {
-	void *p = ms_real_dlsym(RTLD_DEFAULT, name);
-	const struct link_map *m = p ? ms_elf_object_of(p) : NULL;
-	if (m && m == ms_elf_object_of((const void *)runtime_owner)) /* a function memshim wraps: the next */
-		m = (p = ms_real_dlsym(RTLD_NEXT, name)) ? ms_elf_object_of(p) : NULL;
 	void *py = ms_real_dlsym(RTLD_DEFAULT, "Py_IsInitialized");
-	const char *base = !m ? "" : m->l_name[0] ? file_base(m->l_name) : exe_base;
+	const struct link_map *interp = py ? ms_elf_object_of(py) : NULL;
 	out[0] = '\0';
-	if (m && (ms_c_runtime_file(base) ||
-		  (py && (m == ms_elf_object_of(py) || (!m->l_name[0] && !strncmp(exe_base, "python", 6))))))
-		ms_strlcpy(out, base, size);
+	/* every runtime object that has it, not the first definition only: a library of the program's
+	 * that exports write too must not let libc's be bound */
+	for (const struct link_map *m = _r_debug.r_map; m && !out[0]; m = m->l_next) {
+		int exe = m == _r_debug.r_map;
+		const char *base = exe ? exe_base : file_base(m->l_name ? m->l_name : "");
+		int runtime =
+			ms_c_runtime_file(base) || (py && (m == interp || (exe && !strncmp(exe_base, "python", 6))));
+		if (runtime && ms_elf_own_symbol(m, name))
+			ms_strlcpy(out, base, size);
+	}
 }
 
 static int load_targets(void)
@@ -96,18 +99,24 @@ static int load_targets(void)
 
 static const char *bound_by(int i)
 {
-	if (targets[i].runtime_of[0])
-		return "runtime"; /* a plain name of the C runtime's: bound by nothing (native.h) */
 	if (targets[i].bound_plt)
 		return "plt";
-	return targets[i].found ? "stack" : "none";
+	if (targets[i].found)
+		return "stack";
+	return targets[i].runtime_of[0] ? "runtime" : "none"; /* runtime: the C runtime's, bound by nothing */
 }
 
-void ms_native_each_target(void (*fn)(void *ctx, const char *target, const char *stage, const char *bound), void *ctx)
+void ms_native_each_target(void (*fn)(void *ctx, const char *target, const char *stage, const char *bound,
+				      const char *object),
+			   void *ctx)
 {
-	for (int i = 0; detect_st.loaded && i < ms_native_ntargets; i++)
-		if (!detect_st.python_owned[i])
-			fn(ctx, targets[i].text, ms_cfg.spec.stage[targets[i].spec_stage].name, bound_by(i));
+	for (int i = 0; detect_st.loaded && i < ms_native_ntargets; i++) {
+		if (detect_st.python_owned[i])
+			continue;
+		const char *bound = bound_by(i);
+		fn(ctx, targets[i].text, ms_cfg.spec.stage[targets[i].spec_stage].name, bound,
+		   strcmp(bound, "runtime") ? NULL : targets[i].runtime_of);
+	}
 }
 
 /* ---- "not found", judged over the run ------------------------------------------------------

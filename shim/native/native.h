@@ -292,7 +292,9 @@ extern struct ms_native_stats ms_native_stats;
 
 /* Every native target (Python names left out) with its stage and how it was bound: "plt" (its
  * calls through the GOT), "stack" (found in a symbol table, seen from the stack) or "none". */
-void ms_native_each_target(void (*fn)(void *ctx, const char *target, const char *stage, const char *bound), void *ctx);
+void ms_native_each_target(void (*fn)(void *ctx, const char *target, const char *stage, const char *bound,
+				      const char *object),
+			   void *ctx);
 
 /* ---- calls bound through the GOT (native/plt.c) ----------------------------------------------- */
 

@@ -530,13 +530,15 @@ static void write_identity(struct ms_json *w, const struct ms_doc *d)
 	write_rank(w, &p->rank);
 }
 
-static void write_native_one(void *ctx, const char *target, const char *stage, const char *bound)
+static void write_native_one(void *ctx, const char *target, const char *stage, const char *bound, const char *object)
 {
 	struct ms_json *w = ctx;
 	ms_json_object(w, NULL);
 	ms_json_string(w, "target", target);
 	ms_json_string(w, "stage", stage);
 	ms_json_string(w, "bound", bound);
+	if (object)
+		ms_json_string(w, "object", object);
 	ms_json_end_object(w);
 }
 

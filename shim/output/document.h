@@ -23,7 +23,9 @@ typedef void (*ms_doc_function_fn)(void *ctx, const char *target, const char *fu
 				   int user);
 
 /* A native target: its text, stage and how it was bound ("plt", "stack", "none"). */
-typedef void (*ms_doc_native_fn)(void *ctx, const char *target, const char *stage, const char *bound);
+/* OBJECT: for BOUND "runtime", the C runtime's object that has the function, else NULL. */
+typedef void (*ms_doc_native_fn)(void *ctx, const char *target, const char *stage, const char *bound,
+				 const char *object);
 
 struct ms_doc {
 	const char *reason; /* exit, _exit, snapshot, signal, live */

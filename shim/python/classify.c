@@ -64,9 +64,6 @@ static int qual_from_mro(ms_pyobj *cls, ms_pyobj *name, const char *co_name, ms_
 	return found;
 }
 
-/* Before 3.11 code objects have no co_qualname: rebuild it from the frame (a method's first
- * argument names its class; a module-level function is in the globals), or, for nested
- * functions, from the function object that runs CODE.  Called once per candidate code object. */
 /* The name of __main__'s spec (GLOBALS its namespace) into OUT: "pkg.mod" under python -m pkg.mod;
  * 0 when there is one (a script run by path has __spec__ None). */
 static int main_spec_name(ms_pyobj *globals, char *out, size_t size)
@@ -80,6 +77,9 @@ static int main_spec_name(ms_pyobj *globals, char *out, size_t size)
 	return rc;
 }
 
+/* Before 3.11 code objects have no co_qualname: rebuild it from the frame (a method's first
+ * argument names its class; a module-level function is in the globals), or, for nested
+ * functions, from the function object that runs CODE.  Called once per candidate code object. */
 static int rebuild_qualname(ms_pyobj *code, ms_pyobj *frame, ms_pyobj *globals, ms_pyobj *name, const char *co_name,
 			    char *out, size_t size)
 {

@@ -926,16 +926,17 @@ void ms_sites_boundary(int stage, int end)
 	leave();
 }
 
-static int took_for_fork; /* fork_prepare took the lock (forks are one at a time) */
+/* fork_prepare took the lock, and the flag before (ms_spin_lock_for_fork) */
+static __thread int took_for_fork MS_TLS, flag_before_fork MS_TLS;
 
 void ms_sites_fork_prepare(void)
 {
-	took_for_fork = ms_spin_lock_for_fork(&shared.lock, &me.lock_mine);
+	took_for_fork = ms_spin_lock_for_fork(&shared.lock, &me.lock_mine, &flag_before_fork);
 }
 
 void ms_sites_fork_parent(void)
 {
-	ms_spin_unlock_after_fork(&shared.lock, &me.lock_mine, took_for_fork);
+	ms_spin_unlock_after_fork(&shared.lock, &me.lock_mine, took_for_fork, flag_before_fork);
 }
 
 /* A child that goes on tracking starts over from nothing sampled: the blocks it inherited were

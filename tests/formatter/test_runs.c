@@ -192,15 +192,17 @@ START_TEST(test_native_target_judged_over_the_run)
 	native(dir, "m.json.5001", 5001, "[\"./prog\"]",
 	       "[{\"target\": \"work\", \"stage\": \"w\", \"bound\": \"stack\"}, "
 	       "{\"target\": \"typo\", \"stage\": \"x\", \"bound\": \"none\"}, "
-	       "{\"target\": \"read\", \"stage\": \"r\", \"bound\": \"runtime\"}]");
+	       "{\"target\": \"read\", \"stage\": \"r\", \"bound\": \"runtime\", \"object\": \"libc.so.6\"}, "
+	       "{\"target\": \"log\", \"stage\": \"l\", \"bound\": \"runtime\", \"object\": \"libm.so.6\"}]");
 	ck_assert_int_eq(format_run(dir, files, &out, &err), 0);
 	ck_assert_msg(!strstr(out, "'work'"), "%s", out);
 	ck_assert_int_eq(count(out, "memshim: native stage x: 'typo' was not found in any loaded object "
 				    "(in none of the 2 processes)\n"), 1);
 	/* a plain name of the C library's, which binds nothing: said as such, with its pinned form */
-	ck_assert_int_eq(count(out, "memshim: native stage r: 'read' is a C runtime function, which a plain name "
+	ck_assert_int_eq(count(out, "memshim: native stage r: 'read' is a function of libc.so.6, which a plain name "
 				    "does not bind"), 1);
-	ck_assert_int_eq(count(out, "name it with its library (libc.so.6:read)\n"), 1);
+	ck_assert_int_eq(count(out, "name it libc.so.6:read\n"), 1);
+	ck_assert_int_eq(count(out, "name it libm.so.6:log\n"), 1);
 	free(out), free(err);
 	t_rmtree(dir);
 	free(dir);
