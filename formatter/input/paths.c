@@ -121,7 +121,8 @@ void mf_paths_children(struct mf_paths *ps, const char *path, long long root_pid
 	if (d)
 		closedir(d);
 	free(dir);
-	qsort(ps->p + first, ps->n - first, sizeof *ps->p, mf_cmp_path);
+	if (ps->n > first) /* none found: ps->p may be NULL, which qsort must not get */
+		qsort(ps->p + first, ps->n - first, sizeof *ps->p, mf_cmp_path);
 }
 
 void mf_paths_free(struct mf_paths *ps)
