@@ -62,6 +62,12 @@ static int mf_listed_before(const struct mf_file *files, size_t i, size_t j, con
 static int mf_print_unmatched_run(FILE *out, const struct mf_file *files, size_t n)
 {
 	size_t shown = 0;
+	int stopped = 0; /* a process's detection stopped (3.11, a deep recursion): they may have run after */
+	for (size_t i = 0; i < n; i++)
+		stopped |= json_is_true(json_object_get(files[i].root, "python_detection_stopped"));
+	const char *line = stopped ? "memshim: stage targets not matched before Python stage detection stopped (a "
+				     "deep recursion): "
+				   : "memshim: stage targets that matched no function that ran: ";
 	for (size_t i = 0; i < n; i++) {
 		size_t j;
 		json_t *t;
@@ -74,9 +80,7 @@ static int mf_print_unmatched_run(FILE *out, const struct mf_file *files, size_t
 			if (!stage || !target || matched || mf_listed_before(files, i, j, stage, target))
 				continue;
 			const char *near = json_string_value(json_object_get(t, "did_you_mean"));
-			fprintf(out, "%s%s=%s",
-				shown++ ? ", " : "memshim: stage targets that matched no function that ran: ", stage,
-				target);
+			fprintf(out, "%s%s=%s", shown++ ? ", " : line, stage, target);
 			if (near)
 				fprintf(out, " (did you mean %s?)", near);
 		}

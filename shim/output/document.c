@@ -572,6 +572,8 @@ static void write_unmatched(struct ms_json *w, const struct ms_doc *d)
 	ms_json_end_array(w);
 	if (d->python_hook_lost) /* stages that began while another tool held it were not seen */
 		ms_json_uint(w, "python_hook_lost", d->python_hook_lost);
+	if (d->python_detection_stopped) /* the unmatched targets may have run after */
+		ms_json_bool(w, "python_detection_stopped", 1);
 }
 
 /* "alloc_delta" and "peaked_delta" of component C of SP under KEY (the object left open). */

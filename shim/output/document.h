@@ -66,8 +66,9 @@ struct ms_doc {
 	void (*each_unmatched)(ms_doc_target_fn fn, void *ctx);                     /* python/ */
 	void (*each_function)(const char *stage, ms_doc_function_fn fn, void *ctx); /* python/ */
 	void (*each_native)(ms_doc_native_fn fn, void *ctx);                        /* native/ */
-	unsigned python_hook_lost; /* python/: times another tool held the frame hook (0: key absent) */
-	int brief;                 /* the numbers alone: no call history (memshim_metrics_json_brief) */
+	unsigned python_hook_lost;    /* python/: times another tool held the frame hook (0: key absent) */
+	int python_detection_stopped; /* python/: a deep recursion took the frame hook out (0: key absent) */
+	int brief;                    /* the numbers alone: no call history (memshim_metrics_json_brief) */
 	void (*stage_sites)(struct ms_json *w, int id, const struct ms_span *sp); /* output/peak_sites.c */
 	void (*sites_summary)(struct ms_json *w);
 	void (*oom_sites)(struct ms_json *w, int index); /* output/peak_sites.c: a gpu_oom record's */

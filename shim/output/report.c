@@ -132,6 +132,7 @@ static int gather(struct ms_doc *d, const char *reason, int sig, int complete, i
 		d->timeline = &tl_snap;
 	}
 	d->python_hook_lost = ms_py_frame_hook_lost();
+	d->python_detection_stopped = ms_py_targets_detection_stopped();
 	d->labelled = ms_labels_table(&d->nlabelled, &d->labelled_dropped, &d->labelled_generation);
 	int ids[MS_MAX_STAGES];
 	if (brief) { /* the numbers alone: no timeline, history, call sites or labelled calls */

@@ -199,6 +199,7 @@ void ms_py_report(void);
 /* Python stage detection stopped (a recursion deeper than the C stack allows took the frame hook
  * out): a target not matched by then may have run after, and the report says so. */
 void ms_py_targets_stopped(void);
+int ms_py_targets_detection_stopped(void);
 
 /* ---- python/codes.c ------------------------------------------------------------------------ */
 

@@ -355,6 +355,11 @@ void ms_py_targets_stopped(void)
 	__atomic_store_n(&state.stopped, 1, __ATOMIC_RELAXED);
 }
 
+int ms_py_targets_detection_stopped(void)
+{
+	return __atomic_load_n(&state.stopped, __ATOMIC_RELAXED);
+}
+
 void ms_py_targets_live(int on)
 {
 	__atomic_store_n(&state.live, on, __ATOMIC_RELEASE);

@@ -154,6 +154,27 @@ static void native(const char *dir, const char *name, int pid, const char *argv,
 	t_write(path, text, (size_t)n);
 }
 
+/* A target unmatched in a process whose Python stage detection stopped (3.11, a deep recursion)
+ * may have run after: the run's line says so instead of "matched no function that ran". */
+START_TEST(test_unmatched_after_detection_stopped)
+{
+	char *dir = t_tmpdir(), *out, *err, path[4300];
+	const char *files[] = { "m.json", NULL };
+	const char *text = "{\"format\": \"memshim-metrics\", \"version\": 1, \"pid\": 5000, \"root_pid\": 5000, "
+			   "\"python_detection_stopped\": true, \"unmatched_targets\": [{\"stage\": \"a\", "
+			   "\"target\": \"after\", \"kind\": \"python\"}], \"metrics\": {}, \"stages\": []}";
+	snprintf(path, sizeof path, "%s/m.json", dir);
+	t_write(path, text, strlen(text));
+	ck_assert_int_eq(format_run(dir, files, &out, &err), 0);
+	ck_assert_int_eq(count(out, "memshim: stage targets not matched before Python stage detection stopped (a deep "
+				    "recursion): a=after\n"), 1);
+	ck_assert_msg(!strstr(out, "matched no function that ran"), "%s", out);
+	free(out), free(err);
+	t_rmtree(dir);
+	free(dir);
+}
+END_TEST
+
 /* `timeout 60 ./prog` under a plain LD_PRELOAD: timeout took the name, prog wrote m.json.5001; the
  * dump of m.json alone names the children's files of its run (not another run's m.json.6001) and
  * leaves what the targets matched to the dump of them all (prog found work). */
@@ -233,6 +254,7 @@ Suite *runs_suite(void)
 	tcase_add_test(tc, test_processes_named_as_they_named_themselves);
 	tcase_add_test(tc, test_native_target_judged_over_the_run);
 	tcase_add_test(tc, test_first_file_alone_names_its_childrens);
+	tcase_add_test(tc, test_unmatched_after_detection_stopped);
 	tcase_add_test(tc, test_good_file_shown_beside_a_bad_one);
 	suite_add_tcase(s, tc);
 	return s;

@@ -107,6 +107,7 @@ START_TEST(deep_recursion_then_a_target)
 					    "stopped (the deep recursion above): a=after\n"),
 			      "%s: %s", r.python, r.err);
 		ck_assert_msg(!strstr(r.err, "matched no function that ran"), "%s: %s", r.python, r.err);
+		ck_assert(json_is_true(json_object_get(r.root, "python_detection_stopped")));
 	} else {
 		ck_assert_msg(count_lines(r.err, "memshim:") == 0, "%s: %s", r.python, r.err);
 		expect_calls(&r, "a", 1);
