@@ -67,6 +67,16 @@ static inline long ms_decimal(const char *s)
 	return n;
 }
 
+/* The file name at the end of PATH (after its last '/'), or PATH. */
+static inline const char *ms_file_name(const char *path)
+{
+	const char *name = path;
+	for (const char *p = path; *p; p++)
+		if (*p == '/')
+			name = p + 1;
+	return name;
+}
+
 /* Copies SRC into DST of SIZE bytes, always NUL-terminated; returns SRC's length. */
 static inline size_t ms_strlcpy(char *dst, const char *src, size_t size)
 {

@@ -76,10 +76,8 @@ static int debug_allocator_loaded(void)
 	if (known >= 0)
 		return known;
 	known = 0;
-	for (const struct link_map *m = _r_debug.r_map; m && !known; m = m->l_next) {
-		const char *slash = m->l_name ? strrchr(m->l_name, '/') : NULL;
-		known = m->l_name && !strncmp(slash ? slash + 1 : m->l_name, "libc_malloc_debug.so", 20);
-	}
+	for (const struct link_map *m = _r_debug.r_map; m && !known; m = m->l_next)
+		known = m->l_name && !strncmp(ms_file_name(m->l_name), "libc_malloc_debug.so", 20);
 	return known;
 }
 

@@ -44,14 +44,7 @@ static const char *exe_basename(char *buf, size_t size)
 {
 	long n = syscall(SYS_readlink, "/proc/self/exe", buf, size - 1);
 	buf[n > 0 ? n : 0] = '\0';
-	const char *slash = strrchr(buf, '/');
-	return slash ? slash + 1 : buf;
-}
-
-static const char *file_base(const char *path)
-{
-	const char *slash = strrchr(path, '/');
-	return slash ? slash + 1 : path;
+	return ms_file_name(buf);
 }
 
 /* Where a plain name NAME is a runtime's function (native.h, runtime_of): into OUT, the object's
@@ -66,7 +59,7 @@ static void runtime_owner(const char *name, const char *exe_base, char *out, siz
 	 * that exports write too must not let libc's be bound */
 	for (const struct link_map *m = _r_debug.r_map; m && !out[0]; m = m->l_next) {
 		int exe = m == _r_debug.r_map;
-		const char *base = exe ? exe_base : file_base(m->l_name ? m->l_name : "");
+		const char *base = exe ? exe_base : ms_file_name(m->l_name ? m->l_name : "");
 		int runtime =
 			ms_c_runtime_file(base) || (py && (m == interp || (exe && !strncmp(exe_base, "python", 6))));
 		if (runtime && ms_elf_own_symbol(m, name))

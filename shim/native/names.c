@@ -8,6 +8,7 @@
  * logic (unit-testable). */
 #include <string.h>
 #include "core/config.h"
+#include "core/ms.h"
 #include "native/native.h"
 
 static int ident_char(char c)
@@ -696,19 +697,15 @@ int ms_c_runtime_file(const char *base)
 
 int ms_target_object_matches(const struct ms_target *t, const char *path)
 {
-	if (t->runtime_of[0]) { /* a plain name of the runtime's: any object but the runtime's own */
-		const char *slash = strrchr(path, '/');
-		const char *base = slash ? slash + 1 : path;
-		if (ms_c_runtime_file(base) || !strcmp(base, t->runtime_of))
-			return 0;
-	}
+	const char *base = ms_file_name(path);
+	/* a plain name of the runtime's: any object but the runtime's own */
+	if (t->runtime_of[0] && (ms_c_runtime_file(base) || !strcmp(base, t->runtime_of)))
+		return 0;
 	if (!t->object)
 		return 1;
 	size_t n = t->object_len, len = strlen(path);
 	if (memchr(t->object, '/', n))
 		return len >= n && !memcmp(path + len - n, t->object, n) &&
 		       (len == n || path[len - n - 1] == '/' || t->object[0] == '/');
-	const char *slash = strrchr(path, '/');
-	const char *base = slash ? slash + 1 : path;
 	return !strncmp(base, t->object, n) && (base[n] == '\0' || base[n] == '.');
 }

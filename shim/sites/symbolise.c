@@ -396,12 +396,6 @@ void ms_sites_symbolise_done(void)
 	nlisted = 0;
 }
 
-static const char *basename_of(const char *p)
-{
-	const char *b = strrchr(p, '/');
-	return b ? b + 1 : p;
-}
-
 /* The resolved native frame W, or NULL. */
 static const struct addr *find_addr(uint64_t w)
 {
@@ -454,7 +448,7 @@ size_t ms_sites_frame_text(uint64_t w, char *buf, size_t size)
 		ms_text_num(&t, w, 4);
 	}
 	ms_text_put(&t, " (", 2);
-	ms_text_str(&t, e && e->obj >= 0 ? basename_of(objs[e->obj].path) : "?");
+	ms_text_str(&t, e && e->obj >= 0 ? ms_file_name(objs[e->obj].path) : "?");
 	ms_text_put(&t, ")", 1);
 	return ms_text_end(&t);
 }
