@@ -1,4 +1,4 @@
-"""Numbers across ranks, through the job's own engine: torch.distributed's all_gather_object.
+"""Numbers across ranks, through the job's own engine: torch.distributed's all_gather.
 
     from memshim import ranks
     numbers = {"train_mem_cpu_peaked_delta": 123, "train_runtime": 4.5}
@@ -14,9 +14,18 @@ torch.distributed initialised, or with one rank, it returns {} and costs nothing
 imported here.  The group is the job's own (the default one unless given): no process group,
 store or file of memshim's.  Used by memshim.lightning's callback; combine() is the same without
 the collective.
+
+Not all_gather_object: its tensors are dropped by Python while the backend's worker thread may
+still hold them, and the worker's release then needs the interpreter.  A gather just before the
+program ends (a Lightning callback's at predict end) then met interpreter finalization: the worker
+thread was ended inside a destructor and the process aborted ("terminate called without an active
+exception"; 6 runs in 20 of two gloo ranks gathering and leaving, without memshim).  Here the
+numbers travel as JSON in tensors that Python holds until the backend has let go of them.
 """
+import json
 import numbers as _numbers
 import sys
+import time
 
 __all__ = ["distributed", "gather", "combine"]
 
@@ -60,11 +69,64 @@ def gather(numbers, group=None):
         return {}
     dist = _dist()
     size = dist.get_world_size(group)
-    every = [None] * size
-    dist.all_gather_object(every, _numeric(numbers), group=group)
+    every = _all_gather_json(dist, _numeric(numbers), size, group)
     if group is None:
         ranks = range(size)
     else:
         to_global = getattr(dist, "get_global_rank", None) or dist.distributed_c10d._get_global_rank
         ranks = [to_global(group, i) for i in range(size)]
     return combine(every, ranks)
+
+
+# Tensors a backend had not let go of within _RELEASE_WAIT: held to the next gather (or the end).
+_unreleased = []
+_RELEASE_WAIT = 2.0  # seconds
+
+
+def _device(dist, group):
+    """Where GROUP's backend takes tensors: NCCL's on the current GPU, the others' on the CPU."""
+    import torch
+    pick = getattr(dist.distributed_c10d, "_get_object_coll_device", None)
+    if pick is not None:
+        try:
+            return torch.device(pick(group))
+        except (RuntimeError, ValueError, TypeError):
+            pass
+    if str(dist.get_backend(group)) == "nccl":
+        return torch.device("cuda", torch.cuda.current_device())
+    return torch.device("cpu")
+
+
+def _all_gather_json(dist, mine, size, group):
+    """MINE from every rank of GROUP, in group order."""
+    import torch
+    device = _device(dist, group)
+    payload = json.dumps(mine, sort_keys=True).encode()
+    length = torch.tensor([len(payload)], dtype=torch.int64, device=device)
+    lengths = [torch.zeros(1, dtype=torch.int64, device=device) for _ in range(size)]
+    dist.all_gather(lengths, length, group=group)
+    counts = [int(n.item()) for n in lengths]
+    data = torch.zeros(max(counts), dtype=torch.uint8)
+    data[:len(payload)] = torch.tensor(list(payload), dtype=torch.uint8)
+    data = data.to(device)
+    gathered = [torch.empty(max(counts), dtype=torch.uint8, device=device) for _ in range(size)]
+    dist.all_gather(gathered, data, group=group)
+    every = [json.loads(bytes(g[:n].tolist()).decode()) for g, n in zip(gathered, counts)]
+    _hold_until_released([length, data] + lengths + gathered)
+    return every
+
+
+def _hold_until_released(tensors):
+    """Returns once the backend holds none of TENSORS, so that Python's is their last release."""
+    del _unreleased[:]
+    if not all(hasattr(t, "_use_count") for t in tensors):
+        _unreleased.extend(tensors)
+        return
+    deadline = time.monotonic() + _RELEASE_WAIT
+    pause = 0.0001
+    while any(t._use_count() > 1 for t in tensors):
+        if time.monotonic() > deadline:
+            _unreleased.extend(tensors)
+            return
+        time.sleep(pause)
+        pause = min(pause * 2, 0.01)
