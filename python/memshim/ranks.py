@@ -20,8 +20,11 @@ still hold them, and the worker's release then needs the interpreter.  A gather 
 program ends (a Lightning callback's at predict end) then met interpreter finalization: the worker
 thread was ended inside a destructor and the process aborted ("terminate called without an active
 exception"; 6 runs in 20 of two gloo ranks gathering and leaving, without memshim).  Here the
-numbers travel as JSON in tensors that Python holds until the backend has let go of them.
+numbers travel as JSON in tensors that Python keeps until the backend has let go of them: checked
+at each gather, and waited for at the end (an atexit handler, before the interpreter finalizes), so
+a gather costs no wait.
 """
+import atexit
 import json
 import numbers as _numbers
 import sys
@@ -78,9 +81,11 @@ def gather(numbers, group=None):
     return combine(every, ranks)
 
 
-# Tensors a backend had not let go of within _RELEASE_WAIT: held to the next gather (or the end).
-_unreleased = []
-_RELEASE_WAIT = 2.0  # seconds
+# The tensors of past gathers a backend may still hold: Python lets go of each only once the backend
+# has (at a later gather, or at the end, before the interpreter finalizes).
+_parked = []
+_waits_at_exit = []  # non-empty once the atexit handler is registered
+_PARKED_WAIT = 2.0  # seconds the end waits for a backend that still holds one
 
 
 def _device(dist, group):
@@ -112,21 +117,31 @@ def _all_gather_json(dist, mine, size, group):
     gathered = [torch.empty(max(counts), dtype=torch.uint8, device=device) for _ in range(size)]
     dist.all_gather(gathered, data, group=group)
     every = [json.loads(bytes(g[:n].tolist()).decode()) for g, n in zip(gathered, counts)]
-    _hold_until_released([length, data] + lengths + gathered)
+    _park([length, data] + lengths + gathered)
     return every
 
 
-def _hold_until_released(tensors):
-    """Returns once the backend holds none of TENSORS, so that Python's is their last release."""
-    del _unreleased[:]
-    if not all(hasattr(t, "_use_count") for t in tensors):
-        _unreleased.extend(tensors)
-        return
-    deadline = time.monotonic() + _RELEASE_WAIT
+def _held_elsewhere(tensor):
+    """Whether something beside Python (the backend's worker) still holds TENSOR."""
+    return tensor._use_count() > 1
+
+
+def _park(tensors):
+    """Keeps TENSORS (and earlier ones still held) until the backend has let go of them."""
+    if not _waits_at_exit:  # atexit runs before finalization, while the backend's threads may take the GIL
+        atexit.register(_release_parked)
+        _waits_at_exit.append(True)
+    if all(hasattr(t, "_use_count") for t in tensors):
+        _parked[:] = [t for t in _parked if _held_elsewhere(t)] + list(tensors)
+    else:  # a torch without use counts: the last gather's, long released by the next
+        _parked[:] = list(tensors)
+
+
+def _release_parked():
+    """At the end: waits (at most _PARKED_WAIT) for the backend to let go, then lets go."""
+    deadline = time.monotonic() + _PARKED_WAIT
     pause = 0.0001
-    while any(t._use_count() > 1 for t in tensors):
-        if time.monotonic() > deadline:
-            _unreleased.extend(tensors)
-            return
+    while any(hasattr(t, "_use_count") and _held_elsewhere(t) for t in _parked) and time.monotonic() < deadline:
         time.sleep(pause)
         pause = min(pause * 2, 0.01)
+    del _parked[:]
