@@ -106,7 +106,9 @@ def _all_gather_json(dist, mine, size, group):
     """MINE from every rank of GROUP, in group order."""
     import torch
     device = _device(dist, group)
-    payload = json.dumps(mine, sort_keys=True).encode()
+    # numpy's and other Real types as Python's own (JSON knows only those), ints kept exact
+    plain = {k: int(v) if isinstance(v, _numbers.Integral) else float(v) for k, v in mine.items()}
+    payload = json.dumps(plain, sort_keys=True).encode()
     length = torch.tensor([len(payload)], dtype=torch.int64, device=device)
     lengths = [torch.zeros(1, dtype=torch.int64, device=device) for _ in range(size)]
     dist.all_gather(lengths, length, group=group)

@@ -136,6 +136,7 @@ def test_gather_under_torchrun(tmp_path):
     assert g["train_runtime_max"] == 2.5 and g["train_runtime_max_rank"] == 0 and g["train_runtime_sum"] == 4.0
     assert g["tie_max_rank"] == 0 and g["only_rank0_sum"] == 5 and g["only_rank0_max_rank"] == 0
     assert not [k for k in g if k.startswith(("name", "flag"))]
+    assert g["numpy_int_max"] == 2 ** 40 + 1 and g["numpy_int_sum"] == 2 ** 41 + 1 and g["numpy_float_sum"] == 1.0
 
 
 def test_gather_waits_for_the_backend_to_let_go(tmp_path):
