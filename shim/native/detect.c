@@ -67,6 +67,45 @@ static void runtime_owner(const char *name, const char *exe_base, char *out, siz
 	}
 }
 
+/* Whether this process's program is the Python interpreter (pythonX, with the interpreter loaded):
+ * its functions are the interpreter's, never a script's. */
+static int program_is_python(const char *exe_base)
+{
+	return !strncmp(exe_base, "python", 6) && ms_real_dlsym(RTLD_DEFAULT, "Py_IsInitialized");
+}
+
+struct program_names {
+	const char *exe_base;
+	int n;
+};
+
+/* A function of the interpreter's program in its .symtab only (main, when libpython is shared):
+ * the plain names naming it are the interpreter's too. */
+static void note_program_function(const char *name, uintptr_t addr, size_t size, void *arg)
+{
+	const struct program_names *p = arg;
+	(void)addr;
+	(void)size;
+	if (!ms_target_filter_may(&ms_native_filter, name))
+		return;
+	for (int i = 0; i < p->n; i++)
+		if (targets[i].kind == MS_TK_PLAIN && !targets[i].object && !targets[i].runtime_of[0] &&
+		    ms_target_matches(&targets[i], name))
+			ms_strlcpy(targets[i].runtime_of, p->exe_base, sizeof targets[i].runtime_of);
+}
+
+/* Plain names the interpreter's program defines beyond its dynamic symbols (runtime_owner's). */
+static void program_owned(const char *exe_path, const char *exe_base, int n)
+{
+	int any = 0;
+	for (int i = 0; i < n && !any; i++)
+		any = targets[i].kind == MS_TK_PLAIN && !targets[i].object && !targets[i].runtime_of[0];
+	if (!any || !program_is_python(exe_base))
+		return;
+	struct program_names p = { exe_base, n };
+	(void)ms_syms_each_function(exe_path, note_program_function, &p);
+}
+
 static int load_targets(void)
 {
 	char exe[1024];
@@ -85,6 +124,7 @@ static int load_targets(void)
 			n++;
 		}
 	ms_target_filter_build(&ms_native_filter, targets, n);
+	program_owned(exe, base, n);
 	ms_native_targets = targets;
 	ms_native_ntargets = n;
 	return n;

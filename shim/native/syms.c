@@ -114,10 +114,20 @@ static int also_from_stack(const struct ms_target *t)
 	return t->kind != MS_TK_PLAIN || (t->name[0] == '_' && (t->name[1] == 'Z' || t->name[1] == 'R'));
 }
 
-/* Adds the range of function NAME for every target naming it; a function two stages name goes to
- * the first (as its calls through the GOT do), with a warning. */
-static void match_symbol(const char *name, uintptr_t addr, size_t size, const char *path, uintptr_t base)
+/* The object whose symbols are read: its path and load address. */
+struct loaded {
+	const char *path;
+	uintptr_t base;
+};
+
+/* Adds the range of function NAME (at ADDR in the file) for every target naming it; a function two
+ * stages name goes to the first (as its calls through the GOT do), with a warning. */
+static void match_symbol(const char *name, uintptr_t addr, size_t size, void *arg)
 {
+	const struct loaded *o = arg;
+	const char *path = o->path;
+	uintptr_t base = o->base;
+	addr += base;
 	if (!ms_target_filter_may(&ms_native_filter, name))
 		return;
 	int first = -1;
@@ -139,8 +149,9 @@ static void match_symbol(const char *name, uintptr_t addr, size_t size, const ch
 	}
 }
 
+/* FN for each function a symbol table section SH (its strings STR) defines. */
 static void scan_symtab(const unsigned char *map, size_t size, const Elf64_Shdr *sh, const Elf64_Shdr *str,
-			const char *path, uintptr_t base)
+			ms_symbol_fn fn, void *arg)
 {
 	if (sh->sh_offset > size || sh->sh_size > size - sh->sh_offset || sh->sh_entsize != sizeof(Elf64_Sym) ||
 	    str->sh_offset > size || str->sh_size > size - str->sh_offset || str->sh_type != SHT_STRTAB)
@@ -152,7 +163,7 @@ static void scan_symtab(const unsigned char *map, size_t size, const Elf64_Shdr 
 		if (ELF64_ST_TYPE(sym[i].st_info) != STT_FUNC || sym[i].st_shndx == SHN_UNDEF || !sym[i].st_value ||
 		    sym[i].st_name >= str->sh_size || !memchr(strs + sym[i].st_name, 0, str->sh_size - sym[i].st_name))
 			continue;
-		match_symbol(strs + sym[i].st_name, base + sym[i].st_value, sym[i].st_size, path, base);
+		fn(strs + sym[i].st_name, sym[i].st_value, sym[i].st_size, arg);
 	}
 }
 
@@ -167,13 +178,12 @@ static void note_stripped(const char *path)
 		strcpy(stripped[nstripped++], path);
 }
 
-/* Reads PATH (loaded at BASE) and adds the ranges of matching functions. */
-static void read_object(const char *path, uintptr_t base, int is_exe)
+int ms_syms_each_function(const char *path, ms_symbol_fn fn, void *arg)
 {
 	size_t size;
 	const unsigned char *map = ms_elf_map_file(path, &size);
 	if (!map)
-		return;
+		return -1;
 	int has_symtab = 0;
 	Elf64_Half nsh = 0;
 	const Elf64_Shdr *sh = ms_elf_sections(map, size, &nsh);
@@ -181,10 +191,17 @@ static void read_object(const char *path, uintptr_t base, int is_exe)
 		if ((sh[i].sh_type != SHT_SYMTAB && sh[i].sh_type != SHT_DYNSYM) || sh[i].sh_link >= nsh)
 			continue;
 		has_symtab |= sh[i].sh_type == SHT_SYMTAB;
-		scan_symtab(map, size, &sh[i], &sh[sh[i].sh_link], path, base);
+		scan_symtab(map, size, &sh[i], &sh[sh[i].sh_link], fn, arg);
 	}
 	syscall(SYS_munmap, map, size);
-	if (!has_symtab && (is_exe || !system_path(path)))
+	return has_symtab;
+}
+
+/* Reads PATH (loaded at BASE) and adds the ranges of matching functions. */
+static void read_object(const char *path, uintptr_t base, int is_exe)
+{
+	struct loaded o = { path, base };
+	if (ms_syms_each_function(path, match_symbol, &o) == 0 && (is_exe || !system_path(path)))
 		note_stripped(path);
 }
 

@@ -184,8 +184,19 @@ START_TEST(c_library_names_are_the_scripts_functions)
 	if (!py)
 		return;
 	struct run r;
-	run_fixture_ok(&r, py, "cnames.py", "save=write,load=read,calc=log,step=sqlite3_step,gone=sleep", NULL);
+	run_fixture_ok(&r, py, "cnames.py", "save=write,load=read,calc=log,step=sqlite3_step,gone=sleep,entry=main",
+		       NULL);
 	expect_out(&r, "cnames ok 2097152");
+	/* the script's main, not the interpreter's C main (in pyenv's python only in .symtab): bound
+	 * from the stack, that one turned every allocation into a stack check */
+	expect_calls(&r, "entry", 1);
+	expect_mib(&r, "entry", "peaked", 2);
+	json_t *natives = json_object_get(r.root, "native_targets"), *row;
+	size_t k;
+	json_array_foreach(natives, k, row)
+		if (!strcmp(json_string_value(json_object_get(row, "target")), "main"))
+			ck_assert_msg(!strcmp(json_string_value(json_object_get(row, "bound")), "runtime"), "%s: main bound %s",
+				      py, json_string_value(json_object_get(row, "bound")));
 	expect_calls(&r, "save", 1);
 	expect_calls(&r, "load", 1);
 	expect_calls(&r, "calc", 1);
