@@ -103,7 +103,7 @@ static void program_owned(const char *exe_path, const char *exe_base, int n)
 	if (!any || !program_is_python(exe_base))
 		return;
 	struct program_names p = { exe_base, n };
-	(void)ms_syms_each_function(exe_path, note_program_function, &p);
+	(void)ms_syms_each_function(exe_path, 0, note_program_function, &p); /* runtime_owner read .dynsym */
 }
 
 static int load_targets(void)

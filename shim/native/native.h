@@ -252,10 +252,10 @@ int ms_syms_refresh(void);
 int ms_syms_count(void);
 /* Stage (engine id) of the function containing return address IP, or -1. */
 int ms_syms_stage_at(uintptr_t ip);
-/* FN with each function of file PATH's symbol tables (.symtab and .dynsym): its name, its address
+/* FN with each function of file PATH's .symtab (and .dynsym WITH_DYNSYM): its name, its address
  * in the file and its size.  1 when PATH has a .symtab, 0 when not, -1 when it cannot be read. */
 typedef void (*ms_symbol_fn)(const char *name, uintptr_t addr, size_t size, void *arg);
-int ms_syms_each_function(const char *path, ms_symbol_fn fn, void *arg);
+int ms_syms_each_function(const char *path, int with_dynsym, ms_symbol_fn fn, void *arg);
 /* Paths of loaded objects without a .symtab (the executable first); writes a list into BUF. */
 void ms_syms_stripped(char *buf, size_t size);
 /* Bounds of the shim's own code. */

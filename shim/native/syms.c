@@ -149,9 +149,11 @@ static void match_symbol(const char *name, uintptr_t addr, size_t size, void *ar
 	}
 }
 
-/* FN for each function a symbol table section SH (its strings STR) defines. */
-static void scan_symtab(const unsigned char *map, size_t size, const Elf64_Shdr *sh, const Elf64_Shdr *str,
-			ms_symbol_fn fn, void *arg)
+/* FN for each function a symbol table section SH (its strings STR) defines.  Inlined into each
+ * caller, so that match_symbol's filter runs inline for each of an object's many symbols. */
+static inline __attribute__((always_inline)) void scan_symtab(const unsigned char *map, size_t size,
+							      const Elf64_Shdr *sh, const Elf64_Shdr *str,
+							      ms_symbol_fn fn, void *arg)
 {
 	if (sh->sh_offset > size || sh->sh_size > size - sh->sh_offset || sh->sh_entsize != sizeof(Elf64_Sym) ||
 	    str->sh_offset > size || str->sh_size > size - str->sh_offset || str->sh_type != SHT_STRTAB)
@@ -178,7 +180,8 @@ static void note_stripped(const char *path)
 		strcpy(stripped[nstripped++], path);
 }
 
-int ms_syms_each_function(const char *path, ms_symbol_fn fn, void *arg)
+static inline __attribute__((always_inline)) int each_function(const char *path, int with_dynsym, ms_symbol_fn fn,
+							       void *arg)
 {
 	size_t size;
 	const unsigned char *map = ms_elf_map_file(path, &size);
@@ -188,7 +191,8 @@ int ms_syms_each_function(const char *path, ms_symbol_fn fn, void *arg)
 	Elf64_Half nsh = 0;
 	const Elf64_Shdr *sh = ms_elf_sections(map, size, &nsh);
 	for (int i = 0; i < nsh; i++) {
-		if ((sh[i].sh_type != SHT_SYMTAB && sh[i].sh_type != SHT_DYNSYM) || sh[i].sh_link >= nsh)
+		if ((sh[i].sh_type != SHT_SYMTAB && (sh[i].sh_type != SHT_DYNSYM || !with_dynsym)) ||
+		    sh[i].sh_link >= nsh)
 			continue;
 		has_symtab |= sh[i].sh_type == SHT_SYMTAB;
 		scan_symtab(map, size, &sh[i], &sh[sh[i].sh_link], fn, arg);
@@ -197,11 +201,16 @@ int ms_syms_each_function(const char *path, ms_symbol_fn fn, void *arg)
 	return has_symtab;
 }
 
+int ms_syms_each_function(const char *path, int with_dynsym, ms_symbol_fn fn, void *arg)
+{
+	return each_function(path, with_dynsym, fn, arg);
+}
+
 /* Reads PATH (loaded at BASE) and adds the ranges of matching functions. */
 static void read_object(const char *path, uintptr_t base, int is_exe)
 {
 	struct loaded o = { path, base };
-	if (ms_syms_each_function(path, match_symbol, &o) == 0 && (is_exe || !system_path(path)))
+	if (each_function(path, 1, match_symbol, &o) == 0 && (is_exe || !system_path(path)))
 		note_stripped(path);
 }
 
