@@ -84,7 +84,7 @@ def gather(numbers, group=None):
 # The tensors of past gathers a backend may still hold: Python lets go of each only once the backend
 # has (at a later gather, or at the end, before the interpreter finalizes).
 _parked = []
-_waits_at_exit = []  # non-empty once the atexit handler is registered
+_exit_wait_registered = False
 _PARKED_WAIT = 2.0  # seconds the end waits for a backend that still holds one
 
 
@@ -130,9 +130,10 @@ def _held_elsewhere(tensor):
 
 def _park(tensors):
     """Keeps TENSORS (and earlier ones still held) until the backend has let go of them."""
-    if not _waits_at_exit:  # atexit runs before finalization, while the backend's threads may take the GIL
+    global _exit_wait_registered
+    if not _exit_wait_registered:  # atexit runs before finalization, while the backend's threads may take the GIL
         atexit.register(_release_parked)
-        _waits_at_exit.append(True)
+        _exit_wait_registered = True
     if all(hasattr(t, "_use_count") for t in tensors):
         _parked[:] = [t for t in _parked if _held_elsewhere(t)] + list(tensors)
     else:  # a torch without use counts: the last gather's, long released by the next

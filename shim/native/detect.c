@@ -47,6 +47,12 @@ static const char *exe_basename(char *buf, size_t size)
 	return ms_file_name(buf);
 }
 
+/* The program's file name is an interpreter's (python, python3.11). */
+static int python_named(const char *exe_base)
+{
+	return !strncmp(exe_base, "python", 6);
+}
+
 /* Where a plain name NAME is a runtime's function (native.h, runtime_of): into OUT, the object's
  * file name ("libc.so.6", "python3.11"), else "".  The interpreter (the object with Py_IsInitialized,
  * or the program when it is pythonX) counts in a Python process: a script's main() is not its C main. */
@@ -60,8 +66,7 @@ static void runtime_owner(const char *name, const char *exe_base, char *out, siz
 	for (const struct link_map *m = _r_debug.r_map; m && !out[0]; m = m->l_next) {
 		int exe = m == _r_debug.r_map;
 		const char *base = exe ? exe_base : ms_file_name(m->l_name ? m->l_name : "");
-		int runtime =
-			ms_c_runtime_file(base) || (py && (m == interp || (exe && !strncmp(exe_base, "python", 6))));
+		int runtime = ms_c_runtime_file(base) || (py && (m == interp || (exe && python_named(exe_base))));
 		if (runtime && ms_elf_own_symbol(m, name))
 			ms_strlcpy(out, base, size);
 	}
@@ -71,7 +76,13 @@ static void runtime_owner(const char *name, const char *exe_base, char *out, siz
  * its functions are the interpreter's, never a script's. */
 static int program_is_python(const char *exe_base)
 {
-	return !strncmp(exe_base, "python", 6) && ms_real_dlsym(RTLD_DEFAULT, "Py_IsInitialized");
+	return python_named(exe_base) && ms_real_dlsym(RTLD_DEFAULT, "Py_IsInitialized");
+}
+
+/* A plain name not pinned to an object and not yet known as a runtime's. */
+static int plain_unowned(const struct ms_target *t)
+{
+	return t->kind == MS_TK_PLAIN && !t->object && !t->runtime_of[0];
 }
 
 struct program_names {
@@ -89,8 +100,7 @@ static void note_program_function(const char *name, uintptr_t addr, size_t size,
 	if (!ms_target_filter_may(&ms_native_filter, name))
 		return;
 	for (int i = 0; i < p->n; i++)
-		if (targets[i].kind == MS_TK_PLAIN && !targets[i].object && !targets[i].runtime_of[0] &&
-		    ms_target_matches(&targets[i], name))
+		if (plain_unowned(&targets[i]) && ms_target_matches(&targets[i], name))
 			ms_strlcpy(targets[i].runtime_of, p->exe_base, sizeof targets[i].runtime_of);
 }
 
@@ -99,7 +109,7 @@ static void program_owned(const char *exe_path, const char *exe_base, int n)
 {
 	int any = 0;
 	for (int i = 0; i < n && !any; i++)
-		any = targets[i].kind == MS_TK_PLAIN && !targets[i].object && !targets[i].runtime_of[0];
+		any = plain_unowned(&targets[i]);
 	if (!any || !program_is_python(exe_base))
 		return;
 	struct program_names p = { exe_base, n };
