@@ -408,6 +408,16 @@ void ms_json_pair(struct ms_json *w, double x, int64_t y)
 	put(w, "]", 1);
 }
 
+void ms_json_int_pair(struct ms_json *w, int64_t x, uint64_t y)
+{
+	member(w, NULL);
+	put(w, "[", 1);
+	put_int(w, x);
+	put(w, ", ", 2);
+	put_u64(w, y);
+	put(w, "]", 1);
+}
+
 void ms_json_bool(struct ms_json *w, const char *key, int value)
 {
 	member(w, key);

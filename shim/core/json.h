@@ -35,6 +35,8 @@ void ms_json_uint(struct ms_json *w, const char *key, uint64_t value);
 void ms_json_double(struct ms_json *w, const char *key, double value);
 /* An array element [X, Y] on one line (timeline points: thousands of them). */
 void ms_json_pair(struct ms_json *w, double x, int64_t y);
+/* The same for two integers (call sites' locations: one per frame). */
+void ms_json_int_pair(struct ms_json *w, int64_t x, uint64_t y);
 void ms_json_bool(struct ms_json *w, const char *key, int value);
 void ms_json_null(struct ms_json *w, const char *key);
 /* Escapes quotes, backslashes and control bytes; invalid UTF-8 becomes U+FFFD. */

@@ -84,27 +84,21 @@ static void write_rest(struct ms_json *w, const struct ms_sites_entry *rest)
 }
 
 /* "locations", parallel to the frames: [object, offset in its file] or null (doc/metrics-format.md). */
-static void write_locations(struct ms_json *w, const uint64_t *frames, int nf)
+static void write_locations(struct ms_json *w, const struct ms_sites_place *where, int nf)
 {
 	ms_json_array(w, "locations");
-	for (int f = 0; f < nf; f++) {
-		int obj;
-		uint64_t offset;
-		if (!ms_sites_frame_location(frames[f], &obj, &offset)) {
+	for (int f = 0; f < nf; f++)
+		if (where[f].obj < 0)
 			ms_json_null(w, NULL);
-			continue;
-		}
-		ms_json_array(w, NULL);
-		ms_json_int(w, NULL, obj);
-		ms_json_uint(w, NULL, offset);
-		ms_json_end_array(w);
-	}
+		else
+			ms_json_int_pair(w, where[f].obj, where[f].offset);
 	ms_json_end_array(w);
 }
 
 static void write_list(struct ms_json *w, const char *key, const struct ms_sites_list *l)
 {
 	uint64_t frames[MS_SITES_MAX_FRAMES];
+	struct ms_sites_place where[MS_SITES_MAX_FRAMES];
 	char text[640];
 	ms_json_array(w, key);
 	for (int i = 0; l && i < l->n; i++) {
@@ -113,11 +107,12 @@ static void write_list(struct ms_json *w, const char *key, const struct ms_sites
 		ms_json_array(w, "frames");
 		int nf = ms_sites_stack_frames(l->e[i].stack, frames, MS_SITES_MAX_FRAMES);
 		for (int f = 0; f < nf; f++) {
-			ms_sites_frame_text(frames[f], text, sizeof text);
-			ms_json_string(w, NULL, text);
+			size_t len;
+			const char *s = ms_sites_frame_describe(frames[f], text, sizeof text, &len, &where[f]);
+			ms_json_string_n(w, NULL, s, len);
 		}
 		ms_json_end_array(w);
-		write_locations(w, frames, nf);
+		write_locations(w, where, nf);
 		ms_json_end_object(w);
 	}
 	if (l && l->rest.stack > 0)

@@ -93,15 +93,21 @@ static inline int ms_sites_frame_is_py(uint64_t w)
 size_t ms_sites_py_text(uint64_t w, char *buf, size_t size);
 
 /* Report time (sites/symbolise.c): resolves the native frames of stacks IDS[0..N) to symbols of
- * the loaded objects' ELF tables (not from a signal handler); ms_sites_frame_text then names any
- * frame ("symbol+0xoff (object)", "0x.. (object)" when no symbol covers it, mangled C++ names
- * kept as they are); done releases the tables. */
+ * the loaded objects' ELF tables (not from a signal handler); ms_sites_frame_describe then names any
+ * frame; done releases the tables. */
 void ms_sites_symbolise(const int32_t *ids, int n);
-size_t ms_sites_frame_text(uint64_t w, char *buf, size_t size);
-/* Where native frame W lies: *OBJ its object's index among ms_sites_object's, *OFFSET its address
- * in the object's file (the return address minus the load bias); 0 for a Python frame or an
+/* Where a native frame lies: OBJ its object's index among ms_sites_object's, OFFSET its address in
+ * the object's file (the return address minus the load bias); OBJ -1 for a Python frame or an
  * address in no object with a path. */
-int ms_sites_frame_location(uint64_t w, int *obj, uint64_t *offset);
+struct ms_sites_place {
+	int obj;
+	uint64_t offset;
+};
+/* Frame W's text ("symbol+0xoff (object)", "0x.. (object)" when no symbol covers it, mangled C++
+ * names kept as they are; "function (file:line)" for Python), *LEN bytes, NUL-terminated: in BUF
+ * (SIZE bytes), or kept from an earlier call for the same native frame (stacks share most of
+ * theirs); and where it lies. */
+const char *ms_sites_frame_describe(uint64_t w, char *buf, size_t size, size_t *len, struct ms_sites_place *where);
 /* The objects locations name: how many, then object K's path, its build-id as hex into BUILD_ID
  * (empty when it has none). */
 int ms_sites_object_count(void);

@@ -34,9 +34,11 @@ struct obj {
 
 struct addr {
 	uintptr_t ip;
-	uint32_t name; /* offset + 1 in the name pool, 0: no symbol */
-	int16_t obj;   /* -1: in no object */
+	uint32_t name;     /* offset + 1 in the name pool, 0: no symbol */
+	int16_t obj;       /* -1: in no object */
+	uint16_t text_len; /* its frame text's length, when kept */
 	uintptr_t start;
+	uint32_t text; /* offset + 1 of its frame text in the name pool, 0: not written yet */
 };
 
 static struct obj objs[MAX_OBJS] MS_LARGE;
@@ -240,9 +242,11 @@ static void scan(const Elf64_Sym *sym, size_t n, const char *strs, size_t strsz,
 			continue;
 		for (size_t k = lower(lo, first, end); k < end && addrs[k].ip - 1 < hi; k++)
 			if (!addrs[k].name)
-				addrs[k] = (struct addr){ addrs[k].ip,
-							  keep_name(strs + sym[i].st_name, strsz - sym[i].st_name),
-							  (int16_t)obj, lo };
+				addrs[k] =
+					(struct addr){ .ip = addrs[k].ip,
+						       .name = keep_name(strs + sym[i].st_name, strsz - sym[i].st_name),
+						       .obj = (int16_t)obj,
+						       .start = lo };
 	}
 }
 
@@ -348,7 +352,7 @@ void ms_sites_symbolise(const int32_t *ids, int n)
 		int nf = ms_sites_stack_frames(ids[i], frames, MS_SITES_MAX_FRAMES);
 		for (int f = 0; f < nf && naddrs < addrs_cap; f++)
 			if (!ms_sites_frame_is_py(frames[f]))
-				addrs[naddrs++] = (struct addr){ (uintptr_t)frames[f], 0, -1, 0 };
+				addrs[naddrs++] = (struct addr){ .ip = (uintptr_t)frames[f], .obj = -1 };
 	}
 	sort_addrs(addrs, naddrs);
 	size_t u = 0;
@@ -397,7 +401,7 @@ void ms_sites_symbolise_done(void)
 }
 
 /* The resolved native frame W, or NULL. */
-static const struct addr *find_addr(uint64_t w)
+static struct addr *find_addr(uint64_t w)
 {
 	size_t a = 0, b = naddrs;
 	while (a < b) {
@@ -408,16 +412,6 @@ static const struct addr *find_addr(uint64_t w)
 			b = m;
 	}
 	return a < naddrs && addrs[a].ip == w ? &addrs[a] : NULL;
-}
-
-int ms_sites_frame_location(uint64_t w, int *obj, uint64_t *offset)
-{
-	const struct addr *e = ms_sites_frame_is_py(w) ? NULL : find_addr(w);
-	if (!e || e->obj < 0 || objs[e->obj].listed < 0)
-		return 0;
-	*obj = objs[e->obj].listed;
-	*offset = w - objs[e->obj].base; /* the ELF file's own address: l_addr is the load bias */
-	return 1;
 }
 
 int ms_sites_object_count(void)
@@ -432,12 +426,9 @@ const char *ms_sites_object(int k, char *build_id, size_t size)
 	return o->path;
 }
 
-size_t ms_sites_frame_text(uint64_t w, char *buf, size_t size)
+/* "NAME+0xOFF (OBJECT)", "0xADDR (OBJECT)" or "0xADDR (?)", built without ms_format's parsing. */
+static size_t native_text(uint64_t w, const struct addr *e, char *buf, size_t size)
 {
-	if (ms_sites_frame_is_py(w))
-		return ms_sites_py_text(w, buf, size);
-	/* "NAME+0xOFF (OBJECT)", "0xADDR (OBJECT)" or "0xADDR (?)", built without ms_format's parsing */
-	const struct addr *e = find_addr(w);
 	struct ms_text t = ms_text_start(buf, size);
 	if (e && e->name) {
 		ms_text_str(&t, names + e->name - 1);
@@ -451,4 +442,38 @@ size_t ms_sites_frame_text(uint64_t w, char *buf, size_t size)
 	ms_text_str(&t, e && e->obj >= 0 ? ms_file_name(objs[e->obj].path) : "?");
 	ms_text_put(&t, ")", 1);
 	return ms_text_end(&t);
+}
+
+/* Keeps E's text (LEN bytes at S) in the name pool, when there is room. */
+static void keep_text(struct addr *e, const char *s, size_t len)
+{
+	if (len > UINT16_MAX || names_used + len + 1 > NAME_POOL)
+		return;
+	memcpy(names + names_used, s, len + 1);
+	e->text = (uint32_t)names_used + 1;
+	e->text_len = (uint16_t)len;
+	names_used += len + 1;
+}
+
+const char *ms_sites_frame_describe(uint64_t w, char *buf, size_t size, size_t *len, struct ms_sites_place *where)
+{
+	where->obj = -1;
+	where->offset = 0;
+	if (ms_sites_frame_is_py(w)) {
+		*len = ms_sites_py_text(w, buf, size);
+		return buf;
+	}
+	struct addr *e = find_addr(w);
+	if (e && e->obj >= 0 && objs[e->obj].listed >= 0) {
+		where->obj = objs[e->obj].listed;
+		where->offset = w - objs[e->obj].base; /* the ELF file's own address: l_addr is the load bias */
+	}
+	if (e && e->text) {
+		*len = e->text_len;
+		return names + e->text - 1;
+	}
+	*len = native_text(w, e, buf, size);
+	if (e && size > 0)
+		keep_text(e, buf, *len);
+	return buf;
 }

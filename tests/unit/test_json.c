@@ -78,7 +78,7 @@ START_TEST(strings_are_escaped_and_valid_utf8)
 }
 END_TEST
 
-/* Pairs (timeline points) are one line each: [seconds, bytes]. */
+/* Pairs (timeline points, call sites' locations) are one line each: [seconds, bytes], [object, offset]. */
 START_TEST(pairs_are_one_line_each)
 {
 	char mem[256];
@@ -88,13 +88,15 @@ START_TEST(pairs_are_one_line_each)
 	ms_json_pair(&w, 0.0, 632);
 	ms_json_pair(&w, 1.25, -4096);
 	ms_json_pair(&w, 0.0000004, INT64_MAX);
+	ms_json_int_pair(&w, -1, UINT64_MAX);
+	ms_json_int_pair(&w, 3, 0);
 	ms_json_end_array(&w);
 	ms_json_end_object(&w);
 	ck_assert_int_eq(ms_json_finish(&w), 0);
 	mem[w.mem_len] = 0;
-	ck_assert_str_eq(
-		mem,
-		"{\n  \"points\": [\n    [0.0, 632],\n    [1.25, -4096],\n    [0.0, 9223372036854775807]\n  ]\n}\n");
+	ck_assert_str_eq(mem,
+			 "{\n  \"points\": [\n    [0.0, 632],\n    [1.25, -4096],\n    [0.0, 9223372036854775807],\n"
+			 "    [-1, 18446744073709551615],\n    [3, 0]\n  ]\n}\n");
 }
 END_TEST
 
