@@ -444,9 +444,10 @@ void ms_report_signal(int sig)
 {
 	if (__atomic_load_n(&finished_final, __ATOMIC_ACQUIRE))
 		return;
-	if (sig == SIGTERM && ms_stages_explicit_open() == 0) {
+	if ((sig == SIGTERM || sig == SIGHUP || sig == SIGPIPE) && ms_stages_explicit_open() == 0) {
 		/* asked to stop with no stage open (Jupyter ending a kernel, docker stop of an idle
-		 * service): a normal end, whose numbers are final, not a crash inside a stage */
+		 * service, a closed terminal, the reader of a pipeline gone: `sort | head`): a normal
+		 * end, whose numbers are final, not a crash inside a stage */
 		ms_refresh(MS_REFRESH_REPORT);
 		ms_stages_close_all(ms_elapsed());
 		write_file("signal", sig, 1, 1);

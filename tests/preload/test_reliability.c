@@ -172,6 +172,39 @@ START_TEST(default_term_leaves_a_snapshot)
 }
 END_TEST
 
+/* SIGHUP (a closed terminal, tmux ending a session) and SIGPIPE (`sort | head` once head is gone)
+ * with no stage open end a run as SIGTERM does: the final file, the same status. */
+START_TEST(hangup_and_a_closed_pipe_leave_the_final_file)
+{
+	const char *hup[] = { "/bin/sh", "-c", "kill -HUP $$; sleep 5", NULL };
+	const char *pipe_[] = { built("preload/reliab_fixture"), "pipe_idle", NULL };
+	const char *const *argvs[] = { hup, pipe_ };
+	const int sigs[] = { SIGHUP, SIGPIPE };
+	for (int i = 0; i < 2; i++) {
+		ck_assert_int_eq(run_under_shim(&r, argvs[i], NULL), 0);
+		ck_assert_msg(killed_by(&r, sigs[i]), "signal %d: status %#x", sigs[i], r.status);
+		json_t *m = load_metrics(&r, "m.json");
+		ck_assert_msg(m != NULL, "no file after signal %d", sigs[i]);
+		ck_assert_int_eq(json_integer_value(json_object_get(m, "signal")), sigs[i]);
+		ck_assert_str_eq(json_string_value(json_object_get(m, "reason")), "signal");
+		ck_assert(json_is_true(json_object_get(m, "complete")));
+		json_decref(m);
+	}
+}
+END_TEST
+
+/* A signal ignored across exec (nohup's SIGHUP) stays ignored: the handler sits in for defaults only. */
+START_TEST(an_inherited_ignored_signal_stays_ignored)
+{
+	char cmd[4200];
+	snprintf(cmd, sizeof cmd, "trap '' HUP; exec '%s' ignored_hup", built("preload/reliab_fixture"));
+	const char *argv[] = { "/bin/sh", "-c", cmd, NULL };
+	ck_assert_int_eq(run_under_shim(&r, argv, NULL), 0);
+	ck_assert(exited_with(&r, 0));
+	ck_assert_str_eq(r.out, "HUP at start: ignored\nstill here\n");
+}
+END_TEST
+
 /* SIGTERM inside a stage: the stage was cut short, so the file is the snapshot of an interrupted run. */
 START_TEST(term_inside_a_stage_leaves_an_incomplete_file)
 {
@@ -293,6 +326,8 @@ int main(void)
 	tcase_add_test(tc, signal_dispositions_as_without_shim);
 	tcase_add_test(tc, default_term_leaves_a_snapshot);
 	tcase_add_test(tc, term_inside_a_stage_leaves_an_incomplete_file);
+	tcase_add_test(tc, hangup_and_a_closed_pipe_leave_the_final_file);
+	tcase_add_test(tc, an_inherited_ignored_signal_stays_ignored);
 	tcase_add_test(tc, heap_committed_with_mprotect);
 	tcase_add_test(tc, rustc_with_its_own_allocator);
 	suite_add_tcase(s, tc);

@@ -41,7 +41,8 @@ START_TEST(fatal_signals_leave_a_snapshot_and_the_same_status)
 	static const struct {
 		const char *how;
 		int sig;
-	} cases[] = { { "segv", SIGSEGV }, { "abort", SIGABRT }, { "term", SIGTERM } };
+	} cases[] = { { "segv", SIGSEGV }, { "abort", SIGABRT }, { "term", SIGTERM }, { "hup", SIGHUP },
+		      { "quit", SIGQUIT }, { "pipe", SIGPIPE }, { "alarm", SIGALRM }, { "usr2", SIGUSR2 } };
 	for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
 		json_t *m = crash_run(cases[i].how, NULL);
 		ck_assert_msg(WIFSIGNALED(r.status) && WTERMSIG(r.status) == cases[i].sig, "%s: status %d",
