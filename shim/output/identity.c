@@ -207,14 +207,17 @@ static int directory_refuses(const char *out, char *why, size_t size)
 
 /* The fallback for OUT in TMP into FALLBACK: the same name (a directory's: the default name), with
  * ".<pid>" when that name is taken already (another run's or another user's file, which this run
- * would overwrite or could not replace: its path into TAKEN, else TAKEN is ""). */
-static void fallback_name(const char *out, int is_dir, const char *tmp, char *fallback, char *taken_path)
+ * would overwrite or could not replace: its path into TAKEN, else TAKEN is "").  A child that
+ * writes OUT with ".<pid>" added (SUFFIXED) has a name of its own already: nothing is claimed. */
+static void fallback_name(const char *out, int is_dir, int suffixed, const char *tmp, char *fallback, char *taken_path)
 {
 	const char *slash = strrchr(out, '/');
 	const char *name = is_dir ? "memshim_metrics.json" : slash ? slash + 1 : out;
 	size_t n = ms_format(fallback, MS_PATH_MAX, "%s/%s", tmp, name);
 	ms_identity_expand(taken_path, MS_PATH_MAX, fallback);
-	if (taken(taken_path) || claim(taken_path) < 0)
+	if (suffixed)
+		taken_path[0] = '\0';
+	else if (taken(taken_path) || claim(taken_path) < 0)
 		ms_format(fallback + n, MS_PATH_MAX - n, ".%d", (int)ms_proc.pid);
 	else
 		taken_path[0] = '\0';
@@ -224,20 +227,35 @@ int ms_identity_fall_back(int e)
 {
 	/* static: the one writer at a time calls it, maybe from a handler on a small stack */
 	static char fallback[MS_PATH_MAX] MS_LARGE, taken_path[MS_PATH_MAX] MS_LARGE, was[MS_PATH_MAX] MS_LARGE;
+	static char was_file[MS_PATH_MAX + 32] MS_LARGE, file[MS_PATH_MAX + 32] MS_LARGE;
 	const char *tmp = ms_setting_text("TMPDIR");
 	if (!tmp || tmp[0] != '/')
 		tmp = "/tmp";
 	ms_strlcpy(was, ms_proc.output, sizeof was);
-	fallback_name(was, 0, tmp, fallback, taken_path);
+	int suffixed = ms_identity_output_path(was_file, sizeof was_file);
+	fallback_name(was, 0, suffixed, tmp, fallback, taken_path);
 	if (strlen(fallback) >= sizeof fallback - 1 || !strcmp(fallback, was) ||
 	    syscall(SYS_faccessat, AT_FDCWD, tmp, W_OK | X_OK) != 0)
 		return 0;
+	ms_process_set_output(fallback);
+	ms_identity_output_path(file, sizeof file);
 	/* a child's trouble stays off the program's stderr, as its failed write would (report.c) */
 	ms_log(ms_proc.is_child ? MS_LOG_DEBUG : MS_LOG_WARN,
-	       "cannot write metrics file %s: %s (errno %d); writing %s instead%s%s%s", was, ms_errno_text(e), e,
-	       fallback, taken_path[0] ? " (" : "", taken_path, taken_path[0] ? " is another run's)" : "");
-	ms_process_set_output(fallback);
+	       "cannot write metrics file %s: %s (errno %d); writing %s instead%s%s%s", was_file, ms_errno_text(e), e,
+	       file, taken_path[0] ? " (" : "", taken_path, taken_path[0] ? " is another run's)" : "");
 	return 1;
+}
+
+/* MEMSHIM_CHILDREN_DIR that cannot take files is said once, by the run's first process: each child
+ * that would write there falls back quietly (ms_identity_fall_back), as any child's trouble does. */
+static void check_children_dir(void)
+{
+	if (!ms_cfg.children_dir[0] || ms_proc.is_child ||
+	    syscall(SYS_faccessat, AT_FDCWD, ms_cfg.children_dir, W_OK | X_OK) == 0)
+		return;
+	const char *tmp = ms_setting_text("TMPDIR");
+	ms_warn("MEMSHIM_CHILDREN_DIR %s: %s; children that would write there write in %s instead", ms_cfg.children_dir,
+		ms_errno_text(errno), tmp && tmp[0] == '/' ? tmp : "/tmp");
 }
 
 /* At start: an output that cannot take the file (its directory refuses it, or it is a directory) is
@@ -248,13 +266,14 @@ int ms_identity_check_output(void)
 	char why[MS_PATH_MAX + 64], fallback[MS_PATH_MAX], taken_path[MS_PATH_MAX];
 	const char *out = ms_proc.output;
 	warn_unknown_placeholders(out);
+	check_children_dir();
 	int is_dir = names_a_directory(out);
 	if (!is_dir && !directory_refuses(out, why, sizeof why))
 		return 0;
 	const char *tmp = ms_setting_text("TMPDIR");
 	if (!tmp || tmp[0] != '/')
 		tmp = "/tmp";
-	fallback_name(out, is_dir, tmp, fallback, taken_path);
+	fallback_name(out, is_dir, 0, tmp, fallback, taken_path);
 	if (strlen(fallback) >= sizeof fallback - 1 || syscall(SYS_faccessat, AT_FDCWD, tmp, W_OK | X_OK) != 0)
 		return 0; /* nowhere better: the warning comes when the file cannot be written */
 	const char *reason = is_dir ? "it is a directory" : why;

@@ -3,6 +3,7 @@
  * taken as given, and an output directory that cannot take the file falling back to $TMPDIR. */
 
 #include <check.h>
+#include <dirent.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -112,6 +113,47 @@ START_TEST(children_write_into_the_children_dir)
 	snprintf(name, sizeof name, "k_%d.json", child);
 	ck_assert_int_eq(count_files(kids, name, NULL, 0), 1);
 	ck_assert_int_eq(count_files(dir, "k_", NULL, 0), 1); /* the parent's own */
+}
+END_TEST
+
+/* Files in DIR named "m.json.<digits>" and nothing more. */
+static int plain_child_names(const char *dir)
+{
+	DIR *d = opendir(dir);
+	int n = 0;
+	for (struct dirent *e; d && (e = readdir(d));) {
+		const char *p = e->d_name;
+		if (strncmp(p, "m.json.", 7) != 0)
+			continue;
+		p += 7;
+		n += *p && strspn(p, "0123456789") == strlen(p);
+	}
+	if (d)
+		closedir(d);
+	return n;
+}
+
+/* A MEMSHIM_CHILDREN_DIR that does not exist: one warning from the run's first process, and each
+ * child's file in $TMPDIR under its own name (before: no warning, an empty "m.json" claimed there
+ * and "m.json.<pid>.<pid>" for every child but the first). */
+START_TEST(a_missing_children_dir_warns_once_and_names_stay)
+{
+	char dir[] = "/tmp/memshim-kids.XXXXXX", tmp[64], out[128], kdir[128], tenv[96];
+	ck_assert_ptr_nonnull(mkdtemp(dir));
+	snprintf(tmp, sizeof tmp, "%s/tmp", dir);
+	ck_assert_int_eq(mkdir(tmp, 0755), 0);
+	snprintf(kdir, sizeof kdir, "MEMSHIM_CHILDREN_DIR=%s/none", dir);
+	snprintf(out, sizeof out, "MEMSHIM_OUTPUT=%s/m.json", dir);
+	snprintf(tenv, sizeof tenv, "TMPDIR=%s", tmp);
+	const char *env[] = { out, kdir, tenv, NULL };
+	const char *sh[] = { "/bin/sh", "-c", "/bin/true; /bin/true; /bin/true", NULL };
+	struct run x;
+	ck_assert_int_eq(run_under_shim(&x, sh, env), 0);
+	const char *w = strstr(x.err, "memshim: MEMSHIM_CHILDREN_DIR");
+	ck_assert_msg(w && !strstr(w + 1, "memshim:") && strstr(x.err, "memshim:") == w, "stderr: %s", x.err);
+	ck_assert_int_eq(count_files(dir, "m.json", NULL, 0), 1);
+	ck_assert_int_eq(count_files(tmp, "m.json", NULL, 0), 3); /* nothing claimed under the base name */
+	ck_assert_int_eq(plain_child_names(tmp), 3);
 }
 END_TEST
 
@@ -427,6 +469,7 @@ int main(void)
 	tcase_add_test(tc1, a_child_with_its_own_output_is_the_root_of_its_descendants);
 	tcase_add_test(tc1, a_child_with_the_inherited_output_adds_its_pid);
 	tcase_add_test(tc1, children_write_into_the_children_dir);
+	tcase_add_test(tc1, a_missing_children_dir_warns_once_and_names_stay);
 	suite_add_tcase(s, tc1);
 	TCase *tc2 = tcase_create("templates");
 	tcase_set_timeout(tc2, 120);
