@@ -215,9 +215,7 @@ static void fallback_name(const char *out, int is_dir, int suffixed, const char 
 	const char *name = is_dir ? "memshim_metrics.json" : slash ? slash + 1 : out;
 	size_t n = ms_format(fallback, MS_PATH_MAX, "%s/%s", tmp, name);
 	ms_identity_expand(taken_path, MS_PATH_MAX, fallback);
-	if (suffixed)
-		taken_path[0] = '\0';
-	else if (taken(taken_path) || claim(taken_path) < 0)
+	if (!suffixed && (taken(taken_path) || claim(taken_path) < 0))
 		ms_format(fallback + n, MS_PATH_MAX - n, ".%d", (int)ms_proc.pid);
 	else
 		taken_path[0] = '\0';
