@@ -205,6 +205,13 @@ static int directory_refuses(const char *out, char *why, size_t size)
 	return 1;
 }
 
+/* Where a file goes when its own place refuses it: $TMPDIR, else /tmp. */
+static const char *fallback_dir(void)
+{
+	const char *tmp = ms_setting_text("TMPDIR");
+	return tmp && tmp[0] == '/' ? tmp : "/tmp";
+}
+
 /* The fallback for OUT in TMP into FALLBACK: the same name (a directory's: the default name), with
  * ".<pid>" when that name is taken already (another run's or another user's file, which this run
  * would overwrite or could not replace: its path into TAKEN, else TAKEN is "").  A child that
@@ -226,9 +233,7 @@ int ms_identity_fall_back(int e)
 	/* static: the one writer at a time calls it, maybe from a handler on a small stack */
 	static char fallback[MS_PATH_MAX] MS_LARGE, taken_path[MS_PATH_MAX] MS_LARGE, was[MS_PATH_MAX] MS_LARGE;
 	static char was_file[MS_PATH_MAX + 32] MS_LARGE, file[MS_PATH_MAX + 32] MS_LARGE;
-	const char *tmp = ms_setting_text("TMPDIR");
-	if (!tmp || tmp[0] != '/')
-		tmp = "/tmp";
+	const char *tmp = fallback_dir();
 	ms_strlcpy(was, ms_proc.output, sizeof was);
 	int suffixed = ms_identity_output_path(was_file, sizeof was_file);
 	fallback_name(was, 0, suffixed, tmp, fallback, taken_path);
@@ -251,9 +256,8 @@ static void check_children_dir(void)
 	if (!ms_cfg.children_dir[0] || ms_proc.is_child ||
 	    syscall(SYS_faccessat, AT_FDCWD, ms_cfg.children_dir, W_OK | X_OK) == 0)
 		return;
-	const char *tmp = ms_setting_text("TMPDIR");
 	ms_warn("MEMSHIM_CHILDREN_DIR %s: %s; children that would write there write in %s instead", ms_cfg.children_dir,
-		ms_errno_text(errno), tmp && tmp[0] == '/' ? tmp : "/tmp");
+		ms_errno_text(errno), fallback_dir());
 }
 
 /* At start: an output that cannot take the file (its directory refuses it, or it is a directory) is
@@ -268,9 +272,7 @@ int ms_identity_check_output(void)
 	int is_dir = names_a_directory(out);
 	if (!is_dir && !directory_refuses(out, why, sizeof why))
 		return 0;
-	const char *tmp = ms_setting_text("TMPDIR");
-	if (!tmp || tmp[0] != '/')
-		tmp = "/tmp";
+	const char *tmp = fallback_dir();
 	fallback_name(out, is_dir, 0, tmp, fallback, taken_path);
 	if (strlen(fallback) >= sizeof fallback - 1 || syscall(SYS_faccessat, AT_FDCWD, tmp, W_OK | X_OK) != 0)
 		return 0; /* nowhere better: the warning comes when the file cannot be written */
