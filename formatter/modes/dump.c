@@ -418,6 +418,14 @@ static int mf_stopped_idle(const struct mf_file *f)
 	return 1;
 }
 
+/* ", SIGHUP" after a signal's number: a death by SIGPIPE or SIGHUP is as common as by SIGTERM. */
+static void mf_print_signal_name(FILE *out, long long sig)
+{
+	const char *name = sig > 0 && sig < 65 ? sigabbrev_np((int)sig) : NULL;
+	if (name)
+		fprintf(out, ", SIG%s", name);
+}
+
 void mf_print_status(FILE *out, const struct mf_file *f)
 {
 	if (f->complete)
@@ -447,15 +455,18 @@ void mf_print_status(FILE *out, const struct mf_file *f)
 	char *open = mf_open_stages(f->stages);
 	fprintf(out, "memshim: %s: incomplete metrics (a snapshot", f->path);
 	json_t *live_sig = json_object_get(json_object_get(f->root, "live_record"), "signal");
-	if (state && json_is_integer(live_sig)) /* a live record (input/live.c) */
+	if (state && json_is_integer(live_sig)) { /* a live record (input/live.c) */
 		fprintf(out, " from a live record: process ended by signal %lld",
 			(long long)json_integer_value(live_sig));
-	else if (state)
+		mf_print_signal_name(out, json_integer_value(live_sig));
+	} else if (state) {
 		fprintf(out, " from a live record: process %s", state);
-	else if (f->reason && f->signal)
+	} else if (f->reason && f->signal) {
 		fprintf(out, ", reason: %s %lld", f->reason, f->signal);
-	else if (f->reason)
+		mf_print_signal_name(out, f->signal);
+	} else if (f->reason) {
 		fprintf(out, ", reason: %s", f->reason);
+	}
 	fputc(')', out);
 	mf_print_when(out, f);
 	fprintf(out, "; open stages: %s\n", open);
