@@ -91,14 +91,21 @@ END_TEST
 
 /* MEMSHIM_CHILDREN_DIR: children that write their parent's name (forked or exec'd, ".<pid>" or
  * their own %p) write it there; the process that owns the name keeps it where it is. */
+/* A run's directory DIR (a mkdtemp template) with a directory SUB in it (its path into SUBDIR, 64
+ * bytes), and MEMSHIM_OUTPUT=DIR/m.json into OUT (128 bytes). */
+static void run_dir_with(char *dir, const char *sub, char *subdir, char *out)
+{
+	ck_assert_ptr_nonnull(mkdtemp(dir));
+	snprintf(subdir, 64, "%s/%s", dir, sub);
+	ck_assert_int_eq(mkdir(subdir, 0755), 0);
+	snprintf(out, 128, "MEMSHIM_OUTPUT=%s/m.json", dir);
+}
+
 START_TEST(children_write_into_the_children_dir)
 {
 	char dir[] = "/tmp/memshim-kids.XXXXXX", kids[64], out[128], kdir[128], name[64];
-	ck_assert_ptr_nonnull(mkdtemp(dir));
-	snprintf(kids, sizeof kids, "%s/kids", dir);
-	ck_assert_int_eq(mkdir(kids, 0755), 0);
+	run_dir_with(dir, "kids", kids, out);
 	snprintf(kdir, sizeof kdir, "MEMSHIM_CHILDREN_DIR=%s", kids);
-	snprintf(out, sizeof out, "MEMSHIM_OUTPUT=%s/m.json", dir);
 	const char *env[] = { out, kdir, NULL };
 	const char *sh[] = { "/bin/sh", "-c", "/bin/true; /bin/true", NULL };
 	struct run x;
@@ -139,11 +146,8 @@ static int plain_child_names(const char *dir)
 START_TEST(a_missing_children_dir_warns_once_and_names_stay)
 {
 	char dir[] = "/tmp/memshim-kids.XXXXXX", tmp[64], out[128], kdir[128], tenv[96];
-	ck_assert_ptr_nonnull(mkdtemp(dir));
-	snprintf(tmp, sizeof tmp, "%s/tmp", dir);
-	ck_assert_int_eq(mkdir(tmp, 0755), 0);
+	run_dir_with(dir, "tmp", tmp, out);
 	snprintf(kdir, sizeof kdir, "MEMSHIM_CHILDREN_DIR=%s/none", dir);
-	snprintf(out, sizeof out, "MEMSHIM_OUTPUT=%s/m.json", dir);
 	snprintf(tenv, sizeof tenv, "TMPDIR=%s", tmp);
 	const char *env[] = { out, kdir, tenv, NULL };
 	const char *sh[] = { "/bin/sh", "-c", "/bin/true; /bin/true; /bin/true", NULL };
