@@ -29,6 +29,7 @@ struct mf_file {
 	/* a forked child: inherited_mem_cpu (CPU live at the fork), or -1; its process peaks are above
 	 * it */
 	double inherited_cpu;
+	size_t children_beside; /* files of its run's other processes beside it, shown by a dump of it alone */
 };
 
 /* One printed group: a stage (or "init", "process", "main") and its sorted metric keys. */

@@ -108,9 +108,24 @@ static const char *mf_base(const char *arg)
 	return slash && slash[1] ? slash + 1 : arg;
 }
 
-/* Whether the ARGV of process F ends with the arguments of G, an exec'd process started after it:
- * F ran G's command, as launchers do (time, env, conda run, uv run: `time python st.py` ran
- * `python st.py`); the program itself is compared by its base name (uv runs the venv's python). */
+/* Whether FA's last N arguments are GA's from its argument FROM on; the first one compared is
+ * compared by its base name when FROM is 0 (uv runs the venv's python). */
+static int mf_ends_with_args(json_t *fa, json_t *ga, size_t from)
+{
+	size_t fn = json_array_size(fa), gn = json_array_size(ga), n = gn - from;
+	for (size_t k = 0; k < n; k++) {
+		const char *a = json_string_value(json_array_get(fa, fn - n + k));
+		const char *b = json_string_value(json_array_get(ga, from + k));
+		if (!a || !b || strcmp(k || from ? a : mf_base(a), k || from ? b : mf_base(b)))
+			return 0;
+	}
+	return 1;
+}
+
+/* Whether process F ran G, an exec'd process started after it, with the command F was given, as
+ * launchers do: F's arguments end with G's (time, env, conda run, uv run: `time python st.py` ran
+ * `python st.py`), or F, a program run by an interpreter, ran that interpreter on its last
+ * arguments (`python accelerate launch --cpu st.py --lr 1` ran `python st.py --lr 1`). */
 static int mf_ran_command(const struct mf_file *f, const struct mf_file *g)
 {
 	json_t *fa = json_object_get(f->root, "argv"), *ga = json_object_get(g->root, "argv");
@@ -118,13 +133,10 @@ static int mf_ran_command(const struct mf_file *f, const struct mf_file *g)
 	if (g == f || g->forked || g->pid == f->pid || !gn || gn >= fn || !json_is_string(json_array_get(ga, 0)) ||
 	    (f->has_times && g->has_times && g->start_time < f->start_time))
 		return 0;
-	for (size_t k = 0; k < gn; k++) {
-		const char *a = json_string_value(json_array_get(fa, fn - gn + k));
-		const char *b = json_string_value(json_array_get(ga, k));
-		if (!a || !b || strcmp(k ? a : mf_base(a), k ? b : mf_base(b)))
-			return 0;
-	}
-	return 1;
+	if (mf_ends_with_args(fa, ga, 0))
+		return 1;
+	const char *fp = json_string_value(json_array_get(fa, 0)), *gp = json_string_value(json_array_get(ga, 0));
+	return gn >= 2 && fn > gn && fp && !strcmp(mf_base(fp), mf_base(gp)) && mf_ends_with_args(fa, ga, 1);
 }
 
 /* F launched another process of the run with the command it was given (mf_ran_command). */
@@ -345,17 +357,26 @@ void mf_print_hidden(FILE *out, const struct mf_file *files, size_t n, const int
 		return;
 	int *shown = mf_xmalloc(n * sizeof *shown);
 	size_t minor = 0;
+	double top = 0; /* a launcher is left out whatever it held itself */
 	for (size_t i = 0; i < n; i++) {
 		shown[i] = keep[i] || mf_small_fork(&files[i], files, n);
 		minor += (size_t)!shown[i];
+		if (!shown[i] && mf_cpu_peak(&files[i]) > top)
+			top = mf_cpu_peak(&files[i]);
 	}
 	if (minor) {
-		char *list = mf_proc_list(files, n, shown);
-		fprintf(out,
-			"memshim: %zu other process%s (launchers, shells) opened no stage and peaked under "
-			"%dMB: %s; --all %s\n",
-			minor, minor == 1 ? "" : "es", MF_MINOR_PEAK >> 20, list, how);
-		free(list);
+		char *list = mf_proc_list(files, n, shown), *peak = mf_size_text(top, 0);
+		if (top < MF_MINOR_PEAK)
+			fprintf(out,
+				"memshim: %zu other process%s (launchers, shells) opened no stage and peaked under "
+				"%dMB: %s; --all %s\n",
+				minor, minor == 1 ? "" : "es", MF_MINOR_PEAK >> 20, list, how);
+		else
+			fprintf(out,
+				"memshim: %zu other process%s (launchers, shells) opened no stage; %s peaked at %s: "
+				"%s; --all %s\n",
+				minor, minor == 1 ? "" : "es", minor == 1 ? "it" : "the largest", peak, list, how);
+		free(list), free(peak);
 	}
 	mf_print_forks(out, files, n, keep, how);
 	free(shown);

@@ -520,14 +520,18 @@ static void mf_print_no_stage(FILE *out, const struct mf_file *f)
 		    !json_is_true(json_object_get(s, "closed_at_exit")))
 			return;
 	json_t *python = json_object_get(json_object_get(f->root, "sites"), "python_frames");
-	if (json_is_false(python)) /* a native program: its functions, not the Trainer's */
+	if (f->children_beside) /* a launcher: the stages are in what it started */
+		fputs("memshim: no stage began in this process, so init is its whole run; the processes it started "
+		      "wrote their own files (named at the end)\n\n",
+		      out);
+	else if (json_is_false(python)) /* a native program: its functions, not the Trainer's */
 		fputs("memshim: no stage began, so init is the whole run; stages come from MEMSHIM_STAGES, functions of "
 		      "the program or its libraries as nm -C names them, e.g. memshim run --stages step=sqlite3_step -- "
 		      "CMD\n\n",
 		      out);
 	else
 		fputs("memshim: no stage began, so init is the whole run; stages come from MEMSHIM_STAGES (unset: "
-		      "Hugging Face Trainer's methods), e.g. memshim run --stages fit=Trainer.fit -- python script.py\n\n",
+		      "Hugging Face Trainer's methods), e.g. memshim run --stages train=train_loop -- python script.py\n\n",
 		      out);
 }
 

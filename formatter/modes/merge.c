@@ -13,6 +13,13 @@
 static const enum mf_align mf_merge_align[] = { MF_LEFT, MF_RIGHT, MF_RIGHT, MF_RIGHT, MF_RIGHT, MF_LEFT };
 static const char *const mf_merge_seps[] = { "  ", "  ", "  ", "  ", "  " };
 
+/* A key whose sum is memory the processes held together: not the cgroup's, a figure of the group they
+ * share (ranks in one job's group would count its peak once per rank). */
+static int mf_summable(const char *key)
+{
+	return mf_is_mem_key(key) && !strstr(key, "_mem_cgroup_");
+}
+
 static void mf_merge_row(struct mf_table *t, struct mf_file *files, size_t n, const char *key)
 {
 	json_t *lo = NULL, *hi = NULL;
@@ -40,7 +47,7 @@ static void mf_merge_row(struct mf_table *t, struct mf_file *files, size_t n, co
 		cells[2] = mf_format_value(key, hi);
 		cells[3] = mf_format_value(key, mean);
 		/* a sum of bytes is memory the processes held together; of runtimes or counts, nothing */
-		cells[4] = mf_is_mem_key(key) ? mf_format_value(key, total) : mf_xstrdup("");
+		cells[4] = mf_summable(key) ? mf_format_value(key, total) : mf_xstrdup("");
 		cells[5] = have < n ? mf_xasprintf("%s (in %zu of %zu)", who, have, n) : mf_xstrdup(who);
 		free(who);
 		json_decref(mean);

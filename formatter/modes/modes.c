@@ -83,6 +83,8 @@ int mf_run_dump(const struct mf_run *r, FILE *out, FILE *err)
 	struct mf_paths kids = { 0 };
 	if (s->n == 1 && !r->o->auto_merge && !s->f[0].is_child && s->f[0].pid > 0)
 		mf_paths_children(&kids, s->f[0].path, s->f[0].pid);
+	if (s->n == 1)
+		s->f[0].children_beside = kids.n;
 	/* what the targets matched is the run's to say: not from its first file alone */
 	if (!kids.n && mf_print_targets(out, s->f, s->n))
 		fputc('\n', out);

@@ -690,9 +690,30 @@ def wholejob():
          argv=("python3", "-c", "from multiprocessing.spawn import spawn_main; spawn_main()"))
 
 
+def interpreter_launcher():
+    """accelerate's one-process launcher: a Python program that runs the interpreter on its last
+    arguments (`python accelerate launch --cpu train.py --lr 1` ran `python train.py --lr 1`), and
+    held 230 MiB itself; its child's file beside its own."""
+    m = {"init_mem_cpu_alloc_delta": 148 * M, "init_mem_cpu_peaked_delta": 82 * M, "init_runtime": 13.0,
+         "init_calls": 1, "before_init_mem_cpu": 0, "process_mem_cpu_peak": 230 * M}
+    init = stage("init", runtime=13.0, cpu=(148 * M, 82 * M))
+    init["closed_at_exit"] = True  # as the shim writes it: open until the exit
+    write("accel.json", doc(m, [init], pid=5300, ppid=5290,
+                            root_pid=5300, argv=["/venv/bin/python", "/venv/bin/accelerate", "launch",
+                                                 "--cpu", "train.py", "--lr", "1"]))
+    c = {"init_mem_cpu_alloc_delta": 300 * M, "init_runtime": 10.0, "init_calls": 1,
+         "train_mem_cpu_alloc_delta": 2 * M, "train_mem_cpu_peaked_delta": 6 * M, "train_runtime": 0.5,
+         "train_calls": 1, "process_mem_cpu_peak": 310 * M}
+    write("accel.json.5301", doc(c, [stage("init", runtime=10.0), stage("train", start=10.0, runtime=0.5,
+                                                                         cpu=(2 * M, 6 * M))],
+                                 pid=5301, ppid=5300, root_pid=5300, is_child=True,
+                                 argv=["/venv/bin/python", "train.py", "--lr", "1"],
+                                 start_time=1764675001.0))
+
+
 if __name__ == "__main__":
     os.makedirs(os.path.join(HERE, "in"), exist_ok=True)
     for f in (seed, widths, snapshot, calls, ranks, diffs, small, bad, died, launchers, runs,
               csv_odd, sites, sites_added, sites_lines, sites_exact_stage, sites_fold, sites_odd, calls_close,
-              ended, needed, sites_trainer, shared_ranks, cgroup, wholejob):
+              ended, needed, sites_trainer, shared_ranks, cgroup, wholejob, interpreter_launcher):
         f()
