@@ -4,6 +4,9 @@
 #define MS_H
 
 #include <errno.h>
+#include <link.h>
+#include <malloc.h>
+#include <pthread.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <string.h>
@@ -12,6 +15,16 @@
 #include <unistd.h>
 
 #define MS_TLS __attribute__((tls_model("initial-exec")))
+
+/* The C library's functions the allocation hooks may call first in any thread: bound when the
+ * library loads, not lazily at that first call, whose resolver saves the CPU's whole vector state
+ * on the stack (~2.7 KiB with AVX-512), too much for a small thread's nearly full stack. */
+void *memmove(void *dest, const void *src, size_t n) __attribute__((noplt));
+size_t malloc_usable_size(void *p) __attribute__((noplt));
+pthread_t pthread_self(void) __attribute__((noplt));
+int pthread_key_create(pthread_key_t *key, void (*destructor)(void *)) __attribute__((noplt));
+int pthread_setspecific(pthread_key_t key, const void *value) __attribute__((noplt));
+int dl_iterate_phdr(int (*callback)(struct dl_phdr_info *, size_t, void *), void *data) __attribute__((noplt));
 /* Tables of 1 KiB and more that a process may touch in a few places or not at all: kept apart from
  * the small state, which then shares a few pages (each page first touched costs a fault). */
 #define MS_LARGE __attribute__((section(".lbss")))

@@ -239,23 +239,25 @@ EXPORT int __sigaction(int sig, const struct sigaction *act, struct sigaction *o
 	return rc;
 }
 
-#define SIGNAL_WRAPPER(name)                                                                                           \
+/* FIND: the real function, or NULL. */
+#define SIGNAL_WRAPPER(name, find)                                                                                     \
 	EXPORT sighandler_t name(int sig, sighandler_t handler)                                                        \
 	{                                                                                                              \
-		if (!REAL(name)) {                                                                                     \
+		signal_fn real = find;                                                                                 \
+		if (!real) {                                                                                           \
 			errno = ENOSYS;                                                                                \
 			return SIG_ERR;                                                                                \
 		}                                                                                                      \
-		sighandler_t was =                                                                                     \
-			managed(sig) ? hide_handler(ms_real_##name, sig, handler) : ms_real_##name(sig, handler);      \
+		sighandler_t was = managed(sig) ? hide_handler(real, sig, handler) : real(sig, handler);               \
 		if (was != SIG_ERR)                                                                                    \
 			note_handler(sig, handler);                                                                    \
 		return was;                                                                                            \
 	}
 
-SIGNAL_WRAPPER(signal)
-SIGNAL_WRAPPER(bsd_signal)
-SIGNAL_WRAPPER(ssignal)
-SIGNAL_WRAPPER(sysv_signal)
-SIGNAL_WRAPPER(__sysv_signal)
-SIGNAL_WRAPPER(sigset)
+SIGNAL_WRAPPER(signal, REAL(signal) ? ms_real_signal : NULL)
+SIGNAL_WRAPPER(sigset, REAL(sigset) ? ms_real_sigset : NULL)
+/* the older names, rarely called: looked up at their first call, not in every process's start */
+SIGNAL_WRAPPER(bsd_signal, MS_REAL_LAZY(bsd_signal))
+SIGNAL_WRAPPER(ssignal, MS_REAL_LAZY(ssignal))
+SIGNAL_WRAPPER(sysv_signal, MS_REAL_LAZY(sysv_signal))
+SIGNAL_WRAPPER(__sysv_signal, MS_REAL_LAZY(__sysv_signal))

@@ -189,6 +189,8 @@ static int in_self(uintptr_t ip)
 struct thread_caches {
 	struct ms_sites_chain chain;
 	struct ms_py_line_cache lines;
+	/* a walk's Python frames: here, not on a stack that may be a small thread's nearly full one */
+	struct ms_py_frame py[MS_SITES_MAX_FRAMES], outer[OUTER_PY];
 };
 static __thread struct thread_caches *caches MS_TLS;
 __thread struct ms_sites_chain *ms_sites_chain MS_TLS; /* &caches->chain, for sample.c's inline check */
@@ -379,10 +381,10 @@ void ms_sites_capture_known(int32_t id)
 static __attribute__((noinline)) int capture_walk(uint64_t *frames, int max, const uintptr_t *start, int32_t *known)
 {
 	*known = -1;
-	struct ms_py_frame py[MS_SITES_MAX_FRAMES], outer[OUTER_PY] = { { 0 } }; /* read only up to nouter */
 	struct thread_caches *tc = thread_caches();
-	int nouter = OUTER_PY, ready = ms_py_stack_ready();
-	int npy = ready ? ms_py_stack_read(py, max, tc ? &tc->lines : NULL, outer, &nouter) : 0;
+	int nouter = OUTER_PY, ready = ms_py_stack_ready() && tc;
+	struct ms_py_frame *py = tc ? tc->py : NULL, *outer = tc ? tc->outer : NULL; /* read only up to nouter */
+	int npy = ready ? ms_py_stack_read(py, max, &tc->lines, outer, &nouter) : 0;
 	if (!ready)
 		nouter = 0;
 	if (npy > 0 && !py_hi) {
@@ -399,6 +401,8 @@ static __attribute__((noinline)) int capture_walk(uint64_t *frames, int max, con
 		*known = last_chain.id;
 	else if (hit == 2 && npy == 0)
 		*known = -2;
+	if (!tc)
+		return n; /* no Python frames were read */
 	/* PY then OUTER, innermost first; too many for MAX: the innermost, then the outermost OUTER_PY
 	 * (where the user's own line is, below imports in imports) */
 	int all = npy + nouter, room = max - n, tail = all <= room ? 0 : (OUTER_PY < room / 2 ? OUTER_PY : room / 2);

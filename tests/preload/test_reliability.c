@@ -157,6 +157,38 @@ START_TEST(signal_dispositions_as_without_shim)
 }
 END_TEST
 
+/* A thread with little stack left, whose call is sampled: the sampled path fits where the
+ * program's own call fits with 1 KiB to spare (it needed ~3.5 KiB more: 2 KiB of Python frames on
+ * the stack in a native program, and the first call of a lazily bound function, whose resolver
+ * saves ~2.7 KiB of vector state with AVX-512).  The program's own need is found first. */
+START_TEST(a_sampled_call_fits_a_small_threads_stack)
+{
+	const char *env[] = { "MEMSHIM_SITES_RATE=64M", NULL }; /* its 1 GiB: sampled, nearly surely */
+	char leave[32], prog[4096];
+	snprintf(prog, sizeof prog, "%s", built("preload/reliab_fixture")); /* built()'s buffer is reused */
+	const char *argv[] = { prog, "small_stack", leave, NULL };
+	int own = 0;
+	for (int l = 1024; l <= 16384 && !own; l += 256) {
+		snprintf(leave, sizeof leave, "%d", l);
+		ck_assert_int_eq(run_under_shim(&bare, argv, no_preload), 0);
+		if (exited_with(&bare, 0))
+			own = l;
+	}
+	ck_assert_msg(own > 0, "the fixture never fits: status %#x %s", bare.status, bare.err);
+	snprintf(leave, sizeof leave, "%d", own + 1024);
+	for (int i = 0; i < 3; i++) {
+		ck_assert_int_eq(run_under_shim(&r, argv, env), 0);
+		ck_assert_msg(exited_with(&r, 0), "status %#x with %s bytes left (the program's own call: %d)", r.status,
+			      leave, own);
+		ck_assert_str_eq(r.out, "allocated\n");
+	}
+	json_t *m = load_metrics(&r, "m.json");
+	ck_assert_ptr_nonnull(m);
+	ck_assert_int_ge(json_integer_value(json_object_get(json_object_get(m, "sites"), "samples")), 1);
+	json_decref(m);
+}
+END_TEST
+
 /* An uncaught SIGTERM still leaves a last snapshot and the same status. */
 START_TEST(default_term_leaves_a_snapshot)
 {
@@ -328,6 +360,7 @@ int main(void)
 	tcase_add_test(tc, term_inside_a_stage_leaves_an_incomplete_file);
 	tcase_add_test(tc, hangup_and_a_closed_pipe_leave_the_final_file);
 	tcase_add_test(tc, an_inherited_ignored_signal_stays_ignored);
+	tcase_add_test(tc, a_sampled_call_fits_a_small_threads_stack);
 	tcase_add_test(tc, heap_committed_with_mprotect);
 	tcase_add_test(tc, rustc_with_its_own_allocator);
 	suite_add_tcase(s, tc);
