@@ -232,6 +232,33 @@ START_TEST(test_signals_forwarded)
 }
 END_TEST
 
+/* A signal sent to the whole group (timeout -s INT, kill -PGID; systemd and Slurm signal every
+ * process) comes to the command once, as without memshim: not passed on a second time (a trainer
+ * saving a checkpoint on its first SIGINT was ended by the second).  Sent to memshim alone, once too. */
+static void expect_once(int sig, const char *name, int group)
+{
+	char fixture[PATH_MAX], want[64], *out, *err;
+	ck_assert_ptr_nonnull(realpath("tests/formatter/fixtures/trap_signal.py", fixture));
+	char *args[] = { NULL, "run", "--no-dump", "--", "/usr/bin/python3", fixture, "count", NULL };
+	signal_the_group = group;
+	int st = wrap_signal(args, sig, &out, &err);
+	signal_the_group = 0;
+	snprintf(want, sizeof want, "ready\ncaught %s 1 time\n", name);
+	ck_assert_msg(WIFEXITED(st) && WEXITSTATUS(st) == 3, "%s: status %#x, stderr: %s", name, st, err);
+	ck_assert_msg(!strcmp(out, want), "%s to the %s: %s", name, group ? "group" : "wrapper", out);
+	free2(out, err);
+}
+
+START_TEST(test_signal_comes_once)
+{
+	expect_once(SIGINT, "SIGINT", 1);
+	expect_once(SIGTERM, "SIGTERM", 1);
+	expect_once(SIGUSR1, "SIGUSR1", 1);
+	expect_once(SIGINT, "SIGINT", 0);
+	expect_once(SIGTERM, "SIGTERM", 0);
+}
+END_TEST
+
 /* SIGTERM to the whole group (timeout without --foreground) ends the command as it would bare, and
  * memshim's shell says nothing of it: dash reports a job a signal ended ("Terminated") in a wait. */
 START_TEST(test_group_signal_adds_no_line)
@@ -955,6 +982,7 @@ Suite *wrapper_suite(void)
 	tcase_add_test(tc, test_exit_status_like_a_stop);
 	tcase_add_test(tc, test_signals);
 	tcase_add_test(tc, test_signals_forwarded);
+	tcase_add_test(tc, test_signal_comes_once);
 	tcase_add_test(tc, test_group_signal_adds_no_line);
 	tcase_add_test(tc, test_stdin_reaches_the_command);
 	tcase_add_test(tc, test_preload_kept);
