@@ -376,6 +376,30 @@ int ms_cgroup_read(enum ms_refresh_reason why)
 	return usage >= 0;
 }
 
+/* K's fd closed when still ours, never opened again (reads open the file for each read). */
+static int let_go(struct kept *k)
+{
+	int ours = still_ours(k);
+	if (ours)
+		syscall(SYS_close, k->fd);
+	k->fd = -1;
+	k->reopens = REOPENS;
+	return ours;
+}
+
+int ms_cgroup_release_fds(void)
+{
+	if (read_mine || ms_spin_trylock(&read_lock, &read_mine, 1000) < 0)
+		return 0; /* a reader holds them: another thread, or this one that a handler interrupted */
+	int n = let_go(&usage_fd);
+	if (peak_fd.fd >= 0 && peak_fd.pid == ms_proc.pid) {
+		n += let_go(&peak_fd);
+		cg.per_reader = 0;
+	}
+	ms_spin_unlock(&read_lock, &read_mine);
+	return n;
+}
+
 void ms_cgroup_fork_child(void)
 {
 	ms_spin_reset(&read_lock, &read_mine);

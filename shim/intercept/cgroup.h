@@ -30,6 +30,9 @@ struct ms_cgroup {
 int ms_cgroup_read(enum ms_refresh_reason why);
 /* A forked child: the read lock another thread of the parent held is free. */
 void ms_cgroup_fork_child(void);
+/* Closes the fds kept open for reading (a program out of descriptors: the slots for its file); the
+ * number closed. */
+int ms_cgroup_release_fds(void);
 
 /* The state as last read, or NULL when this process has no memory cgroup or never read it. */
 const struct ms_cgroup *ms_cgroup_state(void);

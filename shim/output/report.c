@@ -19,6 +19,7 @@
 #include "core/counters.h"
 #include "core/json.h"
 #include "core/ms.h"
+#include "intercept/cgroup.h"
 #include "core/process.h"
 #include "core/stages.h"
 #include "core/timeline.h"
@@ -356,6 +357,25 @@ static int helper_path(char *path, size_t size)
 /* write_to, and when that fails where the start found nothing wrong (MEMSHIM_OUTPUT=/proc/x.json
  * for root: the directory says it is writable), the file goes where an unwritable directory's
  * would (ms_identity_fall_back), once: not for a helper's file in the run's directory (MOVED). */
+/* The program used up its descriptors (EMFILE), or the system's (ENFILE): another directory would
+ * not help.  The file takes two (its directory, itself): memshim lets go of the ones it keeps, and
+ * the soft RLIMIT_NOFILE is raised by two while it writes when the hard limit allows (restored at
+ * once), then the same file is tried again. */
+static int write_out_of_fds(const char *path, const char *reason, int sig, int complete)
+{
+	struct rlimit was, more;
+	int raised = 0;
+	if (deferred == EMFILE && syscall(SYS_prlimit64, 0, RLIMIT_NOFILE, NULL, &was) == 0 &&
+	    was.rlim_cur != RLIM_INFINITY && was.rlim_cur + 2 <= was.rlim_max) {
+		more = (struct rlimit){ was.rlim_cur + 2, was.rlim_max };
+		raised = syscall(SYS_prlimit64, 0, RLIMIT_NOFILE, &more, NULL) == 0;
+	}
+	int rc = ms_cgroup_release_fds() > 0 || raised ? write_to(path, reason, sig, complete) : fail(path, deferred);
+	if (raised)
+		syscall(SYS_prlimit64, 0, RLIMIT_NOFILE, &was, NULL);
+	return rc;
+}
+
 static int write_to_or_fall_back(char *path, size_t size, int moved, const char *reason, int sig, int complete)
 {
 	static int fell_back;
@@ -365,6 +385,8 @@ static int write_to_or_fall_back(char *path, size_t size, int moved, const char 
 	deferring = 0;
 	if (rc == 0 || !deferred)
 		return rc;
+	if (deferred == EMFILE || deferred == ENFILE)
+		return write_out_of_fds(path, reason, sig, complete);
 	fell_back = 1;
 	if (!ms_identity_fall_back(deferred))
 		return fail(path, deferred);

@@ -189,6 +189,23 @@ START_TEST(a_sampled_call_fits_a_small_threads_stack)
 }
 END_TEST
 
+/* A program that used up its descriptors still gets its file, and nothing on stderr: memshim lets
+ * go of the cgroup fd it keeps and raises the soft limit by two while it writes (before: two
+ * warnings, the second for $TMPDIR, which needs the same descriptors, and no file). */
+START_TEST(a_program_out_of_fds_still_gets_its_file)
+{
+	const char *argv[] = { built("preload/reliab_fixture"), "fds_used_up", NULL };
+	ck_assert_int_eq(run_under_shim(&r, argv, NULL), 0);
+	ck_assert_msg(exited_with(&r, 0), "status %#x: %s", r.status, r.err);
+	ck_assert_str_eq(r.out, "opened until EMFILE\n");
+	ck_assert_str_eq(r.err, "");
+	json_t *m = load_metrics(&r, "m.json");
+	ck_assert_ptr_nonnull(m);
+	ck_assert(json_is_true(json_object_get(m, "complete")));
+	json_decref(m);
+}
+END_TEST
+
 /* An uncaught SIGTERM still leaves a last snapshot and the same status. */
 START_TEST(default_term_leaves_a_snapshot)
 {
@@ -361,6 +378,7 @@ int main(void)
 	tcase_add_test(tc, hangup_and_a_closed_pipe_leave_the_final_file);
 	tcase_add_test(tc, an_inherited_ignored_signal_stays_ignored);
 	tcase_add_test(tc, a_sampled_call_fits_a_small_threads_stack);
+	tcase_add_test(tc, a_program_out_of_fds_still_gets_its_file);
 	tcase_add_test(tc, heap_committed_with_mprotect);
 	tcase_add_test(tc, rustc_with_its_own_allocator);
 	suite_add_tcase(s, tc);
