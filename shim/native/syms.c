@@ -114,10 +114,13 @@ static int also_from_stack(const struct ms_target *t)
 	return t->kind != MS_TK_PLAIN || (t->name[0] == '_' && (t->name[1] == 'Z' || t->name[1] == 'R'));
 }
 
-/* The object whose symbols are read: its path and load address. */
+/* The object whose symbols are read: its path and load address; INTERPRETER: it defines Python's
+ * C API (libpython, or a python executable built with it), whose functions a plain name never
+ * binds in a Python process, static ones included (libpython3.12's advance, a script's advance()). */
 struct loaded {
 	const char *path;
 	uintptr_t base;
+	int interpreter;
 };
 
 /* Adds the range of function NAME (at ADDR in the file) for every target naming it; a function two
@@ -133,8 +136,8 @@ static void match_symbol(const char *name, uintptr_t addr, size_t size, void *ar
 	int first = -1;
 	for (int i = 0; i < ms_native_ntargets; i++) {
 		struct ms_target *t = &ms_native_targets[i];
-		if (t->stage < 0 || (t->bound_plt && !also_from_stack(t)) || !ms_target_matches(t, name) ||
-		    !ms_target_object_matches(t, path))
+		if (t->stage < 0 || (t->bound_plt && !also_from_stack(t)) || (o->interpreter && !t->object) ||
+		    !ms_target_matches(t, name) || !ms_target_object_matches(t, path))
 			continue;
 		if (first >= 0 && ms_native_targets[first].stage != t->stage) {
 			ms_native_warn_shared(name, addr, first, i);
@@ -142,6 +145,8 @@ static void match_symbol(const char *name, uintptr_t addr, size_t size, void *ar
 			continue;
 		}
 		first = first < 0 ? i : first;
+		if (!t->found) /* where a target was found from the symbol tables, once (the first range) */
+			ms_debug("native target %s: %s in %s", t->text, name, path);
 		if (add_range(addr, addr + (size ? size : 1), t->stage, base) == 0)
 			ms_target_set_found(t);
 		if (size && !strstr(name, ".cold") && ends_in_tail_call(addr, size))
@@ -149,11 +154,25 @@ static void match_symbol(const char *name, uintptr_t addr, size_t size, void *ar
 	}
 }
 
-/* FN for each function a symbol table section SH (its strings STR) defines.  Inlined into each
- * caller, so that match_symbol's filter runs inline for each of an object's many symbols. */
+/* The versions of the N symbols of .dynsym section DYN (index DYN_AT), or NULL. */
+static const Elf64_Half *versions_of(const unsigned char *map, size_t size, const Elf64_Shdr *sh, Elf64_Half nsh,
+				     int dyn_at, size_t n)
+{
+	for (int i = 0; i < nsh; i++)
+		if (sh[i].sh_type == SHT_GNU_versym && sh[i].sh_link == (Elf64_Word)dyn_at && sh[i].sh_offset <= size &&
+		    sh[i].sh_size <= size - sh[i].sh_offset && sh[i].sh_size >= n * sizeof(Elf64_Half))
+			return (const Elf64_Half *)(map + sh[i].sh_offset);
+	return NULL;
+}
+
+/* FN for each function a symbol table section SH (its strings STR) defines, but those of .dynsym
+ * hidden behind a non-default version (VERSYM: glibc's compat step@GLIBC_2.2.5 of regexp.h, which
+ * no program binds by its name: a Python function named step must not make every allocation
+ * look at the stack).  Inlined into each caller, so that match_symbol's filter runs inline for
+ * each of an object's many symbols. */
 static inline __attribute__((always_inline)) void scan_symtab(const unsigned char *map, size_t size,
 							      const Elf64_Shdr *sh, const Elf64_Shdr *str,
-							      ms_symbol_fn fn, void *arg)
+							      const Elf64_Half *versym, ms_symbol_fn fn, void *arg)
 {
 	if (sh->sh_offset > size || sh->sh_size > size - sh->sh_offset || sh->sh_entsize != sizeof(Elf64_Sym) ||
 	    str->sh_offset > size || str->sh_size > size - str->sh_offset || str->sh_type != SHT_STRTAB)
@@ -163,7 +182,9 @@ static inline __attribute__((always_inline)) void scan_symtab(const unsigned cha
 	size_t n = sh->sh_size / sizeof *sym;
 	for (size_t i = 0; i < n; i++) {
 		if (ELF64_ST_TYPE(sym[i].st_info) != STT_FUNC || sym[i].st_shndx == SHN_UNDEF || !sym[i].st_value ||
-		    sym[i].st_name >= str->sh_size || !memchr(strs + sym[i].st_name, 0, str->sh_size - sym[i].st_name))
+		    sym[i].st_name >= str->sh_size ||
+		    !memchr(strs + sym[i].st_name, 0, str->sh_size - sym[i].st_name) ||
+		    (versym && (versym[i] & 0x8000)))
 			continue;
 		fn(strs + sym[i].st_name, sym[i].st_value, sym[i].st_size, arg);
 	}
@@ -195,7 +216,11 @@ static inline __attribute__((always_inline)) int each_function(const char *path,
 		    sh[i].sh_link >= nsh)
 			continue;
 		has_symtab |= sh[i].sh_type == SHT_SYMTAB;
-		scan_symtab(map, size, &sh[i], &sh[sh[i].sh_link], fn, arg);
+		const Elf64_Half *versym =
+			sh[i].sh_type == SHT_DYNSYM && sh[i].sh_entsize == sizeof(Elf64_Sym)
+				? versions_of(map, size, sh, nsh, i, sh[i].sh_size / sizeof(Elf64_Sym))
+				: NULL;
+		scan_symtab(map, size, &sh[i], &sh[sh[i].sh_link], versym, fn, arg);
 	}
 	syscall(SYS_munmap, map, size);
 	return has_symtab;
@@ -206,10 +231,19 @@ int ms_syms_each_function(const char *path, int with_dynsym, ms_symbol_fn fn, vo
 	return each_function(path, with_dynsym, fn, arg);
 }
 
+/* Whether the object loaded at BASE defines Python's C API (looked up each time: a native program
+ * may load the interpreter later). */
+static int is_interpreter(uintptr_t base)
+{
+	void *py = ms_elf_loaded_symbol("Py_IsInitialized");
+	const struct link_map *m = py ? ms_elf_object_of(py) : NULL;
+	return m && m->l_addr == base;
+}
+
 /* Reads PATH (loaded at BASE) and adds the ranges of matching functions. */
 static void read_object(const char *path, uintptr_t base, int is_exe)
 {
-	struct loaded o = { path, base };
+	struct loaded o = { path, base, is_interpreter(base) };
 	if (each_function(path, 1, match_symbol, &o) == 0 && (is_exe || !system_path(path)))
 		note_stripped(path);
 }
