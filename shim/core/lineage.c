@@ -154,7 +154,9 @@ int ms_lineage_decode(const char *text, size_t n, struct ms_lineage *l)
 int ms_lineage_parse_stat(const char *text, size_t n, long *ppid, uint64_t *start)
 {
 	const char *end = text + n, *p = NULL;
-	for (size_t i = n; i-- > 0;)
+	/* the name's ')' is the last one, within its first 64 bytes (a pid, " (", a name of at most 15
+	 * bytes): the fields after it are numbers and a state letter */
+	for (size_t i = n < 64 ? n : 64; i-- > 0;)
 		if (text[i] == ')') {
 			p = text + i + 1;
 			break;

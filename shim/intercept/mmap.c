@@ -467,7 +467,7 @@ static void read_parts_and_rss(enum ms_refresh_reason why, int reads)
 		pagemap_close();
 		table_unlock();
 	}
-	if (why == MS_REFRESH_BOUNDARY)
+	if (why == MS_REFRESH_BOUNDARY || why == MS_REFRESH_REPORT) /* a report's live, with no stage too */
 		rss_wanted = 1;
 	if (why != MS_REFRESH_POINT && rss_wanted) {
 		int64_t rss = read_rss();
@@ -490,8 +490,8 @@ static void refresh(enum ms_refresh_reason why)
 		return;
 	int reads = nranges(&sparse) || nranges(&shm);
 	int cgroup = why != MS_REFRESH_REPORT || ms_cgroup_state(); /* a report: only a group read before */
-	if (!reads && !cgroup && why != MS_REFRESH_BOUNDARY && !(why == MS_REFRESH_REPORT && rss_wanted))
-		return; /* nothing to read: no clock either */
+	if (!reads && !cgroup && why != MS_REFRESH_BOUNDARY && why != MS_REFRESH_REPORT)
+		return; /* nothing to read: no clock either (a report reads the RSS it states as live) */
 	double start = thread_cpu();
 	int report = why == MS_REFRESH_REPORT;
 	int reading = report || within_budget(refresh_spent);

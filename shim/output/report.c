@@ -81,6 +81,8 @@ static void counters_into(struct ms_doc *d)
 		above_inherited(d->live, d->inherited);
 	}
 	d->rss_peak = ms_process_rss_peak();
+	if (d->rss_peak < ms_live(MS_RSS)) /* VmHWM, read after an exec, is kept by the kernel lazily */
+		d->rss_peak = ms_live(MS_RSS);
 	d->cgroup = ms_cgroup_state();
 	d->mmap_untracked = ms_mmap_untracked();
 	d->shared_mappings = ms_mmap_shared_mappings();

@@ -58,6 +58,22 @@ START_TEST(anonymous_mappings_partial_unmaps_and_remaps)
 }
 END_TEST
 
+/* The RSS a file says was live when it was written is read then, in a process without stages too
+ * (it said 0: it was read only at stage boundaries). */
+START_TEST(the_rss_live_is_read_for_the_file)
+{
+	const char *argv[] = { "/bin/sh", "-c", ":", NULL };
+	ck_assert_int_eq(run_under_shim(&r, argv, NULL), 0);
+	json_t *m = load_metrics(&r, "m.json");
+	ck_assert_ptr_nonnull(m);
+	json_t *rss = json_object_get(json_object_get(m, "process"), "rss");
+	int64_t live = json_integer_value(json_object_get(rss, "live"));
+	ck_assert_msg(live > 0 && live <= json_integer_value(json_object_get(rss, "peak")), "rss live %lld",
+		      (long long)live);
+	json_decref(m);
+}
+END_TEST
+
 static void assert_near(int64_t got, int64_t want, const char *what)
 {
 	ck_assert_msg(got >= want - SLACK && got <= want + SLACK, "%s: %lld, expected %lld", what, (long long)got,
@@ -252,6 +268,7 @@ int main(void)
 	TCase *tc1 = tcase_create("anonymous");
 	tcase_set_timeout(tc1, 120);
 	tcase_add_test(tc1, anonymous_mappings_partial_unmaps_and_remaps);
+	tcase_add_test(tc1, the_rss_live_is_read_for_the_file);
 	suite_add_tcase(s, tc1);
 	TCase *tc2 = tcase_create("touched pages");
 	tcase_add_checked_fixture(tc2, bounded, NULL);

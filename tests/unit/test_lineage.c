@@ -27,6 +27,8 @@ static const struct stat_case stat_cases[] = {
 	{ "no terminal: tpgid -1", "7 (sh) R 1 7 7 0 -1 4194560 90 0 0 0 0 0 0 0 20 0 1 0 55 2400000 200 1 2\n", 0, 1, 55 },
 	{ "a name with spaces and parentheses", "99 (a) (b c) S 12 99 99 0 -1 0 0 0 0 0 0 0 0 0 20 0 1 0 8765 1 1\n", 0,
 	  12, 8765 },
+	{ "the longest name, of parentheses, after the longest pid",
+	  "4194304 ())))))))))))))) S 12 99 99 0 -1 0 0 0 0 0 0 0 0 0 20 0 1 0 8765 1 1\n", 0, 12, 8765 },
 	{ "cut before the start time", "99 (x) S 12 99 99 0 -1 0 0 0 0 0 0 0 0 0 20 0 1 0", -1, 0, 0 },
 	{ "a start time that is no number", "99 (x) S 12 99 99 0 -1 0 0 0 0 0 0 0 0 0 20 0 1 0 -5 1\n", -1, 0, 0 },
 	{ "no name at all", "99 x S 12", -1, 0, 0 },
