@@ -22,7 +22,10 @@ static const char mf_cmp_legend[] =
 	"    (tensors only).\n"
 	"  memshim: CPU = exact live bytes of malloc + anonymous mmap (reservations: touched pages);\n"
 	"    GPU = what the driver handed out (the caching allocator's reserve, cuBLAS/cuDNN\n"
-	"    workspaces, NCCL buffers).\n";
+	"    workspaces, NCCL buffers).\n"
+	"  Runtimes: Hugging Face times its loop inside the method; memshim the whole call (the\n"
+	"    method's setup and, with skip_memory_metrics=False, its tracker's start and stop), so\n"
+	"    memshim's is the longer by those, not by a cost of its own.\n";
 
 /* HF's file: a flat object of metrics (anything else is not a results file). */
 static json_t *mf_load_hf(const char *path, FILE *err)
