@@ -8,7 +8,7 @@
  * reads are the peak since the last boundary (each stage's own; other readers of the file see
  * their own peaks, unchanged).  Kept fds are moved to high numbers, close-on-exec, and checked
  * (fstat) before each use, so the program's fds keep their numbers and a number the program took
- * over is never read.  The group's high-water, limit and OOM kills are opened and read at a report
+ * over is never read; one the program closed (a daemon's close_range) is not opened again.  The group's high-water, limit and OOM kills are opened and read at a report
  * and at most once a second at boundaries.  With the group, the boot id and the directory's device
  * and inode are read once: they tell a later reader of the file whether the group it names is
  * still this one. */
@@ -29,7 +29,7 @@
 #define CGROUP2_MAGIC 0x63677270 /* CGROUP2_SUPER_MAGIC */
 
 #define STATE_GAP 1.0 /* seconds between two reads of the high-water, limit and OOM kills */
-#define REOPENS 8     /* a program that keeps closing our fds: read by opening after that */
+#define REOPENS 1     /* opened once: an fd the program closed stays closed (reads open the file) */
 
 enum { UNKNOWN, FINDING, FOUND, NONE };
 static int found;                /* enum above; one thread finds */

@@ -174,6 +174,20 @@ START_TEST(the_group_is_read_when_the_reservations_are_not)
 }
 END_TEST
 
+/* A program that closes every fd above 2 (a daemon's close_range) finds none open later: the usage
+ * file memshim kept open is not opened again, and the group is still read at each boundary (it
+ * was opened again up to 8 times, at the top of the fd table, where the program saw it). */
+START_TEST(an_fd_the_program_closed_stays_closed)
+{
+	lay_out(2, "max\n", 0);
+	json_t *m = run_fixture_as(2, NULL, "close_all");
+	ck_assert_msg(strstr(r.out, "open fds: 0\n"), "%s", r.out);
+	stages_read_at_boundaries_and_points(m);
+	json_decref(m);
+	remove_group();
+}
+END_TEST
+
 START_TEST(v2_max_is_no_limit)
 {
 	lay_out(2, "max\n", 0);
@@ -224,6 +238,7 @@ int main(void)
 	TCase *tc = tcase_create("laid_out");
 	tcase_add_test(tc, v2_group_with_a_limit);
 	tcase_add_test(tc, v2_max_is_no_limit);
+	tcase_add_test(tc, an_fd_the_program_closed_stays_closed);
 	tcase_add_test(tc, the_group_is_read_when_the_reservations_are_not);
 	tcase_add_test(tc, v1_group_and_its_unlimited_value);
 	tcase_add_test(tc, none_reads_no_group);
