@@ -555,7 +555,10 @@ void mf_print_header(FILE *out, const struct mf_file *f)
 			fprintf(out, " of %lld", f->world_size);
 		if (f->local_rank >= 0)
 			fprintf(out, ", local rank %lld", f->local_rank);
-		if (f->rank_source)
+		json_t *restart = json_object_get(json_object_get(f->root, "rank"), "restart");
+		if (f->rank_source && json_integer_value(restart) > 0) /* which attempt of an elastic job */
+			fprintf(out, " (%s, restart %lld)", f->rank_source, (long long)json_integer_value(restart));
+		else if (f->rank_source)
 			fprintf(out, " (%s)", f->rank_source);
 	}
 	if (f->is_child)

@@ -84,7 +84,8 @@ int mf_recover_main(int argc, char **argv, FILE *out, FILE *err)
  * recovering would only replace it with a poorer one (no timeline, no call sites): R's own process
  * wrote it (same pid and start time) as its final or signal file, or any process wrote it at or
  * after R's last update.  A missing or unreadable file, and one the record has moved past (an older
- * snapshot, an earlier run's file), does not. */
+ * snapshot, an earlier run's file), does not.  OWN: 1 R's process wrote it, 2 the image the same
+ * pid exec'd, 0 another process. */
 static int mf_file_holds(const char *path, const struct ms_live_record *r, int *own)
 {
 	json_error_t jerr;
@@ -92,11 +93,13 @@ static int mf_file_holds(const char *path, const struct ms_live_record *r, int *
 	json_t *pid = json_object_get(root, "pid"), *start = json_object_get(root, "start_time");
 	json_t *end = json_object_get(root, "end_time");
 	const char *reason = json_string_value(json_object_get(root, "reason"));
-	*own = json_is_integer(pid) && json_integer_value(pid) == r->pid && json_is_number(start) &&
-	       fabs(json_number_value(start) - r->start_unix) < MF_SAME_START;
+	int same_pid = json_is_integer(pid) && json_integer_value(pid) == r->pid;
+	*own = same_pid && json_is_number(start) && fabs(json_number_value(start) - r->start_unix) < MF_SAME_START;
+	if (same_pid && !*own)
+		*own = 2; /* the same pid's later image (an exec) */
 	int last_word = json_is_true(json_object_get(root, "complete")) || (reason && !strcmp(reason, "signal"));
 	int newer = json_is_number(end) && json_number_value(end) >= r->update_unix - MF_SAME_TIME;
-	int holds = root && ((*own && last_word) || newer);
+	int holds = root && ((*own == 1 && last_word) || newer);
 	json_decref(root);
 	return holds;
 }
@@ -125,15 +128,23 @@ static int mf_recover_one(const char *path, const char *dir, const struct mf_rec
 		snprintf(output, sizeof output, "%.*s", (int)strnlen(r->output, sizeof r->output), r->output);
 		size_t n = strlen(dir);
 		int under = !strncmp(output, dir, n) && (output[n] == '/' || (n && dir[n - 1] == '/'));
-		if (under && mf_file_holds(output, r, &own)) {
-			if (own)
+		char beside[sizeof output + 24];
+		int holds = under && mf_file_holds(output, r, &own), other = holds && own == 0;
+		/* another process's newer file under that name (a torchrun rank of the next attempt, where
+		 * this one was killed): the record goes beside it, NAME.<pid>, as a child's file would */
+		snprintf(beside, sizeof beside, "%s.%d", output, (int)r->pid);
+		if (other && mf_file_holds(beside, r, &own))
+			other = 0;
+		if (holds && !other) {
+			if (own == 1)
 				unlink(path); /* its own file says as much: the record has nothing more */
 		} else if (under) {
 			json_t *doc = mf_live_json(r, path, 0, torn);
-			if (mf_write_doc(doc, output, out, err) == MF_OK) {
+			const char *to = other ? beside : output;
+			if (mf_write_doc(doc, to, out, err) == MF_OK) {
 				fprintf(err,
-					"memshim: pid %d ended without writing its file: recovered %s from its live record\n",
-					r->pid, output);
+					"memshim: pid %d ended without writing its file: recovered %s from its live record%s\n",
+					r->pid, to, other ? " (its name holds a later process's file)" : "");
 				unlink(path);
 				done = 1;
 			}

@@ -131,6 +131,7 @@ static const struct setting settings[] = {
 	{ "SLURM_LOCALID", K_TEXT, NULL, 18 },
 	{ "SLURM_NTASKS", K_TEXT, NULL, 19 },
 	{ "SLURM_NODEID", K_TEXT, NULL, 20 },
+	{ "TORCHELASTIC_RESTART_COUNT", K_TEXT, NULL, 27 }, /* torchrun: which attempt of the job */
 	/* The system's */
 	{ "TMPDIR", K_TEXT, NULL, 21 },          /* output/identity.c: the fallback directory */
 	{ "XDG_RUNTIME_DIR", K_TEXT, NULL, 22 }, /* output/live.c: the live record's default place */

@@ -270,7 +270,7 @@ static void lightning_rank(struct ms_rank *r, ms_getenv_fn get)
 
 void ms_rank_detect(struct ms_rank *r, ms_getenv_fn get)
 {
-	*r = (struct ms_rank){ .rank = -1, .local_rank = -1, .world_size = -1, .node_rank = -1 };
+	*r = (struct ms_rank){ .rank = -1, .local_rank = -1, .world_size = -1, .node_rank = -1, .restart = -1 };
 	for (size_t i = 0; i < sizeof rank_sources / sizeof *rank_sources; i++) {
 		const struct rank_source *s = &rank_sources[i];
 		if (env_num(get, s->rank ? s->rank : s->local_rank) < 0)
@@ -283,9 +283,10 @@ void ms_rank_detect(struct ms_rank *r, ms_getenv_fn get)
 			return;
 		}
 		r->rank = env_num(get, s->rank);
-		if (i == 0)
+		if (i == 0) {
 			r->node_rank = env_num(get, "GROUP_RANK"); /* torchrun's node */
-		else if (!strcmp(s->source, "slurm"))
+			r->restart = env_num(get, "TORCHELASTIC_RESTART_COUNT");
+		} else if (!strcmp(s->source, "slurm"))
 			r->node_rank = env_num(get, "SLURM_NODEID");
 		return;
 	}

@@ -12,6 +12,7 @@
 struct ms_rank {
 	const char *source;                           /* "torchrun", "lightning", "openmpi", ...; NULL: no launcher */
 	long rank, local_rank, world_size, node_rank; /* -1 when not known */
+	long restart; /* torchrun's TORCHELASTIC_RESTART_COUNT: which attempt of the job this is; -1 when not set */
 	/* the launcher started this process with it: not inherited from a tracked parent that had the
 	 * same rank (a worker, a helper) */
 	int own;

@@ -495,6 +495,8 @@ static void write_rank(struct ms_json *w, const struct ms_rank *r)
 		ms_json_int(w, "world_size", r->world_size);
 	if (r->node_rank >= 0)
 		ms_json_int(w, "node_rank", r->node_rank);
+	if (r->restart >= 0)
+		ms_json_int(w, "restart", r->restart);
 	ms_json_string(w, "source", r->source);
 	ms_json_end_object(w);
 }

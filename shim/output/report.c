@@ -237,6 +237,21 @@ static int open_temporary(const char *tmp)
 	return fd;
 }
 
+/* A torchrun rank started again after a failure (TORCHELASTIC_RESTART_COUNT N >= 1) replacing its
+ * file for the first time: what is there is an earlier attempt's (the snapshot of a rank the OOM
+ * killer ended), moved aside to NAME.before-restartN rather than overwritten. */
+static void keep_earlier_attempt(void)
+{
+	static int done;
+	const struct ms_rank *k = &ms_proc.rank;
+	if (done || k->restart < 1 || !k->own)
+		return;
+	done = 1;
+	char aside[NAME_MAX + 48];
+	if (ms_format(aside, sizeof aside, "%s.before-restart%ld", where.name, k->restart) <= NAME_MAX)
+		ms_sys_renameat(where.dirfd, where.name, where.dirfd, aside); /* none there: nothing to keep */
+}
+
 static int write_replacing(const char *path, const char *reason, int sig, int complete)
 {
 	static struct ms_json w MS_PAGE_ALIGNED MS_LARGE;
@@ -252,6 +267,8 @@ static int write_replacing(const char *path, const char *reason, int sig, int co
 	ms_json_init(&w, fd);
 	write_document(&w, reason, sig, complete, 0);
 	int e = finish(&w, fd);
+	if (!e)
+		keep_earlier_attempt();
 	if (!e && ms_sys_renameat(where.dirfd, tmp, where.dirfd, where.name) < 0)
 		e = errno;
 	if (e) {

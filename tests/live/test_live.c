@@ -492,6 +492,35 @@ START_TEST(recover_under_takes_only_the_records_asked_for)
 }
 END_TEST
 
+/* A killed process whose name now holds a later process's file (torchrun's next attempt wrote
+ * m_0.json after this rank was killed): its record is recovered beside it, NAME.<pid>, the later
+ * file untouched (the killed attempt's numbers were left unwritten before). */
+START_TEST(a_killed_process_whose_name_was_taken_is_recovered_beside_it)
+{
+	char out[1 << 15], names[2][PATH_MAX], pid_text[32], path[PATH_MAX + 64], beside[PATH_MAX + 96];
+	fresh_dir();
+	pid_t pid = killed_elsewhere("m.json");
+	snprintf(path, sizeof path, "%s/m.json", dir);
+	FILE *f = fopen(path, "w");
+	ck_assert_ptr_nonnull(f);
+	fprintf(f, "{\"format\": \"memshim-metrics\", \"version\": 1, \"complete\": true, \"reason\": \"exit\", "
+		   "\"pid\": %d, \"start_time\": %lld, \"end_time\": %lld}",
+		(int)pid + 100000, (long long)time(NULL), (long long)time(NULL) + 60);
+	fclose(f);
+	snprintf(pid_text, sizeof pid_text, "%d", (int)pid);
+	const char *ours[] = { built("memshim-format"), "--recover-under", dir, "--root-pid", pid_text, NULL };
+	ck_assert_int_eq(run_tool_live(live_dir, ours, out, sizeof out), 0);
+	snprintf(beside, sizeof beside, "%s.%d", path, (int)pid);
+	ck_assert_msg(strstr(out, beside) && strstr(out, "holds a later process's file"), "%s", out);
+	ck_assert_str_eq(reason_of("m.json", out, sizeof out), "exit"); /* the later file, untouched */
+	json_t *kept = json_load_file(beside, 0, NULL);
+	ck_assert_ptr_nonnull(kept);
+	ck_assert_int_eq(json_integer_value(json_object_get(kept, "pid")), pid);
+	json_decref(kept);
+	ck_assert_int_eq(records(live_dir, names, 2), 0);
+}
+END_TEST
+
 /* A fatal signal with the default action (SIGTERM): the record is marked with it. */
 START_TEST(a_fatal_signal_marks_the_record)
 {
@@ -1197,6 +1226,7 @@ int main(void)
 	tcase_add_test(tc, memshim_run_keeps_a_signal_file);
 	tcase_add_loop_test(tc, memshim_run_recovers_only_its_own_processes, 0, 2);
 	tcase_add_test(tc, recover_under_takes_only_the_records_asked_for);
+	tcase_add_test(tc, a_killed_process_whose_name_was_taken_is_recovered_beside_it);
 	tcase_add_test(tc, memshim_format_reads_a_record_of_a_running_process);
 	tcase_add_test(tc, a_fatal_signal_marks_the_record);
 	tcase_add_test(tc, a_normal_exit_removes_the_record);

@@ -198,6 +198,41 @@ START_TEST(rank_and_host_placeholders)
 }
 END_TEST
 
+/* torchrun's second attempt after a rank failed (TORCHELASTIC_RESTART_COUNT=1): the rank's file
+ * says so, and the file the failed attempt left under the same name is moved aside to
+ * NAME.before-restart1 instead of being replaced; a first attempt replaces as before. */
+START_TEST(a_restarted_rank_keeps_the_failed_attempts_file)
+{
+	char dir[] = "/tmp/memshim-ranks.XXXXXX", out[200], path[600], aside[700];
+	ck_assert_ptr_nonnull(mkdtemp(dir));
+	snprintf(out, sizeof out, "MEMSHIM_OUTPUT=%s/m_%%r.json", dir);
+	snprintf(path, sizeof path, "%s/m_0.json", dir);
+	snprintf(aside, sizeof aside, "%s.before-restart1", path);
+	FILE *f = fopen(path, "w");
+	ck_assert_ptr_nonnull(f);
+	fputs("{\"attempt\": 0}", f);
+	fclose(f);
+	const char *argv[] = { built("preload/alloc_fixture"), "simple", NULL };
+	const char *again[] = { out, "RANK=0", "LOCAL_RANK=0", "WORLD_SIZE=2", "TORCHELASTIC_RESTART_COUNT=1", NULL };
+	struct run x;
+	ck_assert_int_eq(run_under_shim(&x, argv, again), 0);
+	json_error_t err;
+	json_t *kept = json_load_file(aside, 0, &err), *m = json_load_file(path, 0, &err);
+	ck_assert_msg(kept && json_integer_value(json_object_get(kept, "attempt")) == 0, "no %s", aside);
+	ck_assert_msg(m != NULL, "no m_0.json: %s", err.text);
+	ck_assert_int_eq(json_integer_value(json_object_get(json_object_get(m, "rank"), "restart")), 1);
+	json_decref(kept);
+	json_decref(m);
+	/* the first attempt (restart 0) replaces what is there: another run's file, kept by memshim run */
+	const char *first[] = { out, "RANK=0", "LOCAL_RANK=0", "WORLD_SIZE=2", "TORCHELASTIC_RESTART_COUNT=0", NULL };
+	ck_assert_int_eq(run_under_shim(&x, argv, first), 0);
+	ck_assert_int_eq(count_files(dir, "m_0.json", NULL, 0), 2); /* m_0.json and the one kept aside */
+	unlink(aside);
+	unlink(path);
+	rmdir(dir);
+}
+END_TEST
+
 /* A template that names the rank or the pid is taken as given by the ranks (children of a launcher
  * that has none): m_0.json, not m_0.json.<pid>.  A process that inherited its parent's rank (a
  * forked worker, a helper the rank runs) adds ".<pid>", so it never replaces the rank's file. */
@@ -480,6 +515,7 @@ int main(void)
 	tcase_add_test(tc2, pid_in_output_path_is_expanded);
 	tcase_add_test(tc2, debug_log_names_the_effective_settings);
 	tcase_add_test(tc2, rank_and_host_placeholders);
+	tcase_add_test(tc2, a_restarted_rank_keeps_the_failed_attempts_file);
 	tcase_add_test(tc2, a_template_naming_the_rank_is_taken_as_given);
 	tcase_add_loop_test(tc2, bad_output_directory_falls_back_at_start, 0, 2);
 	tcase_add_loop_test(tc2, an_output_naming_a_directory_falls_back_at_start, 0, 2);

@@ -29,7 +29,7 @@ static void fill_state(void)
 	memset(&doc, 0, sizeof doc);
 	proc = (struct ms_process){ .pid = 42, .ppid = 1, .root_pid = 42, .start_unix = 100.0,
 				    .rank = { .source = "torchrun", .rank = 3, .local_rank = 1, .world_size = 8,
-					      .node_rank = -1 } };
+					      .node_rank = -1, .restart = -1 } };
 	st.nstages = 2;
 	st.order_next = 2;
 	struct ms_stage *t = &st.stage[0], *e = &st.stage[1];

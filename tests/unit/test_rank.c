@@ -22,12 +22,18 @@ struct rank_case {
 	const char *env[8];
 	const char *source; /* NULL: no launcher */
 	long rank, local_rank, world_size, node_rank;
+	long restart; /* 0 in a row: -1 expected unless the row says (only torchrun's) */
 };
 
 static const struct rank_case cases[] = {
 	{ "nothing set", { NULL }, NULL, -1, -1, -1, -1 },
 	{ "torchrun", { "RANK=3", "LOCAL_RANK=1", "WORLD_SIZE=4", "GROUP_RANK=1", NULL },
 	  "torchrun", 3, 1, 4, 1 },
+	/* an elastic job's second attempt after a rank failed */
+	{ "torchrun, restarted", { "RANK=0", "LOCAL_RANK=0", "WORLD_SIZE=2", "TORCHELASTIC_RESTART_COUNT=1", NULL },
+	  "torchrun", 0, 0, 2, -1, 1 },
+	{ "Slurm ignores torchrun's restart count", { "SLURM_PROCID=1", "TORCHELASTIC_RESTART_COUNT=2", NULL },
+	  "slurm", 1, -1, -1, -1 },
 	/* accelerate launch runs torch's launcher: the same variables */
 	{ "accelerate (torch's launcher)", { "RANK=1", "LOCAL_RANK=1", "WORLD_SIZE=2",
 	  "ACCELERATE_MIXED_PRECISION=no", NULL }, "torchrun", 1, 1, 2, -1 },
@@ -77,6 +83,7 @@ START_TEST(launcher_variables)
 	ck_assert_msg(r.rank == c->rank && r.local_rank == c->local_rank && r.world_size == c->world_size &&
 		      r.node_rank == c->node_rank, "%s: rank %ld local %ld world %ld node %ld", c->what,
 		      r.rank, r.local_rank, r.world_size, r.node_rank);
+	ck_assert_msg(r.restart == (c->restart ? c->restart : -1), "%s: restart %ld", c->what, r.restart);
 	ck_assert_int_eq(r.own, 0); /* decided by the process, not the table */
 }
 END_TEST
