@@ -8,8 +8,9 @@
  * reads are the peak since the last boundary (each stage's own; other readers of the file see
  * their own peaks, unchanged).  Kept fds are moved to high numbers, close-on-exec, and checked
  * (fstat) before each use, so the program's fds keep their numbers and a number the program took
- * over is never read; one the program closed (a daemon's close_range) is not opened again.  The group's high-water, limit and OOM kills are opened and read at a report
- * and at most once a second at boundaries.  With the group, the boot id and the directory's device
+ * over is never read; one the program closed (a daemon's close_range) is not opened again.  The
+ * group's high-water, limit and OOM kills are opened and read at a report and at most once a
+ * second at boundaries.  With the group, the boot id and the directory's device
  * and inode are read once: they tell a later reader of the file whether the group it names is
  * still this one. */
 #include "intercept/cgroup.h"
