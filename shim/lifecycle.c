@@ -96,6 +96,9 @@ static void finish_on(void *arg)
 	if (reason[0] == '_' && !ms_proc.is_child && !__atomic_load_n(&reported, __ATOMIC_ACQUIRE))
 		ms_native_report_on_exit();
 	ms_refresh(MS_REFRESH_REPORT); /* the reservations and RSS as the open stages close */
+	if (!ms_proc.is_child && ms_valgrind_took_malloc())
+		ms_warn("no heap allocation reached memshim under valgrind, which replaces malloc in every object by "
+			"default: valgrind --soname-synonyms=somalloc=nouserintercepts keeps memshim's");
 	ms_tls_guard++;
 	ms_stages_close_all(ms_elapsed());
 	ms_report_write(reason, 0, 1);

@@ -27,8 +27,10 @@ $(BUILD)/shim/memshim.map: shim/memshim.map.in $(wildcard shim/*/*.def)
 # Bound lazily, as the C library's own callers are: with -z now every process paid a symbol lookup
 # (~700 instructions) for each of the 48 functions the library calls through its PLT, most of
 # which a short process never calls (/bin/true: 297.9K -> 278.7K instructions).
+# A soname of its own: without one valgrind takes the library for the program (soname "NONE") and
+# redirects its malloc to valgrind's, so memshim counted nothing under valgrind.
 $(BUILD)/libmemshim.so: $(SHIM_OBJS) $(BUILD)/shim/memshim.map
-	$(CC) -shared -o $@ $(SHIM_OBJS) -Wl,--version-script=$(BUILD)/shim/memshim.map \
+	$(CC) -shared -o $@ $(SHIM_OBJS) -Wl,--version-script=$(BUILD)/shim/memshim.map -Wl,-soname,libmemshim.so \
 		-Wl,-z,defs -Wl,-z,nodelete -Wl,-z,lazy $(LDFLAGS) -ldl -lpthread
 
 # The core for tests, optionally with sanitizers (separate directory so flags never mix).

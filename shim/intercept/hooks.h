@@ -82,6 +82,9 @@ void *ms_real_dlsym(void *handle, const char *name);
 
 /* The sanitizer whose runtime owns malloc ("AddressSanitizer", ...), or NULL. */
 const char *ms_sanitizer(void);
+/* Whether a valgrind tool is loaded and no heap allocation reached memshim: valgrind replaces malloc
+ * in every object by default, memshim's wrapper too. */
+int ms_valgrind_took_malloc(void);
 /* Non-zero when the library was loaded after the program started (dlopen, ctypes): the program's
  * calls are already bound elsewhere, so nothing would be counted. */
 int ms_loaded_late(void);

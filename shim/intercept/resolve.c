@@ -13,6 +13,7 @@
 #define MS_REAL_STORAGE /* the ms_real_ pointers are defined here */
 #include "core/sys.h"
 #include "core/config.h"
+#include "core/counters.h"
 #include "core/ms.h"
 #include "core/process.h"
 #include "intercept/elf.h"
@@ -23,6 +24,7 @@ int ms_allocator_is_glibc;
 static struct {
 	int state;             /* 0 unresolved, 1 resolving, 2 done */
 	const char *sanitizer; /* the runtime that owns malloc, when one does */
+	int valgrind;          /* a valgrind tool's vgpreload_*.so is loaded */
 } resolve_st;
 
 int ms_resolved(void)
@@ -165,6 +167,26 @@ const char *ms_sanitizer(void)
 	return resolve_st.sanitizer;
 }
 
+int ms_valgrind_took_malloc(void)
+{
+	int64_t peaks[MS_NCOMP];
+	if (!resolve_st.valgrind)
+		return 0;
+	ms_counters_process_peaks(peaks);
+	return peaks[MS_MALLOC] == 0;
+}
+
+/* Valgrind's tools take the C library's allocator over inside the process (their vgpreload_*.so
+ * comes first): its blocks have no glibc chunk headers to read, so the allocator's own
+ * malloc_usable_size (valgrind's) sizes them. */
+static int valgrind_allocator(void)
+{
+	for (const struct link_map *m = _r_debug.r_map; m; m = m->l_next)
+		if (m->l_name && strstr(m->l_name, "/vgpreload_"))
+			return 1;
+	return 0;
+}
+
 void ms_resolve(void)
 {
 	int expected = 0;
@@ -188,7 +210,9 @@ void ms_resolve(void)
 #undef MS_HOOK
 	const struct link_map *allocator = ms_elf_object_of((const void *)malloc_found);
 	/* the C library's object, found by a function the shim imports anyway */
-	ms_allocator_is_glibc = allocator && allocator == ms_elf_object_of((const void *)syscall);
+	resolve_st.valgrind = valgrind_allocator();
+	ms_allocator_is_glibc =
+		allocator && allocator == ms_elf_object_of((const void *)syscall) && !resolve_st.valgrind;
 	if (find_sanitizer(allocator))
 		__atomic_store_n(&ms_counting, 0, __ATOMIC_RELEASE); /* before any wrapper can count */
 #define MS_HOOK(ret, name, params, args)

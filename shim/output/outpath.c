@@ -164,7 +164,12 @@ static int open_parent(struct ms_outpath_walk *wk, const char *path, size_t *las
 	wk->shown[n] = '\0';
 	struct open_how how = { .flags = O_PATH | O_DIRECTORY | O_CLOEXEC,
 				.resolve = RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS };
-	long fd = syscall(SYS_openat2, AT_FDCWD, wk->shown, &how, sizeof how);
+	static int missing; /* ENOSYS once (before Linux 5.6, a seccomp filter, valgrind): not asked again */
+	long fd = __atomic_load_n(&missing, __ATOMIC_RELAXED)
+			  ? -1
+			  : syscall(SYS_openat2, AT_FDCWD, wk->shown, &how, sizeof how);
+	if (fd < 0 && errno == ENOSYS)
+		__atomic_store_n(&missing, 1, __ATOMIC_RELAXED);
 	if (fd < 0)
 		return -1;
 	if (slash == path)

@@ -128,6 +128,35 @@ START_TEST(address_sanitizer_program)
 }
 END_TEST
 
+/* Under valgrind: by default it replaces malloc in every object, memshim's wrapper too, and one
+ * line says so (memshim counted nothing, silently, before: its library had no soname and valgrind
+ * took it for the program's); with --soname-synonyms=somalloc=nouserintercepts memshim's wrapper
+ * runs and sizes valgrind's blocks with valgrind's malloc_usable_size (no glibc headers to read). */
+START_TEST(valgrind_program)
+{
+	char prog[4096];
+	snprintf(prog, sizeof prog, "%s", built("preload/alloc_fixture"));
+	if (access("/usr/bin/valgrind", X_OK) != 0) {
+		fprintf(stderr, "valgrind_program: no valgrind, skipped\n");
+		return;
+	}
+	const char *plain[] = { "/usr/bin/valgrind", "-q", prog, "simple", NULL };
+	ck_assert_int_eq(run_under_shim(&r, plain, NULL), 0);
+	ck_assert_msg(exited_with(&r, 0), "status %#x %s", r.status, r.err);
+	ck_assert_msg(strstr(r.err, "memshim: no heap allocation reached memshim under valgrind"), "%s", r.err);
+	const char *kept[] = { "/usr/bin/valgrind", "-q", "--soname-synonyms=somalloc=nouserintercepts", prog,
+			       "simple", NULL };
+	ck_assert_int_eq(run_under_shim(&r, kept, NULL), 0);
+	ck_assert_msg(exited_with(&r, 0), "status %#x %s", r.status, r.err);
+	ck_assert_int_eq(count_lines_with(r.err, "memshim:"), 0);
+	ck_assert_int_eq(count_lines_with(r.err, "=="), 0); /* no memcheck error either */
+	json_t *m = load_metrics(&r, "m.json");
+	ck_assert_ptr_nonnull(m);
+	ck_assert_int_eq(metric(m, "simple_mem_cpu_alloc_delta"), 2 * MiB);
+	json_decref(m);
+}
+END_TEST
+
 /* glibc diagnoses a pointer it never gave out ("invalid pointer", abort); the shim used to fault
  * first, reading the block's size. */
 START_TEST(invalid_pointers_keep_glibcs_diagnosis)
@@ -379,6 +408,7 @@ int main(void)
 	tcase_add_test(tc, an_inherited_ignored_signal_stays_ignored);
 	tcase_add_test(tc, a_sampled_call_fits_a_small_threads_stack);
 	tcase_add_test(tc, a_program_out_of_fds_still_gets_its_file);
+	tcase_add_test(tc, valgrind_program);
 	tcase_add_test(tc, heap_committed_with_mprotect);
 	tcase_add_test(tc, rustc_with_its_own_allocator);
 	suite_add_tcase(s, tc);
