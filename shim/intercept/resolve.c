@@ -176,14 +176,17 @@ int ms_valgrind_took_malloc(void)
 	return peaks[MS_MALLOC] == 0;
 }
 
-/* Valgrind's tools take the C library's allocator over inside the process (their vgpreload_*.so
- * comes first): its blocks have no glibc chunk headers to read, so the allocator's own
- * malloc_usable_size (valgrind's) sizes them. */
+/* Valgrind's tools that replace the allocator (memcheck, massif, helgrind, drd, dhat: a
+ * vgpreload_<tool>.so beside vgpreload_core.so, which callgrind and cachegrind load alone) take the
+ * C library's over inside the process: their blocks have no glibc chunk headers to read, so the
+ * allocator's own malloc_usable_size (valgrind's) sizes them. */
 static int valgrind_allocator(void)
 {
-	for (const struct link_map *m = _r_debug.r_map; m; m = m->l_next)
-		if (m->l_name && strstr(m->l_name, "/vgpreload_"))
+	for (const struct link_map *m = _r_debug.r_map; m; m = m->l_next) {
+		const char *base = m->l_name ? strrchr(m->l_name, '/') : NULL;
+		if (base && !strncmp(base + 1, "vgpreload_", 10) && strncmp(base + 11, "core", 4) != 0)
 			return 1;
+	}
 	return 0;
 }
 
