@@ -17,6 +17,15 @@
 
 static struct run r;
 
+/* PATH holds TEXT (an earlier file the program's must not replace). */
+static void write_text(const char *path, const char *text)
+{
+	FILE *f = fopen(path, "w");
+	ck_assert_ptr_nonnull(f);
+	fputs(text, f);
+	fclose(f);
+}
+
 /* The pid on the stdout line "PREFIX <pid> status <status>", whose status must be 0. */
 static int child_pid(const char *prefix)
 {
@@ -208,10 +217,7 @@ START_TEST(a_restarted_rank_keeps_the_failed_attempts_file)
 	snprintf(out, sizeof out, "MEMSHIM_OUTPUT=%s/m_%%r.json", dir);
 	snprintf(path, sizeof path, "%s/m_0.json", dir);
 	snprintf(aside, sizeof aside, "%s.before-restart1", path);
-	FILE *f = fopen(path, "w");
-	ck_assert_ptr_nonnull(f);
-	fputs("{\"attempt\": 0}", f);
-	fclose(f);
+	write_text(path, "{\"attempt\": 0}");
 	const char *argv[] = { built("preload/alloc_fixture"), "simple", NULL };
 	const char *again[] = { out, "RANK=0", "LOCAL_RANK=0", "WORLD_SIZE=2", "TORCHELASTIC_RESTART_COUNT=1", NULL };
 	struct run x;
@@ -350,10 +356,7 @@ START_TEST(a_taken_fallback_name_gets_the_pid)
 	ck_assert_ptr_nonnull(mkdtemp(tmp));
 	snprintf(tmpdir, sizeof tmpdir, "TMPDIR=%s", tmp);
 	snprintf(earlier, sizeof earlier, "%s/run.json", tmp);
-	FILE *fp = fopen(earlier, "w");
-	ck_assert_ptr_nonnull(fp);
-	fputs("earlier\n", fp);
-	fclose(fp);
+	write_text(earlier, "earlier\n");
 	const char *argv[] = { built("preload/alloc_fixture"), "simple", NULL };
 	const char *env[] = { "MEMSHIM_OUTPUT=/nonexistent-memshim-dir/run.json", tmpdir, NULL };
 	ck_assert_int_eq(run_under_shim(&r, argv, env), 0);
@@ -370,7 +373,7 @@ START_TEST(a_taken_fallback_name_gets_the_pid)
 	long pid = strtol(name + strlen("run.json."), &end, 10);
 	ck_assert_int_eq(json_integer_value(json_object_get(m, "pid")), pid);
 	json_decref(m);
-	fp = fopen(earlier, "r");
+	FILE *fp = fopen(earlier, "r");
 	ck_assert_ptr_nonnull(fp);
 	char text[16] = "";
 	ck_assert_ptr_nonnull(fgets(text, sizeof text, fp));
