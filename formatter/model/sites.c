@@ -218,6 +218,27 @@ char *mf_sites_about(const struct mf_file *f, json_t *stage, int gpu, const stru
 	return line;
 }
 
+/* "shares are of its need, ..."; and when reservations (pyarrow's mimalloc arena, OpenBLAS's buffers)
+ * moved by a tenth of it or more, that they did: their pages are read at boundaries, not sampled,
+ * so no site stands for them. */
+static char *mf_need_text(json_t *stage, int gpu, double need, const char *mb, mf_bytes_fn *fmt)
+{
+	json_t *r = gpu ? NULL : json_object_get(json_object_get(stage, "cpu"), "reservations");
+	double alloc = 0, peaked = 0;
+	mf_num(json_object_get(r, "alloc_delta"), &alloc);
+	mf_num(json_object_get(r, "peaked_delta"), &peaked);
+	double moved = (alloc > 0 ? alloc : 0) + peaked;
+	if (moved < 1048576 || moved < need / 10)
+		return mf_xasprintf("shares are of its need, %s (alloc_delta + peaked_delta)", mb);
+	char *res = fmt(moved);
+	char *text =
+		mf_xasprintf("shares are of its need, %s (alloc_delta + peaked_delta), of which its "
+			     "reservations' touched pages moved by %s: read at boundaries, they have no call sites",
+			     mb, res);
+	free(res);
+	return text;
+}
+
 char *mf_sites_summary(json_t *stage, int gpu, enum mf_view view, const struct mf_sites *s, mf_bytes_fn *fmt,
 		       double *base)
 {
@@ -227,7 +248,7 @@ char *mf_sites_summary(json_t *stage, int gpu, enum mf_view view, const struct m
 	double b = mf_sites_base(stage, gpu, view, s, &kind);
 	char *listed = fmt(s->total), *mb = fmt(b), *of;
 	if (kind == MF_BASE_NEED)
-		of = mf_xasprintf("shares are of its need, %s (alloc_delta + peaked_delta)", mb);
+		of = mf_need_text(stage, gpu, b, mb, fmt);
 	else if (kind == MF_BASE_PEAK)
 		of = mf_xasprintf("shares are of the peak, %s", mb);
 	else

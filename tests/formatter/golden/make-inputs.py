@@ -711,9 +711,23 @@ def interpreter_launcher():
                                  start_time=1764675001.0))
 
 
+def sites_reserved():
+    """pyarrow's bundled mimalloc (its default pool): a read stage whose need is mostly its
+    reservations' touched pages, which have no call sites; 1 MiB of it sampled."""
+    rd = stage("read", cpu=(185 * M, 0))
+    rd["cpu"]["reservations"] = {"begin": 0, "end": 180 * M, "alloc_delta": 180 * M, "peaked_delta": 0,
+                                 "peak": 180 * M, "read": "resident pages (pagemap scan or mincore)"}
+    rd.update(peak_sites=[xsite(1, ["arrow::PoolBuffer::Reserve+0x5a (libarrow.so)", "read (pq.py:20)"])],
+              peak_sites_before=[], peak_sites_lag=0, peak_sites_gpu=[], peak_sites_gpu_before=[],
+              peak_sites_gpu_lag=0)
+    m = {"read_mem_cpu_alloc_delta": 185 * M, "read_mem_cpu_peaked_delta": 0, "read_runtime": 1.0,
+         "read_calls": 1, "process_mem_cpu_peak": 190 * M}
+    write("sites-reserved.json", doc(m, [stage("init"), rd], sites=dict(SITES, mode="sampled")))
+
+
 if __name__ == "__main__":
     os.makedirs(os.path.join(HERE, "in"), exist_ok=True)
     for f in (seed, widths, snapshot, calls, ranks, diffs, small, bad, died, launchers, runs,
               csv_odd, sites, sites_added, sites_lines, sites_exact_stage, sites_fold, sites_odd, calls_close,
-              ended, needed, sites_trainer, shared_ranks, cgroup, wholejob, interpreter_launcher):
+              ended, needed, sites_trainer, shared_ranks, cgroup, wholejob, interpreter_launcher, sites_reserved):
         f()
