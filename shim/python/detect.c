@@ -71,6 +71,28 @@ static void enable_route(const char *why)
 			"was to take");
 }
 
+/* Python stacks readable (python/frames.c) and code objects known (python/codes.c), once. */
+static void stack_install(void)
+{
+	static int done;
+	if (done)
+		return;
+	done = 1;
+	if (ms_py_stack_install() == 0)
+		ms_py_codes_init();
+}
+
+/* The interpreter's own start imports (encodings, site): its call sites get their Python frames
+ * from the first import on, and their native walk stops at the interpreter as later ones do. */
+static void early_stack(const char *event)
+{
+	if (!ms_cfg.sites || strcmp(event, "import") != 0 || ms_py_load_api())
+		return;
+	void *none_type = ms_py_sym("_PyNone_Type");
+	if (none_type && ms_py_type_of(ms_py.None) == none_type)
+		stack_install();
+}
+
 /* EMBEDDED: started by an import or exec, not by cpython.run_* (EVENT, ARGS). */
 static void install(const char *event, ms_pyobj *args, int embedded)
 {
@@ -87,11 +109,8 @@ static void install(const char *event, ms_pyobj *args, int embedded)
 		set_state(FAILED);
 		return;
 	}
-	if (ms_cfg.sites || boot.ntargets) {
-		/* code objects' identity (python/codes.c); 3.12+: a returning function's frame */
-		ms_py_stack_install();
-		ms_py_codes_init();
-	}
+	if (ms_cfg.sites || boot.ntargets)
+		stack_install();
 	if (boot.ntargets == 0) {
 		set_state(INSTALLED); /* only call sites wanted the interpreter */
 		return;
@@ -219,8 +238,11 @@ static int audit_hook(const char *event, ms_pyobj *args, void *data)
 			ms_py_frame_reclaim();
 		return 0;
 	}
-	if (!is_start_event(event, args))
+	if (!is_start_event(event, args)) {
+		if (!ms_py_stack_ready())
+			early_stack(event);
 		return 0;
+	}
 	set_state(INSTALLED); /* installing raises audit events of its own */
 	install(event, args, strncmp(event, "cpython.run_", 12) != 0);
 	return 0;

@@ -199,8 +199,8 @@ START_TEST(error_bound_holds_over_20_runs)
 		}
 		json_decref(root);
 	}
-	printf("sites: 20 runs, mean shares %.3f %.3f %.3f, worst deviation %.1f points\n", mean[0], mean[1],
-	       mean[2], worst * 100);
+	printf("sites: 20 runs, mean shares %.3f %.3f %.3f, worst deviation %.1f points\n", mean[0], mean[1], mean[2],
+	       worst * 100);
 	ck_assert_msg(fabs(mean[0] - 0.6) < 0.025 && fabs(mean[1] - 0.3) < 0.025 && fabs(mean[2] - 0.1) < 0.025,
 		      "mean shares %.3f %.3f %.3f", mean[0], mean[1], mean[2]);
 }
@@ -209,7 +209,8 @@ END_TEST
 /* Every list entry of every stage has exact_bytes equal to its bytes (exact mode). */
 static void assert_all_exact(json_t *root)
 {
-	static const char *const lists[] = { "peak_sites", "peak_sites_before", "peak_sites_gpu", "peak_sites_gpu_before" };
+	static const char *const lists[] = { "peak_sites", "peak_sites_before", "peak_sites_gpu",
+					     "peak_sites_gpu_before" };
 	json_t *st, *e;
 	size_t i, k;
 	json_array_foreach(json_object_get(root, "stages"), i, st) {
@@ -234,14 +235,17 @@ START_TEST(exact_mode_reads_the_shares_in_every_run)
 		ck_assert_str_eq(json_string_value(json_object_get(sites, "mode")), "exact");
 		ck_assert_ptr_null(strstr(r.err, "memshim:"));
 		json_t *work = required_stage(root, "work");
-		double got[3] = { site_bytes(work, "peak_sites", "alloc_sixty+"), site_bytes(work, "peak_sites", "alloc_thirty+"),
+		double got[3] = { site_bytes(work, "peak_sites", "alloc_sixty+"),
+				  site_bytes(work, "peak_sites", "alloc_thirty+"),
 				  site_bytes(work, "peak_sites", "alloc_ten+") };
 		double sum = got[0] + got[1] + got[2];
 		for (int k = 0; k < 3; k++) {
 			double truth = k == 0 ? 60 : k == 1 ? 30 : 10;
 			/* usable sizes: 8-16 bytes over each request, a page over for a mapped block */
-			ck_assert_msg(got[k] >= truth * MiB && got[k] < truth * MiB + 128 * 4096, "run %d: site %d reads %.0f bytes", i, k, got[k]);
-			ck_assert_msg(fabs(100 * got[k] / sum - truth) < 0.5, "run %d: share %.2f %%, not %.0f", i, 100 * got[k] / sum, truth);
+			ck_assert_msg(got[k] >= truth * MiB && got[k] < truth * MiB + 128 * 4096,
+				      "run %d: site %d reads %.0f bytes", i, k, got[k]);
+			ck_assert_msg(fabs(100 * got[k] / sum - truth) < 0.5, "run %d: share %.2f %%, not %.0f", i,
+				      100 * got[k] / sum, truth);
 		}
 		assert_all_exact(root);
 		json_decref(root);
@@ -274,7 +278,8 @@ START_TEST(single_large_blocks_are_exact_in_every_run)
 		ck_assert(sum > 0);
 		ck_assert_msg(fabs(a / sum - 0.6) < 0.02 && fabs(b / sum - 0.3) < 0.02 && fabs(c / sum - 0.1) < 0.02,
 			      "run %d: shares %.3f %.3f %.3f", i, a / sum, b / sum, c / sum);
-		ck_assert_msg(c >= 10.0 * MiB && c < 10.0 * MiB + 8192, "run %d: the 10 MiB block reads %.0f", i, c); /* its usable size */
+		ck_assert_msg(c >= 10.0 * MiB && c < 10.0 * MiB + 8192, "run %d: the 10 MiB block reads %.0f", i,
+			      c); /* its usable size */
 		json_decref(root);
 	}
 }
@@ -288,7 +293,8 @@ static double site_exact(json_t *stage, const char *list, const char *prefix)
 	double sum = 0;
 	json_array_foreach(l, i, e) {
 		const char *f0 = json_string_value(json_array_get(json_object_get(e, "frames"), 0));
-		ck_assert_msg(json_is_integer(json_object_get(e, "exact_bytes")), "an entry of %s without exact_bytes", list);
+		ck_assert_msg(json_is_integer(json_object_get(e, "exact_bytes")), "an entry of %s without exact_bytes",
+			      list);
 		if (f0 && !strncmp(f0, prefix, strlen(prefix)))
 			sum += (double)json_integer_value(json_object_get(e, "exact_bytes"));
 	}
@@ -298,7 +304,8 @@ static double site_exact(json_t *stage, const char *list, const char *prefix)
 /* A block of N MiB read as it is (its usable size: a page or two over). */
 static void assert_block(double got, double mib, const char *what)
 {
-	ck_assert_msg(got >= mib * MiB && got < mib * MiB + 8192, "%s: %.0f bytes, not one %.0f MiB block", what, got, mib);
+	ck_assert_msg(got >= mib * MiB && got < mib * MiB + 8192, "%s: %.0f bytes, not one %.0f MiB block", what, got,
+		      mib);
 }
 
 /* peak_sites holds what a call added, peak_sites_before what it found live: 60 MiB made before
@@ -317,14 +324,16 @@ START_TEST(sites_split_what_a_call_added_from_what_it_found)
 	assert_within(site_bytes(outer, "peak_sites_before", "alloc_sixty+"), 60 * MiB, lag_of(outer), "outer before");
 	ck_assert(site_bytes(outer, "peak_sites_before", "alloc_one_") == 0);
 	assert_block(site_bytes(inner, "peak_sites", "alloc_one_ten+"), 10, "inner adds ten");
-	ck_assert(site_bytes(inner, "peak_sites", "alloc_one_thirty+") == 0 && site_bytes(inner, "peak_sites", "alloc_sixty+") == 0);
+	ck_assert(site_bytes(inner, "peak_sites", "alloc_one_thirty+") == 0 &&
+		  site_bytes(inner, "peak_sites", "alloc_sixty+") == 0);
 	assert_block(site_bytes(inner, "peak_sites_before", "alloc_one_thirty+"), 30, "inner finds outer's thirty");
 	assert_within(site_bytes(inner, "peak_sites_before", "alloc_sixty+"), 60 * MiB, lag_of(inner), "inner before");
 	assert_block(site_bytes(again, "peak_sites", "alloc_one_ten+"), 20, "again's last call adds");
 	ck_assert(site_bytes(again, "peak_sites", "alloc_one_thirty+") == 0);
 	assert_block(site_bytes(again, "peak_sites_before", "alloc_one_thirty+"), 20, "again's first call's block");
 	/* exact_bytes: the large blocks all of theirs, the small sampled ones none */
-	ck_assert(site_exact(outer, "peak_sites", "alloc_one_thirty+") == site_bytes(outer, "peak_sites", "alloc_one_thirty+"));
+	ck_assert(site_exact(outer, "peak_sites", "alloc_one_thirty+") ==
+		  site_bytes(outer, "peak_sites", "alloc_one_thirty+"));
 	ck_assert(site_exact(outer, "peak_sites_before", "alloc_sixty+") == 0);
 	json_decref(root);
 }
@@ -417,8 +426,10 @@ START_TEST(a_closing_entry_makes_the_list_sum_to_the_total)
 	ck_assert_int_eq(json_array_size(json_object_get(last, "frames")), 1);
 	ck_assert_msg(others >= 784 - 50 && others < 784 - 50 + 64, "%lld other stacks", (long long)others);
 	double block = (double)json_integer_value(json_object_get(json_array_get(l, 0), "bytes")) / 2;
-	ck_assert_msg(sum == 2 * 28 * 28 * block, "the list sums to %.0f, the blocks to %.0f", sum, 2 * 28 * 28 * block);
-	ck_assert(json_is_integer(json_object_get(last, "exact_bytes")) && json_is_integer(json_object_get(last, "samples")));
+	ck_assert_msg(sum == 2 * 28 * 28 * block, "the list sums to %.0f, the blocks to %.0f", sum,
+		      2 * 28 * 28 * block);
+	ck_assert(json_is_integer(json_object_get(last, "exact_bytes")) &&
+		  json_is_integer(json_object_get(last, "samples")));
 	json_t *where = json_object_get(last, "locations");
 	ck_assert(json_array_size(where) == 1 && json_is_null(json_array_get(where, 0)));
 	json_decref(root);
@@ -502,7 +513,8 @@ START_TEST(native_frames_show_their_source_line)
 	static char out[1 << 16];
 	char want[128];
 	format_sites_of("sites/sites_fixture", out, sizeof out);
-	snprintf(want, sizeof want, "alloc_sixty sites_fixture.c:%d (sites_fixture)", marked_line("line-marker: alloc_sixty"));
+	snprintf(want, sizeof want, "alloc_sixty sites_fixture.c:%d (sites_fixture)",
+		 marked_line("line-marker: alloc_sixty"));
 	ck_assert_msg(strstr(out, want), "no \"%s\" in:\n%s", want, out);
 	format_sites_of("sites/sites_fixture_nodebug", out, sizeof out);
 	ck_assert_msg(strstr(out, "alloc_sixty+0x") && !strstr(out, "sites_fixture.c:"), "without -g:\n%s", out);
@@ -550,7 +562,8 @@ START_TEST(many_stacks_grow_the_tables_and_are_found_again)
 	json_t *sites = json_object_get(root, "sites");
 	ck_assert_ptr_nonnull(sites);
 	json_int_t stacks = json_integer_value(json_object_get(sites, "stacks"));
-	ck_assert_msg(stacks >= 784 && stacks < 784 + 64, "%lld stacks interned for 784 distinct ones", (long long)stacks);
+	ck_assert_msg(stacks >= 784 && stacks < 784 + 64, "%lld stacks interned for 784 distinct ones",
+		      (long long)stacks);
 	ck_assert_int_eq(json_integer_value(json_object_get(sites, "stacks_dropped")), 0);
 	ck_assert_int_eq(json_integer_value(json_object_get(sites, "samples_dropped")), 0);
 	json_t *work = stage_of(root, "work"), *l, *e;
@@ -588,7 +601,8 @@ START_TEST(a_program_run_through_a_link_is_named_as_its_file)
 	json_t *root = load_metrics(&r, "m.json");
 	ck_assert_ptr_nonnull(root);
 	json_t *work = required_stage(root, "work");
-	const char *f0 = json_string_value(json_array_get(json_object_get(json_array_get(json_object_get(work, "peak_sites"), 0), "frames"), 0));
+	const char *f0 = json_string_value(
+		json_array_get(json_object_get(json_array_get(json_object_get(work, "peak_sites"), 0), "frames"), 0));
 	ck_assert_msg(f0 && strstr(f0, "(sites_fixture)"), "first frame: %s", f0 ? f0 : "?");
 	json_decref(root);
 	unlink(link);
@@ -650,9 +664,12 @@ START_TEST(signal_handler_allocates_while_sampling)
 END_TEST
 
 static const char *const pythons[] = {
-	"/root/.pyenv/versions/3.8.18/bin/python",  "/root/.pyenv/versions/3.9.18/bin/python",
-	"/root/.pyenv/versions/3.10.13/bin/python", "/root/.pyenv/versions/3.11.7/bin/python",
-	"/root/.pyenv/versions/3.12.1/bin/python",  "/root/.pyenv/versions/3.13.0/bin/python",
+	"/root/.pyenv/versions/3.8.18/bin/python",
+	"/root/.pyenv/versions/3.9.18/bin/python",
+	"/root/.pyenv/versions/3.10.13/bin/python",
+	"/root/.pyenv/versions/3.11.7/bin/python",
+	"/root/.pyenv/versions/3.12.1/bin/python",
+	"/root/.pyenv/versions/3.13.0/bin/python",
 	"/usr/bin/python3",
 };
 
@@ -739,12 +756,13 @@ START_TEST(python_init_taking_over_splits_at_its_begin)
 	char stub[1200];
 	ck_assert_ptr_nonnull(realpath("tests/python/fixtures/hfstub", stub + 11));
 	memcpy(stub, "PYTHONPATH=", 11);
-	const char *env[] = { stub, NULL }; /* the default stage names: MEMSHIM_STAGES unset */
+	const char *env[] = { stub, NULL };       /* the default stage names: MEMSHIM_STAGES unset */
 	run_python(&p, _i, "sites_init.py", env); /* installed: seen above */
 	json_t *init = required_stage(p.root, "init");
 	char before[1200];
 	snprintf(before, sizeof before, "alloc_before (%s:", p.script);
-	ck_assert_msg(site_bytes(init, "peak_sites", before) == 0, "%s: the 64 MiB from before is in init's peak_sites", p.py);
+	ck_assert_msg(site_bytes(init, "peak_sites", before) == 0, "%s: the 64 MiB from before is in init's peak_sites",
+		      p.py);
 	assert_within(site_bytes(init, "peak_sites_before", before), 64 * MiB, lag_of(init), before);
 	assert_within(site_bytes(init, "peak_sites", "__init__ ("), 20 * MiB, lag_of(init), "__init__");
 	json_decref(p.root);
@@ -795,14 +813,16 @@ static void long_function_lines(int i, const char *const *env)
 	if (!run_python(&p, i, "sites_long.py", env))
 		return;
 	json_t *work = required_stage(p.root, "work");
-	static const struct { int line, blocks; } want[] = { { 700, 1 }, { 1800, 1 }, { 2900, 1 }, { 3002, 1 }, { 3003, 1 }, { 3004, 2 } };
+	static const struct {
+		int line, blocks;
+	} want[] = { { 700, 1 }, { 1800, 1 }, { 2900, 1 }, { 3002, 1 }, { 3003, 1 }, { 3004, 2 } };
 	double named = 0;
 	for (size_t k = 0; k < sizeof want / sizeof *want; k++) {
 		char frame[64];
 		snprintf(frame, sizeof frame, "run_work (generated.py:%d)", want[k].line);
 		double got = site_at(work, frame), truth = (double)want[k].blocks * 8 * MiB;
-		ck_assert_msg(got >= truth && got <= truth + want[k].blocks * 64 * 1024.0, "%s: %s %.3f MiB", p.py, frame,
-			      got / MiB);
+		ck_assert_msg(got >= truth && got <= truth + want[k].blocks * 64 * 1024.0, "%s: %s %.3f MiB", p.py,
+			      frame, got / MiB);
 		named += got;
 	}
 	double all = site_bytes(work, "peak_sites", "run_work (generated.py:");
@@ -837,6 +857,28 @@ START_TEST(python_deep_stacks_keep_their_base)
 	ck_assert_str_eq(json_string_value(json_array_get(frames, n - 1)), base);
 	ck_assert_msg(json_integer_value(json_object_get(e, "bytes")) >= 16 * MiB, "%s", p.py);
 	json_decref(p.root);
+}
+END_TEST
+
+/* 40 MiB kept by a sitecustomize while the interpreter starts, before any cpython.run_* event:
+ * its site is the Python function that made it (native frames only, before). */
+START_TEST(python_frames_from_the_interpreters_start)
+{
+	if (access(pythons[_i], X_OK) != 0)
+		return;
+	char dir[1100], path[1200], fn[1300];
+	ck_assert_ptr_nonnull(realpath("tests/sites/fixtures/startup", dir));
+	snprintf(path, sizeof path, "PYTHONPATH=%s", dir);
+	snprintf(fn, sizeof fn, "alloc_at_start (%s/sitecustomize.py:7)", dir);
+	const char *env[] = { path, NULL };
+	const char *argv[] = { pythons[_i], "-c", "pass", NULL };
+	ck_assert_int_eq(run_under_shim(&r, argv, env), 0);
+	ck_assert_msg(WIFEXITED(r.status) && WEXITSTATUS(r.status) == 0, "%s: %s", pythons[_i], r.err);
+	json_t *root = load_metrics(&r, "m.json");
+	ck_assert_ptr_nonnull(root);
+	json_t *init = required_stage(root, "init");
+	assert_within(site_bytes(init, "peak_sites", fn), 40 * MiB, lag_of(init), fn);
+	json_decref(root);
 }
 END_TEST
 
@@ -1096,13 +1138,15 @@ END_TEST
 /* A name that cannot be a stage's gets one warning and the default: sampled, no exact stage. */
 START_TEST(bad_exact_stage_falls_back_to_sampled)
 {
-	static const char *const bad[] = { "MEMSHIM_SITES=exact:wo-rk", "MEMSHIM_SITES=exact:", "MEMSHIM_SITES=exact:work,,rep" };
+	static const char *const bad[] = { "MEMSHIM_SITES=exact:wo-rk",
+					   "MEMSHIM_SITES=exact:", "MEMSHIM_SITES=exact:work,,rep" };
 	for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
 		const char *env[] = { bad[i], NULL };
 		json_t *root = run_fixture("shares", env);
 		const char *w = strstr(r.err, "); using \"1\"");
 		ck_assert_msg(w && strstr(r.err, "memshim: MEMSHIM_SITES=") && strstr(r.err, "is not valid (exact: ") &&
-			      !strstr(w, "memshim:"), "%s: %s", bad[i], r.err);
+				      !strstr(w, "memshim:"),
+			      "%s: %s", bad[i], r.err);
 		json_t *sites = json_object_get(root, "sites");
 		ck_assert_str_eq(json_string_value(json_object_get(sites, "mode")), "sampled");
 		ck_assert_ptr_null(json_object_get(sites, "exact_stages"));
@@ -1175,9 +1219,11 @@ static Suite *suite(void)
 	tcase_add_test(tc, signal_handler_allocates_while_sampling);
 	tcase_add_loop_test(tc, python_frames_name_functions_and_lines, 0, (int)(sizeof pythons / sizeof *pythons));
 	tcase_add_test(tc, blocks_whose_stack_is_not_kept_still_count);
-	tcase_add_loop_test(tc, python_init_taking_over_splits_at_its_begin, 0, (int)(sizeof pythons / sizeof *pythons));
+	tcase_add_loop_test(tc, python_init_taking_over_splits_at_its_begin, 0,
+			    (int)(sizeof pythons / sizeof *pythons));
 	tcase_add_loop_test(tc, python_stage_sites_are_what_it_added, 0, (int)(sizeof pythons / sizeof *pythons));
 	tcase_add_loop_test(tc, python_small_objects_through_arenas, 0, (int)(sizeof pythons / sizeof *pythons));
+	tcase_add_loop_test(tc, python_frames_from_the_interpreters_start, 0, (int)(sizeof pythons / sizeof *pythons));
 	tcase_add_loop_test(tc, python_lines_of_a_long_function, 0, (int)(sizeof pythons / sizeof *pythons));
 	tcase_add_loop_test(tc, python_deep_stacks_keep_their_base, 0, (int)(sizeof pythons / sizeof *pythons));
 	tcase_add_test(tc, gpu_sites_with_the_standin_driver);
