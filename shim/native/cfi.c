@@ -242,7 +242,9 @@ static int parse_cie(const unsigned char *c, struct cie *cie)
 	const unsigned char *p = c + 8, *end = c + 4 + len;
 	unsigned version = *p++;
 	const char *aug = (const char *)p;
-	p += strnlen(aug, (size_t)(end - p)) + 1;
+	while (p < end && *p) /* no strnlen: on a sampled call its first use would run the lazy */
+		p++;          /* binder, ~2.7 KiB of a small thread's stack */
+	p++;
 	if (p > end)
 		return -1;
 	*cie = (struct cie){ .code_align = uleb(&p, end) };
