@@ -22,6 +22,7 @@
 #include "output/identity.h"
 #include "output/labels.h"
 #include "output/live.h"
+#include "output/live_record.h"
 #include "output/report.h"
 #include "output/snapshots.h"
 #include "python/py.h"
@@ -80,7 +81,7 @@ static int reported;
  * handler was registered after ours), before the final file. */
 static void reports(void)
 {
-	if (__atomic_exchange_n(&reported, 1, __ATOMIC_ACQ_REL))
+	if (ms_sandboxed() || __atomic_exchange_n(&reported, 1, __ATOMIC_ACQ_REL))
 		return;
 	for (size_t i = 0; i < NSUBSYSTEMS; i++)
 		if (subsystems[i].report)
@@ -113,7 +114,39 @@ static void finish(const char *reason)
 {
 	if (!ms_is_tracked_process() || __atomic_exchange_n(&finished, 1, __ATOMIC_ACQ_REL))
 		return;
+	if (ms_sandboxed()) {
+		ms_live_sandbox_end(); /* no file can be written: the record holds the last numbers */
+		return;
+	}
 	ms_on_spare_stack(finish_on, (void *)reason);
+}
+
+/* The program installs a seccomp filter or strict mode (ENTERING, MS_SANDBOX_*), or the kernel
+ * refused it (MS_SANDBOX_NONE; intercept/sandbox.c): the live record is made and a snapshot
+ * written while system calls are allowed; from then on the record is the process's final numbers,
+ * as a Go program's is (leaves_raw 2). */
+static void on_sandbox(int entering)
+{
+	static int leaves_raw_before;
+	if (!ms_is_tracked_process() || !entering == !ms_sandboxed())
+		return;
+	int saved = errno;
+	if (entering) {
+		leaves_raw_before = ms_proc.leaves_raw;
+		ms_proc.leaves_raw = entering == MS_SANDBOX_STRICT ? MS_LIVE_RAW_SECCOMP_STRICT : MS_LIVE_RAW_SECCOMP;
+		ms_live_sandbox();
+		ms_report_write("snapshot", 0, 0);
+		ms_debug("the program enters a seccomp sandbox: no more system calls of memshim's own; its "
+			 "live record holds its last numbers");
+		ms_sandbox.clock_stopped = ms_now();
+		__atomic_store_n(&ms_sandbox.mode, entering, __ATOMIC_RELEASE);
+	} else {
+		__atomic_store_n(&ms_sandbox.mode, MS_SANDBOX_NONE, __ATOMIC_RELEASE);
+		ms_proc.leaves_raw = leaves_raw_before;
+		ms_live_sandbox();
+		ms_debug("the seccomp filter was refused: memshim goes on as before");
+	}
+	errno = saved;
 }
 
 static void after_boundary(int stage, int end)
@@ -231,6 +264,7 @@ __attribute__((constructor)) static void ms_init(int argc, char **argv, char **e
 	__register_atfork(fork_prepare, fork_parent, fork_child, &__dso_handle);
 	__cxa_atexit(at_exit, NULL, &__dso_handle);
 	__atomic_store_n(&ms_before_exit, finish, __ATOMIC_RELEASE);
+	__atomic_store_n(&ms_on_sandbox, on_sandbox, __ATOMIC_RELEASE);
 	ms_active = 1;
 	ms_proc.leaves_raw = ms_elf_program_has_note(GO_NOTE_NAME, GO_BUILD_ID_NOTE);
 	for (size_t i = 0; i < NSUBSYSTEMS; i++)

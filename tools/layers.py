@@ -138,6 +138,16 @@ def cycles(edges):
     return out
 
 
+def interposed(sources):
+    """The C library functions the shim defines itself (intercept/libc.def): its own calls of them
+    are calls of the C library's function, not uses of intercept/ (syscall() is one)."""
+    path = os.path.join(sources, "intercept", "libc.def")
+    if not os.path.exists(path):
+        return set()
+    with open(path) as f:
+        return set(re.findall(r"^MS_HOOK\w*\([^,]+,\s*(\w+)\s*,", f.read(), re.M))
+
+
 def check_tree(build, tree, allow, used_allow, findings):
     """Findings of one tree into FINDINGS; returns how many objects it has (0: not built)."""
     top = os.path.join(build, tree["objects"])
@@ -146,9 +156,10 @@ def check_tree(build, tree, allow, used_allow, findings):
     folder = {o: folder_of(o, top, root) for o in objs}
     name = {o: os.path.relpath(o, build) for o in objs}
     defs, uses = {}, {}
+    libc = interposed(tree["sources"])
     for o in objs:
         d, u = symbols(o)
-        uses[o] = u
+        uses[o] = u - libc
         for s in d:
             defs[s] = o
 

@@ -489,6 +489,9 @@ static json_t *mf_live_json_of(const struct ms_live_record *r, const char *path,
 							  : "killed"));
 	if (!alive && r->state == MS_LIVE_SIGNALED)
 		mf_set_int(about, "signal", r->signal);
+	if (r->leaves_raw >= MS_LIVE_RAW_SECCOMP)
+		mf_set(about, "seccomp",
+		       json_string(r->leaves_raw == MS_LIVE_RAW_SECCOMP_STRICT ? "strict" : "filter"));
 	mf_set_int(about, "updates", (int64_t)r->updates);
 	mf_set(about, "torn", json_boolean(torn));
 	mf_set(about, "timeline", json_boolean(r->timeline));
@@ -579,14 +582,21 @@ int mf_live_newer(struct mf_file *f, FILE *err)
 	int torn = 0, found = 0;
 	for (int i = 0; i < 2 && !found; i++)
 		found = dirs[i] && mf_record_of(dirs[i], f->pid, f->start_time, r, &torn, &path);
-	int newer = found && r->update_unix > f->end_time + MF_SAME_TIME;
+	/* a sandboxed process's snapshot was written as it entered, the record updated after (in strict
+	 * mode with its clock stopped there) */
+	int newer = found && (r->update_unix > f->end_time + MF_SAME_TIME || r->leaves_raw >= MS_LIVE_RAW_SECCOMP);
 	if (newer) {
 		char *file = mf_xstrdup(f->path);
 		double was = f->end_time - f->start_time;
 		json_t *doc = mf_live_json(r, path, mf_live_alive(r), torn);
 		mf_file_free(f);
 		newer = mf_load_json(file, doc, f, err) == 0;
-		if (newer)
+		if (newer && r->leaves_raw >= MS_LIVE_RAW_SECCOMP)
+			fprintf(err,
+				"memshim-format: %s: its snapshot is from %.3fs after start, as it entered a seccomp "
+				"sandbox; its live record %s holds what came after: showing the record\n",
+				file, was, path);
+		else if (newer)
 			fprintf(err,
 				"memshim-format: %s: its snapshot is from %.3fs after start; its live record %s is "
 				"newer (%.3fs): showing the record\n",

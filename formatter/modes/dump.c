@@ -431,6 +431,21 @@ void mf_print_status(FILE *out, const struct mf_file *f)
 	if (f->complete)
 		return;
 	const char *state = json_string_value(json_object_get(json_object_get(f->root, "live_record"), "state"));
+	const char *seccomp = json_string_value(json_object_get(json_object_get(f->root, "live_record"), "seccomp"));
+	if (state && !strcmp(state, "exited") && seccomp) { /* input/live.c: its stages closed at exit */
+		fprintf(out,
+			"memshim: %s: from a live record: the program locked itself into a seccomp sandbox "
+			"(%s), after which memshim makes no system call of its own and writes no file, so "
+			"these are its numbers at its last update (record",
+			f->path,
+			!strcmp(seccomp, "strict") ? "strict mode, which also stops memshim's clock: "
+						     "times are those of its entry"
+						   : "a filter");
+		mf_print_when(out, f);
+		fprintf(out, ")\n");
+		mf_print_cgroup_killed(out, f);
+		return;
+	}
 	if (state && !strcmp(state, "exited")) { /* input/live.c: a Go program gone, its stages closed at exit */
 		fprintf(out,
 			"memshim: %s: from a live record: a Go program leaves by its own exit system call, past "

@@ -10,6 +10,7 @@
 #include "core/sys.h"
 #include "core/config.h"
 #include "core/ms.h"
+#include "core/sandbox.h"
 
 /* Which file fd 2 was at start: UNBOUND (no constructor ran, as in unit tests) writes anyway. */
 enum { STDERR_UNBOUND, STDERR_BOUND, STDERR_CLOSED };
@@ -262,7 +263,7 @@ void ms_log_run_end(void)
 
 void ms_log(int level, const char *fmt, ...)
 {
-	if (level > ms_cfg.log_level)
+	if (level > ms_cfg.log_level || ms_sandboxed()) /* a sandbox may kill on the fstat or the write */
 		return;
 	char buf[1024];
 	size_t n = ms_format(buf, sizeof buf, "memshim: ");

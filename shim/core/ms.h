@@ -13,6 +13,7 @@
 #include <sys/mman.h>
 #include <sys/syscall.h>
 #include <unistd.h>
+#include "core/sandbox.h"
 
 #define MS_TLS __attribute__((tls_model("initial-exec")))
 
@@ -113,6 +114,8 @@ static inline void ms_touch(void *p)
  * before the constructor and in a handler); NULL on failure.  Pages are reserved only as touched. */
 static inline void *ms_raw_map(size_t len)
 {
+	if (MS_UNLIKELY(__atomic_load_n(&ms_sandbox.mode, __ATOMIC_RELAXED) == MS_SANDBOX_STRICT))
+		return NULL; /* strict mode kills on mmap: the program's own heap is all there is */
 	long p = syscall(SYS_mmap, NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1,
 			 0);
 	if (p < 0 && p > -4096)

@@ -2,6 +2,7 @@
  * tracked process hands the processes it execs (the run's root, its file, the rank it held) goes
  * through lineage records (core/lineage.c), never the environment: the program sees none of it. */
 #include <fcntl.h>
+#include <pthread.h>
 #include <stdint.h>
 #include <sys/resource.h>
 #include <stdlib.h>
@@ -26,6 +27,8 @@ __thread int ms_tls_guard MS_TLS;
 
 double ms_now(void)
 {
+	if (MS_UNLIKELY(__atomic_load_n(&ms_sandbox.mode, __ATOMIC_RELAXED) == MS_SANDBOX_STRICT))
+		return ms_sandbox.clock_stopped; /* strict mode faults on the TSC the clock reads */
 	struct timespec ts;
 	clock_gettime(CLOCK_MONOTONIC, &ts);
 	return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
@@ -45,6 +48,8 @@ static double unix_now(void)
 
 int ms_is_tracked_process(void)
 {
+	if (ms_sandboxed()) /* seccomp's strict mode kills on getpid: a sandbox makes no vfork child */
+		return ms_active;
 	return ms_active && (pid_t)syscall(SYS_getpid) == ms_proc.pid;
 }
 
@@ -63,6 +68,7 @@ void ms_process_start(void)
 {
 	ms_proc.pid = ms_sys_getpid();
 	ms_proc.ppid = ms_sys_getppid();
+	ms_proc.main_thread = (uintptr_t)pthread_self(); /* the constructor's (or the forking) thread */
 	ms_proc.start_monotonic = ms_now();
 	ms_proc.start_unix = unix_now();
 	maxrss_at_start = ru_maxrss_bytes();
@@ -112,6 +118,8 @@ static int64_t status_vm_hwm(void)
 
 int64_t ms_process_rss_peak(void)
 {
+	if (ms_sandboxed())
+		return -1; /* not read: the last value read stands */
 	int64_t now = ru_maxrss_bytes();
 	if (now > maxrss_at_start)
 		return now; /* above what came with the image: its own */
@@ -194,7 +202,7 @@ int ms_process_lineage_found(void)
 void ms_process_publish(void)
 {
 	open_now = 1;
-	if (!changed || publish_failed)
+	if (!changed || publish_failed || ms_sandboxed())
 		return;
 	int e = ms_lineage_publish(&lineage);
 	if (e) {
@@ -207,7 +215,8 @@ void ms_process_publish(void)
 
 void ms_process_unpublish(void)
 {
-	ms_lineage_remove();
+	if (!ms_sandboxed())
+		ms_lineage_remove();
 }
 
 /* This process has facts of its own for the processes it execs. */

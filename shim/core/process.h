@@ -6,6 +6,7 @@
 #include <stdint.h>
 #include <sys/types.h>
 #include "core/config.h"
+#include "core/sandbox.h"
 
 /* The rank a launcher gave the process, derived from its variables as each launcher defines it
  * (doc/python.md#ranks): RANK is -1 when they do not give it (local_rank may still be known). */
@@ -20,10 +21,11 @@ struct ms_rank {
 
 struct ms_process {
 	pid_t pid, ppid, root_pid;
-	int is_child;   /* forked or exec'd child of a tracked process */
-	int forked;     /* made by fork, not exec */
-	int own_output; /* a child writing its own MEMSHIM_OUTPUT as is, without ".<pid>" */
-	int leaves_raw; /* leaves by its own exit system call, past every exit handler (Go) */
+	int is_child;          /* forked or exec'd child of a tracked process */
+	int forked;            /* made by fork, not exec */
+	int own_output;        /* a child writing its own MEMSHIM_OUTPUT as is, without ".<pid>" */
+	int leaves_raw;        /* leaves by its own exit system call, past every exit handler (Go); MS_LIVE_RAW_* */
+	uintptr_t main_thread; /* pthread_self() of the thread whose id is the pid: told without a system call */
 	double start_monotonic;
 	double start_unix;
 	char *const *argv; /* the program's arguments as the constructor got them, or NULL */
@@ -53,7 +55,7 @@ double ms_elapsed(void);
 void ms_process_start(void);
 /* The process's high-water RSS in bytes: getrusage's when above the one it started with, else
  * /proc/self/status's VmHWM (getrusage keeps a high-water across exec: a 30 MB child of a 400 MB
- * Python said 420 MB). */
+ * Python said 420 MB).  -1 in a sandbox (not read). */
 int64_t ms_process_rss_peak(void);
 /* The arguments the C library passed the constructor (ARGC, ARGV, ENVP), kept when they are laid
  * out as the kernel starts a process (the environment right after the arguments' NULL): reading

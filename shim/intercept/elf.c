@@ -14,6 +14,7 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 #include "core/elfnote.h"
+#include "core/sandbox.h"
 #include "intercept/elf.h"
 
 /* The dynamic linker relocates these entries in place, except in objects such as the vDSO. */
@@ -160,6 +161,8 @@ size_t ms_elf_symbol_count(const struct ms_elf_tables *t)
 
 int ms_elf_file_has_section(const char *path, Elf64_Word type)
 {
+	if (ms_sandboxed())
+		return -1;
 	long fd = syscall(SYS_openat, AT_FDCWD, path, O_RDONLY | O_CLOEXEC);
 	if (fd < 0)
 		return -1;
@@ -254,6 +257,8 @@ void *ms_elf_loaded_symbol(const char *name)
 
 const unsigned char *ms_elf_map_file(const char *path, size_t *size)
 {
+	if (ms_sandboxed())
+		return NULL;
 	long fd = syscall(SYS_openat, AT_FDCWD, path, O_RDONLY | O_CLOEXEC);
 	if (fd < 0)
 		return NULL;

@@ -13,6 +13,7 @@
 #include <sys/mman.h>
 #include <sys/syscall.h>
 #include <unistd.h>
+#include "core/sandbox.h"
 #include "core/sys.h"
 #include "intercept/got.h"
 
@@ -126,6 +127,8 @@ int ms_got_write(const struct ms_got_object *o, uintptr_t *slot, uintptr_t value
 		__atomic_store_n(slot, value, __ATOMIC_RELEASE);
 		return 0;
 	}
+	if (ms_sandboxed())
+		return -1; /* the calls below may be what the sandbox kills on */
 	if (write_if_writable(slot, value) == 1)
 		return 0; /* not protected yet: the dynamic linker protects it when done */
 	if (syscall(SYS_mprotect, page, PAGE, PROT_READ | PROT_WRITE) != 0)

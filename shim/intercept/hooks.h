@@ -207,6 +207,10 @@ void ms_mmap_fork_child(int tracking);
 /* exit.c: _exit and _Exit call this first once set (lifecycle.c: the final file, REASON "_exit"). */
 extern void (*ms_before_exit)(const char *reason);
 
+/* sandbox.c: called before a prctl or syscall() that installs a seccomp filter or strict mode
+ * (ENTERING MS_SANDBOX_FILTER or MS_SANDBOX_STRICT), and again with MS_SANDBOX_NONE when the
+ * kernel refused it.  Set by lifecycle.c. */
+extern void (*ms_on_sandbox)(int entering);
 /* dl.c: dlclose calls made through the wrapper (the shim's own go to the real one).  Native stages
  * re-read the loaded objects at their next look after one. */
 extern unsigned ms_dlclose_calls;

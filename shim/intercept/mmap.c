@@ -373,6 +373,8 @@ static void drop_begin(struct drop *d, uintptr_t b, uintptr_t e)
 			d->hi[k] = p->r.v[i].end;
 		d->any = 1;
 	}
+	if (ms_sandboxed())
+		d->any = 0; /* a sandbox may forbid the reads: the ranges keep the pages last read */
 	if (!d->any)
 		return;
 	int saved = errno; /* before the program's call: what it reads of errno is that call's */
@@ -423,7 +425,8 @@ static void drop_end(const struct drop *d)
 /* A new read range [b, e) of P that may hold pages already (MAP_POPULATE, a move): read.  Lock held. */
 static void read_new(struct readpart *p, uintptr_t b, uintptr_t e)
 {
-	part_add(p, read_between(p, b, e));
+	if (!ms_sandboxed())
+		part_add(p, read_between(p, b, e));
 }
 
 /* The kernel's resident set size, from /proc/self/statm's second field (raw calls: no stdio). */
@@ -481,12 +484,12 @@ static void read_parts_and_rss(enum ms_refresh_reason why, int reads)
 static void refresh(enum ms_refresh_reason why)
 {
 	if (why == MS_REFRESH_FORK) {
-		if (lock_held && ms_counting)
+		if (lock_held && ms_counting && !ms_sandboxed())
 			fork_read();
 		return;
 	}
 	/* a boundary is read also from inside a hook (native stages open and close there) */
-	if (refreshing || lock_held || (ms_tls_guard && why != MS_REFRESH_BOUNDARY) || !ms_counting)
+	if (refreshing || ms_sandboxed() || lock_held || (ms_tls_guard && why != MS_REFRESH_BOUNDARY) || !ms_counting)
 		return;
 	int reads = nranges(&sparse) || nranges(&shm);
 	int cgroup = why != MS_REFRESH_REPORT || ms_cgroup_state(); /* a report: only a group read before */

@@ -215,7 +215,7 @@ void ms_resolve(void)
 	/* the C library's object, found by a function the shim imports anyway */
 	resolve_st.valgrind = valgrind_allocator();
 	ms_allocator_is_glibc =
-		allocator && allocator == ms_elf_object_of((const void *)syscall) && !resolve_st.valgrind;
+		allocator && allocator == ms_elf_object_of((const void *)clock_gettime) && !resolve_st.valgrind;
 	if (find_sanitizer(allocator))
 		__atomic_store_n(&ms_counting, 0, __ATOMIC_RELEASE); /* before any wrapper can count */
 #define MS_HOOK(ret, name, params, args)

@@ -14,6 +14,7 @@
 #include <sys/sysmacros.h>
 #include <unistd.h>
 #include "core/ms.h"
+#include "core/sandbox.h"
 #include "intercept/shared.h"
 
 #define TMPFS_MAGIC 0x01021994
@@ -44,6 +45,8 @@ int ms_shared_classify(int flags, int fd, struct ms_shared_id *id)
 		return MS_SHARED_NONE;
 	if (flags & MAP_ANONYMOUS)
 		return id->kind = MS_SHARED_ANONYMOUS;
+	if (ms_sandboxed())
+		return MS_SHARED_NONE; /* a file's mapping, not looked at: its fstat may be forbidden */
 	struct stat st;
 	if (fd < 0 || syscall(SYS_fstat, fd, &st) != 0)
 		return MS_SHARED_NONE;
@@ -121,6 +124,8 @@ static int line_maps(const char *line, uintptr_t addr, struct ms_shared_id *id)
 
 int ms_shared_identify(uintptr_t addr, struct ms_shared_id *id)
 {
+	if (ms_sandboxed())
+		return -1;
 	int fd = (int)syscall(SYS_openat, AT_FDCWD, "/proc/self/maps", O_RDONLY | O_CLOEXEC);
 	if (fd < 0)
 		return -1;

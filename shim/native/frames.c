@@ -70,7 +70,7 @@ void ms_frames_leave(struct tstate *s, int spec, int how)
 extern void *__libc_stack_end;
 static uintptr_t stack_top(void)
 {
-	if (syscall(SYS_gettid) == syscall(SYS_getpid))
+	if ((uintptr_t)pthread_self() == ms_proc.main_thread)
 		return (uintptr_t)__libc_stack_end;
 	return (uintptr_t)pthread_self();
 }

@@ -220,6 +220,10 @@ static int map_record(int dfd, int fd, const char *dir)
 /* Creates and maps the record; the caller holds BUSY.  0, or -1 after one warning (then never again). */
 static int create(void)
 {
+	if (ms_sandboxed()) { /* the files below may be what the sandbox kills on */
+		__atomic_store_n(&record.state, OFF, __ATOMIC_RELAXED);
+		return -1;
+	}
 	record_dir(rec_dir, sizeof rec_dir);
 	ms_format(record.name, sizeof record.name, "%d.%lld%s", (int)ms_proc.pid,
 		  (long long)(ms_proc.start_unix * 1000), MS_LIVE_SUFFIX);
@@ -363,7 +367,9 @@ static void exact(double t)
 	for (int c = 0; c < MS_NCOMP; c++)
 		if (peaks[c] > record.map->peak[c])
 			record.map->peak[c] = peaks[c];
-	record.map->rss_peak = ms_process_rss_peak();
+	int64_t rss_peak = ms_process_rss_peak();
+	if (rss_peak >= 0)
+		record.map->rss_peak = rss_peak;
 	record.map->mmap_untracked = ms_mmap_untracked();
 	record.map->shared_mappings = ms_mmap_shared_mappings();
 }
@@ -483,6 +489,24 @@ void ms_live_signal(int sig)
 	}
 	__atomic_store_n(&r->signal, sig, __ATOMIC_RELAXED); /* single words: no sequence needed */
 	__atomic_store_n(&r->state, MS_LIVE_SIGNALED, __ATOMIC_RELEASE);
+}
+
+void ms_live_sandbox(void)
+{
+	int s = __atomic_load_n(&record.state, __ATOMIC_RELAXED);
+	if (s == ON)
+		__atomic_store_n(&record.map->leaves_raw, ms_proc.leaves_raw, __ATOMIC_RELAXED);
+	if ((s == ON || s == NOT_YET) && ms_is_tracked_process())
+		request(FULL, ms_elapsed()); /* NOT_YET: made now (identity() writes leaves_raw) */
+}
+
+void ms_live_sandbox_end(void)
+{
+	if (__atomic_load_n(&record.state, __ATOMIC_RELAXED) != ON || !record.map ||
+	    __atomic_exchange_n(&record.busy, 1, __ATOMIC_ACQUIRE))
+		return;
+	full(ms_elapsed(), 1);
+	__atomic_store_n(&record.busy, 0, __ATOMIC_RELEASE);
 }
 
 /* Removes the record if it is still the file this process created. */

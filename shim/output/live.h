@@ -24,4 +24,10 @@ void ms_live_signal(int sig);
 /* After the final metrics file (exit or _exit): removes the record. */
 void ms_live_finish(void);
 
+/* The program is entering a seccomp sandbox, or left the attempt (ms_proc.leaves_raw says which):
+ * the record made now if it was due to be, its leaves_raw written, a full update. */
+void ms_live_sandbox(void);
+/* The sandboxed process ends: a last full update (no file is written, the record stays). */
+void ms_live_sandbox_end(void);
+
 #endif

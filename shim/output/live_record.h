@@ -34,6 +34,8 @@ enum {
 	MS_LIVE_DEVICES = MS_LIVE_COMPS - MS_LIVE_DEV0
 };
 
+enum { MS_LIVE_RAW_GO = 1, MS_LIVE_RAW_SECCOMP = 2, MS_LIVE_RAW_SECCOMP_STRICT = 3 }; /* leaves_raw */
+
 enum ms_live_state {
 	MS_LIVE_RUNNING = 1,  /* the process runs, or was killed (readers look for the pid) */
 	MS_LIVE_ENDED = 2,    /* it wrote its final metrics file (the record is being removed) */
@@ -85,7 +87,9 @@ struct ms_live_record {
 	int32_t nstages, nopen;
 	int32_t open[MS_LIVE_STAGES]; /* ids of the open stages, in begin order (outermost first) */
 	int32_t before_init_set;
-	int32_t leaves_raw; /* it leaves by its own exit system call (Go): gone while running is its usual end */
+	/* gone while running is its usual end: it leaves by its own exit system call (Go, 1), or
+	 * entered a seccomp sandbox, after which memshim writes no file (2 filter, 3 strict mode) */
+	int32_t leaves_raw;
 	int64_t live[MS_LIVE_COMPS];
 	int64_t peak[MS_LIVE_COMPS];      /* process peaks so far */
 	int64_t inherited[MS_LIVE_COMPS]; /* a forked child: live at the fork (its parent's memory) */

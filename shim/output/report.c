@@ -442,6 +442,8 @@ static int write_held(const char *reason, int sig, int complete, int from_handle
 
 static int write_file(const char *reason, int sig, int complete, int from_handler)
 {
+	if (ms_sandboxed()) /* the live record is its file (intercept/sandbox.c) */
+		return -1;
 	if (acquire_writer(from_handler) < 0)
 		return -1;
 	return write_held(reason, sig, complete, from_handler);
@@ -449,7 +451,7 @@ static int write_file(const char *reason, int sig, int complete, int from_handle
 
 int ms_report_try_snapshot(void)
 {
-	if (__atomic_load_n(&finished_final, __ATOMIC_ACQUIRE) || try_writer() < 0)
+	if (ms_sandboxed() || __atomic_load_n(&finished_final, __ATOMIC_ACQUIRE) || try_writer() < 0)
 		return -1;
 	replace_only = 1;
 	int rc = write_held("snapshot", 0, 0, 1);

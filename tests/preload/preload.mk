@@ -3,7 +3,8 @@ PRELOAD_FIXTURES := $(BUILD)/preload/alloc_fixture $(BUILD)/preload/output_fixtu
 	$(BUILD)/preload/reliab_fixture $(BUILD)/preload/own_malloc $(BUILD)/preload/reserve_fixture \
 	$(BUILD)/preload/fork_fixture $(BUILD)/preload/labels_fixture $(BUILD)/preload/shared_fixture \
 	$(BUILD)/preload/names_fixture $(BUILD)/preload/cgroup_fixture $(BUILD)/preload/sigmap_fixture \
-	$(BUILD)/preload/sanitized_tsan $(BUILD)/preload/sanitized_asan
+	$(BUILD)/preload/sanitized_tsan $(BUILD)/preload/sanitized_asan \
+	$(BUILD)/preload/seccomp_fixture
 # One suite per feature: the malloc family, anonymous mappings and reservations, shared memory, fork and exec,
 # signals and snapshots, start to exit, the metrics file and where it goes, real programs, C++ beside
 # every allocator, the program's environment.

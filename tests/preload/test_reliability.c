@@ -144,8 +144,9 @@ START_TEST(valgrind_program)
 	ck_assert_int_eq(run_under_shim(&r, plain, NULL), 0);
 	ck_assert_msg(exited_with(&r, 0), "status %#x %s", r.status, r.err);
 	ck_assert_msg(strstr(r.err, "memshim: no heap allocation reached memshim under valgrind"), "%s", r.err);
-	const char *kept[] = { "/usr/bin/valgrind", "-q", "--soname-synonyms=somalloc=nouserintercepts", prog,
-			       "simple", NULL };
+	const char *kept[] = {
+		"/usr/bin/valgrind", "-q", "--soname-synonyms=somalloc=nouserintercepts", prog, "simple", NULL
+	};
 	ck_assert_int_eq(run_under_shim(&r, kept, NULL), 0);
 	ck_assert_msg(exited_with(&r, 0), "status %#x %s", r.status, r.err);
 	ck_assert_int_eq(count_lines_with(r.err, "memshim:"), 0);
@@ -162,7 +163,7 @@ END_TEST
 START_TEST(invalid_pointers_keep_glibcs_diagnosis)
 {
 	static const char *const modes[][2] = { { "badrealloc", "realloc(): invalid pointer" },
-						 { "badfree", "free(): invalid pointer" } };
+						{ "badfree", "free(): invalid pointer" } };
 	for (int i = 0; i < 2; i++) {
 		const char *argv[] = { built("preload/reliab_fixture"), modes[i][0], NULL };
 		ck_assert_int_eq(run_under_shim(&r, argv, NULL), 0);
@@ -207,8 +208,8 @@ START_TEST(a_sampled_call_fits_a_small_threads_stack)
 	snprintf(leave, sizeof leave, "%d", own + 1024);
 	for (int i = 0; i < 3; i++) {
 		ck_assert_int_eq(run_under_shim(&r, argv, env), 0);
-		ck_assert_msg(exited_with(&r, 0), "status %#x with %s bytes left (the program's own call: %d)", r.status,
-			      leave, own);
+		ck_assert_msg(exited_with(&r, 0), "status %#x with %s bytes left (the program's own call: %d)",
+			      r.status, leave, own);
 		ck_assert_str_eq(r.out, "allocated\n");
 	}
 	json_t *m = load_metrics(&r, "m.json");
@@ -231,6 +232,62 @@ START_TEST(a_program_out_of_fds_still_gets_its_file)
 	json_t *m = load_metrics(&r, "m.json");
 	ck_assert_ptr_nonnull(m);
 	ck_assert(json_is_true(json_object_get(m, "complete")));
+	json_decref(m);
+}
+END_TEST
+
+/* memshim-format's output (stdout and stderr) for ARGS, run from R's directory. */
+static const char *format_output(const char *args)
+{
+	static char out[1 << 15];
+	char cmd[2048];
+	snprintf(cmd, sizeof cmd, "cd %s && MEMSHIM_LIVE_DIR=%s/live %s %s 2>&1", r.dir, r.dir, built("memshim-format"),
+		 args);
+	FILE *p = popen(cmd, "r");
+	ck_assert_ptr_nonnull(p);
+	size_t n = fread(out, 1, sizeof out - 1, p);
+	out[n] = '\0';
+	pclose(p);
+	return out;
+}
+
+/* A worker that locks itself into seccomp (OpenSSH's privilege separation child, Chromium's
+ * renderers, libseccomp users) and then allocates: a filter that kills on any system call it does
+ * not make itself, strict mode, and the filter through syscall().  It runs as without memshim
+ * (before: SIGSYS at memshim's first read of /proc, or SIGKILL on its clock); the snapshot written
+ * as it entered leads memshim-format to its live record, which holds the 3 calls of its stage and
+ * the 64 MiB they allocated. */
+START_TEST(a_sandboxed_worker_runs_as_without_memshim)
+{
+	const char *modes[] = { "filter", "syscall", "strict" };
+	const char *env[] = { "MEMSHIM_STAGES=w=work", NULL };
+	const char *argv[] = { built("preload/seccomp_fixture"), modes[_i], NULL };
+	ck_assert_int_eq(run_under_shim(&r, argv, env), 0);
+	ck_assert_msg(exited_with(&r, 0), "%s: status %#x: %s", modes[_i], r.status, r.err);
+	ck_assert_str_eq(r.out, "ok\n");
+	ck_assert_str_eq(r.err, "");
+	json_t *m = load_metrics(&r, "m.json");
+	ck_assert_msg(m && json_is_false(json_object_get(m, "complete")), "%s: no snapshot from its entry", modes[_i]);
+	json_decref(m);
+	const char *dump = format_output("m.json");
+	ck_assert_msg(strstr(dump, _i == 2 ? "seccomp sandbox (strict mode" : "seccomp sandbox (a filter)"), "%s",
+		      dump);
+	ck_assert_msg(strstr(dump, "w_calls                   =      3"), "%s", dump);
+	ck_assert_msg(strstr(dump, "w_mem_cpu_peaked_delta    =   64MB"), "%s", dump);
+}
+END_TEST
+
+/* A filter the kernel refuses leaves no sandbox: the final file as always. */
+START_TEST(a_refused_seccomp_filter_changes_nothing)
+{
+	const char *env[] = { "MEMSHIM_STAGES=w=work", NULL };
+	const char *argv[] = { built("preload/seccomp_fixture"), "refused", NULL };
+	ck_assert_int_eq(run_under_shim(&r, argv, env), 0);
+	ck_assert_msg(exited_with(&r, 0), "status %#x: %s", r.status, r.err);
+	json_t *m = load_metrics(&r, "m.json");
+	ck_assert_ptr_nonnull(m);
+	ck_assert(json_is_true(json_object_get(m, "complete")));
+	ck_assert_int_eq(json_integer_value(json_object_get(stage_of(m, "w"), "calls")), 3);
 	json_decref(m);
 }
 END_TEST
@@ -376,7 +433,8 @@ START_TEST(rustc_with_its_own_allocator)
 	snprintf(exe, sizeof exe, "%s/hello", r.dir);
 	FILE *f = fopen(src, "w");
 	ck_assert_ptr_nonnull(f);
-	fputs("fn main() { let v: Vec<u64> = (0..100000).collect(); println!(\"sum {}\", v.iter().sum::<u64>()); }\n", f);
+	fputs("fn main() { let v: Vec<u64> = (0..100000).collect(); println!(\"sum {}\", v.iter().sum::<u64>()); }\n",
+	      f);
 	fclose(f);
 	const char *compile[] = { rustc, "-O", "-o", exe, src, NULL };
 	struct run c;
@@ -408,6 +466,8 @@ int main(void)
 	tcase_add_test(tc, an_inherited_ignored_signal_stays_ignored);
 	tcase_add_test(tc, a_sampled_call_fits_a_small_threads_stack);
 	tcase_add_test(tc, a_program_out_of_fds_still_gets_its_file);
+	tcase_add_loop_test(tc, a_sandboxed_worker_runs_as_without_memshim, 0, 3);
+	tcase_add_test(tc, a_refused_seccomp_filter_changes_nothing);
 	tcase_add_test(tc, valgrind_program);
 	tcase_add_test(tc, heap_committed_with_mprotect);
 	tcase_add_test(tc, rustc_with_its_own_allocator);
