@@ -418,6 +418,25 @@ static int mf_stopped_idle(const struct mf_file *f)
 	return 1;
 }
 
+/* The stages whose last call Ctrl-C's KeyboardInterrupt ended, innermost (last begun) first, as
+ * "eval (call 2), train (call 1)"; NULL when none (a Ctrl-C between stages). */
+static char *mf_interrupted_stages(const struct mf_file *f)
+{
+	char *list = NULL;
+	for (size_t i = json_array_size(f->stages); i-- > 0;) {
+		json_t *s = json_array_get(f->stages, i);
+		const char *e = json_string_value(json_object_get(s, "exception"));
+		if (!e || strcmp(e, "KeyboardInterrupt") || !json_is_string(json_object_get(s, "name")))
+			continue;
+		char *more = mf_xasprintf("%s%s%s (call %lld)", list ? list : "", list ? ", " : "",
+					  json_string_value(json_object_get(s, "name")),
+					  (long long)json_integer_value(json_object_get(s, "calls")));
+		free(list);
+		list = more;
+	}
+	return list;
+}
+
 /* ", SIGHUP" after a signal's number: a death by SIGPIPE or SIGHUP is as common as by SIGTERM. */
 static void mf_print_signal_name(FILE *out, long long sig)
 {
@@ -454,6 +473,17 @@ void mf_print_status(FILE *out, const struct mf_file *f)
 		mf_print_when(out, f);
 		fprintf(out, "); a kill -9 would leave the same\n");
 		mf_print_cgroup_killed(out, f);
+		return;
+	}
+	char *interrupted = mf_stopped_idle(f) && f->signal == 2 ? mf_interrupted_stages(f) : NULL;
+	if (interrupted) {
+		fprintf(out, "memshim: %s: ended by SIGINT (Ctrl-C),", f->path);
+		mf_print_when(out, f);
+		fprintf(out,
+			"; its KeyboardInterrupt ended %s, then Python raised SIGINT again with no stage open: "
+			"its numbers are final\n",
+			interrupted);
+		free(interrupted);
 		return;
 	}
 	if (mf_stopped_idle(f)) {
