@@ -553,12 +553,15 @@ static void mf_print_hook_lost(FILE *out, const struct mf_file *f)
 			(long long)json_integer_value(lost), json_integer_value(lost) == 1 ? "" : "s");
 }
 
-/* A run where no stage began shows only init, from load to exit: say where stages come from. */
+/* A run where no stage began shows only init, from load to exit: say where stages come from.  Not
+ * for a child (a spawned DataLoader worker, a compiler's helper): its run's stages are its
+ * parent's, and how to name stages is no advice for it. */
 static void mf_print_no_stage(FILE *out, const struct mf_file *f)
 {
 	size_t i;
 	json_t *s;
-	if (f->forked || !json_array_size(f->stages) || json_array_size(json_object_get(f->root, "unmatched_targets")))
+	if (f->forked || f->is_child || !json_array_size(f->stages) ||
+	    json_array_size(json_object_get(f->root, "unmatched_targets")))
 		return;
 	json_array_foreach(f->stages, i, s)
 		if (!json_is_true(json_object_get(s, "implicit")) ||
