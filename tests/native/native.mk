@@ -114,7 +114,7 @@ $(NATIVE_DIR)/libngotcall-now.so: tests/native/fixtures/libngotcall.c $(NATIVE_D
 $(NATIVE_DIR)/libngotcall-noplt.so: tests/native/fixtures/libngotcall.c $(NATIVE_DIR)/libngotdef.so
 	$(CC) -g -shared -fPIC -fno-plt -o $@ $< -L$(NATIVE_DIR) -lngotdef -Wl,-z,now,-z,relro,-rpath,'$$ORIGIN'
 
-$(NATIVE_DIR)/test_got: tests/native/test_got.c shim/intercept/got.c $(GOT_LIBS)
+$(NATIVE_DIR)/test_got: tests/native/test_got.c shim/intercept/got.c shim/core/sandbox.c $(GOT_LIBS)
 	@mkdir -p $(@D)
 	$(CC) $(BASEFLAGS) $(CFLAGS) $(SANFLAGS) $(CHECK_CFLAGS) -Ishim -o $@ $(filter %.c,$^) $(CHECK_LIBS) -ldl
 NATIVE_SUITES += $(NATIVE_DIR)/test_got
