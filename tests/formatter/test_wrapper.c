@@ -97,6 +97,26 @@ static int wrap(const char *preload, char **args, char **out, char **err)
 
 /* wrap_signal sends its signal to memshim's whole process group (timeout, kill -TERM -PGID). */
 static int signal_the_group;
+/* wrap_signal first kills memshim's witness (its `tail` child), as pkill tail or the OOM killer would. */
+static int kill_the_witness;
+
+/* Kills memshim PID's child `tail` with SIGKILL; 1 when there was one. */
+static int kill_witness_of(pid_t pid)
+{
+	glob_t g;
+	int found = 0;
+	if (glob("/proc/[0-9]*/stat", 0, NULL, &g) != 0)
+		return 0;
+	for (size_t i = 0; i < g.gl_pathc && !found; i++) {
+		char *text = t_read(g.gl_pathv[i], NULL), *close = text ? strrchr(text, ')') : NULL;
+		int ppid = 0;
+		if (close && strstr(text, "(tail)") && sscanf(close + 2, "%*c %d", &ppid) == 1 && ppid == pid)
+			found = kill(atoi(g.gl_pathv[i] + 6), SIGKILL) == 0;
+		free(text);
+	}
+	globfree(&g);
+	return found;
+}
 
 /* wrap, sending SIG to memshim once the command printed "ready" (it waits for a signal). */
 static int wrap_signal(char **args, int sig, char **out, char **err)
@@ -128,6 +148,10 @@ static int wrap_signal(char **args, int sig, char **out, char **err)
 		if (ready)
 			break;
 		usleep(10000);
+	}
+	if (kill_the_witness) {
+		ck_assert_msg(kill_witness_of(pid), "no witness");
+		usleep(200000);
 	}
 	ck_assert_int_eq(kill(signal_the_group ? -pid : pid, sig), 0);
 	int status;
@@ -189,8 +213,7 @@ static void expect_signal(const char *sig, int signo)
 	char cmd[64], *out, *err, *args[] = { NULL, "run", "--", "/bin/sh", "-c", cmd, NULL };
 	snprintf(cmd, sizeof cmd, "kill -%s $$", sig);
 	int st = wrap(NULL, args, &out, &err);
-	ck_assert_msg(WIFSIGNALED(st) && WTERMSIG(st) == signo, "SIG%s: status %#x, stderr: %s", sig,
-		      st, err);
+	ck_assert_msg(WIFSIGNALED(st) && WTERMSIG(st) == signo, "SIG%s: status %#x, stderr: %s", sig, st, err);
 	ck_assert_msg(strstr(err, "***** fake metrics *****"), "the dump comes first: %s", err);
 	free2(out, err);
 }
@@ -213,8 +236,8 @@ static void expect_forwarded(int sig, const char *name)
 	char *args[] = { NULL, "run", "--", "/usr/bin/python3", fixture, NULL };
 	int st = wrap_signal(args, sig, &out, &err);
 	snprintf(caught, sizeof caught, "ready\ncaught %s\n", name);
-	ck_assert_msg(WIFEXITED(st) && WEXITSTATUS(st) == 3, "%s: status %#x, stdout: %s, stderr: %s",
-		      name, st, out, err);
+	ck_assert_msg(WIFEXITED(st) && WEXITSTATUS(st) == 3, "%s: status %#x, stdout: %s, stderr: %s", name, st, out,
+		      err);
 	ck_assert_str_eq(out, caught);
 	ck_assert_msg(strstr(err, "***** fake metrics *****\n"), "%s: no dump: %s", name, err);
 	free2(out, err);
@@ -259,11 +282,45 @@ START_TEST(test_signal_comes_once)
 }
 END_TEST
 
+/* A command that left memshim's process group (setsid, a daemon) gets no group signal by itself:
+ * memshim passes the group's SIGTERM on (it did not: the witness had it, so memshim took the
+ * command to have it too, and the command ran on). */
+START_TEST(test_group_signal_reaches_a_command_in_its_own_session)
+{
+	char fixture[PATH_MAX], *out, *err;
+	ck_assert_ptr_nonnull(realpath("tests/formatter/fixtures/trap_signal.py", fixture));
+	char *args[] = { NULL, "run", "--no-dump", "--", "setsid", "/usr/bin/python3", fixture, "count", NULL };
+	signal_the_group = 1;
+	int st = wrap_signal(args, SIGTERM, &out, &err);
+	signal_the_group = 0;
+	ck_assert_msg(WIFEXITED(st) && WEXITSTATUS(st) == 3, "status %#x, stderr: %s", st, err);
+	ck_assert_str_eq(out, "ready\ncaught SIGTERM 1 time\n");
+	free2(out, err);
+}
+END_TEST
+
+/* A witness that died of something else (pkill tail, the OOM killer) does not swallow the next
+ * signal sent to memshim alone (it did: any end of the witness read as a group's signal). */
+START_TEST(test_signal_passed_on_after_the_witness_died)
+{
+	char fixture[PATH_MAX], *out, *err;
+	ck_assert_ptr_nonnull(realpath("tests/formatter/fixtures/trap_signal.py", fixture));
+	char *args[] = { NULL, "run", "--no-dump", "--", "/usr/bin/python3", fixture, "count", NULL };
+	kill_the_witness = 1;
+	int st = wrap_signal(args, SIGTERM, &out, &err);
+	kill_the_witness = 0;
+	ck_assert_msg(WIFEXITED(st) && WEXITSTATUS(st) == 3, "status %#x, stderr: %s", st, err);
+	ck_assert_str_eq(out, "ready\ncaught SIGTERM 1 time\n");
+	free2(out, err);
+}
+END_TEST
+
 /* SIGTERM to the whole group (timeout without --foreground) ends the command as it would bare, and
  * memshim's shell says nothing of it: dash reports a job a signal ended ("Terminated") in a wait. */
 START_TEST(test_group_signal_adds_no_line)
 {
-	char *out, *err, *args[] = { NULL, "run", "--no-dump", "--", "/bin/sh", "-c", "echo ready; exec sleep 30", NULL };
+	char *out, *err,
+		*args[] = { NULL, "run", "--no-dump", "--", "/bin/sh", "-c", "echo ready; exec sleep 30", NULL };
 	signal_the_group = 1;
 	int st = wrap_signal(args, SIGTERM, &out, &err);
 	signal_the_group = 0;
@@ -316,8 +373,16 @@ END_TEST
 START_TEST(test_options_reach_the_command)
 {
 	char want[4400], *out, *err;
-	char *args[] = { NULL, "run", "--stages", "warm=f", "--output=o.json", "--no-dump", "/bin/sh",
-			 "-c", "printf '%s|%s\\n' \"$MEMSHIM_STAGES\" \"$MEMSHIM_OUTPUT\"", NULL };
+	char *args[] = { NULL,
+			 "run",
+			 "--stages",
+			 "warm=f",
+			 "--output=o.json",
+			 "--no-dump",
+			 "/bin/sh",
+			 "-c",
+			 "printf '%s|%s\\n' \"$MEMSHIM_STAGES\" \"$MEMSHIM_OUTPUT\"",
+			 NULL };
 	int st = wrap(NULL, args, &out, &err);
 	snprintf(want, sizeof want, "warm=f|%s/o.json\n", tree);
 	ck_assert_int_eq(st, 0);
@@ -360,8 +425,7 @@ END_TEST
 START_TEST(test_pid_in_output_name)
 {
 	char *out, *err;
-	char *args[] = { NULL, "run", "--output", "r.%p.json", "/bin/sh", "-c", "/bin/true; /bin/true",
-			 NULL };
+	char *args[] = { NULL, "run", "--output", "r.%p.json", "/bin/sh", "-c", "/bin/true; /bin/true", NULL };
 	ck_assert_int_eq(wrap(NULL, args, &out, &err), 0);
 	expect_three_reports(err);
 	free2(out, err);
@@ -407,8 +471,7 @@ END_TEST
 START_TEST(test_plot)
 {
 	char *out, *err, path[4300];
-	char *args[] = { NULL, "run", "--no-dump", "--plot", "run.svg", "/bin/sh", "-c",
-			 "/bin/true; /bin/true", NULL };
+	char *args[] = { NULL, "run", "--no-dump", "--plot", "run.svg", "/bin/sh", "-c", "/bin/true; /bin/true", NULL };
 	int st = wrap(NULL, args, &out, &err);
 	ck_assert_msg(WIFEXITED(st) && WEXITSTATUS(st) == 0, "status %#x: %s", st, err);
 	ck_assert_str_eq(err, "memshim: picture of the run in run.svg\n");
@@ -493,8 +556,9 @@ START_TEST(test_help_lists_everything)
 	char readme[4300], *out, *err, *args[] = { NULL, "--help", NULL };
 	int st = wrap(NULL, args, &out, &err);
 	ck_assert_msg(WIFEXITED(st) && WEXITSTATUS(st) == 0, "status %#x: %s", st, err);
-	static const char *const words[] = { "memshim run ", "memshim format ", "memshim diff ",
-		"memshim kernel install ", "--version", "--stages SPEC: comma-separated stage=target" };
+	static const char *const words[] = { "memshim run ",  "memshim format ",
+					     "memshim diff ", "memshim kernel install ",
+					     "--version",     "--stages SPEC: comma-separated stage=target" };
 	for (size_t i = 0; i < sizeof words / sizeof *words; i++)
 		ck_assert_msg(strstr(out, words[i]), "--help lacks %s:\n%s", words[i], out);
 	snprintf(readme, sizeof readme, "%s/doc/settings.md", need_env("MF_MAKE_ROOT"));
@@ -543,8 +607,7 @@ static void expect_no_command(const char *cmd, int want, const char *message)
 	char line[4400], *out, *err, *args[] = { NULL, "run", "--", (char *)cmd, "arg", NULL };
 	int st = wrap(NULL, args, &out, &err);
 	snprintf(line, sizeof line, "memshim: %s: %s\n", cmd, message);
-	ck_assert_msg(WIFEXITED(st) && WEXITSTATUS(st) == want, "%s: status %#x, stderr: %s", cmd, st,
-		      err);
+	ck_assert_msg(WIFEXITED(st) && WEXITSTATUS(st) == want, "%s: status %#x, stderr: %s", cmd, st, err);
 	ck_assert_str_eq(err, line);
 	ck_assert_str_eq(out, "");
 	ck_assert_uint_eq(files_like("memshim_metrics.json*"), 0);
@@ -589,8 +652,10 @@ START_TEST(test_static_command)
 	int st = wrap(NULL, args, &out, &err);
 	ck_assert_msg(WIFEXITED(st) && WEXITSTATUS(st) == 3, "status %#x: %s", st, err);
 	ck_assert_str_eq(out, "static ran\n");
-	snprintf(want, sizeof want, "memshim: %s is statically linked: LD_PRELOAD cannot apply to a static binary, so "
-		 "memshim saw nothing of it (a dynamically linked build can be measured)\n", args[3]);
+	snprintf(want, sizeof want,
+		 "memshim: %s is statically linked: LD_PRELOAD cannot apply to a static binary, so "
+		 "memshim saw nothing of it (a dynamically linked build can be measured)\n",
+		 args[3]);
 	ck_assert_str_eq(err, want);
 	free2(out, err);
 	/* a dynamically linked command that writes no file (here: the library is not found in it) */
@@ -633,7 +698,9 @@ START_TEST(test_option_without_its_value)
 	char *out, *err, marker[4300];
 	snprintf(marker, sizeof marker, "%s/ran", tree);
 	for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
-		char *args[] = { NULL, "run", (char *)cases[i][0], (char *)cases[i][1], "/usr/bin/touch", marker, NULL };
+		char *args[] = {
+			NULL, "run", (char *)cases[i][0], (char *)cases[i][1], "/usr/bin/touch", marker, NULL
+		};
 		if (!cases[i][1]) /* --stages=VALUE */
 			args[3] = "/usr/bin/touch", args[4] = marker, args[5] = NULL;
 		int status = wrap(NULL, args, &out, &err);
@@ -673,8 +740,10 @@ START_TEST(test_previous_run_kept)
 	free2(out, err);
 	first = tree_file("memshim_metrics.json");
 	ck_assert_int_eq(wrap(NULL, one, &out, &err), 0);
-	snprintf(want, sizeof want, "memshim: kept the previous run's metrics (2 files) as "
-		 "%s/memshim_metrics.json.prev and %s/memshim_metrics.json.<pid>.prev\n", tree, tree);
+	snprintf(want, sizeof want,
+		 "memshim: kept the previous run's metrics (2 files) as "
+		 "%s/memshim_metrics.json.prev and %s/memshim_metrics.json.<pid>.prev\n",
+		 tree, tree);
 	ck_assert_msg(!strncmp(err, want, strlen(want)), "stderr: %s", err);
 	ck_assert_int_eq(count(err, "***** fake metrics *****"), 1);
 	ck_assert_int_eq(count(err, "==> "), 0);
@@ -685,8 +754,10 @@ START_TEST(test_previous_run_kept)
 	free(now);
 	second = tree_file("memshim_metrics.json");
 	ck_assert_int_eq(wrap(NULL, one, &out, &err), 0);
-	snprintf(want, sizeof want, "memshim: kept the previous run's metrics (1 file) as "
-		 "%s/memshim_metrics.json.prev\n", tree);
+	snprintf(want, sizeof want,
+		 "memshim: kept the previous run's metrics (1 file) as "
+		 "%s/memshim_metrics.json.prev\n",
+		 tree);
 	ck_assert_msg(!strncmp(err, want, strlen(want)), "stderr: %s", err);
 	now = tree_file("memshim_metrics.json.prev");
 	ck_assert_str_eq(now, second);
@@ -704,8 +775,10 @@ START_TEST(test_previous_run_kept_pid_name)
 	ck_assert_int_eq(wrap(NULL, args, &out, &err), 0);
 	free2(out, err);
 	ck_assert_int_eq(wrap(NULL, args, &out, &err), 0);
-	snprintf(want, sizeof want, "memshim: kept the previous run's metrics (2 files) as "
-		 "%s/r.<pid>.json.prev\n", tree);
+	snprintf(want, sizeof want,
+		 "memshim: kept the previous run's metrics (2 files) as "
+		 "%s/r.<pid>.json.prev\n",
+		 tree);
 	ck_assert_msg(!strncmp(err, want, strlen(want)), "stderr: %s", err);
 	ck_assert_int_eq(count(err, "==> "), 2);
 	ck_assert_uint_eq(files_like("r.*.json.prev"), 2);
@@ -722,7 +795,8 @@ START_TEST(test_ranks_merged)
 	int st = wrap(NULL, args, &out, &err);
 	ck_assert_msg(WIFEXITED(st) && WEXITSTATUS(st) == 0, "status %#x: %s", st, err);
 	ck_assert_msg(strstr(err, "\nmemshim: merged the 2 ranks; left out 1 process without a rank "
-			      "of its own: pid "), "stderr: %s", err);
+				  "of its own: pid "),
+		      "stderr: %s", err);
 	ck_assert_ptr_nonnull(strstr(err, "***** fake metrics (2 processes) *****\n"));
 	ck_assert_ptr_nonnull(strstr(err, "  key                       min  max  mean  sum  max at\n"));
 	ck_assert_ptr_nonnull(strstr(err, "  fake_mem_cpu_alloc_delta  3MB  3MB   3MB  6MB  rank 0\n"));
@@ -737,8 +811,8 @@ END_TEST
 START_TEST(test_rank_in_output_name)
 {
 	char want[4400], *out, *err;
-	char *args[] = { NULL, "run", "--output", "m_%r.json", "/bin/sh", "-c",
-			 "RANK=0 /bin/true; RANK=1 /bin/true", NULL };
+	char *args[] = { NULL, "run", "--output", "m_%r.json", "/bin/sh", "-c", "RANK=0 /bin/true; RANK=1 /bin/true",
+			 NULL };
 	int st = wrap(NULL, args, &out, &err);
 	ck_assert_msg(WIFEXITED(st) && WEXITSTATUS(st) == 0, "status %#x: %s", st, err);
 	ck_assert_msg(strstr(err, "***** fake metrics (2 processes) *****\n"), "stderr: %s", err);
@@ -747,15 +821,23 @@ START_TEST(test_rank_in_output_name)
 	ck_assert_uint_eq(files_like("m_pid*.json"), 1);
 	free2(out, err);
 	st = wrap(NULL, args, &out, &err);
-	snprintf(want, sizeof want, "memshim: kept the previous run's metrics (3 files) as "
-		 "%s/m_<rank>.json.prev\n", tree);
+	snprintf(want, sizeof want,
+		 "memshim: kept the previous run's metrics (3 files) as "
+		 "%s/m_<rank>.json.prev\n",
+		 tree);
 	ck_assert_msg(!strncmp(err, want, strlen(want)), "stderr: %s", err);
 	ck_assert_uint_eq(files_like("m_*.json.prev"), 3);
 	ck_assert_ptr_nonnull(strstr(err, "***** fake metrics (2 processes) *****\n"));
 	free2(out, err);
 	/* a placeholder in a directory: each rank's directory (made by the program) */
-	char *dirs[] = { NULL, "run", "--output", "r%r/m.json", "/bin/sh", "-c",
-			 "mkdir r0 r1 rpid$$; RANK=0 /bin/true; RANK=1 /bin/true", NULL };
+	char *dirs[] = { NULL,
+			 "run",
+			 "--output",
+			 "r%r/m.json",
+			 "/bin/sh",
+			 "-c",
+			 "mkdir r0 r1 rpid$$; RANK=0 /bin/true; RANK=1 /bin/true",
+			 NULL };
 	st = wrap(NULL, dirs, &out, &err);
 	ck_assert_msg(WIFEXITED(st) && WEXITSTATUS(st) == 0, "status %#x: %s", st, err);
 	ck_assert_ptr_nonnull(strstr(err, "\nmemshim: one table for the 2 ranks; "));
@@ -767,8 +849,8 @@ END_TEST
 /* MEMSHIM_CHILDREN_DIR: the children's files are found there too. */
 START_TEST(test_children_dir)
 {
-	char kids[4300], *out, *err, *args[] = { NULL, "run", "--output", "r.%p.json", "/bin/sh", "-c",
-						 "/bin/true; /bin/true", NULL };
+	char kids[4300], *out, *err,
+		*args[] = { NULL, "run", "--output", "r.%p.json", "/bin/sh", "-c", "/bin/true; /bin/true", NULL };
 	snprintf(kids, sizeof kids, "%s/kids", tree);
 	ck_assert_int_eq(mkdir(kids, 0755), 0);
 	setenv("MEMSHIM_CHILDREN_DIR", "kids", 1);
@@ -787,20 +869,22 @@ END_TEST
 START_TEST(test_launchers_summarised)
 {
 	char *out, *err;
-	char *args[] = { NULL, "run", "/bin/sh", "-c",
-			 "MEMSHIM_FAKE_MINOR=1 /bin/true; MEMSHIM_FAKE_MINOR=1 /bin/true", NULL };
+	char *args[] = { NULL, "run", "/bin/sh", "-c", "MEMSHIM_FAKE_MINOR=1 /bin/true; MEMSHIM_FAKE_MINOR=1 /bin/true",
+			 NULL };
 	int st = wrap(NULL, args, &out, &err);
 	ck_assert_msg(WIFEXITED(st) && WEXITSTATUS(st) == 0, "status %#x: %s", st, err);
 	ck_assert_int_eq(count(err, "==> "), 1);
 	ck_assert_int_eq(count(err, "***** fake metrics *****"), 1);
 	ck_assert_msg(strstr(err, "\nmemshim: 2 other processes (launchers, shells) opened no stage and "
-			      "peaked under 16MB: pid "), "stderr: %s", err);
+				  "peaked under 16MB: pid "),
+		      "stderr: %s", err);
 	ck_assert_ptr_nonnull(strstr(err, "; --all shows them\n"));
 	ck_assert_int_eq(count(err, "init metrics"), 0);
 	free2(out, err);
 	/* --all: every process on its own */
-	char *all[] = { NULL, "run", "--all", "/bin/sh", "-c",
-			"MEMSHIM_FAKE_MINOR=1 /bin/true; RANK=0 /bin/true; RANK=1 /bin/true", NULL };
+	char *all[] = { NULL,      "run", "--all",
+			"/bin/sh", "-c",  "MEMSHIM_FAKE_MINOR=1 /bin/true; RANK=0 /bin/true; RANK=1 /bin/true",
+			NULL };
 	st = wrap(NULL, all, &out, &err);
 	ck_assert_msg(WIFEXITED(st) && WEXITSTATUS(st) == 0, "status %#x: %s", st, err);
 	ck_assert_int_eq(count(err, "==> "), 4);
@@ -818,8 +902,12 @@ END_TEST
 START_TEST(test_helpers_in_the_run_directory)
 {
 	char *out, *err;
-	char *args[] = { NULL, "run", "/bin/sh", "-c",
-			 "echo \"$MEMSHIM_RUN_DIR\"; MEMSHIM_FAKE_MINOR=1 /bin/true; MEMSHIM_FAKE_MINOR=1 /bin/true", NULL };
+	char *args[] = { NULL,
+			 "run",
+			 "/bin/sh",
+			 "-c",
+			 "echo \"$MEMSHIM_RUN_DIR\"; MEMSHIM_FAKE_MINOR=1 /bin/true; MEMSHIM_FAKE_MINOR=1 /bin/true",
+			 NULL };
 	int st = wrap(NULL, args, &out, &err);
 	ck_assert_msg(WIFEXITED(st) && WEXITSTATUS(st) == 0, "status %#x: %s", st, err);
 	ck_assert_msg(!strncmp(out, "/tmp/memshim-run.", 17) || strstr(out, "/memshim-run."), "run dir: %s", out);
@@ -828,7 +916,8 @@ START_TEST(test_helpers_in_the_run_directory)
 	ck_assert_uint_eq(files_like("memshim_metrics.json*"), 1);
 	ck_assert_int_eq(count(err, "***** fake metrics *****"), 1);
 	ck_assert_msg(strstr(err, "\nmemshim: 2 other processes (launchers, shells) opened no stage and "
-			      "peaked under 16MB: pid "), "stderr: %s", err);
+				  "peaked under 16MB: pid "),
+		      "stderr: %s", err);
 	free2(out, err);
 }
 END_TEST
@@ -843,8 +932,8 @@ START_TEST(test_sites)
 	ck_assert_msg(WIFEXITED(st) && WEXITSTATUS(st) == 3, "status %#x: %s", st, err);
 	const char *dump = strstr(err, "***** fake metrics *****\n");
 	const char *sites = strstr(err, "\n\n***** fake call sites at the peak *****\n"
-				   "  CPU peak 4MB; sampled every 512 KB on average, 6 samples at the peak; "
-				   "sites taken at the peak\n");
+					"  CPU peak 4MB; sampled every 512 KB on average, 6 samples at the peak; "
+					"sites taken at the peak\n");
 	ck_assert_msg(dump && sites && dump < sites, "stderr: %s", err);
 	ck_assert_ptr_nonnull(strstr(sites, "  1    2MB  50.0%        4  fake_alloc (fake.py:3)\n"
 					    "                              main (fake.py:9)\n"
@@ -865,7 +954,8 @@ START_TEST(test_sites)
 	unsetenv("MEMSHIM_SITES");
 	ck_assert_msg(WIFEXITED(st) && WEXITSTATUS(st) == 3, "status %#x: %s", st, err);
 	ck_assert_msg(strstr(err, "has no call sites: sampling was off (MEMSHIM_SITES=0), or the file "
-			     "predates call-site sampling\n"), "stderr: %s", err);
+				  "predates call-site sampling\n"),
+		      "stderr: %s", err);
 	ck_assert_ptr_null(strstr(err, "call sites at the peak"));
 	free2(out, err);
 }
@@ -874,8 +964,7 @@ END_TEST
 START_TEST(test_sites_ranks)
 {
 	char *out, *err;
-	char *args[] = { NULL, "run", "--sites", "/bin/sh", "-c",
-			 "RANK=0 /bin/true; RANK=1 /bin/true", NULL };
+	char *args[] = { NULL, "run", "--sites", "/bin/sh", "-c", "RANK=0 /bin/true; RANK=1 /bin/true", NULL };
 	int st = wrap(NULL, args, &out, &err);
 	ck_assert_msg(WIFEXITED(st) && WEXITSTATUS(st) == 0, "status %#x: %s", st, err);
 	ck_assert_int_eq(count(err, "***** fake call sites at the peak *****"), 1);
@@ -886,8 +975,7 @@ START_TEST(test_sites_ranks)
 					  "process\n"));
 	free2(out, err);
 	/* --all: every process's sites */
-	char *all[] = { NULL, "run", "--sites", "--all", "/bin/sh", "-c",
-			"RANK=0 /bin/true; RANK=1 /bin/true", NULL };
+	char *all[] = { NULL, "run", "--sites", "--all", "/bin/sh", "-c", "RANK=0 /bin/true; RANK=1 /bin/true", NULL };
 	st = wrap(NULL, all, &out, &err);
 	ck_assert_msg(WIFEXITED(st) && WEXITSTATUS(st) == 0, "status %#x: %s", st, err);
 	ck_assert_int_eq(count(err, "***** fake call sites at the peak *****"), 3);
@@ -901,9 +989,10 @@ END_TEST
 static int make_in_root(const char *target, const char *dest, const char *log)
 {
 	char cmd[13000];
-	snprintf(cmd, sizeof cmd, "cd '%s' && env -u MAKEFLAGS -u MFLAGS -u MAKELEVEL make -s %s "
-		 "DESTDIR='%s' PREFIX=/opt/ms BUILD='%s' >'%s' 2>&1", need_env("MF_MAKE_ROOT"), target,
-		 dest, need_env("MF_BUILD"), log);
+	snprintf(cmd, sizeof cmd,
+		 "cd '%s' && env -u MAKEFLAGS -u MFLAGS -u MAKELEVEL make -s %s "
+		 "DESTDIR='%s' PREFIX=/opt/ms BUILD='%s' >'%s' 2>&1",
+		 need_env("MF_MAKE_ROOT"), target, dest, need_env("MF_BUILD"), log);
 	return system(cmd);
 }
 
@@ -923,9 +1012,14 @@ static char *run_text(const char *cmd)
 
 START_TEST(test_install_uninstall)
 {
-	static const char *const files[] = { "bin/memshim", "bin/memshim-format", "lib/libmemshim.so",
-		"include/memshim.h", "lib/pkgconfig/memshim.pc", "lib/memshim/python/memshim/__init__.py",
-		"lib/memshim/python/memshim/cli.py", "lib/memshim/python/memshim/hf.py" };
+	static const char *const files[] = { "bin/memshim",
+					     "bin/memshim-format",
+					     "lib/libmemshim.so",
+					     "include/memshim.h",
+					     "lib/pkgconfig/memshim.pc",
+					     "lib/memshim/python/memshim/__init__.py",
+					     "lib/memshim/python/memshim/cli.py",
+					     "lib/memshim/python/memshim/hf.py" };
 	char *dest = t_tmpdir(), log[4300], path[4400], cmd[13000], want[200], *text;
 	snprintf(log, sizeof log, "%s.log", dest);
 	int rc = make_in_root("install", dest, log);
@@ -937,16 +1031,20 @@ START_TEST(test_install_uninstall)
 		snprintf(path, sizeof path, "%s/opt/ms/%s", dest, files[i]);
 		ck_assert_msg(stat(path, &st) == 0, "not installed: %s", files[i]);
 	}
-	snprintf(cmd, sizeof cmd, "PKG_CONFIG_PATH='%s/opt/ms/lib/pkgconfig' pkg-config --cflags "
+	snprintf(cmd, sizeof cmd,
+		 "PKG_CONFIG_PATH='%s/opt/ms/lib/pkgconfig' pkg-config --cflags "
 		 "--libs memshim; PKG_CONFIG_PATH='%s/opt/ms/lib/pkgconfig' pkg-config --modversion "
-		 "memshim", dest, dest);
+		 "memshim",
+		 dest, dest);
 	text = run_text(cmd);
-	snprintf(want, sizeof want, "-I/opt/ms/include -L/opt/ms/lib -lmemshim \n%d.%d\n",
-		 MEMSHIM_VERSION_MAJOR, MEMSHIM_VERSION_MINOR);
+	snprintf(want, sizeof want, "-I/opt/ms/include -L/opt/ms/lib -lmemshim \n%d.%d\n", MEMSHIM_VERSION_MAJOR,
+		 MEMSHIM_VERSION_MINOR);
 	ck_assert_str_eq(text, want);
 	free(text);
-	snprintf(cmd, sizeof cmd, "PYTHONPATH='%s/opt/ms/lib/memshim/python' /usr/bin/python3 -c "
-		 "'import memshim; print(memshim.library_path())'", dest);
+	snprintf(cmd, sizeof cmd,
+		 "PYTHONPATH='%s/opt/ms/lib/memshim/python' /usr/bin/python3 -c "
+		 "'import memshim; print(memshim.library_path())'",
+		 dest);
 	text = run_text(cmd);
 	snprintf(path, sizeof path, "%s/opt/ms/lib/libmemshim.so\n", dest);
 	ck_assert_str_eq(text, path);
@@ -960,8 +1058,10 @@ START_TEST(test_install_uninstall)
 	text = t_read(log, NULL);
 	ck_assert_msg(rc == 0, "make uninstall: %s", text);
 	free(text);
-	snprintf(cmd, sizeof cmd, "find '%s' -type f; test -e '%s/opt/ms/lib/memshim' && echo "
-		 "lib/memshim", dest, dest);
+	snprintf(cmd, sizeof cmd,
+		 "find '%s' -type f; test -e '%s/opt/ms/lib/memshim' && echo "
+		 "lib/memshim",
+		 dest, dest);
 	text = run_text(cmd);
 	ck_assert_msg(!*text, "left after make uninstall: %s", text);
 	free(text);
@@ -984,6 +1084,8 @@ Suite *wrapper_suite(void)
 	tcase_add_test(tc, test_signals_forwarded);
 	tcase_add_test(tc, test_signal_comes_once);
 	tcase_add_test(tc, test_group_signal_adds_no_line);
+	tcase_add_test(tc, test_group_signal_reaches_a_command_in_its_own_session);
+	tcase_add_test(tc, test_signal_passed_on_after_the_witness_died);
 	tcase_add_test(tc, test_stdin_reaches_the_command);
 	tcase_add_test(tc, test_preload_kept);
 	tcase_add_test(tc, test_both_libraries_loaded);
