@@ -111,8 +111,8 @@ json_t *run_built(struct run *r, const char *program, const char *const *args, c
 json_t *exited_with_file(const struct run *r, json_t *m, int status, const char *what)
 {
 	ck_assert_ptr_nonnull(m);
-	ck_assert_msg(WIFEXITED(r->status) && WEXITSTATUS(r->status) == status, "%s: wait status %d, stderr: %s",
-		      what, r->status, r->err);
+	ck_assert_msg(WIFEXITED(r->status) && WEXITSTATUS(r->status) == status, "%s: wait status %d, stderr: %s", what,
+		      r->status, r->err);
 	return m;
 }
 
@@ -195,8 +195,8 @@ int64_t member(json_t *object, const char *a, const char *b)
 
 void assert_between(int64_t v, int64_t lo, int64_t hi, const char *what)
 {
-	ck_assert_msg(v >= lo && v <= hi, "%s = %lld, expected %lld..%lld", what, (long long)v,
-		      (long long)lo, (long long)hi);
+	ck_assert_msg(v >= lo && v <= hi, "%s = %lld, expected %lld..%lld", what, (long long)v, (long long)lo,
+		      (long long)hi);
 }
 
 int memshim_lines(const char *text)
@@ -205,6 +205,20 @@ int memshim_lines(const char *text)
 	for (const char *p = text; (p = strstr(p, "memshim:")); p++)
 		n++;
 	return n;
+}
+
+const char *format_in_dir(const struct run *r, const char *args)
+{
+	static char out[1 << 15];
+	char cmd[2048];
+	snprintf(cmd, sizeof cmd, "cd %s && MEMSHIM_LIVE_DIR=%s/live %s %s 2>&1", r->dir, r->dir,
+		 built("memshim-format"), args);
+	FILE *p = popen(cmd, "r");
+	ck_assert_ptr_nonnull(p);
+	size_t n = fread(out, 1, sizeof out - 1, p);
+	out[n] = '\0';
+	pclose(p);
+	return out;
 }
 
 void make_dir(char *dir, size_t size, mode_t mode, uid_t owner)

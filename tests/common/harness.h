@@ -8,10 +8,10 @@
 #include <sys/types.h>
 
 struct run {
-	int status;           /* wait status */
-	char dir[256];        /* fresh temporary directory; MEMSHIM_OUTPUT defaults to dir/m.json */
-	char out[1 << 16];    /* the program's stdout */
-	char err[1 << 16];    /* the program's stderr */
+	int status;        /* wait status */
+	char dir[256];     /* fresh temporary directory; MEMSHIM_OUTPUT defaults to dir/m.json */
+	char out[1 << 16]; /* the program's stdout */
+	char err[1 << 16]; /* the program's stderr */
 };
 
 /* Runs ARGV with LD_PRELOAD set to the built library, MEMSHIM_OUTPUT=dir/m.json and the "NAME=value"
@@ -57,6 +57,10 @@ void assert_between(int64_t v, int64_t lo, int64_t hi, const char *what);
 
 /* How many times "memshim:" occurs in TEXT (the shim's warning lines). */
 int memshim_lines(const char *text);
+
+/* memshim-format's output (stdout and stderr) for ARGS, run in R's directory with
+ * MEMSHIM_LIVE_DIR=dir/live.  The text is static: valid until the next call. */
+const char *format_in_dir(const struct run *r, const char *args);
 
 /* A fresh directory /tmp/memshim-out.XXXXXX into DIR (SIZE bytes) with MODE, owned by OWNER. */
 void make_dir(char *dir, size_t size, mode_t mode, uid_t owner);

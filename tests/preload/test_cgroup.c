@@ -119,20 +119,6 @@ static void names_the_group_and_the_boot(json_t *c)
 	ck_assert_int_eq(num(c, "ino"), (int64_t)st.st_ino);
 }
 
-/* The dump of R's file: memshim-format's stdout. */
-static char *dump(void)
-{
-	static char out[1 << 15];
-	char cmd[1024];
-	snprintf(cmd, sizeof cmd, "%s %s/m.json 2>&1", built("memshim-format"), r.dir);
-	FILE *p = popen(cmd, "r");
-	ck_assert_ptr_nonnull(p);
-	size_t n = fread(out, 1, sizeof out - 1, p);
-	out[n] = '\0';
-	pclose(p);
-	return out;
-}
-
 START_TEST(v2_group_with_a_limit)
 {
 	lay_out(2, "1073741824\n", 3);
@@ -151,7 +137,7 @@ START_TEST(v2_group_with_a_limit)
 	ck_assert_int_eq(num(c, "oom_kills_at_start"), 3);
 	names_the_group_and_the_boot(c);
 	ck_assert_ptr_nonnull(strstr(json_string_value(json_object_get(c, "read")), "memory.current"));
-	char *out = dump();
+	const char *out = format_in_dir(&r, "m.json");
 	/* the group's high-water (400MB) is above anything the process read: the line says whose it is */
 	ck_assert_msg(strstr(out, "  cgroup peak 400MB of 1.00GB (39%), the group's high-water since it was created "
 				  "(this process read at most 300MB)\n"),
@@ -195,7 +181,7 @@ START_TEST(v2_max_is_no_limit)
 	stages_read_at_boundaries_and_points(m);
 	ck_assert(!has_metric(m, "process_mem_cgroup_limit"));
 	ck_assert_ptr_null(json_object_get(cgroup_of(json_object_get(m, "process")), "limit"));
-	char *out = dump();
+	const char *out = format_in_dir(&r, "m.json");
 	ck_assert_msg(strstr(out, "  cgroup peak 400MB, no limit, the group's high-water since it was created"), "%s",
 		      out);
 	json_decref(m);

@@ -236,21 +236,6 @@ START_TEST(a_program_out_of_fds_still_gets_its_file)
 }
 END_TEST
 
-/* memshim-format's output (stdout and stderr) for ARGS, run from R's directory. */
-static const char *format_output(const char *args)
-{
-	static char out[1 << 15];
-	char cmd[2048];
-	snprintf(cmd, sizeof cmd, "cd %s && MEMSHIM_LIVE_DIR=%s/live %s %s 2>&1", r.dir, r.dir, built("memshim-format"),
-		 args);
-	FILE *p = popen(cmd, "r");
-	ck_assert_ptr_nonnull(p);
-	size_t n = fread(out, 1, sizeof out - 1, p);
-	out[n] = '\0';
-	pclose(p);
-	return out;
-}
-
 /* A worker that locks itself into seccomp (OpenSSH's privilege separation child, Chromium's
  * renderers, libseccomp users) and then allocates: a filter that kills on any system call it does
  * not make itself, strict mode, and the filter through syscall().  It runs as without memshim
@@ -269,7 +254,7 @@ START_TEST(a_sandboxed_worker_runs_as_without_memshim)
 	json_t *m = load_metrics(&r, "m.json");
 	ck_assert_msg(m && json_is_false(json_object_get(m, "complete")), "%s: no snapshot from its entry", modes[_i]);
 	json_decref(m);
-	const char *dump = format_output("m.json");
+	const char *dump = format_in_dir(&r, "m.json");
 	ck_assert_msg(strstr(dump, _i == 2 ? "seccomp sandbox (strict mode" : "seccomp sandbox (a filter)"), "%s",
 		      dump);
 	ck_assert_msg(strstr(dump, "w_calls                   =      3"), "%s", dump);
