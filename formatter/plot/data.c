@@ -239,10 +239,12 @@ static void mf_panel_extent(struct mf_panel *p)
 		p->vmax = fmax(p->vmax, p->pk[i].v);
 }
 
-/* A call of a stage that begins at the very instant another call of it ended is one bar: the
- * implicit init (load to the first stage) and the Trainer's own init that takes its place would
- * otherwise be two "init" bars side by side.  Calls back to back are apart by the time between the
- * shim's two readings of the clock; only a hand-over is at the same instant. */
+/* A call of a stage that begins at the very instant another call of it ended took its place: the
+ * implicit init (load to the first stage) handed over to the Trainer's own init, and the dump's
+ * init is that one (what came before it is before_init), so the bar is that one's alone and the
+ * imports before it stay untinted (one bar over both read as an init of 5 s beside the dump's
+ * 0.5 s).  Calls back to back are apart by the time between the shim's two readings of the clock;
+ * only a hand-over is at the same instant. */
 static void mf_join_handovers(struct mf_panel *p)
 {
 	size_t out = 0;
@@ -252,8 +254,7 @@ static void mf_join_handovers(struct mf_panel *p)
 			k--;
 		struct mf_band *prev = k ? &p->b[k - 1] : NULL;
 		if (prev && !prev->open && prev->t1 == p->b[i].t0) {
-			prev->t1 = p->b[i].t1;
-			prev->open = p->b[i].open;
+			*prev = p->b[i];
 			continue;
 		}
 		p->b[out++] = p->b[i];
