@@ -2,8 +2,9 @@
  * syscall(), as libseccomp makes it) has opened what it needs: from then on a system call it never
  * makes itself may kill it.  The hook lifecycle.c sets writes what needs system calls first (the
  * live record, a snapshot) and marks the process sandboxed; memshim then makes no system call of
- * its own (doc/safety.md#seccomp).  Both wrappers make the call themselves, as the C library's
- * do: no real function is looked up, so they work before the library starts. */
+ * its own (doc/safety.md, "Programs that lock themselves into seccomp").  Both wrappers make the
+ * call themselves, as the C library's do: no real function is looked up, so they work before the
+ * library starts. */
 #include <errno.h>
 #include <stdarg.h>
 #include <sys/prctl.h>
