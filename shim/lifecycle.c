@@ -124,7 +124,7 @@ static void finish(const char *reason)
 /* The program installs a seccomp filter or strict mode (ENTERING, MS_SANDBOX_*), or the kernel
  * refused it (MS_SANDBOX_NONE; intercept/sandbox.c): the live record is made and a snapshot
  * written while system calls are allowed; from then on the record is the process's final numbers,
- * as a Go program's is (leaves_raw 2). */
+ * as a Go program's is (leaves_raw MS_LIVE_RAW_SECCOMP or _STRICT). */
 static void on_sandbox(int entering)
 {
 	static int leaves_raw_before;
